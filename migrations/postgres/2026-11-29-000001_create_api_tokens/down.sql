@@ -1,0 +1,2 @@
+DROP INDEX api_tokens_active_name;
+DROP TABLE api_tokens;

@@ -1,0 +1,292 @@
+//! The command line: `coe serve | migrate | check-config | token …`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{LogFormat, Overrides, Settings};
+use crate::db;
+use crate::domain::{EmailAddress, Role, TokenName};
+use crate::services::tokens;
+use crate::startup::{self, Application};
+use crate::telemetry;
+
+/// coe: the Correction of Errors service.
+///
+/// Takes failure events from alerting systems, opens a structured root-cause writeup
+/// (a COE) for each significant incident, tracks every corrective action to closure,
+/// and emails owners, then their managers, when actions go overdue.
+///
+/// Settings come from a TOML file (--config or COE_CONFIG), then COE_* environment
+/// variables, then these flags. With none of them, `coe serve` runs on a SQLite file
+/// `coe.db` in the working directory and writes emails to ./outbox/.
+#[derive(Debug, Parser)]
+#[command(name = "coe", version, about, long_about, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Settings file (TOML). Environment variables and flags override it.
+    #[arg(long, global = true, env = "COE_CONFIG", value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Database: sqlite://PATH, a file path, or postgres://USER:PASS@HOST/DB
+    /// [env: COE_DATABASE_URL] [default: sqlite://coe.db]
+    #[arg(long, global = true, value_name = "URL")]
+    pub database_url: Option<String>,
+    /// Log format on stderr: text for people, json for log collectors [env: COE_LOG_FORMAT]
+    #[arg(long, global = true, value_enum, value_name = "FORMAT")]
+    pub log_format: Option<LogFormat>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP service (applies pending migrations first).
+    Serve {
+        /// Address to listen on [env: COE_LISTEN] [default: 127.0.0.1:8080]
+        #[arg(long, value_name = "HOST:PORT")]
+        listen: Option<String>,
+    },
+    /// Apply pending database migrations and exit.
+    Migrate,
+    /// Validate the settings and print the effective configuration, secrets masked.
+    CheckConfig,
+    /// Create, list and revoke API tokens.
+    #[command(subcommand)]
+    Token(TokenCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token and print its secret once (on stdout; notes go to stderr).
+    Create {
+        /// A name to list and revoke it by: letters, digits, '-', '_', '.'
+        #[arg(long)]
+        name: String,
+        /// admin: everything; member: read and write COEs and actions; ingest: post events only
+        #[arg(long, value_parser = ["admin", "member", "ingest"])]
+        role: String,
+        /// The person the token acts for (recorded as the actor of changes)
+        #[arg(long, value_name = "PERSON")]
+        email: Option<String>,
+    },
+    /// List tokens (never their secrets).
+    List {
+        /// Include revoked tokens.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Revoke the active token with this name; requests with it get 401 from then on.
+    Revoke {
+        /// The token's name
+        name: String,
+    },
+}
+
+/// A failure of a command, with the exit code it maps to.
+#[derive(Debug)]
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    fn settings(message: impl ToString) -> Self {
+        Failure {
+            code: 2,
+            message: message.to_string(),
+        }
+    }
+    fn runtime(message: impl ToString) -> Self {
+        Failure {
+            code: 1,
+            message: message.to_string(),
+        }
+    }
+}
+
+/// Runs the parsed command line; the exit code says how it went.
+pub fn run(cli: Cli) -> ExitCode {
+    let listen = match &cli.command {
+        Command::Serve { listen } => listen.clone(),
+        _ => None,
+    };
+    let overrides = Overrides {
+        listen,
+        database_url: cli.global.database_url.clone(),
+        log_format: cli.global.log_format,
+    };
+    let result = Settings::load(cli.global.config.as_deref(), &overrides)
+        .map_err(Failure::settings)
+        .and_then(|settings| {
+            if !matches!(cli.command, Command::CheckConfig) {
+                telemetry::init(&settings.log);
+            }
+            match cli.command {
+                Command::Serve { .. } => serve(settings),
+                Command::Migrate => migrate(&settings),
+                Command::CheckConfig => check_config(&settings),
+                Command::Token(command) => token(&settings, command),
+            }
+        });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("error: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+fn serve(settings: Settings) -> Result<(), Failure> {
+    if settings.smtp.url.is_none() {
+        tracing::warn!(
+            dir = %settings.email.file_dir.display(),
+            "no SMTP server is configured (smtp.url / COE_SMTP_URL): emails are written as .eml files"
+        );
+    }
+    let grace = Duration::from_secs(settings.server.shutdown_timeout_secs);
+    actix_web::rt::System::new().block_on(async move {
+        let backend = settings.database_url().backend();
+        let host = settings
+            .listen
+            .rsplit_once(':')
+            .map(|(h, _)| h.to_owned())
+            .unwrap_or_default();
+        let app = Application::build(settings)
+            .await
+            .map_err(Failure::runtime)?;
+        let pool = app.pool().clone();
+        let bootstrap = actix_web::web::block(move || -> Result<_, String> {
+            let mut conn = pool.get().map_err(|e| e.to_string())?;
+            tokens::ensure_admin_token(&mut conn).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(Failure::runtime)?
+        .map_err(Failure::runtime)?;
+        if let Some(secret) = bootstrap {
+            tracing::warn!(
+                token = tokens::BOOTSTRAP_TOKEN_NAME,
+                "created an admin token because none existed; its secret is printed once on standard output"
+            );
+            print_bootstrap_token(secret.expose());
+        }
+        tracing::info!(
+            address = %format!("http://{host}:{}", app.port()),
+            database = %backend,
+            "listening"
+        );
+        startup::stop_on_signals(app.handle(), grace);
+        app.run_until_stopped().await.map_err(Failure::runtime)?;
+        tracing::info!("stopped");
+        Ok(())
+    })
+}
+
+/// Shown once, on the terminal, never through the logger.
+fn print_bootstrap_token(secret: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "\n================================ coe admin token ================================\n\
+         No admin token existed, so one was created (name `{}`). It is shown only now:\n\n    {secret}\n\n\
+         Use it as `Authorization: Bearer <token>`. Create named tokens with `coe token create`\n\
+         and revoke this one with `coe token revoke {}`.\n\
+         =================================================================================\n",
+        tokens::BOOTSTRAP_TOKEN_NAME,
+        tokens::BOOTSTRAP_TOKEN_NAME,
+    );
+    let _ = out.flush();
+}
+
+/// One connection with the schema migrated, for commands that run and exit.
+/// Returns it with the versions the migration applied.
+fn open(settings: &Settings) -> Result<(db::PooledConnection, Vec<String>), Failure> {
+    let mut database = settings.database.clone();
+    database.pool_size = 1;
+    let pool = db::connect(&database).map_err(Failure::runtime)?;
+    let mut conn = pool.get().map_err(Failure::runtime)?;
+    let applied = db::migrate(&mut conn).map_err(Failure::runtime)?;
+    Ok((conn, applied))
+}
+
+fn migrate(settings: &Settings) -> Result<(), Failure> {
+    let (_, applied) = open(settings)?;
+    if applied.is_empty() {
+        println!("the database schema is up to date");
+    } else {
+        println!("applied {} migration(s):", applied.len());
+        for version in applied {
+            println!("  {version}");
+        }
+    }
+    Ok(())
+}
+
+fn check_config(settings: &Settings) -> Result<(), Failure> {
+    println!("# the configuration is valid; effective settings (secrets masked):");
+    print!("{}", settings.to_masked_toml());
+    Ok(())
+}
+
+fn token(settings: &Settings, command: TokenCommand) -> Result<(), Failure> {
+    let (mut conn, _) = open(settings)?;
+    match command {
+        TokenCommand::Create { name, role, email } => {
+            let name =
+                TokenName::parse(&name).map_err(|e| Failure::settings(format!("--name: {e}")))?;
+            let role: Role = role
+                .parse()
+                .map_err(|e| Failure::settings(format!("--role: {e}")))?;
+            let email = email
+                .map(|e| EmailAddress::parse(&e))
+                .transpose()
+                .map_err(|e| Failure::settings(format!("--email: {e}")))?;
+            let (info, secret) =
+                tokens::create(&mut conn, &name, role, email.as_ref()).map_err(Failure::runtime)?;
+            eprintln!(
+                "created token `{}` with role {}; its secret follows and cannot be shown again:",
+                info.name, info.role
+            );
+            println!("{}", secret.expose());
+        }
+        TokenCommand::List { all } => {
+            let list = tokens::list(&mut conn, all).map_err(Failure::runtime)?;
+            let fmt_time = |t: Option<chrono::NaiveDateTime>| {
+                t.map(|t| t.format("%Y-%m-%d %H:%M").to_string())
+                    .unwrap_or_else(|| "-".into())
+            };
+            println!(
+                "{:<24} {:<7} {:<28} {:<16} {:<16} {}",
+                "NAME", "ROLE", "EMAIL", "CREATED (UTC)", "LAST USED", "STATE"
+            );
+            for t in list {
+                println!(
+                    "{:<24} {:<7} {:<28} {:<16} {:<16} {}",
+                    t.name,
+                    t.role,
+                    t.email.as_deref().unwrap_or("-"),
+                    fmt_time(Some(t.created_at)),
+                    fmt_time(t.last_used_at),
+                    if t.revoked_at.is_some() {
+                        "revoked"
+                    } else {
+                        "active"
+                    }
+                );
+            }
+        }
+        TokenCommand::Revoke { name } => {
+            let info = tokens::revoke(&mut conn, &name).map_err(Failure::runtime)?;
+            println!("revoked token `{}`", info.name);
+        }
+    }
+    Ok(())
+}

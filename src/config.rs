@@ -1,0 +1,433 @@
+//! Typed settings, loaded once at start-up from defaults, an optional TOML file,
+//! `COE_*` environment variables and command-line flags (in that order, later wins),
+//! then validated. The result is passed into the app; nothing reads settings globally.
+
+use std::fmt;
+use std::net::ToSocketAddrs;
+use std::path::{Path, PathBuf};
+
+use figment::providers::{Env, Format, Serialized, Toml};
+use figment::Figment;
+use serde::{Deserialize, Serialize};
+
+use crate::db::DatabaseUrl;
+
+/// Sections of the settings file. An environment variable `COE_<SECTION>_<KEY>` maps to
+/// `<section>.<key>`; any other `COE_<KEY>` maps to a top-level key.
+const SECTIONS: &[&str] = &["database", "server", "log", "smtp", "email"];
+
+/// Environment variables with the `COE_` prefix that are not settings.
+const NOT_SETTINGS: &[&str] = &["config"];
+
+/// Every setting of the service. `docs/configuration.md` documents each key.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Settings {
+    /// Address the HTTP server binds, `HOST:PORT`.
+    pub listen: String,
+    /// `development` (the default) or `production`, which refuses unsafe shortcuts.
+    pub mode: Mode,
+    /// The address people use to reach the service; links in emails start with it.
+    pub public_url: String,
+    pub database: DatabaseSettings,
+    pub server: ServerSettings,
+    pub log: LogSettings,
+    pub smtp: SmtpSettings,
+    pub email: EmailSettings,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Development,
+    Production,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DatabaseSettings {
+    /// `sqlite://PATH`, a plain file path, or `postgres://…` / `postgresql://…`.
+    pub url: String,
+    /// Maximum connections in the pool.
+    pub pool_size: u32,
+    /// Seconds to wait for a free connection (or a new one) before giving up.
+    pub connect_timeout_secs: u64,
+    /// SQLite only: milliseconds a writer waits for a lock before failing.
+    pub busy_timeout_ms: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerSettings {
+    /// Largest accepted request body, in bytes.
+    pub max_body_bytes: usize,
+    /// HTTP worker threads; 0 means one per CPU core.
+    pub workers: usize,
+    /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
+    pub shutdown_timeout_secs: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogSettings {
+    /// `text` for people, `json` for log collectors.
+    pub format: LogFormat,
+    /// A tracing filter, e.g. `info` or `info,coe=debug`.
+    pub level: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct SmtpSettings {
+    /// `smtp://user:pass@host:port` or `smtps://…`; unset means emails are written to files.
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmailSettings {
+    /// The `From:` of every email.
+    pub from: String,
+    /// Where `.eml` files go when no SMTP server is configured.
+    pub file_dir: PathBuf,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            listen: "127.0.0.1:8080".into(),
+            mode: Mode::Development,
+            public_url: "http://127.0.0.1:8080".into(),
+            database: DatabaseSettings::default(),
+            server: ServerSettings::default(),
+            log: LogSettings::default(),
+            smtp: SmtpSettings::default(),
+            email: EmailSettings::default(),
+        }
+    }
+}
+
+impl Default for DatabaseSettings {
+    fn default() -> Self {
+        DatabaseSettings {
+            url: "sqlite://coe.db".into(),
+            pool_size: 8,
+            connect_timeout_secs: 5,
+            busy_timeout_ms: 5_000,
+        }
+    }
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        ServerSettings {
+            max_body_bytes: 2 * 1024 * 1024,
+            workers: 0,
+            shutdown_timeout_secs: 30,
+        }
+    }
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        LogSettings {
+            format: LogFormat::Text,
+            level: "info".into(),
+        }
+    }
+}
+
+impl Default for EmailSettings {
+    fn default() -> Self {
+        EmailSettings {
+            from: "coe <coe@localhost>".into(),
+            file_dir: PathBuf::from("outbox"),
+        }
+    }
+}
+
+/// Values given on the command line; they override the file and the environment.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Overrides {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub database_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_format: Option<LogFormat>,
+}
+
+/// A setting that cannot be used, named for the person who has to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read the settings file {path}: {source}")]
+    File {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid settings: {0}")]
+    Parse(String),
+    #[error("setting `{key}`{origin}: got {value:?}, expected {expected}")]
+    Invalid {
+        key: &'static str,
+        origin: String,
+        value: String,
+        expected: String,
+    },
+}
+
+impl Settings {
+    /// Loads the settings: defaults, then the file at `path` (if any), then `COE_*`
+    /// environment variables, then `overrides`. Validates the result.
+    pub fn load(path: Option<&Path>, overrides: &Overrides) -> Result<Settings, ConfigError> {
+        let figment = Self::figment(path, overrides)?;
+        let settings: Settings = figment.extract().map_err(|e| describe_figment_error(&e))?;
+        settings
+            .validate()
+            .map_err(|e| e.with_origin(|key| origin_of(&figment, key)))?;
+        Ok(settings)
+    }
+
+    fn figment(path: Option<&Path>, overrides: &Overrides) -> Result<Figment, ConfigError> {
+        let mut figment = Figment::from(Serialized::defaults(Settings::default()));
+        if let Some(path) = path {
+            // Read it ourselves: figment silently ignores a missing file, a typo'd path must not.
+            std::fs::File::open(path).map_err(|source| ConfigError::File {
+                path: path.to_owned(),
+                source,
+            })?;
+            figment = figment.merge(Toml::file_exact(path));
+        }
+        figment = figment.merge(
+            Env::prefixed("COE_")
+                .ignore(NOT_SETTINGS)
+                .map(|key| env_key_to_setting(key.as_str()).into()),
+        );
+        let mut cli = serde_json::Map::new();
+        if let Some(listen) = &overrides.listen {
+            cli.insert("listen".into(), listen.clone().into());
+        }
+        if let Some(url) = &overrides.database_url {
+            cli.insert("database".into(), serde_json::json!({ "url": url }));
+        }
+        if let Some(format) = overrides.log_format {
+            cli.insert("log".into(), serde_json::json!({ "format": format }));
+        }
+        if !cli.is_empty() {
+            figment = figment.merge(Serialized::defaults(cli).profile(figment::Profile::Default));
+        }
+        Ok(figment)
+    }
+
+    /// Checks what types alone cannot: addresses, URLs, ranges.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |key, value: &str, expected: &str| ConfigError::Invalid {
+            key,
+            origin: String::new(),
+            value: value.to_owned(),
+            expected: expected.to_owned(),
+        };
+        let resolves = self
+            .listen
+            .to_socket_addrs()
+            .is_ok_and(|mut addrs| addrs.next().is_some());
+        if !resolves {
+            return Err(invalid(
+                "listen",
+                &self.listen,
+                "HOST:PORT, e.g. 127.0.0.1:8080",
+            ));
+        }
+        if !(self.public_url.starts_with("http://") || self.public_url.starts_with("https://")) {
+            return Err(invalid(
+                "public_url",
+                &self.public_url,
+                "an http:// or https:// URL",
+            ));
+        }
+        if let Err(e) = DatabaseUrl::parse(&self.database.url) {
+            return Err(ConfigError::Invalid {
+                key: "database.url",
+                origin: String::new(),
+                value: mask_url_password(&self.database.url),
+                expected: e.to_string(),
+            });
+        }
+        if self.database.pool_size == 0 {
+            return Err(invalid("database.pool_size", "0", "at least 1"));
+        }
+        if self.server.max_body_bytes < 1024 {
+            return Err(invalid(
+                "server.max_body_bytes",
+                &self.server.max_body_bytes.to_string(),
+                "at least 1024",
+            ));
+        }
+        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
+            return Err(ConfigError::Invalid {
+                key: "log.level",
+                origin: String::new(),
+                value: self.log.level.clone(),
+                expected: format!("a tracing filter such as `info` ({e})"),
+            });
+        }
+        if let Some(url) = &self.smtp.url {
+            if !(url.starts_with("smtp://") || url.starts_with("smtps://")) {
+                return Err(ConfigError::Invalid {
+                    key: "smtp.url",
+                    origin: String::new(),
+                    value: mask_url_password(url),
+                    expected: "an smtp:// or smtps:// URL".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The effective settings as TOML, with passwords in URLs masked.
+    pub fn to_masked_toml(&self) -> String {
+        let mut masked = self.clone();
+        masked.database.url = mask_url_password(&masked.database.url);
+        masked.smtp.url = masked.smtp.url.as_deref().map(mask_url_password);
+        toml::to_string_pretty(&masked).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
+    }
+
+    /// The parsed database URL; `validate` has already accepted it.
+    pub fn database_url(&self) -> DatabaseUrl {
+        DatabaseUrl::parse(&self.database.url).unwrap_or(DatabaseUrl::Sqlite("coe.db".into()))
+    }
+}
+
+impl ConfigError {
+    fn with_origin(self, origin_of: impl Fn(&str) -> String) -> Self {
+        match self {
+            ConfigError::Invalid {
+                key,
+                value,
+                expected,
+                ..
+            } => ConfigError::Invalid {
+                key,
+                origin: origin_of(key),
+                value,
+                expected,
+            },
+            other => other,
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mode::Development => "development",
+            Mode::Production => "production",
+        })
+    }
+}
+
+/// `database_url` → `database.url`; `listen` → `listen`.
+fn env_key_to_setting(key: &str) -> String {
+    for section in SECTIONS {
+        if let Some(rest) = key.strip_prefix(section).and_then(|r| r.strip_prefix('_')) {
+            return format!("{section}.{rest}");
+        }
+    }
+    key.to_owned()
+}
+
+fn origin_of(figment: &Figment, key: &str) -> String {
+    match figment.find_metadata(key) {
+        Some(meta) if meta.name != "Serialized" && !meta.name.contains("default") => {
+            format!(" (from {})", meta.name)
+        }
+        _ => String::new(),
+    }
+}
+
+fn describe_figment_error(error: &figment::Error) -> ConfigError {
+    let mut messages = Vec::new();
+    for e in error.clone() {
+        let key = e.path.join(".");
+        let origin = e
+            .metadata
+            .as_ref()
+            .map(|m| format!(" (from {})", m.name))
+            .unwrap_or_default();
+        let what = e.kind.to_string();
+        messages.push(if key.is_empty() {
+            format!("{what}{origin}")
+        } else {
+            format!("setting `{key}`{origin}: {what}")
+        });
+    }
+    ConfigError::Parse(messages.join("; "))
+}
+
+/// Replaces the password of `scheme://user:password@host` with `***`.
+pub fn mask_url_password(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_owned();
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let Some(at) = authority.rfind('@') else {
+        return url.to_owned();
+    };
+    let userinfo = &authority[..at];
+    match userinfo.find(':') {
+        Some(colon) => format!(
+            "{}{}:***{}",
+            &url[..scheme_end + 3],
+            &userinfo[..colon],
+            &rest[at..]
+        ),
+        None => url.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_keys_map_to_sections() {
+        assert_eq!(env_key_to_setting("database_url"), "database.url");
+        assert_eq!(
+            env_key_to_setting("server_max_body_bytes"),
+            "server.max_body_bytes"
+        );
+        assert_eq!(env_key_to_setting("listen"), "listen");
+        assert_eq!(env_key_to_setting("public_url"), "public_url");
+    }
+
+    #[test]
+    fn passwords_are_masked() {
+        assert_eq!(
+            mask_url_password("postgres://coe:s3cret@db:5432/coe"),
+            "postgres://coe:***@db:5432/coe"
+        );
+        assert_eq!(
+            mask_url_password("smtp://u:p@h:25?tls=required"),
+            "smtp://u:***@h:25?tls=required"
+        );
+        assert_eq!(mask_url_password("sqlite://coe.db"), "sqlite://coe.db");
+        assert_eq!(
+            mask_url_password("postgres://coe@db/coe"),
+            "postgres://coe@db/coe"
+        );
+    }
+
+    #[test]
+    fn defaults_are_valid() {
+        Settings::default().validate().expect("defaults validate");
+    }
+}

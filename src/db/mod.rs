@@ -1,0 +1,322 @@
+//! Everything diesel: one connection type over SQLite and PostgreSQL, the pool,
+//! migrations and the few places where the two backends need different SQL.
+
+pub mod models;
+pub mod schema;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use diesel::connection::{
+    AnsiTransactionManager, Connection, SimpleConnection, TransactionManager,
+};
+use diesel::pg::PgConnection;
+use diesel::r2d2::{self, ManageConnection, R2D2Connection};
+use diesel::sqlite::SqliteConnection;
+use diesel::RunQueryDsl;
+use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
+
+use crate::config::DatabaseSettings;
+
+/// Migrations for each backend, embedded in the binary. The two folders hold the
+/// same migration names (a test checks it).
+pub const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/sqlite");
+pub const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migrations/postgres");
+
+/// Key of the PostgreSQL advisory lock held while migrating, so that replicas
+/// starting together apply each migration once. ("coe-migr" in ASCII.)
+const MIGRATION_LOCK_KEY: i64 = 0x636f_652d_6d69_6772;
+
+/// One connection to whichever database the URL named.
+#[derive(diesel::MultiConnection)]
+pub enum DbConnection {
+    Sqlite(SqliteConnection),
+    Pg(PgConnection),
+}
+
+pub type DbPool = r2d2::Pool<ConnectionManager>;
+pub type PooledConnection = r2d2::PooledConnection<ConnectionManager>;
+
+/// A database location, parsed from the URL scheme. `SqliteConnection` would accept
+/// any string as a file name, so the choice is made here, once, and strictly.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatabaseUrl {
+    Sqlite(PathBuf),
+    Postgres(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DatabaseUrlError {
+    #[error("a sqlite://PATH or postgres:// URL (the scheme `{0}` is not supported)")]
+    UnsupportedScheme(String),
+    #[error("a sqlite://PATH or postgres:// URL (it is empty)")]
+    Empty,
+}
+
+impl DatabaseUrl {
+    pub fn parse(url: &str) -> Result<DatabaseUrl, DatabaseUrlError> {
+        let url = url.trim();
+        if url.is_empty() {
+            return Err(DatabaseUrlError::Empty);
+        }
+        match url_scheme(url) {
+            Some("postgres" | "postgresql") => Ok(DatabaseUrl::Postgres(url.to_owned())),
+            Some("sqlite") => {
+                let path = url
+                    .strip_prefix("sqlite://")
+                    .or_else(|| url.strip_prefix("sqlite:"))
+                    .unwrap_or_default();
+                if path.is_empty() {
+                    return Err(DatabaseUrlError::Empty);
+                }
+                Ok(DatabaseUrl::Sqlite(PathBuf::from(path)))
+            }
+            Some(other) => Err(DatabaseUrlError::UnsupportedScheme(other.to_owned())),
+            None => Ok(DatabaseUrl::Sqlite(PathBuf::from(url))),
+        }
+    }
+
+    pub fn backend(&self) -> Backend {
+        match self {
+            DatabaseUrl::Sqlite(_) => Backend::Sqlite,
+            DatabaseUrl::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    fn establish(&self, busy_timeout_ms: u32) -> Result<DbConnection, diesel::ConnectionError> {
+        match self {
+            DatabaseUrl::Sqlite(path) => {
+                let mut conn = SqliteConnection::establish(&path.to_string_lossy())?;
+                // WAL lets readers proceed while one writer writes; the busy timeout makes a
+                // second writer wait instead of failing at once.
+                conn.batch_execute(&format!(
+                    "PRAGMA busy_timeout = {busy_timeout_ms};
+                     PRAGMA journal_mode = WAL;
+                     PRAGMA synchronous = NORMAL;
+                     PRAGMA foreign_keys = ON;"
+                ))
+                .map_err(|e| diesel::ConnectionError::BadConnection(e.to_string()))?;
+                Ok(DbConnection::Sqlite(conn))
+            }
+            DatabaseUrl::Postgres(url) => Ok(DbConnection::Pg(PgConnection::establish(url)?)),
+        }
+    }
+}
+
+/// `scheme` of `scheme:rest`, when the string starts with one (a Windows drive letter
+/// or a bare path does not).
+fn url_scheme(url: &str) -> Option<&str> {
+    let colon = url.find(':')?;
+    let scheme = &url[..colon];
+    let valid = scheme.len() > 1
+        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    valid.then_some(scheme)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        })
+    }
+}
+
+impl DbConnection {
+    pub fn backend(&self) -> Backend {
+        match self {
+            DbConnection::Sqlite(_) => Backend::Sqlite,
+            DbConnection::Pg(_) => Backend::Postgres,
+        }
+    }
+}
+
+/// Opens connections for the pool, picking the backend from the parsed URL.
+#[derive(Debug, Clone)]
+pub struct ConnectionManager {
+    url: DatabaseUrl,
+    busy_timeout_ms: u32,
+}
+
+impl ManageConnection for ConnectionManager {
+    type Connection = DbConnection;
+    type Error = r2d2::Error;
+
+    fn connect(&self) -> Result<DbConnection, r2d2::Error> {
+        self.url
+            .establish(self.busy_timeout_ms)
+            .map_err(r2d2::Error::ConnectionError)
+    }
+
+    fn is_valid(&self, conn: &mut DbConnection) -> Result<(), r2d2::Error> {
+        conn.ping().map_err(r2d2::Error::QueryError)
+    }
+
+    fn has_broken(&self, conn: &mut DbConnection) -> bool {
+        std::thread::panicking() || conn.is_broken()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("cannot open the database: {0}")]
+    Connect(String),
+    #[error("cannot apply migrations: {0}")]
+    Migrate(String),
+}
+
+/// Builds the pool. Fails when the first connection cannot be made, so a wrong
+/// URL or a database that is down stops start-up with the reason.
+pub fn connect(settings: &DatabaseSettings) -> Result<DbPool, DbError> {
+    let url = DatabaseUrl::parse(&settings.url).map_err(|e| DbError::Connect(e.to_string()))?;
+    let max_size = match &url {
+        // Each connection to `:memory:` is its own database: keep one.
+        DatabaseUrl::Sqlite(path) if path.as_os_str() == ":memory:" => 1,
+        _ => settings.pool_size,
+    };
+    let manager = ConnectionManager {
+        url,
+        busy_timeout_ms: settings.busy_timeout_ms,
+    };
+    r2d2::Pool::builder()
+        .max_size(max_size)
+        .min_idle(Some(1))
+        .connection_timeout(Duration::from_secs(settings.connect_timeout_secs.max(1)))
+        .build(manager)
+        .map_err(|e| DbError::Connect(e.to_string()))
+}
+
+/// Applies pending migrations; on PostgreSQL under an advisory lock. Returns the
+/// versions applied (empty when the schema was already current).
+pub fn migrate(conn: &mut DbConnection) -> Result<Vec<String>, DbError> {
+    let to_strings = |versions: Vec<diesel::migration::MigrationVersion<'_>>| {
+        versions.iter().map(|v| v.to_string()).collect::<Vec<_>>()
+    };
+    match conn {
+        DbConnection::Sqlite(c) => c
+            .run_pending_migrations(SQLITE_MIGRATIONS)
+            .map(to_strings)
+            .map_err(|e| DbError::Migrate(e.to_string())),
+        DbConnection::Pg(c) => {
+            diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})"))
+                .execute(c)
+                .map_err(|e| DbError::Migrate(e.to_string()))?;
+            let result = c
+                .run_pending_migrations(POSTGRES_MIGRATIONS)
+                .map(to_strings)
+                .map_err(|e| DbError::Migrate(e.to_string()));
+            let unlock =
+                diesel::sql_query(format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})"))
+                    .execute(c);
+            let applied = result?;
+            unlock.map_err(|e| DbError::Migrate(e.to_string()))?;
+            Ok(applied)
+        }
+    }
+}
+
+/// Reverts every applied migration (for tests and for `down.sql` checks).
+pub fn revert_all(conn: &mut DbConnection) -> Result<(), DbError> {
+    let result = match conn {
+        DbConnection::Sqlite(c) => c.revert_all_migrations(SQLITE_MIGRATIONS).map(|_| ()),
+        DbConnection::Pg(c) => c.revert_all_migrations(POSTGRES_MIGRATIONS).map(|_| ()),
+    };
+    result.map_err(|e| DbError::Migrate(e.to_string()))
+}
+
+/// Runs `f` in a transaction that is ready to write. On SQLite it begins with
+/// `BEGIN IMMEDIATE`, which takes the write lock up front: a deferred transaction that
+/// reads and then writes can fail with "database is locked" without waiting.
+pub fn write_transaction<T, E, F>(conn: &mut DbConnection, f: F) -> Result<T, E>
+where
+    F: FnOnce(&mut DbConnection) -> Result<T, E>,
+    E: From<diesel::result::Error>,
+{
+    type Tm = <DbConnection as Connection>::TransactionManager;
+    let outermost = Tm::transaction_manager_status_mut(conn)
+        .transaction_depth()?
+        .is_none();
+    match conn {
+        DbConnection::Sqlite(c) if outermost => {
+            AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE")?
+        }
+        _ => Tm::begin_transaction(conn)?,
+    }
+    match f(conn) {
+        Ok(value) => {
+            Tm::commit_transaction(conn)?;
+            Ok(value)
+        }
+        Err(error) => {
+            Tm::rollback_transaction(conn)?;
+            Err(error)
+        }
+    }
+}
+
+/// A new random, time-ordered id for a row.
+pub fn new_id() -> String {
+    uuid::Uuid::now_v7().to_string()
+}
+
+/// The current time as stored: naive UTC, to the microsecond (PostgreSQL's precision).
+pub fn now() -> chrono::NaiveDateTime {
+    use chrono::{SubsecRound, Utc};
+    Utc::now().naive_utc().trunc_subsecs(6)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_pick_the_backend() {
+        assert_eq!(
+            DatabaseUrl::parse("sqlite://coe.db"),
+            Ok(DatabaseUrl::Sqlite("coe.db".into()))
+        );
+        assert_eq!(
+            DatabaseUrl::parse("sqlite:///var/lib/coe/coe.db"),
+            Ok(DatabaseUrl::Sqlite("/var/lib/coe/coe.db".into()))
+        );
+        assert_eq!(
+            DatabaseUrl::parse("./data/coe.db"),
+            Ok(DatabaseUrl::Sqlite("./data/coe.db".into()))
+        );
+        assert_eq!(
+            DatabaseUrl::parse("postgres://u:p@localhost/coe").map(|u| u.backend()),
+            Ok(Backend::Postgres)
+        );
+        assert_eq!(
+            DatabaseUrl::parse("postgresql://localhost/coe").map(|u| u.backend()),
+            Ok(Backend::Postgres)
+        );
+    }
+
+    #[test]
+    fn unknown_schemes_are_refused_by_name() {
+        assert_eq!(
+            DatabaseUrl::parse("mysql://root@localhost/coe"),
+            Err(DatabaseUrlError::UnsupportedScheme("mysql".into()))
+        );
+        assert_eq!(
+            DatabaseUrl::parse("postgress://localhost/coe"),
+            Err(DatabaseUrlError::UnsupportedScheme("postgress".into()))
+        );
+        assert_eq!(DatabaseUrl::parse(""), Err(DatabaseUrlError::Empty));
+        assert_eq!(
+            DatabaseUrl::parse("sqlite://"),
+            Err(DatabaseUrlError::Empty)
+        );
+    }
+}

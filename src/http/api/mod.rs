@@ -1,0 +1,3 @@
+//! JSON API handlers: extract, call a service, respond.
+
+pub mod tokens;

@@ -1,0 +1,152 @@
+//! `/api/v1/tokens` and `/api/v1/me`.
+
+use actix_web::{web, HttpResponse};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::domain::{EmailAddress, Role, TokenName};
+use crate::error::{ApiError, ErrorBody, FieldProblem};
+use crate::http::extract::ApiJson;
+use crate::services::tokens::{self, Caller, TokenError, TokenInfo};
+use crate::startup::AppState;
+
+impl From<TokenError> for ApiError {
+    fn from(e: TokenError) -> Self {
+        match e {
+            TokenError::NameTaken(name) => ApiError::Conflict {
+                message: format!("a token named `{name}` already exists"),
+                fields: vec![FieldProblem::new(
+                    "name",
+                    "is already taken by an active token",
+                )],
+            },
+            TokenError::NotFound(name) => {
+                ApiError::NotFound(format!("no active token named `{name}`"))
+            }
+            TokenError::Database(e) => e.into(),
+        }
+    }
+}
+
+/// Body of `POST /api/v1/tokens`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateToken {
+    /// Letters, digits, `-`, `_`, `.`; 1 to 64 characters; unique among active tokens.
+    #[schema(value_type = String, example = "alertmanager-prod")]
+    pub name: TokenName,
+    pub role: Role,
+    /// The person the token acts for.
+    #[schema(value_type = Option<String>, example = "alice@example.com")]
+    #[serde(default)]
+    pub email: Option<EmailAddress>,
+}
+
+/// A new token. `secret` is shown this once and cannot be retrieved again.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CreatedToken {
+    pub token: TokenInfo,
+    pub secret: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TokenList {
+    pub tokens: Vec<TokenInfo>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListTokensQuery {
+    /// Include revoked tokens.
+    #[serde(default)]
+    pub include_revoked: bool,
+}
+
+/// Who am I: the token's name, role and person.
+#[utoipa::path(get, path = "/api/v1/me", tag = "tokens", security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The caller", body = Caller),
+        (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
+    ))]
+pub async fn me(caller: Caller) -> HttpResponse {
+    HttpResponse::Ok().json(caller)
+}
+
+/// Lists API tokens (never their secrets). Admin only.
+#[utoipa::path(get, path = "/api/v1/tokens", tag = "tokens", security(("bearer" = [])),
+    params(ListTokensQuery),
+    responses(
+        (status = 200, description = "Tokens by name", body = TokenList),
+        (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
+        (status = 403, description = "Not an admin token", body = ErrorBody),
+    ))]
+pub async fn list(
+    caller: Caller,
+    query: web::Query<ListTokensQuery>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Admin)?;
+    let include_revoked = query.include_revoked;
+    let tokens = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        Ok(tokens::list(&mut conn, include_revoked)?)
+    })
+    .await??;
+    Ok(HttpResponse::Ok().json(TokenList { tokens }))
+}
+
+/// Creates an API token. Admin only. The secret is in the answer, once.
+#[utoipa::path(post, path = "/api/v1/tokens", tag = "tokens", security(("bearer" = [])),
+    request_body = CreateToken,
+    responses(
+        (status = 201, description = "Created; the secret is shown once", body = CreatedToken),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
+        (status = 403, description = "Not an admin token", body = ErrorBody),
+        (status = 409, description = "An active token has this name", body = ErrorBody),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 422, description = "A field is missing or invalid", body = ErrorBody),
+    ))]
+pub async fn create(
+    caller: Caller,
+    body: ApiJson<CreateToken>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Admin)?;
+    let CreateToken { name, role, email } = body.0;
+    let (token, secret) = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        Ok(tokens::create(&mut conn, &name, role, email.as_ref())?)
+    })
+    .await??;
+    tracing::info!(token = %token.name, role = %token.role, by = %caller.actor(), "token created");
+    Ok(HttpResponse::Created().json(CreatedToken {
+        token,
+        secret: secret.expose().to_owned(),
+    }))
+}
+
+/// Revokes the active token with this name. Admin only.
+#[utoipa::path(delete, path = "/api/v1/tokens/{name}", tag = "tokens", security(("bearer" = [])),
+    params(("name" = String, Path, description = "The token's name")),
+    responses(
+        (status = 200, description = "Revoked", body = TokenInfo),
+        (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
+        (status = 403, description = "Not an admin token", body = ErrorBody),
+        (status = 404, description = "No active token has this name", body = ErrorBody),
+    ))]
+pub async fn revoke(
+    caller: Caller,
+    name: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Admin)?;
+    let name = name.into_inner();
+    let token = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        Ok(tokens::revoke(&mut conn, &name)?)
+    })
+    .await??;
+    tracing::info!(token = %token.name, by = %caller.actor(), "token revoked");
+    Ok(HttpResponse::Ok().json(token))
+}

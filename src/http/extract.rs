@@ -1,0 +1,212 @@
+//! Request extractors that answer bad input in the API's own error shape.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::dev::Payload;
+use actix_web::http::header;
+use actix_web::{web, FromRequest, HttpRequest};
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+
+/// A JSON body. Malformed JSON is a 400 naming line and column; a body of the wrong
+/// shape is a 422 naming the field by its path (`actions[2].owner`); a body over
+/// `server.max_body_bytes` is a 413; a non-JSON content type is a 415.
+#[derive(Debug)]
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned + 'static> FromRequest for ApiJson<T> {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let content_type_ok = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .map(|v| is_json_content_type(v.to_str().unwrap_or("")))
+            .unwrap_or(true);
+        let limit = req
+            .app_data::<BodyLimit>()
+            .map_or(BodyLimit::DEFAULT, |l| l.0);
+        let body = web::Bytes::from_request(req, payload);
+        Box::pin(async move {
+            if !content_type_ok {
+                return Err(ApiError::UnsupportedMediaType(
+                    "send the body as JSON with `Content-Type: application/json`".into(),
+                ));
+            }
+            let bytes = body.await.map_err(|e| {
+                if e.as_response_error().status_code()
+                    == actix_web::http::StatusCode::PAYLOAD_TOO_LARGE
+                {
+                    ApiError::PayloadTooLarge(format!(
+                        "the request body is larger than the limit of {limit} bytes"
+                    ))
+                } else {
+                    ApiError::BadRequest(format!("cannot read the request body: {e}"))
+                }
+            })?;
+            parse_json(&bytes).map(ApiJson)
+        })
+    }
+}
+
+/// The body size limit, as app data, so that extractors can name it in errors.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimit(pub usize);
+
+impl BodyLimit {
+    pub const DEFAULT: usize = 2 * 1024 * 1024;
+}
+
+fn is_json_content_type(value: &str) -> bool {
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// Parses `bytes` as JSON into `T`, with errors for people.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = match serde_path_to_error::deserialize::<_, T>(&mut de) {
+        Ok(value) => value,
+        Err(err) => {
+            let path = err.path().to_string();
+            return Err(json_error(&path, err.into_inner()));
+        }
+    };
+    de.end().map_err(|e| json_error(".", e))?;
+    Ok(value)
+}
+
+fn json_error(path: &str, err: serde_json::Error) -> ApiError {
+    use serde_json::error::Category;
+    match err.classify() {
+        Category::Syntax | Category::Eof | Category::Io => ApiError::MalformedJson {
+            line: err.line(),
+            column: err.column(),
+            message: strip_position(&err.to_string()),
+        },
+        Category::Data => {
+            let message = strip_position(&err.to_string());
+            let (field, problem) = name_field(path, &message);
+            ApiError::field(field, problem)
+        }
+    }
+}
+
+/// serde_json appends " at line L column C"; the field path says more than that.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+/// A missing or unknown field is reported at its parent's path; name the field itself.
+fn name_field(path: &str, message: &str) -> (String, String) {
+    let join = |child: &str| {
+        if path == "." || path.is_empty() {
+            child.to_owned()
+        } else {
+            format!("{path}.{child}")
+        }
+    };
+    let quoted = |rest: &str| rest.split('`').nth(1).map(str::to_owned);
+    if let Some(name) = message.strip_prefix("missing field ").and_then(quoted) {
+        return (join(&name), "is required".into());
+    }
+    if let Some(name) = message.strip_prefix("unknown field ").and_then(quoted) {
+        return (
+            join(&name),
+            message.replacen(
+                &format!("unknown field `{name}`, "),
+                "is not a known field; ",
+                1,
+            ),
+        );
+    }
+    let field = if path == "." || path.is_empty() {
+        "body".to_owned()
+    } else {
+        path.to_owned()
+    };
+    (field, message.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Outer {
+        name: String,
+        inner: Vec<Inner>,
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Inner {
+        count: u32,
+    }
+
+    fn fields(err: ApiError) -> Vec<(String, String)> {
+        match err {
+            ApiError::Validation(f) => f.into_iter().map(|f| (f.field, f.problem)).collect(),
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn syntax_errors_name_line_and_column() {
+        let err = parse_json::<Outer>(b"{\n  \"name\": \"x\",\n  oops }").unwrap_err();
+        match err {
+            ApiError::MalformedJson { line, column, .. } => assert_eq!((line, column), (3, 3)),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn trailing_garbage_is_malformed() {
+        let err = parse_json::<Inner>(b"{\"count\":1} x").unwrap_err();
+        assert!(matches!(err, ApiError::MalformedJson { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn wrong_types_name_the_nested_field() {
+        let err = parse_json::<Outer>(br#"{"name":"x","inner":[{"count":1},{"count":"two"}]}"#)
+            .unwrap_err();
+        let f = fields(err);
+        assert_eq!(f[0].0, "inner[1].count");
+        assert!(f[0].1.contains("expected u32"), "{}", f[0].1);
+    }
+
+    #[test]
+    fn missing_and_unknown_fields_are_named() {
+        let f = fields(parse_json::<Outer>(br#"{"inner":[]}"#).unwrap_err());
+        assert_eq!(f[0], ("name".into(), "is required".into()));
+        let f = fields(parse_json::<Outer>(br#"{"inner":[{}], "name":"x"}"#).unwrap_err());
+        assert_eq!(f[0], ("inner[0].count".into(), "is required".into()));
+        let f = fields(parse_json::<Outer>(br#"{"name":"x","inner":[],"colour":1}"#).unwrap_err());
+        assert_eq!(f[0].0, "colour");
+        assert!(f[0].1.starts_with("is not a known field"), "{}", f[0].1);
+    }
+
+    #[test]
+    fn json_content_types() {
+        assert!(is_json_content_type("application/json"));
+        assert!(is_json_content_type("application/json; charset=utf-8"));
+        assert!(is_json_content_type("application/vnd.api+json"));
+        assert!(!is_json_content_type("text/plain"));
+        assert!(!is_json_content_type("application/x-www-form-urlencoded"));
+    }
+}

@@ -1,0 +1,53 @@
+//! Liveness and readiness probes.
+
+use std::time::Duration;
+
+use actix_web::{web, HttpResponse};
+use diesel::r2d2::R2D2Connection;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::error::{ApiError, ErrorBody};
+use crate::startup::AppState;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Health {
+    /// `ok` when alive; `ready` when the database answers.
+    pub status: &'static str,
+    /// For readiness: `sqlite` or `postgres`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub database: Option<String>,
+}
+
+/// The process is alive. Touches nothing else.
+#[utoipa::path(get, path = "/healthz", tag = "health",
+    responses((status = 200, description = "The process is alive", body = Health)))]
+pub async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(Health {
+        status: "ok",
+        database: None,
+    })
+}
+
+/// The database is reachable: a connection answers `SELECT 1`.
+#[utoipa::path(get, path = "/readyz", tag = "health",
+    responses(
+        (status = 200, description = "Ready to serve", body = Health),
+        (status = 503, description = "The database is not reachable; the reason is given", body = ErrorBody),
+    ))]
+pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let pool = state.pool.clone();
+    let backend = state.settings.database_url().backend();
+    web::block(move || {
+        let mut conn = pool
+            .get_timeout(Duration::from_secs(2))
+            .map_err(|e| ApiError::Unavailable(format!("database unreachable: {e}")))?;
+        conn.ping()
+            .map_err(|e| ApiError::Unavailable(format!("database unreachable: {e}")))
+    })
+    .await??;
+    Ok(HttpResponse::Ok().json(Health {
+        status: "ready",
+        database: Some(backend.to_string()),
+    }))
+}

@@ -1,0 +1,131 @@
+//! Request metrics and request logs, recorded by one middleware; `/metrics` serves
+//! them in the Prometheus (OpenMetrics) text format.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::middleware::Next;
+use actix_web::{web, HttpResponse};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use crate::startup::AppState;
+
+/// Label set of one request. `route` is the matched pattern (`/api/v1/tokens/{name}`),
+/// never the raw path, so that ids do not multiply the series.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    method: String,
+    route: String,
+    status: u16,
+}
+
+/// The service's metrics registry.
+pub struct Metrics {
+    registry: Mutex<Registry>,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<RequestLabels, Histogram>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let requests = Family::<RequestLabels, Counter>::default();
+        let latency = Family::<RequestLabels, Histogram>::new_with_constructor(|| {
+            // 1 ms … ~16 s
+            Histogram::new(exponential_buckets(0.001, 2.0, 15))
+        });
+        let mut registry = Registry::with_prefix("coe");
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by method, route and status",
+            requests.clone(),
+        );
+        registry.register(
+            "http_request_duration_seconds",
+            "Time to answer HTTP requests, by method, route and status",
+            latency.clone(),
+        );
+        Metrics {
+            registry: Mutex::new(registry),
+            requests,
+            latency,
+        }
+    }
+}
+
+impl Metrics {
+    /// A registry other modules can add their metrics to.
+    pub fn with_registry<R>(&self, f: impl FnOnce(&mut Registry) -> R) -> R {
+        let mut registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut registry)
+    }
+
+    fn observe(&self, method: &str, route: &str, status: u16, seconds: f64) {
+        let labels = RequestLabels {
+            method: method.to_owned(),
+            route: route.to_owned(),
+            status,
+        };
+        self.requests.get_or_create(&labels).inc();
+        self.latency.get_or_create(&labels).observe(seconds);
+    }
+
+    /// The text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &registry) {
+            tracing::error!(error = %e, "cannot encode metrics");
+        }
+        out
+    }
+}
+
+/// Middleware: counts and times each request, and logs it (method, route, status,
+/// latency; never the query string or headers, which may carry secrets).
+pub async fn observe_requests(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let start = Instant::now();
+    let method = req.method().to_string();
+    let state = req.app_data::<web::Data<AppState>>().cloned();
+    let result = next.call(req).await;
+    let elapsed = start.elapsed();
+    let (status, route) = match &result {
+        Ok(res) => (
+            res.status().as_u16(),
+            res.request()
+                .match_pattern()
+                .unwrap_or_else(|| "unmatched".to_owned()),
+        ),
+        Err(e) => (
+            e.as_response_error().status_code().as_u16(),
+            "unmatched".to_owned(),
+        ),
+    };
+    if let Some(state) = state {
+        state
+            .metrics
+            .observe(&method, &route, status, elapsed.as_secs_f64());
+    }
+    let latency_ms = elapsed.as_secs_f64() * 1000.0;
+    if status >= 500 {
+        tracing::error!(%method, %route, status, latency_ms, "request");
+    } else {
+        tracing::info!(%method, %route, status, latency_ms, "request");
+    }
+    result
+}
+
+/// `GET /metrics`
+pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
+        .body(state.metrics.render())
+}

@@ -1,0 +1,45 @@
+//! The HTTP layer: routes, extractors, middleware. Handlers call `services`.
+
+pub mod api;
+pub mod auth;
+pub mod extract;
+pub mod health;
+pub mod metrics;
+pub mod openapi;
+
+use actix_web::web;
+
+use crate::error::ApiError;
+
+/// Every route of the service. Each path is a `resource`, so that a wrong method
+/// answers 405 rather than 404.
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/healthz").route(web::get().to(health::healthz)))
+        .service(web::resource("/readyz").route(web::get().to(health::readyz)))
+        .service(web::resource("/metrics").route(web::get().to(metrics::metrics)))
+        .service(web::resource("/api/openapi.json").route(web::get().to(openapi::spec)))
+        .service(web::resource("/api/v1/me").route(web::get().to(api::tokens::me)))
+        .service(
+            web::resource("/api/v1/tokens")
+                .route(web::get().to(api::tokens::list))
+                .route(web::post().to(api::tokens::create)),
+        )
+        .service(
+            web::resource("/api/v1/tokens/{name}").route(web::delete().to(api::tokens::revoke)),
+        );
+}
+
+/// Errors of actix's own extractors (path and query strings), in our shape.
+pub fn query_error(
+    err: actix_web::error::QueryPayloadError,
+    _: &actix_web::HttpRequest,
+) -> actix_web::Error {
+    ApiError::field("query", err.to_string()).into()
+}
+
+pub fn path_error(
+    err: actix_web::error::PathError,
+    _: &actix_web::HttpRequest,
+) -> actix_web::Error {
+    ApiError::NotFound(format!("no such resource: {err}")).into()
+}

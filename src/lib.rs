@@ -1,0 +1,12 @@
+//! `coe`, the Correction of Errors service: failure events in, structured root-cause
+//! writeups and corrective actions tracked to closure out. See `docs/architecture.md`.
+
+pub mod cli;
+pub mod config;
+pub mod db;
+pub mod domain;
+pub mod error;
+pub mod http;
+pub mod services;
+pub mod startup;
+pub mod telemetry;

@@ -1,0 +1,4 @@
+//! Use cases. Each public function is one transaction over a connection; HTTP
+//! handlers and the command line call these, never diesel directly.
+
+pub mod tokens;

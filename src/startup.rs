@@ -1,0 +1,168 @@
+//! Builds the actix application from `Settings` and binds it, on any port (0 in tests).
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::{Server, ServerHandle};
+use actix_web::middleware::{from_fn, ErrorHandlers};
+use actix_web::{web, App, HttpServer};
+
+use crate::config::Settings;
+use crate::db::{self, DbPool};
+use crate::error::{render_foreign_error, ApiError};
+use crate::http::{self, extract::BodyLimit, metrics::Metrics};
+
+/// What every handler can reach.
+pub struct AppState {
+    pub settings: Arc<Settings>,
+    pub pool: DbPool,
+    pub metrics: Arc<Metrics>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error(transparent)]
+    Database(#[from] db::DbError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: String,
+        source: std::io::Error,
+    },
+}
+
+/// A bound, not yet running, HTTP server.
+pub struct Application {
+    port: u16,
+    server: Server,
+    pool: DbPool,
+}
+
+impl Application {
+    /// Opens the database, applies pending migrations and binds `settings.listen`.
+    pub async fn build(settings: Settings) -> Result<Application, StartupError> {
+        let database = settings.database.clone();
+        let pool = web::block(move || -> Result<DbPool, db::DbError> {
+            let pool = db::connect(&database)?;
+            let mut conn = pool
+                .get()
+                .map_err(|e| db::DbError::Connect(e.to_string()))?;
+            let applied = db::migrate(&mut conn)?;
+            if !applied.is_empty() {
+                tracing::info!(migrations = ?applied, "applied migrations");
+            }
+            Ok(pool)
+        })
+        .await
+        .map_err(|e| db::DbError::Connect(e.to_string()))??;
+        Self::with_pool(settings, pool)
+    }
+
+    /// Binds `settings.listen` over an already migrated pool.
+    pub fn with_pool(settings: Settings, pool: DbPool) -> Result<Application, StartupError> {
+        let listener =
+            TcpListener::bind(&settings.listen).map_err(|source| StartupError::Bind {
+                addr: settings.listen.clone(),
+                source,
+            })?;
+        let port = listener
+            .local_addr()
+            .map_err(|source| StartupError::Bind {
+                addr: settings.listen.clone(),
+                source,
+            })?
+            .port();
+        let workers = settings.server.workers;
+        let shutdown = settings.server.shutdown_timeout_secs;
+        let limit = settings.server.max_body_bytes;
+        let state = web::Data::new(AppState {
+            settings: Arc::new(settings),
+            pool: pool.clone(),
+            metrics: Arc::new(Metrics::default()),
+        });
+        let mut server = HttpServer::new(move || {
+            App::new()
+                .app_data(state.clone())
+                .app_data(BodyLimit(limit))
+                .app_data(web::PayloadConfig::new(limit))
+                .app_data(web::QueryConfig::default().error_handler(http::query_error))
+                .app_data(web::PathConfig::default().error_handler(http::path_error))
+                .configure(http::routes)
+                .default_service(web::to(not_found))
+                .wrap(ErrorHandlers::new().default_handler(render_foreign_error))
+                .wrap(from_fn(http::metrics::observe_requests))
+        })
+        .disable_signals()
+        .shutdown_timeout(shutdown);
+        if workers > 0 {
+            server = server.workers(workers);
+        }
+        let server = server
+            .listen(listener)
+            .map_err(|source| StartupError::Bind {
+                addr: format!("port {port}"),
+                source,
+            })?
+            .run();
+        Ok(Application { port, server, pool })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn pool(&self) -> &DbPool {
+        &self.pool
+    }
+
+    /// A handle to stop the server (gracefully: in-flight requests finish).
+    pub fn handle(&self) -> ServerHandle {
+        self.server.handle()
+    }
+
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.server.await
+    }
+}
+
+async fn not_found(req: actix_web::HttpRequest) -> Result<actix_web::HttpResponse, ApiError> {
+    Err(ApiError::NotFound(format!(
+        "no such resource: {} {}",
+        req.method(),
+        req.path()
+    )))
+}
+
+/// Stops the server gracefully on SIGTERM or SIGINT (Ctrl-C).
+pub fn stop_on_signals(handle: ServerHandle, grace: Duration) {
+    actix_web::rt::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!(
+            grace_secs = grace.as_secs(),
+            "shutting down: finishing in-flight requests"
+        );
+        handle.stop(true).await;
+    });
+}
+
+#[cfg(unix)]
+async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot listen for SIGTERM");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+#[cfg(not(unix))]
+async fn wait_for_signal() {
+    let _ = tokio::signal::ctrl_c().await;
+}

@@ -1,0 +1,21 @@
+//! Logging through tracing: text for people, JSON for machines, always to stderr so
+//! that command output on stdout stays clean.
+
+use tracing_subscriber::EnvFilter;
+
+use crate::config::{LogFormat, LogSettings};
+
+/// Installs the global subscriber. Called once, from `main`.
+pub fn init(settings: &LogSettings) {
+    let filter = EnvFilter::try_new(&settings.level).unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let result = match settings.format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+    if let Err(e) = result {
+        eprintln!("warning: logging already initialised: {e}");
+    }
+}
