@@ -264,8 +264,8 @@ fn token(settings: &Settings, command: TokenCommand) -> Result<(), Failure> {
                     .unwrap_or_else(|| "-".into())
             };
             println!(
-                "{:<24} {:<7} {:<28} {:<16} {:<16} {}",
-                "NAME", "ROLE", "EMAIL", "CREATED (UTC)", "LAST USED", "STATE"
+                "{:<24} {:<7} {:<28} {:<16} {:<16} STATE",
+                "NAME", "ROLE", "EMAIL", "CREATED (UTC)", "LAST USED"
             );
             for t in list {
                 println!(

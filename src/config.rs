@@ -208,7 +208,7 @@ impl Settings {
         figment = figment.merge(
             Env::prefixed("COE_")
                 .ignore(NOT_SETTINGS)
-                .map(|key| env_key_to_setting(key.as_str()).into()),
+                .map(|key| env_key_to_setting(&key.as_str().to_ascii_lowercase()).into()),
         );
         let mut cli = serde_json::Map::new();
         if let Some(listen) = &overrides.listen {
@@ -344,8 +344,18 @@ fn env_key_to_setting(key: &str) -> String {
 }
 
 fn origin_of(figment: &Figment, key: &str) -> String {
-    match figment.find_metadata(key) {
-        Some(meta) if meta.name != "Serialized" && !meta.name.contains("default") => {
+    figment
+        .find_metadata(key)
+        .map(describe_origin)
+        .unwrap_or_default()
+}
+
+/// " (from TOML file /etc/coe.toml)", " (from `COE_` environment variable(s))", or
+/// nothing for defaults and flags.
+fn describe_origin(meta: &figment::Metadata) -> String {
+    match &meta.source {
+        Some(figment::Source::File(path)) => format!(" (from {} {})", meta.name, path.display()),
+        _ if meta.name.contains("Env") || meta.name.contains("environment") => {
             format!(" (from {})", meta.name)
         }
         _ => String::new(),
@@ -356,11 +366,7 @@ fn describe_figment_error(error: &figment::Error) -> ConfigError {
     let mut messages = Vec::new();
     for e in error.clone() {
         let key = e.path.join(".");
-        let origin = e
-            .metadata
-            .as_ref()
-            .map(|m| format!(" (from {})", m.name))
-            .unwrap_or_default();
+        let origin = e.metadata.as_ref().map(describe_origin).unwrap_or_default();
         let what = e.kind.to_string();
         messages.push(if key.is_empty() {
             format!("{what}{origin}")

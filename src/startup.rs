@@ -85,7 +85,6 @@ impl Application {
                 .app_data(state.clone())
                 .app_data(BodyLimit(limit))
                 .app_data(web::PayloadConfig::new(limit))
-                .app_data(web::QueryConfig::default().error_handler(http::query_error))
                 .app_data(web::PathConfig::default().error_handler(http::path_error))
                 .configure(http::routes)
                 .default_service(web::to(not_found))

@@ -148,6 +148,15 @@ pub struct ConnectionManager {
     busy_timeout_ms: u32,
 }
 
+impl ConnectionManager {
+    pub fn new(url: DatabaseUrl, busy_timeout_ms: u32) -> Self {
+        ConnectionManager {
+            url,
+            busy_timeout_ms,
+        }
+    }
+}
+
 impl ManageConnection for ConnectionManager {
     type Connection = DbConnection;
     type Error = r2d2::Error;
@@ -169,6 +178,8 @@ impl ManageConnection for ConnectionManager {
 
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
+    #[error("database: {0}")]
+    Query(#[from] diesel::result::Error),
     #[error("cannot open the database: {0}")]
     Connect(String),
     #[error("cannot apply migrations: {0}")]
@@ -203,10 +214,15 @@ pub fn migrate(conn: &mut DbConnection) -> Result<Vec<String>, DbError> {
         versions.iter().map(|v| v.to_string()).collect::<Vec<_>>()
     };
     match conn {
-        DbConnection::Sqlite(c) => c
-            .run_pending_migrations(SQLITE_MIGRATIONS)
-            .map(to_strings)
-            .map_err(|e| DbError::Migrate(e.to_string())),
+        // The write lock taken up front serialises processes migrating one file.
+        DbConnection::Sqlite(_) => write_transaction(conn, |conn| {
+            let DbConnection::Sqlite(c) = conn else {
+                return Err(DbError::Migrate("expected a SQLite connection".into()));
+            };
+            c.run_pending_migrations(SQLITE_MIGRATIONS)
+                .map(to_strings)
+                .map_err(|e| DbError::Migrate(e.to_string()))
+        }),
         DbConnection::Pg(c) => {
             diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})"))
                 .execute(c)

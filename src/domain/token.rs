@@ -9,8 +9,11 @@ use sha2::{Digest, Sha256};
 
 /// What a token may do. `admin` may do everything; `member` reads and writes COEs and
 /// actions; `ingest` may only post failure events.
+///
+/// Deserialized through a string, so that a wrong type (`"role": 7`) is reported as a
+/// problem with the field rather than as malformed JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "lowercase", try_from = "String")]
 pub enum Role {
     Admin,
     Member,
@@ -47,6 +50,13 @@ impl FromStr for Role {
             .into_iter()
             .find(|r| r.as_str() == s)
             .ok_or_else(|| format!("must be one of admin, member, ingest (got {s:?})"))
+    }
+}
+
+impl TryFrom<String> for Role {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        value.parse()
     }
 }
 

@@ -52,6 +52,35 @@ impl<T: DeserializeOwned + 'static> FromRequest for ApiJson<T> {
     }
 }
 
+/// A query string. A value of the wrong type is a 422 naming the parameter.
+#[derive(Debug)]
+pub struct ApiQuery<T>(pub T);
+
+impl<T: DeserializeOwned + 'static> FromRequest for ApiQuery<T> {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        std::future::ready(parse_query(req.query_string()).map(ApiQuery))
+    }
+}
+
+/// Parses a URL query string into `T`, naming the parameter on error.
+pub fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
+    let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
+    serde_path_to_error::deserialize(de).map_err(|err| {
+        let path = err.path().to_string();
+        let message = err.into_inner().to_string();
+        let (field, problem) = name_field(&path, &message);
+        let field = if field == "body" {
+            "query".to_owned()
+        } else {
+            field
+        };
+        ApiError::field(field, problem)
+    })
+}
+
 /// The body size limit, as app data, so that extractors can name it in errors.
 #[derive(Debug, Clone, Copy)]
 pub struct BodyLimit(pub usize);
@@ -123,8 +152,14 @@ fn name_field(path: &str, message: &str) -> (String, String) {
         return (join(&name), "is required".into());
     }
     if let Some(name) = message.strip_prefix("unknown field ").and_then(quoted) {
+        // serde_path_to_error already ends the path with the unknown key.
+        let field = if path == name || path.ends_with(&format!(".{name}")) {
+            path.to_owned()
+        } else {
+            join(&name)
+        };
         return (
-            join(&name),
+            field,
             message.replacen(
                 &format!("unknown field `{name}`, "),
                 "is not a known field; ",
@@ -199,6 +234,27 @@ mod tests {
         let f = fields(parse_json::<Outer>(br#"{"name":"x","inner":[],"colour":1}"#).unwrap_err());
         assert_eq!(f[0].0, "colour");
         assert!(f[0].1.starts_with("is not a known field"), "{}", f[0].1);
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Filter {
+        #[serde(default)]
+        limit: Option<u32>,
+        #[serde(default)]
+        all: bool,
+    }
+
+    #[test]
+    fn query_errors_name_the_parameter() {
+        assert!(parse_query::<Filter>("limit=5&all=true").is_ok());
+        let f = fields(parse_query::<Filter>("limit=five").unwrap_err());
+        assert_eq!(f[0].0, "limit");
+        let f = fields(parse_query::<Filter>("all=maybe").unwrap_err());
+        assert_eq!(f[0].0, "all");
+        let f = fields(parse_query::<Filter>("colour=red").unwrap_err());
+        assert_eq!(f[0].0, "colour");
     }
 
     #[test]

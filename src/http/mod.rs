@@ -29,14 +29,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         );
 }
 
-/// Errors of actix's own extractors (path and query strings), in our shape.
-pub fn query_error(
-    err: actix_web::error::QueryPayloadError,
-    _: &actix_web::HttpRequest,
-) -> actix_web::Error {
-    ApiError::field("query", err.to_string()).into()
-}
-
+/// Errors of actix's own path extractor, in our shape: a path that does not parse
+/// names nothing that exists.
 pub fn path_error(
     err: actix_web::error::PathError,
     _: &actix_web::HttpRequest,

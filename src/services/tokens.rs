@@ -127,6 +127,11 @@ pub fn list(conn: &mut DbConnection, include_revoked: bool) -> Result<Vec<TokenI
 /// Revokes the active token with this name. Its row stays, so that the audit trail
 /// can still say which token made a change.
 pub fn revoke(conn: &mut DbConnection, name: &str) -> Result<TokenInfo, TokenError> {
+    // A string that is not a valid name names no token (and may hold bytes, such as
+    // NUL, that PostgreSQL refuses in text).
+    if TokenName::parse(name).is_err() {
+        return Err(TokenError::NotFound(name.escape_default().to_string()));
+    }
     db::write_transaction(conn, |conn| {
         let row: Option<ApiTokenRow> = api_tokens::table
             .filter(api_tokens::name.eq(name))

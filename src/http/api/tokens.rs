@@ -6,7 +6,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::domain::{EmailAddress, Role, TokenName};
 use crate::error::{ApiError, ErrorBody, FieldProblem};
-use crate::http::extract::ApiJson;
+use crate::http::extract::{ApiJson, ApiQuery};
 use crate::services::tokens::{self, Caller, TokenError, TokenInfo};
 use crate::startup::AppState;
 
@@ -82,11 +82,11 @@ pub async fn me(caller: Caller) -> HttpResponse {
     ))]
 pub async fn list(
     caller: Caller,
-    query: web::Query<ListTokensQuery>,
+    query: ApiQuery<ListTokensQuery>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Admin)?;
-    let include_revoked = query.include_revoked;
+    let include_revoked = query.0.include_revoked;
     let tokens = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
         Ok(tokens::list(&mut conn, include_revoked)?)

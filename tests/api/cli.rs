@@ -1,0 +1,410 @@
+//! The `coe` binary as a user runs it.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::helpers::{on_postgres, TestDatabase};
+
+/// `coe ARGS` with a clean environment plus `env`.
+fn coe(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_coe"));
+    cmd.args(args).env_clear().current_dir(dir.path());
+    if let Ok(path) = std::env::var("PATH") {
+        cmd.env("PATH", path);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("coe runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn version_and_help_speak_to_a_stranger() {
+    let out = coe(&["--version"], &[]);
+    assert!(out.status.success());
+    assert!(stdout(&out).starts_with("coe "), "{}", stdout(&out));
+
+    let out = coe(&["--help"], &[]);
+    let help = stdout(&out);
+    for word in [
+        "serve",
+        "migrate",
+        "check-config",
+        "token",
+        "--database-url",
+        "COE_CONFIG",
+    ] {
+        assert!(
+            help.contains(word),
+            "--help does not mention {word}:\n{help}"
+        );
+    }
+    let out = coe(&["token", "create", "--help"], &[]);
+    let help = stdout(&out);
+    for word in ["--name", "--role", "--email", "ingest"] {
+        assert!(
+            help.contains(word),
+            "token create --help lacks {word}:\n{help}"
+        );
+    }
+    let out = coe(&["serve", "--help"], &[]);
+    assert!(stdout(&out).contains("--listen"));
+}
+
+#[test]
+fn an_unsupported_database_scheme_is_refused_by_name() {
+    let out = coe(
+        &["--database-url", "mysql://root@localhost/coe", "migrate"],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("`mysql`") && err.contains("database.url"),
+        "{err}"
+    );
+
+    let out = coe(
+        &["serve"],
+        &[("COE_DATABASE_URL", "mysql://root@localhost/coe")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("COE_"),
+        "names where it came from: {}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_value_of_the_wrong_type_names_key_value_and_expectation() {
+    let out = coe(&["check-config"], &[("COE_SERVER_MAX_BODY_BYTES", "lots")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("server.max_body_bytes"), "{err}");
+    assert!(err.contains("lots"), "{err}");
+    assert!(err.contains("expected"), "{err}");
+
+    let out = coe(&["check-config"], &[("COE_LISTEN", "nowhere")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("`listen`") && err.contains("nowhere") && err.contains("HOST:PORT"),
+        "{err}"
+    );
+}
+
+#[test]
+fn an_unknown_key_in_the_file_stops_start_up() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("coe.toml");
+    std::fs::write(
+        &path,
+        "listen = \"127.0.0.1:9000\"\n[database]\nurll = \"x\"\n",
+    )
+    .expect("write");
+    let out = coe(
+        &["check-config", "--config", path.to_str().expect("path")],
+        &[],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("urll") && err.contains("coe.toml"), "{err}");
+
+    let out = coe(
+        &["check-config"],
+        &[("COE_CONFIG", "/nonexistent/coe.toml")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("/nonexistent/coe.toml"));
+}
+
+#[test]
+fn check_config_prints_effective_settings_with_secrets_masked() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("coe.toml");
+    std::fs::write(
+        &path,
+        "listen = \"127.0.0.1:9000\"\n[log]\nformat = \"json\"\n",
+    )
+    .expect("write");
+    let out = coe(
+        &["check-config", "--config", path.to_str().expect("path")],
+        &[
+            ("COE_DATABASE_URL", "postgres://coe:hunter2@db.internal/coe"),
+            ("COE_SMTP_URL", "smtp://mailer:s3cret@smtp.internal:587"),
+            ("COE_LISTEN", "127.0.0.1:9100"),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        !text.contains("hunter2") && !text.contains("s3cret"),
+        "{text}"
+    );
+    assert!(
+        text.contains("postgres://coe:***@db.internal/coe"),
+        "{text}"
+    );
+    assert!(
+        text.contains("smtp://mailer:***@smtp.internal:587"),
+        "{text}"
+    );
+    // The environment overrides the file; untouched file values survive.
+    assert!(text.contains("listen = \"127.0.0.1:9100\""), "{text}");
+    assert!(text.contains("format = \"json\""), "{text}");
+}
+
+#[test]
+fn tokens_are_created_listed_and_revoked_from_the_command_line() {
+    let db = TestDatabase::new();
+    let env = [("COE_DATABASE_URL", db.url.as_str())];
+    let out = coe(
+        &["token", "create", "--name", "grafana", "--role", "ingest"],
+        &env,
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let secret = stdout(&out).trim().to_owned();
+    assert!(secret.starts_with("coe_") && secret.len() == 68, "{secret}");
+    assert!(stderr(&out).contains("cannot be shown again"));
+
+    let out = coe(
+        &["token", "create", "--name", "grafana", "--role", "ingest"],
+        &env,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("already exists"));
+
+    let out = coe(
+        &["token", "create", "--name", "bad name", "--role", "member"],
+        &env,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--name"));
+
+    let out = coe(&["token", "list"], &env);
+    let list = stdout(&out);
+    assert!(
+        list.contains("grafana") && list.contains("ingest"),
+        "{list}"
+    );
+    assert!(!list.contains(&secret));
+
+    let out = coe(&["token", "revoke", "grafana"], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stdout(&coe(&["token", "list"], &env)).contains("grafana"));
+    assert!(stdout(&coe(&["token", "list", "--all"], &env)).contains("revoked"));
+
+    let out = coe(&["token", "revoke", "grafana"], &env);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("no active token named `grafana`"));
+}
+
+#[test]
+fn migrate_applies_then_reports_up_to_date() {
+    let db = TestDatabase::new();
+    let env = [("COE_DATABASE_URL", db.url.as_str())];
+    let out = coe(&["migrate"], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("applied"), "{}", stdout(&out));
+    let out = coe(&["migrate"], &env);
+    assert!(stdout(&out).contains("up to date"), "{}", stdout(&out));
+}
+
+/// A running `coe serve`, killed on drop.
+struct Served {
+    child: std::process::Child,
+    port: u16,
+    stdout: std::sync::mpsc::Receiver<String>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(db_url: &str, extra: &[(&str, &str)]) -> Served {
+    let dir = tempfile::tempdir().expect("dir").keep();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_coe"));
+    cmd.args(["serve", "--listen", "127.0.0.1:0"])
+        .env_clear()
+        .env("COE_DATABASE_URL", db_url)
+        .env("COE_LOG_FORMAT", "json")
+        .current_dir(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().expect("spawn coe serve");
+    let (out_tx, out_rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = out_tx.send(line);
+        }
+    });
+    let (port_tx, port_rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
+                if v["message"] == "listening" {
+                    let address = v["address"].as_str().unwrap_or_default().to_owned();
+                    let port = address
+                        .rsplit(':')
+                        .next()
+                        .and_then(|p| p.parse::<u16>().ok());
+                    let _ = port_tx.send(port);
+                }
+            } else {
+                assert!(line.is_empty(), "stderr line is not JSON: {line}");
+            }
+        }
+    });
+    let port = port_rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("coe serve said where it listens")
+        .expect("a port");
+    Served {
+        child,
+        port,
+        stdout: out_rx,
+    }
+}
+
+fn sigterm(pid: u32) {
+    let status = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+}
+
+fn wait_exit(child: &mut std::process::Child, within: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "coe serve did not exit");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn serve_prints_a_first_admin_token_once_then_never_again() {
+    let db = TestDatabase::new();
+    let mut first = serve(&db.url, &[]);
+    let mut block = Vec::new();
+    while let Ok(line) = first.stdout.recv_timeout(Duration::from_secs(10)) {
+        block.push(line);
+        if block.iter().filter(|l| l.starts_with("=====")).count() == 2 {
+            break;
+        }
+    }
+    let text = block.join("\n");
+    assert!(text.contains("coe admin token"), "{text}");
+    let secret = block
+        .iter()
+        .map(|l| l.trim())
+        .find(|l| l.starts_with("coe_"))
+        .expect("the token is printed")
+        .to_owned();
+
+    let res = http_get(first.port, "/api/v1/me", Some(&secret));
+    assert!(res.starts_with("HTTP/1.1 200"), "{res}");
+    assert!(res.contains("\"role\":\"admin\""), "{res}");
+
+    sigterm(first.child.id());
+    assert!(wait_exit(&mut first.child, Duration::from_secs(30)).success());
+    drop(first);
+
+    // A second start finds the admin token and prints nothing.
+    let mut second = serve(&db.url, &[]);
+    let res = http_get(second.port, "/healthz", None);
+    assert!(res.starts_with("HTTP/1.1 200"), "{res}");
+    assert!(second
+        .stdout
+        .recv_timeout(Duration::from_millis(300))
+        .is_err());
+    sigterm(second.child.id());
+    assert!(wait_exit(&mut second.child, Duration::from_secs(30)).success());
+}
+
+#[test]
+fn sigterm_lets_an_in_flight_request_finish() {
+    let db = TestDatabase::new();
+    let mut served = serve(&db.url, &[]);
+    let secret = loop {
+        let line = served
+            .stdout
+            .recv_timeout(Duration::from_secs(10))
+            .expect("token block");
+        if line.trim().starts_with("coe_") {
+            break line.trim().to_owned();
+        }
+    };
+    // Start a request, send half its body, then SIGTERM, then the rest.
+    let body = r#"{"name":"late","role":"member"}"#;
+    let mut stream = TcpStream::connect(("127.0.0.1", served.port)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    write!(
+        stream,
+        "POST /api/v1/tokens HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {secret}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+        body.len(),
+        &body[..10]
+    )
+    .expect("write head");
+    stream.flush().expect("flush");
+    std::thread::sleep(Duration::from_millis(300));
+    sigterm(served.child.id());
+    std::thread::sleep(Duration::from_millis(300));
+    stream
+        .write_all(&body.as_bytes()[10..])
+        .expect("write rest");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    assert!(response.starts_with("HTTP/1.1 201"), "{response}");
+    assert!(wait_exit(&mut served.child, Duration::from_secs(30)).success());
+    if !on_postgres() {
+        // Nothing half-written: the token exists once.
+        let out = coe(&["token", "list"], &[("COE_DATABASE_URL", &db.url)]);
+        assert_eq!(stdout(&out).matches("late").count(), 1);
+    }
+}
+
+/// A plain HTTP/1.1 GET, returning the whole response.
+fn http_get(port: u16, path: &str, token: Option<&str>) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    response
+}

@@ -1,0 +1,56 @@
+use crate::helpers::{json, on_postgres, spawn_app};
+
+#[tokio::test]
+async fn healthz_answers_without_a_token() {
+    let app = spawn_app().await;
+    let res = app.get("/healthz", None).await;
+    assert_eq!(res.status(), 200);
+    assert_eq!(json(res).await["status"], "ok");
+}
+
+#[tokio::test]
+async fn readyz_reports_the_database_backend_in_use() {
+    let app = spawn_app().await;
+    let res = app.get("/readyz", None).await;
+    assert_eq!(res.status(), 200);
+    let body = json(res).await;
+    assert_eq!(body["status"], "ready");
+    let expected = if on_postgres() { "postgres" } else { "sqlite" };
+    assert_eq!(body["database"], expected);
+}
+
+#[tokio::test]
+async fn readyz_is_503_with_the_reason_when_the_database_is_unreachable() {
+    // A pool over a database that cannot be reached: a PostgreSQL port nobody listens
+    // on, or a SQLite file in a folder that does not exist.
+    let url = if on_postgres() {
+        "postgres://coe@127.0.0.1:1/coe"
+    } else {
+        "sqlite:///nonexistent-coe-folder/coe.db"
+    };
+    let manager =
+        coe::db::ConnectionManager::new(coe::db::DatabaseUrl::parse(url).expect("url parses"), 100);
+    let pool = diesel::r2d2::Pool::builder()
+        .connection_timeout(std::time::Duration::from_millis(500))
+        .build_unchecked(manager);
+    let db = crate::helpers::TestDatabase::new();
+    let mut settings = crate::helpers::test_settings(&db);
+    settings.database.url = url.into();
+    let app = coe::startup::Application::with_pool(settings, pool).expect("binds");
+    let address = format!("http://127.0.0.1:{}", app.port());
+    let handle = app.handle();
+    tokio::spawn(app.run_until_stopped());
+
+    let res = reqwest::get(format!("{address}/readyz"))
+        .await
+        .expect("sent");
+    let (code, message, _) = crate::helpers::error_of(res, 503).await;
+    assert_eq!(code, "unavailable");
+    assert!(message.contains("database unreachable"), "{message}");
+    // Liveness does not depend on the database.
+    let res = reqwest::get(format!("{address}/healthz"))
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
+    handle.stop(false).await;
+}

@@ -1,0 +1,12 @@
+//! Black-box tests: each starts the real app on port 0 against a fresh database.
+//! With `TEST_POSTGRES_URL` set they run on PostgreSQL (a new database per test),
+//! otherwise on a SQLite file in a temporary folder.
+
+mod helpers;
+
+mod cli;
+mod errors;
+mod health;
+mod migrations;
+mod openapi;
+mod tokens;

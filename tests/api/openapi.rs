@@ -1,0 +1,96 @@
+//! The OpenAPI document lists every JSON endpoint, and every reference in it resolves.
+
+use serde_json::Value;
+
+use crate::helpers::{json, spawn_app};
+
+/// Every JSON endpoint the service serves. A new endpoint goes here and in the document.
+const ENDPOINTS: &[(&str, &str)] = &[
+    ("get", "/healthz"),
+    ("get", "/readyz"),
+    ("get", "/api/v1/me"),
+    ("get", "/api/v1/tokens"),
+    ("post", "/api/v1/tokens"),
+    ("delete", "/api/v1/tokens/{name}"),
+];
+
+fn collect_refs(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(r)) = map.get("$ref") {
+                out.push(r.clone());
+            }
+            map.values().for_each(|v| collect_refs(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_refs(v, out)),
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn the_openapi_document_is_openapi_3_and_lists_every_endpoint() {
+    let app = spawn_app().await;
+    let res = app.get("/api/openapi.json", None).await;
+    assert_eq!(res.status(), 200);
+    let doc = json(res).await;
+    let version = doc["openapi"].as_str().expect("openapi version");
+    assert!(version.starts_with("3."), "{version}");
+    assert!(doc["info"]["title"].is_string());
+    assert!(doc["info"]["version"].is_string());
+
+    for (method, path) in ENDPOINTS {
+        let operation = &doc["paths"][path][method];
+        assert!(
+            operation.is_object(),
+            "{method} {path} is not in the document"
+        );
+        let responses = operation["responses"].as_object().expect("responses");
+        assert!(
+            !responses.is_empty(),
+            "{method} {path} documents no response"
+        );
+        for (status, response) in responses {
+            assert!(
+                response["content"]["application/json"]["schema"].is_object(),
+                "{method} {path} {status} has no JSON schema"
+            );
+        }
+    }
+
+    let mut refs = Vec::new();
+    collect_refs(&doc, &mut refs);
+    assert!(!refs.is_empty());
+    for r in refs {
+        let pointer = r
+            .strip_prefix('#')
+            .unwrap_or_else(|| panic!("external ref {r}"));
+        assert!(doc.pointer(pointer).is_some(), "dangling $ref {r}");
+    }
+    assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
+}
+
+#[tokio::test]
+async fn every_documented_path_is_served() {
+    let app = spawn_app().await;
+    let doc = json(app.get("/api/openapi.json", None).await).await;
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for method in item.as_object().expect("path item").keys() {
+            assert!(
+                ENDPOINTS.contains(&(method.as_str(), path.as_str())),
+                "{method} {path} is documented but not in the endpoint list"
+            );
+            let concrete = path.replace("{name}", "x");
+            let res = app
+                .client
+                .request(
+                    method.to_uppercase().parse().expect("method"),
+                    app.url(&concrete),
+                )
+                .send()
+                .await
+                .expect("sent");
+            assert_ne!(res.status(), 404, "{method} {path} is not served");
+            assert_ne!(res.status(), 405, "{method} {path} is not served");
+        }
+    }
+}
