@@ -61,6 +61,8 @@ pub enum Command {
     /// Create, list and revoke API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Print the OpenAPI 3 document of the HTTP API (as served at /api/openapi.json).
+    Openapi,
 }
 
 #[derive(Debug, Subcommand)]
@@ -126,7 +128,7 @@ pub fn run(cli: Cli) -> ExitCode {
     let result = Settings::load(cli.global.config.as_deref(), &overrides)
         .map_err(Failure::settings)
         .and_then(|settings| {
-            if !matches!(cli.command, Command::CheckConfig) {
+            if !matches!(cli.command, Command::CheckConfig | Command::Openapi) {
                 telemetry::init(&settings.log);
             }
             match cli.command {
@@ -134,6 +136,12 @@ pub fn run(cli: Cli) -> ExitCode {
                 Command::Migrate => migrate(&settings),
                 Command::CheckConfig => check_config(&settings),
                 Command::Token(command) => token(&settings, command),
+                Command::Openapi => {
+                    use utoipa::OpenApi;
+                    let doc = crate::http::openapi::ApiDoc::openapi();
+                    println!("{}", doc.to_pretty_json().map_err(Failure::runtime)?);
+                    Ok(())
+                }
             }
         });
     match result {

@@ -56,6 +56,7 @@ pub struct TokenList {
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ListTokensQuery {
     /// Include revoked tokens.
     #[serde(default)]
