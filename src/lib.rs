@@ -7,6 +7,8 @@ pub mod db;
 pub mod domain;
 pub mod error;
 pub mod http;
+pub mod ingest;
+pub mod json;
 pub mod services;
 pub mod startup;
 pub mod telemetry;

@@ -1,7 +1,12 @@
 //! Pure types and rules of the product. Nothing here knows about HTTP or the database.
 
 pub mod email;
+pub mod event;
+pub mod incident;
+pub mod severity;
 pub mod token;
 
 pub use email::EmailAddress;
+pub use event::{EventKind, EventStatus, FailureEvent};
+pub use severity::{Severity, SeverityMap};
 pub use token::{Role, TokenName, TokenSecret};

@@ -9,6 +9,7 @@ use actix_web::{web, FromRequest, HttpRequest};
 use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
+use crate::json::{self, JsonError};
 
 /// A JSON body. Malformed JSON is a 400 naming line and column; a body of the wrong
 /// shape is a 422 naming the field by its path (`actions[2].owner`); a body over
@@ -65,22 +66,6 @@ impl<T: DeserializeOwned + 'static> FromRequest for ApiQuery<T> {
     }
 }
 
-/// Parses a URL query string into `T`, naming the parameter on error.
-pub fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
-    let de = serde_urlencoded::Deserializer::new(form_urlencoded::parse(query.as_bytes()));
-    serde_path_to_error::deserialize(de).map_err(|err| {
-        let path = err.path().to_string();
-        let message = err.into_inner().to_string();
-        let (field, problem) = name_field(&path, &message);
-        let field = if field == "body" {
-            "query".to_owned()
-        } else {
-            field
-        };
-        ApiError::field(field, problem)
-    })
-}
-
 /// The body size limit, as app data, so that extractors can name it in errors.
 #[derive(Debug, Clone, Copy)]
 pub struct BodyLimit(pub usize);
@@ -100,79 +85,31 @@ fn is_json_content_type(value: &str) -> bool {
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
-/// Parses `bytes` as JSON into `T`, with errors for people.
+/// Parses `bytes` as JSON into `T`, as an API error.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = match serde_path_to_error::deserialize::<_, T>(&mut de) {
-        Ok(value) => value,
-        Err(err) => {
-            let path = err.path().to_string();
-            return Err(json_error(&path, err.into_inner()));
-        }
-    };
-    de.end().map_err(|e| json_error(".", e))?;
-    Ok(value)
+    json::parse(bytes).map_err(ApiError::from)
 }
 
-fn json_error(path: &str, err: serde_json::Error) -> ApiError {
-    use serde_json::error::Category;
-    match err.classify() {
-        Category::Syntax | Category::Eof | Category::Io => ApiError::MalformedJson {
-            line: err.line(),
-            column: err.column(),
-            message: strip_position(&err.to_string()),
-        },
-        Category::Data => {
-            let message = strip_position(&err.to_string());
-            let (field, problem) = name_field(path, &message);
-            ApiError::field(field, problem)
-        }
-    }
+/// Parses a query string into `T`, as an API error.
+pub fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
+    json::parse_query(query).map_err(ApiError::from)
 }
 
-/// serde_json appends " at line L column C"; the field path says more than that.
-fn strip_position(message: &str) -> String {
-    match message.rfind(" at line ") {
-        Some(i) => message[..i].to_owned(),
-        None => message.to_owned(),
-    }
-}
-
-/// A missing or unknown field is reported at its parent's path; name the field itself.
-fn name_field(path: &str, message: &str) -> (String, String) {
-    let join = |child: &str| {
-        if path == "." || path.is_empty() {
-            child.to_owned()
-        } else {
-            format!("{path}.{child}")
+impl From<JsonError> for ApiError {
+    fn from(e: JsonError) -> Self {
+        match e {
+            JsonError::Malformed {
+                line,
+                column,
+                message,
+            } => ApiError::MalformedJson {
+                line,
+                column,
+                message,
+            },
+            JsonError::Field { field, problem } => ApiError::field(field, problem),
         }
-    };
-    let quoted = |rest: &str| rest.split('`').nth(1).map(str::to_owned);
-    if let Some(name) = message.strip_prefix("missing field ").and_then(quoted) {
-        return (join(&name), "is required".into());
     }
-    if let Some(name) = message.strip_prefix("unknown field ").and_then(quoted) {
-        // serde_path_to_error already ends the path with the unknown key.
-        let field = if path == name || path.ends_with(&format!(".{name}")) {
-            path.to_owned()
-        } else {
-            join(&name)
-        };
-        return (
-            field,
-            message.replacen(
-                &format!("unknown field `{name}`, "),
-                "is not a known field; ",
-                1,
-            ),
-        );
-    }
-    let field = if path == "." || path.is_empty() {
-        "body".to_owned()
-    } else {
-        path.to_owned()
-    };
-    (field, message.to_owned())
 }
 
 #[cfg(test)]

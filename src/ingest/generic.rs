@@ -1,0 +1,154 @@
+//! The generic event API: one event, or an array of up to 1,000, in `coe`'s own shape.
+
+use std::collections::BTreeMap;
+
+use chrono::NaiveDateTime;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::common::{null_as_default, optional_time};
+use crate::domain::event::web_links;
+use crate::domain::{EventKind, EventStatus, FailureEvent, Severity, SeverityMap};
+use crate::json::{self, JsonError};
+
+/// Most events one request may carry.
+pub const MAX_EVENTS: usize = 1_000;
+
+/// One event as posted to `POST /api/v1/events`. Unknown fields are ignored.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct EventInput {
+    /// Where the event came from (`[a-z0-9_.-]`, at most 64 characters); default `api`.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// Identifies the alert across its life: the same key for its firing and its resolution.
+    pub dedup_key: String,
+    /// Events with the same group key form one incident; defaults to `dedup_key`.
+    #[serde(default)]
+    pub group_key: Option<String>,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub service: Option<String>,
+    /// `sev1`…`sev5`, or `critical`, `high`, `medium`, `low`, `info`.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "sev2")]
+    pub severity: Option<Severity>,
+    /// `firing` (default) or `resolved`.
+    #[serde(default)]
+    pub status: Option<EventStatus>,
+    /// RFC 3339; defaults to when the event was received.
+    #[serde(default)]
+    pub started_at: Option<String>,
+    /// RFC 3339; for resolved events.
+    #[serde(default)]
+    pub ended_at: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub labels: BTreeMap<String, String>,
+    /// Only http and https links are kept.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub links: Vec<String>,
+}
+
+/// Parses a body holding one event object or an array of them.
+pub fn parse(
+    body: &[u8],
+    severities: &SeverityMap,
+    received_at: NaiveDateTime,
+) -> Result<Vec<FailureEvent>, JsonError> {
+    let value: Value = json::parse(body)?;
+    match value {
+        Value::Array(items) => {
+            if items.is_empty() {
+                return Err(JsonError::field("body", "must hold at least one event"));
+            }
+            if items.len() > MAX_EVENTS {
+                return Err(JsonError::field(
+                    "body",
+                    format!(
+                        "must hold at most {MAX_EVENTS} events (got {})",
+                        items.len()
+                    ),
+                ));
+            }
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| {
+                    normalize(item, severities, received_at)
+                        .map_err(|e| e.within(&format!("[{i}]")))
+                })
+                .collect()
+        }
+        Value::Object(_) => Ok(vec![normalize(value, severities, received_at)?]),
+        _ => Err(JsonError::field(
+            "body",
+            "must be an event object or an array of events",
+        )),
+    }
+}
+
+fn normalize(
+    value: Value,
+    severities: &SeverityMap,
+    received_at: NaiveDateTime,
+) -> Result<FailureEvent, JsonError> {
+    let input: EventInput = json::from_value(value)?;
+    let source = match input.source.as_deref().map(str::trim) {
+        None | Some("") => "api".to_owned(),
+        Some(s) => {
+            let ok = s.len() <= 64
+                && s.chars().all(|c| {
+                    c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '-' | '.')
+                });
+            if !ok {
+                return Err(JsonError::field(
+                    "source",
+                    format!("must be at most 64 of a-z, 0-9, '_', '-', '.' (got {s:?})"),
+                ));
+            }
+            s.to_owned()
+        }
+    };
+    let dedup_key = input.dedup_key.trim().to_owned();
+    if dedup_key.is_empty() {
+        return Err(JsonError::field("dedup_key", "must not be empty"));
+    }
+    let status = input.status.unwrap_or(EventStatus::Firing);
+    let started_raw = input.started_at.clone();
+    let started_at = optional_time(started_raw.as_deref(), "started_at")?.unwrap_or(received_at);
+    let ended_at = optional_time(input.ended_at.as_deref(), "ended_at")?;
+    let group_key = input
+        .group_key
+        .map(|g| g.trim().to_owned())
+        .filter(|g| !g.is_empty())
+        .unwrap_or_else(|| dedup_key.clone());
+    let occurrence_key = FailureEvent::default_occurrence_key(
+        status,
+        &started_raw.unwrap_or_else(|| started_at.to_string()),
+    );
+    Ok(FailureEvent {
+        source,
+        dedup_key,
+        group_key,
+        occurrence_key,
+        kind: match status {
+            EventStatus::Firing => EventKind::Fired,
+            EventStatus::Resolved => EventKind::Resolved,
+        },
+        status,
+        title: input.title.unwrap_or_default(),
+        service: input.service.filter(|s| !s.trim().is_empty()),
+        severity: input.severity.unwrap_or(severities.default),
+        started_at,
+        ended_at: match status {
+            EventStatus::Resolved => ended_at.or(Some(received_at)),
+            EventStatus::Firing => ended_at,
+        },
+        description: input.description,
+        labels: input.labels,
+        annotations: BTreeMap::new(),
+        links: web_links(input.links),
+    })
+}
