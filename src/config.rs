@@ -11,10 +11,14 @@ use figment::Figment;
 use serde::{Deserialize, Serialize};
 
 use crate::db::DatabaseUrl;
+use crate::domain::incident::IncidentPolicy;
+use crate::domain::{Severity, SeverityMap};
 
 /// Sections of the settings file. An environment variable `COE_<SECTION>_<KEY>` maps to
 /// `<section>.<key>`; any other `COE_<KEY>` maps to a top-level key.
-const SECTIONS: &[&str] = &["database", "server", "log", "smtp", "email"];
+const SECTIONS: &[&str] = &[
+    "database", "server", "log", "smtp", "email", "policy", "incidents", "webhooks", "severity",
+];
 
 /// Environment variables with the `COE_` prefix that are not settings.
 const NOT_SETTINGS: &[&str] = &["config"];
@@ -34,6 +38,82 @@ pub struct Settings {
     pub log: LogSettings,
     pub smtp: SmtpSettings,
     pub email: EmailSettings,
+    pub policy: PolicySettings,
+    pub incidents: IncidentSettings,
+    pub webhooks: WebhookSettings,
+    /// How each source's severity words map to `sev1`…`sev5`.
+    pub severity: SeverityMap,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicySettings {
+    /// Incidents at or above this severity need a COE.
+    pub coe_at_or_above: Severity,
+}
+
+impl Default for PolicySettings {
+    fn default() -> Self {
+        PolicySettings {
+            coe_at_or_above: Severity::Sev2,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct IncidentSettings {
+    /// The same alert firing again within this many seconds of its incident resolving
+    /// reopens the incident; later, it opens a new one.
+    pub reopen_window_secs: u64,
+}
+
+impl Default for IncidentSettings {
+    fn default() -> Self {
+        IncidentSettings {
+            reopen_window_secs: 3600,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebhookSettings {
+    /// Largest accepted webhook or event-API body, in bytes. Generous on purpose: a 413
+    /// makes Alertmanager retry the same group forever.
+    pub max_body_bytes: usize,
+    /// PagerDuty signing secret; when set, `X-PagerDuty-Signature` is required and checked.
+    pub pagerduty_secret: Option<String>,
+    /// Grafana HMAC secret; when set, `X-Grafana-Alerting-Signature` is required and checked.
+    pub grafana_secret: Option<String>,
+    /// The header Grafana is configured to put its signature timestamp in.
+    pub grafana_timestamp_header: String,
+    /// Sentry client secret; when set, `Sentry-Hook-Signature` is required and checked.
+    pub sentry_secret: Option<String>,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        WebhookSettings {
+            max_body_bytes: 10 * 1024 * 1024,
+            pagerduty_secret: None,
+            grafana_secret: None,
+            grafana_timestamp_header: "X-Grafana-Alerting-Signature-Timestamp".into(),
+            sentry_secret: None,
+        }
+    }
+}
+
+impl Settings {
+    /// The incident rules as the domain layer takes them.
+    pub fn incident_policy(&self) -> IncidentPolicy {
+        IncidentPolicy {
+            reopen_window: chrono::Duration::seconds(
+                i64::try_from(self.incidents.reopen_window_secs).unwrap_or(i64::MAX / 1000),
+            ),
+            coe_at_or_above: self.policy.coe_at_or_above,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -110,6 +190,10 @@ impl Default for Settings {
             log: LogSettings::default(),
             smtp: SmtpSettings::default(),
             email: EmailSettings::default(),
+            policy: PolicySettings::default(),
+            incidents: IncidentSettings::default(),
+            webhooks: WebhookSettings::default(),
+            severity: SeverityMap::default(),
         }
     }
 }
@@ -278,6 +362,24 @@ impl Settings {
                 expected: format!("a tracing filter such as `info` ({e})"),
             });
         }
+        if self.webhooks.max_body_bytes < 1024 {
+            return Err(invalid(
+                "webhooks.max_body_bytes",
+                &self.webhooks.max_body_bytes.to_string(),
+                "at least 1024",
+            ));
+        }
+        if actix_web::http::header::HeaderName::from_bytes(
+            self.webhooks.grafana_timestamp_header.as_bytes(),
+        )
+        .is_err()
+        {
+            return Err(invalid(
+                "webhooks.grafana_timestamp_header",
+                &self.webhooks.grafana_timestamp_header,
+                "an HTTP header name",
+            ));
+        }
         if let Some(url) = &self.smtp.url {
             if !(url.starts_with("smtp://") || url.starts_with("smtps://")) {
                 return Err(ConfigError::Invalid {
@@ -296,6 +398,14 @@ impl Settings {
         let mut masked = self.clone();
         masked.database.url = mask_url_password(&masked.database.url);
         masked.smtp.url = masked.smtp.url.as_deref().map(mask_url_password);
+        let hide = |s: &mut Option<String>| {
+            if s.is_some() {
+                *s = Some("***".into());
+            }
+        };
+        hide(&mut masked.webhooks.pagerduty_secret);
+        hide(&mut masked.webhooks.grafana_secret);
+        hide(&mut masked.webhooks.sentry_secret);
         toml::to_string_pretty(&masked).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
     }
 

@@ -76,6 +76,9 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     #[error("{0}")]
     Unavailable(String),
+    /// A service we depend on (outside the database) failed.
+    #[error("{0}")]
+    BadGateway(String),
     /// A fault of ours. The detail is logged, never sent.
     #[error("internal error")]
     Internal(String),
@@ -100,6 +103,7 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => "payload_too_large",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::Unavailable(_) => "unavailable",
+            ApiError::BadGateway(_) => "bad_gateway",
             ApiError::Internal(_) => "internal",
         }
     }
@@ -148,6 +152,7 @@ impl ResponseError for ApiError {
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::BadGateway(_) => StatusCode::BAD_GATEWAY,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -12,12 +12,15 @@ use crate::config::Settings;
 use crate::db::{self, DbPool};
 use crate::error::{render_foreign_error, ApiError};
 use crate::http::{self, extract::BodyLimit, metrics::Metrics};
+use crate::services::sns::{HttpsConfirmer, SubscriptionConfirmer};
 
 /// What every handler can reach.
 pub struct AppState {
     pub settings: Arc<Settings>,
     pub pool: DbPool,
     pub metrics: Arc<Metrics>,
+    /// Confirms AWS SNS subscriptions (a fake in tests).
+    pub sns: Arc<dyn SubscriptionConfirmer>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +63,15 @@ impl Application {
 
     /// Binds `settings.listen` over an already migrated pool.
     pub fn with_pool(settings: Settings, pool: DbPool) -> Result<Application, StartupError> {
+        Self::with_parts(settings, pool, Arc::new(HttpsConfirmer))
+    }
+
+    /// Binds `settings.listen` with the given outside dependencies.
+    pub fn with_parts(
+        settings: Settings,
+        pool: DbPool,
+        sns: Arc<dyn SubscriptionConfirmer>,
+    ) -> Result<Application, StartupError> {
         let listener =
             TcpListener::bind(&settings.listen).map_err(|source| StartupError::Bind {
                 addr: settings.listen.clone(),
@@ -79,6 +91,7 @@ impl Application {
             settings: Arc::new(settings),
             pool: pool.clone(),
             metrics: Arc::new(Metrics::default()),
+            sns,
         });
         let mut server = HttpServer::new(move || {
             App::new()

@@ -31,27 +31,36 @@ impl FromRequest for Caller {
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let presented = bearer_secret(req);
+        let presented = presented_secret(req);
         let state = req.app_data::<web::Data<AppState>>().cloned();
         Box::pin(async move {
-            let secret = presented?;
             let state = state.ok_or_else(|| ApiError::Internal("app state missing".into()))?;
-            let caller = web::block(move || {
-                let mut conn = state.pool.get()?;
-                tokens::authenticate(&mut conn, &secret).map_err(|e| match e {
-                    tokens::TokenError::Database(e) => ApiError::from(e),
-                    other => ApiError::Internal(other.to_string()),
-                })
-            })
-            .await??;
-            caller.ok_or_else(|| ApiError::Unauthorized("the token is unknown or revoked".into()))
+            authenticate(presented?, state).await
         })
     }
 }
 
-fn bearer_secret(req: &HttpRequest) -> Result<TokenSecret, ApiError> {
+/// The caller behind a presented secret, or 401.
+pub async fn authenticate(secret: TokenSecret, state: web::Data<AppState>) -> Result<Caller, ApiError> {
+    let caller = web::block(move || {
+        let mut conn = state.pool.get()?;
+        tokens::authenticate(&mut conn, &secret).map_err(|e| match e {
+            tokens::TokenError::Database(e) => ApiError::from(e),
+            other => ApiError::Internal(other.to_string()),
+        })
+    })
+    .await??;
+    caller.ok_or_else(|| ApiError::Unauthorized("the token is unknown or revoked".into()))
+}
+
+/// The token in `Authorization: Bearer <token>`, or the password of HTTP basic auth
+/// (for senders that can do nothing else; the user name is ignored).
+pub fn presented_secret(req: &HttpRequest) -> Result<TokenSecret, ApiError> {
     let missing = || {
-        ApiError::Unauthorized("send a token in the header `Authorization: Bearer <token>`".into())
+        ApiError::Unauthorized(
+            "send a token in the header `Authorization: Bearer <token>` (or as the basic-auth password)"
+                .into(),
+        )
     };
     let value = req
         .headers()
@@ -59,9 +68,21 @@ fn bearer_secret(req: &HttpRequest) -> Result<TokenSecret, ApiError> {
         .ok_or_else(missing)?
         .to_str()
         .map_err(|_| missing())?;
-    let (scheme, secret) = value.trim().split_once(' ').ok_or_else(missing)?;
-    if !scheme.eq_ignore_ascii_case("bearer") || secret.trim().is_empty() {
-        return Err(missing());
+    let (scheme, credentials) = value.trim().split_once(' ').ok_or_else(missing)?;
+    let credentials = credentials.trim();
+    if scheme.eq_ignore_ascii_case("bearer") && !credentials.is_empty() {
+        return Ok(TokenSecret::from_presented(credentials));
     }
-    Ok(TokenSecret::from_presented(secret))
+    if scheme.eq_ignore_ascii_case("basic") {
+        use base64::Engine;
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(credentials)
+            .map_err(|_| missing())?;
+        let text = String::from_utf8(decoded).map_err(|_| missing())?;
+        let (_, password) = text.split_once(':').ok_or_else(missing)?;
+        if !password.is_empty() {
+            return Ok(TokenSecret::from_presented(password));
+        }
+    }
+    Err(missing())
 }

@@ -26,7 +26,21 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         )
         .service(
             web::resource("/api/v1/tokens/{name}").route(web::delete().to(api::tokens::revoke)),
-        );
+        )
+        .service(web::resource("/api/v1/events").route(web::post().to(api::ingest::post_events)))
+        .service(web::resource("/api/v1/events/{id}").route(web::get().to(api::incidents::event)))
+        .service(
+            web::resource("/api/v1/webhooks/{source}")
+                .route(web::post().to(api::ingest::receive_webhook)),
+        )
+        .service(web::resource("/api/v1/incidents").route(web::get().to(api::incidents::list)))
+        .service(web::resource("/api/v1/incidents/{id}").route(web::get().to(api::incidents::get)));
+}
+
+/// Whether a path id could name a row: ids are short and never hold NUL (which
+/// PostgreSQL refuses in text, and which would otherwise turn a 404 into a 500).
+pub fn plausible_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 128 && !id.contains('\0')
 }
 
 /// Errors of actix's own path extractor, in our shape: a path that does not parse

@@ -21,12 +21,19 @@ use crate::http::{api, health};
         api::tokens::list,
         api::tokens::create,
         api::tokens::revoke,
+        api::ingest::post_events,
+        api::ingest::receive_webhook,
+        api::incidents::list,
+        api::incidents::get,
+        api::incidents::event,
     ),
     components(schemas(ErrorBody, ErrorDetail, FieldProblem)),
     modifiers(&BearerAuth),
     tags(
         (name = "health", description = "Probes for orchestrators"),
         (name = "tokens", description = "API tokens and the caller's identity"),
+        (name = "events", description = "Failure events in: the generic event API and webhook receivers"),
+        (name = "incidents", description = "Incidents: failure events grouped by group key"),
     )
 )]
 pub struct ApiDoc;

@@ -1,3 +1,5 @@
 //! JSON API handlers: extract, call a service, respond.
 
+pub mod incidents;
+pub mod ingest;
 pub mod tokens;

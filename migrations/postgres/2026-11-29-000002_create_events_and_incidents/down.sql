@@ -1,0 +1,12 @@
+DROP INDEX failure_events_by_delivery;
+DROP INDEX failure_events_by_incident;
+DROP INDEX failure_events_one_per_occurrence;
+DROP TABLE failure_events;
+DROP INDEX webhook_deliveries_by_key;
+DROP TABLE webhook_deliveries;
+DROP TABLE incident_alerts;
+DROP INDEX incidents_by_service;
+DROP INDEX incidents_by_start;
+DROP INDEX incidents_by_group;
+DROP INDEX incidents_one_open_per_group;
+DROP TABLE incidents;

@@ -1,0 +1,163 @@
+//! Reading incidents and events.
+
+use actix_web::{web, HttpResponse};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::domain::event::parse_time;
+use crate::domain::incident::IncidentState;
+use crate::domain::{Role, Severity};
+use crate::error::{ApiError, ErrorBody};
+use crate::http::extract::ApiQuery;
+use crate::services::incidents::{self, EventDetail, Incident, IncidentDetail, IncidentFilter};
+use crate::services::tokens::Caller;
+use crate::startup::AppState;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct IncidentQuery {
+    /// `open` or `resolved`.
+    #[param(value_type = Option<String>)]
+    pub status: Option<IncidentState>,
+    /// Exactly this severity (`sev1`…`sev5`).
+    #[param(value_type = Option<String>)]
+    pub severity: Option<Severity>,
+    /// This severity or worse.
+    #[param(value_type = Option<String>)]
+    pub min_severity: Option<Severity>,
+    pub service: Option<String>,
+    /// Started at or after this RFC 3339 time.
+    pub since: Option<String>,
+    /// Started before this RFC 3339 time.
+    pub until: Option<String>,
+    /// Only incidents with (true) or without (false) the COE mark.
+    pub needs_coe: Option<bool>,
+    /// Page size, 1 to 500 (default 50).
+    pub limit: Option<i64>,
+    /// Incidents to skip (default 0).
+    pub offset: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IncidentPage {
+    /// Newest first.
+    pub incidents: Vec<Incident>,
+    /// How many incidents match the filters in all.
+    pub total: i64,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+fn time_param(name: &str, raw: Option<&str>) -> Result<Option<chrono::NaiveDateTime>, ApiError> {
+    match raw {
+        None => Ok(None),
+        Some(raw) => parse_time(raw).map_err(|p| ApiError::field(name, p)),
+    }
+}
+
+/// Lists incidents, newest first, with filters and pages.
+#[utoipa::path(get, path = "/api/v1/incidents", tag = "incidents", security(("bearer" = [])),
+    params(IncidentQuery),
+    responses(
+        (status = 200, description = "A page of incidents", body = IncidentPage),
+        (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
+        (status = 403, description = "An ingest token may not read", body = ErrorBody),
+        (status = 422, description = "A bad query parameter", body = ErrorBody),
+    ))]
+pub async fn list(
+    caller: Caller,
+    query: ApiQuery<IncidentQuery>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let q = query.0;
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::field("limit", format!("must be 1 to 500 (got {limit})")));
+    }
+    let offset = q.offset.unwrap_or(0);
+    if offset < 0 {
+        return Err(ApiError::field("offset", format!("must be 0 or more (got {offset})")));
+    }
+    let filter = IncidentFilter {
+        state: q.status,
+        severity: q.severity,
+        min_severity: q.min_severity,
+        service: q.service,
+        since: time_param("since", q.since.as_deref())?,
+        until: time_param("until", q.until.as_deref())?,
+        needs_coe: q.needs_coe,
+    };
+    let (incidents, total) = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        Ok(incidents::list(&mut conn, &filter, limit, offset)?)
+    })
+    .await??;
+    Ok(HttpResponse::Ok().json(IncidentPage {
+        incidents,
+        total,
+        limit,
+        offset,
+    }))
+}
+
+/// One incident with its events.
+#[utoipa::path(get, path = "/api/v1/incidents/{id}", tag = "incidents", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The incident's id")),
+    responses(
+        (status = 200, description = "The incident and its events, oldest first", body = IncidentDetail),
+        (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
+        (status = 403, description = "An ingest token may not read", body = ErrorBody),
+        (status = 404, description = "No such incident", body = ErrorBody),
+    ))]
+pub async fn get(
+    caller: Caller,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let id = id.into_inner();
+    let shown = id.escape_default().to_string();
+    if !crate::http::plausible_id(&id) {
+        return Err(ApiError::NotFound(format!("no incident with id `{shown}`")));
+    }
+    let found = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        Ok(incidents::get(&mut conn, &id)?)
+    })
+    .await??;
+    found
+        .map(|detail| HttpResponse::Ok().json(detail))
+        .ok_or_else(|| ApiError::NotFound(format!("no incident with id `{shown}`")))
+}
+
+/// One failure event with the delivery it arrived in, exactly as received.
+#[utoipa::path(get, path = "/api/v1/events/{id}", tag = "events", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The event's id")),
+    responses(
+        (status = 200, description = "The event and its raw payload", body = EventDetail),
+        (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
+        (status = 403, description = "An ingest token may not read", body = ErrorBody),
+        (status = 404, description = "No such event", body = ErrorBody),
+    ))]
+pub async fn event(
+    caller: Caller,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let id = id.into_inner();
+    let shown = id.escape_default().to_string();
+    if !crate::http::plausible_id(&id) {
+        return Err(ApiError::NotFound(format!("no event with id `{shown}`")));
+    }
+    let found = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        Ok(incidents::event(&mut conn, &id)?)
+    })
+    .await??;
+    found
+        .map(|detail| HttpResponse::Ok().json(detail))
+        .ok_or_else(|| ApiError::NotFound(format!("no event with id `{shown}`")))
+}

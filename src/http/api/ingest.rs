@@ -1,0 +1,237 @@
+//! Failure events in: `POST /api/v1/events` and `POST /api/v1/webhooks/{source}`.
+
+use actix_web::http::header::{self, HeaderMap};
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::db;
+use crate::domain::Role;
+use crate::error::{ApiError, ErrorBody};
+use crate::http::auth::{authenticate, presented_secret};
+use crate::ingest::cloudwatch::is_sns_url;
+use crate::ingest::generic::{self, EventInput};
+use crate::ingest::signature::{self, SignatureError};
+use crate::ingest::{self, Source};
+use crate::services::ingest::{self as store, Delivery, StoredEvent};
+use crate::startup::AppState;
+
+/// The answer to a delivery.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct IngestResponse {
+    /// The stored delivery; absent when nothing in it was new.
+    pub delivery_id: Option<String>,
+    /// True when every event had been stored before: nothing new was written.
+    pub duplicate: bool,
+    /// One entry per event in the delivery, in order.
+    pub events: Vec<StoredEvent>,
+    /// Why the delivery was deliberately ignored (an event type not about failures).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignored: Option<String>,
+    /// True when an SNS subscription was confirmed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subscription_confirmed: Option<bool>,
+}
+
+impl IngestResponse {
+    fn nothing(ignored: Option<String>, confirmed: Option<bool>) -> Self {
+        IngestResponse {
+            delivery_id: None,
+            duplicate: false,
+            events: Vec::new(),
+            ignored,
+            subscription_confirmed: confirmed,
+        }
+    }
+}
+
+/// Reads the body up to `limit` bytes; 413 past it.
+async fn read_body(payload: web::Payload, limit: usize) -> Result<web::Bytes, ApiError> {
+    match payload.to_bytes_limited(limit).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(e)) => Err(ApiError::BadRequest(format!("cannot read the request body: {e}"))),
+        Err(_) => Err(ApiError::PayloadTooLarge(format!(
+            "the request body is larger than the limit of {limit} bytes (webhooks.max_body_bytes)"
+        ))),
+    }
+}
+
+fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// The sender's delivery id, when it sends one.
+fn delivery_key(headers: &HeaderMap) -> Option<String> {
+    header_str(headers, "x-webhook-id")
+        .or_else(|| header_str(headers, "x-amz-sns-message-id"))
+        .map(str::to_owned)
+}
+
+fn respond(outcome: IngestResponse) -> HttpResponse {
+    let status = if outcome.duplicate || outcome.events.is_empty() {
+        StatusCode::OK
+    } else {
+        StatusCode::ACCEPTED
+    };
+    HttpResponse::build(status).json(outcome)
+}
+
+/// Posts failure events in `coe`'s own shape: one object or an array of up to 1,000.
+/// Needs an `ingest` (or `admin`) token. Re-posting an event stores nothing new.
+#[utoipa::path(post, path = "/api/v1/events", tag = "events", security(("bearer" = [])),
+    request_body(content = Vec<EventInput>, description = "One event object, or an array of 1 to 1,000"),
+    responses(
+        (status = 202, description = "Stored; ids of the events and their incidents", body = IngestResponse),
+        (status = 200, description = "Every event had been stored before; nothing new", body = IngestResponse),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
+        (status = 403, description = "The token may not post events", body = ErrorBody),
+        (status = 413, description = "Body over webhooks.max_body_bytes", body = ErrorBody),
+        (status = 422, description = "A field is missing or invalid", body = ErrorBody),
+    ))]
+pub async fn post_events(
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let caller = authenticate(presented_secret(&req)?, state.clone()).await?;
+    caller.require(Role::Ingest)?;
+    let body = read_body(payload, state.settings.webhooks.max_body_bytes).await?;
+    let content_type = header_str(req.headers(), header::CONTENT_TYPE.as_str()).map(str::to_owned);
+    let key = delivery_key(req.headers());
+    let outcome = web::block(move || -> Result<_, ApiError> {
+        let events = generic::parse(&body, &state.settings.severity, db::now())?;
+        let mut conn = state.pool.get()?;
+        let delivery = Delivery {
+            source: "api",
+            key: key.as_deref(),
+            content_type: content_type.as_deref(),
+            body: &body,
+        };
+        Ok(store::ingest(&mut conn, delivery, &events, &state.settings.incident_policy())?)
+    })
+    .await??;
+    Ok(respond(IngestResponse {
+        delivery_id: outcome.delivery_id,
+        duplicate: outcome.duplicate,
+        events: outcome.events,
+        ignored: None,
+        subscription_confirmed: None,
+    }))
+}
+
+/// Receives a webhook exactly as the sender sends it. Sources: `alertmanager`,
+/// `grafana`, `pagerduty`, `opsgenie`, `cloudwatch` (AWS SNS), `sentry`.
+/// Authentication: the source's signature when a signing secret is configured for it,
+/// otherwise an `ingest` token as bearer token or basic-auth password.
+#[utoipa::path(post, path = "/api/v1/webhooks/{source}", tag = "events", security(("bearer" = [])),
+    params(("source" = String, Path, description = "alertmanager, grafana, pagerduty, opsgenie, cloudwatch or sentry")),
+    request_body(content = Object, description = "The sender's own payload", content_type = "application/json"),
+    responses(
+        (status = 202, description = "Stored; ids of the events and their incidents", body = IngestResponse),
+        (status = 200, description = "Nothing new: a re-delivery, an ignored event type, or an SNS handshake", body = IngestResponse),
+        (status = 400, description = "Malformed JSON", body = ErrorBody),
+        (status = 401, description = "Missing or wrong token or signature; nothing stored", body = ErrorBody),
+        (status = 403, description = "The token may not post events", body = ErrorBody),
+        (status = 404, description = "Unknown source; the message lists the known ones", body = ErrorBody),
+        (status = 413, description = "Body over webhooks.max_body_bytes", body = ErrorBody),
+        (status = 422, description = "The payload lacks what this sender always sends", body = ErrorBody),
+        (status = 502, description = "The SNS subscription could not be confirmed", body = ErrorBody),
+    ))]
+pub async fn receive_webhook(
+    req: HttpRequest,
+    source: web::Path<String>,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let name = source.into_inner();
+    let source = Source::parse(&name).ok_or_else(|| {
+        ApiError::NotFound(format!(
+            "unknown webhook source `{}`; known sources: {}",
+            name.escape_default(),
+            Source::names()
+        ))
+    })?;
+    let hooks = &state.settings.webhooks;
+    let secret = match source {
+        Source::Pagerduty => hooks.pagerduty_secret.clone(),
+        Source::Grafana => hooks.grafana_secret.clone(),
+        Source::Sentry => hooks.sentry_secret.clone(),
+        _ => None,
+    };
+    if secret.is_none() {
+        let caller = authenticate(presented_secret(&req)?, state.clone()).await?;
+        caller.require(Role::Ingest)?;
+    }
+    let body = read_body(payload, hooks.max_body_bytes).await?;
+    if let Some(secret) = secret {
+        let headers = req.headers();
+        let checked = match source {
+            Source::Pagerduty => signature::verify_pagerduty(
+                &secret,
+                &body,
+                header_str(headers, "x-pagerduty-signature"),
+            ),
+            Source::Grafana => signature::verify_grafana(
+                &secret,
+                &body,
+                header_str(headers, "x-grafana-alerting-signature"),
+                header_str(headers, &hooks.grafana_timestamp_header),
+                chrono::Utc::now(),
+            ),
+            Source::Sentry => signature::verify_sentry(
+                &secret,
+                &body,
+                header_str(headers, "sentry-hook-signature"),
+            ),
+            _ => Ok(()),
+        };
+        checked.map_err(|e: SignatureError| ApiError::Unauthorized(e.to_string()))?;
+    }
+    let content_type = header_str(req.headers(), header::CONTENT_TYPE.as_str()).map(str::to_owned);
+    let header_key = delivery_key(req.headers());
+    let worker_state = state.clone();
+    let (parsed, outcome) = web::block(move || -> Result<_, ApiError> {
+        let state = worker_state;
+        let parsed = ingest::parse(source, &body, &state.settings.severity, db::now())?;
+        if parsed.events.is_empty() {
+            return Ok((parsed, None));
+        }
+        let key = header_key.or_else(|| parsed.delivery_id.clone());
+        let mut conn = state.pool.get()?;
+        let delivery = Delivery {
+            source: source.as_str(),
+            key: key.as_deref(),
+            content_type: content_type.as_deref(),
+            body: &body,
+        };
+        let outcome = store::ingest(&mut conn, delivery, &parsed.events, &state.settings.incident_policy())?;
+        Ok((parsed, Some(outcome)))
+    })
+    .await??;
+    if let Some(outcome) = outcome {
+        return Ok(respond(IngestResponse {
+            delivery_id: outcome.delivery_id,
+            duplicate: outcome.duplicate,
+            events: outcome.events,
+            ignored: None,
+            subscription_confirmed: None,
+        }));
+    }
+    if let Some(url) = parsed.confirm_subscription {
+        if !is_sns_url(&url) {
+            return Err(ApiError::field(
+                "SubscribeURL",
+                "must be an https://sns.<region>.amazonaws.com/ address; it was not fetched",
+            ));
+        }
+        let confirmer = state.sns.clone();
+        web::block(move || confirmer.confirm(&url))
+            .await?
+            .map_err(|e| ApiError::BadGateway(format!("cannot confirm the SNS subscription: {e}")))?;
+        tracing::info!("confirmed an SNS subscription");
+        return Ok(respond(IngestResponse::nothing(None, Some(true))));
+    }
+    Ok(respond(IngestResponse::nothing(parsed.ignored, None)))
+}

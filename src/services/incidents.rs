@@ -1,0 +1,232 @@
+//! Reading incidents and failure events.
+
+use std::collections::BTreeMap;
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::db::models::{DeliveryRow, FailureEventRow, IncidentRow};
+use crate::db::schema::{failure_events, incidents, webhook_deliveries};
+use crate::db::DbConnection;
+use crate::domain::incident::IncidentState;
+use crate::domain::{EventKind, EventStatus, Severity};
+
+/// An incident as the API shows it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Incident {
+    pub id: String,
+    pub group_key: String,
+    /// The source of the event that opened it.
+    pub source: String,
+    pub title: String,
+    pub service: Option<String>,
+    /// The worst severity of its events.
+    #[schema(value_type = String, example = "sev2")]
+    pub severity: Severity,
+    pub state: IncidentState,
+    /// When the earliest of its alerts started.
+    pub started_at: NaiveDateTime,
+    /// When `coe` first heard of it.
+    pub detected_at: NaiveDateTime,
+    pub acknowledged_at: Option<NaiveDateTime>,
+    pub resolved_at: Option<NaiveDateTime>,
+    /// From start to resolution, when resolved.
+    pub duration_seconds: Option<i64>,
+    pub reopened_count: i32,
+    pub event_count: i32,
+    /// The COE mark: the incident reached the COE policy's severity.
+    pub needs_coe: bool,
+    pub coe_required_at: Option<NaiveDateTime>,
+}
+
+/// A failure event as the API shows it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Event {
+    pub id: String,
+    pub incident_id: String,
+    pub source: String,
+    pub dedup_key: String,
+    pub group_key: String,
+    pub kind: EventKind,
+    pub status: EventStatus,
+    pub title: String,
+    pub service: Option<String>,
+    #[schema(value_type = String, example = "sev2")]
+    pub severity: Severity,
+    pub started_at: NaiveDateTime,
+    pub ended_at: Option<NaiveDateTime>,
+    pub received_at: NaiveDateTime,
+    pub description: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub links: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct IncidentDetail {
+    #[serde(flatten)]
+    pub incident: Incident,
+    /// Its events, oldest first.
+    pub events: Vec<Event>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct EventDetail {
+    #[serde(flatten)]
+    pub event: Event,
+    pub delivery_id: String,
+    pub occurrence_key: String,
+    pub content_type: Option<String>,
+    /// The delivery exactly as received: parsed JSON when it is JSON, else a string.
+    #[schema(value_type = Object)]
+    pub raw_payload: Value,
+}
+
+/// Filters of the incident list. Times compare with `started_at`.
+#[derive(Debug, Clone, Default)]
+pub struct IncidentFilter {
+    pub state: Option<IncidentState>,
+    pub severity: Option<Severity>,
+    pub min_severity: Option<Severity>,
+    pub service: Option<String>,
+    pub since: Option<NaiveDateTime>,
+    pub until: Option<NaiveDateTime>,
+    pub needs_coe: Option<bool>,
+}
+
+impl From<IncidentRow> for Incident {
+    fn from(row: IncidentRow) -> Self {
+        Incident {
+            duration_seconds: row.resolved_at.map(|r| (r - row.started_at).num_seconds().max(0)),
+            severity: Severity::from_rank(row.severity).unwrap_or(Severity::Sev5),
+            state: IncidentState::parse(&row.state).unwrap_or(IncidentState::Open),
+            needs_coe: row.coe_required_at.is_some(),
+            id: row.id,
+            group_key: row.group_key,
+            source: row.source,
+            title: row.title,
+            service: row.service,
+            started_at: row.started_at,
+            detected_at: row.detected_at,
+            acknowledged_at: row.acknowledged_at,
+            resolved_at: row.resolved_at,
+            reopened_count: row.reopened_count,
+            event_count: row.event_count,
+            coe_required_at: row.coe_required_at,
+        }
+    }
+}
+
+impl From<FailureEventRow> for Event {
+    fn from(row: FailureEventRow) -> Self {
+        Event {
+            kind: EventKind::parse(&row.kind).unwrap_or(EventKind::Updated),
+            status: EventStatus::parse(&row.status).unwrap_or(EventStatus::Firing),
+            severity: Severity::from_rank(row.severity).unwrap_or(Severity::Sev5),
+            labels: serde_json::from_str(&row.labels).unwrap_or_default(),
+            annotations: serde_json::from_str(&row.annotations).unwrap_or_default(),
+            links: serde_json::from_str(&row.links).unwrap_or_default(),
+            id: row.id,
+            incident_id: row.incident_id,
+            source: row.source,
+            dedup_key: row.dedup_key,
+            group_key: row.group_key,
+            title: row.title,
+            service: row.service,
+            started_at: row.started_at,
+            ended_at: row.ended_at,
+            received_at: row.received_at,
+            description: row.description,
+        }
+    }
+}
+
+fn filtered(filter: &IncidentFilter) -> incidents::BoxedQuery<'static, crate::db::MultiBackend> {
+    let mut query = incidents::table.into_boxed();
+    if let Some(state) = filter.state {
+        query = query.filter(incidents::state.eq(state.as_str()));
+    }
+    if let Some(severity) = filter.severity {
+        query = query.filter(incidents::severity.eq(severity.rank()));
+    }
+    if let Some(severity) = filter.min_severity {
+        query = query.filter(incidents::severity.le(severity.rank()));
+    }
+    if let Some(service) = &filter.service {
+        query = query.filter(incidents::service.eq(service.clone()));
+    }
+    if let Some(since) = filter.since {
+        query = query.filter(incidents::started_at.ge(since));
+    }
+    if let Some(until) = filter.until {
+        query = query.filter(incidents::started_at.lt(until));
+    }
+    match filter.needs_coe {
+        Some(true) => query = query.filter(incidents::coe_required_at.is_not_null()),
+        Some(false) => query = query.filter(incidents::coe_required_at.is_null()),
+        None => {}
+    }
+    query
+}
+
+/// A page of incidents, newest first, and how many match in all.
+pub fn list(
+    conn: &mut DbConnection,
+    filter: &IncidentFilter,
+    limit: i64,
+    offset: i64,
+) -> QueryResult<(Vec<Incident>, i64)> {
+    let total: i64 = filtered(filter).count().get_result(conn)?;
+    let rows: Vec<IncidentRow> = filtered(filter)
+        .order((incidents::started_at.desc(), incidents::id.desc()))
+        .limit(limit)
+        .offset(offset)
+        .select(IncidentRow::as_select())
+        .load(conn)?;
+    Ok((rows.into_iter().map(Incident::from).collect(), total))
+}
+
+/// One incident with its events, oldest first.
+pub fn get(conn: &mut DbConnection, id: &str) -> QueryResult<Option<IncidentDetail>> {
+    let Some(row) = incidents::table
+        .find(id)
+        .select(IncidentRow::as_select())
+        .first(conn)
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    let events: Vec<FailureEventRow> = failure_events::table
+        .filter(failure_events::incident_id.eq(id))
+        .order((failure_events::received_at.asc(), failure_events::id.asc()))
+        .select(FailureEventRow::as_select())
+        .load(conn)?;
+    Ok(Some(IncidentDetail {
+        incident: row.into(),
+        events: events.into_iter().map(Event::from).collect(),
+    }))
+}
+
+/// One event with the delivery it arrived in.
+pub fn event(conn: &mut DbConnection, id: &str) -> QueryResult<Option<EventDetail>> {
+    let found: Option<(FailureEventRow, DeliveryRow)> = failure_events::table
+        .inner_join(webhook_deliveries::table)
+        .filter(failure_events::id.eq(id))
+        .select((FailureEventRow::as_select(), DeliveryRow::as_select()))
+        .first(conn)
+        .optional()?;
+    Ok(found.map(|(row, delivery)| {
+        let raw_payload = serde_json::from_str(&delivery.body)
+            .unwrap_or_else(|_| Value::String(delivery.body.clone()));
+        EventDetail {
+            delivery_id: row.delivery_id.clone(),
+            occurrence_key: row.occurrence_key.clone(),
+            content_type: delivery.content_type,
+            raw_payload,
+            event: row.into(),
+        }
+    }))
+}

@@ -1,0 +1,22 @@
+//! Confirming AWS SNS subscriptions: SNS sends a `SubscribeURL` that must be fetched
+//! once. Behind a trait so that tests need no internet.
+
+use std::time::Duration;
+
+/// Visits an SNS `SubscribeURL`. The caller has checked that it is an SNS address.
+pub trait SubscriptionConfirmer: Send + Sync {
+    fn confirm(&self, url: &str) -> Result<(), String>;
+}
+
+/// Fetches the URL over HTTPS.
+pub struct HttpsConfirmer;
+
+impl SubscriptionConfirmer for HttpsConfirmer {
+    fn confirm(&self, url: &str) -> Result<(), String> {
+        ureq::get(url)
+            .timeout(Duration::from_secs(10))
+            .call()
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+}
