@@ -17,7 +17,15 @@ use crate::domain::{Severity, SeverityMap};
 /// Sections of the settings file. An environment variable `COE_<SECTION>_<KEY>` maps to
 /// `<section>.<key>`; any other `COE_<KEY>` maps to a top-level key.
 const SECTIONS: &[&str] = &[
-    "database", "server", "log", "smtp", "email", "policy", "incidents", "webhooks", "severity",
+    "database",
+    "server",
+    "log",
+    "smtp",
+    "email",
+    "policy",
+    "incidents",
+    "webhooks",
+    "severity",
 ];
 
 /// Environment variables with the `COE_` prefix that are not settings.

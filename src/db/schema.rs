@@ -86,4 +86,9 @@ diesel::joinable!(incident_alerts -> incidents (incident_id));
 diesel::joinable!(failure_events -> incidents (incident_id));
 diesel::joinable!(failure_events -> webhook_deliveries (delivery_id));
 
-diesel::allow_tables_to_appear_in_same_query!(incidents, incident_alerts, webhook_deliveries, failure_events);
+diesel::allow_tables_to_appear_in_same_query!(
+    incidents,
+    incident_alerts,
+    webhook_deliveries,
+    failure_events
+);

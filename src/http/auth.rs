@@ -41,7 +41,10 @@ impl FromRequest for Caller {
 }
 
 /// The caller behind a presented secret, or 401.
-pub async fn authenticate(secret: TokenSecret, state: web::Data<AppState>) -> Result<Caller, ApiError> {
+pub async fn authenticate(
+    secret: TokenSecret,
+    state: web::Data<AppState>,
+) -> Result<Caller, ApiError> {
     let caller = web::block(move || {
         let mut conn = state.pool.get()?;
         tokens::authenticate(&mut conn, &secret).map_err(|e| match e {

@@ -18,6 +18,9 @@ use crate::json::{self, JsonError};
 pub(crate) struct Payload {
     #[serde(rename = "groupKey", default)]
     pub group_key: Option<String>,
+    /// The group's status; older senders give no status per alert.
+    #[serde(default)]
+    pub status: Option<String>,
     #[serde(default)]
     pub receiver: Option<String>,
     #[serde(rename = "groupLabels", default, deserialize_with = "null_as_default")]
@@ -27,7 +30,8 @@ pub(crate) struct Payload {
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct Alert {
-    pub status: String,
+    #[serde(default)]
+    pub status: Option<String>,
     #[serde(default, deserialize_with = "null_as_default")]
     pub labels: BTreeMap<String, String>,
     #[serde(default, deserialize_with = "null_as_default")]
@@ -73,14 +77,17 @@ pub(crate) fn events(
             hash_labels(&payload.group_labels)
         )
     });
+    let group_status = payload.status.clone();
     payload
         .alerts
         .into_iter()
         .enumerate()
         .map(|(i, alert)| {
             let at = |f: &str| format!("alerts[{i}].{f}");
-            let status = EventStatus::parse(&alert.status)
-                .map_err(|problem| JsonError::field(at("status"), problem))?;
+            let status = match alert.status.as_ref().or(group_status.as_ref()) {
+                Some(s) => EventStatus::parse(s).map_err(|p| JsonError::field(at("status"), p))?,
+                None => return Err(JsonError::field(at("status"), "is required")),
+            };
             let started_at = required_time(&alert.starts_at, &at("startsAt"))?;
             // A firing alert's endsAt is a guess by the sender (or the zero time).
             let ended_at = match status {
@@ -141,7 +148,7 @@ mod tests {
 
     fn fixture(name: &str) -> Vec<u8> {
         let path = format!(
-            "{}/../shared/fixtures/webhooks/alertmanager/{name}",
+            "{}/tests/fixtures/webhooks/alertmanager/{name}",
             env!("CARGO_MANIFEST_DIR")
         );
         std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))

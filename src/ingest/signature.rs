@@ -104,7 +104,7 @@ mod tests {
 
     fn pd_body() -> Vec<u8> {
         std::fs::read(format!(
-            "{}/../shared/fixtures/webhooks/pagerduty/go-pagerduty-incident-priority-updated-SIGNED.json",
+            "{}/tests/fixtures/webhooks/pagerduty/go-pagerduty-incident-priority-updated-SIGNED.json",
             env!("CARGO_MANIFEST_DIR")
         ))
         .expect("fixture")

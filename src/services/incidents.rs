@@ -100,7 +100,9 @@ pub struct IncidentFilter {
 impl From<IncidentRow> for Incident {
     fn from(row: IncidentRow) -> Self {
         Incident {
-            duration_seconds: row.resolved_at.map(|r| (r - row.started_at).num_seconds().max(0)),
+            duration_seconds: row
+                .resolved_at
+                .map(|r| (r - row.started_at).num_seconds().max(0)),
             severity: Severity::from_rank(row.severity).unwrap_or(Severity::Sev5),
             state: IncidentState::parse(&row.state).unwrap_or(IncidentState::Open),
             needs_coe: row.coe_required_at.is_some(),

@@ -8,6 +8,9 @@ use coe::domain::{Role, TokenName};
 use coe::services::tokens;
 use coe::startup::Application;
 use diesel::{Connection, RunQueryDsl};
+use std::sync::{Arc, Mutex};
+
+use coe::services::sns::SubscriptionConfirmer;
 use serde_json::Value;
 
 /// A fresh, empty database for one test. On SQLite the file lives in a temporary
@@ -95,10 +98,32 @@ pub async fn spawn_app() -> TestApp {
 }
 
 pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
+    spawn_app_with_sns(configure, Arc::new(RecordingConfirmer::default())).await
+}
+
+/// An SNS confirmer that records the URLs it was asked to visit, and fetches nothing.
+#[derive(Default)]
+pub struct RecordingConfirmer {
+    pub urls: Mutex<Vec<String>>,
+}
+
+impl SubscriptionConfirmer for RecordingConfirmer {
+    fn confirm(&self, url: &str) -> Result<(), String> {
+        self.urls.lock().expect("lock").push(url.to_owned());
+        Ok(())
+    }
+}
+
+pub async fn spawn_app_with_sns(
+    configure: impl FnOnce(&mut Settings),
+    sns: Arc<dyn SubscriptionConfirmer>,
+) -> TestApp {
     let db = TestDatabase::new();
     let mut settings = test_settings(&db);
     configure(&mut settings);
-    let app = Application::build(settings).await.expect("the app starts");
+    let pool = coe::db::connect(&settings.database).expect("connect");
+    coe::db::migrate(&mut pool.get().expect("conn")).expect("migrate");
+    let app = Application::with_parts(settings, pool, sns).expect("the app starts");
     let address = format!("http://127.0.0.1:{}", app.port());
     let pool = app.pool().clone();
     let handle = app.handle();
@@ -168,6 +193,35 @@ impl TestApp {
         req.send().await.expect("request sent")
     }
 
+    /// POSTs a webhook body as-is with extra headers.
+    pub async fn webhook(
+        &self,
+        source: &str,
+        token: Option<&str>,
+        body: impl Into<reqwest::Body>,
+        headers: &[(&str, &str)],
+    ) -> reqwest::Response {
+        let mut req = self
+            .client
+            .post(self.url(&format!("/api/v1/webhooks/{source}")))
+            .header("content-type", "application/json")
+            .body(body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        req.send().await.expect("request sent")
+    }
+
+    /// GETs `path` with a token and returns the JSON body, asserting 200.
+    pub async fn get_json(&self, path: &str, token: &str) -> Value {
+        let res = self.get(path, Some(token)).await;
+        assert_eq!(res.status(), 200, "GET {path}");
+        json(res).await
+    }
+
     pub async fn post_json(
         &self,
         path: &str,
@@ -176,6 +230,15 @@ impl TestApp {
     ) -> reqwest::Response {
         self.post_raw(path, token, body.to_string()).await
     }
+}
+
+/// A fixture payload from `tests/fixtures/webhooks/`, byte for byte.
+pub fn fixture(path: &str) -> Vec<u8> {
+    let full = format!(
+        "{}/tests/fixtures/webhooks/{path}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
 }
 
 /// Reads the body as JSON, failing the test with the body text otherwise.

@@ -10,3 +10,4 @@ mod health;
 mod migrations;
 mod openapi;
 mod tokens;
+mod webhooks;

@@ -74,11 +74,17 @@ pub async fn list(
     let q = query.0;
     let limit = q.limit.unwrap_or(50);
     if !(1..=500).contains(&limit) {
-        return Err(ApiError::field("limit", format!("must be 1 to 500 (got {limit})")));
+        return Err(ApiError::field(
+            "limit",
+            format!("must be 1 to 500 (got {limit})"),
+        ));
     }
     let offset = q.offset.unwrap_or(0);
     if offset < 0 {
-        return Err(ApiError::field("offset", format!("must be 0 or more (got {offset})")));
+        return Err(ApiError::field(
+            "offset",
+            format!("must be 0 or more (got {offset})"),
+        ));
     }
     let filter = IncidentFilter {
         state: q.status,

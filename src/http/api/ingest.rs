@@ -50,7 +50,9 @@ impl IngestResponse {
 async fn read_body(payload: web::Payload, limit: usize) -> Result<web::Bytes, ApiError> {
     match payload.to_bytes_limited(limit).await {
         Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(e)) => Err(ApiError::BadRequest(format!("cannot read the request body: {e}"))),
+        Ok(Err(e)) => Err(ApiError::BadRequest(format!(
+            "cannot read the request body: {e}"
+        ))),
         Err(_) => Err(ApiError::PayloadTooLarge(format!(
             "the request body is larger than the limit of {limit} bytes (webhooks.max_body_bytes)"
         ))),
@@ -58,7 +60,11 @@ async fn read_body(payload: web::Payload, limit: usize) -> Result<web::Bytes, Ap
 }
 
 fn header_str<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim).filter(|v| !v.is_empty())
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
 }
 
 /// The sender's delivery id, when it sends one.
@@ -109,7 +115,12 @@ pub async fn post_events(
             content_type: content_type.as_deref(),
             body: &body,
         };
-        Ok(store::ingest(&mut conn, delivery, &events, &state.settings.incident_policy())?)
+        Ok(store::ingest(
+            &mut conn,
+            delivery,
+            &events,
+            &state.settings.incident_policy(),
+        )?)
     })
     .await??;
     Ok(respond(IngestResponse {
@@ -206,7 +217,12 @@ pub async fn receive_webhook(
             content_type: content_type.as_deref(),
             body: &body,
         };
-        let outcome = store::ingest(&mut conn, delivery, &parsed.events, &state.settings.incident_policy())?;
+        let outcome = store::ingest(
+            &mut conn,
+            delivery,
+            &parsed.events,
+            &state.settings.incident_policy(),
+        )?;
         Ok((parsed, Some(outcome)))
     })
     .await??;
@@ -229,7 +245,9 @@ pub async fn receive_webhook(
         let confirmer = state.sns.clone();
         web::block(move || confirmer.confirm(&url))
             .await?
-            .map_err(|e| ApiError::BadGateway(format!("cannot confirm the SNS subscription: {e}")))?;
+            .map_err(|e| {
+                ApiError::BadGateway(format!("cannot confirm the SNS subscription: {e}"))
+            })?;
         tracing::info!("confirmed an SNS subscription");
         return Ok(respond(IngestResponse::nothing(None, Some(true))));
     }
