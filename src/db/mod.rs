@@ -250,6 +250,12 @@ pub fn revert_all(conn: &mut DbConnection) -> Result<(), DbError> {
     result.map_err(|e| DbError::Migrate(e.to_string()))
 }
 
+/// Writers of this process to SQLite take turns here before asking SQLite for its
+/// write lock. SQLite's own busy handler polls and is not fair: under a burst of
+/// concurrent writes one writer can lose every retry until its busy timeout expires.
+/// Queueing in-process keeps the busy timeout for other processes only.
+static SQLITE_WRITER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Runs `f` in a transaction that is ready to write. On SQLite it begins with
 /// `BEGIN IMMEDIATE`, which takes the write lock up front: a deferred transaction that
 /// reads and then writes can fail with "database is locked" without waiting.
@@ -262,6 +268,12 @@ where
     let outermost = Tm::transaction_manager_status_mut(conn)
         .transaction_depth()?
         .is_none();
+    let _turn = match conn {
+        DbConnection::Sqlite(_) if outermost => {
+            Some(SQLITE_WRITER.lock().unwrap_or_else(|p| p.into_inner()))
+        }
+        _ => None,
+    };
     match conn {
         DbConnection::Sqlite(c) if outermost => {
             AnsiTransactionManager::begin_transaction_sql(c, "BEGIN IMMEDIATE")?

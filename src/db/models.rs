@@ -21,7 +21,7 @@ pub struct ApiTokenRow {
 use super::schema::{failure_events, incident_alerts, incidents, webhook_deliveries};
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable, AsChangeset)]
-#[diesel(table_name = incidents)]
+#[diesel(table_name = incidents, treat_none_as_null = true)]
 pub struct IncidentRow {
     pub id: String,
     pub group_key: String,

@@ -118,6 +118,13 @@ pub async fn spawn_app_with_sns(
     configure: impl FnOnce(&mut Settings),
     sns: Arc<dyn SubscriptionConfirmer>,
 ) -> TestApp {
+    // `TEST_LOG=debug cargo test …` shows the apps' logs.
+    if let Ok(level) = std::env::var("TEST_LOG") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(level)
+            .with_test_writer()
+            .try_init();
+    }
     let db = TestDatabase::new();
     let mut settings = test_settings(&db);
     configure(&mut settings);

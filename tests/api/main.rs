@@ -6,8 +6,10 @@ mod helpers;
 
 mod cli;
 mod errors;
+mod events;
 mod health;
 mod migrations;
 mod openapi;
+mod storm;
 mod tokens;
 mod webhooks;
