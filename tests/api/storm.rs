@@ -7,7 +7,7 @@ use coe::domain::Role;
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
-use crate::helpers::{json, spawn_app};
+use crate::helpers::spawn_app;
 
 const GROUPS: usize = 50;
 const EVENTS: usize = 20_000;
