@@ -20,7 +20,7 @@ pub struct Health {
 }
 
 /// The process is alive. Touches nothing else.
-#[utoipa::path(get, path = "/healthz", tag = "health",
+#[utoipa::path(operation_id = "healthz", get, path = "/healthz", tag = "health",
     responses((status = 200, description = "The process is alive", body = Health)))]
 pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(Health {
@@ -30,7 +30,7 @@ pub async fn healthz() -> HttpResponse {
 }
 
 /// The database is reachable: a connection answers `SELECT 1`.
-#[utoipa::path(get, path = "/readyz", tag = "health",
+#[utoipa::path(operation_id = "readyz", get, path = "/readyz", tag = "health",
     responses(
         (status = 200, description = "Ready to serve", body = Health),
         (status = 503, description = "The database is not reachable; the reason is given", body = ErrorBody),

@@ -57,7 +57,7 @@ fn time_param(name: &str, raw: Option<&str>) -> Result<Option<chrono::NaiveDateT
 }
 
 /// Lists incidents, newest first, with filters and pages.
-#[utoipa::path(get, path = "/api/v1/incidents", tag = "incidents", security(("bearer" = [])),
+#[utoipa::path(operation_id = "list_incidents", get, path = "/api/v1/incidents", tag = "incidents", security(("bearer" = [])),
     params(IncidentQuery),
     responses(
         (status = 200, description = "A page of incidents", body = IncidentPage),
@@ -109,7 +109,7 @@ pub async fn list(
 }
 
 /// One incident with its events.
-#[utoipa::path(get, path = "/api/v1/incidents/{id}", tag = "incidents", security(("bearer" = [])),
+#[utoipa::path(operation_id = "get_incident", get, path = "/api/v1/incidents/{id}", tag = "incidents", security(("bearer" = [])),
     params(("id" = String, Path, description = "The incident's id")),
     responses(
         (status = 200, description = "The incident and its events, oldest first", body = IncidentDetail),
@@ -139,7 +139,7 @@ pub async fn get(
 }
 
 /// One failure event with the delivery it arrived in, exactly as received.
-#[utoipa::path(get, path = "/api/v1/events/{id}", tag = "events", security(("bearer" = [])),
+#[utoipa::path(operation_id = "get_event", get, path = "/api/v1/events/{id}", tag = "events", security(("bearer" = [])),
     params(("id" = String, Path, description = "The event's id")),
     responses(
         (status = 200, description = "The event and its raw payload", body = EventDetail),

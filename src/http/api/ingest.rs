@@ -85,7 +85,7 @@ fn respond(outcome: IngestResponse) -> HttpResponse {
 
 /// Posts failure events in `coe`'s own shape: one object or an array of up to 1,000.
 /// Needs an `ingest` (or `admin`) token. Re-posting an event stores nothing new.
-#[utoipa::path(post, path = "/api/v1/events", tag = "events", security(("bearer" = [])),
+#[utoipa::path(operation_id = "post_events", post, path = "/api/v1/events", tag = "events", security(("bearer" = [])),
     request_body(content = Vec<EventInput>, description = "One event object, or an array of 1 to 1,000"),
     responses(
         (status = 202, description = "Stored; ids of the events and their incidents", body = IngestResponse),
@@ -136,7 +136,7 @@ pub async fn post_events(
 /// `grafana`, `pagerduty`, `opsgenie`, `cloudwatch` (AWS SNS), `sentry`.
 /// Authentication: the source's signature when a signing secret is configured for it,
 /// otherwise an `ingest` token as bearer token or basic-auth password.
-#[utoipa::path(post, path = "/api/v1/webhooks/{source}", tag = "events", security(("bearer" = [])),
+#[utoipa::path(operation_id = "receive_webhook", post, path = "/api/v1/webhooks/{source}", tag = "events", security(("bearer" = [])),
     params(("source" = String, Path, description = "alertmanager, grafana, pagerduty, opsgenie, cloudwatch or sentry")),
     request_body(content = Object, description = "The sender's own payload", content_type = "application/json"),
     responses(

@@ -64,7 +64,7 @@ pub struct ListTokensQuery {
 }
 
 /// Who am I: the token's name, role and person.
-#[utoipa::path(get, path = "/api/v1/me", tag = "tokens", security(("bearer" = [])),
+#[utoipa::path(operation_id = "whoami", get, path = "/api/v1/me", tag = "tokens", security(("bearer" = [])),
     responses(
         (status = 200, description = "The caller", body = Caller),
         (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
@@ -74,7 +74,7 @@ pub async fn me(caller: Caller) -> HttpResponse {
 }
 
 /// Lists API tokens (never their secrets). Admin only.
-#[utoipa::path(get, path = "/api/v1/tokens", tag = "tokens", security(("bearer" = [])),
+#[utoipa::path(operation_id = "list_tokens", get, path = "/api/v1/tokens", tag = "tokens", security(("bearer" = [])),
     params(ListTokensQuery),
     responses(
         (status = 200, description = "Tokens by name", body = TokenList),
@@ -97,7 +97,7 @@ pub async fn list(
 }
 
 /// Creates an API token. Admin only. The secret is in the answer, once.
-#[utoipa::path(post, path = "/api/v1/tokens", tag = "tokens", security(("bearer" = [])),
+#[utoipa::path(operation_id = "create_token", post, path = "/api/v1/tokens", tag = "tokens", security(("bearer" = [])),
     request_body = CreateToken,
     responses(
         (status = 201, description = "Created; the secret is shown once", body = CreatedToken),
@@ -128,7 +128,7 @@ pub async fn create(
 }
 
 /// Revokes the active token with this name. Admin only.
-#[utoipa::path(delete, path = "/api/v1/tokens/{name}", tag = "tokens", security(("bearer" = [])),
+#[utoipa::path(operation_id = "revoke_token", delete, path = "/api/v1/tokens/{name}", tag = "tokens", security(("bearer" = [])),
     params(("name" = String, Path, description = "The token's name")),
     responses(
         (status = 200, description = "Revoked", body = TokenInfo),
