@@ -4,6 +4,7 @@
 
 mod helpers;
 
+mod alertmanager;
 mod cli;
 mod errors;
 mod events;
