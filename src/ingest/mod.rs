@@ -113,3 +113,78 @@ pub fn parse(
         ..parsed
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    fn received() -> NaiveDateTime {
+        chrono::DateTime::from_timestamp(1_800_000_000, 0)
+            .map(|t| t.naive_utc())
+            .unwrap_or_default()
+    }
+
+    /// Arbitrary JSON, biased towards the keys the parsers look for, so that the
+    /// generated documents get past the first checks and into the interesting code.
+    fn json_value() -> impl Strategy<Value = Value> {
+        let keys = prop::sample::select(vec![
+            "alerts", "status", "labels", "annotations", "startsAt", "endsAt", "fingerprint",
+            "groupKey", "event", "id", "event_type", "occurred_at", "data", "priority", "urgency",
+            "action", "alert", "alertId", "createdAt", "updatedAt", "Type", "MessageId", "Message",
+            "NewStateValue", "StateChangeTime", "AlarmName", "issue", "level", "firstSeen",
+            "dedup_key", "severity", "started_at", "title", "x",
+        ]);
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
+            prop::sample::select(vec![
+                "firing", "resolved", "incident.triggered", "incident.resolved", "Create", "Close",
+                "Notification", "ALARM", "OK", "2026-11-29T10:00:00Z", "0001-01-01T00:00:00Z",
+                "9999-12-31T23:59:59.999999999+14:00", "critical", "P1", "", "\u{0}",
+            ])
+            .prop_map(Value::from),
+            ".{0,20}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 64, 8, move |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map(keys.clone().prop_map(str::to_owned), inner, 0..8)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
+            let map = SeverityMap::default();
+            for source in Source::ALL {
+                let _ = parse(source, &bytes, &map, received());
+            }
+            let _ = generic::parse(&bytes, &map, received());
+        }
+
+        #[test]
+        fn arbitrary_json_never_panics_and_events_are_clean(value in json_value()) {
+            let map = SeverityMap::default();
+            let bytes = serde_json::to_vec(&value).unwrap_or_default();
+            for source in Source::ALL {
+                if let Ok(parsed) = parse(source, &bytes, &map, received()) {
+                    for event in parsed.events {
+                        prop_assert!(!event.title.is_empty());
+                        prop_assert!(!event.title.contains('\0'));
+                        prop_assert!(event.links.iter().all(|l| l.starts_with("http")));
+                    }
+                }
+            }
+            let _ = generic::parse(&bytes, &map, received());
+        }
+    }
+}
