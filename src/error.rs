@@ -163,7 +163,9 @@ impl ResponseError for ApiError {
         }
         let mut response = HttpResponse::build(self.status_code());
         if matches!(self, ApiError::Unauthorized(_)) {
+            // Basic too: AWS SNS sends its credentials only after a Basic challenge.
             response.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
+            response.append_header((header::WWW_AUTHENTICATE, "Basic realm=\"coe\""));
         }
         response.json(self.body())
     }

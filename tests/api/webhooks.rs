@@ -659,6 +659,16 @@ async fn tokens_authenticate_senders_as_bearer_or_basic_password() {
     let body = fixture("alertmanager/kube-prometheus-etcd-firing.json");
 
     let res = app.webhook("alertmanager", None, body.clone(), &[]).await;
+    let challenges: Vec<&str> = res
+        .headers()
+        .get_all("www-authenticate")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    assert!(
+        challenges.iter().any(|c| c.starts_with("Basic")),
+        "a Basic challenge, which SNS needs before it sends credentials: {challenges:?}"
+    );
     error_of(res, 401).await;
     let res = app
         .webhook("alertmanager", Some("coe_wrong"), body.clone(), &[])
