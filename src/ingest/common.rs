@@ -13,6 +13,10 @@ use crate::json::JsonError;
 /// Longest text kept in a title (characters); senders sometimes put whole logs there.
 const MAX_TITLE: usize = 500;
 
+/// Longest dedup key stored as it is (bytes); longer ones are stored as their hash,
+/// because the key is part of an index and indexes have a size limit.
+const MAX_KEY: usize = 512;
+
 /// A string that is present and says something: not empty, not Grafana's `<no value>`.
 pub fn meaningful(value: Option<&String>) -> Option<String> {
     value
@@ -107,6 +111,10 @@ pub fn sanitize(mut event: FailureEvent) -> FailureEvent {
     };
     event.labels = clean_map(std::mem::take(&mut event.labels));
     event.annotations = clean_map(std::mem::take(&mut event.annotations));
+    if event.dedup_key.len() > MAX_KEY {
+        let digest = Sha256::digest(event.dedup_key.as_bytes());
+        event.dedup_key = format!("sha256:{}", hex::encode(digest));
+    }
     event.title = event.title.trim().to_owned();
     if event.title.chars().count() > MAX_TITLE {
         event.title = event.title.chars().take(MAX_TITLE - 1).collect::<String>() + "…";

@@ -58,7 +58,7 @@ pub fn parse(
     received_at: NaiveDateTime,
 ) -> Result<Vec<FailureEvent>, JsonError> {
     let value: Value = json::parse(body)?;
-    match value {
+    let events = match value {
         Value::Array(items) => {
             if items.is_empty() {
                 return Err(JsonError::field("body", "must hold at least one event"));
@@ -79,14 +79,17 @@ pub fn parse(
                     normalize(item, severities, received_at)
                         .map_err(|e| e.within(&format!("[{i}]")))
                 })
-                .collect()
+                .collect::<Result<Vec<_>, _>>()?
         }
-        Value::Object(_) => Ok(vec![normalize(value, severities, received_at)?]),
-        _ => Err(JsonError::field(
-            "body",
-            "must be an event object or an array of events",
-        )),
-    }
+        Value::Object(_) => vec![normalize(value, severities, received_at)?],
+        _ => {
+            return Err(JsonError::field(
+                "body",
+                "must be an event object or an array of events",
+            ))
+        }
+    };
+    Ok(events.into_iter().map(super::common::sanitize).collect())
 }
 
 fn normalize(

@@ -224,10 +224,16 @@ mod tests {
                         prop_assert!(!event.title.is_empty());
                         prop_assert!(!event.title.contains('\0'));
                         prop_assert!(event.links.iter().all(|l| l.starts_with("http")));
+                        prop_assert!(event.dedup_key.len() <= 512);
                     }
                 }
             }
-            let _ = generic::parse(&bytes, &map, received());
+            if let Ok(events) = generic::parse(&bytes, &map, received()) {
+                for event in events {
+                    prop_assert!(!event.title.contains('\0') && !event.dedup_key.contains('\0'));
+                    prop_assert!(event.labels.iter().all(|(k, v)| !k.contains('\0') && !v.contains('\0')));
+                }
+            }
         }
     }
 }

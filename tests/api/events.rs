@@ -280,6 +280,29 @@ async fn bad_events_name_the_field_and_store_nothing() {
 }
 
 #[tokio::test]
+async fn nul_characters_and_huge_keys_are_stored_safely() {
+    let c = Client::new().await;
+    let out = c
+        .post(
+            json!({"dedup_key": format!("k\u{0}{}", "x".repeat(3000)), "title": "nul\u{0}title",
+                     "labels": {"a\u{0}b": "c\u{0}d"}, "group_key": "g".repeat(5000)}),
+        )
+        .await;
+    let id = out["events"][0]["id"].as_str().expect("id");
+    let event = c
+        .app
+        .get_json(&format!("/api/v1/events/{id}"), &c.reader)
+        .await;
+    assert_eq!(event["title"], "nul\u{fffd}title");
+    assert!(event["dedup_key"]
+        .as_str()
+        .expect("key")
+        .starts_with("sha256:"));
+    assert_eq!(event["labels"]["a\u{fffd}b"], "c\u{fffd}d");
+    assert_eq!(event["group_key"].as_str().expect("group").len(), 5000);
+}
+
+#[tokio::test]
 async fn only_web_links_are_kept_and_labels_survive() {
     let c = Client::new().await;
     let out = c
