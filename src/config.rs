@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::db::DatabaseUrl;
 use crate::domain::incident::IncidentPolicy;
-use crate::domain::{Severity, SeverityMap};
+use crate::domain::rules::DEFAULT_INTENTION_PHRASES;
+use crate::domain::template::{Template, TemplateError};
+use crate::domain::{EmailAddress, Severity, SeverityMap};
 
 /// Sections of the settings file. An environment variable `COE_<SECTION>_<KEY>` maps to
 /// `<section>.<key>`; any other `COE_<KEY>` maps to a top-level key.
@@ -51,6 +53,41 @@ pub struct Settings {
     pub webhooks: WebhookSettings,
     /// How each source's severity words map to `sev1`…`sev5`.
     pub severity: SeverityMap,
+    pub coe: CoeSettings,
+    pub ownership: OwnershipSettings,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CoeSettings {
+    /// An organisation's own COE template (TOML); unset means the built-in default.
+    pub template: Option<PathBuf>,
+    /// Phrases that state an intention rather than a mechanism; flagged as warnings.
+    pub intention_phrases: Vec<String>,
+    /// Largest section body, in bytes.
+    pub max_section_bytes: usize,
+}
+
+impl Default for CoeSettings {
+    fn default() -> Self {
+        CoeSettings {
+            template: None,
+            intention_phrases: DEFAULT_INTENTION_PHRASES
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+            max_section_bytes: 100 * 1024,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct OwnershipSettings {
+    /// Service name → the email of who owns COEs for it.
+    pub services: std::collections::BTreeMap<String, String>,
+    /// Owner of COEs for services not in the map.
+    pub default_owner: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -202,6 +239,8 @@ impl Default for Settings {
             incidents: IncidentSettings::default(),
             webhooks: WebhookSettings::default(),
             severity: SeverityMap::default(),
+            coe: CoeSettings::default(),
+            ownership: OwnershipSettings::default(),
         }
     }
 }
@@ -266,6 +305,11 @@ pub enum ConfigError {
     },
     #[error("invalid settings: {0}")]
     Parse(String),
+    #[error("setting `coe.template` ({path}): {source}")]
+    Template {
+        path: PathBuf,
+        source: TemplateError,
+    },
     #[error("setting `{key}`{origin}: got {value:?}, expected {expected}")]
     Invalid {
         key: &'static str,
@@ -388,6 +432,33 @@ impl Settings {
                 "an HTTP header name",
             ));
         }
+        if self.coe.max_section_bytes < 1024 {
+            return Err(invalid(
+                "coe.max_section_bytes",
+                &self.coe.max_section_bytes.to_string(),
+                "at least 1024",
+            ));
+        }
+        for (service, owner) in &self.ownership.services {
+            if EmailAddress::parse(owner).is_err() {
+                return Err(ConfigError::Invalid {
+                    key: "ownership.services",
+                    origin: String::new(),
+                    value: format!("{service} = {owner}"),
+                    expected: "an email address for each service".into(),
+                });
+            }
+        }
+        if let Some(owner) = &self.ownership.default_owner {
+            if EmailAddress::parse(owner).is_err() {
+                return Err(invalid(
+                    "ownership.default_owner",
+                    owner,
+                    "an email address",
+                ));
+            }
+        }
+        self.template()?;
         if let Some(url) = &self.smtp.url {
             if !(url.starts_with("smtp://") || url.starts_with("smtps://")) {
                 return Err(ConfigError::Invalid {
@@ -399,6 +470,33 @@ impl Settings {
             }
         }
         Ok(())
+    }
+
+    /// The COE template: the file at `coe.template`, else the built-in default.
+    /// Validated at start-up; errors name the section and the problem.
+    pub fn template(&self) -> Result<Template, ConfigError> {
+        match &self.coe.template {
+            None => Ok(Template::default_template()),
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+                    path: path.clone(),
+                    source: e,
+                })?;
+                Template::parse(&text).map_err(|source| ConfigError::Template {
+                    path: path.clone(),
+                    source,
+                })
+            }
+        }
+    }
+
+    /// The owner of COEs for `service`, from `ownership`.
+    pub fn owner_for(&self, service: Option<&str>) -> Option<String> {
+        service
+            .and_then(|s| self.ownership.services.get(s))
+            .or(self.ownership.default_owner.as_ref())
+            .and_then(|e| EmailAddress::parse(e).ok())
+            .map(String::from)
     }
 
     /// The effective settings as TOML, with passwords in URLs masked.

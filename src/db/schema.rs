@@ -86,9 +86,116 @@ diesel::joinable!(incident_alerts -> incidents (incident_id));
 diesel::joinable!(failure_events -> incidents (incident_id));
 diesel::joinable!(failure_events -> webhook_deliveries (delivery_id));
 
+diesel::table! {
+    coes (id) {
+        id -> Text,
+        incident_id -> Nullable<Text>,
+        title -> Text,
+        service -> Nullable<Text>,
+        severity -> Integer,
+        state -> Text,
+        owner_email -> Nullable<Text>,
+        reviewer_email -> Nullable<Text>,
+        template -> Text,
+        template_name -> Text,
+        template_version -> Integer,
+        started_at -> Nullable<Timestamp>,
+        detected_at -> Nullable<Timestamp>,
+        mitigated_at -> Nullable<Timestamp>,
+        resolved_at -> Nullable<Timestamp>,
+        links -> Text,
+        version -> Integer,
+        created_by -> Text,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    coe_sections (coe_id, key) {
+        coe_id -> Text,
+        key -> Text,
+        body -> Text,
+        updated_by -> Text,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    timeline_entries (id) {
+        id -> Text,
+        coe_id -> Text,
+        at -> Timestamp,
+        kind -> Text,
+        text -> Text,
+        source -> Nullable<Text>,
+        event_id -> Nullable<Text>,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    why_chains (id) {
+        id -> Text,
+        coe_id -> Text,
+        position -> Integer,
+        steps -> Text,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    related_items (id) {
+        id -> Text,
+        coe_id -> Text,
+        kind -> Text,
+        title -> Nullable<Text>,
+        url -> Nullable<Text>,
+        related_coe_id -> Nullable<Text>,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    coe_recurrences (coe_id, earlier_coe_id) {
+        coe_id -> Text,
+        earlier_coe_id -> Text,
+        matched_on -> Text,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    audit_log (id) {
+        id -> Text,
+        entity -> Text,
+        entity_id -> Text,
+        coe_id -> Nullable<Text>,
+        actor -> Text,
+        action -> Text,
+        before -> Nullable<Text>,
+        after -> Nullable<Text>,
+        at -> Timestamp,
+    }
+}
+
+diesel::joinable!(coes -> incidents (incident_id));
+diesel::joinable!(coe_sections -> coes (coe_id));
+diesel::joinable!(timeline_entries -> coes (coe_id));
+diesel::joinable!(why_chains -> coes (coe_id));
+
 diesel::allow_tables_to_appear_in_same_query!(
+    api_tokens,
     incidents,
     incident_alerts,
     webhook_deliveries,
-    failure_events
+    failure_events,
+    coes,
+    coe_sections,
+    timeline_entries,
+    why_chains,
+    related_items,
+    coe_recurrences,
+    audit_log
 );

@@ -1,9 +1,12 @@
 //! Pure types and rules of the product. Nothing here knows about HTTP or the database.
 
+pub mod coe;
 pub mod email;
 pub mod event;
 pub mod incident;
+pub mod rules;
 pub mod severity;
+pub mod template;
 pub mod token;
 
 pub use email::EmailAddress;

@@ -1,0 +1,245 @@
+//! The COE template: which sections a writeup has, their guidance, and which are
+//! required. Data, not code: the default ships in `templates/coe/default.toml` and an
+//! organisation may point `coe.template` at its own file.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The default template, embedded in the binary.
+pub const DEFAULT_TEMPLATE: &str = include_str!("../../templates/coe/default.toml");
+
+/// What a section holds.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum SectionKind {
+    /// Markdown written by people.
+    Text,
+    /// The time-stamped entries of the COE's timeline.
+    Timeline,
+    /// The 5-whys chains.
+    FiveWhys,
+    /// The corrective actions.
+    Actions,
+    /// Links, tickets and other COEs.
+    Related,
+}
+
+impl fmt::Display for SectionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SectionKind::Text => "text",
+            SectionKind::Timeline => "timeline",
+            SectionKind::FiveWhys => "five_whys",
+            SectionKind::Actions => "actions",
+            SectionKind::Related => "related",
+        })
+    }
+}
+
+/// One section of the template.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SectionSpec {
+    pub key: String,
+    pub title: String,
+    pub kind: SectionKind,
+    #[serde(default)]
+    pub required: bool,
+    #[serde(default)]
+    pub guidance: String,
+    /// For text sections: how many numbers the text must contain (impact needs figures).
+    #[serde(default)]
+    pub min_numbers: u32,
+    /// For the 5-whys section: how long at least one chain must be.
+    #[serde(default = "default_min_whys")]
+    pub min_whys: u32,
+}
+
+fn default_min_whys() -> u32 {
+    3
+}
+
+/// A whole template.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Template {
+    pub name: String,
+    pub version: u32,
+    pub sections: Vec<SectionSpec>,
+}
+
+/// What is wrong with a template file, naming the section.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    #[error("the COE template is not valid TOML of the expected shape: {0}")]
+    Syntax(String),
+    #[error("the COE template has no sections")]
+    Empty,
+    #[error("COE template section {index} (`{key}`): {problem}")]
+    Section {
+        index: usize,
+        key: String,
+        problem: String,
+    },
+}
+
+impl Template {
+    /// Parses and validates a template file's text.
+    pub fn parse(text: &str) -> Result<Template, TemplateError> {
+        let template: Template =
+            toml::from_str(text).map_err(|e| TemplateError::Syntax(e.to_string()))?;
+        template.validate()?;
+        Ok(template)
+    }
+
+    /// The built-in default template.
+    pub fn default_template() -> Template {
+        // The embedded file is checked by a unit test; an error here would be a build defect.
+        Template::parse(DEFAULT_TEMPLATE).unwrap_or_else(|e| Template {
+            name: format!("broken default: {e}"),
+            version: 0,
+            sections: Vec::new(),
+        })
+    }
+
+    fn validate(&self) -> Result<(), TemplateError> {
+        if self.sections.is_empty() {
+            return Err(TemplateError::Empty);
+        }
+        let mut keys = BTreeSet::new();
+        let mut special = BTreeSet::new();
+        for (index, s) in self.sections.iter().enumerate() {
+            let fail = |problem: String| TemplateError::Section {
+                index: index + 1,
+                key: s.key.clone(),
+                problem,
+            };
+            let key_ok = !s.key.is_empty()
+                && s.key.len() <= 40
+                && s.key
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            if !key_ok {
+                return Err(fail("the key must be 1 to 40 of a-z, 0-9 and '_'".into()));
+            }
+            if !keys.insert(s.key.as_str()) {
+                return Err(fail("the key is used by an earlier section".into()));
+            }
+            if s.title.trim().is_empty() {
+                return Err(fail("the title is empty".into()));
+            }
+            if s.kind != SectionKind::Text && !special.insert(s.kind) {
+                return Err(fail(format!("only one section may be of kind {}", s.kind)));
+            }
+            if s.min_numbers > 0 && s.kind != SectionKind::Text {
+                return Err(fail("min_numbers applies to text sections only".into()));
+            }
+            if s.kind == SectionKind::FiveWhys && s.min_whys == 0 {
+                return Err(fail("min_whys must be at least 1".into()));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn section(&self, key: &str) -> Option<&SectionSpec> {
+        self.sections.iter().find(|s| s.key == key)
+    }
+
+    /// The section of a given kind, if the template has one.
+    pub fn section_of_kind(&self, kind: SectionKind) -> Option<&SectionSpec> {
+        self.sections.iter().find(|s| s.kind == kind)
+    }
+
+    /// "summary, impact, …" for error messages.
+    pub fn keys(&self) -> String {
+        self.sections
+            .iter()
+            .map(|s| s.key.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_template_is_the_product_brief() {
+        let t = Template::parse(DEFAULT_TEMPLATE).expect("the embedded template is valid");
+        let keys: Vec<&str> = t.sections.iter().map(|s| s.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "summary",
+                "impact",
+                "timeline",
+                "metrics",
+                "detection",
+                "diagnosis",
+                "mitigation",
+                "prevention",
+                "five_whys",
+                "lessons",
+                "actions",
+                "related"
+            ]
+        );
+        let optional: Vec<&str> = t
+            .sections
+            .iter()
+            .filter(|s| !s.required)
+            .map(|s| s.key.as_str())
+            .collect();
+        assert_eq!(optional, ["metrics", "related"]);
+        assert_eq!(t.section("impact").map(|s| s.min_numbers), Some(1));
+        assert_eq!(t.section("five_whys").map(|s| s.min_whys), Some(3));
+    }
+
+    #[test]
+    fn errors_name_the_section_and_the_problem() {
+        let dup = "name='x'\nversion=1\n[[sections]]\nkey='a'\ntitle='A'\nkind='text'\n[[sections]]\nkey='a'\ntitle='B'\nkind='text'\n";
+        assert_eq!(
+            Template::parse(dup),
+            Err(TemplateError::Section {
+                index: 2,
+                key: "a".into(),
+                problem: "the key is used by an earlier section".into()
+            })
+        );
+        let bad_key =
+            "name='x'\nversion=1\n[[sections]]\nkey='Has Space'\ntitle='A'\nkind='text'\n";
+        assert!(Template::parse(bad_key)
+            .unwrap_err()
+            .to_string()
+            .contains("`Has Space`"));
+        let bad_kind = "name='x'\nversion=1\n[[sections]]\nkey='a'\ntitle='A'\nkind='poem'\n";
+        assert!(matches!(
+            Template::parse(bad_kind),
+            Err(TemplateError::Syntax(_))
+        ));
+        let two_timelines = "name='x'\nversion=1\n[[sections]]\nkey='a'\ntitle='A'\nkind='timeline'\n[[sections]]\nkey='b'\ntitle='B'\nkind='timeline'\n";
+        assert!(Template::parse(two_timelines)
+            .unwrap_err()
+            .to_string()
+            .contains("only one section may be of kind timeline"));
+        assert_eq!(
+            Template::parse("name='x'\nversion=1\nsections=[]\n"),
+            Err(TemplateError::Empty)
+        );
+    }
+}
