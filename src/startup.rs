@@ -10,8 +10,10 @@ use actix_web::{web, App, HttpServer};
 
 use crate::config::Settings;
 use crate::db::{self, DbPool};
+use crate::domain::template::Template;
 use crate::error::{render_foreign_error, ApiError};
 use crate::http::{self, extract::BodyLimit, metrics::Metrics};
+use crate::services::coes;
 use crate::services::sns::{HttpsConfirmer, SubscriptionConfirmer};
 
 /// What every handler can reach.
@@ -21,10 +23,24 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Confirms AWS SNS subscriptions (a fake in tests).
     pub sns: Arc<dyn SubscriptionConfirmer>,
+    /// The COE template new COEs are created with.
+    pub template: Arc<Template>,
+}
+
+impl AppState {
+    /// What the COE services need.
+    pub fn coe_context(&self) -> coes::Context<'_> {
+        coes::Context {
+            settings: &self.settings,
+            template: &self.template,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
+    #[error(transparent)]
+    Settings(#[from] crate::config::ConfigError),
     #[error(transparent)]
     Database(#[from] db::DbError),
     #[error("cannot listen on {addr}: {source}")]
@@ -84,6 +100,7 @@ impl Application {
                 source,
             })?
             .port();
+        let template = Arc::new(settings.template()?);
         let workers = settings.server.workers;
         let shutdown = settings.server.shutdown_timeout_secs;
         let limit = settings.server.max_body_bytes;
@@ -92,6 +109,7 @@ impl Application {
             pool: pool.clone(),
             metrics: Arc::new(Metrics::default()),
             sns,
+            template,
         });
         let mut server = HttpServer::new(move || {
             App::new()

@@ -86,3 +86,90 @@ pub struct FailureEventRow {
     pub links: String,
     pub received_at: NaiveDateTime,
 }
+
+use super::schema::{audit_log, coe_sections, coes, related_items, timeline_entries, why_chains};
+
+#[derive(Debug, Clone, Queryable, Selectable, Insertable, AsChangeset)]
+#[diesel(table_name = coes, treat_none_as_null = true)]
+pub struct CoeRow {
+    pub id: String,
+    pub incident_id: Option<String>,
+    pub title: String,
+    pub service: Option<String>,
+    pub severity: i32,
+    pub state: String,
+    pub owner_email: Option<String>,
+    pub reviewer_email: Option<String>,
+    pub template: String,
+    pub template_name: String,
+    pub template_version: i32,
+    pub started_at: Option<NaiveDateTime>,
+    pub detected_at: Option<NaiveDateTime>,
+    pub mitigated_at: Option<NaiveDateTime>,
+    pub resolved_at: Option<NaiveDateTime>,
+    pub links: String,
+    pub version: i32,
+    pub created_by: String,
+    pub created_at: NaiveDateTime,
+    pub updated_at: NaiveDateTime,
+}
+
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = coe_sections)]
+pub struct SectionRow {
+    pub coe_id: String,
+    pub key: String,
+    pub body: String,
+    pub updated_by: String,
+    pub updated_at: NaiveDateTime,
+}
+
+#[derive(Debug, Clone, Queryable, Selectable, Insertable, AsChangeset)]
+#[diesel(table_name = timeline_entries, treat_none_as_null = true)]
+pub struct TimelineRow {
+    pub id: String,
+    pub coe_id: String,
+    pub at: NaiveDateTime,
+    pub kind: String,
+    pub text: String,
+    pub source: Option<String>,
+    pub event_id: Option<String>,
+    pub created_at: NaiveDateTime,
+}
+
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = why_chains)]
+pub struct WhyChainRow {
+    pub id: String,
+    pub coe_id: String,
+    pub position: i32,
+    pub steps: String,
+    pub created_at: NaiveDateTime,
+    pub updated_at: NaiveDateTime,
+}
+
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = related_items)]
+pub struct RelatedRow {
+    pub id: String,
+    pub coe_id: String,
+    pub kind: String,
+    pub title: Option<String>,
+    pub url: Option<String>,
+    pub related_coe_id: Option<String>,
+    pub created_at: NaiveDateTime,
+}
+
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = audit_log)]
+pub struct AuditRow {
+    pub id: String,
+    pub entity: String,
+    pub entity_id: String,
+    pub coe_id: Option<String>,
+    pub actor: String,
+    pub action: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
+    pub at: NaiveDateTime,
+}

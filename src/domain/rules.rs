@@ -260,8 +260,10 @@ mod tests {
     #[test]
     fn an_empty_coe_lists_every_missing_piece_by_key() {
         let t = Template::default_template();
-        let mut c = CoeContent::default();
-        c.action_count = Some(0);
+        let c = CoeContent {
+            action_count: Some(0),
+            ..CoeContent::default()
+        };
         let a = assess(&t, &c, &phrases());
         let keys: Vec<&str> = a.missing.iter().map(|f| f.at.as_str()).collect();
         assert_eq!(

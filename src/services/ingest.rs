@@ -13,6 +13,7 @@ use crate::db::schema::{failure_events, incident_alerts, incidents, webhook_deli
 use crate::db::{self, DbConnection};
 use crate::domain::incident::{place, GroupState, IncidentPolicy, IncidentState, Placement};
 use crate::domain::{EventKind, EventStatus, FailureEvent, Severity};
+use crate::services::coes;
 
 /// One received delivery, as it arrived.
 #[derive(Debug, Clone, Copy)]
@@ -62,12 +63,15 @@ fn occurrence_hash(event: &FailureEvent) -> String {
 }
 
 /// Stores a delivery's events, each exactly once, and files them into incidents.
+/// When an incident has (or gets) the COE mark, its COE draft opens in the same
+/// transaction; an incident's later events are added to its COE's timeline.
 pub fn ingest(
     conn: &mut DbConnection,
     delivery: Delivery<'_>,
     events: &[FailureEvent],
-    policy: &IncidentPolicy,
+    ctx: &coes::Context<'_>,
 ) -> Result<IngestOutcome, diesel::result::Error> {
+    let policy = &ctx.settings.incident_policy();
     db::write_transaction(conn, |conn| {
         lock_keys(conn, delivery, events)?;
         if let Some(key) = delivery.key {
@@ -138,7 +142,8 @@ pub fn ingest(
                     row.id
                 }
             };
-            let incident_id = file_into_incident(conn, event, policy, now)?;
+            let incident = file_into_incident(conn, event, policy, now)?;
+            let incident_id = incident.id.clone();
             let row = FailureEventRow {
                 id: db::new_id(),
                 delivery_id,
@@ -165,6 +170,13 @@ pub fn ingest(
             diesel::insert_into(failure_events::table)
                 .values(&row)
                 .execute(conn)?;
+            let opened = match incident.coe_required_at {
+                Some(_) => coes::open_draft_for_incident(conn, &incident, ctx, now)?,
+                None => None,
+            };
+            if opened.is_none() {
+                coes::record_event(conn, &incident, &row, now)?;
+            }
             outcome[i] = Some(StoredEvent {
                 id: row.id,
                 incident_id,
@@ -208,13 +220,13 @@ fn lock_keys(
     Ok(())
 }
 
-/// Finds or makes the incident for `event` and updates it. Returns its id.
+/// Finds or makes the incident for `event` and updates it. Returns it as updated.
 fn file_into_incident(
     conn: &mut DbConnection,
     event: &FailureEvent,
     policy: &IncidentPolicy,
     now: NaiveDateTime,
-) -> Result<String, diesel::result::Error> {
+) -> Result<IncidentRow, diesel::result::Error> {
     let hash = group_hash(&event.group_key);
     let open: Option<String> = incidents::table
         .filter(incidents::group_hash.eq(&hash))
@@ -323,7 +335,7 @@ fn file_into_incident(
     diesel::update(incidents::table.find(&incident.id))
         .set(&incident)
         .execute(conn)?;
-    Ok(incident.id)
+    Ok(incident)
 }
 
 fn load(conn: &mut DbConnection, id: &str) -> Result<IncidentRow, diesel::result::Error> {

@@ -1,6 +1,7 @@
 //! Use cases. Each public function is one transaction over a connection; HTTP
 //! handlers and the command line call these, never diesel directly.
 
+pub mod coes;
 pub mod incidents;
 pub mod ingest;
 pub mod sns;

@@ -119,7 +119,7 @@ pub async fn post_events(
             &mut conn,
             delivery,
             &events,
-            &state.settings.incident_policy(),
+            &state.coe_context(),
         )?)
     })
     .await??;
@@ -217,12 +217,7 @@ pub async fn receive_webhook(
             content_type: content_type.as_deref(),
             body: &body,
         };
-        let outcome = store::ingest(
-            &mut conn,
-            delivery,
-            &parsed.events,
-            &state.settings.incident_policy(),
-        )?;
+        let outcome = store::ingest(&mut conn, delivery, &parsed.events, &state.coe_context())?;
         Ok((parsed, Some(outcome)))
     })
     .await??;
