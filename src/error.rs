@@ -72,6 +72,12 @@ pub enum ApiError {
     },
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// A write based on a version that is no longer current.
+    #[error("{0}")]
+    PreconditionFailed(String),
+    /// A write that does not say which version it is based on.
+    #[error("{0}")]
+    PreconditionRequired(String),
     #[error("{0}")]
     UnsupportedMediaType(String),
     #[error("{0}")]
@@ -101,6 +107,8 @@ impl ApiError {
             ApiError::MethodNotAllowed(_) => "method_not_allowed",
             ApiError::Conflict { .. } => "conflict",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
+            ApiError::PreconditionFailed(_) => "version_conflict",
+            ApiError::PreconditionRequired(_) => "version_required",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::Unavailable(_) => "unavailable",
             ApiError::BadGateway(_) => "bad_gateway",
@@ -150,6 +158,8 @@ impl ResponseError for ApiError {
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
+            ApiError::PreconditionRequired(_) => StatusCode::PRECONDITION_REQUIRED,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::BadGateway(_) => StatusCode::BAD_GATEWAY,

@@ -34,7 +34,50 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
                 .route(web::post().to(api::ingest::receive_webhook)),
         )
         .service(web::resource("/api/v1/incidents").route(web::get().to(api::incidents::list)))
-        .service(web::resource("/api/v1/incidents/{id}").route(web::get().to(api::incidents::get)));
+        .service(web::resource("/api/v1/incidents/{id}").route(web::get().to(api::incidents::get)))
+        .service(
+            web::resource("/api/v1/coes")
+                .route(web::get().to(api::coes::list))
+                .route(web::post().to(api::coes::create)),
+        )
+        .service(
+            web::resource("/api/v1/coes/{id}")
+                .route(web::get().to(api::coes::get))
+                .route(web::patch().to(api::coes::patch)),
+        )
+        .service(
+            web::resource("/api/v1/coes/{id}/sections/{key}")
+                .route(web::put().to(api::coes::put_section)),
+        )
+        .service(
+            web::resource("/api/v1/coes/{id}/timeline")
+                .route(web::post().to(api::coes::add_timeline)),
+        )
+        .service(
+            web::resource("/api/v1/coes/{id}/timeline/{entry_id}")
+                .route(web::put().to(api::coes::edit_timeline))
+                .route(web::delete().to(api::coes::delete_timeline)),
+        )
+        .service(web::resource("/api/v1/coes/{id}/whys").route(web::post().to(api::coes::add_whys)))
+        .service(
+            web::resource("/api/v1/coes/{id}/whys/{chain_id}")
+                .route(web::put().to(api::coes::replace_whys))
+                .route(web::delete().to(api::coes::delete_whys)),
+        )
+        .service(
+            web::resource("/api/v1/coes/{id}/related")
+                .route(web::post().to(api::coes::add_related)),
+        )
+        .service(
+            web::resource("/api/v1/coes/{id}/related/{item_id}")
+                .route(web::delete().to(api::coes::delete_related)),
+        )
+        .service(
+            web::resource("/api/v1/coes/{id}/history").route(web::get().to(api::coes::history)),
+        )
+        .service(
+            web::resource("/api/v1/coes/{id}/export.md").route(web::get().to(api::coes::export)),
+        );
 }
 
 /// Whether a path id could name a row: ids are short and never hold NUL (which

@@ -1521,3 +1521,153 @@ fn reindex(conn: &mut DbConnection, id: &str) -> QueryResult<()> {
     }
     Ok(())
 }
+
+/// Filters of the COE list. `text` searches titles and writeups, ranked.
+#[derive(Debug, Clone, Default)]
+pub struct CoeFilter {
+    pub text: Option<String>,
+    pub state: Option<CoeState>,
+    pub service: Option<String>,
+    pub severity: Option<Severity>,
+    pub owner: Option<String>,
+    pub since: Option<NaiveDateTime>,
+    pub until: Option<NaiveDateTime>,
+}
+
+/// Most search hits ranked before filtering.
+const MAX_SEARCH_HITS: i64 = 1_000;
+
+#[derive(QueryableByName)]
+struct Hit {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    coe_id: String,
+    #[diesel(sql_type = diesel::sql_types::Double)]
+    rank: f64,
+}
+
+/// Full-text search through the database's own index (FTS5 on SQLite, a `tsvector`
+/// with a GIN index on PostgreSQL): ids with their rank, best first.
+fn search(conn: &mut DbConnection, text: &str) -> QueryResult<Vec<(String, f64)>> {
+    use diesel::sql_types::{BigInt, Text};
+    let hits: Vec<Hit> = match conn {
+        DbConnection::Sqlite(c) => {
+            // Each word quoted: the user's text is data, never FTS5 query syntax.
+            let query = text
+                .split(|ch: char| !ch.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(|w| format!("\"{w}\""))
+                .collect::<Vec<_>>()
+                .join(" ");
+            if query.is_empty() {
+                return Ok(Vec::new());
+            }
+            diesel::sql_query(
+                "SELECT coe_id, -bm25(coe_search, 0.0, 10.0, 1.0) AS rank FROM coe_search \
+                 WHERE coe_search MATCH ? ORDER BY rank DESC LIMIT ?",
+            )
+            .bind::<Text, _>(query)
+            .bind::<BigInt, _>(MAX_SEARCH_HITS)
+            .load(c)?
+        }
+        DbConnection::Pg(c) => diesel::sql_query(
+            "SELECT coe_id, CAST(ts_rank(tsv, websearch_to_tsquery('english', $1)) AS float8) AS rank \
+             FROM coe_search WHERE tsv @@ websearch_to_tsquery('english', $1) \
+             ORDER BY rank DESC LIMIT $2",
+        )
+        .bind::<Text, _>(text)
+        .bind::<BigInt, _>(MAX_SEARCH_HITS)
+        .load(c)?,
+    };
+    Ok(hits.into_iter().map(|h| (h.coe_id, h.rank)).collect())
+}
+
+fn summary(row: CoeRow, rank: Option<f64>) -> CoeSummary {
+    CoeSummary {
+        severity: Severity::from_rank(row.severity).unwrap_or(Severity::Sev3),
+        state: CoeState::parse(&row.state).unwrap_or(CoeState::Draft),
+        id: row.id,
+        incident_id: row.incident_id,
+        title: row.title,
+        service: row.service,
+        owner: row.owner_email,
+        reviewer: row.reviewer_email,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        rank,
+    }
+}
+
+/// A page of COEs: ranked by relevance with `text`, else newest first.
+pub fn list(
+    conn: &mut DbConnection,
+    filter: &CoeFilter,
+    limit: i64,
+    offset: i64,
+) -> QueryResult<(Vec<CoeSummary>, i64)> {
+    let hits = match &filter.text {
+        Some(text) => Some(search(conn, text)?),
+        None => None,
+    };
+    let filtered = || {
+        let mut query = coes::table.into_boxed();
+        if let Some(state) = filter.state {
+            query = query.filter(coes::state.eq(state.as_str()));
+        }
+        if let Some(service) = &filter.service {
+            query = query.filter(coes::service.eq(service.clone()));
+        }
+        if let Some(severity) = filter.severity {
+            query = query.filter(coes::severity.eq(severity.rank()));
+        }
+        if let Some(owner) = &filter.owner {
+            query = query.filter(coes::owner_email.eq(owner.clone()));
+        }
+        if let Some(since) = filter.since {
+            query = query.filter(coes::created_at.ge(since));
+        }
+        if let Some(until) = filter.until {
+            query = query.filter(coes::created_at.lt(until));
+        }
+        if let Some(hits) = &hits {
+            let ids: Vec<String> = hits.iter().map(|(id, _)| id.clone()).collect();
+            query = query.filter(coes::id.eq_any(ids));
+        }
+        query
+    };
+    match &hits {
+        None => {
+            let total: i64 = filtered().count().get_result(conn)?;
+            let rows: Vec<CoeRow> = filtered()
+                .order((coes::created_at.desc(), coes::id.desc()))
+                .limit(limit)
+                .offset(offset)
+                .select(CoeRow::as_select())
+                .load(conn)?;
+            Ok((rows.into_iter().map(|r| summary(r, None)).collect(), total))
+        }
+        Some(hits) => {
+            let rows: Vec<CoeRow> = filtered().select(CoeRow::as_select()).load(conn)?;
+            let rank: BTreeMap<String, f64> = hits.iter().cloned().collect();
+            let mut found: Vec<CoeSummary> = rows
+                .into_iter()
+                .map(|r| {
+                    let score = rank.get(&r.id).copied();
+                    summary(r, score)
+                })
+                .collect();
+            found.sort_by(|a, b| {
+                b.rank
+                    .partial_cmp(&a.rank)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+                    .then_with(|| b.created_at.cmp(&a.created_at))
+            });
+            let total = i64::try_from(found.len()).unwrap_or(i64::MAX);
+            let page = found
+                .into_iter()
+                .skip(usize::try_from(offset).unwrap_or(0))
+                .take(usize::try_from(limit).unwrap_or(0))
+                .collect();
+            Ok((page, total))
+        }
+    }
+}

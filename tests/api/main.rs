@@ -6,6 +6,7 @@ mod helpers;
 
 mod alertmanager;
 mod cli;
+mod coes;
 mod errors;
 mod events;
 mod health;

@@ -17,6 +17,21 @@ const ENDPOINTS: &[(&str, &str)] = &[
     ("post", "/api/v1/webhooks/{source}"),
     ("get", "/api/v1/incidents"),
     ("get", "/api/v1/incidents/{id}"),
+    ("get", "/api/v1/coes"),
+    ("post", "/api/v1/coes"),
+    ("get", "/api/v1/coes/{id}"),
+    ("patch", "/api/v1/coes/{id}"),
+    ("put", "/api/v1/coes/{id}/sections/{key}"),
+    ("post", "/api/v1/coes/{id}/timeline"),
+    ("put", "/api/v1/coes/{id}/timeline/{entry_id}"),
+    ("delete", "/api/v1/coes/{id}/timeline/{entry_id}"),
+    ("post", "/api/v1/coes/{id}/whys"),
+    ("put", "/api/v1/coes/{id}/whys/{chain_id}"),
+    ("delete", "/api/v1/coes/{id}/whys/{chain_id}"),
+    ("post", "/api/v1/coes/{id}/related"),
+    ("delete", "/api/v1/coes/{id}/related/{item_id}"),
+    ("get", "/api/v1/coes/{id}/history"),
+    ("get", "/api/v1/coes/{id}/export.md"),
 ];
 
 fn collect_refs(value: &Value, out: &mut Vec<String>) {
@@ -55,9 +70,10 @@ async fn the_openapi_document_is_openapi_3_and_lists_every_endpoint() {
             "{method} {path} documents no response"
         );
         for (status, response) in responses {
+            let content = response["content"].as_object().expect("content");
             assert!(
-                response["content"]["application/json"]["schema"].is_object(),
-                "{method} {path} {status} has no JSON schema"
+                !content.is_empty() && content.values().all(|c| c["schema"].is_object()),
+                "{method} {path} {status} has no schema"
             );
         }
     }
@@ -87,7 +103,11 @@ async fn every_documented_path_is_served() {
             let concrete = path
                 .replace("{name}", "x")
                 .replace("{id}", "x")
-                .replace("{source}", "alertmanager");
+                .replace("{source}", "alertmanager")
+                .replace("{key}", "summary")
+                .replace("{entry_id}", "x")
+                .replace("{chain_id}", "x")
+                .replace("{item_id}", "x");
             let res = app
                 .client
                 .request(

@@ -1,0 +1,642 @@
+//! `/api/v1/coes`: open, read, search, edit, export COE writeups.
+//!
+//! Every write names the version it is based on in `If-Match` (the `ETag` of the last
+//! read); a stale write is refused with 412 and the current version, never applied.
+
+use actix_web::http::header;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::domain::coe::CoeState;
+use crate::domain::event::parse_time;
+use crate::domain::{Role, Severity};
+use crate::error::{ApiError, ErrorBody, FieldProblem};
+use crate::http::extract::{ApiJson, ApiQuery};
+use crate::services::coes::{
+    self, CoeDocument, CoeError, CoePatch, CoeSummary, HistoryEntry, NewCoe, RelatedInput,
+    TimelineInput, WhyChainInput,
+};
+use crate::services::tokens::Caller;
+use crate::startup::AppState;
+
+impl From<CoeError> for ApiError {
+    fn from(e: CoeError) -> Self {
+        match e {
+            CoeError::NotFound(what) => {
+                ApiError::NotFound(format!("no such COE or item: `{what}`"))
+            }
+            e @ CoeError::Stale { .. } => ApiError::PreconditionFailed(e.to_string()),
+            e @ CoeError::VersionRequired { .. } => ApiError::PreconditionRequired(e.to_string()),
+            e @ CoeError::NotEditable { .. } => ApiError::Conflict {
+                message: e.to_string(),
+                fields: vec![],
+            },
+            CoeError::Invalid(problems) => ApiError::Validation(
+                problems
+                    .into_iter()
+                    .map(|(f, p)| FieldProblem::new(f, p))
+                    .collect(),
+            ),
+            CoeError::Conflict(message) => ApiError::Conflict {
+                message,
+                fields: vec![],
+            },
+            CoeError::Database(e) => e.into(),
+        }
+    }
+}
+
+/// The version named in `If-Match`: `"3"`, `W/"3"` or `3`.
+fn if_match(req: &HttpRequest) -> Result<Option<i32>, ApiError> {
+    let Some(value) = req.headers().get(header::IF_MATCH) else {
+        return Ok(None);
+    };
+    let text = value.to_str().unwrap_or("").trim();
+    let bare = text.trim_start_matches("W/").trim_matches('"');
+    bare.parse::<i32>().map(Some).map_err(|_| {
+        ApiError::BadRequest(format!(
+            "If-Match must be the COE's version as its ETag gives it, e.g. \"3\" (got {text:?})"
+        ))
+    })
+}
+
+fn checked_id(id: &str) -> Result<(), ApiError> {
+    if crate::http::plausible_id(id) {
+        Ok(())
+    } else {
+        Err(ApiError::NotFound(format!(
+            "no COE with id `{}`",
+            id.escape_default()
+        )))
+    }
+}
+
+/// The document with its version as `ETag`.
+fn document_response(status: actix_web::http::StatusCode, doc: CoeDocument) -> HttpResponse {
+    HttpResponse::build(status)
+        .insert_header((header::ETAG, format!("\"{}\"", doc.version)))
+        .json(doc)
+}
+
+/// Runs a write in the blocking pool and answers with the whole updated document.
+async fn write_then_show<T: Send + 'static>(
+    state: web::Data<AppState>,
+    id: String,
+    status: actix_web::http::StatusCode,
+    write: impl FnOnce(&mut crate::db::DbConnection, &AppState) -> Result<T, CoeError> + Send + 'static,
+) -> Result<HttpResponse, ApiError> {
+    let doc = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        write(&mut conn, &state)?;
+        Ok(coes::load(
+            &mut conn,
+            &id,
+            &state.settings.coe.intention_phrases,
+        )?)
+    })
+    .await??;
+    Ok(document_response(status, doc))
+}
+
+/// Opens a COE by hand: for an incident below the COE policy, or for no incident.
+#[utoipa::path(operation_id = "create_coe", post, path = "/api/v1/coes", tag = "coes", security(("bearer" = [])),
+    request_body = NewCoe,
+    responses(
+        (status = 201, description = "The new draft; its ETag is its version", body = CoeDocument),
+        (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
+        (status = 403, description = "An ingest token may not write COEs", body = ErrorBody),
+        (status = 409, description = "The incident already has a COE", body = ErrorBody),
+        (status = 422, description = "A field is missing or invalid", body = ErrorBody),
+    ))]
+pub async fn create(
+    caller: Caller,
+    body: ApiJson<NewCoe>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let input = body.0;
+    let actor = caller.actor();
+    let doc = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        let id = coes::create(&mut conn, input, &actor, &state.coe_context())?;
+        Ok(coes::load(
+            &mut conn,
+            &id,
+            &state.settings.coe.intention_phrases,
+        )?)
+    })
+    .await??;
+    Ok(document_response(actix_web::http::StatusCode::CREATED, doc))
+}
+
+/// The whole COE: sections with guidance and completeness, timeline, 5 whys, related
+/// items, recurrence, and the completeness report with its warnings.
+#[utoipa::path(operation_id = "get_coe", get, path = "/api/v1/coes/{id}", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id")),
+    responses(
+        (status = 200, description = "The document; ETag is its version", body = CoeDocument),
+        (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
+        (status = 404, description = "No such COE", body = ErrorBody),
+    ))]
+pub async fn get(
+    caller: Caller,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let id = id.into_inner();
+    checked_id(&id)?;
+    let doc = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        Ok(coes::load(
+            &mut conn,
+            &id,
+            &state.settings.coe.intention_phrases,
+        )?)
+    })
+    .await??;
+    Ok(document_response(actix_web::http::StatusCode::OK, doc))
+}
+
+/// Changes title, owner, reviewer, severity or service. Needs `If-Match`.
+#[utoipa::path(operation_id = "patch_coe", patch, path = "/api/v1/coes/{id}", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id"),
+           ("If-Match" = String, Header, description = "The version the change is based on")),
+    request_body = CoePatch,
+    responses(
+        (status = 200, description = "The updated document", body = CoeDocument),
+        (status = 404, description = "No such COE", body = ErrorBody),
+        (status = 409, description = "The COE can no longer be edited", body = ErrorBody),
+        (status = 412, description = "The COE changed since that version", body = ErrorBody),
+        (status = 422, description = "A field is invalid", body = ErrorBody),
+        (status = 428, description = "If-Match is missing", body = ErrorBody),
+    ))]
+pub async fn patch(
+    req: HttpRequest,
+    caller: Caller,
+    id: web::Path<String>,
+    body: ApiJson<CoePatch>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let id = id.into_inner();
+    checked_id(&id)?;
+    let expected = if_match(&req)?;
+    let (patch, actor, target) = (body.0, caller.actor(), id.clone());
+    write_then_show(
+        state,
+        id,
+        actix_web::http::StatusCode::OK,
+        move |conn, _| coes::patch(conn, &target, patch, expected, &actor),
+    )
+    .await
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SectionBody {
+    /// Markdown, stored as written.
+    pub body: String,
+}
+
+/// Writes a text section's Markdown. Needs `If-Match`.
+#[utoipa::path(operation_id = "put_coe_section", put, path = "/api/v1/coes/{id}/sections/{key}", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id"),
+           ("key" = String, Path, description = "A text section's key, e.g. summary"),
+           ("If-Match" = String, Header, description = "The version the change is based on")),
+    request_body = SectionBody,
+    responses(
+        (status = 200, description = "The updated document", body = CoeDocument),
+        (status = 404, description = "No such COE", body = ErrorBody),
+        (status = 409, description = "The COE can no longer be edited", body = ErrorBody),
+        (status = 412, description = "The COE changed since that version", body = ErrorBody),
+        (status = 422, description = "Unknown section (the template's keys are listed), or body too long", body = ErrorBody),
+        (status = 428, description = "If-Match is missing", body = ErrorBody),
+    ))]
+pub async fn put_section(
+    req: HttpRequest,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+    body: ApiJson<SectionBody>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let (id, key) = path.into_inner();
+    checked_id(&id)?;
+    let expected = if_match(&req)?;
+    let (text, actor, target) = (body.0.body, caller.actor(), id.clone());
+    write_then_show(
+        state,
+        id,
+        actix_web::http::StatusCode::OK,
+        move |conn, state| {
+            coes::put_section(
+                conn,
+                &target,
+                &key,
+                &text,
+                expected,
+                &actor,
+                &state.coe_context(),
+            )
+        },
+    )
+    .await
+}
+
+/// Adds a timeline entry. Needs `If-Match`.
+#[utoipa::path(operation_id = "add_coe_timeline_entry", post, path = "/api/v1/coes/{id}/timeline", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id"),
+           ("If-Match" = String, Header, description = "The version the change is based on")),
+    request_body = TimelineInput,
+    responses(
+        (status = 201, description = "The updated document", body = CoeDocument),
+        (status = 404, description = "No such COE", body = ErrorBody),
+        (status = 412, description = "The COE changed since that version", body = ErrorBody),
+        (status = 422, description = "No valid time, unknown kind, or empty text", body = ErrorBody),
+        (status = 428, description = "If-Match is missing", body = ErrorBody),
+    ))]
+pub async fn add_timeline(
+    req: HttpRequest,
+    caller: Caller,
+    id: web::Path<String>,
+    body: ApiJson<TimelineInput>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let id = id.into_inner();
+    checked_id(&id)?;
+    let expected = if_match(&req)?;
+    let (input, actor, target) = (body.0, caller.actor(), id.clone());
+    write_then_show(
+        state,
+        id,
+        actix_web::http::StatusCode::CREATED,
+        move |conn, _| coes::add_timeline(conn, &target, &input, expected, &actor),
+    )
+    .await
+}
+
+/// Replaces a timeline entry. Needs `If-Match`.
+#[utoipa::path(operation_id = "edit_coe_timeline_entry", put, path = "/api/v1/coes/{id}/timeline/{entry_id}", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id"), ("entry_id" = String, Path, description = "The entry's id"),
+           ("If-Match" = String, Header, description = "The version the change is based on")),
+    request_body = TimelineInput,
+    responses(
+        (status = 200, description = "The updated document", body = CoeDocument),
+        (status = 404, description = "No such COE or entry", body = ErrorBody),
+        (status = 412, description = "The COE changed since that version", body = ErrorBody),
+        (status = 422, description = "No valid time, unknown kind, or empty text", body = ErrorBody),
+        (status = 428, description = "If-Match is missing", body = ErrorBody),
+    ))]
+pub async fn edit_timeline(
+    req: HttpRequest,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+    body: ApiJson<TimelineInput>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let (id, entry) = path.into_inner();
+    checked_id(&id)?;
+    let expected = if_match(&req)?;
+    let (input, actor, target) = (body.0, caller.actor(), id.clone());
+    write_then_show(
+        state,
+        id,
+        actix_web::http::StatusCode::OK,
+        move |conn, _| coes::edit_timeline(conn, &target, &entry, &input, expected, &actor),
+    )
+    .await
+}
+
+/// Deletes a timeline entry. Needs `If-Match`.
+#[utoipa::path(operation_id = "delete_coe_timeline_entry", delete, path = "/api/v1/coes/{id}/timeline/{entry_id}", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id"), ("entry_id" = String, Path, description = "The entry's id"),
+           ("If-Match" = String, Header, description = "The version the change is based on")),
+    responses(
+        (status = 200, description = "The updated document", body = CoeDocument),
+        (status = 404, description = "No such COE or entry", body = ErrorBody),
+        (status = 412, description = "The COE changed since that version", body = ErrorBody),
+        (status = 428, description = "If-Match is missing", body = ErrorBody),
+    ))]
+pub async fn delete_timeline(
+    req: HttpRequest,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let (id, entry) = path.into_inner();
+    checked_id(&id)?;
+    let expected = if_match(&req)?;
+    let (actor, target) = (caller.actor(), id.clone());
+    write_then_show(
+        state,
+        id,
+        actix_web::http::StatusCode::OK,
+        move |conn, _| coes::delete_timeline(conn, &target, &entry, expected, &actor),
+    )
+    .await
+}
+
+/// Adds a 5-whys chain. Needs `If-Match`.
+#[utoipa::path(operation_id = "add_coe_why_chain", post, path = "/api/v1/coes/{id}/whys", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id"),
+           ("If-Match" = String, Header, description = "The version the change is based on")),
+    request_body = WhyChainInput,
+    responses(
+        (status = 201, description = "The updated document", body = CoeDocument),
+        (status = 404, description = "No such COE", body = ErrorBody),
+        (status = 412, description = "The COE changed since that version", body = ErrorBody),
+        (status = 422, description = "An empty why or because", body = ErrorBody),
+        (status = 428, description = "If-Match is missing", body = ErrorBody),
+    ))]
+pub async fn add_whys(
+    req: HttpRequest,
+    caller: Caller,
+    id: web::Path<String>,
+    body: ApiJson<WhyChainInput>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let id = id.into_inner();
+    checked_id(&id)?;
+    let expected = if_match(&req)?;
+    let (input, actor, target) = (body.0, caller.actor(), id.clone());
+    write_then_show(
+        state,
+        id,
+        actix_web::http::StatusCode::CREATED,
+        move |conn, _| coes::add_why_chain(conn, &target, &input, expected, &actor),
+    )
+    .await
+}
+
+/// Replaces a 5-whys chain's steps. Needs `If-Match`.
+#[utoipa::path(operation_id = "replace_coe_why_chain", put, path = "/api/v1/coes/{id}/whys/{chain_id}", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id"), ("chain_id" = String, Path, description = "The chain's id"),
+           ("If-Match" = String, Header, description = "The version the change is based on")),
+    request_body = WhyChainInput,
+    responses(
+        (status = 200, description = "The updated document", body = CoeDocument),
+        (status = 404, description = "No such COE or chain", body = ErrorBody),
+        (status = 412, description = "The COE changed since that version", body = ErrorBody),
+        (status = 422, description = "An empty why or because", body = ErrorBody),
+        (status = 428, description = "If-Match is missing", body = ErrorBody),
+    ))]
+pub async fn replace_whys(
+    req: HttpRequest,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+    body: ApiJson<WhyChainInput>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let (id, chain) = path.into_inner();
+    checked_id(&id)?;
+    let expected = if_match(&req)?;
+    let (input, actor, target) = (body.0, caller.actor(), id.clone());
+    write_then_show(
+        state,
+        id,
+        actix_web::http::StatusCode::OK,
+        move |conn, _| coes::replace_why_chain(conn, &target, &chain, &input, expected, &actor),
+    )
+    .await
+}
+
+/// Deletes a 5-whys chain. Needs `If-Match`.
+#[utoipa::path(operation_id = "delete_coe_why_chain", delete, path = "/api/v1/coes/{id}/whys/{chain_id}", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id"), ("chain_id" = String, Path, description = "The chain's id"),
+           ("If-Match" = String, Header, description = "The version the change is based on")),
+    responses(
+        (status = 200, description = "The updated document", body = CoeDocument),
+        (status = 404, description = "No such COE or chain", body = ErrorBody),
+        (status = 412, description = "The COE changed since that version", body = ErrorBody),
+        (status = 428, description = "If-Match is missing", body = ErrorBody),
+    ))]
+pub async fn delete_whys(
+    req: HttpRequest,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let (id, chain) = path.into_inner();
+    checked_id(&id)?;
+    let expected = if_match(&req)?;
+    let (actor, target) = (caller.actor(), id.clone());
+    write_then_show(
+        state,
+        id,
+        actix_web::http::StatusCode::OK,
+        move |conn, _| coes::delete_why_chain(conn, &target, &chain, expected, &actor),
+    )
+    .await
+}
+
+/// Adds a related item (link, ticket, runbook, change, or another COE). Needs `If-Match`.
+#[utoipa::path(operation_id = "add_coe_related_item", post, path = "/api/v1/coes/{id}/related", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id"),
+           ("If-Match" = String, Header, description = "The version the change is based on")),
+    request_body = RelatedInput,
+    responses(
+        (status = 201, description = "The updated document", body = CoeDocument),
+        (status = 404, description = "No such COE", body = ErrorBody),
+        (status = 412, description = "The COE changed since that version", body = ErrorBody),
+        (status = 422, description = "Unknown kind, bad URL or unknown COE", body = ErrorBody),
+        (status = 428, description = "If-Match is missing", body = ErrorBody),
+    ))]
+pub async fn add_related(
+    req: HttpRequest,
+    caller: Caller,
+    id: web::Path<String>,
+    body: ApiJson<RelatedInput>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let id = id.into_inner();
+    checked_id(&id)?;
+    let expected = if_match(&req)?;
+    let (input, actor, target) = (body.0, caller.actor(), id.clone());
+    write_then_show(
+        state,
+        id,
+        actix_web::http::StatusCode::CREATED,
+        move |conn, _| coes::add_related(conn, &target, &input, expected, &actor),
+    )
+    .await
+}
+
+/// Removes a related item. Needs `If-Match`.
+#[utoipa::path(operation_id = "delete_coe_related_item", delete, path = "/api/v1/coes/{id}/related/{item_id}", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id"), ("item_id" = String, Path, description = "The item's id"),
+           ("If-Match" = String, Header, description = "The version the change is based on")),
+    responses(
+        (status = 200, description = "The updated document", body = CoeDocument),
+        (status = 404, description = "No such COE or item", body = ErrorBody),
+        (status = 412, description = "The COE changed since that version", body = ErrorBody),
+        (status = 428, description = "If-Match is missing", body = ErrorBody),
+    ))]
+pub async fn delete_related(
+    req: HttpRequest,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let (id, item) = path.into_inner();
+    checked_id(&id)?;
+    let expected = if_match(&req)?;
+    let (actor, target) = (caller.actor(), id.clone());
+    write_then_show(
+        state,
+        id,
+        actix_web::http::StatusCode::OK,
+        move |conn, _| coes::delete_related(conn, &target, &item, expected, &actor),
+    )
+    .await
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct History {
+    /// Oldest first.
+    pub changes: Vec<HistoryEntry>,
+}
+
+/// Every change to the COE: who, when, what, before, after.
+#[utoipa::path(operation_id = "coe_history", get, path = "/api/v1/coes/{id}/history", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id")),
+    responses(
+        (status = 200, description = "The audit trail, oldest first", body = History),
+        (status = 404, description = "No such COE", body = ErrorBody),
+    ))]
+pub async fn history(
+    caller: Caller,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let id = id.into_inner();
+    checked_id(&id)?;
+    let changes = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        Ok(coes::history(&mut conn, &id)?)
+    })
+    .await??;
+    Ok(HttpResponse::Ok().json(History { changes }))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct CoeQuery {
+    /// Words to find in titles and in the writeup (sections, timeline, 5 whys); ranked.
+    pub q: Option<String>,
+    /// draft, in_review, approved or closed.
+    #[param(value_type = Option<String>)]
+    pub state: Option<CoeState>,
+    pub service: Option<String>,
+    /// Exactly this severity.
+    #[param(value_type = Option<String>)]
+    pub severity: Option<Severity>,
+    pub owner: Option<String>,
+    /// Created at or after this RFC 3339 time.
+    pub since: Option<String>,
+    /// Created before this RFC 3339 time.
+    pub until: Option<String>,
+    /// 1 to 500, default 50.
+    pub limit: Option<i64>,
+    pub offset: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CoePage {
+    /// Best match first with `q`, else newest first.
+    pub coes: Vec<CoeSummary>,
+    pub total: i64,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+/// Lists COEs with filters, or searches them with `q` (full-text, ranked).
+#[utoipa::path(operation_id = "list_coes", get, path = "/api/v1/coes", tag = "coes", security(("bearer" = [])),
+    params(CoeQuery),
+    responses(
+        (status = 200, description = "A page of COEs", body = CoePage),
+        (status = 422, description = "A bad query parameter", body = ErrorBody),
+    ))]
+pub async fn list(
+    caller: Caller,
+    query: ApiQuery<CoeQuery>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let q = query.0;
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::field(
+            "limit",
+            format!("must be 1 to 500 (got {limit})"),
+        ));
+    }
+    let offset = q.offset.unwrap_or(0);
+    if offset < 0 {
+        return Err(ApiError::field(
+            "offset",
+            format!("must be 0 or more (got {offset})"),
+        ));
+    }
+    let time = |name: &str, raw: Option<&str>| match raw {
+        None => Ok(None),
+        Some(raw) => parse_time(raw).map_err(|p| ApiError::field(name, p)),
+    };
+    let filter = coes::CoeFilter {
+        text: q.q.filter(|t| !t.trim().is_empty()),
+        state: q.state,
+        service: q.service,
+        severity: q.severity,
+        owner: q.owner.map(|o| o.trim().to_lowercase()),
+        since: time("since", q.since.as_deref())?,
+        until: time("until", q.until.as_deref())?,
+    };
+    let (coes, total) = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        Ok(coes::list(&mut conn, &filter, limit, offset)?)
+    })
+    .await??;
+    Ok(HttpResponse::Ok().json(CoePage {
+        coes,
+        total,
+        limit,
+        offset,
+    }))
+}
+
+/// The whole COE as Markdown, for a wiki or the review meeting.
+#[utoipa::path(operation_id = "export_coe", get, path = "/api/v1/coes/{id}/export.md", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id")),
+    responses(
+        (status = 200, description = "Markdown", content_type = "text/markdown", body = String),
+        (status = 404, description = "No such COE", body = ErrorBody),
+    ))]
+pub async fn export(
+    caller: Caller,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let id = id.into_inner();
+    checked_id(&id)?;
+    let markdown = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        let doc = coes::load(&mut conn, &id, &state.settings.coe.intention_phrases)?;
+        crate::services::export::markdown(&doc).map_err(ApiError::Internal)
+    })
+    .await??;
+    Ok(HttpResponse::Ok()
+        .content_type("text/markdown; charset=utf-8")
+        .body(markdown))
+}
