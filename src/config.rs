@@ -28,6 +28,8 @@ const SECTIONS: &[&str] = &[
     "incidents",
     "webhooks",
     "severity",
+    "coe",
+    "ownership",
 ];
 
 /// Environment variables with the `COE_` prefix that are not settings.

@@ -131,6 +131,28 @@ fn an_unknown_key_in_the_file_stops_start_up() {
 }
 
 #[test]
+fn a_broken_coe_template_stops_start_up_naming_the_section() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("template.toml");
+    std::fs::write(
+        &path,
+        "name='x'\nversion=1\n[[sections]]\nkey='summary'\ntitle='S'\nkind='text'\n[[sections]]\nkey='summary'\ntitle='T'\nkind='text'\n",
+    )
+    .expect("write");
+    let out = coe(
+        &["check-config"],
+        &[("COE_COE_TEMPLATE", path.to_str().expect("path"))],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("coe.template") && err.contains("section 2 (`summary`)"),
+        "{err}"
+    );
+    assert!(err.contains("used by an earlier section"), "{err}");
+}
+
+#[test]
 fn check_config_prints_effective_settings_with_secrets_masked() {
     let dir = tempfile::tempdir().expect("dir");
     let path = dir.path().join("coe.toml");

@@ -855,3 +855,56 @@ async fn history_records_who_changed_what_before_and_after() {
     assert_eq!(changes[3]["after"]["title"], "History, renamed");
     assert!(changes.iter().all(|h| h["actor"] == "token:writer"));
 }
+
+#[tokio::test]
+async fn an_organisation_template_is_used_and_a_coe_keeps_the_one_it_was_created_with() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("ours.toml");
+    std::fs::write(
+        &path,
+        r#"
+name = "ours"
+version = 7
+[[sections]]
+key = "what"
+title = "What happened"
+kind = "text"
+required = true
+guidance = "Tell the story."
+[[sections]]
+key = "why"
+title = "Why"
+kind = "five_whys"
+required = true
+min_whys = 2
+"#,
+    )
+    .expect("write template");
+    let template_path = path.clone();
+    let c = Client::with(spawn_app_with(move |s| s.coe.template = Some(template_path)).await);
+    let (status, doc) = c
+        .write("POST", "/api/v1/coes", None, Some(json!({"title": "Ours"})))
+        .await;
+    assert_eq!(status, 201, "{doc}");
+    assert_eq!(doc["template"], json!({"name": "ours", "version": 7}));
+    let keys: Vec<&str> = doc["sections"]
+        .as_array()
+        .expect("sections")
+        .iter()
+        .map(|s| s["key"].as_str().expect("key"))
+        .collect();
+    assert_eq!(keys, ["what", "why"]);
+    assert_eq!(missing_keys(&doc), ["what", "why"]);
+    assert!(doc["completeness"]["missing"][1]["problem"]
+        .as_str()
+        .expect("p")
+        .contains("at least 2 whys"));
+
+    // The template file changes; the COE keeps its own.
+    std::fs::write(&path, "name = \"ours\"\nversion = 8\n[[sections]]\nkey = \"other\"\ntitle = \"Other\"\nkind = \"text\"\n")
+        .expect("rewrite");
+    let id = doc["id"].as_str().expect("id");
+    let again = c.coe(id).await;
+    assert_eq!(again["template"]["version"], 7);
+    assert_eq!(again["sections"][0]["key"], "what");
+}
