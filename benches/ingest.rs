@@ -182,4 +182,27 @@ fn main() {
         took,
         server.peak_rss_mib(),
     );
+
+    // The same storm at sev2: every group's incident needs a COE, so each opens a draft
+    // and every later event adds to its timeline.
+    let storm: Vec<Value> = (0..400)
+        .map(|r| {
+            json!((0..50)
+                .map(|i| {
+                    let mut e = event(300_000 + r * 50 + i, 50);
+                    e["group_key"] = json!(format!("coe-storm-{}", (r / 2) % 50));
+                    e["severity"] = json!("sev2");
+                    e
+                })
+                .collect::<Vec<_>>())
+        })
+        .collect();
+    let took = runtime.block_on(blast(&server, storm, 16));
+    report(
+        "storm at sev2: 50 drafts open, 20,000 timeline entries",
+        20_000,
+        400,
+        took,
+        server.peak_rss_mib(),
+    );
 }

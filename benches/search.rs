@@ -20,16 +20,25 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self) -> usize {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (self.0 >> 33) as usize
     }
 }
 
 fn word(n: usize) -> String {
     const SYLLABLES: [&str; 16] = [
-        "ka", "lo", "mi", "ne", "po", "ra", "si", "tu", "va", "ze", "bri", "cho", "dra", "fle", "gru", "hin",
+        "ka", "lo", "mi", "ne", "po", "ra", "si", "tu", "va", "ze", "bri", "cho", "dra", "fle",
+        "gru", "hin",
     ];
-    format!("{}{}{}", SYLLABLES[n % 16], SYLLABLES[n / 16 % 16], SYLLABLES[n / 256 % 16])
+    format!(
+        "{}{}{}",
+        SYLLABLES[n % 16],
+        SYLLABLES[n / 16 % 16],
+        SYLLABLES[n / 256 % 16]
+    )
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -41,7 +50,11 @@ fn main() {
     let mut settings = Settings::default();
     settings.database.url = std::env::var("BENCH_DATABASE_URL")
         .unwrap_or_else(|_| format!("sqlite://{}", dir.path().join("search.db").display()));
-    let backend = if settings.database.url.starts_with("postgres") { "PostgreSQL" } else { "SQLite" };
+    let backend = if settings.database.url.starts_with("postgres") {
+        "PostgreSQL"
+    } else {
+        "SQLite"
+    };
     let pool = db::connect(&settings.database).expect("connect");
     let mut conn = pool.get().expect("conn");
     db::migrate(&mut conn).expect("migrate");
@@ -53,7 +66,12 @@ fn main() {
     let mut rng = Lcg(42);
     let start = Instant::now();
     for i in 0..COES {
-        let title = format!("{} {} outage {}", word(rng.next() % 4096), word(rng.next() % 4096), i);
+        let title = format!(
+            "{} {} outage {}",
+            word(rng.next() % 4096),
+            word(rng.next() % 4096),
+            i
+        );
         let id = coes::create(
             &mut conn,
             NewCoe {
@@ -68,8 +86,16 @@ fn main() {
         )
         .expect("create");
         let body: Vec<String> = (0..80).map(|_| word(rng.next() % 4096)).collect();
-        coes::put_section(&mut conn, &id, "summary", &body.join(" "), Some(1), "bench", &ctx)
-            .expect("section");
+        coes::put_section(
+            &mut conn,
+            &id,
+            "summary",
+            &body.join(" "),
+            Some(1),
+            "bench",
+            &ctx,
+        )
+        .expect("section");
     }
     let filled = start.elapsed();
 
@@ -98,7 +124,10 @@ fn main() {
         plain.push(t.elapsed());
     }
     plain.sort();
-    println!("| {backend}: {COES} COEs (filled in {:.1} s) | median | p95 | max |", filled.as_secs_f64());
+    println!(
+        "| {backend}: {COES} COEs (filled in {:.1} s) | median | p95 | max |",
+        filled.as_secs_f64()
+    );
     println!("|---|---|---|---|");
     println!(
         "| search `q=<one word>`, first 50 (avg {:.0} hits) | {:.2} ms | {:.2} ms | {:.2} ms |",
