@@ -94,3 +94,33 @@ pub fn path_error(
 ) -> actix_web::Error {
     ApiError::NotFound(format!("no such resource: {err}")).into()
 }
+
+/// `limit` (1 to 500, default 50) and `offset` (0 or more, default 0) of a list.
+pub fn page(limit: Option<i64>, offset: Option<i64>) -> Result<(i64, i64), ApiError> {
+    let limit = limit.unwrap_or(50);
+    if !(1..=500).contains(&limit) {
+        return Err(ApiError::field(
+            "limit",
+            format!("must be 1 to 500 (got {limit})"),
+        ));
+    }
+    let offset = offset.unwrap_or(0);
+    if offset < 0 {
+        return Err(ApiError::field(
+            "offset",
+            format!("must be 0 or more (got {offset})"),
+        ));
+    }
+    Ok((limit, offset))
+}
+
+/// An optional RFC 3339 query parameter.
+pub fn time_param(
+    name: &str,
+    raw: Option<&str>,
+) -> Result<Option<chrono::NaiveDateTime>, ApiError> {
+    match raw {
+        None => Ok(None),
+        Some(raw) => crate::domain::event::parse_time(raw).map_err(|p| ApiError::field(name, p)),
+    }
+}

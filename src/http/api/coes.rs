@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::domain::coe::CoeState;
-use crate::domain::event::parse_time;
 use crate::domain::{Role, Severity};
 use crate::error::{ApiError, ErrorBody, FieldProblem};
 use crate::http::extract::{ApiJson, ApiQuery};
@@ -575,32 +574,15 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let q = query.0;
-    let limit = q.limit.unwrap_or(50);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::field(
-            "limit",
-            format!("must be 1 to 500 (got {limit})"),
-        ));
-    }
-    let offset = q.offset.unwrap_or(0);
-    if offset < 0 {
-        return Err(ApiError::field(
-            "offset",
-            format!("must be 0 or more (got {offset})"),
-        ));
-    }
-    let time = |name: &str, raw: Option<&str>| match raw {
-        None => Ok(None),
-        Some(raw) => parse_time(raw).map_err(|p| ApiError::field(name, p)),
-    };
+    let (limit, offset) = crate::http::page(q.limit, q.offset)?;
     let filter = coes::CoeFilter {
         text: q.q.filter(|t| !t.trim().is_empty()),
         state: q.state,
         service: q.service,
         severity: q.severity,
         owner: q.owner.map(|o| o.trim().to_lowercase()),
-        since: time("since", q.since.as_deref())?,
-        until: time("until", q.until.as_deref())?,
+        since: crate::http::time_param("since", q.since.as_deref())?,
+        until: crate::http::time_param("until", q.until.as_deref())?,
     };
     let (coes, total) = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;

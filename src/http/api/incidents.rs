@@ -4,7 +4,6 @@ use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::domain::event::parse_time;
 use crate::domain::incident::IncidentState;
 use crate::domain::{Role, Severity};
 use crate::error::{ApiError, ErrorBody};
@@ -49,13 +48,6 @@ pub struct IncidentPage {
     pub offset: i64,
 }
 
-fn time_param(name: &str, raw: Option<&str>) -> Result<Option<chrono::NaiveDateTime>, ApiError> {
-    match raw {
-        None => Ok(None),
-        Some(raw) => parse_time(raw).map_err(|p| ApiError::field(name, p)),
-    }
-}
-
 /// Lists incidents, newest first, with filters and pages.
 #[utoipa::path(operation_id = "list_incidents", get, path = "/api/v1/incidents", tag = "incidents", security(("bearer" = [])),
     params(IncidentQuery),
@@ -72,27 +64,14 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let q = query.0;
-    let limit = q.limit.unwrap_or(50);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::field(
-            "limit",
-            format!("must be 1 to 500 (got {limit})"),
-        ));
-    }
-    let offset = q.offset.unwrap_or(0);
-    if offset < 0 {
-        return Err(ApiError::field(
-            "offset",
-            format!("must be 0 or more (got {offset})"),
-        ));
-    }
+    let (limit, offset) = crate::http::page(q.limit, q.offset)?;
     let filter = IncidentFilter {
         state: q.status,
         severity: q.severity,
         min_severity: q.min_severity,
         service: q.service,
-        since: time_param("since", q.since.as_deref())?,
-        until: time_param("until", q.until.as_deref())?,
+        since: crate::http::time_param("since", q.since.as_deref())?,
+        until: crate::http::time_param("until", q.until.as_deref())?,
         needs_coe: q.needs_coe,
     };
     let (incidents, total) = web::block(move || -> Result<_, ApiError> {
