@@ -30,6 +30,7 @@ const SECTIONS: &[&str] = &[
     "severity",
     "coe",
     "ownership",
+    "org",
 ];
 
 /// Environment variables with the `COE_` prefix that are not settings.
@@ -57,6 +58,22 @@ pub struct Settings {
     pub severity: SeverityMap,
     pub coe: CoeSettings,
     pub ownership: OwnershipSettings,
+    pub org: OrgSettings,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct OrgSettings {
+    /// The organisation's time zone (IANA name): due dates end at midnight there.
+    pub timezone: String,
+}
+
+impl Default for OrgSettings {
+    fn default() -> Self {
+        OrgSettings {
+            timezone: "UTC".into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -243,6 +260,7 @@ impl Default for Settings {
             severity: SeverityMap::default(),
             coe: CoeSettings::default(),
             ownership: OwnershipSettings::default(),
+            org: OrgSettings::default(),
         }
     }
 }
@@ -460,6 +478,13 @@ impl Settings {
                 ));
             }
         }
+        if self.org.timezone.parse::<chrono_tz::Tz>().is_err() {
+            return Err(invalid(
+                "org.timezone",
+                &self.org.timezone,
+                "an IANA time zone name such as UTC or Europe/Berlin",
+            ));
+        }
         self.template()?;
         if let Some(url) = &self.smtp.url {
             if !(url.starts_with("smtp://") || url.starts_with("smtps://")) {
@@ -490,6 +515,11 @@ impl Settings {
                 })
             }
         }
+    }
+
+    /// The organisation's time zone; `validate` has accepted it.
+    pub fn org_timezone(&self) -> chrono_tz::Tz {
+        self.org.timezone.parse().unwrap_or(chrono_tz::Tz::UTC)
     }
 
     /// The owner of COEs for `service`, from `ownership`.

@@ -1,5 +1,6 @@
 //! Pure types and rules of the product. Nothing here knows about HTTP or the database.
 
+pub mod action;
 pub mod coe;
 pub mod email;
 pub mod event;

@@ -96,6 +96,17 @@ fn a_value_of_the_wrong_type_names_key_value_and_expectation() {
     assert!(err.contains("lots"), "{err}");
     assert!(err.contains("expected"), "{err}");
 
+    let out = coe(
+        &["check-config"],
+        &[("COE_ORG_TIMEZONE", "Mars/Olympus_Mons")],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("org.timezone") && err.contains("Mars/Olympus_Mons"),
+        "{err}"
+    );
+
     let out = coe(&["check-config"], &[("COE_LISTEN", "nowhere")]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);

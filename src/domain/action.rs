@@ -1,0 +1,272 @@
+//! Corrective actions: their life cycle, and the one definition of "overdue".
+
+use std::fmt;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use chrono_tz::Tz;
+use serde::{Deserialize, Serialize};
+
+/// open → in progress → done | won't do; done and won't do can be reopened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ActionState {
+    Open,
+    InProgress,
+    Done,
+    WontDo,
+}
+
+impl ActionState {
+    pub const ALL: [ActionState; 4] = [
+        ActionState::Open,
+        ActionState::InProgress,
+        ActionState::Done,
+        ActionState::WontDo,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionState::Open => "open",
+            ActionState::InProgress => "in_progress",
+            ActionState::Done => "done",
+            ActionState::WontDo => "wont_do",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ActionState> {
+        ActionState::ALL.into_iter().find(|a| a.as_str() == s)
+    }
+
+    /// Still to be done: open or in progress.
+    pub fn is_active(self) -> bool {
+        matches!(self, ActionState::Open | ActionState::InProgress)
+    }
+}
+
+impl fmt::Display for ActionState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a person asks an action to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transition {
+    Start,
+    Complete,
+    WontDo,
+    Reopen,
+}
+
+impl Transition {
+    pub fn name(self) -> &'static str {
+        match self {
+            Transition::Start => "start",
+            Transition::Complete => "complete",
+            Transition::WontDo => "wont-do",
+            Transition::Reopen => "reopen",
+        }
+    }
+
+    /// Whether this transition needs a note (resolution, reason, or why it reopens).
+    pub fn needs_note(self) -> bool {
+        !matches!(self, Transition::Start)
+    }
+}
+
+/// A transition that the current state does not allow, with those it does.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot {verb} an action that is {current}; from {current} it can: {allowed}")]
+pub struct InvalidTransition {
+    pub verb: &'static str,
+    pub current: ActionState,
+    pub allowed: String,
+}
+
+/// The transitions allowed from a state.
+pub fn allowed(from: ActionState) -> &'static [Transition] {
+    match from {
+        ActionState::Open => &[Transition::Start, Transition::Complete, Transition::WontDo],
+        ActionState::InProgress => &[Transition::Complete, Transition::WontDo],
+        ActionState::Done | ActionState::WontDo => &[Transition::Reopen],
+    }
+}
+
+/// The state a transition leads to, or why it is refused.
+pub fn transition(from: ActionState, verb: Transition) -> Result<ActionState, InvalidTransition> {
+    if !allowed(from).contains(&verb) {
+        return Err(InvalidTransition {
+            verb: verb.name(),
+            current: from,
+            allowed: allowed(from)
+                .iter()
+                .map(|t| t.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    Ok(match verb {
+        Transition::Start => ActionState::InProgress,
+        Transition::Complete => ActionState::Done,
+        Transition::WontDo => ActionState::WontDo,
+        Transition::Reopen => ActionState::Open,
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Priority {
+    High,
+    Medium,
+    Low,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ActionKind {
+    Detect,
+    Diagnose,
+    Mitigate,
+    Prevent,
+    Process,
+}
+
+/// The organisation's calendar date at `now`.
+pub fn today(now: DateTime<Utc>, tz: Tz) -> NaiveDate {
+    now.with_timezone(&tz).date_naive()
+}
+
+/// A due date must be in the future when it is set: after today in the
+/// organisation's time zone.
+pub fn check_new_due_date(due: NaiveDate, now: DateTime<Utc>, tz: Tz) -> Result<(), String> {
+    let today = today(now, tz);
+    if due > today {
+        Ok(())
+    } else {
+        Err(format!(
+            "must be a date in the future (got {due}; today is {today} in {tz})"
+        ))
+    }
+}
+
+/// The one definition of overdue: the action is still open or in progress and its
+/// due date has ended in the organisation's time zone. The API, the board, the
+/// stats and the reminders all ask this function.
+pub fn is_overdue(state: ActionState, due: NaiveDate, now: DateTime<Utc>, tz: Tz) -> bool {
+    state.is_active() && today(now, tz) > due
+}
+
+/// Whole days past the due date (0 when not overdue).
+pub fn days_overdue(state: ActionState, due: NaiveDate, now: DateTime<Utc>, tz: Tz) -> i64 {
+    if is_overdue(state, due, now, tz) {
+        (today(now, tz) - due).num_days()
+    } else {
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn utc(y: i32, m: u32, d: u32, h: u32, min: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(y, m, d, h, min, 0)
+            .single()
+            .expect("valid time")
+    }
+
+    fn date(y: i32, m: u32, d: u32) -> NaiveDate {
+        NaiveDate::from_ymd_opt(y, m, d).expect("valid date")
+    }
+
+    #[test]
+    fn every_transition_allowed_and_refused() {
+        use ActionState::*;
+        use Transition::*;
+        let table = [
+            (Open, Start, Some(InProgress)),
+            (Open, Complete, Some(Done)),
+            (Open, Transition::WontDo, Some(ActionState::WontDo)),
+            (Open, Reopen, None),
+            (InProgress, Start, None),
+            (InProgress, Complete, Some(Done)),
+            (InProgress, Transition::WontDo, Some(ActionState::WontDo)),
+            (InProgress, Reopen, None),
+            (Done, Start, None),
+            (Done, Complete, None),
+            (Done, Transition::WontDo, None),
+            (Done, Reopen, Some(Open)),
+            (ActionState::WontDo, Start, None),
+            (ActionState::WontDo, Complete, None),
+            (ActionState::WontDo, Reopen, Some(Open)),
+        ];
+        for (from, verb, to) in table {
+            assert_eq!(transition(from, verb).ok(), to, "{from} {}", verb.name());
+        }
+        let err = transition(Done, Start).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot start an action that is done; from done it can: reopen"
+        );
+    }
+
+    #[test]
+    fn due_today_in_utc_minus_8_is_not_overdue_at_23_00_there() {
+        let la: Tz = "America/Los_Angeles".parse().expect("tz");
+        // 23:00 on 29 November in Los Angeles is 07:00 on 30 November in UTC.
+        let now = utc(2026, 11, 30, 7, 0);
+        assert!(!is_overdue(ActionState::Open, date(2026, 11, 29), now, la));
+        assert!(is_overdue(
+            ActionState::Open,
+            date(2026, 11, 29),
+            now,
+            Tz::UTC
+        ));
+        // One hour later it is the 30th in Los Angeles too.
+        let later = utc(2026, 11, 30, 8, 0);
+        assert!(is_overdue(
+            ActionState::InProgress,
+            date(2026, 11, 29),
+            later,
+            la
+        ));
+        assert_eq!(
+            days_overdue(ActionState::Open, date(2026, 11, 22), later, la),
+            8
+        );
+    }
+
+    #[test]
+    fn closed_actions_are_never_overdue() {
+        let now = utc(2026, 12, 31, 12, 0);
+        assert!(!is_overdue(
+            ActionState::Done,
+            date(2026, 1, 1),
+            now,
+            Tz::UTC
+        ));
+        assert!(!is_overdue(
+            ActionState::WontDo,
+            date(2026, 1, 1),
+            now,
+            Tz::UTC
+        ));
+        assert_eq!(
+            days_overdue(ActionState::Done, date(2026, 1, 1), now, Tz::UTC),
+            0
+        );
+    }
+
+    #[test]
+    fn a_due_date_must_be_after_today_in_the_organisation() {
+        let tokyo: Tz = "Asia/Tokyo".parse().expect("tz");
+        // 20:00 UTC on the 29th is already the 30th in Tokyo.
+        let now = utc(2026, 11, 29, 20, 0);
+        assert!(check_new_due_date(date(2026, 11, 30), now, Tz::UTC).is_ok());
+        assert!(check_new_due_date(date(2026, 11, 30), now, tokyo)
+            .unwrap_err()
+            .contains("today is 2026-11-30"));
+        assert!(check_new_due_date(date(2026, 12, 1), now, tokyo).is_ok());
+    }
+}
