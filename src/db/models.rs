@@ -173,3 +173,64 @@ pub struct AuditRow {
     pub after: Option<String>,
     pub at: NaiveDateTime,
 }
+
+use super::schema::{corrective_actions, due_date_changes, people, review_comments};
+
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = people)]
+pub struct PersonRow {
+    pub email: String,
+    pub name: Option<String>,
+    pub team: Option<String>,
+    pub manager_email: Option<String>,
+    pub timezone: Option<String>,
+    pub created_at: NaiveDateTime,
+    pub updated_at: NaiveDateTime,
+}
+
+#[derive(Debug, Clone, Queryable, Selectable, Insertable, AsChangeset)]
+#[diesel(table_name = corrective_actions, treat_none_as_null = true)]
+pub struct ActionRow {
+    pub id: String,
+    pub coe_id: String,
+    pub title: String,
+    pub description: Option<String>,
+    pub owner_email: String,
+    pub due_date: chrono::NaiveDate,
+    pub priority: String,
+    pub kind: String,
+    pub success_criteria: Option<String>,
+    pub external_url: Option<String>,
+    pub state: String,
+    pub resolution_note: Option<String>,
+    pub evidence_url: Option<String>,
+    pub wont_do_reason: Option<String>,
+    pub due_date_change_count: i32,
+    pub created_by: String,
+    pub created_at: NaiveDateTime,
+    pub updated_at: NaiveDateTime,
+    pub closed_at: Option<NaiveDateTime>,
+}
+
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = due_date_changes)]
+pub struct DueDateChangeRow {
+    pub id: String,
+    pub action_id: String,
+    pub from_date: chrono::NaiveDate,
+    pub to_date: chrono::NaiveDate,
+    pub reason: String,
+    pub changed_by: String,
+    pub changed_at: NaiveDateTime,
+}
+
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = review_comments)]
+pub struct ReviewCommentRow {
+    pub id: String,
+    pub coe_id: String,
+    pub author: String,
+    pub verdict: String,
+    pub body: String,
+    pub created_at: NaiveDateTime,
+}

@@ -180,6 +180,68 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    people (email) {
+        email -> Text,
+        name -> Nullable<Text>,
+        team -> Nullable<Text>,
+        manager_email -> Nullable<Text>,
+        timezone -> Nullable<Text>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    corrective_actions (id) {
+        id -> Text,
+        coe_id -> Text,
+        title -> Text,
+        description -> Nullable<Text>,
+        owner_email -> Text,
+        due_date -> Date,
+        priority -> Text,
+        kind -> Text,
+        success_criteria -> Nullable<Text>,
+        external_url -> Nullable<Text>,
+        state -> Text,
+        resolution_note -> Nullable<Text>,
+        evidence_url -> Nullable<Text>,
+        wont_do_reason -> Nullable<Text>,
+        due_date_change_count -> Integer,
+        created_by -> Text,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+        closed_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    due_date_changes (id) {
+        id -> Text,
+        action_id -> Text,
+        from_date -> Date,
+        to_date -> Date,
+        reason -> Text,
+        changed_by -> Text,
+        changed_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    review_comments (id) {
+        id -> Text,
+        coe_id -> Text,
+        author -> Text,
+        verdict -> Text,
+        body -> Text,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::joinable!(corrective_actions -> coes (coe_id));
+diesel::joinable!(due_date_changes -> corrective_actions (action_id));
+
 diesel::joinable!(coes -> incidents (incident_id));
 diesel::joinable!(coe_sections -> coes (coe_id));
 diesel::joinable!(timeline_entries -> coes (coe_id));
@@ -197,5 +259,9 @@ diesel::allow_tables_to_appear_in_same_query!(
     why_chains,
     related_items,
     coe_recurrences,
-    audit_log
+    audit_log,
+    people,
+    corrective_actions,
+    due_date_changes,
+    review_comments
 );

@@ -1,0 +1,11 @@
+DROP INDEX review_comments_by_coe;
+DROP TABLE review_comments;
+DROP INDEX due_date_changes_by_action;
+DROP TABLE due_date_changes;
+DROP INDEX corrective_actions_by_coe;
+DROP INDEX corrective_actions_by_owner;
+DROP INDEX corrective_actions_by_state_due;
+DROP TABLE corrective_actions;
+DROP INDEX people_by_manager;
+DROP INDEX people_by_team;
+DROP TABLE people;
