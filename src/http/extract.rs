@@ -53,6 +53,40 @@ impl<T: DeserializeOwned + 'static> FromRequest for ApiJson<T> {
     }
 }
 
+/// A JSON body that may be left out entirely (an empty body is `None`); a body that
+/// is there must be valid, with the same errors as `ApiJson`.
+#[derive(Debug)]
+pub struct OptionalJson<T>(pub Option<T>);
+
+impl<T: DeserializeOwned + 'static> FromRequest for OptionalJson<T> {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let limit = req
+            .app_data::<BodyLimit>()
+            .map_or(BodyLimit::DEFAULT, |l| l.0);
+        let body = web::Bytes::from_request(req, payload);
+        Box::pin(async move {
+            let bytes = body.await.map_err(|e| {
+                if e.as_response_error().status_code()
+                    == actix_web::http::StatusCode::PAYLOAD_TOO_LARGE
+                {
+                    ApiError::PayloadTooLarge(format!(
+                        "the request body is larger than the limit of {limit} bytes"
+                    ))
+                } else {
+                    ApiError::BadRequest(format!("cannot read the request body: {e}"))
+                }
+            })?;
+            if bytes.iter().all(u8::is_ascii_whitespace) {
+                return Ok(OptionalJson(None));
+            }
+            parse_json(&bytes).map(|v| OptionalJson(Some(v)))
+        })
+    }
+}
+
 /// A query string. A value of the wrong type is a 422 naming the parameter.
 #[derive(Debug)]
 pub struct ApiQuery<T>(pub T);

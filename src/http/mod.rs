@@ -77,6 +77,29 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         )
         .service(
             web::resource("/api/v1/coes/{id}/export.md").route(web::get().to(api::coes::export)),
+        )
+        .service(
+            web::resource("/api/v1/coes/{id}/actions").route(web::post().to(api::actions::create)),
+        )
+        .service(
+            web::resource("/api/v1/coes/{id}/submit").route(web::post().to(api::actions::submit)),
+        )
+        .service(
+            web::resource("/api/v1/coes/{id}/approve").route(web::post().to(api::actions::approve)),
+        )
+        .service(
+            web::resource("/api/v1/coes/{id}/request-changes")
+                .route(web::post().to(api::actions::request_changes)),
+        )
+        .service(web::resource("/api/v1/actions").route(web::get().to(api::actions::list)))
+        .service(
+            web::resource("/api/v1/actions/{id}")
+                .route(web::get().to(api::actions::get))
+                .route(web::patch().to(api::actions::patch)),
+        )
+        .service(
+            web::resource("/api/v1/actions/{id}/{transition}")
+                .route(web::post().to(api::actions::transition)),
         );
 }
 

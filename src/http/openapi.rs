@@ -41,6 +41,14 @@ use crate::http::{api, health};
         api::coes::delete_related,
         api::coes::history,
         api::coes::export,
+        api::actions::create,
+        api::actions::get,
+        api::actions::patch,
+        api::actions::transition,
+        api::actions::list,
+        api::actions::submit,
+        api::actions::approve,
+        api::actions::request_changes,
     ),
     components(schemas(ErrorBody, ErrorDetail, FieldProblem)),
     modifiers(&BearerAuth),
@@ -49,6 +57,7 @@ use crate::http::{api, health};
         (name = "tokens", description = "API tokens and the caller's identity"),
         (name = "events", description = "Failure events in: the generic event API and webhook receivers"),
         (name = "incidents", description = "Incidents: failure events grouped by group key"),
+        (name = "actions", description = "Corrective actions, tracked to closure"),
         (name = "coes", description = "COE writeups: sections, timeline, 5 whys, related items, history, export"),
     )
 )]

@@ -13,18 +13,20 @@ use utoipa::ToSchema;
 
 use crate::config::Settings;
 use crate::db::models::{
-    AuditRow, CoeRow, FailureEventRow, IncidentRow, RelatedRow, SectionRow, TimelineRow,
-    WhyChainRow,
+    AuditRow, CoeRow, FailureEventRow, IncidentRow, RelatedRow, ReviewCommentRow, SectionRow,
+    TimelineRow, WhyChainRow,
 };
 use crate::db::schema::{
-    audit_log, coe_recurrences, coe_sections, coes, failure_events, incidents, related_items,
-    timeline_entries, why_chains,
+    audit_log, coe_recurrences, coe_sections, coes, corrective_actions, failure_events, incidents,
+    related_items, review_comments, timeline_entries, why_chains,
 };
 use crate::db::{self, DbConnection};
+use crate::domain::action::ActionState;
 use crate::domain::coe::CoeState;
 use crate::domain::rules::{self, Assessment, CoeContent, Finding, WhyStep};
 use crate::domain::template::{SectionKind, Template};
 use crate::domain::Severity;
+use crate::services::actions::{self, ActionView};
 
 /// Who is changing things: the token's person, or `token:<name>`, or `coe` itself.
 pub type Actor<'a> = &'a str;
@@ -48,6 +50,8 @@ pub enum CoeError {
     Invalid(Vec<(String, String)>),
     #[error("{0}")]
     Conflict(String),
+    #[error("{0}")]
+    Forbidden(String),
     #[error(transparent)]
     Database(#[from] diesel::result::Error),
 }
@@ -113,6 +117,19 @@ pub struct Recurrence {
     pub state: CoeState,
     pub matched_on: String,
     pub created_at: NaiveDateTime,
+    /// Its corrective actions: how many, and how many are still open.
+    pub total_actions: usize,
+    pub open_actions: usize,
+}
+
+/// A step of the review.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ReviewComment {
+    pub author: String,
+    /// submitted, changes_requested, approved or comment.
+    pub verdict: String,
+    pub body: String,
+    pub at: NaiveDateTime,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -149,6 +166,10 @@ pub struct CoeDocument {
     pub related: Vec<RelatedItem>,
     /// Earlier COEs for the same service and alert or group.
     pub recurrence: Vec<Recurrence>,
+    /// The corrective actions, oldest first.
+    pub actions: Vec<ActionView>,
+    /// Submissions, requests for changes and approvals, oldest first.
+    pub review: Vec<ReviewComment>,
     pub completeness: Assessment,
     pub created_by: String,
     pub created_at: NaiveDateTime,
@@ -564,8 +585,13 @@ fn template_of(row: &CoeRow) -> Template {
 pub fn load(
     conn: &mut DbConnection,
     id: &str,
-    phrases: &[String],
+    settings: &Settings,
 ) -> Result<CoeDocument, CoeError> {
+    let phrases = &settings.coe.intention_phrases;
+    let clock = actions::Clock {
+        now: chrono::Utc::now(),
+        tz: settings.org_timezone(),
+    };
     let row = load_row(conn, id)?;
     let template = template_of(&row);
     let sections: BTreeMap<String, String> = coe_sections::table
@@ -604,6 +630,40 @@ pub fn load(
         ))
         .load(conn)?;
 
+    let action_views = actions::for_coe(conn, id, clock)?;
+    let review: Vec<ReviewComment> = review_comments::table
+        .filter(review_comments::coe_id.eq(id))
+        .order((review_comments::created_at.asc(), review_comments::id.asc()))
+        .select(ReviewCommentRow::as_select())
+        .load(conn)?
+        .into_iter()
+        .map(|r| ReviewComment {
+            author: r.author,
+            verdict: r.verdict,
+            body: r.body,
+            at: r.created_at,
+        })
+        .collect();
+    let mut recurrence_views = Vec::new();
+    for (coe_id, title, state, matched_on, created_at) in recurrences {
+        let states: Vec<String> = corrective_actions::table
+            .filter(corrective_actions::coe_id.eq(&coe_id))
+            .select(corrective_actions::state)
+            .load(conn)?;
+        let open = states
+            .iter()
+            .filter(|s| ActionState::parse(s).is_some_and(ActionState::is_active))
+            .count();
+        recurrence_views.push(Recurrence {
+            coe_id,
+            title,
+            state: CoeState::parse(&state).unwrap_or(CoeState::Draft),
+            matched_on,
+            created_at,
+            total_actions: states.len(),
+            open_actions: open,
+        });
+    }
     let five_whys: Vec<WhyChain> = chains
         .into_iter()
         .map(|c| WhyChain {
@@ -630,9 +690,20 @@ pub fn load(
                     .collect()
             })
             .collect(),
-        // Corrective actions arrive with the actions feature.
-        action_count: None,
-        other_texts: Vec::new(),
+        action_count: Some(action_views.len()),
+        other_texts: action_views
+            .iter()
+            .enumerate()
+            .flat_map(|(i, a)| {
+                [
+                    (format!("actions[{i}].title"), a.title.clone()),
+                    (
+                        format!("actions[{i}].description"),
+                        a.description.clone().unwrap_or_default(),
+                    ),
+                ]
+            })
+            .collect(),
     };
     let completeness = rules::assess(&template, &content, phrases);
     let problems_of = |key: &str| -> Vec<String> {
@@ -695,18 +766,9 @@ pub fn load(
                 coe_id: r.related_coe_id,
             })
             .collect(),
-        recurrence: recurrences
-            .into_iter()
-            .map(
-                |(coe_id, title, state, matched_on, created_at)| Recurrence {
-                    coe_id,
-                    title,
-                    state: CoeState::parse(&state).unwrap_or(CoeState::Draft),
-                    matched_on,
-                    created_at,
-                },
-            )
-            .collect(),
+        recurrence: recurrence_views,
+        actions: action_views,
+        review,
         completeness,
         id: row.id,
         incident_id: row.incident_id,

@@ -1,9 +1,11 @@
 //! Use cases. Each public function is one transaction over a connection; HTTP
 //! handlers and the command line call these, never diesel directly.
 
+pub mod actions;
 pub mod coes;
 pub mod export;
 pub mod incidents;
 pub mod ingest;
+pub mod review;
 pub mod sns;
 pub mod tokens;

@@ -96,9 +96,11 @@ pub fn create(
         last_used_at: None,
         revoked_at: None,
     };
-    let inserted = diesel::insert_into(api_tokens::table)
-        .values(&row)
-        .execute(conn);
+    let inserted = db::write_transaction(conn, |conn| {
+        diesel::insert_into(api_tokens::table)
+            .values(&row)
+            .execute(conn)
+    });
     match inserted {
         Ok(_) => Ok((TokenInfo::try_from(row)?, secret)),
         Err(DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, _)) => {
@@ -170,9 +172,15 @@ pub fn authenticate(
         .last_used_at
         .is_none_or(|used| now - used >= LAST_USED_RESOLUTION)
     {
-        diesel::update(api_tokens::table.filter(api_tokens::id.eq(&row.id)))
-            .set(api_tokens::last_used_at.eq(now))
-            .execute(conn)?;
+        // Best effort: a busy database must not turn a valid request into an error.
+        let touched = db::write_transaction(conn, |conn| {
+            diesel::update(api_tokens::table.filter(api_tokens::id.eq(&row.id)))
+                .set(api_tokens::last_used_at.eq(now))
+                .execute(conn)
+        });
+        if let Err(e) = touched {
+            tracing::warn!(error = %e, token = %row.name, "could not record the token's last use");
+        }
     }
     let info = TokenInfo::try_from(row)?;
     Ok(Some(Caller {

@@ -164,7 +164,8 @@ async fn a_sev2_alertmanager_alert_opens_a_draft_that_lists_what_is_missing() {
             "mitigation",
             "prevention",
             "five_whys",
-            "lessons"
+            "lessons",
+            "actions"
         ]
     );
 
@@ -398,7 +399,10 @@ async fn the_rules_and_the_intention_lint_apply_to_what_people_write() {
         doc["started_at"], "2026-11-29T09:00:00",
         "a started entry sets the COE's start"
     );
-    assert_eq!(missing_keys(&doc), ["impact", "detection", "five_whys"]);
+    assert_eq!(
+        missing_keys(&doc),
+        ["impact", "detection", "five_whys", "actions"]
+    );
     let problems: Vec<&str> = doc["completeness"]["missing"]
         .as_array()
         .expect("missing")
@@ -427,7 +431,7 @@ async fn the_rules_and_the_intention_lint_apply_to_what_people_write() {
         )
         .await;
     assert_eq!(status, 200, "{doc}");
-    assert_eq!(missing_keys(&doc), ["impact", "detection"]);
+    assert_eq!(missing_keys(&doc), ["impact", "detection", "actions"]);
     let warnings: Vec<(String, String)> = doc["completeness"]["warnings"]
         .as_array()
         .expect("warnings")
@@ -660,6 +664,8 @@ async fn a_recurring_failure_links_to_the_earlier_coe() {
     assert_eq!(recurrence[0]["coe_id"], earlier);
     assert_eq!(recurrence[0]["matched_on"], "alert");
     assert_eq!(recurrence[0]["state"], "draft");
+    assert_eq!(recurrence[0]["total_actions"], 0);
+    assert_eq!(recurrence[0]["open_actions"], 0);
 }
 
 #[tokio::test]

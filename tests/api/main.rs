@@ -4,6 +4,7 @@
 
 mod helpers;
 
+mod actions;
 mod alertmanager;
 mod cli;
 mod coes;

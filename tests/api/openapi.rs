@@ -32,6 +32,14 @@ const ENDPOINTS: &[(&str, &str)] = &[
     ("delete", "/api/v1/coes/{id}/related/{item_id}"),
     ("get", "/api/v1/coes/{id}/history"),
     ("get", "/api/v1/coes/{id}/export.md"),
+    ("post", "/api/v1/coes/{id}/actions"),
+    ("post", "/api/v1/coes/{id}/submit"),
+    ("post", "/api/v1/coes/{id}/approve"),
+    ("post", "/api/v1/coes/{id}/request-changes"),
+    ("get", "/api/v1/actions"),
+    ("get", "/api/v1/actions/{id}"),
+    ("patch", "/api/v1/actions/{id}"),
+    ("post", "/api/v1/actions/{id}/{transition}"),
 ];
 
 fn collect_refs(value: &Value, out: &mut Vec<String>) {
@@ -107,7 +115,8 @@ async fn every_documented_path_is_served() {
                 .replace("{key}", "summary")
                 .replace("{entry_id}", "x")
                 .replace("{chain_id}", "x")
-                .replace("{item_id}", "x");
+                .replace("{item_id}", "x")
+                .replace("{transition}", "start");
             let res = app
                 .client
                 .request(

@@ -41,6 +41,7 @@ impl From<CoeError> for ApiError {
                 message,
                 fields: vec![],
             },
+            CoeError::Forbidden(message) => ApiError::Forbidden(message),
             CoeError::Database(e) => e.into(),
         }
     }
@@ -88,11 +89,7 @@ async fn write_then_show<T: Send + 'static>(
     let doc = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
         write(&mut conn, &state)?;
-        Ok(coes::load(
-            &mut conn,
-            &id,
-            &state.settings.coe.intention_phrases,
-        )?)
+        Ok(coes::load(&mut conn, &id, &state.settings)?)
     })
     .await??;
     Ok(document_response(status, doc))
@@ -119,11 +116,7 @@ pub async fn create(
     let doc = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
         let id = coes::create(&mut conn, input, &actor, &state.coe_context())?;
-        Ok(coes::load(
-            &mut conn,
-            &id,
-            &state.settings.coe.intention_phrases,
-        )?)
+        Ok(coes::load(&mut conn, &id, &state.settings)?)
     })
     .await??;
     Ok(document_response(actix_web::http::StatusCode::CREATED, doc))
@@ -148,11 +141,7 @@ pub async fn get(
     checked_id(&id)?;
     let doc = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
-        Ok(coes::load(
-            &mut conn,
-            &id,
-            &state.settings.coe.intention_phrases,
-        )?)
+        Ok(coes::load(&mut conn, &id, &state.settings)?)
     })
     .await??;
     Ok(document_response(actix_web::http::StatusCode::OK, doc))
@@ -614,7 +603,7 @@ pub async fn export(
     checked_id(&id)?;
     let markdown = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
-        let doc = coes::load(&mut conn, &id, &state.settings.coe.intention_phrases)?;
+        let doc = coes::load(&mut conn, &id, &state.settings)?;
         crate::services::export::markdown(&doc).map_err(ApiError::Internal)
     })
     .await??;

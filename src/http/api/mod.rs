@@ -1,5 +1,6 @@
 //! JSON API handlers: extract, call a service, respond.
 
+pub mod actions;
 pub mod coes;
 pub mod incidents;
 pub mod ingest;

@@ -1,0 +1,377 @@
+//! Corrective actions: `POST /api/v1/coes/{id}/actions`, `/api/v1/actions…`, and the
+//! review steps of a COE.
+
+use actix_web::{web, HttpResponse};
+use chrono::NaiveDate;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::domain::action::{ActionKind, ActionState, Priority, Transition};
+use crate::domain::Role;
+use crate::error::{ApiError, ErrorBody, FieldProblem};
+use crate::http::extract::{ApiJson, ApiQuery, OptionalJson};
+use crate::services::actions::{
+    self, ActionDetail, ActionError, ActionFilter, ActionPatch, ActionSort, ActionView, Clock,
+    NewAction, TransitionInput,
+};
+use crate::services::coes::{self, CoeDocument};
+use crate::services::review::{self, Reviewer, Step};
+use crate::services::tokens::Caller;
+use crate::startup::AppState;
+
+impl From<ActionError> for ApiError {
+    fn from(e: ActionError) -> Self {
+        match e {
+            e @ (ActionError::NotFound(_) | ActionError::CoeNotFound(_)) => {
+                ApiError::NotFound(e.to_string())
+            }
+            e @ ActionError::CoeClosed(_) => ApiError::Conflict {
+                message: e.to_string(),
+                fields: vec![],
+            },
+            ActionError::Transition(t) => ApiError::Conflict {
+                message: t.to_string(),
+                fields: vec![],
+            },
+            ActionError::Invalid(problems) => ApiError::Validation(
+                problems
+                    .into_iter()
+                    .map(|(f, p)| FieldProblem::new(f, p))
+                    .collect(),
+            ),
+            ActionError::Database(e) => e.into(),
+        }
+    }
+}
+
+fn clock(state: &AppState) -> Clock {
+    Clock {
+        now: chrono::Utc::now(),
+        tz: state.settings.org_timezone(),
+    }
+}
+
+fn checked_id(id: &str, what: &str) -> Result<(), ApiError> {
+    if crate::http::plausible_id(id) {
+        Ok(())
+    } else {
+        Err(ApiError::NotFound(format!(
+            "no {what} with id `{}`",
+            id.escape_default()
+        )))
+    }
+}
+
+/// Adds a corrective action to a COE.
+#[utoipa::path(operation_id = "create_action", post, path = "/api/v1/coes/{id}/actions", tag = "actions", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id")),
+    request_body = NewAction,
+    responses(
+        (status = 201, description = "The new action", body = ActionDetail),
+        (status = 404, description = "No such COE", body = ErrorBody),
+        (status = 409, description = "The COE is closed", body = ErrorBody),
+        (status = 422, description = "A field is missing or invalid (due date in the past, bad owner…)", body = ErrorBody),
+    ))]
+pub async fn create(
+    caller: Caller,
+    id: web::Path<String>,
+    body: ApiJson<NewAction>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let coe_id = id.into_inner();
+    checked_id(&coe_id, "COE")?;
+    let (input, actor) = (body.0, caller.actor());
+    let detail = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        let clock = clock(&state);
+        let id = actions::create(&mut conn, &coe_id, &input, &actor, clock)?;
+        Ok(actions::get(&mut conn, &id, clock)?)
+    })
+    .await??;
+    Ok(HttpResponse::Created().json(detail))
+}
+
+/// One action with the history of its due date.
+#[utoipa::path(operation_id = "get_action", get, path = "/api/v1/actions/{id}", tag = "actions", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The action's id")),
+    responses(
+        (status = 200, description = "The action", body = ActionDetail),
+        (status = 404, description = "No such action", body = ErrorBody),
+    ))]
+pub async fn get(
+    caller: Caller,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let id = id.into_inner();
+    checked_id(&id, "action")?;
+    let detail = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        Ok(actions::get(&mut conn, &id, clock(&state))?)
+    })
+    .await??;
+    Ok(HttpResponse::Ok().json(detail))
+}
+
+/// Changes an action. Moving the due date needs a `reason`; each move is kept.
+#[utoipa::path(operation_id = "patch_action", patch, path = "/api/v1/actions/{id}", tag = "actions", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The action's id")),
+    request_body = ActionPatch,
+    responses(
+        (status = 200, description = "The updated action", body = ActionDetail),
+        (status = 404, description = "No such action", body = ErrorBody),
+        (status = 422, description = "A field is invalid, or a due date moves without a reason", body = ErrorBody),
+    ))]
+pub async fn patch(
+    caller: Caller,
+    id: web::Path<String>,
+    body: ApiJson<ActionPatch>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let id = id.into_inner();
+    checked_id(&id, "action")?;
+    let (patch, actor) = (body.0, caller.actor());
+    let detail = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        let clock = clock(&state);
+        actions::patch(&mut conn, &id, &patch, &actor, clock)?;
+        Ok(actions::get(&mut conn, &id, clock)?)
+    })
+    .await??;
+    Ok(HttpResponse::Ok().json(detail))
+}
+
+/// Moves an action: `start`, `complete` (note = resolution, optional evidence_url),
+/// `wont-do` (note = reason), `reopen` (note = why).
+#[utoipa::path(operation_id = "transition_action", post, path = "/api/v1/actions/{id}/{transition}", tag = "actions", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The action's id"),
+           ("transition" = String, Path, description = "start, complete, wont-do or reopen")),
+    request_body = TransitionInput,
+    responses(
+        (status = 200, description = "The updated action", body = ActionDetail),
+        (status = 404, description = "No such action or transition", body = ErrorBody),
+        (status = 409, description = "Not allowed from the current state; the allowed ones are named", body = ErrorBody),
+        (status = 422, description = "A note is required", body = ErrorBody),
+    ))]
+pub async fn transition(
+    caller: Caller,
+    path: web::Path<(String, String)>,
+    body: OptionalJson<TransitionInput>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let (id, verb) = path.into_inner();
+    checked_id(&id, "action")?;
+    let verb = match verb.as_str() {
+        "start" => Transition::Start,
+        "complete" => Transition::Complete,
+        "wont-do" => Transition::WontDo,
+        "reopen" => Transition::Reopen,
+        other => {
+            return Err(ApiError::NotFound(format!(
+                "no action transition `{}`; they are start, complete, wont-do, reopen",
+                other.escape_default()
+            )))
+        }
+    };
+    let input = body.0.unwrap_or_default();
+    let actor = caller.actor();
+    let detail = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        actions::transition(&mut conn, &id, verb, &input, &actor)?;
+        Ok(actions::get(&mut conn, &id, clock(&state))?)
+    })
+    .await??;
+    Ok(HttpResponse::Ok().json(detail))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ActionQuery {
+    /// The owner's email.
+    pub owner: Option<String>,
+    /// The owners' team, from the people directory.
+    pub team: Option<String>,
+    /// A COE's id.
+    pub coe: Option<String>,
+    /// open, in_progress, done or wont_do.
+    #[param(value_type = Option<String>)]
+    pub status: Option<ActionState>,
+    /// Only overdue (true) or only not overdue (false) actions.
+    pub overdue: Option<bool>,
+    /// Due before this date (YYYY-MM-DD).
+    #[param(value_type = Option<String>)]
+    pub due_before: Option<NaiveDate>,
+    #[param(value_type = Option<String>)]
+    pub priority: Option<Priority>,
+    #[param(value_type = Option<String>)]
+    pub kind: Option<ActionKind>,
+    /// `due_date` (default) or `days_overdue`.
+    pub sort: Option<String>,
+    pub limit: Option<i64>,
+    pub offset: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActionPage {
+    pub actions: Vec<ActionView>,
+    pub total: i64,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+/// Finds actions: by owner, team, COE, status, overdue, due date, priority, kind.
+#[utoipa::path(operation_id = "list_actions", get, path = "/api/v1/actions", tag = "actions", security(("bearer" = [])),
+    params(ActionQuery),
+    responses(
+        (status = 200, description = "A page of actions", body = ActionPage),
+        (status = 422, description = "A bad query parameter", body = ErrorBody),
+    ))]
+pub async fn list(
+    caller: Caller,
+    query: ApiQuery<ActionQuery>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let q = query.0;
+    let (limit, offset) = crate::http::page(q.limit, q.offset)?;
+    let sort = match q.sort.as_deref() {
+        None | Some("due_date") => ActionSort::DueDate,
+        Some("days_overdue") => ActionSort::DaysOverdue,
+        Some(other) => {
+            return Err(ApiError::field(
+                "sort",
+                format!("must be due_date or days_overdue (got {other:?})"),
+            ))
+        }
+    };
+    let filter = ActionFilter {
+        owner: q.owner.map(|o| o.trim().to_lowercase()),
+        team: q.team,
+        coe: q.coe,
+        state: q.status,
+        overdue: q.overdue,
+        due_before: q.due_before,
+        priority: q.priority,
+        kind: q.kind,
+    };
+    let (actions, total) = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        Ok(actions::list(
+            &mut conn,
+            &filter,
+            sort,
+            limit,
+            offset,
+            clock(&state),
+        )?)
+    })
+    .await??;
+    Ok(HttpResponse::Ok().json(ActionPage {
+        actions,
+        total,
+        limit,
+        offset,
+    }))
+}
+
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewInput {
+    /// Required to request changes; kept and shown with the COE.
+    #[serde(default)]
+    pub comment: Option<String>,
+}
+
+async fn review_step(
+    caller: Caller,
+    id: String,
+    step: Step,
+    body: OptionalJson<ReviewInput>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    checked_id(&id, "COE")?;
+    let comment = body.0.and_then(|b| b.comment);
+    let doc: CoeDocument = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        let who = Reviewer {
+            actor: &caller.actor(),
+            email: caller.email.as_deref(),
+            is_admin: caller.role == Role::Admin,
+        };
+        review::step(
+            &mut conn,
+            &id,
+            step,
+            comment.as_deref(),
+            &who,
+            &state.settings,
+        )?;
+        Ok(coes::load(&mut conn, &id, &state.settings)?)
+    })
+    .await??;
+    Ok(HttpResponse::Ok()
+        .insert_header(("ETag", format!("\"{}\"", doc.version)))
+        .json(doc))
+}
+
+/// Submits a draft for review. Refused with every missing piece at once when incomplete.
+#[utoipa::path(operation_id = "submit_coe", post, path = "/api/v1/coes/{id}/submit", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id")),
+    responses(
+        (status = 200, description = "Now in review", body = CoeDocument),
+        (status = 404, description = "No such COE", body = ErrorBody),
+        (status = 409, description = "Not a draft; the allowed steps are named", body = ErrorBody),
+        (status = 422, description = "Incomplete: every missing piece is listed; or no reviewer, or the reviewer is the owner", body = ErrorBody),
+    ))]
+pub async fn submit(
+    caller: Caller,
+    id: web::Path<String>,
+    body: OptionalJson<ReviewInput>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    review_step(caller, id.into_inner(), Step::Submit, body, state).await
+}
+
+/// Approves a COE in review. The reviewer only (or an admin).
+#[utoipa::path(operation_id = "approve_coe", post, path = "/api/v1/coes/{id}/approve", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id")),
+    responses(
+        (status = 200, description = "Approved (closed at once when every action is already closed)", body = CoeDocument),
+        (status = 403, description = "Not the reviewer", body = ErrorBody),
+        (status = 404, description = "No such COE", body = ErrorBody),
+        (status = 409, description = "Not in review; the allowed steps are named", body = ErrorBody),
+    ))]
+pub async fn approve(
+    caller: Caller,
+    id: web::Path<String>,
+    body: OptionalJson<ReviewInput>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    review_step(caller, id.into_inner(), Step::Approve, body, state).await
+}
+
+/// Sends a COE in review back to draft with a comment. The reviewer only (or an admin).
+#[utoipa::path(operation_id = "request_coe_changes", post, path = "/api/v1/coes/{id}/request-changes", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id")),
+    request_body = ReviewInput,
+    responses(
+        (status = 200, description = "Back to draft; the comment is kept", body = CoeDocument),
+        (status = 403, description = "Not the reviewer", body = ErrorBody),
+        (status = 404, description = "No such COE", body = ErrorBody),
+        (status = 409, description = "Not in review; the allowed steps are named", body = ErrorBody),
+        (status = 422, description = "No comment", body = ErrorBody),
+    ))]
+pub async fn request_changes(
+    caller: Caller,
+    id: web::Path<String>,
+    body: OptionalJson<ReviewInput>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    review_step(caller, id.into_inner(), Step::RequestChanges, body, state).await
+}

@@ -1,0 +1,643 @@
+//! Corrective actions tracked to closure, and the review that approves a COE.
+
+use chrono::{Duration, Utc};
+use coe::domain::{EmailAddress, Role, TokenName};
+use diesel::prelude::*;
+use serde_json::{json, Value};
+
+use crate::helpers::{error_of, spawn_app, TestApp};
+
+struct World {
+    app: TestApp,
+    owner: String,
+    reviewer: String,
+    stranger: String,
+}
+
+fn person_token(app: &TestApp, name: &str, email: &str) -> String {
+    let mut conn = app.pool.get().expect("conn");
+    let (_, secret) = coe::services::tokens::create(
+        &mut conn,
+        &TokenName::parse(name).expect("name"),
+        Role::Member,
+        Some(&EmailAddress::parse(email).expect("email")),
+    )
+    .expect("token");
+    secret.expose().to_owned()
+}
+
+impl World {
+    async fn new() -> World {
+        let app = spawn_app().await;
+        let owner = person_token(&app, "owner", "owner@example.com");
+        let reviewer = person_token(&app, "reviewer", "reviewer@example.com");
+        let stranger = person_token(&app, "stranger", "stranger@example.com");
+        World {
+            app,
+            owner,
+            reviewer,
+            stranger,
+        }
+    }
+
+    async fn send(
+        &self,
+        token: &str,
+        method: &str,
+        path: &str,
+        version: Option<i64>,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = self
+            .app
+            .client
+            .request(method.parse().expect("method"), self.app.url(path))
+            .bearer_auth(token);
+        if let Some(v) = version {
+            req = req.header("if-match", format!("\"{v}\""));
+        }
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let res = req.send().await.expect("sent");
+        let status = res.status().as_u16();
+        let text = res.text().await.expect("text");
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    /// A COE whose writeup is complete, owned by owner@, reviewed by reviewer@.
+    async fn written_coe(&self) -> (String, i64) {
+        let (status, doc) = self
+            .send(
+                &self.owner,
+                "POST",
+                "/api/v1/coes",
+                None,
+                Some(json!({"title": "Payments down", "owner": "owner@example.com"})),
+            )
+            .await;
+        assert_eq!(status, 201, "{doc}");
+        let id = doc["id"].as_str().expect("id").to_owned();
+        let mut v = doc["version"].as_i64().expect("version");
+        for (key, body) in [
+            ("summary", "Payments failed for 20 minutes."),
+            ("impact", "4,100 payments failed."),
+            ("detection", "Alert after 3 minutes."),
+            ("diagnosis", "A bad config push."),
+            ("mitigation", "Rolled back."),
+            ("prevention", "Config is validated in CI."),
+            ("lessons", "Rollback was fast."),
+        ] {
+            let (_, doc) = self
+                .send(
+                    &self.owner,
+                    "PUT",
+                    &format!("/api/v1/coes/{id}/sections/{key}"),
+                    Some(v),
+                    Some(json!({"body": body})),
+                )
+                .await;
+            v = doc["version"].as_i64().expect("version");
+        }
+        let (_, doc) = self
+            .send(&self.owner, "POST", &format!("/api/v1/coes/{id}/timeline"), Some(v),
+                  Some(json!({"at": "2026-11-29T10:00:00Z", "kind": "started", "text": "Config pushed"})))
+            .await;
+        v = doc["version"].as_i64().expect("version");
+        let (_, doc) = self
+            .send(
+                &self.owner,
+                "POST",
+                &format!("/api/v1/coes/{id}/whys"),
+                Some(v),
+                Some(json!({"steps": [
+                    {"why": "Why did payments fail?", "because": "The config was invalid."},
+                    {"why": "Why was it invalid?", "because": "A typo."},
+                    {"why": "Why did the typo ship?", "because": "Nothing validated the config."}
+                ]})),
+            )
+            .await;
+        v = doc["version"].as_i64().expect("version");
+        let (status, doc) = self
+            .send(
+                &self.owner,
+                "PATCH",
+                &format!("/api/v1/coes/{id}"),
+                Some(v),
+                Some(json!({"reviewer": "reviewer@example.com"})),
+            )
+            .await;
+        assert_eq!(status, 200, "{doc}");
+        (id, doc["version"].as_i64().expect("version"))
+    }
+
+    async fn action(&self, coe: &str, title: &str, owner: &str) -> Value {
+        let due = (Utc::now() + Duration::days(10)).date_naive();
+        let (status, action) = self
+            .send(&self.owner, "POST", &format!("/api/v1/coes/{coe}/actions"), None, Some(json!({
+                "title": title, "owner": owner, "due_date": due, "priority": "high", "kind": "prevent",
+                "success_criteria": "A bad config fails CI", "external_url": "https://tickets.example.com/P-1"
+            })))
+            .await;
+        assert_eq!(status, 201, "{action}");
+        action
+    }
+
+    async fn coe(&self, id: &str) -> Value {
+        self.app
+            .get_json(&format!("/api/v1/coes/{id}"), &self.owner)
+            .await
+    }
+}
+
+#[tokio::test]
+async fn a_coe_is_submitted_approved_and_closes_with_its_last_action() {
+    let w = World::new().await;
+    let (id, _) = w.written_coe().await;
+
+    // No action yet: submitting lists what is missing.
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["fields"][0]["field"], "actions");
+
+    let a1 = w
+        .action(&id, "Validate config in CI", "dev@example.com")
+        .await;
+    let a2 = w
+        .action(&id, "Alert on payment errors", "ops@example.com")
+        .await;
+    assert_eq!(a1["state"], "open");
+    assert_eq!(a1["coe_title"], "Payments down");
+
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["state"], "in_review");
+
+    // Only the reviewer approves.
+    let (status, _) = w
+        .send(
+            &w.stranger,
+            "POST",
+            &format!("/api/v1/coes/{id}/approve"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, body) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("/api/v1/coes/{id}/request-changes"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 422, "a comment is required: {body}");
+    let (status, doc) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("/api/v1/coes/{id}/request-changes"),
+            None,
+            Some(json!({"comment": "Add the customer count."})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(doc["state"], "draft");
+    assert_eq!(doc["review"][1]["verdict"], "changes_requested");
+    assert_eq!(doc["review"][1]["body"], "Add the customer count.");
+    w.send(
+        &w.owner,
+        "POST",
+        &format!("/api/v1/coes/{id}/submit"),
+        None,
+        None,
+    )
+    .await;
+    let (status, doc) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("/api/v1/coes/{id}/approve"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["state"], "approved");
+
+    // Approving again is an invalid transition, named.
+    let (status, body) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("/api/v1/coes/{id}/approve"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 409);
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .expect("m")
+            .contains("approved"),
+        "{body}"
+    );
+
+    let a1_id = a1["id"].as_str().expect("id");
+    let a2_id = a2["id"].as_str().expect("id");
+    let (status, _) = w
+        .send(&w.owner, "POST", &format!("/api/v1/actions/{a1_id}/complete"), None,
+              Some(json!({"note": "CI rejects bad configs", "evidence_url": "https://ci.example.com/run/1"})))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        w.coe(&id).await["state"],
+        "approved",
+        "one action is still open"
+    );
+    let (status, _) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/actions/{a2_id}/wont-do"),
+            None,
+            Some(json!({"note": "Covered by a1"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        w.coe(&id).await["state"],
+        "closed",
+        "the last action closed it"
+    );
+
+    let (status, action) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/actions/{a2_id}/reopen"),
+            None,
+            Some(json!({"note": "Not covered after all"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(action["state"], "open");
+    assert_eq!(
+        w.coe(&id).await["state"],
+        "approved",
+        "reopening an action reopens the COE"
+    );
+
+    let history = w
+        .app
+        .get_json(&format!("/api/v1/coes/{id}/history"), &w.owner)
+        .await;
+    let actions: Vec<&str> = history["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .map(|c| c["action"].as_str().unwrap_or(""))
+        .collect();
+    assert!(
+        actions.contains(&"state:closed") && actions.contains(&"action:reopen"),
+        "{actions:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_reviewer_cannot_be_the_owner_and_submission_lists_every_missing_piece() {
+    let w = World::new().await;
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "POST",
+            "/api/v1/coes",
+            None,
+            Some(json!({"title": "Empty", "owner": "owner@example.com"})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let id = doc["id"].as_str().expect("id").to_owned();
+    let v = doc["version"].as_i64().expect("v");
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &format!("/api/v1/coes/{id}"),
+            Some(v),
+            Some(json!({"reviewer": "owner@example.com"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 422);
+    assert_eq!(body["error"]["fields"][0]["field"], "reviewer");
+    let (_, doc) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &format!("/api/v1/coes/{id}"),
+            Some(v),
+            Some(json!({"reviewer": "reviewer@example.com"})),
+        )
+        .await;
+    assert_eq!(doc["reviewer"], "reviewer@example.com");
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 422);
+    let fields: Vec<&str> = body["error"]["fields"]
+        .as_array()
+        .expect("fields")
+        .iter()
+        .map(|f| f["field"].as_str().expect("f"))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "summary",
+            "impact",
+            "timeline",
+            "detection",
+            "diagnosis",
+            "mitigation",
+            "prevention",
+            "five_whys",
+            "lessons",
+            "actions"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn every_action_transition_allowed_and_refused() {
+    let w = World::new().await;
+    let (id, _) = w.written_coe().await;
+    let action = w.action(&id, "Add a canary", "dev@example.com").await;
+    let a = action["id"].as_str().expect("id").to_owned();
+    let step = |verb: &'static str, note: Option<&'static str>| {
+        let path = format!("/api/v1/actions/{a}/{verb}");
+        let body = note.map(|n| json!({"note": n}));
+        (path, body)
+    };
+    let cases: Vec<(&str, Option<&str>, u16, Option<&str>)> = vec![
+        ("reopen", Some("x"), 409, None),
+        ("complete", None, 422, None),
+        ("wont-do", None, 422, None),
+        ("start", None, 200, Some("in_progress")),
+        ("start", None, 409, None),
+        ("complete", Some("Canary deployed"), 200, Some("done")),
+        ("complete", Some("again"), 409, None),
+        ("start", None, 409, None),
+        ("reopen", None, 422, None),
+        ("reopen", Some("The canary was removed"), 200, Some("open")),
+        (
+            "wont-do",
+            Some("Replaced by blue/green"),
+            200,
+            Some("wont_do"),
+        ),
+        ("reopen", Some("Blue/green cancelled"), 200, Some("open")),
+        ("explode", None, 404, None),
+    ];
+    for (verb, note, status, state) in cases {
+        let (path, body) = step(verb, note);
+        let (got, answer) = w.send(&w.owner, "POST", &path, None, body).await;
+        assert_eq!(got, status, "{verb} {note:?}: {answer}");
+        if let Some(state) = state {
+            assert_eq!(answer["state"], state, "{verb}");
+        }
+        if got == 409 {
+            let message = answer["error"]["message"].as_str().expect("message");
+            assert!(
+                message.contains("can:"),
+                "names the allowed transitions: {message}"
+            );
+        }
+    }
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/actions/{a}/complete"),
+            None,
+            Some(json!({"note": 7})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    let (status, _) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/actions/{a}/complete"),
+            None,
+            Some(json!("{")),
+        )
+        .await;
+    assert_eq!(status, 422);
+}
+
+#[tokio::test]
+async fn due_dates_must_be_in_the_future_and_moving_one_needs_a_reason() {
+    let w = World::new().await;
+    let (id, _) = w.written_coe().await;
+    let yesterday = (Utc::now() - Duration::days(1)).date_naive();
+    let (status, body) = w
+        .send(&w.owner, "POST", &format!("/api/v1/coes/{id}/actions"), None, Some(json!({
+            "title": "Late", "owner": "not-an-email", "due_date": yesterday, "priority": "urgent", "kind": "prevent"
+        })))
+        .await;
+    assert_eq!(status, 422, "{body}");
+    let (status, body) = w
+        .send(&w.owner, "POST", &format!("/api/v1/coes/{id}/actions"), None, Some(json!({
+            "title": "Late", "owner": "dev@example.com", "due_date": yesterday, "priority": "low", "kind": "prevent"
+        })))
+        .await;
+    assert_eq!(status, 422);
+    assert_eq!(body["error"]["fields"][0]["field"], "due_date");
+    assert!(body["error"]["fields"][0]["problem"]
+        .as_str()
+        .expect("p")
+        .contains("future"));
+
+    let action = w.action(&id, "Rate-limit retries", "dev@example.com").await;
+    let a = action["id"].as_str().expect("id");
+    let later = (Utc::now() + Duration::days(30)).date_naive();
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &format!("/api/v1/actions/{a}"),
+            None,
+            Some(json!({"due_date": later})),
+        )
+        .await;
+    assert_eq!(status, 422);
+    assert_eq!(body["error"]["fields"][0]["field"], "reason");
+    let (status, action) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &format!("/api/v1/actions/{a}"),
+            None,
+            Some(json!({"due_date": later, "reason": "Waiting for the vendor"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{action}");
+    assert_eq!(action["due_date"], json!(later));
+    assert_eq!(action["due_date_changes"], 1);
+    assert_eq!(
+        action["due_date_history"][0]["reason"],
+        "Waiting for the vendor"
+    );
+    assert_eq!(action["due_date_history"][0]["by"], "owner@example.com");
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &format!("/api/v1/actions/{a}"),
+            None,
+            Some(json!({"due_date": yesterday, "reason": "oops"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    let (status, _) = w
+        .send(&w.owner, "GET", "/api/v1/actions/nope", None, None)
+        .await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn intentions_in_action_titles_are_flagged_and_overdue_actions_are_found_by_team() {
+    let w = World::new().await;
+    let (id, _) = w.written_coe().await;
+    let a1 = w
+        .action(
+            &id,
+            "Remind the team to double-check deploys",
+            "dev@example.com",
+        )
+        .await;
+    let a2 = w.action(&id, "Add a deploy gate", "ops@example.com").await;
+    let doc = w.coe(&id).await;
+    let warned: Vec<&str> = doc["completeness"]["warnings"]
+        .as_array()
+        .expect("w")
+        .iter()
+        .map(|x| x["at"].as_str().expect("at"))
+        .collect();
+    assert!(warned.contains(&"actions[0].title"), "{warned:?}");
+    assert_eq!(doc["actions"].as_array().expect("actions").len(), 2);
+
+    // Make a1 overdue by 9 days, as if it had been set long ago.
+    {
+        use coe::db::schema::{corrective_actions, people};
+        let mut conn = w.app.pool.get().expect("conn");
+        diesel::update(corrective_actions::table.find(a1["id"].as_str().expect("id")))
+            .set(corrective_actions::due_date.eq((Utc::now() - Duration::days(9)).date_naive()))
+            .execute(&mut conn)
+            .expect("backdate");
+        diesel::update(people::table.find("dev@example.com"))
+            .set(people::team.eq("payments"))
+            .execute(&mut conn)
+            .expect("team");
+    }
+    let page = w
+        .app
+        .get_json("/api/v1/actions?overdue=true", &w.owner)
+        .await;
+    assert_eq!(page["total"], 1);
+    assert_eq!(page["actions"][0]["id"], a1["id"]);
+    assert_eq!(page["actions"][0]["days_overdue"], 9);
+    assert_eq!(page["actions"][0]["overdue"], true);
+    assert_eq!(page["actions"][0]["coe_severity"], "sev3");
+    assert_eq!(
+        w.app
+            .get_json("/api/v1/actions?overdue=false", &w.owner)
+            .await["total"],
+        1
+    );
+    assert_eq!(
+        w.app
+            .get_json("/api/v1/actions?team=payments", &w.owner)
+            .await["total"],
+        1
+    );
+    assert_eq!(
+        w.app
+            .get_json("/api/v1/actions?owner=OPS@example.com", &w.owner)
+            .await["actions"][0]["id"],
+        a2["id"]
+    );
+    assert_eq!(
+        w.app
+            .get_json(
+                &format!("/api/v1/actions?coe={id}&priority=high&kind=prevent"),
+                &w.owner
+            )
+            .await["total"],
+        2
+    );
+    assert_eq!(
+        w.app
+            .get_json("/api/v1/actions?status=done", &w.owner)
+            .await["total"],
+        0
+    );
+    let sorted = w
+        .app
+        .get_json("/api/v1/actions?sort=days_overdue", &w.owner)
+        .await;
+    assert_eq!(sorted["actions"][0]["id"], a1["id"]);
+    for (query, field) in [
+        ("?status=lost", "status"),
+        ("?overdue=maybe", "overdue"),
+        ("?due_before=soon", "due_before"),
+        ("?sort=random", "sort"),
+    ] {
+        let (_, _, fields) = error_of(
+            w.app
+                .get(&format!("/api/v1/actions{query}"), Some(&w.owner))
+                .await,
+            422,
+        )
+        .await;
+        assert_eq!(fields[0].0, field, "{query}");
+    }
+}
