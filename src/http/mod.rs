@@ -100,7 +100,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(
             web::resource("/api/v1/actions/{id}/{transition}")
                 .route(web::post().to(api::actions::transition)),
-        );
+        )
+        .service(web::resource("/api/v1/people").route(web::get().to(api::people::list)))
+        .service(web::resource("/api/v1/people/import").route(web::post().to(api::people::import)))
+        .service(web::resource("/api/v1/people/{email}").route(web::put().to(api::people::put)));
 }
 
 /// Whether a path id could name a row: ids are short and never hold NUL (which

@@ -49,6 +49,9 @@ use crate::http::{api, health};
         api::actions::submit,
         api::actions::approve,
         api::actions::request_changes,
+        api::people::put,
+        api::people::list,
+        api::people::import,
     ),
     components(schemas(ErrorBody, ErrorDetail, FieldProblem)),
     modifiers(&BearerAuth),
@@ -57,6 +60,7 @@ use crate::http::{api, health};
         (name = "tokens", description = "API tokens and the caller's identity"),
         (name = "events", description = "Failure events in: the generic event API and webhook receivers"),
         (name = "incidents", description = "Incidents: failure events grouped by group key"),
+        (name = "people", description = "The people directory: teams, managers, time zones"),
         (name = "actions", description = "Corrective actions, tracked to closure"),
         (name = "coes", description = "COE writeups: sections, timeline, 5 whys, related items, history, export"),
     )

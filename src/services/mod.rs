@@ -6,6 +6,7 @@ pub mod coes;
 pub mod export;
 pub mod incidents;
 pub mod ingest;
+pub mod people;
 pub mod review;
 pub mod sns;
 pub mod tokens;

@@ -13,6 +13,7 @@ mod events;
 mod health;
 mod migrations;
 mod openapi;
+mod people;
 mod storm;
 mod tokens;
 mod webhooks;

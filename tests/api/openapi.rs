@@ -40,6 +40,9 @@ const ENDPOINTS: &[(&str, &str)] = &[
     ("get", "/api/v1/actions/{id}"),
     ("patch", "/api/v1/actions/{id}"),
     ("post", "/api/v1/actions/{id}/{transition}"),
+    ("put", "/api/v1/people/{email}"),
+    ("get", "/api/v1/people"),
+    ("post", "/api/v1/people/import"),
 ];
 
 fn collect_refs(value: &Value, out: &mut Vec<String>) {
@@ -116,7 +119,8 @@ async fn every_documented_path_is_served() {
                 .replace("{entry_id}", "x")
                 .replace("{chain_id}", "x")
                 .replace("{item_id}", "x")
-                .replace("{transition}", "start");
+                .replace("{transition}", "start")
+                .replace("{email}", "x@example.com");
             let res = app
                 .client
                 .request(

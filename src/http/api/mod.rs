@@ -4,4 +4,5 @@ pub mod actions;
 pub mod coes;
 pub mod incidents;
 pub mod ingest;
+pub mod people;
 pub mod tokens;

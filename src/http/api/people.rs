@@ -1,0 +1,119 @@
+//! The people directory: `/api/v1/people`.
+
+use actix_web::{web, HttpResponse};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::domain::{EmailAddress, Role};
+use crate::error::{ApiError, ErrorBody, FieldProblem};
+use crate::http::extract::{ApiJson, ApiQuery};
+use crate::services::people::{self, ImportReport, PeopleError, Person, PersonInput};
+use crate::services::tokens::Caller;
+use crate::startup::AppState;
+
+impl From<PeopleError> for ApiError {
+    fn from(e: PeopleError) -> Self {
+        match e {
+            PeopleError::Invalid(problems) => ApiError::Validation(
+                problems
+                    .into_iter()
+                    .map(|(f, p)| FieldProblem::new(f, p))
+                    .collect(),
+            ),
+            PeopleError::Database(e) => e.into(),
+        }
+    }
+}
+
+/// Creates or replaces a person in the directory.
+#[utoipa::path(operation_id = "put_person", put, path = "/api/v1/people/{email}", tag = "people", security(("bearer" = [])),
+    params(("email" = String, Path, description = "The person's email address")),
+    request_body = PersonInput,
+    responses(
+        (status = 200, description = "The person as stored", body = Person),
+        (status = 422, description = "A bad email, manager or time zone", body = ErrorBody),
+    ))]
+pub async fn put(
+    caller: Caller,
+    email: web::Path<String>,
+    body: ApiJson<PersonInput>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let email =
+        EmailAddress::parse(&email.into_inner()).map_err(|p| ApiError::field("email", p))?;
+    let input = body.0;
+    let person = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        Ok(people::put(&mut conn, &email, &input)?)
+    })
+    .await??;
+    Ok(HttpResponse::Ok().json(person))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct PeopleQuery {
+    /// Only this team.
+    pub team: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PeopleList {
+    pub people: Vec<Person>,
+}
+
+/// Lists the directory, by email.
+#[utoipa::path(operation_id = "list_people", get, path = "/api/v1/people", tag = "people", security(("bearer" = [])),
+    params(PeopleQuery),
+    responses((status = 200, description = "Everyone, or one team", body = PeopleList)))]
+pub async fn list(
+    caller: Caller,
+    query: ApiQuery<PeopleQuery>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let team = query.0.team;
+    let people = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        Ok(people::list(&mut conn, team.as_deref())?)
+    })
+    .await??;
+    Ok(HttpResponse::Ok().json(PeopleList { people }))
+}
+
+/// Imports people from CSV: a header `email,name,team,manager_email,timezone`, then a
+/// line per person. Good lines are stored; every rejected line is reported with why.
+#[utoipa::path(operation_id = "import_people", post, path = "/api/v1/people/import", tag = "people", security(("bearer" = [])),
+    request_body(content = String, content_type = "text/csv"),
+    responses(
+        (status = 200, description = "What was created, updated and rejected", body = ImportReport),
+        (status = 413, description = "Body too large", body = ErrorBody),
+        (status = 422, description = "No usable header", body = ErrorBody),
+    ))]
+pub async fn import(
+    caller: Caller,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let limit = state.settings.server.max_body_bytes;
+    let bytes = match payload.to_bytes_limited(limit).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => return Err(ApiError::BadRequest(format!("cannot read the body: {e}"))),
+        Err(_) => {
+            return Err(ApiError::PayloadTooLarge(format!(
+                "the request body is larger than the limit of {limit} bytes"
+            )))
+        }
+    };
+    let text = String::from_utf8(bytes.to_vec())
+        .map_err(|e| ApiError::field("body", format!("must be UTF-8 text ({e})")))?;
+    let report = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        Ok(people::import_csv(&mut conn, &text)?)
+    })
+    .await??;
+    Ok(HttpResponse::Ok().json(report))
+}

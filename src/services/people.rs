@@ -1,0 +1,303 @@
+//! The people directory: who owns actions, their team, their manager, their time zone.
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::db::models::PersonRow;
+use crate::db::schema::people;
+use crate::db::{self, DbConnection};
+use crate::domain::EmailAddress;
+
+/// A person as the API shows them.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Person {
+    pub email: String,
+    pub name: Option<String>,
+    pub team: Option<String>,
+    pub manager_email: Option<String>,
+    pub timezone: Option<String>,
+    pub created_at: NaiveDateTime,
+    pub updated_at: NaiveDateTime,
+}
+
+impl From<PersonRow> for Person {
+    fn from(r: PersonRow) -> Self {
+        Person {
+            email: r.email,
+            name: r.name,
+            team: r.team,
+            manager_email: r.manager_email,
+            timezone: r.timezone,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        }
+    }
+}
+
+/// Body of `PUT /api/v1/people/{email}`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PersonInput {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub team: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub manager_email: Option<EmailAddress>,
+    /// An IANA time zone name, e.g. Europe/Berlin.
+    #[serde(default)]
+    pub timezone: Option<String>,
+}
+
+/// Checks a person's fields; returns the problems by field.
+pub fn check(email: &EmailAddress, input: &PersonInput) -> Vec<(String, String)> {
+    let mut problems = Vec::new();
+    if let Some(tz) = input.timezone.as_deref().filter(|t| !t.trim().is_empty()) {
+        if tz.trim().parse::<chrono_tz::Tz>().is_err() {
+            problems.push((
+                "timezone".to_owned(),
+                format!("must be an IANA time zone name such as Europe/Berlin (got {tz:?})"),
+            ));
+        }
+    }
+    if input.manager_email.as_ref() == Some(email) {
+        problems.push((
+            "manager_email".to_owned(),
+            "must not be the person themselves".to_owned(),
+        ));
+    }
+    for (field, value) in [("name", &input.name), ("team", &input.team)] {
+        if value.as_deref().is_some_and(|v| v.len() > 200) {
+            problems.push((field.to_owned(), "must be at most 200 bytes".to_owned()));
+        }
+    }
+    problems
+}
+
+fn clean(value: &Option<String>) -> Option<String> {
+    value
+        .as_deref()
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+}
+
+/// Creates or replaces a person; returns true when they were new. The caller checked the input.
+fn upsert_checked(
+    conn: &mut DbConnection,
+    email: &EmailAddress,
+    input: &PersonInput,
+    now: NaiveDateTime,
+) -> QueryResult<bool> {
+    let fields = (
+        people::name.eq(clean(&input.name)),
+        people::team.eq(clean(&input.team)),
+        people::manager_email.eq(input.manager_email.as_ref().map(|m| m.as_str().to_owned())),
+        people::timezone.eq(clean(&input.timezone)),
+        people::updated_at.eq(now),
+    );
+    let updated = diesel::update(people::table.find(email.as_str()))
+        .set(fields)
+        .execute(conn)?;
+    if updated > 0 {
+        return Ok(false);
+    }
+    diesel::insert_into(people::table)
+        .values(PersonRow {
+            email: email.as_str().to_owned(),
+            name: clean(&input.name),
+            team: clean(&input.team),
+            manager_email: input.manager_email.as_ref().map(|m| m.as_str().to_owned()),
+            timezone: clean(&input.timezone),
+            created_at: now,
+            updated_at: now,
+        })
+        .execute(conn)?;
+    Ok(true)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PeopleError {
+    #[error("invalid input")]
+    Invalid(Vec<(String, String)>),
+    #[error(transparent)]
+    Database(#[from] diesel::result::Error),
+}
+
+/// Creates or replaces one person.
+pub fn put(
+    conn: &mut DbConnection,
+    email: &EmailAddress,
+    input: &PersonInput,
+) -> Result<Person, PeopleError> {
+    let problems = check(email, input);
+    if !problems.is_empty() {
+        return Err(PeopleError::Invalid(problems));
+    }
+    db::write_transaction(conn, |conn| {
+        upsert_checked(conn, email, input, db::now())?;
+        Ok(people::table
+            .find(email.as_str())
+            .select(PersonRow::as_select())
+            .first(conn)?
+            .into())
+    })
+}
+
+/// Everyone, by email; or one team.
+pub fn list(conn: &mut DbConnection, team: Option<&str>) -> QueryResult<Vec<Person>> {
+    let mut query = people::table.into_boxed();
+    if let Some(team) = team {
+        query = query.filter(people::team.eq(team.to_owned()));
+    }
+    Ok(query
+        .order(people::email.asc())
+        .select(PersonRow::as_select())
+        .load(conn)?
+        .into_iter()
+        .map(Person::from)
+        .collect())
+}
+
+/// A line of a CSV import that was not taken, and why.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RejectedLine {
+    /// 1-based line number in the file (the header is line 1).
+    pub line: u64,
+    pub problem: String,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ImportReport {
+    pub created: usize,
+    pub updated: usize,
+    pub rejected: Vec<RejectedLine>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CsvLine {
+    email: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    team: Option<String>,
+    #[serde(default)]
+    manager_email: Option<String>,
+    #[serde(default)]
+    timezone: Option<String>,
+}
+
+/// Imports `email,name,team,manager_email,timezone` lines (with that header). Good
+/// lines are stored, in one transaction; every bad line is reported with its problem.
+pub fn import_csv(conn: &mut DbConnection, text: &str) -> Result<ImportReport, PeopleError> {
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .flexible(false)
+        .from_reader(text.as_bytes());
+    let headers = reader
+        .headers()
+        .map_err(|e| {
+            PeopleError::Invalid(vec![(
+                "body".into(),
+                format!("cannot read the CSV header: {e}"),
+            )])
+        })?
+        .clone();
+    if !headers.iter().any(|h| h == "email") {
+        return Err(PeopleError::Invalid(vec![(
+            "body".into(),
+            "the first line must be the header email,name,team,manager_email,timezone".into(),
+        )]));
+    }
+    let mut good: Vec<(EmailAddress, PersonInput)> = Vec::new();
+    let mut rejected = Vec::new();
+    for record in reader.records() {
+        let record = match record {
+            Ok(r) => r,
+            Err(e) => {
+                let line = e.position().map_or(0, |p| p.line());
+                rejected.push(RejectedLine {
+                    line,
+                    problem: e.to_string(),
+                });
+                continue;
+            }
+        };
+        let line = record.position().map_or(0, |p| p.line());
+        let parsed: CsvLine = match record.deserialize(Some(&headers)) {
+            Ok(p) => p,
+            Err(e) => {
+                rejected.push(RejectedLine {
+                    line,
+                    problem: e.to_string(),
+                });
+                continue;
+            }
+        };
+        let email = match EmailAddress::parse(&parsed.email) {
+            Ok(e) => e,
+            Err(p) => {
+                rejected.push(RejectedLine {
+                    line,
+                    problem: format!("email {p}"),
+                });
+                continue;
+            }
+        };
+        let manager = match parsed
+            .manager_email
+            .as_deref()
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+        {
+            None => None,
+            Some(m) => match EmailAddress::parse(m) {
+                Ok(m) => Some(m),
+                Err(p) => {
+                    rejected.push(RejectedLine {
+                        line,
+                        problem: format!("manager_email {p}"),
+                    });
+                    continue;
+                }
+            },
+        };
+        let input = PersonInput {
+            name: parsed.name,
+            team: parsed.team,
+            manager_email: manager,
+            timezone: parsed.timezone,
+        };
+        let problems = check(&email, &input);
+        if let Some((field, problem)) = problems.into_iter().next() {
+            rejected.push(RejectedLine {
+                line,
+                problem: format!("{field} {problem}"),
+            });
+            continue;
+        }
+        good.push((email, input));
+    }
+    let (created, updated) = db::write_transaction(conn, |conn| {
+        let now = db::now();
+        let mut created = 0;
+        let mut updated = 0;
+        for (email, input) in &good {
+            if upsert_checked(conn, email, input, now)? {
+                created += 1;
+            } else {
+                updated += 1;
+            }
+        }
+        Ok::<_, diesel::result::Error>((created, updated))
+    })?;
+    Ok(ImportReport {
+        created,
+        updated,
+        rejected,
+    })
+}

@@ -1,0 +1,157 @@
+//! The people directory: one person at a time, and CSV import with a per-line report.
+
+use coe::domain::Role;
+use serde_json::json;
+
+use crate::helpers::{error_of, json, spawn_app};
+
+#[tokio::test]
+async fn a_person_is_put_and_listed_and_bad_fields_are_named() {
+    let app = spawn_app().await;
+    let token = app.token("hr", Role::Member);
+    let res = app
+        .client
+        .put(app.url("/api/v1/people/Alice@Example.com"))
+        .bearer_auth(&token)
+        .json(&json!({"name": "Alice", "team": "payments", "manager_email": "bob@example.com", "timezone": "Europe/Berlin"}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
+    let alice = json(res).await;
+    assert_eq!(alice["email"], "alice@example.com");
+    assert_eq!(alice["manager_email"], "bob@example.com");
+
+    for (body, field) in [
+        (json!({"timezone": "Mars/Base"}), "timezone"),
+        (json!({"manager_email": "nope"}), "manager_email"),
+        (
+            json!({"manager_email": "alice@example.com"}),
+            "manager_email",
+        ),
+    ] {
+        let res = app
+            .client
+            .put(app.url("/api/v1/people/alice@example.com"))
+            .bearer_auth(&token)
+            .json(&body)
+            .send()
+            .await
+            .expect("sent");
+        let (_, _, fields) = error_of(res, 422).await;
+        assert_eq!(fields[0].0, field, "{body}");
+    }
+    let res = app
+        .client
+        .put(app.url("/api/v1/people/not-an-email"))
+        .bearer_auth(&token)
+        .json(&json!({}))
+        .send()
+        .await
+        .expect("sent");
+    error_of(res, 422).await;
+
+    let list = app.get_json("/api/v1/people?team=payments", &token).await;
+    assert_eq!(list["people"].as_array().expect("people").len(), 1);
+    assert_eq!(list["people"][0]["timezone"], "Europe/Berlin");
+}
+
+#[tokio::test]
+async fn csv_import_takes_the_good_lines_and_reports_every_bad_one() {
+    let app = spawn_app().await;
+    let token = app.token("hr", Role::Member);
+    let csv = "email,name,team,manager_email,timezone\n\
+               carol@example.com,Carol,search,dave@example.com,America/New_York\n\
+               not-an-email,Nobody,search,,\n\
+               erin@example.com,Erin,search,also-bad,UTC\n\
+               frank@example.com,Frank,ops,,Nowhere/Land\n\
+               dave@example.com,\"Dave, the manager\",search,,UTC\n\
+               too,many,fields,in,this,line\n";
+    let res = app
+        .client
+        .post(app.url("/api/v1/people/import"))
+        .bearer_auth(&token)
+        .header("content-type", "text/csv")
+        .body(csv)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
+    let report = json(res).await;
+    assert_eq!(report["created"], 2, "{report}");
+    assert_eq!(report["updated"], 0);
+    let rejected = report["rejected"].as_array().expect("rejected");
+    let lines: Vec<i64> = rejected
+        .iter()
+        .map(|r| r["line"].as_i64().expect("line"))
+        .collect();
+    assert_eq!(lines, [3, 4, 5, 7], "{report}");
+    assert!(rejected[0]["problem"]
+        .as_str()
+        .expect("p")
+        .contains("email"));
+    assert!(rejected[1]["problem"]
+        .as_str()
+        .expect("p")
+        .contains("manager_email"));
+    assert!(rejected[2]["problem"]
+        .as_str()
+        .expect("p")
+        .contains("timezone"));
+
+    let people = app.get_json("/api/v1/people", &token).await;
+    let emails: Vec<&str> = people["people"]
+        .as_array()
+        .expect("people")
+        .iter()
+        .map(|p| p["email"].as_str().expect("e"))
+        .collect();
+    assert_eq!(emails, ["carol@example.com", "dave@example.com"]);
+    assert_eq!(people["people"][1]["name"], "Dave, the manager");
+
+    // Importing again updates.
+    let res = app
+        .client
+        .post(app.url("/api/v1/people/import"))
+        .bearer_auth(&token)
+        .body("email,team\ncarol@example.com,platform\n")
+        .send()
+        .await
+        .expect("sent");
+    let report = json(res).await;
+    assert_eq!(report["updated"], 1, "{report}");
+
+    let res = app
+        .client
+        .post(app.url("/api/v1/people/import"))
+        .bearer_auth(&token)
+        .body("name,team\nx,y\n")
+        .send()
+        .await
+        .expect("sent");
+    let (_, message, _) = error_of(res, 422).await;
+    assert!(message.contains("header"), "{message}");
+}
+
+#[tokio::test]
+async fn an_action_owner_not_in_the_directory_is_added_with_just_the_email() {
+    let app = spawn_app().await;
+    let token = app.token("writer", Role::Member);
+    let res = app
+        .post_json("/api/v1/coes", Some(&token), &json!({"title": "T"}))
+        .await;
+    let coe = json(res).await;
+    let id = coe["id"].as_str().expect("id");
+    let due = (chrono::Utc::now() + chrono::Duration::days(5)).date_naive();
+    let res = app
+        .post_json(
+            &format!("/api/v1/coes/{id}/actions"),
+            Some(&token),
+            &json!({"title": "Add an alert", "owner": "New.Person@example.com", "due_date": due, "priority": "medium", "kind": "detect"}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let people = app.get_json("/api/v1/people", &token).await;
+    assert_eq!(people["people"][0]["email"], "new.person@example.com");
+    assert!(people["people"][0]["name"].is_null());
+}
