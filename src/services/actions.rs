@@ -31,6 +31,8 @@ pub enum ActionError {
     Invalid(Vec<(String, String)>),
     #[error(transparent)]
     Transition(#[from] InvalidTransition),
+    #[error("{0}")]
+    Forbidden(String),
     #[error(transparent)]
     Database(#[from] diesel::result::Error),
 }
@@ -358,6 +360,29 @@ fn coe_title_and_severity(conn: &mut DbConnection, coe_id: &str) -> QueryResult<
         .find(coe_id)
         .select((coes::title, coes::severity))
         .first(conn)
+}
+
+/// Who may change an action: its owner, the COE's owner or reviewer (or anyone while
+/// the COE has no owner), and admins.
+pub fn may_change(
+    conn: &mut DbConnection,
+    id: &str,
+    email: Option<&str>,
+    is_admin: bool,
+) -> Result<(), ActionError> {
+    let row = load(conn, id)?;
+    if is_admin || email == Some(row.owner_email.as_str()) {
+        return Ok(());
+    }
+    crate::services::coes::may_edit(conn, &row.coe_id, email, is_admin).map_err(|e| match e {
+        crate::services::coes::CoeError::Forbidden(m) => ActionError::Forbidden(format!(
+            "only the action's owner ({}) or {}",
+            row.owner_email,
+            m.trim_start_matches("only ")
+        )),
+        crate::services::coes::CoeError::Database(d) => ActionError::Database(d),
+        other => ActionError::Invalid(vec![("coe".into(), other.to_string())]),
+    })
 }
 
 /// One action with the history of its due date.

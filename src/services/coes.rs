@@ -787,6 +787,36 @@ pub fn load(
     })
 }
 
+/// Who may change a COE: its owner and its reviewer, and admins. A COE nobody owns
+/// yet may be changed by any member (someone has to take it).
+pub fn may_edit(
+    conn: &mut DbConnection,
+    id: &str,
+    email: Option<&str>,
+    is_admin: bool,
+) -> Result<(), CoeError> {
+    let (owner, reviewer): (Option<String>, Option<String>) = coes::table
+        .find(id)
+        .select((coes::owner_email, coes::reviewer_email))
+        .first(conn)
+        .optional()?
+        .ok_or_else(|| CoeError::NotFound(id.to_owned()))?;
+    if is_admin || owner.is_none() {
+        return Ok(());
+    }
+    let allowed =
+        email.is_some_and(|e| Some(e) == owner.as_deref() || Some(e) == reviewer.as_deref());
+    if allowed {
+        Ok(())
+    } else {
+        Err(CoeError::Forbidden(format!(
+            "only the COE's owner ({}) or reviewer ({}) may change it",
+            owner.as_deref().unwrap_or("none"),
+            reviewer.as_deref().unwrap_or("none")
+        )))
+    }
+}
+
 /// Loads the COE for a change: checks that it exists, that the writer saw the current
 /// version, and that it may still be edited.
 fn begin_change(

@@ -641,3 +641,92 @@ async fn intentions_in_action_titles_are_flagged_and_overdue_actions_are_found_b
         assert_eq!(fields[0].0, field, "{query}");
     }
 }
+
+#[tokio::test]
+async fn only_the_owner_the_reviewer_or_an_admin_change_a_coe_and_its_actions() {
+    let w = World::new().await;
+    let (id, v) = w.written_coe().await;
+    let action = w.action(&id, "Add a gate", "dev@example.com").await;
+    let a = action["id"].as_str().expect("id").to_owned();
+
+    let (status, body) = w
+        .send(
+            &w.stranger,
+            "PUT",
+            &format!("/api/v1/coes/{id}/sections/summary"),
+            Some(v),
+            Some(json!({"body": "mine now"})),
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body["error"]["message"]
+        .as_str()
+        .expect("m")
+        .contains("owner@example.com"));
+    let (status, _) = w
+        .send(
+            &w.stranger,
+            "POST",
+            &format!("/api/v1/actions/{a}/start"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, _) = w
+        .send(
+            &w.stranger,
+            "POST",
+            &format!("/api/v1/coes/{id}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 403);
+    let due = (Utc::now() + Duration::days(3)).date_naive();
+    let (status, _) = w
+        .send(&w.stranger, "POST", &format!("/api/v1/coes/{id}/actions"), None,
+              Some(json!({"title": "x", "owner": "x@example.com", "due_date": due, "priority": "low", "kind": "process"})))
+        .await;
+    assert_eq!(status, 403);
+
+    // The reviewer may edit; the action's own owner may move it; an admin may do anything.
+    let (status, doc) = w
+        .send(
+            &w.reviewer,
+            "PUT",
+            &format!("/api/v1/coes/{id}/sections/lessons"),
+            Some(v),
+            Some(json!({"body": "Reviewed."})),
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    let dev = person_token(&w.app, "dev", "dev@example.com");
+    let (status, _) = w
+        .send(
+            &dev,
+            "POST",
+            &format!("/api/v1/actions/{a}/start"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let admin = w.app.admin_token();
+    let (status, _) = w
+        .send(
+            &admin,
+            "PUT",
+            &format!("/api/v1/coes/{id}/sections/lessons"),
+            Some(doc["version"].as_i64().expect("v")),
+            Some(json!({"body": "Admin."})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    // An ingest token does nothing here.
+    let ingest = w.app.token("ingest", Role::Ingest);
+    let (status, _) = w
+        .send(&ingest, "GET", &format!("/api/v1/coes/{id}"), None, None)
+        .await;
+    assert_eq!(status, 403);
+}

@@ -742,7 +742,7 @@ async fn export_contains_every_section_heading_and_body() {
             "POST",
             "/api/v1/coes",
             None,
-            Some(json!({"title": "Export me", "owner": "o@example.com"})),
+            Some(json!({"title": "Export me"})),
         )
         .await;
     let id = doc["id"].as_str().expect("id").to_owned();

@@ -39,6 +39,7 @@ impl From<ActionError> for ApiError {
                     .map(|(f, p)| FieldProblem::new(f, p))
                     .collect(),
             ),
+            ActionError::Forbidden(m) => ApiError::Forbidden(m),
             ActionError::Database(e) => e.into(),
         }
     }
@@ -82,9 +83,11 @@ pub async fn create(
     let coe_id = id.into_inner();
     checked_id(&coe_id, "COE")?;
     let (input, actor) = (body.0, caller.actor());
+    let (email, admin) = (caller.email.clone(), caller.role == Role::Admin);
     let detail = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
         let clock = clock(&state);
+        coes::may_edit(&mut conn, &coe_id, email.as_deref(), admin)?;
         let id = actions::create(&mut conn, &coe_id, &input, &actor, clock)?;
         Ok(actions::get(&mut conn, &id, clock)?)
     })
@@ -134,9 +137,11 @@ pub async fn patch(
     let id = id.into_inner();
     checked_id(&id, "action")?;
     let (patch, actor) = (body.0, caller.actor());
+    let (email, admin) = (caller.email.clone(), caller.role == Role::Admin);
     let detail = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
         let clock = clock(&state);
+        actions::may_change(&mut conn, &id, email.as_deref(), admin)?;
         actions::patch(&mut conn, &id, &patch, &actor, clock)?;
         Ok(actions::get(&mut conn, &id, clock)?)
     })
@@ -179,8 +184,10 @@ pub async fn transition(
     };
     let input = body.0.unwrap_or_default();
     let actor = caller.actor();
+    let (email, admin) = (caller.email.clone(), caller.role == Role::Admin);
     let detail = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
+        actions::may_change(&mut conn, &id, email.as_deref(), admin)?;
         actions::transition(&mut conn, &id, verb, &input, &actor)?;
         Ok(actions::get(&mut conn, &id, clock(&state))?)
     })
@@ -304,6 +311,9 @@ async fn review_step(
             email: caller.email.as_deref(),
             is_admin: caller.role == Role::Admin,
         };
+        if step == Step::Submit {
+            coes::may_edit(&mut conn, &id, who.email, who.is_admin)?;
+        }
         review::step(
             &mut conn,
             &id,

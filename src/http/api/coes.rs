@@ -82,12 +82,15 @@ fn document_response(status: actix_web::http::StatusCode, doc: CoeDocument) -> H
 /// Runs a write in the blocking pool and answers with the whole updated document.
 async fn write_then_show<T: Send + 'static>(
     state: web::Data<AppState>,
+    caller: &Caller,
     id: String,
     status: actix_web::http::StatusCode,
     write: impl FnOnce(&mut crate::db::DbConnection, &AppState) -> Result<T, CoeError> + Send + 'static,
 ) -> Result<HttpResponse, ApiError> {
+    let (email, admin) = (caller.email.clone(), caller.role == Role::Admin);
     let doc = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
+        coes::may_edit(&mut conn, &id, email.as_deref(), admin)?;
         write(&mut conn, &state)?;
         Ok(coes::load(&mut conn, &id, &state.settings)?)
     })
@@ -174,6 +177,7 @@ pub async fn patch(
     let (patch, actor, target) = (body.0, caller.actor(), id.clone());
     write_then_show(
         state,
+        &caller,
         id,
         actix_web::http::StatusCode::OK,
         move |conn, _| coes::patch(conn, &target, patch, expected, &actor),
@@ -216,6 +220,7 @@ pub async fn put_section(
     let (text, actor, target) = (body.0.body, caller.actor(), id.clone());
     write_then_show(
         state,
+        &caller,
         id,
         actix_web::http::StatusCode::OK,
         move |conn, state| {
@@ -259,6 +264,7 @@ pub async fn add_timeline(
     let (input, actor, target) = (body.0, caller.actor(), id.clone());
     write_then_show(
         state,
+        &caller,
         id,
         actix_web::http::StatusCode::CREATED,
         move |conn, _| coes::add_timeline(conn, &target, &input, expected, &actor),
@@ -292,6 +298,7 @@ pub async fn edit_timeline(
     let (input, actor, target) = (body.0, caller.actor(), id.clone());
     write_then_show(
         state,
+        &caller,
         id,
         actix_web::http::StatusCode::OK,
         move |conn, _| coes::edit_timeline(conn, &target, &entry, &input, expected, &actor),
@@ -322,6 +329,7 @@ pub async fn delete_timeline(
     let (actor, target) = (caller.actor(), id.clone());
     write_then_show(
         state,
+        &caller,
         id,
         actix_web::http::StatusCode::OK,
         move |conn, _| coes::delete_timeline(conn, &target, &entry, expected, &actor),
@@ -355,6 +363,7 @@ pub async fn add_whys(
     let (input, actor, target) = (body.0, caller.actor(), id.clone());
     write_then_show(
         state,
+        &caller,
         id,
         actix_web::http::StatusCode::CREATED,
         move |conn, _| coes::add_why_chain(conn, &target, &input, expected, &actor),
@@ -388,6 +397,7 @@ pub async fn replace_whys(
     let (input, actor, target) = (body.0, caller.actor(), id.clone());
     write_then_show(
         state,
+        &caller,
         id,
         actix_web::http::StatusCode::OK,
         move |conn, _| coes::replace_why_chain(conn, &target, &chain, &input, expected, &actor),
@@ -418,6 +428,7 @@ pub async fn delete_whys(
     let (actor, target) = (caller.actor(), id.clone());
     write_then_show(
         state,
+        &caller,
         id,
         actix_web::http::StatusCode::OK,
         move |conn, _| coes::delete_why_chain(conn, &target, &chain, expected, &actor),
@@ -451,6 +462,7 @@ pub async fn add_related(
     let (input, actor, target) = (body.0, caller.actor(), id.clone());
     write_then_show(
         state,
+        &caller,
         id,
         actix_web::http::StatusCode::CREATED,
         move |conn, _| coes::add_related(conn, &target, &input, expected, &actor),
@@ -481,6 +493,7 @@ pub async fn delete_related(
     let (actor, target) = (caller.actor(), id.clone());
     write_then_show(
         state,
+        &caller,
         id,
         actix_web::http::StatusCode::OK,
         move |conn, _| coes::delete_related(conn, &target, &item, expected, &actor),
