@@ -85,6 +85,8 @@ pub struct CoeSettings {
     pub intention_phrases: Vec<String>,
     /// Largest section body, in bytes.
     pub max_section_bytes: usize,
+    /// Days after its incident resolved by which a COE should leave draft.
+    pub writeup_days: i64,
 }
 
 impl Default for CoeSettings {
@@ -96,6 +98,7 @@ impl Default for CoeSettings {
                 .map(|s| (*s).to_owned())
                 .collect(),
             max_section_bytes: 100 * 1024,
+            writeup_days: 7,
         }
     }
 }

@@ -11,6 +11,7 @@ use actix_web::{web, HttpResponse};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
@@ -25,11 +26,33 @@ struct RequestLabels {
     status: u16,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    state: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TeamLabels {
+    team: String,
+}
+
+/// The inspection figures as gauges, refreshed at each scrape.
+#[derive(Default)]
+struct InspectionGauges {
+    actions_open: Gauge,
+    actions_overdue: Gauge,
+    actions_overdue_by_team: Family<TeamLabels, Gauge>,
+    coes: Family<StateLabels, Gauge>,
+    coes_waiting_for_review: Gauge,
+    drafts_past_deadline: Gauge,
+}
+
 /// The service's metrics registry.
 pub struct Metrics {
     registry: Mutex<Registry>,
     requests: Family<RequestLabels, Counter>,
     latency: Family<RequestLabels, Histogram>,
+    inspection: InspectionGauges,
 }
 
 impl Default for Metrics {
@@ -50,10 +73,38 @@ impl Default for Metrics {
             "Time to answer HTTP requests, by method, route and status",
             latency.clone(),
         );
+        let inspection = InspectionGauges::default();
+        registry.register(
+            "actions_open",
+            "Corrective actions open or in progress",
+            inspection.actions_open.clone(),
+        );
+        registry.register(
+            "actions_overdue",
+            "Corrective actions overdue",
+            inspection.actions_overdue.clone(),
+        );
+        registry.register(
+            "actions_overdue_by_team",
+            "Overdue corrective actions by the owners' team",
+            inspection.actions_overdue_by_team.clone(),
+        );
+        registry.register("coes", "COEs by state", inspection.coes.clone());
+        registry.register(
+            "coes_waiting_for_review",
+            "COEs in review",
+            inspection.coes_waiting_for_review.clone(),
+        );
+        registry.register(
+            "coes_drafts_past_deadline",
+            "COE drafts past their writeup deadline",
+            inspection.drafts_past_deadline.clone(),
+        );
         Metrics {
             registry: Mutex::new(registry),
             requests,
             latency,
+            inspection,
         }
     }
 }
@@ -73,6 +124,30 @@ impl Metrics {
         };
         self.requests.get_or_create(&labels).inc();
         self.latency.get_or_create(&labels).observe(seconds);
+    }
+
+    /// Sets the inspection gauges from fresh figures.
+    pub fn set_inspection(&self, stats: &crate::services::stats::Stats) {
+        let g = &self.inspection;
+        g.actions_open.set(stats.actions.open);
+        g.actions_overdue.set(stats.actions.overdue);
+        g.actions_overdue_by_team.clear();
+        for (team, figures) in &stats.actions_by_team {
+            g.actions_overdue_by_team
+                .get_or_create(&TeamLabels { team: team.clone() })
+                .set(figures.overdue);
+        }
+        for (state, n) in &stats.coes_by_state {
+            g.coes
+                .get_or_create(&StateLabels {
+                    state: state.clone(),
+                })
+                .set(*n);
+        }
+        g.coes_waiting_for_review
+            .set(i64::try_from(stats.waiting_for_review.len()).unwrap_or(i64::MAX));
+        g.drafts_past_deadline
+            .set(i64::try_from(stats.drafts_past_deadline.len()).unwrap_or(i64::MAX));
     }
 
     /// The text exposition of every metric.
@@ -123,8 +198,15 @@ pub async fn observe_requests(
     result
 }
 
-/// `GET /metrics`
+/// `GET /metrics`: request metrics, and the inspection figures refreshed from the
+/// database (left as they were when it cannot be reached).
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+    let reader = state.clone();
+    match web::block(move || crate::http::api::stats::current(&reader)).await {
+        Ok(Ok(stats)) => state.metrics.set_inspection(&stats),
+        Ok(Err(e)) => tracing::warn!(error = %e, "cannot refresh the inspection gauges"),
+        Err(e) => tracing::warn!(error = %e, "cannot refresh the inspection gauges"),
+    }
     HttpResponse::Ok()
         .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
         .body(state.metrics.render())

@@ -103,7 +103,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         )
         .service(web::resource("/api/v1/people").route(web::get().to(api::people::list)))
         .service(web::resource("/api/v1/people/import").route(web::post().to(api::people::import)))
-        .service(web::resource("/api/v1/people/{email}").route(web::put().to(api::people::put)));
+        .service(web::resource("/api/v1/people/{email}").route(web::put().to(api::people::put)))
+        .service(web::resource("/api/v1/stats").route(web::get().to(api::stats::get)));
 }
 
 /// Whether a path id could name a row: ids are short and never hold NUL (which

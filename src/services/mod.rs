@@ -9,4 +9,5 @@ pub mod ingest;
 pub mod people;
 pub mod review;
 pub mod sns;
+pub mod stats;
 pub mod tokens;

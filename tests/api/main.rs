@@ -14,6 +14,7 @@ mod health;
 mod migrations;
 mod openapi;
 mod people;
+mod stats;
 mod storm;
 mod tokens;
 mod webhooks;

@@ -43,6 +43,7 @@ const ENDPOINTS: &[(&str, &str)] = &[
     ("put", "/api/v1/people/{email}"),
     ("get", "/api/v1/people"),
     ("post", "/api/v1/people/import"),
+    ("get", "/api/v1/stats"),
 ];
 
 fn collect_refs(value: &Value, out: &mut Vec<String>) {

@@ -5,4 +5,5 @@ pub mod coes;
 pub mod incidents;
 pub mod ingest;
 pub mod people;
+pub mod stats;
 pub mod tokens;

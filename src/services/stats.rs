@@ -1,0 +1,232 @@
+//! Figures for the inspection: what is open and overdue, what closed on time, which
+//! COEs wait for review or are past their writeup deadline.
+
+use std::collections::BTreeMap;
+
+use chrono::{Duration, NaiveDateTime};
+use diesel::prelude::*;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::db::schema::{coes, corrective_actions, incidents, people, review_comments};
+use crate::db::DbConnection;
+use crate::domain::action::ActionState;
+use crate::domain::coe::CoeState;
+use crate::services::actions::Clock;
+
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+pub struct OpenAndOverdue {
+    pub open: i64,
+    pub overdue: i64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+pub struct OnTimeAndLate {
+    pub on_time: i64,
+    pub late: i64,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct WaitingCoe {
+    pub coe_id: String,
+    pub title: String,
+    pub owner: Option<String>,
+    pub reviewer: Option<String>,
+    /// Since when it waits (submitted for review, or the incident resolved).
+    pub since: NaiveDateTime,
+    pub days: i64,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Stats {
+    /// Open (open or in progress) and overdue actions in all.
+    pub actions: OpenAndOverdue,
+    /// By the owners' team (`(none)` for owners without a team in the directory).
+    pub actions_by_team: BTreeMap<String, OpenAndOverdue>,
+    pub actions_by_owner: BTreeMap<String, OpenAndOverdue>,
+    /// Actions closed (done or won't do) in the last 30 days: on or before their due date, or after.
+    pub closed_last_30_days: OnTimeAndLate,
+    pub closed_last_90_days: OnTimeAndLate,
+    /// Median days from creation to closing, over actions closed in the last 90 days.
+    pub median_days_to_close: Option<f64>,
+    pub coes_by_state: BTreeMap<String, i64>,
+    /// COEs in review, longest waiting first.
+    pub waiting_for_review: Vec<WaitingCoe>,
+    /// Drafts whose incident resolved more than `coe.writeup_days` ago.
+    pub drafts_past_deadline: Vec<WaitingCoe>,
+}
+
+/// All the inspection figures at `clock`.
+pub fn stats(conn: &mut DbConnection, clock: Clock, writeup_days: i64) -> QueryResult<Stats> {
+    let today = clock.today();
+    let now = clock.now.naive_utc();
+    let active = [ActionState::Open.as_str(), ActionState::InProgress.as_str()];
+
+    let open_by_owner: Vec<(String, i64)> = corrective_actions::table
+        .filter(corrective_actions::state.eq_any(active))
+        .group_by(corrective_actions::owner_email)
+        .select((corrective_actions::owner_email, diesel::dsl::count_star()))
+        .load(conn)?;
+    let overdue_by_owner: BTreeMap<String, i64> = corrective_actions::table
+        .filter(corrective_actions::state.eq_any(active))
+        .filter(corrective_actions::due_date.lt(today))
+        .group_by(corrective_actions::owner_email)
+        .select((corrective_actions::owner_email, diesel::dsl::count_star()))
+        .load::<(String, i64)>(conn)?
+        .into_iter()
+        .collect();
+    let teams: BTreeMap<String, String> = people::table
+        .filter(people::team.is_not_null())
+        .select((people::email, people::team))
+        .load::<(String, Option<String>)>(conn)?
+        .into_iter()
+        .filter_map(|(e, t)| t.map(|t| (e, t)))
+        .collect();
+    let mut actions = OpenAndOverdue::default();
+    let mut by_owner: BTreeMap<String, OpenAndOverdue> = BTreeMap::new();
+    let mut by_team: BTreeMap<String, OpenAndOverdue> = BTreeMap::new();
+    for (owner, open) in open_by_owner {
+        let overdue = overdue_by_owner.get(&owner).copied().unwrap_or(0);
+        actions.open += open;
+        actions.overdue += overdue;
+        let team = teams
+            .get(&owner)
+            .cloned()
+            .unwrap_or_else(|| "(none)".into());
+        let t = by_team.entry(team).or_default();
+        t.open += open;
+        t.overdue += overdue;
+        by_owner.insert(owner, OpenAndOverdue { open, overdue });
+    }
+
+    let since_90 = now - Duration::days(90);
+    let since_30 = now - Duration::days(30);
+    let closed: Vec<(chrono::NaiveDate, NaiveDateTime, Option<NaiveDateTime>)> =
+        corrective_actions::table
+            .filter(corrective_actions::closed_at.ge(since_90))
+            .select((
+                corrective_actions::due_date,
+                corrective_actions::created_at,
+                corrective_actions::closed_at,
+            ))
+            .load(conn)?;
+    let mut last_30 = OnTimeAndLate::default();
+    let mut last_90 = OnTimeAndLate::default();
+    let mut days_to_close: Vec<f64> = Vec::new();
+    for (due, created, closed_at) in closed {
+        let Some(closed_at) = closed_at else { continue };
+        let closed_day = closed_at.and_utc().with_timezone(&clock.tz).date_naive();
+        let on_time = closed_day <= due;
+        let bucket = |b: &mut OnTimeAndLate| {
+            if on_time {
+                b.on_time += 1
+            } else {
+                b.late += 1
+            }
+        };
+        bucket(&mut last_90);
+        if closed_at >= since_30 {
+            bucket(&mut last_30);
+        }
+        days_to_close.push((closed_at - created).num_seconds() as f64 / 86_400.0);
+    }
+    days_to_close.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    let median_days_to_close = match days_to_close.len() {
+        0 => None,
+        n if n % 2 == 1 => Some(days_to_close[n / 2]),
+        n => Some((days_to_close[n / 2 - 1] + days_to_close[n / 2]) / 2.0),
+    };
+
+    let mut coes_by_state: BTreeMap<String, i64> = CoeState::ALL
+        .iter()
+        .map(|s| (s.as_str().to_owned(), 0))
+        .collect();
+    for (state, n) in coes::table
+        .group_by(coes::state)
+        .select((coes::state, diesel::dsl::count_star()))
+        .load::<(String, i64)>(conn)?
+    {
+        coes_by_state.insert(state, n);
+    }
+
+    let in_review: Vec<(
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        NaiveDateTime,
+    )> = coes::table
+        .filter(coes::state.eq(CoeState::InReview.as_str()))
+        .select((
+            coes::id,
+            coes::title,
+            coes::owner_email,
+            coes::reviewer_email,
+            coes::updated_at,
+        ))
+        .load(conn)?;
+    let mut waiting_for_review = Vec::new();
+    for (id, title, owner, reviewer, updated) in in_review {
+        let submitted: Option<NaiveDateTime> = review_comments::table
+            .filter(review_comments::coe_id.eq(&id))
+            .filter(review_comments::verdict.eq("submitted"))
+            .select(diesel::dsl::max(review_comments::created_at))
+            .first(conn)?;
+        let since = submitted.unwrap_or(updated);
+        waiting_for_review.push(WaitingCoe {
+            days: (now - since).num_days(),
+            coe_id: id,
+            title,
+            owner,
+            reviewer,
+            since,
+        });
+    }
+    waiting_for_review.sort_by_key(|w| w.since);
+
+    let deadline = now - Duration::days(writeup_days);
+    let late_drafts: Vec<(
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        Option<NaiveDateTime>,
+    )> = coes::table
+        .inner_join(incidents::table)
+        .filter(coes::state.eq(CoeState::Draft.as_str()))
+        .filter(incidents::resolved_at.lt(deadline))
+        .select((
+            coes::id,
+            coes::title,
+            coes::owner_email,
+            coes::reviewer_email,
+            incidents::resolved_at,
+        ))
+        .load(conn)?;
+    let mut drafts_past_deadline: Vec<WaitingCoe> = late_drafts
+        .into_iter()
+        .filter_map(|(id, title, owner, reviewer, resolved)| {
+            resolved.map(|since| WaitingCoe {
+                days: (now - since).num_days(),
+                coe_id: id,
+                title,
+                owner,
+                reviewer,
+                since,
+            })
+        })
+        .collect();
+    drafts_past_deadline.sort_by_key(|w| w.since);
+
+    Ok(Stats {
+        actions,
+        actions_by_team: by_team,
+        actions_by_owner: by_owner,
+        closed_last_30_days: last_30,
+        closed_last_90_days: last_90,
+        median_days_to_close,
+        coes_by_state,
+        waiting_for_review,
+        drafts_past_deadline,
+    })
+}
