@@ -56,6 +56,9 @@ pub struct Stats {
     pub drafts_past_deadline: Vec<WaitingCoe>,
 }
 
+/// id, title, owner, reviewer, and the time it waits since.
+type WaitRow<T> = (String, String, Option<String>, Option<String>, T);
+
 /// All the inspection figures at `clock`.
 pub fn stats(conn: &mut DbConnection, clock: Clock, writeup_days: i64) -> QueryResult<Stats> {
     let today = clock.today();
@@ -149,13 +152,7 @@ pub fn stats(conn: &mut DbConnection, clock: Clock, writeup_days: i64) -> QueryR
         coes_by_state.insert(state, n);
     }
 
-    let in_review: Vec<(
-        String,
-        String,
-        Option<String>,
-        Option<String>,
-        NaiveDateTime,
-    )> = coes::table
+    let in_review: Vec<WaitRow<NaiveDateTime>> = coes::table
         .filter(coes::state.eq(CoeState::InReview.as_str()))
         .select((
             coes::id,
@@ -185,13 +182,7 @@ pub fn stats(conn: &mut DbConnection, clock: Clock, writeup_days: i64) -> QueryR
     waiting_for_review.sort_by_key(|w| w.since);
 
     let deadline = now - Duration::days(writeup_days);
-    let late_drafts: Vec<(
-        String,
-        String,
-        Option<String>,
-        Option<String>,
-        Option<NaiveDateTime>,
-    )> = coes::table
+    let late_drafts: Vec<WaitRow<Option<NaiveDateTime>>> = coes::table
         .inner_join(incidents::table)
         .filter(coes::state.eq(CoeState::Draft.as_str()))
         .filter(incidents::resolved_at.lt(deadline))
