@@ -189,6 +189,7 @@ diesel::table! {
         timezone -> Nullable<Text>,
         created_at -> Timestamp,
         updated_at -> Timestamp,
+        feed_token_hash -> Nullable<Text>,
     }
 }
 

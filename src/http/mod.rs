@@ -104,6 +104,14 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(web::resource("/api/v1/people").route(web::get().to(api::people::list)))
         .service(web::resource("/api/v1/people/import").route(web::post().to(api::people::import)))
         .service(web::resource("/api/v1/people/{email}").route(web::put().to(api::people::put)))
+        .service(
+            web::resource("/api/v1/people/{email}/feed-token")
+                .route(web::post().to(api::people::new_feed_token)),
+        )
+        .service(
+            web::resource("/api/v1/people/{email}/actions.ics")
+                .route(web::get().to(api::people::calendar)),
+        )
         .service(web::resource("/api/v1/stats").route(web::get().to(api::stats::get)));
 }
 

@@ -52,6 +52,8 @@ use crate::http::{api, health};
         api::people::put,
         api::people::list,
         api::people::import,
+        api::people::new_feed_token,
+        api::people::calendar,
         api::stats::get,
     ),
     components(schemas(ErrorBody, ErrorDetail, FieldProblem)),

@@ -241,6 +241,7 @@ pub fn ensure_person(conn: &mut DbConnection, email: &str, now: NaiveDateTime) -
                 timezone: None,
                 created_at: now,
                 updated_at: now,
+                feed_token_hash: None,
             })
             .execute(conn)?;
     }

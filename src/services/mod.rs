@@ -2,6 +2,7 @@
 //! handlers and the command line call these, never diesel directly.
 
 pub mod actions;
+pub mod calendar;
 pub mod coes;
 pub mod export;
 pub mod incidents;

@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 use crate::db::models::PersonRow;
 use crate::db::schema::people;
 use crate::db::{self, DbConnection};
-use crate::domain::EmailAddress;
+use crate::domain::{EmailAddress, TokenSecret};
 
 /// A person as the API shows them.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -114,9 +114,42 @@ fn upsert_checked(
             timezone: clean(&input.timezone),
             created_at: now,
             updated_at: now,
+            feed_token_hash: None,
         })
         .execute(conn)?;
     Ok(true)
+}
+
+/// Makes a new secret for a person's calendar feed (the person is added to the
+/// directory if needed); the old one stops working. Returns the secret, shown once.
+pub fn new_feed_token(conn: &mut DbConnection, email: &EmailAddress) -> QueryResult<TokenSecret> {
+    db::write_transaction(conn, |conn| {
+        let now = db::now();
+        crate::services::actions::ensure_person(conn, email.as_str(), now)?;
+        let secret = TokenSecret::generate();
+        diesel::update(people::table.find(email.as_str()))
+            .set((
+                people::feed_token_hash.eq(secret.hash()),
+                people::updated_at.eq(now),
+            ))
+            .execute(conn)?;
+        Ok(secret)
+    })
+}
+
+/// Whether `secret` is the person's current feed secret.
+pub fn feed_token_matches(
+    conn: &mut DbConnection,
+    email: &str,
+    secret: &TokenSecret,
+) -> QueryResult<bool> {
+    let stored: Option<Option<String>> = people::table
+        .find(email)
+        .select(people::feed_token_hash)
+        .first(conn)
+        .optional()?;
+    // Both sides are hashes of 256-bit secrets: comparing them leaks nothing usable.
+    Ok(stored.flatten().is_some_and(|h| h == secret.hash()))
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -44,6 +44,8 @@ const ENDPOINTS: &[(&str, &str)] = &[
     ("get", "/api/v1/people"),
     ("post", "/api/v1/people/import"),
     ("get", "/api/v1/stats"),
+    ("post", "/api/v1/people/{email}/feed-token"),
+    ("get", "/api/v1/people/{email}/actions.ics"),
 ];
 
 fn collect_refs(value: &Value, out: &mut Vec<String>) {

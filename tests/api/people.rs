@@ -155,3 +155,119 @@ async fn an_action_owner_not_in_the_directory_is_added_with_just_the_email() {
     assert_eq!(people["people"][0]["email"], "new.person@example.com");
     assert!(people["people"][0]["name"].is_null());
 }
+
+#[tokio::test]
+async fn a_person_subscribes_to_a_calendar_of_their_open_actions() {
+    let app = spawn_app().await;
+    let mut conn = app.pool.get().expect("conn");
+    let (_, ann) = coe::services::tokens::create(
+        &mut conn,
+        &coe::domain::TokenName::parse("ann").expect("name"),
+        Role::Member,
+        Some(&coe::domain::EmailAddress::parse("ann@example.com").expect("email")),
+    )
+    .expect("token");
+    drop(conn);
+    let ann = ann.expose().to_owned();
+    let other = app.token("other", Role::Member);
+
+    let coe = json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&ann),
+            &json!({"title": "Cache outage"}),
+        )
+        .await,
+    )
+    .await;
+    let id = coe["id"].as_str().expect("id");
+    let due = (chrono::Utc::now() + chrono::Duration::days(4)).date_naive();
+    let mut actions = Vec::new();
+    for title in ["Add cache alerts", "Shard the cache"] {
+        let res = app
+            .post_json(&format!("/api/v1/coes/{id}/actions"), Some(&ann),
+                &json!({"title": title, "owner": "ann@example.com", "due_date": due, "priority": "high", "kind": "detect"}))
+            .await;
+        actions.push(json(res).await["id"].as_str().expect("id").to_owned());
+    }
+    let res = app
+        .post_json(
+            &format!("/api/v1/actions/{}/complete", actions[1]),
+            Some(&ann),
+            &json!({"note": "Sharded"}),
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+
+    let res = app
+        .post_json(
+            "/api/v1/people/ann@example.com/feed-token",
+            Some(&other),
+            &json!({}),
+        )
+        .await;
+    error_of(res, 403).await;
+    let res = app
+        .post_json(
+            "/api/v1/people/ann@example.com/feed-token",
+            Some(&ann),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let url = json(res).await["url"].as_str().expect("url").to_owned();
+    let path = url
+        .split_once("127.0.0.1:8080")
+        .map(|(_, p)| p.to_owned())
+        .expect("path of the feed URL");
+
+    let res = app.client.get(app.url(&path)).send().await.expect("sent");
+    assert_eq!(res.status(), 200);
+    assert!(res.headers()["content-type"]
+        .to_str()
+        .expect("ct")
+        .starts_with("text/calendar"));
+    let text = res.text().await.expect("text");
+    let calendars: Vec<_> = ical::IcalParser::new(std::io::BufReader::new(text.as_bytes()))
+        .collect::<Result<Vec<_>, _>>()
+        .expect("a valid iCalendar document");
+    assert_eq!(calendars.len(), 1);
+    let events = &calendars[0].events;
+    assert_eq!(events.len(), 1, "only the open action: {text}");
+    let prop = |name: &str| {
+        events[0]
+            .properties
+            .iter()
+            .find(|p| p.name == name)
+            .and_then(|p| p.value.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(prop("SUMMARY"), "Due: Add cache alerts");
+    assert_eq!(prop("DTSTART"), due.format("%Y%m%d").to_string());
+    assert!(prop("UID").starts_with(&actions[0]));
+
+    let wrong = path.replace("token=coe_", "token=coe_0");
+    error_of(
+        app.client.get(app.url(&wrong)).send().await.expect("sent"),
+        401,
+    )
+    .await;
+    let none = path.split('?').next().expect("path").to_owned();
+    error_of(
+        app.client.get(app.url(&none)).send().await.expect("sent"),
+        401,
+    )
+    .await;
+    // A new URL replaces the old one.
+    app.post_json(
+        "/api/v1/people/ann@example.com/feed-token",
+        Some(&ann),
+        &json!({}),
+    )
+    .await;
+    error_of(
+        app.client.get(app.url(&path)).send().await.expect("sent"),
+        401,
+    )
+    .await;
+}

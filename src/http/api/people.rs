@@ -117,3 +117,113 @@ pub async fn import(
     .await??;
     Ok(HttpResponse::Ok().json(report))
 }
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FeedUrl {
+    /// Subscribe to this URL in a calendar. It carries a secret: shown once.
+    pub url: String,
+}
+
+/// Makes a new calendar feed URL for a person (the person themselves, or an admin).
+/// The previous URL stops working.
+#[utoipa::path(operation_id = "new_feed_url", post, path = "/api/v1/people/{email}/feed-token", tag = "people", security(("bearer" = [])),
+    params(("email" = String, Path, description = "The person's email address")),
+    responses(
+        (status = 201, description = "The feed URL, with its secret", body = FeedUrl),
+        (status = 403, description = "Neither that person nor an admin", body = ErrorBody),
+    ))]
+pub async fn new_feed_token(
+    caller: Caller,
+    email: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Member)?;
+    let email =
+        EmailAddress::parse(&email.into_inner()).map_err(|p| ApiError::field("email", p))?;
+    if caller.role != Role::Admin && caller.email.as_deref() != Some(email.as_str()) {
+        return Err(ApiError::Forbidden(
+            "only the person themselves or an admin may make their calendar feed URL".into(),
+        ));
+    }
+    let base = state.settings.public_url.trim_end_matches('/').to_owned();
+    let target = email.clone();
+    let secret = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        Ok(people::new_feed_token(&mut conn, &target)?)
+    })
+    .await??;
+    Ok(HttpResponse::Created().json(FeedUrl {
+        url: format!(
+            "{base}/api/v1/people/{}/actions.ics?token={}",
+            email.as_str(),
+            secret.expose()
+        ),
+    }))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct FeedQuery {
+    /// The feed secret from the feed URL.
+    pub token: Option<String>,
+}
+
+/// A person's open corrective actions as an iCalendar feed, authenticated by the
+/// feed secret in the URL (calendars cannot send headers).
+#[utoipa::path(operation_id = "actions_calendar", get, path = "/api/v1/people/{email}/actions.ics", tag = "people",
+    params(("email" = String, Path, description = "The person's email address"), FeedQuery),
+    responses(
+        (status = 200, description = "iCalendar", content_type = "text/calendar", body = String),
+        (status = 401, description = "Missing or wrong feed secret", body = ErrorBody),
+    ))]
+pub async fn calendar(
+    email: web::Path<String>,
+    query: ApiQuery<FeedQuery>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let refused =
+        || ApiError::Unauthorized("the calendar feed URL is not valid (make a new one)".into());
+    let email = EmailAddress::parse(&email.into_inner()).map_err(|_| refused())?;
+    let secret =
+        crate::domain::TokenSecret::from_presented(query.0.token.as_deref().ok_or_else(refused)?);
+    let body = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        if !people::feed_token_matches(&mut conn, email.as_str(), &secret)? {
+            return Err(refused());
+        }
+        let clock = crate::services::actions::Clock {
+            now: chrono::Utc::now(),
+            tz: state.settings.org_timezone(),
+        };
+        let mut open = Vec::new();
+        for state_filter in [
+            crate::domain::action::ActionState::Open,
+            crate::domain::action::ActionState::InProgress,
+        ] {
+            let filter = crate::services::actions::ActionFilter {
+                owner: Some(email.as_str().to_owned()),
+                state: Some(state_filter),
+                ..Default::default()
+            };
+            let (page, _) = crate::services::actions::list(
+                &mut conn,
+                &filter,
+                crate::services::actions::ActionSort::DueDate,
+                500,
+                0,
+                clock,
+            )?;
+            open.extend(page);
+        }
+        open.sort_by_key(|a| a.due_date);
+        Ok(crate::services::calendar::feed(
+            email.as_str(),
+            &open,
+            &state.settings.public_url,
+        ))
+    })
+    .await??;
+    Ok(HttpResponse::Ok()
+        .content_type("text/calendar; charset=utf-8")
+        .body(body))
+}

@@ -1,0 +1,44 @@
+//! A person's open corrective actions as an iCalendar feed: one all-day event on each
+//! due date, so that owners see them in the calendar they already look at.
+
+use icalendar::{Calendar, Component, Event, EventLike};
+
+use crate::services::actions::ActionView;
+
+/// The feed for `owner`'s actions. `public_url` makes the links.
+pub fn feed(owner: &str, actions: &[ActionView], public_url: &str) -> String {
+    let mut calendar = Calendar::new();
+    calendar.name(&format!("coe: corrective actions of {owner}"));
+    for a in actions {
+        let url = format!(
+            "{}/api/v1/actions/{}",
+            public_url.trim_end_matches('/'),
+            a.id
+        );
+        let overdue = if a.overdue {
+            format!(" (overdue by {} days)", a.days_overdue)
+        } else {
+            String::new()
+        };
+        let description = format!(
+            "COE: {}\\nPriority: {:?}, kind: {:?}, state: {}{}\\nSuccess criteria: {}\\n{}",
+            a.coe_title,
+            a.priority,
+            a.kind,
+            a.state,
+            overdue,
+            a.success_criteria.as_deref().unwrap_or("-"),
+            url
+        );
+        calendar.push(
+            Event::new()
+                .uid(&format!("{}@coe", a.id))
+                .summary(&format!("Due: {}{}", a.title, overdue))
+                .description(&description.replace("\\n", "\n"))
+                .all_day(a.due_date)
+                .url(&url)
+                .done(),
+        );
+    }
+    calendar.done().to_string()
+}
