@@ -151,7 +151,7 @@ fn main() {
     for i in 0..RUNS {
         let filter = ActionFilter {
             overdue: Some(true),
-            owner: Some(format!("owner{}@example.com", (i * 337) % OWNERS)),
+            owner: Some(format!("owner{}@example.com", (i * 340) % OWNERS)),
             ..ActionFilter::default()
         };
         let (d, t) = time(&mut conn, &filter);
