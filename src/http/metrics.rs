@@ -53,7 +53,13 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     latency: Family<RequestLabels, Histogram>,
     inspection: InspectionGauges,
+    /// When the inspection gauges were last computed; they are costly on big databases,
+    /// so scrapes within `INSPECTION_MAX_AGE` reuse them.
+    inspected_at: Mutex<Option<Instant>>,
 }
+
+/// How long the inspection gauges are reused between scrapes.
+const INSPECTION_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Default for Metrics {
     fn default() -> Self {
@@ -105,6 +111,7 @@ impl Default for Metrics {
             requests,
             latency,
             inspection,
+            inspected_at: Mutex::new(None),
         }
     }
 }
@@ -126,8 +133,15 @@ impl Metrics {
         self.latency.get_or_create(&labels).observe(seconds);
     }
 
+    /// Whether the inspection gauges are due for a refresh.
+    pub fn inspection_is_stale(&self) -> bool {
+        let at = self.inspected_at.lock().unwrap_or_else(|p| p.into_inner());
+        at.is_none_or(|t| t.elapsed() >= INSPECTION_MAX_AGE)
+    }
+
     /// Sets the inspection gauges from fresh figures.
     pub fn set_inspection(&self, stats: &crate::services::stats::Stats) {
+        *self.inspected_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
         let g = &self.inspection;
         g.actions_open.set(stats.actions.open);
         g.actions_overdue.set(stats.actions.overdue);
@@ -201,11 +215,13 @@ pub async fn observe_requests(
 /// `GET /metrics`: request metrics, and the inspection figures refreshed from the
 /// database (left as they were when it cannot be reached).
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
-    let reader = state.clone();
-    match web::block(move || crate::http::api::stats::current(&reader)).await {
-        Ok(Ok(stats)) => state.metrics.set_inspection(&stats),
-        Ok(Err(e)) => tracing::warn!(error = %e, "cannot refresh the inspection gauges"),
-        Err(e) => tracing::warn!(error = %e, "cannot refresh the inspection gauges"),
+    if state.metrics.inspection_is_stale() {
+        let reader = state.clone();
+        match web::block(move || crate::http::api::stats::current(&reader)).await {
+            Ok(Ok(stats)) => state.metrics.set_inspection(&stats),
+            Ok(Err(e)) => tracing::warn!(error = %e, "cannot refresh the inspection gauges"),
+            Err(e) => tracing::warn!(error = %e, "cannot refresh the inspection gauges"),
+        }
     }
     HttpResponse::Ok()
         .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
