@@ -119,13 +119,36 @@ fn is_json_content_type(value: &str) -> bool {
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
+/// Whether a JSON text holds the escape of a NUL character. Text stored in the
+/// database may not hold NUL (PostgreSQL refuses it), so the API refuses it up front
+/// with a 422 rather than failing later with a 500. (Webhooks replace it instead:
+/// senders cannot be asked to change.)
+fn has_escaped_nul(bytes: &[u8]) -> bool {
+    bytes
+        .windows(6)
+        .any(|w| w[0] == b'\\' && w[1] == b'u' && w[2..].iter().all(|b| *b == b'0'))
+}
+
 /// Parses `bytes` as JSON into `T`, as an API error.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
-    json::parse(bytes).map_err(ApiError::from)
+    let value = json::parse(bytes).map_err(ApiError::from)?;
+    if has_escaped_nul(bytes) {
+        return Err(ApiError::field(
+            "body",
+            "must not contain NUL characters (\\u0000)",
+        ));
+    }
+    Ok(value)
 }
 
 /// Parses a query string into `T`, as an API error.
 pub fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
+    if query.to_ascii_lowercase().contains("%00") {
+        return Err(ApiError::field(
+            "query",
+            "must not contain NUL characters (%00)",
+        ));
+    }
     json::parse_query(query).map_err(ApiError::from)
 }
 

@@ -267,6 +267,28 @@ fn web_url(field: &str, url: Option<&str>) -> Result<Option<String>, ActionError
     }
 }
 
+/// Takes the COE row's write lock for the rest of the transaction (a no-op update).
+/// Every change to a COE's actions or state goes through it first, so that on
+/// PostgreSQL's READ COMMITTED two of them cannot both miss the other (the closing
+/// rule, a transition checked against a stale state). Returns how many rows it locked.
+pub(crate) fn lock_coe(conn: &mut DbConnection, coe_id: &str) -> QueryResult<usize> {
+    diesel::update(coes::table.find(coe_id))
+        .set(coes::updated_at.eq(coes::updated_at))
+        .execute(conn)
+}
+
+/// Locks the action's COE, then loads the action as it now is.
+fn load_locked(conn: &mut DbConnection, id: &str) -> Result<ActionRow, ActionError> {
+    let coe_id: String = corrective_actions::table
+        .find(id)
+        .select(corrective_actions::coe_id)
+        .first(conn)
+        .optional()?
+        .ok_or_else(|| ActionError::NotFound(id.to_owned()))?;
+    lock_coe(conn, &coe_id)?;
+    load(conn, id)
+}
+
 fn load(conn: &mut DbConnection, id: &str) -> Result<ActionRow, ActionError> {
     corrective_actions::table
         .find(id)
@@ -285,6 +307,9 @@ pub fn create(
     clock: Clock,
 ) -> Result<String, ActionError> {
     db::write_transaction(conn, |conn| {
+        if lock_coe(conn, coe_id)? == 0 {
+            return Err(ActionError::CoeNotFound(coe_id.to_owned()));
+        }
         let state: String = coes::table
             .find(coe_id)
             .select(coes::state)
@@ -419,7 +444,7 @@ pub fn patch(
     clock: Clock,
 ) -> Result<(), ActionError> {
     db::write_transaction(conn, |conn| {
-        let mut row = load(conn, id)?;
+        let mut row = load_locked(conn, id)?;
         let before = serde_json::to_value(view(row.clone(), String::new(), 3, clock)).ok();
         let now = db::now();
         let mut changed = false;
@@ -513,7 +538,7 @@ pub fn transition(
     actor: &str,
 ) -> Result<(), ActionError> {
     db::write_transaction(conn, |conn| {
-        let mut row = load(conn, id)?;
+        let mut row = load_locked(conn, id)?;
         let from = ActionState::parse(&row.state).unwrap_or(ActionState::Open);
         let to = action::transition(from, verb)?;
         let note = input
@@ -700,9 +725,10 @@ pub fn list(
             corrective_actions::due_date.asc(),
             corrective_actions::id.asc(),
         )),
+        // The longest overdue is the oldest due date.
         ActionSort::DaysOverdue => filtered().order((
             corrective_actions::due_date.asc(),
-            corrective_actions::priority.asc(),
+            corrective_actions::created_at.asc(),
             corrective_actions::id.asc(),
         )),
     };

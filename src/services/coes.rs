@@ -521,6 +521,7 @@ pub fn create(
                 }
                 if !changes.is_empty() {
                     apply_patch(conn, &id, &changes, actor, now)?;
+                    reindex(conn, &id)?;
                 }
                 id
             }
@@ -824,20 +825,29 @@ fn begin_change(
     id: &str,
     expected: Option<i32>,
 ) -> Result<CoeRow, CoeError> {
+    let Some(version) = expected else {
+        let row = load_row(conn, id)?;
+        return Err(CoeError::VersionRequired {
+            current: row.version,
+        });
+    };
+    // Claim the version first: the conditional update takes the row's write lock, so
+    // of two writers based on the same version exactly one gets on; the other waits,
+    // then finds the version moved and is refused. Nothing is lost on PostgreSQL's
+    // READ COMMITTED either.
+    let claimed = diesel::update(
+        coes::table
+            .filter(coes::id.eq(id))
+            .filter(coes::version.eq(version)),
+    )
+    .set(coes::version.eq(coes::version + 1))
+    .execute(conn)?;
     let row = load_row(conn, id)?;
-    match expected {
-        None => {
-            return Err(CoeError::VersionRequired {
-                current: row.version,
-            })
-        }
-        Some(v) if v != row.version => {
-            return Err(CoeError::Stale {
-                expected: v,
-                current: row.version,
-            })
-        }
-        Some(_) => {}
+    if claimed == 0 {
+        return Err(CoeError::Stale {
+            expected: version,
+            current: row.version,
+        });
     }
     let state = CoeState::parse(&row.state).unwrap_or(CoeState::Draft);
     if !state.is_editable() {
@@ -846,13 +856,11 @@ fn begin_change(
     Ok(row)
 }
 
-/// Bumps the version (the ETag) after a change and refreshes the search index.
+/// Records the change time (the version was claimed by `begin_change`) and refreshes
+/// the search index.
 fn finish_change(conn: &mut DbConnection, id: &str, now: NaiveDateTime) -> Result<(), CoeError> {
     diesel::update(coes::table.find(id))
-        .set((
-            coes::version.eq(coes::version + 1),
-            coes::updated_at.eq(now),
-        ))
+        .set(coes::updated_at.eq(now))
         .execute(conn)?;
     reindex(conn, id)?;
     Ok(())
@@ -975,15 +983,29 @@ pub fn patch(
             changes.push(("owner", json!(owner.as_str())));
         }
         if let Some(reviewer) = &patch.reviewer {
-            let owner = patch
-                .owner
-                .as_ref()
-                .map(|o| o.as_str().to_owned())
-                .or(row.owner_email.clone());
-            if owner.as_deref() == Some(reviewer.as_str()) {
-                return Err(CoeError::invalid("reviewer", "must not be the COE's owner"));
-            }
             changes.push(("reviewer", json!(reviewer.as_str())));
+        }
+        // Whatever changes, the owner and the reviewer stay two people.
+        let final_owner = patch
+            .owner
+            .as_ref()
+            .map(|o| o.as_str().to_owned())
+            .or(row.owner_email.clone());
+        let final_reviewer = patch
+            .reviewer
+            .as_ref()
+            .map(|r| r.as_str().to_owned())
+            .or(row.reviewer_email.clone());
+        if final_owner.is_some() && final_owner == final_reviewer {
+            let field = if patch.reviewer.is_some() {
+                "reviewer"
+            } else {
+                "owner"
+            };
+            return Err(CoeError::invalid(
+                field,
+                "the COE's owner and reviewer must be two people",
+            ));
         }
         if let Some(severity) = patch.severity {
             changes.push(("severity", json!(severity)));

@@ -66,6 +66,7 @@ pub fn step(
     settings: &Settings,
 ) -> Result<(), CoeError> {
     db::write_transaction(conn, |conn| {
+        actions::lock_coe(conn, id)?;
         let row: CoeRow = coes::table
             .find(id)
             .select(CoeRow::as_select())
@@ -115,6 +116,15 @@ pub fn step(
                         row.reviewer_email.as_deref().unwrap_or("none set"),
                         step.name()
                     )));
+                }
+                if step == Step::Approve
+                    && row.owner_email.is_some()
+                    && row.owner_email == row.reviewer_email
+                {
+                    return Err(CoeError::Invalid(vec![(
+                        "reviewer".into(),
+                        "must not be the COE's owner".into(),
+                    )]));
                 }
                 if step == Step::RequestChanges && comment.is_none() {
                     return Err(CoeError::Invalid(vec![(

@@ -914,3 +914,61 @@ min_whys = 2
     assert_eq!(again["template"]["version"], 7);
     assert_eq!(again["sections"][0]["key"], "what");
 }
+
+#[tokio::test]
+async fn concurrent_writes_on_one_version_let_exactly_one_through() {
+    let c = Client::new().await;
+    let (_, doc) = c
+        .write("POST", "/api/v1/coes", None, Some(json!({"title": "Race"})))
+        .await;
+    let id = doc["id"].as_str().expect("id").to_owned();
+    let v = version(&doc);
+    let mut tasks = JoinSet::new();
+    for i in 0..8 {
+        let client = c.app.client.clone();
+        let url = c.app.url(&format!("/api/v1/coes/{id}/sections/summary"));
+        let token = c.member.clone();
+        tasks.spawn(async move {
+            client
+                .put(url)
+                .bearer_auth(token)
+                .header("if-match", format!("\"{v}\""))
+                .json(&json!({"body": format!("writer {i}")}))
+                .send()
+                .await
+                .expect("sent")
+                .status()
+                .as_u16()
+        });
+    }
+    let mut statuses = Vec::new();
+    while let Some(s) = tasks.join_next().await {
+        statuses.push(s.expect("task"));
+    }
+    statuses.sort();
+    assert_eq!(statuses, [200, 412, 412, 412, 412, 412, 412, 412]);
+    assert_eq!(version(&c.coe(&id).await), v + 1);
+}
+
+#[tokio::test]
+async fn nul_characters_are_refused_with_a_clear_error() {
+    let c = Client::new().await;
+    let (_, doc) = c
+        .write("POST", "/api/v1/coes", None, Some(json!({"title": "T"})))
+        .await;
+    let id = doc["id"].as_str().expect("id").to_owned();
+    let (status, body) = c
+        .write(
+            "PUT",
+            &format!("/api/v1/coes/{id}/sections/summary"),
+            Some(version(&doc)),
+            Some(json!({"body": "a\u{0}b"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body["error"]["message"]
+        .as_str()
+        .expect("m")
+        .contains("NUL"));
+    error_of(c.app.get("/api/v1/coes?q=%00", Some(&c.member)).await, 422).await;
+}
