@@ -100,6 +100,23 @@ impl<T: DeserializeOwned + 'static> FromRequest for ApiQuery<T> {
     }
 }
 
+/// Reads a raw body up to `limit` bytes (the setting `limit_setting`); 413 past it.
+pub async fn read_body(
+    payload: web::Payload,
+    limit: usize,
+    limit_setting: &str,
+) -> Result<web::Bytes, ApiError> {
+    match payload.to_bytes_limited(limit).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(e)) => Err(ApiError::BadRequest(format!(
+            "cannot read the request body: {e}"
+        ))),
+        Err(_) => Err(ApiError::PayloadTooLarge(format!(
+            "the request body is larger than the limit of {limit} bytes ({limit_setting})"
+        ))),
+    }
+}
+
 /// The body size limit, as app data, so that extractors can name it in errors.
 #[derive(Debug, Clone, Copy)]
 pub struct BodyLimit(pub usize);

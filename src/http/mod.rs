@@ -117,6 +117,18 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 
 /// Whether a path id could name a row: ids are short and never hold NUL (which
 /// PostgreSQL refuses in text, and which would otherwise turn a 404 into a 500).
+/// A path id that cannot name a row is a 404 for `what` ("COE", "action"…) at once.
+pub fn checked_id(id: &str, what: &str) -> Result<(), ApiError> {
+    if plausible_id(id) {
+        Ok(())
+    } else {
+        Err(ApiError::NotFound(format!(
+            "no {what} with id `{}`",
+            id.escape_default()
+        )))
+    }
+}
+
 pub fn plausible_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 128 && !id.contains('\0')
 }

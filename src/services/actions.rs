@@ -155,6 +155,14 @@ pub struct Clock {
 }
 
 impl Clock {
+    /// Now, in the organisation's time zone from `settings`.
+    pub fn now(settings: &crate::config::Settings) -> Clock {
+        Clock {
+            now: Utc::now(),
+            tz: settings.org_timezone(),
+        }
+    }
+
     pub fn today(&self) -> NaiveDate {
         today(self.now, self.tz)
     }

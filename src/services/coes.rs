@@ -589,10 +589,7 @@ pub fn load(
     settings: &Settings,
 ) -> Result<CoeDocument, CoeError> {
     let phrases = &settings.coe.intention_phrases;
-    let clock = actions::Clock {
-        now: chrono::Utc::now(),
-        tz: settings.org_timezone(),
-    };
+    let clock = actions::Clock::now(settings);
     let row = load_row(conn, id)?;
     let template = template_of(&row);
     let sections: BTreeMap<String, String> = coe_sections::table

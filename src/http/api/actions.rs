@@ -45,24 +45,6 @@ impl From<ActionError> for ApiError {
     }
 }
 
-fn clock(state: &AppState) -> Clock {
-    Clock {
-        now: chrono::Utc::now(),
-        tz: state.settings.org_timezone(),
-    }
-}
-
-fn checked_id(id: &str, what: &str) -> Result<(), ApiError> {
-    if crate::http::plausible_id(id) {
-        Ok(())
-    } else {
-        Err(ApiError::NotFound(format!(
-            "no {what} with id `{}`",
-            id.escape_default()
-        )))
-    }
-}
-
 /// Adds a corrective action to a COE.
 #[utoipa::path(operation_id = "create_action", post, path = "/api/v1/coes/{id}/actions", tag = "actions", security(("bearer" = [])),
     params(("id" = String, Path, description = "The COE's id")),
@@ -81,12 +63,12 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let coe_id = id.into_inner();
-    checked_id(&coe_id, "COE")?;
+    crate::http::checked_id(&coe_id, "COE")?;
     let (input, actor) = (body.0, caller.actor());
     let (email, admin) = (caller.email.clone(), caller.role == Role::Admin);
     let detail = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
-        let clock = clock(&state);
+        let clock = Clock::now(&state.settings);
         coes::may_edit(&mut conn, &coe_id, email.as_deref(), admin)?;
         let id = actions::create(&mut conn, &coe_id, &input, &actor, clock)?;
         Ok(actions::get(&mut conn, &id, clock)?)
@@ -109,10 +91,10 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let id = id.into_inner();
-    checked_id(&id, "action")?;
+    crate::http::checked_id(&id, "action")?;
     let detail = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
-        Ok(actions::get(&mut conn, &id, clock(&state))?)
+        Ok(actions::get(&mut conn, &id, Clock::now(&state.settings))?)
     })
     .await??;
     Ok(HttpResponse::Ok().json(detail))
@@ -135,12 +117,12 @@ pub async fn patch(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let id = id.into_inner();
-    checked_id(&id, "action")?;
+    crate::http::checked_id(&id, "action")?;
     let (patch, actor) = (body.0, caller.actor());
     let (email, admin) = (caller.email.clone(), caller.role == Role::Admin);
     let detail = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
-        let clock = clock(&state);
+        let clock = Clock::now(&state.settings);
         actions::may_change(&mut conn, &id, email.as_deref(), admin)?;
         actions::patch(&mut conn, &id, &patch, &actor, clock)?;
         Ok(actions::get(&mut conn, &id, clock)?)
@@ -169,7 +151,7 @@ pub async fn transition(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let (id, verb) = path.into_inner();
-    checked_id(&id, "action")?;
+    crate::http::checked_id(&id, "action")?;
     let verb = match verb.as_str() {
         "start" => Transition::Start,
         "complete" => Transition::Complete,
@@ -189,7 +171,7 @@ pub async fn transition(
         let mut conn = state.pool.get()?;
         actions::may_change(&mut conn, &id, email.as_deref(), admin)?;
         actions::transition(&mut conn, &id, verb, &input, &actor)?;
-        Ok(actions::get(&mut conn, &id, clock(&state))?)
+        Ok(actions::get(&mut conn, &id, Clock::now(&state.settings))?)
     })
     .await??;
     Ok(HttpResponse::Ok().json(detail))
@@ -274,7 +256,7 @@ pub async fn list(
             sort,
             limit,
             offset,
-            clock(&state),
+            Clock::now(&state.settings),
         )?)
     })
     .await??;
@@ -302,7 +284,7 @@ async fn review_step(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
-    checked_id(&id, "COE")?;
+    crate::http::checked_id(&id, "COE")?;
     let comment = body.0.and_then(|b| b.comment);
     let doc: CoeDocument = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;

@@ -61,17 +61,6 @@ fn if_match(req: &HttpRequest) -> Result<Option<i32>, ApiError> {
     })
 }
 
-fn checked_id(id: &str) -> Result<(), ApiError> {
-    if crate::http::plausible_id(id) {
-        Ok(())
-    } else {
-        Err(ApiError::NotFound(format!(
-            "no COE with id `{}`",
-            id.escape_default()
-        )))
-    }
-}
-
 /// The document with its version as `ETag`.
 fn document_response(status: actix_web::http::StatusCode, doc: CoeDocument) -> HttpResponse {
     HttpResponse::build(status)
@@ -141,7 +130,7 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let id = id.into_inner();
-    checked_id(&id)?;
+    crate::http::checked_id(&id, "COE")?;
     let doc = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
         Ok(coes::load(&mut conn, &id, &state.settings)?)
@@ -172,7 +161,7 @@ pub async fn patch(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let id = id.into_inner();
-    checked_id(&id)?;
+    crate::http::checked_id(&id, "COE")?;
     let expected = if_match(&req)?;
     let (patch, actor, target) = (body.0, caller.actor(), id.clone());
     write_then_show(
@@ -215,7 +204,7 @@ pub async fn put_section(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let (id, key) = path.into_inner();
-    checked_id(&id)?;
+    crate::http::checked_id(&id, "COE")?;
     let expected = if_match(&req)?;
     let (text, actor, target) = (body.0.body, caller.actor(), id.clone());
     write_then_show(
@@ -259,7 +248,7 @@ pub async fn add_timeline(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let id = id.into_inner();
-    checked_id(&id)?;
+    crate::http::checked_id(&id, "COE")?;
     let expected = if_match(&req)?;
     let (input, actor, target) = (body.0, caller.actor(), id.clone());
     write_then_show(
@@ -293,7 +282,7 @@ pub async fn edit_timeline(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let (id, entry) = path.into_inner();
-    checked_id(&id)?;
+    crate::http::checked_id(&id, "COE")?;
     let expected = if_match(&req)?;
     let (input, actor, target) = (body.0, caller.actor(), id.clone());
     write_then_show(
@@ -324,7 +313,7 @@ pub async fn delete_timeline(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let (id, entry) = path.into_inner();
-    checked_id(&id)?;
+    crate::http::checked_id(&id, "COE")?;
     let expected = if_match(&req)?;
     let (actor, target) = (caller.actor(), id.clone());
     write_then_show(
@@ -358,7 +347,7 @@ pub async fn add_whys(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let id = id.into_inner();
-    checked_id(&id)?;
+    crate::http::checked_id(&id, "COE")?;
     let expected = if_match(&req)?;
     let (input, actor, target) = (body.0, caller.actor(), id.clone());
     write_then_show(
@@ -392,7 +381,7 @@ pub async fn replace_whys(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let (id, chain) = path.into_inner();
-    checked_id(&id)?;
+    crate::http::checked_id(&id, "COE")?;
     let expected = if_match(&req)?;
     let (input, actor, target) = (body.0, caller.actor(), id.clone());
     write_then_show(
@@ -423,7 +412,7 @@ pub async fn delete_whys(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let (id, chain) = path.into_inner();
-    checked_id(&id)?;
+    crate::http::checked_id(&id, "COE")?;
     let expected = if_match(&req)?;
     let (actor, target) = (caller.actor(), id.clone());
     write_then_show(
@@ -457,7 +446,7 @@ pub async fn add_related(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let id = id.into_inner();
-    checked_id(&id)?;
+    crate::http::checked_id(&id, "COE")?;
     let expected = if_match(&req)?;
     let (input, actor, target) = (body.0, caller.actor(), id.clone());
     write_then_show(
@@ -488,7 +477,7 @@ pub async fn delete_related(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let (id, item) = path.into_inner();
-    checked_id(&id)?;
+    crate::http::checked_id(&id, "COE")?;
     let expected = if_match(&req)?;
     let (actor, target) = (caller.actor(), id.clone());
     write_then_show(
@@ -521,7 +510,7 @@ pub async fn history(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let id = id.into_inner();
-    checked_id(&id)?;
+    crate::http::checked_id(&id, "COE")?;
     let changes = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
         Ok(coes::history(&mut conn, &id)?)
@@ -613,7 +602,7 @@ pub async fn export(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let id = id.into_inner();
-    checked_id(&id)?;
+    crate::http::checked_id(&id, "COE")?;
     let markdown = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
         let doc = coes::load(&mut conn, &id, &state.settings)?;

@@ -104,9 +104,7 @@ pub async fn get(
     caller.require(Role::Member)?;
     let id = id.into_inner();
     let shown = id.escape_default().to_string();
-    if !crate::http::plausible_id(&id) {
-        return Err(ApiError::NotFound(format!("no incident with id `{shown}`")));
-    }
+    crate::http::checked_id(&id, "incident")?;
     let found = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
         Ok(incidents::get(&mut conn, &id)?)
@@ -134,9 +132,7 @@ pub async fn event(
     caller.require(Role::Member)?;
     let id = id.into_inner();
     let shown = id.escape_default().to_string();
-    if !crate::http::plausible_id(&id) {
-        return Err(ApiError::NotFound(format!("no event with id `{shown}`")));
-    }
+    crate::http::checked_id(&id, "event")?;
     let found = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
         Ok(incidents::event(&mut conn, &id)?)

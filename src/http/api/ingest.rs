@@ -10,6 +10,7 @@ use crate::db;
 use crate::domain::Role;
 use crate::error::{ApiError, ErrorBody};
 use crate::http::auth::{authenticate, presented_secret};
+use crate::http::extract::read_body;
 use crate::ingest::cloudwatch::is_sns_url;
 use crate::ingest::generic::{self, EventInput};
 use crate::ingest::signature::{self, SignatureError};
@@ -43,19 +44,6 @@ impl IngestResponse {
             ignored,
             subscription_confirmed: confirmed,
         }
-    }
-}
-
-/// Reads the body up to `limit` bytes; 413 past it.
-async fn read_body(payload: web::Payload, limit: usize) -> Result<web::Bytes, ApiError> {
-    match payload.to_bytes_limited(limit).await {
-        Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(e)) => Err(ApiError::BadRequest(format!(
-            "cannot read the request body: {e}"
-        ))),
-        Err(_) => Err(ApiError::PayloadTooLarge(format!(
-            "the request body is larger than the limit of {limit} bytes (webhooks.max_body_bytes)"
-        ))),
     }
 }
 
@@ -103,7 +91,12 @@ pub async fn post_events(
 ) -> Result<HttpResponse, ApiError> {
     let caller = authenticate(presented_secret(&req)?, state.clone()).await?;
     caller.require(Role::Ingest)?;
-    let body = read_body(payload, state.settings.webhooks.max_body_bytes).await?;
+    let body = read_body(
+        payload,
+        state.settings.webhooks.max_body_bytes,
+        "webhooks.max_body_bytes",
+    )
+    .await?;
     let content_type = header_str(req.headers(), header::CONTENT_TYPE.as_str()).map(str::to_owned);
     let key = delivery_key(req.headers());
     let outcome = web::block(move || -> Result<_, ApiError> {
@@ -175,7 +168,7 @@ pub async fn receive_webhook(
         let caller = authenticate(presented_secret(&req)?, state.clone()).await?;
         caller.require(Role::Ingest)?;
     }
-    let body = read_body(payload, hooks.max_body_bytes).await?;
+    let body = read_body(payload, hooks.max_body_bytes, "webhooks.max_body_bytes").await?;
     if let Some(secret) = secret {
         let headers = req.headers();
         let checked = match source {

@@ -99,15 +99,7 @@ pub async fn import(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(Role::Member)?;
     let limit = state.settings.server.max_body_bytes;
-    let bytes = match payload.to_bytes_limited(limit).await {
-        Ok(Ok(b)) => b,
-        Ok(Err(e)) => return Err(ApiError::BadRequest(format!("cannot read the body: {e}"))),
-        Err(_) => {
-            return Err(ApiError::PayloadTooLarge(format!(
-                "the request body is larger than the limit of {limit} bytes"
-            )))
-        }
-    };
+    let bytes = crate::http::extract::read_body(payload, limit, "server.max_body_bytes").await?;
     let text = String::from_utf8(bytes.to_vec())
         .map_err(|e| ApiError::field("body", format!("must be UTF-8 text ({e})")))?;
     let report = web::block(move || -> Result<_, ApiError> {
@@ -191,10 +183,7 @@ pub async fn calendar(
         if !people::feed_token_matches(&mut conn, email.as_str(), &secret)? {
             return Err(refused());
         }
-        let clock = crate::services::actions::Clock {
-            now: chrono::Utc::now(),
-            tz: state.settings.org_timezone(),
-        };
+        let clock = crate::services::actions::Clock::now(&state.settings);
         let mut open = Vec::new();
         for state_filter in [
             crate::domain::action::ActionState::Open,

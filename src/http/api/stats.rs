@@ -12,10 +12,7 @@ use crate::startup::AppState;
 /// The inspection figures now.
 pub fn current(state: &AppState) -> Result<Stats, ApiError> {
     let mut conn = state.pool.get()?;
-    let clock = Clock {
-        now: chrono::Utc::now(),
-        tz: state.settings.org_timezone(),
-    };
+    let clock = Clock::now(&state.settings);
     Ok(stats::stats(
         &mut conn,
         clock,
