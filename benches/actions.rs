@@ -46,9 +46,11 @@ fn main() {
     let mut conn = pool.get().expect("conn");
     db::migrate(&mut conn).expect("migrate");
     let template = Template::default_template();
+    let emails = coe::email::EmailTemplates::embedded(&settings.public_url);
     let ctx = Context {
         settings: &settings,
         template: &template,
+        emails: &emails,
     };
     let coe_ids: Vec<String> = (0..COES)
         .map(|i| {

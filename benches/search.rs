@@ -59,9 +59,11 @@ fn main() {
     let mut conn = pool.get().expect("conn");
     db::migrate(&mut conn).expect("migrate");
     let template = Template::default_template();
+    let emails = coe::email::EmailTemplates::embedded(&settings.public_url);
     let ctx = Context {
         settings: &settings,
         template: &template,
+        emails: &emails,
     };
     let mut rng = Lcg(42);
     let start = Instant::now();

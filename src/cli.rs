@@ -10,7 +10,9 @@ use clap::{Args, Parser, Subcommand};
 use crate::config::{LogFormat, Overrides, Settings};
 use crate::db;
 use crate::domain::{EmailAddress, Role, TokenName};
-use crate::services::tokens;
+use crate::email::{EmailTemplates, Transport};
+use crate::scheduler::Scheduler;
+use crate::services::{outbox, reminders, tokens};
 use crate::startup::{self, Application};
 use crate::telemetry;
 
@@ -63,6 +65,22 @@ pub enum Command {
     Token(TokenCommand),
     /// Print the OpenAPI 3 document of the HTTP API (as served at /api/openapi.json).
     Openapi,
+    /// Run one reminder sweep and one delivery pass, then exit (for cron and tests).
+    Sweep {
+        /// Print the emails that would be queued; queue and send nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Evaluate the reminder policy as if it were this time (RFC 3339), e.g. to
+        /// preview next week's reminders.
+        #[arg(long, value_name = "RFC3339", value_parser = parse_rfc3339)]
+        at: Option<chrono::DateTime<chrono::Utc>>,
+    },
+}
+
+fn parse_rfc3339(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    chrono::DateTime::parse_from_rfc3339(s)
+        .map(|t| t.with_timezone(&chrono::Utc))
+        .map_err(|e| format!("expected an RFC 3339 time such as 2026-12-07T09:30:00+01:00 ({e})"))
 }
 
 #[derive(Debug, Subcommand)]
@@ -136,6 +154,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 Command::Migrate => migrate(&settings),
                 Command::CheckConfig => check_config(&settings),
                 Command::Token(command) => token(&settings, command),
+                Command::Sweep { dry_run, at } => sweep(&settings, dry_run, at),
                 Command::Openapi => {
                     use utoipa::OpenApi;
                     let doc = crate::http::openapi::ApiDoc::openapi();
@@ -154,12 +173,7 @@ pub fn run(cli: Cli) -> ExitCode {
 }
 
 fn serve(settings: Settings) -> Result<(), Failure> {
-    if settings.smtp.url.is_none() {
-        tracing::warn!(
-            dir = %settings.email.file_dir.display(),
-            "no SMTP server is configured (smtp.url / COE_SMTP_URL): emails are written as .eml files"
-        );
-    }
+    let transport = transport(&settings)?;
     let grace = Duration::from_secs(settings.server.shutdown_timeout_secs);
     actix_web::rt::System::new().block_on(async move {
         let backend = settings.database_url().backend();
@@ -192,10 +206,88 @@ fn serve(settings: Settings) -> Result<(), Failure> {
             "listening"
         );
         startup::stop_on_signals(app.handle(), grace);
-        app.run_until_stopped().await.map_err(Failure::runtime)?;
+        let scheduler = if app.settings().reminders.enabled {
+            Some(
+                Scheduler::start(
+                    app.settings().clone(),
+                    app.pool().clone(),
+                    app.emails().clone(),
+                    transport,
+                )
+                .map_err(Failure::runtime)?,
+            )
+        } else {
+            tracing::info!("reminders.enabled is false: no sweeps or deliveries in this process");
+            None
+        };
+        let served = app.run_until_stopped().await;
+        if let Some(scheduler) = scheduler {
+            scheduler.stop();
+        }
+        served.map_err(Failure::runtime)?;
         tracing::info!("stopped");
         Ok(())
     })
+}
+
+/// The email transport the settings name, with a warning when it is not SMTP.
+fn transport(settings: &Settings) -> Result<Transport, Failure> {
+    if settings.smtp.url.is_none() {
+        tracing::warn!(
+            dir = %settings.email.file_dir.display(),
+            "no SMTP server is configured (smtp.url / COE_SMTP_URL): emails are written as .eml files"
+        );
+    }
+    Transport::from_settings(settings).map_err(Failure::settings)
+}
+
+fn sweep(
+    settings: &Settings,
+    dry_run: bool,
+    at: Option<chrono::DateTime<chrono::Utc>>,
+) -> Result<(), Failure> {
+    let templates = EmailTemplates::load(
+        settings.email.templates_dir.as_deref(),
+        &settings.public_url,
+    )
+    .map_err(Failure::settings)?;
+    let transport = if dry_run {
+        None
+    } else {
+        Some(transport(settings)?)
+    };
+    let (mut conn, _) = open(settings)?;
+    let at = at.unwrap_or_else(chrono::Utc::now);
+    let report =
+        reminders::sweep(&mut conn, settings, &templates, at, dry_run).map_err(Failure::runtime)?;
+    println!("sweep at {} ({})", report.local_time, settings.org.timezone);
+    if report.before_send_hour {
+        println!(
+            "before reminders.send_hour ({}:00): no reminders are due yet",
+            settings.reminders.send_hour
+        );
+    }
+    let verb = if dry_run { "would queue" } else { "queued" };
+    println!(
+        "{verb} {} email(s); {} already queued earlier",
+        report.queued.len(),
+        report.already_queued
+    );
+    for p in &report.queued {
+        println!("  {:<18} {:<32} {}", p.kind, p.recipient, p.subject);
+    }
+    if let Some(transport) = transport {
+        let delivered =
+            outbox::deliver(&mut conn, &transport, settings).map_err(Failure::runtime)?;
+        println!(
+            "delivery via {}: {} sent, {} deferred, {} failed",
+            transport.describe(),
+            delivered.sent,
+            delivered.deferred,
+            delivered.failed
+        );
+    }
+    Ok(())
 }
 
 /// Shown once, on the terminal, never through the logger.

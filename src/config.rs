@@ -31,6 +31,8 @@ const SECTIONS: &[&str] = &[
     "coe",
     "ownership",
     "org",
+    "reminders",
+    "digest",
 ];
 
 /// Environment variables with the `COE_` prefix that are not settings.
@@ -59,6 +61,73 @@ pub struct Settings {
     pub coe: CoeSettings,
     pub ownership: OwnershipSettings,
     pub org: OrgSettings,
+    pub reminders: ReminderSettings,
+    pub digest: DigestSettings,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReminderSettings {
+    /// Whether `coe serve` runs the scheduler (sweeps and deliveries). Turn it off
+    /// when an outside cron runs `coe sweep` instead.
+    pub enabled: bool,
+    /// Seconds between two sweeps of `coe serve`.
+    pub interval_secs: u64,
+    /// Seconds between two delivery passes of `coe serve` (event emails wait at most this).
+    pub delivery_interval_secs: u64,
+    /// Hour of the day (0–23, organisation time zone) from which the daily and weekly
+    /// emails of that day are sent.
+    pub send_hour: u32,
+    /// Actions due within this many days are listed in the owner's digest.
+    pub due_soon_days: i64,
+    /// An action this many days overdue is escalated to the owner's manager.
+    pub escalate_after_days: i64,
+    /// Sending attempts of an email before it is marked failed.
+    pub max_attempts: i32,
+    /// First retry delay in seconds; it doubles at each attempt.
+    pub retry_base_secs: u64,
+    /// Longest retry delay in seconds.
+    pub retry_max_secs: u64,
+    /// Seconds a worker owns a claimed email; after it, another worker may send it.
+    pub lease_secs: u64,
+    /// Emails claimed by one delivery pass at most.
+    pub batch_size: i64,
+}
+
+impl Default for ReminderSettings {
+    fn default() -> Self {
+        ReminderSettings {
+            enabled: true,
+            interval_secs: 300,
+            delivery_interval_secs: 10,
+            send_hour: 9,
+            due_soon_days: 3,
+            escalate_after_days: 7,
+            max_attempts: 10,
+            retry_base_secs: 60,
+            retry_max_secs: 6 * 3600,
+            lease_secs: 600,
+            batch_size: 100,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DigestSettings {
+    /// Who receives the weekly inspection digest (none: it is not sent).
+    pub recipients: Vec<String>,
+    /// The day of the week it goes out, e.g. `monday`.
+    pub weekday: String,
+}
+
+impl Default for DigestSettings {
+    fn default() -> Self {
+        DigestSettings {
+            recipients: Vec::new(),
+            weekday: "monday".into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -244,6 +313,9 @@ pub struct EmailSettings {
     pub from: String,
     /// Where `.eml` files go when no SMTP server is configured.
     pub file_dir: PathBuf,
+    /// A folder of email templates overriding the built-in ones, laid out like
+    /// `templates/email/` (`<name>/subject.hbs`, `partials/header.html.hbs`, …).
+    pub templates_dir: Option<PathBuf>,
 }
 
 impl Default for Settings {
@@ -264,6 +336,8 @@ impl Default for Settings {
             coe: CoeSettings::default(),
             ownership: OwnershipSettings::default(),
             org: OrgSettings::default(),
+            reminders: ReminderSettings::default(),
+            digest: DigestSettings::default(),
         }
     }
 }
@@ -303,6 +377,7 @@ impl Default for EmailSettings {
         EmailSettings {
             from: "coe <coe@localhost>".into(),
             file_dir: PathBuf::from("outbox"),
+            templates_dir: None,
         }
     }
 }
@@ -499,7 +574,115 @@ impl Settings {
                 });
             }
         }
+        self.validate_email()
+    }
+
+    fn validate_email(&self) -> Result<(), ConfigError> {
+        let invalid = |key, value: &str, expected: &str| ConfigError::Invalid {
+            key,
+            origin: String::new(),
+            value: value.to_owned(),
+            expected: expected.to_owned(),
+        };
+        if self.mode == Mode::Production && self.smtp.url.is_none() {
+            return Err(invalid(
+                "smtp.url",
+                "(unset)",
+                "an smtp:// or smtps:// URL: in production mode emails must go to an SMTP server, not to files",
+            ));
+        }
+        if let Err(e) = self.email.from.parse::<lettre::message::Mailbox>() {
+            return Err(invalid(
+                "email.from",
+                &self.email.from,
+                &format!("an address such as `coe <coe@example.com>` ({e})"),
+            ));
+        }
+        let r = &self.reminders;
+        if r.interval_secs == 0 {
+            return Err(invalid("reminders.interval_secs", "0", "at least 1"));
+        }
+        if r.delivery_interval_secs == 0 {
+            return Err(invalid(
+                "reminders.delivery_interval_secs",
+                "0",
+                "at least 1",
+            ));
+        }
+        if r.send_hour > 23 {
+            return Err(invalid(
+                "reminders.send_hour",
+                &r.send_hour.to_string(),
+                "an hour from 0 to 23",
+            ));
+        }
+        for (key, value) in [
+            ("reminders.due_soon_days", r.due_soon_days),
+            ("reminders.escalate_after_days", r.escalate_after_days),
+        ] {
+            if !(0..=365).contains(&value) {
+                return Err(invalid(key, &value.to_string(), "0 to 365 days"));
+            }
+        }
+        if r.max_attempts < 1 {
+            return Err(invalid(
+                "reminders.max_attempts",
+                &r.max_attempts.to_string(),
+                "at least 1",
+            ));
+        }
+        if r.retry_base_secs == 0 || r.retry_max_secs < r.retry_base_secs {
+            return Err(invalid(
+                "reminders.retry_base_secs",
+                &r.retry_base_secs.to_string(),
+                "at least 1 and not above reminders.retry_max_secs",
+            ));
+        }
+        if r.lease_secs < 60 {
+            return Err(invalid(
+                "reminders.lease_secs",
+                &r.lease_secs.to_string(),
+                "at least 60 (longer than one SMTP conversation)",
+            ));
+        }
+        if !(1..=10_000).contains(&r.batch_size) {
+            return Err(invalid(
+                "reminders.batch_size",
+                &r.batch_size.to_string(),
+                "1 to 10000",
+            ));
+        }
+        for recipient in &self.digest.recipients {
+            if EmailAddress::parse(recipient).is_err() {
+                return Err(invalid(
+                    "digest.recipients",
+                    recipient,
+                    "a list of email addresses",
+                ));
+            }
+        }
+        if self.digest.weekday.parse::<chrono::Weekday>().is_err() {
+            return Err(invalid(
+                "digest.weekday",
+                &self.digest.weekday,
+                "a day of the week such as monday",
+            ));
+        }
+        if let Some(dir) = &self.email.templates_dir {
+            if !dir.is_dir() {
+                return Err(invalid(
+                    "email.templates_dir",
+                    &dir.display().to_string(),
+                    "an existing folder of email templates",
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// The weekday of the inspection digest; `validate` has accepted it.
+    pub fn digest_weekday(&self) -> chrono::Weekday {
+        self.digest.weekday.parse().unwrap_or(chrono::Weekday::Mon)
     }
 
     /// The COE template: the file at `coe.template`, else the built-in default.

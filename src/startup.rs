@@ -11,6 +11,7 @@ use actix_web::{web, App, HttpServer};
 use crate::config::Settings;
 use crate::db::{self, DbPool};
 use crate::domain::template::Template;
+use crate::email::{EmailTemplates, TemplateError};
 use crate::error::{render_foreign_error, ApiError};
 use crate::http::{self, extract::BodyLimit, metrics::Metrics};
 use crate::services::coes;
@@ -25,6 +26,8 @@ pub struct AppState {
     pub sns: Arc<dyn SubscriptionConfirmer>,
     /// The COE template new COEs are created with.
     pub template: Arc<Template>,
+    /// The email templates, compiled and checked at start-up.
+    pub emails: Arc<EmailTemplates>,
 }
 
 impl AppState {
@@ -33,6 +36,7 @@ impl AppState {
         coes::Context {
             settings: &self.settings,
             template: &self.template,
+            emails: &self.emails,
         }
     }
 }
@@ -43,6 +47,8 @@ pub enum StartupError {
     Settings(#[from] crate::config::ConfigError),
     #[error(transparent)]
     Database(#[from] db::DbError),
+    #[error(transparent)]
+    EmailTemplates(#[from] TemplateError),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: String,
@@ -55,6 +61,8 @@ pub struct Application {
     port: u16,
     server: Server,
     pool: DbPool,
+    settings: Arc<Settings>,
+    emails: Arc<EmailTemplates>,
 }
 
 impl Application {
@@ -101,15 +109,21 @@ impl Application {
             })?
             .port();
         let template = Arc::new(settings.template()?);
+        let emails = Arc::new(EmailTemplates::load(
+            settings.email.templates_dir.as_deref(),
+            &settings.public_url,
+        )?);
         let workers = settings.server.workers;
         let shutdown = settings.server.shutdown_timeout_secs;
         let limit = settings.server.max_body_bytes;
+        let settings = Arc::new(settings);
         let state = web::Data::new(AppState {
-            settings: Arc::new(settings),
+            settings: settings.clone(),
             pool: pool.clone(),
             metrics: Arc::new(Metrics::default()),
             sns,
             template,
+            emails: emails.clone(),
         });
         let mut server = HttpServer::new(move || {
             App::new()
@@ -134,7 +148,22 @@ impl Application {
                 source,
             })?
             .run();
-        Ok(Application { port, server, pool })
+        Ok(Application {
+            port,
+            server,
+            pool,
+            settings,
+            emails,
+        })
+    }
+
+    pub fn settings(&self) -> &Arc<Settings> {
+        &self.settings
+    }
+
+    /// The email templates the app renders with.
+    pub fn emails(&self) -> &Arc<EmailTemplates> {
+        &self.emails
     }
 
     pub fn port(&self) -> u16 {

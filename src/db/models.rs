@@ -235,3 +235,26 @@ pub struct ReviewCommentRow {
     pub body: String,
     pub created_at: NaiveDateTime,
 }
+
+use super::schema::outbox_emails;
+
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = outbox_emails)]
+pub struct OutboxRow {
+    pub id: String,
+    pub kind: String,
+    pub dedup_key: String,
+    pub recipient: String,
+    pub recipient_name: Option<String>,
+    pub subject: String,
+    pub body_text: String,
+    pub body_html: String,
+    pub state: String,
+    pub attempts: i32,
+    pub next_attempt_at: NaiveDateTime,
+    pub lease_until: Option<NaiveDateTime>,
+    pub last_error: Option<String>,
+    pub created_at: NaiveDateTime,
+    pub updated_at: NaiveDateTime,
+    pub sent_at: Option<NaiveDateTime>,
+}

@@ -240,6 +240,27 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    outbox_emails (id) {
+        id -> Text,
+        kind -> Text,
+        dedup_key -> Text,
+        recipient -> Text,
+        recipient_name -> Nullable<Text>,
+        subject -> Text,
+        body_text -> Text,
+        body_html -> Text,
+        state -> Text,
+        attempts -> Integer,
+        next_attempt_at -> Timestamp,
+        lease_until -> Nullable<Timestamp>,
+        last_error -> Nullable<Text>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+        sent_at -> Nullable<Timestamp>,
+    }
+}
+
 diesel::joinable!(corrective_actions -> coes (coe_id));
 diesel::joinable!(due_date_changes -> corrective_actions (action_id));
 
@@ -264,5 +285,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     people,
     corrective_actions,
     due_date_changes,
-    review_comments
+    review_comments,
+    outbox_emails
 );

@@ -45,6 +45,7 @@ struct InspectionGauges {
     coes: Family<StateLabels, Gauge>,
     coes_waiting_for_review: Gauge,
     drafts_past_deadline: Gauge,
+    emails: Family<StateLabels, Gauge>,
 }
 
 /// The service's metrics registry.
@@ -106,6 +107,11 @@ impl Default for Metrics {
             "COE drafts past their writeup deadline",
             inspection.drafts_past_deadline.clone(),
         );
+        registry.register(
+            "emails",
+            "Emails in the outbox by state (pending, sending, sent, failed)",
+            inspection.emails.clone(),
+        );
         Metrics {
             registry: Mutex::new(registry),
             requests,
@@ -162,6 +168,13 @@ impl Metrics {
             .set(i64::try_from(stats.waiting_for_review.len()).unwrap_or(i64::MAX));
         g.drafts_past_deadline
             .set(i64::try_from(stats.drafts_past_deadline.len()).unwrap_or(i64::MAX));
+        for (state, n) in &stats.emails_by_state {
+            g.emails
+                .get_or_create(&StateLabels {
+                    state: state.clone(),
+                })
+                .set(*n);
+        }
     }
 
     /// The text exposition of every metric.

@@ -112,7 +112,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             web::resource("/api/v1/people/{email}/actions.ics")
                 .route(web::get().to(api::people::calendar)),
         )
-        .service(web::resource("/api/v1/stats").route(web::get().to(api::stats::get)));
+        .service(web::resource("/api/v1/stats").route(web::get().to(api::stats::get)))
+        .service(web::resource("/api/v1/outbox").route(web::get().to(api::outbox::list)))
+        .service(
+            web::resource("/api/v1/outbox/{id}/retry").route(web::post().to(api::outbox::retry)),
+        );
 }
 
 /// Whether a path id could name a row: ids are short and never hold NUL (which

@@ -198,6 +198,8 @@ pub struct CoeSummary {
 pub struct Context<'a> {
     pub settings: &'a Settings,
     pub template: &'a Template,
+    /// Email templates, for telling a new COE's owner.
+    pub emails: &'a crate::email::EmailTemplates,
 }
 
 fn write_audit(
@@ -257,6 +259,49 @@ fn timeline_from_event(coe_id: &str, event: &FailureEventRow, now: NaiveDateTime
 /// the transaction that filed the event, under the group's lock, so exactly one draft
 /// opens per incident; the unique index on `coes.incident_id` backs this up.
 pub fn open_draft_for_incident(
+    conn: &mut DbConnection,
+    incident: &IncidentRow,
+    ctx: &Context<'_>,
+    now: NaiveDateTime,
+) -> QueryResult<Option<String>> {
+    let id = insert_draft_for_incident(conn, incident, ctx, now)?;
+    if let Some(id) = &id {
+        tell_owner(conn, id, ctx, now)?;
+    }
+    Ok(id)
+}
+
+/// Queues the "COE opened" email to the COE's owner, in the caller's transaction.
+fn tell_owner(
+    conn: &mut DbConnection,
+    id: &str,
+    ctx: &Context<'_>,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    let row: CoeRow = coes::table
+        .find(id)
+        .select(CoeRow::as_select())
+        .first(conn)?;
+    let severity = Severity::from_rank(row.severity).unwrap_or(Severity::Sev3);
+    crate::services::reminders::coe_opened(
+        conn,
+        ctx.settings,
+        ctx.emails,
+        &crate::services::reminders::CoeFacts {
+            id: &row.id,
+            title: &row.title,
+            owner: row.owner_email.as_deref(),
+            reviewer: row.reviewer_email.as_deref(),
+            severity: &severity.to_string(),
+            service: row.service.as_deref(),
+            resolved_at: row.resolved_at,
+        },
+        now,
+    )
+}
+
+/// Inserts the draft for an incident (see `open_draft_for_incident`), telling no one.
+fn insert_draft_for_incident(
     conn: &mut DbConnection,
     incident: &IncidentRow,
     ctx: &Context<'_>,
@@ -324,8 +369,6 @@ pub fn open_draft_for_incident(
         now,
     )?;
     reindex(conn, &row.id)?;
-    // Hook for the email issue: the owner is to be told through the outbox, in this
-    // same transaction. There is no outbox yet, so the decision is only logged.
     tracing::info!(coe = %row.id, incident = %incident.id, owner = ?row.owner_email, "COE draft opened");
     Ok(Some(row.id))
 }
@@ -504,7 +547,7 @@ pub fn create(
                         "incident `{incident_id}` already has COE `{existing}`"
                     )));
                 }
-                let id = open_draft_for_incident(conn, &incident, ctx, now)?
+                let id = insert_draft_for_incident(conn, &incident, ctx, now)?
                     .ok_or_else(|| CoeError::Conflict("the incident already has a COE".into()))?;
                 let mut changes = Vec::new();
                 if let Some(title) = input.title.as_ref().filter(|t| !t.trim().is_empty()) {
@@ -565,6 +608,7 @@ pub fn create(
                 row.id
             }
         };
+        tell_owner(conn, &id, ctx, now)?;
         Ok(id)
     })
 }

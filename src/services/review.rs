@@ -64,6 +64,7 @@ pub fn step(
     comment: Option<&str>,
     who: &Reviewer<'_>,
     settings: &Settings,
+    emails: &crate::email::EmailTemplates,
 ) -> Result<(), CoeError> {
     db::write_transaction(conn, |conn| {
         actions::lock_coe(conn, id)?;
@@ -152,9 +153,10 @@ pub fn step(
             Step::Approve => "approved",
             Step::RequestChanges => "changes_requested",
         };
+        let step_id = db::new_id();
         diesel::insert_into(review_comments::table)
             .values(ReviewCommentRow {
-                id: db::new_id(),
+                id: step_id.clone(),
                 coe_id: id.to_owned(),
                 author: who.actor.to_owned(),
                 verdict: verdict.to_owned(),
@@ -175,6 +177,33 @@ pub fn step(
                 at: now,
             })
             .execute(conn)?;
+        let kind = match step {
+            Step::Submit => crate::email::Kind::ReviewRequested,
+            Step::Approve => crate::email::Kind::Approved,
+            Step::RequestChanges => crate::email::Kind::ChangesRequested,
+        };
+        let severity = crate::domain::Severity::from_rank(row.severity)
+            .map(|s| s.to_string())
+            .unwrap_or_default();
+        crate::services::reminders::review_step(
+            conn,
+            settings,
+            emails,
+            kind,
+            &crate::services::reminders::CoeFacts {
+                id,
+                title: &row.title,
+                owner: row.owner_email.as_deref(),
+                reviewer: row.reviewer_email.as_deref(),
+                severity: &severity,
+                service: row.service.as_deref(),
+                resolved_at: row.resolved_at,
+            },
+            who.email.unwrap_or(who.actor),
+            comment,
+            &step_id,
+            now,
+        )?;
         // Approved with every action already closed: it closes at once.
         if next == CoeState::Approved {
             actions::settle_coe(conn, id, who.actor, now)?;

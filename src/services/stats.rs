@@ -54,10 +54,12 @@ pub struct Stats {
     pub waiting_for_review: Vec<WaitingCoe>,
     /// Drafts whose incident resolved more than `coe.writeup_days` ago.
     pub drafts_past_deadline: Vec<WaitingCoe>,
+    /// Emails in the outbox by state; `failed` ones need a person (see `/api/v1/outbox`).
+    pub emails_by_state: BTreeMap<String, i64>,
 }
 
 /// id, title, owner, reviewer, and the time it waits since.
-type WaitRow<T> = (String, String, Option<String>, Option<String>, T);
+pub type WaitRow<T> = (String, String, Option<String>, Option<String>, T);
 
 /// All the inspection figures at `clock`.
 pub fn stats(conn: &mut DbConnection, clock: Clock, writeup_days: i64) -> QueryResult<Stats> {
@@ -219,5 +221,6 @@ pub fn stats(conn: &mut DbConnection, clock: Clock, writeup_days: i64) -> QueryR
         coes_by_state,
         waiting_for_review,
         drafts_past_deadline,
+        emails_by_state: crate::services::outbox::counts(conn)?,
     })
 }

@@ -46,6 +46,8 @@ const ENDPOINTS: &[(&str, &str)] = &[
     ("get", "/api/v1/stats"),
     ("post", "/api/v1/people/{email}/feed-token"),
     ("get", "/api/v1/people/{email}/actions.ics"),
+    ("get", "/api/v1/outbox"),
+    ("post", "/api/v1/outbox/{id}/retry"),
 ];
 
 fn collect_refs(value: &Value, out: &mut Vec<String>) {

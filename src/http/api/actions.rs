@@ -303,6 +303,7 @@ async fn review_step(
             comment.as_deref(),
             &who,
             &state.settings,
+            &state.emails,
         )?;
         Ok(coes::load(&mut conn, &id, &state.settings)?)
     })

@@ -4,6 +4,7 @@ pub mod actions;
 pub mod coes;
 pub mod incidents;
 pub mod ingest;
+pub mod outbox;
 pub mod people;
 pub mod stats;
 pub mod tokens;

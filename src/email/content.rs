@@ -1,0 +1,278 @@
+//! What each email says, as typed data. The templates in `templates/email/` render these;
+//! `Kind::sample` gives realistic data so every template is checked in strict mode.
+
+use serde::Serialize;
+
+/// The kinds of email, each a template folder `templates/email/<name>/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    OverdueDigest,
+    Escalation,
+    CoeOpened,
+    WriteupOverdue,
+    ReviewRequested,
+    ChangesRequested,
+    Approved,
+    InspectionDigest,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 8] = [
+        Kind::OverdueDigest,
+        Kind::Escalation,
+        Kind::CoeOpened,
+        Kind::WriteupOverdue,
+        Kind::ReviewRequested,
+        Kind::ChangesRequested,
+        Kind::Approved,
+        Kind::InspectionDigest,
+    ];
+
+    /// The template folder name, also stored as the outbox row's kind.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::OverdueDigest => "overdue_digest",
+            Kind::Escalation => "escalation",
+            Kind::CoeOpened => "coe_opened",
+            Kind::WriteupOverdue => "writeup_overdue",
+            Kind::ReviewRequested => "review_requested",
+            Kind::ChangesRequested => "changes_requested",
+            Kind::Approved => "approved",
+            Kind::InspectionDigest => "inspection_digest",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Realistic data for this kind, with a hostile title when `hostile` is set.
+    pub fn sample(self, hostile: bool) -> serde_json::Value {
+        let title = if hostile {
+            format!(
+                "<script>alert('x')</script>\r\nBcc: victim@example.com {}",
+                "very long ".repeat(200)
+            )
+        } else {
+            "Add a canary stage to the payments deploy".to_owned()
+        };
+        let action = |n: i64| ActionLine {
+            action_id: format!("0193-action-{n}"),
+            title: title.clone(),
+            coe_id: "0193-coe".into(),
+            coe_title: "Checkout returned 502 for 40 minutes".into(),
+            owner: "ana@example.com".into(),
+            owner_name: "Ana Lima".into(),
+            due_date: "2026-11-20".into(),
+            days_overdue: n,
+            days_until_due: -n,
+            link: "https://coe.example.com/api/v1/actions/0193-action".into(),
+        };
+        let coe = CoeLine {
+            coe_id: "0193-coe".into(),
+            title: title.clone(),
+            owner: "ana@example.com".into(),
+            reviewer: "bo@example.com".into(),
+            deadline: "2026-11-22".into(),
+            days: 4,
+            link: "https://coe.example.com/api/v1/coes/0193-coe".into(),
+        };
+        let value = match self {
+            Kind::OverdueDigest => serde_json::to_value(OverdueDigest {
+                recipient_name: "Ana Lima".into(),
+                overdue: vec![action(9), action(2)],
+                due_soon: vec![ActionLine {
+                    days_overdue: 0,
+                    days_until_due: 2,
+                    ..action(0)
+                }],
+                actions_link: "https://coe.example.com/api/v1/actions?owner=ana@example.com".into(),
+            }),
+            Kind::Escalation => serde_json::to_value(Escalation {
+                recipient_name: "Carla Manager".into(),
+                as_manager: true,
+                threshold_days: 7,
+                actions: vec![action(9), action(14)],
+            }),
+            Kind::CoeOpened => serde_json::to_value(CoeOpened {
+                recipient_name: "Ana Lima".into(),
+                coe: coe.clone(),
+                severity: "sev2".into(),
+                service: "checkout".into(),
+                writeup_days: 7,
+            }),
+            Kind::WriteupOverdue => serde_json::to_value(WriteupOverdue {
+                recipient_name: "Ana Lima".into(),
+                coes: vec![coe.clone()],
+            }),
+            Kind::ReviewRequested | Kind::ChangesRequested | Kind::Approved => {
+                serde_json::to_value(ReviewEmail {
+                    recipient_name: "Bo Reviewer".into(),
+                    coe: coe.clone(),
+                    actor: "ana@example.com".into(),
+                    comment: if hostile {
+                        title.clone()
+                    } else {
+                        "The 5 whys stop at a person; ask why the deploy allowed it.".into()
+                    },
+                })
+            }
+            Kind::InspectionDigest => serde_json::to_value(InspectionDigest {
+                recipient_name: "".into(),
+                week: "2026-W48".into(),
+                overdue_total: 3,
+                open_total: 12,
+                by_team: vec![TeamLine {
+                    team: "payments".into(),
+                    open: 5,
+                    overdue: 2,
+                }],
+                by_owner: vec![TeamLine {
+                    team: "ana@example.com".into(),
+                    open: 3,
+                    overdue: 2,
+                }],
+                overdue: vec![action(9)],
+                waiting_for_review: vec![coe.clone()],
+                drafts_past_deadline: vec![coe],
+                closed_on_time: 4,
+                closed_late: 1,
+                stats_link: "https://coe.example.com/api/v1/stats".into(),
+            }),
+        };
+        value.unwrap_or_default()
+    }
+}
+
+/// One corrective action in a list.
+#[derive(Debug, Clone, Serialize)]
+pub struct ActionLine {
+    pub action_id: String,
+    pub title: String,
+    pub coe_id: String,
+    pub coe_title: String,
+    pub owner: String,
+    /// The owner's name from the directory, else their address.
+    pub owner_name: String,
+    pub due_date: String,
+    pub days_overdue: i64,
+    /// Days until the due date (negative once overdue).
+    pub days_until_due: i64,
+    pub link: String,
+}
+
+/// One COE in a list.
+#[derive(Debug, Clone, Serialize)]
+pub struct CoeLine {
+    pub coe_id: String,
+    pub title: String,
+    pub owner: String,
+    pub reviewer: String,
+    /// The writeup deadline (a date), or empty when none applies.
+    pub deadline: String,
+    /// Days waiting (for review) or late (past the deadline).
+    pub days: i64,
+    pub link: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OverdueDigest {
+    pub recipient_name: String,
+    pub overdue: Vec<ActionLine>,
+    pub due_soon: Vec<ActionLine>,
+    pub actions_link: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Escalation {
+    pub recipient_name: String,
+    /// Sent to the owners' manager (else to a COE's owner and reviewer).
+    pub as_manager: bool,
+    pub threshold_days: i64,
+    pub actions: Vec<ActionLine>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CoeOpened {
+    pub recipient_name: String,
+    pub coe: CoeLine,
+    pub severity: String,
+    pub service: String,
+    pub writeup_days: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WriteupOverdue {
+    pub recipient_name: String,
+    pub coes: Vec<CoeLine>,
+}
+
+/// Review requested, changes requested, approved.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReviewEmail {
+    pub recipient_name: String,
+    pub coe: CoeLine,
+    /// Who took the step.
+    pub actor: String,
+    /// The reviewer's comment (may be empty).
+    pub comment: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TeamLine {
+    pub team: String,
+    pub open: i64,
+    pub overdue: i64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InspectionDigest {
+    pub recipient_name: String,
+    /// ISO week, e.g. `2026-W48`.
+    pub week: String,
+    pub open_total: i64,
+    pub overdue_total: i64,
+    pub by_team: Vec<TeamLine>,
+    /// `team` holds the owner's address here.
+    pub by_owner: Vec<TeamLine>,
+    /// The most overdue actions, longest first.
+    pub overdue: Vec<ActionLine>,
+    pub waiting_for_review: Vec<CoeLine>,
+    pub drafts_past_deadline: Vec<CoeLine>,
+    /// Actions closed last week on or before their due date, and after it.
+    pub closed_on_time: i64,
+    pub closed_late: i64,
+    pub stats_link: String,
+}
+
+/// Links into the service, from `public_url`.
+#[derive(Debug, Clone)]
+pub struct Links {
+    base: String,
+}
+
+impl Links {
+    pub fn new(public_url: &str) -> Links {
+        Links {
+            base: public_url.trim_end_matches('/').to_owned(),
+        }
+    }
+
+    pub fn coe(&self, id: &str) -> String {
+        format!("{}/api/v1/coes/{id}", self.base)
+    }
+
+    pub fn action(&self, id: &str) -> String {
+        format!("{}/api/v1/actions/{id}", self.base)
+    }
+
+    pub fn actions_of(&self, owner: &str) -> String {
+        let owner: String = form_urlencoded::byte_serialize(owner.as_bytes()).collect();
+        format!("{}/api/v1/actions?owner={owner}", self.base)
+    }
+
+    pub fn stats(&self) -> String {
+        format!("{}/api/v1/stats", self.base)
+    }
+}

@@ -1,0 +1,135 @@
+//! `/api/v1/outbox`: what emails were queued, sent and failed, and a retry for the failed.
+
+use std::collections::BTreeMap;
+
+use actix_web::{web, HttpResponse};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::domain::Role;
+use crate::error::{ApiError, ErrorBody};
+use crate::http::checked_id;
+use crate::http::extract::ApiQuery;
+use crate::services::outbox::{self, OutboxEmail, RetryError};
+use crate::services::tokens::Caller;
+use crate::startup::AppState;
+
+impl From<RetryError> for ApiError {
+    fn from(e: RetryError) -> Self {
+        match e {
+            RetryError::NotFound(id) => ApiError::NotFound(format!("no email with id `{id}`")),
+            e @ RetryError::NotFailed(_) => ApiError::Conflict {
+                message: e.to_string(),
+                fields: Vec::new(),
+            },
+            RetryError::Db(e) => e.into(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct OutboxQuery {
+    /// Only emails in this state: pending, sending, sent or failed.
+    pub state: Option<String>,
+    /// Only emails to this address.
+    pub recipient: Option<String>,
+    /// The `next_before` of the previous page.
+    pub before: Option<String>,
+    /// 1 to 500; 50 by default.
+    pub limit: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OutboxPage {
+    /// Newest first.
+    pub emails: Vec<OutboxEmail>,
+    /// All emails by state (not only this page).
+    pub counts: BTreeMap<String, i64>,
+    /// Pass as `before` for the next page; absent on the last one.
+    pub next_before: Option<String>,
+}
+
+/// Lists queued, sent and failed emails, newest first, with the last error of each. Admin only.
+#[utoipa::path(operation_id = "list_outbox", get, path = "/api/v1/outbox", tag = "outbox", security(("bearer" = [])),
+    params(OutboxQuery),
+    responses(
+        (status = 200, description = "A page of emails", body = OutboxPage),
+        (status = 400, description = "A query parameter is malformed", body = ErrorBody),
+        (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
+        (status = 403, description = "Not an admin token", body = ErrorBody),
+        (status = 422, description = "A query parameter is invalid", body = ErrorBody),
+    ))]
+pub async fn list(
+    caller: Caller,
+    query: ApiQuery<OutboxQuery>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Admin)?;
+    let q = query.0;
+    if let Some(s) = &q.state {
+        if !outbox::STATES.contains(&s.as_str()) {
+            return Err(ApiError::field(
+                "state",
+                format!("must be one of pending, sending, sent, failed (got {s:?})"),
+            ));
+        }
+    }
+    let (limit, _) = crate::http::page(q.limit, None)?;
+    let page = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        let emails = outbox::list(
+            &mut conn,
+            q.state.as_deref(),
+            q.recipient
+                .as_deref()
+                .map(str::trim)
+                .map(str::to_ascii_lowercase)
+                .as_deref(),
+            q.before.as_deref(),
+            limit,
+        )?;
+        let counts = outbox::counts(&mut conn)?;
+        let next_before = if i64::try_from(emails.len()).unwrap_or(0) == limit {
+            emails.last().map(|e| e.id.clone())
+        } else {
+            None
+        };
+        Ok(OutboxPage {
+            emails,
+            counts,
+            next_before,
+        })
+    })
+    .await??;
+    Ok(HttpResponse::Ok().json(page))
+}
+
+/// Queues a failed email again with a fresh count of attempts (a pending one is
+/// brought forward). Admin only.
+#[utoipa::path(operation_id = "retry_outbox_email", post, path = "/api/v1/outbox/{id}/retry", tag = "outbox", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The email's id")),
+    responses(
+        (status = 200, description = "Queued again", body = OutboxEmail),
+        (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
+        (status = 403, description = "Not an admin token", body = ErrorBody),
+        (status = 404, description = "No such email", body = ErrorBody),
+        (status = 409, description = "The email is sent or being sent", body = ErrorBody),
+    ))]
+pub async fn retry(
+    caller: Caller,
+    id: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(Role::Admin)?;
+    let id = id.into_inner();
+    checked_id(&id, "email")?;
+    let email = web::block(move || -> Result<_, ApiError> {
+        let mut conn = state.pool.get()?;
+        Ok(outbox::retry(&mut conn, &id)?)
+    })
+    .await??;
+    tracing::info!(email = %email.id, by = %caller.actor(), "email queued again");
+    Ok(HttpResponse::Ok().json(email))
+}

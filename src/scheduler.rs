@@ -1,0 +1,108 @@
+//! The background worker of `coe serve`: a sweep every `reminders.interval_secs`
+//! and a delivery pass every `reminders.delivery_interval_secs`, on a thread of its
+//! own (diesel and the SMTP client block). Several replicas may run one each: the
+//! outbox's deduplication keys and claims keep every email single.
+
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::config::Settings;
+use crate::db::DbPool;
+use crate::email::{EmailTemplates, Transport};
+use crate::services::{outbox, reminders};
+
+pub struct Scheduler {
+    stop: mpsc::Sender<()>,
+    thread: JoinHandle<()>,
+}
+
+impl Scheduler {
+    pub fn start(
+        settings: Arc<Settings>,
+        pool: DbPool,
+        templates: Arc<EmailTemplates>,
+        transport: Transport,
+    ) -> std::io::Result<Scheduler> {
+        let (stop, stopped) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("coe-scheduler".into())
+            .spawn(move || run(&settings, &pool, &templates, &transport, &stopped))?;
+        Ok(Scheduler { stop, thread })
+    }
+
+    /// Stops after the current step (at worst one SMTP conversation) and waits.
+    pub fn stop(self) {
+        let _ = self.stop.send(());
+        if self.thread.join().is_err() {
+            tracing::error!("the scheduler thread panicked");
+        }
+    }
+}
+
+fn run(
+    settings: &Settings,
+    pool: &DbPool,
+    templates: &EmailTemplates,
+    transport: &Transport,
+    stopped: &mpsc::Receiver<()>,
+) {
+    let sweep_every = Duration::from_secs(settings.reminders.interval_secs);
+    let deliver_every = Duration::from_secs(settings.reminders.delivery_interval_secs);
+    tracing::info!(
+        sweep_every_secs = sweep_every.as_secs(),
+        transport = %transport.describe(),
+        "reminder scheduler started"
+    );
+    let mut next_sweep = Instant::now();
+    loop {
+        if Instant::now() >= next_sweep {
+            sweep_once(settings, pool, templates);
+            next_sweep = Instant::now() + sweep_every;
+        }
+        deliver_once(settings, pool, transport);
+        let wait = next_sweep
+            .saturating_duration_since(Instant::now())
+            .min(deliver_every);
+        match stopped.recv_timeout(wait) {
+            Err(RecvTimeoutError::Timeout) => {}
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    tracing::info!("reminder scheduler stopped");
+}
+
+fn sweep_once(settings: &Settings, pool: &DbPool, templates: &EmailTemplates) {
+    let result = pool.get().map_err(|e| e.to_string()).and_then(|mut conn| {
+        reminders::sweep(&mut conn, settings, templates, chrono::Utc::now(), false)
+            .map_err(|e| e.to_string())
+    });
+    match result {
+        Ok(report) if !report.queued.is_empty() => {
+            tracing::info!(
+                queued = report.queued.len(),
+                already_queued = report.already_queued,
+                "sweep queued emails"
+            );
+        }
+        Ok(report) => tracing::debug!(already_queued = report.already_queued, "sweep: nothing new"),
+        Err(e) => tracing::error!(error = %e, "sweep failed; the next one retries"),
+    }
+}
+
+fn deliver_once(settings: &Settings, pool: &DbPool, transport: &Transport) {
+    let result = pool.get().map_err(|e| e.to_string()).and_then(|mut conn| {
+        outbox::deliver(&mut conn, transport, settings).map_err(|e| e.to_string())
+    });
+    match result {
+        Ok(r) if r != outbox::DeliveryReport::default() => tracing::info!(
+            sent = r.sent,
+            deferred = r.deferred,
+            failed = r.failed,
+            "delivery pass"
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::error!(error = %e, "delivery pass failed; the next one retries"),
+    }
+}
