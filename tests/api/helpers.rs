@@ -138,7 +138,12 @@ pub async fn spawn_app_with_sns(
     TestApp {
         address,
         pool,
-        client: reqwest::Client::new(),
+        // Idle connections are dropped well before the server's 5 s keep-alive ends, so a
+        // request never goes out on a connection the server is closing at that moment.
+        client: reqwest::Client::builder()
+            .pool_idle_timeout(std::time::Duration::from_secs(1))
+            .build()
+            .expect("an HTTP client"),
         _db: db,
         handle,
     }
@@ -168,6 +173,11 @@ impl TestApp {
         )
         .expect("create token");
         secret.expose().to_owned()
+    }
+
+    /// The URL of this test's database (for running the `coe` binary on it).
+    pub fn database_url(&self) -> &str {
+        &self._db.url
     }
 
     pub fn admin_token(&self) -> String {

@@ -8,6 +8,7 @@ mod actions;
 mod alertmanager;
 mod cli;
 mod coes;
+mod email;
 mod errors;
 mod events;
 mod health;

@@ -1,0 +1,839 @@
+//! Emails end to end: the reminder policy, the outbox and a real SMTP server
+//! (aiosmtpd, `tests/support/smtp_server.py`). Received messages are parsed as MIME.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration as StdDuration, Instant};
+
+use chrono::{Datelike, Duration, NaiveDate, Utc};
+use coe::domain::{EmailAddress, Role, TokenName};
+use diesel::prelude::*;
+use serde_json::{json, Value};
+
+use crate::helpers::{json, spawn_app_with, TestApp};
+
+/// Where links in test emails point; the tests map it back to the app's address.
+const PUBLIC_URL: &str = "https://coe.example.test";
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// The Python that has aiosmtpd (Debian's `python3-aiosmtpd`, installed by scripts/setup).
+fn python() -> String {
+    std::env::var("SMTP_TEST_PYTHON").unwrap_or_else(|_| "/usr/bin/python3".into())
+}
+
+/// A real SMTP server on a free port, writing what it receives into a Maildir.
+/// Recipients starting with `bounce` get `550 5.1.1`.
+struct SmtpServer {
+    port: u16,
+    _dir: tempfile::TempDir,
+    maildir: PathBuf,
+    child: Child,
+}
+
+/// One received message, parsed.
+#[derive(Debug, Clone)]
+struct Received {
+    /// The SMTP envelope's recipients.
+    rcpt_to: Vec<String>,
+    to: String,
+    subject: String,
+    text: String,
+    html: String,
+    message_id: String,
+    has_bcc: bool,
+}
+
+impl SmtpServer {
+    fn start() -> SmtpServer {
+        Self::start_on(free_port())
+    }
+
+    fn start_on(port: u16) -> SmtpServer {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let maildir = dir.path().join("mail");
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/smtp_server.py");
+        let mut child = Command::new(python())
+            .arg(script)
+            .arg(port.to_string())
+            .arg(&maildir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the SMTP test server (needs python3-aiosmtpd: run scripts/setup)");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the SMTP server says it is ready");
+        assert_eq!(line.trim(), "ready", "the SMTP test server did not start");
+        SmtpServer {
+            port,
+            _dir: dir,
+            maildir,
+            child,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("smtp://127.0.0.1:{}", self.port)
+    }
+
+    fn messages(&self) -> Vec<Received> {
+        let mut out = Vec::new();
+        let Ok(entries) = std::fs::read_dir(self.maildir.join("new")) else {
+            return out;
+        };
+        // In the order they arrived.
+        let mut paths: Vec<(std::time::SystemTime, PathBuf)> = entries
+            .flatten()
+            .map(|e| {
+                let modified = e.metadata().and_then(|m| m.modified());
+                (modified.unwrap_or(std::time::UNIX_EPOCH), e.path())
+            })
+            .collect();
+        paths.sort();
+        let paths = paths.into_iter().map(|(_, p)| p);
+        for path in paths {
+            let raw = std::fs::read(&path).expect("read a message");
+            let m = mail_parser::MessageParser::default()
+                .parse(&raw)
+                .expect("a MIME message");
+            out.push(Received {
+                rcpt_to: m
+                    .header_raw("X-RcptTo")
+                    .unwrap_or_default()
+                    .split(',')
+                    .map(|s| s.trim().to_owned())
+                    .filter(|s| !s.is_empty())
+                    .collect(),
+                to: m
+                    .to()
+                    .and_then(|a| a.first())
+                    .and_then(|a| a.address())
+                    .unwrap_or_default()
+                    .to_owned(),
+                subject: m.subject().unwrap_or_default().to_owned(),
+                text: m.body_text(0).unwrap_or_default().into_owned(),
+                html: m.body_html(0).unwrap_or_default().into_owned(),
+                message_id: m.message_id().unwrap_or_default().to_owned(),
+                has_bcc: m.header_raw("Bcc").is_some(),
+            });
+        }
+        out
+    }
+
+    fn to(&self, recipient: &str) -> Vec<Received> {
+        self.messages()
+            .into_iter()
+            .filter(|m| m.rcpt_to.iter().any(|r| r == recipient))
+            .collect()
+    }
+
+    /// Waits (up to a minute: shared machines are slow) until `n` messages arrived.
+    async fn wait_for(&self, n: usize) -> Vec<Received> {
+        let start = Instant::now();
+        loop {
+            let messages = self.messages();
+            if messages.len() >= n || start.elapsed() > StdDuration::from_secs(60) {
+                return messages;
+            }
+            tokio::time::sleep(StdDuration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for SmtpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The app, a member token acting for lead@example.com, and an admin token.
+struct World {
+    app: TestApp,
+    lead: String,
+    admin: String,
+}
+
+impl World {
+    async fn new() -> World {
+        let app = spawn_app_with(|s| s.public_url = PUBLIC_URL.into()).await;
+        let lead = {
+            let mut conn = app.pool.get().expect("conn");
+            let (_, secret) = coe::services::tokens::create(
+                &mut conn,
+                &TokenName::parse("lead").expect("name"),
+                Role::Member,
+                Some(&EmailAddress::parse("lead@example.com").expect("email")),
+            )
+            .expect("token");
+            secret.expose().to_owned()
+        };
+        let admin = app.admin_token();
+        World { app, lead, admin }
+    }
+
+    fn database_url(&self) -> String {
+        self.app.database_url().to_owned()
+    }
+
+    async fn person(&self, email: &str, name: &str, manager: Option<&str>) {
+        let res = self
+            .app
+            .client
+            .put(self.app.url(&format!("/api/v1/people/{email}")))
+            .bearer_auth(&self.lead)
+            .json(&json!({"name": name, "manager_email": manager}))
+            .send()
+            .await
+            .expect("sent");
+        assert!(res.status().is_success(), "{}", res.status());
+    }
+
+    /// A COE owned by `owner`, with `reviewer` set.
+    async fn coe(&self, title: &str, owner: &str, reviewer: Option<&str>) -> String {
+        let res = self
+            .app
+            .post_json(
+                "/api/v1/coes",
+                Some(&self.lead),
+                &json!({"title": title, "owner": owner}),
+            )
+            .await;
+        assert_eq!(res.status(), 201);
+        let id = json(res).await["id"].as_str().expect("id").to_owned();
+        if let Some(reviewer) = reviewer {
+            use coe::db::schema::coes;
+            let mut conn = self.app.pool.get().expect("conn");
+            diesel::update(coes::table.find(&id))
+                .set(coes::reviewer_email.eq(reviewer))
+                .execute(&mut conn)
+                .expect("set the reviewer");
+        }
+        id
+    }
+
+    /// An action owned by `owner`, then moved to `days_overdue` days past due
+    /// (negative: due in that many days), as if it had been set long ago.
+    async fn action(&self, coe: &str, title: &str, owner: &str, days_overdue: i64) -> String {
+        let due = (Utc::now() + Duration::days(10)).date_naive();
+        let res = self
+            .app
+            .post_json(
+                &format!("/api/v1/coes/{coe}/actions"),
+                Some(&self.lead),
+                &json!({"title": title, "owner": owner, "due_date": due, "priority": "high", "kind": "prevent"}),
+            )
+            .await;
+        assert_eq!(res.status(), 201);
+        let id = json(res).await["id"].as_str().expect("id").to_owned();
+        self.set_due(&id, today() - Duration::days(days_overdue));
+        id
+    }
+
+    fn set_due(&self, action: &str, due: NaiveDate) {
+        use coe::db::schema::corrective_actions;
+        let mut conn = self.app.pool.get().expect("conn");
+        diesel::update(corrective_actions::table.find(action))
+            .set(corrective_actions::due_date.eq(due))
+            .execute(&mut conn)
+            .expect("move the due date");
+    }
+
+    /// `coe sweep ARGS` against this world's database and `smtp`.
+    fn sweep(&self, smtp: &str, args: &[&str]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_coe"));
+        let dir = tempfile::tempdir().expect("temp dir");
+        cmd.arg("sweep")
+            .args(args)
+            .env_clear()
+            .current_dir(dir.path())
+            .env("COE_DATABASE_URL", self.database_url())
+            .env("COE_SMTP_URL", smtp)
+            .env("COE_PUBLIC_URL", PUBLIC_URL)
+            .env("COE_REMINDERS_SEND_HOUR", "0")
+            .env("COE_REMINDERS_RETRY_BASE_SECS", "1")
+            .env("COE_LOG_LEVEL", "warn");
+        let out = cmd.output().expect("coe sweep runs");
+        assert!(
+            out.status.success(),
+            "coe sweep {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    async fn outbox(&self, query: &str) -> Value {
+        self.app
+            .get_json(&format!("/api/v1/outbox{query}"), &self.admin)
+            .await
+    }
+}
+
+fn today() -> NaiveDate {
+    Utc::now().date_naive()
+}
+
+/// An RFC 3339 time `days` after now.
+fn days_from_now(days: i64) -> String {
+    (Utc::now() + Duration::days(days)).to_rfc3339()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[tokio::test]
+async fn an_owner_gets_one_digest_a_day_listing_every_overdue_action() {
+    let w = World::new().await;
+    let smtp = SmtpServer::start();
+    w.person("ana@example.com", "Ana Lima", None).await;
+    let coe = w
+        .coe("Checkout returned 502", "lead@example.com", None)
+        .await;
+    let titles = [
+        "Add a canary stage to deploys",
+        "Alert on 502 rate above 1%",
+        "Load-test the checkout path",
+    ];
+    let mut ids = Vec::new();
+    for (i, title) in titles.iter().enumerate() {
+        ids.push(w.action(&coe, title, "ana@example.com", 2 + i as i64).await);
+    }
+    // Somebody else's action, due in 2 days: their digest lists it as due soon.
+    w.action(&coe, "Write the runbook", "bo@example.com", -2)
+        .await;
+
+    // A dry run says what would go, and queues nothing.
+    let out = w.sweep(&smtp.url(), &["--dry-run"]);
+    assert!(
+        stdout(&out).contains("would queue 2 email(s)"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("ana@example.com"));
+    // Only the email telling the COE's owner it opened is queued.
+    let page = w.outbox("").await;
+    assert_eq!(
+        page["emails"].as_array().expect("emails").len(),
+        1,
+        "{page}"
+    );
+    assert_eq!(page["emails"][0]["kind"], "coe_opened");
+
+    let out = w.sweep(&smtp.url(), &[]);
+    assert!(stdout(&out).contains("3 sent"), "{}", stdout(&out));
+    let ana = smtp.to("ana@example.com");
+    assert_eq!(ana.len(), 1, "one digest for Ana");
+    let digest = &ana[0];
+    assert_eq!(digest.to, "ana@example.com");
+    assert_eq!(digest.subject, "3 overdue corrective actions");
+    assert!(
+        digest.text.starts_with("Hello Ana Lima,"),
+        "{}",
+        digest.text
+    );
+    for (title, id) in titles.iter().zip(&ids) {
+        assert!(digest.text.contains(title), "text lists {title}");
+        assert!(digest.html.contains(title), "html lists {title}");
+        let link = format!("{PUBLIC_URL}/api/v1/actions/{id}");
+        assert!(digest.text.contains(&link), "text links {id}");
+        assert!(digest.html.contains(&format!("href=\"{link}\"")));
+        // The link works (once mapped from the public URL to this test's address).
+        let res = w
+            .app
+            .get(&link.replace(PUBLIC_URL, ""), Some(&w.lead))
+            .await;
+        assert_eq!(res.status(), 200, "{link}");
+    }
+    assert!(digest.text.contains("4 days overdue"), "{}", digest.text);
+    assert!(
+        digest.message_id.contains(".overdue_digest@"),
+        "{}",
+        digest.message_id
+    );
+    let bo = smtp.to("bo@example.com");
+    assert_eq!(bo.len(), 1);
+    assert_eq!(bo[0].subject, "1 corrective action due soon");
+    // The COE owner is told the COE opened (lead@example.com made it: it is theirs).
+    assert_eq!(smtp.to("lead@example.com").len(), 1);
+
+    // A second sweep the same day sends nothing.
+    let out = w.sweep(&smtp.url(), &[]);
+    assert!(
+        stdout(&out).contains("queued 0 email(s); 2 already queued"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(smtp.to("ana@example.com").len(), 1);
+
+    // The next day, again: one more digest.
+    let tomorrow = days_from_now(1);
+    w.sweep(&smtp.url(), &["--at", &tomorrow]);
+    let ana = smtp.to("ana@example.com");
+    assert_eq!(ana.len(), 2);
+    assert!(
+        ana.iter().any(|m| m.text.contains("5 days overdue")),
+        "{ana:?}"
+    );
+    assert_ne!(ana[0].message_id, ana[1].message_id);
+
+    let page = w.outbox("?state=sent").await;
+    assert_eq!(page["counts"]["sent"], 5, "{page}");
+    assert_eq!(page["emails"][0]["state"], "sent");
+}
+
+#[tokio::test]
+async fn escalation_reaches_the_manager_at_day_seven_and_not_before() {
+    let w = World::new().await;
+    let smtp = SmtpServer::start();
+    w.person("ana@example.com", "Ana Lima", Some("carla@example.com"))
+        .await;
+    let coe = w
+        .coe(
+            "Search was down",
+            "lead@example.com",
+            Some("rev@example.com"),
+        )
+        .await;
+    w.action(&coe, "Shard the index", "ana@example.com", 6)
+        .await;
+    // Owned by someone with no manager in the directory.
+    w.action(&coe, "Add a read replica", "nomgr@example.com", 6)
+        .await;
+
+    w.sweep(&smtp.url(), &[]);
+    assert!(
+        smtp.to("carla@example.com").is_empty(),
+        "day 6: no escalation"
+    );
+    assert!(smtp.to("rev@example.com").is_empty());
+
+    w.sweep(&smtp.url(), &["--at", &days_from_now(1)]);
+    let carla = smtp.to("carla@example.com");
+    assert_eq!(carla.len(), 1, "day 7: the manager is told");
+    assert!(carla[0]
+        .subject
+        .starts_with("Escalation: 1 corrective action overdue by 7 days"));
+    assert!(carla[0].text.contains("Shard the index"));
+    assert!(carla[0].text.contains("Ana Lima <ana@example.com>"));
+    assert!(carla[0].text.contains("report to you"));
+    assert!(!carla[0].text.contains("Add a read replica"));
+    // No manager known: the COE's owner and reviewer.
+    for person in ["lead@example.com", "rev@example.com"] {
+        let escalations: Vec<Received> = smtp
+            .to(person)
+            .into_iter()
+            .filter(|m| m.subject.starts_with("Escalation"))
+            .collect();
+        assert_eq!(escalations.len(), 1, "{person}");
+        assert!(escalations[0].text.contains("Add a read replica"));
+        assert!(!escalations[0].text.contains("Shard the index"));
+        assert!(escalations[0].text.contains("no manager is known"));
+    }
+
+    // Weekly: the next day adds no escalation in the same week (a new week does).
+    let before = smtp.to("carla@example.com").len();
+    let at = Utc::now() + Duration::days(1);
+    let same_week = at.date_naive().iso_week() == (at + Duration::days(1)).date_naive().iso_week();
+    w.sweep(&smtp.url(), &["--at", &days_from_now(2)]);
+    let expected = if same_week { before } else { before + 1 };
+    assert_eq!(smtp.to("carla@example.com").len(), expected);
+}
+
+#[tokio::test]
+async fn emails_wait_while_the_smtp_server_is_down_and_go_out_once_when_it_is_back() {
+    let w = World::new().await;
+    let port = free_port();
+    let url = format!("smtp://127.0.0.1:{port}");
+    let coe = w.coe("Queue backlog", "lead@example.com", None).await;
+    for (owner, days) in [
+        ("a@example.com", 1),
+        ("b@example.com", 3),
+        ("c@example.com", 8),
+    ] {
+        w.action(&coe, "Cap the queue", owner, days).await;
+    }
+
+    let out = w.sweep(&url, &[]);
+    assert!(stdout(&out).contains("0 sent"), "{}", stdout(&out));
+    let page = w.outbox("?state=pending").await;
+    let pending = page["counts"]["pending"].as_i64().expect("pending");
+    assert!(
+        pending >= 5,
+        "digests, escalations and the COE-opened email wait: {page}"
+    );
+    assert_eq!(page["counts"]["failed"], 0);
+    let errors: Vec<&str> = page["emails"]
+        .as_array()
+        .expect("emails")
+        .iter()
+        .filter_map(|e| e["last_error"].as_str())
+        .collect();
+    assert_eq!(errors.len(), 1, "one attempt, then the pass stops: {page}");
+    assert!(
+        errors[0].to_lowercase().contains("connect"),
+        "the reason is kept: {page}"
+    );
+
+    // Still down: more sweeps and passes lose nothing and add nothing.
+    tokio::time::sleep(StdDuration::from_millis(1100)).await;
+    w.sweep(&url, &[]);
+    assert_eq!(w.outbox("").await["counts"]["pending"], pending);
+
+    // Back up: each email is delivered exactly once.
+    let smtp = SmtpServer::start_on(port);
+    tokio::time::sleep(StdDuration::from_millis(2100)).await;
+    let out = w.sweep(&url, &[]);
+    assert!(
+        stdout(&out).contains(&format!("{pending} sent")),
+        "{}",
+        stdout(&out)
+    );
+    w.sweep(&url, &[]);
+    let messages = smtp.messages();
+    assert_eq!(messages.len() as i64, pending);
+    let mut ids: Vec<&str> = messages.iter().map(|m| m.message_id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len() as i64, pending, "no duplicates");
+    let counts = &w.outbox("").await["counts"];
+    assert_eq!(counts["sent"], pending);
+    assert_eq!(counts["pending"], 0);
+}
+
+#[tokio::test]
+async fn a_permanent_failure_is_marked_failed_with_the_answer_and_shown() {
+    let w = World::new().await;
+    let smtp = SmtpServer::start();
+    let coe = w.coe("DNS outage", "lead@example.com", None).await;
+    w.action(&coe, "Lower the TTL", "bounce@example.com", 2)
+        .await;
+
+    let out = w.sweep(&smtp.url(), &[]);
+    assert!(stdout(&out).contains("1 failed"), "{}", stdout(&out));
+    let page = w.outbox("?state=failed").await;
+    assert_eq!(
+        page["emails"].as_array().expect("emails").len(),
+        1,
+        "{page}"
+    );
+    let failed = &page["emails"][0];
+    assert_eq!(failed["recipient"], "bounce@example.com");
+    assert_eq!(failed["kind"], "overdue_digest");
+    assert_eq!(failed["attempts"], 1);
+    let error = failed["last_error"].as_str().expect("last_error");
+    assert!(
+        error.contains("550") && error.contains("mailbox unavailable"),
+        "{error}"
+    );
+
+    // Shown in the stats and in /metrics.
+    let stats = w.app.get_json("/api/v1/stats", &w.lead).await;
+    assert_eq!(stats["emails_by_state"]["failed"], 1, "{stats}");
+    let metrics = w
+        .app
+        .get("/metrics", None)
+        .await
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        metrics.contains("coe_emails{state=\"failed\"} 1"),
+        "{metrics}"
+    );
+
+    // Another sweep does not resend it.
+    w.sweep(&smtp.url(), &[]);
+    assert_eq!(
+        w.outbox("?state=failed").await["emails"]
+            .as_array()
+            .expect("e")
+            .len(),
+        1
+    );
+
+    // A retry queues it again; it fails again, with the answer kept.
+    let id = failed["id"].as_str().expect("id");
+    let res = w
+        .app
+        .post_json(
+            &format!("/api/v1/outbox/{id}/retry"),
+            Some(&w.admin),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    assert_eq!(json(res).await["state"], "pending");
+    w.sweep(&smtp.url(), &[]);
+    let again = w.outbox("?state=failed").await;
+    assert_eq!(again["emails"][0]["attempts"], 1);
+
+    // A sent email cannot be retried; unknown ids are 404; members may not look.
+    let sent = w.outbox("?state=sent").await;
+    let sent_id = sent["emails"][0]["id"].as_str().expect("a sent email");
+    let res = w
+        .app
+        .post_json(
+            &format!("/api/v1/outbox/{sent_id}/retry"),
+            Some(&w.admin),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(res.status(), 409);
+    let res = w
+        .app
+        .post_json("/api/v1/outbox/nope/retry", Some(&w.admin), &json!({}))
+        .await;
+    assert_eq!(res.status(), 404);
+    assert_eq!(json(res).await["error"]["code"], "not_found");
+    let res = w.app.get("/api/v1/outbox", Some(&w.lead)).await;
+    assert_eq!(res.status(), 403);
+    let res = w.app.get("/api/v1/outbox?state=lost", Some(&w.admin)).await;
+    assert_eq!(res.status(), 422);
+    assert_eq!(json(res).await["error"]["fields"][0]["field"], "state");
+    let res = w.app.get("/api/v1/outbox?limit=0", Some(&w.admin)).await;
+    assert_eq!(res.status(), 422);
+}
+
+#[tokio::test]
+async fn hostile_titles_stay_inside_their_email() {
+    let w = World::new().await;
+    let smtp = SmtpServer::start();
+    let title = format!(
+        "<script>alert(1)</script>\r\nBcc: evil@example.com {}",
+        "long ".repeat(80)
+    );
+    let res = w
+        .app
+        .post_json(
+            "/api/v1/coes",
+            Some(&w.lead),
+            &json!({"title": title, "owner": "lead@example.com"}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let coe = json(res).await["id"].as_str().expect("id").to_owned();
+    w.action(&coe, &title, "ana@example.com", 1).await;
+    w.sweep(&smtp.url(), &[]);
+    let messages = smtp.wait_for(2).await;
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    for m in &messages {
+        assert!(!m.has_bcc, "no header was injected");
+        assert!(m.rcpt_to.iter().all(|r| !r.contains("evil")));
+        assert!(!m.subject.contains(['\r', '\n']));
+        assert!(m.subject.chars().count() <= 200, "{}", m.subject.len());
+        assert!(!m.html.contains("<script>"), "HTML is escaped");
+        assert!(m.html.contains("&lt;script&gt;"));
+        assert!(
+            m.text.contains("<script>alert(1)</script>"),
+            "text is not escaped"
+        );
+    }
+    let opened = smtp.to("lead@example.com");
+    assert!(opened[0]
+        .subject
+        .starts_with("COE opened (sev3): <script>alert(1)</script> Bcc:"));
+}
+
+#[tokio::test]
+async fn review_steps_and_late_writeups_email_the_right_person() {
+    let w = World::new().await;
+    let smtp = SmtpServer::start();
+    w.person("rev@example.com", "Rita Reviewer", None).await;
+    let coe = w
+        .coe(
+            "Login failures",
+            "lead@example.com",
+            Some("rev@example.com"),
+        )
+        .await;
+    // The incident resolved 8 days ago; the writeup was due after 7.
+    {
+        use coe::db::schema::coes;
+        let mut conn = w.app.pool.get().expect("conn");
+        diesel::update(coes::table.find(&coe))
+            .set(coes::resolved_at.eq((Utc::now() - Duration::days(8)).naive_utc()))
+            .execute(&mut conn)
+            .expect("resolve");
+    }
+    w.sweep(&smtp.url(), &[]);
+    let late: Vec<Received> = smtp
+        .to("lead@example.com")
+        .into_iter()
+        .filter(|m| m.subject.contains("past its deadline"))
+        .collect();
+    assert_eq!(late.len(), 1);
+    assert!(late[0].text.contains("Login failures"));
+    w.sweep(&smtp.url(), &[]);
+    assert_eq!(
+        smtp.to("lead@example.com")
+            .iter()
+            .filter(|m| m.subject.contains("past its deadline"))
+            .count(),
+        1,
+        "daily, not every sweep"
+    );
+
+    // Request changes as the reviewer (an admin may act for them here): the owner hears.
+    {
+        use coe::db::schema::coes;
+        let mut conn = w.app.pool.get().expect("conn");
+        diesel::update(coes::table.find(&coe))
+            .set(coes::state.eq("in_review"))
+            .execute(&mut conn)
+            .expect("in review");
+    }
+    let res = w
+        .app
+        .post_json(
+            &format!("/api/v1/coes/{coe}/request-changes"),
+            Some(&w.admin),
+            &json!({"comment": "The 5 whys stop at a person."}),
+        )
+        .await;
+    assert_eq!(
+        res.status(),
+        200,
+        "{}",
+        res.text().await.unwrap_or_default()
+    );
+    w.sweep(&smtp.url(), &[]);
+    let changes: Vec<Received> = smtp
+        .to("lead@example.com")
+        .into_iter()
+        .filter(|m| m.subject.starts_with("Changes requested"))
+        .collect();
+    assert_eq!(changes.len(), 1);
+    assert!(changes[0].text.contains("The 5 whys stop at a person."));
+    assert!(changes[0]
+        .text
+        .contains(&format!("{PUBLIC_URL}/api/v1/coes/{coe}")));
+}
+
+#[tokio::test]
+async fn the_weekly_inspection_digest_goes_to_its_subscribers_on_its_day() {
+    let w = World::new().await;
+    let smtp = SmtpServer::start();
+    let coe = w.coe("Billing delay", "lead@example.com", None).await;
+    w.action(&coe, "Retry failed invoices", "ana@example.com", 3)
+        .await;
+    // The next Monday at 10:00 UTC, and the Tuesday after it.
+    let mut monday = today() + Duration::days(1);
+    while monday.weekday() != chrono::Weekday::Mon {
+        monday += Duration::days(1);
+    }
+    let at = |d: NaiveDate| format!("{d}T10:00:00Z");
+    let env_sweep = |at: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_coe"))
+            .args(["sweep", "--at", at])
+            .env_clear()
+            .env("COE_DATABASE_URL", w.database_url())
+            .env("COE_SMTP_URL", smtp.url())
+            .env("COE_PUBLIC_URL", PUBLIC_URL)
+            .env(
+                "COE_DIGEST_RECIPIENTS",
+                r#"["leaders@example.com", "vp@example.com"]"#,
+            )
+            .env("COE_LOG_LEVEL", "warn")
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    env_sweep(&at(monday + Duration::days(1)));
+    assert!(
+        smtp.to("leaders@example.com").is_empty(),
+        "not on a Tuesday"
+    );
+    env_sweep(&at(monday + Duration::days(7)));
+    for r in ["leaders@example.com", "vp@example.com"] {
+        let got = smtp.to(r);
+        assert_eq!(got.len(), 1, "{r}");
+        assert!(
+            got[0].subject.starts_with("COE inspection "),
+            "{}",
+            got[0].subject
+        );
+        assert!(got[0].text.contains("1 open, 1 overdue"), "{}", got[0].text);
+        assert!(got[0].text.contains("Retry failed invoices"));
+    }
+}
+
+/// A `coe serve` process, stopped on drop.
+struct Replica(Child);
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn three_replicas_sweeping_at_once_send_each_email_once() {
+    let w = World::new().await;
+    let smtp = SmtpServer::start();
+    let coe = w
+        .coe(
+            "Cache stampede",
+            "lead@example.com",
+            Some("rev@example.com"),
+        )
+        .await;
+    let owners: Vec<String> = (0..12).map(|i| format!("owner{i}@example.com")).collect();
+    for (i, owner) in owners.iter().enumerate() {
+        w.action(&coe, "Add request coalescing", owner, 1 + (i as i64 % 9))
+            .await;
+    }
+    // The COE-opened email, 12 digests, and escalations (days 7, 8, 9) to the COE's
+    // owner and reviewer (the owners have no manager).
+    let expected = 1 + 12 + 2;
+    let dir = tempfile::tempdir().expect("dir");
+    let replicas: Vec<Replica> = (0..3)
+        .map(|_| {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_coe"));
+            cmd.args(["serve", "--listen", "127.0.0.1:0"])
+                .env_clear()
+                .current_dir(dir.path())
+                .env("COE_DATABASE_URL", w.database_url())
+                .env("COE_SMTP_URL", smtp.url())
+                .env("COE_PUBLIC_URL", PUBLIC_URL)
+                .env("COE_REMINDERS_SEND_HOUR", "0")
+                .env("COE_REMINDERS_INTERVAL_SECS", "1")
+                .env("COE_REMINDERS_DELIVERY_INTERVAL_SECS", "1")
+                .env("COE_LOG_LEVEL", "warn")
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit());
+            Replica(cmd.spawn().expect("coe serve starts"))
+        })
+        .collect();
+    let messages = smtp.wait_for(expected).await;
+    assert_eq!(messages.len(), expected, "{messages:?}");
+    // Let the replicas sweep and deliver a few more times: nothing more goes out.
+    tokio::time::sleep(StdDuration::from_secs(4)).await;
+    drop(replicas);
+    let messages = smtp.messages();
+    assert_eq!(messages.len(), expected);
+    let mut ids: Vec<&str> = messages.iter().map(|m| m.message_id.as_str()).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), expected, "each email once");
+    for owner in &owners {
+        assert_eq!(smtp.to(owner).len(), 1, "{owner}");
+    }
+    assert_eq!(smtp.to("rev@example.com").len(), 1);
+    assert_eq!(smtp.to("lead@example.com").len(), 2);
+    assert_eq!(w.outbox("").await["counts"]["sent"], expected as i64);
+}
