@@ -509,3 +509,83 @@ pub fn counts(conn: &mut DbConnection) -> QueryResult<BTreeMap<String, i64>> {
     }
     Ok(counts)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn database() -> (tempfile::TempDir, crate::db::DbPool) {
+        let dir = tempfile::tempdir().expect("dir");
+        let settings = crate::config::DatabaseSettings {
+            url: format!("sqlite://{}", dir.path().join("t.db").display()),
+            ..Default::default()
+        };
+        let pool = db::connect(&settings).expect("connect");
+        db::migrate(&mut pool.get().expect("conn")).expect("migrate");
+        (dir, pool)
+    }
+
+    fn email(key: &str) -> NewEmail {
+        NewEmail {
+            kind: Kind::Approved,
+            dedup_key: key.into(),
+            recipient: "ana@example.com".into(),
+            recipient_name: Some("Ana\r\nBcc: x@example.com".into()),
+            subject: "Approved: it".into(),
+            text: "text".into(),
+            html: "<p>html</p>".into(),
+        }
+    }
+
+    #[test]
+    fn an_email_is_queued_once_and_sent_once_with_its_row_in_the_message_id() {
+        let (_dir, pool) = database();
+        let mut conn = pool.get().expect("conn");
+        let settings = Settings::default();
+        assert!(enqueue(&mut conn, &email("k1"), db::now()).unwrap());
+        assert!(
+            !enqueue(&mut conn, &email("k1"), db::now()).unwrap(),
+            "same key: no-op"
+        );
+
+        let transport = Transport::memory();
+        let report = deliver(&mut conn, &transport, &settings).unwrap();
+        assert_eq!(report.sent, 1);
+        assert_eq!(deliver(&mut conn, &transport, &settings).unwrap().sent, 0);
+        let sent = transport.sent();
+        assert_eq!(sent.len(), 1);
+        let row = list(&mut conn, None, None, None, 10).unwrap().remove(0);
+        assert_eq!(row.state, SENT);
+        assert!(
+            sent[0].contains(&format!("Message-ID: <{}.approved@localhost>", row.id)),
+            "{}",
+            sent[0]
+        );
+        assert!(!sent[0].contains("\r\nBcc:"), "the name lost its CR/LF");
+    }
+
+    #[test]
+    fn a_claim_is_exclusive_until_its_lease_expires() {
+        let (_dir, pool) = database();
+        let mut conn = pool.get().expect("conn");
+        enqueue(&mut conn, &email("k2"), db::now()).unwrap();
+        let now = db::now();
+        let lease = Duration::seconds(600);
+        assert_eq!(claim(&mut conn, now, lease, 10).unwrap().len(), 1);
+        assert!(claim(&mut conn, now, lease, 10).unwrap().is_empty());
+        // The worker died: after the lease, another one takes the email again.
+        let later = now + Duration::seconds(601);
+        let again = claim(&mut conn, later, lease, 10).unwrap();
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].attempts, 2);
+    }
+
+    #[test]
+    fn back_off_doubles_up_to_its_cap() {
+        let settings = Settings::default();
+        assert_eq!(backoff(&settings, 1), Duration::seconds(60));
+        assert_eq!(backoff(&settings, 2), Duration::seconds(120));
+        assert_eq!(backoff(&settings, 5), Duration::seconds(960));
+        assert_eq!(backoff(&settings, 40), Duration::seconds(6 * 3600));
+    }
+}

@@ -56,12 +56,70 @@ pub struct SweepReport {
     pub already_queued: usize,
 }
 
-/// One decision to send: the email's kind, key, recipient and data.
+/// One decision to send: the email's kind, key, recipient and what it says. Lists
+/// of actions are kept as indexes into the sweep's actions and turned into the
+/// template's data only when the email is rendered, so a sweep whose emails are
+/// already queued builds none of it.
 struct Decision {
     kind: Kind,
     key: String,
     recipient: String,
-    data: Value,
+    payload: Payload,
+}
+
+enum Payload {
+    Digest {
+        overdue: Vec<usize>,
+        due_soon: Vec<usize>,
+    },
+    Escalation {
+        as_manager: bool,
+        threshold_days: i64,
+        actions: Vec<usize>,
+    },
+    Ready(Value),
+}
+
+/// What rendering a decision's action lists needs.
+struct Lines<'a> {
+    actions: &'a [DueAction],
+    today: NaiveDate,
+    directory: &'a HashMap<String, Person>,
+    links: &'a Links,
+}
+
+impl Lines<'_> {
+    fn lines(&self, indexes: &[usize]) -> Vec<ActionLine> {
+        indexes
+            .iter()
+            .filter_map(|&i| self.actions.get(i))
+            .map(|a| line(a, self.today, self.directory, self.links))
+            .collect()
+    }
+
+    /// The template data of `d`.
+    fn data(&self, d: &Decision) -> Value {
+        let value = match &d.payload {
+            Payload::Digest { overdue, due_soon } => serde_json::to_value(OverdueDigest {
+                recipient_name: String::new(),
+                overdue: self.lines(overdue),
+                due_soon: self.lines(due_soon),
+                actions_link: self.links.actions_of(&d.recipient),
+            }),
+            Payload::Escalation {
+                as_manager,
+                threshold_days,
+                actions,
+            } => serde_json::to_value(Escalation {
+                recipient_name: String::new(),
+                as_manager: *as_manager,
+                threshold_days: *threshold_days,
+                actions: self.lines(actions),
+            }),
+            Payload::Ready(value) => Ok(value.clone()),
+        };
+        value.unwrap_or_default()
+    }
 }
 
 /// An active action due by the horizon, with its COE.
@@ -108,13 +166,12 @@ pub fn sweep(
     let actions = due_actions(conn, today + Duration::days(r.due_soon_days))?;
     let directory = directory(conn)?;
 
-    let mut decisions = overdue_digests(&actions, today, &directory, &links);
+    let mut decisions = overdue_digests(&actions, today);
     decisions.extend(escalations(
         &actions,
         today,
         r.escalate_after_days,
         &directory,
-        &links,
     ));
     decisions.extend(writeups_overdue(conn, settings, at, tz, &links)?);
     if today.weekday() == settings.digest_weekday() && !settings.digest.recipients.is_empty() {
@@ -128,11 +185,17 @@ pub fn sweep(
     decisions.retain(|d| !existing.contains(&d.key));
     report.already_queued = before - decisions.len();
 
+    let lines = Lines {
+        actions: &actions,
+        today,
+        directory: &directory,
+        links: &links,
+    };
     let now = db::now();
     for chunk in decisions.chunks(CHUNK) {
         if dry_run {
             for d in chunk {
-                if let Some(email) = compose(conn, templates, d)? {
+                if let Some(email) = compose(conn, templates, d, &lines)? {
                     report.queued.push(planned(&email));
                 }
             }
@@ -142,7 +205,7 @@ pub fn sweep(
             let mut queued = Vec::new();
             let mut duplicates = 0;
             for d in chunk {
-                let Some(email) = compose(conn, templates, d)? else {
+                let Some(email) = compose(conn, templates, d, &lines)? else {
                     continue;
                 };
                 if outbox::enqueue(conn, &email, now)? {
@@ -174,6 +237,7 @@ fn compose(
     conn: &mut DbConnection,
     templates: &EmailTemplates,
     d: &Decision,
+    lines: &Lines<'_>,
 ) -> Result<Option<NewEmail>, ComposeError> {
     match outbox::compose(
         conn,
@@ -181,7 +245,7 @@ fn compose(
         d.kind,
         d.key.clone(),
         &d.recipient,
-        d.data.clone(),
+        lines.data(d),
     ) {
         Ok(email) => Ok(Some(email)),
         Err(ComposeError::Template(e)) => {
@@ -307,20 +371,14 @@ fn iso_week(day: NaiveDate) -> String {
 }
 
 /// One digest per owner with an overdue action or one due soon, for today.
-fn overdue_digests(
-    actions: &[DueAction],
-    today: NaiveDate,
-    directory: &HashMap<String, Person>,
-    links: &Links,
-) -> Vec<Decision> {
-    let mut by_owner: BTreeMap<&str, (Vec<ActionLine>, Vec<ActionLine>)> = BTreeMap::new();
-    for a in actions {
+fn overdue_digests(actions: &[DueAction], today: NaiveDate) -> Vec<Decision> {
+    let mut by_owner: BTreeMap<&str, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
+    for (i, a) in actions.iter().enumerate() {
         let entry = by_owner.entry(&a.owner).or_default();
-        let l = line(a, today, directory, links);
         if a.due < today {
-            entry.0.push(l);
+            entry.0.push(i);
         } else {
-            entry.1.push(l);
+            entry.1.push(i);
         }
     }
     by_owner
@@ -329,13 +387,7 @@ fn overdue_digests(
             kind: Kind::OverdueDigest,
             key: format!("{}:{today}:{owner}", Kind::OverdueDigest.name()),
             recipient: owner.to_owned(),
-            data: serde_json::to_value(OverdueDigest {
-                recipient_name: String::new(),
-                overdue,
-                due_soon,
-                actions_link: links.actions_of(owner),
-            })
-            .unwrap_or_default(),
+            payload: Payload::Digest { overdue, due_soon },
         })
         .collect()
 }
@@ -347,11 +399,11 @@ fn escalations(
     today: NaiveDate,
     after_days: i64,
     directory: &HashMap<String, Person>,
-    links: &Links,
 ) -> Vec<Decision> {
     // recipient → (is the manager of some owner, actions)
-    let mut by_recipient: BTreeMap<String, (bool, Vec<ActionLine>)> = BTreeMap::new();
-    for a in actions {
+    let mut by_recipient: BTreeMap<String, (bool, Vec<usize>)> = BTreeMap::new();
+    let mut nobody = 0;
+    for (i, a) in actions.iter().enumerate() {
         if (today - a.due).num_days() < after_days {
             continue;
         }
@@ -370,13 +422,19 @@ fn escalations(
             }
         };
         if recipients.is_empty() {
-            tracing::warn!(action = %a.id, owner = %a.owner, "an overdue action has nobody to escalate to (no manager, COE owner or reviewer)");
+            nobody += 1;
         }
         for recipient in recipients {
             let entry = by_recipient.entry(recipient).or_default();
             entry.0 |= as_manager;
-            entry.1.push(line(a, today, directory, links));
+            entry.1.push(i);
         }
+    }
+    if nobody > 0 {
+        tracing::warn!(
+            actions = nobody,
+            "overdue actions have nobody to escalate to: their owners have no manager in the directory and their COEs no owner or reviewer"
+        );
     }
     let week = iso_week(today);
     by_recipient
@@ -384,13 +442,11 @@ fn escalations(
         .map(|(recipient, (as_manager, actions))| Decision {
             kind: Kind::Escalation,
             key: format!("{}:{week}:{recipient}", Kind::Escalation.name()),
-            data: serde_json::to_value(Escalation {
-                recipient_name: String::new(),
+            payload: Payload::Escalation {
                 as_manager,
                 threshold_days: after_days,
                 actions,
-            })
-            .unwrap_or_default(),
+            },
             recipient,
         })
         .collect()
@@ -450,11 +506,13 @@ fn writeups_overdue(
         .map(|(owner, coes)| Decision {
             kind: Kind::WriteupOverdue,
             key: format!("{}:{today}:{owner}", Kind::WriteupOverdue.name()),
-            data: serde_json::to_value(WriteupOverdue {
-                recipient_name: String::new(),
-                coes,
-            })
-            .unwrap_or_default(),
+            payload: Payload::Ready(
+                serde_json::to_value(WriteupOverdue {
+                    recipient_name: String::new(),
+                    coes,
+                })
+                .unwrap_or_default(),
+            ),
             recipient: owner,
         })
         .collect())
@@ -565,7 +623,7 @@ fn inspection_digests(
         .map(|recipient| Decision {
             kind: Kind::InspectionDigest,
             key: format!("{}:{week}:{recipient}", Kind::InspectionDigest.name()),
-            data: data.clone(),
+            payload: Payload::Ready(data.clone()),
             recipient,
         })
         .collect())
@@ -690,12 +748,22 @@ mod tests {
             action("bo@example.com", day("2026-12-02")),
         ];
         let links = Links::new("https://coe.example.com");
-        let d = overdue_digests(&actions, today, &HashMap::new(), &links);
+        let directory = HashMap::new();
+        let lines = Lines {
+            actions: &actions,
+            today,
+            directory: &directory,
+            links: &links,
+        };
+        let d = overdue_digests(&actions, today);
         assert_eq!(d.len(), 2);
         assert_eq!(d[0].key, "overdue_digest:2026-11-29:ana@example.com");
-        assert_eq!(d[0].data["overdue"].as_array().unwrap().len(), 2);
-        assert_eq!(d[0].data["due_soon"].as_array().unwrap().len(), 1);
-        assert_eq!(d[1].data["overdue"].as_array().unwrap().len(), 0);
+        let ana = lines.data(&d[0]);
+        assert_eq!(ana["overdue"].as_array().unwrap().len(), 2);
+        assert_eq!(ana["overdue"][0]["days_overdue"], 9);
+        assert_eq!(ana["due_soon"].as_array().unwrap().len(), 1);
+        assert_eq!(ana["due_soon"][0]["days_until_due"], 2);
+        assert_eq!(lines.data(&d[1])["overdue"].as_array().unwrap().len(), 0);
     }
 
     #[test]
@@ -703,10 +771,10 @@ mod tests {
         let today = day("2026-11-29");
         let links = Links::new("https://coe.example.com");
         let six = vec![action("ana@example.com", day("2026-11-23"))];
-        assert!(escalations(&six, today, 7, &HashMap::new(), &links).is_empty());
+        assert!(escalations(&six, today, 7, &HashMap::new()).is_empty());
 
         let seven = vec![action("ana@example.com", day("2026-11-22"))];
-        let to_coe = escalations(&seven, today, 7, &HashMap::new(), &links);
+        let to_coe = escalations(&seven, today, 7, &HashMap::new());
         let recipients: Vec<&str> = to_coe.iter().map(|d| d.recipient.as_str()).collect();
         assert_eq!(recipients, ["lead@example.com", "rev@example.com"]);
         assert_eq!(to_coe[0].key, "escalation:2026-W48:lead@example.com");
@@ -719,10 +787,18 @@ mod tests {
                 manager: Some("boss@example.com".into()),
             },
         );
-        let to_manager = escalations(&seven, today, 7, &directory, &links);
+        let to_manager = escalations(&seven, today, 7, &directory);
         assert_eq!(to_manager.len(), 1);
         assert_eq!(to_manager[0].recipient, "boss@example.com");
-        assert_eq!(to_manager[0].data["as_manager"], true);
-        assert_eq!(to_manager[0].data["actions"][0]["owner_name"], "Ana");
+        let lines = Lines {
+            actions: &seven,
+            today,
+            directory: &directory,
+            links: &links,
+        };
+        let data = lines.data(&to_manager[0]);
+        assert_eq!(data["as_manager"], true);
+        assert_eq!(data["actions"][0]["owner_name"], "Ana");
+        assert_eq!(data["actions"][0]["days_overdue"], 7);
     }
 }

@@ -8,7 +8,7 @@ use diesel::prelude::*;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::db::schema::{coes, corrective_actions, incidents, people, review_comments};
+use crate::db::schema::{coes, corrective_actions, people, review_comments};
 use crate::db::DbConnection;
 use crate::domain::action::ActionState;
 use crate::domain::coe::CoeState;
@@ -52,7 +52,7 @@ pub struct Stats {
     pub coes_by_state: BTreeMap<String, i64>,
     /// COEs in review, longest waiting first.
     pub waiting_for_review: Vec<WaitingCoe>,
-    /// Drafts whose incident resolved more than `coe.writeup_days` ago.
+    /// Drafts resolved more than `coe.writeup_days` ago.
     pub drafts_past_deadline: Vec<WaitingCoe>,
     /// Emails in the outbox by state; `failed` ones need a person (see `/api/v1/outbox`).
     pub emails_by_state: BTreeMap<String, i64>,
@@ -184,16 +184,17 @@ pub fn stats(conn: &mut DbConnection, clock: Clock, writeup_days: i64) -> QueryR
     waiting_for_review.sort_by_key(|w| w.since);
 
     let deadline = now - Duration::days(writeup_days);
+    // The COE's own resolved time: copied from its incident, or set by hand for a COE
+    // opened without one. The writeup reminders use the same rule.
     let late_drafts: Vec<WaitRow<Option<NaiveDateTime>>> = coes::table
-        .inner_join(incidents::table)
         .filter(coes::state.eq(CoeState::Draft.as_str()))
-        .filter(incidents::resolved_at.lt(deadline))
+        .filter(coes::resolved_at.lt(deadline))
         .select((
             coes::id,
             coes::title,
             coes::owner_email,
             coes::reviewer_email,
-            incidents::resolved_at,
+            coes::resolved_at,
         ))
         .load(conn)?;
     let mut drafts_past_deadline: Vec<WaitingCoe> = late_drafts

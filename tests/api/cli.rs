@@ -441,3 +441,44 @@ fn http_get(port: u16, path: &str, token: Option<&str>) -> String {
     stream.read_to_string(&mut response).expect("read");
     response
 }
+
+#[test]
+fn production_mode_refuses_to_start_without_an_smtp_server() {
+    let out = coe(&["check-config"], &[("COE_MODE", "production")]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("smtp.url"), "{err}");
+    assert!(err.contains("production"), "{err}");
+
+    let out = coe(
+        &["check-config"],
+        &[
+            ("COE_MODE", "production"),
+            (
+                "COE_SMTP_URL",
+                "smtp://coe:s3cret@mail.example.com:587?tls=required",
+            ),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("smtp://coe:***@mail.example.com"));
+    assert!(!stdout(&out).contains("s3cret"));
+}
+
+#[test]
+fn bad_reminder_settings_are_named() {
+    for (key, value, named) in [
+        ("COE_REMINDERS_SEND_HOUR", "24", "reminders.send_hour"),
+        ("COE_DIGEST_WEEKDAY", "someday", "digest.weekday"),
+        ("COE_EMAIL_FROM", "not an address", "email.from"),
+        (
+            "COE_DIGEST_RECIPIENTS",
+            r#"["nobody"]"#,
+            "digest.recipients",
+        ),
+    ] {
+        let out = coe(&["check-config"], &[(key, value)]);
+        assert_eq!(out.status.code(), Some(2), "{key}");
+        assert!(stderr(&out).contains(named), "{key}: {}", stderr(&out));
+    }
+}
