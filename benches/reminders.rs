@@ -76,7 +76,8 @@ fn main() {
     let transport = Transport::from_settings(&file_settings).expect("file transport");
     reset_peak();
     let t = Instant::now();
-    let delivered = outbox::deliver(&mut conn, &transport, settings).expect("deliver");
+    let go = std::sync::atomic::AtomicBool::new(false);
+    let delivered = outbox::deliver(&mut conn, &transport, settings, &go).expect("deliver");
     let deliver_time = t.elapsed();
     let deliver_peak = peak_mib();
 

@@ -257,6 +257,12 @@ fn sweep(
         Some(transport(settings)?)
     };
     let (mut conn, _) = open(settings)?;
+    if at.is_some() && !dry_run {
+        eprintln!(
+            "note: --at without --dry-run queues and sends now the emails due at that time, under \
+             that day's (and week's) keys: those emails will not be sent again when the time comes"
+        );
+    }
     let at = at.unwrap_or_else(chrono::Utc::now);
     let report =
         reminders::sweep(&mut conn, settings, &templates, at, dry_run).map_err(Failure::runtime)?;
@@ -277,8 +283,9 @@ fn sweep(
         println!("  {:<18} {:<32} {}", p.kind, p.recipient, p.subject);
     }
     if let Some(transport) = transport {
+        let go = std::sync::atomic::AtomicBool::new(false);
         let delivered =
-            outbox::deliver(&mut conn, &transport, settings).map_err(Failure::runtime)?;
+            outbox::deliver(&mut conn, &transport, settings, &go).map_err(Failure::runtime)?;
         println!(
             "delivery via {}: {} sent, {} deferred, {} failed",
             transport.describe(),

@@ -638,6 +638,34 @@ impl Settings {
                 "at least 1 and not above reminders.retry_max_secs",
             ));
         }
+        if r.retry_max_secs > 30 * 86_400 {
+            return Err(invalid(
+                "reminders.retry_max_secs",
+                &r.retry_max_secs.to_string(),
+                "at most 2592000 (30 days)",
+            ));
+        }
+        if !(1..=365).contains(&self.coe.writeup_days) {
+            return Err(invalid(
+                "coe.writeup_days",
+                &self.coe.writeup_days.to_string(),
+                "1 to 365 days",
+            ));
+        }
+        if r.interval_secs > 86_400 || r.delivery_interval_secs > 86_400 {
+            return Err(invalid(
+                "reminders.interval_secs",
+                &r.interval_secs.max(r.delivery_interval_secs).to_string(),
+                "at most 86400 (a day), for both intervals",
+            ));
+        }
+        if r.lease_secs > 86_400 {
+            return Err(invalid(
+                "reminders.lease_secs",
+                &r.lease_secs.to_string(),
+                "at most 86400 (a day)",
+            ));
+        }
         if r.lease_secs < 60 {
             return Err(invalid(
                 "reminders.lease_secs",

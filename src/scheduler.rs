@@ -3,6 +3,8 @@
 //! own (diesel and the SMTP client block). Several replicas may run one each: the
 //! outbox's deduplication keys and claims keep every email single.
 
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -14,7 +16,10 @@ use crate::email::{EmailTemplates, Transport};
 use crate::services::{outbox, reminders};
 
 pub struct Scheduler {
-    stop: mpsc::Sender<()>,
+    /// Wakes the thread from its wait.
+    wake: mpsc::Sender<()>,
+    /// Tells a delivery pass to stop after the email it is sending.
+    stopping: Arc<AtomicBool>,
     thread: JoinHandle<()>,
 }
 
@@ -25,16 +30,24 @@ impl Scheduler {
         templates: Arc<EmailTemplates>,
         transport: Transport,
     ) -> std::io::Result<Scheduler> {
-        let (stop, stopped) = mpsc::channel();
+        let (wake, woken) = mpsc::channel();
+        let stopping = Arc::new(AtomicBool::new(false));
+        let flag = stopping.clone();
         let thread = std::thread::Builder::new()
             .name("coe-scheduler".into())
-            .spawn(move || run(&settings, &pool, &templates, &transport, &stopped))?;
-        Ok(Scheduler { stop, thread })
+            .spawn(move || run(&settings, &pool, &templates, &transport, &woken, &flag))?;
+        Ok(Scheduler {
+            wake,
+            stopping,
+            thread,
+        })
     }
 
-    /// Stops after the current step (at worst one SMTP conversation) and waits.
+    /// Stops after the current step (at worst one SMTP conversation, or the rest of a
+    /// sweep) and waits for the thread. Emails claimed and not sent are put back.
     pub fn stop(self) {
-        let _ = self.stop.send(());
+        self.stopping.store(true, Ordering::Relaxed);
+        let _ = self.wake.send(());
         if self.thread.join().is_err() {
             tracing::error!("the scheduler thread panicked");
         }
@@ -46,7 +59,8 @@ fn run(
     pool: &DbPool,
     templates: &EmailTemplates,
     transport: &Transport,
-    stopped: &mpsc::Receiver<()>,
+    woken: &mpsc::Receiver<()>,
+    stopping: &AtomicBool,
 ) {
     let sweep_every = Duration::from_secs(settings.reminders.interval_secs);
     let deliver_every = Duration::from_secs(settings.reminders.delivery_interval_secs);
@@ -57,20 +71,35 @@ fn run(
     );
     let mut next_sweep = Instant::now();
     loop {
+        // A bug in one step must not stop reminders for good: log it and go on.
         if Instant::now() >= next_sweep {
-            sweep_once(settings, pool, templates);
+            guarded("sweep", || sweep_once(settings, pool, templates));
             next_sweep = Instant::now() + sweep_every;
         }
-        deliver_once(settings, pool, transport);
+        if stopping.load(Ordering::Relaxed) {
+            break;
+        }
+        guarded("delivery pass", || {
+            deliver_once(settings, pool, transport, stopping)
+        });
         let wait = next_sweep
             .saturating_duration_since(Instant::now())
             .min(deliver_every);
-        match stopped.recv_timeout(wait) {
+        match woken.recv_timeout(wait) {
             Err(RecvTimeoutError::Timeout) => {}
             Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
         }
     }
     tracing::info!("reminder scheduler stopped");
+}
+
+fn guarded(step: &str, f: impl FnOnce()) {
+    if catch_unwind(AssertUnwindSafe(f)).is_err() {
+        tracing::error!(
+            step,
+            "the scheduler step panicked; the next one runs as planned"
+        );
+    }
 }
 
 fn sweep_once(settings: &Settings, pool: &DbPool, templates: &EmailTemplates) {
@@ -91,9 +120,9 @@ fn sweep_once(settings: &Settings, pool: &DbPool, templates: &EmailTemplates) {
     }
 }
 
-fn deliver_once(settings: &Settings, pool: &DbPool, transport: &Transport) {
+fn deliver_once(settings: &Settings, pool: &DbPool, transport: &Transport, stopping: &AtomicBool) {
     let result = pool.get().map_err(|e| e.to_string()).and_then(|mut conn| {
-        outbox::deliver(&mut conn, transport, settings).map_err(|e| e.to_string())
+        outbox::deliver(&mut conn, transport, settings, stopping).map_err(|e| e.to_string())
     });
     match result {
         Ok(r) if r != outbox::DeliveryReport::default() => tracing::info!(

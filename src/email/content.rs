@@ -91,9 +91,10 @@ impl Kind {
             }),
             Kind::Escalation => serde_json::to_value(Escalation {
                 recipient_name: "Carla Manager".into(),
-                as_manager: true,
                 threshold_days: 7,
-                actions: vec![action(9), action(14)],
+                total: 3,
+                reports: vec![action(9), action(14)],
+                unmanaged: vec![action(8)],
             }),
             Kind::CoeOpened => serde_json::to_value(CoeOpened {
                 recipient_name: "Ana Lima".into(),
@@ -187,10 +188,13 @@ pub struct OverdueDigest {
 #[derive(Debug, Clone, Serialize)]
 pub struct Escalation {
     pub recipient_name: String,
-    /// Sent to the owners' manager (else to a COE's owner and reviewer).
-    pub as_manager: bool,
     pub threshold_days: i64,
-    pub actions: Vec<ActionLine>,
+    /// How many actions the email lists.
+    pub total: usize,
+    /// Actions of people who report to the recipient.
+    pub reports: Vec<ActionLine>,
+    /// Actions of a COE the recipient owns or reviews, whose owners have no known manager.
+    pub unmanaged: Vec<ActionLine>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -213,6 +213,16 @@ mod tests {
     }
 
     #[test]
+    fn an_action_due_today_says_today() {
+        let t = EmailTemplates::embedded("https://coe.example.com");
+        let mut data = Kind::OverdueDigest.sample(false);
+        data["due_soon"][0]["days_until_due"] = 0.into();
+        let r = t.render(Kind::OverdueDigest, &data).unwrap();
+        assert!(r.text.contains("(today)"), "{}", r.text);
+        assert!(r.html.contains("(today)"));
+    }
+
+    #[test]
     fn a_missing_variable_is_an_error() {
         let t = EmailTemplates::embedded("https://coe.example.com");
         let mut data = Kind::OverdueDigest.sample(false);

@@ -7,6 +7,7 @@
 //! Message-ID, derived from the row, shows it), and is never lost.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use chrono::{Duration, NaiveDateTime};
 use diesel::prelude::*;
@@ -142,13 +143,22 @@ pub fn notify(
     Ok(())
 }
 
-/// Existing deduplication keys in `[from, to)`: the sweep skips rendering these.
-pub fn keys_between(conn: &mut DbConnection, from: &str, to: &str) -> QueryResult<Vec<String>> {
-    outbox_emails::table
-        .filter(outbox_emails::dedup_key.ge(from))
-        .filter(outbox_emails::dedup_key.lt(to))
-        .select(outbox_emails::dedup_key)
-        .load(conn)
+/// Which of `keys` are in the outbox already: the sweep skips rendering these. Exact
+/// matches on the unique index, 1,000 keys per query (no collation can change them).
+pub fn existing_keys(
+    conn: &mut DbConnection,
+    keys: &[&str],
+) -> QueryResult<std::collections::HashSet<String>> {
+    let mut existing = std::collections::HashSet::new();
+    for chunk in keys.chunks(1000) {
+        existing.extend(
+            outbox_emails::table
+                .filter(outbox_emails::dedup_key.eq_any(chunk))
+                .select(outbox_emails::dedup_key)
+                .load::<String>(conn)?,
+        );
+    }
+    Ok(existing)
 }
 
 /// What one delivery pass did.
@@ -267,21 +277,32 @@ pub fn message(row: &OutboxRow, settings: &Settings) -> Result<Message, SendErro
 }
 
 /// One delivery pass: claims due emails batch by batch and sends them, recording each
-/// outcome at once. When the server cannot be reached, the rest of the batch is put
-/// back untouched and the pass ends (the next one tries again).
+/// outcome at once. Before each email the worker renews its lease on it, and skips it if
+/// another worker took it over (its lease had expired). When the server cannot be
+/// reached, or `stop` is set, the rest of the batch is put back untouched and the pass ends.
 pub fn deliver(
     conn: &mut DbConnection,
     transport: &Transport,
     settings: &Settings,
+    stop: &AtomicBool,
 ) -> QueryResult<DeliveryReport> {
     let lease = Duration::seconds(i64::try_from(settings.reminders.lease_secs).unwrap_or(600));
     let mut report = DeliveryReport::default();
     loop {
         let rows = claim(conn, db::now(), lease, settings.reminders.batch_size)?;
         let claimed = rows.len();
-        let mut rows = rows.into_iter();
-        let mut unreachable = false;
-        for row in rows.by_ref() {
+        let mut rows = rows.into_iter().peekable();
+        let mut interrupted = false;
+        while let Some(mut row) = rows.next_if(|_| !interrupted) {
+            if stop.load(Ordering::Relaxed) {
+                release(conn, std::slice::from_ref(&row))?;
+                interrupted = true;
+                continue;
+            }
+            match renew(conn, &row, db::now() + lease)? {
+                Some(until) => row.lease_until = Some(until),
+                None => continue,
+            }
             let outcome = message(&row, settings).and_then(|m| transport.send(&m));
             match &outcome {
                 Ok(()) => report.sent += 1,
@@ -295,22 +316,41 @@ pub fn deliver(
                 }
                 Err(SendError::Unreachable(_)) => {
                     report.deferred += 1;
-                    unreachable = true;
+                    interrupted = true;
                 }
             }
             record(conn, &row, &outcome, settings, db::now())?;
-            if unreachable {
-                break;
-            }
         }
-        let rest: Vec<String> = rows.map(|r| r.id).collect();
-        if !rest.is_empty() {
-            release(conn, &rest)?;
-        }
-        if unreachable || claimed < usize::try_from(settings.reminders.batch_size).unwrap_or(1) {
+        let rest: Vec<OutboxRow> = rows.collect();
+        release(conn, &rest)?;
+        if interrupted || claimed < usize::try_from(settings.reminders.batch_size).unwrap_or(1) {
             return Ok(report);
         }
     }
+}
+
+/// Extends this worker's lease on `row` to `until`, if it still holds it (the row is
+/// `sending` under the lease this worker set). Returns the new lease, or `None` when
+/// another worker has taken the email over.
+fn renew(
+    conn: &mut DbConnection,
+    row: &OutboxRow,
+    until: NaiveDateTime,
+) -> QueryResult<Option<NaiveDateTime>> {
+    let Some(lease) = row.lease_until else {
+        return Ok(None);
+    };
+    let renewed = db::write_transaction(conn, |conn| {
+        diesel::update(
+            outbox_emails::table
+                .filter(outbox_emails::id.eq(&row.id))
+                .filter(outbox_emails::state.eq(SENDING))
+                .filter(outbox_emails::lease_until.eq(lease)),
+        )
+        .set(outbox_emails::lease_until.eq(until))
+        .execute(conn)
+    })?;
+    Ok((renewed == 1).then_some(until))
 }
 
 /// Writes the outcome of one attempt.
@@ -321,9 +361,11 @@ fn record(
     settings: &Settings,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
+    // Only while this worker still holds it: the lease it set is its claim.
     let mine = outbox_emails::table
         .filter(outbox_emails::id.eq(&row.id))
-        .filter(outbox_emails::state.eq(SENDING));
+        .filter(outbox_emails::state.eq(SENDING))
+        .filter(outbox_emails::lease_until.eq(row.lease_until));
     db::write_transaction(conn, |conn| {
         match outcome {
             Ok(()) => {
@@ -358,12 +400,15 @@ fn record(
                         .execute(conn)?;
                 } else {
                     let next = now + backoff(settings, row.attempts);
+                    // An unreachable server uses no attempt up: emails wait for it.
+                    let spent = i32::from(!matches!(error, SendError::Unreachable(_)));
                     tracing::warn!(email = %row.id, to = %row.recipient, error = %message, retry_at = %next, "email deferred");
                     diesel::update(mine)
                         .set((
                             outbox_emails::state.eq(PENDING),
                             outbox_emails::next_attempt_at.eq(next),
                             outbox_emails::lease_until.eq(None::<NaiveDateTime>),
+                            outbox_emails::attempts.eq(outbox_emails::attempts - 1 + spent),
                             outbox_emails::last_error.eq(message),
                             outbox_emails::updated_at.eq(now),
                         ))
@@ -375,21 +420,27 @@ fn record(
     })
 }
 
-/// Puts claimed, unattempted emails back as they were.
-fn release(conn: &mut DbConnection, ids: &[String]) -> QueryResult<()> {
+/// Puts claimed, unattempted emails back as they were (those this worker still holds).
+fn release(conn: &mut DbConnection, rows: &[OutboxRow]) -> QueryResult<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
     db::write_transaction(conn, |conn| {
-        diesel::update(
-            outbox_emails::table
-                .filter(outbox_emails::id.eq_any(ids))
-                .filter(outbox_emails::state.eq(SENDING)),
-        )
-        .set((
-            outbox_emails::state.eq(PENDING),
-            outbox_emails::lease_until.eq(None::<NaiveDateTime>),
-            outbox_emails::attempts.eq(outbox_emails::attempts - 1),
-        ))
-        .execute(conn)
-        .map(|_| ())
+        for row in rows {
+            diesel::update(
+                outbox_emails::table
+                    .filter(outbox_emails::id.eq(&row.id))
+                    .filter(outbox_emails::state.eq(SENDING))
+                    .filter(outbox_emails::lease_until.eq(row.lease_until)),
+            )
+            .set((
+                outbox_emails::state.eq(PENDING),
+                outbox_emails::lease_until.eq(None::<NaiveDateTime>),
+                outbox_emails::attempts.eq(outbox_emails::attempts - 1),
+            ))
+            .execute(conn)?;
+        }
+        Ok(())
     })
 }
 
@@ -480,14 +531,22 @@ pub fn retry(conn: &mut DbConnection, id: &str) -> Result<OutboxEmail, RetryErro
             return Err(RetryError::NotFailed(row.state));
         }
         let now = db::now();
-        diesel::update(outbox_emails::table.find(id))
-            .set((
-                outbox_emails::state.eq(PENDING),
-                outbox_emails::attempts.eq(0),
-                outbox_emails::next_attempt_at.eq(now),
-                outbox_emails::updated_at.eq(now),
-            ))
-            .execute(conn)?;
+        // Only if it is still failed or pending: a worker may have claimed it meanwhile.
+        let changed = diesel::update(
+            outbox_emails::table
+                .find(id)
+                .filter(outbox_emails::state.eq_any([FAILED, PENDING])),
+        )
+        .set((
+            outbox_emails::state.eq(PENDING),
+            outbox_emails::attempts.eq(0),
+            outbox_emails::next_attempt_at.eq(now),
+            outbox_emails::updated_at.eq(now),
+        ))
+        .execute(conn)?;
+        if changed == 0 {
+            return Err(RetryError::NotFailed(SENDING.into()));
+        }
         Ok(OutboxEmail {
             state: PENDING.into(),
             attempts: 0,
@@ -549,9 +608,13 @@ mod tests {
         );
 
         let transport = Transport::memory();
-        let report = deliver(&mut conn, &transport, &settings).unwrap();
+        let go = AtomicBool::new(false);
+        let report = deliver(&mut conn, &transport, &settings, &go).unwrap();
         assert_eq!(report.sent, 1);
-        assert_eq!(deliver(&mut conn, &transport, &settings).unwrap().sent, 0);
+        assert_eq!(
+            deliver(&mut conn, &transport, &settings, &go).unwrap().sent,
+            0
+        );
         let sent = transport.sent();
         assert_eq!(sent.len(), 1);
         let row = list(&mut conn, None, None, None, 10).unwrap().remove(0);
@@ -578,6 +641,30 @@ mod tests {
         let again = claim(&mut conn, later, lease, 10).unwrap();
         assert_eq!(again.len(), 1);
         assert_eq!(again[0].attempts, 2);
+        // The first worker wakes up: it no longer holds the email and may not record it.
+        let mut stale = again[0].clone();
+        stale.lease_until = Some(now + lease);
+        assert_eq!(renew(&mut conn, &stale, later + lease).unwrap(), None);
+        record(&mut conn, &stale, &Ok(()), &Settings::default(), later).unwrap();
+        let row = list(&mut conn, None, None, None, 10).unwrap().remove(0);
+        assert_eq!(row.state, SENDING, "the stale worker changed nothing");
+    }
+
+    #[test]
+    fn a_stop_puts_the_rest_of_the_batch_back() {
+        let (_dir, pool) = database();
+        let mut conn = pool.get().expect("conn");
+        for key in ["a", "b", "c"] {
+            enqueue(&mut conn, &email(key), db::now()).unwrap();
+        }
+        let stop = AtomicBool::new(true);
+        let report = deliver(&mut conn, &Transport::memory(), &Settings::default(), &stop).unwrap();
+        assert_eq!(report, DeliveryReport::default());
+        let rows = list(&mut conn, None, None, None, 10).unwrap();
+        assert!(
+            rows.iter().all(|r| r.state == PENDING && r.attempts == 0),
+            "{rows:?}"
+        );
     }
 
     #[test]

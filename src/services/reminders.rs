@@ -73,9 +73,9 @@ enum Payload {
         due_soon: Vec<usize>,
     },
     Escalation {
-        as_manager: bool,
         threshold_days: i64,
-        actions: Vec<usize>,
+        reports: Vec<usize>,
+        unmanaged: Vec<usize>,
     },
     Ready(Value),
 }
@@ -107,14 +107,15 @@ impl Lines<'_> {
                 actions_link: self.links.actions_of(&d.recipient),
             }),
             Payload::Escalation {
-                as_manager,
                 threshold_days,
-                actions,
+                reports,
+                unmanaged,
             } => serde_json::to_value(Escalation {
                 recipient_name: String::new(),
-                as_manager: *as_manager,
                 threshold_days: *threshold_days,
-                actions: self.lines(actions),
+                total: reports.len() + unmanaged.len(),
+                reports: self.lines(reports),
+                unmanaged: self.lines(unmanaged),
             }),
             Payload::Ready(value) => Ok(value.clone()),
         };
@@ -256,20 +257,10 @@ fn compose(
     }
 }
 
-/// The keys among `decisions` that are in the outbox already, read by key range
-/// (one range per kind and period) rather than one query per email.
+/// The keys among `decisions` that are in the outbox already.
 fn existing_keys(conn: &mut DbConnection, decisions: &[Decision]) -> QueryResult<HashSet<String>> {
-    let prefixes: HashSet<&str> = decisions
-        .iter()
-        .filter_map(|d| d.key.rfind(':').map(|i| &d.key[..=i]))
-        .collect();
-    let mut existing = HashSet::new();
-    for prefix in prefixes {
-        // Keys starting with "kind:period:" sort between it and "kind:period;".
-        let end = format!("{};", &prefix[..prefix.len() - 1]);
-        existing.extend(outbox::keys_between(conn, prefix, &end)?);
-    }
-    Ok(existing)
+    let keys: Vec<&str> = decisions.iter().map(|d| d.key.as_str()).collect();
+    outbox::existing_keys(conn, &keys)
 }
 
 /// Active actions due on or before `horizon`, soonest first, with their COE.
@@ -400,8 +391,8 @@ fn escalations(
     after_days: i64,
     directory: &HashMap<String, Person>,
 ) -> Vec<Decision> {
-    // recipient → (is the manager of some owner, actions)
-    let mut by_recipient: BTreeMap<String, (bool, Vec<usize>)> = BTreeMap::new();
+    // recipient → (actions of their reports, actions of their COEs with no manager known)
+    let mut by_recipient: BTreeMap<String, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
     let mut nobody = 0;
     for (i, a) in actions.iter().enumerate() {
         if (today - a.due).num_days() < after_days {
@@ -426,8 +417,11 @@ fn escalations(
         }
         for recipient in recipients {
             let entry = by_recipient.entry(recipient).or_default();
-            entry.0 |= as_manager;
-            entry.1.push(i);
+            if as_manager {
+                entry.0.push(i);
+            } else {
+                entry.1.push(i);
+            }
         }
     }
     if nobody > 0 {
@@ -439,13 +433,13 @@ fn escalations(
     let week = iso_week(today);
     by_recipient
         .into_iter()
-        .map(|(recipient, (as_manager, actions))| Decision {
+        .map(|(recipient, (reports, unmanaged))| Decision {
             kind: Kind::Escalation,
             key: format!("{}:{week}:{recipient}", Kind::Escalation.name()),
             payload: Payload::Escalation {
-                as_manager,
                 threshold_days: after_days,
-                actions,
+                reports,
+                unmanaged,
             },
             recipient,
         })
@@ -797,8 +791,9 @@ mod tests {
             links: &links,
         };
         let data = lines.data(&to_manager[0]);
-        assert_eq!(data["as_manager"], true);
-        assert_eq!(data["actions"][0]["owner_name"], "Ana");
-        assert_eq!(data["actions"][0]["days_overdue"], 7);
+        assert_eq!(data["total"], 1);
+        assert_eq!(data["unmanaged"].as_array().unwrap().len(), 0);
+        assert_eq!(data["reports"][0]["owner_name"], "Ana");
+        assert_eq!(data["reports"][0]["days_overdue"], 7);
     }
 }
