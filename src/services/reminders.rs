@@ -19,7 +19,6 @@ use crate::config::Settings;
 use crate::db::schema::{coes, corrective_actions, people};
 use crate::db::{self, DbConnection};
 use crate::domain::action::ActionState;
-use crate::domain::coe::CoeState;
 use crate::email::content::{
     ActionLine, CoeLine, CoeOpened, Escalation, InspectionDigest, Links, OverdueDigest,
     ReviewEmail, TeamLine, WriteupOverdue,
@@ -465,19 +464,7 @@ fn writeups_overdue(
 ) -> QueryResult<Vec<Decision>> {
     let days = settings.coe.writeup_days;
     let cutoff = at.naive_utc() - Duration::days(days);
-    let rows: Vec<stats::WaitRow<Option<NaiveDateTime>>> = coes::table
-        .filter(coes::state.eq(CoeState::Draft.as_str()))
-        .filter(coes::owner_email.is_not_null())
-        .filter(coes::resolved_at.lt(cutoff))
-        .order(coes::resolved_at.asc())
-        .select((
-            coes::id,
-            coes::title,
-            coes::owner_email,
-            coes::reviewer_email,
-            coes::resolved_at,
-        ))
-        .load(conn)?;
+    let rows = stats::late_drafts(conn, cutoff)?;
     let today = at.with_timezone(&tz).date_naive();
     let mut by_owner: BTreeMap<String, Vec<CoeLine>> = BTreeMap::new();
     for (id, title, owner, reviewer, resolved) in rows {

@@ -61,6 +61,27 @@ pub struct Stats {
 /// id, title, owner, reviewer, and the time it waits since.
 pub type WaitRow<T> = (String, String, Option<String>, Option<String>, T);
 
+/// Drafts resolved before `cutoff`, earliest first: id, title, owner, reviewer and
+/// resolved time. The COE's own resolved time is copied from its incident, or set by
+/// hand for a COE opened without one. The writeup reminders use the same rule.
+pub fn late_drafts(
+    conn: &mut DbConnection,
+    cutoff: NaiveDateTime,
+) -> QueryResult<Vec<WaitRow<Option<NaiveDateTime>>>> {
+    coes::table
+        .filter(coes::state.eq(CoeState::Draft.as_str()))
+        .filter(coes::resolved_at.lt(cutoff))
+        .order((coes::resolved_at.asc(), coes::id.asc()))
+        .select((
+            coes::id,
+            coes::title,
+            coes::owner_email,
+            coes::reviewer_email,
+            coes::resolved_at,
+        ))
+        .load(conn)
+}
+
 /// All the inspection figures at `clock`.
 pub fn stats(conn: &mut DbConnection, clock: Clock, writeup_days: i64) -> QueryResult<Stats> {
     let today = clock.today();
@@ -184,19 +205,7 @@ pub fn stats(conn: &mut DbConnection, clock: Clock, writeup_days: i64) -> QueryR
     waiting_for_review.sort_by_key(|w| w.since);
 
     let deadline = now - Duration::days(writeup_days);
-    // The COE's own resolved time: copied from its incident, or set by hand for a COE
-    // opened without one. The writeup reminders use the same rule.
-    let late_drafts: Vec<WaitRow<Option<NaiveDateTime>>> = coes::table
-        .filter(coes::state.eq(CoeState::Draft.as_str()))
-        .filter(coes::resolved_at.lt(deadline))
-        .select((
-            coes::id,
-            coes::title,
-            coes::owner_email,
-            coes::reviewer_email,
-            coes::resolved_at,
-        ))
-        .load(conn)?;
+    let late_drafts = late_drafts(conn, deadline)?;
     let mut drafts_past_deadline: Vec<WaitingCoe> = late_drafts
         .into_iter()
         .filter_map(|(id, title, owner, reviewer, resolved)| {
