@@ -82,6 +82,14 @@ pub struct ReminderSettings {
     pub due_soon_days: i64,
     /// An action this many days overdue is escalated to the owner's manager.
     pub escalate_after_days: i64,
+    /// An owner gets at most one overdue digest per this many days (periods of this
+    /// length, counted from a Monday).
+    pub digest_every_days: i64,
+    /// A recipient gets at most one escalation per this many days (7: once a week,
+    /// Monday to Sunday).
+    pub escalation_every_days: i64,
+    /// A COE owner gets at most one writeup reminder per this many days.
+    pub writeup_every_days: i64,
     /// Sending attempts of an email before it is marked failed.
     pub max_attempts: i32,
     /// First retry delay in seconds; it doubles at each attempt.
@@ -103,6 +111,9 @@ impl Default for ReminderSettings {
             send_hour: 9,
             due_soon_days: 3,
             escalate_after_days: 7,
+            digest_every_days: 1,
+            escalation_every_days: 7,
+            writeup_every_days: 1,
             max_attempts: 10,
             retry_base_secs: 60,
             retry_max_secs: 6 * 3600,
@@ -622,6 +633,15 @@ impl Settings {
         ] {
             if !(0..=365).contains(&value) {
                 return Err(invalid(key, &value.to_string(), "0 to 365 days"));
+            }
+        }
+        for (key, value) in [
+            ("reminders.digest_every_days", r.digest_every_days),
+            ("reminders.escalation_every_days", r.escalation_every_days),
+            ("reminders.writeup_every_days", r.writeup_every_days),
+        ] {
+            if !(1..=365).contains(&value) {
+                return Err(invalid(key, &value.to_string(), "1 to 365 days"));
             }
         }
         if r.max_attempts < 1 {

@@ -166,11 +166,12 @@ pub fn sweep(
     let actions = due_actions(conn, today + Duration::days(r.due_soon_days))?;
     let directory = directory(conn)?;
 
-    let mut decisions = overdue_digests(&actions, today);
+    let mut decisions = overdue_digests(&actions, today, r.digest_every_days);
     decisions.extend(escalations(
         &actions,
         today,
         r.escalate_after_days,
+        r.escalation_every_days,
         &directory,
     ));
     decisions.extend(writeups_overdue(conn, settings, at, tz, &links)?);
@@ -354,14 +355,26 @@ fn line(
     }
 }
 
-/// "2026-W48": the ISO week of `day`, the period of weekly emails.
+/// The first day of the period of `every_days` days that holds `day`: periods are
+/// counted from Monday 1970-01-05, so a 7-day period is a Monday-to-Sunday week and a
+/// 1-day period is the day itself. Deduplication keys name periods by this date.
+fn period_start(day: NaiveDate, every_days: i64) -> NaiveDate {
+    let origin = NaiveDate::from_ymd_opt(1970, 1, 5).unwrap_or_default();
+    let every = every_days.max(1);
+    let n = (day - origin).num_days().div_euclid(every);
+    origin + Duration::days(n * every)
+}
+
+/// "2026-W48": the ISO week of `day`, as the inspection digest names it.
 fn iso_week(day: NaiveDate) -> String {
     let w = day.iso_week();
     format!("{}-W{:02}", w.year(), w.week())
 }
 
-/// One digest per owner with an overdue action or one due soon, for today.
-fn overdue_digests(actions: &[DueAction], today: NaiveDate) -> Vec<Decision> {
+/// One digest per owner with an overdue action or one due soon, per period of
+/// `every_days` (a day by default).
+fn overdue_digests(actions: &[DueAction], today: NaiveDate, every_days: i64) -> Vec<Decision> {
+    let period = period_start(today, every_days);
     let mut by_owner: BTreeMap<&str, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
     for (i, a) in actions.iter().enumerate() {
         let entry = by_owner.entry(&a.owner).or_default();
@@ -375,7 +388,7 @@ fn overdue_digests(actions: &[DueAction], today: NaiveDate) -> Vec<Decision> {
         .into_iter()
         .map(|(owner, (overdue, due_soon))| Decision {
             kind: Kind::OverdueDigest,
-            key: format!("{}:{today}:{owner}", Kind::OverdueDigest.name()),
+            key: format!("{}:{period}:{owner}", Kind::OverdueDigest.name()),
             recipient: owner.to_owned(),
             payload: Payload::Digest { overdue, due_soon },
         })
@@ -388,6 +401,7 @@ fn escalations(
     actions: &[DueAction],
     today: NaiveDate,
     after_days: i64,
+    every_days: i64,
     directory: &HashMap<String, Person>,
 ) -> Vec<Decision> {
     // recipient → (actions of their reports, actions of their COEs with no manager known)
@@ -429,12 +443,12 @@ fn escalations(
             "overdue actions have nobody to escalate to: their owners have no manager in the directory and their COEs no owner or reviewer"
         );
     }
-    let week = iso_week(today);
+    let period = period_start(today, every_days);
     by_recipient
         .into_iter()
         .map(|(recipient, (reports, unmanaged))| Decision {
             kind: Kind::Escalation,
-            key: format!("{}:{week}:{recipient}", Kind::Escalation.name()),
+            key: format!("{}:{period}:{recipient}", Kind::Escalation.name()),
             payload: Payload::Escalation {
                 threshold_days: after_days,
                 reports,
@@ -466,6 +480,7 @@ fn writeups_overdue(
     let cutoff = at.naive_utc() - Duration::days(days);
     let rows = stats::late_drafts(conn, cutoff)?;
     let today = at.with_timezone(&tz).date_naive();
+    let period = period_start(today, settings.reminders.writeup_every_days);
     let mut by_owner: BTreeMap<String, Vec<CoeLine>> = BTreeMap::new();
     for (id, title, owner, reviewer, resolved) in rows {
         let (Some(owner), Some(resolved)) = (owner, resolved) else {
@@ -486,7 +501,7 @@ fn writeups_overdue(
         .into_iter()
         .map(|(owner, coes)| Decision {
             kind: Kind::WriteupOverdue,
-            key: format!("{}:{today}:{owner}", Kind::WriteupOverdue.name()),
+            key: format!("{}:{period}:{owner}", Kind::WriteupOverdue.name()),
             payload: Payload::Ready(
                 serde_json::to_value(WriteupOverdue {
                     recipient_name: String::new(),
@@ -593,7 +608,7 @@ fn inspection_digests(
         stats_link: links.stats(),
     };
     let data = serde_json::to_value(digest).unwrap_or_default();
-    let week = iso_week(today);
+    let week = period_start(today, 7);
     Ok(settings
         .digest
         .recipients
@@ -720,6 +735,16 @@ mod tests {
     }
 
     #[test]
+    fn periods_start_on_mondays_for_weeks_and_on_the_day_for_days() {
+        assert_eq!(period_start(day("2026-11-29"), 1), day("2026-11-29"));
+        assert_eq!(period_start(day("2026-11-29"), 7), day("2026-11-23"));
+        assert_eq!(period_start(day("2026-11-30"), 7), day("2026-11-30"));
+        assert_eq!(period_start(day("1969-12-31"), 7), day("1969-12-29"));
+        let p = period_start(day("2026-11-29"), 3);
+        assert!(p <= day("2026-11-29") && day("2026-11-29") < p + Duration::days(3));
+    }
+
+    #[test]
     fn one_digest_per_owner_lists_overdue_and_due_soon() {
         let today = day("2026-11-29");
         let actions = vec![
@@ -736,7 +761,7 @@ mod tests {
             directory: &directory,
             links: &links,
         };
-        let d = overdue_digests(&actions, today);
+        let d = overdue_digests(&actions, today, 1);
         assert_eq!(d.len(), 2);
         assert_eq!(d[0].key, "overdue_digest:2026-11-29:ana@example.com");
         let ana = lines.data(&d[0]);
@@ -752,13 +777,14 @@ mod tests {
         let today = day("2026-11-29");
         let links = Links::new("https://coe.example.com");
         let six = vec![action("ana@example.com", day("2026-11-23"))];
-        assert!(escalations(&six, today, 7, &HashMap::new()).is_empty());
+        assert!(escalations(&six, today, 7, 7, &HashMap::new()).is_empty());
 
         let seven = vec![action("ana@example.com", day("2026-11-22"))];
-        let to_coe = escalations(&seven, today, 7, &HashMap::new());
+        let to_coe = escalations(&seven, today, 7, 7, &HashMap::new());
         let recipients: Vec<&str> = to_coe.iter().map(|d| d.recipient.as_str()).collect();
         assert_eq!(recipients, ["lead@example.com", "rev@example.com"]);
-        assert_eq!(to_coe[0].key, "escalation:2026-W48:lead@example.com");
+        // 2026-11-29 is a Sunday: its week began on Monday the 23rd.
+        assert_eq!(to_coe[0].key, "escalation:2026-11-23:lead@example.com");
 
         let mut directory = HashMap::new();
         directory.insert(
@@ -768,7 +794,7 @@ mod tests {
                 manager: Some("boss@example.com".into()),
             },
         );
-        let to_manager = escalations(&seven, today, 7, &directory);
+        let to_manager = escalations(&seven, today, 7, 7, &directory);
         assert_eq!(to_manager.len(), 1);
         assert_eq!(to_manager[0].recipient, "boss@example.com");
         let lines = Lines {
