@@ -315,6 +315,9 @@ pub enum LogFormat {
 pub struct SmtpSettings {
     /// `smtp://user:pass@host:port` or `smtps://…`; unset means emails are written to files.
     pub url: Option<String>,
+    /// A PEM file of certificate authorities to trust, besides the public ones, for a
+    /// relay whose certificate a private CA signed. Needs TLS (`smtps://` or `?tls=…`).
+    pub ca_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -576,12 +579,41 @@ impl Settings {
         }
         self.template()?;
         if let Some(url) = &self.smtp.url {
-            if !(url.starts_with("smtp://") || url.starts_with("smtps://")) {
+            let parsed = url::Url::parse(url).ok();
+            let tls = parsed.as_ref().and_then(|u| {
+                u.query_pairs()
+                    .find(|(k, _)| k == "tls")
+                    .map(|(_, v)| v.into_owned())
+            });
+            let usable = matches!(
+                (parsed.as_ref().map(|u| u.scheme()), tls.as_deref()),
+                (Some("smtps"), None) | (Some("smtp"), None | Some("required" | "opportunistic"))
+            );
+            if !usable || parsed.as_ref().and_then(|u| u.host_str()).is_none() {
                 return Err(ConfigError::Invalid {
                     key: "smtp.url",
                     origin: String::new(),
                     value: mask_url_password(url),
-                    expected: "an smtp:// or smtps:// URL".into(),
+                    expected: "smtp://[USER:PASS@]HOST[:PORT][?tls=required|opportunistic] or smtps://[USER:PASS@]HOST[:PORT]".into(),
+                });
+            }
+            if self.smtp.ca_file.is_some() && !url.starts_with("smtps://") && tls.is_none() {
+                return Err(ConfigError::Invalid {
+                    key: "smtp.ca_file",
+                    origin: String::new(),
+                    value: mask_url_password(url),
+                    expected: "an smtp.url with TLS (smtps:// or ?tls=required) for a CA to matter"
+                        .into(),
+                });
+            }
+        }
+        if let Some(ca) = &self.smtp.ca_file {
+            if !ca.is_file() {
+                return Err(ConfigError::Invalid {
+                    key: "smtp.ca_file",
+                    origin: String::new(),
+                    value: ca.display().to_string(),
+                    expected: "a readable PEM file".into(),
                 });
             }
         }

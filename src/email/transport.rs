@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use lettre::transport::file::FileTransport;
+use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::transport::smtp::SmtpTransport;
 use lettre::transport::stub::StubTransport;
 use lettre::{Message, Transport as _};
@@ -42,16 +43,42 @@ impl std::fmt::Debug for Transport {
     }
 }
 
+/// The URL's TLS mode, with `ca` trusted besides the public roots.
+fn tls_trusting(url: &str, ca: &std::path::Path) -> Result<Tls, String> {
+    let parsed = url::Url::parse(url).map_err(|e| format!("smtp.url: {e}"))?;
+    let host = parsed.host_str().unwrap_or_default().to_owned();
+    let pem = std::fs::read(ca).map_err(|e| format!("smtp.ca_file {}: {e}", ca.display()))?;
+    let certificate = Certificate::from_pem(&pem)
+        .map_err(|e| format!("smtp.ca_file {}: not a PEM certificate: {e}", ca.display()))?;
+    let parameters = TlsParameters::builder(host)
+        .add_root_certificate(certificate)
+        .build()
+        .map_err(|e| format!("smtp.ca_file {}: {e}", ca.display()))?;
+    let mode = parsed
+        .query_pairs()
+        .find(|(k, _)| k == "tls")
+        .map(|(_, v)| v.into_owned());
+    Ok(match (parsed.scheme(), mode.as_deref()) {
+        ("smtps", _) => Tls::Wrapper(parameters),
+        (_, Some("opportunistic")) => Tls::Opportunistic(parameters),
+        _ => Tls::Required(parameters),
+    })
+}
+
 impl Transport {
     /// The transport the settings name: `smtp.url` when set, else `.eml` files in
     /// `email.file_dir` (created when missing).
     pub fn from_settings(settings: &Settings) -> Result<Transport, String> {
         match &settings.smtp.url {
             Some(url) => {
-                let transport = SmtpTransport::from_url(url)
-                    .map_err(|e| format!("smtp.url {}: {e}", mask_url_password(url)))?
-                    .timeout(Some(SMTP_TIMEOUT))
-                    .build();
+                let masked = mask_url_password(url);
+                let mut builder = SmtpTransport::from_url(url)
+                    .map_err(|e| format!("smtp.url {masked}: {e}"))?
+                    .timeout(Some(SMTP_TIMEOUT));
+                if let Some(ca) = &settings.smtp.ca_file {
+                    builder = builder.tls(tls_trusting(url, ca)?);
+                }
+                let transport = builder.build();
                 Ok(Transport::Smtp {
                     transport,
                     url: mask_url_password(url),

@@ -57,6 +57,11 @@ impl SmtpServer {
     }
 
     fn start_on(port: u16) -> SmtpServer {
+        Self::start_with(port, &[])
+    }
+
+    /// With extra options of `tests/support/smtp_server.py` (`--starttls`, `--auth`).
+    fn start_with(port: u16, options: &[&str]) -> SmtpServer {
         let dir = tempfile::tempdir().expect("temp dir");
         let maildir = dir.path().join("mail");
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/smtp_server.py");
@@ -64,6 +69,7 @@ impl SmtpServer {
             .arg(script)
             .arg(port.to_string())
             .arg(&maildir)
+            .args(options)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -250,6 +256,11 @@ impl World {
 
     /// `coe sweep ARGS` against this world's database and `smtp`.
     fn sweep(&self, smtp: &str, args: &[&str]) -> Output {
+        self.sweep_with(smtp, &[], args)
+    }
+
+    /// `coe sweep ARGS` with more environment variables.
+    fn sweep_with(&self, smtp: &str, env: &[(&str, &str)], args: &[&str]) -> Output {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_coe"));
         let dir = tempfile::tempdir().expect("temp dir");
         cmd.arg("sweep")
@@ -261,7 +272,8 @@ impl World {
             .env("COE_PUBLIC_URL", PUBLIC_URL)
             .env("COE_REMINDERS_SEND_HOUR", "0")
             .env("COE_REMINDERS_RETRY_BASE_SECS", "1")
-            .env("COE_LOG_LEVEL", "warn");
+            .env("COE_LOG_LEVEL", "warn")
+            .envs(env.iter().copied());
         let out = cmd.output().expect("coe sweep runs");
         assert!(
             out.status.success(),
@@ -837,4 +849,147 @@ async fn three_replicas_sweeping_at_once_send_each_email_once() {
     assert_eq!(smtp.to("rev@example.com").len(), 1);
     assert_eq!(smtp.to("lead@example.com").len(), 2);
     assert_eq!(w.outbox("").await["counts"]["sent"], expected as i64);
+}
+
+/// A private certificate authority and a certificate it signed for 127.0.0.1.
+struct TestCa {
+    dir: tempfile::TempDir,
+}
+
+impl TestCa {
+    fn new() -> TestCa {
+        let dir = tempfile::tempdir().expect("dir");
+        let run = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(dir.path())
+                .output()
+                .expect("openssl runs");
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        run(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=coe test CA",
+        ]);
+        run(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ]);
+        std::fs::write(
+            dir.path().join("ext.cnf"),
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+        )
+        .expect("ext");
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+        ]);
+        TestCa { dir }
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+}
+
+#[tokio::test]
+async fn starttls_with_a_login_reaches_a_relay_signed_by_a_private_ca() {
+    let w = World::new().await;
+    let ca = TestCa::new();
+    let port = free_port();
+    let smtp = SmtpServer::start_with(
+        port,
+        &[
+            "--starttls",
+            &ca.path("server.pem"),
+            &ca.path("server.key"),
+            "--auth",
+            "coe:s3cret",
+        ],
+    );
+    let coe = w
+        .coe("TLS handshake failures", "lead@example.com", None)
+        .await;
+    w.action(
+        &coe,
+        "Rotate certificates automatically",
+        "ana@example.com",
+        1,
+    )
+    .await;
+    let ca_file = ca.path("ca.pem");
+    let trusted = [("COE_SMTP_CA_FILE", ca_file.as_str())];
+
+    let url = format!("smtp://coe:s3cret@127.0.0.1:{port}?tls=required");
+    let out = w.sweep_with(&url, &trusted, &[]);
+    assert!(stdout(&out).contains("2 sent"), "{}", stdout(&out));
+    let ana = smtp.to("ana@example.com");
+    assert_eq!(ana.len(), 1);
+    assert!(ana[0].text.contains("Rotate certificates automatically"));
+
+    // A wrong password is a permanent failure with the server's answer.
+    w.action(
+        &coe,
+        "Alert before certificates expire",
+        "bo@example.com",
+        1,
+    )
+    .await;
+    let wrong = format!("smtp://coe:nope@127.0.0.1:{port}?tls=required");
+    let out = w.sweep_with(&wrong, &trusted, &[]);
+    assert!(stdout(&out).contains("1 failed"), "{}", stdout(&out));
+    let failed = w.outbox("?state=failed").await;
+    let error = failed["emails"][0]["last_error"].as_str().expect("error");
+    assert!(error.contains("535"), "{error}");
+
+    // Without the private CA the relay's certificate is not trusted: nothing is sent,
+    // and the email waits (the operator may fix the setting), with the reason kept.
+    w.action(&coe, "Pin the relay's CA", "carl@example.com", 1)
+        .await;
+    let out = w.sweep_with(&url, &[], &[]);
+    assert!(
+        stdout(&out).contains("0 sent, 1 deferred"),
+        "{}",
+        stdout(&out)
+    );
+    let pending = w.outbox("?state=pending").await;
+    let error = pending["emails"][0]["last_error"].as_str().expect("error");
+    assert!(error.to_lowercase().contains("certificate"), "{error}");
+    assert!(smtp.to("carl@example.com").is_empty());
 }

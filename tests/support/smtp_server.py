@@ -1,19 +1,22 @@
 """A real SMTP server for the email tests (aiosmtpd), started by the tests themselves.
 
-Usage: smtp_server.py PORT MAILDIR
+Usage: smtp_server.py PORT MAILDIR [--starttls CERT KEY] [--auth USER:PASSWORD]
 
 Accepts every message into MAILDIR (one file per message, with the envelope in
 X-MailFrom / X-RcptTo headers, as aiosmtpd's Mailbox handler does), except that it
 answers `550 5.1.1` to recipients whose address starts with `bounce`: a permanent
-failure, as a real server gives for an unknown mailbox.
+failure, as a real server gives for an unknown mailbox. With --starttls it requires
+STARTTLS with that certificate; with --auth it requires that login (after STARTTLS).
 """
 
+import argparse
 import mailbox
 import signal
-import sys
+import ssl
 
 from aiosmtpd.controller import Controller
 from aiosmtpd.handlers import Mailbox
+from aiosmtpd.smtp import AuthResult, LoginPassword
 
 
 class Handler(Mailbox):
@@ -25,10 +28,35 @@ class Handler(Mailbox):
 
 
 def main():
-    port = int(sys.argv[1])
-    directory = sys.argv[2]
-    mailbox.Maildir(directory, create=True)
-    controller = Controller(Handler(directory), hostname="127.0.0.1", port=port)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("port", type=int)
+    parser.add_argument("maildir")
+    parser.add_argument("--starttls", nargs=2, metavar=("CERT", "KEY"))
+    parser.add_argument("--auth", metavar="USER:PASSWORD")
+    args = parser.parse_args()
+
+    mailbox.Maildir(args.maildir, create=True)
+    options = {}
+    if args.starttls:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(*args.starttls)
+        options.update(tls_context=context, require_starttls=True)
+    if args.auth:
+        user, password = args.auth.split(":", 1)
+
+        def authenticator(server, session, envelope, mechanism, auth_data):
+            ok = (
+                isinstance(auth_data, LoginPassword)
+                and auth_data.login.decode() == user
+                and auth_data.password.decode() == password
+            )
+            # handled=False: aiosmtpd answers 535 itself on a failure.
+            return AuthResult(success=ok, handled=False)
+
+        options.update(authenticator=authenticator, auth_required=True)
+    controller = Controller(
+        Handler(args.maildir), hostname="127.0.0.1", port=args.port, **options
+    )
     controller.start()
     print("ready", flush=True)
     try:
