@@ -279,6 +279,12 @@ fn sweep(
         report.queued.len(),
         report.already_queued
     );
+    if report.purged > 0 {
+        println!(
+            "deleted {} sent email(s) older than reminders.keep_sent_days ({})",
+            report.purged, settings.reminders.keep_sent_days
+        );
+    }
     for p in &report.queued {
         println!("  {:<18} {:<32} {}", p.kind, p.recipient, p.subject);
     }

@@ -90,6 +90,9 @@ pub struct ReminderSettings {
     pub escalation_every_days: i64,
     /// A COE owner gets at most one writeup reminder per this many days.
     pub writeup_every_days: i64,
+    /// Sent emails are deleted from the outbox this many days after they were sent
+    /// (failed and pending ones stay). At least the longest period above.
+    pub keep_sent_days: i64,
     /// Sending attempts of an email before it is marked failed.
     pub max_attempts: i32,
     /// First retry delay in seconds; it doubles at each attempt.
@@ -114,6 +117,7 @@ impl Default for ReminderSettings {
             digest_every_days: 1,
             escalation_every_days: 7,
             writeup_every_days: 1,
+            keep_sent_days: 90,
             max_attempts: 10,
             retry_base_secs: 60,
             retry_max_secs: 6 * 3600,
@@ -675,6 +679,20 @@ impl Settings {
             if !(1..=365).contains(&value) {
                 return Err(invalid(key, &value.to_string(), "1 to 365 days"));
             }
+        }
+        let longest = r
+            .digest_every_days
+            .max(r.escalation_every_days)
+            .max(r.writeup_every_days)
+            .max(7);
+        if !(longest..=3650).contains(&r.keep_sent_days) {
+            return Err(invalid(
+                "reminders.keep_sent_days",
+                &r.keep_sent_days.to_string(),
+                &format!(
+                    "{longest} to 3650 days (not less than the longest reminder period, so that a kept key stops a resend)"
+                ),
+            ));
         }
         if r.max_attempts < 1 {
             return Err(invalid(

@@ -112,6 +112,7 @@ fn sweep_once(settings: &Settings, pool: &DbPool, templates: &EmailTemplates) {
             tracing::info!(
                 queued = report.queued.len(),
                 already_queued = report.already_queued,
+                purged = report.purged,
                 "sweep queued emails"
             );
         }

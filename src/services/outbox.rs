@@ -556,6 +556,20 @@ pub fn retry(conn: &mut DbConnection, id: &str) -> Result<OutboxEmail, RetryErro
     })
 }
 
+/// Deletes emails sent before `before`; returns how many. Failed and pending emails
+/// stay. Their deduplication keys go with them, so `before` must be older than the
+/// longest reminder period (the settings check it).
+pub fn purge_sent(conn: &mut DbConnection, before: NaiveDateTime) -> QueryResult<usize> {
+    db::write_transaction(conn, |conn| {
+        diesel::delete(
+            outbox_emails::table
+                .filter(outbox_emails::state.eq(SENT))
+                .filter(outbox_emails::sent_at.lt(before)),
+        )
+        .execute(conn)
+    })
+}
+
 /// Emails by state (every state present, zero included).
 pub fn counts(conn: &mut DbConnection) -> QueryResult<BTreeMap<String, i64>> {
     let mut counts: BTreeMap<String, i64> = STATES.iter().map(|s| ((*s).to_owned(), 0)).collect();
@@ -665,6 +679,36 @@ mod tests {
             rows.iter().all(|r| r.state == PENDING && r.attempts == 0),
             "{rows:?}"
         );
+    }
+
+    #[test]
+    fn only_old_sent_emails_are_purged() {
+        let (_dir, pool) = database();
+        let mut conn = pool.get().expect("conn");
+        let now = db::now();
+        for key in ["old", "new", "failed"] {
+            enqueue(&mut conn, &email(key), now).unwrap();
+        }
+        let set = |conn: &mut DbConnection, key: &str, state: &str, sent: Option<NaiveDateTime>| {
+            diesel::update(outbox_emails::table.filter(outbox_emails::dedup_key.eq(key)))
+                .set((
+                    outbox_emails::state.eq(state),
+                    outbox_emails::sent_at.eq(sent),
+                ))
+                .execute(conn)
+                .unwrap();
+        };
+        set(&mut conn, "old", SENT, Some(now - Duration::days(100)));
+        set(&mut conn, "new", SENT, Some(now - Duration::days(1)));
+        set(&mut conn, "failed", FAILED, None);
+        assert_eq!(purge_sent(&mut conn, now - Duration::days(90)).unwrap(), 1);
+        let left: Vec<String> = list(&mut conn, None, None, None, 10)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.dedup_key)
+            .collect();
+        assert_eq!(left.len(), 2);
+        assert!(!left.contains(&"old".to_owned()));
     }
 
     #[test]

@@ -53,6 +53,8 @@ pub struct SweepReport {
     pub queued: Vec<Planned>,
     /// Emails due but queued already (by an earlier sweep or another replica).
     pub already_queued: usize,
+    /// Sent emails older than `reminders.keep_sent_days`, deleted by this sweep.
+    pub purged: usize,
 }
 
 /// One decision to send: the email's kind, key, recipient and what it says. Lists
@@ -156,7 +158,14 @@ pub fn sweep(
         before_send_hour: local.hour() < settings.reminders.send_hour,
         queued: Vec::new(),
         already_queued: 0,
+        purged: 0,
     };
+    if !dry_run {
+        // Counted from the real now, not `at`: a sweep evaluated in the future must not
+        // delete keys that today's sweeps still need.
+        let keep = Duration::days(settings.reminders.keep_sent_days);
+        report.purged = outbox::purge_sent(conn, db::now() - keep)?;
+    }
     if report.before_send_hour {
         return Ok(report);
     }
