@@ -611,6 +611,18 @@ pub fn create(
         tell_owner(conn, &id, ctx, now)?;
         Ok(id)
     })
+    .map_err(|e| match e {
+        // Another request opened the incident's COE between our check and our insert
+        // (PostgreSQL; SQLite writers take turns): the unique index refused ours.
+        CoeError::Database(diesel::result::Error::DatabaseError(
+            diesel::result::DatabaseErrorKind::UniqueViolation,
+            _,
+        )) if input.incident_id.is_some() => CoeError::Conflict(format!(
+            "incident `{}` already has a COE",
+            input.incident_id.as_deref().unwrap_or_default()
+        )),
+        e => e,
+    })
 }
 
 fn load_row(conn: &mut DbConnection, id: &str) -> Result<CoeRow, CoeError> {

@@ -972,3 +972,40 @@ async fn nul_characters_are_refused_with_a_clear_error() {
         .contains("NUL"));
     error_of(c.app.get("/api/v1/coes?q=%00", Some(&c.member)).await, 422).await;
 }
+
+#[tokio::test]
+async fn concurrent_manual_coes_for_one_incident_make_one_and_refuse_the_rest() {
+    let c = Client::new().await;
+    let out = c
+        .event(json!({"dedup_key": "flaky", "severity": "sev4", "title": "Flaky login", "service": "auth"}))
+        .await;
+    let incident = out["events"][0]["incident_id"]
+        .as_str()
+        .expect("incident")
+        .to_owned();
+    let mut tasks = JoinSet::new();
+    for _ in 0..8 {
+        let client = c.app.client.clone();
+        let url = c.app.url("/api/v1/coes");
+        let token = c.member.clone();
+        let incident = incident.clone();
+        tasks.spawn(async move {
+            client
+                .post(url)
+                .bearer_auth(token)
+                .json(&json!({"incident_id": incident}))
+                .send()
+                .await
+                .expect("sent")
+                .status()
+                .as_u16()
+        });
+    }
+    let mut statuses = Vec::new();
+    while let Some(s) = tasks.join_next().await {
+        statuses.push(s.expect("task"));
+    }
+    statuses.sort();
+    assert_eq!(statuses, [201, 409, 409, 409, 409, 409, 409, 409]);
+    assert_eq!(c.coes("").await["total"], 1);
+}
