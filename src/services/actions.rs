@@ -235,25 +235,20 @@ fn audit(
 /// Puts a person referenced as an owner into the directory, with just the email,
 /// unless they are there already.
 pub fn ensure_person(conn: &mut DbConnection, email: &str, now: NaiveDateTime) -> QueryResult<()> {
-    let known: i64 = people::table
-        .filter(people::email.eq(email))
-        .count()
-        .get_result(conn)?;
-    if known == 0 {
-        diesel::insert_into(people::table)
-            .values(PersonRow {
-                email: email.to_owned(),
-                name: None,
-                team: None,
-                manager_email: None,
-                timezone: None,
-                created_at: now,
-                updated_at: now,
-                feed_token_hash: None,
-            })
-            .execute(conn)?;
-    }
-    Ok(())
+    crate::services::people::insert_if_missing(
+        conn,
+        &PersonRow {
+            email: email.to_owned(),
+            name: None,
+            team: None,
+            manager_email: None,
+            timezone: None,
+            created_at: now,
+            updated_at: now,
+            feed_token_hash: None,
+        },
+    )
+    .map(|_| ())
 }
 
 fn clean_text(field: &str, text: Option<&str>, max: usize) -> Result<Option<String>, ActionError> {

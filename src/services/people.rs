@@ -100,13 +100,14 @@ fn upsert_checked(
         people::updated_at.eq(now),
     );
     let updated = diesel::update(people::table.find(email.as_str()))
-        .set(fields)
+        .set(fields.clone())
         .execute(conn)?;
     if updated > 0 {
         return Ok(false);
     }
-    diesel::insert_into(people::table)
-        .values(PersonRow {
+    let inserted = insert_if_missing(
+        conn,
+        &PersonRow {
             email: email.as_str().to_owned(),
             name: clean(&input.name),
             team: clean(&input.team),
@@ -115,9 +116,26 @@ fn upsert_checked(
             created_at: now,
             updated_at: now,
             feed_token_hash: None,
-        })
-        .execute(conn)?;
-    Ok(true)
+        },
+    )?;
+    if !inserted {
+        // Someone added them between our update and our insert (PostgreSQL): update.
+        diesel::update(people::table.find(email.as_str()))
+            .set(fields)
+            .execute(conn)?;
+    }
+    Ok(inserted)
+}
+
+/// Adds `row` unless the person exists (also when a concurrent transaction adds them
+/// first: no unique violation). Returns whether it was added.
+pub fn insert_if_missing(conn: &mut DbConnection, row: &PersonRow) -> QueryResult<bool> {
+    let insert = diesel::insert_into(people::table).values(row);
+    let n = match conn {
+        DbConnection::Sqlite(c) => insert.on_conflict(people::email).do_nothing().execute(c)?,
+        DbConnection::Pg(c) => insert.on_conflict(people::email).do_nothing().execute(c)?,
+    };
+    Ok(n == 1)
 }
 
 /// Makes a new secret for a person's calendar feed (the person is added to the

@@ -271,3 +271,64 @@ async fn a_person_subscribes_to_a_calendar_of_their_open_actions() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn concurrent_writes_of_one_new_person_all_succeed_and_make_one() {
+    let app = spawn_app().await;
+    let token = app.token("hr", Role::Member);
+    let coe = app
+        .post_json(
+            "/api/v1/coes",
+            Some(&token),
+            &json!({"title": "Race for a person"}),
+        )
+        .await;
+    assert_eq!(coe.status(), 201);
+    let coe = json(coe).await["id"].as_str().expect("id").to_owned();
+    let due = (chrono::Utc::now() + chrono::Duration::days(10)).date_naive();
+    // Rounds of people not in the directory yet, each written at once by PUTs to the
+    // directory and by actions assigned to them.
+    for round in 0..10 {
+        let email = format!("new{round}@example.com");
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..8 {
+            let client = app.client.clone();
+            let token = token.clone();
+            let request = if i % 2 == 0 {
+                client
+                    .put(app.url(&format!("/api/v1/people/{email}")))
+                    .json(&json!({"name": format!("Writer {i}")}))
+            } else {
+                client
+                    .post(app.url(&format!("/api/v1/coes/{coe}/actions")))
+                    .json(
+                        &json!({"title": format!("Action {round}.{i}"), "owner": email,
+                                  "due_date": due, "priority": "low", "kind": "process"}),
+                    )
+            };
+            tasks.spawn(async move {
+                let res = request.bearer_auth(token).send().await.expect("sent");
+                let status = res.status().as_u16();
+                (status, res.text().await.unwrap_or_default())
+            });
+        }
+        while let Some(done) = tasks.join_next().await {
+            let (status, body) = done.expect("task");
+            assert!(status == 200 || status == 201, "{status}: {body}");
+        }
+    }
+    let people = app.get_json("/api/v1/people", &token).await;
+    for round in 0..10 {
+        let email = format!("new{round}@example.com");
+        let matching: Vec<_> = people["people"]
+            .as_array()
+            .expect("people")
+            .iter()
+            .filter(|p| p["email"] == email.as_str())
+            .collect();
+        assert_eq!(matching.len(), 1, "{email}");
+        assert!(matching[0]["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("Writer ")));
+    }
+}
