@@ -1179,6 +1179,15 @@ fn milestone_column(
     kind: &str,
     at: NaiveDateTime,
 ) -> QueryResult<()> {
+    set_milestone(conn, id, kind, Some(at))
+}
+
+fn set_milestone(
+    conn: &mut DbConnection,
+    id: &str,
+    kind: &str,
+    at: Option<NaiveDateTime>,
+) -> QueryResult<()> {
     let target = coes::table.find(id);
     match kind {
         "started" => diesel::update(target)
@@ -1196,6 +1205,43 @@ fn milestone_column(
         _ => 0,
     };
     Ok(())
+}
+
+/// After a milestone entry of `kind` was edited away or deleted: the COE's time for
+/// that milestone becomes that of the latest-written entry of the kind still there,
+/// else its incident's (started, detected, resolved), else none.
+fn recompute_milestone(conn: &mut DbConnection, id: &str, kind: &str) -> QueryResult<()> {
+    if !matches!(kind, "started" | "detected" | "mitigated" | "resolved") {
+        return Ok(());
+    }
+    let latest: Option<NaiveDateTime> = timeline_entries::table
+        .filter(timeline_entries::coe_id.eq(id))
+        .filter(timeline_entries::kind.eq(kind))
+        .order((
+            timeline_entries::created_at.desc(),
+            timeline_entries::id.desc(),
+        ))
+        .select(timeline_entries::at)
+        .first(conn)
+        .optional()?;
+    let at = match latest {
+        Some(at) => Some(at),
+        None => {
+            let incident: Option<IncidentRow> = coes::table
+                .inner_join(incidents::table)
+                .filter(coes::id.eq(id))
+                .select(IncidentRow::as_select())
+                .first(conn)
+                .optional()?;
+            incident.and_then(|i| match kind {
+                "started" => Some(i.started_at),
+                "detected" => Some(i.detected_at),
+                "resolved" => i.resolved_at,
+                _ => None,
+            })
+        }
+    };
+    set_milestone(conn, id, kind, at)
 }
 
 /// Adds a timeline entry; returns its id.
@@ -1265,7 +1311,12 @@ pub fn edit_timeline(
                 timeline_entries::text.eq(input.text.trim()),
             ))
             .execute(conn)?;
-        milestone_column(conn, id, kind, at)?;
+        if existing.kind == kind {
+            milestone_column(conn, id, kind, at)?;
+        } else {
+            recompute_milestone(conn, id, &existing.kind)?;
+            milestone_column(conn, id, kind, at)?;
+        }
         write_audit(
             conn,
             id,
@@ -1299,6 +1350,7 @@ pub fn delete_timeline(
             .optional()?
             .ok_or_else(|| CoeError::NotFound(format!("{id}/timeline/{entry_id}")))?;
         diesel::delete(timeline_entries::table.find(entry_id)).execute(conn)?;
+        recompute_milestone(conn, id, &existing.kind)?;
         let now = db::now();
         write_audit(
             conn,

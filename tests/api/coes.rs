@@ -1009,3 +1009,108 @@ async fn concurrent_manual_coes_for_one_incident_make_one_and_refuse_the_rest() 
     assert_eq!(statuses, [201, 409, 409, 409, 409, 409, 409, 409]);
     assert_eq!(c.coes("").await["total"], 1);
 }
+
+#[tokio::test]
+async fn milestone_times_follow_the_timeline_when_entries_are_edited_or_deleted() {
+    let c = Client::new().await;
+    let out = c
+        .event(
+            json!({"dedup_key": "disk", "severity": "sev4", "title": "Disk full",
+                      "started_at": "2026-11-28T08:00:00Z"}),
+        )
+        .await;
+    let incident = out["events"][0]["incident_id"]
+        .as_str()
+        .expect("incident")
+        .to_owned();
+    let (status, doc) = c
+        .write(
+            "POST",
+            "/api/v1/coes",
+            None,
+            Some(json!({"incident_id": incident})),
+        )
+        .await;
+    assert_eq!(status, 201, "{doc}");
+    let id = doc["id"].as_str().expect("id").to_owned();
+    assert_eq!(doc["started_at"], "2026-11-28T08:00:00");
+    let mut v = version(&doc);
+    let entry = |doc: &Value, kind: &str, at: &str| -> String {
+        doc["timeline"]
+            .as_array()
+            .expect("timeline")
+            .iter()
+            .find(|e| e["kind"] == kind && e["at"] == at)
+            .and_then(|e| e["id"].as_str())
+            .expect("entry")
+            .to_owned()
+    };
+    let post = |v: i64, at: &'static str, kind: &'static str| {
+        let path = format!("/api/v1/coes/{id}/timeline");
+        let c = &c;
+        async move {
+            let (status, doc) = c
+                .write(
+                    "POST",
+                    &path,
+                    Some(v),
+                    Some(json!({"at": at, "kind": kind, "text": format!("{kind} noted")})),
+                )
+                .await;
+            assert_eq!(status, 201, "{doc}");
+            doc
+        }
+    };
+    let doc = post(v, "2026-11-28T07:50:00Z", "started").await;
+    assert_eq!(doc["started_at"], "2026-11-28T07:50:00");
+    v = version(&doc);
+    let doc = post(v, "2026-11-28T08:20:00Z", "mitigated").await;
+    assert_eq!(doc["mitigated_at"], "2026-11-28T08:20:00");
+    v = version(&doc);
+    let doc = post(v, "2026-11-28T08:05:00Z", "detected").await;
+    v = version(&doc);
+    let doc = post(v, "2026-11-28T08:07:00Z", "detected").await;
+    assert_eq!(doc["detected_at"], "2026-11-28T08:07:00");
+    v = version(&doc);
+
+    // Deleting the later "detected" brings back the one still there.
+    let later = entry(&doc, "detected", "2026-11-28T08:07:00");
+    let (status, doc) = c
+        .write(
+            "DELETE",
+            &format!("/api/v1/coes/{id}/timeline/{later}"),
+            Some(v),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["detected_at"], "2026-11-28T08:05:00");
+    v = version(&doc);
+
+    // A "mitigated" entry turned into a note leaves the COE with no mitigation time.
+    let mitigated = entry(&doc, "mitigated", "2026-11-28T08:20:00");
+    let (status, doc) = c
+        .write(
+            "PUT",
+            &format!("/api/v1/coes/{id}/timeline/{mitigated}"),
+            Some(v),
+            Some(json!({"at": "2026-11-28T08:20:00Z", "kind": "note", "text": "Not really mitigated"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert!(doc["mitigated_at"].is_null(), "{doc}");
+    v = version(&doc);
+
+    // Deleting the person's "started" falls back to the incident's start.
+    let started = entry(&doc, "started", "2026-11-28T07:50:00");
+    let (status, doc) = c
+        .write(
+            "DELETE",
+            &format!("/api/v1/coes/{id}/timeline/{started}"),
+            Some(v),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["started_at"], "2026-11-28T08:00:00");
+}
