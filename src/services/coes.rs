@@ -481,7 +481,16 @@ pub fn record_event(
         .execute(conn)?;
     if coe.state == CoeState::Draft.as_str() {
         coe.severity = coe.severity.min(incident.severity);
-        coe.resolved_at = incident.resolved_at;
+        // A resolution time a person wrote in the timeline wins over the alerts'.
+        let written: i64 = timeline_entries::table
+            .filter(timeline_entries::coe_id.eq(&coe.id))
+            .filter(timeline_entries::kind.eq("resolved"))
+            .filter(timeline_entries::source.is_null())
+            .count()
+            .get_result(conn)?;
+        if written == 0 {
+            coe.resolved_at = incident.resolved_at;
+        }
         diesel::update(coes::table.find(&coe.id))
             .set((
                 coes::severity.eq(coe.severity),

@@ -1114,3 +1114,46 @@ async fn milestone_times_follow_the_timeline_when_entries_are_edited_or_deleted(
     assert_eq!(status, 200, "{doc}");
     assert_eq!(doc["started_at"], "2026-11-28T08:00:00");
 }
+
+#[tokio::test]
+async fn a_resolution_time_written_by_a_person_is_not_overwritten_by_alerts() {
+    let c = Client::new().await;
+    let event = |status: &str| {
+        json!({"dedup_key": "queue", "severity": "sev4", "title": "Queue backlog", "status": status,
+               "started_at": "2026-11-28T08:00:00Z", "ended_at": "2026-11-28T09:30:00Z"})
+    };
+    let out = c.event(event("firing")).await;
+    let incident = out["events"][0]["incident_id"]
+        .as_str()
+        .expect("incident")
+        .to_owned();
+    let (status, doc) = c
+        .write(
+            "POST",
+            "/api/v1/coes",
+            None,
+            Some(json!({"incident_id": incident})),
+        )
+        .await;
+    assert_eq!(status, 201, "{doc}");
+    let id = doc["id"].as_str().expect("id").to_owned();
+    let (status, doc) = c
+        .write(
+            "POST",
+            &format!("/api/v1/coes/{id}/timeline"),
+            Some(version(&doc)),
+            Some(json!({"at": "2026-11-28T09:00:00Z", "kind": "resolved", "text": "Customers unaffected from here"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{doc}");
+    assert_eq!(doc["resolved_at"], "2026-11-28T09:00:00");
+    // The alert resolves later: the timeline gets its entry, the COE keeps the person's time.
+    c.event(event("resolved")).await;
+    let doc = c.coe(&id).await;
+    assert_eq!(doc["resolved_at"], "2026-11-28T09:00:00", "{doc}");
+    assert!(doc["timeline"]
+        .as_array()
+        .expect("timeline")
+        .iter()
+        .any(|e| e["kind"] == "resolved" && e["source"].is_string()));
+}
