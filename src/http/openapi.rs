@@ -59,7 +59,7 @@ use crate::http::{api, health};
         api::outbox::retry,
     ),
     components(schemas(ErrorBody, ErrorDetail, FieldProblem)),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &CommonResponses, &NaiveTimes),
     tags(
         (name = "health", description = "Probes for orchestrators"),
         (name = "tokens", description = "API tokens and the caller's identity"),
@@ -83,6 +83,134 @@ impl Modify for BearerAuth {
             "bearer",
             SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
         );
+    }
+}
+
+/// Documents the answers every operation of a kind can give, where its own
+/// annotation does not: 401 for a token-protected one, 400 and 413 for one with a
+/// body, 422 for one with a JSON body or query parameters, 404 for one with a path
+/// parameter. All in the one error shape.
+struct CommonResponses;
+
+impl Modify for CommonResponses {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::path::ParameterIn;
+        use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+
+        let error = |description: &str| {
+            ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/json",
+                    ContentBuilder::new()
+                        .schema(Some(Ref::from_schema_name("ErrorBody")))
+                        .build(),
+                )
+                .build()
+        };
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            let by_email = path.contains("{email}");
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ];
+            for operation in operations.into_iter().flatten() {
+                let secured = operation.security.as_ref().is_some_and(|s| !s.is_empty());
+                let body = operation.request_body.as_ref();
+                let json_body = body.is_some_and(|b| b.content.contains_key("application/json"));
+                let has_body = body.is_some();
+                let params = operation.parameters.as_deref().unwrap_or_default();
+                let has_query = params
+                    .iter()
+                    .any(|p| matches!(p.parameter_in, ParameterIn::Query));
+                let has_path = params
+                    .iter()
+                    .any(|p| matches!(p.parameter_in, ParameterIn::Path));
+                let versioned = operation.responses.responses.contains_key("428");
+                let mut add = |code: &str, description: &str| {
+                    operation
+                        .responses
+                        .responses
+                        .entry(code.to_owned())
+                        .or_insert_with(|| error(description).into());
+                };
+                if secured {
+                    add("401", "Missing, unknown or revoked token");
+                }
+                if has_body {
+                    add("400", "Malformed body (the message names line and column)");
+                    add("413", "Body too large");
+                }
+                if json_body || has_query {
+                    add(
+                        "422",
+                        "A field or query parameter is missing or invalid (named in `fields`)",
+                    );
+                }
+                if has_path {
+                    add("404", "No such resource");
+                }
+                if versioned {
+                    add(
+                        "400",
+                        "Malformed `If-Match` (it must be the ETag of the last read)",
+                    );
+                }
+                if by_email {
+                    add("422", "The email in the path is not an email address");
+                }
+            }
+        }
+    }
+}
+
+/// Times are written in UTC without an offset (`2026-11-29T10:00:00.123456`), which
+/// is not RFC 3339's `date-time`: the schemas say so with a pattern instead.
+struct NaiveTimes;
+
+impl Modify for NaiveTimes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        if let Some(components) = openapi.components.as_mut() {
+            components.schemas.values_mut().for_each(naive_times);
+        }
+    }
+}
+
+fn naive_times(schema: &mut utoipa::openapi::RefOr<utoipa::openapi::Schema>) {
+    use utoipa::openapi::schema::{AdditionalProperties, ArrayItems, KnownFormat, SchemaFormat};
+    use utoipa::openapi::{RefOr, Schema};
+
+    let RefOr::T(schema) = schema else {
+        return;
+    };
+    match schema {
+        Schema::Object(o) => {
+            if matches!(
+                o.format,
+                Some(SchemaFormat::KnownFormat(KnownFormat::DateTime))
+            ) {
+                o.format = Some(SchemaFormat::Custom("utc-date-time-without-offset".into()));
+                o.pattern = Some(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?$".into());
+            }
+            o.properties.values_mut().for_each(naive_times);
+            if let Some(extra) = o.additional_properties.as_mut() {
+                if let AdditionalProperties::RefOr(r) = extra.as_mut() {
+                    naive_times(r);
+                }
+            }
+        }
+        Schema::Array(a) => {
+            if let ArrayItems::RefOrSchema(items) = &mut a.items {
+                naive_times(items);
+            }
+        }
+        Schema::OneOf(x) => x.items.iter_mut().for_each(naive_times),
+        Schema::AllOf(x) => x.items.iter_mut().for_each(naive_times),
+        Schema::AnyOf(x) => x.items.iter_mut().for_each(naive_times),
+        _ => {}
     }
 }
 

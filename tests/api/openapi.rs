@@ -140,3 +140,38 @@ async fn every_documented_path_is_served() {
         }
     }
 }
+
+#[tokio::test]
+async fn every_protected_operation_documents_401_and_times_are_described_as_written() {
+    let app = spawn_app().await;
+    let doc = json(app.get("/api/openapi.json", None).await).await;
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("item") {
+            let secured = op["security"].as_array().is_some_and(|s| !s.is_empty());
+            if secured {
+                assert!(
+                    op["responses"]["401"].is_object(),
+                    "{method} {path} documents no 401"
+                );
+            }
+            if op["requestBody"].is_object() {
+                assert!(op["responses"]["400"].is_object(), "{method} {path}: 400");
+            }
+            if path.contains('{') {
+                assert!(op["responses"]["404"].is_object(), "{method} {path}: 404");
+            }
+        }
+    }
+    // The service writes `2026-11-29T10:00:00.123456` (UTC, no offset), which is not
+    // RFC 3339's date-time: the schema must not claim it is.
+    let created = &doc["components"]["schemas"]["TokenInfo"]["properties"]["created_at"];
+    assert_ne!(created["format"], "date-time", "{created}");
+    assert!(created["pattern"].is_string(), "{created}");
+    let page = app.get_json("/api/v1/tokens", &app.admin_token()).await;
+    let written = page["tokens"][0]["created_at"].as_str().expect("a time");
+    // What the pattern describes: date, `T`, time, optional fraction, no offset.
+    assert!(
+        written.len() >= 19 && written.as_bytes()[10] == b'T' && !written.contains(['Z', '+']),
+        "{written}"
+    );
+}

@@ -201,7 +201,9 @@ pub struct ActionQuery {
     pub kind: Option<ActionKind>,
     /// `due_date` (default) or `days_overdue`.
     pub sort: Option<String>,
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }
 

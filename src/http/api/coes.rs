@@ -538,7 +538,9 @@ pub struct CoeQuery {
     /// Created before this RFC 3339 time.
     pub until: Option<String>,
     /// 1 to 500, default 50.
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }
 

@@ -33,8 +33,10 @@ pub struct IncidentQuery {
     /// Only incidents with (true) or without (false) the COE mark.
     pub needs_coe: Option<bool>,
     /// Page size, 1 to 500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
     /// Incidents to skip (default 0).
+    #[param(minimum = 0)]
     pub offset: Option<i64>,
 }
 

@@ -38,6 +38,7 @@ pub struct OutboxQuery {
     /// The `next_before` of the previous page.
     pub before: Option<String>,
     /// 1 to 500; 50 by default.
+    #[param(minimum = 1, maximum = 500)]
     pub limit: Option<i64>,
 }
 
