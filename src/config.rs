@@ -121,7 +121,7 @@ impl Default for ReminderSettings {
             max_attempts: 10,
             retry_base_secs: 60,
             retry_max_secs: 6 * 3600,
-            lease_secs: 600,
+            lease_secs: 900,
             batch_size: 100,
         }
     }
@@ -736,11 +736,12 @@ impl Settings {
                 "at most 86400 (a day)",
             ));
         }
-        if r.lease_secs < 60 {
+        let slowest_send = 15 * crate::email::transport::SMTP_TIMEOUT.as_secs();
+        if r.lease_secs < slowest_send {
             return Err(invalid(
                 "reminders.lease_secs",
                 &r.lease_secs.to_string(),
-                "at least 60 (longer than one SMTP conversation)",
+                &format!("at least {slowest_send} (longer than the slowest SMTP conversation)"),
             ));
         }
         if !(1..=10_000).contains(&r.batch_size) {

@@ -12,15 +12,18 @@ use lettre::{Message, Transport as _};
 
 use crate::config::{mask_url_password, Settings};
 
-/// How long one SMTP conversation may take before it counts as failed (transiently).
-const SMTP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long each step of an SMTP conversation (connecting, each command, the reply
+/// to the message) may take. A conversation is about a dozen steps: the settings
+/// require `reminders.lease_secs` to be at least 15 times this.
+pub const SMTP_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SendError {
     /// Worth retrying a few times: the server answered 4xx.
     #[error("{0}")]
     Transient(String),
-    /// Worth retrying until it works: no answer (connection refused, timeout, TLS).
+    /// Worth retrying until it works: no conversation could start (connection refused
+    /// or timed out, DNS, TLS handshake). Nothing can have been delivered.
     #[error("{0}")]
     Unreachable(String),
     /// Not worth retrying: the server answered 5xx, or the address is invalid.
@@ -63,6 +66,23 @@ fn tls_trusting(url: &str, ca: &std::path::Path) -> Result<Tls, String> {
         (_, Some("opportunistic")) => Tls::Opportunistic(parameters),
         _ => Tls::Required(parameters),
     })
+}
+
+/// Sorts an SMTP failure. Only a conversation that never started is `Unreachable`
+/// (waits without limit); one that broke after it started may have delivered the
+/// message already, so it is `Transient` and uses an attempt up, which bounds resends.
+fn classify(e: &lettre::transport::smtp::Error) -> SendError {
+    let message = e.to_string();
+    if e.is_permanent() {
+        SendError::Permanent(message)
+    } else if e.is_transient() {
+        SendError::Transient(message)
+    } else if e.is_tls() || message.starts_with("Connection error") {
+        // lettre reports connecting, resolving and the TLS handshake as "Connection error".
+        SendError::Unreachable(message)
+    } else {
+        SendError::Transient(message)
+    }
 }
 
 impl Transport {
@@ -123,15 +143,10 @@ impl Transport {
     /// Sends one message; blocks for at most the SMTP timeout.
     pub fn send(&self, message: &Message) -> Result<(), SendError> {
         match self {
-            Transport::Smtp { transport, .. } => transport.send(message).map(|_| ()).map_err(|e| {
-                if e.is_permanent() {
-                    SendError::Permanent(e.to_string())
-                } else if e.is_transient() {
-                    SendError::Transient(e.to_string())
-                } else {
-                    SendError::Unreachable(e.to_string())
-                }
-            }),
+            Transport::Smtp { transport, .. } => transport
+                .send(message)
+                .map(|_| ())
+                .map_err(|e| classify(&e)),
             Transport::File(transport, _) => transport
                 .send(message)
                 .map(|_| ())
@@ -139,6 +154,37 @@ impl Transport {
             Transport::Memory(stub) => stub
                 .send(message)
                 .map_err(|e| SendError::Transient(e.to_string())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_that_refuses_connections_is_unreachable() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let settings = Settings {
+            smtp: crate::config::SmtpSettings {
+                url: Some(format!("smtp://127.0.0.1:{port}")),
+                ca_file: None,
+            },
+            ..Settings::default()
+        };
+        let transport = Transport::from_settings(&settings).expect("transport");
+        let message = Message::builder()
+            .from("coe <coe@localhost>".parse().unwrap())
+            .to("ana@example.com".parse().unwrap())
+            .subject("s")
+            .body("b".to_owned())
+            .unwrap();
+        match transport.send(&message) {
+            Err(SendError::Unreachable(e)) => assert!(e.starts_with("Connection error"), "{e}"),
+            other => panic!("expected unreachable, got {other:?}"),
         }
     }
 }

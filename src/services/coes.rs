@@ -546,6 +546,7 @@ pub fn create(
                             format!("no incident with id `{incident_id}`"),
                         )
                     })?;
+                crate::services::ingest::lock_group(conn, &incident.group_key)?;
                 if let Some(existing) = coes::table
                     .filter(coes::incident_id.eq(incident_id))
                     .select(coes::id)
@@ -1181,16 +1182,7 @@ fn check_timeline(input: &TimelineInput) -> Result<(NaiveDateTime, &'static str)
     Ok((at, kind))
 }
 
-/// Milestone kinds also set the COE's own times.
-fn milestone_column(
-    conn: &mut DbConnection,
-    id: &str,
-    kind: &str,
-    at: NaiveDateTime,
-) -> QueryResult<()> {
-    set_milestone(conn, id, kind, Some(at))
-}
-
+/// Milestone kinds also set the COE's own times (see `recompute_milestone`).
 fn set_milestone(
     conn: &mut DbConnection,
     id: &str,
@@ -1216,40 +1208,52 @@ fn set_milestone(
     Ok(())
 }
 
-/// After a milestone entry of `kind` was edited away or deleted: the COE's time for
-/// that milestone becomes that of the latest-written entry of the kind still there,
-/// else its incident's (started, detected, resolved), else none.
+/// Sets the COE's time for milestone `kind` from its timeline: entries people wrote
+/// win over those the alerts added; among them the earliest (started, detected,
+/// mitigated) or the latest (resolved); with none, the incident's time (started,
+/// detected, resolved), else none. Called after every timeline change of that kind.
 fn recompute_milestone(conn: &mut DbConnection, id: &str, kind: &str) -> QueryResult<()> {
     if !matches!(kind, "started" | "detected" | "mitigated" | "resolved") {
         return Ok(());
     }
-    let latest: Option<NaiveDateTime> = timeline_entries::table
-        .filter(timeline_entries::coe_id.eq(id))
-        .filter(timeline_entries::kind.eq(kind))
-        .order((
-            timeline_entries::created_at.desc(),
-            timeline_entries::id.desc(),
-        ))
-        .select(timeline_entries::at)
-        .first(conn)
-        .optional()?;
-    let at = match latest {
-        Some(at) => Some(at),
-        None => {
-            let incident: Option<IncidentRow> = coes::table
-                .inner_join(incidents::table)
-                .filter(coes::id.eq(id))
-                .select(IncidentRow::as_select())
-                .first(conn)
-                .optional()?;
-            incident.and_then(|i| match kind {
-                "started" => Some(i.started_at),
-                "detected" => Some(i.detected_at),
-                "resolved" => i.resolved_at,
-                _ => None,
-            })
+    let mut at = None;
+    for written_by_people in [true, false] {
+        let entries = timeline_entries::table
+            .filter(timeline_entries::coe_id.eq(id))
+            .filter(timeline_entries::kind.eq(kind))
+            .into_boxed();
+        let entries = if written_by_people {
+            entries.filter(timeline_entries::source.is_null())
+        } else {
+            entries.filter(timeline_entries::source.is_not_null())
+        };
+        at = if kind == "resolved" {
+            entries
+                .select(diesel::dsl::max(timeline_entries::at))
+                .first::<Option<NaiveDateTime>>(conn)?
+        } else {
+            entries
+                .select(diesel::dsl::min(timeline_entries::at))
+                .first::<Option<NaiveDateTime>>(conn)?
+        };
+        if at.is_some() {
+            break;
         }
-    };
+    }
+    if at.is_none() {
+        let incident: Option<IncidentRow> = coes::table
+            .inner_join(incidents::table)
+            .filter(coes::id.eq(id))
+            .select(IncidentRow::as_select())
+            .first(conn)
+            .optional()?;
+        at = incident.and_then(|i| match kind {
+            "started" => Some(i.started_at),
+            "detected" => Some(i.detected_at),
+            "resolved" => i.resolved_at,
+            _ => None,
+        });
+    }
     set_milestone(conn, id, kind, at)
 }
 
@@ -1278,7 +1282,7 @@ pub fn add_timeline(
         diesel::insert_into(timeline_entries::table)
             .values(&entry)
             .execute(conn)?;
-        milestone_column(conn, id, kind, at)?;
+        recompute_milestone(conn, id, kind)?;
         write_audit(
             conn,
             id,
@@ -1320,11 +1324,9 @@ pub fn edit_timeline(
                 timeline_entries::text.eq(input.text.trim()),
             ))
             .execute(conn)?;
-        if existing.kind == kind {
-            milestone_column(conn, id, kind, at)?;
-        } else {
-            recompute_milestone(conn, id, &existing.kind)?;
-            milestone_column(conn, id, kind, at)?;
+        recompute_milestone(conn, id, &existing.kind)?;
+        if existing.kind != kind {
+            recompute_milestone(conn, id, kind)?;
         }
         write_audit(
             conn,

@@ -213,11 +213,26 @@ fn lock_keys(
     keys.sort();
     keys.dedup();
     for key in keys {
-        diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-            .bind::<Text, _>(key.replace('\0', "/"))
-            .execute(pg)?;
+        advisory_lock(pg, &key)?;
     }
     Ok(())
+}
+
+fn advisory_lock(pg: &mut diesel::PgConnection, key: &str) -> Result<(), diesel::result::Error> {
+    diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
+        .bind::<Text, _>(key.replace('\0', "/"))
+        .execute(pg)
+        .map(|_| ())
+}
+
+/// Takes, for the rest of the transaction, the lock ingestion takes on an incident's
+/// group (PostgreSQL; SQLite writers already take turns). Whoever opens a COE for the
+/// incident by hand takes it too, so the two never race to insert it.
+pub fn lock_group(conn: &mut DbConnection, group_key: &str) -> Result<(), diesel::result::Error> {
+    match conn {
+        DbConnection::Pg(pg) => advisory_lock(pg, &format!("group\0{group_key}")),
+        DbConnection::Sqlite(_) => Ok(()),
+    }
 }
 
 /// Finds or makes the incident for `event` and updates it. Returns it as updated.

@@ -1067,24 +1067,26 @@ async fn milestone_times_follow_the_timeline_when_entries_are_edited_or_deleted(
     let doc = post(v, "2026-11-28T08:20:00Z", "mitigated").await;
     assert_eq!(doc["mitigated_at"], "2026-11-28T08:20:00");
     v = version(&doc);
-    let doc = post(v, "2026-11-28T08:05:00Z", "detected").await;
-    v = version(&doc);
     let doc = post(v, "2026-11-28T08:07:00Z", "detected").await;
     assert_eq!(doc["detected_at"], "2026-11-28T08:07:00");
     v = version(&doc);
+    // Detection is the earliest "detected" entry, whatever order they were written in.
+    let doc = post(v, "2026-11-28T08:05:00Z", "detected").await;
+    assert_eq!(doc["detected_at"], "2026-11-28T08:05:00");
+    v = version(&doc);
 
-    // Deleting the later "detected" brings back the one still there.
-    let later = entry(&doc, "detected", "2026-11-28T08:07:00");
+    // Deleting the earlier "detected" leaves the one still there.
+    let earlier = entry(&doc, "detected", "2026-11-28T08:05:00");
     let (status, doc) = c
         .write(
             "DELETE",
-            &format!("/api/v1/coes/{id}/timeline/{later}"),
+            &format!("/api/v1/coes/{id}/timeline/{earlier}"),
             Some(v),
             None,
         )
         .await;
     assert_eq!(status, 200, "{doc}");
-    assert_eq!(doc["detected_at"], "2026-11-28T08:05:00");
+    assert_eq!(doc["detected_at"], "2026-11-28T08:07:00");
     v = version(&doc);
 
     // A "mitigated" entry turned into a note leaves the COE with no mitigation time.
