@@ -52,7 +52,8 @@ fn main() {
     bench.settings.reminders.send_hour = 0;
     let filled = support::fill(&bench, true);
     let settings = &bench.settings;
-    let templates = EmailTemplates::embedded(&settings.public_url);
+    let templates = EmailTemplates::load(None, &settings.public_url)
+        .expect("the built-in email templates load");
     let mut conn = bench.pool.get().expect("conn");
     let at = Utc::now().with_hour(12).unwrap_or_else(Utc::now);
 

@@ -59,7 +59,8 @@ fn main() {
     let mut conn = pool.get().expect("conn");
     db::migrate(&mut conn).expect("migrate");
     let template = Template::default_template();
-    let emails = coe::email::EmailTemplates::embedded(&settings.public_url);
+    let emails = coe::email::EmailTemplates::load(None, &settings.public_url)
+        .expect("the built-in email templates load");
     let ctx = Context {
         settings: &settings,
         template: &template,

@@ -73,7 +73,8 @@ pub fn fill(b: &Bench, people: bool) -> Duration {
     let start = Instant::now();
     let mut conn = b.pool.get().expect("conn");
     let template = Template::default_template();
-    let emails = coe::email::EmailTemplates::embedded(&b.settings.public_url);
+    let emails = coe::email::EmailTemplates::load(None, &b.settings.public_url)
+        .expect("the built-in email templates load");
     let ctx = Context {
         settings: &b.settings,
         template: &template,

@@ -122,11 +122,6 @@ impl EmailTemplates {
         Ok(templates)
     }
 
-    /// The built-in templates (for tests and tools).
-    pub fn embedded(public_url: &str) -> EmailTemplates {
-        Self::load(None, public_url).expect("the embedded email templates render their samples")
-    }
-
     /// Renders one email from its data; the data gets `public_url` added.
     pub fn render(&self, kind: Kind, data: &Value) -> Result<Rendered, TemplateError> {
         let name = kind.name();
@@ -197,9 +192,13 @@ fn truncate(s: &str, max: usize) -> String {
 mod tests {
     use super::*;
 
+    fn embedded(public_url: &str) -> EmailTemplates {
+        EmailTemplates::load(None, public_url).expect("the built-in templates load")
+    }
+
     #[test]
     fn every_template_renders_in_strict_mode() {
-        let t = EmailTemplates::embedded("https://coe.example.com/");
+        let t = embedded("https://coe.example.com/");
         for kind in Kind::ALL {
             let r = t.render(kind, &kind.sample(false)).expect("renders");
             assert!(!r.subject.is_empty(), "{kind:?} subject");
@@ -214,7 +213,7 @@ mod tests {
 
     #[test]
     fn an_action_due_today_says_today() {
-        let t = EmailTemplates::embedded("https://coe.example.com");
+        let t = embedded("https://coe.example.com");
         let mut data = Kind::OverdueDigest.sample(false);
         data["due_soon"][0]["days_until_due"] = 0.into();
         let r = t.render(Kind::OverdueDigest, &data).unwrap();
@@ -224,7 +223,7 @@ mod tests {
 
     #[test]
     fn a_missing_variable_is_an_error() {
-        let t = EmailTemplates::embedded("https://coe.example.com");
+        let t = embedded("https://coe.example.com");
         let mut data = Kind::OverdueDigest.sample(false);
         data.as_object_mut().unwrap().remove("actions_link");
         assert!(matches!(
@@ -235,7 +234,7 @@ mod tests {
 
     #[test]
     fn hostile_titles_are_safe_everywhere() {
-        let t = EmailTemplates::embedded("https://coe.example.com");
+        let t = embedded("https://coe.example.com");
         for kind in Kind::ALL {
             let r = t.render(kind, &kind.sample(true)).expect("renders");
             assert!(

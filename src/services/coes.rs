@@ -481,22 +481,11 @@ pub fn record_event(
         .execute(conn)?;
     if coe.state == CoeState::Draft.as_str() {
         coe.severity = coe.severity.min(incident.severity);
-        // A resolution time a person wrote in the timeline wins over the alerts'.
-        let written: i64 = timeline_entries::table
-            .filter(timeline_entries::coe_id.eq(&coe.id))
-            .filter(timeline_entries::kind.eq("resolved"))
-            .filter(timeline_entries::source.is_null())
-            .count()
-            .get_result(conn)?;
-        if written == 0 {
-            coe.resolved_at = incident.resolved_at;
-        }
         diesel::update(coes::table.find(&coe.id))
-            .set((
-                coes::severity.eq(coe.severity),
-                coes::resolved_at.eq(coe.resolved_at),
-            ))
+            .set(coes::severity.eq(coe.severity))
             .execute(conn)?;
+        // The incident's resolution, unless a person wrote one in the timeline.
+        recompute_milestone(conn, &coe.id, "resolved")?;
     }
     // The search index is not refreshed for each event (that would cost a rebuild per
     // event in an alert storm); the next edit refreshes it.
@@ -1182,6 +1171,21 @@ fn check_timeline(input: &TimelineInput) -> Result<(NaiveDateTime, &'static str)
     Ok((at, kind))
 }
 
+/// One child row of COE `$coe` (a timeline entry, a 5-whys chain, a related item) by
+/// its id, as `$select`: `NotFound` naming `$coe/$what/$child` when it does not exist
+/// or belongs to another COE.
+macro_rules! child_of_coe {
+    ($conn:expr, $table:ident, $select:expr, $coe:expr, $child:expr, $what:literal) => {
+        $table::table
+            .filter($table::id.eq($child))
+            .filter($table::coe_id.eq($coe))
+            .select($select)
+            .first($conn)
+            .optional()?
+            .ok_or_else(|| CoeError::NotFound(format!("{}/{}/{}", $coe, $what, $child)))
+    };
+}
+
 /// Milestone kinds also set the COE's own times (see `recompute_milestone`).
 fn set_milestone(
     conn: &mut DbConnection,
@@ -1208,38 +1212,28 @@ fn set_milestone(
     Ok(())
 }
 
-/// Sets the COE's time for milestone `kind` from its timeline: entries people wrote
-/// win over those the alerts added; among them the earliest (started, detected,
-/// mitigated) or the latest (resolved); with none, the incident's time (started,
-/// detected, resolved), else none. Called after every timeline change of that kind.
+/// Sets the COE's time for milestone `kind`: from the timeline entries people wrote,
+/// the earliest (started, detected, mitigated) or the latest (resolved); with none,
+/// the incident's time (started, detected, resolved: its alerts decide it, all of
+/// them together), else none. Called after every timeline change of that kind, and
+/// by `record_event` when the incident's resolution changes.
 fn recompute_milestone(conn: &mut DbConnection, id: &str, kind: &str) -> QueryResult<()> {
     if !matches!(kind, "started" | "detected" | "mitigated" | "resolved") {
         return Ok(());
     }
-    let mut at = None;
-    for written_by_people in [true, false] {
-        let entries = timeline_entries::table
-            .filter(timeline_entries::coe_id.eq(id))
-            .filter(timeline_entries::kind.eq(kind))
-            .into_boxed();
-        let entries = if written_by_people {
-            entries.filter(timeline_entries::source.is_null())
-        } else {
-            entries.filter(timeline_entries::source.is_not_null())
-        };
-        at = if kind == "resolved" {
-            entries
-                .select(diesel::dsl::max(timeline_entries::at))
-                .first::<Option<NaiveDateTime>>(conn)?
-        } else {
-            entries
-                .select(diesel::dsl::min(timeline_entries::at))
-                .first::<Option<NaiveDateTime>>(conn)?
-        };
-        if at.is_some() {
-            break;
-        }
-    }
+    let written = timeline_entries::table
+        .filter(timeline_entries::coe_id.eq(id))
+        .filter(timeline_entries::kind.eq(kind))
+        .filter(timeline_entries::source.is_null());
+    let mut at: Option<NaiveDateTime> = if kind == "resolved" {
+        written
+            .select(diesel::dsl::max(timeline_entries::at))
+            .first(conn)?
+    } else {
+        written
+            .select(diesel::dsl::min(timeline_entries::at))
+            .first(conn)?
+    };
     if at.is_none() {
         let incident: Option<IncidentRow> = coes::table
             .inner_join(incidents::table)
@@ -1309,13 +1303,14 @@ pub fn edit_timeline(
     db::write_transaction(conn, |conn| {
         begin_change(conn, id, expected)?;
         let (at, kind) = check_timeline(input)?;
-        let existing: TimelineRow = timeline_entries::table
-            .filter(timeline_entries::id.eq(entry_id))
-            .filter(timeline_entries::coe_id.eq(id))
-            .select(TimelineRow::as_select())
-            .first(conn)
-            .optional()?
-            .ok_or_else(|| CoeError::NotFound(format!("{id}/timeline/{entry_id}")))?;
+        let existing: TimelineRow = child_of_coe!(
+            conn,
+            timeline_entries,
+            TimelineRow::as_select(),
+            id,
+            entry_id,
+            "timeline"
+        )?;
         let now = db::now();
         diesel::update(timeline_entries::table.find(entry_id))
             .set((
@@ -1353,13 +1348,14 @@ pub fn delete_timeline(
 ) -> Result<(), CoeError> {
     db::write_transaction(conn, |conn| {
         begin_change(conn, id, expected)?;
-        let existing: TimelineRow = timeline_entries::table
-            .filter(timeline_entries::id.eq(entry_id))
-            .filter(timeline_entries::coe_id.eq(id))
-            .select(TimelineRow::as_select())
-            .first(conn)
-            .optional()?
-            .ok_or_else(|| CoeError::NotFound(format!("{id}/timeline/{entry_id}")))?;
+        let existing: TimelineRow = child_of_coe!(
+            conn,
+            timeline_entries,
+            TimelineRow::as_select(),
+            id,
+            entry_id,
+            "timeline"
+        )?;
         diesel::delete(timeline_entries::table.find(entry_id)).execute(conn)?;
         recompute_milestone(conn, id, &existing.kind)?;
         let now = db::now();
@@ -1469,13 +1465,8 @@ pub fn replace_why_chain(
     db::write_transaction(conn, |conn| {
         begin_change(conn, id, expected)?;
         let steps = check_steps(input)?;
-        let before: String = why_chains::table
-            .filter(why_chains::id.eq(chain_id))
-            .filter(why_chains::coe_id.eq(id))
-            .select(why_chains::steps)
-            .first(conn)
-            .optional()?
-            .ok_or_else(|| CoeError::NotFound(format!("{id}/whys/{chain_id}")))?;
+        let before: String =
+            child_of_coe!(conn, why_chains, why_chains::steps, id, chain_id, "whys")?;
         let now = db::now();
         diesel::update(why_chains::table.find(chain_id))
             .set((why_chains::steps.eq(&steps), why_chains::updated_at.eq(now)))
@@ -1505,13 +1496,8 @@ pub fn delete_why_chain(
 ) -> Result<(), CoeError> {
     db::write_transaction(conn, |conn| {
         begin_change(conn, id, expected)?;
-        let before: String = why_chains::table
-            .filter(why_chains::id.eq(chain_id))
-            .filter(why_chains::coe_id.eq(id))
-            .select(why_chains::steps)
-            .first(conn)
-            .optional()?
-            .ok_or_else(|| CoeError::NotFound(format!("{id}/whys/{chain_id}")))?;
+        let before: String =
+            child_of_coe!(conn, why_chains, why_chains::steps, id, chain_id, "whys")?;
         diesel::delete(why_chains::table.find(chain_id)).execute(conn)?;
         let now = db::now();
         write_audit(
@@ -1637,13 +1623,14 @@ pub fn delete_related(
 ) -> Result<(), CoeError> {
     db::write_transaction(conn, |conn| {
         begin_change(conn, id, expected)?;
-        let row: RelatedRow = related_items::table
-            .filter(related_items::id.eq(item_id))
-            .filter(related_items::coe_id.eq(id))
-            .select(RelatedRow::as_select())
-            .first(conn)
-            .optional()?
-            .ok_or_else(|| CoeError::NotFound(format!("{id}/related/{item_id}")))?;
+        let row: RelatedRow = child_of_coe!(
+            conn,
+            related_items,
+            RelatedRow::as_select(),
+            id,
+            item_id,
+            "related"
+        )?;
         diesel::delete(related_items::table.find(item_id)).execute(conn)?;
         let now = db::now();
         write_audit(

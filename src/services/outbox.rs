@@ -42,23 +42,16 @@ pub struct NewEmail {
     pub html: String,
 }
 
-/// Renders `kind` for `recipient`; the greeting uses their name from the directory.
+/// Renders `kind` for `recipient`; the greeting uses `name` (from the directory).
 pub fn compose(
-    conn: &mut DbConnection,
     templates: &EmailTemplates,
     kind: Kind,
     dedup_key: String,
     recipient: &str,
+    name: Option<&str>,
     mut data: serde_json::Value,
-) -> Result<NewEmail, ComposeError> {
-    let name: Option<String> = people::table
-        .find(recipient)
-        .select(people::name)
-        .first::<Option<String>>(conn)
-        .optional()?
-        .flatten()
-        .map(|n| clean_line(&n))
-        .filter(|n| !n.is_empty());
+) -> Result<NewEmail, TemplateError> {
+    let name = name.map(clean_line).filter(|n| !n.is_empty());
     if let serde_json::Value::Object(map) = &mut data {
         map.insert(
             "recipient_name".into(),
@@ -75,14 +68,6 @@ pub fn compose(
         text: rendered.text,
         html: rendered.html,
     })
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ComposeError {
-    #[error(transparent)]
-    Db(#[from] diesel::result::Error),
-    #[error(transparent)]
-    Template(#[from] TemplateError),
 }
 
 /// Queues `email` unless one with its deduplication key exists. Returns whether it
@@ -131,12 +116,17 @@ pub fn notify(
     data: serde_json::Value,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
-    match compose(conn, templates, kind, dedup_key, recipient, data) {
+    let name: Option<String> = people::table
+        .find(recipient)
+        .select(people::name)
+        .first::<Option<String>>(conn)
+        .optional()?
+        .flatten();
+    match compose(templates, kind, dedup_key, recipient, name.as_deref(), data) {
         Ok(email) => {
             enqueue(conn, &email, now)?;
         }
-        Err(ComposeError::Db(e)) => return Err(e),
-        Err(ComposeError::Template(e)) => {
+        Err(e) => {
             tracing::error!(error = %e, kind = kind.name(), "cannot render an email; it is not sent");
         }
     }

@@ -25,7 +25,7 @@ use crate::email::content::{
 };
 use crate::email::{EmailTemplates, Kind};
 use crate::services::actions::Clock;
-use crate::services::outbox::{self, ComposeError, NewEmail};
+use crate::services::outbox::{self, NewEmail};
 use crate::services::stats;
 
 /// Emails rendered and queued per transaction.
@@ -149,7 +149,7 @@ pub fn sweep(
     templates: &EmailTemplates,
     at: DateTime<Utc>,
     dry_run: bool,
-) -> Result<SweepReport, ComposeError> {
+) -> QueryResult<SweepReport> {
     let tz = settings.org_timezone();
     let local = at.with_timezone(&tz);
     let mut report = SweepReport {
@@ -205,7 +205,7 @@ pub fn sweep(
     for chunk in decisions.chunks(CHUNK) {
         if dry_run {
             for d in chunk {
-                if let Some(email) = compose(conn, templates, d, &lines)? {
+                if let Some(email) = compose(templates, d, &lines) {
                     report.queued.push(planned(&email));
                 }
             }
@@ -215,7 +215,7 @@ pub fn sweep(
             let mut queued = Vec::new();
             let mut duplicates = 0;
             for d in chunk {
-                let Some(email) = compose(conn, templates, d, &lines)? else {
+                let Some(email) = compose(templates, d, &lines) else {
                     continue;
                 };
                 if outbox::enqueue(conn, &email, now)? {
@@ -224,7 +224,7 @@ pub fn sweep(
                     duplicates += 1;
                 }
             }
-            Ok::<_, ComposeError>((queued, duplicates))
+            Ok::<_, diesel::result::Error>((queued, duplicates))
         })?;
         report.queued.extend(queued);
         report.already_queued += duplicates;
@@ -241,28 +241,27 @@ fn planned(email: &NewEmail) -> Planned {
     }
 }
 
-/// Renders a decision; a template that fails is logged and the email skipped, so one
+/// Renders a decision, greeting the recipient by their name in the directory the
+/// sweep loaded; a template that fails is logged and the email skipped, so one
 /// broken email does not stop every other reminder.
-fn compose(
-    conn: &mut DbConnection,
-    templates: &EmailTemplates,
-    d: &Decision,
-    lines: &Lines<'_>,
-) -> Result<Option<NewEmail>, ComposeError> {
+fn compose(templates: &EmailTemplates, d: &Decision, lines: &Lines<'_>) -> Option<NewEmail> {
+    let name = lines
+        .directory
+        .get(&d.recipient)
+        .and_then(|p| p.name.as_deref());
     match outbox::compose(
-        conn,
         templates,
         d.kind,
         d.key.clone(),
         &d.recipient,
+        name,
         lines.data(d),
     ) {
-        Ok(email) => Ok(Some(email)),
-        Err(ComposeError::Template(e)) => {
+        Ok(email) => Some(email),
+        Err(e) => {
             tracing::error!(error = %e, key = %d.key, "cannot render a reminder; it is skipped");
-            Ok(None)
+            None
         }
-        Err(e) => Err(e),
     }
 }
 
