@@ -3,6 +3,7 @@
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
+use subtle::ConstantTimeEq;
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -15,24 +16,36 @@ pub enum SignatureError {
     Mismatch(&'static str),
     #[error("the signature timestamp {0} is more than 5 minutes from now")]
     Stale(String),
+    #[error("the {0} header carries more than {max} signatures", max = MAX_SIGNATURES)]
+    TooMany(&'static str),
 }
 
-/// Whether `hex_signature` is HMAC-SHA256(`secret`, `message`). Constant-time.
-fn verify_hex(secret: &[u8], message: &[&[u8]], hex_signature: &str) -> bool {
-    let Ok(expected) = hex::decode(hex_signature.trim()) else {
-        return false;
-    };
-    let Ok(mut mac) = HmacSha256::new_from_slice(secret) else {
-        return false;
-    };
+/// Most signatures one header may carry. PagerDuty sends one per active secret (two
+/// while a secret is rotated); a header with more is refused before any hashing.
+pub const MAX_SIGNATURES: usize = 8;
+
+/// HMAC-SHA256(`secret`, the concatenated `message` parts), computed once per request
+/// whatever the number of signatures presented.
+fn mac(secret: &[u8], message: &[&[u8]]) -> Option<[u8; 32]> {
+    let mut mac = HmacSha256::new_from_slice(secret).ok()?;
     for part in message {
         mac.update(part);
     }
-    mac.verify_slice(&expected).is_ok()
+    Some(mac.finalize().into_bytes().into())
+}
+
+/// Whether the hex `signature` is `expected`, compared in constant time.
+fn matches(expected: &[u8; 32], signature: &str) -> bool {
+    let Ok(given) = hex::decode(signature.trim()) else {
+        return false;
+    };
+    bool::from(given.as_slice().ct_eq(expected.as_slice()))
 }
 
 /// PagerDuty `X-PagerDuty-Signature: v1=<hex>[,v1=<hex>…]`: accepted when any of the
-/// signatures matches (several are sent while a secret is rotated).
+/// signatures matches (several are sent while a secret is rotated). The body is hashed
+/// once; at most `MAX_SIGNATURES` entries are looked at, and a header with more is
+/// refused unhashed, so a hostile header costs one HMAC, not one per entry.
 pub fn verify_pagerduty(
     secret: &str,
     body: &[u8],
@@ -40,16 +53,24 @@ pub fn verify_pagerduty(
 ) -> Result<(), SignatureError> {
     const NAME: &str = "X-PagerDuty-Signature";
     let header = header.ok_or(SignatureError::Missing(NAME))?;
-    let matched = header
+    let signatures: Vec<&str> = header
         .split(',')
         .filter_map(|part| part.trim().strip_prefix("v1="))
-        .any(|sig| verify_hex(secret.as_bytes(), &[body], sig));
+        .take(MAX_SIGNATURES + 1)
+        .collect();
+    if signatures.len() > MAX_SIGNATURES {
+        return Err(SignatureError::TooMany(NAME));
+    }
+    let Some(expected) = mac(secret.as_bytes(), &[body]) else {
+        return Err(SignatureError::Mismatch(NAME));
+    };
+    let matched = signatures.iter().any(|sig| matches(&expected, sig));
     matched.then_some(()).ok_or(SignatureError::Mismatch(NAME))
 }
 
 /// Grafana `X-Grafana-Alerting-Signature: <hex>` over `timestamp:body` when a timestamp
 /// header is sent, else over the body. A timestamp more than 5 minutes away from
-/// `now` is refused (a replay).
+/// `now` is refused (a replay), checked without overflow for any 64-bit value.
 pub fn verify_grafana(
     secret: &str,
     body: &[u8],
@@ -59,19 +80,26 @@ pub fn verify_grafana(
 ) -> Result<(), SignatureError> {
     const NAME: &str = "X-Grafana-Alerting-Signature";
     let signature = signature.ok_or(SignatureError::Missing(NAME))?;
-    let ok = match timestamp.map(str::trim).filter(|t| !t.is_empty()) {
+    let expected = match timestamp.map(str::trim).filter(|t| !t.is_empty()) {
         Some(ts) => {
             let seconds: i64 = ts
                 .parse()
                 .map_err(|_| SignatureError::Stale(ts.to_owned()))?;
-            if (now.timestamp() - seconds).abs() > 300 {
+            let fresh = now
+                .timestamp()
+                .checked_sub(seconds)
+                .is_some_and(|age| age.checked_abs().is_some_and(|a| a <= 300));
+            if !fresh {
                 return Err(SignatureError::Stale(ts.to_owned()));
             }
-            verify_hex(secret.as_bytes(), &[ts.as_bytes(), b":", body], signature)
+            mac(secret.as_bytes(), &[ts.as_bytes(), b":", body])
         }
-        None => verify_hex(secret.as_bytes(), &[body], signature),
+        None => mac(secret.as_bytes(), &[body]),
     };
-    ok.then_some(()).ok_or(SignatureError::Mismatch(NAME))
+    expected
+        .is_some_and(|e| matches(&e, signature))
+        .then_some(())
+        .ok_or(SignatureError::Mismatch(NAME))
 }
 
 /// Sentry `Sentry-Hook-Signature: <hex>` over the body.
@@ -82,7 +110,8 @@ pub fn verify_sentry(
 ) -> Result<(), SignatureError> {
     const NAME: &str = "Sentry-Hook-Signature";
     let header = header.ok_or(SignatureError::Missing(NAME))?;
-    verify_hex(secret.as_bytes(), &[body], header)
+    mac(secret.as_bytes(), &[body])
+        .is_some_and(|e| matches(&e, header))
         .then_some(())
         .ok_or(SignatureError::Mismatch(NAME))
 }
@@ -137,6 +166,36 @@ mod tests {
         let both = format!("{PD_BAD},{PD_GOOD}");
         assert_eq!(verify_pagerduty(PD_SECRET, &body, Some(&both)), Ok(()));
         assert!(verify_pagerduty(PD_SECRET, &body, Some("v1=zz,v0=00")).is_err());
+    }
+
+    #[test]
+    fn pagerduty_refuses_more_signatures_than_a_rotation_needs() {
+        let body = pd_body();
+        let eight = format!("{},{PD_GOOD}", [PD_BAD; MAX_SIGNATURES - 1].join(","));
+        assert_eq!(verify_pagerduty(PD_SECRET, &body, Some(&eight)), Ok(()));
+        let nine = format!("{PD_BAD},{eight}");
+        assert_eq!(
+            verify_pagerduty(PD_SECRET, &body, Some(&nine)),
+            Err(SignatureError::TooMany("X-PagerDuty-Signature"))
+        );
+    }
+
+    #[test]
+    fn grafana_timestamps_at_the_edges_of_i64_are_stale_not_a_panic() {
+        let now = Utc::now();
+        let body = b"{}";
+        // `now - 2^63` once passed the window by overflow.
+        let wrapped = (i128::from(now.timestamp()) - (1i128 << 63)).to_string();
+        for ts in [i64::MIN.to_string(), i64::MAX.to_string(), wrapped] {
+            let sig = sign_hex("s3", &[ts.as_bytes(), b":", body].concat());
+            assert!(
+                matches!(
+                    verify_grafana("s3", body, Some(&sig), Some(&ts), now),
+                    Err(SignatureError::Stale(_))
+                ),
+                "{ts}"
+            );
+        }
     }
 
     #[test]

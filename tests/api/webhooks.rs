@@ -596,6 +596,55 @@ async fn pagerduty_signature_vector_is_accepted_and_the_wrong_one_refused() {
     assert_eq!(incidents(&app).await.len(), 1);
 }
 
+/// Each `v1=` entry used to cost a full HMAC over the body on an async worker: two
+/// requests with 1,900 entries stalled the server. A header with more entries than a
+/// rotation needs is refused unhashed, and the server keeps answering meanwhile.
+#[tokio::test]
+async fn pagerduty_header_with_many_signatures_is_refused_and_the_server_keeps_answering() {
+    const SECRET: &str = "lDQHScfUeXUKaQRNF+8XIiDKZ7XX3itBAYzwU0TARw8lJqRnkKl2iB1anSb0Z+IK";
+    const GOOD: &str = "v1=0c0b9495b893a39e70d1fea2fe11fbe0a825f88b9f67846f6cc07dd2bc5476cd";
+    let app = spawn_app_with(|s| s.webhooks.pagerduty_secret = Some(SECRET.into())).await;
+    let body = fixture("pagerduty/go-pagerduty-incident-priority-updated-SIGNED.json");
+    let wrong = format!("v1={}", "ab".repeat(32));
+    let flood = vec![wrong.as_str(); 1_900].join(",");
+    let res = app
+        .webhook(
+            "pagerduty",
+            None,
+            body.clone(),
+            &[("x-pagerduty-signature", flood.as_str())],
+        )
+        .await;
+    let (code, message, _) = error_of(res, 401).await;
+    assert_eq!(code, "unauthorized");
+    assert!(message.contains("more than 8 signatures"), "{message}");
+    let health = app.client.get(app.url("/healthz")).send().await.unwrap();
+    assert_eq!(health.status(), 200);
+    // Even the right signature hidden among too many entries is refused.
+    let hidden = format!("{},{GOOD}", [wrong.as_str(); 8].join(","));
+    let res = app
+        .webhook(
+            "pagerduty",
+            None,
+            body.clone(),
+            &[("x-pagerduty-signature", hidden.as_str())],
+        )
+        .await;
+    error_of(res, 401).await;
+    assert!(incidents(&app).await.is_empty());
+    // Up to eight entries, one of them right: accepted.
+    let seven_and_good = format!("{},{GOOD}", [wrong.as_str(); 7].join(","));
+    let res = app
+        .webhook(
+            "pagerduty",
+            None,
+            body,
+            &[("x-pagerduty-signature", seven_and_good.as_str())],
+        )
+        .await;
+    assert_eq!(res.status(), 202);
+}
+
 #[tokio::test]
 async fn grafana_and_sentry_signatures_are_checked() {
     let app = spawn_app_with(|s| {

@@ -170,27 +170,33 @@ pub async fn receive_webhook(
     }
     let body = read_body(payload, hooks.max_body_bytes, "webhooks.max_body_bytes").await?;
     if let Some(secret) = secret {
+        // Hashing a body of up to `webhooks.max_body_bytes` is CPU work: it runs on
+        // the blocking pool, never on the async workers that answer every request.
         let headers = req.headers();
-        let checked = match source {
-            Source::Pagerduty => signature::verify_pagerduty(
-                &secret,
-                &body,
-                header_str(headers, "x-pagerduty-signature"),
-            ),
+        let presented = match source {
+            Source::Pagerduty => header_str(headers, "x-pagerduty-signature"),
+            Source::Grafana => header_str(headers, "x-grafana-alerting-signature"),
+            Source::Sentry => header_str(headers, "sentry-hook-signature"),
+            _ => None,
+        }
+        .map(str::to_owned);
+        let timestamp = header_str(headers, &hooks.grafana_timestamp_header).map(str::to_owned);
+        let signed = body.clone();
+        let checked = web::block(move || match source {
+            Source::Pagerduty => {
+                signature::verify_pagerduty(&secret, &signed, presented.as_deref())
+            }
             Source::Grafana => signature::verify_grafana(
                 &secret,
-                &body,
-                header_str(headers, "x-grafana-alerting-signature"),
-                header_str(headers, &hooks.grafana_timestamp_header),
+                &signed,
+                presented.as_deref(),
+                timestamp.as_deref(),
                 chrono::Utc::now(),
             ),
-            Source::Sentry => signature::verify_sentry(
-                &secret,
-                &body,
-                header_str(headers, "sentry-hook-signature"),
-            ),
+            Source::Sentry => signature::verify_sentry(&secret, &signed, presented.as_deref()),
             _ => Ok(()),
-        };
+        })
+        .await?;
         checked.map_err(|e: SignatureError| ApiError::Unauthorized(e.to_string()))?;
     }
     let content_type = header_str(req.headers(), header::CONTENT_TYPE.as_str()).map(str::to_owned);
