@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use coe::db;
-use coe::services::actions::{self, ActionFilter, ActionSort, Clock};
+use coe::domain::Clock;
+use coe::services::actions::{self, ActionFilter, ActionSort};
 
 use support::{median, ACTIONS, OWNERS};
 

@@ -807,6 +807,11 @@ impl Settings {
         self.org.timezone.parse().unwrap_or(chrono_tz::Tz::UTC)
     }
 
+    /// The real now, in the organisation's time zone.
+    pub fn clock(&self) -> crate::domain::Clock {
+        crate::domain::Clock::now_in(self.org_timezone())
+    }
+
     /// The owner of COEs for `service`, from `ownership`.
     pub fn owner_for(&self, service: Option<&str>) -> Option<String> {
         service

@@ -1,8 +1,11 @@
 //! Everything diesel: one connection type over SQLite and PostgreSQL, the pool,
 //! migrations and the few places where the two backends need different SQL.
 
+pub mod locks;
 pub mod models;
 pub mod schema;
+pub mod search;
+pub mod types;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -292,6 +295,22 @@ where
             Err(error)
         }
     }
+}
+
+/// `INSERT … ON CONFLICT (column) DO NOTHING` on whichever backend `conn` is: diesel
+/// types upserts per backend, so this is the one place that matches on it. Evaluates
+/// to the number of rows inserted (0 when the row was there already).
+#[macro_export]
+macro_rules! insert_or_ignore {
+    ($conn:expr, $insert:expr, $column:expr) => {{
+        use diesel::RunQueryDsl as _;
+        match $conn {
+            $crate::db::DbConnection::Sqlite(c) => {
+                $insert.on_conflict($column).do_nothing().execute(c)
+            }
+            $crate::db::DbConnection::Pg(c) => $insert.on_conflict($column).do_nothing().execute(c),
+        }
+    }};
 }
 
 /// A new random, time-ordered id for a row.

@@ -49,31 +49,377 @@ impl fmt::Display for CoeState {
 
 /// What a timeline entry marks. Entries made from events carry the event's kind
 /// (`fired`, `acknowledged`, `updated`, `resolved`); people add the milestones.
-pub const TIMELINE_KINDS: &[&str] = &[
-    "started",
-    "detected",
-    "diagnosed",
-    "mitigated",
-    "resolved",
-    "fired",
-    "acknowledged",
-    "updated",
-    "note",
-];
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TimelineKind {
+    Started,
+    Detected,
+    Diagnosed,
+    Mitigated,
+    Resolved,
+    Fired,
+    Acknowledged,
+    Updated,
+    Note,
+}
 
-/// Checks a timeline kind given by a person.
-pub fn timeline_kind(kind: &str) -> Result<&'static str, String> {
-    TIMELINE_KINDS
-        .iter()
-        .find(|k| **k == kind)
-        .copied()
-        .ok_or_else(|| {
+impl TimelineKind {
+    pub const ALL: [TimelineKind; 9] = [
+        TimelineKind::Started,
+        TimelineKind::Detected,
+        TimelineKind::Diagnosed,
+        TimelineKind::Mitigated,
+        TimelineKind::Resolved,
+        TimelineKind::Fired,
+        TimelineKind::Acknowledged,
+        TimelineKind::Updated,
+        TimelineKind::Note,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimelineKind::Started => "started",
+            TimelineKind::Detected => "detected",
+            TimelineKind::Diagnosed => "diagnosed",
+            TimelineKind::Mitigated => "mitigated",
+            TimelineKind::Resolved => "resolved",
+            TimelineKind::Fired => "fired",
+            TimelineKind::Acknowledged => "acknowledged",
+            TimelineKind::Updated => "updated",
+            TimelineKind::Note => "note",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<TimelineKind> {
+        TimelineKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Checks a timeline kind given by a person; the error lists the kinds.
+    pub fn from_input(s: &str) -> Result<TimelineKind, String> {
+        TimelineKind::parse(s).ok_or_else(|| {
             format!(
-                "must be one of {} (got {kind:?})",
-                TIMELINE_KINDS.join(", ")
+                "must be one of {} (got {s:?})",
+                TimelineKind::ALL.map(TimelineKind::as_str).join(", ")
             )
         })
+    }
+
+    /// Whether entries of this kind set one of the COE's own times (started,
+    /// detected, mitigated, resolved).
+    pub fn is_milestone(self) -> bool {
+        matches!(
+            self,
+            TimelineKind::Started
+                | TimelineKind::Detected
+                | TimelineKind::Mitigated
+                | TimelineKind::Resolved
+        )
+    }
+}
+
+impl fmt::Display for TimelineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The kinds of related items.
-pub const RELATED_KINDS: &[&str] = &["link", "ticket", "runbook", "change", "coe"];
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RelatedKind {
+    Link,
+    Ticket,
+    Runbook,
+    Change,
+    Coe,
+}
+
+impl RelatedKind {
+    pub const ALL: [RelatedKind; 5] = [
+        RelatedKind::Link,
+        RelatedKind::Ticket,
+        RelatedKind::Runbook,
+        RelatedKind::Change,
+        RelatedKind::Coe,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RelatedKind::Link => "link",
+            RelatedKind::Ticket => "ticket",
+            RelatedKind::Runbook => "runbook",
+            RelatedKind::Change => "change",
+            RelatedKind::Coe => "coe",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<RelatedKind> {
+        RelatedKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Checks a kind given by a person; the error lists the kinds.
+    pub fn from_input(s: &str) -> Result<RelatedKind, String> {
+        RelatedKind::parse(s).ok_or_else(|| {
+            format!(
+                "must be one of {} (got {s:?})",
+                RelatedKind::ALL.map(RelatedKind::as_str).join(", ")
+            )
+        })
+    }
+}
+
+impl fmt::Display for RelatedKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a reviewer or an owner asks of a COE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReviewStep {
+    Submit,
+    Approve,
+    RequestChanges,
+}
+
+impl ReviewStep {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReviewStep::Submit => "submit",
+            ReviewStep::Approve => "approve",
+            ReviewStep::RequestChanges => "request-changes",
+        }
+    }
+
+    /// The verdict a review comment records for this step.
+    pub fn verdict(self) -> &'static str {
+        match self {
+            ReviewStep::Submit => "submitted",
+            ReviewStep::Approve => "approved",
+            ReviewStep::RequestChanges => "changes_requested",
+        }
+    }
+}
+
+/// The facts a review step is decided on.
+#[derive(Debug, Clone, Copy)]
+pub struct ReviewFacts<'a> {
+    pub state: CoeState,
+    pub owner: Option<&'a str>,
+    pub reviewer: Option<&'a str>,
+    /// The email of the person taking the step, when known.
+    pub by: Option<&'a str>,
+    pub by_admin: bool,
+    /// Whether a non-empty comment comes with the step.
+    pub has_comment: bool,
+}
+
+/// Why a review step is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReviewRefusal {
+    /// The state does not allow the step (a conflict).
+    WrongState(String),
+    /// The person may not take it.
+    NotReviewer(String),
+    /// Something is missing or invalid: (field, problem) pairs.
+    Invalid(Vec<(String, String)>),
+}
+
+/// The review steps a state allows.
+pub fn allowed_steps(state: CoeState) -> &'static str {
+    match state {
+        CoeState::Draft => "submit",
+        CoeState::InReview => "approve, request-changes",
+        CoeState::Approved | CoeState::Closed => "none (the review is over)",
+    }
+}
+
+/// The state a review step leads to, or why it is refused. The writeup's own
+/// completeness (`rules::assess`) is checked by the caller after this passes, for a
+/// submit only: this rule is about who, when and from where.
+pub fn review(step: ReviewStep, facts: &ReviewFacts<'_>) -> Result<CoeState, ReviewRefusal> {
+    let from = match step {
+        ReviewStep::Submit => CoeState::Draft,
+        ReviewStep::Approve | ReviewStep::RequestChanges => CoeState::InReview,
+    };
+    if facts.state != from {
+        return Err(ReviewRefusal::WrongState(format!(
+            "cannot {} a COE that is {}; from {} it can: {}",
+            step.name(),
+            facts.state,
+            facts.state,
+            allowed_steps(facts.state)
+        )));
+    }
+    let reviewer_is_owner = || {
+        ReviewRefusal::Invalid(vec![(
+            "reviewer".into(),
+            "must not be the COE's owner".into(),
+        )])
+    };
+    match step {
+        ReviewStep::Submit => {
+            let reviewer = facts.reviewer.ok_or_else(|| {
+                ReviewRefusal::Invalid(vec![(
+                    "reviewer".into(),
+                    "the COE needs a reviewer before it is submitted (PATCH it)".into(),
+                )])
+            })?;
+            if facts.owner == Some(reviewer) {
+                return Err(reviewer_is_owner());
+            }
+            Ok(CoeState::InReview)
+        }
+        ReviewStep::Approve | ReviewStep::RequestChanges => {
+            let is_reviewer = facts.by.is_some() && facts.by == facts.reviewer;
+            if !(is_reviewer || facts.by_admin) {
+                return Err(ReviewRefusal::NotReviewer(format!(
+                    "only the COE's reviewer ({}) may {}",
+                    facts.reviewer.unwrap_or("none set"),
+                    step.name()
+                )));
+            }
+            if step == ReviewStep::Approve {
+                if facts.owner.is_some() && facts.owner == facts.reviewer {
+                    return Err(reviewer_is_owner());
+                }
+                return Ok(CoeState::Approved);
+            }
+            if !facts.has_comment {
+                return Err(ReviewRefusal::Invalid(vec![(
+                    "comment".into(),
+                    "say what needs to change".into(),
+                )]));
+            }
+            Ok(CoeState::Draft)
+        }
+    }
+}
+
+/// The closing rule, after any change to a COE's actions or its approval: an approved
+/// COE with no active action closes by itself; a closed COE with an active action
+/// (one was reopened) goes back to approved. `None`: the state stays.
+pub fn settle(state: CoeState, active_actions: usize) -> Option<CoeState> {
+    match (state, active_actions) {
+        (CoeState::Approved, 0) => Some(CoeState::Closed),
+        (CoeState::Closed, n) if n > 0 => Some(CoeState::Approved),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(state: CoeState) -> ReviewFacts<'static> {
+        ReviewFacts {
+            state,
+            owner: Some("owner@example.com"),
+            reviewer: Some("rev@example.com"),
+            by: Some("rev@example.com"),
+            by_admin: false,
+            has_comment: false,
+        }
+    }
+
+    #[test]
+    fn a_draft_with_a_reviewer_goes_to_review() {
+        assert_eq!(
+            review(ReviewStep::Submit, &facts(CoeState::Draft)),
+            Ok(CoeState::InReview)
+        );
+        let no_reviewer = ReviewFacts {
+            reviewer: None,
+            ..facts(CoeState::Draft)
+        };
+        assert!(matches!(
+            review(ReviewStep::Submit, &no_reviewer),
+            Err(ReviewRefusal::Invalid(p)) if p[0].0 == "reviewer"
+        ));
+        let own_reviewer = ReviewFacts {
+            reviewer: Some("owner@example.com"),
+            ..facts(CoeState::Draft)
+        };
+        assert!(matches!(
+            review(ReviewStep::Submit, &own_reviewer),
+            Err(ReviewRefusal::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn only_the_reviewer_or_an_admin_decides() {
+        let stranger = ReviewFacts {
+            by: Some("owner@example.com"),
+            ..facts(CoeState::InReview)
+        };
+        assert!(matches!(
+            review(ReviewStep::Approve, &stranger),
+            Err(ReviewRefusal::NotReviewer(_))
+        ));
+        let admin = ReviewFacts {
+            by_admin: true,
+            ..stranger
+        };
+        assert_eq!(review(ReviewStep::Approve, &admin), Ok(CoeState::Approved));
+        assert_eq!(
+            review(ReviewStep::Approve, &facts(CoeState::InReview)),
+            Ok(CoeState::Approved)
+        );
+    }
+
+    #[test]
+    fn sending_back_needs_a_comment() {
+        assert!(matches!(
+            review(ReviewStep::RequestChanges, &facts(CoeState::InReview)),
+            Err(ReviewRefusal::Invalid(p)) if p[0].0 == "comment"
+        ));
+        let with_comment = ReviewFacts {
+            has_comment: true,
+            ..facts(CoeState::InReview)
+        };
+        assert_eq!(
+            review(ReviewStep::RequestChanges, &with_comment),
+            Ok(CoeState::Draft)
+        );
+    }
+
+    #[test]
+    fn steps_from_the_wrong_state_name_what_is_allowed() {
+        let Err(ReviewRefusal::WrongState(m)) =
+            review(ReviewStep::Approve, &facts(CoeState::Draft))
+        else {
+            panic!("approve from draft must be refused");
+        };
+        assert!(m.contains("from draft it can: submit"), "{m}");
+        assert!(matches!(
+            review(ReviewStep::Submit, &facts(CoeState::Closed)),
+            Err(ReviewRefusal::WrongState(_))
+        ));
+    }
+
+    #[test]
+    fn an_approved_coe_closes_with_its_last_action_and_reopens_with_one() {
+        assert_eq!(settle(CoeState::Approved, 0), Some(CoeState::Closed));
+        assert_eq!(settle(CoeState::Approved, 2), None);
+        assert_eq!(settle(CoeState::Closed, 1), Some(CoeState::Approved));
+        assert_eq!(settle(CoeState::Closed, 0), None);
+        assert_eq!(settle(CoeState::Draft, 0), None);
+        assert_eq!(settle(CoeState::InReview, 0), None);
+    }
+
+    #[test]
+    fn timeline_and_related_kinds_round_trip() {
+        for k in TimelineKind::ALL {
+            assert_eq!(TimelineKind::parse(k.as_str()), Some(k));
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
+        for k in RelatedKind::ALL {
+            assert_eq!(RelatedKind::parse(k.as_str()), Some(k));
+        }
+        assert!(TimelineKind::from_input("boom")
+            .unwrap_err()
+            .contains("started, detected"));
+        assert!(TimelineKind::Resolved.is_milestone());
+        assert!(!TimelineKind::Diagnosed.is_milestone());
+    }
+}

@@ -1,15 +1,18 @@
 //! Pure types and rules of the product. Nothing here knows about HTTP or the database.
 
 pub mod action;
+pub mod clock;
 pub mod coe;
 pub mod email;
 pub mod event;
 pub mod incident;
+pub mod reminder;
 pub mod rules;
 pub mod severity;
 pub mod template;
 pub mod token;
 
+pub use clock::Clock;
 pub use email::EmailAddress;
 pub use event::{EventKind, EventStatus, FailureEvent};
 pub use severity::{Severity, SeverityMap};

@@ -2,22 +2,25 @@
 //! the one definition of overdue. Closing the last action of an approved COE closes
 //! the COE; reopening one brings it back to approved.
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
-use chrono_tz::Tz;
+use chrono::{NaiveDate, NaiveDateTime};
 use diesel::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 
-use crate::db::models::{ActionRow, AuditRow, DueDateChangeRow, PersonRow};
-use crate::db::schema::{audit_log, coes, corrective_actions, due_date_changes, people};
-use crate::db::{self, DbConnection};
+use crate::db::models::{ActionRow, DueDateChangeRow};
+use crate::db::schema::{coes, corrective_actions, due_date_changes, people};
+use crate::db::types::{self, word};
+use crate::db::{self, locks, DbConnection};
 use crate::domain::action::{
-    self, check_new_due_date, days_overdue, is_overdue, today, ActionKind, ActionState,
-    InvalidTransition, Priority, Transition,
+    self, check_new_due_date, days_overdue, is_overdue, ActionKind, ActionState, InvalidTransition,
+    Priority, Transition,
 };
 use crate::domain::coe::CoeState;
-use crate::domain::{EmailAddress, Severity};
+use crate::domain::{Clock, EmailAddress, Severity};
+use crate::services::access::{self, AccessError, Editor};
+use crate::services::audit::{self, Change, Subject};
+use crate::services::{lifecycle, people as directory};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ActionError {
@@ -35,6 +38,16 @@ pub enum ActionError {
     Forbidden(String),
     #[error(transparent)]
     Database(#[from] diesel::result::Error),
+}
+
+impl From<AccessError> for ActionError {
+    fn from(e: AccessError) -> Self {
+        match e {
+            AccessError::NotFound(id) => ActionError::NotFound(id),
+            AccessError::Forbidden(m) => ActionError::Forbidden(m),
+            AccessError::Database(d) => ActionError::Database(d),
+        }
+    }
 }
 
 fn invalid(field: &str, problem: impl Into<String>) -> ActionError {
@@ -147,47 +160,20 @@ pub struct TransitionInput {
     pub evidence_url: Option<String>,
 }
 
-/// The clock and calendar that decide dates.
-#[derive(Debug, Clone, Copy)]
-pub struct Clock {
-    pub now: DateTime<Utc>,
-    pub tz: Tz,
-}
-
-impl Clock {
-    /// Now, in the organisation's time zone from `settings`.
-    pub fn now(settings: &crate::config::Settings) -> Clock {
-        Clock {
-            now: Utc::now(),
-            tz: settings.org_timezone(),
-        }
-    }
-
-    pub fn today(&self) -> NaiveDate {
-        today(self.now, self.tz)
-    }
-}
-
-fn as_str<T: Serialize>(value: T) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
-fn parse_enum<T: for<'de> Deserialize<'de>>(text: &str) -> Option<T> {
-    serde_json::from_value(json!(text)).ok()
-}
-
-fn view(row: ActionRow, coe_title: String, coe_severity: i32, clock: Clock) -> ActionView {
-    let state = ActionState::parse(&row.state).unwrap_or(ActionState::Open);
-    ActionView {
+fn view(
+    row: ActionRow,
+    coe_title: String,
+    coe_severity: Severity,
+    clock: Clock,
+) -> QueryResult<ActionView> {
+    let state: ActionState = types::read("corrective_actions.state", &row.state)?;
+    Ok(ActionView {
         overdue: is_overdue(state, row.due_date, clock.now, clock.tz),
         days_overdue: days_overdue(state, row.due_date, clock.now, clock.tz),
         coe_title,
-        coe_severity: Severity::from_rank(coe_severity).unwrap_or(Severity::Sev3),
-        priority: parse_enum(&row.priority).unwrap_or(Priority::Medium),
-        kind: parse_enum(&row.kind).unwrap_or(ActionKind::Process),
+        coe_severity,
+        priority: types::read("corrective_actions.priority", &row.priority)?,
+        kind: types::read("corrective_actions.kind", &row.kind)?,
         state,
         id: row.id,
         coe_id: row.coe_id,
@@ -204,7 +190,7 @@ fn view(row: ActionRow, coe_title: String, coe_severity: i32, clock: Clock) -> A
         created_at: row.created_at,
         updated_at: row.updated_at,
         closed_at: row.closed_at,
-    }
+    })
 }
 
 fn audit(
@@ -216,39 +202,20 @@ fn audit(
     after: Option<serde_json::Value>,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
-    diesel::insert_into(audit_log::table)
-        .values(AuditRow {
-            id: db::new_id(),
-            entity: "action".into(),
-            entity_id: action.id.clone(),
-            coe_id: Some(action.coe_id.clone()),
-            actor: actor.to_owned(),
-            action: what.to_owned(),
-            before: before.map(|b| b.to_string()),
-            after: after.map(|a| a.to_string()),
-            at: now,
-        })
-        .execute(conn)
-        .map(|_| ())
-}
-
-/// Puts a person referenced as an owner into the directory, with just the email,
-/// unless they are there already.
-pub fn ensure_person(conn: &mut DbConnection, email: &str, now: NaiveDateTime) -> QueryResult<()> {
-    crate::services::people::insert_if_missing(
+    audit::record(
         conn,
-        &PersonRow {
-            email: email.to_owned(),
-            name: None,
-            team: None,
-            manager_email: None,
-            timezone: None,
-            created_at: now,
-            updated_at: now,
-            feed_token_hash: None,
+        Change {
+            subject: Subject::Action {
+                id: &action.id,
+                coe_id: &action.coe_id,
+            },
+            actor,
+            action: what,
+            before,
+            after,
         },
+        now,
     )
-    .map(|_| ())
 }
 
 fn clean_text(field: &str, text: Option<&str>, max: usize) -> Result<Option<String>, ActionError> {
@@ -270,16 +237,6 @@ fn web_url(field: &str, url: Option<&str>) -> Result<Option<String>, ActionError
     }
 }
 
-/// Takes the COE row's write lock for the rest of the transaction (a no-op update).
-/// Every change to a COE's actions or state goes through it first, so that on
-/// PostgreSQL's READ COMMITTED two of them cannot both miss the other (the closing
-/// rule, a transition checked against a stale state). Returns how many rows it locked.
-pub(crate) fn lock_coe(conn: &mut DbConnection, coe_id: &str) -> QueryResult<usize> {
-    diesel::update(coes::table.find(coe_id))
-        .set(coes::updated_at.eq(coes::updated_at))
-        .execute(conn)
-}
-
 /// Locks the action's COE, then loads the action as it now is.
 fn load_locked(conn: &mut DbConnection, id: &str) -> Result<ActionRow, ActionError> {
     let coe_id: String = corrective_actions::table
@@ -288,7 +245,7 @@ fn load_locked(conn: &mut DbConnection, id: &str) -> Result<ActionRow, ActionErr
         .first(conn)
         .optional()?
         .ok_or_else(|| ActionError::NotFound(id.to_owned()))?;
-    lock_coe(conn, &coe_id)?;
+    locks::lock_coe(conn, &coe_id)?;
     load(conn, id)
 }
 
@@ -310,7 +267,7 @@ pub fn create(
     clock: Clock,
 ) -> Result<String, ActionError> {
     db::write_transaction(conn, |conn| {
-        if lock_coe(conn, coe_id)? == 0 {
+        if locks::lock_coe(conn, coe_id)? == 0 {
             return Err(ActionError::CoeNotFound(coe_id.to_owned()));
         }
         let state: String = coes::table
@@ -319,7 +276,7 @@ pub fn create(
             .first(conn)
             .optional()?
             .ok_or_else(|| ActionError::CoeNotFound(coe_id.to_owned()))?;
-        let coe_state = CoeState::parse(&state).unwrap_or(CoeState::Draft);
+        let coe_state: CoeState = types::read("coes.state", &state)?;
         if coe_state == CoeState::Closed {
             return Err(ActionError::CoeClosed(coe_state));
         }
@@ -344,8 +301,8 @@ pub fn create(
             description: clean_text("description", input.description.as_deref(), 20_000)?,
             owner_email: input.owner.as_str().to_owned(),
             due_date: input.due_date,
-            priority: as_str(input.priority),
-            kind: as_str(input.kind),
+            priority: word(input.priority),
+            kind: word(input.kind),
             success_criteria: clean_text(
                 "success_criteria",
                 input.success_criteria.as_deref(),
@@ -362,7 +319,7 @@ pub fn create(
             updated_at: now,
             closed_at: None,
         };
-        ensure_person(conn, &row.owner_email, now)?;
+        directory::ensure(conn, &row.owner_email, now)?;
         diesel::insert_into(corrective_actions::table)
             .values(&row)
             .execute(conn)?;
@@ -384,34 +341,30 @@ pub fn create(
     })
 }
 
-fn coe_title_and_severity(conn: &mut DbConnection, coe_id: &str) -> QueryResult<(String, i32)> {
-    coes::table
+fn coe_title_and_severity(
+    conn: &mut DbConnection,
+    coe_id: &str,
+) -> QueryResult<(String, Severity)> {
+    let (title, rank): (String, i32) = coes::table
         .find(coe_id)
         .select((coes::title, coes::severity))
-        .first(conn)
+        .first(conn)?;
+    Ok((title, types::severity("coes.severity", rank)?))
 }
 
-/// Who may change an action: its owner, the COE's owner or reviewer (or anyone while
-/// the COE has no owner), and admins.
+/// Who may change an action: see `services::access::action`.
 pub fn may_change(
     conn: &mut DbConnection,
     id: &str,
     email: Option<&str>,
     is_admin: bool,
 ) -> Result<(), ActionError> {
-    let row = load(conn, id)?;
-    if is_admin || email == Some(row.owner_email.as_str()) {
-        return Ok(());
-    }
-    crate::services::coes::may_edit(conn, &row.coe_id, email, is_admin).map_err(|e| match e {
-        crate::services::coes::CoeError::Forbidden(m) => ActionError::Forbidden(format!(
-            "only the action's owner ({}) or {}",
-            row.owner_email,
-            m.trim_start_matches("only ")
-        )),
-        crate::services::coes::CoeError::Database(d) => ActionError::Database(d),
-        other => ActionError::Invalid(vec![("coe".into(), other.to_string())]),
-    })
+    let who = Editor {
+        actor: email.unwrap_or_default(),
+        email,
+        is_admin,
+    };
+    Ok(access::action(conn, id, &who)?)
 }
 
 /// One action with the history of its due date.
@@ -424,7 +377,7 @@ pub fn get(conn: &mut DbConnection, id: &str, clock: Clock) -> Result<ActionDeta
         .select(DueDateChangeRow::as_select())
         .load(conn)?;
     Ok(ActionDetail {
-        action: view(row, title, severity, clock),
+        action: view(row, title, severity, clock)?,
         due_date_history: changes
             .into_iter()
             .map(|c| DueDateChange {
@@ -448,7 +401,8 @@ pub fn patch(
 ) -> Result<(), ActionError> {
     db::write_transaction(conn, |conn| {
         let mut row = load_locked(conn, id)?;
-        let before = serde_json::to_value(view(row.clone(), String::new(), 3, clock)).ok();
+        let before =
+            serde_json::to_value(view(row.clone(), String::new(), Severity::Sev3, clock)?).ok();
         let now = db::now();
         let mut changed = false;
         if let Some(title) = &patch.title {
@@ -465,15 +419,15 @@ pub fn patch(
         }
         if let Some(owner) = &patch.owner {
             row.owner_email = owner.as_str().to_owned();
-            ensure_person(conn, &row.owner_email, now)?;
+            directory::ensure(conn, &row.owner_email, now)?;
             changed = true;
         }
         if let Some(priority) = patch.priority {
-            row.priority = as_str(priority);
+            row.priority = word(priority);
             changed = true;
         }
         if let Some(kind) = patch.kind {
-            row.kind = as_str(kind);
+            row.kind = word(kind);
             changed = true;
         }
         if patch.success_criteria.is_some() {
@@ -525,7 +479,8 @@ pub fn patch(
         diesel::update(corrective_actions::table.find(id))
             .set(&row)
             .execute(conn)?;
-        let after = serde_json::to_value(view(row.clone(), String::new(), 3, clock)).ok();
+        let after =
+            serde_json::to_value(view(row.clone(), String::new(), Severity::Sev3, clock)?).ok();
         audit(conn, &row, actor, "action:update", before, after, now)?;
         Ok(())
     })
@@ -542,7 +497,7 @@ pub fn transition(
 ) -> Result<(), ActionError> {
     db::write_transaction(conn, |conn| {
         let mut row = load_locked(conn, id)?;
-        let from = ActionState::parse(&row.state).unwrap_or(ActionState::Open);
+        let from: ActionState = types::read("corrective_actions.state", &row.state)?;
         let to = action::transition(from, verb)?;
         let note = input
             .note
@@ -587,54 +542,9 @@ pub fn transition(
             Some(json!({"state": to.as_str(), "note": note})),
             now,
         )?;
-        settle_coe(conn, &row.coe_id, actor, now)?;
+        lifecycle::settle(conn, &row.coe_id, actor, now)?;
         Ok(())
     })
-}
-
-/// The closing rule: an approved COE with no active action closes; a closed COE with
-/// an active action goes back to approved.
-pub fn settle_coe(
-    conn: &mut DbConnection,
-    coe_id: &str,
-    actor: &str,
-    now: NaiveDateTime,
-) -> QueryResult<()> {
-    let state: String = coes::table.find(coe_id).select(coes::state).first(conn)?;
-    let active: i64 = corrective_actions::table
-        .filter(corrective_actions::coe_id.eq(coe_id))
-        .filter(
-            corrective_actions::state
-                .eq_any([ActionState::Open.as_str(), ActionState::InProgress.as_str()]),
-        )
-        .count()
-        .get_result(conn)?;
-    let next = match (CoeState::parse(&state), active) {
-        (Some(CoeState::Approved), 0) => CoeState::Closed,
-        (Some(CoeState::Closed), n) if n > 0 => CoeState::Approved,
-        _ => return Ok(()),
-    };
-    diesel::update(coes::table.find(coe_id))
-        .set((
-            coes::state.eq(next.as_str()),
-            coes::version.eq(coes::version + 1),
-            coes::updated_at.eq(now),
-        ))
-        .execute(conn)?;
-    diesel::insert_into(audit_log::table)
-        .values(AuditRow {
-            id: db::new_id(),
-            entity: "coe".into(),
-            entity_id: coe_id.to_owned(),
-            coe_id: Some(coe_id.to_owned()),
-            actor: actor.to_owned(),
-            action: format!("state:{}", next.as_str()),
-            before: Some(json!({"state": state}).to_string()),
-            after: Some(json!({"state": next.as_str()}).to_string()),
-            at: now,
-        })
-        .execute(conn)?;
-    Ok(())
 }
 
 /// Filters of the action list.
@@ -715,10 +625,10 @@ pub fn list(
             q = q.filter(corrective_actions::due_date.lt(before));
         }
         if let Some(priority) = filter.priority {
-            q = q.filter(corrective_actions::priority.eq(as_str(priority)));
+            q = q.filter(corrective_actions::priority.eq(word(priority)));
         }
         if let Some(kind) = filter.kind {
-            q = q.filter(corrective_actions::kind.eq(as_str(kind)));
+            q = q.filter(corrective_actions::kind.eq(word(kind)));
         }
         q
     };
@@ -751,10 +661,10 @@ pub fn list(
     let views = rows
         .into_iter()
         .map(|r| {
-            let (title, severity) = coe_info.get(&r.coe_id).cloned().unwrap_or_default();
-            view(r, title, severity, clock)
+            let (title, rank) = coe_info.get(&r.coe_id).cloned().unwrap_or_default();
+            view(r, title, types::severity("coes.severity", rank)?, clock)
         })
-        .collect();
+        .collect::<QueryResult<_>>()?;
     Ok((views, total))
 }
 
@@ -773,8 +683,7 @@ pub fn for_coe(
         ))
         .select(ActionRow::as_select())
         .load(conn)?;
-    Ok(rows
-        .into_iter()
+    rows.into_iter()
         .map(|r| view(r, title.clone(), severity, clock))
-        .collect())
+        .collect()
 }

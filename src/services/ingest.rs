@@ -3,14 +3,13 @@
 
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
-use diesel::sql_types::Text;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use crate::db::models::{DeliveryRow, FailureEventRow, IncidentAlertRow, IncidentRow};
 use crate::db::schema::{failure_events, incident_alerts, incidents, webhook_deliveries};
-use crate::db::{self, DbConnection};
+use crate::db::{self, locks, DbConnection};
 use crate::domain::incident::{place, GroupState, IncidentPolicy, IncidentState, Placement};
 use crate::domain::{EventKind, EventStatus, FailureEvent, Severity};
 use crate::services::coes;
@@ -200,39 +199,14 @@ fn lock_keys(
     delivery: Delivery<'_>,
     events: &[FailureEvent],
 ) -> Result<(), diesel::result::Error> {
-    let DbConnection::Pg(pg) = conn else {
-        return Ok(());
-    };
     let mut keys: Vec<String> = events
         .iter()
-        .map(|e| format!("group\0{}", e.group_key))
+        .map(|e| locks::group_key(&e.group_key))
         .collect();
     if let Some(key) = delivery.key {
-        keys.push(format!("delivery\0{}\0{key}", delivery.source));
+        keys.push(locks::delivery_key(delivery.source, key));
     }
-    keys.sort();
-    keys.dedup();
-    for key in keys {
-        advisory_lock(pg, &key)?;
-    }
-    Ok(())
-}
-
-fn advisory_lock(pg: &mut diesel::PgConnection, key: &str) -> Result<(), diesel::result::Error> {
-    diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-        .bind::<Text, _>(key.replace('\0', "/"))
-        .execute(pg)
-        .map(|_| ())
-}
-
-/// Takes, for the rest of the transaction, the lock ingestion takes on an incident's
-/// group (PostgreSQL; SQLite writers already take turns). Whoever opens a COE for the
-/// incident by hand takes it too, so the two never race to insert it.
-pub fn lock_group(conn: &mut DbConnection, group_key: &str) -> Result<(), diesel::result::Error> {
-    match conn {
-        DbConnection::Pg(pg) => advisory_lock(pg, &format!("group\0{group_key}")),
-        DbConnection::Sqlite(_) => Ok(()),
-    }
+    locks::lock_keys(conn, keys)
 }
 
 /// Finds or makes the incident for `event` and updates it. Returns it as updated.

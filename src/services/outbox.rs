@@ -91,17 +91,11 @@ pub fn enqueue(conn: &mut DbConnection, email: &NewEmail, now: NaiveDateTime) ->
         updated_at: now,
         sent_at: None,
     };
-    let insert = diesel::insert_into(outbox_emails::table).values(&row);
-    let inserted = match conn {
-        DbConnection::Sqlite(c) => insert
-            .on_conflict(outbox_emails::dedup_key)
-            .do_nothing()
-            .execute(c)?,
-        DbConnection::Pg(c) => insert
-            .on_conflict(outbox_emails::dedup_key)
-            .do_nothing()
-            .execute(c)?,
-    };
+    let inserted = crate::insert_or_ignore!(
+        conn,
+        diesel::insert_into(outbox_emails::table).values(&row),
+        outbox_emails::dedup_key
+    )?;
     Ok(inserted == 1)
 }
 

@@ -130,12 +130,31 @@ fn upsert_checked(
 /// Adds `row` unless the person exists (also when a concurrent transaction adds them
 /// first: no unique violation). Returns whether it was added.
 pub fn insert_if_missing(conn: &mut DbConnection, row: &PersonRow) -> QueryResult<bool> {
-    let insert = diesel::insert_into(people::table).values(row);
-    let n = match conn {
-        DbConnection::Sqlite(c) => insert.on_conflict(people::email).do_nothing().execute(c)?,
-        DbConnection::Pg(c) => insert.on_conflict(people::email).do_nothing().execute(c)?,
-    };
+    let n = crate::insert_or_ignore!(
+        conn,
+        diesel::insert_into(people::table).values(row),
+        people::email
+    )?;
     Ok(n == 1)
+}
+
+/// Puts a person referenced by address (an action's owner, a feed's holder) into the
+/// directory with just the address, unless they are there already.
+pub fn ensure(conn: &mut DbConnection, email: &str, now: NaiveDateTime) -> QueryResult<()> {
+    insert_if_missing(
+        conn,
+        &PersonRow {
+            email: email.to_owned(),
+            name: None,
+            team: None,
+            manager_email: None,
+            timezone: None,
+            created_at: now,
+            updated_at: now,
+            feed_token_hash: None,
+        },
+    )
+    .map(|_| ())
 }
 
 /// Makes a new secret for a person's calendar feed (the person is added to the
@@ -143,7 +162,7 @@ pub fn insert_if_missing(conn: &mut DbConnection, row: &PersonRow) -> QueryResul
 pub fn new_feed_token(conn: &mut DbConnection, email: &EmailAddress) -> QueryResult<TokenSecret> {
     db::write_transaction(conn, |conn| {
         let now = db::now();
-        crate::services::actions::ensure_person(conn, email.as_str(), now)?;
+        ensure(conn, email.as_str(), now)?;
         let secret = TokenSecret::generate();
         diesel::update(people::table.find(email.as_str()))
             .set((

@@ -13,18 +13,19 @@ use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, TimeZone, T
 use chrono_tz::Tz;
 use diesel::prelude::*;
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::config::Settings;
 use crate::db::schema::{coes, corrective_actions, people};
 use crate::db::{self, DbConnection};
 use crate::domain::action::ActionState;
+use crate::domain::clock::{local_date, Clock};
+use crate::domain::reminder::{self, iso_week, period_start, writeup_deadline, DueAction, Person};
 use crate::email::content::{
-    ActionLine, CoeLine, CoeOpened, Escalation, InspectionDigest, Links, OverdueDigest,
-    ReviewEmail, TeamLine, WriteupOverdue,
+    ActionLine, CoeLine, Escalation, InspectionDigest, Links, OverdueDigest, TeamLine,
+    WriteupOverdue,
 };
 use crate::email::{EmailTemplates, Kind};
-use crate::services::actions::Clock;
 use crate::services::outbox::{self, NewEmail};
 use crate::services::stats;
 
@@ -124,24 +125,6 @@ impl Lines<'_> {
     }
 }
 
-/// An active action due by the horizon, with its COE.
-struct DueAction {
-    id: String,
-    title: String,
-    owner: String,
-    due: NaiveDate,
-    coe_id: String,
-    coe_title: String,
-    coe_owner: Option<String>,
-    coe_reviewer: Option<String>,
-}
-
-/// A person of the directory: name and manager.
-struct Person {
-    name: Option<String>,
-    manager: Option<String>,
-}
-
 /// Decides the emails due at `at` and queues them (unless `dry_run`).
 pub fn sweep(
     conn: &mut DbConnection,
@@ -175,14 +158,42 @@ pub fn sweep(
     let actions = due_actions(conn, today + Duration::days(r.due_soon_days))?;
     let directory = directory(conn)?;
 
-    let mut decisions = overdue_digests(&actions, today, r.digest_every_days);
-    decisions.extend(escalations(
+    let mut decisions: Vec<Decision> =
+        reminder::overdue_digests(&actions, today, r.digest_every_days)
+            .into_iter()
+            .map(|d| Decision {
+                kind: Kind::OverdueDigest,
+                key: format!("{}:{}:{}", Kind::OverdueDigest.name(), d.period, d.owner),
+                recipient: d.owner,
+                payload: Payload::Digest {
+                    overdue: d.overdue,
+                    due_soon: d.due_soon,
+                },
+            })
+            .collect();
+    let (escalations, nobody) = reminder::escalations(
         &actions,
         today,
         r.escalate_after_days,
         r.escalation_every_days,
         &directory,
-    ));
+    );
+    if nobody > 0 {
+        tracing::warn!(
+            actions = nobody,
+            "overdue actions have nobody to escalate to: their owners have no manager in the directory and their COEs no owner or reviewer"
+        );
+    }
+    decisions.extend(escalations.into_iter().map(|e| Decision {
+        kind: Kind::Escalation,
+        key: format!("{}:{}:{}", Kind::Escalation.name(), e.period, e.recipient),
+        payload: Payload::Escalation {
+            threshold_days: r.escalate_after_days,
+            reports: e.reports,
+            unmanaged: e.unmanaged,
+        },
+        recipient: e.recipient,
+    }));
     decisions.extend(writeups_overdue(conn, settings, at, tz, &links)?);
     if today.weekday() == settings.digest_weekday() && !settings.digest.recipients.is_empty() {
         decisions.extend(inspection_digests(
@@ -363,119 +374,6 @@ fn line(
     }
 }
 
-/// The first day of the period of `every_days` days that holds `day`: periods are
-/// counted from Monday 1970-01-05, so a 7-day period is a Monday-to-Sunday week and a
-/// 1-day period is the day itself. Deduplication keys name periods by this date.
-fn period_start(day: NaiveDate, every_days: i64) -> NaiveDate {
-    let origin = NaiveDate::from_ymd_opt(1970, 1, 5).unwrap_or_default();
-    let every = every_days.max(1);
-    let n = (day - origin).num_days().div_euclid(every);
-    origin + Duration::days(n * every)
-}
-
-/// "2026-W48": the ISO week of `day`, as the inspection digest names it.
-fn iso_week(day: NaiveDate) -> String {
-    let w = day.iso_week();
-    format!("{}-W{:02}", w.year(), w.week())
-}
-
-/// One digest per owner with an overdue action or one due soon, per period of
-/// `every_days` (a day by default).
-fn overdue_digests(actions: &[DueAction], today: NaiveDate, every_days: i64) -> Vec<Decision> {
-    let period = period_start(today, every_days);
-    let mut by_owner: BTreeMap<&str, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
-    for (i, a) in actions.iter().enumerate() {
-        let entry = by_owner.entry(&a.owner).or_default();
-        if a.due < today {
-            entry.0.push(i);
-        } else {
-            entry.1.push(i);
-        }
-    }
-    by_owner
-        .into_iter()
-        .map(|(owner, (overdue, due_soon))| Decision {
-            kind: Kind::OverdueDigest,
-            key: format!("{}:{period}:{owner}", Kind::OverdueDigest.name()),
-            recipient: owner.to_owned(),
-            payload: Payload::Digest { overdue, due_soon },
-        })
-        .collect()
-}
-
-/// Actions overdue by `after_days` or more go, once a week, to their owner's manager,
-/// or, when none is known, to their COE's owner and reviewer.
-fn escalations(
-    actions: &[DueAction],
-    today: NaiveDate,
-    after_days: i64,
-    every_days: i64,
-    directory: &HashMap<String, Person>,
-) -> Vec<Decision> {
-    // recipient → (actions of their reports, actions of their COEs with no manager known)
-    let mut by_recipient: BTreeMap<String, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
-    let mut nobody = 0;
-    for (i, a) in actions.iter().enumerate() {
-        if (today - a.due).num_days() < after_days {
-            continue;
-        }
-        let manager = directory.get(&a.owner).and_then(|p| p.manager.clone());
-        let (recipients, as_manager) = match manager {
-            Some(m) => (vec![m], true),
-            None => {
-                let mut r: Vec<String> = [&a.coe_owner, &a.coe_reviewer]
-                    .into_iter()
-                    .flatten()
-                    .filter(|e| **e != a.owner)
-                    .cloned()
-                    .collect();
-                r.dedup();
-                (r, false)
-            }
-        };
-        if recipients.is_empty() {
-            nobody += 1;
-        }
-        for recipient in recipients {
-            let entry = by_recipient.entry(recipient).or_default();
-            if as_manager {
-                entry.0.push(i);
-            } else {
-                entry.1.push(i);
-            }
-        }
-    }
-    if nobody > 0 {
-        tracing::warn!(
-            actions = nobody,
-            "overdue actions have nobody to escalate to: their owners have no manager in the directory and their COEs no owner or reviewer"
-        );
-    }
-    let period = period_start(today, every_days);
-    by_recipient
-        .into_iter()
-        .map(|(recipient, (reports, unmanaged))| Decision {
-            kind: Kind::Escalation,
-            key: format!("{}:{period}:{recipient}", Kind::Escalation.name()),
-            payload: Payload::Escalation {
-                threshold_days: after_days,
-                reports,
-                unmanaged,
-            },
-            recipient,
-        })
-        .collect()
-}
-
-/// The writeup deadline of a COE whose incident resolved at `resolved_at`.
-fn writeup_deadline(resolved_at: NaiveDateTime, writeup_days: i64) -> NaiveDateTime {
-    resolved_at + Duration::days(writeup_days)
-}
-
-fn local_date(t: NaiveDateTime, tz: Tz) -> NaiveDate {
-    t.and_utc().with_timezone(&tz).date_naive()
-}
-
 /// Drafts past their writeup deadline: one reminder a day to each owner.
 fn writeups_overdue(
     conn: &mut DbConnection,
@@ -633,94 +531,6 @@ fn inspection_digests(
         .collect())
 }
 
-/// What an event email needs to know of its COE.
-pub struct CoeFacts<'a> {
-    pub id: &'a str,
-    pub title: &'a str,
-    pub owner: Option<&'a str>,
-    pub reviewer: Option<&'a str>,
-    pub severity: &'a str,
-    pub service: Option<&'a str>,
-    pub resolved_at: Option<NaiveDateTime>,
-}
-
-fn coe_line(settings: &Settings, coe: &CoeFacts<'_>) -> CoeLine {
-    CoeLine {
-        coe_id: coe.id.to_owned(),
-        title: coe.title.to_owned(),
-        owner: coe.owner.unwrap_or_default().to_owned(),
-        reviewer: coe.reviewer.unwrap_or_default().to_owned(),
-        deadline: coe
-            .resolved_at
-            .map(|t| {
-                local_date(
-                    writeup_deadline(t, settings.coe.writeup_days),
-                    settings.org_timezone(),
-                )
-                .to_string()
-            })
-            .unwrap_or_default(),
-        days: 0,
-        link: Links::new(&settings.public_url).coe(coe.id),
-    }
-}
-
-/// Tells a new COE's owner it is theirs. Call it in the transaction that opened it.
-pub fn coe_opened(
-    conn: &mut DbConnection,
-    settings: &Settings,
-    templates: &EmailTemplates,
-    coe: &CoeFacts<'_>,
-    now: NaiveDateTime,
-) -> QueryResult<()> {
-    let Some(owner) = coe.owner else {
-        return Ok(());
-    };
-    let data = json!(CoeOpened {
-        recipient_name: String::new(),
-        coe: coe_line(settings, coe),
-        severity: coe.severity.to_owned(),
-        service: coe.service.unwrap_or_default().to_owned(),
-        writeup_days: settings.coe.writeup_days,
-    });
-    let key = format!("{}:{}:{owner}", Kind::CoeOpened.name(), coe.id);
-    outbox::notify(conn, templates, Kind::CoeOpened, key, owner, data, now)
-}
-
-/// Tells the reviewer (submitted) or the owner (changes requested, approved) of a
-/// review step. `step_id` (the review comment's id) makes each step's email unique.
-#[allow(clippy::too_many_arguments)]
-pub fn review_step(
-    conn: &mut DbConnection,
-    settings: &Settings,
-    templates: &EmailTemplates,
-    kind: Kind,
-    coe: &CoeFacts<'_>,
-    actor: &str,
-    comment: Option<&str>,
-    step_id: &str,
-    now: NaiveDateTime,
-) -> QueryResult<()> {
-    let recipient = match kind {
-        Kind::ReviewRequested => coe.reviewer,
-        _ => coe.owner,
-    };
-    let Some(recipient) = recipient else {
-        return Ok(());
-    };
-    if recipient == actor {
-        return Ok(());
-    }
-    let data = json!(ReviewEmail {
-        recipient_name: String::new(),
-        coe: coe_line(settings, coe),
-        actor: actor.to_owned(),
-        comment: comment.unwrap_or_default().to_owned(),
-    });
-    let key = format!("{}:{}:{step_id}", kind.name(), coe.id);
-    outbox::notify(conn, templates, kind, key, recipient, data, now)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -743,57 +553,13 @@ mod tests {
     }
 
     #[test]
-    fn periods_start_on_mondays_for_weeks_and_on_the_day_for_days() {
-        assert_eq!(period_start(day("2026-11-29"), 1), day("2026-11-29"));
-        assert_eq!(period_start(day("2026-11-29"), 7), day("2026-11-23"));
-        assert_eq!(period_start(day("2026-11-30"), 7), day("2026-11-30"));
-        assert_eq!(period_start(day("1969-12-31"), 7), day("1969-12-29"));
-        let p = period_start(day("2026-11-29"), 3);
-        assert!(p <= day("2026-11-29") && day("2026-11-29") < p + Duration::days(3));
-    }
-
-    #[test]
-    fn one_digest_per_owner_lists_overdue_and_due_soon() {
+    fn a_digest_renders_days_overdue_and_days_until_due() {
         let today = day("2026-11-29");
         let actions = vec![
             action("ana@example.com", day("2026-11-20")),
-            action("ana@example.com", day("2026-11-28")),
             action("ana@example.com", day("2026-12-01")),
-            action("bo@example.com", day("2026-12-02")),
         ];
         let links = Links::new("https://coe.example.com");
-        let directory = HashMap::new();
-        let lines = Lines {
-            actions: &actions,
-            today,
-            directory: &directory,
-            links: &links,
-        };
-        let d = overdue_digests(&actions, today, 1);
-        assert_eq!(d.len(), 2);
-        assert_eq!(d[0].key, "overdue_digest:2026-11-29:ana@example.com");
-        let ana = lines.data(&d[0]);
-        assert_eq!(ana["overdue"].as_array().unwrap().len(), 2);
-        assert_eq!(ana["overdue"][0]["days_overdue"], 9);
-        assert_eq!(ana["due_soon"].as_array().unwrap().len(), 1);
-        assert_eq!(ana["due_soon"][0]["days_until_due"], 2);
-        assert_eq!(lines.data(&d[1])["overdue"].as_array().unwrap().len(), 0);
-    }
-
-    #[test]
-    fn escalation_starts_at_the_threshold_and_prefers_the_manager() {
-        let today = day("2026-11-29");
-        let links = Links::new("https://coe.example.com");
-        let six = vec![action("ana@example.com", day("2026-11-23"))];
-        assert!(escalations(&six, today, 7, 7, &HashMap::new()).is_empty());
-
-        let seven = vec![action("ana@example.com", day("2026-11-22"))];
-        let to_coe = escalations(&seven, today, 7, 7, &HashMap::new());
-        let recipients: Vec<&str> = to_coe.iter().map(|d| d.recipient.as_str()).collect();
-        assert_eq!(recipients, ["lead@example.com", "rev@example.com"]);
-        // 2026-11-29 is a Sunday: its week began on Monday the 23rd.
-        assert_eq!(to_coe[0].key, "escalation:2026-11-23:lead@example.com");
-
         let mut directory = HashMap::new();
         directory.insert(
             "ana@example.com".to_owned(),
@@ -802,19 +568,36 @@ mod tests {
                 manager: Some("boss@example.com".into()),
             },
         );
-        let to_manager = escalations(&seven, today, 7, 7, &directory);
-        assert_eq!(to_manager.len(), 1);
-        assert_eq!(to_manager[0].recipient, "boss@example.com");
         let lines = Lines {
-            actions: &seven,
+            actions: &actions,
             today,
             directory: &directory,
             links: &links,
         };
-        let data = lines.data(&to_manager[0]);
+        let digest = Decision {
+            kind: Kind::OverdueDigest,
+            key: "k".into(),
+            recipient: "ana@example.com".into(),
+            payload: Payload::Digest {
+                overdue: vec![0],
+                due_soon: vec![1],
+            },
+        };
+        let data = lines.data(&digest);
+        assert_eq!(data["overdue"][0]["days_overdue"], 9);
+        assert_eq!(data["due_soon"][0]["days_until_due"], 2);
+        let escalation = Decision {
+            kind: Kind::Escalation,
+            key: "k".into(),
+            recipient: "boss@example.com".into(),
+            payload: Payload::Escalation {
+                threshold_days: 7,
+                reports: vec![0],
+                unmanaged: vec![],
+            },
+        };
+        let data = lines.data(&escalation);
         assert_eq!(data["total"], 1);
-        assert_eq!(data["unmanaged"].as_array().unwrap().len(), 0);
         assert_eq!(data["reports"][0]["owner_name"], "Ana");
-        assert_eq!(data["reports"][0]["days_overdue"], 7);
     }
 }

@@ -12,7 +12,7 @@ use crate::db::schema::{coes, corrective_actions, people, review_comments};
 use crate::db::DbConnection;
 use crate::domain::action::ActionState;
 use crate::domain::coe::CoeState;
-use crate::services::actions::Clock;
+use crate::domain::Clock;
 
 #[derive(Debug, Clone, Default, Serialize, ToSchema)]
 pub struct OpenAndOverdue {

@@ -11,8 +11,8 @@ use crate::domain::Role;
 use crate::error::{ApiError, ErrorBody, FieldProblem};
 use crate::http::extract::{ApiJson, ApiQuery, OptionalJson};
 use crate::services::actions::{
-    self, ActionDetail, ActionError, ActionFilter, ActionPatch, ActionSort, ActionView, Clock,
-    NewAction, TransitionInput,
+    self, ActionDetail, ActionError, ActionFilter, ActionPatch, ActionSort, ActionView, NewAction,
+    TransitionInput,
 };
 use crate::services::coes::{self, CoeDocument};
 use crate::services::review::{self, Reviewer, Step};
@@ -68,7 +68,7 @@ pub async fn create(
     let (email, admin) = (caller.email.clone(), caller.role == Role::Admin);
     let detail = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
-        let clock = Clock::now(&state.settings);
+        let clock = state.settings.clock();
         coes::may_edit(&mut conn, &coe_id, email.as_deref(), admin)?;
         let id = actions::create(&mut conn, &coe_id, &input, &actor, clock)?;
         Ok(actions::get(&mut conn, &id, clock)?)
@@ -94,7 +94,7 @@ pub async fn get(
     crate::http::checked_id(&id, "action")?;
     let detail = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
-        Ok(actions::get(&mut conn, &id, Clock::now(&state.settings))?)
+        Ok(actions::get(&mut conn, &id, state.settings.clock())?)
     })
     .await??;
     Ok(HttpResponse::Ok().json(detail))
@@ -122,7 +122,7 @@ pub async fn patch(
     let (email, admin) = (caller.email.clone(), caller.role == Role::Admin);
     let detail = web::block(move || -> Result<_, ApiError> {
         let mut conn = state.pool.get()?;
-        let clock = Clock::now(&state.settings);
+        let clock = state.settings.clock();
         actions::may_change(&mut conn, &id, email.as_deref(), admin)?;
         actions::patch(&mut conn, &id, &patch, &actor, clock)?;
         Ok(actions::get(&mut conn, &id, clock)?)
@@ -171,7 +171,7 @@ pub async fn transition(
         let mut conn = state.pool.get()?;
         actions::may_change(&mut conn, &id, email.as_deref(), admin)?;
         actions::transition(&mut conn, &id, verb, &input, &actor)?;
-        Ok(actions::get(&mut conn, &id, Clock::now(&state.settings))?)
+        Ok(actions::get(&mut conn, &id, state.settings.clock())?)
     })
     .await??;
     Ok(HttpResponse::Ok().json(detail))
@@ -258,7 +258,7 @@ pub async fn list(
             sort,
             limit,
             offset,
-            Clock::now(&state.settings),
+            state.settings.clock(),
         )?)
     })
     .await??;

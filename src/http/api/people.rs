@@ -183,7 +183,7 @@ pub async fn calendar(
         if !people::feed_token_matches(&mut conn, email.as_str(), &secret)? {
             return Err(refused());
         }
-        let clock = crate::services::actions::Clock::now(&state.settings);
+        let clock = state.settings.clock();
         let mut open = Vec::new();
         for state_filter in [
             crate::domain::action::ActionState::Open,

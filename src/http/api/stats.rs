@@ -4,7 +4,6 @@ use actix_web::{web, HttpResponse};
 
 use crate::domain::Role;
 use crate::error::{ApiError, ErrorBody};
-use crate::services::actions::Clock;
 use crate::services::stats::{self, Stats};
 use crate::services::tokens::Caller;
 use crate::startup::AppState;
@@ -12,7 +11,7 @@ use crate::startup::AppState;
 /// The inspection figures now.
 pub fn current(state: &AppState) -> Result<Stats, ApiError> {
     let mut conn = state.pool.get()?;
-    let clock = Clock::now(&state.settings);
+    let clock = state.settings.clock();
     Ok(stats::stats(
         &mut conn,
         clock,

@@ -1,0 +1,61 @@
+//! The audit log: who changed what, when, with the value before and after. Every
+//! change to a COE or a corrective action writes one record here, in the transaction
+//! of the change; `record` is the only writer.
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use serde_json::Value;
+
+use crate::db::models::AuditRow;
+use crate::db::schema::audit_log;
+use crate::db::{self, DbConnection};
+
+/// What a record is about.
+#[derive(Debug, Clone, Copy)]
+pub enum Subject<'a> {
+    Coe(&'a str),
+    Action { id: &'a str, coe_id: &'a str },
+}
+
+/// One change.
+#[derive(Debug, Clone)]
+pub struct Change<'a> {
+    pub subject: Subject<'a>,
+    /// Who: a person's email, `token:<name>`, or `coe` for the service itself.
+    pub actor: &'a str,
+    /// What, e.g. `section:summary`, `state:approved`, `action:complete`.
+    pub action: &'a str,
+    pub before: Option<Value>,
+    pub after: Option<Value>,
+}
+
+/// Writes one audit record at `at`.
+pub fn record(conn: &mut DbConnection, change: Change<'_>, at: NaiveDateTime) -> QueryResult<()> {
+    let (entity, entity_id, coe_id) = match change.subject {
+        Subject::Coe(id) => ("coe", id, id),
+        Subject::Action { id, coe_id } => ("action", id, coe_id),
+    };
+    diesel::insert_into(audit_log::table)
+        .values(AuditRow {
+            id: db::new_id(),
+            entity: entity.to_owned(),
+            entity_id: entity_id.to_owned(),
+            coe_id: Some(coe_id.to_owned()),
+            actor: change.actor.to_owned(),
+            action: change.action.to_owned(),
+            before: change.before.map(|v| v.to_string()),
+            after: change.after.map(|v| v.to_string()),
+            at,
+        })
+        .execute(conn)
+        .map(|_| ())
+}
+
+/// Every record about a COE and its actions, oldest first.
+pub fn of_coe(conn: &mut DbConnection, coe_id: &str) -> QueryResult<Vec<AuditRow>> {
+    audit_log::table
+        .filter(audit_log::coe_id.eq(coe_id))
+        .order((audit_log::at.asc(), audit_log::id.asc()))
+        .select(AuditRow::as_select())
+        .load(conn)
+}

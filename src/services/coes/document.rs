@@ -1,0 +1,378 @@
+//! The assembled COE: sections with guidance and completeness, timeline, 5 whys,
+//! related items, recurrence, actions, review, and the history of changes.
+
+use std::collections::BTreeMap;
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::{load_row, template_of, CoeError};
+use crate::config::Settings;
+use crate::db::models::{RelatedRow, ReviewCommentRow, TimelineRow, WhyChainRow};
+use crate::db::schema::{
+    coe_recurrences, coe_sections, coes, corrective_actions, related_items, review_comments,
+    timeline_entries, why_chains,
+};
+use crate::db::{types, DbConnection};
+use crate::domain::action::ActionState;
+use crate::domain::coe::{CoeState, RelatedKind, TimelineKind};
+use crate::domain::rules::{self, Assessment, CoeContent, Finding, WhyStep};
+use crate::domain::template::SectionKind;
+use crate::domain::Severity;
+use crate::services::actions::{self, ActionView};
+use crate::services::audit;
+
+/// One section as the document shows it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct SectionView {
+    pub key: String,
+    pub title: String,
+    pub kind: SectionKind,
+    pub required: bool,
+    pub guidance: String,
+    /// Markdown as written; empty until someone writes it. Text sections only.
+    pub body: String,
+    pub complete: bool,
+    /// Why it is not complete.
+    pub problems: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TimelineEntry {
+    pub id: String,
+    pub at: NaiveDateTime,
+    pub kind: TimelineKind,
+    pub text: String,
+    pub source: Option<String>,
+    pub event_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, ToSchema)]
+pub struct Why {
+    pub why: String,
+    pub because: String,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct WhyChain {
+    pub id: String,
+    pub position: i32,
+    pub steps: Vec<Why>,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct RelatedItem {
+    pub id: String,
+    pub kind: RelatedKind,
+    pub title: Option<String>,
+    pub url: Option<String>,
+    pub coe_id: Option<String>,
+}
+
+/// An earlier COE this one recurs.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Recurrence {
+    pub coe_id: String,
+    pub title: String,
+    pub state: CoeState,
+    pub matched_on: String,
+    pub created_at: NaiveDateTime,
+    /// Its corrective actions: how many, and how many are still open.
+    pub total_actions: usize,
+    pub open_actions: usize,
+}
+
+/// A step of the review.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ReviewComment {
+    pub author: String,
+    /// submitted, changes_requested, approved or comment.
+    pub verdict: String,
+    pub body: String,
+    pub at: NaiveDateTime,
+}
+
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TemplateRef {
+    pub name: String,
+    pub version: i32,
+}
+
+/// The whole COE document.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CoeDocument {
+    pub id: String,
+    pub incident_id: Option<String>,
+    pub title: String,
+    pub service: Option<String>,
+    #[schema(value_type = String, example = "sev2")]
+    pub severity: Severity,
+    pub state: CoeState,
+    pub owner: Option<String>,
+    pub reviewer: Option<String>,
+    /// Bumped by every change; send it back in `If-Match`.
+    pub version: i32,
+    pub template: TemplateRef,
+    pub started_at: Option<NaiveDateTime>,
+    pub detected_at: Option<NaiveDateTime>,
+    pub mitigated_at: Option<NaiveDateTime>,
+    pub resolved_at: Option<NaiveDateTime>,
+    pub duration_seconds: Option<i64>,
+    /// Links gathered from the events (runbooks, dashboards).
+    pub links: Vec<String>,
+    pub sections: Vec<SectionView>,
+    pub timeline: Vec<TimelineEntry>,
+    pub five_whys: Vec<WhyChain>,
+    pub related: Vec<RelatedItem>,
+    /// Earlier COEs for the same service and alert or group.
+    pub recurrence: Vec<Recurrence>,
+    /// The corrective actions, oldest first.
+    pub actions: Vec<ActionView>,
+    /// Submissions, requests for changes and approvals, oldest first.
+    pub review: Vec<ReviewComment>,
+    pub completeness: Assessment,
+    pub created_by: String,
+    pub created_at: NaiveDateTime,
+    pub updated_at: NaiveDateTime,
+}
+
+/// The whole document, with its completeness report.
+pub fn load(
+    conn: &mut DbConnection,
+    id: &str,
+    settings: &Settings,
+) -> Result<CoeDocument, CoeError> {
+    let phrases = &settings.coe.intention_phrases;
+    let clock = settings.clock();
+    let row = load_row(conn, id)?;
+    let template = template_of(&row);
+    let sections: BTreeMap<String, String> = coe_sections::table
+        .filter(coe_sections::coe_id.eq(id))
+        .select((coe_sections::key, coe_sections::body))
+        .load::<(String, String)>(conn)?
+        .into_iter()
+        .collect();
+    let timeline: Vec<TimelineRow> = timeline_entries::table
+        .filter(timeline_entries::coe_id.eq(id))
+        .order((
+            timeline_entries::at.asc(),
+            timeline_entries::created_at.asc(),
+        ))
+        .select(TimelineRow::as_select())
+        .load(conn)?;
+    let chains: Vec<WhyChainRow> = why_chains::table
+        .filter(why_chains::coe_id.eq(id))
+        .order((why_chains::position.asc(), why_chains::created_at.asc()))
+        .select(WhyChainRow::as_select())
+        .load(conn)?;
+    let related: Vec<RelatedRow> = related_items::table
+        .filter(related_items::coe_id.eq(id))
+        .order(related_items::created_at.asc())
+        .select(RelatedRow::as_select())
+        .load(conn)?;
+    let recurrences: Vec<(String, String, String, String, NaiveDateTime)> = coe_recurrences::table
+        .inner_join(coes::table.on(coes::id.eq(coe_recurrences::earlier_coe_id)))
+        .filter(coe_recurrences::coe_id.eq(id))
+        .select((
+            coes::id,
+            coes::title,
+            coes::state,
+            coe_recurrences::matched_on,
+            coes::created_at,
+        ))
+        .load(conn)?;
+
+    let action_views = actions::for_coe(conn, id, clock)?;
+    let review: Vec<ReviewComment> = review_comments::table
+        .filter(review_comments::coe_id.eq(id))
+        .order((review_comments::created_at.asc(), review_comments::id.asc()))
+        .select(ReviewCommentRow::as_select())
+        .load(conn)?
+        .into_iter()
+        .map(|r| ReviewComment {
+            author: r.author,
+            verdict: r.verdict,
+            body: r.body,
+            at: r.created_at,
+        })
+        .collect();
+    let mut recurrence_views = Vec::new();
+    for (coe_id, title, state, matched_on, created_at) in recurrences {
+        let states: Vec<String> = corrective_actions::table
+            .filter(corrective_actions::coe_id.eq(&coe_id))
+            .select(corrective_actions::state)
+            .load(conn)?;
+        let open = states
+            .iter()
+            .map(|s| types::read::<ActionState>("corrective_actions.state", s))
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .filter(|s| s.is_active())
+            .count();
+        recurrence_views.push(Recurrence {
+            coe_id,
+            title,
+            state: types::read("coes.state", &state)?,
+            matched_on,
+            created_at,
+            total_actions: states.len(),
+            open_actions: open,
+        });
+    }
+    let five_whys: Vec<WhyChain> = chains
+        .into_iter()
+        .map(|c| WhyChain {
+            steps: serde_json::from_str(&c.steps).unwrap_or_default(),
+            id: c.id,
+            position: c.position,
+        })
+        .collect();
+    let content = CoeContent {
+        sections: sections
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect(),
+        timeline_entries: timeline.len(),
+        why_chains: five_whys
+            .iter()
+            .map(|c| {
+                c.steps
+                    .iter()
+                    .map(|s| WhyStep {
+                        why: s.why.clone(),
+                        because: s.because.clone(),
+                    })
+                    .collect()
+            })
+            .collect(),
+        action_count: Some(action_views.len()),
+        other_texts: action_views
+            .iter()
+            .enumerate()
+            .flat_map(|(i, a)| {
+                [
+                    (format!("actions[{i}].title"), a.title.clone()),
+                    (
+                        format!("actions[{i}].description"),
+                        a.description.clone().unwrap_or_default(),
+                    ),
+                ]
+            })
+            .collect(),
+    };
+    let completeness = rules::assess(&template, &content, phrases);
+    let problems_of = |key: &str| -> Vec<String> {
+        completeness
+            .missing
+            .iter()
+            .filter(|f: &&Finding| f.at == key)
+            .map(|f| f.problem.clone())
+            .collect()
+    };
+    let section_views = template
+        .sections
+        .iter()
+        .map(|s| {
+            let problems = problems_of(&s.key);
+            SectionView {
+                key: s.key.clone(),
+                title: s.title.clone(),
+                kind: s.kind,
+                required: s.required,
+                guidance: s.guidance.clone(),
+                body: sections.get(&s.key).cloned().unwrap_or_default(),
+                complete: problems.is_empty(),
+                problems,
+            }
+        })
+        .collect();
+    Ok(CoeDocument {
+        duration_seconds: match (row.started_at, row.resolved_at) {
+            (Some(s), Some(r)) => Some((r - s).num_seconds().max(0)),
+            _ => None,
+        },
+        severity: types::severity("coes.severity", row.severity)?,
+        state: types::read("coes.state", &row.state)?,
+        links: serde_json::from_str(&row.links).unwrap_or_default(),
+        template: TemplateRef {
+            name: row.template_name.clone(),
+            version: row.template_version,
+        },
+        sections: section_views,
+        timeline: timeline
+            .into_iter()
+            .map(|t| {
+                Ok(TimelineEntry {
+                    kind: types::read("timeline_entries.kind", &t.kind)?,
+                    id: t.id,
+                    at: t.at,
+                    text: t.text,
+                    source: t.source,
+                    event_id: t.event_id,
+                })
+            })
+            .collect::<Result<_, diesel::result::Error>>()?,
+        five_whys,
+        related: related
+            .into_iter()
+            .map(|r| {
+                Ok(RelatedItem {
+                    kind: types::read("related_items.kind", &r.kind)?,
+                    id: r.id,
+                    title: r.title,
+                    url: r.url,
+                    coe_id: r.related_coe_id,
+                })
+            })
+            .collect::<Result<_, diesel::result::Error>>()?,
+        recurrence: recurrence_views,
+        actions: action_views,
+        review,
+        completeness,
+        id: row.id,
+        incident_id: row.incident_id,
+        title: row.title,
+        service: row.service,
+        owner: row.owner_email,
+        reviewer: row.reviewer_email,
+        version: row.version,
+        started_at: row.started_at,
+        detected_at: row.detected_at,
+        mitigated_at: row.mitigated_at,
+        resolved_at: row.resolved_at,
+        created_by: row.created_by,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    })
+}
+
+/// One audit record.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct HistoryEntry {
+    pub at: NaiveDateTime,
+    pub actor: String,
+    pub action: String,
+    #[schema(value_type = Object)]
+    pub before: Option<Value>,
+    #[schema(value_type = Object)]
+    pub after: Option<Value>,
+}
+
+/// Every change to a COE, oldest first.
+pub fn history(conn: &mut DbConnection, id: &str) -> Result<Vec<HistoryEntry>, CoeError> {
+    load_row(conn, id)?;
+    let rows = audit::of_coe(conn, id)?;
+    Ok(rows
+        .into_iter()
+        .map(|r| HistoryEntry {
+            at: r.at,
+            actor: r.actor,
+            action: r.action,
+            before: r.before.and_then(|b| serde_json::from_str(&b).ok()),
+            after: r.after.and_then(|a| serde_json::from_str(&a).ok()),
+        })
+        .collect())
+}

@@ -1,0 +1,400 @@
+//! Opening drafts: by themselves for an incident that meets the policy, or by hand;
+//! filing later events of the incident into its draft; linking recurrences.
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use serde::Deserialize;
+use serde_json::json;
+use utoipa::ToSchema;
+
+use super::search::reindex;
+use super::timeline::recompute_milestone;
+use super::{edit, record_change, Actor, CoeError, Context, SYSTEM_ACTOR};
+use crate::db::models::{CoeRow, FailureEventRow, IncidentRow, TimelineRow};
+use crate::db::schema::{coe_recurrences, coes, failure_events, incidents, timeline_entries};
+use crate::db::{self, locks, types, DbConnection};
+use crate::domain::coe::{CoeState, TimelineKind};
+use crate::domain::Severity;
+use crate::services::notify;
+
+fn timeline_text(event: &FailureEventRow) -> String {
+    let what = match event.kind.as_str() {
+        "fired" => "Fired",
+        "acknowledged" => "Acknowledged",
+        "resolved" => "Resolved",
+        _ => "Updated",
+    };
+    format!("{what}: {}", event.title)
+}
+
+fn timeline_from_event(coe_id: &str, event: &FailureEventRow, now: NaiveDateTime) -> TimelineRow {
+    let at = match event.kind.as_str() {
+        "resolved" => event.ended_at.unwrap_or(event.received_at),
+        "fired" => event.started_at,
+        _ => event.received_at,
+    };
+    TimelineRow {
+        id: db::new_id(),
+        coe_id: coe_id.to_owned(),
+        at,
+        kind: event.kind.clone(),
+        text: timeline_text(event),
+        source: Some(event.source.clone()),
+        event_id: Some(event.id.clone()),
+        created_at: now,
+    }
+}
+
+/// Opens the draft for an incident that has the COE mark, unless it has one. Called in
+/// the transaction that filed the event, under the group's lock, so exactly one draft
+/// opens per incident; the unique index on `coes.incident_id` backs this up.
+pub fn open_draft_for_incident(
+    conn: &mut DbConnection,
+    incident: &IncidentRow,
+    ctx: &Context<'_>,
+    now: NaiveDateTime,
+) -> QueryResult<Option<String>> {
+    let id = insert_draft_for_incident(conn, incident, ctx, now)?;
+    if let Some(id) = &id {
+        tell_owner(conn, id, ctx, now)?;
+    }
+    Ok(id)
+}
+
+/// Queues the "COE opened" email to the COE's owner, in the caller's transaction.
+fn tell_owner(
+    conn: &mut DbConnection,
+    id: &str,
+    ctx: &Context<'_>,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    let row: CoeRow = coes::table
+        .find(id)
+        .select(CoeRow::as_select())
+        .first(conn)?;
+    notify::coe_opened_row(conn, ctx.settings, ctx.emails, &row, now)
+}
+
+/// Inserts the draft for an incident (see `open_draft_for_incident`), telling no one.
+fn insert_draft_for_incident(
+    conn: &mut DbConnection,
+    incident: &IncidentRow,
+    ctx: &Context<'_>,
+    now: NaiveDateTime,
+) -> QueryResult<Option<String>> {
+    let exists: i64 = coes::table
+        .filter(coes::incident_id.eq(&incident.id))
+        .count()
+        .get_result(conn)?;
+    if exists > 0 {
+        return Ok(None);
+    }
+    let events: Vec<FailureEventRow> = failure_events::table
+        .filter(failure_events::incident_id.eq(&incident.id))
+        .order((failure_events::received_at.asc(), failure_events::id.asc()))
+        .select(FailureEventRow::as_select())
+        .load(conn)?;
+    let mut links: Vec<String> = Vec::new();
+    for e in &events {
+        for link in serde_json::from_str::<Vec<String>>(&e.links).unwrap_or_default() {
+            if !links.contains(&link) {
+                links.push(link);
+            }
+        }
+    }
+    let row = new_coe_row(
+        ctx,
+        Some(incident.id.clone()),
+        incident.title.clone(),
+        incident.service.clone(),
+        types::severity("incidents.severity", incident.severity)?,
+        ctx.settings.owner_for(incident.service.as_deref()),
+        SYSTEM_ACTOR,
+        now,
+    );
+    let row = CoeRow {
+        started_at: Some(incident.started_at),
+        detected_at: Some(incident.detected_at),
+        resolved_at: incident.resolved_at,
+        links: serde_json::to_string(&links).unwrap_or_else(|_| "[]".into()),
+        ..row
+    };
+    diesel::insert_into(coes::table)
+        .values(&row)
+        .execute(conn)?;
+    let entries: Vec<TimelineRow> = events
+        .iter()
+        .map(|e| timeline_from_event(&row.id, e, now))
+        .collect();
+    if !entries.is_empty() {
+        for entry in &entries {
+            diesel::insert_into(timeline_entries::table)
+                .values(entry)
+                .execute(conn)?;
+        }
+    }
+    link_recurrences(conn, &row, &events, now)?;
+    record_change(
+        conn,
+        &row.id,
+        SYSTEM_ACTOR,
+        "opened",
+        None,
+        Some(json!({"incident_id": incident.id, "title": row.title, "owner": row.owner_email})),
+        now,
+    )?;
+    reindex(conn, &row.id)?;
+    tracing::info!(coe = %row.id, incident = %incident.id, owner = ?row.owner_email, "COE draft opened");
+    Ok(Some(row.id))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn new_coe_row(
+    ctx: &Context<'_>,
+    incident_id: Option<String>,
+    title: String,
+    service: Option<String>,
+    severity: Severity,
+    owner: Option<String>,
+    actor: Actor<'_>,
+    now: NaiveDateTime,
+) -> CoeRow {
+    CoeRow {
+        id: db::new_id(),
+        incident_id,
+        title,
+        service,
+        severity: severity.rank(),
+        state: CoeState::Draft.as_str().to_owned(),
+        owner_email: owner,
+        reviewer_email: None,
+        template: serde_json::to_string(ctx.template).unwrap_or_else(|_| "{}".into()),
+        template_name: ctx.template.name.clone(),
+        template_version: i32::try_from(ctx.template.version).unwrap_or(i32::MAX),
+        started_at: None,
+        detected_at: None,
+        mitigated_at: None,
+        resolved_at: None,
+        links: "[]".into(),
+        version: 1,
+        created_by: actor.to_owned(),
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+/// Links a new COE to earlier COEs of the same service whose incidents share an alert
+/// (dedup key) or the group key.
+fn link_recurrences(
+    conn: &mut DbConnection,
+    coe: &CoeRow,
+    events: &[FailureEventRow],
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    let Some(service) = coe.service.as_deref() else {
+        return Ok(());
+    };
+    let keys: Vec<&str> = events.iter().map(|e| e.dedup_key.as_str()).collect();
+    let groups: Vec<&str> = events.iter().map(|e| e.group_key.as_str()).collect();
+    let candidates: Vec<(String, Option<String>)> = coes::table
+        .filter(coes::service.eq(service))
+        .filter(coes::id.ne(&coe.id))
+        .select((coes::id, coes::incident_id))
+        .load(conn)?;
+    for (earlier_id, incident_id) in candidates {
+        let Some(incident_id) = incident_id else {
+            continue;
+        };
+        let by_alert: i64 = failure_events::table
+            .filter(failure_events::incident_id.eq(&incident_id))
+            .filter(failure_events::dedup_key.eq_any(&keys))
+            .count()
+            .get_result(conn)?;
+        let matched_on = if by_alert > 0 {
+            "alert"
+        } else {
+            let by_group: i64 = incidents::table
+                .filter(incidents::id.eq(&incident_id))
+                .filter(incidents::group_key.eq_any(&groups))
+                .count()
+                .get_result(conn)?;
+            if by_group == 0 {
+                continue;
+            }
+            "group"
+        };
+        diesel::insert_into(coe_recurrences::table)
+            .values((
+                coe_recurrences::coe_id.eq(&coe.id),
+                coe_recurrences::earlier_coe_id.eq(&earlier_id),
+                coe_recurrences::matched_on.eq(matched_on),
+                coe_recurrences::created_at.eq(now),
+            ))
+            .execute(conn)?;
+    }
+    Ok(())
+}
+
+/// Records a newly filed event on its incident's COE, if there is one: a timeline
+/// entry, and (while the COE is a draft) the incident's severity and resolution time.
+pub fn record_event(
+    conn: &mut DbConnection,
+    incident: &IncidentRow,
+    event: &FailureEventRow,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    let coe: Option<CoeRow> = coes::table
+        .filter(coes::incident_id.eq(&incident.id))
+        .select(CoeRow::as_select())
+        .first(conn)
+        .optional()?;
+    let Some(mut coe) = coe else {
+        return Ok(());
+    };
+    diesel::insert_into(timeline_entries::table)
+        .values(timeline_from_event(&coe.id, event, now))
+        .execute(conn)?;
+    if types::read::<CoeState>("coes.state", &coe.state)? == CoeState::Draft {
+        coe.severity = coe.severity.min(incident.severity);
+        diesel::update(coes::table.find(&coe.id))
+            .set(coes::severity.eq(coe.severity))
+            .execute(conn)?;
+        // The incident's resolution, unless a person wrote one in the timeline.
+        recompute_milestone(conn, &coe.id, TimelineKind::Resolved)?;
+    }
+    // The search index is not refreshed for each event (that would cost a rebuild per
+    // event in an alert storm); the next edit refreshes it.
+    Ok(())
+}
+
+/// Input of `POST /api/v1/coes`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewCoe {
+    /// The incident this COE is about; the draft is then pre-filled from it.
+    #[serde(default)]
+    pub incident_id: Option<String>,
+    /// Required without an incident; defaults to the incident's title.
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub service: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "sev3")]
+    pub severity: Option<Severity>,
+    /// Defaults to the service's owner from `ownership`.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub owner: Option<crate::domain::EmailAddress>,
+}
+
+/// Opens a COE by hand, for an incident below the policy or for no incident at all.
+pub fn create(
+    conn: &mut DbConnection,
+    input: NewCoe,
+    actor: Actor<'_>,
+    ctx: &Context<'_>,
+) -> Result<String, CoeError> {
+    db::write_transaction(conn, |conn| {
+        let now = db::now();
+        let id = match &input.incident_id {
+            Some(incident_id) => {
+                let incident: IncidentRow = incidents::table
+                    .find(incident_id)
+                    .select(IncidentRow::as_select())
+                    .first(conn)
+                    .optional()?
+                    .ok_or_else(|| {
+                        CoeError::invalid(
+                            "incident_id",
+                            format!("no incident with id `{incident_id}`"),
+                        )
+                    })?;
+                locks::lock_group(conn, &incident.group_key)?;
+                if let Some(existing) = coes::table
+                    .filter(coes::incident_id.eq(incident_id))
+                    .select(coes::id)
+                    .first::<String>(conn)
+                    .optional()?
+                {
+                    return Err(CoeError::Conflict(format!(
+                        "incident `{incident_id}` already has COE `{existing}`"
+                    )));
+                }
+                let id = insert_draft_for_incident(conn, &incident, ctx, now)?
+                    .ok_or_else(|| CoeError::Conflict("the incident already has a COE".into()))?;
+                let mut changes = Vec::new();
+                if let Some(title) = input.title.as_ref().filter(|t| !t.trim().is_empty()) {
+                    changes.push(("title", json!(title.trim())));
+                }
+                if let Some(owner) = &input.owner {
+                    changes.push(("owner", json!(owner.as_str())));
+                }
+                if let Some(severity) = input.severity {
+                    changes.push(("severity", json!(severity)));
+                }
+                if let Some(service) = &input.service {
+                    changes.push(("service", json!(service)));
+                }
+                if !changes.is_empty() {
+                    edit::apply_patch(conn, &id, &changes, actor, now)?;
+                    reindex(conn, &id)?;
+                }
+                id
+            }
+            None => {
+                let title = input
+                    .title
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                    .ok_or_else(|| {
+                        CoeError::invalid("title", "is required without an incident_id")
+                    })?;
+                let owner = input
+                    .owner
+                    .as_ref()
+                    .map(|o| o.as_str().to_owned())
+                    .or_else(|| ctx.settings.owner_for(input.service.as_deref()));
+                let row = new_coe_row(
+                    ctx,
+                    None,
+                    title.to_owned(),
+                    input.service.clone(),
+                    input.severity.unwrap_or(Severity::Sev3),
+                    owner,
+                    actor,
+                    now,
+                );
+                diesel::insert_into(coes::table)
+                    .values(&row)
+                    .execute(conn)?;
+                record_change(
+                    conn,
+                    &row.id,
+                    actor,
+                    "opened",
+                    None,
+                    Some(json!({"title": row.title})),
+                    now,
+                )?;
+                reindex(conn, &row.id)?;
+                row.id
+            }
+        };
+        tell_owner(conn, &id, ctx, now)?;
+        Ok(id)
+    })
+    .map_err(|e| match e {
+        // Another request opened the incident's COE between our check and our insert
+        // (PostgreSQL; SQLite writers take turns): the unique index refused ours.
+        CoeError::Database(diesel::result::Error::DatabaseError(
+            diesel::result::DatabaseErrorKind::UniqueViolation,
+            _,
+        )) if input.incident_id.is_some() => CoeError::Conflict(format!(
+            "incident `{}` already has a COE",
+            input.incident_id.as_deref().unwrap_or_default()
+        )),
+        e => e,
+    })
+}

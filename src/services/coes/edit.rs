@@ -1,0 +1,310 @@
+//! Changing a COE: the version check every write starts with, its own fields
+//! (title, owner, reviewer, severity, service) and its text sections.
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use utoipa::ToSchema;
+
+use super::search::reindex;
+use super::{load_row, record_change, template_of, Actor, CoeError, Context};
+use crate::db::models::{CoeRow, SectionRow};
+use crate::db::schema::{coe_sections, coes};
+use crate::db::{self, types, DbConnection};
+use crate::domain::coe::CoeState;
+use crate::domain::template::SectionKind;
+use crate::domain::Severity;
+use crate::services::access::{self, Editor};
+
+/// Who may change a COE: see `services::access::coe`.
+pub fn may_edit(
+    conn: &mut DbConnection,
+    id: &str,
+    email: Option<&str>,
+    is_admin: bool,
+) -> Result<(), CoeError> {
+    let who = Editor {
+        actor: email.unwrap_or_default(),
+        email,
+        is_admin,
+    };
+    Ok(access::coe(conn, id, &who)?)
+}
+
+/// Loads the COE for a change: checks that it exists, that the writer saw the current
+/// version, and that it may still be edited.
+pub(super) fn begin_change(
+    conn: &mut DbConnection,
+    id: &str,
+    expected: Option<i32>,
+) -> Result<CoeRow, CoeError> {
+    let Some(version) = expected else {
+        let row = load_row(conn, id)?;
+        return Err(CoeError::VersionRequired {
+            current: row.version,
+        });
+    };
+    // Claim the version first: the conditional update takes the row's write lock, so
+    // of two writers based on the same version exactly one gets on; the other waits,
+    // then finds the version moved and is refused. Nothing is lost on PostgreSQL's
+    // READ COMMITTED either.
+    let claimed = diesel::update(
+        coes::table
+            .filter(coes::id.eq(id))
+            .filter(coes::version.eq(version)),
+    )
+    .set(coes::version.eq(coes::version + 1))
+    .execute(conn)?;
+    let row = load_row(conn, id)?;
+    if claimed == 0 {
+        return Err(CoeError::Stale {
+            expected: version,
+            current: row.version,
+        });
+    }
+    let state: CoeState = types::read("coes.state", &row.state)?;
+    if !state.is_editable() {
+        return Err(CoeError::NotEditable { state });
+    }
+    Ok(row)
+}
+
+/// Records the change time (the version was claimed by `begin_change`) and refreshes
+/// the search index.
+pub(super) fn finish_change(
+    conn: &mut DbConnection,
+    id: &str,
+    now: NaiveDateTime,
+) -> Result<(), CoeError> {
+    diesel::update(coes::table.find(id))
+        .set(coes::updated_at.eq(now))
+        .execute(conn)?;
+    reindex(conn, id)?;
+    Ok(())
+}
+
+/// Writes a text section's Markdown.
+pub fn put_section(
+    conn: &mut DbConnection,
+    id: &str,
+    key: &str,
+    body: &str,
+    expected: Option<i32>,
+    actor: Actor<'_>,
+    ctx: &Context<'_>,
+) -> Result<(), CoeError> {
+    db::write_transaction(conn, |conn| {
+        let row = begin_change(conn, id, expected)?;
+        let template = template_of(&row);
+        let spec = template.section(key).ok_or_else(|| {
+            CoeError::invalid(
+                "key",
+                format!(
+                    "no section `{key}` in this COE's template; its sections are: {}",
+                    template.keys()
+                ),
+            )
+        })?;
+        if spec.kind != SectionKind::Text {
+            return Err(CoeError::invalid(
+                "key",
+                format!(
+                    "section `{key}` is of kind {} and is edited through its own endpoint",
+                    spec.kind
+                ),
+            ));
+        }
+        if body.len() > ctx.settings.coe.max_section_bytes {
+            return Err(CoeError::invalid(
+                "body",
+                format!(
+                    "must be at most {} bytes (coe.max_section_bytes; got {})",
+                    ctx.settings.coe.max_section_bytes,
+                    body.len()
+                ),
+            ));
+        }
+        let now = db::now();
+        let before: Option<String> = coe_sections::table
+            .filter(coe_sections::coe_id.eq(id))
+            .filter(coe_sections::key.eq(key))
+            .select(coe_sections::body)
+            .first(conn)
+            .optional()?;
+        diesel::delete(
+            coe_sections::table
+                .filter(coe_sections::coe_id.eq(id))
+                .filter(coe_sections::key.eq(key)),
+        )
+        .execute(conn)?;
+        diesel::insert_into(coe_sections::table)
+            .values(SectionRow {
+                coe_id: id.to_owned(),
+                key: key.to_owned(),
+                body: body.to_owned(),
+                updated_by: actor.to_owned(),
+                updated_at: now,
+            })
+            .execute(conn)?;
+        record_change(
+            conn,
+            id,
+            actor,
+            &format!("section:{key}"),
+            before.map(|b| json!({ "body": b })),
+            Some(json!({ "body": body })),
+            now,
+        )?;
+        finish_change(conn, id, now)
+    })
+}
+
+/// Fields `PATCH /api/v1/coes/{id}` may change.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CoePatch {
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub owner: Option<crate::domain::EmailAddress>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub reviewer: Option<crate::domain::EmailAddress>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>, example = "sev2")]
+    pub severity: Option<Severity>,
+    #[serde(default)]
+    pub service: Option<String>,
+}
+
+/// Changes title, owner, reviewer, severity or service.
+pub fn patch(
+    conn: &mut DbConnection,
+    id: &str,
+    patch: CoePatch,
+    expected: Option<i32>,
+    actor: Actor<'_>,
+) -> Result<(), CoeError> {
+    db::write_transaction(conn, |conn| {
+        let row = begin_change(conn, id, expected)?;
+        let mut changes = Vec::new();
+        if let Some(title) = &patch.title {
+            let title = title.trim();
+            if title.is_empty() {
+                return Err(CoeError::invalid("title", "must not be empty"));
+            }
+            changes.push(("title", json!(title)));
+        }
+        if let Some(owner) = &patch.owner {
+            changes.push(("owner", json!(owner.as_str())));
+        }
+        if let Some(reviewer) = &patch.reviewer {
+            changes.push(("reviewer", json!(reviewer.as_str())));
+        }
+        // Whatever changes, the owner and the reviewer stay two people.
+        let final_owner = patch
+            .owner
+            .as_ref()
+            .map(|o| o.as_str().to_owned())
+            .or(row.owner_email.clone());
+        let final_reviewer = patch
+            .reviewer
+            .as_ref()
+            .map(|r| r.as_str().to_owned())
+            .or(row.reviewer_email.clone());
+        if final_owner.is_some() && final_owner == final_reviewer {
+            let field = if patch.reviewer.is_some() {
+                "reviewer"
+            } else {
+                "owner"
+            };
+            return Err(CoeError::invalid(
+                field,
+                "the COE's owner and reviewer must be two people",
+            ));
+        }
+        if let Some(severity) = patch.severity {
+            changes.push(("severity", json!(severity)));
+        }
+        if let Some(service) = &patch.service {
+            changes.push(("service", json!(service.trim())));
+        }
+        if changes.is_empty() {
+            return Err(CoeError::invalid(
+                "body",
+                "names nothing to change (title, owner, reviewer, severity, service)",
+            ));
+        }
+        let now = db::now();
+        apply_patch(conn, id, &changes, actor, now)?;
+        finish_change(conn, id, now)
+    })
+}
+
+pub(super) fn apply_patch(
+    conn: &mut DbConnection,
+    id: &str,
+    changes: &[(&str, Value)],
+    actor: Actor<'_>,
+    now: NaiveDateTime,
+) -> Result<(), CoeError> {
+    let row = load_row(conn, id)?;
+    let mut before = serde_json::Map::new();
+    let mut after = serde_json::Map::new();
+    for (field, value) in changes {
+        let text = value.as_str().map(str::to_owned);
+        match *field {
+            "title" => {
+                before.insert("title".into(), json!(row.title));
+                diesel::update(coes::table.find(id))
+                    .set(coes::title.eq(text.clone().unwrap_or_default()))
+                    .execute(conn)?;
+            }
+            "owner" => {
+                before.insert("owner".into(), json!(row.owner_email));
+                diesel::update(coes::table.find(id))
+                    .set(coes::owner_email.eq(text.clone()))
+                    .execute(conn)?;
+            }
+            "reviewer" => {
+                before.insert("reviewer".into(), json!(row.reviewer_email));
+                diesel::update(coes::table.find(id))
+                    .set(coes::reviewer_email.eq(text.clone()))
+                    .execute(conn)?;
+            }
+            "severity" => {
+                before.insert(
+                    "severity".into(),
+                    json!(Severity::from_rank(row.severity).map(|s| s.as_str())),
+                );
+                let rank = text
+                    .as_deref()
+                    .and_then(|s| s.parse::<Severity>().ok())
+                    .map_or(row.severity, Severity::rank);
+                diesel::update(coes::table.find(id))
+                    .set(coes::severity.eq(rank))
+                    .execute(conn)?;
+            }
+            "service" => {
+                before.insert("service".into(), json!(row.service));
+                diesel::update(coes::table.find(id))
+                    .set(coes::service.eq(text.clone().filter(|s| !s.is_empty())))
+                    .execute(conn)?;
+            }
+            _ => continue,
+        }
+        after.insert((*field).to_owned(), value.clone());
+    }
+    record_change(
+        conn,
+        id,
+        actor,
+        "update",
+        Some(Value::Object(before)),
+        Some(Value::Object(after)),
+        now,
+    )?;
+    Ok(())
+}

@@ -1,0 +1,146 @@
+//! COE writeups: opening drafts (by themselves, from incidents, or by hand), reading
+//! the whole document with its completeness report, and editing it with optimistic
+//! concurrency (every write names the version it was based on). Every change is
+//! written to the audit log in the same transaction.
+//!
+//! One module per concern: `draft` opens drafts and files events into them,
+//! `document` assembles what readers see, `edit` holds the version check and the
+//! COE's own fields and sections, `timeline`, `whys` and `related` their parts, and
+//! `search` the full-text index and the list.
+
+mod document;
+mod draft;
+mod edit;
+mod related;
+mod search;
+mod timeline;
+mod whys;
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use serde_json::Value;
+
+use crate::config::Settings;
+use crate::db::models::CoeRow;
+use crate::db::schema::coes;
+use crate::db::DbConnection;
+use crate::domain::coe::CoeState;
+use crate::domain::template::Template;
+use crate::services::access::AccessError;
+use crate::services::audit::{self, Change, Subject};
+
+pub use document::{
+    history, load, CoeDocument, HistoryEntry, Recurrence, RelatedItem, ReviewComment, SectionView,
+    TemplateRef, TimelineEntry, Why, WhyChain,
+};
+pub use draft::{create, open_draft_for_incident, record_event, NewCoe};
+pub use edit::{may_edit, patch, put_section, CoePatch};
+pub use related::{add_related, delete_related, RelatedInput};
+pub use search::{list, CoeFilter, CoeSummary};
+pub use timeline::{add_timeline, delete_timeline, edit_timeline, TimelineInput};
+pub use whys::{add_why_chain, delete_why_chain, replace_why_chain, WhyChainInput};
+
+/// Who is changing things: the token's person, or `token:<name>`, or `coe` itself.
+pub type Actor<'a> = &'a str;
+
+/// The actor recorded for changes the service makes by itself.
+pub const SYSTEM_ACTOR: &str = "coe";
+
+#[derive(Debug, thiserror::Error)]
+pub enum CoeError {
+    #[error("no COE with id `{0}`")]
+    NotFound(String),
+    #[error("the COE changed since version {expected}: it is now at version {current}")]
+    Stale { expected: i32, current: i32 },
+    #[error(
+        "send the version this change is based on in `If-Match` (the COE is at version {current})"
+    )]
+    VersionRequired { current: i32 },
+    #[error("the COE is {state}: its writeup can no longer be edited")]
+    NotEditable { state: CoeState },
+    #[error("invalid input")]
+    Invalid(Vec<(String, String)>),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error(transparent)]
+    Database(#[from] diesel::result::Error),
+}
+
+impl CoeError {
+    fn invalid(field: impl Into<String>, problem: impl Into<String>) -> Self {
+        CoeError::Invalid(vec![(field.into(), problem.into())])
+    }
+}
+
+impl From<AccessError> for CoeError {
+    fn from(e: AccessError) -> Self {
+        match e {
+            AccessError::NotFound(id) => CoeError::NotFound(id),
+            AccessError::Forbidden(m) => CoeError::Forbidden(m),
+            AccessError::Database(d) => CoeError::Database(d),
+        }
+    }
+}
+
+/// What the service needs from settings.
+pub struct Context<'a> {
+    pub settings: &'a Settings,
+    pub template: &'a Template,
+    /// Email templates, for telling a new COE's owner.
+    pub emails: &'a crate::email::EmailTemplates,
+}
+
+/// Writes the audit record of a change to COE `coe_id`.
+fn record_change(
+    conn: &mut DbConnection,
+    coe_id: &str,
+    actor: Actor<'_>,
+    action: &str,
+    before: Option<Value>,
+    after: Option<Value>,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    audit::record(
+        conn,
+        Change {
+            subject: Subject::Coe(coe_id),
+            actor,
+            action,
+            before,
+            after,
+        },
+        now,
+    )
+}
+
+fn load_row(conn: &mut DbConnection, id: &str) -> Result<CoeRow, CoeError> {
+    coes::table
+        .find(id)
+        .select(CoeRow::as_select())
+        .first(conn)
+        .optional()?
+        .ok_or_else(|| CoeError::NotFound(id.to_owned()))
+}
+
+fn template_of(row: &CoeRow) -> Template {
+    serde_json::from_str(&row.template).unwrap_or_else(|_| Template::default_template())
+}
+
+/// One child row of COE `$coe` (a timeline entry, a 5-whys chain, a related item) by
+/// its id, as `$select`: `NotFound` naming `$coe/$what/$child` when it does not exist
+/// or belongs to another COE.
+macro_rules! child_of_coe {
+    ($conn:expr, $table:ident, $select:expr, $coe:expr, $child:expr, $what:literal) => {
+        $table::table
+            .filter($table::id.eq($child))
+            .filter($table::coe_id.eq($coe))
+            .select($select)
+            .first($conn)
+            .optional()?
+            .ok_or_else(|| CoeError::NotFound(format!("{}/{}/{}", $coe, $what, $child)))
+    };
+}
+
+use child_of_coe;

@@ -1,0 +1,138 @@
+//! Related items: links, tickets, runbooks, changes and other COEs.
+
+use diesel::prelude::*;
+use serde::Deserialize;
+use serde_json::json;
+use utoipa::ToSchema;
+
+use super::edit::{begin_change, finish_change};
+use super::{child_of_coe, record_change, Actor, CoeError};
+use crate::db::models::RelatedRow;
+use crate::db::schema::{coes, related_items};
+use crate::db::{self, DbConnection};
+use crate::domain::coe::RelatedKind;
+
+/// A related item as people add it.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RelatedInput {
+    /// link, ticket, runbook, change or coe.
+    pub kind: String,
+    #[serde(default)]
+    pub title: Option<String>,
+    /// An http(s) URL; required unless kind is `coe`.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// For kind `coe`: the other COE's id.
+    #[serde(default)]
+    pub coe_id: Option<String>,
+}
+
+/// Adds a related item; returns its id.
+pub fn add_related(
+    conn: &mut DbConnection,
+    id: &str,
+    input: &RelatedInput,
+    expected: Option<i32>,
+    actor: Actor<'_>,
+) -> Result<String, CoeError> {
+    db::write_transaction(conn, |conn| {
+        begin_change(conn, id, expected)?;
+        let kind =
+            RelatedKind::from_input(&input.kind).map_err(|p| CoeError::invalid("kind", p))?;
+        let (url, related) = if kind == RelatedKind::Coe {
+            let other = input
+                .coe_id
+                .as_deref()
+                .ok_or_else(|| CoeError::invalid("coe_id", "is required for kind coe"))?;
+            if other == id {
+                return Err(CoeError::invalid("coe_id", "must be another COE"));
+            }
+            let exists: i64 = coes::table
+                .filter(coes::id.eq(other))
+                .count()
+                .get_result(conn)?;
+            if exists == 0 {
+                return Err(CoeError::invalid(
+                    "coe_id",
+                    format!("no COE with id `{other}`"),
+                ));
+            }
+            (None, Some(other.to_owned()))
+        } else {
+            let url = input
+                .url
+                .as_deref()
+                .map(str::trim)
+                .ok_or_else(|| CoeError::invalid("url", "is required"))?;
+            if crate::domain::event::web_links([url.to_owned()]).is_empty() {
+                return Err(CoeError::invalid(
+                    "url",
+                    format!("must be an http or https URL (got {url:?})"),
+                ));
+            }
+            (Some(url.to_owned()), None)
+        };
+        let now = db::now();
+        let row = RelatedRow {
+            id: db::new_id(),
+            coe_id: id.to_owned(),
+            kind: kind.as_str().to_owned(),
+            title: input.title.clone().filter(|t| !t.trim().is_empty()),
+            url,
+            related_coe_id: related,
+            created_at: now,
+        };
+        diesel::insert_into(related_items::table)
+            .values(&row)
+            .execute(conn)?;
+        record_change(
+            conn,
+            id,
+            actor,
+            "related:add",
+            None,
+            Some(
+                json!({"id": row.id, "kind": row.kind, "url": row.url, "coe_id": row.related_coe_id, "title": row.title}),
+            ),
+            now,
+        )?;
+        finish_change(conn, id, now)?;
+        Ok(row.id)
+    })
+}
+
+/// Removes a related item.
+pub fn delete_related(
+    conn: &mut DbConnection,
+    id: &str,
+    item_id: &str,
+    expected: Option<i32>,
+    actor: Actor<'_>,
+) -> Result<(), CoeError> {
+    db::write_transaction(conn, |conn| {
+        begin_change(conn, id, expected)?;
+        let row: RelatedRow = child_of_coe!(
+            conn,
+            related_items,
+            RelatedRow::as_select(),
+            id,
+            item_id,
+            "related"
+        )?;
+        diesel::delete(related_items::table.find(item_id)).execute(conn)?;
+        let now = db::now();
+        record_change(
+            conn,
+            id,
+            actor,
+            "related:delete",
+            Some(
+                json!({"id": row.id, "kind": row.kind, "url": row.url, "coe_id": row.related_coe_id}),
+            ),
+            None,
+            now,
+        )?;
+        finish_change(conn, id, now)
+    })
+}

@@ -1,0 +1,181 @@
+//! The COE list and its full-text search. The index (`db::search`) holds each COE's
+//! title and, as its body, the sections, timeline and 5 whys; `reindex` rebuilds a
+//! COE's entry after every edit.
+
+use std::collections::BTreeMap;
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::Why;
+use crate::db::models::CoeRow;
+use crate::db::schema::{coe_sections, coes, timeline_entries, why_chains};
+use crate::db::{self, types, DbConnection};
+use crate::domain::coe::CoeState;
+use crate::domain::Severity;
+
+/// A COE in a list.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CoeSummary {
+    pub id: String,
+    pub incident_id: Option<String>,
+    pub title: String,
+    pub service: Option<String>,
+    #[schema(value_type = String, example = "sev2")]
+    pub severity: Severity,
+    pub state: CoeState,
+    pub owner: Option<String>,
+    pub reviewer: Option<String>,
+    pub created_at: NaiveDateTime,
+    pub updated_at: NaiveDateTime,
+    /// Search rank when `q` was given (higher is better).
+    pub rank: Option<f64>,
+}
+
+/// Rebuilds the COE's row in the full-text index: its title, and its sections,
+/// timeline and 5 whys as the body.
+pub(super) fn reindex(conn: &mut DbConnection, id: &str) -> QueryResult<()> {
+    let title: String = coes::table.find(id).select(coes::title).first(conn)?;
+    let mut body = String::new();
+    for text in coe_sections::table
+        .filter(coe_sections::coe_id.eq(id))
+        .select(coe_sections::body)
+        .load::<String>(conn)?
+    {
+        body.push_str(&text);
+        body.push('\n');
+    }
+    for text in timeline_entries::table
+        .filter(timeline_entries::coe_id.eq(id))
+        .select(timeline_entries::text)
+        .load::<String>(conn)?
+    {
+        body.push_str(&text);
+        body.push('\n');
+    }
+    for steps in why_chains::table
+        .filter(why_chains::coe_id.eq(id))
+        .select(why_chains::steps)
+        .load::<String>(conn)?
+    {
+        for step in serde_json::from_str::<Vec<Why>>(&steps).unwrap_or_default() {
+            body.push_str(&step.why);
+            body.push(' ');
+            body.push_str(&step.because);
+            body.push('\n');
+        }
+    }
+    db::search::write(conn, id, &title, &body)
+}
+
+/// Filters of the COE list. `text` searches titles and writeups, ranked.
+#[derive(Debug, Clone, Default)]
+pub struct CoeFilter {
+    pub text: Option<String>,
+    pub state: Option<CoeState>,
+    pub service: Option<String>,
+    pub severity: Option<Severity>,
+    pub owner: Option<String>,
+    pub since: Option<NaiveDateTime>,
+    pub until: Option<NaiveDateTime>,
+}
+
+/// Most search hits ranked before filtering.
+const MAX_SEARCH_HITS: i64 = 1_000;
+
+fn summary(row: CoeRow, rank: Option<f64>) -> QueryResult<CoeSummary> {
+    Ok(CoeSummary {
+        severity: types::severity("coes.severity", row.severity)?,
+        state: types::read("coes.state", &row.state)?,
+        id: row.id,
+        incident_id: row.incident_id,
+        title: row.title,
+        service: row.service,
+        owner: row.owner_email,
+        reviewer: row.reviewer_email,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        rank,
+    })
+}
+
+/// A page of COEs: ranked by relevance with `text`, else newest first.
+pub fn list(
+    conn: &mut DbConnection,
+    filter: &CoeFilter,
+    limit: i64,
+    offset: i64,
+) -> QueryResult<(Vec<CoeSummary>, i64)> {
+    let hits = match &filter.text {
+        Some(text) => Some(db::search::find(conn, text, MAX_SEARCH_HITS)?),
+        None => None,
+    };
+    let filtered = || {
+        let mut query = coes::table.into_boxed();
+        if let Some(state) = filter.state {
+            query = query.filter(coes::state.eq(state.as_str()));
+        }
+        if let Some(service) = &filter.service {
+            query = query.filter(coes::service.eq(service.clone()));
+        }
+        if let Some(severity) = filter.severity {
+            query = query.filter(coes::severity.eq(severity.rank()));
+        }
+        if let Some(owner) = &filter.owner {
+            query = query.filter(coes::owner_email.eq(owner.clone()));
+        }
+        if let Some(since) = filter.since {
+            query = query.filter(coes::created_at.ge(since));
+        }
+        if let Some(until) = filter.until {
+            query = query.filter(coes::created_at.lt(until));
+        }
+        if let Some(hits) = &hits {
+            let ids: Vec<String> = hits.iter().map(|(id, _)| id.clone()).collect();
+            query = query.filter(coes::id.eq_any(ids));
+        }
+        query
+    };
+    match &hits {
+        None => {
+            let total: i64 = filtered().count().get_result(conn)?;
+            let rows: Vec<CoeRow> = filtered()
+                .order((coes::created_at.desc(), coes::id.desc()))
+                .limit(limit)
+                .offset(offset)
+                .select(CoeRow::as_select())
+                .load(conn)?;
+            let page = rows
+                .into_iter()
+                .map(|r| summary(r, None))
+                .collect::<QueryResult<_>>()?;
+            Ok((page, total))
+        }
+        Some(hits) => {
+            let rows: Vec<CoeRow> = filtered().select(CoeRow::as_select()).load(conn)?;
+            let rank: BTreeMap<String, f64> = hits.iter().cloned().collect();
+            let mut found: Vec<CoeSummary> = rows
+                .into_iter()
+                .map(|r| {
+                    let score = rank.get(&r.id).copied();
+                    summary(r, score)
+                })
+                .collect::<QueryResult<_>>()?;
+            found.sort_by(|a, b| {
+                b.rank
+                    .partial_cmp(&a.rank)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+                    .then_with(|| b.created_at.cmp(&a.created_at))
+            });
+            let total = i64::try_from(found.len()).unwrap_or(i64::MAX);
+            let page = found
+                .into_iter()
+                .skip(usize::try_from(offset).unwrap_or(0))
+                .take(usize::try_from(limit).unwrap_or(0))
+                .collect();
+            Ok((page, total))
+        }
+    }
+}

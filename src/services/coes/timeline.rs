@@ -1,0 +1,239 @@
+//! The timeline: entries from events and entries people write. Milestone entries
+//! (started, detected, mitigated, resolved) also set the COE's own times.
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use serde::Deserialize;
+use serde_json::json;
+use utoipa::ToSchema;
+
+use super::edit::{begin_change, finish_change};
+use super::{child_of_coe, record_change, Actor, CoeError};
+use crate::db::models::{IncidentRow, TimelineRow};
+use crate::db::schema::{coes, incidents, timeline_entries};
+use crate::db::{self, types, DbConnection};
+use crate::domain::coe::TimelineKind;
+
+/// A timeline entry as people write it.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TimelineInput {
+    /// RFC 3339.
+    pub at: String,
+    /// started, detected, diagnosed, mitigated, resolved, fired, acknowledged, updated or note.
+    pub kind: String,
+    pub text: String,
+}
+
+fn check_timeline(input: &TimelineInput) -> Result<(NaiveDateTime, TimelineKind), CoeError> {
+    let at = crate::domain::event::parse_time(&input.at)
+        .map_err(|p| CoeError::invalid("at", p))?
+        .ok_or_else(|| {
+            CoeError::invalid("at", format!("must be a real time (got {:?})", input.at))
+        })?;
+    let kind = TimelineKind::from_input(&input.kind).map_err(|p| CoeError::invalid("kind", p))?;
+    if input.text.trim().is_empty() {
+        return Err(CoeError::invalid("text", "must not be empty"));
+    }
+    if input.text.len() > 10_000 {
+        return Err(CoeError::invalid("text", "must be at most 10000 bytes"));
+    }
+    Ok((at, kind))
+}
+
+/// Milestone kinds also set the COE's own times (see `recompute_milestone`).
+fn set_milestone(
+    conn: &mut DbConnection,
+    id: &str,
+    kind: TimelineKind,
+    at: Option<NaiveDateTime>,
+) -> QueryResult<()> {
+    let target = coes::table.find(id);
+    match kind {
+        TimelineKind::Started => diesel::update(target)
+            .set(coes::started_at.eq(at))
+            .execute(conn)?,
+        TimelineKind::Detected => diesel::update(target)
+            .set(coes::detected_at.eq(at))
+            .execute(conn)?,
+        TimelineKind::Mitigated => diesel::update(target)
+            .set(coes::mitigated_at.eq(at))
+            .execute(conn)?,
+        TimelineKind::Resolved => diesel::update(target)
+            .set(coes::resolved_at.eq(at))
+            .execute(conn)?,
+        _ => 0,
+    };
+    Ok(())
+}
+
+/// Sets the COE's time for milestone `kind`: from the timeline entries people wrote,
+/// the earliest (started, detected, mitigated) or the latest (resolved); with none,
+/// the incident's time (started, detected, resolved: its alerts decide it, all of
+/// them together), else none. Called after every timeline change of that kind, and
+/// by `record_event` when the incident's resolution changes.
+pub(super) fn recompute_milestone(
+    conn: &mut DbConnection,
+    id: &str,
+    kind: TimelineKind,
+) -> QueryResult<()> {
+    if !kind.is_milestone() {
+        return Ok(());
+    }
+    let written = timeline_entries::table
+        .filter(timeline_entries::coe_id.eq(id))
+        .filter(timeline_entries::kind.eq(kind.as_str()))
+        .filter(timeline_entries::source.is_null());
+    let mut at: Option<NaiveDateTime> = if kind == TimelineKind::Resolved {
+        written
+            .select(diesel::dsl::max(timeline_entries::at))
+            .first(conn)?
+    } else {
+        written
+            .select(diesel::dsl::min(timeline_entries::at))
+            .first(conn)?
+    };
+    if at.is_none() {
+        let incident: Option<IncidentRow> = coes::table
+            .inner_join(incidents::table)
+            .filter(coes::id.eq(id))
+            .select(IncidentRow::as_select())
+            .first(conn)
+            .optional()?;
+        at = incident.and_then(|i| match kind {
+            TimelineKind::Started => Some(i.started_at),
+            TimelineKind::Detected => Some(i.detected_at),
+            TimelineKind::Resolved => i.resolved_at,
+            _ => None,
+        });
+    }
+    set_milestone(conn, id, kind, at)
+}
+
+/// Adds a timeline entry; returns its id.
+pub fn add_timeline(
+    conn: &mut DbConnection,
+    id: &str,
+    input: &TimelineInput,
+    expected: Option<i32>,
+    actor: Actor<'_>,
+) -> Result<String, CoeError> {
+    db::write_transaction(conn, |conn| {
+        begin_change(conn, id, expected)?;
+        let (at, kind) = check_timeline(input)?;
+        let now = db::now();
+        let entry = TimelineRow {
+            id: db::new_id(),
+            coe_id: id.to_owned(),
+            at,
+            kind: kind.as_str().to_owned(),
+            text: input.text.trim().to_owned(),
+            source: None,
+            event_id: None,
+            created_at: now,
+        };
+        diesel::insert_into(timeline_entries::table)
+            .values(&entry)
+            .execute(conn)?;
+        recompute_milestone(conn, id, kind)?;
+        record_change(
+            conn,
+            id,
+            actor,
+            "timeline:add",
+            None,
+            Some(json!({"id": entry.id, "at": at, "kind": kind, "text": entry.text})),
+            now,
+        )?;
+        finish_change(conn, id, now)?;
+        Ok(entry.id)
+    })
+}
+
+/// Replaces a timeline entry.
+pub fn edit_timeline(
+    conn: &mut DbConnection,
+    id: &str,
+    entry_id: &str,
+    input: &TimelineInput,
+    expected: Option<i32>,
+    actor: Actor<'_>,
+) -> Result<(), CoeError> {
+    db::write_transaction(conn, |conn| {
+        begin_change(conn, id, expected)?;
+        let (at, kind) = check_timeline(input)?;
+        let existing: TimelineRow = child_of_coe!(
+            conn,
+            timeline_entries,
+            TimelineRow::as_select(),
+            id,
+            entry_id,
+            "timeline"
+        )?;
+        let now = db::now();
+        diesel::update(timeline_entries::table.find(entry_id))
+            .set((
+                timeline_entries::at.eq(at),
+                timeline_entries::kind.eq(kind.as_str()),
+                timeline_entries::text.eq(input.text.trim()),
+            ))
+            .execute(conn)?;
+        let existing_kind = types::read("timeline_entries.kind", &existing.kind)?;
+        recompute_milestone(conn, id, existing_kind)?;
+        if existing_kind != kind {
+            recompute_milestone(conn, id, kind)?;
+        }
+        record_change(
+            conn,
+            id,
+            actor,
+            "timeline:edit",
+            Some(
+                json!({"id": entry_id, "at": existing.at, "kind": existing.kind, "text": existing.text}),
+            ),
+            Some(json!({"id": entry_id, "at": at, "kind": kind, "text": input.text.trim()})),
+            now,
+        )?;
+        finish_change(conn, id, now)
+    })
+}
+
+/// Deletes a timeline entry.
+pub fn delete_timeline(
+    conn: &mut DbConnection,
+    id: &str,
+    entry_id: &str,
+    expected: Option<i32>,
+    actor: Actor<'_>,
+) -> Result<(), CoeError> {
+    db::write_transaction(conn, |conn| {
+        begin_change(conn, id, expected)?;
+        let existing: TimelineRow = child_of_coe!(
+            conn,
+            timeline_entries,
+            TimelineRow::as_select(),
+            id,
+            entry_id,
+            "timeline"
+        )?;
+        diesel::delete(timeline_entries::table.find(entry_id)).execute(conn)?;
+        recompute_milestone(
+            conn,
+            id,
+            types::read("timeline_entries.kind", &existing.kind)?,
+        )?;
+        let now = db::now();
+        record_change(
+            conn,
+            id,
+            actor,
+            "timeline:delete",
+            Some(
+                json!({"id": entry_id, "at": existing.at, "kind": existing.kind, "text": existing.text}),
+            ),
+            None,
+            now,
+        )?;
+        finish_change(conn, id, now)
+    })
+}

@@ -1,0 +1,153 @@
+//! 5-whys chains: from the symptom down to the root cause, several per COE.
+
+use diesel::prelude::*;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use utoipa::ToSchema;
+
+use super::edit::{begin_change, finish_change};
+use super::{child_of_coe, record_change, Actor, CoeError, Why};
+use crate::db::models::WhyChainRow;
+use crate::db::schema::why_chains;
+use crate::db::{self, DbConnection};
+
+/// A 5-whys chain as people write it.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WhyChainInput {
+    /// From the symptom down to the root cause.
+    pub steps: Vec<Why>,
+}
+
+fn check_steps(input: &WhyChainInput) -> Result<String, CoeError> {
+    if input.steps.is_empty() {
+        return Err(CoeError::invalid("steps", "must hold at least one why"));
+    }
+    if input.steps.len() > 50 {
+        return Err(CoeError::invalid("steps", "must hold at most 50 whys"));
+    }
+    for (i, step) in input.steps.iter().enumerate() {
+        if step.why.trim().is_empty() {
+            return Err(CoeError::invalid(
+                format!("steps[{i}].why"),
+                "must not be empty",
+            ));
+        }
+        if step.because.trim().is_empty() {
+            return Err(CoeError::invalid(
+                format!("steps[{i}].because"),
+                "must not be empty",
+            ));
+        }
+        if step.why.len() + step.because.len() > 10_000 {
+            return Err(CoeError::invalid(
+                format!("steps[{i}]"),
+                "must be at most 10000 bytes",
+            ));
+        }
+    }
+    Ok(serde_json::to_string(&input.steps).unwrap_or_else(|_| "[]".into()))
+}
+
+/// Adds a 5-whys chain at the end; returns its id.
+pub fn add_why_chain(
+    conn: &mut DbConnection,
+    id: &str,
+    input: &WhyChainInput,
+    expected: Option<i32>,
+    actor: Actor<'_>,
+) -> Result<String, CoeError> {
+    db::write_transaction(conn, |conn| {
+        begin_change(conn, id, expected)?;
+        let steps = check_steps(input)?;
+        let position: Option<i32> = why_chains::table
+            .filter(why_chains::coe_id.eq(id))
+            .select(diesel::dsl::max(why_chains::position))
+            .first(conn)?;
+        let now = db::now();
+        let row = WhyChainRow {
+            id: db::new_id(),
+            coe_id: id.to_owned(),
+            position: position.map_or(0, |p| p + 1),
+            steps,
+            created_at: now,
+            updated_at: now,
+        };
+        diesel::insert_into(why_chains::table)
+            .values(&row)
+            .execute(conn)?;
+        record_change(
+            conn,
+            id,
+            actor,
+            "five_whys:add",
+            None,
+            Some(json!({"id": row.id, "steps": input.steps})),
+            now,
+        )?;
+        finish_change(conn, id, now)?;
+        Ok(row.id)
+    })
+}
+
+/// Replaces a chain's steps.
+pub fn replace_why_chain(
+    conn: &mut DbConnection,
+    id: &str,
+    chain_id: &str,
+    input: &WhyChainInput,
+    expected: Option<i32>,
+    actor: Actor<'_>,
+) -> Result<(), CoeError> {
+    db::write_transaction(conn, |conn| {
+        begin_change(conn, id, expected)?;
+        let steps = check_steps(input)?;
+        let before: String =
+            child_of_coe!(conn, why_chains, why_chains::steps, id, chain_id, "whys")?;
+        let now = db::now();
+        diesel::update(why_chains::table.find(chain_id))
+            .set((why_chains::steps.eq(&steps), why_chains::updated_at.eq(now)))
+            .execute(conn)?;
+        record_change(
+            conn,
+            id,
+            actor,
+            "five_whys:edit",
+            Some(
+                json!({"id": chain_id, "steps": serde_json::from_str::<Value>(&before).unwrap_or(Value::Null)}),
+            ),
+            Some(json!({"id": chain_id, "steps": input.steps})),
+            now,
+        )?;
+        finish_change(conn, id, now)
+    })
+}
+
+/// Deletes a chain.
+pub fn delete_why_chain(
+    conn: &mut DbConnection,
+    id: &str,
+    chain_id: &str,
+    expected: Option<i32>,
+    actor: Actor<'_>,
+) -> Result<(), CoeError> {
+    db::write_transaction(conn, |conn| {
+        begin_change(conn, id, expected)?;
+        let before: String =
+            child_of_coe!(conn, why_chains, why_chains::steps, id, chain_id, "whys")?;
+        diesel::delete(why_chains::table.find(chain_id)).execute(conn)?;
+        let now = db::now();
+        record_change(
+            conn,
+            id,
+            actor,
+            "five_whys:delete",
+            Some(
+                json!({"id": chain_id, "steps": serde_json::from_str::<Value>(&before).unwrap_or(Value::Null)}),
+            ),
+            None,
+            now,
+        )?;
+        finish_change(conn, id, now)
+    })
+}
