@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 
 use crate::db::models::{DeliveryRow, FailureEventRow, IncidentRow};
 use crate::db::schema::{failure_events, incidents, webhook_deliveries};
-use crate::db::DbConnection;
+use crate::db::{types, DbConnection};
 use crate::domain::incident::IncidentState;
 use crate::domain::{EventKind, EventStatus, Severity};
 
@@ -97,14 +97,16 @@ pub struct IncidentFilter {
     pub needs_coe: Option<bool>,
 }
 
-impl From<IncidentRow> for Incident {
-    fn from(row: IncidentRow) -> Self {
-        Incident {
+impl TryFrom<IncidentRow> for Incident {
+    type Error = diesel::result::Error;
+
+    fn try_from(row: IncidentRow) -> QueryResult<Self> {
+        Ok(Incident {
             duration_seconds: row
                 .resolved_at
                 .map(|r| (r - row.started_at).num_seconds().max(0)),
-            severity: Severity::from_rank(row.severity).unwrap_or(Severity::Sev5),
-            state: IncidentState::parse(&row.state).unwrap_or(IncidentState::Open),
+            severity: types::severity("incidents.severity", row.severity)?,
+            state: types::read("incidents.state", &row.state)?,
             needs_coe: row.coe_required_at.is_some(),
             id: row.id,
             group_key: row.group_key,
@@ -118,16 +120,18 @@ impl From<IncidentRow> for Incident {
             reopened_count: row.reopened_count,
             event_count: row.event_count,
             coe_required_at: row.coe_required_at,
-        }
+        })
     }
 }
 
-impl From<FailureEventRow> for Event {
-    fn from(row: FailureEventRow) -> Self {
-        Event {
-            kind: EventKind::parse(&row.kind).unwrap_or(EventKind::Updated),
-            status: EventStatus::parse(&row.status).unwrap_or(EventStatus::Firing),
-            severity: Severity::from_rank(row.severity).unwrap_or(Severity::Sev5),
+impl TryFrom<FailureEventRow> for Event {
+    type Error = diesel::result::Error;
+
+    fn try_from(row: FailureEventRow) -> QueryResult<Self> {
+        Ok(Event {
+            kind: types::read("failure_events.kind", &row.kind)?,
+            status: types::read("failure_events.status", &row.status)?,
+            severity: types::severity("failure_events.severity", row.severity)?,
             labels: serde_json::from_str(&row.labels).unwrap_or_default(),
             annotations: serde_json::from_str(&row.annotations).unwrap_or_default(),
             links: serde_json::from_str(&row.links).unwrap_or_default(),
@@ -142,7 +146,7 @@ impl From<FailureEventRow> for Event {
             ended_at: row.ended_at,
             received_at: row.received_at,
             description: row.description,
-        }
+        })
     }
 }
 
@@ -188,7 +192,11 @@ pub fn list(
         .offset(offset)
         .select(IncidentRow::as_select())
         .load(conn)?;
-    Ok((rows.into_iter().map(Incident::from).collect(), total))
+    let page = rows
+        .into_iter()
+        .map(Incident::try_from)
+        .collect::<QueryResult<_>>()?;
+    Ok((page, total))
 }
 
 /// One incident with its events, oldest first.
@@ -207,8 +215,11 @@ pub fn get(conn: &mut DbConnection, id: &str) -> QueryResult<Option<IncidentDeta
         .select(FailureEventRow::as_select())
         .load(conn)?;
     Ok(Some(IncidentDetail {
-        incident: row.into(),
-        events: events.into_iter().map(Event::from).collect(),
+        incident: row.try_into()?,
+        events: events
+            .into_iter()
+            .map(Event::try_from)
+            .collect::<QueryResult<_>>()?,
     }))
 }
 
@@ -220,15 +231,17 @@ pub fn event(conn: &mut DbConnection, id: &str) -> QueryResult<Option<EventDetai
         .select((FailureEventRow::as_select(), DeliveryRow::as_select()))
         .first(conn)
         .optional()?;
-    Ok(found.map(|(row, delivery)| {
-        let raw_payload = serde_json::from_str(&delivery.body)
-            .unwrap_or_else(|_| Value::String(delivery.body.clone()));
-        EventDetail {
-            delivery_id: row.delivery_id.clone(),
-            occurrence_key: row.occurrence_key.clone(),
-            content_type: delivery.content_type,
-            raw_payload,
-            event: row.into(),
-        }
-    }))
+    found
+        .map(|(row, delivery)| {
+            let raw_payload = serde_json::from_str(&delivery.body)
+                .unwrap_or_else(|_| Value::String(delivery.body.clone()));
+            Ok(EventDetail {
+                delivery_id: row.delivery_id.clone(),
+                occurrence_key: row.occurrence_key.clone(),
+                content_type: delivery.content_type,
+                raw_payload,
+                event: row.try_into()?,
+            })
+        })
+        .transpose()
 }

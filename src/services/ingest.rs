@@ -9,9 +9,9 @@ use utoipa::ToSchema;
 
 use crate::db::models::{DeliveryRow, FailureEventRow, IncidentAlertRow, IncidentRow};
 use crate::db::schema::{failure_events, incident_alerts, incidents, webhook_deliveries};
-use crate::db::{self, locks, DbConnection};
+use crate::db::{self, locks, types, DbConnection};
 use crate::domain::incident::{place, GroupState, IncidentPolicy, IncidentState, Placement};
-use crate::domain::{EventKind, EventStatus, FailureEvent, Severity};
+use crate::domain::{EventKind, EventStatus, FailureEvent};
 use crate::services::coes;
 
 /// One received delivery, as it arrived.
@@ -291,7 +291,7 @@ fn file_into_incident(
     };
     set_alert_status(conn, &incident.id, &event.dedup_key, event.status, now)?;
 
-    let current = Severity::from_rank(incident.severity).unwrap_or(event.severity);
+    let current = types::severity("incidents.severity", incident.severity)?;
     let severity = current.worst(event.severity);
     incident.severity = severity.rank();
     incident.event_count += 1;

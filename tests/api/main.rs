@@ -14,6 +14,7 @@ mod events;
 mod health;
 mod migrations;
 mod openapi;
+mod overdue;
 mod people;
 mod stats;
 mod storm;

@@ -1,0 +1,313 @@
+//! Writing corrective actions: create, change fields (a moved due date needs a reason
+//! and is recorded), and move through the life cycle. Each write locks the action's
+//! COE first and is audited.
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use serde_json::json;
+
+use super::{invalid, load, view, ActionError, ActionPatch, NewAction, TransitionInput};
+use crate::db::models::{ActionRow, DueDateChangeRow};
+use crate::db::schema::{coes, corrective_actions, due_date_changes};
+use crate::db::types::{self, word};
+use crate::db::{self, locks, DbConnection};
+use crate::domain::action::{self, check_new_due_date, ActionState, Transition};
+use crate::domain::coe::CoeState;
+use crate::domain::{Clock, Severity};
+use crate::services::audit::{self, Change, Subject};
+use crate::services::{lifecycle, people as directory};
+
+fn audit(
+    conn: &mut DbConnection,
+    action: &ActionRow,
+    actor: &str,
+    what: &str,
+    before: Option<serde_json::Value>,
+    after: Option<serde_json::Value>,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    audit::record(
+        conn,
+        Change {
+            subject: Subject::Action {
+                id: &action.id,
+                coe_id: &action.coe_id,
+            },
+            actor,
+            action: what,
+            before,
+            after,
+        },
+        now,
+    )
+}
+
+fn clean_text(field: &str, text: Option<&str>, max: usize) -> Result<Option<String>, ActionError> {
+    match text.map(str::trim).filter(|t| !t.is_empty()) {
+        None => Ok(None),
+        Some(t) if t.len() > max => Err(invalid(field, format!("must be at most {max} bytes"))),
+        Some(t) => Ok(Some(t.to_owned())),
+    }
+}
+
+fn web_url(field: &str, url: Option<&str>) -> Result<Option<String>, ActionError> {
+    match url.map(str::trim).filter(|u| !u.is_empty()) {
+        None => Ok(None),
+        Some(u) => crate::domain::event::web_links([u.to_owned()])
+            .into_iter()
+            .next()
+            .map(Some)
+            .ok_or_else(|| invalid(field, format!("must be an http or https URL (got {u:?})"))),
+    }
+}
+
+/// Locks the action's COE, then loads the action as it now is.
+fn load_locked(conn: &mut DbConnection, id: &str) -> Result<ActionRow, ActionError> {
+    let coe_id: String = corrective_actions::table
+        .find(id)
+        .select(corrective_actions::coe_id)
+        .first(conn)
+        .optional()?
+        .ok_or_else(|| ActionError::NotFound(id.to_owned()))?;
+    locks::lock_coe(conn, &coe_id)?;
+    load(conn, id)
+}
+
+/// Adds a corrective action to a COE; returns its id.
+pub fn create(
+    conn: &mut DbConnection,
+    coe_id: &str,
+    input: &NewAction,
+    actor: &str,
+    clock: Clock,
+) -> Result<String, ActionError> {
+    db::write_transaction(conn, |conn| {
+        if locks::lock_coe(conn, coe_id)? == 0 {
+            return Err(ActionError::CoeNotFound(coe_id.to_owned()));
+        }
+        let state: String = coes::table
+            .find(coe_id)
+            .select(coes::state)
+            .first(conn)
+            .optional()?
+            .ok_or_else(|| ActionError::CoeNotFound(coe_id.to_owned()))?;
+        let coe_state: CoeState = types::read("coes.state", &state)?;
+        if coe_state == CoeState::Closed {
+            return Err(ActionError::CoeClosed(coe_state));
+        }
+        let mut problems = Vec::new();
+        let title = input.title.trim();
+        if title.is_empty() {
+            problems.push(("title".to_owned(), "must not be empty".to_owned()));
+        } else if title.len() > 500 {
+            problems.push(("title".to_owned(), "must be at most 500 bytes".to_owned()));
+        }
+        if let Err(p) = check_new_due_date(input.due_date, clock.now, clock.tz) {
+            problems.push(("due_date".to_owned(), p));
+        }
+        if !problems.is_empty() {
+            return Err(ActionError::Invalid(problems));
+        }
+        let now = db::now();
+        let row = ActionRow {
+            id: db::new_id(),
+            coe_id: coe_id.to_owned(),
+            title: title.to_owned(),
+            description: clean_text("description", input.description.as_deref(), 20_000)?,
+            owner_email: input.owner.as_str().to_owned(),
+            due_date: input.due_date,
+            priority: word(input.priority),
+            kind: word(input.kind),
+            success_criteria: clean_text(
+                "success_criteria",
+                input.success_criteria.as_deref(),
+                20_000,
+            )?,
+            external_url: web_url("external_url", input.external_url.as_deref())?,
+            state: ActionState::Open.as_str().to_owned(),
+            resolution_note: None,
+            evidence_url: None,
+            wont_do_reason: None,
+            due_date_change_count: 0,
+            created_by: actor.to_owned(),
+            created_at: now,
+            updated_at: now,
+            closed_at: None,
+        };
+        directory::ensure(conn, &row.owner_email, now)?;
+        diesel::insert_into(corrective_actions::table)
+            .values(&row)
+            .execute(conn)?;
+        audit(
+            conn,
+            &row,
+            actor,
+            "action:create",
+            None,
+            Some(json!({
+                "title": row.title, "owner": row.owner_email, "due_date": row.due_date,
+                "priority": row.priority, "kind": row.kind,
+            })),
+            now,
+        )?;
+        // A new open action on a closed-by-itself COE is not possible (refused above);
+        // on an approved COE it keeps the COE approved until it closes.
+        Ok(row.id)
+    })
+}
+
+/// Changes an action's fields; a new due date needs a reason and is recorded.
+pub fn patch(
+    conn: &mut DbConnection,
+    id: &str,
+    patch: &ActionPatch,
+    actor: &str,
+    clock: Clock,
+) -> Result<(), ActionError> {
+    db::write_transaction(conn, |conn| {
+        let mut row = load_locked(conn, id)?;
+        let before =
+            serde_json::to_value(view(row.clone(), String::new(), Severity::Sev3, clock)?).ok();
+        let now = db::now();
+        let mut changed = false;
+        if let Some(title) = &patch.title {
+            let title = title.trim();
+            if title.is_empty() {
+                return Err(invalid("title", "must not be empty"));
+            }
+            row.title = title.to_owned();
+            changed = true;
+        }
+        if patch.description.is_some() {
+            row.description = clean_text("description", patch.description.as_deref(), 20_000)?;
+            changed = true;
+        }
+        if let Some(owner) = &patch.owner {
+            row.owner_email = owner.as_str().to_owned();
+            directory::ensure(conn, &row.owner_email, now)?;
+            changed = true;
+        }
+        if let Some(priority) = patch.priority {
+            row.priority = word(priority);
+            changed = true;
+        }
+        if let Some(kind) = patch.kind {
+            row.kind = word(kind);
+            changed = true;
+        }
+        if patch.success_criteria.is_some() {
+            row.success_criteria = clean_text(
+                "success_criteria",
+                patch.success_criteria.as_deref(),
+                20_000,
+            )?;
+            changed = true;
+        }
+        if patch.external_url.is_some() {
+            row.external_url = web_url("external_url", patch.external_url.as_deref())?;
+            changed = true;
+        }
+        if let Some(due) = patch.due_date {
+            if due != row.due_date {
+                let reason = patch
+                    .reason
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|r| !r.is_empty())
+                    .ok_or_else(|| invalid("reason", "is required to move the due date"))?;
+                check_new_due_date(due, clock.now, clock.tz).map_err(|p| invalid("due_date", p))?;
+                diesel::insert_into(due_date_changes::table)
+                    .values(DueDateChangeRow {
+                        id: db::new_id(),
+                        action_id: id.to_owned(),
+                        from_date: row.due_date,
+                        to_date: due,
+                        reason: reason.to_owned(),
+                        changed_by: actor.to_owned(),
+                        changed_at: now,
+                    })
+                    .execute(conn)?;
+                row.due_date = due;
+                row.due_date_change_count += 1;
+                changed = true;
+            }
+        } else if patch.reason.is_some() {
+            return Err(invalid("reason", "goes with a new due_date"));
+        }
+        if !changed {
+            return Err(invalid(
+                "body",
+                "names nothing to change (title, description, owner, due_date with reason, priority, kind, success_criteria, external_url)",
+            ));
+        }
+        row.updated_at = now;
+        diesel::update(corrective_actions::table.find(id))
+            .set(&row)
+            .execute(conn)?;
+        let after =
+            serde_json::to_value(view(row.clone(), String::new(), Severity::Sev3, clock)?).ok();
+        audit(conn, &row, actor, "action:update", before, after, now)?;
+        Ok(())
+    })
+}
+
+/// Moves an action through its life cycle. Closing the last active action of an
+/// approved COE closes the COE; reopening one of a closed COE brings it back to approved.
+pub fn transition(
+    conn: &mut DbConnection,
+    id: &str,
+    verb: Transition,
+    input: &TransitionInput,
+    actor: &str,
+) -> Result<(), ActionError> {
+    db::write_transaction(conn, |conn| {
+        let mut row = load_locked(conn, id)?;
+        let from: ActionState = types::read("corrective_actions.state", &row.state)?;
+        let to = action::transition(from, verb)?;
+        let note = input
+            .note
+            .as_deref()
+            .map(str::trim)
+            .filter(|n| !n.is_empty());
+        if verb.needs_note() && note.is_none() {
+            let what = match verb {
+                Transition::Complete => "a resolution note is required to complete an action",
+                Transition::WontDo => "a reason is required to decide not to do an action",
+                _ => "a note is required to reopen an action",
+            };
+            return Err(invalid("note", what));
+        }
+        let now = db::now();
+        match verb {
+            Transition::Complete => {
+                row.resolution_note = note.map(str::to_owned);
+                row.evidence_url = web_url("evidence_url", input.evidence_url.as_deref())?;
+                row.closed_at = Some(now);
+            }
+            Transition::WontDo => {
+                row.wont_do_reason = note.map(str::to_owned);
+                row.closed_at = Some(now);
+            }
+            Transition::Reopen => {
+                row.closed_at = None;
+            }
+            Transition::Start => {}
+        }
+        row.state = to.as_str().to_owned();
+        row.updated_at = now;
+        diesel::update(corrective_actions::table.find(id))
+            .set(&row)
+            .execute(conn)?;
+        audit(
+            conn,
+            &row,
+            actor,
+            &format!("action:{}", verb.name()),
+            Some(json!({"state": from.as_str()})),
+            Some(json!({"state": to.as_str(), "note": note})),
+            now,
+        )?;
+        lifecycle::settle(conn, &row.coe_id, actor, now)?;
+        Ok(())
+    })
+}

@@ -1,0 +1,257 @@
+//! Corrective actions: created on a COE, moved through their life cycle, listed with
+//! the one definition of overdue. Closing the last action of an approved COE closes
+//! the COE; reopening one brings it back to approved (`services::lifecycle`).
+//!
+//! `change` holds the writes (create, patch, transition), `list` the queries over
+//! many actions; this module the types and the reads of one.
+
+mod change;
+mod list;
+
+use chrono::{NaiveDate, NaiveDateTime};
+use diesel::prelude::*;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::db::models::{ActionRow, DueDateChangeRow};
+use crate::db::schema::{coes, corrective_actions, due_date_changes};
+use crate::db::{types, DbConnection};
+use crate::domain::action::{
+    days_overdue, is_overdue, ActionKind, ActionState, InvalidTransition, Priority,
+};
+use crate::domain::coe::CoeState;
+use crate::domain::{Clock, EmailAddress, Severity};
+use crate::services::access::{self, AccessError, Editor};
+
+pub use change::{create, patch, transition};
+pub use list::{for_coe, list, ActionFilter, ActionSort};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ActionError {
+    #[error("no action with id `{0}`")]
+    NotFound(String),
+    #[error("no COE with id `{0}`")]
+    CoeNotFound(String),
+    #[error("the COE is {0}: it takes no new corrective actions")]
+    CoeClosed(CoeState),
+    #[error("invalid input")]
+    Invalid(Vec<(String, String)>),
+    #[error(transparent)]
+    Transition(#[from] InvalidTransition),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error(transparent)]
+    Database(#[from] diesel::result::Error),
+}
+
+impl From<AccessError> for ActionError {
+    fn from(e: AccessError) -> Self {
+        match e {
+            AccessError::NotFound(id) => ActionError::NotFound(id),
+            AccessError::Forbidden(m) => ActionError::Forbidden(m),
+            AccessError::Database(d) => ActionError::Database(d),
+        }
+    }
+}
+
+fn invalid(field: &str, problem: impl Into<String>) -> ActionError {
+    ActionError::Invalid(vec![(field.to_owned(), problem.into())])
+}
+
+/// An action as the API shows it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ActionView {
+    pub id: String,
+    pub coe_id: String,
+    pub coe_title: String,
+    #[schema(value_type = String, example = "sev2")]
+    pub coe_severity: Severity,
+    pub title: String,
+    pub description: Option<String>,
+    pub owner: String,
+    pub due_date: NaiveDate,
+    pub priority: Priority,
+    pub kind: ActionKind,
+    pub success_criteria: Option<String>,
+    pub external_url: Option<String>,
+    pub state: ActionState,
+    pub resolution_note: Option<String>,
+    pub evidence_url: Option<String>,
+    pub wont_do_reason: Option<String>,
+    /// Open or in progress, and the due date has ended in the organisation's time zone.
+    pub overdue: bool,
+    pub days_overdue: i64,
+    /// How many times the due date was moved.
+    pub due_date_changes: i32,
+    pub created_at: NaiveDateTime,
+    pub updated_at: NaiveDateTime,
+    pub closed_at: Option<NaiveDateTime>,
+}
+
+/// A moved due date.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct DueDateChange {
+    pub from: NaiveDate,
+    pub to: NaiveDate,
+    pub reason: String,
+    pub by: String,
+    pub at: NaiveDateTime,
+}
+
+/// One action with the history of its due date.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ActionDetail {
+    #[serde(flatten)]
+    pub action: ActionView,
+    pub due_date_history: Vec<DueDateChange>,
+}
+
+/// Input of `POST /api/v1/coes/{id}/actions`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewAction {
+    pub title: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// One owner, an email address.
+    #[schema(value_type = String, example = "alice@example.com")]
+    pub owner: EmailAddress,
+    /// `YYYY-MM-DD`, after today in the organisation's time zone.
+    pub due_date: NaiveDate,
+    pub priority: Priority,
+    pub kind: ActionKind,
+    #[serde(default)]
+    pub success_criteria: Option<String>,
+    /// A ticket, as an http(s) URL.
+    #[serde(default)]
+    pub external_url: Option<String>,
+}
+
+/// Fields `PATCH /api/v1/actions/{id}` may change. Moving `due_date` needs a `reason`.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ActionPatch {
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub owner: Option<EmailAddress>,
+    #[serde(default)]
+    pub due_date: Option<NaiveDate>,
+    /// Why the due date moves; required with `due_date`.
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub priority: Option<Priority>,
+    #[serde(default)]
+    pub kind: Option<ActionKind>,
+    #[serde(default)]
+    pub success_criteria: Option<String>,
+    #[serde(default)]
+    pub external_url: Option<String>,
+}
+
+/// The note a transition carries: resolution (done), reason (won't do), why (reopen).
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TransitionInput {
+    #[serde(default)]
+    pub note: Option<String>,
+    /// For `complete`: a link to the evidence that it works.
+    #[serde(default)]
+    pub evidence_url: Option<String>,
+}
+
+fn view(
+    row: ActionRow,
+    coe_title: String,
+    coe_severity: Severity,
+    clock: Clock,
+) -> QueryResult<ActionView> {
+    let state: ActionState = types::read("corrective_actions.state", &row.state)?;
+    Ok(ActionView {
+        overdue: is_overdue(state, row.due_date, clock.now, clock.tz),
+        days_overdue: days_overdue(state, row.due_date, clock.now, clock.tz),
+        coe_title,
+        coe_severity,
+        priority: types::read("corrective_actions.priority", &row.priority)?,
+        kind: types::read("corrective_actions.kind", &row.kind)?,
+        state,
+        id: row.id,
+        coe_id: row.coe_id,
+        title: row.title,
+        description: row.description,
+        owner: row.owner_email,
+        due_date: row.due_date,
+        success_criteria: row.success_criteria,
+        external_url: row.external_url,
+        resolution_note: row.resolution_note,
+        evidence_url: row.evidence_url,
+        wont_do_reason: row.wont_do_reason,
+        due_date_changes: row.due_date_change_count,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        closed_at: row.closed_at,
+    })
+}
+
+fn load(conn: &mut DbConnection, id: &str) -> Result<ActionRow, ActionError> {
+    corrective_actions::table
+        .find(id)
+        .select(ActionRow::as_select())
+        .first(conn)
+        .optional()?
+        .ok_or_else(|| ActionError::NotFound(id.to_owned()))
+}
+
+fn coe_title_and_severity(
+    conn: &mut DbConnection,
+    coe_id: &str,
+) -> QueryResult<(String, Severity)> {
+    let (title, rank): (String, i32) = coes::table
+        .find(coe_id)
+        .select((coes::title, coes::severity))
+        .first(conn)?;
+    Ok((title, types::severity("coes.severity", rank)?))
+}
+
+/// Who may change an action: see `services::access::action`.
+pub fn may_change(
+    conn: &mut DbConnection,
+    id: &str,
+    email: Option<&str>,
+    is_admin: bool,
+) -> Result<(), ActionError> {
+    let who = Editor {
+        actor: email.unwrap_or_default(),
+        email,
+        is_admin,
+    };
+    Ok(access::action(conn, id, &who)?)
+}
+
+/// One action with the history of its due date.
+pub fn get(conn: &mut DbConnection, id: &str, clock: Clock) -> Result<ActionDetail, ActionError> {
+    let row = load(conn, id)?;
+    let (title, severity) = coe_title_and_severity(conn, &row.coe_id)?;
+    let changes: Vec<DueDateChangeRow> = due_date_changes::table
+        .filter(due_date_changes::action_id.eq(id))
+        .order(due_date_changes::changed_at.asc())
+        .select(DueDateChangeRow::as_select())
+        .load(conn)?;
+    Ok(ActionDetail {
+        action: view(row, title, severity, clock)?,
+        due_date_history: changes
+            .into_iter()
+            .map(|c| DueDateChange {
+                from: c.from_date,
+                to: c.to_date,
+                reason: c.reason,
+                by: c.changed_by,
+                at: c.changed_at,
+            })
+            .collect(),
+    })
+}
