@@ -7,10 +7,9 @@
 //! number of replicas, queue each email once. Event emails (a COE opened, review
 //! steps) are queued by `coe_opened` and `review_step`, in the transaction of the event.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
-use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveDateTime, TimeZone, Timelike, Utc};
-use chrono_tz::Tz;
+use chrono::{DateTime, Datelike, Duration, NaiveDate, Timelike, Utc};
 use diesel::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
@@ -19,15 +18,14 @@ use crate::config::Settings;
 use crate::db::schema::{coes, corrective_actions, people};
 use crate::db::{self, DbConnection};
 use crate::domain::action::ActionState;
-use crate::domain::clock::{local_date, Clock};
-use crate::domain::reminder::{self, iso_week, period_start, writeup_deadline, DueAction, Person};
-use crate::email::content::{
-    ActionLine, CoeLine, Escalation, InspectionDigest, Links, OverdueDigest, TeamLine,
-    WriteupOverdue,
-};
+use crate::domain::reminder::{self, DueAction, Person};
+use crate::email::content::{ActionLine, Escalation, Links, OverdueDigest};
 use crate::email::{EmailTemplates, Kind};
 use crate::services::outbox::{self, NewEmail};
-use crate::services::stats;
+
+mod inspection;
+
+use inspection::{inspection_digests, writeups_overdue};
 
 /// Emails rendered and queued per transaction.
 const CHUNK: usize = 200;
@@ -350,7 +348,7 @@ fn directory(conn: &mut DbConnection) -> QueryResult<HashMap<String, Person>> {
         .collect())
 }
 
-fn line(
+pub(super) fn line(
     a: &DueAction,
     today: NaiveDate,
     directory: &HashMap<String, Person>,
@@ -372,163 +370,6 @@ fn line(
         days_until_due,
         link: links.action(&a.id),
     }
-}
-
-/// Drafts past their writeup deadline: one reminder a day to each owner.
-fn writeups_overdue(
-    conn: &mut DbConnection,
-    settings: &Settings,
-    at: DateTime<Utc>,
-    tz: Tz,
-    links: &Links,
-) -> QueryResult<Vec<Decision>> {
-    let days = settings.coe.writeup_days;
-    let cutoff = at.naive_utc() - Duration::days(days);
-    let rows = stats::late_drafts(conn, cutoff)?;
-    let today = at.with_timezone(&tz).date_naive();
-    let period = period_start(today, settings.reminders.writeup_every_days);
-    let mut by_owner: BTreeMap<String, Vec<CoeLine>> = BTreeMap::new();
-    for (id, title, owner, reviewer, resolved) in rows {
-        let (Some(owner), Some(resolved)) = (owner, resolved) else {
-            continue;
-        };
-        let deadline = writeup_deadline(resolved, days);
-        by_owner.entry(owner.clone()).or_default().push(CoeLine {
-            link: links.coe(&id),
-            coe_id: id,
-            title,
-            owner,
-            reviewer: reviewer.unwrap_or_default(),
-            deadline: local_date(deadline, tz).to_string(),
-            days: (at.naive_utc() - deadline).num_days().max(1),
-        });
-    }
-    Ok(by_owner
-        .into_iter()
-        .map(|(owner, coes)| Decision {
-            kind: Kind::WriteupOverdue,
-            key: format!("{}:{period}:{owner}", Kind::WriteupOverdue.name()),
-            payload: Payload::Ready(
-                serde_json::to_value(WriteupOverdue {
-                    recipient_name: String::new(),
-                    coes,
-                })
-                .unwrap_or_default(),
-            ),
-            recipient: owner,
-        })
-        .collect())
-}
-
-/// The weekly inspection digest, one per subscriber.
-fn inspection_digests(
-    conn: &mut DbConnection,
-    settings: &Settings,
-    at: DateTime<Utc>,
-    tz: Tz,
-    actions: &[DueAction],
-    directory: &HashMap<String, Person>,
-    links: &Links,
-) -> QueryResult<Vec<Decision>> {
-    let clock = Clock { now: at, tz };
-    let today = clock.today();
-    let figures = stats::stats(conn, clock, settings.coe.writeup_days)?;
-    // Last week: Monday 00:00 to Monday 00:00, organisation time.
-    let this_monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
-    let last_monday = this_monday - Duration::days(7);
-    let start_of = |d: NaiveDate| -> NaiveDateTime {
-        tz.from_local_datetime(&d.and_hms_opt(0, 0, 0).unwrap_or_default())
-            .earliest()
-            .map(|t| t.naive_utc())
-            .unwrap_or_else(|| d.and_hms_opt(0, 0, 0).unwrap_or_default())
-    };
-    let closed: Vec<(NaiveDate, Option<NaiveDateTime>)> = corrective_actions::table
-        .filter(corrective_actions::closed_at.ge(start_of(last_monday)))
-        .filter(corrective_actions::closed_at.lt(start_of(this_monday)))
-        .select((corrective_actions::due_date, corrective_actions::closed_at))
-        .load(conn)?;
-    let (mut on_time, mut late) = (0, 0);
-    for (due, closed_at) in closed {
-        match closed_at {
-            Some(t) if local_date(t, tz) <= due => on_time += 1,
-            Some(_) => late += 1,
-            None => {}
-        }
-    }
-    let coe_line = |w: &stats::WaitingCoe, deadline: String| CoeLine {
-        coe_id: w.coe_id.clone(),
-        title: w.title.clone(),
-        owner: w.owner.clone().unwrap_or_default(),
-        reviewer: w.reviewer.clone().unwrap_or_default(),
-        deadline,
-        days: w.days,
-        link: links.coe(&w.coe_id),
-    };
-    let mut by_owner: Vec<TeamLine> = figures
-        .actions_by_owner
-        .iter()
-        .filter(|(_, f)| f.overdue > 0)
-        .map(|(owner, f)| TeamLine {
-            team: owner.clone(),
-            open: f.open,
-            overdue: f.overdue,
-        })
-        .collect();
-    by_owner.sort_by(|a, b| b.overdue.cmp(&a.overdue).then(a.team.cmp(&b.team)));
-    let digest = InspectionDigest {
-        recipient_name: String::new(),
-        week: iso_week(today),
-        open_total: figures.actions.open,
-        overdue_total: figures.actions.overdue,
-        by_team: figures
-            .actions_by_team
-            .iter()
-            .map(|(team, f)| TeamLine {
-                team: team.clone(),
-                open: f.open,
-                overdue: f.overdue,
-            })
-            .collect(),
-        by_owner,
-        overdue: actions
-            .iter()
-            .filter(|a| a.due < today)
-            .take(DIGEST_TOP)
-            .map(|a| line(a, today, directory, links))
-            .collect(),
-        waiting_for_review: figures
-            .waiting_for_review
-            .iter()
-            .map(|w| coe_line(w, String::new()))
-            .collect(),
-        drafts_past_deadline: figures
-            .drafts_past_deadline
-            .iter()
-            .map(|w| {
-                let deadline = writeup_deadline(w.since, settings.coe.writeup_days);
-                coe_line(w, local_date(deadline, tz).to_string())
-            })
-            .collect(),
-        closed_on_time: on_time,
-        closed_late: late,
-        stats_link: links.stats(),
-    };
-    let data = serde_json::to_value(digest).unwrap_or_default();
-    let week = period_start(today, 7);
-    Ok(settings
-        .digest
-        .recipients
-        .iter()
-        .map(|r| r.trim().to_ascii_lowercase())
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .map(|recipient| Decision {
-            kind: Kind::InspectionDigest,
-            key: format!("{}:{week}:{recipient}", Kind::InspectionDigest.name()),
-            payload: Payload::Ready(data.clone()),
-            recipient,
-        })
-        .collect())
 }
 
 #[cfg(test)]
