@@ -10,36 +10,10 @@ use actix_web::{web, App, HttpServer};
 
 use crate::config::Settings;
 use crate::db::{self, DbPool};
-use crate::domain::template::Template;
 use crate::email::{EmailTemplates, TemplateError};
 use crate::error::{render_foreign_error, ApiError};
-use crate::http::{self, extract::BodyLimit, metrics::Metrics};
-use crate::services::coes;
+use crate::http::{self, extract::BodyLimit, metrics::Metrics, state::AppState};
 use crate::services::sns::{HttpsConfirmer, SubscriptionConfirmer};
-
-/// What every handler can reach.
-pub struct AppState {
-    pub settings: Arc<Settings>,
-    pub pool: DbPool,
-    pub metrics: Arc<Metrics>,
-    /// Confirms AWS SNS subscriptions (a fake in tests).
-    pub sns: Arc<dyn SubscriptionConfirmer>,
-    /// The COE template new COEs are created with.
-    pub template: Arc<Template>,
-    /// The email templates, compiled and checked at start-up.
-    pub emails: Arc<EmailTemplates>,
-}
-
-impl AppState {
-    /// What the COE services need.
-    pub fn coe_context(&self) -> coes::Context<'_> {
-        coes::Context {
-            settings: &self.settings,
-            template: &self.template,
-            emails: &self.emails,
-        }
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {

@@ -9,8 +9,8 @@ use actix_web::{web, FromRequest, HttpRequest};
 
 use crate::domain::{Role, TokenSecret};
 use crate::error::ApiError;
+use crate::http::state::AppState;
 use crate::services::tokens::{self, Caller};
-use crate::startup::AppState;
 
 impl Caller {
     /// Refuses with 403 unless this caller's role allows `role`.

@@ -15,7 +15,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-use crate::startup::AppState;
+use crate::http::state::AppState;
 
 /// Label set of one request. `route` is the matched pattern (`/api/v1/tokens/{name}`),
 /// never the raw path, so that ids do not multiply the series.

@@ -10,6 +10,7 @@ use crate::domain::action::{ActionKind, ActionState, Priority, Transition};
 use crate::domain::Role;
 use crate::error::{ApiError, ErrorBody, FieldProblem};
 use crate::http::extract::{ApiJson, ApiQuery, OptionalJson};
+use crate::http::state::AppState;
 use crate::services::actions::{
     self, ActionDetail, ActionError, ActionFilter, ActionPatch, ActionSort, ActionView, Clock,
     NewAction, TransitionInput,
@@ -17,7 +18,6 @@ use crate::services::actions::{
 use crate::services::coes::{self, CoeDocument};
 use crate::services::review::{self, Reviewer, Step};
 use crate::services::tokens::Caller;
-use crate::startup::AppState;
 
 impl From<ActionError> for ApiError {
     fn from(e: ActionError) -> Self {

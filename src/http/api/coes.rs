@@ -12,12 +12,12 @@ use crate::domain::coe::CoeState;
 use crate::domain::{Role, Severity};
 use crate::error::{ApiError, ErrorBody, FieldProblem};
 use crate::http::extract::{ApiJson, ApiQuery};
+use crate::http::state::AppState;
 use crate::services::coes::{
     self, CoeDocument, CoeError, CoePatch, CoeSummary, HistoryEntry, NewCoe, RelatedInput,
     TimelineInput, WhyChainInput,
 };
 use crate::services::tokens::Caller;
-use crate::startup::AppState;
 
 impl From<CoeError> for ApiError {
     fn from(e: CoeError) -> Self {

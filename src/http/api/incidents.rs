@@ -8,9 +8,9 @@ use crate::domain::incident::IncidentState;
 use crate::domain::{Role, Severity};
 use crate::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiQuery;
+use crate::http::state::AppState;
 use crate::services::incidents::{self, EventDetail, Incident, IncidentDetail, IncidentFilter};
 use crate::services::tokens::Caller;
-use crate::startup::AppState;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]

@@ -11,12 +11,12 @@ use crate::domain::Role;
 use crate::error::{ApiError, ErrorBody};
 use crate::http::auth::{authenticate, presented_secret};
 use crate::http::extract::read_body;
+use crate::http::state::AppState;
 use crate::ingest::cloudwatch::is_sns_url;
 use crate::ingest::generic::{self, EventInput};
 use crate::ingest::signature::{self, SignatureError};
 use crate::ingest::{self, Source};
 use crate::services::ingest::{self as store, Delivery, StoredEvent};
-use crate::startup::AppState;
 
 /// The answer to a delivery.
 #[derive(Debug, Serialize, ToSchema)]

@@ -10,9 +10,9 @@ use crate::domain::Role;
 use crate::error::{ApiError, ErrorBody};
 use crate::http::checked_id;
 use crate::http::extract::ApiQuery;
+use crate::http::state::AppState;
 use crate::services::outbox::{self, OutboxEmail, RetryError};
 use crate::services::tokens::Caller;
-use crate::startup::AppState;
 
 impl From<RetryError> for ApiError {
     fn from(e: RetryError) -> Self {

@@ -7,9 +7,9 @@ use utoipa::{IntoParams, ToSchema};
 use crate::domain::{EmailAddress, Role};
 use crate::error::{ApiError, ErrorBody, FieldProblem};
 use crate::http::extract::{ApiJson, ApiQuery};
+use crate::http::state::AppState;
 use crate::services::people::{self, ImportReport, PeopleError, Person, PersonInput};
 use crate::services::tokens::Caller;
-use crate::startup::AppState;
 
 impl From<PeopleError> for ApiError {
     fn from(e: PeopleError) -> Self {

@@ -4,10 +4,10 @@ use actix_web::{web, HttpResponse};
 
 use crate::domain::Role;
 use crate::error::{ApiError, ErrorBody};
+use crate::http::state::AppState;
 use crate::services::actions::Clock;
 use crate::services::stats::{self, Stats};
 use crate::services::tokens::Caller;
-use crate::startup::AppState;
 
 /// The inspection figures now.
 pub fn current(state: &AppState) -> Result<Stats, ApiError> {

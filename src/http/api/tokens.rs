@@ -7,8 +7,8 @@ use utoipa::{IntoParams, ToSchema};
 use crate::domain::{EmailAddress, Role, TokenName};
 use crate::error::{ApiError, ErrorBody, FieldProblem};
 use crate::http::extract::{ApiJson, ApiQuery};
+use crate::http::state::AppState;
 use crate::services::tokens::{self, Caller, TokenError, TokenInfo};
-use crate::startup::AppState;
 
 impl From<TokenError> for ApiError {
     fn from(e: TokenError) -> Self {
