@@ -3,10 +3,13 @@
 
 use std::sync::Arc;
 
+use actix_web::web;
+
 use crate::config::Settings;
-use crate::db::DbPool;
+use crate::db::{DbConnection, DbPool};
 use crate::domain::template::Template;
 use crate::email::EmailTemplates;
+use crate::error::ApiError;
 use crate::http::metrics::Metrics;
 use crate::services::coes;
 use crate::services::sns::SubscriptionConfirmer;
@@ -33,4 +36,19 @@ impl AppState {
             emails: &self.emails,
         }
     }
+}
+
+/// Runs `work` on a pooled connection in actix's blocking pool: diesel blocks, and an
+/// actix worker is a single-threaded runtime that must not. `work` gets the state too,
+/// for settings and templates.
+pub async fn with_conn<T: Send + 'static>(
+    state: &web::Data<AppState>,
+    work: impl FnOnce(&mut DbConnection, &AppState) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let state = state.clone();
+    web::block(move || {
+        let mut conn = state.pool.get()?;
+        work(&mut conn, &state)
+    })
+    .await?
 }
