@@ -6,6 +6,7 @@ pub mod extract;
 pub mod health;
 pub mod metrics;
 pub mod openapi;
+pub mod page;
 pub mod state;
 
 use actix_web::web;
