@@ -10,7 +10,7 @@ use actix_web::{web, FromRequest, HttpRequest};
 
 use crate::domain::{Role, TokenSecret};
 use crate::error::ApiError;
-use crate::http::state::AppState;
+use crate::http::state::{with_conn, AppState};
 use crate::services::tokens::{self, Caller};
 
 impl Caller {
@@ -80,14 +80,13 @@ pub async fn authenticate(
     secret: TokenSecret,
     state: web::Data<AppState>,
 ) -> Result<Caller, ApiError> {
-    let caller = web::block(move || {
-        let mut conn = state.pool.get()?;
-        tokens::authenticate(&mut conn, &secret).map_err(|e| match e {
+    let caller = with_conn(&state, move |conn, _| {
+        tokens::authenticate(conn, &secret).map_err(|e| match e {
             tokens::TokenError::Database(e) => ApiError::from(e),
             other => ApiError::Internal(other.to_string()),
         })
     })
-    .await??;
+    .await?;
     caller.ok_or_else(|| ApiError::Unauthorized("the token is unknown or revoked".into()))
 }
 

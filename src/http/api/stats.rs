@@ -2,22 +2,17 @@
 
 use actix_web::{web, HttpResponse};
 
-use crate::domain::Role;
+use crate::db::DbConnection;
 use crate::error::{ApiError, ErrorBody};
-use crate::http::state::AppState;
+use crate::http::auth::Member;
+use crate::http::state::{with_conn, AppState};
 use crate::services::actions::Clock;
 use crate::services::stats::{self, Stats};
-use crate::services::tokens::Caller;
 
 /// The inspection figures now.
-pub fn current(state: &AppState) -> Result<Stats, ApiError> {
-    let mut conn = state.pool.get()?;
+pub fn current(conn: &mut DbConnection, state: &AppState) -> Result<Stats, ApiError> {
     let clock = Clock::now(&state.settings);
-    Ok(stats::stats(
-        &mut conn,
-        clock,
-        state.settings.coe.writeup_days,
-    )?)
+    Ok(stats::stats(conn, clock, state.settings.coe.writeup_days)?)
 }
 
 /// Open and overdue actions by team and owner, actions closed on time and late,
@@ -27,8 +22,7 @@ pub fn current(state: &AppState) -> Result<Stats, ApiError> {
         (status = 200, description = "The figures", body = Stats),
         (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
     ))]
-pub async fn get(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
-    let figures = web::block(move || current(&state)).await??;
+pub async fn get(_: Member, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let figures = with_conn(&state, current).await?;
     Ok(HttpResponse::Ok().json(figures))
 }
