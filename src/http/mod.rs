@@ -121,24 +121,6 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         );
 }
 
-/// Whether a path id could name a row: ids are short and never hold NUL (which
-/// PostgreSQL refuses in text, and which would otherwise turn a 404 into a 500).
-/// A path id that cannot name a row is a 404 for `what` ("COE", "action"…) at once.
-pub fn checked_id(id: &str, what: &str) -> Result<(), ApiError> {
-    if plausible_id(id) {
-        Ok(())
-    } else {
-        Err(ApiError::NotFound(format!(
-            "no {what} with id `{}`",
-            id.escape_default()
-        )))
-    }
-}
-
-pub fn plausible_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 128 && !id.contains('\0')
-}
-
 /// Errors of actix's own path extractor, in our shape: a path that does not parse
 /// names nothing that exists.
 pub fn path_error(
@@ -146,25 +128,6 @@ pub fn path_error(
     _: &actix_web::HttpRequest,
 ) -> actix_web::Error {
     ApiError::NotFound(format!("no such resource: {err}")).into()
-}
-
-/// `limit` (1 to 500, default 50) and `offset` (0 or more, default 0) of a list.
-pub fn page(limit: Option<i64>, offset: Option<i64>) -> Result<(i64, i64), ApiError> {
-    let limit = limit.unwrap_or(50);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::field(
-            "limit",
-            format!("must be 1 to 500 (got {limit})"),
-        ));
-    }
-    let offset = offset.unwrap_or(0);
-    if offset < 0 {
-        return Err(ApiError::field(
-            "offset",
-            format!("must be 0 or more (got {offset})"),
-        ));
-    }
-    Ok((limit, offset))
 }
 
 /// An optional RFC 3339 query parameter.
