@@ -105,7 +105,7 @@ impl Application {
                 .app_data(BodyLimit(limit))
                 .app_data(web::PayloadConfig::new(limit))
                 .app_data(web::PathConfig::default().error_handler(http::path_error))
-                .configure(http::routes)
+                .configure(http::routes::configure)
                 .default_service(web::to(not_found))
                 .wrap(ErrorHandlers::new().default_handler(render_foreign_error))
                 .wrap(from_fn(http::metrics::observe_requests))
