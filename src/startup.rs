@@ -10,36 +10,10 @@ use actix_web::{web, App, HttpServer};
 
 use crate::config::Settings;
 use crate::db::{self, DbPool};
-use crate::domain::template::Template;
 use crate::email::{EmailTemplates, TemplateError};
 use crate::error::{render_foreign_error, ApiError};
-use crate::http::{self, extract::BodyLimit, metrics::Metrics};
-use crate::services::coes;
+use crate::http::{self, extract::BodyLimit, metrics::Metrics, state::AppState};
 use crate::services::sns::{HttpsConfirmer, SubscriptionConfirmer};
-
-/// What every handler can reach.
-pub struct AppState {
-    pub settings: Arc<Settings>,
-    pub pool: DbPool,
-    pub metrics: Arc<Metrics>,
-    /// Confirms AWS SNS subscriptions (a fake in tests).
-    pub sns: Arc<dyn SubscriptionConfirmer>,
-    /// The COE template new COEs are created with.
-    pub template: Arc<Template>,
-    /// The email templates, compiled and checked at start-up.
-    pub emails: Arc<EmailTemplates>,
-}
-
-impl AppState {
-    /// What the COE services need.
-    pub fn coe_context(&self) -> coes::Context<'_> {
-        coes::Context {
-            settings: &self.settings,
-            template: &self.template,
-            emails: &self.emails,
-        }
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -131,7 +105,7 @@ impl Application {
                 .app_data(BodyLimit(limit))
                 .app_data(web::PayloadConfig::new(limit))
                 .app_data(web::PathConfig::default().error_handler(http::path_error))
-                .configure(http::routes)
+                .configure(http::routes::configure)
                 .default_service(web::to(not_found))
                 .wrap(ErrorHandlers::new().default_handler(render_foreign_error))
                 .wrap(from_fn(http::metrics::observe_requests))

@@ -1,4 +1,5 @@
-//! Bearer-token authentication as an extractor.
+//! Bearer-token authentication as extractors: `Caller` for any valid token, and
+//! `Member`, `Admin`, `Ingest` for a token whose role allows that much.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -9,8 +10,8 @@ use actix_web::{web, FromRequest, HttpRequest};
 
 use crate::domain::{Role, TokenSecret};
 use crate::error::ApiError;
+use crate::http::state::{with_conn, AppState};
 use crate::services::tokens::{self, Caller};
-use crate::startup::AppState;
 
 impl Caller {
     /// Refuses with 403 unless this caller's role allows `role`.
@@ -40,19 +41,52 @@ impl FromRequest for Caller {
     }
 }
 
+/// Declares, in a handler's signature, the role it needs: the extractor
+/// authenticates (401 without a valid token) and checks the role (403), in that order.
+macro_rules! role_extractors {
+    ($($(#[$doc:meta])* $name:ident => $role:expr;)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name(pub Caller);
+
+        impl FromRequest for $name {
+            type Error = ApiError;
+            type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+            fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+                let caller = Caller::from_request(req, payload);
+                Box::pin(async move {
+                    let caller = caller.await?;
+                    caller.require($role)?;
+                    Ok($name(caller))
+                })
+            }
+        }
+    )*};
+}
+
+role_extractors! {
+    /// A caller whose token may read and write COEs, actions and the directory: a
+    /// `member` or `admin` token.
+    Member => Role::Member;
+    /// A caller with an `admin` token: tokens and the outbox.
+    Admin => Role::Admin;
+    /// A caller whose token may post events: an `ingest` or `admin` token.
+    Ingest => Role::Ingest;
+}
+
 /// The caller behind a presented secret, or 401.
 pub async fn authenticate(
     secret: TokenSecret,
     state: web::Data<AppState>,
 ) -> Result<Caller, ApiError> {
-    let caller = web::block(move || {
-        let mut conn = state.pool.get()?;
-        tokens::authenticate(&mut conn, &secret).map_err(|e| match e {
+    let caller = with_conn(&state, move |conn, _| {
+        tokens::authenticate(conn, &secret).map_err(|e| match e {
             tokens::TokenError::Database(e) => ApiError::from(e),
             other => ApiError::Internal(other.to_string()),
         })
     })
-    .await??;
+    .await?;
     caller.ok_or_else(|| ApiError::Unauthorized("the token is unknown or revoked".into()))
 }
 

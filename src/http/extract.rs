@@ -11,6 +11,10 @@ use serde::de::DeserializeOwned;
 use crate::error::ApiError;
 use crate::json::{self, JsonError};
 
+mod path_id;
+
+pub use path_id::{ids, plausible_id, IdOf, PathId};
+
 /// A JSON body. Malformed JSON is a 400 naming line and column; a body of the wrong
 /// shape is a 422 naming the field by its path (`actions[2].owner`); a body over
 /// `server.max_body_bytes` is a 413; a non-JSON content type is a 415.
@@ -98,6 +102,34 @@ impl<T: DeserializeOwned + 'static> FromRequest for ApiQuery<T> {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         std::future::ready(parse_query(req.query_string()).map(ApiQuery))
     }
+}
+
+/// The version a write is based on, from `If-Match`: `"3"`, `W/"3"` or `3`. `None`
+/// when the header is absent (the service answers 428 where it needs one); anything
+/// else is a 400.
+#[derive(Debug, Clone, Copy)]
+pub struct IfMatch(pub Option<i32>);
+
+impl FromRequest for IfMatch {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        std::future::ready(parse_if_match(req.headers().get(header::IF_MATCH)).map(IfMatch))
+    }
+}
+
+fn parse_if_match(value: Option<&header::HeaderValue>) -> Result<Option<i32>, ApiError> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let text = value.to_str().unwrap_or("").trim();
+    let bare = text.trim_start_matches("W/").trim_matches('"');
+    bare.parse::<i32>().map(Some).map_err(|_| {
+        ApiError::BadRequest(format!(
+            "If-Match must be the COE's version as its ETag gives it, e.g. \"3\" (got {text:?})"
+        ))
+    })
 }
 
 /// Reads a raw body up to `limit` bytes (the setting `limit_setting`); 413 past it.
@@ -266,6 +298,19 @@ mod tests {
         assert_eq!(f[0].0, "all");
         let f = fields(parse_query::<Filter>("colour=red").unwrap_err());
         assert_eq!(f[0].0, "colour");
+    }
+
+    #[test]
+    fn if_match_takes_a_strong_weak_or_bare_version() {
+        let parse = |v: &'static str| parse_if_match(Some(&header::HeaderValue::from_static(v)));
+        assert_eq!(parse("\"3\"").unwrap(), Some(3));
+        assert_eq!(parse("W/\"4\"").unwrap(), Some(4));
+        assert_eq!(parse(" 5 ").unwrap(), Some(5));
+        assert_eq!(parse_if_match(None).unwrap(), None);
+        match parse("*") {
+            Err(ApiError::BadRequest(m)) => assert!(m.contains("(got \"*\")"), "{m}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

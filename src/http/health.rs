@@ -8,7 +8,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ErrorBody};
-use crate::startup::AppState;
+use crate::http::state::AppState;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {

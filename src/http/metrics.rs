@@ -15,7 +15,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-use crate::startup::AppState;
+use crate::http::state::{with_conn, AppState};
 
 /// Label set of one request. `route` is the matched pattern (`/api/v1/tokens/{name}`),
 /// never the raw path, so that ids do not multiply the series.
@@ -229,10 +229,8 @@ pub async fn observe_requests(
 /// database (left as they were when it cannot be reached).
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     if state.metrics.inspection_is_stale() {
-        let reader = state.clone();
-        match web::block(move || crate::http::api::stats::current(&reader)).await {
-            Ok(Ok(stats)) => state.metrics.set_inspection(&stats),
-            Ok(Err(e)) => tracing::warn!(error = %e, "cannot refresh the inspection gauges"),
+        match with_conn(&state, crate::http::api::stats::current).await {
+            Ok(stats) => state.metrics.set_inspection(&stats),
             Err(e) => tracing::warn!(error = %e, "cannot refresh the inspection gauges"),
         }
     }

@@ -6,136 +6,11 @@ pub mod extract;
 pub mod health;
 pub mod metrics;
 pub mod openapi;
-
-use actix_web::web;
+pub mod page;
+pub mod routes;
+pub mod state;
 
 use crate::error::ApiError;
-
-/// Every route of the service. Each path is a `resource`, so that a wrong method
-/// answers 405 rather than 404.
-pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/healthz").route(web::get().to(health::healthz)))
-        .service(web::resource("/readyz").route(web::get().to(health::readyz)))
-        .service(web::resource("/metrics").route(web::get().to(metrics::metrics)))
-        .service(web::resource("/api/openapi.json").route(web::get().to(openapi::spec)))
-        .service(web::resource("/api/v1/me").route(web::get().to(api::tokens::me)))
-        .service(
-            web::resource("/api/v1/tokens")
-                .route(web::get().to(api::tokens::list))
-                .route(web::post().to(api::tokens::create)),
-        )
-        .service(
-            web::resource("/api/v1/tokens/{name}").route(web::delete().to(api::tokens::revoke)),
-        )
-        .service(web::resource("/api/v1/events").route(web::post().to(api::ingest::post_events)))
-        .service(web::resource("/api/v1/events/{id}").route(web::get().to(api::incidents::event)))
-        .service(
-            web::resource("/api/v1/webhooks/{source}")
-                .route(web::post().to(api::ingest::receive_webhook)),
-        )
-        .service(web::resource("/api/v1/incidents").route(web::get().to(api::incidents::list)))
-        .service(web::resource("/api/v1/incidents/{id}").route(web::get().to(api::incidents::get)))
-        .service(
-            web::resource("/api/v1/coes")
-                .route(web::get().to(api::coes::list))
-                .route(web::post().to(api::coes::create)),
-        )
-        .service(
-            web::resource("/api/v1/coes/{id}")
-                .route(web::get().to(api::coes::get))
-                .route(web::patch().to(api::coes::patch)),
-        )
-        .service(
-            web::resource("/api/v1/coes/{id}/sections/{key}")
-                .route(web::put().to(api::coes::put_section)),
-        )
-        .service(
-            web::resource("/api/v1/coes/{id}/timeline")
-                .route(web::post().to(api::coes::add_timeline)),
-        )
-        .service(
-            web::resource("/api/v1/coes/{id}/timeline/{entry_id}")
-                .route(web::put().to(api::coes::edit_timeline))
-                .route(web::delete().to(api::coes::delete_timeline)),
-        )
-        .service(web::resource("/api/v1/coes/{id}/whys").route(web::post().to(api::coes::add_whys)))
-        .service(
-            web::resource("/api/v1/coes/{id}/whys/{chain_id}")
-                .route(web::put().to(api::coes::replace_whys))
-                .route(web::delete().to(api::coes::delete_whys)),
-        )
-        .service(
-            web::resource("/api/v1/coes/{id}/related")
-                .route(web::post().to(api::coes::add_related)),
-        )
-        .service(
-            web::resource("/api/v1/coes/{id}/related/{item_id}")
-                .route(web::delete().to(api::coes::delete_related)),
-        )
-        .service(
-            web::resource("/api/v1/coes/{id}/history").route(web::get().to(api::coes::history)),
-        )
-        .service(
-            web::resource("/api/v1/coes/{id}/export.md").route(web::get().to(api::coes::export)),
-        )
-        .service(
-            web::resource("/api/v1/coes/{id}/actions").route(web::post().to(api::actions::create)),
-        )
-        .service(
-            web::resource("/api/v1/coes/{id}/submit").route(web::post().to(api::actions::submit)),
-        )
-        .service(
-            web::resource("/api/v1/coes/{id}/approve").route(web::post().to(api::actions::approve)),
-        )
-        .service(
-            web::resource("/api/v1/coes/{id}/request-changes")
-                .route(web::post().to(api::actions::request_changes)),
-        )
-        .service(web::resource("/api/v1/actions").route(web::get().to(api::actions::list)))
-        .service(
-            web::resource("/api/v1/actions/{id}")
-                .route(web::get().to(api::actions::get))
-                .route(web::patch().to(api::actions::patch)),
-        )
-        .service(
-            web::resource("/api/v1/actions/{id}/{transition}")
-                .route(web::post().to(api::actions::transition)),
-        )
-        .service(web::resource("/api/v1/people").route(web::get().to(api::people::list)))
-        .service(web::resource("/api/v1/people/import").route(web::post().to(api::people::import)))
-        .service(web::resource("/api/v1/people/{email}").route(web::put().to(api::people::put)))
-        .service(
-            web::resource("/api/v1/people/{email}/feed-token")
-                .route(web::post().to(api::people::new_feed_token)),
-        )
-        .service(
-            web::resource("/api/v1/people/{email}/actions.ics")
-                .route(web::get().to(api::people::calendar)),
-        )
-        .service(web::resource("/api/v1/stats").route(web::get().to(api::stats::get)))
-        .service(web::resource("/api/v1/outbox").route(web::get().to(api::outbox::list)))
-        .service(
-            web::resource("/api/v1/outbox/{id}/retry").route(web::post().to(api::outbox::retry)),
-        );
-}
-
-/// Whether a path id could name a row: ids are short and never hold NUL (which
-/// PostgreSQL refuses in text, and which would otherwise turn a 404 into a 500).
-/// A path id that cannot name a row is a 404 for `what` ("COE", "action"…) at once.
-pub fn checked_id(id: &str, what: &str) -> Result<(), ApiError> {
-    if plausible_id(id) {
-        Ok(())
-    } else {
-        Err(ApiError::NotFound(format!(
-            "no {what} with id `{}`",
-            id.escape_default()
-        )))
-    }
-}
-
-pub fn plausible_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 128 && !id.contains('\0')
-}
 
 /// Errors of actix's own path extractor, in our shape: a path that does not parse
 /// names nothing that exists.
@@ -144,25 +19,6 @@ pub fn path_error(
     _: &actix_web::HttpRequest,
 ) -> actix_web::Error {
     ApiError::NotFound(format!("no such resource: {err}")).into()
-}
-
-/// `limit` (1 to 500, default 50) and `offset` (0 or more, default 0) of a list.
-pub fn page(limit: Option<i64>, offset: Option<i64>) -> Result<(i64, i64), ApiError> {
-    let limit = limit.unwrap_or(50);
-    if !(1..=500).contains(&limit) {
-        return Err(ApiError::field(
-            "limit",
-            format!("must be 1 to 500 (got {limit})"),
-        ));
-    }
-    let offset = offset.unwrap_or(0);
-    if offset < 0 {
-        return Err(ApiError::field(
-            "offset",
-            format!("must be 0 or more (got {offset})"),
-        ));
-    }
-    Ok((limit, offset))
 }
 
 /// An optional RFC 3339 query parameter.

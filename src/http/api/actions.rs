@@ -3,13 +3,16 @@
 
 use actix_web::{web, HttpResponse};
 use chrono::NaiveDate;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::domain::action::{ActionKind, ActionState, Priority, Transition};
 use crate::domain::Role;
 use crate::error::{ApiError, ErrorBody, FieldProblem};
-use crate::http::extract::{ApiJson, ApiQuery, OptionalJson};
+use crate::http::auth::Member;
+use crate::http::extract::{ids, ApiJson, ApiQuery, OptionalJson, PathId};
+use crate::http::page::{self, Listed, Page};
+use crate::http::state::{with_conn, AppState};
 use crate::services::actions::{
     self, ActionDetail, ActionError, ActionFilter, ActionPatch, ActionSort, ActionView, NewAction,
     TransitionInput,
@@ -17,7 +20,6 @@ use crate::services::actions::{
 use crate::services::coes::{self, CoeDocument};
 use crate::services::review::{self, Reviewer, Step};
 use crate::services::tokens::Caller;
-use crate::startup::AppState;
 
 impl From<ActionError> for ApiError {
     fn from(e: ActionError) -> Self {
@@ -56,24 +58,20 @@ impl From<ActionError> for ApiError {
         (status = 422, description = "A field is missing or invalid (due date in the past, bad owner…)", body = ErrorBody),
     ))]
 pub async fn create(
-    caller: Caller,
-    id: web::Path<String>,
+    Member(caller): Member,
+    id: PathId<ids::Coe>,
     body: ApiJson<NewAction>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
-    let coe_id = id.into_inner();
-    crate::http::checked_id(&coe_id, "COE")?;
-    let (input, actor) = (body.0, caller.actor());
-    let (email, admin) = (caller.email.clone(), caller.role == Role::Admin);
-    let detail = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
+    let (coe_id, input, actor) = (id.into_inner(), body.0, caller.actor());
+    let (email, admin) = (caller.email, caller.role == Role::Admin);
+    let detail = with_conn(&state, move |conn, state| {
         let clock = state.settings.clock();
-        coes::may_edit(&mut conn, &coe_id, email.as_deref(), admin)?;
-        let id = actions::create(&mut conn, &coe_id, &input, &actor, clock)?;
-        Ok(actions::get(&mut conn, &id, clock)?)
+        coes::may_edit(conn, &coe_id, email.as_deref(), admin)?;
+        let id = actions::create(conn, &coe_id, &input, &actor, clock)?;
+        Ok(actions::get(conn, &id, clock)?)
     })
-    .await??;
+    .await?;
     Ok(HttpResponse::Created().json(detail))
 }
 
@@ -85,18 +83,15 @@ pub async fn create(
         (status = 404, description = "No such action", body = ErrorBody),
     ))]
 pub async fn get(
-    caller: Caller,
-    id: web::Path<String>,
+    _: Member,
+    id: PathId<ids::Action>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
     let id = id.into_inner();
-    crate::http::checked_id(&id, "action")?;
-    let detail = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        Ok(actions::get(&mut conn, &id, state.settings.clock())?)
+    let detail = with_conn(&state, move |conn, state| {
+        Ok(actions::get(conn, &id, state.settings.clock())?)
     })
-    .await??;
+    .await?;
     Ok(HttpResponse::Ok().json(detail))
 }
 
@@ -110,24 +105,20 @@ pub async fn get(
         (status = 422, description = "A field is invalid, or a due date moves without a reason", body = ErrorBody),
     ))]
 pub async fn patch(
-    caller: Caller,
-    id: web::Path<String>,
+    Member(caller): Member,
+    id: PathId<ids::Action>,
     body: ApiJson<ActionPatch>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
-    let id = id.into_inner();
-    crate::http::checked_id(&id, "action")?;
-    let (patch, actor) = (body.0, caller.actor());
-    let (email, admin) = (caller.email.clone(), caller.role == Role::Admin);
-    let detail = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
+    let (id, patch, actor) = (id.into_inner(), body.0, caller.actor());
+    let (email, admin) = (caller.email, caller.role == Role::Admin);
+    let detail = with_conn(&state, move |conn, state| {
         let clock = state.settings.clock();
-        actions::may_change(&mut conn, &id, email.as_deref(), admin)?;
-        actions::patch(&mut conn, &id, &patch, &actor, clock)?;
-        Ok(actions::get(&mut conn, &id, clock)?)
+        actions::may_change(conn, &id, email.as_deref(), admin)?;
+        actions::patch(conn, &id, &patch, &actor, clock)?;
+        Ok(actions::get(conn, &id, clock)?)
     })
-    .await??;
+    .await?;
     Ok(HttpResponse::Ok().json(detail))
 }
 
@@ -144,14 +135,13 @@ pub async fn patch(
         (status = 422, description = "A note is required", body = ErrorBody),
     ))]
 pub async fn transition(
-    caller: Caller,
+    Member(caller): Member,
+    id: PathId<ids::Action>,
     path: web::Path<(String, String)>,
     body: OptionalJson<TransitionInput>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
-    let (id, verb) = path.into_inner();
-    crate::http::checked_id(&id, "action")?;
+    let (_, verb) = path.into_inner();
     let verb = match verb.as_str() {
         "start" => Transition::Start,
         "complete" => Transition::Complete,
@@ -164,16 +154,14 @@ pub async fn transition(
             )))
         }
     };
-    let input = body.0.unwrap_or_default();
-    let actor = caller.actor();
-    let (email, admin) = (caller.email.clone(), caller.role == Role::Admin);
-    let detail = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        actions::may_change(&mut conn, &id, email.as_deref(), admin)?;
-        actions::transition(&mut conn, &id, verb, &input, &actor)?;
-        Ok(actions::get(&mut conn, &id, state.settings.clock())?)
+    let (id, input, actor) = (id.into_inner(), body.0.unwrap_or_default(), caller.actor());
+    let (email, admin) = (caller.email, caller.role == Role::Admin);
+    let detail = with_conn(&state, move |conn, state| {
+        actions::may_change(conn, &id, email.as_deref(), admin)?;
+        actions::transition(conn, &id, verb, &input, &actor)?;
+        Ok(actions::get(conn, &id, state.settings.clock())?)
     })
-    .await??;
+    .await?;
     Ok(HttpResponse::Ok().json(detail))
 }
 
@@ -207,12 +195,12 @@ pub struct ActionQuery {
     pub offset: Option<i64>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ActionPage {
-    pub actions: Vec<ActionView>,
-    pub total: i64,
-    pub limit: i64,
-    pub offset: i64,
+/// A page of actions.
+pub type ActionPage = Page<ActionView>;
+
+impl Listed for ActionView {
+    const FIELD: &'static str = "actions";
+    const PAGE: &'static str = "ActionPage";
 }
 
 /// Finds actions: by owner, team, COE, status, overdue, due date, priority, kind.
@@ -223,13 +211,12 @@ pub struct ActionPage {
         (status = 422, description = "A bad query parameter", body = ErrorBody),
     ))]
 pub async fn list(
-    caller: Caller,
+    _: Member,
     query: ApiQuery<ActionQuery>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
     let q = query.0;
-    let (limit, offset) = crate::http::page(q.limit, q.offset)?;
+    let (limit, offset) = page::limits(q.limit, q.offset)?;
     let sort = match q.sort.as_deref() {
         None | Some("due_date") => ActionSort::DueDate,
         Some("days_overdue") => ActionSort::DaysOverdue,
@@ -250,24 +237,12 @@ pub async fn list(
         priority: q.priority,
         kind: q.kind,
     };
-    let (actions, total) = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        Ok(actions::list(
-            &mut conn,
-            &filter,
-            sort,
-            limit,
-            offset,
-            state.settings.clock(),
-        )?)
+    let found = with_conn(&state, move |conn, state| {
+        let clock = state.settings.clock();
+        Ok(actions::list(conn, &filter, sort, limit, offset, clock)?)
     })
-    .await??;
-    Ok(HttpResponse::Ok().json(ActionPage {
-        actions,
-        total,
-        limit,
-        offset,
-    }))
+    .await?;
+    Ok(HttpResponse::Ok().json(ActionPage::new(found, limit, offset)))
 }
 
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -280,26 +255,23 @@ pub struct ReviewInput {
 
 async fn review_step(
     caller: Caller,
-    id: String,
+    id: PathId<ids::Coe>,
     step: Step,
     body: OptionalJson<ReviewInput>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
-    crate::http::checked_id(&id, "COE")?;
-    let comment = body.0.and_then(|b| b.comment);
-    let doc: CoeDocument = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
+    let (id, comment) = (id.into_inner(), body.0.and_then(|b| b.comment));
+    let doc: CoeDocument = with_conn(&state, move |conn, state| {
         let who = Reviewer {
             actor: &caller.actor(),
             email: caller.email.as_deref(),
             is_admin: caller.role == Role::Admin,
         };
         if step == Step::Submit {
-            coes::may_edit(&mut conn, &id, who.email, who.is_admin)?;
+            coes::may_edit(conn, &id, who.email, who.is_admin)?;
         }
         review::step(
-            &mut conn,
+            conn,
             &id,
             step,
             comment.as_deref(),
@@ -307,9 +279,9 @@ async fn review_step(
             &state.settings,
             &state.emails,
         )?;
-        Ok(coes::load(&mut conn, &id, &state.settings)?)
+        Ok(coes::load(conn, &id, &state.settings)?)
     })
-    .await??;
+    .await?;
     Ok(HttpResponse::Ok()
         .insert_header(("ETag", format!("\"{}\"", doc.version)))
         .json(doc))
@@ -325,12 +297,12 @@ async fn review_step(
         (status = 422, description = "Incomplete: every missing piece is listed; or no reviewer, or the reviewer is the owner", body = ErrorBody),
     ))]
 pub async fn submit(
-    caller: Caller,
-    id: web::Path<String>,
+    Member(caller): Member,
+    id: PathId<ids::Coe>,
     body: OptionalJson<ReviewInput>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    review_step(caller, id.into_inner(), Step::Submit, body, state).await
+    review_step(caller, id, Step::Submit, body, state).await
 }
 
 /// Approves a COE in review. The reviewer only (or an admin).
@@ -343,12 +315,12 @@ pub async fn submit(
         (status = 409, description = "Not in review; the allowed steps are named", body = ErrorBody),
     ))]
 pub async fn approve(
-    caller: Caller,
-    id: web::Path<String>,
+    Member(caller): Member,
+    id: PathId<ids::Coe>,
     body: OptionalJson<ReviewInput>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    review_step(caller, id.into_inner(), Step::Approve, body, state).await
+    review_step(caller, id, Step::Approve, body, state).await
 }
 
 /// Sends a COE in review back to draft with a comment. The reviewer only (or an admin).
@@ -363,10 +335,10 @@ pub async fn approve(
         (status = 422, description = "No comment", body = ErrorBody),
     ))]
 pub async fn request_changes(
-    caller: Caller,
-    id: web::Path<String>,
+    Member(caller): Member,
+    id: PathId<ids::Coe>,
     body: OptionalJson<ReviewInput>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    review_step(caller, id.into_inner(), Step::RequestChanges, body, state).await
+    review_step(caller, id, Step::RequestChanges, body, state).await
 }

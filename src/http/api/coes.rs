@@ -3,21 +3,24 @@
 //! Every write names the version it is based on in `If-Match` (the `ETag` of the last
 //! read); a stale write is refused with 412 and the current version, never applied.
 
-use actix_web::http::header;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::http::{header, StatusCode};
+use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::db::DbConnection;
 use crate::domain::coe::CoeState;
 use crate::domain::{Role, Severity};
 use crate::error::{ApiError, ErrorBody, FieldProblem};
-use crate::http::extract::{ApiJson, ApiQuery};
+use crate::http::auth::Member;
+use crate::http::extract::{ids, ApiJson, ApiQuery, IfMatch, PathId};
+use crate::http::page::{self, Listed, Page};
+use crate::http::state::{with_conn, AppState};
 use crate::services::coes::{
     self, CoeDocument, CoeError, CoePatch, CoeSummary, HistoryEntry, NewCoe, RelatedInput,
     TimelineInput, WhyChainInput,
 };
 use crate::services::tokens::Caller;
-use crate::startup::AppState;
 
 impl From<CoeError> for ApiError {
     fn from(e: CoeError) -> Self {
@@ -47,43 +50,33 @@ impl From<CoeError> for ApiError {
     }
 }
 
-/// The version named in `If-Match`: `"3"`, `W/"3"` or `3`.
-fn if_match(req: &HttpRequest) -> Result<Option<i32>, ApiError> {
-    let Some(value) = req.headers().get(header::IF_MATCH) else {
-        return Ok(None);
-    };
-    let text = value.to_str().unwrap_or("").trim();
-    let bare = text.trim_start_matches("W/").trim_matches('"');
-    bare.parse::<i32>().map(Some).map_err(|_| {
-        ApiError::BadRequest(format!(
-            "If-Match must be the COE's version as its ETag gives it, e.g. \"3\" (got {text:?})"
-        ))
-    })
-}
-
 /// The document with its version as `ETag`.
-fn document_response(status: actix_web::http::StatusCode, doc: CoeDocument) -> HttpResponse {
+fn document_response(status: StatusCode, doc: CoeDocument) -> HttpResponse {
     HttpResponse::build(status)
         .insert_header((header::ETAG, format!("\"{}\"", doc.version)))
         .json(doc)
 }
 
-/// Runs a write in the blocking pool and answers with the whole updated document.
+/// Runs a write on the COE `id` (after `coes::may_edit`) in the blocking pool and
+/// answers with the whole updated document.
 async fn write_then_show<T: Send + 'static>(
-    state: web::Data<AppState>,
+    state: &web::Data<AppState>,
     caller: &Caller,
-    id: String,
-    status: actix_web::http::StatusCode,
-    write: impl FnOnce(&mut crate::db::DbConnection, &AppState) -> Result<T, CoeError> + Send + 'static,
+    id: PathId<ids::Coe>,
+    status: StatusCode,
+    write: impl FnOnce(&mut DbConnection, &str, &AppState) -> Result<T, CoeError> + Send + 'static,
 ) -> Result<HttpResponse, ApiError> {
-    let (email, admin) = (caller.email.clone(), caller.role == Role::Admin);
-    let doc = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        coes::may_edit(&mut conn, &id, email.as_deref(), admin)?;
-        write(&mut conn, &state)?;
-        Ok(coes::load(&mut conn, &id, &state.settings)?)
+    let (id, email, admin) = (
+        id.into_inner(),
+        caller.email.clone(),
+        caller.role == Role::Admin,
+    );
+    let doc = with_conn(state, move |conn, state| {
+        coes::may_edit(conn, &id, email.as_deref(), admin)?;
+        write(conn, &id, state)?;
+        Ok(coes::load(conn, &id, &state.settings)?)
     })
-    .await??;
+    .await?;
     Ok(document_response(status, doc))
 }
 
@@ -98,20 +91,17 @@ async fn write_then_show<T: Send + 'static>(
         (status = 422, description = "A field is missing or invalid", body = ErrorBody),
     ))]
 pub async fn create(
-    caller: Caller,
+    Member(caller): Member,
     body: ApiJson<NewCoe>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
-    let input = body.0;
-    let actor = caller.actor();
-    let doc = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        let id = coes::create(&mut conn, input, &actor, &state.coe_context())?;
-        Ok(coes::load(&mut conn, &id, &state.settings)?)
+    let (input, actor) = (body.0, caller.actor());
+    let doc = with_conn(&state, move |conn, state| {
+        let id = coes::create(conn, input, &actor, &state.coe_context())?;
+        Ok(coes::load(conn, &id, &state.settings)?)
     })
-    .await??;
-    Ok(document_response(actix_web::http::StatusCode::CREATED, doc))
+    .await?;
+    Ok(document_response(StatusCode::CREATED, doc))
 }
 
 /// The whole COE: sections with guidance and completeness, timeline, 5 whys, related
@@ -124,19 +114,16 @@ pub async fn create(
         (status = 404, description = "No such COE", body = ErrorBody),
     ))]
 pub async fn get(
-    caller: Caller,
-    id: web::Path<String>,
+    _: Member,
+    id: PathId<ids::Coe>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
     let id = id.into_inner();
-    crate::http::checked_id(&id, "COE")?;
-    let doc = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        Ok(coes::load(&mut conn, &id, &state.settings)?)
+    let doc = with_conn(&state, move |conn, state| {
+        Ok(coes::load(conn, &id, &state.settings)?)
     })
-    .await??;
-    Ok(document_response(actix_web::http::StatusCode::OK, doc))
+    .await?;
+    Ok(document_response(StatusCode::OK, doc))
 }
 
 /// Changes title, owner, reviewer, severity or service. Needs `If-Match`.
@@ -153,24 +140,16 @@ pub async fn get(
         (status = 428, description = "If-Match is missing", body = ErrorBody),
     ))]
 pub async fn patch(
-    req: HttpRequest,
-    caller: Caller,
-    id: web::Path<String>,
+    Member(caller): Member,
+    id: PathId<ids::Coe>,
+    IfMatch(expected): IfMatch,
     body: ApiJson<CoePatch>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
-    let id = id.into_inner();
-    crate::http::checked_id(&id, "COE")?;
-    let expected = if_match(&req)?;
-    let (patch, actor, target) = (body.0, caller.actor(), id.clone());
-    write_then_show(
-        state,
-        &caller,
-        id,
-        actix_web::http::StatusCode::OK,
-        move |conn, _| coes::patch(conn, &target, patch, expected, &actor),
-    )
+    let (patch, actor) = (body.0, caller.actor());
+    write_then_show(&state, &caller, id, StatusCode::OK, move |conn, id, _| {
+        coes::patch(conn, id, patch, expected, &actor)
+    })
     .await
 }
 
@@ -196,26 +175,24 @@ pub struct SectionBody {
         (status = 428, description = "If-Match is missing", body = ErrorBody),
     ))]
 pub async fn put_section(
-    req: HttpRequest,
-    caller: Caller,
+    Member(caller): Member,
+    id: PathId<ids::Coe>,
     path: web::Path<(String, String)>,
+    IfMatch(expected): IfMatch,
     body: ApiJson<SectionBody>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
-    let (id, key) = path.into_inner();
-    crate::http::checked_id(&id, "COE")?;
-    let expected = if_match(&req)?;
-    let (text, actor, target) = (body.0.body, caller.actor(), id.clone());
+    let (_, key) = path.into_inner();
+    let (text, actor) = (body.0.body, caller.actor());
     write_then_show(
-        state,
+        &state,
         &caller,
         id,
-        actix_web::http::StatusCode::OK,
-        move |conn, state| {
+        StatusCode::OK,
+        move |conn, id, state| {
             coes::put_section(
                 conn,
-                &target,
+                id,
                 &key,
                 &text,
                 expected,
@@ -240,23 +217,19 @@ pub async fn put_section(
         (status = 428, description = "If-Match is missing", body = ErrorBody),
     ))]
 pub async fn add_timeline(
-    req: HttpRequest,
-    caller: Caller,
-    id: web::Path<String>,
+    Member(caller): Member,
+    id: PathId<ids::Coe>,
+    IfMatch(expected): IfMatch,
     body: ApiJson<TimelineInput>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
-    let id = id.into_inner();
-    crate::http::checked_id(&id, "COE")?;
-    let expected = if_match(&req)?;
-    let (input, actor, target) = (body.0, caller.actor(), id.clone());
+    let (input, actor) = (body.0, caller.actor());
     write_then_show(
-        state,
+        &state,
         &caller,
         id,
-        actix_web::http::StatusCode::CREATED,
-        move |conn, _| coes::add_timeline(conn, &target, &input, expected, &actor),
+        StatusCode::CREATED,
+        move |conn, id, _| coes::add_timeline(conn, id, &input, expected, &actor),
     )
     .await
 }
@@ -274,24 +247,18 @@ pub async fn add_timeline(
         (status = 428, description = "If-Match is missing", body = ErrorBody),
     ))]
 pub async fn edit_timeline(
-    req: HttpRequest,
-    caller: Caller,
-    path: web::Path<(String, String)>,
+    Member(caller): Member,
+    id: PathId<ids::Coe>,
+    entry: PathId<ids::TimelineEntry>,
+    IfMatch(expected): IfMatch,
     body: ApiJson<TimelineInput>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
-    let (id, entry) = path.into_inner();
-    crate::http::checked_id(&id, "COE")?;
-    let expected = if_match(&req)?;
-    let (input, actor, target) = (body.0, caller.actor(), id.clone());
-    write_then_show(
-        state,
-        &caller,
-        id,
-        actix_web::http::StatusCode::OK,
-        move |conn, _| coes::edit_timeline(conn, &target, &entry, &input, expected, &actor),
-    )
+    let entry = entry.into_inner();
+    let (input, actor) = (body.0, caller.actor());
+    write_then_show(&state, &caller, id, StatusCode::OK, move |conn, id, _| {
+        coes::edit_timeline(conn, id, &entry, &input, expected, &actor)
+    })
     .await
 }
 
@@ -306,23 +273,17 @@ pub async fn edit_timeline(
         (status = 428, description = "If-Match is missing", body = ErrorBody),
     ))]
 pub async fn delete_timeline(
-    req: HttpRequest,
-    caller: Caller,
-    path: web::Path<(String, String)>,
+    Member(caller): Member,
+    id: PathId<ids::Coe>,
+    entry: PathId<ids::TimelineEntry>,
+    IfMatch(expected): IfMatch,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
-    let (id, entry) = path.into_inner();
-    crate::http::checked_id(&id, "COE")?;
-    let expected = if_match(&req)?;
-    let (actor, target) = (caller.actor(), id.clone());
-    write_then_show(
-        state,
-        &caller,
-        id,
-        actix_web::http::StatusCode::OK,
-        move |conn, _| coes::delete_timeline(conn, &target, &entry, expected, &actor),
-    )
+    let entry = entry.into_inner();
+    let actor = caller.actor();
+    write_then_show(&state, &caller, id, StatusCode::OK, move |conn, id, _| {
+        coes::delete_timeline(conn, id, &entry, expected, &actor)
+    })
     .await
 }
 
@@ -339,23 +300,19 @@ pub async fn delete_timeline(
         (status = 428, description = "If-Match is missing", body = ErrorBody),
     ))]
 pub async fn add_whys(
-    req: HttpRequest,
-    caller: Caller,
-    id: web::Path<String>,
+    Member(caller): Member,
+    id: PathId<ids::Coe>,
+    IfMatch(expected): IfMatch,
     body: ApiJson<WhyChainInput>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
-    let id = id.into_inner();
-    crate::http::checked_id(&id, "COE")?;
-    let expected = if_match(&req)?;
-    let (input, actor, target) = (body.0, caller.actor(), id.clone());
+    let (input, actor) = (body.0, caller.actor());
     write_then_show(
-        state,
+        &state,
         &caller,
         id,
-        actix_web::http::StatusCode::CREATED,
-        move |conn, _| coes::add_why_chain(conn, &target, &input, expected, &actor),
+        StatusCode::CREATED,
+        move |conn, id, _| coes::add_why_chain(conn, id, &input, expected, &actor),
     )
     .await
 }
@@ -373,24 +330,18 @@ pub async fn add_whys(
         (status = 428, description = "If-Match is missing", body = ErrorBody),
     ))]
 pub async fn replace_whys(
-    req: HttpRequest,
-    caller: Caller,
-    path: web::Path<(String, String)>,
+    Member(caller): Member,
+    id: PathId<ids::Coe>,
+    chain: PathId<ids::WhyChain>,
+    IfMatch(expected): IfMatch,
     body: ApiJson<WhyChainInput>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
-    let (id, chain) = path.into_inner();
-    crate::http::checked_id(&id, "COE")?;
-    let expected = if_match(&req)?;
-    let (input, actor, target) = (body.0, caller.actor(), id.clone());
-    write_then_show(
-        state,
-        &caller,
-        id,
-        actix_web::http::StatusCode::OK,
-        move |conn, _| coes::replace_why_chain(conn, &target, &chain, &input, expected, &actor),
-    )
+    let chain = chain.into_inner();
+    let (input, actor) = (body.0, caller.actor());
+    write_then_show(&state, &caller, id, StatusCode::OK, move |conn, id, _| {
+        coes::replace_why_chain(conn, id, &chain, &input, expected, &actor)
+    })
     .await
 }
 
@@ -405,23 +356,17 @@ pub async fn replace_whys(
         (status = 428, description = "If-Match is missing", body = ErrorBody),
     ))]
 pub async fn delete_whys(
-    req: HttpRequest,
-    caller: Caller,
-    path: web::Path<(String, String)>,
+    Member(caller): Member,
+    id: PathId<ids::Coe>,
+    chain: PathId<ids::WhyChain>,
+    IfMatch(expected): IfMatch,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
-    let (id, chain) = path.into_inner();
-    crate::http::checked_id(&id, "COE")?;
-    let expected = if_match(&req)?;
-    let (actor, target) = (caller.actor(), id.clone());
-    write_then_show(
-        state,
-        &caller,
-        id,
-        actix_web::http::StatusCode::OK,
-        move |conn, _| coes::delete_why_chain(conn, &target, &chain, expected, &actor),
-    )
+    let chain = chain.into_inner();
+    let actor = caller.actor();
+    write_then_show(&state, &caller, id, StatusCode::OK, move |conn, id, _| {
+        coes::delete_why_chain(conn, id, &chain, expected, &actor)
+    })
     .await
 }
 
@@ -438,23 +383,19 @@ pub async fn delete_whys(
         (status = 428, description = "If-Match is missing", body = ErrorBody),
     ))]
 pub async fn add_related(
-    req: HttpRequest,
-    caller: Caller,
-    id: web::Path<String>,
+    Member(caller): Member,
+    id: PathId<ids::Coe>,
+    IfMatch(expected): IfMatch,
     body: ApiJson<RelatedInput>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
-    let id = id.into_inner();
-    crate::http::checked_id(&id, "COE")?;
-    let expected = if_match(&req)?;
-    let (input, actor, target) = (body.0, caller.actor(), id.clone());
+    let (input, actor) = (body.0, caller.actor());
     write_then_show(
-        state,
+        &state,
         &caller,
         id,
-        actix_web::http::StatusCode::CREATED,
-        move |conn, _| coes::add_related(conn, &target, &input, expected, &actor),
+        StatusCode::CREATED,
+        move |conn, id, _| coes::add_related(conn, id, &input, expected, &actor),
     )
     .await
 }
@@ -470,23 +411,17 @@ pub async fn add_related(
         (status = 428, description = "If-Match is missing", body = ErrorBody),
     ))]
 pub async fn delete_related(
-    req: HttpRequest,
-    caller: Caller,
-    path: web::Path<(String, String)>,
+    Member(caller): Member,
+    id: PathId<ids::Coe>,
+    item: PathId<ids::RelatedItem>,
+    IfMatch(expected): IfMatch,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
-    let (id, item) = path.into_inner();
-    crate::http::checked_id(&id, "COE")?;
-    let expected = if_match(&req)?;
-    let (actor, target) = (caller.actor(), id.clone());
-    write_then_show(
-        state,
-        &caller,
-        id,
-        actix_web::http::StatusCode::OK,
-        move |conn, _| coes::delete_related(conn, &target, &item, expected, &actor),
-    )
+    let item = item.into_inner();
+    let actor = caller.actor();
+    write_then_show(&state, &caller, id, StatusCode::OK, move |conn, id, _| {
+        coes::delete_related(conn, id, &item, expected, &actor)
+    })
     .await
 }
 
@@ -504,18 +439,12 @@ pub struct History {
         (status = 404, description = "No such COE", body = ErrorBody),
     ))]
 pub async fn history(
-    caller: Caller,
-    id: web::Path<String>,
+    _: Member,
+    id: PathId<ids::Coe>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
     let id = id.into_inner();
-    crate::http::checked_id(&id, "COE")?;
-    let changes = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        Ok(coes::history(&mut conn, &id)?)
-    })
-    .await??;
+    let changes = with_conn(&state, move |conn, _| Ok(coes::history(conn, &id)?)).await?;
     Ok(HttpResponse::Ok().json(History { changes }))
 }
 
@@ -544,13 +473,13 @@ pub struct CoeQuery {
     pub offset: Option<i64>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct CoePage {
-    /// Best match first with `q`, else newest first.
-    pub coes: Vec<CoeSummary>,
-    pub total: i64,
-    pub limit: i64,
-    pub offset: i64,
+/// A page of COEs.
+pub type CoePage = Page<CoeSummary>;
+
+impl Listed for CoeSummary {
+    const FIELD: &'static str = "coes";
+    const PAGE: &'static str = "CoePage";
+    const ORDER: Option<&'static str> = Some("Best match first with `q`, else newest first.");
 }
 
 /// Lists COEs with filters, or searches them with `q` (full-text, ranked).
@@ -561,13 +490,12 @@ pub struct CoePage {
         (status = 422, description = "A bad query parameter", body = ErrorBody),
     ))]
 pub async fn list(
-    caller: Caller,
+    _: Member,
     query: ApiQuery<CoeQuery>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
     let q = query.0;
-    let (limit, offset) = crate::http::page(q.limit, q.offset)?;
+    let (limit, offset) = page::limits(q.limit, q.offset)?;
     let filter = coes::CoeFilter {
         text: q.q.filter(|t| !t.trim().is_empty()),
         state: q.state,
@@ -577,17 +505,11 @@ pub async fn list(
         since: crate::http::time_param("since", q.since.as_deref())?,
         until: crate::http::time_param("until", q.until.as_deref())?,
     };
-    let (coes, total) = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        Ok(coes::list(&mut conn, &filter, limit, offset)?)
+    let found = with_conn(&state, move |conn, _| {
+        Ok(coes::list(conn, &filter, limit, offset)?)
     })
-    .await??;
-    Ok(HttpResponse::Ok().json(CoePage {
-        coes,
-        total,
-        limit,
-        offset,
-    }))
+    .await?;
+    Ok(HttpResponse::Ok().json(CoePage::new(found, limit, offset)))
 }
 
 /// The whole COE as Markdown, for a wiki or the review meeting.
@@ -598,19 +520,16 @@ pub async fn list(
         (status = 404, description = "No such COE", body = ErrorBody),
     ))]
 pub async fn export(
-    caller: Caller,
-    id: web::Path<String>,
+    _: Member,
+    id: PathId<ids::Coe>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
     let id = id.into_inner();
-    crate::http::checked_id(&id, "COE")?;
-    let markdown = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        let doc = coes::load(&mut conn, &id, &state.settings)?;
+    let markdown = with_conn(&state, move |conn, state| {
+        let doc = coes::load(conn, &id, &state.settings)?;
         crate::services::export::markdown(&doc).map_err(ApiError::Internal)
     })
-    .await??;
+    .await?;
     Ok(HttpResponse::Ok()
         .content_type("text/markdown; charset=utf-8")
         .body(markdown))

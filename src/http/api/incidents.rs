@@ -1,16 +1,17 @@
 //! Reading incidents and events.
 
 use actix_web::{web, HttpResponse};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use crate::domain::incident::IncidentState;
-use crate::domain::{Role, Severity};
+use crate::domain::Severity;
 use crate::error::{ApiError, ErrorBody};
-use crate::http::extract::ApiQuery;
+use crate::http::auth::Member;
+use crate::http::extract::{ids, ApiQuery, PathId};
+use crate::http::page::{self, Listed, Page};
+use crate::http::state::{with_conn, AppState};
 use crate::services::incidents::{self, EventDetail, Incident, IncidentDetail, IncidentFilter};
-use crate::services::tokens::Caller;
-use crate::startup::AppState;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -40,14 +41,13 @@ pub struct IncidentQuery {
     pub offset: Option<i64>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct IncidentPage {
-    /// Newest first.
-    pub incidents: Vec<Incident>,
-    /// How many incidents match the filters in all.
-    pub total: i64,
-    pub limit: i64,
-    pub offset: i64,
+/// A page of incidents.
+pub type IncidentPage = Page<Incident>;
+
+impl Listed for Incident {
+    const FIELD: &'static str = "incidents";
+    const PAGE: &'static str = "IncidentPage";
+    const ORDER: Option<&'static str> = Some("Newest first.");
 }
 
 /// Lists incidents, newest first, with filters and pages.
@@ -60,13 +60,12 @@ pub struct IncidentPage {
         (status = 422, description = "A bad query parameter", body = ErrorBody),
     ))]
 pub async fn list(
-    caller: Caller,
+    _: Member,
     query: ApiQuery<IncidentQuery>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
     let q = query.0;
-    let (limit, offset) = crate::http::page(q.limit, q.offset)?;
+    let (limit, offset) = page::limits(q.limit, q.offset)?;
     let filter = IncidentFilter {
         state: q.status,
         severity: q.severity,
@@ -76,17 +75,11 @@ pub async fn list(
         until: crate::http::time_param("until", q.until.as_deref())?,
         needs_coe: q.needs_coe,
     };
-    let (incidents, total) = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        Ok(incidents::list(&mut conn, &filter, limit, offset)?)
+    let found = with_conn(&state, move |conn, _| {
+        Ok(incidents::list(conn, &filter, limit, offset)?)
     })
-    .await??;
-    Ok(HttpResponse::Ok().json(IncidentPage {
-        incidents,
-        total,
-        limit,
-        offset,
-    }))
+    .await?;
+    Ok(HttpResponse::Ok().json(IncidentPage::new(found, limit, offset)))
 }
 
 /// One incident with its events.
@@ -99,22 +92,15 @@ pub async fn list(
         (status = 404, description = "No such incident", body = ErrorBody),
     ))]
 pub async fn get(
-    caller: Caller,
-    id: web::Path<String>,
+    _: Member,
+    id: PathId<ids::Incident>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
-    let id = id.into_inner();
-    let shown = id.escape_default().to_string();
-    crate::http::checked_id(&id, "incident")?;
-    let found = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        Ok(incidents::get(&mut conn, &id)?)
-    })
-    .await??;
+    let key = id.as_str().to_owned();
+    let found = with_conn(&state, move |conn, _| Ok(incidents::get(conn, &key)?)).await?;
     found
         .map(|detail| HttpResponse::Ok().json(detail))
-        .ok_or_else(|| ApiError::NotFound(format!("no incident with id `{shown}`")))
+        .ok_or_else(|| id.not_found())
 }
 
 /// One failure event with the delivery it arrived in, exactly as received.
@@ -127,20 +113,13 @@ pub async fn get(
         (status = 404, description = "No such event", body = ErrorBody),
     ))]
 pub async fn event(
-    caller: Caller,
-    id: web::Path<String>,
+    _: Member,
+    id: PathId<ids::Event>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
-    let id = id.into_inner();
-    let shown = id.escape_default().to_string();
-    crate::http::checked_id(&id, "event")?;
-    let found = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        Ok(incidents::event(&mut conn, &id)?)
-    })
-    .await??;
+    let key = id.as_str().to_owned();
+    let found = with_conn(&state, move |conn, _| Ok(incidents::event(conn, &key)?)).await?;
     found
         .map(|detail| HttpResponse::Ok().json(detail))
-        .ok_or_else(|| ApiError::NotFound(format!("no event with id `{shown}`")))
+        .ok_or_else(|| id.not_found())
 }

@@ -9,14 +9,14 @@ use utoipa::ToSchema;
 use crate::db;
 use crate::domain::Role;
 use crate::error::{ApiError, ErrorBody};
-use crate::http::auth::{authenticate, presented_secret};
+use crate::http::auth::{authenticate, presented_secret, Ingest};
 use crate::http::extract::read_body;
+use crate::http::state::AppState;
 use crate::ingest::cloudwatch::is_sns_url;
 use crate::ingest::generic::{self, EventInput};
 use crate::ingest::signature::{self, SignatureError};
 use crate::ingest::{self, Source};
 use crate::services::ingest::{self as store, Delivery, StoredEvent};
-use crate::startup::AppState;
 
 /// The answer to a delivery.
 #[derive(Debug, Serialize, ToSchema)]
@@ -85,12 +85,11 @@ fn respond(outcome: IngestResponse) -> HttpResponse {
         (status = 422, description = "A field is missing or invalid", body = ErrorBody),
     ))]
 pub async fn post_events(
+    _: Ingest,
     req: HttpRequest,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let caller = authenticate(presented_secret(&req)?, state.clone()).await?;
-    caller.require(Role::Ingest)?;
     let body = read_body(
         payload,
         state.settings.webhooks.max_body_bytes,

@@ -6,13 +6,12 @@ use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::domain::Role;
 use crate::error::{ApiError, ErrorBody};
-use crate::http::checked_id;
-use crate::http::extract::ApiQuery;
+use crate::http::auth::Admin;
+use crate::http::extract::{ids, ApiQuery, PathId};
+use crate::http::page;
+use crate::http::state::{with_conn, AppState};
 use crate::services::outbox::{self, OutboxEmail, RetryError};
-use crate::services::tokens::Caller;
-use crate::startup::AppState;
 
 impl From<RetryError> for ApiError {
     fn from(e: RetryError) -> Self {
@@ -63,11 +62,10 @@ pub struct OutboxPage {
         (status = 422, description = "A query parameter is invalid", body = ErrorBody),
     ))]
 pub async fn list(
-    caller: Caller,
+    _: Admin,
     query: ApiQuery<OutboxQuery>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Admin)?;
     let q = query.0;
     if let Some(s) = &q.state {
         if !outbox::STATES.contains(&s.as_str()) {
@@ -77,11 +75,10 @@ pub async fn list(
             ));
         }
     }
-    let (limit, _) = crate::http::page(q.limit, None)?;
-    let page = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
+    let (limit, _) = page::limits(q.limit, None)?;
+    let page = with_conn(&state, move |conn, _| {
         let emails = outbox::list(
-            &mut conn,
+            conn,
             q.state.as_deref(),
             q.recipient
                 .as_deref()
@@ -91,7 +88,7 @@ pub async fn list(
             q.before.as_deref(),
             limit,
         )?;
-        let counts = outbox::counts(&mut conn)?;
+        let counts = outbox::counts(conn)?;
         let next_before = if i64::try_from(emails.len()).unwrap_or(0) == limit {
             emails.last().map(|e| e.id.clone())
         } else {
@@ -103,7 +100,7 @@ pub async fn list(
             next_before,
         })
     })
-    .await??;
+    .await?;
     Ok(HttpResponse::Ok().json(page))
 }
 
@@ -119,18 +116,12 @@ pub async fn list(
         (status = 409, description = "The email is sent or being sent", body = ErrorBody),
     ))]
 pub async fn retry(
-    caller: Caller,
-    id: web::Path<String>,
+    Admin(caller): Admin,
+    id: PathId<ids::Email>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Admin)?;
     let id = id.into_inner();
-    checked_id(&id, "email")?;
-    let email = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        Ok(outbox::retry(&mut conn, &id)?)
-    })
-    .await??;
+    let email = with_conn(&state, move |conn, _| Ok(outbox::retry(conn, &id)?)).await?;
     tracing::info!(email = %email.id, by = %caller.actor(), "email queued again");
     Ok(HttpResponse::Ok().json(email))
 }

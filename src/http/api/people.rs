@@ -6,10 +6,10 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::domain::{EmailAddress, Role};
 use crate::error::{ApiError, ErrorBody, FieldProblem};
+use crate::http::auth::Member;
 use crate::http::extract::{ApiJson, ApiQuery};
+use crate::http::state::{with_conn, AppState};
 use crate::services::people::{self, ImportReport, PeopleError, Person, PersonInput};
-use crate::services::tokens::Caller;
-use crate::startup::AppState;
 
 impl From<PeopleError> for ApiError {
     fn from(e: PeopleError) -> Self {
@@ -34,20 +34,18 @@ impl From<PeopleError> for ApiError {
         (status = 422, description = "A bad email, manager or time zone", body = ErrorBody),
     ))]
 pub async fn put(
-    caller: Caller,
+    _: Member,
     email: web::Path<String>,
     body: ApiJson<PersonInput>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
     let email =
         EmailAddress::parse(&email.into_inner()).map_err(|p| ApiError::field("email", p))?;
     let input = body.0;
-    let person = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        Ok(people::put(&mut conn, &email, &input)?)
+    let person = with_conn(&state, move |conn, _| {
+        Ok(people::put(conn, &email, &input)?)
     })
-    .await??;
+    .await?;
     Ok(HttpResponse::Ok().json(person))
 }
 
@@ -69,17 +67,15 @@ pub struct PeopleList {
     params(PeopleQuery),
     responses((status = 200, description = "Everyone, or one team", body = PeopleList)))]
 pub async fn list(
-    caller: Caller,
+    _: Member,
     query: ApiQuery<PeopleQuery>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
     let team = query.0.team;
-    let people = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        Ok(people::list(&mut conn, team.as_deref())?)
+    let people = with_conn(&state, move |conn, _| {
+        Ok(people::list(conn, team.as_deref())?)
     })
-    .await??;
+    .await?;
     Ok(HttpResponse::Ok().json(PeopleList { people }))
 }
 
@@ -93,20 +89,15 @@ pub async fn list(
         (status = 422, description = "No usable header", body = ErrorBody),
     ))]
 pub async fn import(
-    caller: Caller,
+    _: Member,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
     let limit = state.settings.server.max_body_bytes;
     let bytes = crate::http::extract::read_body(payload, limit, "server.max_body_bytes").await?;
     let text = String::from_utf8(bytes.to_vec())
         .map_err(|e| ApiError::field("body", format!("must be UTF-8 text ({e})")))?;
-    let report = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        Ok(people::import_csv(&mut conn, &text)?)
-    })
-    .await??;
+    let report = with_conn(&state, move |conn, _| Ok(people::import_csv(conn, &text)?)).await?;
     Ok(HttpResponse::Ok().json(report))
 }
 
@@ -125,11 +116,10 @@ pub struct FeedUrl {
         (status = 403, description = "Neither that person nor an admin", body = ErrorBody),
     ))]
 pub async fn new_feed_token(
-    caller: Caller,
+    Member(caller): Member,
     email: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
     let email =
         EmailAddress::parse(&email.into_inner()).map_err(|p| ApiError::field("email", p))?;
     if caller.role != Role::Admin && caller.email.as_deref() != Some(email.as_str()) {
@@ -139,11 +129,10 @@ pub async fn new_feed_token(
     }
     let base = state.settings.public_url.trim_end_matches('/').to_owned();
     let target = email.clone();
-    let secret = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        Ok(people::new_feed_token(&mut conn, &target)?)
+    let secret = with_conn(&state, move |conn, _| {
+        Ok(people::new_feed_token(conn, &target)?)
     })
-    .await??;
+    .await?;
     Ok(HttpResponse::Created().json(FeedUrl {
         url: format!(
             "{base}/api/v1/people/{}/actions.ics?token={}",
@@ -178,9 +167,8 @@ pub async fn calendar(
     let email = EmailAddress::parse(&email.into_inner()).map_err(|_| refused())?;
     let secret =
         crate::domain::TokenSecret::from_presented(query.0.token.as_deref().ok_or_else(refused)?);
-    let body = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        if !people::feed_token_matches(&mut conn, email.as_str(), &secret)? {
+    let body = with_conn(&state, move |conn, state| {
+        if !people::feed_token_matches(conn, email.as_str(), &secret)? {
             return Err(refused());
         }
         let clock = state.settings.clock();
@@ -195,7 +183,7 @@ pub async fn calendar(
                 ..Default::default()
             };
             let (page, _) = crate::services::actions::list(
-                &mut conn,
+                conn,
                 &filter,
                 crate::services::actions::ActionSort::DueDate,
                 500,
@@ -211,7 +199,7 @@ pub async fn calendar(
             &state.settings.public_url,
         ))
     })
-    .await??;
+    .await?;
     Ok(HttpResponse::Ok()
         .content_type("text/calendar; charset=utf-8")
         .body(body))

@@ -2,21 +2,16 @@
 
 use actix_web::{web, HttpResponse};
 
-use crate::domain::Role;
+use crate::db::DbConnection;
 use crate::error::{ApiError, ErrorBody};
+use crate::http::auth::Member;
+use crate::http::state::{with_conn, AppState};
 use crate::services::stats::{self, Stats};
-use crate::services::tokens::Caller;
-use crate::startup::AppState;
 
 /// The inspection figures now.
-pub fn current(state: &AppState) -> Result<Stats, ApiError> {
-    let mut conn = state.pool.get()?;
+pub fn current(conn: &mut DbConnection, state: &AppState) -> Result<Stats, ApiError> {
     let clock = state.settings.clock();
-    Ok(stats::stats(
-        &mut conn,
-        clock,
-        state.settings.coe.writeup_days,
-    )?)
+    Ok(stats::stats(conn, clock, state.settings.coe.writeup_days)?)
 }
 
 /// Open and overdue actions by team and owner, actions closed on time and late,
@@ -26,8 +21,7 @@ pub fn current(state: &AppState) -> Result<Stats, ApiError> {
         (status = 200, description = "The figures", body = Stats),
         (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
     ))]
-pub async fn get(caller: Caller, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Member)?;
-    let figures = web::block(move || current(&state)).await??;
+pub async fn get(_: Member, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let figures = with_conn(&state, current).await?;
     Ok(HttpResponse::Ok().json(figures))
 }

@@ -6,9 +6,10 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::domain::{EmailAddress, Role, TokenName};
 use crate::error::{ApiError, ErrorBody, FieldProblem};
+use crate::http::auth::Admin;
 use crate::http::extract::{ApiJson, ApiQuery};
+use crate::http::state::{with_conn, AppState};
 use crate::services::tokens::{self, Caller, TokenError, TokenInfo};
-use crate::startup::AppState;
 
 impl From<TokenError> for ApiError {
     fn from(e: TokenError) -> Self {
@@ -82,17 +83,15 @@ pub async fn me(caller: Caller) -> HttpResponse {
         (status = 403, description = "Not an admin token", body = ErrorBody),
     ))]
 pub async fn list(
-    caller: Caller,
+    _: Admin,
     query: ApiQuery<ListTokensQuery>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Admin)?;
     let include_revoked = query.0.include_revoked;
-    let tokens = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        Ok(tokens::list(&mut conn, include_revoked)?)
+    let tokens = with_conn(&state, move |conn, _| {
+        Ok(tokens::list(conn, include_revoked)?)
     })
-    .await??;
+    .await?;
     Ok(HttpResponse::Ok().json(TokenList { tokens }))
 }
 
@@ -109,17 +108,15 @@ pub async fn list(
         (status = 422, description = "A field is missing or invalid", body = ErrorBody),
     ))]
 pub async fn create(
-    caller: Caller,
+    Admin(caller): Admin,
     body: ApiJson<CreateToken>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Admin)?;
     let CreateToken { name, role, email } = body.0;
-    let (token, secret) = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        Ok(tokens::create(&mut conn, &name, role, email.as_ref())?)
+    let (token, secret) = with_conn(&state, move |conn, _| {
+        Ok(tokens::create(conn, &name, role, email.as_ref())?)
     })
-    .await??;
+    .await?;
     tracing::info!(token = %token.name, role = %token.role, by = %caller.actor(), "token created");
     Ok(HttpResponse::Created().json(CreatedToken {
         token,
@@ -137,17 +134,12 @@ pub async fn create(
         (status = 404, description = "No active token has this name", body = ErrorBody),
     ))]
 pub async fn revoke(
-    caller: Caller,
+    Admin(caller): Admin,
     name: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(Role::Admin)?;
     let name = name.into_inner();
-    let token = web::block(move || -> Result<_, ApiError> {
-        let mut conn = state.pool.get()?;
-        Ok(tokens::revoke(&mut conn, &name)?)
-    })
-    .await??;
+    let token = with_conn(&state, move |conn, _| Ok(tokens::revoke(conn, &name)?)).await?;
     tracing::info!(token = %token.name, by = %caller.actor(), "token revoked");
     Ok(HttpResponse::Ok().json(token))
 }

@@ -1,0 +1,106 @@
+//! The route table: every route the service serves, in one list. The app's routing
+//! ([`configure`]), the OpenAPI document's `paths(...)` (`openapi::ApiDoc`) and the table
+//! the tests hold against the document ([`ROUTES`]) are all expanded from it, so a route
+//! cannot be served without being documented, or documented without being served.
+//!
+//! A documented handler says its method and path once more in `#[utoipa::path]`; the
+//! test `tests/api/openapi.rs` checks that the document and [`ROUTES`] agree.
+
+use actix_web::web;
+
+use crate::http::{api, health, metrics, openapi};
+
+/// Hands the route table to the macro `$then` (see `serve` below and `api_doc` in
+/// `openapi.rs`). One line per path: its methods and their handlers, in the order the
+/// app matches them. Routes that answer something other than JSON are `undocumented`.
+macro_rules! route_table {
+    ($then:ident) => {
+        $then! {
+            documented {
+                "/healthz" => { get: health::healthz }
+                "/readyz" => { get: health::readyz }
+                "/api/v1/me" => { get: api::tokens::me }
+                "/api/v1/tokens" => { get: api::tokens::list, post: api::tokens::create }
+                "/api/v1/tokens/{name}" => { delete: api::tokens::revoke }
+                "/api/v1/events" => { post: api::ingest::post_events }
+                "/api/v1/events/{id}" => { get: api::incidents::event }
+                "/api/v1/webhooks/{source}" => { post: api::ingest::receive_webhook }
+                "/api/v1/incidents" => { get: api::incidents::list }
+                "/api/v1/incidents/{id}" => { get: api::incidents::get }
+                "/api/v1/coes" => { get: api::coes::list, post: api::coes::create }
+                "/api/v1/coes/{id}" => { get: api::coes::get, patch: api::coes::patch }
+                "/api/v1/coes/{id}/sections/{key}" => { put: api::coes::put_section }
+                "/api/v1/coes/{id}/timeline" => { post: api::coes::add_timeline }
+                "/api/v1/coes/{id}/timeline/{entry_id}" => {
+                    put: api::coes::edit_timeline,
+                    delete: api::coes::delete_timeline
+                }
+                "/api/v1/coes/{id}/whys" => { post: api::coes::add_whys }
+                "/api/v1/coes/{id}/whys/{chain_id}" => {
+                    put: api::coes::replace_whys,
+                    delete: api::coes::delete_whys
+                }
+                "/api/v1/coes/{id}/related" => { post: api::coes::add_related }
+                "/api/v1/coes/{id}/related/{item_id}" => { delete: api::coes::delete_related }
+                "/api/v1/coes/{id}/history" => { get: api::coes::history }
+                "/api/v1/coes/{id}/export.md" => { get: api::coes::export }
+                "/api/v1/coes/{id}/actions" => { post: api::actions::create }
+                "/api/v1/coes/{id}/submit" => { post: api::actions::submit }
+                "/api/v1/coes/{id}/approve" => { post: api::actions::approve }
+                "/api/v1/coes/{id}/request-changes" => { post: api::actions::request_changes }
+                "/api/v1/actions" => { get: api::actions::list }
+                "/api/v1/actions/{id}" => { get: api::actions::get, patch: api::actions::patch }
+                "/api/v1/actions/{id}/{transition}" => { post: api::actions::transition }
+                "/api/v1/people" => { get: api::people::list }
+                // Before `/api/v1/people/{email}`, which would otherwise take it.
+                "/api/v1/people/import" => { post: api::people::import }
+                "/api/v1/people/{email}" => { put: api::people::put }
+                "/api/v1/people/{email}/feed-token" => { post: api::people::new_feed_token }
+                "/api/v1/people/{email}/actions.ics" => { get: api::people::calendar }
+                "/api/v1/stats" => { get: api::stats::get }
+                "/api/v1/outbox" => { get: api::outbox::list }
+                "/api/v1/outbox/{id}/retry" => { post: api::outbox::retry }
+            }
+            undocumented {
+                // Prometheus text, and the document itself.
+                "/metrics" => { get: metrics::metrics }
+                "/api/openapi.json" => { get: openapi::spec }
+            }
+        }
+    };
+}
+
+pub(crate) use route_table;
+
+/// One route: an HTTP method (lower case, as in the OpenAPI document) on a path
+/// pattern, and whether the OpenAPI document describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Route {
+    pub method: &'static str,
+    pub path: &'static str,
+    pub documented: bool,
+}
+
+macro_rules! serve {
+    (
+        documented { $($path:literal => { $($method:ident: $($handler:ident)::+),+ $(,)? })* }
+        undocumented { $($other:literal => { $($other_method:ident: $($other_handler:ident)::+),+ $(,)? })* }
+    ) => {
+        /// Registers every route. Each path is one `resource`, so that a wrong method
+        /// answers 405 (with `Allow`) rather than 404.
+        pub fn configure(cfg: &mut web::ServiceConfig) {
+            $(cfg.service(web::resource($path)$(.route(web::$method().to($($handler)::+)))+);)*
+            $(cfg.service(
+                web::resource($other)$(.route(web::$other_method().to($($other_handler)::+)))+
+            );)*
+        }
+
+        /// Every route the app serves, in the order it matches them.
+        pub const ROUTES: &[Route] = &[
+            $($(Route { method: stringify!($method), path: $path, documented: true },)+)*
+            $($(Route { method: stringify!($other_method), path: $other, documented: false },)+)*
+        ];
+    };
+}
+
+route_table!(serve);

@@ -1,0 +1,54 @@
+//! What every handler can reach: the app's state, built once by `startup` and shared
+//! by all workers.
+
+use std::sync::Arc;
+
+use actix_web::web;
+
+use crate::config::Settings;
+use crate::db::{DbConnection, DbPool};
+use crate::domain::template::Template;
+use crate::email::EmailTemplates;
+use crate::error::ApiError;
+use crate::http::metrics::Metrics;
+use crate::services::coes;
+use crate::services::sns::SubscriptionConfirmer;
+
+/// What every handler can reach.
+pub struct AppState {
+    pub settings: Arc<Settings>,
+    pub pool: DbPool,
+    pub metrics: Arc<Metrics>,
+    /// Confirms AWS SNS subscriptions (a fake in tests).
+    pub sns: Arc<dyn SubscriptionConfirmer>,
+    /// The COE template new COEs are created with.
+    pub template: Arc<Template>,
+    /// The email templates, compiled and checked at start-up.
+    pub emails: Arc<EmailTemplates>,
+}
+
+impl AppState {
+    /// What the COE services need.
+    pub fn coe_context(&self) -> coes::Context<'_> {
+        coes::Context {
+            settings: &self.settings,
+            template: &self.template,
+            emails: &self.emails,
+        }
+    }
+}
+
+/// Runs `work` on a pooled connection in actix's blocking pool: diesel blocks, and an
+/// actix worker is a single-threaded runtime that must not. `work` gets the state too,
+/// for settings and templates.
+pub async fn with_conn<T: Send + 'static>(
+    state: &web::Data<AppState>,
+    work: impl FnOnce(&mut DbConnection, &AppState) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let state = state.clone();
+    web::block(move || {
+        let mut conn = state.pool.get()?;
+        work(&mut conn, &state)
+    })
+    .await?
+}
