@@ -95,7 +95,11 @@ fn main() {
             "summary",
             &body.join(" "),
             Some(1),
-            "bench",
+            &coe::services::access::Editor {
+                actor: "bench",
+                email: None,
+                is_admin: true,
+            },
             &ctx,
         )
         .expect("section");

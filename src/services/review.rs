@@ -12,20 +12,14 @@ use crate::db::{self, locks, types, DbConnection};
 use crate::domain::coe::{self, CoeState, ReviewFacts, ReviewRefusal};
 use crate::email::Kind;
 use crate::services::coes::{self as coe_service, CoeError};
-use crate::services::lifecycle;
 use crate::services::notify::{self, CoeFacts};
+use crate::services::{access, lifecycle};
 
 pub use crate::domain::coe::ReviewStep as Step;
 
-/// Who is acting, for the reviewer-only rule.
-pub struct Reviewer<'a> {
-    /// How the change is recorded.
-    pub actor: &'a str,
-    /// The person's email, when the token names one.
-    pub email: Option<&'a str>,
-    /// Admins may do anything.
-    pub is_admin: bool,
-}
+/// Who takes a review step: submitting needs the right to change the COE
+/// (`services::access`), approving and sending back are the reviewer's.
+pub use crate::services::access::Editor as Reviewer;
 
 impl From<ReviewRefusal> for CoeError {
     fn from(r: ReviewRefusal) -> Self {
@@ -55,6 +49,9 @@ pub fn step(
             .first(conn)
             .optional()?
             .ok_or_else(|| CoeError::NotFound(id.to_owned()))?;
+        if step == Step::Submit {
+            access::coe(conn, id, who)?;
+        }
         let state: CoeState = types::read("coes.state", &row.state)?;
         let comment = comment.map(str::trim).filter(|c| !c.is_empty());
         let next = coe::review(

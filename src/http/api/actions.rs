@@ -13,6 +13,7 @@ use crate::http::auth::Member;
 use crate::http::extract::{ids, ApiJson, ApiQuery, OptionalJson, PathId};
 use crate::http::page::{self, Listed, Page};
 use crate::http::state::{with_conn, AppState};
+use crate::services::access::Editor;
 use crate::services::actions::{
     self, ActionDetail, ActionError, ActionFilter, ActionPatch, ActionSort, ActionView, NewAction,
     TransitionInput,
@@ -67,8 +68,12 @@ pub async fn create(
     let (email, admin) = (caller.email, caller.role == Role::Admin);
     let detail = with_conn(&state, move |conn, state| {
         let clock = state.settings.clock();
-        coes::may_edit(conn, &coe_id, email.as_deref(), admin)?;
-        let id = actions::create(conn, &coe_id, &input, &actor, clock)?;
+        let who = Editor {
+            actor: &actor,
+            email: email.as_deref(),
+            is_admin: admin,
+        };
+        let id = actions::create(conn, &coe_id, &input, &who, clock)?;
         Ok(actions::get(conn, &id, clock)?)
     })
     .await?;
@@ -114,8 +119,12 @@ pub async fn patch(
     let (email, admin) = (caller.email, caller.role == Role::Admin);
     let detail = with_conn(&state, move |conn, state| {
         let clock = state.settings.clock();
-        actions::may_change(conn, &id, email.as_deref(), admin)?;
-        actions::patch(conn, &id, &patch, &actor, clock)?;
+        let who = Editor {
+            actor: &actor,
+            email: email.as_deref(),
+            is_admin: admin,
+        };
+        actions::patch(conn, &id, &patch, &who, clock)?;
         Ok(actions::get(conn, &id, clock)?)
     })
     .await?;
@@ -157,8 +166,12 @@ pub async fn transition(
     let (id, input, actor) = (id.into_inner(), body.0.unwrap_or_default(), caller.actor());
     let (email, admin) = (caller.email, caller.role == Role::Admin);
     let detail = with_conn(&state, move |conn, state| {
-        actions::may_change(conn, &id, email.as_deref(), admin)?;
-        actions::transition(conn, &id, verb, &input, &actor)?;
+        let who = Editor {
+            actor: &actor,
+            email: email.as_deref(),
+            is_admin: admin,
+        };
+        actions::transition(conn, &id, verb, &input, &who)?;
         Ok(actions::get(conn, &id, state.settings.clock())?)
     })
     .await?;
@@ -267,9 +280,6 @@ async fn review_step(
             email: caller.email.as_deref(),
             is_admin: caller.role == Role::Admin,
         };
-        if step == Step::Submit {
-            coes::may_edit(conn, &id, who.email, who.is_admin)?;
-        }
         review::step(
             conn,
             &id,

@@ -16,6 +16,7 @@ use crate::http::auth::Member;
 use crate::http::extract::{ids, ApiJson, ApiQuery, IfMatch, PathId};
 use crate::http::page::{self, Listed, Page};
 use crate::http::state::{with_conn, AppState};
+use crate::services::access::Editor;
 use crate::services::coes::{
     self, CoeDocument, CoeError, CoePatch, CoeSummary, HistoryEntry, NewCoe, RelatedInput,
     TimelineInput, WhyChainInput,
@@ -57,23 +58,31 @@ fn document_response(status: StatusCode, doc: CoeDocument) -> HttpResponse {
         .json(doc)
 }
 
-/// Runs a write on the COE `id` (after `coes::may_edit`) in the blocking pool and
-/// answers with the whole updated document.
+/// Runs a write on the COE `id` by the caller in the blocking pool (the service
+/// checks, inside its transaction, that the caller may change it) and answers with
+/// the whole updated document.
 async fn write_then_show<T: Send + 'static>(
     state: &web::Data<AppState>,
     caller: &Caller,
     id: PathId<ids::Coe>,
     status: StatusCode,
-    write: impl FnOnce(&mut DbConnection, &str, &AppState) -> Result<T, CoeError> + Send + 'static,
+    write: impl FnOnce(&mut DbConnection, &str, &Editor<'_>, &AppState) -> Result<T, CoeError>
+        + Send
+        + 'static,
 ) -> Result<HttpResponse, ApiError> {
-    let (id, email, admin) = (
+    let (id, actor, email, admin) = (
         id.into_inner(),
+        caller.actor(),
         caller.email.clone(),
         caller.role == Role::Admin,
     );
     let doc = with_conn(state, move |conn, state| {
-        coes::may_edit(conn, &id, email.as_deref(), admin)?;
-        write(conn, &id, state)?;
+        let who = Editor {
+            actor: &actor,
+            email: email.as_deref(),
+            is_admin: admin,
+        };
+        write(conn, &id, &who, state)?;
         Ok(coes::load(conn, &id, &state.settings)?)
     })
     .await?;
@@ -146,10 +155,14 @@ pub async fn patch(
     body: ApiJson<CoePatch>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let (patch, actor) = (body.0, caller.actor());
-    write_then_show(&state, &caller, id, StatusCode::OK, move |conn, id, _| {
-        coes::patch(conn, id, patch, expected, &actor)
-    })
+    let patch = body.0;
+    write_then_show(
+        &state,
+        &caller,
+        id,
+        StatusCode::OK,
+        move |conn, id, who, _| coes::patch(conn, id, patch, expected, who),
+    )
     .await
 }
 
@@ -183,22 +196,14 @@ pub async fn put_section(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (_, key) = path.into_inner();
-    let (text, actor) = (body.0.body, caller.actor());
+    let text = body.0.body;
     write_then_show(
         &state,
         &caller,
         id,
         StatusCode::OK,
-        move |conn, id, state| {
-            coes::put_section(
-                conn,
-                id,
-                &key,
-                &text,
-                expected,
-                &actor,
-                &state.coe_context(),
-            )
+        move |conn, id, who, state| {
+            coes::put_section(conn, id, &key, &text, expected, who, &state.coe_context())
         },
     )
     .await
@@ -223,13 +228,13 @@ pub async fn add_timeline(
     body: ApiJson<TimelineInput>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let (input, actor) = (body.0, caller.actor());
+    let input = body.0;
     write_then_show(
         &state,
         &caller,
         id,
         StatusCode::CREATED,
-        move |conn, id, _| coes::add_timeline(conn, id, &input, expected, &actor),
+        move |conn, id, who, _| coes::add_timeline(conn, id, &input, expected, who),
     )
     .await
 }
@@ -255,10 +260,14 @@ pub async fn edit_timeline(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let entry = entry.into_inner();
-    let (input, actor) = (body.0, caller.actor());
-    write_then_show(&state, &caller, id, StatusCode::OK, move |conn, id, _| {
-        coes::edit_timeline(conn, id, &entry, &input, expected, &actor)
-    })
+    let input = body.0;
+    write_then_show(
+        &state,
+        &caller,
+        id,
+        StatusCode::OK,
+        move |conn, id, who, _| coes::edit_timeline(conn, id, &entry, &input, expected, who),
+    )
     .await
 }
 
@@ -280,10 +289,13 @@ pub async fn delete_timeline(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let entry = entry.into_inner();
-    let actor = caller.actor();
-    write_then_show(&state, &caller, id, StatusCode::OK, move |conn, id, _| {
-        coes::delete_timeline(conn, id, &entry, expected, &actor)
-    })
+    write_then_show(
+        &state,
+        &caller,
+        id,
+        StatusCode::OK,
+        move |conn, id, who, _| coes::delete_timeline(conn, id, &entry, expected, who),
+    )
     .await
 }
 
@@ -306,13 +318,13 @@ pub async fn add_whys(
     body: ApiJson<WhyChainInput>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let (input, actor) = (body.0, caller.actor());
+    let input = body.0;
     write_then_show(
         &state,
         &caller,
         id,
         StatusCode::CREATED,
-        move |conn, id, _| coes::add_why_chain(conn, id, &input, expected, &actor),
+        move |conn, id, who, _| coes::add_why_chain(conn, id, &input, expected, who),
     )
     .await
 }
@@ -338,10 +350,14 @@ pub async fn replace_whys(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let chain = chain.into_inner();
-    let (input, actor) = (body.0, caller.actor());
-    write_then_show(&state, &caller, id, StatusCode::OK, move |conn, id, _| {
-        coes::replace_why_chain(conn, id, &chain, &input, expected, &actor)
-    })
+    let input = body.0;
+    write_then_show(
+        &state,
+        &caller,
+        id,
+        StatusCode::OK,
+        move |conn, id, who, _| coes::replace_why_chain(conn, id, &chain, &input, expected, who),
+    )
     .await
 }
 
@@ -363,10 +379,13 @@ pub async fn delete_whys(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let chain = chain.into_inner();
-    let actor = caller.actor();
-    write_then_show(&state, &caller, id, StatusCode::OK, move |conn, id, _| {
-        coes::delete_why_chain(conn, id, &chain, expected, &actor)
-    })
+    write_then_show(
+        &state,
+        &caller,
+        id,
+        StatusCode::OK,
+        move |conn, id, who, _| coes::delete_why_chain(conn, id, &chain, expected, who),
+    )
     .await
 }
 
@@ -389,13 +408,13 @@ pub async fn add_related(
     body: ApiJson<RelatedInput>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let (input, actor) = (body.0, caller.actor());
+    let input = body.0;
     write_then_show(
         &state,
         &caller,
         id,
         StatusCode::CREATED,
-        move |conn, id, _| coes::add_related(conn, id, &input, expected, &actor),
+        move |conn, id, who, _| coes::add_related(conn, id, &input, expected, who),
     )
     .await
 }
@@ -418,10 +437,13 @@ pub async fn delete_related(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let item = item.into_inner();
-    let actor = caller.actor();
-    write_then_show(&state, &caller, id, StatusCode::OK, move |conn, id, _| {
-        coes::delete_related(conn, id, &item, expected, &actor)
-    })
+    write_then_show(
+        &state,
+        &caller,
+        id,
+        StatusCode::OK,
+        move |conn, id, who, _| coes::delete_related(conn, id, &item, expected, who),
+    )
     .await
 }
 

@@ -14,6 +14,7 @@ use crate::db::{self, locks, DbConnection};
 use crate::domain::action::{self, check_new_due_date, ActionState, Transition};
 use crate::domain::coe::CoeState;
 use crate::domain::{Clock, Severity};
+use crate::services::access::{self, AccessError, Editor};
 use crate::services::audit::{self, Change, Subject};
 use crate::services::{lifecycle, people as directory};
 
@@ -78,13 +79,18 @@ pub fn create(
     conn: &mut DbConnection,
     coe_id: &str,
     input: &NewAction,
-    actor: &str,
+    who: &Editor<'_>,
     clock: Clock,
 ) -> Result<String, ActionError> {
     db::write_transaction(conn, |conn| {
         if locks::lock_coe(conn, coe_id)? == 0 {
             return Err(ActionError::CoeNotFound(coe_id.to_owned()));
         }
+        access::coe(conn, coe_id, who).map_err(|e| match e {
+            AccessError::NotFound(id) => ActionError::CoeNotFound(id),
+            other => other.into(),
+        })?;
+        let actor = who.actor;
         let state: String = coes::table
             .find(coe_id)
             .select(coes::state)
@@ -161,11 +167,13 @@ pub fn patch(
     conn: &mut DbConnection,
     id: &str,
     patch: &ActionPatch,
-    actor: &str,
+    who: &Editor<'_>,
     clock: Clock,
 ) -> Result<(), ActionError> {
     db::write_transaction(conn, |conn| {
         let mut row = load_locked(conn, id)?;
+        access::action(conn, id, who)?;
+        let actor = who.actor;
         let before =
             serde_json::to_value(view(row.clone(), String::new(), Severity::Sev3, clock)?).ok();
         let now = db::now();
@@ -258,10 +266,12 @@ pub fn transition(
     id: &str,
     verb: Transition,
     input: &TransitionInput,
-    actor: &str,
+    who: &Editor<'_>,
 ) -> Result<(), ActionError> {
     db::write_transaction(conn, |conn| {
         let mut row = load_locked(conn, id)?;
+        access::action(conn, id, who)?;
+        let actor = who.actor;
         let from: ActionState = types::read("corrective_actions.state", &row.state)?;
         let to = action::transition(from, verb)?;
         let note = input

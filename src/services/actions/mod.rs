@@ -21,7 +21,7 @@ use crate::domain::action::{
 };
 use crate::domain::coe::CoeState;
 use crate::domain::{Clock, EmailAddress, Severity};
-use crate::services::access::{self, AccessError, Editor};
+use crate::services::access::AccessError;
 
 pub use change::{create, patch, transition};
 pub use list::{for_coe, list, ActionFilter, ActionSort};
@@ -215,21 +215,6 @@ fn coe_title_and_severity(
         .select((coes::title, coes::severity))
         .first(conn)?;
     Ok((title, types::severity("coes.severity", rank)?))
-}
-
-/// Who may change an action: see `services::access::action`.
-pub fn may_change(
-    conn: &mut DbConnection,
-    id: &str,
-    email: Option<&str>,
-    is_admin: bool,
-) -> Result<(), ActionError> {
-    let who = Editor {
-        actor: email.unwrap_or_default(),
-        email,
-        is_admin,
-    };
-    Ok(access::action(conn, id, &who)?)
 }
 
 /// One action with the history of its due date.

@@ -17,28 +17,17 @@ use crate::domain::template::SectionKind;
 use crate::domain::Severity;
 use crate::services::access::{self, Editor};
 
-/// Who may change a COE: see `services::access::coe`.
-pub fn may_edit(
-    conn: &mut DbConnection,
-    id: &str,
-    email: Option<&str>,
-    is_admin: bool,
-) -> Result<(), CoeError> {
-    let who = Editor {
-        actor: email.unwrap_or_default(),
-        email,
-        is_admin,
-    };
-    Ok(access::coe(conn, id, &who)?)
-}
-
-/// Loads the COE for a change: checks that it exists, that the writer saw the current
+/// Loads the COE for a change: checks that it exists, that `who` may change it, that the writer saw the current
 /// version, and that it may still be edited.
 pub(super) fn begin_change(
     conn: &mut DbConnection,
     id: &str,
     expected: Option<i32>,
+    who: &Editor<'_>,
 ) -> Result<CoeRow, CoeError> {
+    // Who may change it is decided here, inside the write transaction, so the answer
+    // holds for the change itself (an owner replaced meanwhile is seen).
+    access::coe(conn, id, who)?;
     let Some(version) = expected else {
         let row = load_row(conn, id)?;
         return Err(CoeError::VersionRequired {
@@ -91,11 +80,12 @@ pub fn put_section(
     key: &str,
     body: &str,
     expected: Option<i32>,
-    actor: Actor<'_>,
+    who: &Editor<'_>,
     ctx: &Context<'_>,
 ) -> Result<(), CoeError> {
     db::write_transaction(conn, |conn| {
-        let row = begin_change(conn, id, expected)?;
+        let row = begin_change(conn, id, expected, who)?;
+        let actor = who.actor;
         let template = template_of(&row);
         let spec = template.section(key).ok_or_else(|| {
             CoeError::invalid(
@@ -185,10 +175,11 @@ pub fn patch(
     id: &str,
     patch: CoePatch,
     expected: Option<i32>,
-    actor: Actor<'_>,
+    who: &Editor<'_>,
 ) -> Result<(), CoeError> {
     db::write_transaction(conn, |conn| {
-        let row = begin_change(conn, id, expected)?;
+        let row = begin_change(conn, id, expected, who)?;
+        let actor = who.actor;
         let mut changes = Vec::new();
         if let Some(title) = &patch.title {
             let title = title.trim();

@@ -34,7 +34,7 @@ pub use document::{
     TemplateRef, TimelineEntry, Why, WhyChain,
 };
 pub use draft::{create, open_draft_for_incident, record_event, NewCoe};
-pub use edit::{may_edit, patch, put_section, CoePatch};
+pub use edit::{patch, put_section, CoePatch};
 pub use related::{add_related, delete_related, RelatedInput};
 pub use search::{list, CoeFilter, CoeSummary};
 pub use timeline::{add_timeline, delete_timeline, edit_timeline, TimelineInput};

@@ -6,11 +6,12 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use super::edit::{begin_change, finish_change};
-use super::{child_of_coe, record_change, Actor, CoeError};
+use super::{child_of_coe, record_change, CoeError};
 use crate::db::models::RelatedRow;
 use crate::db::schema::{coes, related_items};
 use crate::db::{self, DbConnection};
 use crate::domain::coe::RelatedKind;
+use crate::services::access::Editor;
 
 /// A related item as people add it.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -34,10 +35,11 @@ pub fn add_related(
     id: &str,
     input: &RelatedInput,
     expected: Option<i32>,
-    actor: Actor<'_>,
+    who: &Editor<'_>,
 ) -> Result<String, CoeError> {
     db::write_transaction(conn, |conn| {
-        begin_change(conn, id, expected)?;
+        begin_change(conn, id, expected, who)?;
+        let actor = who.actor;
         let kind =
             RelatedKind::from_input(&input.kind).map_err(|p| CoeError::invalid("kind", p))?;
         let (url, related) = if kind == RelatedKind::Coe {
@@ -108,10 +110,11 @@ pub fn delete_related(
     id: &str,
     item_id: &str,
     expected: Option<i32>,
-    actor: Actor<'_>,
+    who: &Editor<'_>,
 ) -> Result<(), CoeError> {
     db::write_transaction(conn, |conn| {
-        begin_change(conn, id, expected)?;
+        begin_change(conn, id, expected, who)?;
+        let actor = who.actor;
         let row: RelatedRow = child_of_coe!(
             conn,
             related_items,

@@ -8,11 +8,12 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use super::edit::{begin_change, finish_change};
-use super::{child_of_coe, record_change, Actor, CoeError};
+use super::{child_of_coe, record_change, CoeError};
 use crate::db::models::{IncidentRow, TimelineRow};
 use crate::db::schema::{coes, incidents, timeline_entries};
 use crate::db::{self, types, DbConnection};
 use crate::domain::coe::TimelineKind;
+use crate::services::access::Editor;
 
 /// A timeline entry as people write it.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -116,10 +117,11 @@ pub fn add_timeline(
     id: &str,
     input: &TimelineInput,
     expected: Option<i32>,
-    actor: Actor<'_>,
+    who: &Editor<'_>,
 ) -> Result<String, CoeError> {
     db::write_transaction(conn, |conn| {
-        begin_change(conn, id, expected)?;
+        begin_change(conn, id, expected, who)?;
+        let actor = who.actor;
         let (at, kind) = check_timeline(input)?;
         let now = db::now();
         let entry = TimelineRow {
@@ -157,10 +159,11 @@ pub fn edit_timeline(
     entry_id: &str,
     input: &TimelineInput,
     expected: Option<i32>,
-    actor: Actor<'_>,
+    who: &Editor<'_>,
 ) -> Result<(), CoeError> {
     db::write_transaction(conn, |conn| {
-        begin_change(conn, id, expected)?;
+        begin_change(conn, id, expected, who)?;
+        let actor = who.actor;
         let (at, kind) = check_timeline(input)?;
         let existing: TimelineRow = child_of_coe!(
             conn,
@@ -204,10 +207,11 @@ pub fn delete_timeline(
     id: &str,
     entry_id: &str,
     expected: Option<i32>,
-    actor: Actor<'_>,
+    who: &Editor<'_>,
 ) -> Result<(), CoeError> {
     db::write_transaction(conn, |conn| {
-        begin_change(conn, id, expected)?;
+        begin_change(conn, id, expected, who)?;
+        let actor = who.actor;
         let existing: TimelineRow = child_of_coe!(
             conn,
             timeline_entries,

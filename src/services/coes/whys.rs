@@ -6,10 +6,11 @@ use serde_json::{json, Value};
 use utoipa::ToSchema;
 
 use super::edit::{begin_change, finish_change};
-use super::{child_of_coe, record_change, Actor, CoeError, Why};
+use super::{child_of_coe, record_change, CoeError, Why};
 use crate::db::models::WhyChainRow;
 use crate::db::schema::why_chains;
 use crate::db::{self, DbConnection};
+use crate::services::access::Editor;
 
 /// A 5-whys chain as people write it.
 #[derive(Debug, Clone, Deserialize, ToSchema)]
@@ -55,10 +56,11 @@ pub fn add_why_chain(
     id: &str,
     input: &WhyChainInput,
     expected: Option<i32>,
-    actor: Actor<'_>,
+    who: &Editor<'_>,
 ) -> Result<String, CoeError> {
     db::write_transaction(conn, |conn| {
-        begin_change(conn, id, expected)?;
+        begin_change(conn, id, expected, who)?;
+        let actor = who.actor;
         let steps = check_steps(input)?;
         let position: Option<i32> = why_chains::table
             .filter(why_chains::coe_id.eq(id))
@@ -97,10 +99,11 @@ pub fn replace_why_chain(
     chain_id: &str,
     input: &WhyChainInput,
     expected: Option<i32>,
-    actor: Actor<'_>,
+    who: &Editor<'_>,
 ) -> Result<(), CoeError> {
     db::write_transaction(conn, |conn| {
-        begin_change(conn, id, expected)?;
+        begin_change(conn, id, expected, who)?;
+        let actor = who.actor;
         let steps = check_steps(input)?;
         let before: String =
             child_of_coe!(conn, why_chains, why_chains::steps, id, chain_id, "whys")?;
@@ -129,10 +132,11 @@ pub fn delete_why_chain(
     id: &str,
     chain_id: &str,
     expected: Option<i32>,
-    actor: Actor<'_>,
+    who: &Editor<'_>,
 ) -> Result<(), CoeError> {
     db::write_transaction(conn, |conn| {
-        begin_change(conn, id, expected)?;
+        begin_change(conn, id, expected, who)?;
+        let actor = who.actor;
         let before: String =
             child_of_coe!(conn, why_chains, why_chains::steps, id, chain_id, "whys")?;
         diesel::delete(why_chains::table.find(chain_id)).execute(conn)?;
