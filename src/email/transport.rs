@@ -10,7 +10,8 @@ use lettre::transport::smtp::SmtpTransport;
 use lettre::transport::stub::StubTransport;
 use lettre::{Message, Transport as _};
 
-use crate::config::{mask_url_password, Settings};
+use crate::config::secret::mask_url_password;
+use crate::config::Settings;
 
 /// How long each step of an SMTP conversation (connecting, each command, the reply
 /// to the message) may take. A conversation is about a dozen steps: the settings
