@@ -3,8 +3,10 @@
 //! then validated. The result is passed into the app; nothing reads settings globally.
 //!
 //! This file holds the settings and their defaults; `load` layers the sources,
-//! `validate` checks what types alone cannot, `secret` keeps secrets out of output.
+//! `validate` checks what types alone cannot, `database` parses the database URL and
+//! `secret` keeps secrets out of output.
 
+pub mod database;
 mod load;
 pub mod secret;
 mod validate;
@@ -14,7 +16,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::db::DatabaseUrl;
+use self::database::DatabaseUrl;
 use crate::domain::incident::IncidentPolicy;
 use crate::domain::rules::DEFAULT_INTENTION_PHRASES;
 use crate::domain::template::{Template, TemplateError};

@@ -3,9 +3,9 @@
 
 use std::net::ToSocketAddrs;
 
+use super::database::DatabaseUrl;
 use super::secret::mask_url_password;
 use super::{ConfigError, Mode, Settings};
-use crate::db::DatabaseUrl;
 use crate::domain::EmailAddress;
 
 impl Settings {
