@@ -13,6 +13,7 @@ mod validate;
 
 use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -297,6 +298,11 @@ pub enum LogFormat {
     Text,
     Json,
 }
+
+/// How long each step of an SMTP conversation (connecting, each command, the reply
+/// to the message) may take. Not a setting: a conversation is about a dozen steps,
+/// and validation requires `reminders.lease_secs` to be at least 15 times this.
+pub const SMTP_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields, default)]

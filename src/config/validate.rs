@@ -5,7 +5,7 @@ use std::net::ToSocketAddrs;
 
 use super::database::DatabaseUrl;
 use super::secret::mask_url_password;
-use super::{ConfigError, Mode, Settings};
+use super::{ConfigError, Mode, Settings, SMTP_TIMEOUT};
 use crate::domain::EmailAddress;
 
 impl Settings {
@@ -267,7 +267,7 @@ impl Settings {
                 "at most 86400 (a day)",
             ));
         }
-        let slowest_send = 15 * crate::email::transport::SMTP_TIMEOUT.as_secs();
+        let slowest_send = 15 * SMTP_TIMEOUT.as_secs();
         if r.lease_secs < slowest_send {
             return Err(invalid(
                 "reminders.lease_secs",
