@@ -18,6 +18,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use self::database::DatabaseUrl;
+use self::secret::Secret;
 use crate::domain::incident::IncidentPolicy;
 use crate::domain::rules::DEFAULT_INTENTION_PHRASES;
 use crate::domain::template::{Template, TemplateError};
@@ -219,13 +220,13 @@ pub struct WebhookSettings {
     /// makes Alertmanager retry the same group forever.
     pub max_body_bytes: usize,
     /// PagerDuty signing secret; when set, `X-PagerDuty-Signature` is required and checked.
-    pub pagerduty_secret: Option<String>,
+    pub pagerduty_secret: Option<Secret>,
     /// Grafana HMAC secret; when set, `X-Grafana-Alerting-Signature` is required and checked.
-    pub grafana_secret: Option<String>,
+    pub grafana_secret: Option<Secret>,
     /// The header Grafana is configured to put its signature timestamp in.
     pub grafana_timestamp_header: String,
     /// Sentry client secret; when set, `Sentry-Hook-Signature` is required and checked.
-    pub sentry_secret: Option<String>,
+    pub sentry_secret: Option<Secret>,
 }
 
 impl Default for WebhookSettings {
@@ -259,7 +260,7 @@ pub enum Mode {
     Production,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct DatabaseSettings {
     /// `sqlite://PATH`, a plain file path, or `postgres://…` / `postgresql://…`.
@@ -304,7 +305,7 @@ pub enum LogFormat {
 /// and validation requires `reminders.lease_secs` to be at least 15 times this.
 pub const SMTP_TIMEOUT: Duration = Duration::from_secs(60);
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[derive(Clone, Serialize, Deserialize, PartialEq, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct SmtpSettings {
     /// `smtp://user:pass@host:port` or `smtps://…`; unset means emails are written to files.

@@ -6,6 +6,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::config::secret::Secret;
 use crate::db;
 use crate::domain::Role;
 use crate::error::{ApiError, ErrorBody};
@@ -159,9 +160,9 @@ pub async fn receive_webhook(
     })?;
     let hooks = &state.settings.webhooks;
     let secret = match source {
-        Source::Pagerduty => hooks.pagerduty_secret.clone(),
-        Source::Grafana => hooks.grafana_secret.clone(),
-        Source::Sentry => hooks.sentry_secret.clone(),
+        Source::Pagerduty => hooks.pagerduty_secret.as_ref().map(Secret::expose),
+        Source::Grafana => hooks.grafana_secret.as_ref().map(Secret::expose),
+        Source::Sentry => hooks.sentry_secret.as_ref().map(Secret::expose),
         _ => None,
     };
     if secret.is_none() {
@@ -173,19 +174,19 @@ pub async fn receive_webhook(
         let headers = req.headers();
         let checked = match source {
             Source::Pagerduty => signature::verify_pagerduty(
-                &secret,
+                secret,
                 &body,
                 header_str(headers, "x-pagerduty-signature"),
             ),
             Source::Grafana => signature::verify_grafana(
-                &secret,
+                secret,
                 &body,
                 header_str(headers, "x-grafana-alerting-signature"),
                 header_str(headers, &hooks.grafana_timestamp_header),
                 chrono::Utc::now(),
             ),
             Source::Sentry => signature::verify_sentry(
-                &secret,
+                secret,
                 &body,
                 header_str(headers, "sentry-hook-signature"),
             ),
