@@ -201,7 +201,7 @@ impl Default for PolicySettings {
 #[serde(deny_unknown_fields, default)]
 pub struct IncidentSettings {
     /// The same alert firing again within this many seconds of its incident resolving
-    /// reopens the incident; later, it opens a new one.
+    /// reopens the incident; later, it opens a new one. At most 30 days.
     pub reopen_window_secs: u64,
 }
 
@@ -245,9 +245,12 @@ impl Settings {
     /// The incident rules as the domain layer takes them.
     pub fn incident_policy(&self) -> IncidentPolicy {
         IncidentPolicy {
-            reopen_window: chrono::Duration::seconds(
-                i64::try_from(self.incidents.reopen_window_secs).unwrap_or(i64::MAX / 1000),
-            ),
+            // Validation bounds the setting; the arithmetic is checked anyway, so that
+            // no value can panic on the ingest path.
+            reopen_window: i64::try_from(self.incidents.reopen_window_secs)
+                .ok()
+                .and_then(chrono::Duration::try_seconds)
+                .unwrap_or(chrono::Duration::MAX),
             coe_at_or_above: self.policy.coe_at_or_above,
         }
     }
@@ -476,5 +479,32 @@ impl fmt::Display for Mode {
             Mode::Development => "development",
             Mode::Production => "production",
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reopen_window_is_given_to_the_domain_in_seconds() {
+        let mut settings = Settings::default();
+        settings.incidents.reopen_window_secs = 90;
+        assert_eq!(
+            settings.incident_policy().reopen_window,
+            chrono::Duration::seconds(90)
+        );
+    }
+
+    #[test]
+    fn an_out_of_range_reopen_window_does_not_panic_before_validation() {
+        let mut settings = Settings::default();
+        for secs in [99_999_999_999_999_999, u64::MAX] {
+            settings.incidents.reopen_window_secs = secs;
+            assert_eq!(
+                settings.incident_policy().reopen_window,
+                chrono::Duration::MAX
+            );
+        }
     }
 }

@@ -8,6 +8,9 @@ use super::secret::mask_url_password;
 use super::{ConfigError, Mode, Settings, SMTP_TIMEOUT};
 use crate::domain::EmailAddress;
 
+/// Longest `incidents.reopen_window_secs`: an alert silent for a month is a new incident.
+const MAX_REOPEN_WINDOW_SECS: u64 = 30 * 86_400;
+
 impl Settings {
     /// Checks what types alone cannot: addresses, URLs, ranges.
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -60,6 +63,13 @@ impl Settings {
                 value: self.log.level.clone(),
                 expected: format!("a tracing filter such as `info` ({e})"),
             });
+        }
+        if self.incidents.reopen_window_secs > MAX_REOPEN_WINDOW_SECS {
+            return Err(invalid(
+                "incidents.reopen_window_secs",
+                &self.incidents.reopen_window_secs.to_string(),
+                "at most 2592000 (30 days)",
+            ));
         }
         if self.webhooks.max_body_bytes < 1024 {
             return Err(invalid(
@@ -318,5 +328,17 @@ mod tests {
     #[test]
     fn defaults_are_valid() {
         Settings::default().validate().expect("defaults validate");
+    }
+
+    #[test]
+    fn a_reopen_window_longer_than_30_days_is_refused_by_name() {
+        let mut settings = Settings::default();
+        settings.incidents.reopen_window_secs = 30 * 86_400;
+        settings.validate().expect("30 days is accepted");
+        settings.incidents.reopen_window_secs = 99_999_999_999_999;
+        let error = settings.validate().expect_err("refused").to_string();
+        assert!(error.contains("incidents.reopen_window_secs"), "{error}");
+        assert!(error.contains("99999999999999"), "{error}");
+        assert!(error.contains("at most 2592000 (30 days)"), "{error}");
     }
 }
