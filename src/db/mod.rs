@@ -7,8 +7,6 @@ pub mod schema;
 pub mod search;
 pub mod types;
 
-use std::fmt;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use diesel::connection::{
@@ -20,6 +18,7 @@ use diesel::sqlite::SqliteConnection;
 use diesel::RunQueryDsl;
 use diesel_migrations::{embed_migrations, EmbeddedMigrations, MigrationHarness};
 
+use crate::config::database::{Backend, DatabaseUrl};
 use crate::config::DatabaseSettings;
 
 /// Migrations for each backend, embedded in the binary. The two folders hold the
@@ -41,108 +40,37 @@ pub enum DbConnection {
 pub type DbPool = r2d2::Pool<ConnectionManager>;
 pub type PooledConnection = r2d2::PooledConnection<ConnectionManager>;
 
-/// A database location, parsed from the URL scheme. `SqliteConnection` would accept
-/// any string as a file name, so the choice is made here, once, and strictly.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DatabaseUrl {
-    Sqlite(PathBuf),
-    Postgres(String),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DatabaseUrlError {
-    #[error("a sqlite://PATH or postgres:// URL (the scheme `{0}` is not supported)")]
-    UnsupportedScheme(String),
-    #[error("a sqlite://PATH or postgres:// URL (it is empty)")]
-    Empty,
-}
-
-impl DatabaseUrl {
-    pub fn parse(url: &str) -> Result<DatabaseUrl, DatabaseUrlError> {
-        let url = url.trim();
-        if url.is_empty() {
-            return Err(DatabaseUrlError::Empty);
-        }
-        match url_scheme(url) {
-            Some("postgres" | "postgresql") => Ok(DatabaseUrl::Postgres(url.to_owned())),
-            Some("sqlite") => {
-                let path = url
-                    .strip_prefix("sqlite://")
-                    .or_else(|| url.strip_prefix("sqlite:"))
-                    .unwrap_or_default();
-                if path.is_empty() {
-                    return Err(DatabaseUrlError::Empty);
-                }
-                Ok(DatabaseUrl::Sqlite(PathBuf::from(path)))
-            }
-            Some(other) => Err(DatabaseUrlError::UnsupportedScheme(other.to_owned())),
-            None => Ok(DatabaseUrl::Sqlite(PathBuf::from(url))),
-        }
-    }
-
-    pub fn backend(&self) -> Backend {
-        match self {
-            DatabaseUrl::Sqlite(_) => Backend::Sqlite,
-            DatabaseUrl::Postgres(_) => Backend::Postgres,
-        }
-    }
-
-    fn establish(&self, busy_timeout_ms: u32) -> Result<DbConnection, diesel::ConnectionError> {
-        match self {
-            DatabaseUrl::Sqlite(path) => {
-                let mut conn = SqliteConnection::establish(&path.to_string_lossy())?;
-                // WAL lets readers proceed while one writer writes; the busy timeout makes a
-                // second writer wait instead of failing at once. synchronous = FULL syncs the
-                // WAL at every commit: an event answered 2xx survives a power cut, not just a
-                // crash of the process.
-                conn.batch_execute(&format!(
-                    "PRAGMA busy_timeout = {busy_timeout_ms};
-                     PRAGMA journal_mode = WAL;
-                     PRAGMA synchronous = FULL;
-                     PRAGMA foreign_keys = ON;"
-                ))
-                .map_err(|e| diesel::ConnectionError::BadConnection(e.to_string()))?;
-                Ok(DbConnection::Sqlite(conn))
-            }
-            DatabaseUrl::Postgres(url) => Ok(DbConnection::Pg(PgConnection::establish(url)?)),
-        }
-    }
-}
-
-/// `scheme` of `scheme:rest`, when the string starts with one (a Windows drive letter
-/// or a bare path does not).
-fn url_scheme(url: &str) -> Option<&str> {
-    let colon = url.find(':')?;
-    let scheme = &url[..colon];
-    let valid = scheme.len() > 1
-        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-        && scheme
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
-    valid.then_some(scheme)
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    Sqlite,
-    Postgres,
-}
-
-impl fmt::Display for Backend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Backend::Sqlite => "sqlite",
-            Backend::Postgres => "postgres",
-        })
-    }
-}
-
 impl DbConnection {
     pub fn backend(&self) -> Backend {
         match self {
             DbConnection::Sqlite(_) => Backend::Sqlite,
             DbConnection::Pg(_) => Backend::Postgres,
         }
+    }
+}
+
+/// Opens one connection; on SQLite, sets the pragmas every connection needs.
+fn establish(
+    url: &DatabaseUrl,
+    busy_timeout_ms: u32,
+) -> Result<DbConnection, diesel::ConnectionError> {
+    match url {
+        DatabaseUrl::Sqlite(path) => {
+            let mut conn = SqliteConnection::establish(&path.to_string_lossy())?;
+            // WAL lets readers proceed while one writer writes; the busy timeout makes a
+            // second writer wait instead of failing at once. synchronous = FULL syncs the
+            // WAL at every commit: an event answered 2xx survives a power cut, not just a
+            // crash of the process.
+            conn.batch_execute(&format!(
+                "PRAGMA busy_timeout = {busy_timeout_ms};
+                 PRAGMA journal_mode = WAL;
+                 PRAGMA synchronous = FULL;
+                 PRAGMA foreign_keys = ON;"
+            ))
+            .map_err(|e| diesel::ConnectionError::BadConnection(e.to_string()))?;
+            Ok(DbConnection::Sqlite(conn))
+        }
+        DatabaseUrl::Postgres(url) => Ok(DbConnection::Pg(PgConnection::establish(url)?)),
     }
 }
 
@@ -167,9 +95,7 @@ impl ManageConnection for ConnectionManager {
     type Error = r2d2::Error;
 
     fn connect(&self) -> Result<DbConnection, r2d2::Error> {
-        self.url
-            .establish(self.busy_timeout_ms)
-            .map_err(r2d2::Error::ConnectionError)
+        establish(&self.url, self.busy_timeout_ms).map_err(r2d2::Error::ConnectionError)
     }
 
     fn is_valid(&self, conn: &mut DbConnection) -> Result<(), r2d2::Error> {
@@ -322,50 +248,4 @@ pub fn new_id() -> String {
 pub fn now() -> chrono::NaiveDateTime {
     use chrono::{SubsecRound, Utc};
     Utc::now().naive_utc().trunc_subsecs(6)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn urls_pick_the_backend() {
-        assert_eq!(
-            DatabaseUrl::parse("sqlite://coe.db"),
-            Ok(DatabaseUrl::Sqlite("coe.db".into()))
-        );
-        assert_eq!(
-            DatabaseUrl::parse("sqlite:///var/lib/coe/coe.db"),
-            Ok(DatabaseUrl::Sqlite("/var/lib/coe/coe.db".into()))
-        );
-        assert_eq!(
-            DatabaseUrl::parse("./data/coe.db"),
-            Ok(DatabaseUrl::Sqlite("./data/coe.db".into()))
-        );
-        assert_eq!(
-            DatabaseUrl::parse("postgres://u:p@localhost/coe").map(|u| u.backend()),
-            Ok(Backend::Postgres)
-        );
-        assert_eq!(
-            DatabaseUrl::parse("postgresql://localhost/coe").map(|u| u.backend()),
-            Ok(Backend::Postgres)
-        );
-    }
-
-    #[test]
-    fn unknown_schemes_are_refused_by_name() {
-        assert_eq!(
-            DatabaseUrl::parse("mysql://root@localhost/coe"),
-            Err(DatabaseUrlError::UnsupportedScheme("mysql".into()))
-        );
-        assert_eq!(
-            DatabaseUrl::parse("postgress://localhost/coe"),
-            Err(DatabaseUrlError::UnsupportedScheme("postgress".into()))
-        );
-        assert_eq!(DatabaseUrl::parse(""), Err(DatabaseUrlError::Empty));
-        assert_eq!(
-            DatabaseUrl::parse("sqlite://"),
-            Err(DatabaseUrlError::Empty)
-        );
-    }
 }

@@ -2,20 +2,14 @@
 //! set-up default) or memory (unit tests). Each failure is sorted into transient
 //! (retry later) or permanent (a person must look).
 
-use std::time::Duration;
-
 use lettre::transport::file::FileTransport;
 use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::transport::smtp::SmtpTransport;
 use lettre::transport::stub::StubTransport;
 use lettre::{Message, Transport as _};
 
-use crate::config::{mask_url_password, Settings};
-
-/// How long each step of an SMTP conversation (connecting, each command, the reply
-/// to the message) may take. A conversation is about a dozen steps: the settings
-/// require `reminders.lease_secs` to be at least 15 times this.
-pub const SMTP_TIMEOUT: Duration = Duration::from_secs(60);
+use crate::config::secret::mask_url_password;
+use crate::config::{Settings, SMTP_TIMEOUT};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SendError {

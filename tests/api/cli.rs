@@ -482,3 +482,19 @@ fn bad_reminder_settings_are_named() {
         assert!(stderr(&out).contains(named), "{key}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn a_reopen_window_beyond_30_days_is_refused_by_name() {
+    let out = coe(
+        &["check-config"],
+        &[("COE_INCIDENTS_REOPEN_WINDOW_SECS", "99999999999999")],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("incidents.reopen_window_secs") && err.contains("99999999999999"),
+        "{err}"
+    );
+    assert!(err.contains("COE_"), "names where it came from: {err}");
+    assert!(err.contains("30 days"), "{err}");
+}

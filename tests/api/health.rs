@@ -28,8 +28,10 @@ async fn readyz_is_503_with_the_reason_when_the_database_is_unreachable() {
     } else {
         "sqlite:///nonexistent-coe-folder/coe.db"
     };
-    let manager =
-        coe::db::ConnectionManager::new(coe::db::DatabaseUrl::parse(url).expect("url parses"), 100);
+    let manager = coe::db::ConnectionManager::new(
+        coe::config::database::DatabaseUrl::parse(url).expect("url parses"),
+        100,
+    );
     let pool = diesel::r2d2::Pool::builder()
         .connection_timeout(std::time::Duration::from_millis(500))
         .build_unchecked(manager);

@@ -6,6 +6,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::config::secret::Secret;
 use crate::db;
 use crate::domain::Role;
 use crate::error::{ApiError, ErrorBody};
@@ -158,9 +159,9 @@ pub async fn receive_webhook(
     })?;
     let hooks = &state.settings.webhooks;
     let secret = match source {
-        Source::Pagerduty => hooks.pagerduty_secret.clone(),
-        Source::Grafana => hooks.grafana_secret.clone(),
-        Source::Sentry => hooks.sentry_secret.clone(),
+        Source::Pagerduty => hooks.pagerduty_secret.as_ref().map(Secret::expose),
+        Source::Grafana => hooks.grafana_secret.as_ref().map(Secret::expose),
+        Source::Sentry => hooks.sentry_secret.as_ref().map(Secret::expose),
         _ => None,
     };
     if secret.is_none() {
@@ -180,7 +181,7 @@ pub async fn receive_webhook(
         }
         .map(str::to_owned);
         let timestamp = header_str(headers, &hooks.grafana_timestamp_header).map(str::to_owned);
-        let signed = body.clone();
+        let (secret, signed) = (secret.to_owned(), body.clone());
         let checked = web::block(move || match source {
             Source::Pagerduty => {
                 signature::verify_pagerduty(&secret, &signed, presented.as_deref())

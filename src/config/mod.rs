@@ -1,0 +1,515 @@
+//! Typed settings, loaded once at start-up from defaults, an optional TOML file,
+//! `COE_*` environment variables and command-line flags (in that order, later wins),
+//! then validated. The result is passed into the app; nothing reads settings globally.
+//!
+//! This file holds the settings and their defaults; `load` layers the sources,
+//! `validate` checks what types alone cannot, `database` parses the database URL and
+//! `secret` keeps secrets out of output.
+
+pub mod database;
+mod load;
+pub mod secret;
+mod validate;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use self::database::DatabaseUrl;
+use self::secret::Secret;
+use crate::domain::incident::IncidentPolicy;
+use crate::domain::rules::DEFAULT_INTENTION_PHRASES;
+use crate::domain::template::{Template, TemplateError};
+use crate::domain::{EmailAddress, Severity, SeverityMap};
+
+/// Every setting of the service. `docs/configuration.md` documents each key.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Settings {
+    /// Address the HTTP server binds, `HOST:PORT`.
+    pub listen: String,
+    /// `development` (the default) or `production`, which refuses unsafe shortcuts.
+    pub mode: Mode,
+    /// The address people use to reach the service; links in emails start with it.
+    pub public_url: String,
+    pub database: DatabaseSettings,
+    pub server: ServerSettings,
+    pub log: LogSettings,
+    pub smtp: SmtpSettings,
+    pub email: EmailSettings,
+    pub policy: PolicySettings,
+    pub incidents: IncidentSettings,
+    pub webhooks: WebhookSettings,
+    /// How each source's severity words map to `sev1`…`sev5`.
+    pub severity: SeverityMap,
+    pub coe: CoeSettings,
+    pub ownership: OwnershipSettings,
+    pub org: OrgSettings,
+    pub reminders: ReminderSettings,
+    pub digest: DigestSettings,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReminderSettings {
+    /// Whether `coe serve` runs the scheduler (sweeps and deliveries). Turn it off
+    /// when an outside cron runs `coe sweep` instead.
+    pub enabled: bool,
+    /// Seconds between two sweeps of `coe serve`.
+    pub interval_secs: u64,
+    /// Seconds between two delivery passes of `coe serve` (event emails wait at most this).
+    pub delivery_interval_secs: u64,
+    /// Hour of the day (0–23, organisation time zone) from which the daily and weekly
+    /// emails of that day are sent.
+    pub send_hour: u32,
+    /// Actions due within this many days are listed in the owner's digest.
+    pub due_soon_days: i64,
+    /// An action this many days overdue is escalated to the owner's manager.
+    pub escalate_after_days: i64,
+    /// An owner gets at most one overdue digest per this many days (periods of this
+    /// length, counted from a Monday).
+    pub digest_every_days: i64,
+    /// A recipient gets at most one escalation per this many days (7: once a week,
+    /// Monday to Sunday).
+    pub escalation_every_days: i64,
+    /// A COE owner gets at most one writeup reminder per this many days.
+    pub writeup_every_days: i64,
+    /// Sent emails are deleted from the outbox this many days after they were sent
+    /// (failed and pending ones stay). At least the longest period above.
+    pub keep_sent_days: i64,
+    /// Sending attempts of an email before it is marked failed.
+    pub max_attempts: i32,
+    /// First retry delay in seconds; it doubles at each attempt.
+    pub retry_base_secs: u64,
+    /// Longest retry delay in seconds.
+    pub retry_max_secs: u64,
+    /// Seconds a worker owns a claimed email; after it, another worker may send it.
+    pub lease_secs: u64,
+    /// Emails claimed by one delivery pass at most.
+    pub batch_size: i64,
+}
+
+impl Default for ReminderSettings {
+    fn default() -> Self {
+        ReminderSettings {
+            enabled: true,
+            interval_secs: 300,
+            delivery_interval_secs: 10,
+            send_hour: 9,
+            due_soon_days: 3,
+            escalate_after_days: 7,
+            digest_every_days: 1,
+            escalation_every_days: 7,
+            writeup_every_days: 1,
+            keep_sent_days: 90,
+            max_attempts: 10,
+            retry_base_secs: 60,
+            retry_max_secs: 6 * 3600,
+            lease_secs: 900,
+            batch_size: 100,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DigestSettings {
+    /// Who receives the weekly inspection digest (none: it is not sent).
+    pub recipients: Vec<String>,
+    /// The day of the week it goes out, e.g. `monday`.
+    pub weekday: String,
+}
+
+impl Default for DigestSettings {
+    fn default() -> Self {
+        DigestSettings {
+            recipients: Vec::new(),
+            weekday: "monday".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct OrgSettings {
+    /// The organisation's time zone (IANA name): due dates end at midnight there.
+    pub timezone: String,
+}
+
+impl Default for OrgSettings {
+    fn default() -> Self {
+        OrgSettings {
+            timezone: "UTC".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct CoeSettings {
+    /// An organisation's own COE template (TOML); unset means the built-in default.
+    pub template: Option<PathBuf>,
+    /// Phrases that state an intention rather than a mechanism; flagged as warnings.
+    pub intention_phrases: Vec<String>,
+    /// Largest section body, in bytes.
+    pub max_section_bytes: usize,
+    /// Days after its incident resolved by which a COE should leave draft.
+    pub writeup_days: i64,
+}
+
+impl Default for CoeSettings {
+    fn default() -> Self {
+        CoeSettings {
+            template: None,
+            intention_phrases: DEFAULT_INTENTION_PHRASES
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
+            max_section_bytes: 100 * 1024,
+            writeup_days: 7,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct OwnershipSettings {
+    /// Service name → the email of who owns COEs for it.
+    pub services: std::collections::BTreeMap<String, String>,
+    /// Owner of COEs for services not in the map.
+    pub default_owner: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicySettings {
+    /// Incidents at or above this severity need a COE.
+    pub coe_at_or_above: Severity,
+}
+
+impl Default for PolicySettings {
+    fn default() -> Self {
+        PolicySettings {
+            coe_at_or_above: Severity::Sev2,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct IncidentSettings {
+    /// The same alert firing again within this many seconds of its incident resolving
+    /// reopens the incident; later, it opens a new one. At most 30 days.
+    pub reopen_window_secs: u64,
+}
+
+impl Default for IncidentSettings {
+    fn default() -> Self {
+        IncidentSettings {
+            reopen_window_secs: 3600,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebhookSettings {
+    /// Largest accepted webhook or event-API body, in bytes. Generous on purpose: a 413
+    /// makes Alertmanager retry the same group forever.
+    pub max_body_bytes: usize,
+    /// PagerDuty signing secret; when set, `X-PagerDuty-Signature` is required and checked.
+    pub pagerduty_secret: Option<Secret>,
+    /// Grafana HMAC secret; when set, `X-Grafana-Alerting-Signature` is required and checked.
+    pub grafana_secret: Option<Secret>,
+    /// The header Grafana is configured to put its signature timestamp in.
+    pub grafana_timestamp_header: String,
+    /// Sentry client secret; when set, `Sentry-Hook-Signature` is required and checked.
+    pub sentry_secret: Option<Secret>,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        WebhookSettings {
+            max_body_bytes: 10 * 1024 * 1024,
+            pagerduty_secret: None,
+            grafana_secret: None,
+            grafana_timestamp_header: "X-Grafana-Alerting-Signature-Timestamp".into(),
+            sentry_secret: None,
+        }
+    }
+}
+
+impl Settings {
+    /// The incident rules as the domain layer takes them.
+    pub fn incident_policy(&self) -> IncidentPolicy {
+        IncidentPolicy {
+            // Validation bounds the setting; the arithmetic is checked anyway, so that
+            // no value can panic on the ingest path.
+            reopen_window: i64::try_from(self.incidents.reopen_window_secs)
+                .ok()
+                .and_then(chrono::Duration::try_seconds)
+                .unwrap_or(chrono::Duration::MAX),
+            coe_at_or_above: self.policy.coe_at_or_above,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Development,
+    Production,
+}
+
+#[derive(Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct DatabaseSettings {
+    /// `sqlite://PATH`, a plain file path, or `postgres://…` / `postgresql://…`.
+    pub url: String,
+    /// Maximum connections in the pool.
+    pub pool_size: u32,
+    /// Seconds to wait for a free connection (or a new one) before giving up.
+    pub connect_timeout_secs: u64,
+    /// SQLite only: milliseconds a writer waits for a lock before failing.
+    pub busy_timeout_ms: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerSettings {
+    /// Largest accepted request body, in bytes.
+    pub max_body_bytes: usize,
+    /// HTTP worker threads; 0 means one per CPU core.
+    pub workers: usize,
+    /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
+    pub shutdown_timeout_secs: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogSettings {
+    /// `text` for people, `json` for log collectors.
+    pub format: LogFormat,
+    /// A tracing filter, e.g. `info` or `info,coe=debug`.
+    pub level: String,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// How long each step of an SMTP conversation (connecting, each command, the reply
+/// to the message) may take. Not a setting: a conversation is about a dozen steps,
+/// and validation requires `reminders.lease_secs` to be at least 15 times this.
+pub const SMTP_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[derive(Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct SmtpSettings {
+    /// `smtp://user:pass@host:port` or `smtps://…`; unset means emails are written to files.
+    pub url: Option<String>,
+    /// A PEM file of certificate authorities to trust, besides the public ones, for a
+    /// relay whose certificate a private CA signed. Needs TLS (`smtps://` or `?tls=…`).
+    pub ca_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmailSettings {
+    /// The `From:` of every email.
+    pub from: String,
+    /// Where `.eml` files go when no SMTP server is configured.
+    pub file_dir: PathBuf,
+    /// A folder of email templates overriding the built-in ones, laid out like
+    /// `templates/email/` (`<name>/subject.hbs`, `partials/header.html.hbs`, …).
+    pub templates_dir: Option<PathBuf>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            listen: "127.0.0.1:8080".into(),
+            mode: Mode::Development,
+            public_url: "http://127.0.0.1:8080".into(),
+            database: DatabaseSettings::default(),
+            server: ServerSettings::default(),
+            log: LogSettings::default(),
+            smtp: SmtpSettings::default(),
+            email: EmailSettings::default(),
+            policy: PolicySettings::default(),
+            incidents: IncidentSettings::default(),
+            webhooks: WebhookSettings::default(),
+            severity: SeverityMap::default(),
+            coe: CoeSettings::default(),
+            ownership: OwnershipSettings::default(),
+            org: OrgSettings::default(),
+            reminders: ReminderSettings::default(),
+            digest: DigestSettings::default(),
+        }
+    }
+}
+
+impl Default for DatabaseSettings {
+    fn default() -> Self {
+        DatabaseSettings {
+            url: "sqlite://coe.db".into(),
+            pool_size: 8,
+            connect_timeout_secs: 5,
+            busy_timeout_ms: 5_000,
+        }
+    }
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        ServerSettings {
+            max_body_bytes: 2 * 1024 * 1024,
+            workers: 0,
+            shutdown_timeout_secs: 30,
+        }
+    }
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        LogSettings {
+            format: LogFormat::Text,
+            level: "info".into(),
+        }
+    }
+}
+
+impl Default for EmailSettings {
+    fn default() -> Self {
+        EmailSettings {
+            from: "coe <coe@localhost>".into(),
+            file_dir: PathBuf::from("outbox"),
+            templates_dir: None,
+        }
+    }
+}
+
+/// Values given on the command line; they override the file and the environment.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Overrides {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub database_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_format: Option<LogFormat>,
+}
+
+/// A setting that cannot be used, named for the person who has to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read the settings file {path}: {source}")]
+    File {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid settings: {0}")]
+    Parse(String),
+    #[error("setting `coe.template` ({path}): {source}")]
+    Template {
+        path: PathBuf,
+        source: TemplateError,
+    },
+    #[error("setting `{key}`{origin}: got {value:?}, expected {expected}")]
+    Invalid {
+        key: &'static str,
+        origin: String,
+        value: String,
+        expected: String,
+    },
+}
+
+impl Settings {
+    /// The weekday of the inspection digest; `validate` has accepted it.
+    pub fn digest_weekday(&self) -> chrono::Weekday {
+        self.digest.weekday.parse().unwrap_or(chrono::Weekday::Mon)
+    }
+
+    /// The COE template: the file at `coe.template`, else the built-in default.
+    /// Validated at start-up; errors name the section and the problem.
+    pub fn template(&self) -> Result<Template, ConfigError> {
+        match &self.coe.template {
+            None => Ok(Template::default_template()),
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+                    path: path.clone(),
+                    source: e,
+                })?;
+                Template::parse(&text).map_err(|source| ConfigError::Template {
+                    path: path.clone(),
+                    source,
+                })
+            }
+        }
+    }
+
+    /// The organisation's time zone; `validate` has accepted it.
+    pub fn org_timezone(&self) -> chrono_tz::Tz {
+        self.org.timezone.parse().unwrap_or(chrono_tz::Tz::UTC)
+    }
+
+    /// The real now, in the organisation's time zone.
+    pub fn clock(&self) -> crate::domain::Clock {
+        crate::domain::Clock::now_in(self.org_timezone())
+    }
+
+    /// The owner of COEs for `service`, from `ownership`.
+    pub fn owner_for(&self, service: Option<&str>) -> Option<String> {
+        service
+            .and_then(|s| self.ownership.services.get(s))
+            .or(self.ownership.default_owner.as_ref())
+            .and_then(|e| EmailAddress::parse(e).ok())
+            .map(String::from)
+    }
+
+    /// The parsed database URL; `validate` has already accepted it.
+    pub fn database_url(&self) -> DatabaseUrl {
+        DatabaseUrl::parse(&self.database.url).unwrap_or(DatabaseUrl::Sqlite("coe.db".into()))
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Mode::Development => "development",
+            Mode::Production => "production",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reopen_window_is_given_to_the_domain_in_seconds() {
+        let mut settings = Settings::default();
+        settings.incidents.reopen_window_secs = 90;
+        assert_eq!(
+            settings.incident_policy().reopen_window,
+            chrono::Duration::seconds(90)
+        );
+    }
+
+    #[test]
+    fn an_out_of_range_reopen_window_does_not_panic_before_validation() {
+        let mut settings = Settings::default();
+        for secs in [99_999_999_999_999_999, u64::MAX] {
+            settings.incidents.reopen_window_secs = secs;
+            assert_eq!(
+                settings.incident_policy().reopen_window,
+                chrono::Duration::MAX
+            );
+        }
+    }
+}
