@@ -223,6 +223,21 @@ where
     }
 }
 
+/// Loads the rows of `query` that no other transaction has locked, locking them
+/// (`FOR UPDATE SKIP LOCKED`) on PostgreSQL; on SQLite the write transaction already
+/// excludes every other writer, so it is a plain load. The one place that matches on
+/// the backend for it.
+#[macro_export]
+macro_rules! load_skip_locked {
+    ($conn:expr, $query:expr) => {{
+        use diesel::RunQueryDsl as _;
+        match $conn {
+            $crate::db::DbConnection::Pg(c) => $query.for_update().skip_locked().load(c),
+            $crate::db::DbConnection::Sqlite(c) => $query.load(c),
+        }
+    }};
+}
+
 /// `INSERT … ON CONFLICT (column) DO NOTHING` on whichever backend `conn` is: diesel
 /// types upserts per backend, so this is the one place that matches on it. Evaluates
 /// to the number of rows inserted (0 when the row was there already).

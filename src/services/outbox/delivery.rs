@@ -35,32 +35,25 @@ pub fn claim(
     limit: i64,
 ) -> QueryResult<Vec<OutboxRow>> {
     db::write_transaction(conn, |conn| {
-        // One query, typed once per backend.
-        macro_rules! due {
-            () => {
-                outbox_emails::table
-                    .filter(
-                        outbox_emails::state
-                            .eq(PENDING)
-                            .and(outbox_emails::next_attempt_at.le(now))
-                            .or(outbox_emails::state
-                                .eq(SENDING)
-                                .and(outbox_emails::lease_until.lt(now))),
-                    )
-                    .order((
-                        outbox_emails::next_attempt_at.asc(),
-                        outbox_emails::id.asc(),
-                    ))
-                    .limit(limit)
-                    .select(OutboxRow::as_select())
-            };
-        }
-        let mut rows = match conn {
-            // Replicas claim different rows instead of waiting for each other.
-            DbConnection::Pg(c) => due!().for_update().skip_locked().load(c)?,
-            // SQLite: the write transaction already excludes every other writer.
-            DbConnection::Sqlite(c) => due!().load(c)?,
-        };
+        // Replicas claim different rows instead of waiting for each other.
+        let mut rows: Vec<OutboxRow> = crate::load_skip_locked!(
+            conn,
+            outbox_emails::table
+                .filter(
+                    outbox_emails::state
+                        .eq(PENDING)
+                        .and(outbox_emails::next_attempt_at.le(now))
+                        .or(outbox_emails::state
+                            .eq(SENDING)
+                            .and(outbox_emails::lease_until.lt(now))),
+                )
+                .order((
+                    outbox_emails::next_attempt_at.asc(),
+                    outbox_emails::id.asc(),
+                ))
+                .limit(limit)
+                .select(OutboxRow::as_select())
+        )?;
         let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
         let until = now + lease;
         diesel::update(outbox_emails::table.filter(outbox_emails::id.eq_any(&ids)))
