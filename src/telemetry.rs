@@ -1,6 +1,8 @@
 //! Logging through tracing: text for people, JSON for machines, always to stderr so
 //! that command output on stdout stays clean.
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 
 use crate::config::{LogFormat, LogSettings};
@@ -10,6 +12,8 @@ pub fn init(settings: &LogSettings) {
     let filter = EnvFilter::try_new(&settings.level).unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        // Colour codes only for a person at a terminal, never in files or log collectors.
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let result = match settings.format {
         LogFormat::Text => builder.try_init(),

@@ -35,7 +35,15 @@ impl Settings {
     /// environment variables, then `overrides`. Validates the result.
     pub fn load(path: Option<&Path>, overrides: &Overrides) -> Result<Settings, ConfigError> {
         let figment = Self::figment(path, overrides)?;
-        let settings: Settings = figment.extract().map_err(|e| describe_figment_error(&e))?;
+        let mut settings: Settings = figment.extract().map_err(|e| describe_figment_error(&e))?;
+        // Links in emails must reach this server: with no `public_url` set in the file
+        // or the environment, it follows the address the server listens on.
+        let public_url_set = figment
+            .find_metadata("public_url")
+            .is_some_and(|meta| !describe_origin(meta).is_empty());
+        if !public_url_set {
+            settings.public_url = super::public_url_for(&settings.listen);
+        }
         settings
             .validate()
             .map_err(|e| e.with_origin(|key| origin_of(&figment, key)))?;

@@ -241,6 +241,17 @@ impl Default for WebhookSettings {
     }
 }
 
+/// The URL people reach a server listening on `listen` (`HOST:PORT`) by: a wildcard
+/// address (`0.0.0.0`, `[::]`) becomes `localhost`.
+pub fn public_url_for(listen: &str) -> String {
+    let (host, port) = listen.rsplit_once(':').unwrap_or((listen, "8080"));
+    let host = match host.trim_matches(|c| c == '[' || c == ']') {
+        "" | "0.0.0.0" | "::" => "localhost",
+        _ => host,
+    };
+    format!("http://{host}:{port}")
+}
+
 impl Settings {
     /// The incident rules as the domain layer takes them.
     pub fn incident_policy(&self) -> IncidentPolicy {
@@ -490,6 +501,20 @@ impl fmt::Display for Mode {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_public_url_follows_the_listen_address() {
+        assert_eq!(public_url_for("127.0.0.1:8080"), "http://127.0.0.1:8080");
+        assert_eq!(public_url_for("0.0.0.0:9000"), "http://localhost:9000");
+        assert_eq!(public_url_for("[::]:9001"), "http://localhost:9001");
+        assert_eq!(public_url_for("coe.internal:80"), "http://coe.internal:80");
+        let flags = Overrides {
+            listen: Some("127.0.0.1:9123".into()),
+            ..Default::default()
+        };
+        let settings = Settings::load(None, &flags).expect("settings");
+        assert_eq!(settings.public_url, "http://127.0.0.1:9123");
+    }
 
     #[test]
     fn the_reopen_window_is_given_to_the_domain_in_seconds() {

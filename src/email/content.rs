@@ -68,6 +68,7 @@ impl Kind {
             days_overdue: n,
             days_until_due: -n,
             link: "https://coe.example.com/api/v1/actions/0193-action".into(),
+            newly_escalated: false,
         };
         let coe = CoeLine {
             coe_id: "0193-coe".into(),
@@ -93,7 +94,14 @@ impl Kind {
                 recipient_name: "Carla Manager".into(),
                 threshold_days: 7,
                 total: 3,
-                reports: vec![action(9), action(14)],
+                newly_escalated: 1,
+                reports: vec![
+                    ActionLine {
+                        newly_escalated: true,
+                        ..action(7)
+                    },
+                    action(14),
+                ],
                 unmanaged: vec![action(8)],
             }),
             Kind::CoeOpened => serde_json::to_value(CoeOpened {
@@ -161,6 +169,9 @@ pub struct ActionLine {
     /// Days until the due date (negative once overdue).
     pub days_until_due: i64,
     pub link: String,
+    /// In an escalation: listed for the first time (it crossed the threshold since
+    /// the recipient's last escalation).
+    pub newly_escalated: bool,
 }
 
 /// One COE in a list.
@@ -191,6 +202,8 @@ pub struct Escalation {
     pub threshold_days: i64,
     /// How many actions the email lists.
     pub total: usize,
+    /// How many of them are escalated for the first time (listed first).
+    pub newly_escalated: usize,
     /// Actions of people who report to the recipient.
     pub reports: Vec<ActionLine>,
     /// Actions of a COE the recipient owns or reviews, whose owners have no known manager.

@@ -498,3 +498,22 @@ fn a_reopen_window_beyond_30_days_is_refused_by_name() {
     assert!(err.contains("COE_"), "names where it came from: {err}");
     assert!(err.contains("30 days"), "{err}");
 }
+
+#[test]
+fn logs_carry_no_colour_codes_when_stderr_is_not_a_terminal() {
+    let db = TestDatabase::new();
+    let out = coe(
+        &["sweep", "--dry-run"],
+        &[
+            ("COE_DATABASE_URL", db.url.as_str()),
+            ("COE_LOG_LEVEL", "debug"),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("DEBUG"), "the sweep logs something: {err}");
+    assert!(
+        !err.contains('\u{1b}'),
+        "no escape codes in piped logs: {err:?}"
+    );
+}

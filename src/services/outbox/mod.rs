@@ -127,6 +127,31 @@ pub fn notify(
     Ok(())
 }
 
+/// The day of the latest email of `kind` to each recipient, read from the
+/// deduplication keys (`kind:YYYY-MM-DD:recipient`; ISO dates sort as text, so the
+/// greatest key is the latest). Sent emails are kept `reminders.keep_sent_days`,
+/// longer than any period, so the memory outlives every cadence.
+pub fn last_sent(
+    conn: &mut DbConnection,
+    kind: Kind,
+) -> QueryResult<std::collections::HashMap<String, chrono::NaiveDate>> {
+    let rows: Vec<(String, Option<String>)> = outbox_emails::table
+        .filter(outbox_emails::kind.eq(kind.name()))
+        .group_by(outbox_emails::recipient)
+        .select((
+            outbox_emails::recipient,
+            diesel::dsl::max(outbox_emails::dedup_key),
+        ))
+        .load(conn)?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(recipient, key)| {
+            let day = key?.split(':').nth(1)?.parse().ok()?;
+            Some((recipient, day))
+        })
+        .collect())
+}
+
 /// Which of `keys` are in the outbox already: the sweep skips rendering these. Exact
 /// matches on the unique index, 1,000 keys per query (no collation can change them).
 pub fn existing_keys(

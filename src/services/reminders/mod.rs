@@ -7,7 +7,7 @@
 //! number of replicas, queue each email once. Event emails (a COE opened, review
 //! steps) are queued by `coe_opened` and `review_step`, in the transaction of the event.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use chrono::{DateTime, Datelike, Duration, NaiveDate, Timelike, Utc};
 use diesel::prelude::*;
@@ -76,6 +76,8 @@ enum Payload {
         threshold_days: i64,
         reports: Vec<usize>,
         unmanaged: Vec<usize>,
+        /// The actions escalated for the first time.
+        new: BTreeSet<usize>,
     },
     Ready(Value),
 }
@@ -110,13 +112,24 @@ impl Lines<'_> {
                 threshold_days,
                 reports,
                 unmanaged,
-            } => serde_json::to_value(Escalation {
-                recipient_name: String::new(),
-                threshold_days: *threshold_days,
-                total: reports.len() + unmanaged.len(),
-                reports: self.lines(reports),
-                unmanaged: self.lines(unmanaged),
-            }),
+                new,
+            } => {
+                let flagged = |indexes: &[usize]| {
+                    let mut lines = self.lines(indexes);
+                    for (line, i) in lines.iter_mut().zip(indexes) {
+                        line.newly_escalated = new.contains(i);
+                    }
+                    lines
+                };
+                serde_json::to_value(Escalation {
+                    recipient_name: String::new(),
+                    threshold_days: *threshold_days,
+                    total: reports.len() + unmanaged.len(),
+                    newly_escalated: new.len(),
+                    reports: flagged(reports),
+                    unmanaged: flagged(unmanaged),
+                })
+            }
             Payload::Ready(value) => Ok(value.clone()),
         };
         value.unwrap_or_default()
@@ -156,12 +169,16 @@ pub fn sweep(
     let actions = due_actions(conn, today + Duration::days(r.due_soon_days))?;
     let directory = directory(conn)?;
 
+    // Keys name the day an email was decided: at most one of each kind a day, and
+    // the latest key of a recipient tells the policy when they last heard.
+    let last_digests = outbox::last_sent(conn, Kind::OverdueDigest)?;
+    let last_escalations = outbox::last_sent(conn, Kind::Escalation)?;
     let mut decisions: Vec<Decision> =
-        reminder::overdue_digests(&actions, today, r.digest_every_days)
+        reminder::overdue_digests(&actions, today, r.digest_every_days, &last_digests)
             .into_iter()
             .map(|d| Decision {
                 kind: Kind::OverdueDigest,
-                key: format!("{}:{}:{}", Kind::OverdueDigest.name(), d.period, d.owner),
+                key: format!("{}:{today}:{}", Kind::OverdueDigest.name(), d.owner),
                 recipient: d.owner,
                 payload: Payload::Digest {
                     overdue: d.overdue,
@@ -175,6 +192,7 @@ pub fn sweep(
         r.escalate_after_days,
         r.escalation_every_days,
         &directory,
+        &last_escalations,
     );
     if nobody > 0 {
         tracing::warn!(
@@ -184,11 +202,12 @@ pub fn sweep(
     }
     decisions.extend(escalations.into_iter().map(|e| Decision {
         kind: Kind::Escalation,
-        key: format!("{}:{}:{}", Kind::Escalation.name(), e.period, e.recipient),
+        key: format!("{}:{today}:{}", Kind::Escalation.name(), e.recipient),
         payload: Payload::Escalation {
             threshold_days: r.escalate_after_days,
             reports: e.reports,
             unmanaged: e.unmanaged,
+            new: e.new,
         },
         recipient: e.recipient,
     }));
@@ -369,6 +388,7 @@ pub(super) fn line(
         days_overdue: (-days_until_due).max(0),
         days_until_due,
         link: links.action(&a.id),
+        newly_escalated: false,
     }
 }
 
@@ -435,10 +455,13 @@ mod tests {
                 threshold_days: 7,
                 reports: vec![0],
                 unmanaged: vec![],
+                new: BTreeSet::from([0]),
             },
         };
         let data = lines.data(&escalation);
         assert_eq!(data["total"], 1);
         assert_eq!(data["reports"][0]["owner_name"], "Ana");
+        assert_eq!(data["reports"][0]["newly_escalated"], true);
+        assert_eq!(data["newly_escalated"], 1);
     }
 }
