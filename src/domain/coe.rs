@@ -234,10 +234,14 @@ pub fn allowed_steps(state: CoeState) -> &'static str {
     }
 }
 
-/// The state a review step leads to, or why it is refused. The writeup's own
-/// completeness (`rules::assess`) is checked by the caller after this passes, for a
-/// submit only: this rule is about who, when and from where.
-pub fn review(step: ReviewStep, facts: &ReviewFacts<'_>) -> Result<CoeState, ReviewRefusal> {
+/// The state a review step leads to, or why it is refused. For a submit, `gaps` are
+/// what the writeup itself still lacks (`rules::assess`, by key); the refusal lists
+/// every missing piece at once: the owner, the reviewer, and those gaps.
+pub fn review(
+    step: ReviewStep,
+    facts: &ReviewFacts<'_>,
+    gaps: Vec<(String, String)>,
+) -> Result<CoeState, ReviewRefusal> {
     let from = match step {
         ReviewStep::Submit => CoeState::Draft,
         ReviewStep::Approve | ReviewStep::RequestChanges => CoeState::InReview,
@@ -259,16 +263,30 @@ pub fn review(step: ReviewStep, facts: &ReviewFacts<'_>) -> Result<CoeState, Rev
     };
     match step {
         ReviewStep::Submit => {
-            let reviewer = facts.reviewer.ok_or_else(|| {
-                ReviewRefusal::Invalid(vec![(
-                    "reviewer".into(),
-                    "the COE needs a reviewer before it is submitted (PATCH it)".into(),
-                )])
-            })?;
-            if facts.owner == Some(reviewer) {
-                return Err(reviewer_is_owner());
+            let mut missing = Vec::new();
+            if facts.owner.is_none() {
+                missing.push((
+                    "owner".to_owned(),
+                    "the COE needs an owner before it is submitted (PATCH it)".to_owned(),
+                ));
             }
-            Ok(CoeState::InReview)
+            match facts.reviewer {
+                None => missing.push((
+                    "reviewer".to_owned(),
+                    "the COE needs a reviewer before it is submitted (PATCH it)".to_owned(),
+                )),
+                Some(r) if facts.owner == Some(r) => missing.push((
+                    "reviewer".to_owned(),
+                    "must not be the COE's owner".to_owned(),
+                )),
+                Some(_) => {}
+            }
+            missing.extend(gaps);
+            if missing.is_empty() {
+                Ok(CoeState::InReview)
+            } else {
+                Err(ReviewRefusal::Invalid(missing))
+            }
         }
         ReviewStep::Approve | ReviewStep::RequestChanges => {
             let is_reviewer = facts.by.is_some() && facts.by == facts.reviewer;
@@ -325,7 +343,7 @@ mod tests {
     #[test]
     fn a_draft_with_a_reviewer_goes_to_review() {
         assert_eq!(
-            review(ReviewStep::Submit, &facts(CoeState::Draft)),
+            review(ReviewStep::Submit, &facts(CoeState::Draft), vec![]),
             Ok(CoeState::InReview)
         );
         let no_reviewer = ReviewFacts {
@@ -333,7 +351,7 @@ mod tests {
             ..facts(CoeState::Draft)
         };
         assert!(matches!(
-            review(ReviewStep::Submit, &no_reviewer),
+            review(ReviewStep::Submit, &no_reviewer, vec![]),
             Err(ReviewRefusal::Invalid(p)) if p[0].0 == "reviewer"
         ));
         let own_reviewer = ReviewFacts {
@@ -341,9 +359,27 @@ mod tests {
             ..facts(CoeState::Draft)
         };
         assert!(matches!(
-            review(ReviewStep::Submit, &own_reviewer),
+            review(ReviewStep::Submit, &own_reviewer, vec![]),
             Err(ReviewRefusal::Invalid(_))
         ));
+    }
+
+    #[test]
+    fn a_refused_submit_lists_every_missing_piece_at_once() {
+        let bare = ReviewFacts {
+            owner: None,
+            reviewer: None,
+            ..facts(CoeState::Draft)
+        };
+        let gaps = vec![
+            ("summary".to_owned(), "is empty".to_owned()),
+            ("actions".to_owned(), "needs at least one".to_owned()),
+        ];
+        let Err(ReviewRefusal::Invalid(missing)) = review(ReviewStep::Submit, &bare, gaps) else {
+            panic!("an empty draft must be refused");
+        };
+        let fields: Vec<&str> = missing.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(fields, ["owner", "reviewer", "summary", "actions"]);
     }
 
     #[test]
@@ -353,16 +389,19 @@ mod tests {
             ..facts(CoeState::InReview)
         };
         assert!(matches!(
-            review(ReviewStep::Approve, &stranger),
+            review(ReviewStep::Approve, &stranger, vec![]),
             Err(ReviewRefusal::NotReviewer(_))
         ));
         let admin = ReviewFacts {
             by_admin: true,
             ..stranger
         };
-        assert_eq!(review(ReviewStep::Approve, &admin), Ok(CoeState::Approved));
         assert_eq!(
-            review(ReviewStep::Approve, &facts(CoeState::InReview)),
+            review(ReviewStep::Approve, &admin, vec![]),
+            Ok(CoeState::Approved)
+        );
+        assert_eq!(
+            review(ReviewStep::Approve, &facts(CoeState::InReview), vec![]),
             Ok(CoeState::Approved)
         );
     }
@@ -370,7 +409,7 @@ mod tests {
     #[test]
     fn sending_back_needs_a_comment() {
         assert!(matches!(
-            review(ReviewStep::RequestChanges, &facts(CoeState::InReview)),
+            review(ReviewStep::RequestChanges, &facts(CoeState::InReview), vec![]),
             Err(ReviewRefusal::Invalid(p)) if p[0].0 == "comment"
         ));
         let with_comment = ReviewFacts {
@@ -378,7 +417,7 @@ mod tests {
             ..facts(CoeState::InReview)
         };
         assert_eq!(
-            review(ReviewStep::RequestChanges, &with_comment),
+            review(ReviewStep::RequestChanges, &with_comment, vec![]),
             Ok(CoeState::Draft)
         );
     }
@@ -386,13 +425,13 @@ mod tests {
     #[test]
     fn steps_from_the_wrong_state_name_what_is_allowed() {
         let Err(ReviewRefusal::WrongState(m)) =
-            review(ReviewStep::Approve, &facts(CoeState::Draft))
+            review(ReviewStep::Approve, &facts(CoeState::Draft), vec![])
         else {
             panic!("approve from draft must be refused");
         };
         assert!(m.contains("from draft it can: submit"), "{m}");
         assert!(matches!(
-            review(ReviewStep::Submit, &facts(CoeState::Closed)),
+            review(ReviewStep::Submit, &facts(CoeState::Closed), vec![]),
             Err(ReviewRefusal::WrongState(_))
         ));
     }

@@ -54,6 +54,17 @@ pub fn step(
         }
         let state: CoeState = types::read("coes.state", &row.state)?;
         let comment = comment.map(str::trim).filter(|c| !c.is_empty());
+        // What the writeup itself still lacks, for a submit: listed with the rest.
+        let gaps = if step == Step::Submit {
+            coe_service::load(conn, id, settings)?
+                .completeness
+                .missing
+                .into_iter()
+                .map(|f| (f.at, f.problem))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let next = coe::review(
             step,
             &ReviewFacts {
@@ -64,19 +75,8 @@ pub fn step(
                 by_admin: who.is_admin,
                 has_comment: comment.is_some(),
             },
+            gaps,
         )?;
-        if step == Step::Submit {
-            let doc = coe_service::load(conn, id, settings)?;
-            if !doc.completeness.complete {
-                return Err(CoeError::Invalid(
-                    doc.completeness
-                        .missing
-                        .into_iter()
-                        .map(|f| (f.at, f.problem))
-                        .collect(),
-                ));
-            }
-        }
         let now = db::now();
         lifecycle::move_to(conn, id, state, next, who.actor, comment, now)?;
         let step_id = db::new_id();

@@ -730,3 +730,115 @@ async fn only_the_owner_the_reviewer_or_an_admin_change_a_coe_and_its_actions() 
         .await;
     assert_eq!(status, 403);
 }
+
+/// An empty draft with no reviewer: one 422 names the reviewer and every missing
+/// section and the missing actions, not only the first problem.
+#[tokio::test]
+async fn submitting_an_empty_draft_lists_every_missing_piece_at_once() {
+    let w = World::new().await;
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "POST",
+            "/api/v1/coes",
+            None,
+            Some(json!({"title": "Search down", "owner": "owner@example.com"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{doc}");
+    let id = doc["id"].as_str().expect("id");
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    let fields: Vec<&str> = body["error"]["fields"]
+        .as_array()
+        .expect("fields")
+        .iter()
+        .map(|f| f["field"].as_str().expect("field"))
+        .collect();
+    for expected in [
+        "reviewer",
+        "summary",
+        "impact",
+        "timeline",
+        "detection",
+        "diagnosis",
+        "mitigation",
+        "prevention",
+        "five_whys",
+        "lessons",
+        "actions",
+    ] {
+        assert!(
+            fields.contains(&expected),
+            "{expected} missing from {fields:?}"
+        );
+    }
+    assert_eq!(fields[0], "reviewer", "{fields:?}");
+    assert_eq!(w.coe(id).await["state"], "draft");
+}
+
+/// A new action with every field wrong or missing: one 422 names each of them.
+#[tokio::test]
+async fn a_new_action_with_every_field_wrong_is_refused_naming_each() {
+    let w = World::new().await;
+    let (id, _) = w.written_coe().await;
+    let path = format!("/api/v1/coes/{id}/actions");
+    let fields_of = |body: &Value| -> Vec<String> {
+        body["error"]["fields"]
+            .as_array()
+            .expect("fields")
+            .iter()
+            .map(|f| f["field"].as_str().expect("field").to_owned())
+            .collect()
+    };
+    let (status, body) = w.send(&w.owner, "POST", &path, None, Some(json!({}))).await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(
+        fields_of(&body),
+        ["title", "owner", "due_date", "priority", "kind"],
+        "{body}"
+    );
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "POST",
+            &path,
+            None,
+            Some(json!({
+                "title": " ", "owner": "not an address", "due_date": "2020-01-01",
+                "priority": "urgent", "kind": "hope", "external_url": "javascript:alert(1)"
+            })),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(
+        fields_of(&body),
+        [
+            "title",
+            "owner",
+            "due_date",
+            "priority",
+            "kind",
+            "external_url"
+        ],
+        "{body}"
+    );
+    let text = body.to_string();
+    assert!(text.contains("high, medium, low"), "{text}");
+    assert!(
+        text.contains("detect, diagnose, mitigate, prevent, process"),
+        "{text}"
+    );
+    assert!(w.coe(&id).await["actions"]
+        .as_array()
+        .expect("actions")
+        .is_empty());
+}

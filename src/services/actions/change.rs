@@ -43,6 +43,14 @@ fn audit(
     )
 }
 
+/// The field problems of an `Invalid` error (none for other errors).
+fn invalid_fields(e: ActionError) -> Vec<(String, String)> {
+    match e {
+        ActionError::Invalid(problems) => problems,
+        _ => Vec::new(),
+    }
+}
+
 fn clean_text(field: &str, text: Option<&str>, max: usize) -> Result<Option<String>, ActionError> {
     match text.map(str::trim).filter(|t| !t.is_empty()) {
         None => Ok(None),
@@ -101,35 +109,40 @@ pub fn create(
         if coe_state == CoeState::Closed {
             return Err(ActionError::CoeClosed(coe_state));
         }
-        let mut problems = Vec::new();
-        let title = input.title.trim();
-        if title.is_empty() {
-            problems.push(("title".to_owned(), "must not be empty".to_owned()));
-        } else if title.len() > 500 {
-            problems.push(("title".to_owned(), "must be at most 500 bytes".to_owned()));
-        }
-        if let Err(p) = check_new_due_date(input.due_date, clock.now, clock.tz) {
-            problems.push(("due_date".to_owned(), p));
-        }
-        if !problems.is_empty() {
-            return Err(ActionError::Invalid(problems));
-        }
+        let checked = input.check(clock);
+        let mut problems = checked.as_ref().err().cloned().unwrap_or_default();
+        let description = clean_text("description", input.description.as_deref(), 20_000)
+            .map_err(|e| problems.extend(invalid_fields(e)))
+            .ok()
+            .flatten();
+        let success_criteria = clean_text(
+            "success_criteria",
+            input.success_criteria.as_deref(),
+            20_000,
+        )
+        .map_err(|e| problems.extend(invalid_fields(e)))
+        .ok()
+        .flatten();
+        let external_url = web_url("external_url", input.external_url.as_deref())
+            .map_err(|e| problems.extend(invalid_fields(e)))
+            .ok()
+            .flatten();
+        let checked = match checked {
+            Ok(checked) if problems.is_empty() => checked,
+            _ => return Err(ActionError::Invalid(problems)),
+        };
         let now = db::now();
         let row = ActionRow {
             id: db::new_id(),
             coe_id: coe_id.to_owned(),
-            title: title.to_owned(),
-            description: clean_text("description", input.description.as_deref(), 20_000)?,
-            owner_email: input.owner.as_str().to_owned(),
-            due_date: input.due_date,
-            priority: word(input.priority),
-            kind: word(input.kind),
-            success_criteria: clean_text(
-                "success_criteria",
-                input.success_criteria.as_deref(),
-                20_000,
-            )?,
-            external_url: web_url("external_url", input.external_url.as_deref())?,
+            title: checked.title,
+            description,
+            owner_email: checked.owner.as_str().to_owned(),
+            due_date: checked.due_date,
+            priority: word(checked.priority),
+            kind: word(checked.kind),
+            success_criteria,
+            external_url,
             state: ActionState::Open.as_str().to_owned(),
             resolution_note: None,
             evidence_url: None,

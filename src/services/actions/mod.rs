@@ -17,7 +17,7 @@ use crate::db::models::{ActionRow, DueDateChangeRow};
 use crate::db::schema::{coes, corrective_actions, due_date_changes};
 use crate::db::{types, DbConnection};
 use crate::domain::action::{
-    days_overdue, is_overdue, ActionKind, ActionState, InvalidTransition, Priority,
+    self, days_overdue, is_overdue, ActionKind, ActionState, InvalidTransition, Priority,
 };
 use crate::domain::coe::CoeState;
 use crate::domain::{Clock, EmailAddress, Severity};
@@ -106,25 +106,147 @@ pub struct ActionDetail {
     pub due_date_history: Vec<DueDateChange>,
 }
 
-/// Input of `POST /api/v1/coes/{id}/actions`.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+/// Input of `POST /api/v1/coes/{id}/actions`. The required fields are read as text
+/// and checked together, so one answer names every missing or invalid field.
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewAction {
-    pub title: String,
+    #[serde(default)]
+    #[schema(value_type = String, required = true)]
+    pub title: Option<String>,
     #[serde(default)]
     pub description: Option<String>,
     /// One owner, an email address.
-    #[schema(value_type = String, example = "alice@example.com")]
-    pub owner: EmailAddress,
+    #[serde(default)]
+    #[schema(value_type = String, required = true, example = "alice@example.com")]
+    pub owner: Option<String>,
     /// `YYYY-MM-DD`, after today in the organisation's time zone.
-    pub due_date: NaiveDate,
-    pub priority: Priority,
-    pub kind: ActionKind,
+    #[serde(default)]
+    #[schema(value_type = String, format = Date, required = true)]
+    pub due_date: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = Priority, required = true)]
+    pub priority: Option<String>,
+    #[serde(default)]
+    #[schema(value_type = ActionKind, required = true)]
+    pub kind: Option<String>,
     #[serde(default)]
     pub success_criteria: Option<String>,
     /// A ticket, as an http(s) URL.
     #[serde(default)]
     pub external_url: Option<String>,
+}
+
+/// A new action's required fields, checked.
+#[derive(Debug, Clone)]
+pub(crate) struct CheckedAction {
+    pub title: String,
+    pub owner: EmailAddress,
+    pub due_date: NaiveDate,
+    pub priority: Priority,
+    pub kind: ActionKind,
+}
+
+/// A word of a fixed set (`priority`, `kind`), or the problem naming the set.
+fn one_of<T: for<'de> Deserialize<'de> + Serialize + Copy>(
+    text: &str,
+    all: &[T],
+) -> Result<T, String> {
+    serde_json::from_value(serde_json::Value::from(text.trim())).map_err(|_| {
+        let words: Vec<String> = all.iter().map(|v| types::word(*v)).collect();
+        format!("must be one of {} (got {text:?})", words.join(", "))
+    })
+}
+
+impl NewAction {
+    /// Checks every required field at once: all problems, or the checked values.
+    pub(crate) fn check(&self, clock: Clock) -> Result<CheckedAction, Vec<(String, String)>> {
+        let mut problems = Vec::new();
+        let mut problem = |field: &str, p: String| problems.push((field.to_owned(), p));
+        let required = "is required";
+        let title = match self.title.as_deref().map(str::trim) {
+            None => {
+                problem("title", required.into());
+                None
+            }
+            Some("") => {
+                problem("title", "must not be empty".into());
+                None
+            }
+            Some(t) if t.len() > 500 => {
+                problem("title", "must be at most 500 bytes".into());
+                None
+            }
+            Some(t) => Some(t.to_owned()),
+        };
+        let owner = match self.owner.as_deref() {
+            None => {
+                problem("owner", required.into());
+                None
+            }
+            Some(o) => EmailAddress::parse(o).map_err(|p| problem("owner", p)).ok(),
+        };
+        let due_date = match self.due_date.as_deref() {
+            None => {
+                problem("due_date", required.into());
+                None
+            }
+            Some(d) => match d.trim().parse::<NaiveDate>() {
+                Err(_) => {
+                    problem(
+                        "due_date",
+                        format!("must be a date as YYYY-MM-DD (got {d:?})"),
+                    );
+                    None
+                }
+                Ok(due) => action::check_new_due_date(due, clock.now, clock.tz)
+                    .map(|()| due)
+                    .map_err(|p| problem("due_date", p))
+                    .ok(),
+            },
+        };
+        let priority = match self.priority.as_deref() {
+            None => {
+                problem("priority", required.into());
+                None
+            }
+            Some(p) => one_of(p, &[Priority::High, Priority::Medium, Priority::Low])
+                .map_err(|e| problem("priority", e))
+                .ok(),
+        };
+        let kind = match self.kind.as_deref() {
+            None => {
+                problem("kind", required.into());
+                None
+            }
+            Some(k) => one_of(
+                k,
+                &[
+                    ActionKind::Detect,
+                    ActionKind::Diagnose,
+                    ActionKind::Mitigate,
+                    ActionKind::Prevent,
+                    ActionKind::Process,
+                ],
+            )
+            .map_err(|e| problem("kind", e))
+            .ok(),
+        };
+        match (title, owner, due_date, priority, kind) {
+            (Some(title), Some(owner), Some(due_date), Some(priority), Some(kind))
+                if problems.is_empty() =>
+            {
+                Ok(CheckedAction {
+                    title,
+                    owner,
+                    due_date,
+                    priority,
+                    kind,
+                })
+            }
+            _ => Err(problems),
+        }
+    }
 }
 
 /// Fields `PATCH /api/v1/actions/{id}` may change. Moving `due_date` needs a `reason`.
