@@ -146,3 +146,27 @@ fn name_field(path: &str, message: &str) -> (String, String) {
     };
     (field, message.to_owned())
 }
+
+/// The one time format of everything `coe` writes (API, exports, emails): RFC 3339 in
+/// UTC with its `Z`, e.g. `2026-11-30T18:02:10Z` (fractions of a second only when
+/// there are some). What the API writes, it accepts back (`domain::event::parse_time`).
+pub fn format_utc(t: &chrono::NaiveDateTime) -> String {
+    t.and_utc()
+        .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+}
+
+/// `#[serde(serialize_with = "crate::json::utc")]` for a stored UTC time.
+pub fn utc<S: serde::Serializer>(t: &chrono::NaiveDateTime, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format_utc(t))
+}
+
+/// `#[serde(serialize_with = "crate::json::utc_option")]` for an optional one.
+pub fn utc_option<S: serde::Serializer>(
+    t: &Option<chrono::NaiveDateTime>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match t {
+        Some(t) => s.serialize_some(&format_utc(t)),
+        None => s.serialize_none(),
+    }
+}

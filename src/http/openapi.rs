@@ -24,7 +24,7 @@ macro_rules! api_doc {
             ),
             paths($($($($handler)::+,)+)*),
             components(schemas(ErrorBody, ErrorDetail, FieldProblem)),
-            modifiers(&BearerAuth, &CommonResponses, &NaiveTimes),
+            modifiers(&BearerAuth, &CommonResponses),
             tags(
                 (name = "health", description = "Probes for orchestrators"),
                 (name = "tokens", description = "API tokens and the caller's identity"),
@@ -133,53 +133,6 @@ impl Modify for CommonResponses {
                 }
             }
         }
-    }
-}
-
-/// Times are written in UTC without an offset (`2026-11-29T10:00:00.123456`), which
-/// is not RFC 3339's `date-time`: the schemas say so with a pattern instead.
-struct NaiveTimes;
-
-impl Modify for NaiveTimes {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        if let Some(components) = openapi.components.as_mut() {
-            components.schemas.values_mut().for_each(naive_times);
-        }
-    }
-}
-
-fn naive_times(schema: &mut utoipa::openapi::RefOr<utoipa::openapi::Schema>) {
-    use utoipa::openapi::schema::{AdditionalProperties, ArrayItems, KnownFormat, SchemaFormat};
-    use utoipa::openapi::{RefOr, Schema};
-
-    let RefOr::T(schema) = schema else {
-        return;
-    };
-    match schema {
-        Schema::Object(o) => {
-            if matches!(
-                o.format,
-                Some(SchemaFormat::KnownFormat(KnownFormat::DateTime))
-            ) {
-                o.format = Some(SchemaFormat::Custom("utc-date-time-without-offset".into()));
-                o.pattern = Some(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?$".into());
-            }
-            o.properties.values_mut().for_each(naive_times);
-            if let Some(extra) = o.additional_properties.as_mut() {
-                if let AdditionalProperties::RefOr(r) = extra.as_mut() {
-                    naive_times(r);
-                }
-            }
-        }
-        Schema::Array(a) => {
-            if let ArrayItems::RefOrSchema(items) = &mut a.items {
-                naive_times(items);
-            }
-        }
-        Schema::OneOf(x) => x.items.iter_mut().for_each(naive_times),
-        Schema::AllOf(x) => x.items.iter_mut().for_each(naive_times),
-        Schema::AnyOf(x) => x.items.iter_mut().for_each(naive_times),
-        _ => {}
     }
 }
 

@@ -28,10 +28,14 @@ pub struct Incident {
     pub severity: Severity,
     pub state: IncidentState,
     /// When the earliest of its alerts started.
+    #[serde(serialize_with = "crate::json::utc")]
     pub started_at: NaiveDateTime,
     /// When `coe` first heard of it.
+    #[serde(serialize_with = "crate::json::utc")]
     pub detected_at: NaiveDateTime,
+    #[serde(serialize_with = "crate::json::utc_option")]
     pub acknowledged_at: Option<NaiveDateTime>,
+    #[serde(serialize_with = "crate::json::utc_option")]
     pub resolved_at: Option<NaiveDateTime>,
     /// From start to resolution, when resolved.
     pub duration_seconds: Option<i64>,
@@ -39,6 +43,7 @@ pub struct Incident {
     pub event_count: i32,
     /// The COE mark: the incident reached the COE policy's severity.
     pub needs_coe: bool,
+    #[serde(serialize_with = "crate::json::utc_option")]
     pub coe_required_at: Option<NaiveDateTime>,
 }
 
@@ -56,8 +61,11 @@ pub struct Event {
     pub service: Option<String>,
     #[schema(value_type = String, example = "sev2")]
     pub severity: Severity,
+    #[serde(serialize_with = "crate::json::utc")]
     pub started_at: NaiveDateTime,
+    #[serde(serialize_with = "crate::json::utc_option")]
     pub ended_at: Option<NaiveDateTime>,
+    #[serde(serialize_with = "crate::json::utc")]
     pub received_at: NaiveDateTime,
     pub description: Option<String>,
     pub labels: BTreeMap<String, String>,

@@ -18,7 +18,9 @@ pub struct Person {
     pub team: Option<String>,
     pub manager_email: Option<String>,
     pub timezone: Option<String>,
+    #[serde(serialize_with = "crate::json::utc")]
     pub created_at: NaiveDateTime,
+    #[serde(serialize_with = "crate::json::utc")]
     pub updated_at: NaiveDateTime,
 }
 

@@ -33,6 +33,7 @@ pub struct WaitingCoe {
     pub owner: Option<String>,
     pub reviewer: Option<String>,
     /// Since when it waits (submitted for review, or the incident resolved).
+    #[serde(serialize_with = "crate::json::utc")]
     pub since: NaiveDateTime,
     pub days: i64,
 }

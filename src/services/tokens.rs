@@ -26,8 +26,11 @@ pub struct TokenInfo {
     pub role: Role,
     /// The person this token acts for; recorded as the actor of changes.
     pub email: Option<String>,
+    #[serde(serialize_with = "crate::json::utc")]
     pub created_at: NaiveDateTime,
+    #[serde(serialize_with = "crate::json::utc_option")]
     pub last_used_at: Option<NaiveDateTime>,
+    #[serde(serialize_with = "crate::json::utc_option")]
     pub revoked_at: Option<NaiveDateTime>,
 }
 

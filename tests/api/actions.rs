@@ -842,3 +842,66 @@ async fn a_new_action_with_every_field_wrong_is_refused_naming_each() {
         .expect("actions")
         .is_empty());
 }
+
+/// Every time the API writes is RFC 3339 with its `Z`, and goes back in as it came out.
+#[tokio::test]
+async fn times_go_out_in_the_format_they_come_back_in() {
+    let w = World::new().await;
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "POST",
+            "/api/v1/coes",
+            None,
+            Some(json!({"title": "Clock skew"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{doc}");
+    let id = doc["id"].as_str().expect("id").to_owned();
+    assert!(
+        doc["created_at"]
+            .as_str()
+            .expect("created_at")
+            .ends_with('Z'),
+        "{doc}"
+    );
+    let v = doc["version"].as_i64().expect("version");
+    let entry =
+        json!({"at": "2026-11-29T10:00:00.5+02:00", "kind": "started", "text": "Skew began"});
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/timeline"),
+            Some(v),
+            Some(entry),
+        )
+        .await;
+    assert_eq!(status, 201, "{doc}");
+    let written = doc["timeline"][0]["at"].as_str().expect("at").to_owned();
+    assert_eq!(written, "2026-11-29T08:00:00.500Z");
+    assert_eq!(doc["started_at"], "2026-11-29T08:00:00.500Z");
+    let v = doc["version"].as_i64().expect("version");
+    let again = json!({"at": written, "kind": "note", "text": "Same moment"});
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/timeline"),
+            Some(v),
+            Some(again),
+        )
+        .await;
+    assert_eq!(status, 201, "{doc}");
+    assert_eq!(doc["timeline"][1]["at"], doc["timeline"][0]["at"]);
+    let export = w
+        .app
+        .client
+        .get(w.app.url(&format!("/api/v1/coes/{id}/export.md")))
+        .bearer_auth(&w.owner)
+        .send()
+        .await
+        .expect("sent");
+    let text = export.text().await.expect("text");
+    assert!(text.contains("2026-11-29T08:00:00.500Z"), "{text}");
+}

@@ -136,7 +136,7 @@ async fn a_sev2_alertmanager_alert_opens_a_draft_that_lists_what_is_missing() {
         doc["owner"], "checkout-lead@example.com",
         "from ownership.services"
     );
-    assert_eq!(doc["started_at"], "2026-11-29T10:00:00");
+    assert_eq!(doc["started_at"], "2026-11-29T10:00:00Z");
     assert!(doc["links"]
         .as_array()
         .expect("links")
@@ -178,7 +178,7 @@ async fn a_sev2_alertmanager_alert_opens_a_draft_that_lists_what_is_missing() {
         .await;
     let doc = c.only_coe().await;
     assert_eq!(doc["timeline"].as_array().expect("timeline").len(), 2);
-    assert_eq!(doc["resolved_at"], "2026-11-29T10:42:00");
+    assert_eq!(doc["resolved_at"], "2026-11-29T10:42:00Z");
     assert_eq!(doc["duration_seconds"], 42 * 60);
 }
 
@@ -396,7 +396,7 @@ async fn the_rules_and_the_intention_lint_apply_to_what_people_write() {
         .await;
     assert_eq!(status, 201, "{doc}");
     assert_eq!(
-        doc["started_at"], "2026-11-29T09:00:00",
+        doc["started_at"], "2026-11-29T09:00:00Z",
         "a started entry sets the COE's start"
     );
     assert_eq!(
@@ -1033,7 +1033,7 @@ async fn milestone_times_follow_the_timeline_when_entries_are_edited_or_deleted(
         .await;
     assert_eq!(status, 201, "{doc}");
     let id = doc["id"].as_str().expect("id").to_owned();
-    assert_eq!(doc["started_at"], "2026-11-28T08:00:00");
+    assert_eq!(doc["started_at"], "2026-11-28T08:00:00Z");
     let mut v = version(&doc);
     let entry = |doc: &Value, kind: &str, at: &str| -> String {
         doc["timeline"]
@@ -1062,21 +1062,21 @@ async fn milestone_times_follow_the_timeline_when_entries_are_edited_or_deleted(
         }
     };
     let doc = post(v, "2026-11-28T07:50:00Z", "started").await;
-    assert_eq!(doc["started_at"], "2026-11-28T07:50:00");
+    assert_eq!(doc["started_at"], "2026-11-28T07:50:00Z");
     v = version(&doc);
     let doc = post(v, "2026-11-28T08:20:00Z", "mitigated").await;
-    assert_eq!(doc["mitigated_at"], "2026-11-28T08:20:00");
+    assert_eq!(doc["mitigated_at"], "2026-11-28T08:20:00Z");
     v = version(&doc);
     let doc = post(v, "2026-11-28T08:07:00Z", "detected").await;
-    assert_eq!(doc["detected_at"], "2026-11-28T08:07:00");
+    assert_eq!(doc["detected_at"], "2026-11-28T08:07:00Z");
     v = version(&doc);
     // Detection is the earliest "detected" entry, whatever order they were written in.
     let doc = post(v, "2026-11-28T08:05:00Z", "detected").await;
-    assert_eq!(doc["detected_at"], "2026-11-28T08:05:00");
+    assert_eq!(doc["detected_at"], "2026-11-28T08:05:00Z");
     v = version(&doc);
 
     // Deleting the earlier "detected" leaves the one still there.
-    let earlier = entry(&doc, "detected", "2026-11-28T08:05:00");
+    let earlier = entry(&doc, "detected", "2026-11-28T08:05:00Z");
     let (status, doc) = c
         .write(
             "DELETE",
@@ -1086,11 +1086,11 @@ async fn milestone_times_follow_the_timeline_when_entries_are_edited_or_deleted(
         )
         .await;
     assert_eq!(status, 200, "{doc}");
-    assert_eq!(doc["detected_at"], "2026-11-28T08:07:00");
+    assert_eq!(doc["detected_at"], "2026-11-28T08:07:00Z");
     v = version(&doc);
 
     // A "mitigated" entry turned into a note leaves the COE with no mitigation time.
-    let mitigated = entry(&doc, "mitigated", "2026-11-28T08:20:00");
+    let mitigated = entry(&doc, "mitigated", "2026-11-28T08:20:00Z");
     let (status, doc) = c
         .write(
             "PUT",
@@ -1104,7 +1104,7 @@ async fn milestone_times_follow_the_timeline_when_entries_are_edited_or_deleted(
     v = version(&doc);
 
     // Deleting the person's "started" falls back to the incident's start.
-    let started = entry(&doc, "started", "2026-11-28T07:50:00");
+    let started = entry(&doc, "started", "2026-11-28T07:50:00Z");
     let (status, doc) = c
         .write(
             "DELETE",
@@ -1114,7 +1114,7 @@ async fn milestone_times_follow_the_timeline_when_entries_are_edited_or_deleted(
         )
         .await;
     assert_eq!(status, 200, "{doc}");
-    assert_eq!(doc["started_at"], "2026-11-28T08:00:00");
+    assert_eq!(doc["started_at"], "2026-11-28T08:00:00Z");
 }
 
 #[tokio::test]
@@ -1148,11 +1148,11 @@ async fn a_resolution_time_written_by_a_person_is_not_overwritten_by_alerts() {
         )
         .await;
     assert_eq!(status, 201, "{doc}");
-    assert_eq!(doc["resolved_at"], "2026-11-28T09:00:00");
+    assert_eq!(doc["resolved_at"], "2026-11-28T09:00:00Z");
     // The alert resolves later: the timeline gets its entry, the COE keeps the person's time.
     c.event(event("resolved")).await;
     let doc = c.coe(&id).await;
-    assert_eq!(doc["resolved_at"], "2026-11-28T09:00:00", "{doc}");
+    assert_eq!(doc["resolved_at"], "2026-11-28T09:00:00Z", "{doc}");
     assert!(doc["timeline"]
         .as_array()
         .expect("timeline")

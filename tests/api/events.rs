@@ -79,7 +79,7 @@ async fn events_of_a_group_form_one_incident_with_the_worst_severity() {
     );
     assert_eq!(incident["service"], "orders-db");
     assert_eq!(
-        incident["started_at"], "2026-11-29T09:58:00",
+        incident["started_at"], "2026-11-29T09:58:00Z",
         "the earliest start"
     );
     assert_eq!(incident["state"], "open");
@@ -102,7 +102,7 @@ async fn an_incident_resolves_when_every_alert_has_resolved() {
     c.post(resolve("b", "2026-11-29T10:20:00Z")).await;
     let incident = c.incident(&id).await;
     assert_eq!(incident["state"], "resolved");
-    assert_eq!(incident["resolved_at"], "2026-11-29T10:20:00");
+    assert_eq!(incident["resolved_at"], "2026-11-29T10:20:00Z");
     assert_eq!(incident["duration_seconds"], 20 * 60);
 }
 

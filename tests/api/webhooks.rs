@@ -145,7 +145,7 @@ async fn alertmanager_kube_prometheus_firing_then_resolved() {
             Some("kube-prometheus-stack-kube-etcd"),
             "sev3",
             "firing",
-            "2022-12-14T01:32:49.278",
+            "2022-12-14T01:32:49.278Z",
             None,
         )],
     )
@@ -179,7 +179,7 @@ async fn alertmanager_kube_prometheus_firing_then_resolved() {
     let after = incidents(&app).await;
     assert_eq!(after.len(), 1, "the resolution joins the same incident");
     assert_eq!(after[0]["state"], "resolved");
-    assert_eq!(after[0]["resolved_at"], "2022-12-14T02:13:49.278");
+    assert_eq!(after[0]["resolved_at"], "2022-12-14T02:13:49.278Z");
     assert_eq!(after[0]["duration_seconds"], 41 * 60);
     assert_eq!(after[0]["event_count"], 2);
 }
@@ -196,7 +196,7 @@ async fn alertmanager_two_alerts_in_one_group() {
                 None,
                 "sev1",
                 "firing",
-                "2020-02-06T00:17:58.432911",
+                "2020-02-06T00:17:58.432911Z",
                 None,
             ),
             ev(
@@ -204,7 +204,7 @@ async fn alertmanager_two_alerts_in_one_group() {
                 None,
                 "sev1",
                 "firing",
-                "2020-02-06T00:17:58.432911",
+                "2020-02-06T00:17:58.432911Z",
                 None,
             ),
         ],
@@ -228,7 +228,7 @@ async fn alertmanager_alert_without_generator_url() {
             None,
             "sev1",
             "firing",
-            "2020-02-06T00:17:58.432911",
+            "2020-02-06T00:17:58.432911Z",
             None,
         )],
     )
@@ -250,7 +250,7 @@ async fn alertmanager_twelve_alerts_without_status_or_fingerprint() {
                 "sev3",
                 "firing",
                 // 06:33:21.873077559-05:00 in UTC, to the microsecond.
-                "2018-03-07T11:33:21.873077",
+                "2018-03-07T11:33:21.873077Z",
                 None,
             )
         })
@@ -284,23 +284,23 @@ async fn grafana_group_with_firing_and_resolved_alerts() {
                 Some("rabbitmq"),
                 "sev3",
                 "resolved",
-                "2022-06-17T01:04:00.782137",
-                Some("2022-06-17T01:08:28.652747"),
+                "2022-06-17T01:04:00.782137Z",
+                Some("2022-06-17T01:08:28.652747Z"),
             ),
             ev(
                 "This is a summary field, failure on otherhost.example.com",
                 Some("rabbitmq"),
                 "sev3",
                 "resolved",
-                "2022-06-17T01:04:00.782137",
-                Some("2022-06-17T01:08:28.652747"),
+                "2022-06-17T01:04:00.782137Z",
+                Some("2022-06-17T01:08:28.652747Z"),
             ),
             ev(
                 "Testing **another** failing alert",
                 None,
                 "sev3",
                 "firing",
-                "2022-06-17T01:03:00.782137",
+                "2022-06-17T01:03:00.782137Z",
                 None,
             ),
         ],
@@ -331,8 +331,8 @@ async fn grafana_resolved_group() {
             None,
             "sev3",
             "resolved",
-            "2022-06-17T00:41:00.782137",
-            Some("2022-06-17T00:51:24.067337"),
+            "2022-06-17T00:41:00.782137Z",
+            Some("2022-06-17T00:51:24.067337Z"),
         )],
     )
     .await;
@@ -356,7 +356,7 @@ async fn pagerduty_triggered_then_resolved_by_its_own_incident() {
             Some("pig208"),
             "sev2",
             "firing",
-            "2021-06-04T13:35:29.781",
+            "2021-06-04T13:35:29.781Z",
             None,
         )],
     )
@@ -381,8 +381,8 @@ async fn pagerduty_resolved() {
             Some("pig208"),
             "sev2",
             "resolved",
-            "2021-06-04T13:16:53.816",
-            Some("2021-06-04T13:16:53.816"),
+            "2021-06-04T13:16:53.816Z",
+            Some("2021-06-04T13:16:53.816Z"),
         )],
     )
     .await;
@@ -399,7 +399,7 @@ async fn pagerduty_priority_updated() {
             Some("API Service"),
             "sev1",
             "firing",
-            "2021-04-26T17:36:27.458",
+            "2021-04-26T17:36:27.458Z",
             None,
         )],
     )
@@ -420,7 +420,7 @@ async fn opsgenie_create() {
             "sev3",
             "firing",
             // createdAt 1502709956288 ms
-            "2017-08-14T11:25:56.288",
+            "2017-08-14T11:25:56.288Z",
             None,
         )],
     )
@@ -440,7 +440,7 @@ async fn cloudwatch_alarm_through_sns() {
             Some("AWS/EC2"),
             "sev2",
             "firing",
-            "2015-06-03T17:43:27.123",
+            "2015-06-03T17:43:27.123Z",
             None,
         )],
     )
@@ -490,7 +490,7 @@ async fn sentry_issue_resolved() {
             Some("zulip-integration-testing"),
             "sev2",
             "resolved",
-            "2020-04-30T05:54:15.092476",
+            "2020-04-30T05:54:15.092476Z",
             Some("*"),
         )],
     )
@@ -879,7 +879,7 @@ async fn new_fields_emoji_dotted_labels_big_ids_and_nanoseconds_survive() {
     assert_eq!(event["title"], "Checkout is on fire 🔥🧯");
     assert_eq!(event["labels"]["app.kubernetes.io/name"], "checkout");
     assert_eq!(event["labels"]["request_id"], "1234567890123456789");
-    assert_eq!(event["started_at"], "2026-11-29T10:00:00.123456");
+    assert_eq!(event["started_at"], "2026-11-29T10:00:00.123456Z");
     assert_eq!(
         event["raw_payload"]["alerts"][0]["startsAt"],
         "2026-11-29T10:00:00.123456789Z"
@@ -897,7 +897,7 @@ async fn new_fields_emoji_dotted_labels_big_ids_and_nanoseconds_survive() {
         .expect("id")
         .to_owned();
     let event = app.get_json(&format!("/api/v1/events/{id}"), &reader).await;
-    assert_eq!(event["ended_at"], "2017-08-14T11:25:56.288");
+    assert_eq!(event["ended_at"], "2017-08-14T11:25:56.288Z");
     assert_eq!(
         event["raw_payload"]["alert"]["updatedAt"],
         json!(1502709956288000110_u64)

@@ -83,8 +83,11 @@ pub struct ActionView {
     pub days_overdue: i64,
     /// How many times the due date was moved.
     pub due_date_changes: i32,
+    #[serde(serialize_with = "crate::json::utc")]
     pub created_at: NaiveDateTime,
+    #[serde(serialize_with = "crate::json::utc")]
     pub updated_at: NaiveDateTime,
+    #[serde(serialize_with = "crate::json::utc_option")]
     pub closed_at: Option<NaiveDateTime>,
 }
 
@@ -95,6 +98,7 @@ pub struct DueDateChange {
     pub to: NaiveDate,
     pub reason: String,
     pub by: String,
+    #[serde(serialize_with = "crate::json::utc")]
     pub at: NaiveDateTime,
 }
 

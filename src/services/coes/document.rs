@@ -43,6 +43,7 @@ pub struct SectionView {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct TimelineEntry {
     pub id: String,
+    #[serde(serialize_with = "crate::json::utc")]
     pub at: NaiveDateTime,
     pub kind: TimelineKind,
     pub text: String,
@@ -79,6 +80,7 @@ pub struct Recurrence {
     pub title: String,
     pub state: CoeState,
     pub matched_on: String,
+    #[serde(serialize_with = "crate::json::utc")]
     pub created_at: NaiveDateTime,
     /// Its corrective actions: how many, and how many are still open.
     pub total_actions: usize,
@@ -92,6 +94,7 @@ pub struct ReviewComment {
     /// submitted, changes_requested, approved or comment.
     pub verdict: String,
     pub body: String,
+    #[serde(serialize_with = "crate::json::utc")]
     pub at: NaiveDateTime,
 }
 
@@ -116,9 +119,13 @@ pub struct CoeDocument {
     /// Bumped by every change; send it back in `If-Match`.
     pub version: i32,
     pub template: TemplateRef,
+    #[serde(serialize_with = "crate::json::utc_option")]
     pub started_at: Option<NaiveDateTime>,
+    #[serde(serialize_with = "crate::json::utc_option")]
     pub detected_at: Option<NaiveDateTime>,
+    #[serde(serialize_with = "crate::json::utc_option")]
     pub mitigated_at: Option<NaiveDateTime>,
+    #[serde(serialize_with = "crate::json::utc_option")]
     pub resolved_at: Option<NaiveDateTime>,
     pub duration_seconds: Option<i64>,
     /// Links gathered from the events (runbooks, dashboards).
@@ -135,7 +142,9 @@ pub struct CoeDocument {
     pub review: Vec<ReviewComment>,
     pub completeness: Assessment,
     pub created_by: String,
+    #[serde(serialize_with = "crate::json::utc")]
     pub created_at: NaiveDateTime,
+    #[serde(serialize_with = "crate::json::utc")]
     pub updated_at: NaiveDateTime,
 }
 
@@ -352,6 +361,7 @@ pub fn load(
 /// One audit record.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct HistoryEntry {
+    #[serde(serialize_with = "crate::json::utc")]
     pub at: NaiveDateTime,
     pub actor: String,
     pub action: String,

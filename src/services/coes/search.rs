@@ -28,7 +28,9 @@ pub struct CoeSummary {
     pub state: CoeState,
     pub owner: Option<String>,
     pub reviewer: Option<String>,
+    #[serde(serialize_with = "crate::json::utc")]
     pub created_at: NaiveDateTime,
+    #[serde(serialize_with = "crate::json::utc")]
     pub updated_at: NaiveDateTime,
     /// Search rank when `q` was given (higher is better).
     pub rank: Option<f64>,

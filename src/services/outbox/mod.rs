@@ -183,10 +183,13 @@ pub struct OutboxEmail {
     /// pending, sending, sent or failed.
     pub state: String,
     pub attempts: i32,
+    #[serde(serialize_with = "crate::json::utc")]
     pub next_attempt_at: NaiveDateTime,
     /// The last failure: the SMTP server's answer, or why it could not be reached.
     pub last_error: Option<String>,
+    #[serde(serialize_with = "crate::json::utc")]
     pub created_at: NaiveDateTime,
+    #[serde(serialize_with = "crate::json::utc_option")]
     pub sent_at: Option<NaiveDateTime>,
 }
 
