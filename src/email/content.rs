@@ -15,10 +15,12 @@ pub enum Kind {
     ChangesRequested,
     Approved,
     InspectionDigest,
+    ActionAssigned,
+    CoeAssigned,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 10] = [
         Kind::OverdueDigest,
         Kind::Escalation,
         Kind::CoeOpened,
@@ -27,6 +29,8 @@ impl Kind {
         Kind::ChangesRequested,
         Kind::Approved,
         Kind::InspectionDigest,
+        Kind::ActionAssigned,
+        Kind::CoeAssigned,
     ];
 
     /// The template folder name, also stored as the outbox row's kind.
@@ -40,6 +44,8 @@ impl Kind {
             Kind::ChangesRequested => "changes_requested",
             Kind::Approved => "approved",
             Kind::InspectionDigest => "inspection_digest",
+            Kind::ActionAssigned => "action_assigned",
+            Kind::CoeAssigned => "coe_assigned",
         }
     }
 
@@ -109,6 +115,23 @@ impl Kind {
                 coe: coe.clone(),
                 severity: "sev2".into(),
                 service: "checkout".into(),
+                writeup_days: 7,
+            }),
+            Kind::ActionAssigned => serde_json::to_value(ActionAssigned {
+                recipient_name: "Ana Lima".into(),
+                actor: "bo@example.com".into(),
+                action: action(0),
+                success_criteria: if hostile {
+                    title.clone()
+                } else {
+                    "A deploy with a failing canary stops before 5% of traffic".into()
+                },
+            }),
+            Kind::CoeAssigned => serde_json::to_value(CoeAssigned {
+                recipient_name: "Bo Reviewer".into(),
+                actor: "ana@example.com".into(),
+                coe: coe.clone(),
+                as_reviewer: true,
                 writeup_days: 7,
             }),
             Kind::WriteupOverdue => serde_json::to_value(WriteupOverdue {
@@ -216,6 +239,27 @@ pub struct CoeOpened {
     pub coe: CoeLine,
     pub severity: String,
     pub service: String,
+    pub writeup_days: i64,
+}
+
+/// A corrective action newly assigned to its owner.
+#[derive(Debug, Clone, Serialize)]
+pub struct ActionAssigned {
+    pub recipient_name: String,
+    /// Who assigned it.
+    pub actor: String,
+    pub action: ActionLine,
+    pub success_criteria: String,
+}
+
+/// A COE whose owner or reviewer someone set after it opened.
+#[derive(Debug, Clone, Serialize)]
+pub struct CoeAssigned {
+    pub recipient_name: String,
+    pub actor: String,
+    pub coe: CoeLine,
+    /// Made reviewer (else owner).
+    pub as_reviewer: bool,
     pub writeup_days: i64,
 }
 

@@ -47,6 +47,12 @@ const DEFAULTS: &[(&str, &str)] = embedded!(
     "inspection_digest/subject.hbs",
     "inspection_digest/body.txt.hbs",
     "inspection_digest/body.html.hbs",
+    "action_assigned/subject.hbs",
+    "action_assigned/body.txt.hbs",
+    "action_assigned/body.html.hbs",
+    "coe_assigned/subject.hbs",
+    "coe_assigned/body.txt.hbs",
+    "coe_assigned/body.html.hbs",
 );
 
 /// Longest subject, in characters; longer ones are cut with an ellipsis.

@@ -36,6 +36,14 @@ impl AppState {
             emails: &self.emails,
         }
     }
+
+    /// What event emails need.
+    pub fn mailer(&self) -> crate::services::notify::Mailer<'_> {
+        crate::services::notify::Mailer {
+            settings: &self.settings,
+            templates: &self.emails,
+        }
+    }
 }
 
 /// Runs `work` on a pooled connection in actix's blocking pool: diesel blocks, and an

@@ -12,7 +12,9 @@ use crate::db::models::CoeRow;
 use crate::db::{types, DbConnection};
 use crate::domain::clock::local_date;
 use crate::domain::reminder::writeup_deadline;
-use crate::email::content::{CoeLine, CoeOpened, Links, ReviewEmail};
+use crate::email::content::{
+    ActionAssigned, ActionLine, CoeAssigned, CoeLine, CoeOpened, Links, ReviewEmail,
+};
 use crate::email::{EmailTemplates, Kind};
 use crate::services::outbox;
 
@@ -133,6 +135,113 @@ pub fn coe_opened_row(
         settings,
         templates,
         &CoeFacts::of(row, &severity),
+        now,
+    )
+}
+
+/// What sending an event email needs: the settings (links, deadlines) and templates.
+#[derive(Clone, Copy)]
+pub struct Mailer<'a> {
+    pub settings: &'a Settings,
+    pub templates: &'a EmailTemplates,
+}
+
+/// A corrective action as its assignment email names it.
+pub struct ActionFacts<'a> {
+    pub id: &'a str,
+    pub title: &'a str,
+    pub owner: &'a str,
+    pub due_date: chrono::NaiveDate,
+    pub coe_id: &'a str,
+    pub coe_title: &'a str,
+    pub success_criteria: Option<&'a str>,
+}
+
+/// Tells an action's owner it is theirs (on creation, and when it changes hands),
+/// unless they assigned it to themselves. Each assignment is its own email.
+pub fn action_assigned(
+    conn: &mut DbConnection,
+    mail: Mailer<'_>,
+    action: &ActionFacts<'_>,
+    actor: &str,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    if action.owner == actor {
+        return Ok(());
+    }
+    let links = Links::new(&mail.settings.public_url);
+    let data = json!(ActionAssigned {
+        recipient_name: String::new(),
+        actor: actor.to_owned(),
+        action: ActionLine {
+            action_id: action.id.to_owned(),
+            title: action.title.to_owned(),
+            coe_id: action.coe_id.to_owned(),
+            coe_title: action.coe_title.to_owned(),
+            owner: action.owner.to_owned(),
+            owner_name: action.owner.to_owned(),
+            due_date: action.due_date.to_string(),
+            days_overdue: 0,
+            days_until_due: 0,
+            link: links.action(action.id),
+            newly_escalated: false,
+        },
+        success_criteria: action.success_criteria.unwrap_or_default().to_owned(),
+    });
+    let key = format!(
+        "{}:{}:{}:{}",
+        Kind::ActionAssigned.name(),
+        action.id,
+        action.owner,
+        crate::db::new_id()
+    );
+    outbox::notify(
+        conn,
+        mail.templates,
+        Kind::ActionAssigned,
+        key,
+        action.owner,
+        data,
+        now,
+    )
+}
+
+/// Tells a person they were made the owner or the reviewer of a COE after it opened,
+/// unless they did it themselves.
+pub fn coe_assigned(
+    conn: &mut DbConnection,
+    mail: Mailer<'_>,
+    row: &CoeRow,
+    recipient: &str,
+    as_reviewer: bool,
+    actor: &str,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    if recipient == actor {
+        return Ok(());
+    }
+    let severity = types::severity("coes.severity", row.severity)?.to_string();
+    let data = json!(CoeAssigned {
+        recipient_name: String::new(),
+        actor: actor.to_owned(),
+        coe: coe_line(mail.settings, &CoeFacts::of(row, &severity)),
+        as_reviewer,
+        writeup_days: mail.settings.coe.writeup_days,
+    });
+    let role = if as_reviewer { "reviewer" } else { "owner" };
+    let key = format!(
+        "{}:{}:{role}:{recipient}:{}",
+        Kind::CoeAssigned.name(),
+        row.id,
+        crate::db::new_id()
+    );
+    outbox::notify(
+        conn,
+        mail.templates,
+        Kind::CoeAssigned,
+        key,
+        recipient,
+        data,
         now,
     )
 }

@@ -526,6 +526,104 @@ async fn every_action_is_escalated_on_the_day_it_crosses_and_then_weekly() {
     assert!(weekly.contains("Alert on 502 rate") && weekly.contains("Canary the payments deploy"));
 }
 
+/// People hear when something becomes theirs: an action assigned or handed over, a
+/// COE whose owner or reviewer is set after it opened; not when they did it themselves.
+#[tokio::test]
+async fn owners_and_reviewers_are_told_when_something_is_assigned_to_them() {
+    let w = World::new().await;
+    let smtp = SmtpServer::start();
+    let coe = w.coe("Checkout 502s", "lead@example.com", None).await;
+    let due = (Utc::now() + Duration::days(20)).date_naive().to_string();
+    let res = w
+        .app
+        .post_json(
+            &format!("/api/v1/coes/{coe}/actions"),
+            Some(&w.lead),
+            &json!({"title": "Canary the payments deploy", "owner": "ana@example.com",
+                    "due_date": due, "priority": "high", "kind": "prevent",
+                    "success_criteria": "A failing canary stops the deploy"}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let action = json(res).await["id"].as_str().expect("id").to_owned();
+    // lead@ owns the action they assign to themselves: no email for that one.
+    let res = w
+        .app
+        .post_json(
+            &format!("/api/v1/coes/{coe}/actions"),
+            Some(&w.lead),
+            &json!({"title": "Own work", "owner": "lead@example.com",
+                    "due_date": due, "priority": "low", "kind": "process"}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let res = w
+        .app
+        .client
+        .patch(w.app.url(&format!("/api/v1/actions/{action}")))
+        .bearer_auth(&w.lead)
+        .json(&json!({"owner": "bo@example.com"}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
+    let doc = w
+        .app
+        .get_json(&format!("/api/v1/coes/{coe}"), &w.lead)
+        .await;
+    let res = w
+        .app
+        .client
+        .patch(w.app.url(&format!("/api/v1/coes/{coe}")))
+        .bearer_auth(&w.lead)
+        .header("if-match", format!("\"{}\"", doc["version"]))
+        .json(&json!({"reviewer": "rev@example.com"}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
+    w.sweep(&smtp.url(), &[]);
+
+    let ana = smtp.to("ana@example.com");
+    assert_eq!(ana.len(), 1, "{ana:?}");
+    assert_eq!(
+        ana[0].subject,
+        "Corrective action assigned to you: Canary the payments deploy"
+    );
+    assert!(
+        ana[0].text.contains(&format!("Due {due}")),
+        "{}",
+        ana[0].text
+    );
+    assert!(
+        ana[0].text.contains("COE: Checkout 502s"),
+        "{}",
+        ana[0].text
+    );
+    assert!(ana[0].text.contains("A failing canary stops the deploy"));
+    assert!(ana[0].text.contains(&format!("/api/v1/actions/{action}")));
+    let bo = smtp.to("bo@example.com");
+    assert_eq!(bo.len(), 1, "handed over: the new owner hears");
+    assert!(bo[0].subject.contains("assigned to you"));
+    let rev = smtp.to("rev@example.com");
+    assert_eq!(rev.len(), 1);
+    assert_eq!(rev[0].subject, "COE to review: Checkout 502s");
+    assert!(
+        rev[0].text.contains("made you the reviewer"),
+        "{}",
+        rev[0].text
+    );
+    let lead: Vec<Received> = smtp
+        .to("lead@example.com")
+        .into_iter()
+        .filter(|m| m.subject.contains("assigned"))
+        .collect();
+    assert!(
+        lead.is_empty(),
+        "nobody is told of what they did themselves"
+    );
+}
+
 #[tokio::test]
 async fn emails_wait_while_the_smtp_server_is_down_and_go_out_once_when_it_is_back() {
     let w = World::new().await;

@@ -73,7 +73,7 @@ pub async fn create(
             email: email.as_deref(),
             is_admin: admin,
         };
-        let id = actions::create(conn, &coe_id, &input, &who, clock)?;
+        let id = actions::create(conn, &coe_id, &input, &who, clock, state.mailer())?;
         Ok(actions::get(conn, &id, clock)?)
     })
     .await?;
@@ -124,7 +124,7 @@ pub async fn patch(
             email: email.as_deref(),
             is_admin: admin,
         };
-        actions::patch(conn, &id, &patch, &who, clock)?;
+        actions::patch(conn, &id, &patch, &who, clock, state.mailer())?;
         Ok(actions::get(conn, &id, clock)?)
     })
     .await?;

@@ -161,7 +161,7 @@ pub async fn patch(
         &caller,
         id,
         StatusCode::OK,
-        move |conn, id, who, _| coes::patch(conn, id, patch, expected, who),
+        move |conn, id, who, state| coes::patch(conn, id, patch, expected, who, state.mailer()),
     )
     .await
 }

@@ -6,7 +6,10 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde_json::json;
 
-use super::{invalid, load, view, ActionError, ActionPatch, NewAction, TransitionInput};
+use super::{
+    coe_title_and_severity, invalid, load, view, ActionError, ActionPatch, NewAction,
+    TransitionInput,
+};
 use crate::db::models::{ActionRow, DueDateChangeRow};
 use crate::db::schema::{coes, corrective_actions, due_date_changes};
 use crate::db::types::{self, word};
@@ -16,6 +19,7 @@ use crate::domain::coe::CoeState;
 use crate::domain::{Clock, Severity};
 use crate::services::access::{self, AccessError, Editor};
 use crate::services::audit::{self, Change, Subject};
+use crate::services::notify::{self, ActionFacts, Mailer};
 use crate::services::{lifecycle, people as directory};
 
 fn audit(
@@ -39,6 +43,32 @@ fn audit(
             before,
             after,
         },
+        now,
+    )
+}
+
+/// Queues the "assigned to you" email to the action's owner.
+fn tell_owner(
+    conn: &mut DbConnection,
+    row: &ActionRow,
+    actor: &str,
+    mail: Mailer<'_>,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    let (coe_title, _) = coe_title_and_severity(conn, &row.coe_id)?;
+    notify::action_assigned(
+        conn,
+        mail,
+        &ActionFacts {
+            id: &row.id,
+            title: &row.title,
+            owner: &row.owner_email,
+            due_date: row.due_date,
+            coe_id: &row.coe_id,
+            coe_title: &coe_title,
+            success_criteria: row.success_criteria.as_deref(),
+        },
+        actor,
         now,
     )
 }
@@ -89,6 +119,7 @@ pub fn create(
     input: &NewAction,
     who: &Editor<'_>,
     clock: Clock,
+    mail: Mailer<'_>,
 ) -> Result<String, ActionError> {
     db::write_transaction(conn, |conn| {
         if locks::lock_coe(conn, coe_id)? == 0 {
@@ -169,6 +200,7 @@ pub fn create(
             })),
             now,
         )?;
+        tell_owner(conn, &row, actor, mail, now)?;
         // A new open action on a closed-by-itself COE is not possible (refused above);
         // on an approved COE it keeps the COE approved until it closes.
         Ok(row.id)
@@ -182,9 +214,11 @@ pub fn patch(
     patch: &ActionPatch,
     who: &Editor<'_>,
     clock: Clock,
+    mail: Mailer<'_>,
 ) -> Result<(), ActionError> {
     db::write_transaction(conn, |conn| {
         let mut row = load_locked(conn, id)?;
+        let owner_before = row.owner_email.clone();
         access::action(conn, id, who)?;
         let actor = who.actor;
         let before =
@@ -268,6 +302,9 @@ pub fn patch(
         let after =
             serde_json::to_value(view(row.clone(), String::new(), Severity::Sev3, clock)?).ok();
         audit(conn, &row, actor, "action:update", before, after, now)?;
+        if row.owner_email != owner_before {
+            tell_owner(conn, &row, actor, mail, now)?;
+        }
         Ok(())
     })
 }

@@ -332,7 +332,7 @@ fn load(conn: &mut DbConnection, id: &str) -> Result<ActionRow, ActionError> {
         .ok_or_else(|| ActionError::NotFound(id.to_owned()))
 }
 
-fn coe_title_and_severity(
+pub(super) fn coe_title_and_severity(
     conn: &mut DbConnection,
     coe_id: &str,
 ) -> QueryResult<(String, Severity)> {

@@ -16,6 +16,7 @@ use crate::domain::coe::CoeState;
 use crate::domain::template::SectionKind;
 use crate::domain::Severity;
 use crate::services::access::{self, Editor};
+use crate::services::notify::{self, Mailer};
 
 /// Loads the COE for a change: checks that it exists, that `who` may change it, that the writer saw the current
 /// version, and that it may still be edited.
@@ -176,6 +177,7 @@ pub fn patch(
     patch: CoePatch,
     expected: Option<i32>,
     who: &Editor<'_>,
+    mail: Mailer<'_>,
 ) -> Result<(), CoeError> {
     db::write_transaction(conn, |conn| {
         let row = begin_change(conn, id, expected, who)?;
@@ -230,6 +232,16 @@ pub fn patch(
         }
         let now = db::now();
         apply_patch(conn, id, &changes, actor, now)?;
+        // Whoever becomes the owner or the reviewer now is told so.
+        let after = load_row(conn, id)?;
+        for (before, now_set, as_reviewer) in [
+            (&row.owner_email, &after.owner_email, false),
+            (&row.reviewer_email, &after.reviewer_email, true),
+        ] {
+            if let Some(person) = now_set.as_deref().filter(|p| Some(*p) != before.as_deref()) {
+                notify::coe_assigned(conn, mail, &after, person, as_reviewer, actor, now)?;
+            }
+        }
         finish_change(conn, id, now)
     })
 }
