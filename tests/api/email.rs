@@ -242,7 +242,19 @@ impl World {
         assert_eq!(res.status(), 201);
         let id = json(res).await["id"].as_str().expect("id").to_owned();
         self.set_due(&id, today() - Duration::days(days_overdue));
+        self.forget_assignment_emails();
         id
+    }
+
+    /// Drops the queued "assigned to you" emails, so that a test about reminders
+    /// counts reminders (`owners_and_reviewers_are_told_when_something_is_assigned_to_them`
+    /// tests those emails).
+    fn forget_assignment_emails(&self) {
+        use coe::db::schema::outbox_emails;
+        let mut conn = self.app.pool.get().expect("conn");
+        diesel::delete(outbox_emails::table.filter(outbox_emails::kind.eq("action_assigned")))
+            .execute(&mut conn)
+            .expect("forget assignment emails");
     }
 
     fn set_due(&self, action: &str, due: NaiveDate) {
