@@ -905,3 +905,60 @@ async fn times_go_out_in_the_format_they_come_back_in() {
     let text = export.text().await.expect("text");
     assert!(text.contains("2026-11-29T08:00:00.500Z"), "{text}");
 }
+
+/// The export carries what the review needs: the actions, the review's comments,
+/// whys that read as questions and answers; a closed COE ends without open findings.
+#[tokio::test]
+async fn the_export_of_a_closed_coe_holds_its_actions_and_review_and_no_open_findings() {
+    let w = World::new().await;
+    let (id, _) = w.written_coe().await;
+    let action = w
+        .action(&id, "Validate config in CI", "owner@example.com")
+        .await;
+    let action_id = action["id"].as_str().expect("id").to_owned();
+    let submit = format!("/api/v1/coes/{id}/submit");
+    let (status, body) = w.send(&w.owner, "POST", &submit, None, None).await;
+    assert_eq!(status, 200, "{body}");
+    let changes = format!("/api/v1/coes/{id}/request-changes");
+    let comment = json!({"comment": "Say how many customers."});
+    w.send(&w.reviewer, "POST", &changes, None, Some(comment))
+        .await;
+    w.send(&w.owner, "POST", &submit, None, None).await;
+    let approve = format!("/api/v1/coes/{id}/approve");
+    let (status, _) = w.send(&w.reviewer, "POST", &approve, None, None).await;
+    assert_eq!(status, 200);
+    let complete = format!("/api/v1/actions/{action_id}/complete");
+    let note = json!({"note": "CI rejects an invalid config"});
+    let (status, _) = w.send(&w.owner, "POST", &complete, None, Some(note)).await;
+    assert_eq!(status, 200);
+    assert_eq!(w.coe(&id).await["state"], "closed");
+
+    let res = w
+        .app
+        .get(&format!("/api/v1/coes/{id}/export.md"), Some(&w.owner))
+        .await;
+    let md = res.text().await.expect("text");
+    assert!(
+        md.contains("| Validate config in CI | owner@example.com |"),
+        "{md}"
+    );
+    assert!(md.contains("done: CI rejects an invalid config"), "{md}");
+    assert!(
+        md.contains("A bad config fails CI"),
+        "success criteria:\n{md}"
+    );
+    assert!(md.contains("## Review"), "{md}");
+    assert!(
+        md.contains("requested changes: Say how many customers."),
+        "{md}"
+    );
+    assert!(md.contains("reviewer@example.com, approved it"), "{md}");
+    assert!(
+        md.contains("1. Why did payments fail? Because the config was invalid."),
+        "{md}"
+    );
+    assert!(
+        !md.contains("Still missing") && !md.contains("Warnings for the reviewer"),
+        "{md}"
+    );
+}

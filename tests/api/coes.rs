@@ -768,7 +768,9 @@ async fn export_contains_every_section_heading_and_body() {
             "POST",
             &format!("/api/v1/coes/{id}/whys"),
             Some(v),
-            Some(json!({"steps": [{"why": "Why?", "because": "Because."}]})),
+            Some(
+                json!({"steps": [{"why": "Why did orders fail?", "because": "The pool ran out."}]}),
+            ),
         )
         .await;
     v = version(&doc);
@@ -798,7 +800,10 @@ async fn export_contains_every_section_heading_and_body() {
     for (_, body) in bodies {
         assert!(md.contains(body), "missing {body}:\n{md}");
     }
-    assert!(md.contains("1. Why? Why? — Because Because."), "{md}");
+    assert!(
+        md.contains("1. Why did orders fail? Because the pool ran out."),
+        "{md}"
+    );
     assert!(
         md.contains("[T-1](https://tickets.example.com/T-1)"),
         "{md}"
