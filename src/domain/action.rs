@@ -131,6 +131,17 @@ pub enum ActionKind {
     Process,
 }
 
+/// Whether a closed action closed on time: done on or before its due date (in the
+/// organisation's calendar). `None` for an action decided not to be done: it is
+/// neither on time nor late, and is counted apart. The one rule for the stats, the
+/// inspection digest and the dashboard.
+pub fn closed_on_time(state: ActionState, due: NaiveDate, closed_day: NaiveDate) -> Option<bool> {
+    match state {
+        ActionState::Done => Some(closed_day <= due),
+        _ => None,
+    }
+}
+
 /// The organisation's calendar date at `now`.
 pub fn today(now: DateTime<Utc>, tz: Tz) -> NaiveDate {
     now.with_timezone(&tz).date_naive()

@@ -3,6 +3,26 @@
 
 use serde::Serialize;
 
+/// The COEs an email is about, as its subject names them: "Checkout 502s", or
+/// "Checkout 502s and 2 other COEs".
+pub fn coes_named<'a>(titles: impl IntoIterator<Item = &'a str>) -> String {
+    let mut distinct: Vec<&str> = Vec::new();
+    for t in titles {
+        if !distinct.contains(&t) {
+            distinct.push(t);
+        }
+    }
+    match distinct.as_slice() {
+        [] => String::new(),
+        [one] => (*one).to_owned(),
+        [first, rest @ ..] => format!(
+            "{first} and {} other COE{}",
+            rest.len(),
+            if rest.len() == 1 { "" } else { "s" }
+        ),
+    }
+}
+
 /// The kinds of email, each a template folder `templates/email/<name>/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -88,6 +108,7 @@ impl Kind {
         let value = match self {
             Kind::OverdueDigest => serde_json::to_value(OverdueDigest {
                 recipient_name: "Ana Lima".into(),
+                coes_named: coes_named([title.as_str()]),
                 overdue: vec![action(9), action(2)],
                 due_soon: vec![ActionLine {
                     days_overdue: 0,
@@ -98,6 +119,7 @@ impl Kind {
             }),
             Kind::Escalation => serde_json::to_value(Escalation {
                 recipient_name: "Carla Manager".into(),
+                coes_named: coes_named([title.as_str(), "Search was down"]),
                 threshold_days: 7,
                 total: 3,
                 newly_escalated: 1,
@@ -136,6 +158,7 @@ impl Kind {
             }),
             Kind::WriteupOverdue => serde_json::to_value(WriteupOverdue {
                 recipient_name: "Ana Lima".into(),
+                coes_named: coes_named([title.as_str()]),
                 coes: vec![coe.clone()],
             }),
             Kind::ReviewRequested | Kind::ChangesRequested | Kind::Approved => {
@@ -185,7 +208,8 @@ pub struct ActionLine {
     pub coe_id: String,
     pub coe_title: String,
     pub owner: String,
-    /// The owner's name from the directory, else their address.
+    /// The owner's name from the directory; empty when it has none (then the address
+    /// alone names them).
     pub owner_name: String,
     pub due_date: String,
     pub days_overdue: i64,
@@ -214,6 +238,8 @@ pub struct CoeLine {
 #[derive(Debug, Clone, Serialize)]
 pub struct OverdueDigest {
     pub recipient_name: String,
+    /// The COEs its actions belong to, for the subject (`coes_named`).
+    pub coes_named: String,
     pub overdue: Vec<ActionLine>,
     pub due_soon: Vec<ActionLine>,
     pub actions_link: String,
@@ -222,6 +248,7 @@ pub struct OverdueDigest {
 #[derive(Debug, Clone, Serialize)]
 pub struct Escalation {
     pub recipient_name: String,
+    pub coes_named: String,
     pub threshold_days: i64,
     /// How many actions the email lists.
     pub total: usize,
@@ -266,6 +293,7 @@ pub struct CoeAssigned {
 #[derive(Debug, Clone, Serialize)]
 pub struct WriteupOverdue {
     pub recipient_name: String,
+    pub coes_named: String,
     pub coes: Vec<CoeLine>,
 }
 

@@ -179,7 +179,7 @@ pub fn action_assigned(
             coe_id: action.coe_id.to_owned(),
             coe_title: action.coe_title.to_owned(),
             owner: action.owner.to_owned(),
-            owner_name: action.owner.to_owned(),
+            owner_name: String::new(),
             due_date: action.due_date.to_string(),
             days_overdue: 0,
             days_until_due: 0,

@@ -9,8 +9,9 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::db::schema::{coes, corrective_actions, people, review_comments};
+use crate::db::types;
 use crate::db::DbConnection;
-use crate::domain::action::ActionState;
+use crate::domain::action::{closed_on_time, ActionState};
 use crate::domain::coe::CoeState;
 use crate::domain::Clock;
 
@@ -22,8 +23,12 @@ pub struct OpenAndOverdue {
 
 #[derive(Debug, Clone, Default, Serialize, ToSchema)]
 pub struct OnTimeAndLate {
+    /// Done on or before the due date.
     pub on_time: i64,
+    /// Done after it.
     pub late: i64,
+    /// Decided not to be done: neither on time nor late.
+    pub wont_do: i64,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -45,10 +50,12 @@ pub struct Stats {
     /// By the owners' team (`(none)` for owners without a team in the directory).
     pub actions_by_team: BTreeMap<String, OpenAndOverdue>,
     pub actions_by_owner: BTreeMap<String, OpenAndOverdue>,
-    /// Actions closed (done or won't do) in the last 30 days: on or before their due date, or after.
+    /// Actions closed in the last 30 days: done on or before their due date, done after
+    /// it, and decided not to be done.
     pub closed_last_30_days: OnTimeAndLate,
     pub closed_last_90_days: OnTimeAndLate,
-    /// Median days from creation to closing, over actions closed in the last 90 days.
+    /// Median days from creation to done, over actions done in the last 90 days, to one
+    /// decimal.
     pub median_days_to_close: Option<f64>,
     pub coes_by_state: BTreeMap<String, i64>,
     /// COEs in review, longest waiting first.
@@ -128,41 +135,49 @@ pub fn stats(conn: &mut DbConnection, clock: Clock, writeup_days: i64) -> QueryR
 
     let since_90 = now - Duration::days(90);
     let since_30 = now - Duration::days(30);
-    let closed: Vec<(chrono::NaiveDate, NaiveDateTime, Option<NaiveDateTime>)> =
-        corrective_actions::table
-            .filter(corrective_actions::closed_at.ge(since_90))
-            .select((
-                corrective_actions::due_date,
-                corrective_actions::created_at,
-                corrective_actions::closed_at,
-            ))
-            .load(conn)?;
+    type Closed = (
+        String,
+        chrono::NaiveDate,
+        NaiveDateTime,
+        Option<NaiveDateTime>,
+    );
+    let closed: Vec<Closed> = corrective_actions::table
+        .filter(corrective_actions::closed_at.ge(since_90))
+        .select((
+            corrective_actions::state,
+            corrective_actions::due_date,
+            corrective_actions::created_at,
+            corrective_actions::closed_at,
+        ))
+        .load(conn)?;
     let mut last_30 = OnTimeAndLate::default();
     let mut last_90 = OnTimeAndLate::default();
     let mut days_to_close: Vec<f64> = Vec::new();
-    for (due, created, closed_at) in closed {
+    for (state, due, created, closed_at) in closed {
         let Some(closed_at) = closed_at else { continue };
-        let closed_day = closed_at.and_utc().with_timezone(&clock.tz).date_naive();
-        let on_time = closed_day <= due;
-        let bucket = |b: &mut OnTimeAndLate| {
-            if on_time {
-                b.on_time += 1
-            } else {
-                b.late += 1
-            }
+        let state: ActionState = types::read("corrective_actions.state", &state)?;
+        let on_time = closed_on_time(state, due, clock.local_date(closed_at));
+        let bucket = |b: &mut OnTimeAndLate| match on_time {
+            Some(true) => b.on_time += 1,
+            Some(false) => b.late += 1,
+            None => b.wont_do += 1,
         };
         bucket(&mut last_90);
         if closed_at >= since_30 {
             bucket(&mut last_30);
         }
-        days_to_close.push((closed_at - created).num_seconds() as f64 / 86_400.0);
+        if on_time.is_some() {
+            days_to_close.push((closed_at - created).num_seconds() as f64 / 86_400.0);
+        }
     }
     days_to_close.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     let median_days_to_close = match days_to_close.len() {
         0 => None,
         n if n % 2 == 1 => Some(days_to_close[n / 2]),
         n => Some((days_to_close[n / 2 - 1] + days_to_close[n / 2]) / 2.0),
-    };
+    }
+    // Days with one decimal: what a person reads.
+    .map(|d| (d * 10.0).round() / 10.0);
 
     let mut coes_by_state: BTreeMap<String, i64> = CoeState::ALL
         .iter()

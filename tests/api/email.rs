@@ -359,7 +359,10 @@ async fn an_owner_gets_one_digest_a_day_listing_every_overdue_action() {
     assert_eq!(ana.len(), 1, "one digest for Ana");
     let digest = &ana[0];
     assert_eq!(digest.to, "ana@example.com");
-    assert_eq!(digest.subject, "3 overdue corrective actions");
+    assert_eq!(
+        digest.subject,
+        "[coe] 3 overdue corrective actions (Checkout returned 502)"
+    );
     assert!(
         digest.text.starts_with("Hello Ana Lima,"),
         "{}",
@@ -386,7 +389,10 @@ async fn an_owner_gets_one_digest_a_day_listing_every_overdue_action() {
     );
     let bo = smtp.to("bo@example.com");
     assert_eq!(bo.len(), 1);
-    assert_eq!(bo[0].subject, "1 corrective action due soon");
+    assert_eq!(
+        bo[0].subject,
+        "[coe] 1 corrective action due soon (Checkout returned 502)"
+    );
     // The COE owner is told the COE opened (lead@example.com made it: it is theirs).
     assert_eq!(smtp.to("lead@example.com").len(), 1);
 
@@ -446,7 +452,7 @@ async fn escalation_reaches_the_manager_at_day_seven_and_not_before() {
     assert_eq!(carla.len(), 1, "day 7: the manager is told");
     assert!(carla[0]
         .subject
-        .starts_with("Escalation: 1 corrective action overdue by 7 days"));
+        .starts_with("[coe] Escalation: 1 corrective action overdue by 7 days"));
     assert!(carla[0].text.contains("Shard the index"));
     assert!(carla[0].text.contains("Ana Lima <ana@example.com>"));
     assert!(carla[0].text.contains("Owned by people who report to you"));
@@ -457,7 +463,7 @@ async fn escalation_reaches_the_manager_at_day_seven_and_not_before() {
         let escalations: Vec<Received> = smtp
             .to(person)
             .into_iter()
-            .filter(|m| m.subject.starts_with("Escalation"))
+            .filter(|m| m.subject.starts_with("[coe] Escalation"))
             .collect();
         assert_eq!(escalations.len(), 1, "{person}");
         assert!(escalations[0].text.contains("Add a read replica"));
@@ -504,7 +510,11 @@ async fn every_action_is_escalated_on_the_day_it_crosses_and_then_weekly() {
         );
         if mails.len() > before {
             let mail = mails.last().expect("the new email").clone();
-            assert!(mail.subject.starts_with("Escalation"), "{}", mail.subject);
+            assert!(
+                mail.subject.starts_with("[coe] Escalation"),
+                "{}",
+                mail.subject
+            );
             heard.push((day, mail.text));
         }
     }
@@ -600,7 +610,7 @@ async fn owners_and_reviewers_are_told_when_something_is_assigned_to_them() {
     assert_eq!(ana.len(), 1, "{ana:?}");
     assert_eq!(
         ana[0].subject,
-        "Corrective action assigned to you: Canary the payments deploy"
+        "[coe] Corrective action assigned to you: Canary the payments deploy (Checkout 502s)"
     );
     assert!(
         ana[0].text.contains(&format!("Due {due}")),
@@ -619,7 +629,7 @@ async fn owners_and_reviewers_are_told_when_something_is_assigned_to_them() {
     assert!(bo[0].subject.contains("assigned to you"));
     let rev = smtp.to("rev@example.com");
     assert_eq!(rev.len(), 1);
-    assert_eq!(rev[0].subject, "COE to review: Checkout 502s");
+    assert_eq!(rev[0].subject, "[coe] COE to review: Checkout 502s");
     assert!(
         rev[0].text.contains("made you the reviewer"),
         "{}",
@@ -828,7 +838,7 @@ async fn hostile_titles_stay_inside_their_email() {
     let opened = smtp.to("lead@example.com");
     assert!(opened[0]
         .subject
-        .starts_with("COE opened (sev3): <script>alert(1)</script> Bcc:"));
+        .starts_with("[coe] COE opened (sev3): <script>alert(1)</script> Bcc:"));
 }
 
 #[tokio::test]
@@ -897,7 +907,7 @@ async fn review_steps_and_late_writeups_email_the_right_person() {
     let changes: Vec<Received> = smtp
         .to("lead@example.com")
         .into_iter()
-        .filter(|m| m.subject.starts_with("Changes requested"))
+        .filter(|m| m.subject.starts_with("[coe] Changes requested"))
         .collect();
     assert_eq!(changes.len(), 1);
     assert!(changes[0].text.contains("The 5 whys stop at a person."));
@@ -949,7 +959,7 @@ async fn the_weekly_inspection_digest_goes_to_its_subscribers_on_its_day() {
         let got = smtp.to(r);
         assert_eq!(got.len(), 1, "{r}");
         assert!(
-            got[0].subject.starts_with("COE inspection "),
+            got[0].subject.starts_with("[coe] COE inspection "),
             "{}",
             got[0].subject
         );

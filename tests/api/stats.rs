@@ -42,6 +42,7 @@ async fn stats_count_open_overdue_closed_on_time_and_late_and_waiting_coes() {
         "ann@example.com",
         "ben@example.com",
         "ben@example.com",
+        "ben@example.com",
     ] {
         let res = app
             .post_json(&format!("/api/v1/coes/{id}/actions"), Some(&token),
@@ -76,6 +77,16 @@ async fn stats_count_open_overdue_closed_on_time_and_late_and_waiting_coes() {
         assert_eq!(res.status(), 200);
     }
 
+    // ids[4] is decided not to be done: neither on time nor late.
+    let res = app
+        .post_json(
+            &format!("/api/v1/actions/{}/wont-do", ids[4]),
+            Some(&token),
+            &json!({"note": "superseded by the new deploy tool"}),
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+
     let stats = app.get_json("/api/v1/stats", &token).await;
     assert_eq!(stats["actions"], json!({"open": 2, "overdue": 1}));
     assert_eq!(
@@ -88,13 +99,14 @@ async fn stats_count_open_overdue_closed_on_time_and_late_and_waiting_coes() {
     );
     assert_eq!(
         stats["closed_last_30_days"],
-        json!({"on_time": 1, "late": 1})
+        json!({"on_time": 1, "late": 1, "wont_do": 1})
     );
     assert_eq!(
         stats["closed_last_90_days"],
-        json!({"on_time": 1, "late": 1})
+        json!({"on_time": 1, "late": 1, "wont_do": 1})
     );
-    assert!(stats["median_days_to_close"].as_f64().expect("median") < 1.0);
+    // Days with one decimal; the two done today took no time at all.
+    assert_eq!(stats["median_days_to_close"].as_f64().expect("median"), 0.0);
     assert_eq!(stats["coes_by_state"]["draft"], 2);
     assert_eq!(stats["coes_by_state"]["in_review"], 0);
     let late = stats["drafts_past_deadline"].as_array().expect("late");

@@ -10,10 +10,13 @@ use diesel::prelude::*;
 use super::{line, Decision, Payload, DIGEST_TOP};
 use crate::config::Settings;
 use crate::db::schema::corrective_actions;
-use crate::db::DbConnection;
+use crate::db::{types, DbConnection};
+use crate::domain::action::{closed_on_time, ActionState};
 use crate::domain::clock::{local_date, Clock};
 use crate::domain::reminder::{iso_week, period_start, writeup_deadline, DueAction, Person};
-use crate::email::content::{CoeLine, InspectionDigest, Links, TeamLine, WriteupOverdue};
+use crate::email::content::{
+    coes_named, CoeLine, InspectionDigest, Links, TeamLine, WriteupOverdue,
+};
 use crate::email::Kind;
 use crate::services::stats;
 
@@ -54,6 +57,7 @@ pub(super) fn writeups_overdue(
             payload: Payload::Ready(
                 serde_json::to_value(WriteupOverdue {
                     recipient_name: String::new(),
+                    coes_named: coes_named(coes.iter().map(|c| c.title.as_str())),
                     coes,
                 })
                 .unwrap_or_default(),
@@ -85,16 +89,22 @@ pub(super) fn inspection_digests(
             .map(|t| t.naive_utc())
             .unwrap_or_else(|| d.and_hms_opt(0, 0, 0).unwrap_or_default())
     };
-    let closed: Vec<(NaiveDate, Option<NaiveDateTime>)> = corrective_actions::table
+    let closed: Vec<(String, NaiveDate, Option<NaiveDateTime>)> = corrective_actions::table
         .filter(corrective_actions::closed_at.ge(start_of(last_monday)))
         .filter(corrective_actions::closed_at.lt(start_of(this_monday)))
-        .select((corrective_actions::due_date, corrective_actions::closed_at))
+        .select((
+            corrective_actions::state,
+            corrective_actions::due_date,
+            corrective_actions::closed_at,
+        ))
         .load(conn)?;
     let (mut on_time, mut late) = (0, 0);
-    for (due, closed_at) in closed {
-        match closed_at {
-            Some(t) if local_date(t, tz) <= due => on_time += 1,
-            Some(_) => late += 1,
+    for (state, due, closed_at) in closed {
+        let Some(closed_at) = closed_at else { continue };
+        let state: ActionState = types::read("corrective_actions.state", &state)?;
+        match closed_on_time(state, due, local_date(closed_at, tz)) {
+            Some(true) => on_time += 1,
+            Some(false) => late += 1,
             None => {}
         }
     }

@@ -19,7 +19,7 @@ use crate::db::schema::{coes, corrective_actions, people};
 use crate::db::{self, DbConnection};
 use crate::domain::action::ActionState;
 use crate::domain::reminder::{self, DueAction, Person};
-use crate::email::content::{ActionLine, Escalation, Links, OverdueDigest};
+use crate::email::content::{coes_named, ActionLine, Escalation, Links, OverdueDigest};
 use crate::email::{EmailTemplates, Kind};
 use crate::services::outbox::{self, NewEmail};
 
@@ -99,11 +99,21 @@ impl Lines<'_> {
             .collect()
     }
 
+    /// The COEs of the actions at `indexes`, named for a subject.
+    fn coes_named<'i>(&self, indexes: impl Iterator<Item = &'i usize>) -> String {
+        coes_named(
+            indexes
+                .filter_map(|&i| self.actions.get(i))
+                .map(|a| a.coe_title.as_str()),
+        )
+    }
+
     /// The template data of `d`.
     fn data(&self, d: &Decision) -> Value {
         let value = match &d.payload {
             Payload::Digest { overdue, due_soon } => serde_json::to_value(OverdueDigest {
                 recipient_name: String::new(),
+                coes_named: self.coes_named(overdue.iter().chain(due_soon)),
                 overdue: self.lines(overdue),
                 due_soon: self.lines(due_soon),
                 actions_link: self.links.actions_of(&d.recipient),
@@ -123,6 +133,7 @@ impl Lines<'_> {
                 };
                 serde_json::to_value(Escalation {
                     recipient_name: String::new(),
+                    coes_named: self.coes_named(reports.iter().chain(unmanaged)),
                     threshold_days: *threshold_days,
                     total: reports.len() + unmanaged.len(),
                     newly_escalated: new.len(),
@@ -380,10 +391,11 @@ pub(super) fn line(
         coe_id: a.coe_id.clone(),
         coe_title: a.coe_title.clone(),
         owner: a.owner.clone(),
+        // Empty for people outside the directory: they are named once, by address.
         owner_name: directory
             .get(&a.owner)
             .and_then(|p| p.name.clone())
-            .unwrap_or_else(|| a.owner.clone()),
+            .unwrap_or_default(),
         due_date: a.due.to_string(),
         days_overdue: (-days_until_due).max(0),
         days_until_due,
