@@ -12,7 +12,7 @@ use crate::db;
 use crate::domain::{EmailAddress, Role, TokenName};
 use crate::email::{EmailTemplates, Transport};
 use crate::scheduler::Scheduler;
-use crate::services::{outbox, reminders, tokens};
+use crate::services::{outbox, reminders, sweep_settings, tokens};
 use crate::startup::{self, Application};
 use crate::telemetry;
 
@@ -257,6 +257,14 @@ fn sweep(
         Some(transport(settings)?)
     };
     let (mut conn, _) = open(settings)?;
+    for d in sweep_settings::differences(&mut conn, settings).map_err(Failure::runtime)? {
+        eprintln!(
+            "warning: the servers sweeping this database use {} = {:?}, this run uses {:?}: \
+             its emails would differ from theirs; run coe sweep with the servers' settings file \
+             (--config or COE_CONFIG)",
+            d.name, d.server, d.here
+        );
+    }
     if at.is_some() && !dry_run {
         eprintln!(
             "note: --at without --dry-run queues and sends now the emails due at that time, under \

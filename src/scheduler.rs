@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::config::Settings;
 use crate::db::DbPool;
 use crate::email::{EmailTemplates, Transport};
-use crate::services::{outbox, reminders};
+use crate::services::{outbox, reminders, sweep_settings};
 
 pub struct Scheduler {
     /// Wakes the thread from its wait.
@@ -104,6 +104,8 @@ fn guarded(step: &str, f: impl FnOnce()) {
 
 fn sweep_once(settings: &Settings, pool: &DbPool, templates: &EmailTemplates) {
     let result = pool.get().map_err(|e| e.to_string()).and_then(|mut conn| {
+        // What this server sweeps with, so that a `coe sweep` with other settings warns.
+        sweep_settings::record(&mut conn, settings, crate::db::now()).map_err(|e| e.to_string())?;
         reminders::sweep(&mut conn, settings, templates, chrono::Utc::now(), false)
             .map_err(|e| e.to_string())
     });

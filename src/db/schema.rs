@@ -261,6 +261,14 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    sweep_settings (name) {
+        name -> Text,
+        value -> Text,
+        updated_at -> Timestamp,
+    }
+}
+
 diesel::joinable!(corrective_actions -> coes (coe_id));
 diesel::joinable!(due_date_changes -> corrective_actions (action_id));
 
@@ -286,5 +294,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     corrective_actions,
     due_date_changes,
     review_comments,
-    outbox_emails
+    outbox_emails,
+    sweep_settings
 );

@@ -22,6 +22,7 @@ pub mod reminders;
 pub mod review;
 pub mod sns;
 pub mod stats;
+pub mod sweep_settings;
 pub mod tokens;
 
 #[cfg(test)]

@@ -517,3 +517,47 @@ fn logs_carry_no_colour_codes_when_stderr_is_not_a_terminal() {
         "no escape codes in piped logs: {err:?}"
     );
 }
+
+#[test]
+fn coe_sweep_warns_when_the_servers_sweep_with_other_settings() {
+    let db = TestDatabase::new();
+    let server_env = [
+        ("COE_PUBLIC_URL", "https://coe.example.com"),
+        ("COE_ORG_TIMEZONE", "Europe/Berlin"),
+    ];
+    let _served = serve(&db.url, &server_env);
+    let sweep = |public_url: &str, timezone: &str| {
+        coe(
+            &["sweep", "--dry-run"],
+            &[
+                ("COE_DATABASE_URL", db.url.as_str()),
+                ("COE_PUBLIC_URL", public_url),
+                ("COE_ORG_TIMEZONE", timezone),
+            ],
+        )
+    };
+    // The server's first sweep runs as it starts: wait until it has recorded itself.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let out = loop {
+        let out = sweep("http://localhost:8080", "UTC");
+        if stderr(&out).contains("warning") || std::time::Instant::now() > deadline {
+            break out;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "public_url = \"https://coe.example.com\", this run uses \"http://localhost:8080\""
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("org.timezone = \"Europe/Berlin\", this run uses \"UTC\""),
+        "{err}"
+    );
+    // With the servers' settings: no warning.
+    let same = sweep("https://coe.example.com", "Europe/Berlin");
+    assert!(!stderr(&same).contains("warning"), "{}", stderr(&same));
+}
