@@ -47,6 +47,39 @@ impl fmt::Display for CoeState {
     }
 }
 
+/// Longest COE title, in bytes (like an action's title).
+pub const MAX_TITLE_BYTES: usize = 500;
+/// Longest service name, in bytes.
+pub const MAX_SERVICE_BYTES: usize = 200;
+
+/// A COE's title as given: trimmed, not empty, at most `MAX_TITLE_BYTES`.
+pub fn check_title(title: &str) -> Result<&str, String> {
+    let title = title.trim();
+    if title.is_empty() {
+        Err("must not be empty".into())
+    } else if title.len() > MAX_TITLE_BYTES {
+        Err(format!(
+            "must be at most {MAX_TITLE_BYTES} bytes (got {})",
+            title.len()
+        ))
+    } else {
+        Ok(title)
+    }
+}
+
+/// A service name as given: trimmed, at most `MAX_SERVICE_BYTES`.
+pub fn check_service(service: &str) -> Result<&str, String> {
+    let service = service.trim();
+    if service.len() > MAX_SERVICE_BYTES {
+        Err(format!(
+            "must be at most {MAX_SERVICE_BYTES} bytes (got {})",
+            service.len()
+        ))
+    } else {
+        Ok(service)
+    }
+}
+
 /// What a timeline entry marks. Entries made from events carry the event's kind
 /// (`fired`, `acknowledged`, `updated`, `resolved`); people add the milestones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]

@@ -33,17 +33,21 @@ pub async fn healthz() -> HttpResponse {
 #[utoipa::path(operation_id = "readyz", get, path = "/readyz", tag = "health",
     responses(
         (status = 200, description = "Ready to serve", body = Health),
-        (status = 503, description = "The database is not reachable; the reason is given", body = ErrorBody),
+        (status = 503, description = "The database is not reachable (the reason is logged, not told)", body = ErrorBody),
     ))]
 pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let pool = state.pool.clone();
     let backend = state.settings.database_url().backend();
+    // The reason (host, port, file) goes to the log, not to an unauthenticated caller.
+    let unreachable = |e: &dyn std::fmt::Display| {
+        tracing::warn!(error = %e, "readiness check: the database is unreachable");
+        ApiError::Unavailable("database unreachable; the reason is in the service's log".into())
+    };
     web::block(move || {
         let mut conn = pool
             .get_timeout(Duration::from_secs(2))
-            .map_err(|e| ApiError::Unavailable(format!("database unreachable: {e}")))?;
-        conn.ping()
-            .map_err(|e| ApiError::Unavailable(format!("database unreachable: {e}")))
+            .map_err(|e| unreachable(&e))?;
+        conn.ping().map_err(|e| unreachable(&e))
     })
     .await??;
     Ok(HttpResponse::Ok().json(Health {

@@ -962,3 +962,49 @@ async fn the_export_of_a_closed_coe_holds_its_actions_and_review_and_no_open_fin
         "{md}"
     );
 }
+
+/// Titles have a documented maximum (500 bytes, like an action's): a longer one is a
+/// 422 naming the field, and nothing is written.
+#[tokio::test]
+async fn a_coe_title_over_500_bytes_is_refused_and_nothing_is_written() {
+    let w = World::new().await;
+    let long = "x".repeat(501);
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "POST",
+            "/api/v1/coes",
+            None,
+            Some(json!({"title": long})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["fields"][0]["field"], "title");
+    assert!(body.to_string().contains("at most 500 bytes"), "{body}");
+    let list = w.app.get_json("/api/v1/coes", &w.owner).await;
+    assert_eq!(list["total"], 0, "{list}");
+
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "POST",
+            "/api/v1/coes",
+            None,
+            Some(json!({"title": "x".repeat(500)})),
+        )
+        .await;
+    assert_eq!(status, 201, "{doc}");
+    let id = doc["id"].as_str().expect("id");
+    let v = doc["version"].as_i64().expect("version");
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &format!("/api/v1/coes/{id}"),
+            Some(v),
+            Some(json!({"title": "y".repeat(600), "service": "s".repeat(201)})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(w.coe(id).await["version"], v, "nothing written");
+}

@@ -49,6 +49,11 @@ async fn readyz_is_503_with_the_reason_when_the_database_is_unreachable() {
     let (code, message, _) = crate::helpers::error_of(res, 503).await;
     assert_eq!(code, "unavailable");
     assert!(message.contains("database unreachable"), "{message}");
+    // Where the database is stays out of an unauthenticated answer.
+    assert!(
+        !message.contains("127.0.0.1") && !message.contains("nonexistent-coe-folder"),
+        "{message}"
+    );
     // Liveness does not depend on the database.
     let res = reqwest::get(format!("{address}/healthz"))
         .await

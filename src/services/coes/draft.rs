@@ -13,7 +13,7 @@ use super::{edit, record_change, Actor, CoeError, Context, SYSTEM_ACTOR};
 use crate::db::models::{CoeRow, FailureEventRow, IncidentRow, TimelineRow};
 use crate::db::schema::{coe_recurrences, coes, failure_events, incidents, timeline_entries};
 use crate::db::{self, locks, types, DbConnection};
-use crate::domain::coe::{CoeState, TimelineKind};
+use crate::domain::coe::{self, CoeState, TimelineKind};
 use crate::domain::Severity;
 use crate::services::notify;
 
@@ -295,6 +295,21 @@ pub fn create(
     actor: Actor<'_>,
     ctx: &Context<'_>,
 ) -> Result<String, CoeError> {
+    // Sizes first: nothing is written for input that cannot be stored.
+    let mut problems = Vec::new();
+    if let Some(title) = input.title.as_deref().filter(|t| !t.trim().is_empty()) {
+        if let Err(p) = coe::check_title(title) {
+            problems.push(("title".to_owned(), p));
+        }
+    }
+    if let Some(service) = input.service.as_deref() {
+        if let Err(p) = coe::check_service(service) {
+            problems.push(("service".to_owned(), p));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(CoeError::Invalid(problems));
+    }
     db::write_transaction(conn, |conn| {
         let now = db::now();
         let id = match &input.incident_id {

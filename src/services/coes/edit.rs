@@ -12,7 +12,7 @@ use super::{load_row, record_change, template_of, Actor, CoeError, Context};
 use crate::db::models::{CoeRow, SectionRow};
 use crate::db::schema::{coe_sections, coes};
 use crate::db::{self, types, DbConnection};
-use crate::domain::coe::CoeState;
+use crate::domain::coe::{self, CoeState};
 use crate::domain::template::SectionKind;
 use crate::domain::Severity;
 use crate::services::access::{self, Editor};
@@ -184,10 +184,7 @@ pub fn patch(
         let actor = who.actor;
         let mut changes = Vec::new();
         if let Some(title) = &patch.title {
-            let title = title.trim();
-            if title.is_empty() {
-                return Err(CoeError::invalid("title", "must not be empty"));
-            }
+            let title = coe::check_title(title).map_err(|p| CoeError::invalid("title", p))?;
             changes.push(("title", json!(title)));
         }
         if let Some(owner) = &patch.owner {
@@ -222,7 +219,9 @@ pub fn patch(
             changes.push(("severity", json!(severity)));
         }
         if let Some(service) = &patch.service {
-            changes.push(("service", json!(service.trim())));
+            let service =
+                coe::check_service(service).map_err(|p| CoeError::invalid("service", p))?;
+            changes.push(("service", json!(service)));
         }
         if changes.is_empty() {
             return Err(CoeError::invalid(
