@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
@@ -147,9 +147,22 @@ pub fn today(now: DateTime<Utc>, tz: Tz) -> NaiveDate {
     now.with_timezone(&tz).date_naive()
 }
 
+/// Dates people write lie in years 1970 to 9999. Outside them a date is a mistake or
+/// an attack (on SQLite, dates compare as text: `+262142-12-31` sorts before 2026).
+pub fn check_date(date: NaiveDate) -> Result<(), String> {
+    if (1970..=9999).contains(&date.year()) {
+        Ok(())
+    } else {
+        Err(format!(
+            "must be a date between 1970-01-01 and 9999-12-31 (got {date})"
+        ))
+    }
+}
+
 /// A due date must be in the future when it is set: after today in the
 /// organisation's time zone.
 pub fn check_new_due_date(due: NaiveDate, now: DateTime<Utc>, tz: Tz) -> Result<(), String> {
+    check_date(due)?;
     let today = today(now, tz);
     if due > today {
         Ok(())
@@ -246,6 +259,15 @@ mod tests {
             days_overdue(ActionState::Open, date(2026, 11, 22), later, la),
             8
         );
+    }
+
+    #[test]
+    fn dates_outside_years_1970_to_9999_are_refused() {
+        let now = utc(2026, 11, 29, 12, 0);
+        let far: NaiveDate = "+262142-12-31".parse().unwrap();
+        assert!(check_new_due_date(far, now, Tz::UTC).is_err());
+        assert!(check_new_due_date(date(9999, 12, 31), now, Tz::UTC).is_ok());
+        assert!(check_date(date(1969, 12, 31)).is_err());
     }
 
     #[test]

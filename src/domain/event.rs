@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use chrono::{DateTime, NaiveDateTime, SubsecRound, Utc};
+use chrono::{DateTime, Datelike, NaiveDateTime, SubsecRound, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::Severity;
@@ -133,6 +133,11 @@ pub fn parse_time(raw: &str) -> Result<Option<NaiveDateTime>, String> {
     let utc = parsed.with_timezone(&Utc).naive_utc();
     if utc.and_utc().timestamp() < 0 {
         return Ok(None);
+    }
+    if utc.year() > 9999 {
+        return Err(format!(
+            "must be a time before the year 10000 (got {raw:?})"
+        ));
     }
     Ok(Some(utc.trunc_subsecs(6)))
 }

@@ -1008,3 +1008,59 @@ async fn a_coe_title_over_500_bytes_is_refused_and_nothing_is_written() {
     assert_eq!(status, 422, "{body}");
     assert_eq!(w.coe(id).await["version"], v, "nothing written");
 }
+
+/// A due date in year 262142 once counted as overdue on SQLite (dates compare as
+/// text) while the row said it was not: dates outside 1970–9999 are refused.
+#[tokio::test]
+async fn dates_outside_the_years_people_write_are_refused() {
+    let w = World::new().await;
+    let (id, _) = w.written_coe().await;
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/actions"),
+            None,
+            Some(json!({"title": "Far away", "owner": "owner@example.com",
+                        "due_date": "+262142-12-31", "priority": "low", "kind": "process"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["fields"][0]["field"], "due_date", "{body}");
+    assert!(
+        body.to_string()
+            .contains("between 1970-01-01 and 9999-12-31"),
+        "{body}"
+    );
+    let action = w.action(&id, "Near", "owner@example.com").await;
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &format!("/api/v1/actions/{}", action["id"].as_str().expect("id")),
+            None,
+            Some(json!({"due_date": "+262142-12-31", "reason": "later"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "GET",
+            "/api/v1/actions?due_before=%2B262142-12-31",
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/timeline"),
+            Some(w.coe(&id).await["version"].as_i64().expect("version")),
+            Some(json!({"at": "+10000-01-01T00:00:00Z", "kind": "note", "text": "far"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+}

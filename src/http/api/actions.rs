@@ -240,6 +240,9 @@ pub async fn list(
             ))
         }
     };
+    if let Some(date) = q.due_before {
+        crate::domain::action::check_date(date).map_err(|p| ApiError::field("due_before", p))?;
+    }
     let filter = ActionFilter {
         owner: q.owner.map(|o| o.trim().to_lowercase()),
         team: q.team,
