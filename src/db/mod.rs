@@ -254,6 +254,23 @@ macro_rules! insert_or_ignore {
     }};
 }
 
+/// Inserts many rows in one statement (`values` is a slice of rows or of tuples).
+/// Multi-row inserts go to the backend's own connection.
+#[macro_export]
+macro_rules! insert_rows {
+    ($conn:expr, $table:expr, $values:expr) => {{
+        use diesel::RunQueryDsl as _;
+        match $conn {
+            $crate::db::DbConnection::Sqlite(c) => {
+                diesel::insert_into($table).values($values).execute(c)
+            }
+            $crate::db::DbConnection::Pg(c) => {
+                diesel::insert_into($table).values($values).execute(c)
+            }
+        }
+    }};
+}
+
 /// A new random, time-ordered id for a row.
 pub fn new_id() -> String {
     uuid::Uuid::now_v7().to_string()

@@ -135,6 +135,12 @@ pub struct TimelineRow {
     pub source: Option<String>,
     pub event_id: Option<String>,
     pub created_at: NaiveDateTime,
+    /// The alert and kind whose events this entry counts; `None` once a person wrote it.
+    pub alert_key: Option<String>,
+    pub alert_name: Option<String>,
+    pub occurrences: i32,
+    pub hosts: i32,
+    pub last_at: Option<NaiveDateTime>,
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]

@@ -131,6 +131,18 @@ diesel::table! {
         source -> Nullable<Text>,
         event_id -> Nullable<Text>,
         created_at -> Timestamp,
+        alert_key -> Nullable<Text>,
+        alert_name -> Nullable<Text>,
+        occurrences -> Integer,
+        hosts -> Integer,
+        last_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    timeline_hosts (entry_id, host) {
+        entry_id -> Text,
+        host -> Text,
     }
 }
 
@@ -286,6 +298,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     coes,
     coe_sections,
     timeline_entries,
+    timeline_hosts,
     why_chains,
     related_items,
     coe_recurrences,

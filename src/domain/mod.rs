@@ -10,6 +10,7 @@ pub mod reminder;
 pub mod rules;
 pub mod severity;
 pub mod template;
+pub mod timeline;
 pub mod token;
 
 pub use clock::Clock;

@@ -27,6 +27,7 @@ macro_rules! route_table {
                 "/api/v1/webhooks/{source}" => { post: api::ingest::receive_webhook }
                 "/api/v1/incidents" => { get: api::incidents::list }
                 "/api/v1/incidents/{id}" => { get: api::incidents::get }
+                "/api/v1/incidents/{id}/events" => { get: api::incidents::events }
                 "/api/v1/coes" => { get: api::coes::list, post: api::coes::create }
                 "/api/v1/coes/{id}" => { get: api::coes::get, patch: api::coes::patch }
                 "/api/v1/coes/{id}/sections/{key}" => { put: api::coes::put_section }

@@ -92,8 +92,14 @@ pub fn markdown(doc: &CoeDocument) -> Result<String, String> {
         .flatten()
         .zip(&doc.timeline)
     {
-        entry["label"] = json!(capitalized(written.kind.as_str()));
-        entry["what"] = json!(without_kind(written.kind.as_str(), &written.text));
+        if written.occurrences > 1 {
+            // "HighCPU fired 412 times between …" says its kind itself.
+            entry["label"] = Value::Null;
+            entry["what"] = json!(written.text);
+        } else {
+            entry["label"] = json!(capitalized(written.kind.as_str()));
+            entry["what"] = json!(without_kind(written.kind.as_str(), &written.text));
+        }
     }
     for (chain, written) in data["five_whys"]
         .as_array_mut()

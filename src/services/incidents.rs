@@ -77,7 +77,8 @@ pub struct Event {
 pub struct IncidentDetail {
     #[serde(flatten)]
     pub incident: Incident,
-    /// Its events, oldest first.
+    /// Its first `DETAIL_EVENTS` events, oldest first; all `event_count` of them
+    /// page by page at `/api/v1/incidents/{id}/events`.
     pub events: Vec<Event>,
 }
 
@@ -207,7 +208,10 @@ pub fn list(
     Ok((page, total))
 }
 
-/// One incident with its events, oldest first.
+/// How many events the incident itself shows (an alert storm files thousands).
+pub const DETAIL_EVENTS: i64 = 100;
+
+/// One incident with its first `DETAIL_EVENTS` events, oldest first.
 pub fn get(conn: &mut DbConnection, id: &str) -> QueryResult<Option<IncidentDetail>> {
     let Some(row) = incidents::table
         .find(id)
@@ -220,6 +224,7 @@ pub fn get(conn: &mut DbConnection, id: &str) -> QueryResult<Option<IncidentDeta
     let events: Vec<FailureEventRow> = failure_events::table
         .filter(failure_events::incident_id.eq(id))
         .order((failure_events::received_at.asc(), failure_events::id.asc()))
+        .limit(DETAIL_EVENTS)
         .select(FailureEventRow::as_select())
         .load(conn)?;
     Ok(Some(IncidentDetail {
@@ -229,6 +234,36 @@ pub fn get(conn: &mut DbConnection, id: &str) -> QueryResult<Option<IncidentDeta
             .map(Event::try_from)
             .collect::<QueryResult<_>>()?,
     }))
+}
+
+/// A page of an incident's events, oldest first, with their number; `None` when
+/// there is no such incident.
+pub fn events(
+    conn: &mut DbConnection,
+    id: &str,
+    limit: i64,
+    offset: i64,
+) -> QueryResult<Option<(Vec<Event>, i64)>> {
+    let total: Option<i32> = incidents::table
+        .find(id)
+        .select(incidents::event_count)
+        .first(conn)
+        .optional()?;
+    let Some(total) = total else {
+        return Ok(None);
+    };
+    let rows: Vec<FailureEventRow> = failure_events::table
+        .filter(failure_events::incident_id.eq(id))
+        .order((failure_events::received_at.asc(), failure_events::id.asc()))
+        .limit(limit)
+        .offset(offset)
+        .select(FailureEventRow::as_select())
+        .load(conn)?;
+    let events = rows
+        .into_iter()
+        .map(Event::try_from)
+        .collect::<QueryResult<_>>()?;
+    Ok(Some((events, i64::from(total))))
 }
 
 /// One event with the delivery it arrived in.

@@ -308,15 +308,18 @@ fn file_into_incident(
     if incident.coe_required_at.is_none() && policy.needs_coe(severity) {
         incident.coe_required_at = Some(now);
     }
-    let still_firing: i64 = incident_alerts::table
-        .filter(incident_alerts::incident_id.eq(&incident.id))
-        .filter(incident_alerts::status.eq(EventStatus::Firing.as_str()))
-        .count()
-        .get_result(conn)?;
-    // An incident resolves when every alert in it has resolved.
+    // An incident resolves when every alert in it has resolved. Asked only on a
+    // resolution, and as "is any still firing" (one row), not a count: an incident of
+    // a storm holds tens of thousands of alerts.
     if event.status == EventStatus::Resolved
-        && still_firing == 0
         && incident.state == IncidentState::Open.as_str()
+        && incident_alerts::table
+            .filter(incident_alerts::incident_id.eq(&incident.id))
+            .filter(incident_alerts::status.eq(EventStatus::Firing.as_str()))
+            .select(incident_alerts::dedup_key)
+            .first::<String>(conn)
+            .optional()?
+            .is_none()
     {
         incident.state = IncidentState::Resolved.as_str().to_owned();
         incident.resolved_at = Some(event.ended_at.unwrap_or(now));

@@ -265,11 +265,10 @@ async fn concurrent_events_for_one_incident_open_exactly_one_draft() {
         assert_eq!(status.expect("task"), 202);
     }
     let doc = c.only_coe().await;
-    assert_eq!(
-        doc["timeline"].as_array().expect("timeline").len(),
-        24,
-        "one entry per event"
-    );
+    let timeline = doc["timeline"].as_array().expect("timeline");
+    assert_eq!(timeline.len(), 1, "the 24 alerts of one name share an entry");
+    assert_eq!(timeline[0]["occurrences"], 24, "every event counted once");
+    assert_eq!(timeline[0]["hosts"], 24, "no host label: each alert counts");
 }
 
 #[tokio::test]
@@ -1163,4 +1162,65 @@ async fn a_resolution_time_written_by_a_person_is_not_overwritten_by_alerts() {
         .expect("timeline")
         .iter()
         .any(|e| e["kind"] == "resolved" && e["source"].is_string()));
+}
+
+#[tokio::test]
+async fn repeats_of_an_alert_share_one_counted_entry_until_a_person_edits_it() {
+    let c = Client::new().await;
+    let fire = |host: &str, minute: u32| {
+        json!({"dedup_key": format!("disk-{host}"), "group_key": "storage", "severity": "sev2",
+               "title": format!("Disk full on {host}"), "started_at": format!("2026-11-28T08:{minute:02}:00Z"),
+               "labels": {"alertname": "DiskFull", "instance": host}})
+    };
+    c.event(fire("db-1", 5)).await;
+    let doc = c.only_coe().await;
+    assert_eq!(doc["timeline"][0]["text"], "Fired: Disk full on db-1");
+    assert_eq!(doc["timeline"][0]["occurrences"], 1);
+    // The same alert again on its host (another occurrence) and on a second host.
+    let again = json!({"dedup_key": "disk-db-1", "group_key": "storage", "severity": "sev2",
+        "title": "Disk full on db-1",
+        "started_at": "2026-11-28T08:20:00Z", "labels": {"alertname": "DiskFull", "instance": "db-1"}});
+    c.event(again).await;
+    c.event(fire("db-2", 12)).await;
+    let doc = c.only_coe().await;
+    let timeline = doc["timeline"].as_array().expect("timeline");
+    assert_eq!(timeline.len(), 1, "{timeline:#?}");
+    let entry = &timeline[0];
+    assert_eq!(
+        entry["text"],
+        "DiskFull fired 3 times between 2026-11-28 08:05 and 08:20 UTC on 2 hosts"
+    );
+    assert_eq!(entry["occurrences"], 3);
+    assert_eq!(entry["hosts"], 2);
+    assert_eq!(entry["at"], "2026-11-28T08:05:00Z");
+    assert_eq!(entry["last_at"], "2026-11-28T08:20:00Z");
+
+    // A person rewrites it: their words stay, and the next event starts a new entry.
+    let id = doc["id"].as_str().expect("id");
+    let entry_id = entry["id"].as_str().expect("entry id");
+    let (status, body) = c
+        .write(
+            "PUT",
+            &format!("/api/v1/coes/{id}/timeline/{entry_id}"),
+            Some(version(&doc)),
+            Some(json!({"at": "2026-11-28T08:05:00Z", "kind": "fired",
+                        "text": "DiskFull paged on db-1 and db-2; /var filled by logs"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    c.event(fire("db-3", 30)).await;
+    let doc = c.only_coe().await;
+    let texts: Vec<&str> = doc["timeline"]
+        .as_array()
+        .expect("timeline")
+        .iter()
+        .map(|e| e["text"].as_str().expect("text"))
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "DiskFull paged on db-1 and db-2; /var filled by logs",
+            "Fired: Disk full on db-3"
+        ]
+    );
 }

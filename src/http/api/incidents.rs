@@ -11,7 +11,9 @@ use crate::http::auth::Member;
 use crate::http::extract::{ids, ApiQuery, PathId};
 use crate::http::page::{self, Listed, Page};
 use crate::http::state::{with_conn, AppState};
-use crate::services::incidents::{self, EventDetail, Incident, IncidentDetail, IncidentFilter};
+use crate::services::incidents::{
+    self, Event, EventDetail, Incident, IncidentDetail, IncidentFilter,
+};
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -86,7 +88,7 @@ pub async fn list(
 #[utoipa::path(operation_id = "get_incident", get, path = "/api/v1/incidents/{id}", tag = "incidents", security(("bearer" = [])),
     params(("id" = String, Path, description = "The incident's id")),
     responses(
-        (status = 200, description = "The incident and its events, oldest first", body = IncidentDetail),
+        (status = 200, description = "The incident and its first 100 events, oldest first", body = IncidentDetail),
         (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
         (status = 403, description = "An ingest token may not read", body = ErrorBody),
         (status = 404, description = "No such incident", body = ErrorBody),
@@ -100,6 +102,54 @@ pub async fn get(
     let found = with_conn(&state, move |conn, _| Ok(incidents::get(conn, &key)?)).await?;
     found
         .map(|detail| HttpResponse::Ok().json(detail))
+        .ok_or_else(|| id.not_found())
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct EventQuery {
+    /// Page size, 1 to 500 (default 50).
+    #[param(minimum = 1, maximum = 500)]
+    pub limit: Option<i64>,
+    /// Events to skip (default 0).
+    #[param(minimum = 0)]
+    pub offset: Option<i64>,
+}
+
+/// A page of an incident's events.
+pub type EventPage = Page<Event>;
+
+impl Listed for Event {
+    const FIELD: &'static str = "events";
+    const PAGE: &'static str = "EventPage";
+    const ORDER: Option<&'static str> = Some("Oldest first.");
+}
+
+/// All of an incident's events, page by page (the incident shows the first 100).
+#[utoipa::path(operation_id = "list_incident_events", get, path = "/api/v1/incidents/{id}/events", tag = "incidents", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The incident's id"), EventQuery),
+    responses(
+        (status = 200, description = "A page of the incident's events, oldest first", body = EventPage),
+        (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
+        (status = 403, description = "An ingest token may not read", body = ErrorBody),
+        (status = 404, description = "No such incident", body = ErrorBody),
+        (status = 422, description = "A bad query parameter", body = ErrorBody),
+    ))]
+pub async fn events(
+    _: Member,
+    id: PathId<ids::Incident>,
+    query: ApiQuery<EventQuery>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (limit, offset) = page::limits(query.0.limit, query.0.offset)?;
+    let key = id.as_str().to_owned();
+    let found = with_conn(&state, move |conn, _| {
+        Ok(incidents::events(conn, &key, limit, offset)?)
+    })
+    .await?;
+    found
+        .map(|page| HttpResponse::Ok().json(EventPage::new(page, limit, offset)))
         .ok_or_else(|| id.not_found())
 }
 

@@ -48,7 +48,16 @@ pub struct TimelineEntry {
     pub kind: TimelineKind,
     pub text: String,
     pub source: Option<String>,
+    /// The first event this entry counts (events stay on the incident).
     pub event_id: Option<String>,
+    /// How many events of the alert this entry counts (1 for entries people wrote).
+    pub occurrences: i32,
+    /// On how many hosts (by the instance, host, hostname, node, pod or server label,
+    /// else distinct alerts).
+    pub hosts: i32,
+    /// The latest of the events it counts; `at` is the earliest.
+    #[serde(serialize_with = "crate::json::utc_option")]
+    pub last_at: Option<NaiveDateTime>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, ToSchema)]
@@ -321,6 +330,9 @@ pub fn load(
                     text: t.text,
                     source: t.source,
                     event_id: t.event_id,
+                    occurrences: t.occurrences,
+                    hosts: t.hosts,
+                    last_at: t.last_at,
                 })
             })
             .collect::<Result<_, diesel::result::Error>>()?,

@@ -7,43 +7,16 @@ use serde::Deserialize;
 use serde_json::json;
 use utoipa::ToSchema;
 
+use super::alert_entries;
 use super::search::reindex;
 use super::timeline::recompute_milestone;
 use super::{edit, record_change, Actor, CoeError, Context, SYSTEM_ACTOR};
-use crate::db::models::{CoeRow, FailureEventRow, IncidentRow, TimelineRow};
-use crate::db::schema::{coe_recurrences, coes, failure_events, incidents, timeline_entries};
+use crate::db::models::{CoeRow, FailureEventRow, IncidentRow};
+use crate::db::schema::{coe_recurrences, coes, failure_events, incidents};
 use crate::db::{self, locks, types, DbConnection};
 use crate::domain::coe::{self, CoeState, TimelineKind};
 use crate::domain::Severity;
 use crate::services::notify;
-
-fn timeline_text(event: &FailureEventRow) -> String {
-    let what = match event.kind.as_str() {
-        "fired" => "Fired",
-        "acknowledged" => "Acknowledged",
-        "resolved" => "Resolved",
-        _ => "Updated",
-    };
-    format!("{what}: {}", event.title)
-}
-
-fn timeline_from_event(coe_id: &str, event: &FailureEventRow, now: NaiveDateTime) -> TimelineRow {
-    let at = match event.kind.as_str() {
-        "resolved" => event.ended_at.unwrap_or(event.received_at),
-        "fired" => event.started_at,
-        _ => event.received_at,
-    };
-    TimelineRow {
-        id: db::new_id(),
-        coe_id: coe_id.to_owned(),
-        at,
-        kind: event.kind.clone(),
-        text: timeline_text(event),
-        source: Some(event.source.clone()),
-        event_id: Some(event.id.clone()),
-        created_at: now,
-    }
-}
 
 /// Opens the draft for an incident that has the COE mark, unless it has one. Called in
 /// the transaction that filed the event, under the group's lock, so exactly one draft
@@ -122,17 +95,7 @@ fn insert_draft_for_incident(
     diesel::insert_into(coes::table)
         .values(&row)
         .execute(conn)?;
-    let entries: Vec<TimelineRow> = events
-        .iter()
-        .map(|e| timeline_from_event(&row.id, e, now))
-        .collect();
-    if !entries.is_empty() {
-        for entry in &entries {
-            diesel::insert_into(timeline_entries::table)
-                .values(entry)
-                .execute(conn)?;
-        }
-    }
+    alert_entries::file_all(conn, &row.id, &events, now)?;
     link_recurrences(conn, &row, &events, now)?;
     record_change(
         conn,
@@ -236,7 +199,7 @@ fn link_recurrences(
 }
 
 /// Records a newly filed event on its incident's COE, if there is one: a timeline
-/// entry, and (while the COE is a draft) the incident's severity and resolution time.
+/// entry counted with its alert's other events, and (while the COE is a draft) the incident's severity and resolution time.
 pub fn record_event(
     conn: &mut DbConnection,
     incident: &IncidentRow,
@@ -251,9 +214,7 @@ pub fn record_event(
     let Some(mut coe) = coe else {
         return Ok(());
     };
-    diesel::insert_into(timeline_entries::table)
-        .values(timeline_from_event(&coe.id, event, now))
-        .execute(conn)?;
+    alert_entries::file_one(conn, &coe.id, event, now)?;
     if types::read::<CoeState>("coes.state", &coe.state)? == CoeState::Draft {
         coe.severity = coe.severity.min(incident.severity);
         diesel::update(coes::table.find(&coe.id))

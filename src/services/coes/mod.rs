@@ -8,6 +8,7 @@
 //! COE's own fields and sections, `timeline`, `whys` and `related` their parts, and
 //! `search` the full-text index and the list.
 
+mod alert_entries;
 mod document;
 mod draft;
 mod edit;

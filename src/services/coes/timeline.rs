@@ -133,6 +133,11 @@ pub fn add_timeline(
             source: None,
             event_id: None,
             created_at: now,
+            alert_key: None,
+            alert_name: None,
+            occurrences: 1,
+            hosts: 1,
+            last_at: None,
         };
         diesel::insert_into(timeline_entries::table)
             .values(&entry)
@@ -179,6 +184,9 @@ pub fn edit_timeline(
                 timeline_entries::at.eq(at),
                 timeline_entries::kind.eq(kind.as_str()),
                 timeline_entries::text.eq(input.text.trim()),
+                // A person's words now: later events of its alert start a new entry
+                // rather than rewrite them.
+                timeline_entries::alert_key.eq(None::<String>),
             ))
             .execute(conn)?;
         let existing_kind = types::read("timeline_entries.kind", &existing.kind)?;
@@ -221,6 +229,7 @@ pub fn delete_timeline(
             "timeline"
         )?;
         diesel::delete(timeline_entries::table.find(entry_id)).execute(conn)?;
+        super::alert_entries::forget_hosts(conn, entry_id)?;
         recompute_milestone(
             conn,
             id,
