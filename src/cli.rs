@@ -55,7 +55,15 @@ pub enum Command {
         /// Address to listen on [env: COE_LISTEN] [default: 127.0.0.1:8080]
         #[arg(long, value_name = "HOST:PORT")]
         listen: Option<String>,
+        /// On an empty database, first fill it with the demo organisation (see `coe demo`);
+        /// a database that holds data is served as it is.
+        #[arg(long)]
+        demo: bool,
     },
+    /// Fill an empty database with a demo organisation: people and managers, a month of
+    /// incidents, COEs in every state, actions on time, due soon and overdue. Refused on a
+    /// database that holds data.
+    Demo,
     /// Apply pending database migrations and exit.
     Migrate,
     /// Validate the settings and print the effective configuration, secrets masked.
@@ -135,7 +143,7 @@ impl Failure {
 /// Runs the parsed command line; the exit code says how it went.
 pub fn run(cli: Cli) -> ExitCode {
     let listen = match &cli.command {
-        Command::Serve { listen } => listen.clone(),
+        Command::Serve { listen, .. } => listen.clone(),
         _ => None,
     };
     let overrides = Overrides {
@@ -150,7 +158,13 @@ pub fn run(cli: Cli) -> ExitCode {
                 telemetry::init(&settings.log);
             }
             match cli.command {
-                Command::Serve { .. } => serve(settings),
+                Command::Serve { demo, .. } => {
+                    if demo {
+                        demo_on_empty(&settings)?;
+                    }
+                    serve(settings)
+                }
+                Command::Demo => fill_demo(&settings),
                 Command::Migrate => migrate(&settings),
                 Command::CheckConfig => check_config(&settings),
                 Command::Token(command) => token(&settings, command),
@@ -336,6 +350,64 @@ fn open(settings: &Settings) -> Result<(db::PooledConnection, Vec<String>), Fail
     let mut conn = pool.get().map_err(Failure::runtime)?;
     let applied = db::migrate(&mut conn).map_err(Failure::runtime)?;
     Ok((conn, applied))
+}
+
+/// `coe demo`: seeds the database and says what to look at.
+fn fill_demo(settings: &Settings) -> Result<(), Failure> {
+    let (mut conn, _) = open(settings)?;
+    let template = settings.template().map_err(Failure::settings)?;
+    let emails = EmailTemplates::load(
+        settings.email.templates_dir.as_deref(),
+        &settings.public_url,
+    )
+    .map_err(Failure::settings)?;
+    let report =
+        crate::demo::seed(&mut conn, settings, &template, &emails).map_err(Failure::runtime)?;
+    print_demo(settings, &report);
+    Ok(())
+}
+
+/// `coe serve --demo`: seeds an empty database; leaves one with data as it is.
+fn demo_on_empty(settings: &Settings) -> Result<(), Failure> {
+    let (mut conn, _) = open(settings)?;
+    if !crate::demo::is_empty(&mut conn).map_err(Failure::runtime)? {
+        eprintln!("note: the database already holds data; --demo adds nothing to it");
+        return Ok(());
+    }
+    drop(conn);
+    fill_demo(settings)
+}
+
+fn print_demo(settings: &Settings, r: &crate::demo::DemoReport) {
+    let states: Vec<String> = r.coes.iter().map(|(s, n)| format!("{n} {s}")).collect();
+    let base = settings.public_url.trim_end_matches('/');
+    println!(
+        "demo organisation added: {} people in 3 teams, {} incidents from {} alert events, COEs: {}, \
+         {} corrective actions ({} overdue)\n\n\
+         An admin token acting for {} (shown only now):\n\n    Authorization: Bearer {}\n\n\
+         Look around (with `coe serve` running):\n\
+         \x20   curl -H 'Authorization: Bearer {}' {base}/api/v1/stats\n\
+         \x20   curl -H 'Authorization: Bearer {}' '{base}/api/v1/actions?overdue=true'\n\
+         \x20   curl -H 'Authorization: Bearer {}' {base}/api/v1/coes\n\n\
+         calendar feed: {}\n\n\
+         Reminder and escalation emails go out at the next sweep ({}:00 {}); without an SMTP \
+         server they are written as .eml files to {}.",
+        r.people,
+        r.incidents,
+        r.events,
+        states.join(", "),
+        r.actions,
+        r.overdue_actions,
+        r.leader,
+        r.token,
+        r.token,
+        r.token,
+        r.token,
+        r.calendar_url,
+        settings.reminders.send_hour,
+        settings.org.timezone,
+        settings.email.file_dir.display(),
+    );
 }
 
 fn migrate(settings: &Settings) -> Result<(), Failure> {

@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod config;
 pub mod db;
+pub mod demo;
 pub mod domain;
 pub mod email;
 pub mod error;

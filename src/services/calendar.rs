@@ -16,7 +16,10 @@ pub fn feed(owner: &str, actions: &[ActionView], public_url: &str) -> String {
             a.id
         );
         let overdue = if a.overdue {
-            format!(" (overdue by {} days)", a.days_overdue)
+            match a.days_overdue {
+                1 => " (overdue by 1 day)".to_owned(),
+                n => format!(" (overdue by {n} days)"),
+            }
         } else {
             String::new()
         };

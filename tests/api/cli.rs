@@ -561,3 +561,117 @@ fn coe_sweep_warns_when_the_servers_sweep_with_other_settings() {
     let same = sweep("https://coe.example.com", "Europe/Berlin");
     assert!(!stderr(&same).contains("warning"), "{}", stderr(&same));
 }
+
+/// The body of a raw HTTP response, as JSON.
+fn body_json(response: &str) -> serde_json::Value {
+    let (_, body) = response.split_once("\r\n\r\n").expect("a body");
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {response}"))
+}
+
+#[test]
+fn demo_fills_an_empty_database_with_an_organisation_to_look_at_and_refuses_one_with_data() {
+    let db = TestDatabase::new();
+    let env = [("COE_DATABASE_URL", db.url.as_str())];
+    let out = coe(&["demo"], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let printed = stdout(&out);
+    let token = printed
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Authorization: Bearer "))
+        .unwrap_or_else(|| panic!("no token in:\n{printed}"))
+        .to_owned();
+    let calendar = printed
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("calendar feed: "))
+        .unwrap_or_else(|| panic!("no calendar feed in:\n{printed}"))
+        .to_owned();
+
+    let served = serve(&db.url, &[]);
+    let stats = body_json(&http_get(served.port, "/api/v1/stats", Some(&token)));
+    for state in ["draft", "in_review", "approved", "closed"] {
+        assert!(
+            stats["coes_by_state"][state].as_i64().unwrap_or(0) > 0,
+            "no {state} COE: {stats}"
+        );
+    }
+    assert!(
+        stats["actions"]["overdue"].as_i64().unwrap_or(0) >= 2,
+        "{stats}"
+    );
+    assert!(stats["median_days_to_close"].is_number(), "{stats}");
+    assert!(
+        stats["actions_by_team"]["payments"]["overdue"]
+            .as_i64()
+            .unwrap_or(0)
+            >= 1,
+        "{stats}"
+    );
+
+    let overdue = body_json(&http_get(
+        served.port,
+        "/api/v1/actions?overdue=true&limit=100",
+        Some(&token),
+    ));
+    let days: Vec<i64> = overdue["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .map(|a| a["days_overdue"].as_i64().expect("days"))
+        .collect();
+    assert!(days.iter().any(|d| *d < 7), "overdue by days: {days:?}");
+    assert!(days.iter().any(|d| *d >= 14), "overdue by weeks: {days:?}");
+    let due_soon = body_json(&http_get(
+        served.port,
+        "/api/v1/actions?status=in_progress&limit=100",
+        Some(&token),
+    ));
+    assert!(due_soon["total"].as_i64().unwrap_or(0) >= 2, "{due_soon}");
+
+    // The storm's COE reads as a handful of counted entries, not 400 lines.
+    let coes = body_json(&http_get(
+        served.port,
+        "/api/v1/coes?limit=100",
+        Some(&token),
+    ));
+    let storm = coes["coes"]
+        .as_array()
+        .expect("coes")
+        .iter()
+        .find(|c| c["title"].as_str().unwrap_or("").contains("out of memory"))
+        .unwrap_or_else(|| panic!("no storm COE: {coes}"));
+    let doc = body_json(&http_get(
+        served.port,
+        &format!("/api/v1/coes/{}", storm["id"].as_str().expect("id")),
+        Some(&token),
+    ));
+    let timeline = doc["timeline"].as_array().expect("timeline");
+    assert!(timeline.len() <= 3, "{timeline:?}");
+    assert!(
+        timeline[0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains(" on 40 hosts"),
+        "{timeline:?}"
+    );
+
+    let path = calendar
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split_once('/'))
+        .map(|(_, path)| format!("/{path}"))
+        .expect("a path");
+    let feed = http_get(served.port, &path, None);
+    assert!(feed.starts_with("HTTP/1.1 200"), "{feed}");
+    assert!(
+        feed.contains("BEGIN:VCALENDAR") && feed.contains("VEVENT"),
+        "{feed}"
+    );
+    drop(served);
+
+    let again = coe(&["demo"], &env);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        stderr(&again).contains("already holds data"),
+        "{}",
+        stderr(&again)
+    );
+}

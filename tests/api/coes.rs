@@ -266,7 +266,11 @@ async fn concurrent_events_for_one_incident_open_exactly_one_draft() {
     }
     let doc = c.only_coe().await;
     let timeline = doc["timeline"].as_array().expect("timeline");
-    assert_eq!(timeline.len(), 1, "the 24 alerts of one name share an entry");
+    assert_eq!(
+        timeline.len(),
+        1,
+        "the 24 alerts of one name share an entry"
+    );
     assert_eq!(timeline[0]["occurrences"], 24, "every event counted once");
     assert_eq!(timeline[0]["hosts"], 24, "no host label: each alert counts");
 }

@@ -1,0 +1,927 @@
+//! `coe demo` (and `coe serve --demo`): fills an empty database with a realistic
+//! organisation so that a new user sees the mechanism work within a minute: people
+//! with managers, a month of incidents from the six alert sources (one of them an
+//! alert storm), COEs in every state and corrective actions on time, due soon and
+//! overdue by days and by weeks. Dates are relative to now.
+//!
+//! Everything goes through the services the API uses (ingest, COE edits, review,
+//! actions), so the data obeys every rule; only the times the services stamp with
+//! "now" (when an action was created, closed or due) are then moved into the past.
+
+use std::collections::BTreeMap;
+use std::fmt::Display;
+
+use chrono::{Duration, NaiveDate, NaiveDateTime};
+use diesel::prelude::*;
+
+use crate::config::Settings;
+use crate::db::schema::{coes, corrective_actions, incidents, people};
+use crate::db::{self, DbConnection};
+use crate::domain::action::Transition;
+use crate::domain::event::{EventKind, EventStatus, FailureEvent};
+use crate::domain::template::Template;
+use crate::domain::{EmailAddress, Role, Severity, TokenName};
+use crate::email::EmailTemplates;
+use crate::services::access::Editor;
+use crate::services::actions::{self, NewAction, TransitionInput};
+use crate::services::coes::{self as coe_service, CoePatch, WhyChainInput};
+use crate::services::ingest::{self, Delivery};
+use crate::services::notify::Mailer;
+use crate::services::people::{self as directory, PersonInput};
+use crate::services::review::{self, Step};
+use crate::services::tokens;
+
+/// The demo's domain: nothing is ever sent to real people.
+const DOMAIN: &str = "example.com";
+
+/// What `seed` made, for the command to print.
+#[derive(Debug)]
+pub struct DemoReport {
+    pub people: usize,
+    pub incidents: i64,
+    pub events: usize,
+    /// COEs by state.
+    pub coes: BTreeMap<String, i64>,
+    pub actions: i64,
+    pub overdue_actions: i64,
+    /// An admin token acting for the engineering leader, shown once.
+    pub token: String,
+    pub leader: String,
+    /// One action owner's calendar feed.
+    pub calendar_url: String,
+}
+
+fn fail<E: Display>(what: &'static str) -> impl Fn(E) -> String {
+    move |e| format!("demo: {what}: {e}")
+}
+
+fn email(name: &str) -> String {
+    format!("{name}@{DOMAIN}")
+}
+
+/// What the database holds that a person made or an alert sent, e.g. `3 incidents`.
+fn held(conn: &mut DbConnection) -> Result<Vec<String>, String> {
+    let counts: [(&str, i64); 4] = [
+        (
+            "incidents",
+            incidents::table
+                .count()
+                .get_result(conn)
+                .map_err(fail("count"))?,
+        ),
+        (
+            "COEs",
+            coes::table
+                .count()
+                .get_result(conn)
+                .map_err(fail("count"))?,
+        ),
+        (
+            "corrective actions",
+            corrective_actions::table
+                .count()
+                .get_result(conn)
+                .map_err(fail("count"))?,
+        ),
+        (
+            "people",
+            people::table
+                .count()
+                .get_result(conn)
+                .map_err(fail("count"))?,
+        ),
+    ];
+    Ok(counts
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(what, n)| format!("{n} {what}"))
+        .collect())
+}
+
+/// Whether the database holds nothing a person made or an alert sent (tokens aside).
+pub fn is_empty(conn: &mut DbConnection) -> Result<bool, String> {
+    Ok(held(conn)?.is_empty())
+}
+
+/// Refuses a database that holds data.
+fn ensure_empty(conn: &mut DbConnection) -> Result<(), String> {
+    let held = held(conn)?;
+    if held.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "the database already holds data ({}): the demo fills only an empty database; \
+         point --database-url (or COE_DATABASE_URL) at a new file, e.g. sqlite://coe-demo.db",
+        held.join(", ")
+    ))
+}
+
+/// The organisation: (login, name, team, manager).
+const PEOPLE: [(&str, &str, &str, Option<&str>); 12] = [
+    ("dana", "Dana Okafor", "engineering", None),
+    ("maria", "Maria Lopez", "payments", Some("dana")),
+    ("sam", "Sam Whitfield", "search", Some("dana")),
+    ("lee", "Lee Park", "platform", Some("dana")),
+    ("alice", "Alice Moreau", "payments", Some("maria")),
+    ("bob", "Bob Lindqvist", "payments", Some("maria")),
+    ("chen", "Chen Wei", "payments", Some("maria")),
+    ("priya", "Priya Raman", "search", Some("sam")),
+    ("omar", "Omar Haddad", "search", Some("sam")),
+    ("jo", "Jo Brennan", "platform", Some("lee")),
+    ("kim", "Kim Tanaka", "platform", Some("lee")),
+    ("ravi", "Ravi Shah", "platform", Some("lee")),
+];
+
+/// One incident of the month: where it came from, what it was, and how far its COE got.
+struct Scenario {
+    source: &'static str,
+    group: &'static str,
+    service: &'static str,
+    title: &'static str,
+    alert: &'static str,
+    severity: Severity,
+    /// When it started, in days before now.
+    days_ago: i64,
+    /// How long it lasted; `None` while it still fires.
+    minutes: Option<i64>,
+    /// How many alert events, on how many hosts.
+    events: usize,
+    hosts: usize,
+    coe: Option<Writeup>,
+}
+
+/// How far a scenario's COE gets, and who writes it.
+struct Writeup {
+    owner: &'static str,
+    reviewer: &'static str,
+    stage: Stage,
+    actions: &'static [DemoAction],
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Stage {
+    /// Opened by the alert and left as it is.
+    Untouched,
+    /// Partly written.
+    Started,
+    InReview,
+    Approved,
+    Closed,
+}
+
+/// A corrective action, its due date relative to today and where it stands.
+struct DemoAction {
+    title: &'static str,
+    owner: &'static str,
+    kind: &'static str,
+    priority: &'static str,
+    due_in_days: i64,
+    outcome: Outcome,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    Open,
+    InProgress,
+    /// Done this many days after its due date (negative: before).
+    DoneLate(i64),
+    WontDo,
+    /// Its due date moved once, with a reason.
+    Moved,
+}
+
+const CHECKOUT_ACTIONS: &[DemoAction] = &[
+    DemoAction {
+        title: "Alert on checkout error rate per payment provider",
+        owner: "alice",
+        kind: "detect",
+        priority: "high",
+        due_in_days: -20,
+        outcome: Outcome::DoneLate(-2),
+    },
+    DemoAction {
+        title: "Retry provider timeouts with jittered backoff",
+        owner: "bob",
+        kind: "prevent",
+        priority: "high",
+        due_in_days: -12,
+        outcome: Outcome::DoneLate(3),
+    },
+];
+
+const PAYMENTS_ACTIONS: &[DemoAction] = &[
+    DemoAction {
+        title: "Cap the payments API connection pool per pod",
+        owner: "chen",
+        kind: "prevent",
+        priority: "high",
+        due_in_days: -18,
+        outcome: Outcome::Open,
+    },
+    DemoAction {
+        title: "Dashboard of p99 latency by dependency",
+        owner: "alice",
+        kind: "diagnose",
+        priority: "medium",
+        due_in_days: 3,
+        outcome: Outcome::InProgress,
+    },
+    DemoAction {
+        title: "Runbook: shedding load from the payments API",
+        owner: "bob",
+        kind: "mitigate",
+        priority: "medium",
+        due_in_days: -9,
+        outcome: Outcome::DoneLate(4),
+    },
+];
+
+const SEARCH_ACTIONS: &[DemoAction] = &[
+    DemoAction {
+        title: "Page on index lag above 5 minutes, not 10",
+        owner: "priya",
+        kind: "detect",
+        priority: "high",
+        due_in_days: -3,
+        outcome: Outcome::InProgress,
+    },
+    DemoAction {
+        title: "Split the indexer queue by tenant",
+        owner: "omar",
+        kind: "prevent",
+        priority: "medium",
+        due_in_days: 16,
+        outcome: Outcome::Moved,
+    },
+    DemoAction {
+        title: "Rewrite the indexer in another language",
+        owner: "omar",
+        kind: "prevent",
+        priority: "low",
+        due_in_days: 30,
+        outcome: Outcome::WontDo,
+    },
+];
+
+const DATABASE_ACTIONS: &[DemoAction] = &[
+    DemoAction {
+        title: "Move the nightly report query to the read replica",
+        owner: "jo",
+        kind: "prevent",
+        priority: "high",
+        due_in_days: 10,
+        outcome: Outcome::Open,
+    },
+    DemoAction {
+        title: "Alarm on orders-db CPU credit balance",
+        owner: "kim",
+        kind: "detect",
+        priority: "medium",
+        due_in_days: 5,
+        outcome: Outcome::Open,
+    },
+];
+
+const NO_ACTIONS: &[DemoAction] = &[];
+
+fn scenarios() -> Vec<Scenario> {
+    vec![
+        Scenario {
+            source: "alertmanager",
+            group: "checkout-errors",
+            service: "checkout",
+            title: "Checkout error rate above 5%",
+            alert: "CheckoutErrorRate",
+            severity: Severity::Sev2,
+            days_ago: 29,
+            minutes: Some(48),
+            events: 6,
+            hosts: 3,
+            coe: Some(Writeup {
+                owner: "alice",
+                reviewer: "maria",
+                stage: Stage::Closed,
+                actions: CHECKOUT_ACTIONS,
+            }),
+        },
+        Scenario {
+            source: "pagerduty",
+            group: "payments-latency",
+            service: "payments-api",
+            title: "Payments API p99 latency above 2 s",
+            alert: "PaymentsLatency",
+            severity: Severity::Sev1,
+            days_ago: 24,
+            minutes: Some(95),
+            events: 12,
+            hosts: 6,
+            coe: Some(Writeup {
+                owner: "chen",
+                reviewer: "maria",
+                stage: Stage::Approved,
+                actions: PAYMENTS_ACTIONS,
+            }),
+        },
+        Scenario {
+            source: "grafana",
+            group: "search-index-lag",
+            service: "search",
+            title: "Search index lag above 10 minutes",
+            alert: "IndexLag",
+            severity: Severity::Sev2,
+            days_ago: 17,
+            minutes: Some(130),
+            events: 8,
+            hosts: 4,
+            coe: Some(Writeup {
+                owner: "priya",
+                reviewer: "sam",
+                stage: Stage::Approved,
+                actions: SEARCH_ACTIONS,
+            }),
+        },
+        Scenario {
+            source: "cloudwatch",
+            group: "orders-db-cpu",
+            service: "orders-db",
+            title: "orders-db CPU above 90%",
+            alert: "OrdersDbCpu",
+            severity: Severity::Sev2,
+            days_ago: 11,
+            minutes: Some(70),
+            events: 4,
+            hosts: 1,
+            coe: Some(Writeup {
+                owner: "jo",
+                reviewer: "lee",
+                stage: Stage::InReview,
+                actions: DATABASE_ACTIONS,
+            }),
+        },
+        Scenario {
+            source: "sentry",
+            group: "cart-typeerror",
+            service: "checkout",
+            title: "TypeError: cart.total is undefined",
+            alert: "CartTypeError",
+            severity: Severity::Sev3,
+            days_ago: 8,
+            minutes: Some(20),
+            events: 3,
+            hosts: 3,
+            coe: None,
+        },
+        Scenario {
+            source: "opsgenie",
+            group: "search-cluster-red",
+            service: "search",
+            title: "Search cluster health red",
+            alert: "ClusterRed",
+            severity: Severity::Sev1,
+            days_ago: 9,
+            minutes: Some(40),
+            events: 5,
+            hosts: 5,
+            coe: Some(Writeup {
+                owner: "omar",
+                reviewer: "sam",
+                stage: Stage::Started,
+                actions: NO_ACTIONS,
+            }),
+        },
+        Scenario {
+            source: "alertmanager",
+            group: "checkout-errors",
+            service: "checkout",
+            title: "Checkout error rate above 5%",
+            alert: "CheckoutErrorRate",
+            severity: Severity::Sev2,
+            days_ago: 3,
+            minutes: Some(25),
+            events: 4,
+            hosts: 2,
+            coe: Some(Writeup {
+                owner: "bob",
+                reviewer: "maria",
+                stage: Stage::Untouched,
+                actions: NO_ACTIONS,
+            }),
+        },
+        Scenario {
+            source: "alertmanager",
+            group: "kube-node-memory",
+            service: "platform",
+            title: "Kubernetes nodes out of memory",
+            alert: "NodeMemoryPressure",
+            severity: Severity::Sev2,
+            days_ago: 1,
+            minutes: None,
+            events: 400,
+            hosts: 40,
+            coe: Some(Writeup {
+                owner: "ravi",
+                reviewer: "lee",
+                stage: Stage::Untouched,
+                actions: NO_ACTIONS,
+            }),
+        },
+        Scenario {
+            source: "grafana",
+            group: "cdn-hit-ratio",
+            service: "cdn",
+            title: "CDN cache hit ratio below 80%",
+            alert: "CdnHitRatio",
+            severity: Severity::Sev4,
+            days_ago: 14,
+            minutes: Some(15),
+            events: 2,
+            hosts: 1,
+            coe: None,
+        },
+        Scenario {
+            source: "pagerduty",
+            group: "batch-late",
+            service: "reporting",
+            title: "Nightly batch finished late",
+            alert: "BatchLate",
+            severity: Severity::Sev3,
+            days_ago: 5,
+            minutes: Some(60),
+            events: 1,
+            hosts: 1,
+            coe: None,
+        },
+    ]
+}
+
+fn events_of(s: &Scenario, now: NaiveDateTime) -> Vec<FailureEvent> {
+    let start = now - Duration::days(s.days_ago) - Duration::hours(3);
+    let mut out = Vec::new();
+    for n in 0..s.events {
+        let host = format!("{}-{}", s.service, n % s.hosts.max(1) + 1);
+        // Spread over the first part of the incident, a minute or so apart.
+        let at =
+            start + Duration::seconds((n as i64 * 37) % (s.minutes.unwrap_or(90) * 60 / 2 + 1));
+        let labels = BTreeMap::from([
+            ("alertname".to_owned(), s.alert.to_owned()),
+            ("instance".to_owned(), host.clone()),
+            ("service".to_owned(), s.service.to_owned()),
+        ]);
+        let firing = FailureEvent {
+            source: s.source.to_owned(),
+            dedup_key: format!("{}-{host}-{}", s.alert, n / s.hosts.max(1)),
+            group_key: s.group.to_owned(),
+            occurrence_key: FailureEvent::default_occurrence_key(
+                EventStatus::Firing,
+                &at.to_string(),
+            ),
+            kind: EventKind::Fired,
+            status: EventStatus::Firing,
+            title: s.title.to_owned(),
+            service: Some(s.service.to_owned()),
+            severity: s.severity,
+            started_at: at,
+            ended_at: None,
+            description: Some(format!("{} ({} on {host})", s.title, s.alert)),
+            labels,
+            annotations: BTreeMap::new(),
+            links: vec![format!("https://grafana.{DOMAIN}/d/{}", s.group)],
+        };
+        out.push(firing.clone());
+        if let Some(minutes) = s.minutes {
+            let end = start + Duration::minutes(minutes);
+            out.push(FailureEvent {
+                occurrence_key: FailureEvent::default_occurrence_key(
+                    EventStatus::Resolved,
+                    &at.to_string(),
+                ),
+                kind: EventKind::Resolved,
+                status: EventStatus::Resolved,
+                ended_at: Some(end),
+                ..firing
+            });
+        }
+    }
+    out
+}
+
+/// The words of a written COE, from its scenario.
+fn sections(s: &Scenario) -> Vec<(&'static str, String)> {
+    let minutes = s.minutes.unwrap_or(60);
+    vec![
+        (
+            "summary",
+            format!(
+                "{} for {minutes} minutes. {} alerts fired on {} hosts of {}; the on-call engineer \
+                 mitigated by rolling back the change that preceded it.",
+                s.title, s.events, s.hosts, s.service
+            ),
+        ),
+        (
+            "impact",
+            format!(
+                "About {} customers saw errors or slow pages for {minutes} minutes; 3 support \
+                 tickets; no data was lost.",
+                120 * s.events
+            ),
+        ),
+        (
+            "detection",
+            format!(
+                "The {} alert fired 4 minutes after the first errors and paged the on-call engineer.",
+                s.alert
+            ),
+        ),
+        (
+            "diagnosis",
+            format!(
+                "The dashboards of {} showed the change rolled out at the start; its diff held a \
+                 configuration that halved a connection limit.",
+                s.service
+            ),
+        ),
+        (
+            "mitigation",
+            "Rolled the change back; errors fell to normal within 6 minutes of the rollback.".into(),
+        ),
+        (
+            "prevention",
+            "Configuration changes get the same canary stage as code, and the limit is checked \
+             at deploy time."
+                .into(),
+        ),
+        (
+            "lessons",
+            "Configuration is code: it needs the same review, canary and alarms.".into(),
+        ),
+    ]
+}
+
+fn whys(s: &Scenario) -> WhyChainInput {
+    let why = |why: String, because: &str| coe_service::Why {
+        why,
+        because: because.to_owned(),
+    };
+    WhyChainInput {
+        steps: vec![
+            why(
+                format!("Why did {} fail?", s.service),
+                "Requests queued behind a connection pool that was too small.",
+            ),
+            why(
+                "Why was the pool too small?".into(),
+                "A configuration change halved it, and it shipped to every host at once.",
+            ),
+            why(
+                "Why did it ship to every host at once?".into(),
+                "Configuration changes skip the canary stage that code changes go through.",
+            ),
+        ],
+    }
+}
+
+struct Seeder<'a> {
+    settings: &'a Settings,
+    template: &'a Template,
+    emails: &'a EmailTemplates,
+    today: NaiveDate,
+    now: NaiveDateTime,
+}
+
+impl Seeder<'_> {
+    /// A person of the organisation making a change as themselves.
+    fn editor(address: &str) -> Editor<'_> {
+        Editor {
+            actor: address,
+            email: Some(address),
+            is_admin: false,
+        }
+    }
+
+    fn version(&self, conn: &mut DbConnection, id: &str) -> Result<i32, String> {
+        coes::table
+            .find(id)
+            .select(coes::version)
+            .first(conn)
+            .map_err(fail("read the COE's version"))
+    }
+
+    fn mailer(&self) -> Mailer<'_> {
+        Mailer {
+            settings: self.settings,
+            templates: self.emails,
+        }
+    }
+
+    /// Writes a COE as far as its scenario says.
+    fn write(
+        &self,
+        conn: &mut DbConnection,
+        id: &str,
+        s: &Scenario,
+        w: &Writeup,
+    ) -> Result<(), String> {
+        let (owner, reviewer) = (email(w.owner), email(w.reviewer));
+        let (as_owner, as_reviewer) = (Self::editor(&owner), Self::editor(&reviewer));
+        let admin = Editor {
+            actor: "demo",
+            email: None,
+            is_admin: true,
+        };
+        let patch = CoePatch {
+            owner: EmailAddress::parse(&owner).ok(),
+            reviewer: EmailAddress::parse(&reviewer).ok(),
+            ..CoePatch::default()
+        };
+        let v = self.version(conn, id)?;
+        coe_service::patch(conn, id, patch, Some(v), &admin, self.mailer())
+            .map_err(fail("assign the COE"))?;
+        if w.stage == Stage::Untouched {
+            return Ok(());
+        }
+        let written = sections(s);
+        let take = if w.stage == Stage::Started {
+            2
+        } else {
+            written.len()
+        };
+        let ctx = coe_service::Context {
+            settings: self.settings,
+            template: self.template,
+            emails: self.emails,
+        };
+        for (key, body) in written.into_iter().take(take) {
+            let v = self.version(conn, id)?;
+            coe_service::put_section(conn, id, key, &body, Some(v), &as_owner, &ctx)
+                .map_err(fail("write a section"))?;
+        }
+        if w.stage == Stage::Started {
+            return Ok(());
+        }
+        let v = self.version(conn, id)?;
+        coe_service::add_why_chain(conn, id, &whys(s), Some(v), &as_owner)
+            .map_err(fail("add the 5 whys"))?;
+        let mut made = Vec::new();
+        for a in w.actions {
+            let input = NewAction {
+                title: Some(a.title.to_owned()),
+                description: Some(format!("From the COE of “{}”.", s.title)),
+                owner: Some(email(a.owner)),
+                // Created due in the future (the API's rule); moved below.
+                due_date: Some((self.today + Duration::days(60)).to_string()),
+                priority: Some(a.priority.to_owned()),
+                kind: Some(a.kind.to_owned()),
+                success_criteria: Some(
+                    "The alarm or fix is in production and verified in a game day.".into(),
+                ),
+                external_url: Some(format!(
+                    "https://tickets.{DOMAIN}/browse/OPS-{}",
+                    100 + made.len()
+                )),
+            };
+            let action_id = actions::create(
+                conn,
+                id,
+                &input,
+                &as_owner,
+                self.settings.clock(),
+                self.mailer(),
+            )
+            .map_err(fail("create an action"))?;
+            made.push((action_id, a));
+        }
+        review::step(
+            conn,
+            id,
+            Step::Submit,
+            None,
+            &as_owner,
+            self.settings,
+            self.emails,
+        )
+        .map_err(fail("submit the COE"))?;
+        if w.stage == Stage::InReview {
+            return self.settle_actions(conn, &made);
+        }
+        review::step(
+            conn,
+            id,
+            Step::Approve,
+            Some("Clear root cause and actions that prevent it; approved."),
+            &as_reviewer,
+            self.settings,
+            self.emails,
+        )
+        .map_err(fail("approve the COE"))?;
+        self.settle_actions(conn, &made)
+    }
+
+    /// Moves each action to its outcome, then its dates into the past.
+    fn settle_actions(
+        &self,
+        conn: &mut DbConnection,
+        made: &[(String, &DemoAction)],
+    ) -> Result<(), String> {
+        for (id, a) in made {
+            let address = email(a.owner);
+            let who = Self::editor(&address);
+            let note = |text: &str| TransitionInput {
+                note: Some(text.to_owned()),
+                evidence_url: None,
+            };
+            match a.outcome {
+                Outcome::Open => {}
+                Outcome::InProgress => {
+                    actions::transition(
+                        conn,
+                        id,
+                        Transition::Start,
+                        &TransitionInput::default(),
+                        &who,
+                    )
+                    .map_err(fail("start an action"))?;
+                }
+                Outcome::DoneLate(_) => {
+                    let done = TransitionInput {
+                        note: Some("Shipped and verified in production.".into()),
+                        evidence_url: Some(format!("https://grafana.{DOMAIN}/d/verified")),
+                    };
+                    actions::transition(conn, id, Transition::Complete, &done, &who)
+                        .map_err(fail("complete an action"))?;
+                }
+                Outcome::WontDo => {
+                    actions::transition(
+                        conn,
+                        id,
+                        Transition::WontDo,
+                        &note("The queue split removes the need; not worth the risk."),
+                        &who,
+                    )
+                    .map_err(fail("decline an action"))?;
+                }
+                Outcome::Moved => {
+                    let patch = actions::ActionPatch {
+                        due_date: Some(self.today + Duration::days(90)),
+                        reason: Some("Waiting for the queue library upgrade.".into()),
+                        ..actions::ActionPatch::default()
+                    };
+                    actions::patch(conn, id, &patch, &who, self.settings.clock(), self.mailer())
+                        .map_err(fail("move an action's due date"))?;
+                }
+            }
+            // Its real dates, relative to today: created two weeks before it is due
+            // (at most 40 days ago), closed when its outcome says.
+            let due = self.today + Duration::days(a.due_in_days);
+            let created = self.now - Duration::days((14 - a.due_in_days).clamp(1, 40));
+            let closed = match a.outcome {
+                Outcome::DoneLate(days) => Some(
+                    (due + Duration::days(days))
+                        .and_hms_opt(15, 0, 0)
+                        .unwrap_or(self.now)
+                        .min(self.now),
+                ),
+                Outcome::WontDo => Some(self.now - Duration::days(2)),
+                _ => None,
+            };
+            diesel::update(corrective_actions::table.find(id))
+                .set((
+                    corrective_actions::due_date.eq(due),
+                    corrective_actions::created_at.eq(created),
+                    corrective_actions::closed_at.eq(closed),
+                ))
+                .execute(conn)
+                .map_err(fail("date an action"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Fills an empty database with the demo organisation; refuses one that holds data.
+pub fn seed(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    template: &Template,
+    emails: &EmailTemplates,
+) -> Result<DemoReport, String> {
+    ensure_empty(conn)?;
+    let now = db::now();
+    let clock = settings.clock();
+    let seeder = Seeder {
+        settings,
+        template,
+        emails,
+        today: clock.today(),
+        now,
+    };
+
+    for (login, name, team, manager) in PEOPLE {
+        let address = EmailAddress::parse(&email(login)).map_err(fail("an address"))?;
+        let input = PersonInput {
+            name: Some(name.to_owned()),
+            team: Some(team.to_owned()),
+            manager_email: manager
+                .map(|m| EmailAddress::parse(&email(m)))
+                .transpose()
+                .map_err(fail("an address"))?,
+            timezone: None,
+        };
+        directory::put(conn, &address, &input).map_err(fail("add a person"))?;
+    }
+
+    let ctx = coe_service::Context {
+        settings,
+        template,
+        emails,
+    };
+    let mut events = 0;
+    for s in scenarios() {
+        let batch = events_of(&s, now);
+        events += batch.len();
+        let body = serde_json::to_vec(&batch).map_err(fail("encode the events"))?;
+        let outcome = ingest::ingest(
+            conn,
+            Delivery {
+                source: s.source,
+                key: None,
+                content_type: Some("application/json"),
+                body: &body,
+            },
+            &batch,
+            &ctx,
+        )
+        .map_err(fail("ingest the events"))?;
+        let incident_id = outcome
+            .events
+            .first()
+            .map(|e| e.incident_id.clone())
+            .ok_or_else(|| "demo: a scenario filed no events".to_owned())?;
+        // The incident was detected when it started, not now.
+        let started: NaiveDateTime = incidents::table
+            .find(&incident_id)
+            .select(incidents::started_at)
+            .first(conn)
+            .map_err(fail("read an incident"))?;
+        diesel::update(incidents::table.find(&incident_id))
+            .set((
+                incidents::detected_at.eq(started + Duration::minutes(2)),
+                incidents::created_at.eq(started + Duration::minutes(2)),
+            ))
+            .execute(conn)
+            .map_err(fail("date an incident"))?;
+        let Some(writeup) = &s.coe else { continue };
+        let coe_id: String = coes::table
+            .filter(coes::incident_id.eq(&incident_id))
+            .select(coes::id)
+            .first(conn)
+            .map_err(fail("find the COE the incident opened"))?;
+        seeder.write(conn, &coe_id, &s, writeup)?;
+        diesel::update(coes::table.find(&coe_id))
+            .set(coes::created_at.eq(started + Duration::minutes(5)))
+            .execute(conn)
+            .map_err(fail("date a COE"))?;
+    }
+
+    let leader = email("dana");
+    let name = TokenName::parse("demo-dana").map_err(fail("a token name"))?;
+    let address = EmailAddress::parse(&leader).map_err(fail("an address"))?;
+    let (_, secret) = tokens::create(conn, &name, Role::Admin, Some(&address))
+        .map_err(fail("create the demo token"))?;
+    let owner = EmailAddress::parse(&email("chen")).map_err(fail("an address"))?;
+    let feed = directory::new_feed_token(conn, &owner).map_err(fail("make a calendar feed"))?;
+    let calendar_url = format!(
+        "{}/api/v1/people/{}/actions.ics?token={}",
+        settings.public_url.trim_end_matches('/'),
+        owner.as_str(),
+        feed.expose()
+    );
+
+    let by_state: Vec<(String, i64)> = coes::table
+        .group_by(coes::state)
+        .select((coes::state, diesel::dsl::count_star()))
+        .load(conn)
+        .map_err(fail("count COEs"))?;
+    let open = ["open", "in_progress"];
+    let overdue_actions: i64 = corrective_actions::table
+        .filter(corrective_actions::state.eq_any(open))
+        .filter(corrective_actions::due_date.lt(seeder.today))
+        .count()
+        .get_result(conn)
+        .map_err(fail("count actions"))?;
+    Ok(DemoReport {
+        people: PEOPLE.len(),
+        incidents: incidents::table
+            .count()
+            .get_result(conn)
+            .map_err(fail("count"))?,
+        events,
+        coes: by_state.into_iter().collect(),
+        actions: corrective_actions::table
+            .count()
+            .get_result(conn)
+            .map_err(fail("count"))?,
+        overdue_actions,
+        token: secret.expose().to_owned(),
+        leader,
+        calendar_url,
+    })
+}
