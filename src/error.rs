@@ -210,7 +210,8 @@ pub fn render_foreign_error<B: MessageBody + 'static>(
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
+        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/html"));
+    // JSON is the API's, HTML the pages' own error page: both are ours already.
     if is_json {
         return Ok(ErrorHandlerResponse::Response(res.map_into_left_body()));
     }

@@ -23,6 +23,8 @@ pub enum StartupError {
     Database(#[from] db::DbError),
     #[error(transparent)]
     EmailTemplates(#[from] TemplateError),
+    #[error("{0}")]
+    Pages(String),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: String,
@@ -98,6 +100,8 @@ impl Application {
             sns,
             template,
             emails: emails.clone(),
+            pages: Arc::new(http::pages::PageTemplates::load().map_err(StartupError::Pages)?),
+            proxies: Arc::new(settings.auth.proxies()),
         });
         let mut server = HttpServer::new(move || {
             App::new()
@@ -106,6 +110,7 @@ impl Application {
                 .app_data(web::PayloadConfig::new(limit))
                 .app_data(web::PathConfig::default().error_handler(http::path_error))
                 .configure(http::routes::configure)
+                .configure(http::pages::configure)
                 .default_service(web::to(not_found))
                 .wrap(ErrorHandlers::new().default_handler(render_foreign_error))
                 .wrap(from_fn(http::metrics::observe_requests))
@@ -158,7 +163,20 @@ impl Application {
     }
 }
 
+/// 404: a page for a browser outside the API, the API's JSON error otherwise.
 async fn not_found(req: actix_web::HttpRequest) -> Result<actix_web::HttpResponse, ApiError> {
+    let browser = req
+        .headers()
+        .get(actix_web::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("text/html"));
+    if browser && !req.path().starts_with("/api/") {
+        use actix_web::ResponseError;
+        return Ok(
+            http::pages::PageError::NotFound(format!("there is no page at {}", req.path()))
+                .error_response(),
+        );
+    }
     Err(ApiError::NotFound(format!(
         "no such resource: {} {}",
         req.method(),

@@ -11,6 +11,7 @@ use super::{ConfigError, Overrides, Settings};
 /// Sections of the settings file. An environment variable `COE_<SECTION>_<KEY>` maps to
 /// `<section>.<key>`; any other `COE_<KEY>` maps to a top-level key.
 const SECTIONS: &[&str] = &[
+    "auth",
     "database",
     "server",
     "log",

@@ -49,6 +49,73 @@ pub struct Settings {
     pub org: OrgSettings,
     pub reminders: ReminderSettings,
     pub digest: DigestSettings,
+    pub auth: AuthSettings,
+}
+
+/// How people sign in to the web pages (the API keeps its bearer tokens).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum AuthMode {
+    /// People enter their email and receive a one-time sign-in link.
+    EmailLink,
+    /// An authenticating proxy in front names the person in a header.
+    Proxy,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthSettings {
+    pub mode: AuthMode,
+    /// Addresses of these domains may sign in besides the people in the directory.
+    pub allowed_domains: Vec<String>,
+    /// Proxies (addresses or CIDR ranges) whose `proxy_header` and `X-Forwarded-For`
+    /// are believed; from anywhere else they are refused.
+    pub trusted_proxies: Vec<String>,
+    /// The header an authenticating proxy sets to the person's email.
+    pub proxy_header: String,
+    /// A session unused this long ends.
+    pub session_idle_secs: u64,
+    /// Every session ends this long after sign-in.
+    pub session_max_secs: u64,
+    /// Sign-in requests allowed per email address per 15 minutes.
+    pub sign_in_per_address: u32,
+    /// Sign-in requests allowed per client address per 15 minutes.
+    pub sign_in_per_client: u32,
+}
+
+impl Default for AuthSettings {
+    fn default() -> Self {
+        AuthSettings {
+            mode: AuthMode::EmailLink,
+            allowed_domains: Vec::new(),
+            trusted_proxies: Vec::new(),
+            proxy_header: "X-Forwarded-Email".into(),
+            session_idle_secs: 7 * 24 * 3600,
+            session_max_secs: 30 * 24 * 3600,
+            sign_in_per_address: 5,
+            sign_in_per_client: 20,
+        }
+    }
+}
+
+impl AuthSettings {
+    /// The trusted proxies, parsed (`validate` has refused any that do not parse).
+    pub fn proxies(&self) -> Vec<ipnet::IpNet> {
+        self.trusted_proxies
+            .iter()
+            .filter_map(|p| parse_proxy(p))
+            .collect()
+    }
+}
+
+/// An address or a CIDR range.
+pub(crate) fn parse_proxy(text: &str) -> Option<ipnet::IpNet> {
+    let text = text.trim();
+    text.parse::<ipnet::IpNet>().ok().or_else(|| {
+        text.parse::<std::net::IpAddr>()
+            .ok()
+            .map(ipnet::IpNet::from)
+    })
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -361,6 +428,7 @@ impl Default for Settings {
             org: OrgSettings::default(),
             reminders: ReminderSettings::default(),
             digest: DigestSettings::default(),
+            auth: AuthSettings::default(),
         }
     }
 }

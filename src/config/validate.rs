@@ -165,6 +165,82 @@ impl Settings {
         self.validate_email()
     }
 
+    fn validate_auth(&self) -> Result<(), ConfigError> {
+        let invalid = |key, value: &str, expected: &str| ConfigError::Invalid {
+            key,
+            origin: String::new(),
+            value: value.to_owned(),
+            expected: expected.to_owned(),
+        };
+        let a = &self.auth;
+        for proxy in &a.trusted_proxies {
+            if super::parse_proxy(proxy).is_none() {
+                return Err(invalid(
+                    "auth.trusted_proxies",
+                    proxy,
+                    "a list of IP addresses or CIDR ranges such as 10.0.0.0/8",
+                ));
+            }
+        }
+        if a.mode == super::AuthMode::Proxy && a.trusted_proxies.is_empty() {
+            return Err(invalid(
+                "auth.trusted_proxies",
+                "[]",
+                "at least one proxy with auth.mode = \"proxy\" (otherwise every sign-in is refused)",
+            ));
+        }
+        if actix_web::http::header::HeaderName::from_bytes(a.proxy_header.as_bytes()).is_err() {
+            return Err(invalid(
+                "auth.proxy_header",
+                &a.proxy_header,
+                "an HTTP header name",
+            ));
+        }
+        for domain in &a.allowed_domains {
+            let ok = !domain.is_empty()
+                && !domain.contains('@')
+                && domain
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-');
+            if !ok {
+                return Err(invalid(
+                    "auth.allowed_domains",
+                    domain,
+                    "a list of domain names such as example.com",
+                ));
+            }
+        }
+        let (min, max) = (300, 366 * 24 * 3600);
+        for (name, secs) in [
+            ("auth.session_idle_secs", a.session_idle_secs),
+            ("auth.session_max_secs", a.session_max_secs),
+        ] {
+            if !(min..=max).contains(&secs) {
+                return Err(invalid(
+                    name,
+                    &secs.to_string(),
+                    "300 (5 minutes) to 31622400 (366 days)",
+                ));
+            }
+        }
+        if a.session_idle_secs > a.session_max_secs {
+            return Err(invalid(
+                "auth.session_idle_secs",
+                &a.session_idle_secs.to_string(),
+                "at most auth.session_max_secs",
+            ));
+        }
+        for (name, n) in [
+            ("auth.sign_in_per_address", a.sign_in_per_address),
+            ("auth.sign_in_per_client", a.sign_in_per_client),
+        ] {
+            if n == 0 {
+                return Err(invalid(name, "0", "at least 1"));
+            }
+        }
+        Ok(())
+    }
+
     fn validate_email(&self) -> Result<(), ConfigError> {
         let invalid = |key, value: &str, expected: &str| ConfigError::Invalid {
             key,
@@ -308,6 +384,7 @@ impl Settings {
                 "a day of the week such as monday",
             ));
         }
+        self.validate_auth()?;
         if let Some(dir) = &self.email.templates_dir {
             if !dir.is_dir() {
                 return Err(invalid(

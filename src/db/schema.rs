@@ -202,6 +202,7 @@ diesel::table! {
         created_at -> Timestamp,
         updated_at -> Timestamp,
         feed_token_hash -> Nullable<Text>,
+        is_admin -> Bool,
     }
 }
 
@@ -289,6 +290,42 @@ diesel::joinable!(coe_sections -> coes (coe_id));
 diesel::joinable!(timeline_entries -> coes (coe_id));
 diesel::joinable!(why_chains -> coes (coe_id));
 
+diesel::table! {
+    sign_in_links (id) {
+        id -> Text,
+        email -> Text,
+        token_hash -> Text,
+        next_path -> Nullable<Text>,
+        created_at -> Timestamp,
+        expires_at -> Timestamp,
+        used_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    sign_in_requests (id) {
+        id -> Text,
+        email -> Text,
+        client -> Text,
+        at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    sessions (id) {
+        id -> Text,
+        token_hash -> Text,
+        person_email -> Text,
+        csrf_token -> Text,
+        method -> Text,
+        client -> Text,
+        created_at -> Timestamp,
+        last_seen_at -> Timestamp,
+        ended_at -> Nullable<Timestamp>,
+        ended_by -> Nullable<Text>,
+    }
+}
+
 diesel::allow_tables_to_appear_in_same_query!(
     api_tokens,
     incidents,
@@ -299,6 +336,9 @@ diesel::allow_tables_to_appear_in_same_query!(
     coe_sections,
     timeline_entries,
     timeline_hosts,
+    sign_in_links,
+    sign_in_requests,
+    sessions,
     why_chains,
     related_items,
     coe_recurrences,

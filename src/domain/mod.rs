@@ -1,6 +1,7 @@
 //! Pure types and rules of the product. Nothing here knows about HTTP or the database.
 
 pub mod action;
+pub mod auth;
 pub mod clock;
 pub mod coe;
 pub mod email;

@@ -37,10 +37,11 @@ pub enum Kind {
     InspectionDigest,
     ActionAssigned,
     CoeAssigned,
+    SignIn,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::OverdueDigest,
         Kind::Escalation,
         Kind::CoeOpened,
@@ -51,6 +52,7 @@ impl Kind {
         Kind::InspectionDigest,
         Kind::ActionAssigned,
         Kind::CoeAssigned,
+        Kind::SignIn,
     ];
 
     /// The template folder name, also stored as the outbox row's kind.
@@ -66,6 +68,7 @@ impl Kind {
             Kind::InspectionDigest => "inspection_digest",
             Kind::ActionAssigned => "action_assigned",
             Kind::CoeAssigned => "coe_assigned",
+            Kind::SignIn => "sign_in",
         }
     }
 
@@ -155,6 +158,16 @@ impl Kind {
                 coe: coe.clone(),
                 as_reviewer: true,
                 writeup_days: 7,
+            }),
+            Kind::SignIn => serde_json::to_value(SignIn {
+                recipient_name: "Ana Lima".into(),
+                link: "https://coe.example.com/sign-in/confirm?token=coe_0123".into(),
+                minutes: 15,
+                requested_from: if hostile {
+                    title.clone()
+                } else {
+                    "192.0.2.7".into()
+                },
             }),
             Kind::WriteupOverdue => serde_json::to_value(WriteupOverdue {
                 recipient_name: "Ana Lima".into(),
@@ -288,6 +301,16 @@ pub struct CoeAssigned {
     /// Made reviewer (else owner).
     pub as_reviewer: bool,
     pub writeup_days: i64,
+}
+
+/// A one-time sign-in link.
+#[derive(Debug, Clone, Serialize)]
+pub struct SignIn {
+    pub recipient_name: String,
+    pub link: String,
+    pub minutes: i64,
+    /// The client address the request came from.
+    pub requested_from: String,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -53,6 +53,9 @@ const DEFAULTS: &[(&str, &str)] = embedded!(
     "coe_assigned/subject.hbs",
     "coe_assigned/body.txt.hbs",
     "coe_assigned/body.html.hbs",
+    "sign_in/subject.hbs",
+    "sign_in/body.txt.hbs",
+    "sign_in/body.html.hbs",
 );
 
 /// Longest subject, in characters; longer ones are cut with an ellipsis.

@@ -7,7 +7,9 @@ pub mod health;
 pub mod metrics;
 pub mod openapi;
 pub mod page;
+pub mod pages;
 pub mod routes;
+pub mod session;
 pub mod state;
 
 use crate::error::ApiError;

@@ -25,6 +25,10 @@ pub struct AppState {
     pub template: Arc<Template>,
     /// The email templates, compiled and checked at start-up.
     pub emails: Arc<EmailTemplates>,
+    /// The web pages' templates, compiled at start-up.
+    pub pages: Arc<crate::http::pages::PageTemplates>,
+    /// `auth.trusted_proxies`, parsed.
+    pub proxies: Arc<Vec<ipnet::IpNet>>,
 }
 
 impl AppState {

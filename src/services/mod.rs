@@ -9,6 +9,7 @@
 pub mod access;
 pub mod actions;
 pub mod audit;
+pub mod auth;
 pub mod calendar;
 pub mod coes;
 pub mod export;

@@ -15,6 +15,7 @@ mod health;
 mod migrations;
 mod openapi;
 mod overdue;
+mod pages;
 mod people;
 mod stats;
 mod storm;

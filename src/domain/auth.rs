@@ -1,0 +1,160 @@
+//! Who may sign in to the web pages, and the rules of links and sessions. Pure: the
+//! services keep the state, these decide.
+
+use chrono::{Duration, NaiveDateTime};
+
+/// How long an emailed sign-in link works (once).
+pub const LINK_LIFETIME_MINUTES: i64 = 15;
+
+/// The window the sign-in rate limits count requests in.
+pub const RATE_WINDOW_MINUTES: i64 = 15;
+
+/// Whether `email` may sign in: people in the directory may, and so may addresses of
+/// the allowed domains. With `open` (a development install that names no domain),
+/// anyone may: a new user and their colleagues sign in with no set-up.
+pub fn may_sign_in(
+    email: &str,
+    in_directory: bool,
+    allowed_domains: &[String],
+    open: bool,
+) -> bool {
+    if in_directory || open {
+        return true;
+    }
+    let Some((_, domain)) = email.rsplit_once('@') else {
+        return false;
+    };
+    allowed_domains
+        .iter()
+        .any(|d| d.eq_ignore_ascii_case(domain))
+}
+
+/// A path to go to after signing in, if it stays on this site: it starts with one `/`
+/// (not `//` or `/\`, which browsers read as another host), holds no control
+/// characters, and is at most 2,000 bytes.
+pub fn safe_next(path: &str) -> Option<&str> {
+    let ok = path.starts_with('/')
+        && !path.starts_with("//")
+        && !path.starts_with("/\\")
+        && path.len() <= 2000
+        && !path.chars().any(char::is_control);
+    ok.then_some(path)
+}
+
+/// Why a sign-in request is refused by the rate limits, with when to try again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TooMany {
+    pub what: &'static str,
+    pub retry_after_secs: i64,
+}
+
+/// Checks the counts of sign-in requests in the last `RATE_WINDOW_MINUTES` (this one
+/// included) against the limits per address and per client.
+pub fn within_limits(
+    by_address: i64,
+    by_client: i64,
+    per_address: u32,
+    per_client: u32,
+) -> Result<(), TooMany> {
+    let retry_after_secs = RATE_WINDOW_MINUTES * 60;
+    if by_client > i64::from(per_client) {
+        return Err(TooMany {
+            what: "from this address",
+            retry_after_secs,
+        });
+    }
+    if by_address > i64::from(per_address) {
+        return Err(TooMany {
+            what: "for this email address",
+            retry_after_secs,
+        });
+    }
+    Ok(())
+}
+
+/// Whether a session is still good: not ended, used within `idle_secs`, and younger
+/// than `max_secs`.
+pub fn session_alive(
+    created_at: NaiveDateTime,
+    last_seen_at: NaiveDateTime,
+    ended: bool,
+    now: NaiveDateTime,
+    idle_secs: u64,
+    max_secs: u64,
+) -> bool {
+    // Past the end of time counts as "not yet".
+    let before = |start: NaiveDateTime, secs: u64| {
+        i64::try_from(secs)
+            .ok()
+            .and_then(Duration::try_seconds)
+            .and_then(|d| start.checked_add_signed(d))
+            .is_none_or(|end| now < end)
+    };
+    !ended && before(last_seen_at, idle_secs) && before(created_at, max_secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::NaiveDate;
+
+    fn t(h: u32) -> NaiveDateTime {
+        NaiveDate::from_ymd_opt(2026, 12, 1)
+            .and_then(|d| d.and_hms_opt(h, 0, 0))
+            .expect("valid")
+    }
+
+    #[test]
+    fn the_directory_and_allowed_domains_may_sign_in() {
+        let domains = vec!["example.com".to_owned()];
+        assert!(may_sign_in("ana@elsewhere.org", true, &domains, false));
+        assert!(may_sign_in("bo@EXAMPLE.com", false, &domains, false));
+        assert!(!may_sign_in("eve@evil.test", false, &domains, false));
+        assert!(!may_sign_in(
+            "eve@example.com.evil.test",
+            false,
+            &domains,
+            false
+        ));
+        assert!(may_sign_in("anyone@anywhere.test", false, &[], true));
+    }
+
+    #[test]
+    fn only_paths_of_this_site_are_followed() {
+        assert_eq!(safe_next("/coes/1?x=2"), Some("/coes/1?x=2"));
+        for bad in [
+            "//evil.test",
+            "/\\evil.test",
+            "https://evil.test",
+            "coes",
+            "/a\nb",
+            "",
+        ] {
+            assert_eq!(safe_next(bad), None, "{bad:?}");
+        }
+        assert_eq!(safe_next(&format!("/{}", "a".repeat(2000))), None);
+    }
+
+    #[test]
+    fn limits_count_per_client_and_per_address() {
+        assert_eq!(within_limits(5, 20, 5, 20), Ok(()));
+        assert_eq!(
+            within_limits(6, 1, 5, 20).map_err(|e| e.what),
+            Err("for this email address")
+        );
+        assert_eq!(
+            within_limits(1, 21, 5, 20).map_err(|e| e.what),
+            Err("from this address")
+        );
+    }
+
+    #[test]
+    fn sessions_end_when_idle_old_or_ended() {
+        let day = 24 * 3600;
+        assert!(session_alive(t(0), t(1), false, t(2), day, 30 * day));
+        assert!(!session_alive(t(0), t(1), true, t(2), day, 30 * day));
+        assert!(!session_alive(t(0), t(1), false, t(3), 3600, 30 * day));
+        assert!(!session_alive(t(0), t(10), false, t(11), day, 5 * 3600));
+        assert!(!session_alive(t(0), t(1), false, t(2), u64::MAX, 0));
+    }
+}

@@ -1,0 +1,259 @@
+//! The web pages, rendered on the server with handlebars from `templates/pages/`
+//! (embedded in the binary, HTML-escaped). Every page that shows or changes something
+//! takes a `SignedIn` person; every form that changes something carries the session's
+//! CSRF token. The pages call the same services as the API.
+
+mod home;
+mod sign_in;
+
+use std::fmt;
+
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
+use handlebars::Handlebars;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::error::ApiError;
+use crate::http::session::SignedIn;
+use crate::http::state::AppState;
+
+macro_rules! embedded {
+    ($($name:literal),* $(,)?) => {
+        &[$(($name, include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/templates/pages/", $name, ".hbs")))),*]
+    };
+}
+
+/// The page templates, by name; `layout` is the partial every page fills.
+const TEMPLATES: &[(&str, &str)] = embedded!(
+    "layout",
+    "error",
+    "sign_in",
+    "sign_in_sent",
+    "sign_in_confirm",
+    "home",
+);
+
+const APP_CSS: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/templates/static/app.css"
+));
+
+/// What a page response carries besides its body: no caching of pages (they show
+/// who is signed in), and a content security policy that allows nothing from
+/// elsewhere and no inline script or style.
+const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
+                   frame-ancestors 'none'; base-uri 'none'";
+
+/// The page templates, compiled once at start-up.
+pub struct PageTemplates {
+    registry: Handlebars<'static>,
+    /// A short hash of the stylesheet, so that its URL changes when it does.
+    pub asset_version: String,
+}
+
+impl fmt::Debug for PageTemplates {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PageTemplates").finish_non_exhaustive()
+    }
+}
+
+impl PageTemplates {
+    pub fn load() -> Result<PageTemplates, String> {
+        let mut registry = Handlebars::new();
+        registry.set_strict_mode(false);
+        registry.set_dev_mode(false);
+        for (name, text) in TEMPLATES {
+            let result = if *name == "layout" {
+                registry.register_partial(name, *text)
+            } else {
+                registry.register_template_string(name, *text)
+            };
+            result.map_err(|e| format!("page template {name}: {e}"))?;
+        }
+        let digest = Sha256::digest(APP_CSS.as_bytes());
+        let asset_version = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+        Ok(PageTemplates {
+            registry,
+            asset_version,
+        })
+    }
+
+    fn render(&self, name: &str, data: &Value) -> Result<String, PageError> {
+        self.registry
+            .render(name, data)
+            .map_err(|e| PageError::Internal(format!("page {name}: {e}")))
+    }
+}
+
+/// Why a page is not shown; each answers as a page of its own (or, for `SignIn`, a
+/// redirect to the sign-in page that comes back here).
+#[derive(Debug)]
+pub enum PageError {
+    SignIn { next: String },
+    BadRequest(String),
+    Unauthorized(String),
+    Forbidden(String),
+    NotFound(String),
+    TooMany(String),
+    Unavailable(String),
+    Internal(String),
+}
+
+impl fmt::Display for PageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PageError::SignIn { next } => write!(f, "sign in to see {next}"),
+            PageError::BadRequest(m)
+            | PageError::Unauthorized(m)
+            | PageError::Forbidden(m)
+            | PageError::NotFound(m)
+            | PageError::TooMany(m)
+            | PageError::Unavailable(m)
+            | PageError::Internal(m) => f.write_str(m),
+        }
+    }
+}
+
+impl From<ApiError> for PageError {
+    fn from(e: ApiError) -> Self {
+        match e {
+            ApiError::Unavailable(m) => PageError::Unavailable(m),
+            ApiError::NotFound(m) => PageError::NotFound(m),
+            ApiError::Forbidden(m) => PageError::Forbidden(m),
+            other => PageError::Internal(other.to_string()),
+        }
+    }
+}
+
+impl PageError {
+    fn heading(&self) -> &'static str {
+        match self {
+            PageError::SignIn { .. } | PageError::Unauthorized(_) => "Sign in first",
+            PageError::BadRequest(_) => "That did not work",
+            PageError::Forbidden(_) => "Not yours to see or change",
+            PageError::NotFound(_) => "Not found",
+            PageError::TooMany(_) => "Too many tries",
+            PageError::Unavailable(_) => "Unavailable for a moment",
+            PageError::Internal(_) => "Something went wrong on our side",
+        }
+    }
+}
+
+impl ResponseError for PageError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            PageError::SignIn { .. } => StatusCode::SEE_OTHER,
+            PageError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            PageError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            PageError::Forbidden(_) => StatusCode::FORBIDDEN,
+            PageError::NotFound(_) => StatusCode::NOT_FOUND,
+            PageError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
+            PageError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            PageError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        if let PageError::SignIn { next } = self {
+            let query = serde_urlencoded::to_string([("next", next.as_str())]).unwrap_or_default();
+            return HttpResponse::SeeOther()
+                .insert_header((header::LOCATION, format!("/sign-in?{query}")))
+                .finish();
+        }
+        if let PageError::Internal(detail) = self {
+            tracing::error!(error = %detail, "a page failed");
+        }
+        let message = match self {
+            PageError::Internal(_) => "The error is in the server's log. Try again; if it persists, tell the people who run this service.".to_owned(),
+            other => other.to_string(),
+        };
+        // The error page cannot reach the templates from here: it is small and fixed.
+        let body = format!(
+            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+             <title>{heading} · coe</title><link rel=\"stylesheet\" href=\"/static/app.css\"></head>\
+             <body><header class=\"top\"><a class=\"brand\" href=\"/\">coe</a></header>\
+             <main id=\"main\"><h1>{heading}</h1><p role=\"alert\">{message}</p>\
+             <p><a href=\"/\">Back to my work</a> · <a href=\"/sign-in\">Sign in</a></p></main></body></html>",
+            heading = self.heading(),
+            message = handlebars::html_escape(&message),
+        );
+        let mut res = HttpResponse::build(self.status_code());
+        secure_headers(&mut res);
+        res.content_type("text/html; charset=utf-8").body(body)
+    }
+}
+
+fn secure_headers(res: &mut actix_web::HttpResponseBuilder) {
+    res.insert_header((header::CONTENT_SECURITY_POLICY, CSP))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .insert_header((header::REFERRER_POLICY, "same-origin"))
+        .insert_header((header::X_FRAME_OPTIONS, "DENY"))
+        .insert_header((header::CACHE_CONTROL, "no-store"));
+}
+
+/// Renders page `name` with `data`, adding who is signed in (`me`, with the CSRF
+/// token forms carry) and the security headers.
+pub fn render(
+    state: &AppState,
+    who: Option<&SignedIn>,
+    status: StatusCode,
+    name: &str,
+    mut data: Value,
+) -> Result<HttpResponse, PageError> {
+    if let Value::Object(map) = &mut data {
+        map.insert("asset_version".into(), json!(state.pages.asset_version));
+        if let Some(who) = who {
+            let p = &who.person;
+            map.insert(
+                "me".into(),
+                json!({"email": p.email, "name": p.name, "is_admin": p.is_admin, "csrf": p.csrf}),
+            );
+        }
+    }
+    let body = state.pages.render(name, &data)?;
+    let mut res = HttpResponse::build(status);
+    secure_headers(&mut res);
+    if let Some(cookie) = who.and_then(|w| w.new_cookie.clone()) {
+        res.cookie(cookie);
+    }
+    Ok(res.content_type("text/html; charset=utf-8").body(body))
+}
+
+/// The stylesheet: cached by browsers for a day (its URL carries its hash, so a new
+/// version is fetched at once), with an ETag for revalidation.
+async fn stylesheet(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    let etag = format!("\"{}\"", state.pages.asset_version);
+    let fresh = req
+        .headers()
+        .get(header::IF_NONE_MATCH)
+        .is_some_and(|v| v.as_bytes() == etag.as_bytes());
+    let mut res = if fresh {
+        HttpResponse::NotModified()
+    } else {
+        HttpResponse::Ok()
+    };
+    res.insert_header((header::CACHE_CONTROL, "public, max-age=86400"))
+        .insert_header((
+            header::ETAG,
+            HeaderValue::from_str(&etag).unwrap_or(HeaderValue::from_static("\"\"")),
+        ))
+        .insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"));
+    if fresh {
+        return res.finish();
+    }
+    res.content_type("text/css; charset=utf-8").body(APP_CSS)
+}
+
+/// The page routes (not part of the API's route table or its OpenAPI document).
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/", web::get().to(home::home))
+        .route("/sign-in", web::get().to(sign_in::form))
+        .route("/sign-in", web::post().to(sign_in::request))
+        .route("/sign-in/confirm", web::get().to(sign_in::confirm_form))
+        .route("/sign-in/confirm", web::post().to(sign_in::confirm))
+        .route("/sign-out", web::post().to(sign_in::sign_out))
+        .route("/static/app.css", web::get().to(stylesheet));
+}

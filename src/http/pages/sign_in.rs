@@ -1,0 +1,193 @@
+//! Signing in with an emailed one-time link, and signing out.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{render, PageError};
+use crate::config::{AuthMode, Mode};
+use crate::domain::auth::{safe_next, LINK_LIFETIME_MINUTES};
+use crate::domain::EmailAddress;
+use crate::http::session::{client_ip, removal_cookie, session_cookie, SignedIn};
+use crate::http::state::{with_conn, AppState};
+use crate::services::auth::{self, AuthError};
+
+#[derive(Debug, Deserialize)]
+pub struct NextQuery {
+    #[serde(default)]
+    next: Option<String>,
+}
+
+fn next_of(next: Option<&str>) -> String {
+    next.and_then(safe_next).unwrap_or("/").to_owned()
+}
+
+/// `GET /sign-in`: the form.
+pub async fn form(
+    query: web::Query<NextQuery>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, PageError> {
+    render(
+        &state,
+        None,
+        StatusCode::OK,
+        "sign_in",
+        json!({
+            "next": next_of(query.next.as_deref()),
+            "minutes": LINK_LIFETIME_MINUTES,
+            "proxy": state.settings.auth.mode == AuthMode::Proxy,
+        }),
+    )
+}
+
+#[derive(Debug, Deserialize)]
+pub struct SignInForm {
+    #[serde(default)]
+    email: String,
+    #[serde(default)]
+    next: Option<String>,
+}
+
+/// `POST /sign-in`: sends a link, if the address may sign in. The answer is the same
+/// either way, so the page tells nobody who is in the directory.
+pub async fn request(
+    req: HttpRequest,
+    form: web::Form<SignInForm>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, PageError> {
+    let form = form.into_inner();
+    let next = next_of(form.next.as_deref());
+    if state.settings.auth.mode == AuthMode::Proxy {
+        return Err(PageError::BadRequest(
+            "sign-in is through the organisation's proxy here, not by email".into(),
+        ));
+    }
+    let email = match EmailAddress::parse(form.email.trim()) {
+        Ok(email) => email,
+        Err(problem) => {
+            return render(
+                &state,
+                None,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "sign_in",
+                json!({
+                    "next": next,
+                    "email": form.email,
+                    "minutes": LINK_LIFETIME_MINUTES,
+                    "error": format!("That is not an email address: {problem}."),
+                }),
+            );
+        }
+    };
+    let client = client_ip(&req, &state.proxies);
+    let (address, to) = (email.as_str().to_owned(), next.clone());
+    let sent = with_conn(&state, move |conn, state| {
+        Ok(auth::request_link(
+            conn,
+            &email,
+            &client,
+            Some(&to),
+            &state.settings,
+            &state.emails,
+        ))
+    })
+    .await?;
+    let development = state.settings.mode == Mode::Development;
+    match sent {
+        Ok(Some(link)) if development => {
+            tracing::info!(
+                email = %address,
+                link = %link,
+                "sign-in link (mode = development: written here too, so that you can sign in without an SMTP server)"
+            );
+        }
+        Ok(_) => {}
+        Err(AuthError::TooMany(too_many)) => {
+            return Err(PageError::TooMany(AuthError::TooMany(too_many).to_string()));
+        }
+        Err(AuthError::Database(e)) => {
+            return Err(PageError::from(crate::error::ApiError::from(e)))
+        }
+        Err(other) => return Err(PageError::Internal(other.to_string())),
+    }
+    render(
+        &state,
+        None,
+        StatusCode::OK,
+        "sign_in_sent",
+        json!({
+            "email": address,
+            "next": if next == "/" { String::new() } else { next },
+            "minutes": LINK_LIFETIME_MINUTES,
+            "development": development,
+        }),
+    )
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TokenQuery {
+    #[serde(default)]
+    token: String,
+}
+
+/// `GET /sign-in/confirm?token=…`: a button that signs in. The link itself changes
+/// nothing, so a mail scanner that opens it does not use it up.
+pub async fn confirm_form(
+    query: web::Query<TokenQuery>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, PageError> {
+    render(
+        &state,
+        None,
+        StatusCode::OK,
+        "sign_in_confirm",
+        json!({"token": query.token}),
+    )
+}
+
+/// `POST /sign-in/confirm`: redeems the link, sets the session cookie and goes on.
+pub async fn confirm(
+    req: HttpRequest,
+    form: web::Form<TokenQuery>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, PageError> {
+    let token = form.into_inner().token;
+    let client = client_ip(&req, &state.proxies);
+    let redeemed = with_conn(&state, move |conn, _| {
+        Ok(auth::redeem(conn, &token, &client))
+    })
+    .await?;
+    match redeemed {
+        Ok((secret, next)) => Ok(HttpResponse::SeeOther()
+            .cookie(session_cookie(&state, secret.expose()))
+            .insert_header(("location", next_of(next.as_deref())))
+            .finish()),
+        Err(AuthError::LinkUsedOrExpired) => Err(PageError::BadRequest(
+            AuthError::LinkUsedOrExpired.to_string(),
+        )),
+        Err(AuthError::Database(e)) => Err(PageError::from(crate::error::ApiError::from(e))),
+        Err(other) => Err(PageError::Internal(other.to_string())),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+/// `POST /sign-out`: ends the session.
+pub async fn sign_out(
+    who: SignedIn,
+    form: web::Form<CsrfForm>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, PageError> {
+    who.check_csrf(&form.csrf)?;
+    let id = who.person.session_id.clone();
+    with_conn(&state, move |conn, _| Ok(auth::end(conn, &id, "sign-out")?)).await?;
+    Ok(HttpResponse::SeeOther()
+        .cookie(removal_cookie())
+        .insert_header(("location", "/sign-in"))
+        .finish())
+}

@@ -1,0 +1,184 @@
+//! Who is signed in to the pages: the session cookie (`auth.mode = "email-link"`) or
+//! the header of a trusted authenticating proxy (`auth.mode = "proxy"`). The page
+//! counterpart of `http::auth`'s token extractors; both end in the same
+//! `services::access::Editor`, so the access rules exist once.
+
+use std::net::IpAddr;
+
+use actix_web::cookie::{time, Cookie, SameSite};
+use actix_web::dev::Payload;
+use actix_web::{web, FromRequest, HttpRequest};
+use subtle::ConstantTimeEq;
+
+use crate::config::AuthMode;
+use crate::domain::{EmailAddress, TokenSecret};
+use crate::http::pages::PageError;
+use crate::http::state::{with_conn, AppState};
+use crate::services::access::Editor;
+use crate::services::auth::{self, SessionPerson};
+
+/// The session cookie's name.
+pub const COOKIE: &str = "coe_session";
+
+/// The client's address: the peer, or — when the peer is a trusted proxy — the
+/// nearest address in `X-Forwarded-For` that is not one (never a header from
+/// anyone else: it is the sender's to write).
+pub fn client_ip(req: &HttpRequest, trusted: &[ipnet::IpNet]) -> String {
+    let Some(mut ip) = req.peer_addr().map(|a| a.ip()) else {
+        return "unknown".into();
+    };
+    let is_trusted = |ip: &IpAddr| trusted.iter().any(|n| n.contains(ip));
+    if is_trusted(&ip) {
+        let forwarded = req
+            .headers()
+            .get("x-forwarded-for")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        for hop in forwarded.rsplit(',') {
+            let Ok(hop) = hop.trim().parse::<IpAddr>() else {
+                break;
+            };
+            ip = hop;
+            if !is_trusted(&hop) {
+                break;
+            }
+        }
+    }
+    ip.to_string()
+}
+
+/// The session cookie for `secret`: HttpOnly, SameSite=Lax, Secure when the service
+/// is reached over https, and as long-lived as the longest session.
+pub fn session_cookie(state: &AppState, secret: &str) -> Cookie<'static> {
+    let secure = state.settings.public_url.starts_with("https://");
+    let max = i64::try_from(state.settings.auth.session_max_secs).unwrap_or(i64::MAX);
+    Cookie::build(COOKIE, secret.to_owned())
+        .path("/")
+        .http_only(true)
+        .same_site(SameSite::Lax)
+        .secure(secure)
+        .max_age(time::Duration::seconds(max))
+        .finish()
+}
+
+/// A cookie that removes the session cookie.
+pub fn removal_cookie() -> Cookie<'static> {
+    let mut cookie = Cookie::build(COOKIE, "").path("/").finish();
+    cookie.make_removal();
+    cookie
+}
+
+/// A signed-in person. Pages that need one take it as an argument; without one, a
+/// page answers with the way to sign in.
+pub struct SignedIn {
+    pub person: SessionPerson,
+    /// A cookie to set with the response (a proxy session that just began).
+    pub new_cookie: Option<Cookie<'static>>,
+}
+
+impl SignedIn {
+    /// The person as the services' access rules see them.
+    pub fn editor(&self) -> Editor<'_> {
+        Editor {
+            actor: &self.person.email,
+            email: Some(&self.person.email),
+            is_admin: self.person.is_admin,
+        }
+    }
+
+    /// Checks a form's CSRF token against the session's (in constant time).
+    pub fn check_csrf(&self, presented: &str) -> Result<(), PageError> {
+        let expected = self.person.csrf.as_bytes();
+        if bool::from(expected.ct_eq(presented.as_bytes())) {
+            Ok(())
+        } else {
+            Err(PageError::BadRequest(
+                "this form is out of date or came from another site; reload the page and try again"
+                    .into(),
+            ))
+        }
+    }
+}
+
+/// The path and query of a request, to come back to after signing in.
+fn here(req: &HttpRequest) -> String {
+    req.uri()
+        .path_and_query()
+        .map_or_else(|| "/".to_owned(), |p| p.as_str().to_owned())
+}
+
+impl FromRequest for SignedIn {
+    type Error = PageError;
+    type Future = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Self, Self::Error>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let req = req.clone();
+        Box::pin(async move {
+            let state = req
+                .app_data::<web::Data<AppState>>()
+                .cloned()
+                .ok_or_else(|| PageError::Internal("no application state".into()))?;
+            let cookie = req.cookie(COOKIE).map(|c| c.value().to_owned());
+            match state.settings.auth.mode {
+                AuthMode::EmailLink => {
+                    let Some(secret) = cookie else {
+                        return Err(PageError::SignIn { next: here(&req) });
+                    };
+                    let person = with_conn(&state, move |conn, state| {
+                        Ok(auth::session(conn, &secret, &state.settings)?)
+                    })
+                    .await?;
+                    person
+                        .map(|person| SignedIn {
+                            person,
+                            new_cookie: None,
+                        })
+                        .ok_or_else(|| PageError::SignIn { next: here(&req) })
+                }
+                AuthMode::Proxy => from_proxy(&req, state, cookie).await,
+            }
+        })
+    }
+}
+
+async fn from_proxy(
+    req: &HttpRequest,
+    state: web::Data<AppState>,
+    cookie: Option<String>,
+) -> Result<SignedIn, PageError> {
+    let header = &state.settings.auth.proxy_header;
+    let peer = req.peer_addr().map(|a| a.ip());
+    let trusted = peer.is_some_and(|ip| state.proxies.iter().any(|n| n.contains(&ip)));
+    let named = req.headers().get(header.as_str());
+    if !trusted {
+        tracing::warn!(peer = ?peer, header = %header, "a page request did not come through a trusted proxy");
+        return Err(PageError::Forbidden(format!(
+            "sign-in is through the organisation's proxy, and this request did not come through it \
+             (from {}; auth.trusted_proxies does not name it)",
+            peer.map_or_else(|| "an unknown address".to_owned(), |p| p.to_string())
+        )));
+    }
+    let Some(named) = named.and_then(|v| v.to_str().ok()) else {
+        return Err(PageError::Unauthorized(format!(
+            "the proxy did not name a person (no {header} header)"
+        )));
+    };
+    let email = EmailAddress::parse(named).map_err(|e| {
+        PageError::Unauthorized(format!(
+            "the proxy's {header} header is not an email address: {e}"
+        ))
+    })?;
+    let client = client_ip(req, &state.proxies);
+    let (person, secret) = with_conn(&state, move |conn, state| {
+        Ok(auth::proxy_session(
+            conn,
+            &email,
+            cookie.as_deref(),
+            &client,
+            &state.settings,
+        )?)
+    })
+    .await?;
+    let new_cookie = secret.map(|s: TokenSecret| session_cookie(&state, s.expose()));
+    Ok(SignedIn { person, new_cookie })
+}

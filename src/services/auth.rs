@@ -1,0 +1,326 @@
+//! Signing people in to the web pages: one-time links sent through the outbox,
+//! sessions kept in the database (so every replica knows them), and the rate limits
+//! on sign-in requests. The rules are `domain::auth`; roles come from the directory.
+
+use chrono::{Duration, NaiveDateTime};
+use diesel::prelude::*;
+
+use crate::config::{Mode, Settings};
+use crate::db::schema::{people, sessions, sign_in_links, sign_in_requests};
+use crate::db::{self, DbConnection};
+use crate::domain::auth::{self, TooMany};
+use crate::domain::{EmailAddress, TokenSecret};
+use crate::email::{EmailTemplates, Kind};
+use crate::services::{outbox, people as directory};
+
+/// Why signing in did not work.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error("too many sign-in requests {}; try again in {} minutes", .0.what, .0.retry_after_secs / 60)]
+    TooMany(TooMany),
+    #[error("this sign-in link was used already or has expired; ask for a new one")]
+    LinkUsedOrExpired,
+    #[error("the sign-in email cannot be written: {0}")]
+    Template(String),
+    #[error(transparent)]
+    Database(#[from] diesel::result::Error),
+}
+
+/// How a session began.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    EmailLink,
+    Proxy,
+}
+
+impl Method {
+    fn as_str(self) -> &'static str {
+        match self {
+            Method::EmailLink => "email-link",
+            Method::Proxy => "proxy",
+        }
+    }
+}
+
+/// The person behind a live session.
+#[derive(Debug, Clone)]
+pub struct SessionPerson {
+    pub session_id: String,
+    pub email: String,
+    pub name: Option<String>,
+    pub is_admin: bool,
+    /// The token every form of this session carries.
+    pub csrf: String,
+}
+
+/// Whether anyone may sign in: on a development install that names no allowed
+/// domain, so that a new user (and their colleagues) sign in with no set-up. In
+/// production only the directory and `auth.allowed_domains` may.
+fn open(settings: &Settings) -> bool {
+    settings.mode == Mode::Development && settings.auth.allowed_domains.is_empty()
+}
+
+/// A sign-in request for `email` from `client` (an IP address). Counts it against the
+/// rate limits and, when the address may sign in, queues the email with a one-time
+/// link; the answer does not say which (so it tells nobody who is in the directory).
+/// Returns the link when one was sent, for a development install to log.
+pub fn request_link(
+    conn: &mut DbConnection,
+    email: &EmailAddress,
+    client: &str,
+    next: Option<&str>,
+    settings: &Settings,
+    templates: &EmailTemplates,
+) -> Result<Option<String>, AuthError> {
+    let address = email.as_str();
+    db::write_transaction(conn, |conn| {
+        let now = db::now();
+        let since = now - Duration::minutes(auth::RATE_WINDOW_MINUTES);
+        diesel::insert_into(sign_in_requests::table)
+            .values((
+                sign_in_requests::id.eq(db::new_id()),
+                sign_in_requests::email.eq(address),
+                sign_in_requests::client.eq(client),
+                sign_in_requests::at.eq(now),
+            ))
+            .execute(conn)?;
+        let by_address: i64 = sign_in_requests::table
+            .filter(sign_in_requests::email.eq(address))
+            .filter(sign_in_requests::at.gt(since))
+            .count()
+            .get_result(conn)?;
+        let by_client: i64 = sign_in_requests::table
+            .filter(sign_in_requests::client.eq(client))
+            .filter(sign_in_requests::at.gt(since))
+            .count()
+            .get_result(conn)?;
+        auth::within_limits(
+            by_address,
+            by_client,
+            settings.auth.sign_in_per_address,
+            settings.auth.sign_in_per_client,
+        )
+        .map_err(AuthError::TooMany)?;
+        let in_directory: i64 = people::table
+            .filter(people::email.eq(address))
+            .count()
+            .get_result(conn)?;
+        let open = open(settings);
+        if !auth::may_sign_in(
+            address,
+            in_directory > 0,
+            &settings.auth.allowed_domains,
+            open,
+        ) {
+            tracing::info!(email = %address, "sign-in requested by an address that may not sign in");
+            return Ok(None);
+        }
+        let secret = TokenSecret::generate();
+        let id = db::new_id();
+        diesel::insert_into(sign_in_links::table)
+            .values((
+                sign_in_links::id.eq(&id),
+                sign_in_links::email.eq(address),
+                sign_in_links::token_hash.eq(secret.hash()),
+                sign_in_links::next_path.eq(next.and_then(auth::safe_next)),
+                sign_in_links::created_at.eq(now),
+                sign_in_links::expires_at.eq(now + Duration::minutes(auth::LINK_LIFETIME_MINUTES)),
+            ))
+            .execute(conn)?;
+        let link = format!(
+            "{}/sign-in/confirm?token={}",
+            settings.public_url.trim_end_matches('/'),
+            secret.expose()
+        );
+        let data = serde_json::json!({
+            "link": link,
+            "minutes": auth::LINK_LIFETIME_MINUTES,
+            "requested_from": client,
+        });
+        let name: Option<String> = people::table
+            .find(address)
+            .select(people::name)
+            .first::<Option<String>>(conn)
+            .optional()?
+            .flatten();
+        let mail = outbox::compose(
+            templates,
+            Kind::SignIn,
+            format!("sign_in:{id}"),
+            address,
+            name.as_deref(),
+            data,
+        )
+        .map_err(|e| AuthError::Template(e.to_string()))?;
+        outbox::enqueue(conn, &mail, now)?;
+        Ok(Some(link))
+    })
+}
+
+/// Redeems a sign-in link: it works once and until it expires. Starts a session and
+/// returns its secret (for the cookie) with the path to go to.
+pub fn redeem(
+    conn: &mut DbConnection,
+    token: &str,
+    client: &str,
+) -> Result<(TokenSecret, Option<String>), AuthError> {
+    let hash = TokenSecret::from_presented(token).hash();
+    db::write_transaction(conn, |conn| {
+        let now = db::now();
+        let used = diesel::update(
+            sign_in_links::table
+                .filter(sign_in_links::token_hash.eq(&hash))
+                .filter(sign_in_links::used_at.is_null())
+                .filter(sign_in_links::expires_at.gt(now)),
+        )
+        .set(sign_in_links::used_at.eq(now))
+        .execute(conn)?;
+        if used != 1 {
+            return Err(AuthError::LinkUsedOrExpired);
+        }
+        let (email, next): (String, Option<String>) = sign_in_links::table
+            .filter(sign_in_links::token_hash.eq(&hash))
+            .select((sign_in_links::email, sign_in_links::next_path))
+            .first(conn)?;
+        let secret = start_session(conn, &email, Method::EmailLink, client, now)?;
+        Ok((secret, next))
+    })
+}
+
+fn start_session(
+    conn: &mut DbConnection,
+    email: &str,
+    method: Method,
+    client: &str,
+    now: NaiveDateTime,
+) -> QueryResult<TokenSecret> {
+    directory::ensure(conn, email, now)?;
+    let secret = TokenSecret::generate();
+    diesel::insert_into(sessions::table)
+        .values((
+            sessions::id.eq(db::new_id()),
+            sessions::token_hash.eq(secret.hash()),
+            sessions::person_email.eq(email),
+            sessions::csrf_token.eq(TokenSecret::generate().hash()),
+            sessions::method.eq(method.as_str()),
+            sessions::client.eq(client),
+            sessions::created_at.eq(now),
+            sessions::last_seen_at.eq(now),
+        ))
+        .execute(conn)?;
+    tracing::info!(email = %email, method = method.as_str(), "signed in");
+    Ok(secret)
+}
+
+/// How often `last_seen_at` is written: at most once a minute per session.
+const SEEN_RESOLUTION_SECS: i64 = 60;
+
+type SessionFields = (
+    String,
+    String,
+    String,
+    NaiveDateTime,
+    NaiveDateTime,
+    Option<NaiveDateTime>,
+);
+
+/// The person behind the session whose cookie holds `secret`, while it is alive.
+pub fn session(
+    conn: &mut DbConnection,
+    secret: &str,
+    settings: &Settings,
+) -> QueryResult<Option<SessionPerson>> {
+    let hash = TokenSecret::from_presented(secret).hash();
+    let found: Option<SessionFields> = sessions::table
+        .filter(sessions::token_hash.eq(&hash))
+        .select((
+            sessions::id,
+            sessions::person_email,
+            sessions::csrf_token,
+            sessions::created_at,
+            sessions::last_seen_at,
+            sessions::ended_at,
+        ))
+        .first(conn)
+        .optional()?;
+    let Some((id, email, csrf, created_at, last_seen_at, ended_at)) = found else {
+        return Ok(None);
+    };
+    let now = db::now();
+    let alive = auth::session_alive(
+        created_at,
+        last_seen_at,
+        ended_at.is_some(),
+        now,
+        settings.auth.session_idle_secs,
+        settings.auth.session_max_secs,
+    );
+    if !alive {
+        return Ok(None);
+    }
+    if now - last_seen_at > Duration::seconds(SEEN_RESOLUTION_SECS) {
+        diesel::update(sessions::table.find(&id))
+            .set(sessions::last_seen_at.eq(now))
+            .execute(conn)?;
+    }
+    let (name, is_admin): (Option<String>, bool) = people::table
+        .find(&email)
+        .select((people::name, people::is_admin))
+        .first(conn)
+        .optional()?
+        .unwrap_or((None, false));
+    Ok(Some(SessionPerson {
+        session_id: id,
+        email,
+        name,
+        is_admin,
+        csrf,
+    }))
+}
+
+/// The session for a person an authenticating proxy names: the cookie's, when it is
+/// theirs and alive, else a new one (returned with its secret, for the cookie).
+pub fn proxy_session(
+    conn: &mut DbConnection,
+    email: &EmailAddress,
+    cookie: Option<&str>,
+    client: &str,
+    settings: &Settings,
+) -> QueryResult<(SessionPerson, Option<TokenSecret>)> {
+    if let Some(secret) = cookie {
+        if let Some(person) = session(conn, secret, settings)? {
+            if person.email == email.as_str() {
+                return Ok((person, None));
+            }
+            end(conn, &person.session_id, "another person at the proxy")?;
+        }
+    }
+    let secret = db::write_transaction(conn, |conn| {
+        start_session(conn, email.as_str(), Method::Proxy, client, db::now())
+    })?;
+    let person =
+        session(conn, secret.expose(), settings)?.ok_or(diesel::result::Error::NotFound)?;
+    Ok((person, Some(secret)))
+}
+
+/// Ends a session (signing out, or an admin revoking it).
+pub fn end(conn: &mut DbConnection, session_id: &str, by: &str) -> QueryResult<()> {
+    diesel::update(
+        sessions::table
+            .find(session_id)
+            .filter(sessions::ended_at.is_null()),
+    )
+    .set((sessions::ended_at.eq(db::now()), sessions::ended_by.eq(by)))
+    .execute(conn)
+    .map(drop)
+}
+
+/// Deletes what sign-in leaves behind: links and requests older than a day.
+pub fn purge(conn: &mut DbConnection, now: NaiveDateTime) -> QueryResult<usize> {
+    let day_ago = now - Duration::days(1);
+    let links = diesel::delete(sign_in_links::table.filter(sign_in_links::expires_at.lt(day_ago)))
+        .execute(conn)?;
+    let requests = diesel::delete(sign_in_requests::table.filter(sign_in_requests::at.lt(day_ago)))
+        .execute(conn)?;
+    Ok(links + requests)
+}

@@ -1,0 +1,431 @@
+//! The web pages over HTTP: signing in with an emailed link, sessions, CSRF, the
+//! proxy mode, escaping and the security headers.
+
+use coe::config::AuthMode;
+use coe::db::schema::{outbox_emails, people, sessions};
+use diesel::prelude::*;
+use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
+use reqwest::StatusCode;
+
+use crate::helpers::{spawn_app, spawn_app_with, TestApp};
+
+/// A browser-like client that does not follow redirects (so each step is seen).
+fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+}
+
+/// The newest sign-in link emailed to `email`.
+fn emailed_link(app: &TestApp, email: &str) -> Option<String> {
+    let mut conn = app.pool.get().expect("conn");
+    let bodies: Vec<String> = outbox_emails::table
+        .filter(outbox_emails::kind.eq("sign_in"))
+        .filter(outbox_emails::recipient.eq(email))
+        .order(outbox_emails::created_at.desc())
+        .select(outbox_emails::body_text)
+        .load(&mut conn)
+        .expect("outbox");
+    bodies.first().and_then(|body| {
+        body.split_whitespace()
+            .find(|w| w.contains("/sign-in/confirm?token="))
+            .map(str::to_owned)
+    })
+}
+
+fn token_of(link: &str) -> String {
+    link.split_once("token=").expect("a token").1.to_owned()
+}
+
+async fn ask_for_link(app: &TestApp, email: &str) -> reqwest::Response {
+    browser()
+        .post(app.url("/sign-in"))
+        .form(&[("email", email), ("next", "/")])
+        .send()
+        .await
+        .expect("sent")
+}
+
+/// Signs in through the emailed link; returns the session cookie (`name=value`).
+async fn sign_in(app: &TestApp, email: &str) -> String {
+    let res = ask_for_link(app, email).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let link = emailed_link(app, email).expect("a link was emailed");
+    let res = browser()
+        .post(app.url("/sign-in/confirm"))
+        .form(&[("token", token_of(&link))])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let cookie = res
+        .headers()
+        .get(SET_COOKIE)
+        .and_then(|v| v.to_str().ok())
+        .expect("a session cookie")
+        .to_owned();
+    cookie.split(';').next().expect("name=value").to_owned()
+}
+
+async fn get_page(app: &TestApp, path: &str, cookie: Option<&str>) -> reqwest::Response {
+    let mut req = browser().get(app.url(path));
+    if let Some(c) = cookie {
+        req = req.header(COOKIE, c);
+    }
+    req.send().await.expect("sent")
+}
+
+fn csrf_of(html: &str) -> String {
+    let start = html.find("name=\"csrf\" value=\"").expect("a csrf field") + 19;
+    html[start..].split('"').next().expect("value").to_owned()
+}
+
+#[tokio::test]
+async fn a_person_signs_in_with_an_emailed_link_that_works_once() {
+    let app = spawn_app().await;
+    // Not signed in: the page sends them to sign in, and back here afterwards.
+    let res = get_page(&app, "/?x=1", None).await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(res.headers()[LOCATION], "/sign-in?next=%2F%3Fx%3D1");
+
+    let form = get_page(&app, "/sign-in", None).await;
+    assert_eq!(form.status(), StatusCode::OK);
+    let html = form.text().await.expect("html");
+    assert!(
+        html.contains("<label for=\"email\">Email address</label>"),
+        "{html}"
+    );
+
+    let res = ask_for_link(&app, "ana@example.com").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(res.text().await.expect("html").contains("Check your email"));
+    let link = emailed_link(&app, "ana@example.com").expect("a link");
+    assert!(
+        link.starts_with("http://127.0.0.1:8080/sign-in/confirm?token="),
+        "{link}"
+    );
+
+    // Opening the link changes nothing (mail scanners open links): it shows a button.
+    let path = link.trim_start_matches("http://127.0.0.1:8080");
+    let confirm = get_page(&app, path, None).await;
+    assert_eq!(confirm.status(), StatusCode::OK);
+    assert!(confirm
+        .text()
+        .await
+        .expect("html")
+        .contains("name=\"token\""));
+
+    let res = browser()
+        .post(app.url("/sign-in/confirm"))
+        .form(&[("token", token_of(&link))])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(res.headers()[LOCATION], "/");
+    let set = res.headers()[SET_COOKIE]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    for attribute in ["coe_session=", "HttpOnly", "SameSite=Lax", "Path=/"] {
+        assert!(set.contains(attribute), "{set}");
+    }
+    assert!(!set.contains("Secure"), "plain http here: {set}");
+    let cookie = set.split(';').next().expect("pair").to_owned();
+
+    let home = get_page(&app, "/", Some(&cookie)).await;
+    assert_eq!(home.status(), StatusCode::OK);
+    let html = home.text().await.expect("html");
+    assert!(
+        html.contains("My work") && html.contains("ana@example.com"),
+        "{html}"
+    );
+
+    // Once only.
+    let again = browser()
+        .post(app.url("/sign-in/confirm"))
+        .form(&[("token", token_of(&link))])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(again.status(), StatusCode::BAD_REQUEST);
+    assert!(again
+        .text()
+        .await
+        .expect("html")
+        .contains("used already or has expired"));
+}
+
+#[tokio::test]
+async fn an_expired_link_and_a_made_up_one_do_not_sign_in() {
+    let app = spawn_app().await;
+    ask_for_link(&app, "ana@example.com").await;
+    let link = emailed_link(&app, "ana@example.com").expect("a link");
+    {
+        use coe::db::schema::sign_in_links;
+        let mut conn = app.pool.get().expect("conn");
+        let past = chrono::Utc::now().naive_utc() - chrono::Duration::minutes(16);
+        diesel::update(sign_in_links::table)
+            .set(sign_in_links::expires_at.eq(past))
+            .execute(&mut conn)
+            .expect("expire");
+    }
+    for token in [token_of(&link), "coe_made_up".to_owned(), String::new()] {
+        let res = browser()
+            .post(app.url("/sign-in/confirm"))
+            .form(&[("token", token.as_str())])
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{token}");
+        assert!(res.headers().get(SET_COOKIE).is_none());
+    }
+}
+
+#[tokio::test]
+async fn sign_out_needs_the_forms_token_and_ends_the_session() {
+    let app = spawn_app().await;
+    let cookie = sign_in(&app, "ana@example.com").await;
+    let html = get_page(&app, "/", Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    let csrf = csrf_of(&html);
+
+    // A form from elsewhere (no or a wrong token) changes nothing.
+    for token in ["", "forged"] {
+        let res = browser()
+            .post(app.url("/sign-out"))
+            .header(COOKIE, &cookie)
+            .form(&[("csrf", token)])
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    }
+    assert_eq!(
+        get_page(&app, "/", Some(&cookie)).await.status(),
+        StatusCode::OK
+    );
+
+    let res = browser()
+        .post(app.url("/sign-out"))
+        .header(COOKIE, &cookie)
+        .form(&[("csrf", csrf.as_str())])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert!(res.headers()[SET_COOKIE]
+        .to_str()
+        .expect("ascii")
+        .contains("Max-Age=0"));
+    assert_eq!(
+        get_page(&app, "/", Some(&cookie)).await.status(),
+        StatusCode::SEE_OTHER
+    );
+
+    // An admin can end anyone's session the same way (the row is what counts).
+    let other = sign_in(&app, "bo@example.com").await;
+    {
+        let mut conn = app.pool.get().expect("conn");
+        diesel::update(sessions::table.filter(sessions::person_email.eq("bo@example.com")))
+            .set(sessions::ended_at.eq(Some(chrono::Utc::now().naive_utc())))
+            .execute(&mut conn)
+            .expect("end");
+    }
+    assert_eq!(
+        get_page(&app, "/", Some(&other)).await.status(),
+        StatusCode::SEE_OTHER
+    );
+}
+
+#[tokio::test]
+async fn only_the_directory_and_allowed_domains_get_a_link_and_the_page_does_not_say_which() {
+    let app = spawn_app_with(|s| s.auth.allowed_domains = vec!["example.com".into()]).await;
+    {
+        let mut conn = app.pool.get().expect("conn");
+        diesel::insert_into(people::table)
+            .values((
+                people::email.eq("guest@partner.test"),
+                people::name.eq(Some("<b>Guest</b> <script>alert(1)</script>")),
+                people::created_at.eq(chrono::Utc::now().naive_utc()),
+                people::updated_at.eq(chrono::Utc::now().naive_utc()),
+            ))
+            .execute(&mut conn)
+            .expect("person");
+    }
+    let stranger = ask_for_link(&app, "eve@evil.test").await;
+    assert_eq!(stranger.status(), StatusCode::OK);
+    let stranger_page = stranger.text().await.expect("html");
+    assert!(emailed_link(&app, "eve@evil.test").is_none());
+    let known = ask_for_link(&app, "ana@example.com")
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(emailed_link(&app, "ana@example.com").is_some());
+    assert_eq!(
+        stranger_page.replace("eve@evil.test", "X"),
+        known.replace("ana@example.com", "X"),
+        "the answer does not tell who may sign in"
+    );
+
+    // A name from the directory is shown as text, never as markup.
+    let cookie = sign_in(&app, "guest@partner.test").await;
+    let html = get_page(&app, "/", Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        html.contains("&lt;b&gt;Guest&lt;&#x2F;b&gt;") || html.contains("&lt;b&gt;Guest&lt;/b&gt;"),
+        "{html}"
+    );
+    assert!(!html.contains("<script>alert(1)"), "{html}");
+
+    let bad = browser()
+        .post(app.url("/sign-in"))
+        .form(&[("email", "not an address")])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(bad.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(bad
+        .text()
+        .await
+        .expect("html")
+        .contains("That is not an email address"));
+}
+
+#[tokio::test]
+async fn sign_in_requests_are_limited_per_address() {
+    let app = spawn_app_with(|s| {
+        s.auth.sign_in_per_address = 3;
+        s.auth.sign_in_per_client = 100;
+    })
+    .await;
+    for _ in 0..3 {
+        assert_eq!(
+            ask_for_link(&app, "ana@example.com").await.status(),
+            StatusCode::OK
+        );
+    }
+    let res = ask_for_link(&app, "ana@example.com").await;
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(res
+        .text()
+        .await
+        .expect("html")
+        .contains("too many sign-in requests for this email address"));
+    // Another address from the same client still works, up to the client's limit.
+    assert_eq!(
+        ask_for_link(&app, "bo@example.com").await.status(),
+        StatusCode::OK
+    );
+}
+
+#[tokio::test]
+async fn a_proxy_header_counts_only_from_a_trusted_proxy() {
+    let untrusted = spawn_app_with(|s| {
+        s.auth.mode = AuthMode::Proxy;
+        s.auth.trusted_proxies = vec!["10.0.0.0/8".into()];
+    })
+    .await;
+    let res = browser()
+        .get(untrusted.url("/"))
+        .header("X-Forwarded-Email", "ceo@example.com")
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert!(res
+        .text()
+        .await
+        .expect("html")
+        .contains("did not come through it"));
+
+    let trusted = spawn_app_with(|s| {
+        s.auth.mode = AuthMode::Proxy;
+        s.auth.trusted_proxies = vec!["127.0.0.1".into()];
+    })
+    .await;
+    let res = browser()
+        .get(trusted.url("/"))
+        .header("X-Forwarded-Email", "ana@example.com")
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(
+        res.headers().get(SET_COOKIE).is_some(),
+        "a session for the forms' token"
+    );
+    assert!(res.text().await.expect("html").contains("ana@example.com"));
+    let missing = browser().get(trusted.url("/")).send().await.expect("sent");
+    assert_eq!(missing.status(), StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn pages_carry_security_headers_and_the_stylesheet_is_cached() {
+    let app = spawn_app().await;
+    let res = get_page(&app, "/sign-in", None).await;
+    let h = res.headers();
+    let csp = h["content-security-policy"].to_str().expect("ascii");
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"),
+        "{csp}"
+    );
+    assert_eq!(h["x-content-type-options"], "nosniff");
+    assert_eq!(h["cache-control"], "no-store");
+    let html = res.text().await.expect("html");
+    let css_path = html
+        .split("href=\"")
+        .find_map(|s| {
+            s.split('"')
+                .next()
+                .filter(|p| p.starts_with("/static/app.css"))
+        })
+        .expect("a stylesheet")
+        .to_owned();
+    let css = get_page(&app, &css_path, None).await;
+    assert_eq!(css.status(), StatusCode::OK);
+    assert!(css.headers()["content-type"]
+        .to_str()
+        .expect("ascii")
+        .starts_with("text/css"));
+    let etag = css.headers()["etag"].to_str().expect("ascii").to_owned();
+    let again = browser()
+        .get(app.url(&css_path))
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+
+    // A browser that asks for a page that does not exist gets a page; the API keeps JSON.
+    let missing = browser()
+        .get(app.url("/no-such-page"))
+        .header("accept", "text/html,application/xhtml+xml")
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    assert!(missing.headers()["content-type"]
+        .to_str()
+        .expect("ascii")
+        .starts_with("text/html"));
+    let api = browser()
+        .get(app.url("/api/v1/nothing"))
+        .header("accept", "text/html")
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(api.status(), StatusCode::NOT_FOUND);
+    assert!(api.headers()["content-type"]
+        .to_str()
+        .expect("ascii")
+        .starts_with("application/json"));
+}
