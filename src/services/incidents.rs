@@ -266,6 +266,16 @@ pub fn events(
     Ok(Some((events, i64::from(total))))
 }
 
+/// The id of the incident's COE, if it has one.
+pub fn coe_of(conn: &mut DbConnection, incident_id: &str) -> QueryResult<Option<String>> {
+    use crate::db::schema::coes;
+    coes::table
+        .filter(coes::incident_id.eq(incident_id))
+        .select(coes::id)
+        .first(conn)
+        .optional()
+}
+
 /// One event with the delivery it arrived in.
 pub fn event(conn: &mut DbConnection, id: &str) -> QueryResult<Option<EventDetail>> {
     let found: Option<(FailureEventRow, DeliveryRow)> = failure_events::table

@@ -6,6 +6,7 @@ mod helpers;
 
 mod actions;
 mod alertmanager;
+mod browser;
 mod cli;
 mod coes;
 mod email;
@@ -20,4 +21,5 @@ mod people;
 mod stats;
 mod storm;
 mod tokens;
+mod webdriver;
 mod webhooks;

@@ -429,3 +429,158 @@ async fn pages_carry_security_headers_and_the_stylesheet_is_cached() {
         .expect("ascii")
         .starts_with("application/json"));
 }
+
+/// Posts a form with the session cookie and the CSRF token of the page at `from`.
+async fn post_form(
+    app: &TestApp,
+    cookie: &str,
+    from: &str,
+    to: &str,
+    fields: &[(&str, &str)],
+) -> reqwest::Response {
+    let html = get_page(app, from, Some(cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    let csrf = csrf_of(&html);
+    let mut form: Vec<(&str, &str)> = vec![("csrf", csrf.as_str())];
+    form.extend_from_slice(fields);
+    browser()
+        .post(app.url(to))
+        .header(COOKIE, cookie)
+        .form(&form)
+        .send()
+        .await
+        .expect("sent")
+}
+
+#[tokio::test]
+async fn incidents_are_listed_filtered_and_shown_with_their_alerts_collapsed() {
+    let app = spawn_app().await;
+    let ingest = app.token("ingest", coe::domain::Role::Ingest);
+    let event = |key: &str, group: &str, title: &str, sev: &str, host: &str, minute: u32| {
+        serde_json::json!({"dedup_key": key, "group_key": group, "title": title, "severity": sev,
+            "service": "checkout", "started_at": format!("2026-11-29T10:{minute:02}:00Z"),
+            "labels": {"alertname": "HighErrors", "instance": host}})
+    };
+    let events = serde_json::json!([
+        event(
+            "a1",
+            "checkout",
+            "<script>alert(1)</script> errors",
+            "sev4",
+            "web-1",
+            1
+        ),
+        event(
+            "a2",
+            "checkout",
+            "<script>alert(1)</script> errors",
+            "sev4",
+            "web-2",
+            5
+        ),
+        event(
+            "a3",
+            "checkout",
+            "<script>alert(1)</script> errors",
+            "sev4",
+            "web-2",
+            9
+        ),
+        event("b1", "db", "Database down", "sev1", "db-1", 2),
+    ]);
+    let res = app
+        .post_json("/api/v1/events", Some(&ingest), &events)
+        .await;
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+    let cookie = sign_in(&app, "ana@example.com").await;
+
+    let html = get_page(&app, "/incidents", Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(html.contains("2 incidents"), "{html}");
+    assert!(
+        html.contains("&lt;script&gt;alert(1)&lt;/script&gt; errors"),
+        "{html}"
+    );
+    assert!(!html.contains("<script>alert(1)"), "{html}");
+    let sev1 = get_page(&app, "/incidents?min_severity=sev1", Some(&cookie)).await;
+    let sev1 = sev1.text().await.expect("html");
+    assert!(
+        sev1.contains("1 incident,") && sev1.contains("Database down"),
+        "{sev1}"
+    );
+    assert!(
+        sev1.contains("<option value=\"sev1\" selected>"),
+        "the filter shows: {sev1}"
+    );
+    let bad = get_page(&app, "/incidents?min_severity=sev9", Some(&cookie)).await;
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+
+    // The below-policy incident: its alerts collapsed, and a COE opened by hand.
+    let list = app
+        .get_json(
+            "/api/v1/incidents?service=checkout&severity=sev4",
+            &app.token("r2", coe::domain::Role::Member),
+        )
+        .await;
+    let id = list["incidents"][0]["id"].as_str().expect("id").to_owned();
+    let path = format!("/incidents/{id}");
+    let html = get_page(&app, &path, Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        html.contains("HighErrors fired 3 times between 2026-11-29 10:01 and 10:09 UTC on 2 hosts"),
+        "{html}"
+    );
+    assert!(html.contains("Open a COE"), "{html}");
+    let forged = browser()
+        .post(app.url(&format!("{path}/coe")))
+        .header(COOKIE, &cookie)
+        .form(&[("csrf", "forged")])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(forged.status(), StatusCode::BAD_REQUEST);
+    let opened = post_form(&app, &cookie, &path, &format!("{path}/coe"), &[]).await;
+    assert_eq!(opened.status(), StatusCode::SEE_OTHER);
+    let coe_path = opened.headers()[LOCATION]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    assert!(coe_path.starts_with("/coes/"), "{coe_path}");
+    let again = post_form(&app, &cookie, &path, &format!("{path}/coe"), &[]).await;
+    assert_eq!(
+        again.headers()[LOCATION].to_str().expect("ascii"),
+        coe_path,
+        "the same COE"
+    );
+
+    // The COE page: its sections, what is missing (linked to its section), escaped.
+    let html = get_page(&app, &coe_path, Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        html.contains("Still missing before it can be submitted"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<a href=\"#impact\">Customer and business impact</a>"),
+        "{html}"
+    );
+    assert!(html.contains("id=\"impact\""), "{html}");
+    assert!(html.contains("What belongs here"), "{html}");
+    assert!(!html.contains("<script>alert(1)"), "{html}");
+    let missing = get_page(&app, "/coes/no-such-coe", Some(&cookie)).await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    let missing = get_page(&app, "/incidents/no-such-incident", Some(&cookie)).await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+}

@@ -61,6 +61,7 @@ pub async fn home(who: SignedIn, state: web::Data<AppState>) -> Result<HttpRespo
             json!({
                 "id": a.id,
                 "title": a.title,
+                "coe_id": a.coe_id,
                 "coe_title": a.coe_title,
                 "due_date": a.due_date,
                 "overdue": a.overdue,

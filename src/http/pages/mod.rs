@@ -3,7 +3,9 @@
 //! takes a `SignedIn` person; every form that changes something carries the session's
 //! CSRF token. The pages call the same services as the API.
 
+mod coes;
 mod home;
+mod incidents;
 mod sign_in;
 
 use std::fmt;
@@ -33,6 +35,9 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "sign_in_sent",
     "sign_in_confirm",
     "home",
+    "incidents",
+    "incident",
+    "coe",
 );
 
 const APP_CSS: &str = include_str!(concat!(
@@ -45,6 +50,20 @@ const APP_CSS: &str = include_str!(concat!(
 /// elsewhere and no inline script or style.
 const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
                    frame-ancestors 'none'; base-uri 'none'";
+
+handlebars::handlebars_helper!(time: |at: str| readable_time(at));
+
+/// An RFC 3339 UTC time as people read it: `2026-11-29 10:03 UTC`.
+fn readable_time(at: &str) -> String {
+    chrono::DateTime::parse_from_rfc3339(at).map_or_else(
+        |_| at.to_owned(),
+        |t| {
+            t.with_timezone(&chrono::Utc)
+                .format("%Y-%m-%d %H:%M UTC")
+                .to_string()
+        },
+    )
+}
 
 /// The page templates, compiled once at start-up.
 pub struct PageTemplates {
@@ -64,6 +83,7 @@ impl PageTemplates {
         let mut registry = Handlebars::new();
         registry.set_strict_mode(false);
         registry.set_dev_mode(false);
+        registry.register_helper("time", Box::new(time));
         for (name, text) in TEMPLATES {
             let result = if *name == "layout" {
                 registry.register_partial(name, *text)
@@ -255,5 +275,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/sign-in/confirm", web::get().to(sign_in::confirm_form))
         .route("/sign-in/confirm", web::post().to(sign_in::confirm))
         .route("/sign-out", web::post().to(sign_in::sign_out))
+        .route("/incidents", web::get().to(incidents::list))
+        .route("/incidents/{id}", web::get().to(incidents::show))
+        .route("/incidents/{id}/coe", web::post().to(incidents::open_coe))
+        .route("/coes/{id}", web::get().to(coes::show))
         .route("/static/app.css", web::get().to(stylesheet));
 }

@@ -1,0 +1,216 @@
+//! Incidents: the list with filters, one incident with its alerts collapsed, and
+//! opening a COE for it by hand.
+
+use std::collections::BTreeMap;
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{render, PageError};
+use crate::domain::incident::IncidentState;
+use crate::domain::timeline::{self, EventFacts};
+use crate::domain::Severity;
+use crate::http::session::SignedIn;
+use crate::http::state::{with_conn, AppState};
+use crate::services::coes::{self, CoeError, NewCoe};
+use crate::services::incidents::{self, Event, IncidentFilter};
+
+const PAGE: i64 = 50;
+
+/// How many of an incident's events its page collapses.
+const COLLAPSED: i64 = 500;
+
+#[derive(Debug, Default, Deserialize)]
+pub struct ListQuery {
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    min_severity: Option<String>,
+    #[serde(default)]
+    service: Option<String>,
+    #[serde(default)]
+    offset: Option<i64>,
+}
+
+fn non_empty(s: &Option<String>) -> Option<&str> {
+    s.as_deref().map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// `GET /incidents`.
+pub async fn list(
+    who: SignedIn,
+    query: web::Query<ListQuery>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, PageError> {
+    let q = query.into_inner();
+    let status = non_empty(&q.status)
+        .map(|s| {
+            serde_json::from_value::<IncidentState>(json!(s)).map_err(|_| {
+                PageError::BadRequest(format!("no incident state {s:?}: open or resolved"))
+            })
+        })
+        .transpose()?;
+    let min_severity = non_empty(&q.min_severity)
+        .map(|s| {
+            s.parse::<Severity>()
+                .map_err(|_| PageError::BadRequest(format!("no severity {s:?}: sev1 to sev5")))
+        })
+        .transpose()?;
+    let offset = q.offset.unwrap_or(0).max(0);
+    let filter = IncidentFilter {
+        state: status,
+        min_severity,
+        service: non_empty(&q.service).map(str::to_owned),
+        ..IncidentFilter::default()
+    };
+    let (found, total) = with_conn(&state, move |conn, _| {
+        Ok(incidents::list(conn, &filter, PAGE, offset)?)
+    })
+    .await?;
+    let here = |offset: i64| {
+        let mut params = vec![];
+        for (k, v) in [
+            ("status", &q.status),
+            ("min_severity", &q.min_severity),
+            ("service", &q.service),
+        ] {
+            if let Some(v) = non_empty(v) {
+                params.push((k, v.to_owned()));
+            }
+        }
+        params.push(("offset", offset.to_string()));
+        format!(
+            "/incidents?{}",
+            serde_urlencoded::to_string(params).unwrap_or_default()
+        )
+    };
+    let previous = (offset > 0).then(|| here((offset - PAGE).max(0)));
+    let next = (offset + PAGE < total).then(|| here(offset + PAGE));
+    render(
+        &state,
+        Some(&who),
+        StatusCode::OK,
+        "incidents",
+        json!({
+            "incidents": found,
+            "total": total,
+            "filter": {"status": non_empty(&q.status), "min_severity": non_empty(&q.min_severity), "service": non_empty(&q.service)},
+            "severities": ["sev1", "sev2", "sev3", "sev4", "sev5"],
+            "previous": previous,
+            "next": next,
+        }),
+    )
+}
+
+fn facts(event: &Event) -> EventFacts {
+    let at = match event.kind.as_str() {
+        "resolved" => event.ended_at.unwrap_or(event.received_at),
+        "fired" => event.started_at,
+        _ => event.received_at,
+    };
+    let labels: &BTreeMap<String, String> = &event.labels;
+    EventFacts {
+        event_id: event.id.clone(),
+        kind: event.kind.as_str().to_owned(),
+        title: event.title.clone(),
+        name: timeline::alert_name(&event.title, labels).to_owned(),
+        host: timeline::host(labels, &event.dedup_key),
+        at,
+    }
+}
+
+/// `GET /incidents/{id}`.
+pub async fn show(
+    who: SignedIn,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, PageError> {
+    let id = path.into_inner();
+    let key = id.clone();
+    let found = with_conn(&state, move |conn, _| {
+        let Some(detail) = incidents::get(conn, &key)? else {
+            return Ok(None);
+        };
+        let events = incidents::events(conn, &key, COLLAPSED, 0)?
+            .map(|(events, _)| events)
+            .unwrap_or_default();
+        let coe = incidents::coe_of(conn, &key)?;
+        Ok(Some((detail, events, coe)))
+    })
+    .await?;
+    let (detail, events, coe_id) =
+        found.ok_or_else(|| PageError::NotFound(format!("there is no incident {id}")))?;
+    let all: Vec<EventFacts> = events.iter().map(facts).collect();
+    let alerts: Vec<_> = timeline::collapse(&all)
+        .into_iter()
+        .map(|c| {
+            json!({
+                "first": crate::json::format_utc(&c.tally.first),
+                "last": crate::json::format_utc(&c.tally.last),
+                "text": c.tally.text(),
+            })
+        })
+        .collect();
+    let shown = all.len();
+    render(
+        &state,
+        Some(&who),
+        StatusCode::OK,
+        "incident",
+        json!({
+            "incident": detail.incident,
+            "alerts": alerts,
+            "coe_id": coe_id,
+            "shown": shown,
+            "more": i64::from(detail.incident.event_count) > i64::try_from(shown).unwrap_or(0),
+        }),
+    )
+}
+
+#[derive(Debug, Deserialize)]
+pub struct CsrfForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+/// `POST /incidents/{id}/coe`: opens its COE by hand (or goes to the one it has).
+pub async fn open_coe(
+    who: SignedIn,
+    path: web::Path<String>,
+    form: web::Form<CsrfForm>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, PageError> {
+    who.check_csrf(&form.csrf)?;
+    let incident_id = path.into_inner();
+    let actor = who.person.email.clone();
+    let key = incident_id.clone();
+    let opened = with_conn(&state, move |conn, state| {
+        let input = NewCoe {
+            incident_id: Some(key.clone()),
+            title: None,
+            service: None,
+            severity: None,
+            owner: None,
+        };
+        match coes::create(conn, input, &actor, &state.coe_context()) {
+            Ok(id) => Ok(Ok(id)),
+            Err(CoeError::Conflict(_)) => Ok(incidents::coe_of(conn, &key)?.ok_or_else(|| {
+                PageError::BadRequest("the incident's COE could not be found".into())
+            })),
+            Err(CoeError::Invalid(problems)) => Ok(Err(PageError::NotFound(
+                problems
+                    .into_iter()
+                    .map(|(_, p)| p)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ))),
+            Err(e) => Err(crate::error::ApiError::from(e)),
+        }
+    })
+    .await??;
+    Ok(HttpResponse::SeeOther()
+        .insert_header(("location", format!("/coes/{opened}")))
+        .finish())
+}
