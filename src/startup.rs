@@ -102,6 +102,9 @@ impl Application {
             emails: emails.clone(),
             pages: Arc::new(http::pages::PageTemplates::load().map_err(StartupError::Pages)?),
             proxies: Arc::new(settings.auth.proxies()),
+            ingest_turns: (settings.database_url().backend()
+                == crate::config::database::Backend::Sqlite)
+                .then(|| Arc::new(tokio::sync::Semaphore::new(1))),
         });
         let mut server = HttpServer::new(move || {
             App::new()

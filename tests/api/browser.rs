@@ -108,7 +108,30 @@ async fn an_action_owner_signs_in_with_the_emailed_link_and_sees_their_overdue_a
         .wait_for_heading("sev2 Checkout <b>errors</b> after the deploy")
         .await;
     let missing = browser.text(".findings").await;
-    assert!(missing.contains("impact"), "{missing}");
+    assert!(
+        missing.contains("Customer and business impact"),
+        "{missing}"
+    );
+
+    // The owner writes the impact where its guidance is, and saves it.
+    browser
+        .type_into(
+            "#body-impact",
+            "About 1,200 checkouts failed over 40 minutes; 3 support tickets.",
+        )
+        .await;
+    browser.click("#impact button[type=submit]").await;
+    browser.wait_for_url("#impact").await;
+    let missing = browser.text(".findings").await;
+    assert!(
+        !missing.contains("Customer and business impact"),
+        "{missing}"
+    );
+    let impact = browser.value("#body-impact").await;
+    assert_eq!(
+        impact,
+        "About 1,200 checkouts failed over 40 minutes; 3 support tickets."
+    );
     browser.screenshot("coe").await;
 
     browser.click(".signout button").await;

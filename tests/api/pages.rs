@@ -584,3 +584,110 @@ async fn incidents_are_listed_filtered_and_shown_with_their_alerts_collapsed() {
     let missing = get_page(&app, "/incidents/no-such-incident", Some(&cookie)).await;
     assert_eq!(missing.status(), StatusCode::NOT_FOUND);
 }
+
+/// The value of the hidden `version` field of the first form on a page.
+fn version_of(html: &str) -> String {
+    let start = html
+        .find("name=\"version\" value=\"")
+        .expect("a version field")
+        + 22;
+    html[start..].split('"').next().expect("value").to_owned()
+}
+
+#[tokio::test]
+async fn the_owner_writes_a_section_and_a_stale_save_keeps_their_text_and_says_who() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let created = app
+        .post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &serde_json::json!({"title": "Search down", "owner": "ana@example.com"}),
+        )
+        .await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let id = crate::helpers::json(created).await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let path = format!("/coes/{id}");
+    let ana = sign_in(&app, "ana@example.com").await;
+    let html = get_page(&app, &path, Some(&ana))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        html.contains("<textarea id=\"body-impact\" name=\"body\""),
+        "{html}"
+    );
+    let loaded = version_of(&html);
+
+    let text = "About 1200 searches failed over 40 minutes.";
+    let res = post_form(
+        &app,
+        &ana,
+        &path,
+        &format!("{path}/sections/impact"),
+        &[("version", loaded.as_str()), ("body", text)],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        res.headers()[LOCATION].to_str().expect("ascii"),
+        format!("{path}#impact")
+    );
+    let html = get_page(&app, &path, Some(&ana))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(html.contains(text), "{html}");
+
+    // A save based on the version loaded before: refused, the typed text kept, who said.
+    let csrf = csrf_of(&html);
+    let res = browser()
+        .post(app.url(&format!("{path}/sections/summary")))
+        .header(COOKIE, &ana)
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("version", loaded.as_str()),
+            ("body", "Typed while someone else saved <b>bold</b>"),
+        ])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::CONFLICT);
+    let html = res.text().await.expect("html");
+    assert!(
+        html.contains("Someone saved this COE after you opened it"),
+        "{html}"
+    );
+    assert!(html.contains("ana@example.com (section"), "{html}");
+    assert!(
+        html.contains("Typed while someone else saved &lt;b&gt;bold&lt;/b&gt;"),
+        "{html}"
+    );
+
+    // Someone who is neither owner nor reviewer reads it, without forms, and cannot save.
+    let bo = sign_in(&app, "bo@example.com").await;
+    let html = get_page(&app, &path, Some(&bo))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(html.contains(text) && !html.contains("<textarea"), "{html}");
+    let csrf = csrf_of(&html);
+    let res = browser()
+        .post(app.url(&format!("{path}/sections/impact")))
+        .header(COOKIE, &bo)
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("version", "2"),
+            ("body", "mine now"),
+        ])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+}

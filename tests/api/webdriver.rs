@@ -248,6 +248,20 @@ impl Browser {
             .to_owned()
     }
 
+    /// The current value of a form field.
+    pub async fn value(&self, css: &str) -> String {
+        let id = self.find(css).await;
+        self.call(
+            reqwest::Method::GET,
+            &format!("/element/{id}/property/value"),
+            None,
+        )
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+    }
+
     pub async fn set_size(&self, width: u32, height: u32) {
         self.call(
             reqwest::Method::POST,

@@ -99,6 +99,7 @@ pub async fn post_events(
     .await?;
     let content_type = header_str(req.headers(), header::CONTENT_TYPE.as_str()).map(str::to_owned);
     let key = delivery_key(req.headers());
+    let _turn = state.ingest_turn().await;
     let outcome = web::block(move || -> Result<_, ApiError> {
         let events = generic::parse(&body, &state.settings.severity, db::now())?;
         let mut conn = state.pool.get()?;
@@ -202,6 +203,7 @@ pub async fn receive_webhook(
     let content_type = header_str(req.headers(), header::CONTENT_TYPE.as_str()).map(str::to_owned);
     let header_key = delivery_key(req.headers());
     let worker_state = state.clone();
+    let _turn = state.ingest_turn().await;
     let (parsed, outcome) = web::block(move || -> Result<_, ApiError> {
         let state = worker_state;
         let parsed = ingest::parse(source, &body, &state.settings.severity, db::now())?;

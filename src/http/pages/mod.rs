@@ -279,5 +279,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/incidents/{id}", web::get().to(incidents::show))
         .route("/incidents/{id}/coe", web::post().to(incidents::open_coe))
         .route("/coes/{id}", web::get().to(coes::show))
+        .route(
+            "/coes/{id}/sections/{key}",
+            web::post().to(coes::save_section),
+        )
         .route("/static/app.css", web::get().to(stylesheet));
 }
