@@ -882,6 +882,11 @@ pub fn seed(
     }
 
     let leader = email("dana");
+    // The leader administers the service (the pages' admin role comes from here).
+    diesel::update(people::table.find(&leader))
+        .set(people::is_admin.eq(true))
+        .execute(conn)
+        .map_err(fail("make the leader an admin"))?;
     let name = TokenName::parse("demo-dana").map_err(fail("a token name"))?;
     let address = EmailAddress::parse(&leader).map_err(fail("an address"))?;
     let (_, secret) = tokens::create(conn, &name, Role::Admin, Some(&address))

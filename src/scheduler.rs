@@ -106,6 +106,8 @@ fn sweep_once(settings: &Settings, pool: &DbPool, templates: &EmailTemplates) {
     let result = pool.get().map_err(|e| e.to_string()).and_then(|mut conn| {
         // What this server sweeps with, so that a `coe sweep` with other settings warns.
         sweep_settings::record(&mut conn, settings, crate::db::now()).map_err(|e| e.to_string())?;
+        // Sign-in links and requests older than a day are of no use to anyone.
+        crate::services::auth::purge(&mut conn, crate::db::now()).map_err(|e| e.to_string())?;
         reminders::sweep(&mut conn, settings, templates, chrono::Utc::now(), false)
             .map_err(|e| e.to_string())
     });

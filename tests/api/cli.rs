@@ -665,7 +665,24 @@ fn demo_fills_an_empty_database_with_an_organisation_to_look_at_and_refuses_one_
         feed.contains("BEGIN:VCALENDAR") && feed.contains("VEVENT"),
         "{feed}"
     );
+
+    let dana = body_json(&http_get(served.port, "/api/v1/me", Some(&token)));
+    assert_eq!(dana["email"], "dana@example.com", "{dana}");
     drop(served);
+    {
+        use diesel::prelude::*;
+        let pool = coe::db::connect(&coe::config::DatabaseSettings {
+            url: db.url.clone(),
+            ..coe::config::DatabaseSettings::default()
+        })
+        .expect("connect");
+        let admin: bool = coe::db::schema::people::table
+            .find("dana@example.com")
+            .select(coe::db::schema::people::is_admin)
+            .first(&mut pool.get().expect("conn"))
+            .expect("dana");
+        assert!(admin, "the demo's leader is an admin of the pages");
+    }
 
     let again = coe(&["demo"], &env);
     assert_eq!(again.status.code(), Some(1));
