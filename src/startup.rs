@@ -111,6 +111,7 @@ impl Application {
                 .app_data(state.clone())
                 .app_data(BodyLimit(limit))
                 .app_data(web::PayloadConfig::new(limit))
+                .app_data(web::FormConfig::default().limit(limit))
                 .app_data(web::PathConfig::default().error_handler(http::path_error))
                 .configure(http::routes::configure)
                 .configure(http::pages::configure)

@@ -326,6 +326,15 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    coe_reads (coe_id, person_email) {
+        coe_id -> Text,
+        person_email -> Text,
+        version -> Integer,
+        read_at -> Timestamp,
+    }
+}
+
 diesel::allow_tables_to_appear_in_same_query!(
     api_tokens,
     incidents,
@@ -339,6 +348,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     sign_in_links,
     sign_in_requests,
     sessions,
+    coe_reads,
     why_chains,
     related_items,
     coe_recurrences,

@@ -96,7 +96,7 @@ impl Kind {
             due_date: "2026-11-20".into(),
             days_overdue: n,
             days_until_due: -n,
-            link: "https://coe.example.com/api/v1/actions/0193-action".into(),
+            link: "https://coe.example.com/actions/0193-action".into(),
             newly_escalated: false,
         };
         let coe = CoeLine {
@@ -106,7 +106,7 @@ impl Kind {
             reviewer: "bo@example.com".into(),
             deadline: "2026-11-22".into(),
             days: 4,
-            link: "https://coe.example.com/api/v1/coes/0193-coe".into(),
+            link: "https://coe.example.com/coes/0193-coe".into(),
         };
         let value = match self {
             Kind::OverdueDigest => serde_json::to_value(OverdueDigest {
@@ -118,7 +118,7 @@ impl Kind {
                     days_until_due: 2,
                     ..action(0)
                 }],
-                actions_link: "https://coe.example.com/api/v1/actions?owner=ana@example.com".into(),
+                actions_link: "https://coe.example.com/".into(),
             }),
             Kind::Escalation => serde_json::to_value(Escalation {
                 recipient_name: "Carla Manager".into(),
@@ -371,17 +371,20 @@ impl Links {
         }
     }
 
+    /// The COE's page.
     pub fn coe(&self, id: &str) -> String {
-        format!("{}/api/v1/coes/{id}", self.base)
+        format!("{}/coes/{id}", self.base)
     }
 
+    /// The corrective action's page.
     pub fn action(&self, id: &str) -> String {
-        format!("{}/api/v1/actions/{id}", self.base)
+        format!("{}/actions/{id}", self.base)
     }
 
-    pub fn actions_of(&self, owner: &str) -> String {
-        let owner: String = form_urlencoded::byte_serialize(owner.as_bytes()).collect();
-        format!("{}/api/v1/actions?owner={owner}", self.base)
+    /// Where a person sees all their open actions: their "My work" page (the
+    /// recipient is whoever signs in, so the address is not part of the link).
+    pub fn my_work(&self) -> String {
+        format!("{}/", self.base)
     }
 
     pub fn stats(&self) -> String {

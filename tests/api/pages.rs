@@ -663,7 +663,10 @@ async fn the_owner_writes_a_section_and_a_stale_save_keeps_their_text_and_says_w
         html.contains("Someone saved this COE after you opened it"),
         "{html}"
     );
-    assert!(html.contains("ana@example.com (section"), "{html}");
+    assert!(
+        html.contains("ana@example.com wrote Customer and business impact at"),
+        "{html}"
+    );
     assert!(
         html.contains("Typed while someone else saved &lt;b&gt;bold&lt;/b&gt;"),
         "{html}"
@@ -690,4 +693,147 @@ async fn the_owner_writes_a_section_and_a_stale_save_keeps_their_text_and_says_w
         .await
         .expect("sent");
     assert_eq!(res.status(), StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn an_action_owner_moves_the_due_date_with_a_reason_and_closes_it_with_a_note() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let coe = crate::helpers::json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &serde_json::json!({"title": "Queue backlog", "owner": "ana@example.com"}),
+        )
+        .await,
+    )
+    .await;
+    let coe_id = coe["id"].as_str().expect("coe").to_owned();
+    let due = (chrono::Utc::now().date_naive() + chrono::Duration::days(10)).to_string();
+    let action = crate::helpers::json(
+        app.post_json(
+            &format!("/api/v1/coes/{coe_id}/actions"),
+            Some(&admin),
+            &serde_json::json!({"title": "Alarm on queue age", "owner": "cy@example.com",
+                "due_date": due, "priority": "high", "kind": "detect",
+                "external_url": "https://tickets.example.com/OPS-1"}),
+        )
+        .await,
+    )
+    .await;
+    let id = action["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{action}"))
+        .to_owned();
+    let path = format!("/actions/{id}");
+
+    let cy = sign_in(&app, "cy@example.com").await;
+    let html = get_page(&app, &path, Some(&cy))
+        .await
+        .text()
+        .await
+        .expect("html");
+    for text in [
+        "Alarm on queue age",
+        "Start it",
+        "Mark it done",
+        "It will not be done",
+        "Move the due date",
+        "href=\"https://tickets.example.com/OPS-1\"",
+    ] {
+        assert!(html.contains(text), "{text}: {html}");
+    }
+
+    // A due date moves only with a reason; the page then shows the move.
+    let later = (chrono::Utc::now().date_naive() + chrono::Duration::days(20)).to_string();
+    let res = post_form(
+        &app,
+        &cy,
+        &path,
+        &format!("{path}/due-date"),
+        &[("due_date", later.as_str()), ("reason", "")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(res.text().await.expect("html").contains("reason"));
+    let res = post_form(
+        &app,
+        &cy,
+        &path,
+        &format!("{path}/due-date"),
+        &[
+            ("due_date", later.as_str()),
+            ("reason", "Waiting for the <queue> upgrade"),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let html = get_page(&app, &path, Some(&cy))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        html.contains("Waiting for the &lt;queue&gt; upgrade") && html.contains(&later),
+        "{html}"
+    );
+
+    // Done needs a note; then only reopening is offered, and starting is refused.
+    let res = post_form(
+        &app,
+        &cy,
+        &path,
+        &format!("{path}/complete"),
+        &[("note", "")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let res = post_form(
+        &app,
+        &cy,
+        &path,
+        &format!("{path}/complete"),
+        &[
+            ("note", "Alarm live, tested in a game day"),
+            ("evidence_url", "https://grafana.example.com/d/q"),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let html = get_page(&app, &path, Some(&cy))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        html.contains("Reopen it") && !html.contains("Mark it done"),
+        "{html}"
+    );
+    assert!(html.contains("Alarm live, tested in a game day"), "{html}");
+    let res = post_form(&app, &cy, &path, &format!("{path}/start"), &[]).await;
+    assert_eq!(res.status(), StatusCode::CONFLICT);
+    let res = post_form(&app, &cy, &path, &format!("{path}/explode"), &[]).await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+
+    // Someone else reads it without forms and cannot change it.
+    let bo = sign_in(&app, "bo@example.com").await;
+    let html = get_page(&app, &path, Some(&bo))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(!html.contains("Reopen it"), "{html}");
+    let res = post_form(
+        &app,
+        &bo,
+        &path,
+        &format!("{path}/reopen"),
+        &[("note", "mine")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert_eq!(
+        get_page(&app, "/actions/nope", Some(&bo)).await.status(),
+        StatusCode::NOT_FOUND
+    );
 }

@@ -1,21 +1,25 @@
 //! One COE as a document: its sections with their guidance and completeness, the
 //! timeline, 5 whys, actions, related items, recurrence and review, with what is
-//! still missing listed at the top and linked to its section. Its text sections are
-//! edited in place; a save names the version the page was loaded with, and when
-//! someone saved first the page says who and keeps what the person typed.
+//! still missing listed at the top and linked to its section. Everything is edited in
+//! place (`coe_forms`); every change names the version the page was loaded with, and
+//! when someone saved first the page says who and keeps what the person typed.
 
 use std::collections::BTreeMap;
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
-use serde::Deserialize;
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
 use serde_json::{json, Value};
 
-use super::{render, PageError};
-use crate::domain::coe::CoeState;
+use super::{as_person, render, see_other, PageError};
+use crate::db::schema::coe_reads;
+use crate::db::{self, DbConnection};
+use crate::domain::coe::{CoeState, TimelineKind};
 use crate::domain::rules::Finding;
+use crate::error::ApiError;
 use crate::http::session::SignedIn;
-use crate::http::state::{with_conn, AppState};
+use crate::http::state::AppState;
 use crate::services::access::{self, Editor};
 use crate::services::coes::{self, CoeDocument, CoeError, HistoryEntry, SectionView};
 
@@ -38,55 +42,172 @@ fn findings(list: &[Finding], sections: &[SectionView]) -> Vec<Value> {
         .collect()
 }
 
-/// A related item's link, only when it is http(s): anything else is shown as text.
-fn safe_href(url: Option<&str>) -> Option<String> {
+/// A link shown as a link only when it is http(s): anything else is shown as text.
+pub(super) fn safe_href(url: Option<&str>) -> Option<String> {
     let parsed = url::Url::parse(url?).ok()?;
     matches!(parsed.scheme(), "http" | "https").then(|| parsed.to_string())
 }
 
-/// What a page shows besides the document: a notice, and text a person typed that
-/// was not saved (by section key), with the problem it had.
+/// What a page shows besides the document after a change that did not go through:
+/// a notice, and per part of the page (a text section's key, or `timeline`,
+/// `five_whys`, `related`, `actions`, `details`, `review`) the problems and what the
+/// person typed.
 #[derive(Default)]
-struct Kept {
-    notice: Option<String>,
-    texts: BTreeMap<String, String>,
-    problems: BTreeMap<String, String>,
+pub(super) struct Kept {
+    pub notice: Option<String>,
+    pub texts: BTreeMap<String, String>,
+    pub problems: BTreeMap<String, Vec<String>>,
+    pub forms: BTreeMap<String, Value>,
+    /// Text sections to show rendered, not saved (the preview button).
+    pub previews: BTreeMap<String, String>,
+}
+
+/// What the page of a COE needs: the document and what the person may do with it.
+pub(super) struct Loaded {
+    pub doc: CoeDocument,
+    pub history: Vec<HistoryEntry>,
+    may_edit: bool,
+    /// For the reviewer: what others changed since their last look, and when that was.
+    since_last_look: Option<(NaiveDateTime, Vec<HistoryEntry>)>,
+}
+
+/// Notes that `who` looked at the COE now; returns their previous look.
+fn note_look(
+    conn: &mut DbConnection,
+    id: &str,
+    who: &str,
+    version: i32,
+) -> QueryResult<Option<NaiveDateTime>> {
+    let previous: Option<NaiveDateTime> = coe_reads::table
+        .find((id, who))
+        .select(coe_reads::read_at)
+        .first(conn)
+        .optional()?;
+    let now = db::now();
+    if previous.is_some() {
+        diesel::update(coe_reads::table.find((id, who)))
+            .set((coe_reads::version.eq(version), coe_reads::read_at.eq(now)))
+            .execute(conn)?;
+    } else {
+        crate::insert_or_ignore!(
+            conn,
+            diesel::insert_into(coe_reads::table).values((
+                coe_reads::coe_id.eq(id),
+                coe_reads::person_email.eq(who),
+                coe_reads::version.eq(version),
+                coe_reads::read_at.eq(now),
+            )),
+            (coe_reads::coe_id, coe_reads::person_email)
+        )?;
+    }
+    Ok(previous)
 }
 
 /// The document, its history, and whether `who` may change it (the services'
-/// access rule, asked, not copied).
-async fn load(
+/// access rule, asked, not copied). A reviewer's look is remembered.
+pub(super) async fn load(
     state: &web::Data<AppState>,
     id: &str,
     who: &SignedIn,
-) -> Result<(CoeDocument, Vec<HistoryEntry>, bool), PageError> {
+    remember_look: bool,
+) -> Result<Loaded, PageError> {
     let key = id.to_owned();
-    let (email, is_admin) = (who.person.email.clone(), who.person.is_admin);
-    with_conn(state, move |conn, state| {
+    as_person(state, who, move |conn, state, editor| {
         let doc = match coes::load(conn, &key, &state.settings) {
             Ok(doc) => doc,
             Err(CoeError::NotFound(_)) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        let editor = Editor {
-            actor: &email,
-            email: Some(&email),
-            is_admin,
+        let may_edit = access::coe(conn, &key, editor).is_ok();
+        let history = coes::history(conn, &key)?;
+        let me = editor.actor;
+        let since_last_look = if remember_look && doc.reviewer.as_deref() == Some(me) {
+            note_look(conn, &key, me, doc.version)
+                .map_err(ApiError::from)?
+                .map(|seen| {
+                    let changes = history
+                        .iter()
+                        .filter(|h| h.at > seen && h.actor != me)
+                        .cloned()
+                        .collect();
+                    (seen, changes)
+                })
+        } else {
+            None
         };
-        let may_edit = access::coe(conn, &key, &editor).is_ok();
-        Ok(Some((doc, coes::history(conn, &key)?, may_edit)))
+        Ok(Some(Loaded {
+            doc,
+            history,
+            may_edit,
+            since_last_look,
+        }))
     })
     .await?
     .ok_or_else(|| PageError::NotFound(format!("there is no COE {id}")))
 }
 
-fn page(
+/// What an audit action (`section:impact`, `timeline:add`) means, in words.
+pub(super) fn change_words(action: &str, titles: &[SectionView]) -> String {
+    let (what, detail) = action.split_once(':').unwrap_or((action, ""));
+    let section = |key: &str| {
+        titles
+            .iter()
+            .find(|s| s.key == key)
+            .map_or_else(|| key.to_owned(), |s| s.title.clone())
+    };
+    match (what, detail) {
+        ("section", key) => format!("wrote {}", section(key)),
+        ("timeline", "add") => "added a timeline entry".into(),
+        ("timeline", "edit") => "changed a timeline entry".into(),
+        ("timeline", "delete") => "deleted a timeline entry".into(),
+        ("five_whys", "add") => "added a 5-whys chain".into(),
+        ("five_whys", "edit") => "changed a 5-whys chain".into(),
+        ("five_whys", _) => "deleted a 5-whys chain".into(),
+        ("update", _) => "changed its title, owner, reviewer, severity or service".into(),
+        ("opened", _) => "opened it".into(),
+        ("related", "add") => "linked a related item".into(),
+        ("related", _) => "removed a related item".into(),
+        ("state", to) => format!("moved it to {}", to.replace('_', " ")),
+        _ => action.replace([':', '_'], " "),
+    }
+}
+
+/// Who changed the COE lately, in words: "ana@example.com wrote Impact at 10:03 UTC".
+fn changed_by(history: &[HistoryEntry], count: usize, titles: &[SectionView]) -> String {
+    let recent: Vec<String> = history
+        .iter()
+        .rev()
+        .take(count.max(1))
+        .map(|h| {
+            format!(
+                "{} {} at {}",
+                h.actor,
+                change_words(&h.action, titles),
+                h.at.format("%H:%M UTC")
+            )
+        })
+        .collect();
+    recent.join("; ")
+}
+
+/// An entry's time as a `datetime-local` field holds it (UTC).
+fn local_input(at: &NaiveDateTime) -> String {
+    at.format("%Y-%m-%dT%H:%M").to_string()
+}
+
+pub(super) fn page(
     state: &AppState,
     who: &SignedIn,
     status: StatusCode,
-    (doc, may_edit): (CoeDocument, bool),
+    loaded: Loaded,
     kept: Kept,
 ) -> Result<HttpResponse, PageError> {
+    let Loaded {
+        doc,
+        history,
+        may_edit,
+        since_last_look,
+    } = loaded;
     let related: Vec<Value> = doc
         .related
         .iter()
@@ -101,28 +222,85 @@ fn page(
                 .or_else(|| r.url.clone())
                 .or_else(|| r.coe_id.clone())
                 .unwrap_or_default();
-            json!({"kind": r.kind, "href": href, "label": label})
+            json!({"id": r.id, "kind": r.kind, "href": href, "label": label})
         })
         .collect();
-    let may_edit = may_edit && doc.state == CoeState::Draft;
+    let may_write = may_edit && doc.state.is_editable();
+    let may_add_actions = may_edit && doc.state != CoeState::Closed;
+    let me = who.person.email.as_str();
+    let is_reviewer = doc.reviewer.as_deref() == Some(me) || who.person.is_admin;
+    let changed_keys: Vec<String> = since_last_look
+        .as_ref()
+        .map(|(_, changes)| {
+            changes
+                .iter()
+                .filter_map(|h| h.action.strip_prefix("section:").map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
     let sections: Vec<Value> = doc
         .sections
         .iter()
         .map(|s| {
+            let kind = serde_json::to_value(s.kind).unwrap_or_default();
+            let part = kind.as_str().unwrap_or_default();
             let mut v = serde_json::to_value(s).unwrap_or_default();
             v["text"] = json!(kept.texts.get(&s.key).unwrap_or(&s.body));
-            v["save_problem"] = json!(kept.problems.get(&s.key));
+            v["preview"] = json!(kept.previews.get(&s.key));
+            let problems = kept.problems.get(&s.key).or(kept.problems.get(part));
+            v["save_problems"] = json!(problems);
+            v["form"] = kept.forms.get(part).cloned().unwrap_or_else(|| json!({}));
+            v["changed"] = json!(changed_keys.contains(&s.key));
             v
         })
         .collect();
+    let timeline: Vec<Value> = doc
+        .timeline
+        .iter()
+        .map(|t| {
+            let mut v = serde_json::to_value(t).unwrap_or_default();
+            v["at_input"] = json!(local_input(&t.at));
+            v
+        })
+        .collect();
+    let kinds: Vec<Value> = TimelineKind::ALL
+        .iter()
+        .map(|k| json!({"value": k.as_str(), "milestone": k.is_milestone()}))
+        .collect();
+    let last_look = since_last_look.map(|(seen, changes)| {
+        let lines: Vec<Value> = changes
+            .iter()
+            .map(|h| {
+                json!({"at": crate::json::format_utc(&h.at), "actor": h.actor,
+                       "what": change_words(&h.action, &doc.sections)})
+            })
+            .collect();
+        json!({"seen": crate::json::format_utc(&seen), "changes": lines})
+    });
     let data = json!({
         "state": doc.state.as_str().replace('_', " "),
-        "may_edit": may_edit,
+        "is_draft": doc.state == CoeState::Draft,
+        "in_review": doc.state == CoeState::InReview,
+        "may_edit": may_write,
+        "may_add_actions": may_add_actions,
+        "may_review": is_reviewer && doc.state == CoeState::InReview,
+        "may_submit": may_write && doc.state == CoeState::Draft,
         "missing": findings(&doc.completeness.missing, &doc.sections),
         "warnings": findings(&doc.completeness.warnings, &doc.sections),
         "related": related,
         "sections": sections,
+        "timeline": timeline,
+        "timeline_kinds": kinds,
+        "related_kinds": crate::domain::coe::RelatedKind::ALL.map(|k| k.as_str()),
+        "severities": crate::domain::Severity::ALL.map(|s| s.to_string()),
+        "priorities": ["high", "medium", "low"],
+        "action_kinds": ["detect", "diagnose", "mitigate", "prevent", "process"],
+        "why_rows": [1, 2, 3, 4, 5],
         "notice": kept.notice,
+        "problems": kept.problems,
+        "forms": kept.forms,
+        "last_look": last_look,
+        "changes": history.len(),
         "coe": doc,
     });
     render(state, Some(who), status, "coe", data)
@@ -134,105 +312,77 @@ pub async fn show(
     path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    let (doc, _, may_edit) = load(&state, &path, &who).await?;
-    page(
-        &state,
-        &who,
-        StatusCode::OK,
-        (doc, may_edit),
-        Kept::default(),
-    )
+    let loaded = load(&state, &path, &who, true).await?;
+    page(&state, &who, StatusCode::OK, loaded, Kept::default())
 }
 
-#[derive(Debug, Deserialize)]
-pub struct SectionForm {
-    #[serde(default)]
-    csrf: String,
-    #[serde(default)]
-    version: i32,
-    #[serde(default)]
-    body: String,
-}
-
-/// Who changed the COE after version `since`, in words: "ana@example.com (section
-/// impact) and bo@example.com (timeline:add)".
-fn changed_by(history: &[HistoryEntry], count: usize) -> String {
-    let recent: Vec<String> = history
-        .iter()
-        .rev()
-        .take(count.max(1))
-        .map(|h| format!("{} ({} at {})", h.actor, h.action, h.at.format("%H:%M UTC")))
-        .collect();
-    recent.join(", ")
-}
-
-/// `POST /coes/{id}/sections/{key}`.
-pub async fn save_section(
-    who: SignedIn,
-    path: web::Path<(String, String)>,
-    form: web::Form<SectionForm>,
-    state: web::Data<AppState>,
+/// The answer to a change of COE `id` made from the part `part` of its page:
+/// back to that part when it worked; otherwise the page again, with the problems
+/// next to the part and what the person typed (`kept`), or — when someone saved
+/// first — a notice saying who.
+pub(super) async fn answer(
+    state: &web::Data<AppState>,
+    who: &SignedIn,
+    id: &str,
+    part: &str,
+    result: Result<(), CoeError>,
+    mut kept: Kept,
 ) -> Result<HttpResponse, PageError> {
-    who.check_csrf(&form.csrf)?;
-    let (id, key) = path.into_inner();
-    let form = form.into_inner();
-    let (coe_id, section, body, version) =
-        (id.clone(), key.clone(), form.body.clone(), form.version);
-    let (email, is_admin) = (who.person.email.clone(), who.person.is_admin);
-    let saved = with_conn(&state, move |conn, state| {
-        let editor = Editor {
-            actor: &email,
-            email: Some(&email),
-            is_admin,
-        };
-        Ok(coes::put_section(
-            conn,
-            &coe_id,
-            &section,
-            &body,
-            Some(version),
-            &editor,
-            &state.coe_context(),
-        ))
-    })
-    .await?;
-    let mut kept = Kept::default();
-    let status = match saved {
+    let status = match result {
         Ok(()) => {
-            return Ok(HttpResponse::SeeOther()
-                .insert_header(("location", format!("/coes/{id}#{key}")))
-                .finish());
+            let anchor = if matches!(part, "timeline" | "five_whys" | "related" | "actions") {
+                format!("part-{part}")
+            } else {
+                part.to_owned()
+            };
+            return Ok(see_other(&format!("/coes/{id}#{anchor}")));
         }
         Err(CoeError::Stale { expected, current }) => {
-            let (doc, history, may_edit) = load(&state, &id, &who).await?;
+            let loaded = load(state, id, who, false).await?;
             let count = usize::try_from(current - expected).unwrap_or(1);
             kept.notice = Some(format!(
                 "Someone saved this COE after you opened it (version {expected} → {current}): {}. \
-                 Your text for this section is kept below, not saved; compare it with theirs and save again.",
-                changed_by(&history, count)
+                 What you typed is kept below, not saved; compare it with theirs and save again.",
+                changed_by(&loaded.history, count, &loaded.doc.sections)
             ));
-            kept.texts.insert(key.clone(), form.body);
-            return page(&state, &who, StatusCode::CONFLICT, (doc, may_edit), kept);
+            return page(state, who, StatusCode::CONFLICT, loaded, kept);
         }
         Err(CoeError::Invalid(problems)) => {
-            let problem = problems
-                .into_iter()
-                .map(|(field, p)| format!("{field}: {p}"))
-                .collect::<Vec<_>>()
-                .join("; ");
-            kept.problems.insert(key.clone(), problem);
+            kept.problems.insert(
+                part.to_owned(),
+                problems
+                    .into_iter()
+                    .map(|(field, p)| format!("{}: {p}", field.replace('_', " ")))
+                    .collect(),
+            );
             StatusCode::UNPROCESSABLE_ENTITY
         }
         Err(CoeError::NotFound(_)) => {
             return Err(PageError::NotFound(format!("there is no COE {id}")));
         }
         Err(CoeError::Forbidden(m)) => return Err(PageError::Forbidden(m)),
-        Err(e @ CoeError::NotEditable { .. }) => return Err(PageError::BadRequest(e.to_string())),
-        Err(e) => return Err(crate::error::ApiError::from(e).into()),
+        Err(e @ CoeError::NotEditable { .. }) | Err(e @ CoeError::Conflict(_)) => {
+            kept.problems.insert(part.to_owned(), vec![e.to_string()]);
+            StatusCode::CONFLICT
+        }
+        Err(e) => return Err(ApiError::from(e).into()),
     };
-    kept.texts.insert(key, form.body);
-    let (doc, _, may_edit) = load(&state, &id, &who).await?;
-    page(&state, &who, status, (doc, may_edit), kept)
+    let loaded = load(state, id, who, false).await?;
+    page(state, who, status, loaded, kept)
+}
+
+/// Runs a change of a COE as the signed-in person.
+pub(super) async fn change(
+    state: &web::Data<AppState>,
+    who: &SignedIn,
+    work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>) -> Result<(), CoeError>
+        + Send
+        + 'static,
+) -> Result<Result<(), CoeError>, PageError> {
+    as_person(state, who, move |conn, state, editor| {
+        Ok(work(conn, state, editor))
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -3,9 +3,13 @@
 //! takes a `SignedIn` person; every form that changes something carries the session's
 //! CSRF token. The pages call the same services as the API.
 
+mod actions;
+mod coe_forms;
 mod coes;
 mod home;
 mod incidents;
+mod markdown;
+mod review;
 mod sign_in;
 
 use std::fmt;
@@ -17,9 +21,11 @@ use handlebars::Handlebars;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::db::DbConnection;
 use crate::error::ApiError;
 use crate::http::session::SignedIn;
-use crate::http::state::AppState;
+use crate::http::state::{with_conn, AppState};
+use crate::services::access::Editor;
 
 macro_rules! embedded {
     ($($name:literal),* $(,)?) => {
@@ -38,6 +44,9 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "incidents",
     "incident",
     "coe",
+    "action",
+    "coe_print",
+    "coe_history",
 );
 
 const APP_CSS: &str = include_str!(concat!(
@@ -84,6 +93,7 @@ impl PageTemplates {
         registry.set_strict_mode(false);
         registry.set_dev_mode(false);
         registry.register_helper("time", Box::new(time));
+        registry.register_helper("markdown", Box::new(markdown::helper));
         for (name, text) in TEMPLATES {
             let result = if *name == "layout" {
                 registry.register_partial(name, *text)
@@ -242,6 +252,84 @@ pub fn render(
     Ok(res.content_type("text/html; charset=utf-8").body(body))
 }
 
+/// Runs `work` on a pooled connection as the signed-in person: the same `Editor` the
+/// API's callers become, so the services' access rules decide.
+pub async fn as_person<T: Send + 'static>(
+    state: &web::Data<AppState>,
+    who: &SignedIn,
+    work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, PageError> {
+    let (email, is_admin) = (who.person.email.clone(), who.person.is_admin);
+    Ok(with_conn(state, move |conn, state| {
+        let editor = Editor {
+            actor: &email,
+            email: Some(&email),
+            is_admin,
+        };
+        work(conn, state, &editor)
+    })
+    .await?)
+}
+
+/// A submitted form's fields, in order (a name may repeat: the 5 whys' steps).
+pub struct Fields(Vec<(String, String)>);
+
+impl Fields {
+    pub fn new(form: web::Form<Vec<(String, String)>>) -> Fields {
+        Fields(form.into_inner())
+    }
+
+    /// The field's value as sent, or "".
+    pub fn text(&self, name: &str) -> String {
+        self.all(name).next().unwrap_or_default().to_owned()
+    }
+
+    /// The field's value, trimmed, when it is not empty.
+    pub fn filled(&self, name: &str) -> Option<String> {
+        self.all(name)
+            .next()
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    }
+
+    /// Every value of a repeated field.
+    pub fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.0
+            .iter()
+            .filter(move |(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The COE version the page was loaded with.
+    pub fn version(&self) -> Option<i32> {
+        self.filled("version").and_then(|v| v.parse().ok())
+    }
+
+    /// The fields as a JSON object (the first value of each), to show again.
+    pub fn to_json(&self) -> Value {
+        let mut map = serde_json::Map::new();
+        for (name, value) in &self.0 {
+            if name != "csrf" && !map.contains_key(name) {
+                map.insert(name.clone(), Value::String(value.clone()));
+            }
+        }
+        Value::Object(map)
+    }
+
+    /// Checks the form's CSRF token against the session's.
+    pub fn check(&self, who: &SignedIn) -> Result<(), PageError> {
+        who.check_csrf(&self.text("csrf"))
+    }
+}
+
+/// A `303 See Other` to `location`: where a form that worked sends the browser.
+pub fn see_other(location: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, location))
+        .finish()
+}
+
 /// The stylesheet: cached by browsers for a day (its URL carries its hash, so a new
 /// version is fetched at once), with an ETag for revalidation.
 async fn stylesheet(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
@@ -279,9 +367,38 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/incidents/{id}", web::get().to(incidents::show))
         .route("/incidents/{id}/coe", web::post().to(incidents::open_coe))
         .route("/coes/{id}", web::get().to(coes::show))
+        .route("/coes/{id}/print", web::get().to(review::print))
+        .route("/coes/{id}/history", web::get().to(review::history))
         .route(
             "/coes/{id}/sections/{key}",
-            web::post().to(coes::save_section),
+            web::post().to(coe_forms::save_section),
         )
+        .route("/coes/{id}/details", web::post().to(coe_forms::details))
+        .route(
+            "/coes/{id}/timeline",
+            web::post().to(coe_forms::add_timeline),
+        )
+        .route(
+            "/coes/{id}/timeline/{entry}",
+            web::post().to(coe_forms::edit_timeline),
+        )
+        .route("/coes/{id}/whys", web::post().to(coe_forms::add_whys))
+        .route(
+            "/coes/{id}/whys/{chain}",
+            web::post().to(coe_forms::edit_whys),
+        )
+        .route("/coes/{id}/related", web::post().to(coe_forms::add_related))
+        .route(
+            "/coes/{id}/related/{item}/delete",
+            web::post().to(coe_forms::delete_related),
+        )
+        .route("/coes/{id}/actions", web::post().to(coe_forms::add_action))
+        .route("/coes/{id}/review/{step}", web::post().to(review::step))
+        .route("/actions/{id}", web::get().to(actions::show))
+        .route(
+            "/actions/{id}/due-date",
+            web::post().to(actions::move_due_date),
+        )
+        .route("/actions/{id}/{verb}", web::post().to(actions::transition))
         .route("/static/app.css", web::get().to(stylesheet));
 }

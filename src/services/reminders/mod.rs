@@ -116,7 +116,7 @@ impl Lines<'_> {
                 coes_named: self.coes_named(overdue.iter().chain(due_soon)),
                 overdue: self.lines(overdue),
                 due_soon: self.lines(due_soon),
-                actions_link: self.links.actions_of(&d.recipient),
+                actions_link: self.links.my_work(),
             }),
             Payload::Escalation {
                 threshold_days,

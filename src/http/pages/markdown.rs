@@ -1,0 +1,92 @@
+//! Markdown as the pages show it: CommonMark with tables and strikethrough, where
+//! raw HTML is shown as text, links are kept only when they are http(s), mailto or
+//! within this site, and images become their description (the page loads nothing
+//! from elsewhere). The one place user text becomes HTML; templates reach it through
+//! the `markdown` helper, never through a triple-stash.
+
+use handlebars::{
+    Context, Handlebars, Helper, HelperResult, Output, RenderContext, RenderErrorReason,
+};
+use pulldown_cmark::{Event, LinkType, Options, Parser, Tag, TagEnd};
+
+/// Whether a link target may be followed from a page.
+fn allowed_link(dest: &str) -> bool {
+    if dest.starts_with('/') && !dest.starts_with("//") || dest.starts_with('#') {
+        return true;
+    }
+    url::Url::parse(dest).is_ok_and(|u| matches!(u.scheme(), "http" | "https" | "mailto"))
+}
+
+/// `text` rendered as safe HTML.
+pub fn to_html(text: &str) -> String {
+    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
+    // Links that may not be followed and images lose their tag and keep their text;
+    // raw HTML becomes text.
+    let mut dropped = Vec::new();
+    let events = Parser::new_ext(text, options).filter_map(|event| match event {
+        Event::Html(raw) | Event::InlineHtml(raw) => Some(Event::Text(raw)),
+        Event::Start(Tag::Link {
+            ref dest_url,
+            link_type,
+            ..
+        }) => {
+            // An autolinked address (`<ana@example.com>`) becomes a mailto link.
+            let keep = link_type == LinkType::Email || allowed_link(dest_url);
+            dropped.push(!keep);
+            keep.then_some(event)
+        }
+        Event::End(TagEnd::Link) => (!dropped.pop().unwrap_or(false)).then_some(event),
+        Event::Start(Tag::Image { .. }) | Event::End(TagEnd::Image) => None,
+        Event::DisplayMath(s) | Event::InlineMath(s) => Some(Event::Text(s)),
+        other => Some(other),
+    });
+    let mut html = String::with_capacity(text.len() * 3 / 2);
+    pulldown_cmark::html::push_html(&mut html, events);
+    html
+}
+
+/// `{{markdown text}}`: the text rendered by `to_html`, written as HTML.
+pub fn helper(
+    h: &Helper<'_>,
+    _: &Handlebars<'_>,
+    _: &Context,
+    _: &mut RenderContext<'_, '_>,
+    out: &mut dyn Output,
+) -> HelperResult {
+    let text = h
+        .param(0)
+        .ok_or(RenderErrorReason::ParamNotFoundForIndex("markdown", 0))?;
+    if let Some(text) = text.value().as_str() {
+        out.write(&to_html(text))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_renders_and_raw_html_and_foreign_links_stay_text() {
+        let html = to_html("# Impact\n\n**2,000** checkouts failed\n\n- one\n- two");
+        assert!(html.contains("<h1>Impact</h1>"), "{html}");
+        assert!(html.contains("<strong>2,000</strong>"), "{html}");
+        assert!(html.contains("<li>one</li>"), "{html}");
+
+        let html = to_html("<script>alert(1)</script> and <b onclick=x>bold</b>");
+        assert!(!html.contains("<script"), "{html}");
+        assert!(!html.contains("<b "), "{html}");
+        assert!(html.contains("&lt;script&gt;"), "{html}");
+
+        let html = to_html("[x](javascript:alert(1)) [y](https://example.com/a) [z](/coes/1)");
+        assert!(!html.contains("javascript:"), "{html}");
+        assert!(html.contains(">x<") || html.contains("x "), "{html}");
+        assert!(html.contains("href=\"https://example.com/a\""), "{html}");
+        assert!(html.contains("href=\"/coes/1\""), "{html}");
+
+        let html = to_html("![tracker](https://evil.example.com/t.png) [n](//evil.example.com)");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(html.contains("tracker"), "{html}");
+        assert!(!html.contains("evil"), "{html}");
+    }
+}

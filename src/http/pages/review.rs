@@ -1,0 +1,113 @@
+//! The review of a COE from its page: submit (every missing piece listed at once),
+//! approve, request changes with a comment; the whole COE as one printable document
+//! for the start of the review meeting; and its history.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+use serde_json::{json, Value};
+
+use super::coes::{self, answer, change, change_words, safe_href, Kept};
+use super::{render, Fields, PageError};
+use crate::domain::coe::CoeState;
+use crate::http::session::SignedIn;
+use crate::http::state::AppState;
+use crate::services::review::{self, Step};
+
+/// `POST /coes/{id}/review/{step}`: submit, approve or request-changes.
+pub async fn step(
+    who: SignedIn,
+    path: web::Path<(String, String)>,
+    form: web::Form<Vec<(String, String)>>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, PageError> {
+    let form = Fields::new(form);
+    form.check(&who)?;
+    let (id, name) = path.into_inner();
+    let step = [Step::Submit, Step::Approve, Step::RequestChanges]
+        .into_iter()
+        .find(|s| s.name() == name)
+        .ok_or_else(|| PageError::NotFound(format!("no review step {name:?}")))?;
+    let comment = form.filled("comment");
+    let key = id.clone();
+    let result = change(&state, &who, move |conn, state, editor| {
+        review::step(
+            conn,
+            &key,
+            step,
+            comment.as_deref(),
+            editor,
+            &state.settings,
+            &state.emails,
+        )
+    })
+    .await?;
+    let kept = Kept {
+        forms: [("review".to_owned(), form.to_json())].into(),
+        ..Kept::default()
+    };
+    answer(&state, &who, &id, "review", result, kept).await
+}
+
+/// `GET /coes/{id}/print`: the whole COE as one document, without forms, laid out
+/// for reading and printing.
+pub async fn print(
+    who: SignedIn,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, PageError> {
+    let loaded = coes::load(&state, &path, &who, false).await?;
+    let doc = &loaded.doc;
+    let related: Vec<Value> = doc
+        .related
+        .iter()
+        .map(|r| {
+            let href = r
+                .coe_id
+                .as_ref()
+                .map(|c| format!("/coes/{c}"))
+                .or_else(|| safe_href(r.url.as_deref()));
+            let label = r
+                .title
+                .clone()
+                .or_else(|| r.url.clone())
+                .or_else(|| r.coe_id.clone());
+            json!({"kind": r.kind, "href": href, "label": label})
+        })
+        .collect();
+    let data = json!({
+        "state": doc.state.as_str().replace('_', " "),
+        "closed": doc.state == CoeState::Closed,
+        "related": related,
+        "coe": doc,
+    });
+    render(&state, Some(&who), StatusCode::OK, "coe_print", data)
+}
+
+/// `GET /coes/{id}/history`: every change, newest first, in words.
+pub async fn history(
+    who: SignedIn,
+    path: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, PageError> {
+    let loaded = coes::load(&state, &path, &who, false).await?;
+    let entries: Vec<Value> = loaded
+        .history
+        .iter()
+        .rev()
+        .map(|h| {
+            let text = h
+                .after
+                .as_ref()
+                .and_then(|a| a.get("body").or_else(|| a.get("text")))
+                .and_then(Value::as_str);
+            json!({
+                "at": crate::json::format_utc(&h.at),
+                "actor": h.actor,
+                "what": change_words(&h.action, &loaded.doc.sections),
+                "text": text,
+            })
+        })
+        .collect();
+    let data = json!({"coe": {"id": loaded.doc.id, "title": loaded.doc.title}, "entries": entries});
+    render(&state, Some(&who), StatusCode::OK, "coe_history", data)
+}
