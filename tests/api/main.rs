@@ -8,6 +8,7 @@ mod actions;
 mod alertmanager;
 mod browser;
 mod cli;
+mod coe_pages;
 mod coes;
 mod email;
 mod errors;

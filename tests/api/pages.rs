@@ -10,7 +10,7 @@ use reqwest::StatusCode;
 use crate::helpers::{spawn_app, spawn_app_with, TestApp};
 
 /// A browser-like client that does not follow redirects (so each step is seen).
-fn browser() -> reqwest::Client {
+pub(crate) fn browser() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()
@@ -48,7 +48,7 @@ async fn ask_for_link(app: &TestApp, email: &str) -> reqwest::Response {
 }
 
 /// Signs in through the emailed link; returns the session cookie (`name=value`).
-async fn sign_in(app: &TestApp, email: &str) -> String {
+pub(crate) async fn sign_in(app: &TestApp, email: &str) -> String {
     let res = ask_for_link(app, email).await;
     assert_eq!(res.status(), StatusCode::OK);
     let link = emailed_link(app, email).expect("a link was emailed");
@@ -68,7 +68,7 @@ async fn sign_in(app: &TestApp, email: &str) -> String {
     cookie.split(';').next().expect("name=value").to_owned()
 }
 
-async fn get_page(app: &TestApp, path: &str, cookie: Option<&str>) -> reqwest::Response {
+pub(crate) async fn get_page(app: &TestApp, path: &str, cookie: Option<&str>) -> reqwest::Response {
     let mut req = browser().get(app.url(path));
     if let Some(c) = cookie {
         req = req.header(COOKIE, c);
@@ -76,7 +76,7 @@ async fn get_page(app: &TestApp, path: &str, cookie: Option<&str>) -> reqwest::R
     req.send().await.expect("sent")
 }
 
-fn csrf_of(html: &str) -> String {
+pub(crate) fn csrf_of(html: &str) -> String {
     let start = html.find("name=\"csrf\" value=\"").expect("a csrf field") + 19;
     html[start..].split('"').next().expect("value").to_owned()
 }
@@ -431,7 +431,7 @@ async fn pages_carry_security_headers_and_the_stylesheet_is_cached() {
 }
 
 /// Posts a form with the session cookie and the CSRF token of the page at `from`.
-async fn post_form(
+pub(crate) async fn post_form(
     app: &TestApp,
     cookie: &str,
     from: &str,
@@ -586,7 +586,7 @@ async fn incidents_are_listed_filtered_and_shown_with_their_alerts_collapsed() {
 }
 
 /// The value of the hidden `version` field of the first form on a page.
-fn version_of(html: &str) -> String {
+pub(crate) fn version_of(html: &str) -> String {
     let start = html
         .find("name=\"version\" value=\"")
         .expect("a version field")

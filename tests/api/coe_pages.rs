@@ -1,0 +1,571 @@
+//! The COE's page as its owner and reviewer use it, over HTTP: every form on it
+//! (details, text sections with preview, timeline, 5 whys, related items, corrective
+//! actions, the review steps), the printable view and the history.
+
+use reqwest::header::{COOKIE, LOCATION};
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::helpers::{json as body_json, spawn_app, TestApp};
+use crate::pages::{browser, csrf_of, get_page, sign_in, version_of};
+
+/// Posts a form of the COE page `page` to `to`, with the session's CSRF token and the
+/// version the page shows now (as a browser would send them).
+async fn post_coe(
+    app: &TestApp,
+    cookie: &str,
+    page: &str,
+    to: &str,
+    fields: &[(&str, &str)],
+) -> reqwest::Response {
+    let html = get_page(app, page, Some(cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    // The review forms carry no version; a reader's page has no form but sign-out.
+    let csrf = csrf_of(&html);
+    let version = html
+        .contains("name=\"version\"")
+        .then(|| version_of(&html))
+        .unwrap_or_default();
+    let mut form: Vec<(&str, &str)> = vec![("csrf", &csrf), ("version", &version)];
+    form.extend_from_slice(fields);
+    browser()
+        .post(app.url(to))
+        .header(COOKIE, cookie)
+        .form(&form)
+        .send()
+        .await
+        .expect("sent")
+}
+
+async fn text_of(app: &TestApp, path: &str, cookie: &str) -> String {
+    let res = get_page(app, path, Some(cookie)).await;
+    assert_eq!(res.status(), StatusCode::OK, "{path}");
+    res.text().await.expect("html")
+}
+
+/// The first id in `html` after `prefix` (an id in a form's address).
+fn id_after(html: &str, prefix: &str) -> String {
+    let start = html
+        .find(prefix)
+        .unwrap_or_else(|| panic!("{prefix} in {html}"))
+        + prefix.len();
+    html[start..]
+        .split(['"', '/'])
+        .next()
+        .expect("id")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let coe = body_json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Checkout 502s <script>alert(1)</script>", "owner": "ana@example.com",
+                    "severity": "sev2", "service": "checkout"}),
+        )
+        .await,
+    )
+    .await;
+    let id = coe["id"].as_str().expect("id").to_owned();
+    let page = format!("/coes/{id}");
+    let ana = sign_in(&app, "ana@example.com").await;
+    let html = text_of(&app, &page, &ana).await;
+    assert!(html.contains("Checkout 502s &lt;script&gt;alert(1)&lt;/script&gt;"));
+    for form in [
+        "Add a timeline entry",
+        "Add a 5-whys chain",
+        "Add a corrective action",
+        "Link a related item",
+        "Submit for review",
+        "Change the title, owner, reviewer, severity or service",
+    ] {
+        assert!(html.contains(form), "{form}");
+    }
+
+    // Submitting now lists every missing piece at once, next to the button.
+    let res = post_coe(&app, &ana, &page, &format!("{page}/review/submit"), &[]).await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = res.text().await.expect("html");
+    assert!(html.contains("It cannot go to review yet"), "{html}");
+    for gap in [
+        "reviewer",
+        "summary: is empty",
+        "timeline: has no entries",
+        "five whys: needs a chain of at least 3 whys",
+        "actions: needs at least one corrective action",
+    ] {
+        assert!(html.contains(gap), "{gap}: {html}");
+    }
+
+    // Details: a bad address is named and nothing changes; then a reviewer is set.
+    let res = post_coe(
+        &app,
+        &ana,
+        &page,
+        &format!("{page}/details"),
+        &[("reviewer", "not an address"), ("owner", "ana@example.com")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(res.text().await.expect("html").contains("reviewer: "));
+    let res = post_coe(
+        &app,
+        &ana,
+        &page,
+        &format!("{page}/details"),
+        &[
+            ("reviewer", "rev@example.com"),
+            ("owner", "ana@example.com"),
+            ("severity", "sev2"),
+            ("title", "Checkout 502s <script>alert(1)</script>"),
+            ("service", "checkout"),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let api = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
+    assert_eq!(api["reviewer"], "rev@example.com");
+
+    // A preview renders the Markdown (raw HTML as text) and saves nothing.
+    let res = post_coe(
+        &app,
+        &ana,
+        &page,
+        &format!("{page}/sections/summary"),
+        &[
+            ("body", "**Checkout** failed <script>x()</script>"),
+            ("preview", "1"),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let html = res.text().await.expect("html");
+    assert!(html.contains("Preview, not saved yet"), "{html}");
+    assert!(
+        html.contains("<strong>Checkout</strong> failed &lt;script&gt;x()&lt;/script&gt;"),
+        "{html}"
+    );
+    assert!(!html.contains("<script>x()"), "{html}");
+    let api = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
+    assert_eq!(api["version"], 2, "the preview saved nothing");
+
+    for (key, text) in [
+        ("summary", "Checkout answered **502** for 42 minutes."),
+        ("impact", "1,200 orders failed; 3% of customers."),
+        ("detection", "An alert after 4 minutes."),
+        ("diagnosis", "Logs showed the pool exhausted."),
+        ("mitigation", "Rolled back deploy 42."),
+        ("prevention", "A pool-size check in CI."),
+        ("lessons", "Canaries catch this."),
+    ] {
+        let res = post_coe(
+            &app,
+            &ana,
+            &page,
+            &format!("{page}/sections/{key}"),
+            &[("body", text)],
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{key}");
+    }
+
+    // Timeline: a wrong kind is named; entries are added, changed and deleted.
+    let res = post_coe(
+        &app,
+        &ana,
+        &page,
+        &format!("{page}/timeline"),
+        &[
+            ("at", "2026-11-29T10:03"),
+            ("kind", "exploded"),
+            ("text", "Deploy 42"),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = res.text().await.expect("html");
+    assert!(html.contains("kind: must be one of"), "{html}");
+    assert!(
+        html.contains("value=\"2026-11-29T10:03\""),
+        "what was typed stays: {html}"
+    );
+    for (at, kind, text) in [
+        ("2026-11-29T10:03", "started", "Deploy 42 went out"),
+        ("2026-11-29T10:07", "detected", "Alert fired"),
+        ("2026-11-29T10:20", "note", "A mistaken entry"),
+    ] {
+        let res = post_coe(
+            &app,
+            &ana,
+            &page,
+            &format!("{page}/timeline"),
+            &[("at", at), ("kind", kind), ("text", text)],
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{text}");
+        assert_eq!(
+            res.headers()[LOCATION].to_str().expect("ascii"),
+            format!("{page}#part-timeline")
+        );
+    }
+    let html = text_of(&app, &page, &ana).await;
+    assert!(html.contains("2026-11-29 10:03 UTC"), "{html}");
+    let entries = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await["timeline"].clone();
+    let mistaken = entries
+        .as_array()
+        .expect("timeline")
+        .iter()
+        .find(|e| e["text"] == "A mistaken entry")
+        .expect("entry")["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let res = post_coe(
+        &app,
+        &ana,
+        &page,
+        &format!("{page}/timeline/{mistaken}"),
+        &[
+            ("at", "2026-11-29T10:20"),
+            ("kind", "mitigated"),
+            ("text", "Rolled back"),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let api = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
+    assert_eq!(
+        api["mitigated_at"], "2026-11-29T10:20:00Z",
+        "a milestone sets the COE's time"
+    );
+    let res = post_coe(
+        &app,
+        &ana,
+        &page,
+        &format!("{page}/timeline/{mistaken}"),
+        &[
+            ("at", "2026-11-29T10:20"),
+            ("kind", "mitigated"),
+            ("text", "Rolled back"),
+            ("delete", "1"),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let api = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
+    assert_eq!(api["timeline"].as_array().map(Vec::len), Some(2));
+
+    // 5 whys: an empty chain is refused; three whys are added, as pairs.
+    let res = post_coe(
+        &app,
+        &ana,
+        &page,
+        &format!("{page}/whys"),
+        &[("why", ""), ("because", "")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let res = post_coe(
+        &app,
+        &ana,
+        &page,
+        &format!("{page}/whys"),
+        &[
+            ("why", "did checkout fail"),
+            ("because", "the pool was exhausted"),
+            ("why", "was the pool exhausted"),
+            ("because", "deploy 42 halved it"),
+            ("why", "did deploy 42 halve it"),
+            ("because", "no check compares pool sizes"),
+            ("why", ""),
+            ("because", ""),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let html = text_of(&app, &page, &ana).await;
+    assert!(
+        html.contains("<strong>Why did checkout fail?</strong> Because the pool was exhausted"),
+        "{html}"
+    );
+
+    // Related: only web links; another COE by its page's address.
+    let res = post_coe(
+        &app,
+        &ana,
+        &page,
+        &format!("{page}/related"),
+        &[("kind", "link"), ("target", "javascript:alert(1)")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let res = post_coe(
+        &app,
+        &ana,
+        &page,
+        &format!("{page}/related"),
+        &[
+            ("kind", "runbook"),
+            ("target", "https://wiki.example.com/checkout"),
+            ("title", "Checkout runbook"),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let html = text_of(&app, &page, &ana).await;
+    assert!(
+        html.contains("href=\"https://wiki.example.com/checkout\""),
+        "{html}"
+    );
+    let item = id_after(&html, &format!("{page}/related/"));
+    let res = post_coe(
+        &app,
+        &ana,
+        &page,
+        &format!("{page}/related/{item}/delete"),
+        &[],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert!(!text_of(&app, &page, &ana)
+        .await
+        .contains("wiki.example.com"));
+
+    // A corrective action: every missing field named at once, what was typed kept.
+    let res = post_coe(
+        &app,
+        &ana,
+        &page,
+        &format!("{page}/actions"),
+        &[
+            ("title", "Check pool sizes in CI"),
+            ("owner", ""),
+            ("due_date", ""),
+            ("priority", ""),
+            ("kind", ""),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = res.text().await.expect("html");
+    for field in [
+        "owner: is required",
+        "due date: is required",
+        "priority: is required",
+        "kind: is required",
+    ] {
+        assert!(html.contains(field), "{field}: {html}");
+    }
+    assert!(html.contains("value=\"Check pool sizes in CI\""), "{html}");
+    let due = (chrono::Utc::now().date_naive() + chrono::Duration::days(14)).to_string();
+    let res = post_coe(
+        &app,
+        &ana,
+        &page,
+        &format!("{page}/actions"),
+        &[
+            ("title", "Check pool sizes in CI"),
+            ("owner", "cy@example.com"),
+            ("due_date", &due),
+            ("priority", "high"),
+            ("kind", "prevent"),
+            ("success_criteria", "CI fails on a smaller pool"),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let html = text_of(&app, &page, &ana).await;
+    let action = id_after(&html, "<a href=\"/actions/");
+    assert!(html.contains("Check pool sizes in CI</a>"), "{html}");
+    assert!(
+        !html.contains("Still missing before it can be submitted"),
+        "{html}"
+    );
+
+    // Submitted: in review; the owner no longer sees the submit button.
+    let res = post_coe(&app, &ana, &page, &format!("{page}/review/submit"), &[]).await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let html = text_of(&app, &page, &ana).await;
+    assert!(html.contains("<dt>State</dt><dd>in review</dd>"), "{html}");
+    assert!(!html.contains("Submit for review</button>"), "{html}");
+    assert!(
+        !html.contains("Approve</button>"),
+        "the owner does not approve: {html}"
+    );
+    let res = post_coe(&app, &ana, &page, &format!("{page}/review/approve"), &[]).await;
+    assert_eq!(
+        res.status(),
+        StatusCode::FORBIDDEN,
+        "nor by posting the form"
+    );
+
+    // The reviewer: sending it back needs a comment; then it is a draft again.
+    let rev = sign_in(&app, "rev@example.com").await;
+    let html = text_of(&app, &page, &rev).await;
+    assert!(
+        html.contains("Approve</button>") && html.contains("Request changes</button>"),
+        "{html}"
+    );
+    let res = post_coe(
+        &app,
+        &rev,
+        &page,
+        &format!("{page}/review/request-changes"),
+        &[("comment", "")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let res = post_coe(
+        &app,
+        &rev,
+        &page,
+        &format!("{page}/review/request-changes"),
+        &[("comment", "Say how many customers retried.")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let html = text_of(&app, &page, &ana).await;
+    assert!(html.contains("<dt>State</dt><dd>draft</dd>"), "{html}");
+    assert!(html.contains("Say how many customers retried."), "{html}");
+
+    // The owner changes the impact and submits again; the reviewer sees what changed.
+    let res = post_coe(
+        &app,
+        &ana,
+        &page,
+        &format!("{page}/sections/impact"),
+        &[(
+            "body",
+            "1,200 orders failed; 300 customers retried and 900 gave up.",
+        )],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let res = post_coe(&app, &ana, &page, &format!("{page}/review/submit"), &[]).await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let html = text_of(&app, &page, &rev).await;
+    assert!(html.contains("Changed since your last look"), "{html}");
+    assert!(
+        html.contains("ana@example.com wrote Customer and business impact"),
+        "{html}"
+    );
+    assert!(
+        html.contains("changed since your last look</span>"),
+        "the section is marked: {html}"
+    );
+    // A second look with nothing new says so.
+    let html = text_of(&app, &page, &rev).await;
+    assert!(html.contains("Nothing changed since then."), "{html}");
+
+    let res = post_coe(
+        &app,
+        &rev,
+        &page,
+        &format!("{page}/review/approve"),
+        &[("comment", "Clear.")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let html = text_of(&app, &page, &rev).await;
+    assert!(html.contains("<dt>State</dt><dd>approved</dd>"), "{html}");
+
+    // The printable view: the whole document, rendered, with no form but sign-out.
+    let print = text_of(&app, &format!("{page}/print"), &rev).await;
+    for text in [
+        "Customer and business impact",
+        "<strong>502</strong>",
+        "Deploy 42 went out",
+        "Why did deploy 42 halve it?",
+        "Check pool sizes in CI",
+        "Clear.",
+    ] {
+        assert!(print.contains(text), "{text}: {print}");
+    }
+    assert_eq!(print.matches("<form").count(), 1, "{print}");
+    assert!(!print.contains("<script>alert"), "{print}");
+
+    // The history, in words.
+    let history = text_of(&app, &format!("{page}/history"), &rev).await;
+    for text in [
+        "added a timeline entry",
+        "deleted a timeline entry",
+        "added a 5-whys chain",
+        "moved it to in review",
+        "moved it to approved",
+        "wrote Summary",
+    ] {
+        assert!(history.contains(text), "{text}: {history}");
+    }
+
+    // Someone else reads it without forms and cannot change it.
+    let bo = sign_in(&app, "bo@example.com").await;
+    let html = text_of(&app, &page, &bo).await;
+    assert!(
+        !html.contains("Add a timeline entry") && !html.contains("Approve</button>"),
+        "{html}"
+    );
+    let res = post_coe(
+        &app,
+        &bo,
+        &page,
+        &format!("{page}/actions"),
+        &[("title", "x")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    let res = post_coe(&app, &bo, &page, &format!("{page}/review/approve"), &[]).await;
+    assert_eq!(res.status(), StatusCode::CONFLICT, "approved already");
+    assert_eq!(
+        get_page(&app, &format!("/actions/{action}"), Some(&bo))
+            .await
+            .status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        get_page(&app, "/coes/nope/print", Some(&bo)).await.status(),
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn forms_of_a_coe_page_need_the_sessions_token() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let coe = body_json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Queue", "owner": "ana@example.com"}),
+        )
+        .await,
+    )
+    .await;
+    let id = coe["id"].as_str().expect("id");
+    let ana = sign_in(&app, "ana@example.com").await;
+    for to in [
+        "timeline",
+        "whys",
+        "related",
+        "actions",
+        "details",
+        "review/submit",
+    ] {
+        let res = browser()
+            .post(app.url(&format!("/coes/{id}/{to}")))
+            .header(COOKIE, &ana)
+            .form(&[("csrf", "forged"), ("version", "1"), ("title", "x")])
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{to}");
+    }
+    let api = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
+    assert_eq!(api["version"], 1, "nothing changed");
+}
