@@ -5,7 +5,7 @@ use coe::db::schema::{corrective_actions, outbox_emails};
 use diesel::prelude::*;
 use serde_json::json;
 
-use crate::helpers::{json, spawn_app};
+use crate::helpers::{json, spawn_app, TestApp};
 use crate::webdriver::Browser;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -101,8 +101,8 @@ async fn an_action_owner_signs_in_with_the_emailed_link_and_sees_their_overdue_a
 
     browser.set_size(1280, 900).await;
 
-    // From the action to its COE: the document with what it still lacks.
-    browser.click("tr.overdue td a").await;
+    // From the action's row to its COE: the document with what it still lacks.
+    browser.click("tr.overdue td:nth-child(2) a").await;
     browser.wait_for_url("/coes/").await;
     browser
         .wait_for_heading("sev2 Checkout <b>errors</b> after the deploy")
@@ -138,4 +138,285 @@ async fn an_action_owner_signs_in_with_the_emailed_link_and_sees_their_overdue_a
     browser.wait_for_url("/sign-in").await;
     browser.goto(&app.url("/")).await;
     assert!(browser.url().await.contains("/sign-in"), "signed out");
+}
+
+/// The newest email of `kind` to `to`, as text.
+fn newest_email(app: &TestApp, kind: &str, to: &str) -> String {
+    let mut conn = app.pool.get().expect("conn");
+    outbox_emails::table
+        .filter(outbox_emails::kind.eq(kind))
+        .filter(outbox_emails::recipient.eq(to))
+        .order(outbox_emails::created_at.desc())
+        .select(outbox_emails::body_text)
+        .first(&mut conn)
+        .unwrap_or_else(|e| panic!("no {kind} email to {to}: {e}"))
+}
+
+/// The first link in `text` that contains `part`, as a path on the test app (the
+/// emails name the public URL; the test app listens on its own port).
+fn link_in(text: &str, part: &str) -> String {
+    let link = text
+        .split_whitespace()
+        .find(|w| w.contains(part))
+        .unwrap_or_else(|| panic!("a link with {part} in {text}"));
+    let start = link.find(part).expect("part");
+    link[start..].trim_end_matches(['.', ')', '>']).to_owned()
+}
+
+/// Follows `path` (an email's link) not signed in: sign-in, the emailed link, and back
+/// to `path`.
+async fn sign_in_to(browser: &Browser, app: &TestApp, email: &str, path: &str) {
+    browser.goto(&app.url(path)).await;
+    browser.wait_for_url("/sign-in").await;
+    browser.type_into("#email", email).await;
+    browser.click_to_load("button[type=submit]").await;
+    browser.wait_for_heading("Check your email").await;
+    let link = link_in(
+        &newest_email(app, "sign_in", email),
+        "/sign-in/confirm?token=",
+    );
+    browser.goto(&app.url(&link)).await;
+    browser.click_to_load("main button[type=submit]").await;
+    browser.wait_for_url(path).await;
+}
+
+async fn sign_out(browser: &Browser) {
+    browser.click_to_load(".signout button").await;
+    browser.wait_for_url("/sign-in").await;
+}
+
+/// Opens a `<details>` by its summary and fills a form in it.
+async fn open(browser: &Browser, summary_css: &str) {
+    browser.click(summary_css).await;
+}
+
+/// Marks the action on the page done, with a note.
+async fn complete(browser: &Browser) {
+    browser
+        .type_into("#note-complete", "Live since today; tested by a game day.")
+        .await;
+    browser
+        .click_to_load("form[action$='/complete'] button")
+        .await;
+    assert!(browser.text(".facts").await.contains("done"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
+    let app = spawn_app().await;
+    let ingest = app.token("alertmanager", coe::domain::Role::Ingest);
+    let alert = json!({
+        "version": "4", "status": "firing", "receiver": "coe",
+        "groupKey": "{}:{alertname=\"CheckoutErrors\"}",
+        "groupLabels": {"alertname": "CheckoutErrors"},
+        "commonLabels": {"alertname": "CheckoutErrors", "service": "checkout", "severity": "critical"},
+        "alerts": [{
+            "status": "firing",
+            "labels": {"alertname": "CheckoutErrors", "service": "checkout", "severity": "critical",
+                       "instance": "checkout-1"},
+            "annotations": {"summary": "Checkout error rate above 5%"},
+            "startsAt": (chrono::Utc::now() - chrono::Duration::hours(2)).to_rfc3339(),
+            "endsAt": "0001-01-01T00:00:00Z",
+            "fingerprint": "c1"
+        }]
+    });
+    let res = app
+        .webhook("alertmanager", Some(&ingest), alert.to_string(), &[])
+        .await;
+    assert_eq!(res.status(), 202);
+
+    // The on-call engineer signs in, finds the incident and the COE it opened.
+    let browser = Browser::start().await;
+    sign_in_to(&browser, &app, "ana@example.com", "/incidents").await;
+    browser.click_to_load("main table a").await;
+    browser.wait_for_url("/incidents/").await;
+    browser.click_to_load("a[href^='/coes/']").await;
+    let coe_url = browser.wait_for_url("/coes/").await;
+    let coe_path = coe_url[coe_url.find("/coes/").expect("path")..]
+        .split('#')
+        .next()
+        .expect("path")
+        .to_owned();
+
+    // She takes it, names the reviewer, and writes every required section.
+    open(&browser, "#details summary").await;
+    browser.type_into("#d-owner", "ana@example.com").await;
+    browser.type_into("#d-reviewer", "rev@example.com").await;
+    browser.click_to_load("#details button[type=submit]").await;
+    browser.wait_for_url("#details").await;
+    for (key, text) in [
+        (
+            "summary",
+            "Checkout returned **errors** for 40 minutes after deploy 42.",
+        ),
+        ("impact", "About 1,200 checkouts failed; 3 support tickets."),
+        (
+            "detection",
+            "The CheckoutErrors alert paged after 4 minutes.",
+        ),
+        ("diagnosis", "Logs showed the database pool exhausted."),
+        ("mitigation", "Rolled deploy 42 back."),
+        (
+            "prevention",
+            "A CI check compares pool sizes with production.",
+        ),
+        ("lessons", "Canaries would have caught it in minutes."),
+    ] {
+        browser.type_into(&format!("#body-{key}"), text).await;
+        browser
+            .click_to_load(&format!("#{key} button[type=submit]"))
+            .await;
+        browser.wait_for_url(&format!("#{key}")).await;
+    }
+    let mitigated = (chrono::Utc::now() - chrono::Duration::minutes(80))
+        .format("%Y-%m-%dT%H:%M")
+        .to_string();
+    open(&browser, "#part-timeline > details.box summary").await;
+    browser.set_value("#tl-at", &mitigated).await;
+    browser.click("#tl-kind option[value=mitigated]").await;
+    browser.type_into("#tl-text", "Deploy 42 rolled back").await;
+    browser
+        .click_to_load("#part-timeline > details.box button[type=submit]")
+        .await;
+    browser.wait_for_url("#part-timeline").await;
+    open(&browser, "#part-five_whys > details.box summary").await;
+    for (i, (why, because)) in [
+        ("did checkout fail", "the database pool was exhausted"),
+        ("was the pool exhausted", "deploy 42 halved its size"),
+        (
+            "did deploy 42 halve it",
+            "no check compares pool sizes with production",
+        ),
+    ]
+    .iter()
+    .enumerate()
+    {
+        browser.type_into(&format!("#nw-{}", i + 1), why).await;
+        browser.type_into(&format!("#nb-{}", i + 1), because).await;
+    }
+    browser
+        .click_to_load("#part-five_whys > details.box button[type=submit]")
+        .await;
+    browser.wait_for_url("#part-five_whys").await;
+    let due = (chrono::Utc::now().date_naive() + chrono::Duration::days(14)).to_string();
+    for (title, owner, kind) in [
+        ("Check pool sizes in CI", "ana@example.com", "prevent"),
+        ("Canary checkout deploys", "cy@example.com", "detect"),
+    ] {
+        open(&browser, "#part-actions > details.box summary").await;
+        browser.type_into("#a-title", title).await;
+        browser.type_into("#a-owner", owner).await;
+        browser.set_value("#a-due", &due).await;
+        browser.click("#a-priority option[value=high]").await;
+        browser
+            .click(&format!("#a-kind option[value={kind}]"))
+            .await;
+        browser
+            .type_into("#a-criteria", "It fails the build on a smaller pool")
+            .await;
+        browser
+            .click_to_load("#part-actions button[type=submit]")
+            .await;
+        browser.wait_for_url("#part-actions").await;
+    }
+    let actions = browser.text("#part-actions table").await;
+    assert!(
+        actions.contains("Check pool sizes in CI") && actions.contains("Canary checkout deploys"),
+        "{actions}"
+    );
+    assert!(
+        browser.find_all(".findings").await.is_empty(),
+        "nothing is missing any more"
+    );
+    browser.goto(&app.url(&coe_path)).await;
+    browser.set_size(1280, 4000).await;
+    browser.screenshot("coe-editor").await;
+    browser.set_size(390, 844).await;
+    browser.screenshot("coe-editor-phone").await;
+    browser.set_size(1280, 900).await;
+
+    // Submitted for review.
+    browser.click_to_load("#review button[type=submit]").await;
+    browser.wait_for_url("#review").await;
+    assert!(browser.text(".facts").await.contains("in review"));
+    sign_out(&browser).await;
+
+    // The reviewer follows the email's link, and sends it back with a comment.
+    let requested = newest_email(&app, "review_requested", "rev@example.com");
+    sign_in_to(
+        &browser,
+        &app,
+        "rev@example.com",
+        &link_in(&requested, &coe_path),
+    )
+    .await;
+    browser
+        .type_into("#rv-comment", "Say how many customers retried.")
+        .await;
+    browser.click_to_load("#review button.secondary").await;
+    browser.wait_for_url("#review").await;
+    assert!(browser.text(".facts").await.contains("draft"));
+    sign_out(&browser).await;
+
+    // The owner answers and submits again.
+    sign_in_to(&browser, &app, "ana@example.com", &coe_path).await;
+    browser
+        .type_into("#body-impact", " 300 customers retried; 900 gave up.")
+        .await;
+    browser.click_to_load("#impact button[type=submit]").await;
+    browser.wait_for_url("#impact").await;
+    browser.click_to_load("#review button[type=submit]").await;
+    browser.wait_for_url("#review").await;
+    sign_out(&browser).await;
+
+    // The reviewer sees what changed, reads the printable view, and approves.
+    sign_in_to(&browser, &app, "rev@example.com", &coe_path).await;
+    let changes = browser.text(".changes").await;
+    assert!(
+        changes.contains("ana@example.com wrote Customer and business impact"),
+        "{changes}"
+    );
+    browser.goto(&app.url(&format!("{coe_path}/print"))).await;
+    browser
+        .wait_for_heading("Checkout error rate above 5%")
+        .await;
+    browser.set_size(1280, 4000).await;
+    browser.screenshot("review-view").await;
+    browser.set_size(1280, 900).await;
+    browser.goto(&app.url(&coe_path)).await;
+    browser
+        .type_into("#rv-comment", "Clear and complete.")
+        .await;
+    browser.click_to_load("#review button[type=submit]").await;
+    browser.wait_for_url("#review").await;
+    assert!(browser.text(".facts").await.contains("approved"));
+    sign_out(&browser).await;
+
+    // Each action's owner completes it: Cy from the email that assigned it to him,
+    // Ana (who assigned it to herself, and so got no email) from her work page.
+    let assigned = newest_email(&app, "action_assigned", "cy@example.com");
+    sign_in_to(
+        &browser,
+        &app,
+        "cy@example.com",
+        &link_in(&assigned, "/actions/"),
+    )
+    .await;
+    browser.wait_for_heading("Canary checkout deploys").await;
+    browser.screenshot("action").await;
+    complete(&browser).await;
+    sign_out(&browser).await;
+    sign_in_to(&browser, &app, "ana@example.com", "/").await;
+    browser.click_to_load("a[href^='/actions/']").await;
+    browser.wait_for_heading("Check pool sizes in CI").await;
+    complete(&browser).await;
+    sign_out(&browser).await;
+
+    // The COE closed with its last action.
+    sign_in_to(&browser, &app, "rev@example.com", &coe_path).await;
+    assert!(
+        browser.text(".facts").await.contains("closed"),
+        "{}",
+        browser.text(".facts").await
+    );
 }

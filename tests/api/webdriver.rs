@@ -186,6 +186,47 @@ impl Browser {
         }
     }
 
+    /// Clicks `css` (a button that submits a form, a link) and waits (up to 10 s) until
+    /// the next page has replaced this one.
+    pub async fn click_to_load(&self, css: &str) {
+        let old = self.find("html").await;
+        self.click(css).await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let probe = self
+                .call_raw(
+                    reqwest::Method::GET,
+                    &format!("/element/{old}/name"),
+                    Value::Null,
+                )
+                .await;
+            if probe["error"].is_string() {
+                return;
+            }
+            assert!(Instant::now() < deadline, "clicking {css} loaded no page");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The elements matching `css` (none is an empty list).
+    pub async fn find_all(&self, css: &str) -> Vec<String> {
+        let found = self
+            .call(
+                reqwest::Method::POST,
+                "/elements",
+                Some(json!({"using": "css selector", "value": css})),
+            )
+            .await;
+        found
+            .as_array()
+            .map(|all| {
+                all.iter()
+                    .filter_map(|e| e[ELEMENT].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Like `call`, but an error (e.g. a stale element while a page loads) is a value.
     async fn call_raw(&self, method: reqwest::Method, path: &str, body: Value) -> Value {
         let url = format!("{}/session/{}{path}", self.base, self.session);
@@ -260,6 +301,21 @@ impl Browser {
         .as_str()
         .unwrap_or_default()
         .to_owned()
+    }
+
+    /// Sets a form field's value as a script would (date and time fields, whose
+    /// typing depends on the browser's locale).
+    pub async fn set_value(&self, css: &str, value: &str) {
+        self.find(css).await;
+        self.call(
+            reqwest::Method::POST,
+            "/execute/sync",
+            Some(json!({
+                "script": "document.querySelector(arguments[0]).value = arguments[1];",
+                "args": [css, value],
+            })),
+        )
+        .await;
     }
 
     pub async fn set_size(&self, width: u32, height: u32) {

@@ -263,6 +263,12 @@ pub(super) fn page(
             v
         })
         .collect();
+    let whys: Vec<Value> = doc
+        .five_whys
+        .iter()
+        .enumerate()
+        .map(|(i, chain)| json!({"id": chain.id, "number": i + 1, "steps": chain.steps}))
+        .collect();
     let kinds: Vec<Value> = TimelineKind::ALL
         .iter()
         .map(|k| json!({"value": k.as_str(), "milestone": k.is_milestone()}))
@@ -290,6 +296,7 @@ pub(super) fn page(
         "related": related,
         "sections": sections,
         "timeline": timeline,
+        "whys": whys,
         "timeline_kinds": kinds,
         "related_kinds": crate::domain::coe::RelatedKind::ALL.map(|k| k.as_str()),
         "severities": crate::domain::Severity::ALL.map(|s| s.to_string()),
