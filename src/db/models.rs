@@ -193,6 +193,7 @@ pub struct PersonRow {
     pub created_at: NaiveDateTime,
     pub updated_at: NaiveDateTime,
     pub feed_token_hash: Option<String>,
+    pub is_admin: bool,
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable, AsChangeset)]

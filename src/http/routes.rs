@@ -57,6 +57,8 @@ macro_rules! route_table {
                 "/api/v1/people/import" => { post: api::people::import }
                 "/api/v1/people/{email}" => { put: api::people::put }
                 "/api/v1/people/{email}/feed-token" => { post: api::people::new_feed_token }
+                "/api/v1/people/{email}/admin" => { put: api::people::set_admin }
+                "/api/v1/people/{email}/sessions" => { get: api::people::sessions, delete: api::people::end_sessions }
                 "/api/v1/people/{email}/actions.ics" => { get: api::people::calendar }
                 "/api/v1/stats" => { get: api::stats::get }
                 "/api/v1/outbox" => { get: api::outbox::list }

@@ -315,6 +315,61 @@ pub fn end(conn: &mut DbConnection, session_id: &str, by: &str) -> QueryResult<(
     .map(drop)
 }
 
+/// A browser session as an admin sees it (never its secret).
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct SessionView {
+    pub id: String,
+    /// `email-link` or `proxy`.
+    pub method: String,
+    /// The client's address when the session began.
+    pub client: String,
+    #[serde(serialize_with = "crate::json::utc")]
+    pub created_at: NaiveDateTime,
+    #[serde(serialize_with = "crate::json::utc")]
+    pub last_seen_at: NaiveDateTime,
+}
+
+/// A person's sessions that have not ended, newest first. (Sessions past their idle
+/// or absolute limit are listed until they are used or ended: they no longer work.)
+pub fn sessions_of(conn: &mut DbConnection, email: &str) -> QueryResult<Vec<SessionView>> {
+    let rows: Vec<(String, String, String, NaiveDateTime, NaiveDateTime)> = sessions::table
+        .filter(sessions::person_email.eq(email))
+        .filter(sessions::ended_at.is_null())
+        .order(sessions::created_at.desc())
+        .select((
+            sessions::id,
+            sessions::method,
+            sessions::client,
+            sessions::created_at,
+            sessions::last_seen_at,
+        ))
+        .load(conn)?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(id, method, client, created_at, last_seen_at)| SessionView {
+                id,
+                method,
+                client,
+                created_at,
+                last_seen_at,
+            },
+        )
+        .collect())
+}
+
+/// Ends every session of a person (an admin revoking them: a lost laptop, someone who
+/// left); returns how many were ended. Every replica sees it at the next request.
+pub fn end_all(conn: &mut DbConnection, email: &str, by: &str) -> QueryResult<usize> {
+    diesel::update(
+        sessions::table
+            .filter(sessions::person_email.eq(email))
+            .filter(sessions::ended_at.is_null()),
+    )
+    .set((sessions::ended_at.eq(db::now()), sessions::ended_by.eq(by)))
+    .execute(conn)
+}
+
 /// Deletes what sign-in leaves behind: links and requests older than a day.
 pub fn purge(conn: &mut DbConnection, now: NaiveDateTime) -> QueryResult<usize> {
     let day_ago = now - Duration::days(1);

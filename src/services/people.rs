@@ -18,6 +18,9 @@ pub struct Person {
     pub team: Option<String>,
     pub manager_email: Option<String>,
     pub timezone: Option<String>,
+    /// May change anything on the web pages, and sees the admin pages. Set with
+    /// `PUT /api/v1/people/{email}/admin` (admin tokens only).
+    pub is_admin: bool,
     #[serde(serialize_with = "crate::json::utc")]
     pub created_at: NaiveDateTime,
     #[serde(serialize_with = "crate::json::utc")]
@@ -32,6 +35,7 @@ impl From<PersonRow> for Person {
             team: r.team,
             manager_email: r.manager_email,
             timezone: r.timezone,
+            is_admin: r.is_admin,
             created_at: r.created_at,
             updated_at: r.updated_at,
         }
@@ -118,6 +122,7 @@ fn upsert_checked(
             created_at: now,
             updated_at: now,
             feed_token_hash: None,
+            is_admin: false,
         },
     )?;
     if !inserted {
@@ -154,6 +159,7 @@ pub fn ensure(conn: &mut DbConnection, email: &str, now: NaiveDateTime) -> Query
             created_at: now,
             updated_at: now,
             feed_token_hash: None,
+            is_admin: false,
         },
     )
     .map(|_| ())
@@ -211,6 +217,27 @@ pub fn put(
     }
     db::write_transaction(conn, |conn| {
         upsert_checked(conn, email, input, db::now())?;
+        Ok(people::table
+            .find(email.as_str())
+            .select(PersonRow::as_select())
+            .first(conn)?
+            .into())
+    })
+}
+
+/// Makes a person an admin of the web pages, or not (adding them to the directory
+/// when they are not in it).
+pub fn set_admin(
+    conn: &mut DbConnection,
+    email: &EmailAddress,
+    is_admin: bool,
+) -> QueryResult<Person> {
+    db::write_transaction(conn, |conn| {
+        let now = db::now();
+        ensure(conn, email.as_str(), now)?;
+        diesel::update(people::table.find(email.as_str()))
+            .set((people::is_admin.eq(is_admin), people::updated_at.eq(now)))
+            .execute(conn)?;
         Ok(people::table
             .find(email.as_str())
             .select(PersonRow::as_select())

@@ -25,10 +25,11 @@ async fn post_coe(
         .expect("html");
     // The review forms carry no version; a reader's page has no form but sign-out.
     let csrf = csrf_of(&html);
-    let version = html
-        .contains("name=\"version\"")
-        .then(|| version_of(&html))
-        .unwrap_or_default();
+    let version = if html.contains("name=\"version\"") {
+        version_of(&html)
+    } else {
+        String::new()
+    };
     let mut form: Vec<(&str, &str)> = vec![("csrf", &csrf), ("version", &version)];
     form.extend_from_slice(fields);
     browser()
@@ -566,6 +567,23 @@ async fn forms_of_a_coe_page_need_the_sessions_token() {
             .expect("sent");
         assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{to}");
     }
+    // A form without the version its page was loaded with: a 412 page, nothing saved.
+    let html = text_of(&app, &format!("/coes/{id}"), &ana).await;
+    let res = browser()
+        .post(app.url(&format!("/coes/{id}/timeline")))
+        .header(COOKIE, &ana)
+        .form(&[
+            ("csrf", csrf_of(&html).as_str()),
+            ("at", "2026-11-29T10:00"),
+            ("kind", "note"),
+            ("text", "x"),
+        ])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::PRECONDITION_FAILED);
+    let page = res.text().await.expect("html");
+    assert!(page.contains("This page was out of date"), "{page}");
     let api = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
     assert_eq!(api["version"], 1, "nothing changed");
 }

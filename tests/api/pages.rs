@@ -837,3 +837,92 @@ async fn an_action_owner_moves_the_due_date_with_a_reason_and_closes_it_with_a_n
         StatusCode::NOT_FOUND
     );
 }
+
+#[tokio::test]
+async fn an_admin_token_makes_someone_a_page_admin_and_signs_them_out_everywhere() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let member = app.token("member", coe::domain::Role::Member);
+    let ana = sign_in(&app, "ana@example.com").await;
+    let ana_too = sign_in(&app, "ana@example.com").await;
+    let html = get_page(&app, "/", Some(&ana))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(!html.contains("(admin)"), "{html}");
+
+    let put = |token: String, body: serde_json::Value| {
+        app.client
+            .put(app.url("/api/v1/people/ana@example.com/admin"))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+    };
+    let res = put(member.clone(), serde_json::json!({"is_admin": true}))
+        .await
+        .expect("sent");
+    assert_eq!(
+        res.status(),
+        StatusCode::FORBIDDEN,
+        "members do not make admins"
+    );
+    let res = put(admin.clone(), serde_json::json!({"is_admin": "yes"}))
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(res.text().await.expect("body").contains("is_admin"));
+    let res = put(admin.clone(), serde_json::json!({"is_admin": true}))
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::OK);
+    let person: serde_json::Value = res.json().await.expect("json");
+    assert_eq!(person["is_admin"], true);
+    let html = get_page(&app, "/", Some(&ana))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(html.contains("(admin)"), "the flag counts at once: {html}");
+
+    // Two sessions; an admin ends both, and neither works any more.
+    let listed = app
+        .get_json("/api/v1/people/ana@example.com/sessions", &admin)
+        .await;
+    assert_eq!(
+        listed["sessions"].as_array().map(Vec::len),
+        Some(2),
+        "{listed}"
+    );
+    assert!(listed.to_string().contains("email-link"));
+    let res = app
+        .client
+        .delete(app.url("/api/v1/people/ana@example.com/sessions"))
+        .bearer_auth(&member)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    let res = app
+        .client
+        .delete(app.url("/api/v1/people/ana@example.com/sessions"))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::OK);
+    let ended: serde_json::Value = res.json().await.expect("json");
+    assert_eq!(ended["ended"], 2);
+    for cookie in [&ana, &ana_too] {
+        let res = get_page(&app, "/", Some(cookie)).await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER);
+        assert!(res.headers()[LOCATION]
+            .to_str()
+            .expect("ascii")
+            .starts_with("/sign-in"));
+    }
+    let listed = app
+        .get_json("/api/v1/people/ana@example.com/sessions", &admin)
+        .await;
+    assert_eq!(listed["sessions"].as_array().map(Vec::len), Some(0));
+}

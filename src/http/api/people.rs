@@ -6,9 +6,10 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::domain::{EmailAddress, Role};
 use crate::error::{ApiError, ErrorBody, FieldProblem};
-use crate::http::auth::Member;
+use crate::http::auth::{Admin, Member};
 use crate::http::extract::{ApiJson, ApiQuery};
 use crate::http::state::{with_conn, AppState};
+use crate::services::auth::{self, SessionView};
 use crate::services::people::{self, ImportReport, PeopleError, Person, PersonInput};
 
 impl From<PeopleError> for ApiError {
@@ -203,4 +204,93 @@ pub async fn calendar(
     Ok(HttpResponse::Ok()
         .content_type("text/calendar; charset=utf-8")
         .body(body))
+}
+
+/// Body of `PUT /api/v1/people/{email}/admin`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdminFlag {
+    /// Whether the person is an admin of the web pages.
+    pub is_admin: bool,
+}
+
+/// Makes a person an admin of the web pages, or not. Admin tokens only: roles on the
+/// pages come from the directory, and only admins change them.
+#[utoipa::path(operation_id = "set_person_admin", put, path = "/api/v1/people/{email}/admin", tag = "people", security(("bearer" = [])),
+    params(("email" = String, Path, description = "The person's email address")),
+    request_body = AdminFlag,
+    responses(
+        (status = 200, description = "The person as stored", body = Person),
+        (status = 403, description = "Not an admin token", body = ErrorBody),
+        (status = 422, description = "A bad email or body", body = ErrorBody),
+    ))]
+pub async fn set_admin(
+    _: Admin,
+    email: web::Path<String>,
+    body: ApiJson<AdminFlag>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let email =
+        EmailAddress::parse(&email.into_inner()).map_err(|p| ApiError::field("email", p))?;
+    let is_admin = body.0.is_admin;
+    let person = with_conn(&state, move |conn, _| {
+        Ok(people::set_admin(conn, &email, is_admin)?)
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(person))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionList {
+    pub sessions: Vec<SessionView>,
+}
+
+/// A person's browser sessions that have not ended.
+#[utoipa::path(operation_id = "list_person_sessions", get, path = "/api/v1/people/{email}/sessions", tag = "people", security(("bearer" = [])),
+    params(("email" = String, Path, description = "The person's email address")),
+    responses(
+        (status = 200, description = "The sessions, newest first", body = SessionList),
+        (status = 403, description = "Not an admin token", body = ErrorBody),
+    ))]
+pub async fn sessions(
+    _: Admin,
+    email: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let email =
+        EmailAddress::parse(&email.into_inner()).map_err(|p| ApiError::field("email", p))?;
+    let sessions = with_conn(&state, move |conn, _| {
+        Ok(auth::sessions_of(conn, email.as_str())?)
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(SessionList { sessions }))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionsEnded {
+    /// How many sessions were ended.
+    pub ended: usize,
+}
+
+/// Signs a person out everywhere: ends every browser session of theirs (a lost laptop,
+/// someone who left). Every replica refuses the sessions at their next request.
+#[utoipa::path(operation_id = "end_person_sessions", delete, path = "/api/v1/people/{email}/sessions", tag = "people", security(("bearer" = [])),
+    params(("email" = String, Path, description = "The person's email address")),
+    responses(
+        (status = 200, description = "How many sessions ended", body = SessionsEnded),
+        (status = 403, description = "Not an admin token", body = ErrorBody),
+    ))]
+pub async fn end_sessions(
+    Admin(caller): Admin,
+    email: web::Path<String>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let email =
+        EmailAddress::parse(&email.into_inner()).map_err(|p| ApiError::field("email", p))?;
+    let by = format!("admin {}", caller.actor());
+    let ended = with_conn(&state, move |conn, _| {
+        Ok(auth::end_all(conn, email.as_str(), &by)?)
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(SessionsEnded { ended }))
 }

@@ -121,11 +121,17 @@ impl PageTemplates {
 /// redirect to the sign-in page that comes back here).
 #[derive(Debug)]
 pub enum PageError {
-    SignIn { next: String },
+    SignIn {
+        next: String,
+    },
     BadRequest(String),
     Unauthorized(String),
     Forbidden(String),
     NotFound(String),
+    Conflict(String),
+    /// A form sent without the version its page was loaded with, or with one that
+    /// is no longer current where nothing typed can be kept.
+    Precondition(String),
     TooMany(String),
     Unavailable(String),
     Internal(String),
@@ -139,6 +145,8 @@ impl fmt::Display for PageError {
             | PageError::Unauthorized(m)
             | PageError::Forbidden(m)
             | PageError::NotFound(m)
+            | PageError::Conflict(m)
+            | PageError::Precondition(m)
             | PageError::TooMany(m)
             | PageError::Unavailable(m)
             | PageError::Internal(m) => f.write_str(m),
@@ -152,6 +160,19 @@ impl From<ApiError> for PageError {
             ApiError::Unavailable(m) => PageError::Unavailable(m),
             ApiError::NotFound(m) => PageError::NotFound(m),
             ApiError::Forbidden(m) => PageError::Forbidden(m),
+            ApiError::Unauthorized(m) => PageError::Unauthorized(m),
+            ApiError::Conflict { message, .. } => PageError::Conflict(message),
+            ApiError::PreconditionFailed(m) | ApiError::PreconditionRequired(m) => {
+                PageError::Precondition(format!(
+                    "{m}. The page was out of date: reload it and make the change again."
+                ))
+            }
+            e @ (ApiError::BadRequest(_)
+            | ApiError::Validation(_)
+            | ApiError::MalformedJson { .. }
+            | ApiError::PayloadTooLarge(_)
+            | ApiError::UnsupportedMediaType(_)
+            | ApiError::MethodNotAllowed(_)) => PageError::BadRequest(e.to_string()),
             other => PageError::Internal(other.to_string()),
         }
     }
@@ -164,6 +185,8 @@ impl PageError {
             PageError::BadRequest(_) => "That did not work",
             PageError::Forbidden(_) => "Not yours to see or change",
             PageError::NotFound(_) => "Not found",
+            PageError::Conflict(_) => "That clashed with another change",
+            PageError::Precondition(_) => "This page was out of date",
             PageError::TooMany(_) => "Too many tries",
             PageError::Unavailable(_) => "Unavailable for a moment",
             PageError::Internal(_) => "Something went wrong on our side",
@@ -179,6 +202,8 @@ impl ResponseError for PageError {
             PageError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             PageError::Forbidden(_) => StatusCode::FORBIDDEN,
             PageError::NotFound(_) => StatusCode::NOT_FOUND,
+            PageError::Conflict(_) => StatusCode::CONFLICT,
+            PageError::Precondition(_) => StatusCode::PRECONDITION_FAILED,
             PageError::TooMany(_) => StatusCode::TOO_MANY_REQUESTS,
             PageError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             PageError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
