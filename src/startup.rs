@@ -105,6 +105,10 @@ impl Application {
             ingest_turns: (settings.database_url().backend()
                 == crate::config::database::Backend::Sqlite)
                 .then(|| Arc::new(tokio::sync::Semaphore::new(1))),
+            board_totals: moka::sync::Cache::builder()
+                .max_capacity(256)
+                .time_to_live(std::time::Duration::from_secs(600))
+                .build(),
         });
         let mut server = HttpServer::new(move || {
             App::new()

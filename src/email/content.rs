@@ -206,7 +206,7 @@ impl Kind {
                 drafts_past_deadline: vec![coe],
                 closed_on_time: 4,
                 closed_late: 1,
-                stats_link: "https://coe.example.com/api/v1/stats".into(),
+                stats_link: "https://coe.example.com/dashboard".into(),
             }),
         };
         value.unwrap_or_default()
@@ -387,7 +387,8 @@ impl Links {
         format!("{}/", self.base)
     }
 
+    /// The dashboard (the weekly inspection email's figures, drawn).
     pub fn stats(&self) -> String {
-        format!("{}/api/v1/stats", self.base)
+        format!("{}/dashboard", self.base)
     }
 }

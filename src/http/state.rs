@@ -35,6 +35,9 @@ pub struct AppState {
     /// connections and the write lock starved some of them into 503s. `None` on
     /// PostgreSQL, whose writers run side by side.
     pub ingest_turns: Option<Arc<tokio::sync::Semaphore>>,
+    /// The overdue board's totals by filter, for views between two changes (the key
+    /// holds today and the last change to any action or person).
+    pub board_totals: moka::sync::Cache<String, Arc<crate::services::board::Totals>>,
 }
 
 impl AppState {

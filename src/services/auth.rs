@@ -319,6 +319,7 @@ pub fn end(conn: &mut DbConnection, session_id: &str, by: &str) -> QueryResult<(
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct SessionView {
     pub id: String,
+    pub person_email: String,
     /// `email-link` or `proxy`.
     pub method: String,
     /// The client's address when the session began.
@@ -329,26 +330,38 @@ pub struct SessionView {
     pub last_seen_at: NaiveDateTime,
 }
 
-/// A person's sessions that have not ended, newest first. (Sessions past their idle
-/// or absolute limit are listed until they are used or ended: they no longer work.)
-pub fn sessions_of(conn: &mut DbConnection, email: &str) -> QueryResult<Vec<SessionView>> {
-    let rows: Vec<(String, String, String, NaiveDateTime, NaiveDateTime)> = sessions::table
-        .filter(sessions::person_email.eq(email))
+/// Sessions that have not ended, newest first: one person's, or everyone's (at most
+/// `limit`). Sessions past their idle or absolute limit are listed until they are
+/// used or ended: they no longer work.
+pub fn sessions_of(
+    conn: &mut DbConnection,
+    email: Option<&str>,
+    limit: i64,
+) -> QueryResult<Vec<SessionView>> {
+    let mut query = sessions::table
         .filter(sessions::ended_at.is_null())
         .order(sessions::created_at.desc())
+        .limit(limit)
         .select((
             sessions::id,
+            sessions::person_email,
             sessions::method,
             sessions::client,
             sessions::created_at,
             sessions::last_seen_at,
         ))
-        .load(conn)?;
+        .into_boxed();
+    if let Some(email) = email {
+        query = query.filter(sessions::person_email.eq(email.to_owned()));
+    }
+    let rows: Vec<(String, String, String, String, NaiveDateTime, NaiveDateTime)> =
+        query.load(conn)?;
     Ok(rows
         .into_iter()
         .map(
-            |(id, method, client, created_at, last_seen_at)| SessionView {
+            |(id, person_email, method, client, created_at, last_seen_at)| SessionView {
                 id,
+                person_email,
                 method,
                 client,
                 created_at,

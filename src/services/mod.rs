@@ -10,6 +10,7 @@ pub mod access;
 pub mod actions;
 pub mod audit;
 pub mod auth;
+pub mod board;
 pub mod calendar;
 pub mod coes;
 pub mod export;

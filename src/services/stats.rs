@@ -3,12 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{Duration, NaiveDateTime};
+use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
 use diesel::prelude::*;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::db::schema::{coes, corrective_actions, people, review_comments};
+use crate::db::schema::{coe_recurrences, coes, corrective_actions, people, review_comments};
 use crate::db::types;
 use crate::db::DbConnection;
 use crate::domain::action::{closed_on_time, ActionState};
@@ -64,6 +64,123 @@ pub struct Stats {
     pub drafts_past_deadline: Vec<WaitingCoe>,
     /// Emails in the outbox by state; `failed` ones need a person (see `/api/v1/outbox`).
     pub emails_by_state: BTreeMap<String, i64>,
+    /// COEs that link to an earlier COE (the same service and alert or group
+    /// happened before), and all COEs.
+    pub recurrence: Recurrence,
+    /// The last 12 weeks (Monday to Sunday in the organisation's time zone), oldest
+    /// first; the last one is this week, so far.
+    pub weeks: Vec<Week>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+pub struct Recurrence {
+    pub recurring_coes: i64,
+    pub all_coes: i64,
+}
+
+/// One week's figures.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Week {
+    /// The Monday the week starts on.
+    #[schema(value_type = String, format = Date)]
+    pub starts: NaiveDate,
+    /// Actions overdue at the end of the week (now, for this week), by their due
+    /// dates as they stand.
+    pub overdue_at_end: i64,
+    /// Actions done that week on or before their due date.
+    pub closed_on_time: i64,
+    /// Actions done that week after their due date.
+    pub closed_late: i64,
+    /// Median days from creation to done of the actions done that week, to one decimal.
+    pub median_days_to_close: Option<f64>,
+}
+
+/// How many weeks the weekly figures cover.
+pub const WEEKS: usize = 12;
+
+/// The median of `values` to one decimal (days as a person reads them).
+fn median(mut values: Vec<f64>) -> Option<f64> {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    let n = values.len();
+    let m = match n {
+        0 => return None,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    };
+    Some((m * 10.0).round() / 10.0)
+}
+
+/// The weekly figures of the last `WEEKS` weeks.
+fn weeks(conn: &mut DbConnection, clock: Clock) -> QueryResult<Vec<Week>> {
+    let today = clock.today();
+    let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
+    let first = monday - Duration::weeks(WEEKS as i64 - 1);
+    // A local midnight as a UTC time (the earliest, across a clock change).
+    let midnight = |day: NaiveDate| -> NaiveDateTime {
+        clock
+            .tz
+            .from_local_datetime(&day.and_time(NaiveTime::MIN))
+            .earliest()
+            .map_or_else(|| day.and_time(NaiveTime::MIN), |t| t.naive_utc())
+    };
+    let now = clock.now.naive_utc();
+    let mut out: Vec<Week> = Vec::with_capacity(WEEKS);
+    for i in 0..WEEKS as i64 {
+        let starts = first + Duration::weeks(i);
+        let end_day = starts + Duration::weeks(1);
+        let end = midnight(end_day).min(now);
+        let end_date = clock.local_date(end);
+        let overdue_at_end: i64 = corrective_actions::table
+            .filter(corrective_actions::created_at.le(end))
+            .filter(corrective_actions::due_date.lt(end_date))
+            .filter(
+                corrective_actions::closed_at
+                    .is_null()
+                    .or(corrective_actions::closed_at.gt(end)),
+            )
+            .count()
+            .get_result(conn)?;
+        out.push(Week {
+            starts,
+            overdue_at_end,
+            closed_on_time: 0,
+            closed_late: 0,
+            median_days_to_close: None,
+        });
+    }
+    let closed: Vec<(String, NaiveDate, NaiveDateTime, Option<NaiveDateTime>)> =
+        corrective_actions::table
+            .filter(corrective_actions::closed_at.ge(midnight(first)))
+            .filter(corrective_actions::state.eq(ActionState::Done.as_str()))
+            .select((
+                corrective_actions::state,
+                corrective_actions::due_date,
+                corrective_actions::created_at,
+                corrective_actions::closed_at,
+            ))
+            .load(conn)?;
+    let mut days: Vec<Vec<f64>> = vec![Vec::new(); WEEKS];
+    for (state, due, created, closed_at) in closed {
+        let Some(closed_at) = closed_at else { continue };
+        let day = clock.local_date(closed_at);
+        let Ok(index) = usize::try_from((day - first).num_days() / 7) else {
+            continue;
+        };
+        let Some(week) = out.get_mut(index) else {
+            continue;
+        };
+        let state: ActionState = types::read("corrective_actions.state", &state)?;
+        match closed_on_time(state, due, day) {
+            Some(true) => week.closed_on_time += 1,
+            Some(false) => week.closed_late += 1,
+            None => continue,
+        }
+        days[index].push((closed_at - created).num_seconds() as f64 / 86_400.0);
+    }
+    for (week, days) in out.iter_mut().zip(days) {
+        week.median_days_to_close = median(days);
+    }
+    Ok(out)
 }
 
 /// id, title, owner, reviewer, and the time it waits since.
@@ -170,14 +287,7 @@ pub fn stats(conn: &mut DbConnection, clock: Clock, writeup_days: i64) -> QueryR
             days_to_close.push((closed_at - created).num_seconds() as f64 / 86_400.0);
         }
     }
-    days_to_close.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
-    let median_days_to_close = match days_to_close.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(days_to_close[n / 2]),
-        n => Some((days_to_close[n / 2 - 1] + days_to_close[n / 2]) / 2.0),
-    }
-    // Days with one decimal: what a person reads.
-    .map(|d| (d * 10.0).round() / 10.0);
+    let median_days_to_close = median(days_to_close);
 
     let mut coes_by_state: BTreeMap<String, i64> = CoeState::ALL
         .iter()
@@ -248,5 +358,12 @@ pub fn stats(conn: &mut DbConnection, clock: Clock, writeup_days: i64) -> QueryR
         waiting_for_review,
         drafts_past_deadline,
         emails_by_state: crate::services::outbox::counts(conn)?,
+        recurrence: Recurrence {
+            recurring_coes: coe_recurrences::table
+                .select(diesel::dsl::count(coe_recurrences::coe_id).aggregate_distinct())
+                .first(conn)?,
+            all_coes: coes::table.count().get_result(conn)?,
+        },
+        weeks: weeks(conn, clock)?,
     })
 }

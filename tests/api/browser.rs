@@ -420,3 +420,137 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
         browser.text(".facts").await
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_inspects_the_board_and_an_owner_moves_a_due_date_that_it_then_shows() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    for (email, team) in [
+        ("ana@example.com", "payments"),
+        ("cy@example.com", "payments"),
+        ("bo@example.com", "search"),
+    ] {
+        let res = app
+            .client
+            .put(app.url(&format!("/api/v1/people/{email}")))
+            .bearer_auth(&admin)
+            .json(&json!({"team": team}))
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(res.status(), 200);
+    }
+    let coe = json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Checkout 502s after deploy 42", "owner": "lead@example.com",
+                    "service": "checkout", "severity": "sev2"}),
+        )
+        .await,
+    )
+    .await;
+    let coe_id = coe["id"].as_str().expect("coe");
+    let mut ids = Vec::new();
+    for (title, owner, days_late) in [
+        ("Check pool sizes in CI", "ana@example.com", 12),
+        ("Canary checkout deploys", "cy@example.com", 4),
+        ("Warm the search index", "bo@example.com", 6),
+    ] {
+        let due = (chrono::Utc::now().date_naive() + chrono::Duration::days(10)).to_string();
+        let action = json(
+            app.post_json(
+                &format!("/api/v1/coes/{coe_id}/actions"),
+                Some(&admin),
+                &json!({"title": title, "owner": owner, "due_date": due, "priority": "high", "kind": "prevent"}),
+            )
+            .await,
+        )
+        .await;
+        let id = action["id"].as_str().expect("action").to_owned();
+        let mut conn = app.pool.get().expect("conn");
+        diesel::update(corrective_actions::table.find(&id))
+            .set(
+                corrective_actions::due_date
+                    .eq(chrono::Utc::now().date_naive() - chrono::Duration::days(days_late)),
+            )
+            .execute(&mut conn)
+            .expect("backdate");
+        ids.push(id);
+    }
+
+    let browser = Browser::start().await;
+    sign_in_to(&browser, &app, "lead@example.com", "/").await;
+    browser.set_size(1280, 1000).await;
+    browser.screenshot("home").await;
+    browser.click_to_load("a[href='/board']").await;
+    browser.wait_for_heading("Overdue board").await;
+    browser.screenshot("board").await;
+    // The board filtered to one team, from its line in "By team".
+    browser
+        .click_to_load("a[href='/board?team=payments']")
+        .await;
+    assert!(browser.url().await.ends_with("/board?team=payments"));
+    let rows = browser.text("table.board").await;
+    assert!(
+        rows.contains("Check pool sizes in CI") && !rows.contains("Warm the search index"),
+        "{rows}"
+    );
+    assert!(rows.contains("12 days overdue"), "{rows}");
+    browser.screenshot("board-payments").await;
+    // One click to the action.
+    browser
+        .click_to_load(&format!("table.board a[href='/actions/{}']", ids[0]))
+        .await;
+    browser.wait_for_heading("Check pool sizes in CI").await;
+    sign_out(&browser).await;
+
+    // The owner moves its due date with a reason.
+    sign_in_to(
+        &browser,
+        &app,
+        "ana@example.com",
+        &format!("/actions/{}", ids[0]),
+    )
+    .await;
+    let soon = (chrono::Utc::now().date_naive() + chrono::Duration::days(2)).to_string();
+    browser.set_value("#due", &soon).await;
+    browser
+        .type_into("#reason", "CI runners arrive this week")
+        .await;
+    browser
+        .click_to_load("form[action$='/due-date'] button")
+        .await;
+    assert!(browser
+        .text("main")
+        .await
+        .contains("CI runners arrive this week"));
+    sign_out(&browser).await;
+
+    // The board shows it: one fewer overdue, and among the actions due soon with its
+    // move and the reason.
+    sign_in_to(&browser, &app, "lead@example.com", "/board?team=payments").await;
+    let tabs = browser.text(".tabs").await;
+    assert!(
+        tabs.contains("Overdue: 1") && tabs.contains("Due soon: 1"),
+        "{tabs}"
+    );
+    let rows = browser.text("table.board").await;
+    assert!(!rows.contains("Check pool sizes in CI"), "{rows}");
+    browser
+        .click_to_load(".tabs a[href$='show=due-soon']")
+        .await;
+    let rows = browser.text("table.board").await;
+    assert!(
+        rows.contains("Check pool sizes in CI") && rows.contains("1×: CI runners arrive this week"),
+        "{rows}"
+    );
+    browser.screenshot("board-due-soon").await;
+    browser.goto(&app.url("/dashboard")).await;
+    browser.wait_for_heading("Is the mechanism working?").await;
+    browser.set_size(1280, 2200).await;
+    browser.screenshot("dashboard").await;
+    browser.set_size(390, 844).await;
+    browser.goto(&app.url("/board")).await;
+    browser.screenshot("board-phone").await;
+}

@@ -285,6 +285,78 @@ async fn every_page_is_valid_html() {
         Some(&rev),
     )
     .await;
+    // The inspection pages, and the admin pages as an admin sees them.
+    let res = app
+        .client
+        .put(app.url("/api/v1/people/rev@example.com/admin"))
+        .bearer_auth(&admin)
+        .json(&json!({"is_admin": true}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
+    for (name, path) in [
+        ("board", "/board"),
+        (
+            "board-filtered",
+            "/board?team=x%20y&severity=sev1&show=due-soon&sort=owner",
+        ),
+        ("dashboard", "/dashboard"),
+        ("search-empty", "/search"),
+        ("search", "/search?q=disk+full"),
+        ("me", "/me"),
+        ("admin-people", "/admin/people"),
+        ("admin-tokens", "/admin/tokens"),
+        ("admin-outbox", "/admin/outbox"),
+        ("admin-sessions", "/admin/sessions"),
+    ] {
+        keep(&app, &mut saved, name, path, Some(&rev)).await;
+    }
+    let html = get_page(&app, "/me", Some(&rev))
+        .await
+        .text()
+        .await
+        .expect("html");
+    let res = browser()
+        .post(app.url("/me/calendar"))
+        .header(COOKIE, &rev)
+        .form(&[("csrf", csrf_of(&html).as_str())])
+        .send()
+        .await
+        .expect("sent");
+    save(&mut saved, "me-feed", &res.text().await.expect("html"));
+    let res = browser()
+        .post(app.url("/admin/tokens"))
+        .header(COOKIE, &rev)
+        .form(&[
+            ("csrf", csrf_of(&html).as_str()),
+            ("name", "grafana"),
+            ("role", "ingest"),
+        ])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::CREATED);
+    save(
+        &mut saved,
+        "admin-token-made",
+        &res.text().await.expect("html"),
+    );
+    let res = browser()
+        .post(app.url("/admin/people/import"))
+        .header(COOKIE, &rev)
+        .form(&[
+            ("csrf", csrf_of(&html).as_str()),
+            ("csv", "email,name\nbad,X\nok@example.com,<b>Ok</b>\n"),
+        ])
+        .send()
+        .await
+        .expect("sent");
+    save(
+        &mut saved,
+        "admin-import-report",
+        &res.text().await.expect("html"),
+    );
     keep(
         &app,
         &mut saved,

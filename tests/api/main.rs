@@ -15,6 +15,7 @@ mod errors;
 mod events;
 mod health;
 mod html;
+mod inspection_pages;
 mod migrations;
 mod openapi;
 mod overdue;

@@ -252,6 +252,7 @@ pub async fn list(
         due_before: q.due_before,
         priority: q.priority,
         kind: q.kind,
+        ..ActionFilter::default()
     };
     let found = with_conn(&state, move |conn, state| {
         let clock = state.settings.clock();

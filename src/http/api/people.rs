@@ -260,7 +260,7 @@ pub async fn sessions(
     let email =
         EmailAddress::parse(&email.into_inner()).map_err(|p| ApiError::field("email", p))?;
     let sessions = with_conn(&state, move |conn, _| {
-        Ok(auth::sessions_of(conn, email.as_str())?)
+        Ok(auth::sessions_of(conn, Some(email.as_str()), 1000)?)
     })
     .await?;
     Ok(HttpResponse::Ok().json(SessionList { sessions }))

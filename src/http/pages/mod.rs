@@ -4,12 +4,17 @@
 //! CSRF token. The pages call the same services as the API.
 
 mod actions;
+mod admin;
+mod board;
 mod coe_forms;
 mod coes;
+mod dashboard;
 mod home;
 mod incidents;
 mod markdown;
+mod me;
 mod review;
+mod search;
 mod sign_in;
 
 use std::fmt;
@@ -47,6 +52,15 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "action",
     "coe_print",
     "coe_history",
+    "board",
+    "dashboard",
+    "search",
+    "me",
+    "admin_tabs",
+    "admin_people",
+    "admin_tokens",
+    "admin_outbox",
+    "admin_sessions",
 );
 
 const APP_CSS: &str = include_str!(concat!(
@@ -61,6 +75,7 @@ const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-ac
                    frame-ancestors 'none'; base-uri 'none'";
 
 handlebars::handlebars_helper!(time: |at: str| readable_time(at));
+handlebars::handlebars_helper!(query_value: |v: str| form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>());
 
 /// An RFC 3339 UTC time as people read it: `2026-11-29 10:03 UTC`.
 fn readable_time(at: &str) -> String {
@@ -72,6 +87,22 @@ fn readable_time(at: &str) -> String {
                 .to_string()
         },
     )
+}
+
+/// Escapes text for HTML content and quoted attributes.
+pub(super) fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#x27;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The page templates, compiled once at start-up.
@@ -92,10 +123,16 @@ impl PageTemplates {
         let mut registry = Handlebars::new();
         registry.set_strict_mode(false);
         registry.set_dev_mode(false);
+        // Every attribute in the templates is quoted, so `&`, `<`, `>`, `"` and `'` are
+        // what must be escaped (handlebars' default also escapes `=` and backticks,
+        // for unquoted attributes, which would make every link's query unreadable).
+        registry.register_escape_fn(escape_html);
         registry.register_helper("time", Box::new(time));
         registry.register_helper("markdown", Box::new(markdown::helper));
+        registry.register_helper("highlight", Box::new(search::helper));
+        registry.register_helper("query_value", Box::new(query_value));
         for (name, text) in TEMPLATES {
-            let result = if *name == "layout" {
+            let result = if *name == "layout" || *name == "admin_tabs" {
                 registry.register_partial(name, *text)
             } else {
                 registry.register_template_string(name, *text)
@@ -388,6 +425,41 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/sign-in/confirm", web::get().to(sign_in::confirm_form))
         .route("/sign-in/confirm", web::post().to(sign_in::confirm))
         .route("/sign-out", web::post().to(sign_in::sign_out))
+        .route("/board", web::get().to(board::board))
+        .route("/dashboard", web::get().to(dashboard::dashboard))
+        .route("/search", web::get().to(search::search))
+        .route("/me", web::get().to(me::show))
+        .route("/me/calendar", web::post().to(me::new_calendar))
+        .route(
+            "/admin",
+            web::get().to(|| async { see_other("/admin/people") }),
+        )
+        .route("/admin/people", web::get().to(admin::people_list))
+        .route("/admin/people/import", web::post().to(admin::people_import))
+        .route(
+            "/admin/people/{email}/admin",
+            web::post().to(admin::people_admin),
+        )
+        .route(
+            "/admin/people/{email}/sign-out",
+            web::post().to(admin::people_sign_out),
+        )
+        .route("/admin/tokens", web::get().to(admin::tokens_list))
+        .route("/admin/tokens", web::post().to(admin::tokens_create))
+        .route(
+            "/admin/tokens/{name}/revoke",
+            web::post().to(admin::tokens_revoke),
+        )
+        .route("/admin/outbox", web::get().to(admin::outbox_list))
+        .route(
+            "/admin/outbox/{id}/retry",
+            web::post().to(admin::outbox_retry),
+        )
+        .route("/admin/sessions", web::get().to(admin::sessions_list))
+        .route(
+            "/admin/sessions/{id}/end",
+            web::post().to(admin::sessions_end),
+        )
         .route("/incidents", web::get().to(incidents::list))
         .route("/incidents/{id}", web::get().to(incidents::show))
         .route("/incidents/{id}/coe", web::post().to(incidents::open_coe))

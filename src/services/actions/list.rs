@@ -7,9 +7,9 @@ use super::{coe_title_and_severity, view, ActionView};
 use crate::db::models::ActionRow;
 use crate::db::schema::{coes, corrective_actions, people};
 use crate::db::types::{self, word};
-use crate::db::DbConnection;
+use crate::db::{DbConnection, MultiBackend};
 use crate::domain::action::{ActionKind, ActionState, Priority};
-use crate::domain::Clock;
+use crate::domain::{Clock, Severity};
 
 /// Filters of the action list.
 #[derive(Debug, Clone, Default)]
@@ -22,6 +22,13 @@ pub struct ActionFilter {
     pub due_before: Option<NaiveDate>,
     pub priority: Option<Priority>,
     pub kind: Option<ActionKind>,
+    /// Actions of COEs of this service.
+    pub service: Option<String>,
+    /// Actions of COEs of this severity.
+    pub severity: Option<Severity>,
+    /// Open or in progress, due today or later but before `due_before` (with it:
+    /// "due soon").
+    pub due_from_today: bool,
 }
 
 /// How the list is ordered.
@@ -32,6 +39,100 @@ pub enum ActionSort {
     DueDate,
     /// Most days overdue first (the same order, for overdue actions, as the oldest due date).
     DaysOverdue,
+    /// By owner, then soonest due.
+    Owner,
+}
+
+type Filtered<'a> = corrective_actions::BoxedQuery<'a, MultiBackend>;
+
+/// The actions `filter` selects, as one query to count, group or page. "Overdue" in
+/// SQL is the domain's definition: active, and the due date is before today in the
+/// organisation's time zone.
+pub(crate) fn filtered<'a>(
+    filter: &ActionFilter,
+    looked_up: &LookedUp,
+    today: NaiveDate,
+) -> Filtered<'a> {
+    let active = [ActionState::Open.as_str(), ActionState::InProgress.as_str()];
+    let mut q = corrective_actions::table.into_boxed();
+    if let Some(owner) = &filter.owner {
+        q = q.filter(corrective_actions::owner_email.eq(owner.clone()));
+    }
+    if let Some(members) = &looked_up.team_members {
+        q = q.filter(corrective_actions::owner_email.eq_any(members.clone()));
+    }
+    if let Some(coes) = &looked_up.coes {
+        q = q.filter(corrective_actions::coe_id.eq_any(coes.clone()));
+    }
+    if let Some(coe) = &filter.coe {
+        q = q.filter(corrective_actions::coe_id.eq(coe.clone()));
+    }
+    if let Some(state) = filter.state {
+        q = q.filter(corrective_actions::state.eq(state.as_str()));
+    }
+    match filter.overdue {
+        Some(true) => {
+            q = q
+                .filter(corrective_actions::state.eq_any(active))
+                .filter(corrective_actions::due_date.lt(today));
+        }
+        Some(false) => {
+            q = q.filter(
+                corrective_actions::state
+                    .ne_all(active)
+                    .or(corrective_actions::due_date.ge(today)),
+            );
+        }
+        None => {}
+    }
+    if filter.due_from_today {
+        q = q
+            .filter(corrective_actions::state.eq_any(active))
+            .filter(corrective_actions::due_date.ge(today));
+    }
+    if let Some(before) = filter.due_before {
+        q = q.filter(corrective_actions::due_date.lt(before));
+    }
+    if let Some(priority) = filter.priority {
+        q = q.filter(corrective_actions::priority.eq(word(priority)));
+    }
+    if let Some(kind) = filter.kind {
+        q = q.filter(corrective_actions::kind.eq(word(kind)));
+    }
+    q
+}
+
+/// What a filter needs looked up before its query: the owners of its team, the COEs
+/// of its service or severity.
+#[derive(Debug, Default)]
+pub(crate) struct LookedUp {
+    team_members: Option<Vec<String>>,
+    coes: Option<Vec<String>>,
+}
+
+pub(crate) fn look_up(conn: &mut DbConnection, filter: &ActionFilter) -> QueryResult<LookedUp> {
+    let team_members = match &filter.team {
+        Some(team) => Some(
+            people::table
+                .filter(people::team.eq(team))
+                .select(people::email)
+                .load(conn)?,
+        ),
+        None => None,
+    };
+    let coes = if filter.service.is_some() || filter.severity.is_some() {
+        let mut of = coes::table.select(coes::id).into_boxed();
+        if let Some(service) = &filter.service {
+            of = of.filter(coes::service.eq(service.clone()));
+        }
+        if let Some(severity) = filter.severity {
+            of = of.filter(coes::severity.eq(severity.rank()));
+        }
+        Some(of.load(conn)?)
+    } else {
+        None
+    };
+    Ok(LookedUp { team_members, coes })
 }
 
 /// A page of actions and how many match in all.
@@ -43,69 +144,24 @@ pub fn list(
     offset: i64,
     clock: Clock,
 ) -> QueryResult<(Vec<ActionView>, i64)> {
-    // "Overdue" in SQL is the domain's definition: active, and the due date is before
-    // today in the organisation's time zone.
     let today = clock.today();
-    let active = [ActionState::Open.as_str(), ActionState::InProgress.as_str()];
-    let team_members: Option<Vec<String>> = match &filter.team {
-        Some(team) => Some(
-            people::table
-                .filter(people::team.eq(team))
-                .select(people::email)
-                .load(conn)?,
-        ),
-        None => None,
-    };
-    let filtered = || {
-        let mut q = corrective_actions::table.into_boxed();
-        if let Some(owner) = &filter.owner {
-            q = q.filter(corrective_actions::owner_email.eq(owner.clone()));
-        }
-        if let Some(members) = &team_members {
-            q = q.filter(corrective_actions::owner_email.eq_any(members.clone()));
-        }
-        if let Some(coe) = &filter.coe {
-            q = q.filter(corrective_actions::coe_id.eq(coe.clone()));
-        }
-        if let Some(state) = filter.state {
-            q = q.filter(corrective_actions::state.eq(state.as_str()));
-        }
-        match filter.overdue {
-            Some(true) => {
-                q = q
-                    .filter(corrective_actions::state.eq_any(active))
-                    .filter(corrective_actions::due_date.lt(today));
-            }
-            Some(false) => {
-                q = q.filter(
-                    corrective_actions::state
-                        .ne_all(active)
-                        .or(corrective_actions::due_date.ge(today)),
-                );
-            }
-            None => {}
-        }
-        if let Some(before) = filter.due_before {
-            q = q.filter(corrective_actions::due_date.lt(before));
-        }
-        if let Some(priority) = filter.priority {
-            q = q.filter(corrective_actions::priority.eq(word(priority)));
-        }
-        if let Some(kind) = filter.kind {
-            q = q.filter(corrective_actions::kind.eq(word(kind)));
-        }
-        q
-    };
-    let total: i64 = filtered().count().get_result(conn)?;
+    let looked_up = look_up(conn, filter)?;
+    let query = || filtered(filter, &looked_up, today);
+    let total: i64 = query().count().get_result(conn)?;
     let ordered = match sort {
-        ActionSort::DueDate => filtered().order((
+        ActionSort::DueDate => query().order((
             corrective_actions::due_date.asc(),
             corrective_actions::id.asc(),
         )),
         // The longest overdue is the oldest due date.
-        ActionSort::DaysOverdue => filtered().order((
+        ActionSort::DaysOverdue => query().order((
             corrective_actions::due_date.asc(),
             corrective_actions::created_at.asc(),
+            corrective_actions::id.asc(),
+        )),
+        ActionSort::Owner => query().order((
+            corrective_actions::owner_email.asc(),
+            corrective_actions::due_date.asc(),
             corrective_actions::id.asc(),
         )),
     };

@@ -24,6 +24,7 @@ use crate::domain::{Clock, EmailAddress, Severity};
 use crate::services::access::AccessError;
 
 pub use change::{create, patch, transition};
+pub(crate) use list::{filtered, look_up};
 pub use list::{for_coe, list, ActionFilter, ActionSort};
 
 #[derive(Debug, thiserror::Error)]

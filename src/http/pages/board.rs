@@ -1,0 +1,235 @@
+//! The overdue board: overdue and due-soon actions by team and by owner, and the
+//! actions themselves with their days overdue, COE, severity and due-date moves. Every
+//! filter and the order are in the URL, so a board can be bookmarked and shown in the
+//! weekly meeting.
+
+use std::sync::Arc;
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+use chrono::Duration;
+use diesel::dsl::max;
+use diesel::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::{render, PageError};
+use crate::db::schema::{corrective_actions, people};
+use crate::domain::action::{ActionKind, Priority};
+use crate::domain::Severity;
+use crate::http::session::SignedIn;
+use crate::http::state::{with_conn, AppState};
+use crate::services::actions::{ActionFilter, ActionSort};
+use crate::services::board::{self, Totals};
+
+const PAGE: i64 = 100;
+
+/// The board's URL query: every field optional, empty means "any".
+#[derive(Debug, Default, Clone, Deserialize, Serialize)]
+pub struct BoardQuery {
+    #[serde(default)]
+    team: Option<String>,
+    #[serde(default)]
+    owner: Option<String>,
+    #[serde(default)]
+    service: Option<String>,
+    #[serde(default)]
+    severity: Option<String>,
+    #[serde(default)]
+    priority: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    /// `overdue` (the default) or `due-soon`.
+    #[serde(default)]
+    show: Option<String>,
+    /// `days` (most overdue first, the default), `due` or `owner`.
+    #[serde(default)]
+    sort: Option<String>,
+    #[serde(default)]
+    offset: Option<i64>,
+}
+
+fn filled(s: &Option<String>) -> Option<String> {
+    s.as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// A word of a fixed set from the URL, or a page that names the set.
+fn word<T: for<'de> Deserialize<'de>>(
+    value: &Option<String>,
+    field: &str,
+    words: &str,
+) -> Result<Option<T>, PageError> {
+    filled(value)
+        .map(|v| {
+            serde_json::from_value(json!(v))
+                .map_err(|_| PageError::BadRequest(format!("no {field} {v:?}: {words}")))
+        })
+        .transpose()
+}
+
+impl BoardQuery {
+    /// The filter shared by the totals and the rows (without the window).
+    fn filter(&self) -> Result<ActionFilter, PageError> {
+        let severity = filled(&self.severity)
+            .map(|s| {
+                s.parse::<Severity>()
+                    .map_err(|_| PageError::BadRequest(format!("no severity {s:?}: sev1 to sev5")))
+            })
+            .transpose()?;
+        Ok(ActionFilter {
+            team: filled(&self.team),
+            owner: filled(&self.owner).map(|o| o.to_lowercase()),
+            service: filled(&self.service),
+            severity,
+            priority: word::<Priority>(&self.priority, "priority", "high, medium or low")?,
+            kind: word::<ActionKind>(
+                &self.kind,
+                "kind",
+                "detect, diagnose, mitigate, prevent or process",
+            )?,
+            ..ActionFilter::default()
+        })
+    }
+
+    fn due_soon(&self) -> bool {
+        self.show.as_deref() == Some("due-soon")
+    }
+
+    fn sort(&self) -> ActionSort {
+        match self.sort.as_deref() {
+            Some("due") => ActionSort::DueDate,
+            Some("owner") => ActionSort::Owner,
+            _ => ActionSort::DaysOverdue,
+        }
+    }
+
+    /// This query as a URL, with some fields changed.
+    fn url(&self, change: impl FnOnce(&mut BoardQuery)) -> String {
+        let mut q = self.clone();
+        change(&mut q);
+        let pairs: Vec<(&str, String)> = [
+            ("team", &q.team),
+            ("owner", &q.owner),
+            ("service", &q.service),
+            ("severity", &q.severity),
+            ("priority", &q.priority),
+            ("kind", &q.kind),
+            ("show", &q.show),
+            ("sort", &q.sort),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| filled(v).map(|v| (k, v)))
+        .chain(
+            q.offset
+                .filter(|o| *o > 0)
+                .map(|o| ("offset", o.to_string())),
+        )
+        .collect();
+        let query = serde_urlencoded::to_string(pairs).unwrap_or_default();
+        if query.is_empty() {
+            "/board".to_owned()
+        } else {
+            format!("/board?{query}")
+        }
+    }
+}
+
+/// What the cached totals depend on besides the filter: today, and the last change to
+/// any action or person. A change anywhere makes the next view count again; views in
+/// between share one count.
+fn generation(conn: &mut crate::db::DbConnection, today: chrono::NaiveDate) -> QueryResult<String> {
+    let actions: Option<chrono::NaiveDateTime> = corrective_actions::table
+        .select(max(corrective_actions::updated_at))
+        .first(conn)?;
+    let people: Option<chrono::NaiveDateTime> =
+        people::table.select(max(people::updated_at)).first(conn)?;
+    Ok(format!("{today}|{actions:?}|{people:?}"))
+}
+
+/// `GET /board`.
+pub async fn board(
+    who: SignedIn,
+    query: web::Query<BoardQuery>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, PageError> {
+    let q = query.into_inner();
+    let base = q.filter()?;
+    let offset = q.offset.unwrap_or(0).max(0);
+    let (due_soon, sort) = (q.due_soon(), q.sort());
+    let (totals, rows, total) = with_conn(&state, move |conn, state| {
+        let clock = state.settings.clock();
+        let soon_days = state.settings.reminders.due_soon_days;
+        let key = format!("{base:?}|{}", generation(conn, clock.today())?);
+        let totals: Arc<Totals> = match state.board_totals.get(&key) {
+            Some(t) => t,
+            None => {
+                let t = Arc::new(board::totals(conn, &base, clock, soon_days)?);
+                state.board_totals.insert(key, t.clone());
+                t
+            }
+        };
+        let today = clock.today();
+        let window = if due_soon {
+            ActionFilter {
+                due_from_today: true,
+                due_before: Some(today + Duration::days(soon_days)),
+                ..base
+            }
+        } else {
+            ActionFilter {
+                overdue: Some(true),
+                ..base
+            }
+        };
+        let (rows, total) = board::rows(conn, &window, sort, PAGE, offset, clock)?;
+        Ok((totals, rows, total))
+    })
+    .await?;
+    let teams: Vec<_> = totals
+        .by_team
+        .iter()
+        .map(|t| json!({"line": t, "href": q.url(|n| { n.team = Some(t.team.clone()); n.offset = None; })}))
+        .collect();
+    let owners: Vec<_> = totals
+        .by_owner
+        .iter()
+        .take(50)
+        .map(|o| json!({"line": o, "href": q.url(|n| { n.owner = Some(o.owner.clone()); n.offset = None; })}))
+        .collect();
+    let sorts: Vec<_> = [
+        ("days", "most overdue first"),
+        ("due", "due date"),
+        ("owner", "owner"),
+    ]
+    .into_iter()
+    .map(|(value, label)| {
+        json!({"value": value, "label": label,
+                   "selected": q.sort.as_deref().unwrap_or("days") == value})
+    })
+    .collect();
+    let data = json!({
+        "filter": q,
+        "totals": {"overdue": totals.overdue, "due_soon": totals.due_soon},
+        "teams": teams,
+        "owners": owners,
+        "more_owners": totals.by_owner.len().saturating_sub(50),
+        "rows": rows,
+        "total": total,
+        "due_soon": due_soon,
+        "sorts": sorts,
+        "severities": Severity::ALL.map(|s| s.to_string()),
+        "priorities": ["high", "medium", "low"],
+        "kinds": ["detect", "diagnose", "mitigate", "prevent", "process"],
+        "overdue_href": q.url(|n| { n.show = None; n.offset = None; }),
+        "due_soon_href": q.url(|n| { n.show = Some("due-soon".into()); n.offset = None; }),
+        "clear_href": "/board",
+        "next": (offset + PAGE < total).then(|| q.url(|n| n.offset = Some(offset + PAGE))),
+        "previous": (offset > 0).then(|| q.url(|n| n.offset = Some((offset - PAGE).max(0)))),
+        "from": offset + 1,
+        "to": (offset + PAGE).min(total),
+    });
+    render(&state, Some(&who), StatusCode::OK, "board", data)
+}

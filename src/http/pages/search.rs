@@ -1,0 +1,234 @@
+//! Search: the full-text search of COEs (`services::coes::list` with text, ranked) as a
+//! page, with filters in the URL and the matched words highlighted in each hit's title
+//! and in a passage of its writeup.
+
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+use diesel::prelude::*;
+use handlebars::{
+    Context, Handlebars, Helper, HelperResult, Output, RenderContext, RenderErrorReason,
+};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{render, PageError};
+use crate::db::schema::coe_sections;
+use crate::domain::coe::CoeState;
+use crate::domain::Severity;
+use crate::http::session::SignedIn;
+use crate::http::state::{with_conn, AppState};
+use crate::services::coes::{self, CoeFilter};
+
+const PAGE: i64 = 20;
+
+#[derive(Debug, Default, Clone, Deserialize, serde::Serialize)]
+pub struct SearchQuery {
+    #[serde(default)]
+    q: Option<String>,
+    #[serde(default)]
+    state: Option<String>,
+    #[serde(default)]
+    service: Option<String>,
+    #[serde(default)]
+    severity: Option<String>,
+    #[serde(default)]
+    offset: Option<i64>,
+}
+
+fn filled(s: &Option<String>) -> Option<String> {
+    s.as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
+/// The words of a query that a highlight looks for (two letters or more).
+fn terms(query: &str) -> Vec<String> {
+    query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 2)
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// `text` as HTML with every occurrence of a term (case-insensitive) in `<mark>`;
+/// everything else escaped.
+pub fn highlight(text: &str, terms: &[String]) -> String {
+    let lower: Vec<(usize, char)> = text.char_indices().collect();
+    let folded: String = text.to_lowercase();
+    // Lowercasing can change lengths (rare letters): then mark nothing rather than
+    // cut a character in two.
+    if folded.len() != text.len() {
+        return super::escape_html(text);
+    }
+    let mut marks = vec![false; text.len()];
+    for term in terms {
+        let mut from = 0;
+        while let Some(at) = folded[from..].find(term.as_str()) {
+            let start = from + at;
+            marks[start..start + term.len()]
+                .iter_mut()
+                .for_each(|m| *m = true);
+            from = start + term.len();
+        }
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut open = false;
+    for (i, c) in lower {
+        if marks[i] && !open {
+            out.push_str("<mark>");
+            open = true;
+        } else if !marks[i] && open {
+            out.push_str("</mark>");
+            open = false;
+        }
+        out.push_str(&super::escape_html(c.encode_utf8(&mut [0; 4])));
+    }
+    if open {
+        out.push_str("</mark>");
+    }
+    out
+}
+
+/// `{{highlight text query}}`: the text escaped, the query's words marked.
+pub fn helper(
+    h: &Helper<'_>,
+    _: &Handlebars<'_>,
+    _: &Context,
+    _: &mut RenderContext<'_, '_>,
+    out: &mut dyn Output,
+) -> HelperResult {
+    let text = h
+        .param(0)
+        .ok_or(RenderErrorReason::ParamNotFoundForIndex("highlight", 0))?;
+    let query = h.param(1).and_then(|q| q.value().as_str()).unwrap_or("");
+    if let Some(text) = text.value().as_str() {
+        out.write(&highlight(text, &terms(query)))?;
+    }
+    Ok(())
+}
+
+/// A passage of `body` around the first term found, about 240 characters.
+fn passage(body: &str, terms: &[String]) -> Option<String> {
+    let folded = body.to_lowercase();
+    let at = terms.iter().filter_map(|t| folded.find(t.as_str())).min()?;
+    let at = if folded.len() == body.len() { at } else { 0 };
+    let start = body[..at]
+        .char_indices()
+        .rev()
+        .nth(100)
+        .map_or(0, |(i, _)| i);
+    let end = body[at..]
+        .char_indices()
+        .nth(140)
+        .map_or(body.len(), |(i, _)| at + i);
+    let mut text = body[start..end]
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if start > 0 {
+        text.insert_str(0, "… ");
+    }
+    if end < body.len() {
+        text.push_str(" …");
+    }
+    Some(text)
+}
+
+/// `GET /search`.
+pub async fn search(
+    who: SignedIn,
+    query: web::Query<SearchQuery>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, PageError> {
+    let q = query.into_inner();
+    let text = filled(&q.q);
+    let coe_state = filled(&q.state)
+        .map(|s| {
+            serde_json::from_value::<CoeState>(json!(s)).map_err(|_| {
+                PageError::BadRequest(format!(
+                    "no COE state {s:?}: draft, in_review, approved or closed"
+                ))
+            })
+        })
+        .transpose()?;
+    let severity = filled(&q.severity)
+        .map(|s| {
+            s.parse::<Severity>()
+                .map_err(|_| PageError::BadRequest(format!("no severity {s:?}: sev1 to sev5")))
+        })
+        .transpose()?;
+    let filter = CoeFilter {
+        text: text.clone(),
+        state: coe_state,
+        service: filled(&q.service),
+        severity,
+        ..CoeFilter::default()
+    };
+    let offset = q.offset.unwrap_or(0).max(0);
+    let words = terms(text.as_deref().unwrap_or(""));
+    let searched =
+        text.is_some() || filter.state.is_some() || filter.service.is_some() || severity.is_some();
+    let (hits, total) = if searched {
+        with_conn(&state, move |conn, _| {
+            let (page, total) = coes::list(conn, &filter, PAGE, offset)?;
+            let mut hits = Vec::with_capacity(page.len());
+            for coe in page {
+                let bodies: Vec<String> = coe_sections::table
+                    .filter(coe_sections::coe_id.eq(&coe.id))
+                    .order(coe_sections::key.asc())
+                    .select(coe_sections::body)
+                    .load(conn)?;
+                let found = bodies.iter().find_map(|b| passage(b, &words));
+                hits.push(json!({"coe": coe, "passage": found}));
+            }
+            Ok((hits, total))
+        })
+        .await?
+    } else {
+        (Vec::new(), 0)
+    };
+    let page_url = |offset: i64| {
+        let mut next = q.clone();
+        next.offset = Some(offset);
+        format!(
+            "/search?{}",
+            serde_urlencoded::to_string(&next).unwrap_or_default()
+        )
+    };
+    let data = json!({
+        "query": q,
+        "searched": searched,
+        "hits": hits,
+        "total": total,
+        "states": CoeState::ALL.map(|s| s.as_str()),
+        "severities": Severity::ALL.map(|s| s.to_string()),
+        "next": (offset + PAGE < total).then(|| page_url(offset + PAGE)),
+        "previous": (offset > 0).then(|| page_url((offset - PAGE).max(0))),
+    });
+    render(&state, Some(&who), StatusCode::OK, "search", data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_are_marked_and_everything_else_escaped() {
+        let t = terms("Pool <exhausted>");
+        assert_eq!(t, vec!["pool", "exhausted"]);
+        assert_eq!(
+            highlight("The POOL was <b>exhausted</b>", &t),
+            "The <mark>POOL</mark> was &lt;b&gt;<mark>exhausted</mark>&lt;/b&gt;"
+        );
+        let p = passage(
+            &format!("{} the pool ran dry {}", "x ".repeat(200), "y ".repeat(200)),
+            &t,
+        )
+        .expect("found");
+        assert!(
+            p.starts_with("… ") && p.ends_with(" …") && p.contains("the pool ran dry"),
+            "{p}"
+        );
+    }
+}
