@@ -165,7 +165,7 @@ pub struct BoardRow {
     pub last_move_reason: Option<String>,
 }
 
-/// A page of the board's actions and how many match.
+/// A page of the board's actions (how many match in all is in its `Totals`).
 pub fn rows(
     conn: &mut DbConnection,
     filter: &ActionFilter,
@@ -173,8 +173,8 @@ pub fn rows(
     limit: i64,
     offset: i64,
     clock: Clock,
-) -> QueryResult<(Vec<BoardRow>, i64)> {
-    let (page, total) = actions::list(conn, filter, sort, limit, offset, clock)?;
+) -> QueryResult<Vec<BoardRow>> {
+    let page = actions::page(conn, filter, sort, limit, offset, clock)?;
     let ids: Vec<&str> = page.iter().map(|a| a.id.as_str()).collect();
     let mut reasons: HashMap<String, String> = HashMap::new();
     let moves: Vec<(String, String)> = due_date_changes::table
@@ -192,14 +192,12 @@ pub fn rows(
         .load::<(String, Option<String>)>(conn)?
         .into_iter()
         .collect();
-    Ok((
-        page.into_iter()
-            .map(|a| BoardRow {
-                team: teams.get(&a.owner).cloned().flatten(),
-                last_move_reason: reasons.remove(&a.id),
-                action: a,
-            })
-            .collect(),
-        total,
-    ))
+    Ok(page
+        .into_iter()
+        .map(|a| BoardRow {
+            team: teams.get(&a.owner).cloned().flatten(),
+            last_move_reason: reasons.remove(&a.id),
+            action: a,
+        })
+        .collect())
 }

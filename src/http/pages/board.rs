@@ -184,7 +184,12 @@ pub async fn board(
                 ..base
             }
         };
-        let (rows, total) = board::rows(conn, &window, sort, PAGE, offset, clock)?;
+        let rows = board::rows(conn, &window, sort, PAGE, offset, clock)?;
+        let total = if due_soon {
+            totals.due_soon
+        } else {
+            totals.overdue
+        };
         Ok((totals, rows, total))
     })
     .await?;

@@ -144,10 +144,25 @@ pub fn list(
     offset: i64,
     clock: Clock,
 ) -> QueryResult<(Vec<ActionView>, i64)> {
+    let looked_up = look_up(conn, filter)?;
+    let total: i64 = filtered(filter, &looked_up, clock.today())
+        .count()
+        .get_result(conn)?;
+    Ok((page(conn, filter, sort, limit, offset, clock)?, total))
+}
+
+/// A page of actions, without counting how many match (for a caller that knows).
+pub fn page(
+    conn: &mut DbConnection,
+    filter: &ActionFilter,
+    sort: ActionSort,
+    limit: i64,
+    offset: i64,
+    clock: Clock,
+) -> QueryResult<Vec<ActionView>> {
     let today = clock.today();
     let looked_up = look_up(conn, filter)?;
     let query = || filtered(filter, &looked_up, today);
-    let total: i64 = query().count().get_result(conn)?;
     let ordered = match sort {
         ActionSort::DueDate => query().order((
             corrective_actions::due_date.asc(),
@@ -185,7 +200,7 @@ pub fn list(
             view(r, title, types::severity("coes.severity", rank)?, clock)
         })
         .collect::<QueryResult<_>>()?;
-    Ok((views, total))
+    Ok(views)
 }
 
 /// The actions of one COE, oldest first.

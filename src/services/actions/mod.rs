@@ -25,7 +25,7 @@ use crate::services::access::AccessError;
 
 pub use change::{create, patch, transition};
 pub(crate) use list::{filtered, look_up};
-pub use list::{for_coe, list, ActionFilter, ActionSort};
+pub use list::{for_coe, list, page, ActionFilter, ActionSort};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ActionError {

@@ -1,0 +1,2 @@
+DROP INDEX people_by_updated;
+DROP INDEX corrective_actions_by_updated;
