@@ -587,3 +587,62 @@ async fn forms_of_a_coe_page_need_the_sessions_token() {
     let api = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
     assert_eq!(api["version"], 1, "nothing changed");
 }
+
+#[tokio::test]
+async fn a_recurring_coe_shows_the_earlier_coes_open_actions() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let ingest = app.token("ingest", coe::domain::Role::Ingest);
+    let fire = |at: &str| {
+        json!({"dedup_key": "disk-full", "group_key": "search-disk", "severity": "sev2",
+               "service": "search", "title": "Disk full", "started_at": at})
+    };
+    for event in [
+        fire("2026-11-01T10:00:00Z"),
+        json!({"dedup_key": "disk-full", "group_key": "search-disk", "status": "resolved",
+               "started_at": "2026-11-01T10:00:00Z", "ended_at": "2026-11-01T11:00:00Z"}),
+    ] {
+        let res = app.post_json("/api/v1/events", Some(&ingest), &event).await;
+        assert_eq!(res.status(), 202);
+    }
+    let earlier = app.get_json("/api/v1/coes", &admin).await["coes"][0]["id"]
+        .as_str()
+        .expect("the first COE")
+        .to_owned();
+    let due = (chrono::Utc::now().date_naive() + chrono::Duration::days(9)).to_string();
+    let res = app
+        .post_json(
+            &format!("/api/v1/coes/{earlier}/actions"),
+            Some(&admin),
+            &json!({"title": "Alarm at 80% disk <now>", "owner": "cy@example.com", "due_date": due,
+                    "priority": "high", "kind": "detect"}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let res = app
+        .post_json(
+            "/api/v1/events",
+            Some(&ingest),
+            &fire("2026-11-20T10:00:00Z"),
+        )
+        .await;
+    assert_eq!(res.status(), 202);
+    let newest = app.get_json("/api/v1/coes", &admin).await["coes"][0]["id"]
+        .as_str()
+        .expect("the second COE")
+        .to_owned();
+    assert_ne!(newest, earlier);
+    let ana = sign_in(&app, "ana@example.com").await;
+    let html = text_of(&app, &format!("/coes/{newest}"), &ana).await;
+    let at = html.find("It happened before").expect("the recurrence");
+    let part = &html[at..];
+    assert!(
+        part.contains(&format!("href=\"/coes/{earlier}\"")),
+        "{part}"
+    );
+    assert!(part.contains("1 of 1 actions still open"), "{part}");
+    assert!(
+        part.contains("Alarm at 80% disk &lt;now&gt;</a> · cy@example.com"),
+        "{part}"
+    );
+}

@@ -598,3 +598,76 @@ async fn a_person_makes_their_calendar_feed_from_their_page() {
     );
     assert_eq!(app.get(&second, None).await.status(), 200);
 }
+
+#[tokio::test]
+async fn my_work_lists_what_waits_for_me_and_what_each_coe_still_needs() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let mine = body_json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Queue <backlog>", "owner": "ana@example.com"}),
+        )
+        .await,
+    )
+    .await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let theirs = body_json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Search slow", "owner": "bo@example.com"}),
+        )
+        .await,
+    )
+    .await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    {
+        let mut conn = app.pool.get().expect("conn");
+        diesel::update(coe::db::schema::coes::table.find(&theirs))
+            .set((
+                coe::db::schema::coes::state.eq("in_review"),
+                coe::db::schema::coes::reviewer_email.eq("ana@example.com"),
+            ))
+            .execute(&mut conn)
+            .expect("in review");
+    }
+    action(&app, &admin, &mine, "Later one", "ana@example.com", 9).await;
+    action(&app, &admin, &mine, "Overdue one", "ana@example.com", -4).await;
+    let done = action(&app, &admin, &mine, "Done one", "ana@example.com", 3).await;
+    let res = app
+        .post_json(
+            &format!("/api/v1/actions/{done}/complete"),
+            Some(&admin),
+            &json!({"note": "done"}),
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+
+    let ana = sign_in(&app, "ana@example.com").await;
+    let html = page(&app, "/", &ana).await;
+    let waiting = html
+        .find("Waiting for your review")
+        .expect("a review waits");
+    assert!(html[waiting..].contains("Search slow"), "{html}");
+    assert!(html.contains("Queue &lt;backlog&gt;"), "{html}");
+    assert!(
+        html.contains("Still needs: Summary, Customer and business impact"),
+        "{html}"
+    );
+    let overdue = html.find("Overdue one").expect("overdue");
+    assert!(
+        overdue < html.find("Later one").expect("later"),
+        "overdue first: {html}"
+    );
+    assert!(html.contains("4 days overdue"), "{html}");
+    assert!(
+        !html.contains("Done one"),
+        "closed actions are not work: {html}"
+    );
+}

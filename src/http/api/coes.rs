@@ -526,6 +526,7 @@ pub async fn list(
         owner: q.owner.map(|o| o.trim().to_lowercase()),
         since: crate::http::time_param("since", q.since.as_deref())?,
         until: crate::http::time_param("until", q.until.as_deref())?,
+        reviewer: None,
     };
     let found = with_conn(&state, move |conn, _| {
         Ok(coes::list(conn, &filter, limit, offset)?)

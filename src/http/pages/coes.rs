@@ -66,6 +66,8 @@ pub(super) struct Kept {
 pub(super) struct Loaded {
     pub doc: CoeDocument,
     pub history: Vec<HistoryEntry>,
+    /// The open actions of the earlier COEs this one recurs, by COE id.
+    earlier_open: BTreeMap<String, Vec<Value>>,
     may_edit: bool,
     /// For the reviewer: what others changed since their last look, and when that was.
     since_last_look: Option<(NaiveDateTime, Vec<HistoryEntry>)>,
@@ -120,6 +122,31 @@ pub(super) async fn load(
         };
         let may_edit = access::coe(conn, &key, editor).is_ok();
         let history = coes::history(conn, &key)?;
+        let clock = state.settings.clock();
+        let mut earlier_open = BTreeMap::new();
+        for earlier in doc
+            .recurrence
+            .iter()
+            .filter(|r| r.open_actions > 0)
+            .take(10)
+        {
+            let open: Vec<Value> = crate::services::actions::for_coe(conn, &earlier.coe_id, clock)?
+                .into_iter()
+                .filter(|a| {
+                    matches!(
+                        a.state,
+                        crate::domain::action::ActionState::Open
+                            | crate::domain::action::ActionState::InProgress
+                    )
+                })
+                .map(|a| {
+                    json!({"id": a.id, "title": a.title, "owner": a.owner,
+                                "due_date": a.due_date, "overdue": a.overdue,
+                                "days_overdue": a.days_overdue})
+                })
+                .collect();
+            earlier_open.insert(earlier.coe_id.clone(), open);
+        }
         let me = editor.actor;
         let since_last_look = if remember_look && doc.reviewer.as_deref() == Some(me) {
             note_look(conn, &key, me, doc.version)
@@ -138,6 +165,7 @@ pub(super) async fn load(
         Ok(Some(Loaded {
             doc,
             history,
+            earlier_open,
             may_edit,
             since_last_look,
         }))
@@ -205,6 +233,7 @@ pub(super) fn page(
     let Loaded {
         doc,
         history,
+        earlier_open,
         may_edit,
         since_last_look,
     } = loaded;
@@ -308,6 +337,7 @@ pub(super) fn page(
         "forms": kept.forms,
         "last_look": last_look,
         "changes": history.len(),
+        "earlier_open": earlier_open,
         "coe": doc,
     });
     render(state, Some(who), status, "coe", data)

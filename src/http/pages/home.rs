@@ -1,81 +1,136 @@
-//! "My work": the signed-in person's open corrective actions, overdue first, and the
-//! COEs they own or review.
+//! "My work": the signed-in person's open corrective actions, overdue first, with
+//! days overdue and due-date moves; the COEs they review that wait for them; and the
+//! COEs they own or review with what each still needs.
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::{render, PageError};
-use crate::domain::action::ActionState;
+use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;
 use crate::http::state::{with_conn, AppState};
-use crate::services::actions::{self, ActionFilter, ActionSort};
-use crate::services::coes::{self, CoeFilter};
+use crate::services::actions::{self, ActionFilter, ActionSort, ActionView};
+use crate::services::coes::{self, CoeFilter, CoeSummary};
 
 /// At most this many actions and COEs are listed.
 const SHOWN: i64 = 200;
+
+/// How many open COEs get "what it still needs" (each is a document to load).
+const ASSESSED: usize = 25;
+
+fn action_line(a: ActionView) -> Value {
+    json!({
+        "id": a.id,
+        "title": a.title,
+        "coe_id": a.coe_id,
+        "coe_title": a.coe_title,
+        "due_date": a.due_date,
+        "overdue": a.overdue,
+        "days_overdue": a.days_overdue,
+        "state": a.state.as_str().replace('_', " "),
+        "due_date_change_count": a.due_date_changes,
+    })
+}
 
 /// `GET /`.
 pub async fn home(who: SignedIn, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
     let email = who.person.email.clone();
     let (actions, coes) = with_conn(&state, move |conn, state| {
         let clock = state.settings.clock();
-        let mine = ActionFilter {
-            owner: Some(email.clone()),
-            ..ActionFilter::default()
-        };
-        let (all, _) = actions::list(conn, &mine, ActionSort::DaysOverdue, SHOWN, 0, clock)?;
-        let open: Vec<_> = all
-            .into_iter()
-            .filter(|a| matches!(a.state, ActionState::Open | ActionState::InProgress))
-            .collect();
-        let owned = CoeFilter {
-            owner: Some(email.clone()),
-            ..CoeFilter::default()
-        };
-        let (mut coes, _) = coes::list(conn, &owned, SHOWN, 0)?;
-        let (all, _) = coes::list(conn, &CoeFilter::default(), SHOWN, 0)?;
-        coes.extend(
-            all.into_iter()
-                .filter(|c| c.reviewer.as_deref() == Some(email.as_str())),
-        );
-        Ok((open, coes))
+        // Open or in progress: the overdue ones, then the rest by due date.
+        let mut open = Vec::new();
+        for window in [
+            ActionFilter {
+                overdue: Some(true),
+                ..ActionFilter::default()
+            },
+            ActionFilter {
+                due_from_today: true,
+                ..ActionFilter::default()
+            },
+        ] {
+            let mine = ActionFilter {
+                owner: Some(email.clone()),
+                ..window
+            };
+            open.extend(actions::page(
+                conn,
+                &mine,
+                ActionSort::DaysOverdue,
+                SHOWN,
+                0,
+                clock,
+            )?);
+        }
+        let mut mine: Vec<CoeSummary> = Vec::new();
+        for filter in [
+            CoeFilter {
+                owner: Some(email.clone()),
+                ..CoeFilter::default()
+            },
+            CoeFilter {
+                reviewer: Some(email.clone()),
+                ..CoeFilter::default()
+            },
+        ] {
+            for c in coes::list(conn, &filter, SHOWN, 0)?.0 {
+                if !mine.iter().any(|m| m.id == c.id) {
+                    mine.push(c);
+                }
+            }
+        }
+        // Open ones first (drafts, then in review), newest first within.
+        mine.sort_by_key(|c| (c.state == CoeState::Closed, c.state != CoeState::Draft));
+        let mut lines = Vec::with_capacity(mine.len());
+        for (i, c) in mine.into_iter().enumerate() {
+            let needs: Vec<String> = if c.state != CoeState::Closed && i < ASSESSED {
+                let doc = coes::load(conn, &c.id, &state.settings)?;
+                doc.completeness
+                    .missing
+                    .iter()
+                    .map(|f| {
+                        let section = f.at.split(['[', '.']).next().unwrap_or(&f.at);
+                        doc.sections
+                            .iter()
+                            .find(|s| s.key == section)
+                            .map_or_else(|| f.at.replace('_', " "), |s| s.title.clone())
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            lines.push((c, needs));
+        }
+        Ok((open, lines))
     })
     .await?;
-    let me = who.person.email.clone();
-    let coes: Vec<_> = coes
+    let me = who.person.email.as_str();
+    let waiting: Vec<Value> = coes
+        .iter()
+        .filter(|(c, _)| c.state == CoeState::InReview && c.reviewer.as_deref() == Some(me))
+        .map(|(c, _)| json!({"id": c.id, "title": c.title, "owner": c.owner, "severity": c.severity}))
+        .collect();
+    let coes: Vec<Value> = coes
         .into_iter()
-        .map(|c| {
+        .map(|(c, mut needs)| {
+            needs.dedup();
             json!({
                 "id": c.id,
                 "title": c.title,
                 "state": c.state.as_str().replace('_', " "),
                 "severity": c.severity,
-                "reviewing": c.reviewer.as_deref() == Some(me.as_str()),
+                "reviewing": c.reviewer.as_deref() == Some(me),
+                "needs": needs,
             })
         })
         .collect();
-    let actions: Vec<_> = actions
-        .into_iter()
-        .map(|a| {
-            json!({
-                "id": a.id,
-                "title": a.title,
-                "coe_id": a.coe_id,
-                "coe_title": a.coe_title,
-                "due_date": a.due_date,
-                "overdue": a.overdue,
-                "days_overdue": a.days_overdue,
-                "state": a.state.as_str().replace('_', " "),
-                "due_date_change_count": a.due_date_changes,
-            })
-        })
-        .collect();
+    let actions: Vec<Value> = actions.into_iter().map(action_line).collect();
     render(
         &state,
         Some(&who),
         StatusCode::OK,
         "home",
-        json!({"actions": actions, "coes": coes}),
+        json!({"actions": actions, "coes": coes, "waiting": waiting}),
     )
 }

@@ -80,6 +80,7 @@ pub struct CoeFilter {
     pub service: Option<String>,
     pub severity: Option<Severity>,
     pub owner: Option<String>,
+    pub reviewer: Option<String>,
     pub since: Option<NaiveDateTime>,
     pub until: Option<NaiveDateTime>,
 }
@@ -127,6 +128,9 @@ pub fn list(
         }
         if let Some(owner) = &filter.owner {
             query = query.filter(coes::owner_email.eq(owner.clone()));
+        }
+        if let Some(reviewer) = &filter.reviewer {
+            query = query.filter(coes::reviewer_email.eq(reviewer.clone()));
         }
         if let Some(since) = filter.since {
             query = query.filter(coes::created_at.ge(since));
