@@ -228,6 +228,18 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
         .as_str()
         .expect("id")
         .to_owned();
+    let html = text_of(&app, &format!("{page}/timeline/{mistaken}"), &ana).await;
+    assert!(
+        html.contains("Change a timeline entry") && html.contains(">A mistaken entry</textarea>"),
+        "{html}"
+    );
+    assert!(html.contains("value=\"2026-11-29T10:20\""), "{html}");
+    assert_eq!(
+        get_page(&app, &format!("{page}/timeline/nope"), Some(&ana))
+            .await
+            .status(),
+        StatusCode::NOT_FOUND
+    );
     let res = post_coe(
         &app,
         &ana,

@@ -251,6 +251,19 @@ async fn every_page_is_valid_html() {
     .await;
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     keep(&app, &mut saved, "coe-full", &coe_path, Some(&ana)).await;
+    let entries = app
+        .get_json(&format!("/api/v1/coes/{coe_id}"), &admin)
+        .await["timeline"]
+        .clone();
+    let entry = entries[0]["id"].as_str().expect("an entry").to_owned();
+    keep(
+        &app,
+        &mut saved,
+        "timeline-entry",
+        &format!("{coe_path}/timeline/{entry}"),
+        Some(&ana),
+    )
+    .await;
     keep(
         &app,
         &mut saved,

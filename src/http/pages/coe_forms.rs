@@ -147,6 +147,35 @@ pub async fn add_timeline(
     answer(&state, &who, &id, "timeline", result, kept).await
 }
 
+/// `GET /coes/{id}/timeline/{entry}`: the form that changes or deletes one entry (a
+/// page of its own, so that a COE with a hundred entries does not carry a hundred
+/// forms).
+pub async fn timeline_entry(
+    who: SignedIn,
+    path: web::Path<(String, String)>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, PageError> {
+    let (id, entry_id) = path.into_inner();
+    let loaded = coes::load(&state, &id, &who, false).await?;
+    let doc = &loaded.doc;
+    let entry = doc
+        .timeline
+        .iter()
+        .find(|t| t.id == entry_id)
+        .ok_or_else(|| PageError::NotFound(format!("the COE has no timeline entry {entry_id}")))?;
+    let kinds: Vec<serde_json::Value> = crate::domain::coe::TimelineKind::ALL
+        .iter()
+        .map(|k| serde_json::json!({"value": k.as_str(), "milestone": k.is_milestone()}))
+        .collect();
+    let data = serde_json::json!({
+        "coe": {"id": doc.id, "title": doc.title, "version": doc.version},
+        "entry": {"id": entry.id, "kind": entry.kind, "text": entry.text,
+                  "at_input": entry.at.format("%Y-%m-%dT%H:%M").to_string()},
+        "kinds": kinds,
+    });
+    super::render(&state, Some(&who), StatusCode::OK, "timeline_entry", data)
+}
+
 /// `POST /coes/{id}/timeline/{entry}`: changes an entry, or deletes it (the delete
 /// button).
 pub async fn edit_timeline(

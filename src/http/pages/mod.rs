@@ -52,6 +52,7 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "action",
     "coe_print",
     "coe_history",
+    "timeline_entry",
     "board",
     "dashboard",
     "search",
@@ -474,6 +475,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route(
             "/coes/{id}/timeline",
             web::post().to(coe_forms::add_timeline),
+        )
+        .route(
+            "/coes/{id}/timeline/{entry}",
+            web::get().to(coe_forms::timeline_entry),
         )
         .route(
             "/coes/{id}/timeline/{entry}",
