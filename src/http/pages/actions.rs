@@ -7,18 +7,13 @@ use chrono::NaiveDate;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{render, PageError};
+use super::coes::safe_href;
+use super::{as_person, render, PageError};
 use crate::domain::action::{self, ActionState, Transition};
 use crate::http::session::SignedIn;
-use crate::http::state::{with_conn, AppState};
-use crate::services::access::{self, Editor};
+use crate::http::state::AppState;
+use crate::services::access;
 use crate::services::actions::{self, ActionDetail, ActionError, ActionPatch, TransitionInput};
-
-/// A link shown as a link only when it is http(s).
-fn web_link(url: Option<&str>) -> Option<String> {
-    let parsed = url::Url::parse(url?).ok()?;
-    matches!(parsed.scheme(), "http" | "https").then(|| parsed.to_string())
-}
 
 fn verb_of(name: &str) -> Option<Transition> {
     [
@@ -53,19 +48,13 @@ async fn load(
     who: &SignedIn,
 ) -> Result<(ActionDetail, bool), PageError> {
     let key = id.to_owned();
-    let (email, is_admin) = (who.person.email.clone(), who.person.is_admin);
-    with_conn(state, move |conn, state| {
+    as_person(state, who, move |conn, state, editor| {
         let detail = match actions::get(conn, &key, state.settings.clock()) {
             Ok(d) => d,
             Err(ActionError::NotFound(_)) => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        let editor = Editor {
-            actor: &email,
-            email: Some(&email),
-            is_admin,
-        };
-        let may_change = access::action(conn, &key, &editor).is_ok();
+        let may_change = access::action(conn, &key, editor).is_ok();
         Ok(Some((detail, may_change)))
     })
     .await?
@@ -85,8 +74,8 @@ fn page(
     let open = matches!(a.state, ActionState::Open | ActionState::InProgress);
     let data = json!({
         "state": a.state.as_str().replace('_', " "),
-        "ticket": web_link(a.external_url.as_deref()),
-        "evidence": web_link(a.evidence_url.as_deref()),
+        "ticket": safe_href(a.external_url.as_deref()),
+        "evidence": safe_href(a.evidence_url.as_deref()),
         "may_change": may_change,
         "transitions": transitions,
         "open": open,
@@ -166,14 +155,9 @@ pub async fn transition(
         note: form.note.filter(|n| !n.trim().is_empty()),
         evidence_url: form.evidence_url.filter(|u| !u.trim().is_empty()),
     };
-    let (key, email, is_admin) = (id.clone(), who.person.email.clone(), who.person.is_admin);
-    let result = with_conn(&state, move |conn, _| {
-        let editor = Editor {
-            actor: &email,
-            email: Some(&email),
-            is_admin,
-        };
-        Ok(actions::transition(conn, &key, verb, &input, &editor))
+    let key = id.clone();
+    let result = as_person(&state, &who, move |conn, _, editor| {
+        Ok(actions::transition(conn, &key, verb, &input, editor))
     })
     .await?;
     after(&state, &who, &id, result).await
@@ -214,18 +198,13 @@ pub async fn move_due_date(
         reason: form.reason.filter(|r| !r.trim().is_empty()),
         ..ActionPatch::default()
     };
-    let (key, email, is_admin) = (id.clone(), who.person.email.clone(), who.person.is_admin);
-    let result = with_conn(&state, move |conn, state| {
-        let editor = Editor {
-            actor: &email,
-            email: Some(&email),
-            is_admin,
-        };
+    let key = id.clone();
+    let result = as_person(&state, &who, move |conn, state, editor| {
         Ok(actions::patch(
             conn,
             &key,
             &patch,
-            &editor,
+            editor,
             state.settings.clock(),
             state.mailer(),
         ))

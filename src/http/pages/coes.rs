@@ -48,6 +48,27 @@ pub(super) fn safe_href(url: Option<&str>) -> Option<String> {
     matches!(parsed.scheme(), "http" | "https").then(|| parsed.to_string())
 }
 
+/// A COE's related items as the pages show them: another COE links to its page, a URL
+/// only when it is http(s); the label is the title, else the URL or the COE's id.
+pub(super) fn related_links(doc: &CoeDocument) -> Vec<Value> {
+    doc.related
+        .iter()
+        .map(|r| {
+            let href = match (&r.coe_id, r.url.as_deref()) {
+                (Some(coe), _) => Some(format!("/coes/{coe}")),
+                (None, url) => safe_href(url),
+            };
+            let label = r
+                .title
+                .clone()
+                .or_else(|| r.url.clone())
+                .or_else(|| r.coe_id.clone())
+                .unwrap_or_default();
+            json!({"id": r.id, "kind": r.kind, "href": href, "label": label})
+        })
+        .collect()
+}
+
 /// What a page shows besides the document after a change that did not go through:
 /// a notice, and per part of the page (a text section's key, or `timeline`,
 /// `five_whys`, `related`, `actions`, `details`, `review`) the problems and what the
@@ -237,23 +258,7 @@ pub(super) fn page(
         may_edit,
         since_last_look,
     } = loaded;
-    let related: Vec<Value> = doc
-        .related
-        .iter()
-        .map(|r| {
-            let href = match (&r.coe_id, r.url.as_deref()) {
-                (Some(coe), _) => Some(format!("/coes/{coe}")),
-                (None, url) => safe_href(url),
-            };
-            let label = r
-                .title
-                .clone()
-                .or_else(|| r.url.clone())
-                .or_else(|| r.coe_id.clone())
-                .unwrap_or_default();
-            json!({"id": r.id, "kind": r.kind, "href": href, "label": label})
-        })
-        .collect();
+    let related = related_links(&doc);
     let may_write = may_edit && doc.state.is_editable();
     let may_add_actions = may_edit && doc.state != CoeState::Closed;
     let me = who.person.email.as_str();

@@ -6,7 +6,7 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use serde_json::{json, Value};
 
-use super::coes::{self, answer, change, change_words, safe_href, Kept};
+use super::coes::{self, answer, change, change_words, related_links, Kept};
 use super::{render, Fields, PageError};
 use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;
@@ -57,23 +57,7 @@ pub async fn print(
 ) -> Result<HttpResponse, PageError> {
     let loaded = coes::load(&state, &path, &who, false).await?;
     let doc = &loaded.doc;
-    let related: Vec<Value> = doc
-        .related
-        .iter()
-        .map(|r| {
-            let href = r
-                .coe_id
-                .as_ref()
-                .map(|c| format!("/coes/{c}"))
-                .or_else(|| safe_href(r.url.as_deref()));
-            let label = r
-                .title
-                .clone()
-                .or_else(|| r.url.clone())
-                .or_else(|| r.coe_id.clone());
-            json!({"kind": r.kind, "href": href, "label": label})
-        })
-        .collect();
+    let related = related_links(doc);
     let data = json!({
         "state": doc.state.as_str().replace('_', " "),
         "closed": doc.state == CoeState::Closed,
