@@ -346,9 +346,10 @@ fn print_bootstrap_token(secret: &str) {
 fn open(settings: &Settings) -> Result<(db::PooledConnection, Vec<String>), Failure> {
     let mut database = settings.database.clone();
     database.pool_size = 1;
-    let pool = db::connect(&database).map_err(Failure::runtime)?;
+    let url = settings.database_url();
+    let pool = db::connect(&database).map_err(|e| Failure::runtime(e.explained(&url)))?;
     let mut conn = pool.get().map_err(Failure::runtime)?;
-    let applied = db::migrate(&mut conn).map_err(Failure::runtime)?;
+    let applied = db::migrate(&mut conn).map_err(|e| Failure::runtime(e.explained(&url)))?;
     Ok((conn, applied))
 }
 

@@ -72,6 +72,9 @@ pub enum ApiError {
     },
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// The request (its body) did not arrive in time.
+    #[error("{0}")]
+    RequestTimeout(String),
     /// A write based on a version that is no longer current.
     #[error("{0}")]
     PreconditionFailed(String),
@@ -82,6 +85,9 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     #[error("{0}")]
     Unavailable(String),
+    /// The database cannot serve: read-only, full, or gone.
+    #[error("{}", .0.message())]
+    Database(crate::db::fault::Fault),
     /// A service we depend on (outside the database) failed.
     #[error("{0}")]
     BadGateway(String),
@@ -107,10 +113,12 @@ impl ApiError {
             ApiError::MethodNotAllowed(_) => "method_not_allowed",
             ApiError::Conflict { .. } => "conflict",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
+            ApiError::RequestTimeout(_) => "request_timeout",
             ApiError::PreconditionFailed(_) => "version_conflict",
             ApiError::PreconditionRequired(_) => "version_required",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::Unavailable(_) => "unavailable",
+            ApiError::Database(fault) => fault.code(),
             ApiError::BadGateway(_) => "bad_gateway",
             ApiError::Internal(_) => "internal",
         }
@@ -158,10 +166,11 @@ impl ResponseError for ApiError {
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             ApiError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             ApiError::PreconditionRequired(_) => StatusCode::PRECONDITION_REQUIRED,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable(_) | ApiError::Database(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::BadGateway(_) => StatusCode::BAD_GATEWAY,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -172,6 +181,9 @@ impl ResponseError for ApiError {
             tracing::error!(error = %detail, "internal error");
         }
         let mut response = HttpResponse::build(self.status_code());
+        if self.status_code() == StatusCode::SERVICE_UNAVAILABLE {
+            response.insert_header((header::RETRY_AFTER, "5"));
+        }
         if matches!(self, ApiError::Unauthorized(_)) {
             // Basic too: AWS SNS sends its credentials only after a Basic challenge.
             response.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
@@ -183,7 +195,10 @@ impl ResponseError for ApiError {
 
 impl From<diesel::result::Error> for ApiError {
     fn from(e: diesel::result::Error) -> Self {
-        ApiError::Internal(format!("database: {e}"))
+        match crate::db::fault::note(&e) {
+            Some(fault) => ApiError::Database(fault),
+            None => ApiError::Internal(format!("database: {e}")),
+        }
     }
 }
 

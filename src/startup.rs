@@ -45,6 +45,7 @@ impl Application {
     /// Opens the database, applies pending migrations and binds `settings.listen`.
     pub async fn build(settings: Settings) -> Result<Application, StartupError> {
         let database = settings.database.clone();
+        let url = settings.database_url();
         let pool = web::block(move || -> Result<DbPool, db::DbError> {
             let pool = db::connect(&database)?;
             let mut conn = pool
@@ -57,7 +58,8 @@ impl Application {
             Ok(pool)
         })
         .await
-        .map_err(|e| db::DbError::Connect(e.to_string()))??;
+        .map_err(|e| db::DbError::Connect(e.to_string()))?
+        .map_err(|e| e.explained(&url))?;
         Self::with_pool(settings, pool)
     }
 
@@ -92,6 +94,8 @@ impl Application {
         let workers = settings.server.workers;
         let shutdown = settings.server.shutdown_timeout_secs;
         let limit = settings.server.max_body_bytes;
+        let header_timeout = std::time::Duration::from_secs(settings.server.header_timeout_secs);
+        let body_timeout = std::time::Duration::from_secs(settings.server.body_timeout_secs);
         let settings = Arc::new(settings);
         let state = web::Data::new(AppState {
             settings: settings.clone(),
@@ -109,20 +113,27 @@ impl Application {
                 .max_capacity(256)
                 .time_to_live(std::time::Duration::from_secs(600))
                 .build(),
+            action_figures: moka::sync::Cache::builder()
+                .max_capacity(4)
+                .time_to_live(std::time::Duration::from_secs(600))
+                .build(),
         });
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
                 .app_data(BodyLimit(limit))
+                .app_data(http::deadline::BodyTimeout(body_timeout))
                 .app_data(web::PayloadConfig::new(limit))
                 .app_data(web::FormConfig::default().limit(limit))
                 .app_data(web::PathConfig::default().error_handler(http::path_error))
                 .configure(http::routes::configure)
                 .configure(http::pages::configure)
                 .default_service(web::to(not_found))
+                .wrap(from_fn(http::deadline::body_deadline))
                 .wrap(ErrorHandlers::new().default_handler(render_foreign_error))
                 .wrap(from_fn(http::metrics::observe_requests))
         })
+        .client_request_timeout(header_timeout)
         .disable_signals()
         .shutdown_timeout(shutdown);
         if workers > 0 {

@@ -363,6 +363,13 @@ pub struct ServerSettings {
     pub workers: usize,
     /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
     pub shutdown_timeout_secs: u64,
+    /// Seconds a client has to send a request's head (line and headers) once
+    /// connected; slower ones get `408` and the connection is closed.
+    pub header_timeout_secs: u64,
+    /// Seconds a client has to send a request's whole body; slower ones (say, one
+    /// that declares more `Content-Length` than it sends) get `408` and the
+    /// connection is closed.
+    pub body_timeout_secs: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -450,6 +457,8 @@ impl Default for ServerSettings {
             max_body_bytes: 2 * 1024 * 1024,
             workers: 0,
             shutdown_timeout_secs: 30,
+            header_timeout_secs: 10,
+            body_timeout_secs: 60,
         }
     }
 }

@@ -49,6 +49,17 @@ impl Settings {
         if self.database.pool_size == 0 {
             return Err(invalid("database.pool_size", "0", "at least 1"));
         }
+        for (key, secs) in [
+            (
+                "server.header_timeout_secs",
+                self.server.header_timeout_secs,
+            ),
+            ("server.body_timeout_secs", self.server.body_timeout_secs),
+        ] {
+            if !(1..=3600).contains(&secs) {
+                return Err(invalid(key, &secs.to_string(), "1 to 3600 seconds"));
+            }
+        }
         if self.server.max_body_bytes < 1024 {
             return Err(invalid(
                 "server.max_body_bytes",

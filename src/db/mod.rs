@@ -1,6 +1,7 @@
 //! Everything diesel: one connection type over SQLite and PostgreSQL, the pool,
 //! migrations and the few places where the two backends need different SQL.
 
+pub mod fault;
 pub mod locks;
 pub mod models;
 pub mod schema;
@@ -98,12 +99,24 @@ impl ManageConnection for ConnectionManager {
         establish(&self.url, self.busy_timeout_ms).map_err(r2d2::Error::ConnectionError)
     }
 
+    /// Checked when taken from the pool: it answers; and while the database has a
+    /// fault no write has cleared, a SQLite connection can still write (one opened
+    /// while the file was read-only stays read-only: it is dropped, and a new one
+    /// opened, so writes resume as soon as the file is writable again).
     fn is_valid(&self, conn: &mut DbConnection) -> Result<(), r2d2::Error> {
-        conn.ping().map_err(r2d2::Error::QueryError)
+        conn.ping().map_err(r2d2::Error::QueryError)?;
+        if let DbConnection::Sqlite(c) = conn {
+            if fault::pending() {
+                c.batch_execute("BEGIN IMMEDIATE; ROLLBACK;")
+                    .map_err(r2d2::Error::QueryError)?;
+            }
+        }
+        Ok(())
     }
 
+    /// Checked when given back: a connection that met a database fault is dropped.
     fn has_broken(&self, conn: &mut DbConnection) -> bool {
-        std::thread::panicking() || conn.is_broken()
+        std::thread::panicking() || conn.is_broken() || fault::met_here()
     }
 }
 
@@ -115,6 +128,34 @@ pub enum DbError {
     Connect(String),
     #[error("cannot apply migrations: {0}")]
     Migrate(String),
+}
+
+impl DbError {
+    /// The error with what to do about it, when it is about a SQLite file that cannot
+    /// be opened or written: which files coe needs, and what to check.
+    pub fn explained(self, url: &DatabaseUrl) -> DbError {
+        let DatabaseUrl::Sqlite(path) = url else {
+            return self;
+        };
+        let message = self.to_string();
+        if fault::classify_message(&message).is_none() {
+            return self;
+        }
+        let file = path.display();
+        let folder = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| ".".to_owned(), |p| p.display().to_string());
+        let hint = format!(
+            "{message}. The SQLite database is {file}: the user running coe must be able to read \
+             and write {file}, {file}-wal and {file}-shm and create files in {folder}; check their \
+             owner and permissions (ls -l {file}*), and that the disk is not full or mounted read-only"
+        );
+        match self {
+            DbError::Migrate(_) => DbError::Migrate(hint),
+            _ => DbError::Connect(hint),
+        }
+    }
 }
 
 /// Builds the pool. Fails when the first connection cannot be made, so a wrong
@@ -214,6 +255,9 @@ where
     match f(conn) {
         Ok(value) => {
             Tm::commit_transaction(conn)?;
+            if outermost {
+                fault::cleared();
+            }
             Ok(value)
         }
         Err(error) => {

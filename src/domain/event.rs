@@ -110,15 +110,37 @@ impl FailureEvent {
 pub fn web_links<I: IntoIterator<Item = String>>(links: I) -> Vec<String> {
     let mut kept: Vec<String> = Vec::new();
     for link in links {
-        let link = link.trim().to_owned();
-        let lower = link.to_ascii_lowercase();
-        let web = (lower.starts_with("https://") && link.len() > 8)
-            || (lower.starts_with("http://") && link.len() > 7);
-        if web && !link.chars().any(char::is_whitespace) && !kept.contains(&link) {
-            kept.push(link);
+        if let Some(link) = web_link(&link) {
+            if !kept.contains(&link) {
+                kept.push(link);
+            }
         }
     }
     kept
+}
+
+/// The longest link kept (browsers and proxies cut longer ones anyway).
+pub const MAX_LINK_BYTES: usize = 2048;
+
+/// `raw` as a web link, if it is one: an absolute http(s) URL with a host, no
+/// whitespace or control characters, at most `MAX_LINK_BYTES`; written as the URL
+/// parser writes it when it holds a character a URL may not (quotes and angle brackets
+/// come out percent-encoded), so the link cannot break out of the Markdown or HTML it
+/// is written into; as written otherwise.
+pub fn web_link(raw: &str) -> Option<String> {
+    let raw = raw.trim();
+    if raw.len() > MAX_LINK_BYTES || raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return None;
+    }
+    let url = url::Url::parse(raw).ok()?;
+    let web =
+        matches!(url.scheme(), "http" | "https") && url.host_str().is_some_and(|h| !h.is_empty());
+    // RFC 3986's characters: unreserved, reserved and the percent sign.
+    let plain = raw
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-._~:/?#[]@!$&'()*+,;=%".contains(&b));
+    let link = if plain { raw } else { url.as_str() };
+    (web && link.len() <= MAX_LINK_BYTES).then(|| link.to_owned())
 }
 
 /// Parses an RFC 3339 time into naive UTC at microsecond precision (what both

@@ -158,6 +158,7 @@ impl Kind {
                 coe: coe.clone(),
                 as_reviewer: true,
                 writeup_days: 7,
+                replaced_by: None,
             }),
             Kind::SignIn => serde_json::to_value(SignIn {
                 recipient_name: "Ana Lima".into(),
@@ -301,6 +302,10 @@ pub struct CoeAssigned {
     /// Made reviewer (else owner).
     pub as_reviewer: bool,
     pub writeup_days: i64,
+    /// Sent to a reviewer replaced while the COE was in review: who reviews it now
+    /// (the COE went back to draft).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaced_by: Option<String>,
 }
 
 /// A one-time sign-in link.

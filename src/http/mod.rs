@@ -2,6 +2,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod deadline;
 pub mod extract;
 pub mod health;
 pub mod metrics;

@@ -13,6 +13,9 @@ use crate::json::JsonError;
 /// Longest text kept in a title (characters); senders sometimes put whole logs there.
 const MAX_TITLE: usize = 500;
 
+/// Longest description kept (bytes); the raw payload keeps the rest.
+const MAX_DESCRIPTION: usize = 65_536;
+
 /// Longest dedup key stored as it is (bytes); longer ones are stored as their hash,
 /// because the key is part of an index and indexes have a size limit.
 const MAX_KEY: usize = 512;
@@ -111,9 +114,35 @@ pub fn sanitize(mut event: FailureEvent) -> FailureEvent {
     };
     event.labels = clean_map(std::mem::take(&mut event.labels));
     event.annotations = clean_map(std::mem::take(&mut event.annotations));
-    if event.dedup_key.len() > MAX_KEY {
-        let digest = Sha256::digest(event.dedup_key.as_bytes());
-        event.dedup_key = format!("sha256:{}", hex::encode(digest));
+    // Keys longer than an index takes are stored as their hash (the same key hashes
+    // the same, so grouping and deduplication still hold).
+    for key in [
+        &mut event.dedup_key,
+        &mut event.group_key,
+        &mut event.occurrence_key,
+    ] {
+        if key.len() > MAX_KEY {
+            *key = format!("sha256:{}", hex::encode(Sha256::digest(key.as_bytes())));
+        }
+    }
+    if let Some(service) = event.service.as_mut() {
+        if service.len() > crate::domain::coe::MAX_SERVICE_BYTES {
+            let mut end = crate::domain::coe::MAX_SERVICE_BYTES;
+            while !service.is_char_boundary(end) {
+                end -= 1;
+            }
+            service.truncate(end);
+        }
+    }
+    if let Some(description) = event.description.as_mut() {
+        if description.len() > MAX_DESCRIPTION {
+            let mut end = MAX_DESCRIPTION;
+            while !description.is_char_boundary(end) {
+                end -= 1;
+            }
+            description.truncate(end);
+            description.push('…');
+        }
     }
     event.title = event.title.trim().to_owned();
     if event.title.chars().count() > MAX_TITLE {

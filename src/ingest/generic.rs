@@ -14,6 +14,12 @@ use crate::json::{self, JsonError};
 /// Most events one request may carry.
 pub const MAX_EVENTS: usize = 1_000;
 
+/// Longest `dedup_key` and `group_key`, in bytes.
+pub const MAX_KEY_BYTES: usize = 512;
+
+/// Longest `description`, in bytes.
+pub const MAX_DESCRIPTION_BYTES: usize = 65_536;
+
 /// One event as posted to `POST /api/v1/events`. Unknown fields are ignored.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct EventInput {
@@ -117,6 +123,34 @@ fn normalize(
     let dedup_key = input.dedup_key.trim().to_owned();
     if dedup_key.is_empty() {
         return Err(JsonError::field("dedup_key", "must not be empty"));
+    }
+    // Our own API says its limits; senders' webhooks are cut or hashed instead
+    // (`common::sanitize`), since a sender cannot be asked to change.
+    for (field, value, max) in [
+        ("dedup_key", Some(&input.dedup_key), MAX_KEY_BYTES),
+        ("group_key", input.group_key.as_ref(), MAX_KEY_BYTES),
+        (
+            "title",
+            input.title.as_ref(),
+            crate::domain::coe::MAX_TITLE_BYTES,
+        ),
+        (
+            "service",
+            input.service.as_ref(),
+            crate::domain::coe::MAX_SERVICE_BYTES,
+        ),
+        (
+            "description",
+            input.description.as_ref(),
+            MAX_DESCRIPTION_BYTES,
+        ),
+    ] {
+        if let Some(len) = value.map(|v| v.trim().len()).filter(|len| *len > max) {
+            return Err(JsonError::field(
+                field,
+                format!("must be at most {max} bytes (got {len})"),
+            ));
+        }
     }
     let status = input.status.unwrap_or(EventStatus::Firing);
     let started_raw = input.started_at.clone();

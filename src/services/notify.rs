@@ -72,6 +72,49 @@ pub fn coe_opened(
     outbox::notify(conn, templates, Kind::CoeOpened, key, owner, data, now)
 }
 
+/// Tells a reviewer replaced while COE `row` was in review that they need not review
+/// it any more, and who does now (the COE went back to draft).
+pub fn reviewer_replaced(
+    conn: &mut DbConnection,
+    mail: Mailer<'_>,
+    row: &CoeRow,
+    former: &str,
+    actor: &str,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    if former == actor {
+        return Ok(());
+    }
+    let severity = types::severity("coes.severity", row.severity)?.to_string();
+    let data = json!(CoeAssigned {
+        recipient_name: String::new(),
+        actor: actor.to_owned(),
+        coe: coe_line(mail.settings, &CoeFacts::of(row, &severity)),
+        as_reviewer: true,
+        writeup_days: mail.settings.coe.writeup_days,
+        replaced_by: Some(
+            row.reviewer_email
+                .clone()
+                .unwrap_or_else(|| "nobody".into())
+        ),
+    });
+    let key = format!(
+        "{}:{}:replaced:{former}:{}",
+        Kind::CoeAssigned.name(),
+        row.id,
+        crate::db::new_id()
+    );
+    outbox::notify(
+        conn,
+        mail.templates,
+        Kind::CoeAssigned,
+        key,
+        former,
+        data,
+        now,
+    )
+}
+
 /// Tells the reviewer (submitted) or the owner (changes requested, approved) of a
 /// review step. `step_id` (the review comment's id) makes each step's email unique.
 #[allow(clippy::too_many_arguments)]
@@ -227,6 +270,7 @@ pub fn coe_assigned(
         coe: coe_line(mail.settings, &CoeFacts::of(row, &severity)),
         as_reviewer,
         writeup_days: mail.settings.coe.writeup_days,
+        replaced_by: None,
     });
     let role = if as_reviewer { "reviewer" } else { "owner" };
     let key = format!(

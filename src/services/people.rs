@@ -78,6 +78,14 @@ pub fn check(email: &EmailAddress, input: &PersonInput) -> Vec<(String, String)>
     for (field, value) in [("name", &input.name), ("team", &input.team)] {
         if value.as_deref().is_some_and(|v| v.len() > 200) {
             problems.push((field.to_owned(), "must be at most 200 bytes".to_owned()));
+        } else if value
+            .as_deref()
+            .is_some_and(|v| v.chars().any(char::is_control))
+        {
+            problems.push((
+                field.to_owned(),
+                "must not hold control characters".to_owned(),
+            ));
         }
     }
     problems
@@ -312,13 +320,16 @@ pub fn import_csv(conn: &mut DbConnection, text: &str) -> Result<ImportReport, P
             "the first line must be the header email,name,team,manager_email,timezone".into(),
         )]));
     }
-    let mut good: Vec<(EmailAddress, PersonInput)> = Vec::new();
+    let mut good: Vec<(u64, EmailAddress, PersonInput)> = Vec::new();
     let mut rejected = Vec::new();
+    // Where the last record starts (line and byte), to find a quote never closed.
+    let mut last_start: Option<(u64, usize)> = None;
     for record in reader.records() {
         let record = match record {
             Ok(r) => r,
             Err(e) => {
                 let line = e.position().map_or(0, |p| p.line());
+                last_start = e.position().map(|p| (p.line(), p.byte() as usize));
                 rejected.push(RejectedLine {
                     line,
                     problem: e.to_string(),
@@ -327,6 +338,19 @@ pub fn import_csv(conn: &mut DbConnection, text: &str) -> Result<ImportReport, P
             }
         };
         let line = record.position().map_or(0, |p| p.line());
+        last_start = record.position().map(|p| (p.line(), p.byte() as usize));
+        // PostgreSQL cannot store a NUL, and no name or team holds a control character.
+        if let Some((field, _)) = headers
+            .iter()
+            .zip(record.iter())
+            .find(|(_, value)| value.chars().any(char::is_control))
+        {
+            rejected.push(RejectedLine {
+                line,
+                problem: format!("{field} holds a control character (such as NUL)"),
+            });
+            continue;
+        }
         let parsed: CsvLine = match record.deserialize(Some(&headers)) {
             Ok(p) => p,
             Err(e) => {
@@ -379,13 +403,32 @@ pub fn import_csv(conn: &mut DbConnection, text: &str) -> Result<ImportReport, P
             });
             continue;
         }
-        good.push((email, input));
+        good.push((line, email, input));
+    }
+    // A quote never closed makes the last record run to the end of the file, taking
+    // every line after it as part of one field: report each line it took.
+    if let Some((start_line, start_byte)) = last_start {
+        let rest = text.get(start_byte..).unwrap_or("");
+        let lines = rest.trim_end_matches(['\n', '\r']).lines().count() as u64;
+        if rest.matches('"').count() % 2 == 1 && lines > 1 {
+            good.retain(|(line, ..)| *line < start_line);
+            rejected.retain(|r| r.line < start_line);
+            for line in start_line..start_line + lines {
+                rejected.push(RejectedLine {
+                    line,
+                    problem: format!(
+                        "not read: line {start_line} opens a quote (\") that is never closed, \
+                         so every line after it was read as part of one field"
+                    ),
+                });
+            }
+        }
     }
     let (created, updated) = db::write_transaction(conn, |conn| {
         let now = db::now();
         let mut created = 0;
         let mut updated = 0;
-        for (email, input) in &good {
+        for (_, email, input) in &good {
             if upsert_checked(conn, email, input, now)? {
                 created += 1;
             } else {

@@ -124,29 +124,47 @@ fn weeks(conn: &mut DbConnection, clock: Clock) -> QueryResult<Vec<Week>> {
             .map_or_else(|| day.and_time(NaiveTime::MIN), |t| t.naive_utc())
     };
     let now = clock.now.naive_utc();
-    let mut out: Vec<Week> = Vec::with_capacity(WEEKS);
-    for i in 0..WEEKS as i64 {
-        let starts = first + Duration::weeks(i);
-        let end_day = starts + Duration::weeks(1);
-        let end = midnight(end_day).min(now);
-        let end_date = clock.local_date(end);
-        let overdue_at_end: i64 = corrective_actions::table
-            .filter(corrective_actions::created_at.le(end))
-            .filter(corrective_actions::due_date.lt(end_date))
-            .filter(
-                corrective_actions::closed_at
-                    .is_null()
-                    .or(corrective_actions::closed_at.gt(end)),
-            )
-            .count()
-            .get_result(conn)?;
-        out.push(Week {
-            starts,
-            overdue_at_end,
+    // Each week's end: its last moment (now, for this week) and the local date then.
+    let ends: Vec<(NaiveDateTime, NaiveDate)> = (0..WEEKS as i64)
+        .map(|i| {
+            let end = midnight(first + Duration::weeks(i + 1)).min(now);
+            (end, clock.local_date(end))
+        })
+        .collect();
+    let mut out: Vec<Week> = (0..WEEKS as i64)
+        .map(|i| Week {
+            starts: first + Duration::weeks(i),
+            overdue_at_end: 0,
             closed_on_time: 0,
             closed_late: 0,
             median_days_to_close: None,
-        });
+        })
+        .collect();
+    // One read of the actions that were overdue at some week's end: due before the
+    // last end's date and not closed before the first end. Each is counted in every
+    // week at whose end it existed, was past its due date and was not yet closed.
+    let (first_end, _) = ends[0];
+    let (_, last_date) = ends[WEEKS - 1];
+    let candidates: Vec<(NaiveDateTime, NaiveDate, Option<NaiveDateTime>)> =
+        corrective_actions::table
+            .filter(corrective_actions::due_date.lt(last_date))
+            .filter(
+                corrective_actions::closed_at
+                    .is_null()
+                    .or(corrective_actions::closed_at.gt(first_end)),
+            )
+            .select((
+                corrective_actions::created_at,
+                corrective_actions::due_date,
+                corrective_actions::closed_at,
+            ))
+            .load(conn)?;
+    for (created, due, closed_at) in candidates {
+        for (week, (end, end_date)) in out.iter_mut().zip(&ends) {
+            if created <= *end && due < *end_date && closed_at.is_none_or(|c| c > *end) {
+                week.overdue_at_end += 1;
+            }
+        }
     }
     let closed: Vec<(String, NaiveDate, NaiveDateTime, Option<NaiveDateTime>)> =
         corrective_actions::table
@@ -207,8 +225,40 @@ pub fn late_drafts(
         .load(conn)
 }
 
+/// What the figures about actions (and the board's totals) depend on besides the
+/// clock: today, and the last change to any action or person, each one index read. A
+/// cache keyed on it is current after every change.
+pub fn generation(conn: &mut DbConnection, today: NaiveDate) -> QueryResult<String> {
+    let actions: Option<NaiveDateTime> = corrective_actions::table
+        .select(diesel::dsl::max(corrective_actions::updated_at))
+        .first(conn)?;
+    let people: Option<NaiveDateTime> = people::table
+        .select(diesel::dsl::max(people::updated_at))
+        .first(conn)?;
+    Ok(format!("{today}|{actions:?}|{people:?}"))
+}
+
+/// The figures about actions: the costly part of the inspection (it reads every open
+/// action), kept apart so a caller can reuse it while no action or person changes.
+#[derive(Debug, Clone, Default)]
+pub struct ActionFigures {
+    pub actions: OpenAndOverdue,
+    pub by_team: BTreeMap<String, OpenAndOverdue>,
+    pub by_owner: BTreeMap<String, OpenAndOverdue>,
+    pub closed_last_30_days: OnTimeAndLate,
+    pub closed_last_90_days: OnTimeAndLate,
+    pub median_days_to_close: Option<f64>,
+    pub weeks: Vec<Week>,
+}
+
 /// All the inspection figures at `clock`.
 pub fn stats(conn: &mut DbConnection, clock: Clock, writeup_days: i64) -> QueryResult<Stats> {
+    let figures = action_figures(conn, clock)?;
+    with_action_figures(conn, clock, writeup_days, figures)
+}
+
+/// The figures about actions at `clock`.
+pub fn action_figures(conn: &mut DbConnection, clock: Clock) -> QueryResult<ActionFigures> {
     let today = clock.today();
     let now = clock.now.naive_utc();
     let active = [ActionState::Open.as_str(), ActionState::InProgress.as_str()];
@@ -289,6 +339,25 @@ pub fn stats(conn: &mut DbConnection, clock: Clock, writeup_days: i64) -> QueryR
     }
     let median_days_to_close = median(days_to_close);
 
+    Ok(ActionFigures {
+        actions,
+        by_team,
+        by_owner,
+        closed_last_30_days: last_30,
+        closed_last_90_days: last_90,
+        median_days_to_close,
+        weeks: weeks(conn, clock)?,
+    })
+}
+
+/// All the inspection figures at `clock`, with the figures about actions given.
+pub fn with_action_figures(
+    conn: &mut DbConnection,
+    clock: Clock,
+    writeup_days: i64,
+    figures: ActionFigures,
+) -> QueryResult<Stats> {
+    let now = clock.now.naive_utc();
     let mut coes_by_state: BTreeMap<String, i64> = CoeState::ALL
         .iter()
         .map(|s| (s.as_str().to_owned(), 0))
@@ -311,23 +380,37 @@ pub fn stats(conn: &mut DbConnection, clock: Clock, writeup_days: i64) -> QueryR
             coes::updated_at,
         ))
         .load(conn)?;
-    let mut waiting_for_review = Vec::new();
-    for (id, title, owner, reviewer, updated) in in_review {
-        let submitted: Option<NaiveDateTime> = review_comments::table
-            .filter(review_comments::coe_id.eq(&id))
-            .filter(review_comments::verdict.eq("submitted"))
-            .select(diesel::dsl::max(review_comments::created_at))
-            .first(conn)?;
-        let since = submitted.unwrap_or(updated);
-        waiting_for_review.push(WaitingCoe {
-            days: (now - since).num_days(),
-            coe_id: id,
-            title,
-            owner,
-            reviewer,
-            since,
-        });
-    }
+    let submitted: BTreeMap<String, Option<NaiveDateTime>> = review_comments::table
+        .filter(review_comments::verdict.eq("submitted"))
+        .filter(
+            review_comments::coe_id.eq_any(
+                coes::table
+                    .filter(coes::state.eq(CoeState::InReview.as_str()))
+                    .select(coes::id),
+            ),
+        )
+        .group_by(review_comments::coe_id)
+        .select((
+            review_comments::coe_id,
+            diesel::dsl::max(review_comments::created_at),
+        ))
+        .load(conn)?
+        .into_iter()
+        .collect();
+    let mut waiting_for_review: Vec<WaitingCoe> = in_review
+        .into_iter()
+        .map(|(id, title, owner, reviewer, updated)| {
+            let since = submitted.get(&id).copied().flatten().unwrap_or(updated);
+            WaitingCoe {
+                days: (now - since).num_days(),
+                coe_id: id,
+                title,
+                owner,
+                reviewer,
+                since,
+            }
+        })
+        .collect();
     waiting_for_review.sort_by_key(|w| w.since);
 
     let deadline = now - Duration::days(writeup_days);
@@ -348,12 +431,12 @@ pub fn stats(conn: &mut DbConnection, clock: Clock, writeup_days: i64) -> QueryR
     drafts_past_deadline.sort_by_key(|w| w.since);
 
     Ok(Stats {
-        actions,
-        actions_by_team: by_team,
-        actions_by_owner: by_owner,
-        closed_last_30_days: last_30,
-        closed_last_90_days: last_90,
-        median_days_to_close,
+        actions: figures.actions,
+        actions_by_team: figures.by_team,
+        actions_by_owner: figures.by_owner,
+        closed_last_30_days: figures.closed_last_30_days,
+        closed_last_90_days: figures.closed_last_90_days,
+        median_days_to_close: figures.median_days_to_close,
         coes_by_state,
         waiting_for_review,
         drafts_past_deadline,
@@ -364,6 +447,6 @@ pub fn stats(conn: &mut DbConnection, clock: Clock, writeup_days: i64) -> QueryR
                 .first(conn)?,
             all_coes: coes::table.count().get_result(conn)?,
         },
-        weeks: weeks(conn, clock)?,
+        weeks: figures.weeks,
     })
 }

@@ -1,6 +1,7 @@
 //! Corrective actions tracked to closure, and the review that approves a COE.
 
 use chrono::{Duration, Utc};
+use coe::db::schema::outbox_emails;
 use coe::domain::{EmailAddress, Role, TokenName};
 use diesel::prelude::*;
 use serde_json::{json, Value};
@@ -1063,4 +1064,103 @@ async fn dates_outside_the_years_people_write_are_refused() {
         )
         .await;
     assert_eq!(status, 422, "{body}");
+}
+
+#[tokio::test]
+async fn a_new_reviewer_while_in_review_sends_the_coe_back_to_draft_and_tells_the_former_one() {
+    let w = World::new().await;
+    let (id, _) = w.written_coe().await;
+    w.action(&id, "Validate config in CI", "dev@example.com")
+        .await;
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["state"], "in_review");
+    let v = doc["version"].as_i64().expect("version");
+
+    // The owner swaps the reviewer: the COE goes back to draft, so it is submitted
+    // again to the new reviewer and the former one's review is not dodged unseen.
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &format!("/api/v1/coes/{id}"),
+            Some(v),
+            Some(json!({"reviewer": "stranger@example.com"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["state"], "draft", "{doc}");
+    assert_eq!(doc["reviewer"], "stranger@example.com");
+
+    // The former reviewer may no longer approve (nothing is in review) and is told.
+    let (status, body) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("/api/v1/coes/{id}/approve"),
+            None,
+            None,
+        )
+        .await;
+    assert!(status == 403 || status == 409, "{status} {body}");
+    let history = w
+        .app
+        .get_json(&format!("/api/v1/coes/{id}/history"), &w.owner)
+        .await;
+    let text = history.to_string();
+    assert!(
+        text.contains("state:draft") && text.contains("the reviewer changed while in review"),
+        "{history}"
+    );
+    let mut conn = w.app.pool.get().expect("conn");
+    let notices: Vec<(String, String)> = outbox_emails::table
+        .filter(outbox_emails::kind.eq("coe_assigned"))
+        .select((outbox_emails::recipient, outbox_emails::subject))
+        .load(&mut conn)
+        .expect("outbox");
+    assert!(
+        notices
+            .iter()
+            .any(|(to, subject)| to == "reviewer@example.com"
+                && subject.starts_with("[coe] You no longer review")),
+        "{notices:?}"
+    );
+    assert!(
+        notices
+            .iter()
+            .any(|(to, subject)| to == "stranger@example.com"
+                && subject.starts_with("[coe] COE to review")),
+        "{notices:?}"
+    );
+
+    // Submitted again, it is the new reviewer's to approve.
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    let (status, doc) = w
+        .send(
+            &w.stranger,
+            "POST",
+            &format!("/api/v1/coes/{id}/approve"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["state"], "approved");
 }

@@ -800,7 +800,12 @@ async fn export_contains_every_section_heading_and_body() {
         let heading = format!("## {}", section["title"].as_str().expect("title"));
         assert!(md.contains(&heading), "missing {heading}:\n{md}");
     }
-    for (_, body) in bodies {
+    // Markdown stays Markdown; raw HTML is shown as the text it is.
+    for body in [
+        "A *short* summary.",
+        "1,234 orders &lt;failed&gt;.",
+        "We learned.",
+    ] {
         assert!(md.contains(body), "missing {body}:\n{md}");
     }
     assert!(
@@ -808,10 +813,85 @@ async fn export_contains_every_section_heading_and_body() {
         "{md}"
     );
     assert!(
-        md.contains("[T-1](https://tickets.example.com/T-1)"),
+        md.contains("[T-1](<https://tickets.example.com/T-1>)"),
         "{md}"
     );
     assert!(md.contains("`impact`") || !md.contains("Still missing") || md.contains("`detection`"));
+}
+
+#[tokio::test]
+async fn the_export_shows_hostile_titles_and_links_as_text() {
+    let c = Client::new().await;
+    let (_, doc) = c
+        .write(
+            "POST",
+            "/api/v1/coes",
+            None,
+            Some(json!({
+                "title": "Checkout\n# Approved by the VP <script>alert(1)</script> [click](javascript:alert(2))\u{7}",
+                "service": "pay|ments"
+            })),
+        )
+        .await;
+    let id = doc["id"].as_str().expect("id").to_owned();
+    assert!(
+        doc["title"].as_str().expect("title").contains("<script>"),
+        "{doc}"
+    );
+    let v = version(&doc);
+    // A URL that would leave its link is refused on input, naming the field.
+    for url in [
+        "javascript:alert(1)",
+        "https://ok.example.com/a b",
+        "data:text/html,x",
+        "https://",
+    ] {
+        let (status, body) = c
+            .write(
+                "POST",
+                &format!("/api/v1/coes/{id}/related"),
+                Some(v),
+                Some(json!({"kind": "ticket", "url": url, "title": "T"})),
+            )
+            .await;
+        assert_eq!(status, 422, "{url}: {body}");
+        assert_eq!(body["error"]["fields"][0]["field"], "url", "{url}: {body}");
+    }
+    // One with brackets is kept, percent-encoded where a URL may not hold them.
+    let (_, doc) = c
+        .write(
+            "POST",
+            &format!("/api/v1/coes/{id}/related"),
+            Some(v),
+            Some(json!({"kind": "ticket", "url": "https://t.example.com/q?a=<b>\">", "title": "](javascript:x)"})),
+        )
+        .await;
+    assert_eq!(
+        doc["related"][0]["url"], "https://t.example.com/q?a=%3Cb%3E%22%3E",
+        "{doc}"
+    );
+    let md = c
+        .app
+        .get(&format!("/api/v1/coes/{id}/export.md"), Some(&c.member))
+        .await
+        .text()
+        .await
+        .expect("text");
+    let first = md.lines().next().expect("a first line");
+    assert!(
+        first.starts_with("# Checkout \\# Approved by the VP \\<script\\>"),
+        "{md}"
+    );
+    assert!(!md.contains('\u{7}'), "{md}");
+    assert!(
+        !md.contains("\n# Approved") && !md.contains("<script>"),
+        "{md}"
+    );
+    assert!(md.contains("pay\\|ments"), "{md}");
+    assert!(
+        md.contains("[\\](javascript:x)](<https://t.example.com/q?a=%3Cb%3E%22%3E>)"),
+        "{md}"
+    );
 }
 
 #[tokio::test]

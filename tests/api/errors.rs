@@ -227,3 +227,52 @@ async fn hostile_input_never_causes_a_500() {
     let status = res.status().as_u16();
     assert!((400..500).contains(&status), "{status}");
 }
+
+/// Sends `head` and `body` on a raw connection, then waits for the answer (at most
+/// `wait`); returns what came back.
+fn raw_exchange(address: &str, head: String, body: &[u8], wait: std::time::Duration) -> String {
+    use std::io::{Read, Write};
+    let host = address.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(host).expect("connect");
+    stream.set_read_timeout(Some(wait)).expect("timeout");
+    stream.write_all(head.as_bytes()).expect("head");
+    stream.write_all(body).expect("body");
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test]
+async fn a_body_shorter_than_its_content_length_is_408_and_the_connection_closes() {
+    let app = spawn_app_with(|s| s.server.body_timeout_secs = 1).await;
+    let token = app.token("slow", coe::domain::Role::Ingest);
+    let address = app.url("");
+    let answer = tokio::task::spawn_blocking(move || {
+        let head = format!(
+            "POST /api/v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n"
+        );
+        // 10 of the 1,000 bytes promised, then nothing.
+        raw_exchange(
+            &address,
+            head,
+            b"{\"events\":",
+            std::time::Duration::from_secs(20),
+        )
+    })
+    .await
+    .expect("joined");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        answer.contains("request_timeout") && answer.contains("server.body_timeout_secs"),
+        "{answer}"
+    );
+    // The server closes the connection.
+    assert!(
+        answer.to_ascii_lowercase().contains("connection: close"),
+        "{answer}"
+    );
+    // And nothing was written.
+    let events = app.get_json("/api/v1/incidents", &app.admin_token()).await;
+    assert_eq!(events["total"], 0, "{events}");
+}

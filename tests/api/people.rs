@@ -134,6 +134,65 @@ async fn csv_import_takes_the_good_lines_and_reports_every_bad_one() {
 }
 
 #[tokio::test]
+async fn csv_lines_with_a_nul_or_inside_a_quote_never_closed_are_each_reported() {
+    let app = spawn_app().await;
+    let token = app.token("hr", Role::Member);
+    let import = |csv: &'static str| {
+        app.client
+            .post(app.url("/api/v1/people/import"))
+            .bearer_auth(&token)
+            .body(csv)
+            .send()
+    };
+    // A NUL (which PostgreSQL cannot store) rejects its line only, on both databases.
+    let res = import("email,name,team\nnul@example.com,Nu\0l,ops\nok@example.com,Ok,ops\n")
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
+    let report = json(res).await;
+    assert_eq!(report["created"], 1, "{report}");
+    assert_eq!(report["rejected"][0]["line"], 2, "{report}");
+    let problem = report["rejected"][0]["problem"].as_str().expect("problem");
+    assert!(
+        problem.contains("name") && problem.contains("control character"),
+        "{problem}"
+    );
+
+    // A quote opened on line 3 and never closed takes lines 3 to 5: each is reported.
+    let res = import(
+        "email,name,team\n\
+         first@example.com,First,ops\n\
+         second@example.com,\"Second,ops\n\
+         third@example.com,Third,ops\n\
+         fourth@example.com,Fourth,ops\n",
+    )
+    .await
+    .expect("sent");
+    assert_eq!(res.status(), 200);
+    let report = json(res).await;
+    assert_eq!(report["created"], 1, "{report}");
+    let lines: Vec<i64> = report["rejected"]
+        .as_array()
+        .expect("rejected")
+        .iter()
+        .map(|r| r["line"].as_i64().expect("line"))
+        .collect();
+    assert_eq!(lines, [3, 4, 5], "{report}");
+    assert!(report["rejected"][2]["problem"]
+        .as_str()
+        .expect("problem")
+        .contains("line 3 opens a quote"));
+    let people = app.get_json("/api/v1/people", &token).await;
+    let emails: Vec<&str> = people["people"]
+        .as_array()
+        .expect("people")
+        .iter()
+        .map(|p| p["email"].as_str().expect("e"))
+        .collect();
+    assert_eq!(emails, ["first@example.com", "ok@example.com"]);
+}
+
+#[tokio::test]
 async fn an_action_owner_not_in_the_directory_is_added_with_just_the_email() {
     let app = spawn_app().await;
     let token = app.token("writer", Role::Member);

@@ -1,17 +1,34 @@
 //! `GET /api/v1/stats`: the figures leaders inspect.
 
+use std::sync::Arc;
+
 use actix_web::{web, HttpResponse};
 
 use crate::db::DbConnection;
 use crate::error::{ApiError, ErrorBody};
 use crate::http::auth::Member;
 use crate::http::state::{with_conn, AppState};
-use crate::services::stats::{self, Stats};
+use crate::services::stats::{self, ActionFigures, Stats};
 
-/// The inspection figures now.
+/// The inspection figures now. The figures about actions are counted once per change
+/// to actions or people (and at least every ten minutes), not per request.
 pub fn current(conn: &mut DbConnection, state: &AppState) -> Result<Stats, ApiError> {
     let clock = state.settings.clock();
-    Ok(stats::stats(conn, clock, state.settings.coe.writeup_days)?)
+    let key = stats::generation(conn, clock.today())?;
+    let figures = match state.action_figures.get(&key) {
+        Some(figures) => figures,
+        None => {
+            let figures = Arc::new(stats::action_figures(conn, clock)?);
+            state.action_figures.insert(key, figures.clone());
+            figures
+        }
+    };
+    Ok(stats::with_action_figures(
+        conn,
+        clock,
+        state.settings.coe.writeup_days,
+        ActionFigures::clone(&figures),
+    )?)
 }
 
 /// Open and overdue actions by team and owner, actions closed on time and late,

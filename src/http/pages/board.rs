@@ -8,19 +8,17 @@ use std::sync::Arc;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use chrono::Duration;
-use diesel::dsl::max;
-use diesel::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{render, PageError};
-use crate::db::schema::{corrective_actions, people};
 use crate::domain::action::{ActionKind, Priority};
 use crate::domain::Severity;
 use crate::http::session::SignedIn;
 use crate::http::state::{with_conn, AppState};
 use crate::services::actions::{ActionFilter, ActionSort};
 use crate::services::board::{self, Totals};
+use crate::services::stats;
 
 const PAGE: i64 = 100;
 
@@ -137,18 +135,6 @@ impl BoardQuery {
     }
 }
 
-/// What the cached totals depend on besides the filter: today, and the last change to
-/// any action or person. A change anywhere makes the next view count again; views in
-/// between share one count.
-fn generation(conn: &mut crate::db::DbConnection, today: chrono::NaiveDate) -> QueryResult<String> {
-    let actions: Option<chrono::NaiveDateTime> = corrective_actions::table
-        .select(max(corrective_actions::updated_at))
-        .first(conn)?;
-    let people: Option<chrono::NaiveDateTime> =
-        people::table.select(max(people::updated_at)).first(conn)?;
-    Ok(format!("{today}|{actions:?}|{people:?}"))
-}
-
 /// `GET /board`.
 pub async fn board(
     who: SignedIn,
@@ -162,7 +148,7 @@ pub async fn board(
     let (totals, rows, total) = with_conn(&state, move |conn, state| {
         let clock = state.settings.clock();
         let soon_days = state.settings.reminders.due_soon_days;
-        let key = format!("{base:?}|{}", generation(conn, clock.today())?);
+        let key = format!("{base:?}|{}", stats::generation(conn, clock.today())?);
         let totals: Arc<Totals> = match state.board_totals.get(&key) {
             Some(t) => t,
             None => {

@@ -13,7 +13,10 @@ use serde_json::json;
 use super::{render, PageError};
 use crate::http::session::SignedIn;
 use crate::http::state::{with_conn, AppState};
-use crate::services::stats::Stats;
+use crate::services::stats::{Stats, WaitingCoe};
+
+/// How many COEs each list shows.
+const LISTED: usize = 20;
 
 const WIDTH: f64 = 600.0;
 const HEIGHT: f64 = 220.0;
@@ -343,9 +346,20 @@ pub async fn dashboard(
         crate::http::api::stats::current(conn, state)
     })
     .await?;
+    // The lists show their longest waiting; the rest are a search away. (The figures
+    // by owner stay in the API: the board shows them.)
+    let first = |list: &[WaitingCoe]| {
+        json!({
+            "first": &list[..list.len().min(LISTED)],
+            "more": list.len().saturating_sub(LISTED),
+        })
+    };
     let data = json!({
         "charts": charts(&figures),
-        "stats": figures,
+        "actions": figures.actions,
+        "closed_last_30_days": figures.closed_last_30_days,
+        "drafts_past_deadline": first(&figures.drafts_past_deadline),
+        "waiting_for_review": first(&figures.waiting_for_review),
     });
     render(&state, Some(&who), StatusCode::OK, "dashboard", data)
 }

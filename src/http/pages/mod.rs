@@ -196,6 +196,7 @@ impl From<ApiError> for PageError {
     fn from(e: ApiError) -> Self {
         match e {
             ApiError::Unavailable(m) => PageError::Unavailable(m),
+            ApiError::Database(fault) => PageError::Unavailable(fault.message().to_owned()),
             ApiError::NotFound(m) => PageError::NotFound(m),
             ApiError::Forbidden(m) => PageError::Forbidden(m),
             ApiError::Unauthorized(m) => PageError::Unauthorized(m),
@@ -209,6 +210,7 @@ impl From<ApiError> for PageError {
             | ApiError::Validation(_)
             | ApiError::MalformedJson { .. }
             | ApiError::PayloadTooLarge(_)
+            | ApiError::RequestTimeout(_)
             | ApiError::UnsupportedMediaType(_)
             | ApiError::MethodNotAllowed(_)) => PageError::BadRequest(e.to_string()),
             other => PageError::Internal(other.to_string()),

@@ -92,11 +92,16 @@ fn clean_text(field: &str, text: Option<&str>, max: usize) -> Result<Option<Stri
 fn web_url(field: &str, url: Option<&str>) -> Result<Option<String>, ActionError> {
     match url.map(str::trim).filter(|u| !u.is_empty()) {
         None => Ok(None),
-        Some(u) => crate::domain::event::web_links([u.to_owned()])
-            .into_iter()
-            .next()
-            .map(Some)
-            .ok_or_else(|| invalid(field, format!("must be an http or https URL (got {u:?})"))),
+        Some(u) => crate::domain::event::web_link(u).map(Some).ok_or_else(|| {
+            let shown: String = u.chars().take(100).collect();
+            invalid(
+                field,
+                format!(
+                    "must be an http or https URL of at most {} bytes (got {shown:?})",
+                    crate::domain::event::MAX_LINK_BYTES
+                ),
+            )
+        }),
     }
 }
 

@@ -162,7 +162,75 @@ pub fn page(
 ) -> QueryResult<Vec<ActionView>> {
     let today = clock.today();
     let looked_up = look_up(conn, filter)?;
-    let query = || filtered(filter, &looked_up, today);
+    let active_only =
+        filter.state.is_none() && (filter.overdue == Some(true) || filter.due_from_today);
+    let rows: Vec<ActionRow> = if active_only {
+        // "Open or in progress" as one IN list makes both databases read and sort
+        // every match before the limit (100,000 overdue of 1,000,000 actions). One
+        // state at a time, the (state, due_date) index gives the rows in order: read
+        // each state's first `offset + limit` and merge them here.
+        let mut merged = Vec::new();
+        for state in [ActionState::Open, ActionState::InProgress] {
+            let one = ActionFilter {
+                state: Some(state),
+                ..filter.clone()
+            };
+            merged.extend(ordered_rows(
+                &one,
+                &looked_up,
+                today,
+                sort,
+                offset.saturating_add(limit),
+                0,
+                conn,
+            )?);
+        }
+        merged.sort_by(|a, b| match sort {
+            ActionSort::DueDate => (a.due_date, &a.id).cmp(&(b.due_date, &b.id)),
+            ActionSort::DaysOverdue => {
+                (a.due_date, a.created_at, &a.id).cmp(&(b.due_date, b.created_at, &b.id))
+            }
+            ActionSort::Owner => {
+                (&a.owner_email, a.due_date, &a.id).cmp(&(&b.owner_email, b.due_date, &b.id))
+            }
+        });
+        merged
+            .into_iter()
+            .skip(usize::try_from(offset).unwrap_or(0))
+            .take(usize::try_from(limit).unwrap_or(0))
+            .collect()
+    } else {
+        ordered_rows(filter, &looked_up, today, sort, limit, offset, conn)?
+    };
+    let coe_ids: Vec<String> = rows.iter().map(|r| r.coe_id.clone()).collect();
+    let coe_info: std::collections::HashMap<String, (String, i32)> = coes::table
+        .filter(coes::id.eq_any(coe_ids))
+        .select((coes::id, coes::title, coes::severity))
+        .load::<(String, String, i32)>(conn)?
+        .into_iter()
+        .map(|(id, t, s)| (id, (t, s)))
+        .collect();
+    let views = rows
+        .into_iter()
+        .map(|r| {
+            let (title, rank) = coe_info.get(&r.coe_id).cloned().unwrap_or_default();
+            view(r, title, types::severity("coes.severity", rank)?, clock)
+        })
+        .collect::<QueryResult<_>>()?;
+    Ok(views)
+}
+
+/// The rows `filter` selects in `sort` order, `limit` of them from `offset`.
+fn ordered_rows(
+    filter: &ActionFilter,
+    looked_up: &LookedUp,
+    today: NaiveDate,
+    sort: ActionSort,
+    limit: i64,
+    offset: i64,
+    conn: &mut DbConnection,
+) -> QueryResult<Vec<ActionRow>> {
+    let query = || filtered(filter, looked_up, today);
     let ordered = match sort {
         ActionSort::DueDate => query().order((
             corrective_actions::due_date.asc(),
@@ -180,27 +248,11 @@ pub fn page(
             corrective_actions::id.asc(),
         )),
     };
-    let rows: Vec<ActionRow> = ordered
+    ordered
         .limit(limit)
         .offset(offset)
         .select(ActionRow::as_select())
-        .load(conn)?;
-    let coe_ids: Vec<String> = rows.iter().map(|r| r.coe_id.clone()).collect();
-    let coe_info: std::collections::HashMap<String, (String, i32)> = coes::table
-        .filter(coes::id.eq_any(coe_ids))
-        .select((coes::id, coes::title, coes::severity))
-        .load::<(String, String, i32)>(conn)?
-        .into_iter()
-        .map(|(id, t, s)| (id, (t, s)))
-        .collect();
-    let views = rows
-        .into_iter()
-        .map(|r| {
-            let (title, rank) = coe_info.get(&r.coe_id).cloned().unwrap_or_default();
-            view(r, title, types::severity("coes.severity", rank)?, clock)
-        })
-        .collect::<QueryResult<_>>()?;
-    Ok(views)
+        .load(conn)
 }
 
 /// The actions of one COE, oldest first.

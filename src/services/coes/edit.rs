@@ -231,8 +231,29 @@ pub fn patch(
         }
         let now = db::now();
         apply_patch(conn, id, &changes, actor, now)?;
+        // A COE in review is reviewed by the reviewer it was submitted to: a new
+        // reviewer sends it back to draft (recorded), so it is submitted again to them
+        // and nobody's review is taken away unseen. The former reviewer is told.
+        let state: CoeState = types::read("coes.state", &row.state)?;
+        let replaced = patch.reviewer.as_ref().is_some_and(|r| {
+            state == CoeState::InReview && row.reviewer_email.as_deref() != Some(r.as_str())
+        });
+        if replaced {
+            crate::services::lifecycle::move_to(
+                conn,
+                id,
+                CoeState::InReview,
+                CoeState::Draft,
+                actor,
+                Some("the reviewer changed while in review: submit it again for the new reviewer"),
+                now,
+            )?;
+        }
         // Whoever becomes the owner or the reviewer now is told so.
         let after = load_row(conn, id)?;
+        if let (true, Some(former)) = (replaced, row.reviewer_email.as_deref()) {
+            notify::reviewer_replaced(conn, mail, &after, former, actor, now)?;
+        }
         for (before, now_set, as_reviewer) in [
             (&row.owner_email, &after.owner_email, false),
             (&row.reviewer_email, &after.reviewer_email, true),

@@ -67,13 +67,17 @@ pub fn add_related(
                 .as_deref()
                 .map(str::trim)
                 .ok_or_else(|| CoeError::invalid("url", "is required"))?;
-            if crate::domain::event::web_links([url.to_owned()]).is_empty() {
+            let Some(url) = crate::domain::event::web_link(url) else {
+                let shown: String = url.chars().take(100).collect();
                 return Err(CoeError::invalid(
                     "url",
-                    format!("must be an http or https URL (got {url:?})"),
+                    format!(
+                        "must be an http or https URL of at most {} bytes (got {shown:?})",
+                        crate::domain::event::MAX_LINK_BYTES,
+                    ),
                 ));
-            }
-            (Some(url.to_owned()), None)
+            };
+            (Some(url), None)
         };
         let now = db::now();
         let row = RelatedRow {

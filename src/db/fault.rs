@@ -1,0 +1,184 @@
+//! Faults of the database itself, as opposed to faults of a request: a SQLite file
+//! that cannot be written, a full disk, a PostgreSQL server that went away. Each is a
+//! `503` with its own code, never a `500`; the connection that met it leaves the pool,
+//! and until a write succeeds again pooled SQLite connections are checked for writing
+//! when taken (one opened while the file was read-only stays read-only) and `/readyz`
+//! reports the fault.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use diesel::result::{DatabaseErrorKind, Error};
+
+/// What is wrong with the database.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The SQLite file (or its `-wal`/`-shm` file or folder) cannot be written.
+    ReadOnly,
+    /// No space left for the database.
+    DiskFull,
+    /// The server went away, is shutting down or starting up; or the file cannot be
+    /// opened or read.
+    Unreachable,
+}
+
+impl Fault {
+    /// The error code the API answers with.
+    pub fn code(self) -> &'static str {
+        match self {
+            Fault::ReadOnly => "database_read_only",
+            Fault::DiskFull => "disk_full",
+            Fault::Unreachable => "unavailable",
+        }
+    }
+
+    /// What an operator reads.
+    pub fn message(self) -> &'static str {
+        match self {
+            Fault::ReadOnly => {
+                "the database cannot be written (read-only file or folder); \
+                 writes resume once it is writable again"
+            }
+            Fault::DiskFull => {
+                "the database's disk is full; writes resume once there is space again"
+            }
+            Fault::Unreachable => "the database is not reachable; try again shortly",
+        }
+    }
+}
+
+/// What `error` says about the database, if it is a fault of the database rather
+/// than of the request.
+pub fn classify(error: &Error) -> Option<Fault> {
+    match error {
+        Error::BrokenTransactionManager => Some(Fault::Unreachable),
+        Error::DatabaseError(kind, info) => {
+            if matches!(
+                kind,
+                DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand
+            ) {
+                return Some(Fault::Unreachable);
+            }
+            classify_message(info.message())
+        }
+        _ => None,
+    }
+}
+
+/// The same from the message alone (SQLite reports these with no error kind).
+pub fn classify_message(message: &str) -> Option<Fault> {
+    let m = message.to_ascii_lowercase();
+    if m.contains("readonly database") || m.contains("read-only") {
+        Some(Fault::ReadOnly)
+    } else if m.contains("database or disk is full") || m.contains("no space left on device") {
+        Some(Fault::DiskFull)
+    } else if [
+        "disk i/o error",
+        "unable to open database file",
+        "server closed the connection",
+        "terminating connection",
+        "the database system is shutting down",
+        "the database system is starting up",
+        "the database system is in recovery mode",
+        "no connection to the server",
+        "could not receive data from server",
+        "could not send data to server",
+        "connection to server",
+    ]
+    .iter()
+    .any(|s| m.contains(s))
+    {
+        Some(Fault::Unreachable)
+    } else {
+        None
+    }
+}
+
+thread_local! {
+    /// Set when the connection this thread holds met a fault: it is dropped, not
+    /// returned to the pool, when the thread gives it back.
+    static CONNECTION_FAULTED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A fault happened and no write succeeded since.
+static PENDING: AtomicBool = AtomicBool::new(false);
+
+/// The latest fault, until a write succeeds after it.
+static LATEST: Mutex<Option<(Fault, Instant)>> = Mutex::new(None);
+
+/// How long `/readyz` reports a fault it cannot check itself (a full disk, a lost
+/// server) when no write succeeded since.
+pub const REPORTED_FOR: Duration = Duration::from_secs(30);
+
+/// Classifies `error` and, when it is a fault, remembers it: the connection in use
+/// on this thread is dropped when given back, pooled SQLite connections are checked
+/// for writing when next taken, and `/readyz` reports it.
+pub fn note(error: &Error) -> Option<Fault> {
+    let fault = classify(error)?;
+    CONNECTION_FAULTED.with(|f| f.set(true));
+    PENDING.store(true, Ordering::SeqCst);
+    *LATEST.lock().unwrap_or_else(|p| p.into_inner()) = Some((fault, Instant::now()));
+    tracing::warn!(error = %error, code = fault.code(), "database fault");
+    Some(fault)
+}
+
+/// A write committed: the database can be written again.
+pub fn cleared() {
+    // Commits are frequent and faults rare: one atomic read in the usual case.
+    if PENDING.swap(false, Ordering::SeqCst) {
+        *LATEST.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        tracing::info!("database writable again");
+    }
+}
+
+/// Whether a fault happened that no write has cleared.
+pub fn pending() -> bool {
+    PENDING.load(Ordering::SeqCst)
+}
+
+/// The fault `/readyz` reports: the latest, if no write succeeded since and it is
+/// recent.
+pub fn latest() -> Option<Fault> {
+    let latest = LATEST.lock().unwrap_or_else(|p| p.into_inner());
+    latest.and_then(|(fault, at)| (at.elapsed() < REPORTED_FOR).then_some(fault))
+}
+
+/// Whether the connection this thread gives back met a fault (and forgets it).
+pub(super) fn met_here() -> bool {
+    CONNECTION_FAULTED.with(|f| f.replace(false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_of_both_databases_are_told_apart() {
+        for (message, fault) in [
+            (
+                "attempt to write a readonly database",
+                Some(Fault::ReadOnly),
+            ),
+            ("database or disk is full", Some(Fault::DiskFull)),
+            (
+                "could not extend file \"base/5/16384\": No space left on device",
+                Some(Fault::DiskFull),
+            ),
+            ("disk I/O error", Some(Fault::Unreachable)),
+            (
+                "terminating connection due to administrator command",
+                Some(Fault::Unreachable),
+            ),
+            (
+                "server closed the connection unexpectedly",
+                Some(Fault::Unreachable),
+            ),
+            ("UNIQUE constraint failed: coes.id", None),
+            ("syntax error", None),
+        ] {
+            assert_eq!(classify_message(message), fault, "{message}");
+        }
+    }
+}
