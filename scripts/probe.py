@@ -1,0 +1,519 @@
+#!/usr/bin/env python3
+"""The reliability probe: faults injected into a running `coe serve`, and what it must
+still do. Run by scripts/probe (which .ci/run calls); bounded to a few minutes.
+
+  crash      an ingest storm while the server is killed (SIGKILL) at random moments and
+             restarted, the client re-sending what got no answer: every acknowledged
+             event stored once, one incident per group, one draft per incident, one
+             "COE opened" email per draft (SQLite, then PostgreSQL)
+  pg-stop    PostgreSQL stopped (-m immediate) and started under load: only 503s while
+             it is down, /readyz follows, writes resume by themselves
+  disk-full  SQLite on a small tmpfs filled up, then freed: 503 (disk_full), never 500;
+             writes resume by themselves
+  read-only  the SQLite file made read-only under load, then writable again: 503
+             (database_read_only), never 500; writes resume by themselves; a start on a
+             read-only file stops naming the file
+
+Prints a Markdown table: each fault, how often, what was acknowledged, what was lost,
+and the longest time to recover. Exits 1 when a check fails.
+
+Only the standard library: the server is driven over HTTP, SQLite read with sqlite3,
+PostgreSQL with psql.
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+STARTED_AT = "2026-11-30T10:00:00Z"  # fixed: a re-sent event is the same occurrence
+failures = []
+rows = []
+
+
+def check(ok, what):
+    print(("  ok    " if ok else "  FAIL  ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http(port, method, path, body=None, token=None, timeout=10):
+    """(status, parsed body) or (None, reason) when nothing came back."""
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as res:
+            raw = res.read()
+            return res.status, json.loads(raw) if raw else None
+    except urllib.error.HTTPError as e:
+        raw = e.read()
+        try:
+            return e.code, json.loads(raw)
+        except ValueError:
+            return e.code, raw.decode(errors="replace")
+    except (OSError, urllib.error.URLError) as e:
+        return None, str(e)
+
+
+class Server:
+    """`coe serve` on a free loopback port, as `user` when given (root ignores file modes)."""
+
+    def __init__(self, coe, env, workdir, user=None):
+        self.coe, self.env, self.workdir, self.user = coe, env, workdir, user
+        self.port = free_port()
+        self.proc = None
+        self.log = open(os.path.join(workdir, "serve.log"), "ab")  # noqa: SIM115 (kept open)
+
+    def command(self, *args):
+        cmd = [self.coe, *args]
+        if self.user:
+            cmd = ["runuser", "-u", self.user, "--", *cmd]
+        return cmd
+
+    def run(self, *args):
+        return subprocess.run(self.command(*args), env=self.env, cwd=self.workdir,
+                              capture_output=True, text=True, timeout=120)
+
+    def start(self, wait=True):
+        self.proc = subprocess.Popen(self.command("serve", "--listen", f"127.0.0.1:{self.port}"),
+                                     env=self.env, cwd=self.workdir, stdout=self.log, stderr=self.log)
+        if wait:
+            self.wait_healthy()
+
+    def wait_healthy(self, within=60):
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self.log.flush()
+                with open(self.log.name, "rb") as f:
+                    tail = f.read()[-600:].decode(errors="replace")
+                raise RuntimeError(f"coe serve exited with {self.proc.returncode}: {tail}")
+            if http(self.port, "GET", "/healthz", timeout=1)[0] == 200:
+                return
+            time.sleep(0.05)
+        raise RuntimeError("coe serve did not answer /healthz in time")
+
+    def kill9(self):
+        self.proc.kill()
+        self.proc.wait()
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class Postgres:
+    """A throwaway PostgreSQL server (fsync on), run as the postgres user when root."""
+
+    def __init__(self, workdir):
+        self.bin = sorted(d for d in (f"/usr/lib/postgresql/{v}/bin" for v in os.listdir("/usr/lib/postgresql"))
+                          if os.path.exists(f"{d}/initdb"))[-1]
+        self.dir = os.path.join(workdir, "pg")
+        os.makedirs(self.dir)
+        self.port = free_port()
+        if os.getuid() == 0:
+            shutil.chown(self.dir, "postgres", "postgres")
+        self.pg("initdb", "-D", f"{self.dir}/data", "-U", "postgres", "-A", "trust", "-E", "UTF8",
+                "--locale=C.UTF-8")
+        self.start()
+        self.url = f"postgres://postgres@127.0.0.1:{self.port}/postgres"
+
+    def pg(self, tool, *args):
+        cmd = [f"{self.bin}/{tool}", *args]
+        if os.getuid() == 0:
+            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+
+    def start(self):
+        self.pg("pg_ctl", "-D", f"{self.dir}/data", "-l", f"{self.dir}/log", "-w", "-o",
+                f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir} -c fsync=on -c max_connections=100",
+                "start")
+
+    def stop(self, mode="fast"):
+        self.pg("pg_ctl", "-D", f"{self.dir}/data", "-m", mode, "-w", "stop")
+
+    def query(self, sql):
+        out = subprocess.run(["psql", "-At", "-F", "\t", self.url, "-c", sql], check=True,
+                             capture_output=True, text=True, timeout=60).stdout
+        return [tuple(line.split("\t")) for line in out.splitlines() if line]
+
+
+def sqlite_query(path):
+    def query(sql):
+        db = sqlite3.connect(path, timeout=30)
+        try:
+            return [tuple(str(v) for v in row) for row in db.execute(sql)]
+        finally:
+            db.close()
+    return query
+
+
+def env_for(workdir, database_url, extra=None):
+    config = os.path.join(workdir, "probe.toml")
+    with open(config, "w") as f:
+        f.write('[ownership.services]\nprobe = "owner@example.com"\n')
+    os.chmod(config, 0o644)
+    env = dict(os.environ, COE_DATABASE_URL=database_url, COE_CONFIG=config, COE_MODE="development",
+               COE_LOG_FORMAT="text", COE_EMAIL_FILE_DIR=os.path.join(workdir, "outbox"))
+    env.update(extra or {})
+    return env
+
+
+def token(server, role="ingest"):
+    out = server.run("token", "create", "--name", f"probe-{random.randrange(1 << 30)}", "--role", role)
+    if out.returncode != 0:
+        raise RuntimeError(f"token create: {out.stderr}")
+    return out.stdout.strip().splitlines()[-1]
+
+
+def event(key, group, description=None):
+    body = {"dedup_key": key, "group_key": group, "title": f"Probe alert {group}", "severity": "sev2",
+            "service": "probe", "started_at": STARTED_AT}
+    if description:
+        body["description"] = description
+    return body
+
+
+# ---------------------------------------------------------------------------- crash
+
+
+def crash(backend, coe, workdir, events=4000, groups=50, kills=8):
+    print(f"crash ({backend}): {events} events over {groups} groups, {kills} kills", flush=True)
+    pg = Postgres(workdir) if backend == "postgres" else None
+    url = pg.url if pg else f"sqlite://{workdir}/coe.db"
+    query = pg.query if pg else sqlite_query(f"{workdir}/coe.db")
+    server = Server(coe, env_for(workdir, url), workdir)
+    try:
+        server.start()
+        ingest = token(server)
+        pending = [event(f"crash-{i}", f"group-{i % groups}") for i in range(events)]
+        random.shuffle(pending)
+        lock = threading.Lock()
+        acked, statuses, recoveries = set(), {}, []
+        done = threading.Event()
+
+        def client():
+            while True:
+                with lock:
+                    if not pending:
+                        return
+                    body = pending.pop()
+                while True:
+                    status, answer = http(server.port, "POST", "/api/v1/events", body, ingest, timeout=30)
+                    with lock:
+                        statuses[status] = statuses.get(status, 0) + 1
+                    if status in (200, 202):
+                        with lock:
+                            acked.add(body["dedup_key"])
+                        break
+                    time.sleep(0.05)  # no answer (killed) or 503: send the same event again
+
+        def killer():
+            for _ in range(kills):
+                if done.wait(random.uniform(0.3, 1.0)):
+                    return
+                server.kill9()
+                killed = time.monotonic()
+                server.start(wait=False)
+                server.wait_healthy()
+                recoveries.append(time.monotonic() - killed)
+
+        threads = [threading.Thread(target=client) for _ in range(8)]
+        killing = threading.Thread(target=killer)
+        for t in threads + [killing]:
+            t.start()
+        for t in threads:
+            t.join()
+        done.set()
+        killing.join()
+
+        stored = dict(query("SELECT dedup_key, count(*) FROM failure_events WHERE dedup_key LIKE 'crash-%' GROUP BY dedup_key"))
+        lost = [k for k in acked if k not in stored]
+        doubled = [k for k, n in stored.items() if int(n) != 1]
+        incidents = dict(query("SELECT group_key, count(*) FROM incidents GROUP BY group_key"))
+        coes = dict(query("SELECT incident_id, count(*) FROM coes WHERE incident_id IS NOT NULL GROUP BY incident_id"))
+        opened = query("SELECT count(*), count(DISTINCT dedup_key) FROM outbox_emails WHERE kind = 'coe_opened'")[0]
+        check(len(acked) == events, f"every event acknowledged in the end ({len(acked)} of {events})")
+        check(not lost, f"no acknowledged event lost ({len(lost)} lost)")
+        check(not doubled, f"every event stored once ({len(doubled)} stored twice or more)")
+        check(len(incidents) == groups and all(int(n) == 1 for n in incidents.values()),
+              f"one incident per group ({len(incidents)} groups, counts {sorted(set(incidents.values()))})")
+        check(len(coes) == groups and all(int(n) == 1 for n in coes.values()),
+              f"one draft per incident ({len(coes)} incidents with drafts)")
+        check(int(opened[0]) == groups and opened[0] == opened[1],
+              f"one 'COE opened' email per draft ({opened[0]} emails, {opened[1]} distinct)")
+        check(statuses.get(500, 0) == 0, f"no 500 ({statuses})")
+        rows.append((f"kill -9 during an ingest storm ({backend})", f"{len(recoveries)} kills", len(acked),
+                     len(lost), f"{max(recoveries, default=0):.1f} s to answer again"))
+    finally:
+        server.stop()
+        if pg:
+            pg.stop()
+
+
+# ------------------------------------------------------------- load while faulting
+
+
+class Load:
+    """Writers posting fresh events and a prober asking /readyz, counting answers."""
+
+    def __init__(self, server, ingest, writers=4, description=None):
+        self.server, self.ingest, self.description = server, ingest, description
+        self.lock = threading.Lock()
+        self.statuses, self.codes, self.ready, self.acked = {}, {}, {}, []
+        self.stopping = threading.Event()
+        self.n = 0
+        self.threads = [threading.Thread(target=self.write) for _ in range(writers)]
+        self.threads.append(threading.Thread(target=self.probe))
+        for t in self.threads:
+            t.start()
+
+    def write(self):
+        while not self.stopping.is_set():
+            with self.lock:
+                self.n += 1
+                key = f"load-{self.n}-{random.randrange(1 << 30)}"
+            status, answer = http(self.server.port, "POST", "/api/v1/events",
+                                  event(key, f"load-{self.n % 10}", self.description), self.ingest)
+            with self.lock:
+                self.statuses[status] = self.statuses.get(status, 0) + 1
+                if status in (200, 202):
+                    self.acked.append(key)
+                elif isinstance(answer, dict):
+                    code = answer.get("error", {}).get("code")
+                    self.codes[code] = self.codes.get(code, 0) + 1
+            time.sleep(0.01)
+
+    def probe(self):
+        while not self.stopping.is_set():
+            status, answer = http(self.server.port, "GET", "/readyz", timeout=5)
+            code = answer.get("error", {}).get("code") if isinstance(answer, dict) else None
+            with self.lock:
+                key = (status, code)
+                self.ready[key] = self.ready.get(key, 0) + 1
+            time.sleep(0.1)
+
+    def window(self, seconds):
+        """Counts answers during the next `seconds`."""
+        with self.lock:
+            self.statuses, self.codes, self.ready = {}, {}, {}
+        time.sleep(seconds)
+        with self.lock:
+            return dict(self.statuses), dict(self.codes), dict(self.ready)
+
+    def recovered(self, since, within=30):
+        """Seconds from `since` until half a second in which every write succeeds and
+        /readyz says 200, or None."""
+        while time.monotonic() < since + within:
+            statuses, _, ready = self.window(0.5)
+            if statuses and set(statuses) <= {200, 202} and ready and all(s == 200 for s, _ in ready):
+                return time.monotonic() - since
+        return None
+
+    def stop(self):
+        self.stopping.set()
+        for t in self.threads:
+            t.join()
+
+
+def pg_stop(coe, workdir, rounds=3):
+    print(f"pg-stop: PostgreSQL stopped -m immediate under load, {rounds} times", flush=True)
+    pg = Postgres(workdir)
+    server = Server(coe, env_for(workdir, pg.url, {"COE_DATABASE_CONNECT_TIMEOUT_SECS": "1"}), workdir)
+    longest, acked_before = 0.0, 0
+    try:
+        server.start()
+        ingest = token(server)
+        load = Load(server, ingest)
+        try:
+            for _ in range(rounds):
+                load.window(1.5)
+                pg.stop("immediate")
+                statuses, codes, ready = load.window(3)
+                check(set(statuses) <= {503}, f"only 503 while PostgreSQL is down ({statuses}, codes {codes})")
+                check(all(s == 503 for s, _ in ready), f"/readyz says 503 while it is down ({ready})")
+                started = time.monotonic()
+                pg.start()
+                took = load.recovered(started)
+                check(took is not None, "writes and /readyz recover by themselves")
+                longest = max(longest, took or 99)
+            load.window(1)
+        finally:
+            load.stop()
+        stored = {k for (k,) in pg.query("SELECT dedup_key FROM failure_events WHERE dedup_key LIKE 'load-%'")}
+        lost = [k for k in load.acked if k not in stored]
+        check(not lost, f"no acknowledged event lost ({len(lost)} of {len(load.acked)})")
+        rows.append(("PostgreSQL stopped (-m immediate) under load", f"{rounds} stops", len(load.acked), len(lost),
+                     f"{longest:.1f} s after it is back"))
+    finally:
+        server.stop()
+        pg.stop()
+
+
+def mount_tmpfs(path, size):
+    os.makedirs(path, exist_ok=True)
+    out = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0777", "tmpfs", path],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"cannot mount a tmpfs at {path} (the disk-full probe needs root): {out.stderr}")
+
+
+def disk_full(coe, workdir, rounds=2):
+    print(f"disk-full: SQLite on a 64 MiB tmpfs filled up, then freed, {rounds} times", flush=True)
+    disk = os.path.join(workdir, "disk")
+    mount_tmpfs(disk, "64m")
+    server = Server(coe, env_for(workdir, f"sqlite://{disk}/coe.db"), workdir)
+    longest = 0.0
+    try:
+        server.start()
+        ingest = token(server)
+        load = Load(server, ingest, writers=2, description="x" * 1_000)
+        try:
+            for i in range(rounds):
+                load.window(1)
+                filler = os.path.join(disk, f"filler-{i}")
+                subprocess.run(["dd", "if=/dev/zero", f"of={filler}", "bs=64k"], capture_output=True)
+                statuses, codes, ready = load.window(3)
+                check(500 not in statuses, f"no 500 while the disk is full ({statuses}, codes {codes})")
+                check(codes.get("disk_full", 0) > 0, f"writes answer 503 disk_full ({codes})")
+                check((503, "disk_full") in ready, f"/readyz says disk_full ({ready})")
+                started = time.monotonic()
+                os.remove(filler)
+                took = load.recovered(started)
+                check(took is not None, "writes and /readyz recover by themselves once space is freed")
+                longest = max(longest, took or 99)
+        finally:
+            load.stop()
+        stored = {k for (k,) in sqlite_query(f"{disk}/coe.db")("SELECT dedup_key FROM failure_events")}
+        lost = [k for k in load.acked if k not in stored]
+        check(not lost, f"no acknowledged event lost ({len(lost)} of {len(load.acked)})")
+        rows.append(("SQLite's disk filled up, then freed", f"{rounds} times", len(load.acked), len(lost),
+                     f"{longest:.1f} s after space is freed"))
+    finally:
+        server.stop()
+        out = subprocess.run(["umount", disk], capture_output=True, text=True)
+        if out.returncode != 0:
+            subprocess.run(["umount", "-l", disk], capture_output=True)
+
+
+def read_only(coe, workdir, rounds=2):
+    print(f"read-only: the SQLite file made read-only under load, then writable, {rounds} times", flush=True)
+    # Root writes read-only files anyway: the server runs as another user.
+    user = "nobody" if os.getuid() == 0 else None
+    data = os.path.join(workdir, "ro")
+    os.makedirs(data)
+    binary = os.path.join(data, "coe")
+    shutil.copy(coe, binary)
+    if user:
+        shutil.chown(data, user)
+    os.chmod(data, 0o755)
+    db = os.path.join(data, "coe.db")
+    server = Server(binary, env_for(data, f"sqlite://{db}"), data, user)
+    longest, acked = 0.0, []
+    try:
+        for i in range(rounds):
+            # A fresh server holds one connection: the ones the load opens come after.
+            server.port = free_port()
+            server.start()
+            ingest = token(server)
+            os.chmod(db, 0o444)
+            load = Load(server, ingest, writers=8)
+            try:
+                statuses, codes, ready = load.window(3)
+                check(500 not in statuses, f"no 500 while the file is read-only ({statuses}, codes {codes})")
+                check(codes.get("database_read_only", 0) > 0, f"writes answer 503 database_read_only ({codes})")
+                check((503, "database_read_only") in ready, f"/readyz says database_read_only ({ready})")
+                started = time.monotonic()
+                os.chmod(db, 0o644)
+                took = load.recovered(started)
+                check(took is not None, "writes and /readyz recover by themselves once it is writable")
+                longest = max(longest, took or 99)
+                acked += load.acked
+            finally:
+                load.stop()
+            server.stop()
+        # A start with a -shm file it cannot write stops with the files named and what
+        # to check (a read-only coe.db alone starts: reads work, /readyz says why not
+        # ready, as above).
+        for suffix in ("-shm", "-wal"):
+            with open(db + suffix, "wb"):
+                pass
+            os.chmod(db + suffix, 0o444)
+        out = server.run("serve", "--listen", f"127.0.0.1:{free_port()}")
+        check(out.returncode == 1 and f"{db}-shm" in out.stderr and "permissions" in out.stderr,
+              f"a start with a read-only coe.db-shm exits naming it and the fix "
+              f"({out.returncode}: {out.stderr.strip()[-200:]})")
+        stored = {k for (k,) in sqlite_query(db)("SELECT dedup_key FROM failure_events")}
+        lost = [k for k in acked if k not in stored]
+        check(not lost, f"no acknowledged event lost ({len(lost)} of {len(acked)})")
+        rows.append(("SQLite file made read-only under load, then writable", f"{rounds} times", len(acked),
+                     len(lost), f"{longest:.1f} s after it is writable"))
+    finally:
+        server.stop()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--coe", default=os.path.join(ROOT, "target/debug/coe"))
+    parser.add_argument("only", nargs="*", help="crash, pg-stop, disk-full or read-only (default: all)")
+    args = parser.parse_args()
+    every = ["crash", "pg-stop", "disk-full", "read-only"]
+    chosen = args.only or every
+    if any(name not in every for name in chosen):
+        parser.error(f"choose among {', '.join(every)}")
+    random.seed(int(os.environ.get("PROBE_SEED", time.time())))
+    started = time.monotonic()
+    for name in chosen:
+        with tempfile.TemporaryDirectory(prefix="coe-probe-") as workdir:
+            os.chmod(workdir, 0o755)
+            try:
+                if name == "crash":
+                    crash("sqlite", args.coe, workdir)
+                    with tempfile.TemporaryDirectory(prefix="coe-probe-") as pgdir:
+                        os.chmod(pgdir, 0o755)
+                        crash("postgres", args.coe, pgdir)
+                elif name == "pg-stop":
+                    pg_stop(args.coe, workdir)
+                elif name == "disk-full":
+                    disk_full(args.coe, workdir)
+                elif name == "read-only":
+                    read_only(args.coe, workdir)
+            except Exception as e:  # a probe that cannot run is a failure, not a skip
+                check(False, f"{name}: {e}")
+    print()
+    print("| fault injected | how often | acknowledged | lost | longest time to recover |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(str(c) for c in row) + " |")
+    print(f"\nprobe: {len(failures)} failed checks, {time.monotonic() - started:.0f} s")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
