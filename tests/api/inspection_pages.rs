@@ -3,7 +3,7 @@
 //! API's figures), search, the admin pages (only for admins) and a person's calendar
 //! feed.
 
-use coe::db::schema::{corrective_actions, outbox_emails};
+use coe::db::schema::{coes, corrective_actions, outbox_emails};
 use diesel::prelude::*;
 use reqwest::header::{COOKIE, LOCATION};
 use reqwest::StatusCode;
@@ -263,7 +263,7 @@ async fn the_dashboard_draws_the_figures_the_stats_api_gives() {
     let admin = app.admin_token();
     let one = coe(&app, &admin, "Checkout 502s", "checkout", "sev2").await;
     let two = coe(&app, &admin, "Search slow", "search", "sev3").await;
-    action(&app, &admin, &one, "Overdue a", "ana@example.com", -3).await;
+    let overdue_a = action(&app, &admin, &one, "Overdue a", "ana@example.com", -3).await;
     action(&app, &admin, &one, "Overdue b", "ana@example.com", -20).await;
     let on_time = action(&app, &admin, &two, "Done on time", "bo@example.com", 5).await;
     let late = action(&app, &admin, &two, "Done late", "bo@example.com", -2).await;
@@ -319,6 +319,38 @@ async fn the_dashboard_draws_the_figures_the_stats_api_gives() {
     );
     assert!(html.contains("<svg viewBox="), "drawn on the server");
     assert!(!html.contains("<script"), "no script");
+
+    // The figures are cached between changes, never across one.
+    let res = app
+        .post_json(
+            &format!("/api/v1/actions/{overdue_a}/complete"),
+            Some(&admin),
+            &json!({"note": "done"}),
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    let stats: Value = app.get_json("/api/v1/stats", &admin).await;
+    assert_eq!(stats["actions"]["overdue"], 1, "{stats}");
+    assert_eq!(stats["weeks"][11]["overdue_at_end"], 1, "{stats}");
+
+    // Long lists show their 20 longest waiting and say how many more there are.
+    let mut drafts = Vec::new();
+    for i in 0..23 {
+        drafts.push(coe(&app, &admin, &format!("Late draft {i}"), "checkout", "sev2").await);
+    }
+    {
+        let mut conn = app.pool.get().expect("conn");
+        diesel::update(coes::table.filter(coes::id.eq_any(&drafts)))
+            .set(coes::resolved_at.eq(chrono::Utc::now().naive_utc() - chrono::Duration::days(30)))
+            .execute(&mut conn)
+            .expect("backdate");
+    }
+    let html = page(&app, "/dashboard", &lead).await;
+    assert_eq!(html.matches(">Late draft ").count(), 20, "{html}");
+    assert!(
+        html.contains("And 3 more: <a href=\"/search?state=draft\">all drafts</a>."),
+        "{html}"
+    );
 }
 
 #[tokio::test]
