@@ -307,6 +307,12 @@ fn sweep(
             report.purged, settings.reminders.keep_sent_days
         );
     }
+    if report.raw_bodies_purged > 0 {
+        println!(
+            "emptied {} raw webhook body(ies) older than webhooks.keep_raw_days ({})",
+            report.raw_bodies_purged, settings.webhooks.keep_raw_days
+        );
+    }
     for p in &report.queued {
         println!("  {:<18} {:<32} {}", p.kind, p.recipient, p.subject);
     }

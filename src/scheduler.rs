@@ -117,6 +117,7 @@ fn sweep_once(settings: &Settings, pool: &DbPool, templates: &EmailTemplates) {
                 queued = report.queued.len(),
                 already_queued = report.already_queued,
                 purged = report.purged,
+                raw_bodies_purged = report.raw_bodies_purged,
                 "sweep queued emails"
             );
         }

@@ -294,6 +294,9 @@ pub struct WebhookSettings {
     pub grafana_timestamp_header: String,
     /// Sentry client secret; when set, `Sentry-Hook-Signature` is required and checked.
     pub sentry_secret: Option<Secret>,
+    /// Days a delivery's raw body (up to `max_body_bytes`) is kept; the sweep empties
+    /// older ones. The events parsed from it are kept.
+    pub keep_raw_days: i64,
 }
 
 impl Default for WebhookSettings {
@@ -303,6 +306,7 @@ impl Default for WebhookSettings {
             pagerduty_secret: None,
             grafana_secret: None,
             grafana_timestamp_header: "X-Grafana-Alerting-Signature-Timestamp".into(),
+            keep_raw_days: 30,
             sentry_secret: None,
         }
     }

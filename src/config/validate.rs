@@ -60,6 +60,13 @@ impl Settings {
                 return Err(invalid(key, &secs.to_string(), "1 to 3600 seconds"));
             }
         }
+        if !(1..=3650).contains(&self.webhooks.keep_raw_days) {
+            return Err(invalid(
+                "webhooks.keep_raw_days",
+                &self.webhooks.keep_raw_days.to_string(),
+                "1 to 3650 days",
+            ));
+        }
         if self.server.max_body_bytes < 1024 {
             return Err(invalid(
                 "server.max_body_bytes",

@@ -89,8 +89,9 @@ pub struct EventDetail {
     pub delivery_id: String,
     pub occurrence_key: String,
     pub content_type: Option<String>,
-    /// The delivery exactly as received: parsed JSON when it is JSON, else a string.
-    #[schema(value_type = Object)]
+    /// The delivery exactly as received: parsed JSON (an object or an array) when it is
+    /// JSON, else a string; `null` once older than `webhooks.keep_raw_days`.
+    #[schema(value_type = Value)]
     pub raw_payload: Value,
 }
 
@@ -286,8 +287,12 @@ pub fn event(conn: &mut DbConnection, id: &str) -> QueryResult<Option<EventDetai
         .optional()?;
     found
         .map(|(row, delivery)| {
-            let raw_payload = serde_json::from_str(&delivery.body)
-                .unwrap_or_else(|_| Value::String(delivery.body.clone()));
+            let raw_payload = if delivery.body.is_empty() {
+                Value::Null
+            } else {
+                serde_json::from_str(&delivery.body)
+                    .unwrap_or_else(|_| Value::String(delivery.body.clone()))
+            };
             Ok(EventDetail {
                 delivery_id: row.delivery_id.clone(),
                 occurrence_key: row.occurrence_key.clone(),

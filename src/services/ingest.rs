@@ -43,6 +43,18 @@ pub struct IngestOutcome {
     pub events: Vec<StoredEvent>,
 }
 
+/// Empties the raw bodies of deliveries received before `before` (the normalized
+/// events stay); returns how many. `webhooks.keep_raw_days` sets `before`.
+pub fn purge_raw_bodies(conn: &mut DbConnection, before: NaiveDateTime) -> QueryResult<usize> {
+    diesel::update(
+        webhook_deliveries::table
+            .filter(webhook_deliveries::received_at.lt(before))
+            .filter(webhook_deliveries::body.ne("")),
+    )
+    .set(webhook_deliveries::body.eq(""))
+    .execute(conn)
+}
+
 fn sha256_hex(parts: &[&str]) -> String {
     let mut hasher = Sha256::new();
     for part in parts {

@@ -459,3 +459,60 @@ async fn unknown_incidents_and_events_are_404() {
     // An ingest token may post but not read.
     error_of(c.app.get("/api/v1/incidents", Some(&c.ingest)).await, 403).await;
 }
+
+#[tokio::test]
+async fn raw_bodies_older_than_keep_raw_days_are_emptied_by_the_sweep_and_events_stay() {
+    use coe::db::schema::webhook_deliveries;
+    use diesel::prelude::*;
+    let c = Client::new().await;
+    let old = c
+        .post(json!({"dedup_key": "old", "title": "Old alert"}))
+        .await;
+    let new = c
+        .post(json!({"dedup_key": "new", "title": "New alert"}))
+        .await;
+    let old_id = old["events"][0]["id"].as_str().expect("id").to_owned();
+    let new_id = new["events"][0]["id"].as_str().expect("id").to_owned();
+    {
+        let mut conn = c.app.pool.get().expect("conn");
+        diesel::update(
+            webhook_deliveries::table.find(old["delivery_id"].as_str().expect("delivery")),
+        )
+        .set(
+            webhook_deliveries::received_at
+                .eq(chrono::Utc::now().naive_utc() - chrono::Duration::days(31)),
+        )
+        .execute(&mut conn)
+        .expect("backdate");
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_coe"))
+        .arg("sweep")
+        .env_clear()
+        .current_dir(dir.path())
+        .env("COE_DATABASE_URL", c.app.database_url())
+        .env("COE_LOG_LEVEL", "warn")
+        .output()
+        .expect("coe sweep runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("emptied 1 raw webhook body(ies) older than webhooks.keep_raw_days (30)"),
+        "{stdout}"
+    );
+    let old = c
+        .app
+        .get_json(&format!("/api/v1/events/{old_id}"), &c.reader)
+        .await;
+    assert_eq!(old["raw_payload"], Value::Null, "{old}");
+    assert_eq!(old["title"], "Old alert", "the event stays");
+    let new = c
+        .app
+        .get_json(&format!("/api/v1/events/{new_id}"), &c.reader)
+        .await;
+    assert_eq!(new["raw_payload"]["dedup_key"], "new", "{new}");
+}

@@ -54,6 +54,8 @@ pub struct SweepReport {
     pub already_queued: usize,
     /// Sent emails older than `reminders.keep_sent_days`, deleted by this sweep.
     pub purged: usize,
+    /// Raw webhook bodies older than `webhooks.keep_raw_days`, emptied by this sweep.
+    pub raw_bodies_purged: usize,
 }
 
 /// One decision to send: the email's kind, key, recipient and what it says. Lists
@@ -164,12 +166,16 @@ pub fn sweep(
         queued: Vec::new(),
         already_queued: 0,
         purged: 0,
+        raw_bodies_purged: 0,
     };
     if !dry_run {
         // Counted from the real now, not `at`: a sweep evaluated in the future must not
         // delete keys that today's sweeps still need.
         let keep = Duration::days(settings.reminders.keep_sent_days);
         report.purged = outbox::purge_sent(conn, db::now() - keep)?;
+        let keep_raw = Duration::days(settings.webhooks.keep_raw_days);
+        report.raw_bodies_purged =
+            crate::services::ingest::purge_raw_bodies(conn, db::now() - keep_raw)?;
     }
     if report.before_send_hour {
         return Ok(report);
