@@ -11,8 +11,12 @@ still do. Run by scripts/probe (which .ci/run calls); bounded to a few minutes.
   disk-full  SQLite on a small tmpfs filled up, then freed: 503 (disk_full), never 500;
              writes resume by themselves
   read-only  the SQLite file made read-only under load, then writable again: 503
-             (database_read_only), never 500; writes resume by themselves; a start on a
-             read-only file stops naming the file
+             (database_read_only), never 500; writes resume by themselves; a start with
+             a read-only -shm stops naming the files
+  security   PagerDuty deliveries of 10 MiB with 1,900 forged signatures each: refused,
+             under 100 ms of the server's CPU each
+(Which endpoints refuse no token, an unknown one or a lower role, and the rate limit on
+unknown tokens, are checked by tests/api/security.rs in the test suite.)
 
 Prints a Markdown table: each fault, how often, what was acknowledged, what was lost,
 and the longest time to recover. Exits 1 when a check fails.
@@ -478,12 +482,53 @@ def read_only(coe, workdir, rounds=2):
         server.stop()
 
 
+# ------------------------------------------------------------------------- security
+
+
+def cpu_seconds(pid):
+    """User and system CPU seconds a process has used (from /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def security(coe, workdir, requests=4):
+    print(f"security: {requests} PagerDuty deliveries of 10 MiB with 1,900 signatures each", flush=True)
+    env = env_for(workdir, f"sqlite://{workdir}/coe.db", {"COE_WEBHOOKS_PAGERDUTY_SECRET": "probe-secret"})
+    server = Server(coe, env, workdir)
+    try:
+        server.start()
+        body = b'{"messages": []}' + b" " * (10 * 1024 * 1024 - 64)
+        signatures = ",".join(f"v1={random.randbytes(32).hex()}" for _ in range(1900))
+        before = cpu_seconds(server.proc.pid)
+        statuses = {}
+        for _ in range(requests):
+            req = urllib.request.Request(f"http://127.0.0.1:{server.port}/api/v1/webhooks/pagerduty", data=body,
+                                         method="POST", headers={"Content-Type": "application/json",
+                                                                 "X-PagerDuty-Signature": signatures})
+            try:
+                with urllib.request.urlopen(req, timeout=60) as res:
+                    status = res.status
+            except urllib.error.HTTPError as e:
+                status = e.code
+            statuses[status] = statuses.get(status, 0) + 1
+        per_request = (cpu_seconds(server.proc.pid) - before) / requests
+        check(set(statuses) <= {400, 401}, f"forged signatures are refused ({statuses})")
+        check(per_request < 0.1, f"under 100 ms of CPU per delivery ({per_request * 1000:.0f} ms)")
+        status, _ = http(server.port, "GET", "/healthz", timeout=5)
+        check(status == 200, "/healthz answers after them")
+        rows.append(("PagerDuty delivery of 10 MiB with 1,900 forged signatures", f"{requests} requests", 0, 0,
+                     f"{per_request * 1000:.0f} ms of CPU each"))
+    finally:
+        server.stop()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--coe", default=os.path.join(ROOT, "target/debug/coe"))
     parser.add_argument("only", nargs="*", help="crash, pg-stop, disk-full or read-only (default: all)")
     args = parser.parse_args()
-    every = ["crash", "pg-stop", "disk-full", "read-only"]
+    every = ["crash", "pg-stop", "disk-full", "read-only", "security"]
     chosen = args.only or every
     if any(name not in every for name in chosen):
         parser.error(f"choose among {', '.join(every)}")
@@ -504,6 +549,8 @@ def main():
                     disk_full(args.coe, workdir)
                 elif name == "read-only":
                     read_only(args.coe, workdir)
+                elif name == "security":
+                    security(args.coe, workdir)
             except Exception as e:  # a probe that cannot run is a failure, not a skip
                 check(False, f"{name}: {e}")
     print()

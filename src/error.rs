@@ -72,6 +72,9 @@ pub enum ApiError {
     },
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// Too many failed attempts from this client; retry after the given seconds.
+    #[error("{message}")]
+    TooManyRequests { message: String, retry_after: u64 },
     /// The request (its body) did not arrive in time.
     #[error("{0}")]
     RequestTimeout(String),
@@ -114,6 +117,7 @@ impl ApiError {
             ApiError::Conflict { .. } => "conflict",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
             ApiError::RequestTimeout(_) => "request_timeout",
+            ApiError::TooManyRequests { .. } => "too_many_requests",
             ApiError::PreconditionFailed(_) => "version_conflict",
             ApiError::PreconditionRequired(_) => "version_required",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
@@ -167,6 +171,7 @@ impl ResponseError for ApiError {
             ApiError::Conflict { .. } => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
+            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             ApiError::PreconditionRequired(_) => StatusCode::PRECONDITION_REQUIRED,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -183,6 +188,9 @@ impl ResponseError for ApiError {
         let mut response = HttpResponse::build(self.status_code());
         if self.status_code() == StatusCode::SERVICE_UNAVAILABLE {
             response.insert_header((header::RETRY_AFTER, "5"));
+        }
+        if let ApiError::TooManyRequests { retry_after, .. } = self {
+            response.insert_header((header::RETRY_AFTER, retry_after.to_string()));
         }
         if matches!(self, ApiError::Unauthorized(_)) {
             // Basic too: AWS SNS sends its credentials only after a Basic challenge.

@@ -113,6 +113,10 @@ impl Application {
                 .max_capacity(256)
                 .time_to_live(std::time::Duration::from_secs(600))
                 .build(),
+            token_failures: moka::sync::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(std::time::Duration::from_secs(60))
+                .build(),
             action_figures: moka::sync::Cache::builder()
                 .max_capacity(4)
                 .time_to_live(std::time::Duration::from_secs(600))
@@ -129,6 +133,7 @@ impl Application {
                 .configure(http::routes::configure)
                 .configure(http::pages::configure)
                 .default_service(web::to(not_found))
+                .wrap(from_fn(http::auth::authenticate_first))
                 .wrap(from_fn(http::deadline::body_deadline))
                 .wrap(ErrorHandlers::new().default_handler(render_foreign_error))
                 .wrap(from_fn(http::metrics::observe_requests))

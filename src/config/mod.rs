@@ -81,6 +81,9 @@ pub struct AuthSettings {
     pub sign_in_per_address: u32,
     /// Sign-in requests allowed per client address per 15 minutes.
     pub sign_in_per_client: u32,
+    /// Unknown or revoked API tokens a client address may present per minute; then
+    /// its requests get 429 until the minute is over (counted per replica).
+    pub failed_tokens_per_client: u32,
 }
 
 impl Default for AuthSettings {
@@ -94,6 +97,7 @@ impl Default for AuthSettings {
             session_max_secs: 30 * 24 * 3600,
             sign_in_per_address: 5,
             sign_in_per_client: 20,
+            failed_tokens_per_client: 30,
         }
     }
 }

@@ -251,6 +251,7 @@ impl Settings {
         for (name, n) in [
             ("auth.sign_in_per_address", a.sign_in_per_address),
             ("auth.sign_in_per_client", a.sign_in_per_client),
+            ("auth.failed_tokens_per_client", a.failed_tokens_per_client),
         ] {
             if n == 0 {
                 return Err(invalid(name, "0", "at least 1"));

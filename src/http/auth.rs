@@ -3,10 +3,14 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
-use actix_web::dev::Payload;
+use actix_web::body::{EitherBody, MessageBody};
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::http::header;
-use actix_web::{web, FromRequest, HttpRequest};
+use actix_web::middleware::Next;
+use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
 
 use crate::domain::{Role, TokenSecret};
 use crate::error::ApiError;
@@ -32,11 +36,13 @@ impl FromRequest for Caller {
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let presented = presented_secret(req);
-        let state = req.app_data::<web::Data<AppState>>().cloned();
+        let req = req.clone();
         Box::pin(async move {
-            let state = state.ok_or_else(|| ApiError::Internal("app state missing".into()))?;
-            authenticate(presented?, state).await
+            let state = req
+                .app_data::<web::Data<AppState>>()
+                .cloned()
+                .ok_or_else(|| ApiError::Internal("app state missing".into()))?;
+            authenticate(&req, state).await
         })
     }
 }
@@ -75,11 +81,68 @@ role_extractors! {
     Ingest => Role::Ingest;
 }
 
-/// The caller behind a presented secret, or 401.
+/// The caller behind the request's token: 401 without a known one, 429 for a client
+/// that presented `auth.failed_tokens_per_client` unknown ones this minute (so a
+/// token cannot be guessed by trying many).
 pub async fn authenticate(
-    secret: TokenSecret,
+    req: &HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<Caller, ApiError> {
+    if let Some(caller) = req.extensions().get::<Caller>() {
+        return Ok(caller.clone()); // authenticated before the handler (`authenticate_first`)
+    }
+    let client = crate::http::session::client_ip(req, &state.proxies);
+    let limit = state.settings.auth.failed_tokens_per_client;
+    let failures = state.token_failures.get(&client);
+    if failures
+        .as_ref()
+        .is_some_and(|n| n.load(Ordering::Relaxed) >= limit)
+    {
+        return Err(ApiError::TooManyRequests {
+            message: format!(
+                "too many unknown tokens from this client ({limit} a minute, \
+                 auth.failed_tokens_per_client); try again in a minute"
+            ),
+            retry_after: 60,
+        });
+    }
+    let secret = presented_secret(req)?;
+    let result = caller_of(secret, state.clone()).await;
+    if let Err(ApiError::Unauthorized(_)) = &result {
+        state
+            .token_failures
+            .get_with(client, || Arc::new(AtomicU32::new(0)))
+            .fetch_add(1, Ordering::Relaxed);
+    }
+    result
+}
+
+/// Middleware: a request to the API that carries a token is authenticated before its
+/// handler's extractors run, so an unknown token is 401 (and a guessing client 429)
+/// whatever the body, the path or the query hold: nobody learns what the API
+/// validates without a token. (The extractors run side by side: a body checked
+/// while the token is looked up would answer first.) Webhooks authenticate in their
+/// handler, after their signature.
+pub async fn authenticate_first(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+    let api = req.path().starts_with("/api/") && !req.path().starts_with("/api/v1/webhooks/");
+    if api && req.headers().contains_key(header::AUTHORIZATION) {
+        if let Some(state) = req.app_data::<web::Data<AppState>>().cloned() {
+            match authenticate(req.request(), state).await {
+                Ok(caller) => {
+                    req.extensions_mut().insert(caller);
+                }
+                Err(error) => return Ok(req.error_response(error).map_into_right_body()),
+            }
+        }
+    }
+    Ok(next.call(req).await?.map_into_left_body())
+}
+
+/// The caller behind a presented secret, or 401.
+async fn caller_of(secret: TokenSecret, state: web::Data<AppState>) -> Result<Caller, ApiError> {
     let caller = with_conn(&state, move |conn, _| {
         tokens::authenticate(conn, &secret).map_err(|e| match e {
             tokens::TokenError::Database(e) => ApiError::from(e),

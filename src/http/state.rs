@@ -38,6 +38,9 @@ pub struct AppState {
     /// The overdue board's totals by filter, for views between two changes (the key
     /// holds today and the last change to any action or person).
     pub board_totals: moka::sync::Cache<String, Arc<crate::services::board::Totals>>,
+    /// Unknown or revoked tokens presented per client address in the current minute
+    /// (`auth.failed_tokens_per_client`).
+    pub token_failures: moka::sync::Cache<String, Arc<std::sync::atomic::AtomicU32>>,
     /// The inspection's figures about actions, keyed the same way; kept at most ten
     /// minutes, so the sliding windows ("closed in the last 30 days") move on.
     pub action_figures: moka::sync::Cache<String, Arc<crate::services::stats::ActionFigures>>,

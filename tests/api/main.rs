@@ -21,6 +21,7 @@ mod openapi;
 mod overdue;
 mod pages;
 mod people;
+mod security;
 mod stats;
 mod storm;
 mod tokens;

@@ -10,7 +10,7 @@ use crate::config::secret::Secret;
 use crate::db;
 use crate::domain::Role;
 use crate::error::{ApiError, ErrorBody};
-use crate::http::auth::{authenticate, presented_secret, Ingest};
+use crate::http::auth::{authenticate, Ingest};
 use crate::http::extract::read_body;
 use crate::http::state::AppState;
 use crate::ingest::cloudwatch::is_sns_url;
@@ -166,7 +166,7 @@ pub async fn receive_webhook(
         _ => None,
     };
     if secret.is_none() {
-        let caller = authenticate(presented_secret(&req)?, state.clone()).await?;
+        let caller = authenticate(&req, state.clone()).await?;
         caller.require(Role::Ingest)?;
     }
     let body = read_body(payload, hooks.max_body_bytes, "webhooks.max_body_bytes").await?;

@@ -197,6 +197,7 @@ impl From<ApiError> for PageError {
         match e {
             ApiError::Unavailable(m) => PageError::Unavailable(m),
             ApiError::Database(fault) => PageError::Unavailable(fault.message().to_owned()),
+            ApiError::TooManyRequests { message, .. } => PageError::TooMany(message),
             ApiError::NotFound(m) => PageError::NotFound(m),
             ApiError::Forbidden(m) => PageError::Forbidden(m),
             ApiError::Unauthorized(m) => PageError::Unauthorized(m),
