@@ -127,7 +127,7 @@ pub async fn authenticate_first(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
-    let api = req.path().starts_with("/api/") && !req.path().starts_with("/api/v1/webhooks/");
+    let api = req.path().starts_with("/api/v1/") && !req.path().starts_with("/api/v1/webhooks/");
     if api && req.headers().contains_key(header::AUTHORIZATION) {
         if let Some(state) = req.app_data::<web::Data<AppState>>().cloned() {
             match authenticate(req.request(), state).await {

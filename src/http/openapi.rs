@@ -58,7 +58,8 @@ impl Modify for BearerAuth {
 /// Documents the answers every operation of a kind can give, where its own
 /// annotation does not: 401 for a token-protected one, 400 and 413 for one with a
 /// body, 422 for one with a JSON body or query parameters, 404 for one with a path
-/// parameter. All in the one error shape.
+/// parameter; 403 and 429 for a token-protected one, 408 for one with a body, 503 for
+/// every one that reads or writes the database. All in the one error shape.
 struct CommonResponses;
 
 impl Modify for CommonResponses {
@@ -108,9 +109,26 @@ impl Modify for CommonResponses {
                 };
                 if secured {
                     add("401", "Missing, unknown or revoked token");
+                    add(
+                        "429",
+                        "Too many unknown tokens from this client this minute (`too_many_requests`, with `Retry-After`)",
+                    );
+                    if path != "/api/v1/me" {
+                        add("403", "The token's role does not allow this");
+                    }
+                }
+                if path != "/healthz" && path != "/api/openapi.json" {
+                    add(
+                        "503",
+                        "The database is unreachable (`unavailable`), read-only (`database_read_only`) or its disk is full (`disk_full`); with `Retry-After`",
+                    );
                 }
                 if has_body {
                     add("400", "Malformed body (the message names line and column)");
+                    add(
+                        "408",
+                        "The body did not arrive within `server.body_timeout_secs`",
+                    );
                     add("413", "Body too large");
                 }
                 if json_body || has_query {

@@ -377,9 +377,11 @@ pub struct HistoryEntry {
     pub at: NaiveDateTime,
     pub actor: String,
     pub action: String,
-    #[schema(value_type = Object)]
+    /// What the change replaced; `null` when it created something.
+    #[schema(value_type = Option<Value>)]
     pub before: Option<Value>,
-    #[schema(value_type = Object)]
+    /// What the change made; `null` when it deleted something.
+    #[schema(value_type = Option<Value>)]
     pub after: Option<Value>,
 }
 
