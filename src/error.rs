@@ -210,6 +210,17 @@ impl From<diesel::result::Error> for ApiError {
     }
 }
 
+impl From<crate::services::ingest::writer::WriteError> for ApiError {
+    fn from(e: crate::services::ingest::writer::WriteError) -> Self {
+        use crate::services::ingest::writer::WriteError;
+        match e {
+            WriteError::Busy(message) => ApiError::Unavailable(message),
+            WriteError::Fault(fault) => ApiError::Database(fault),
+            WriteError::Failed(detail) => ApiError::Internal(detail),
+        }
+    }
+}
+
 impl From<diesel::r2d2::PoolError> for ApiError {
     fn from(e: diesel::r2d2::PoolError) -> Self {
         tracing::warn!(error = %e, "no database connection");

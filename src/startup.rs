@@ -25,6 +25,8 @@ pub enum StartupError {
     EmailTemplates(#[from] TemplateError),
     #[error("{0}")]
     Pages(String),
+    #[error("cannot start the ingest writer: {0}")]
+    Writer(std::io::Error),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: String,
@@ -97,18 +99,33 @@ impl Application {
         let header_timeout = std::time::Duration::from_secs(settings.server.header_timeout_secs);
         let body_timeout = std::time::Duration::from_secs(settings.server.body_timeout_secs);
         let settings = Arc::new(settings);
+        let ingest_writer = Arc::new(
+            crate::services::ingest::writer::IngestWriter::start(
+                pool.clone(),
+                settings.clone(),
+                template.clone(),
+                emails.clone(),
+            )
+            .map_err(StartupError::Writer)?,
+        );
+        let metrics = Arc::new(Metrics::default());
+        metrics.with_registry(|registry| {
+            registry.register(
+                "ingest_batch_deliveries",
+                "Deliveries written per transaction (group commit)",
+                ingest_writer.batch_sizes(),
+            )
+        });
         let state = web::Data::new(AppState {
             settings: settings.clone(),
             pool: pool.clone(),
-            metrics: Arc::new(Metrics::default()),
+            metrics,
             sns,
-            template,
+            template: template.clone(),
             emails: emails.clone(),
             pages: Arc::new(http::pages::PageTemplates::load().map_err(StartupError::Pages)?),
             proxies: Arc::new(settings.auth.proxies()),
-            ingest_turns: (settings.database_url().backend()
-                == crate::config::database::Backend::Sqlite)
-                .then(|| Arc::new(tokio::sync::Semaphore::new(1))),
+            ingest_writer: ingest_writer.clone(),
             board_totals: moka::sync::Cache::builder()
                 .max_capacity(256)
                 .time_to_live(std::time::Duration::from_secs(600))

@@ -1,9 +1,9 @@
 //! Faults of the database itself, as opposed to faults of a request: a SQLite file
 //! that cannot be written, a full disk, a PostgreSQL server that went away. Each is a
-//! `503` with its own code, never a `500`; the connection that met it leaves the pool,
-//! and until a write succeeds again pooled SQLite connections are checked for writing
-//! when taken (one opened while the file was read-only stays read-only) and `/readyz`
-//! reports the fault.
+//! `503` with its own code, never a `500`; the connection that met it leaves the pool
+//! (a SQLite connection opened while the file was read-only stays read-only: each such
+//! connection fails once and is replaced, so writes resume as soon as the file is
+//! writable), and `/readyz` reports the fault until a write succeeds again.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -113,8 +113,7 @@ static LATEST: Mutex<Option<(Fault, Instant)>> = Mutex::new(None);
 pub const REPORTED_FOR: Duration = Duration::from_secs(30);
 
 /// Classifies `error` and, when it is a fault, remembers it: the connection in use
-/// on this thread is dropped when given back, pooled SQLite connections are checked
-/// for writing when next taken, and `/readyz` reports it.
+/// on this thread is dropped when given back, and `/readyz` reports it.
 pub fn note(error: &Error) -> Option<Fault> {
     let fault = classify(error)?;
     CONNECTION_FAULTED.with(|f| f.set(true));
@@ -131,11 +130,6 @@ pub fn cleared() {
         *LATEST.lock().unwrap_or_else(|p| p.into_inner()) = None;
         tracing::info!("database writable again");
     }
-}
-
-/// Whether a fault happened that no write has cleared.
-pub fn pending() -> bool {
-    PENDING.load(Ordering::SeqCst)
 }
 
 /// The fault `/readyz` reports: the latest, if no write succeeded since and it is

@@ -99,19 +99,9 @@ impl ManageConnection for ConnectionManager {
         establish(&self.url, self.busy_timeout_ms).map_err(r2d2::Error::ConnectionError)
     }
 
-    /// Checked when taken from the pool: it answers; and while the database has a
-    /// fault no write has cleared, a SQLite connection can still write (one opened
-    /// while the file was read-only stays read-only: it is dropped, and a new one
-    /// opened, so writes resume as soon as the file is writable again).
+    /// Checked when taken from the pool: it answers.
     fn is_valid(&self, conn: &mut DbConnection) -> Result<(), r2d2::Error> {
-        conn.ping().map_err(r2d2::Error::QueryError)?;
-        if let DbConnection::Sqlite(c) = conn {
-            if fault::pending() {
-                c.batch_execute("BEGIN IMMEDIATE; ROLLBACK;")
-                    .map_err(r2d2::Error::QueryError)?;
-            }
-        }
-        Ok(())
+        conn.ping().map_err(r2d2::Error::QueryError)
     }
 
     /// Checked when given back: a connection that met a database fault is dropped.

@@ -29,12 +29,8 @@ pub struct AppState {
     pub pages: Arc<crate::http::pages::PageTemplates>,
     /// `auth.trusted_proxies`, parsed.
     pub proxies: Arc<Vec<ipnet::IpNet>>,
-    /// On SQLite, deliveries take turns (one permit) before they take a pooled
-    /// connection: SQLite has one writer at a time anyway, and waiting here, first come
-    /// first served, never times out, whereas a storm of deliveries waiting for
-    /// connections and the write lock starved some of them into 503s. `None` on
-    /// PostgreSQL, whose writers run side by side.
-    pub ingest_turns: Option<Arc<tokio::sync::Semaphore>>,
+    /// Writes deliveries with group commit (`services::ingest::writer`).
+    pub ingest_writer: Arc<crate::services::ingest::writer::IngestWriter>,
     /// The overdue board's totals by filter, for views between two changes (the key
     /// holds today and the last change to any action or person).
     pub board_totals: moka::sync::Cache<String, Arc<crate::services::board::Totals>>,
@@ -47,14 +43,6 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// Waits for this delivery's turn to write (SQLite); hold it until written.
-    pub async fn ingest_turn(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        match &self.ingest_turns {
-            Some(turns) => turns.clone().acquire_owned().await.ok(),
-            None => None,
-        }
-    }
-
     /// What the COE services need.
     pub fn coe_context(&self) -> coes::Context<'_> {
         coes::Context {

@@ -286,3 +286,94 @@ async fn a_storm_leaves_a_coe_people_can_read_with_every_event_on_the_incident()
         .await;
     assert_eq!(missing.status(), 404);
 }
+
+/// Deliveries written together (group commit) each keep their own outcome: one that
+/// fails in the database rolls back alone, the others are stored and answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_delivery_that_fails_in_a_shared_commit_rolls_back_alone() {
+    use diesel::prelude::*;
+    let app = spawn_app().await;
+    let ingest = app.token("storm", Role::Ingest);
+    let reader = app.token("reader", Role::Member);
+    {
+        // A poisoned key the database refuses: its delivery fails mid-write.
+        let mut conn = app.pool.get().expect("conn");
+        let ddl = if crate::helpers::on_postgres() {
+            vec![
+                "CREATE FUNCTION poison() RETURNS trigger AS $$ BEGIN \
+                 IF NEW.dedup_key = 'poison' THEN RAISE EXCEPTION 'poisoned'; END IF; \
+                 RETURN NEW; END $$ LANGUAGE plpgsql",
+                "CREATE TRIGGER poison BEFORE INSERT ON failure_events \
+                 FOR EACH ROW EXECUTE FUNCTION poison()",
+            ]
+        } else {
+            vec![
+                "CREATE TRIGGER poison BEFORE INSERT ON failure_events \
+                 WHEN NEW.dedup_key = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END",
+            ]
+        };
+        for statement in ddl {
+            diesel::sql_query(statement)
+                .execute(&mut conn)
+                .expect("poison");
+        }
+    }
+    let mut sent = JoinSet::new();
+    for n in 0..40 {
+        let client = app.client.clone();
+        let url = app.url("/api/v1/events");
+        let token = ingest.clone();
+        // The poisoned delivery also opens an incident of its own group before its
+        // event fails: that must roll back with it.
+        let key = if n == 20 {
+            "poison".to_owned()
+        } else {
+            format!("good-{n}")
+        };
+        sent.spawn(async move {
+            let body = json!({"dedup_key": key, "group_key": format!("g-{n}"), "title": "x",
+                              "started_at": "2026-11-29T10:00:00Z"});
+            let res = client
+                .post(url)
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .expect("sent");
+            (key, res.status().as_u16())
+        });
+    }
+    let mut answers = Vec::new();
+    while let Some(answer) = sent.join_next().await {
+        answers.push(answer.expect("joined"));
+    }
+    for (key, status) in &answers {
+        if key == "poison" {
+            assert_eq!(*status, 500, "the poisoned delivery fails");
+        } else {
+            assert_eq!(*status, 202, "{key} is stored");
+        }
+    }
+    let incidents = app.get_json("/api/v1/incidents?limit=100", &reader).await;
+    assert_eq!(incidents["total"], 39, "{incidents}");
+    let groups: HashSet<String> = incidents["incidents"]
+        .as_array()
+        .expect("incidents")
+        .iter()
+        .map(|i| i["group_key"].as_str().expect("group").to_owned())
+        .collect();
+    assert!(
+        !groups.contains("g-20"),
+        "the poisoned delivery's incident rolled back"
+    );
+    let metrics = app
+        .get("/metrics", None)
+        .await
+        .text()
+        .await
+        .expect("metrics");
+    assert!(
+        metrics.contains("coe_ingest_batch_deliveries_count"),
+        "{metrics}"
+    );
+}

@@ -17,7 +17,7 @@ use crate::ingest::cloudwatch::is_sns_url;
 use crate::ingest::generic::{self, EventInput};
 use crate::ingest::signature::{self, SignatureError};
 use crate::ingest::{self, Source};
-use crate::services::ingest::{self as store, Delivery, StoredEvent};
+use crate::services::ingest::{Delivery, StoredEvent};
 
 /// The answer to a delivery.
 #[derive(Debug, Serialize, ToSchema)]
@@ -99,24 +99,21 @@ pub async fn post_events(
     .await?;
     let content_type = header_str(req.headers(), header::CONTENT_TYPE.as_str()).map(str::to_owned);
     let key = delivery_key(req.headers());
-    let _turn = state.ingest_turn().await;
-    let outcome = web::block(move || -> Result<_, ApiError> {
-        let events = generic::parse(&body, &state.settings.severity, db::now())?;
-        let mut conn = state.pool.get()?;
-        let delivery = Delivery {
-            source: "api",
-            key: key.as_deref(),
-            content_type: content_type.as_deref(),
-            body: &body,
-        };
-        Ok(store::ingest(
-            &mut conn,
-            delivery,
-            &events,
-            &state.coe_context(),
-        )?)
+    let severities = state.settings.severity.clone();
+    let (events, body) = web::block(move || -> Result<_, ApiError> {
+        Ok((generic::parse(&body, &severities, db::now())?, body))
     })
     .await??;
+    let delivery = Delivery {
+        source: "api",
+        key: key.as_deref(),
+        content_type: content_type.as_deref(),
+        body: &body,
+    };
+    let outcome = state
+        .ingest_writer
+        .write(delivery, body.clone(), events)
+        .await?;
     Ok(respond(IngestResponse {
         delivery_id: outcome.delivery_id,
         duplicate: outcome.duplicate,
@@ -202,27 +199,24 @@ pub async fn receive_webhook(
     }
     let content_type = header_str(req.headers(), header::CONTENT_TYPE.as_str()).map(str::to_owned);
     let header_key = delivery_key(req.headers());
-    let worker_state = state.clone();
-    let _turn = state.ingest_turn().await;
-    let (parsed, outcome) = web::block(move || -> Result<_, ApiError> {
-        let state = worker_state;
-        let parsed = ingest::parse(source, &body, &state.settings.severity, db::now())?;
-        if parsed.events.is_empty() {
-            return Ok((parsed, None));
-        }
+    let severities = state.settings.severity.clone();
+    let (mut parsed, body) = web::block(move || -> Result<_, ApiError> {
+        Ok((ingest::parse(source, &body, &severities, db::now())?, body))
+    })
+    .await??;
+    if !parsed.events.is_empty() {
         let key = header_key.or_else(|| parsed.delivery_id.clone());
-        let mut conn = state.pool.get()?;
         let delivery = Delivery {
             source: source.as_str(),
             key: key.as_deref(),
             content_type: content_type.as_deref(),
             body: &body,
         };
-        let outcome = store::ingest(&mut conn, delivery, &parsed.events, &state.coe_context())?;
-        Ok((parsed, Some(outcome)))
-    })
-    .await??;
-    if let Some(outcome) = outcome {
+        let events = std::mem::take(&mut parsed.events);
+        let outcome = state
+            .ingest_writer
+            .write(delivery, body.clone(), events)
+            .await?;
         return Ok(respond(IngestResponse {
             delivery_id: outcome.delivery_id,
             duplicate: outcome.duplicate,

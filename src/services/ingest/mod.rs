@@ -1,5 +1,9 @@
-//! Storing failure events and grouping them into incidents. One delivery is one
-//! transaction: all of it is stored or none of it.
+//! Storing failure events and grouping them into incidents. One delivery is stored
+//! whole or not at all: its own transaction, or — through the group-commit writer
+//! (`writer`) that the HTTP API uses — its own savepoint in a transaction shared
+//! with the deliveries that arrived with it.
+
+pub mod writer;
 
 use chrono::NaiveDateTime;
 use diesel::prelude::*;

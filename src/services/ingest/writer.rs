@@ -1,0 +1,248 @@
+//! Group commit: deliveries that arrive together are written together. A writer
+//! thread takes every delivery queued (up to `MAX_BATCH`, never waiting for more:
+//! while it commits, the next ones queue), runs each in its own savepoint inside one
+//! transaction (a delivery that fails rolls back alone), commits once, and only then
+//! answers each delivery's request. Nothing is acknowledged before the commit that
+//! holds it: a durable commit (SQLite `synchronous = FULL`, PostgreSQL `fsync`) costs
+//! the same for one delivery as for a hundred.
+//!
+//! SQLite has one writer at a time anyway: one thread. PostgreSQL writes side by side:
+//! `POSTGRES_WRITERS` threads, each locking the group keys of its whole batch up front
+//! in one order, so two batches never wait on each other in a cycle.
+
+use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
+use std::sync::{Arc, Mutex};
+
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use tokio::sync::oneshot;
+
+use super::{ingest, Delivery, IngestOutcome};
+use crate::config::database::Backend;
+use crate::config::Settings;
+use crate::db::fault::{self, Fault};
+use crate::db::{self, locks, DbPool};
+use crate::domain::template::Template;
+use crate::domain::FailureEvent;
+use crate::email::EmailTemplates;
+use crate::services::coes;
+
+/// Why a delivery was not written.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum WriteError {
+    /// Too much queued, no connection, or stopping: try again shortly.
+    #[error("{0}")]
+    Busy(String),
+    /// The database cannot be written (see `db::fault`).
+    #[error("{}", .0.message())]
+    Fault(Fault),
+    /// Any other database error (a fault of ours).
+    #[error("database: {0}")]
+    Failed(String),
+}
+
+impl WriteError {
+    /// `error` as a write error; a database fault is noted (on this thread, so the
+    /// connection that met it leaves the pool).
+    fn of(error: &diesel::result::Error) -> WriteError {
+        match fault::note(error) {
+            Some(fault) => WriteError::Fault(fault),
+            None => WriteError::Failed(error.to_string()),
+        }
+    }
+}
+
+/// Most deliveries one transaction holds.
+pub const MAX_BATCH: usize = 256;
+
+/// Deliveries waiting for a writer; past this, a delivery is answered 503 at once.
+pub const QUEUE: usize = 8_192;
+
+/// Writer threads on PostgreSQL.
+pub const POSTGRES_WRITERS: usize = 4;
+
+/// One delivery to write, and where its answer goes.
+pub struct Job {
+    pub source: String,
+    pub key: Option<String>,
+    pub content_type: Option<String>,
+    pub body: actix_web::web::Bytes,
+    pub events: Vec<FailureEvent>,
+    reply: oneshot::Sender<Result<IngestOutcome, WriteError>>,
+}
+
+impl Job {
+    fn delivery(&self) -> Delivery<'_> {
+        Delivery {
+            source: &self.source,
+            key: self.key.as_deref(),
+            content_type: self.content_type.as_deref(),
+            body: &self.body,
+        }
+    }
+}
+
+/// What the writers need besides the pool: what opening a COE draft needs.
+struct Shared {
+    /// Deliveries per committed transaction.
+    batch_sizes: Histogram,
+    pool: DbPool,
+    settings: Arc<Settings>,
+    template: Arc<Template>,
+    emails: Arc<EmailTemplates>,
+}
+
+/// The queue in front of the writer threads.
+pub struct IngestWriter {
+    queue: SyncSender<Job>,
+    batch_sizes: Histogram,
+}
+
+impl IngestWriter {
+    /// Starts the writer threads (they end when the writer is dropped).
+    pub fn start(
+        pool: DbPool,
+        settings: Arc<Settings>,
+        template: Arc<Template>,
+        emails: Arc<EmailTemplates>,
+    ) -> std::io::Result<IngestWriter> {
+        let writers = match settings.database_url().backend() {
+            Backend::Sqlite => 1,
+            Backend::Postgres => POSTGRES_WRITERS,
+        };
+        let (queue, jobs) = mpsc::sync_channel(QUEUE);
+        let jobs = Arc::new(Mutex::new(jobs));
+        let batch_sizes = Histogram::new(exponential_buckets(1.0, 2.0, 9));
+        let shared = Arc::new(Shared {
+            batch_sizes: batch_sizes.clone(),
+            pool,
+            settings,
+            template,
+            emails,
+        });
+        for n in 0..writers {
+            let (jobs, shared) = (jobs.clone(), shared.clone());
+            std::thread::Builder::new()
+                .name(format!("coe-ingest-{n}"))
+                .spawn(move || run(&jobs, &shared))?;
+        }
+        Ok(IngestWriter { queue, batch_sizes })
+    }
+
+    /// Deliveries per transaction, for `/metrics` (`coe_ingest_batch_deliveries`).
+    pub fn batch_sizes(&self) -> Histogram {
+        self.batch_sizes.clone()
+    }
+
+    /// Writes one delivery's events; answers once they are committed.
+    pub async fn write(
+        &self,
+        delivery: Delivery<'_>,
+        body: actix_web::web::Bytes,
+        events: Vec<FailureEvent>,
+    ) -> Result<IngestOutcome, WriteError> {
+        let (reply, answer) = oneshot::channel();
+        let job = Job {
+            source: delivery.source.to_owned(),
+            key: delivery.key.map(str::to_owned),
+            content_type: delivery.content_type.map(str::to_owned),
+            body,
+            events,
+            reply,
+        };
+        match self.queue.try_send(job) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) => {
+                return Err(WriteError::Busy(format!(
+                    "{QUEUE} deliveries are waiting to be written; try again shortly"
+                )))
+            }
+            Err(TrySendError::Disconnected(_)) => {
+                return Err(WriteError::Busy("the service is stopping".into()))
+            }
+        }
+        answer
+            .await
+            .map_err(|_| WriteError::Busy("the ingest writer stopped; try again".into()))?
+    }
+}
+
+/// A writer thread: takes what is queued, writes it, answers; until the queue closes.
+fn run(jobs: &Mutex<Receiver<Job>>, shared: &Shared) {
+    loop {
+        let batch = {
+            let jobs = jobs.lock().unwrap_or_else(|p| p.into_inner());
+            let Ok(first) = jobs.recv() else {
+                return; // the writer was dropped: the server is stopping
+            };
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match jobs.try_recv() {
+                    Ok(job) => batch.push(job),
+                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+                }
+            }
+            batch
+        };
+        write_batch(batch, shared);
+    }
+}
+
+/// Writes `batch` in one transaction and answers each job.
+fn write_batch(batch: Vec<Job>, shared: &Shared) {
+    shared.batch_sizes.observe(batch.len() as f64);
+    let ctx = coes::Context {
+        settings: &shared.settings,
+        template: &shared.template,
+        emails: &shared.emails,
+    };
+    let mut outcomes: Vec<Result<IngestOutcome, WriteError>> = Vec::with_capacity(batch.len());
+    let committed = shared
+        .pool
+        .get()
+        .map_err(|e| {
+            tracing::warn!(error = %e, "no database connection for the ingest writer");
+            WriteError::Busy("the database is not reachable; try again shortly".into())
+        })
+        .and_then(|mut conn| {
+            db::write_transaction(&mut conn, |conn| {
+                // Every group and delivery key of the batch, locked in one order
+                // (PostgreSQL; SQLite's write lock already excludes other writers).
+                let keys = batch
+                    .iter()
+                    .flat_map(|job| {
+                        let delivery = job
+                            .key
+                            .as_deref()
+                            .map(|k| locks::delivery_key(&job.source, k));
+                        job.events
+                            .iter()
+                            .map(|e| locks::group_key(&e.group_key))
+                            .chain(delivery)
+                    })
+                    .collect();
+                locks::lock_keys(conn, keys)?;
+                for job in &batch {
+                    // `ingest` runs in a savepoint here: on error only it rolls back.
+                    outcomes.push(
+                        ingest(conn, job.delivery(), &job.events, &ctx)
+                            .map_err(|e| WriteError::of(&e)),
+                    );
+                }
+                Ok::<(), diesel::result::Error>(())
+            })
+            .map_err(|e| WriteError::of(&e))
+        });
+    match committed {
+        Ok(()) => {
+            for (job, outcome) in batch.into_iter().zip(outcomes) {
+                let _ = job.reply.send(outcome);
+            }
+        }
+        Err(error) => {
+            // Nothing of the batch was committed: every delivery gets the error.
+            for job in batch {
+                let _ = job.reply.send(Err(error.clone()));
+            }
+        }
+    }
+}
