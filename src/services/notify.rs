@@ -82,37 +82,11 @@ pub fn reviewer_replaced(
     actor: &str,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
-    if former == actor {
-        return Ok(());
-    }
-    let severity = types::severity("coes.severity", row.severity)?.to_string();
-    let data = json!(CoeAssigned {
-        recipient_name: String::new(),
-        actor: actor.to_owned(),
-        coe: coe_line(mail.settings, &CoeFacts::of(row, &severity)),
-        as_reviewer: true,
-        writeup_days: mail.settings.coe.writeup_days,
-        replaced_by: Some(
-            row.reviewer_email
-                .clone()
-                .unwrap_or_else(|| "nobody".into())
-        ),
-    });
-    let key = format!(
-        "{}:{}:replaced:{former}:{}",
-        Kind::CoeAssigned.name(),
-        row.id,
-        crate::db::new_id()
-    );
-    outbox::notify(
-        conn,
-        mail.templates,
-        Kind::CoeAssigned,
-        key,
-        former,
-        data,
-        now,
-    )
+    let successor = row
+        .reviewer_email
+        .clone()
+        .unwrap_or_else(|| "nobody".into());
+    assignment(conn, mail, row, former, true, Some(successor), actor, now)
 }
 
 /// Tells the reviewer (submitted) or the owner (changes requested, approved) of a
@@ -260,9 +234,30 @@ pub fn coe_assigned(
     actor: &str,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
+    assignment(conn, mail, row, recipient, as_reviewer, None, actor, now)
+}
+
+/// An owner's or reviewer's assignment email (`replaced_by`: the reviewer who took
+/// the recipient's place), unless the recipient did it themselves.
+#[allow(clippy::too_many_arguments)]
+fn assignment(
+    conn: &mut DbConnection,
+    mail: Mailer<'_>,
+    row: &CoeRow,
+    recipient: &str,
+    as_reviewer: bool,
+    replaced_by: Option<String>,
+    actor: &str,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
     if recipient == actor {
         return Ok(());
     }
+    let role = match (&replaced_by, as_reviewer) {
+        (Some(_), _) => "replaced",
+        (None, true) => "reviewer",
+        (None, false) => "owner",
+    };
     let severity = types::severity("coes.severity", row.severity)?.to_string();
     let data = json!(CoeAssigned {
         recipient_name: String::new(),
@@ -270,9 +265,8 @@ pub fn coe_assigned(
         coe: coe_line(mail.settings, &CoeFacts::of(row, &severity)),
         as_reviewer,
         writeup_days: mail.settings.coe.writeup_days,
-        replaced_by: None,
+        replaced_by,
     });
-    let role = if as_reviewer { "reviewer" } else { "owner" };
     let key = format!(
         "{}:{}:{role}:{recipient}:{}",
         Kind::CoeAssigned.name(),

@@ -204,6 +204,21 @@ fn weeks(conn: &mut DbConnection, clock: Clock) -> QueryResult<Vec<Week>> {
 /// id, title, owner, reviewer, and the time it waits since.
 pub type WaitRow<T> = (String, String, Option<String>, Option<String>, T);
 
+impl WaitingCoe {
+    /// A COE waiting since the row's time, in days at `now`.
+    fn since(row: WaitRow<NaiveDateTime>, now: NaiveDateTime) -> WaitingCoe {
+        let (coe_id, title, owner, reviewer, since) = row;
+        WaitingCoe {
+            days: (now - since).num_days(),
+            coe_id,
+            title,
+            owner,
+            reviewer,
+            since,
+        }
+    }
+}
+
 /// Drafts resolved before `cutoff`, earliest first: id, title, owner, reviewer and
 /// resolved time. The COE's own resolved time is copied from its incident, or set by
 /// hand for a COE opened without one. The writeup reminders use the same rule.
@@ -401,14 +416,7 @@ pub fn with_action_figures(
         .into_iter()
         .map(|(id, title, owner, reviewer, updated)| {
             let since = submitted.get(&id).copied().flatten().unwrap_or(updated);
-            WaitingCoe {
-                days: (now - since).num_days(),
-                coe_id: id,
-                title,
-                owner,
-                reviewer,
-                since,
-            }
+            WaitingCoe::since((id, title, owner, reviewer, since), now)
         })
         .collect();
     waiting_for_review.sort_by_key(|w| w.since);
@@ -418,14 +426,7 @@ pub fn with_action_figures(
     let mut drafts_past_deadline: Vec<WaitingCoe> = late_drafts
         .into_iter()
         .filter_map(|(id, title, owner, reviewer, resolved)| {
-            resolved.map(|since| WaitingCoe {
-                days: (now - since).num_days(),
-                coe_id: id,
-                title,
-                owner,
-                reviewer,
-                since,
-            })
+            resolved.map(|since| WaitingCoe::since((id, title, owner, reviewer, since), now))
         })
         .collect();
     drafts_past_deadline.sort_by_key(|w| w.since);
