@@ -15,6 +15,9 @@ use crate::services::coes::{self as coe_service, CoeError};
 use crate::services::notify::{self, CoeFacts};
 use crate::services::{access, lifecycle};
 
+/// Longest review comment, in bytes.
+pub const MAX_COMMENT_BYTES: usize = 20_000;
+
 pub use crate::domain::coe::ReviewStep as Step;
 
 /// Who takes a review step: submitting needs the right to change the COE
@@ -54,6 +57,12 @@ pub fn step(
         }
         let state: CoeState = types::read("coes.state", &row.state)?;
         let comment = comment.map(str::trim).filter(|c| !c.is_empty());
+        if comment.is_some_and(|c| c.len() > MAX_COMMENT_BYTES) {
+            return Err(CoeError::Invalid(vec![(
+                "comment".into(),
+                format!("must be at most {MAX_COMMENT_BYTES} bytes"),
+            )]));
+        }
         // What the writeup itself still lacks, for a submit: listed with the rest.
         let gaps = if step == Step::Submit {
             coe_service::load(conn, id, settings)?

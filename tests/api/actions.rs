@@ -1164,3 +1164,78 @@ async fn a_new_reviewer_while_in_review_sends_the_coe_back_to_draft_and_tells_th
     assert_eq!(status, 200, "{doc}");
     assert_eq!(doc["state"], "approved");
 }
+
+#[tokio::test]
+async fn every_free_text_has_a_limit_named_in_a_422() {
+    let w = World::new().await;
+    let (id, v) = w.written_coe().await;
+    let action = w
+        .action(&id, "Validate config in CI", "dev@example.com")
+        .await;
+    let action_id = action["id"].as_str().expect("id");
+    let long = |n: usize| "x".repeat(n);
+    let later = (Utc::now() + Duration::days(40)).date_naive().to_string();
+    for (method, path, version, body, field) in [
+        (
+            "POST",
+            format!("/api/v1/coes/{id}/related"),
+            Some(v),
+            json!({"kind": "ticket", "url": "https://t.example.com/1", "title": long(501)}),
+            "title",
+        ),
+        (
+            "POST",
+            format!("/api/v1/actions/{action_id}/complete"),
+            None,
+            json!({"note": long(10_001)}),
+            "note",
+        ),
+        (
+            "PATCH",
+            format!("/api/v1/actions/{action_id}"),
+            None,
+            json!({"due_date": later, "reason": long(10_001)}),
+            "reason",
+        ),
+    ] {
+        let (status, answer) = w.send(&w.owner, method, &path, version, Some(body)).await;
+        assert_eq!(status, 422, "{method} {path}: {answer}");
+        assert_eq!(answer["error"]["fields"][0]["field"], field, "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .expect("message")
+                .contains("at most"),
+            "{answer}"
+        );
+    }
+    // Nothing was written: the action is still open, its due date where it was.
+    let action = w
+        .app
+        .get_json(&format!("/api/v1/actions/{action_id}"), &w.owner)
+        .await;
+    assert_eq!(action["state"], "open");
+    assert_eq!(action["due_date_changes"], 0, "{action}");
+    // A review comment too.
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    let (status, answer) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("/api/v1/coes/{id}/request-changes"),
+            None,
+            Some(json!({"comment": long(20_001)})),
+        )
+        .await;
+    assert_eq!(status, 422, "{answer}");
+    assert_eq!(answer["error"]["fields"][0]["field"], "comment", "{answer}");
+}

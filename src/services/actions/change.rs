@@ -81,6 +81,9 @@ fn invalid_fields(e: ActionError) -> Vec<(String, String)> {
     }
 }
 
+/// Longest note on a transition or reason for a due-date move, in bytes.
+pub const MAX_NOTE_BYTES: usize = 10_000;
+
 fn clean_text(field: &str, text: Option<&str>, max: usize) -> Result<Option<String>, ActionError> {
     match text.map(str::trim).filter(|t| !t.is_empty()) {
         None => Ok(None),
@@ -275,6 +278,12 @@ pub fn patch(
                     .map(str::trim)
                     .filter(|r| !r.is_empty())
                     .ok_or_else(|| invalid("reason", "is required to move the due date"))?;
+                if reason.len() > MAX_NOTE_BYTES {
+                    return Err(invalid(
+                        "reason",
+                        format!("must be at most {MAX_NOTE_BYTES} bytes"),
+                    ));
+                }
                 check_new_due_date(due, clock.now, clock.tz).map_err(|p| invalid("due_date", p))?;
                 diesel::insert_into(due_date_changes::table)
                     .values(DueDateChangeRow {
@@ -341,6 +350,12 @@ pub fn transition(
                 _ => "a note is required to reopen an action",
             };
             return Err(invalid("note", what));
+        }
+        if note.is_some_and(|n| n.len() > MAX_NOTE_BYTES) {
+            return Err(invalid(
+                "note",
+                format!("must be at most {MAX_NOTE_BYTES} bytes"),
+            ));
         }
         let now = db::now();
         match verb {

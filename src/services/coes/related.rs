@@ -42,6 +42,17 @@ pub fn add_related(
         let actor = who.actor;
         let kind =
             RelatedKind::from_input(&input.kind).map_err(|p| CoeError::invalid("kind", p))?;
+        if let Some(title) = &input.title {
+            crate::domain::coe::check_title(title)
+                .or_else(|p| {
+                    if title.trim().is_empty() {
+                        Ok("")
+                    } else {
+                        Err(p)
+                    }
+                })
+                .map_err(|p| CoeError::invalid("title", p))?;
+        }
         let (url, related) = if kind == RelatedKind::Coe {
             let other = input
                 .coe_id

@@ -1,0 +1,32 @@
+-- wrk script for scripts/bench: POST /api/v1/coes/{id}/actions, a new action each
+-- time. Arguments: the COE id. Prints one JSON line at the end.
+local threads = {}
+
+function setup(thread)
+  thread:set("id", #threads)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  coe = args[1]
+  token = os.getenv("BENCH_TOKEN")
+  counter = 0
+  due = os.date("!%Y-%m-%d", os.time() + 30 * 86400)
+end
+
+function request()
+  counter = counter + 1
+  local body = string.format(
+    '{"title":"Bench action %d-%d: alarm on pool saturation","owner":"owner%d@example.com","due_date":"%s","priority":"high","kind":"detect","success_criteria":"A page within 5 minutes"}',
+    id, counter, counter % 100, due)
+  return wrk.format("POST", "/api/v1/coes/" .. coe .. "/actions",
+    {["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. token}, body)
+end
+
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    '{"requests":%d,"seconds":%f,"errors":%d,"non2xx":%d,"p50_ms":%f,"p99_ms":%f}\n',
+    summary.requests, summary.duration / 1e6, e.connect + e.read + e.write + e.timeout, e.status,
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000))
+end

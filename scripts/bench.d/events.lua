@@ -1,0 +1,42 @@
+-- wrk script for scripts/bench: POST /api/v1/events, every alert new.
+-- Arguments (after --): events per request, groups (0: every alert its own group),
+-- severity. The token comes from BENCH_TOKEN. Prints one JSON line at the end.
+local threads = {}
+
+function setup(thread)
+  thread:set("id", #threads)
+  table.insert(threads, thread)
+end
+
+function init(args)
+  batch = tonumber(args[1] or "1")
+  groups = tonumber(args[2] or "0")
+  severity = args[3] or "sev3"
+  token = os.getenv("BENCH_TOKEN")
+  prefix = "t" .. id .. "-" .. tostring(math.random(1, 1000000000))
+  counter = 0
+end
+
+function request()
+  counter = counter + 1
+  local items = {}
+  for i = 1, batch do
+    local n = counter * batch + i
+    local group
+    if groups > 0 then group = "g-" .. (n % groups) else group = prefix .. "-" .. n end
+    items[i] = string.format(
+      '{"dedup_key":"%s-%d","group_key":"%s","title":"Bench alert %s","severity":"%s","started_at":"2026-11-30T10:00:00Z"}',
+      prefix, n, group, group, severity)
+  end
+  return wrk.format("POST", "/api/v1/events",
+    {["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. token},
+    "[" .. table.concat(items, ",") .. "]")
+end
+
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    '{"requests":%d,"seconds":%f,"errors":%d,"non2xx":%d,"p50_ms":%f,"p99_ms":%f}\n',
+    summary.requests, summary.duration / 1e6, e.connect + e.read + e.write + e.timeout, e.status,
+    latency:percentile(50) / 1000, latency:percentile(99) / 1000))
+end
