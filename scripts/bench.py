@@ -11,6 +11,9 @@ Scenarios (each a fixed number of seconds):
   storm          100-alert deliveries over 100 groups at the COE policy (sev2), 16
                  connections; afterwards exactly 100 incidents and 100 drafts (checked)
   create-actions a new corrective action per request through the API, 16 connections
+  mixed          200 connections: COE documents, lists and stats read, sections edited
+                 with their version, actions started and reopened (mixed.lua); 409/412
+                 (someone saved first) are counted apart from failures
   overdue-query  GET /api/v1/actions?overdue=true (the first 100), 8 connections, and
   sweep          one reminder sweep (`coe sweep --dry-run`: every decision, nothing
                  queued), each at 10,000, 100,000 and 1,000,000 actions seeded with bulk
@@ -119,6 +122,25 @@ def bench(backend, coe, workdir, seconds):
         probe.check(status == 201, f"a COE for the actions ({status})")
         row("create-actions, 16 connections",
             wrk(server, "actions.lua", "/api/v1/events", 16, seconds, admin, [coe_doc["id"]]))
+        # Mixed: 20 COEs with a written section, 100 actions on them.
+        coe_ids, action_ids = [], []
+        for i in range(20):
+            status, doc = probe.http(server.port, "POST", "/api/v1/coes",
+                                     {"title": f"Mixed COE {i}", "owner": "lead@example.com"}, admin)
+            coe_ids.append(doc["id"])
+            for j in range(5):
+                status, action = probe.http(server.port, "POST", f"/api/v1/coes/{doc['id']}/actions", {
+                    "title": f"Mixed action {i}-{j}: alarm on pool saturation", "owner": f"owner{j}@example.com",
+                    "due_date": time.strftime("%Y-%m-%d", time.gmtime(time.time() + 30 * 86400)),
+                    "priority": "high", "kind": "detect", "success_criteria": "A page within 5 minutes"}, admin)
+                action_ids.append(action["id"])
+        mixed = wrk(server, "mixed.lua", "/", 200, seconds, admin, [",".join(coe_ids), ",".join(action_ids)])
+        rate = mixed["requests"] / mixed["seconds"]
+        probe.check(mixed["fivexx"] == 0, f"{backend} mixed: no 5xx ({mixed['fivexx']})")
+        rows.append(("mixed, 200 connections (reads, section edits, transitions)", backend, f"{rate:,.0f} req/s",
+                     f"{mixed['p50_ms']:.1f}", f"{mixed['p99_ms']:.1f}",
+                     f"{mixed['fivexx']} 5xx, {mixed['errors']} dropped, {mixed['conflicts']} 409/412",
+                     f"{mixed['peak_rss_mib']:.1f}", f"{mixed['cpu_s']:.1f}", f"{rate / floor_rate:.2%}"))
         rows.append(("idle, after start-up", backend, "—", "—", "—", "—", f"{idle:.1f} (RSS)", "—", "—"))
     finally:
         server.stop()
