@@ -130,6 +130,10 @@ impl Application {
                 .max_capacity(256)
                 .time_to_live(std::time::Duration::from_secs(600))
                 .build(),
+            action_counts: moka::sync::Cache::builder()
+                .max_capacity(1_024)
+                .time_to_live(std::time::Duration::from_secs(600))
+                .build(),
             token_failures: moka::sync::Cache::builder()
                 .max_capacity(100_000)
                 .time_to_live(std::time::Duration::from_secs(60))

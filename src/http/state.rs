@@ -34,6 +34,8 @@ pub struct AppState {
     /// The overdue board's totals by filter, for views between two changes (the key
     /// holds today and the last change to any action or person).
     pub board_totals: moka::sync::Cache<String, Arc<crate::services::board::Totals>>,
+    /// `/api/v1/actions` totals by filter, keyed like the board's totals.
+    pub action_counts: moka::sync::Cache<String, i64>,
     /// Unknown or revoked tokens presented per client address in the current minute
     /// (`auth.failed_tokens_per_client`).
     pub token_failures: moka::sync::Cache<String, Arc<std::sync::atomic::AtomicU32>>,

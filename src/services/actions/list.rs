@@ -135,6 +135,14 @@ pub(crate) fn look_up(conn: &mut DbConnection, filter: &ActionFilter) -> QueryRe
     Ok(LookedUp { team_members, coes })
 }
 
+/// How many actions `filter` selects.
+pub fn count(conn: &mut DbConnection, filter: &ActionFilter, clock: Clock) -> QueryResult<i64> {
+    let looked_up = look_up(conn, filter)?;
+    filtered(filter, &looked_up, clock.today())
+        .count()
+        .get_result(conn)
+}
+
 /// A page of actions and how many match in all.
 pub fn list(
     conn: &mut DbConnection,
@@ -144,10 +152,7 @@ pub fn list(
     offset: i64,
     clock: Clock,
 ) -> QueryResult<(Vec<ActionView>, i64)> {
-    let looked_up = look_up(conn, filter)?;
-    let total: i64 = filtered(filter, &looked_up, clock.today())
-        .count()
-        .get_result(conn)?;
+    let total = count(conn, filter, clock)?;
     Ok((page(conn, filter, sort, limit, offset, clock)?, total))
 }
 

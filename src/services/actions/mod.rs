@@ -24,8 +24,8 @@ use crate::domain::{Clock, EmailAddress, Severity};
 use crate::services::access::AccessError;
 
 pub use change::{create, patch, transition};
+pub use list::{count, for_coe, list, page, ActionFilter, ActionSort};
 pub(crate) use list::{filtered, look_up};
-pub use list::{for_coe, list, page, ActionFilter, ActionSort};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ActionError {
