@@ -192,9 +192,7 @@ pub fn page(
         }
         merged.sort_by(|a, b| match sort {
             ActionSort::DueDate => (a.due_date, &a.id).cmp(&(b.due_date, &b.id)),
-            ActionSort::DaysOverdue => {
-                (a.due_date, a.created_at, &a.id).cmp(&(b.due_date, b.created_at, &b.id))
-            }
+            ActionSort::DaysOverdue => (a.due_date, &a.id).cmp(&(b.due_date, &b.id)),
             ActionSort::Owner => {
                 (&a.owner_email, a.due_date, &a.id).cmp(&(&b.owner_email, b.due_date, &b.id))
             }
@@ -241,10 +239,10 @@ fn ordered_rows(
             corrective_actions::due_date.asc(),
             corrective_actions::id.asc(),
         )),
-        // The longest overdue is the oldest due date.
+        // The longest overdue is the oldest due date; ids are time-ordered (UUIDv7),
+        // so ties go oldest first, in the `(state, due_date, id)` index's order.
         ActionSort::DaysOverdue => query().order((
             corrective_actions::due_date.asc(),
-            corrective_actions::created_at.asc(),
             corrective_actions::id.asc(),
         )),
         ActionSort::Owner => query().order((
