@@ -172,7 +172,7 @@ pub fn page(
     let rows: Vec<ActionRow> = if active_only {
         // "Open or in progress" as one IN list makes both databases read and sort
         // every match before the limit (100,000 overdue of 1,000,000 actions). One
-        // state at a time, the (state, due_date) index gives the rows in order: read
+        // state at a time, the (state, due_date, id) index gives the rows in order: read
         // each state's first `offset + limit` and merge them here.
         let mut merged = Vec::new();
         for state in [ActionState::Open, ActionState::InProgress] {
