@@ -181,6 +181,14 @@ def sqlite_query(path):
     return query
 
 
+def count_lost(query, acked):
+    """Checks every acknowledged event key is stored; returns how many are not."""
+    stored = {k for (k,) in query("SELECT dedup_key FROM failure_events")}
+    lost = sorted(k for k in acked if k not in stored)
+    check(not lost, f"no acknowledged event lost ({len(lost)} of {len(acked)}; {lost[:5]})")
+    return len(lost)
+
+
 def env_for(workdir, database_url, extra=None):
     config = os.path.join(workdir, "probe.toml")
     with open(config, "w") as f:
@@ -373,10 +381,8 @@ def pg_stop(coe, workdir, rounds=3):
             load.window(1)
         finally:
             load.stop()
-        stored = {k for (k,) in pg.query("SELECT dedup_key FROM failure_events WHERE dedup_key LIKE 'load-%'")}
-        lost = [k for k in load.acked if k not in stored]
-        check(not lost, f"no acknowledged event lost ({len(lost)} of {len(load.acked)})")
-        rows.append(("PostgreSQL stopped (-m immediate) under load", f"{rounds} stops", len(load.acked), len(lost),
+        lost = count_lost(pg.query, load.acked)
+        rows.append(("PostgreSQL stopped (-m immediate) under load", f"{rounds} stops", len(load.acked), lost,
                      f"{longest:.1f} s after it is back"))
     finally:
         server.stop()
@@ -417,10 +423,8 @@ def disk_full(coe, workdir, rounds=2):
                 longest = max(longest, took or 99)
         finally:
             load.stop()
-        stored = {k for (k,) in sqlite_query(f"{disk}/coe.db")("SELECT dedup_key FROM failure_events")}
-        lost = [k for k in load.acked if k not in stored]
-        check(not lost, f"no acknowledged event lost ({len(lost)} of {len(load.acked)})")
-        rows.append(("SQLite's disk filled up, then freed", f"{rounds} times", len(load.acked), len(lost),
+        lost = count_lost(sqlite_query(f"{disk}/coe.db"), load.acked)
+        rows.append(("SQLite's disk filled up, then freed", f"{rounds} times", len(load.acked), lost,
                      f"{longest:.1f} s after space is freed"))
     finally:
         server.stop()
@@ -465,9 +469,7 @@ def read_only(coe, workdir, rounds=2):
             finally:
                 load.stop()
             server.stop()
-        stored = {k for (k,) in sqlite_query(db)("SELECT dedup_key FROM failure_events")}
-        lost = [k for k in acked if k not in stored]
-        check(not lost, f"no acknowledged event lost ({len(lost)} of {len(acked)}; {sorted(lost)[:5]})")
+        lost = count_lost(sqlite_query(db), acked)
         # A start with a -shm file it cannot write stops with the files named and what
         # to check (a read-only coe.db alone starts: reads work, /readyz says why not
         # ready, as above).
@@ -482,7 +484,7 @@ def read_only(coe, workdir, rounds=2):
         for suffix in ("-shm", "-wal"):
             os.chmod(db + suffix, 0o644)
         rows.append(("SQLite file made read-only under load, then writable", f"{rounds} times", len(acked),
-                     len(lost), f"{longest:.1f} s after it is writable"))
+                     lost, f"{longest:.1f} s after it is writable"))
     finally:
         server.stop()
 

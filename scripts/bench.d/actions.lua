@@ -1,5 +1,6 @@
 -- wrk script for scripts/bench: POST /api/v1/coes/{id}/actions, a new action each
 -- time. Arguments: the COE id. Prints one JSON line at the end.
+dofile(debug.getinfo(1, "S").source:match("@(.*/)") .. "report.lua")
 local threads = {}
 
 function setup(thread)
@@ -24,9 +25,5 @@ function request()
 end
 
 function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format(
-    '{"requests":%d,"seconds":%f,"errors":%d,"non2xx":%d,"p50_ms":%f,"p99_ms":%f}\n',
-    summary.requests, summary.duration / 1e6, e.connect + e.read + e.write + e.timeout, e.status,
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000))
+  report(summary, latency)
 end

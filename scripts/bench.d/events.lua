@@ -1,6 +1,7 @@
 -- wrk script for scripts/bench: POST /api/v1/events, every alert new.
 -- Arguments (after --): events per request, groups (0: every alert its own group),
 -- severity. The token comes from BENCH_TOKEN. Prints one JSON line at the end.
+dofile(debug.getinfo(1, "S").source:match("@(.*/)") .. "report.lua")
 local threads = {}
 
 function setup(thread)
@@ -34,9 +35,5 @@ function request()
 end
 
 function done(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format(
-    '{"requests":%d,"seconds":%f,"errors":%d,"non2xx":%d,"p50_ms":%f,"p99_ms":%f}\n',
-    summary.requests, summary.duration / 1e6, e.connect + e.read + e.write + e.timeout, e.status,
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000))
+  report(summary, latency)
 end

@@ -4,6 +4,7 @@
 -- transition, start or back to open (15%). Arguments: comma-separated COE ids, comma-separated action ids.
 -- A 409/412 (someone else saved first) is a correct answer under concurrent edits:
 -- counted apart from 5xx. Prints one JSON line at the end.
+dofile(debug.getinfo(1, "S").source:match("@(.*/)") .. "report.lua")
 local threads = {}
 
 function setup(thread)
@@ -74,14 +75,10 @@ function response(status, hdrs, body)
 end
 
 function done(summary, latency, requests)
-  local e = summary.errors
   local c, f = 0, 0
   for _, t in ipairs(threads) do
     c = c + (t:get("conflicts") or 0)
     f = f + (t:get("fivexx") or 0)
   end
-  io.write(string.format(
-    '{"requests":%d,"seconds":%f,"errors":%d,"non2xx":%d,"conflicts":%d,"fivexx":%d,"p50_ms":%f,"p99_ms":%f}\n',
-    summary.requests, summary.duration / 1e6, e.connect + e.read + e.write + e.timeout, e.status, c, f,
-    latency:percentile(50) / 1000, latency:percentile(99) / 1000))
+  report(summary, latency, {conflicts = c, fivexx = f})
 end

@@ -126,7 +126,7 @@ pub fn note(error: &Error) -> Option<Fault> {
 /// A write committed: the database can be written again.
 pub fn cleared() {
     // Commits are frequent and faults rare: one atomic read in the usual case.
-    if PENDING.swap(false, Ordering::SeqCst) {
+    if PENDING.load(Ordering::Relaxed) && PENDING.swap(false, Ordering::SeqCst) {
         *LATEST.lock().unwrap_or_else(|p| p.into_inner()) = None;
         tracing::info!("database writable again");
     }

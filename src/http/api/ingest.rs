@@ -110,10 +110,7 @@ pub async fn post_events(
         content_type: content_type.as_deref(),
         body: &body,
     };
-    let outcome = state
-        .ingest_writer
-        .write(delivery, body.clone(), events)
-        .await?;
+    let outcome = state.ingest_writer.write(delivery, events).await?;
     Ok(respond(IngestResponse {
         delivery_id: outcome.delivery_id,
         duplicate: outcome.duplicate,
@@ -213,10 +210,7 @@ pub async fn receive_webhook(
             body: &body,
         };
         let events = std::mem::take(&mut parsed.events);
-        let outcome = state
-            .ingest_writer
-            .write(delivery, body.clone(), events)
-            .await?;
+        let outcome = state.ingest_writer.write(delivery, events).await?;
         return Ok(respond(IngestResponse {
             delivery_id: outcome.delivery_id,
             duplicate: outcome.duplicate,

@@ -77,152 +77,161 @@ fn occurrence_hash(event: &FailureEvent) -> String {
     sha256_hex(&[&event.source, &event.dedup_key, &event.occurrence_key])
 }
 
-/// Stores a delivery's events, each exactly once, and files them into incidents.
-/// When an incident has (or gets) the COE mark, its COE draft opens in the same
-/// transaction; an incident's later events are added to its COE's timeline.
+/// Stores a delivery's events, each exactly once, and files them into incidents, in
+/// a transaction of its own (or a savepoint of the caller's) holding the delivery's
+/// keys (`keys_of`). When an incident has (or gets) the COE mark, its COE draft
+/// opens in the same transaction; an incident's later events are added to its COE's
+/// timeline.
 pub fn ingest(
     conn: &mut DbConnection,
     delivery: Delivery<'_>,
     events: &[FailureEvent],
     ctx: &coes::Context<'_>,
 ) -> Result<IngestOutcome, diesel::result::Error> {
-    let policy = &ctx.settings.incident_policy();
     db::write_transaction(conn, |conn| {
-        lock_keys(conn, delivery, events)?;
-        if let Some(key) = delivery.key {
-            let earlier: Option<String> = webhook_deliveries::table
-                .filter(webhook_deliveries::source.eq(delivery.source))
-                .filter(webhook_deliveries::delivery_key.eq(key))
-                .select(webhook_deliveries::id)
-                .first(conn)
-                .optional()?;
-            if let Some(delivery_id) = earlier {
-                let stored: Vec<(String, String)> = failure_events::table
-                    .filter(failure_events::delivery_id.eq(&delivery_id))
-                    .order(failure_events::id.asc())
-                    .select((failure_events::id, failure_events::incident_id))
-                    .load(conn)?;
-                return Ok(IngestOutcome {
-                    delivery_id: Some(delivery_id),
-                    duplicate: true,
-                    events: stored
-                        .into_iter()
-                        .map(|(id, incident_id)| StoredEvent {
-                            id,
-                            incident_id,
-                            duplicate: true,
-                        })
-                        .collect(),
-                });
-            }
-        }
-        let now = db::now();
-        let mut delivery_id: Option<String> = None;
-        let mut outcome: Vec<Option<StoredEvent>> = vec![None; events.len()];
-        // Firing alerts first: a delivery that reports some alerts of a group resolved
-        // and others firing describes one ongoing incident, not a closed one and a new one.
-        let mut order: Vec<usize> = (0..events.len()).collect();
-        order.sort_by_key(|&i| events[i].status != EventStatus::Firing);
-        for i in order {
-            let event = &events[i];
-            let hash = occurrence_hash(event);
-            let existing: Option<(String, String)> = failure_events::table
-                .filter(failure_events::occurrence_hash.eq(&hash))
-                .select((failure_events::id, failure_events::incident_id))
-                .first(conn)
-                .optional()?;
-            if let Some((id, incident_id)) = existing {
-                outcome[i] = Some(StoredEvent {
-                    id,
-                    incident_id,
-                    duplicate: true,
-                });
-                continue;
-            }
-            let delivery_id = match &delivery_id {
-                Some(id) => id.clone(),
-                None => {
-                    let row = DeliveryRow {
-                        id: db::new_id(),
-                        source: delivery.source.to_owned(),
-                        delivery_key: delivery.key.map(str::to_owned),
-                        content_type: delivery.content_type.map(str::to_owned),
-                        body: String::from_utf8_lossy(delivery.body).replace('\0', "\u{fffd}"),
-                        received_at: now,
-                    };
-                    diesel::insert_into(webhook_deliveries::table)
-                        .values(&row)
-                        .execute(conn)?;
-                    delivery_id = Some(row.id.clone());
-                    row.id
-                }
-            };
-            let incident = file_into_incident(conn, event, policy, now)?;
-            let incident_id = incident.id.clone();
-            let row = FailureEventRow {
-                id: db::new_id(),
-                delivery_id,
-                incident_id: incident_id.clone(),
-                source: event.source.clone(),
-                dedup_key: event.dedup_key.clone(),
-                group_key: event.group_key.clone(),
-                occurrence_key: event.occurrence_key.clone(),
-                occurrence_hash: hash,
-                kind: event.kind.as_str().to_owned(),
-                status: event.status.as_str().to_owned(),
-                title: event.title.clone(),
-                service: event.service.clone(),
-                severity: event.severity.rank(),
-                started_at: event.started_at,
-                ended_at: event.ended_at,
-                description: event.description.clone(),
-                labels: serde_json::to_string(&event.labels).unwrap_or_else(|_| "{}".into()),
-                annotations: serde_json::to_string(&event.annotations)
-                    .unwrap_or_else(|_| "{}".into()),
-                links: serde_json::to_string(&event.links).unwrap_or_else(|_| "[]".into()),
-                received_at: now,
-            };
-            diesel::insert_into(failure_events::table)
-                .values(&row)
-                .execute(conn)?;
-            let opened = match incident.coe_required_at {
-                Some(_) => coes::open_draft_for_incident(conn, &incident, ctx, now)?,
-                None => None,
-            };
-            if opened.is_none() {
-                coes::record_event(conn, &incident, &row, now)?;
-            }
-            outcome[i] = Some(StoredEvent {
-                id: row.id,
-                incident_id,
-                duplicate: false,
-            });
-        }
-        Ok(IngestOutcome {
-            duplicate: delivery_id.is_none(),
-            delivery_id,
-            events: outcome.into_iter().flatten().collect(),
-        })
+        locks::lock_keys(conn, keys_of(delivery, events))?;
+        store(conn, delivery, events, ctx)
     })
 }
 
-/// On PostgreSQL, takes transaction-scoped advisory locks on the delivery key and on
-/// every group key touched, in a fixed order, so that concurrent deliveries for the
-/// same group are filed one after the other. SQLite's `BEGIN IMMEDIATE` already
-/// serialises writers.
-fn lock_keys(
+/// What `ingest` does once the delivery's keys are locked: the caller holds them
+/// (the group-commit writer locks a whole batch's at once) and the transaction.
+pub(crate) fn store(
     conn: &mut DbConnection,
     delivery: Delivery<'_>,
     events: &[FailureEvent],
-) -> Result<(), diesel::result::Error> {
-    let mut keys: Vec<String> = events
+    ctx: &coes::Context<'_>,
+) -> Result<IngestOutcome, diesel::result::Error> {
+    let policy = &ctx.settings.incident_policy();
+    if let Some(key) = delivery.key {
+        let earlier: Option<String> = webhook_deliveries::table
+            .filter(webhook_deliveries::source.eq(delivery.source))
+            .filter(webhook_deliveries::delivery_key.eq(key))
+            .select(webhook_deliveries::id)
+            .first(conn)
+            .optional()?;
+        if let Some(delivery_id) = earlier {
+            let stored: Vec<(String, String)> = failure_events::table
+                .filter(failure_events::delivery_id.eq(&delivery_id))
+                .order(failure_events::id.asc())
+                .select((failure_events::id, failure_events::incident_id))
+                .load(conn)?;
+            return Ok(IngestOutcome {
+                delivery_id: Some(delivery_id),
+                duplicate: true,
+                events: stored
+                    .into_iter()
+                    .map(|(id, incident_id)| StoredEvent {
+                        id,
+                        incident_id,
+                        duplicate: true,
+                    })
+                    .collect(),
+            });
+        }
+    }
+    let now = db::now();
+    let mut delivery_id: Option<String> = None;
+    let mut outcome: Vec<Option<StoredEvent>> = vec![None; events.len()];
+    // Firing alerts first: a delivery that reports some alerts of a group resolved
+    // and others firing describes one ongoing incident, not a closed one and a new one.
+    let mut order: Vec<usize> = (0..events.len()).collect();
+    order.sort_by_key(|&i| events[i].status != EventStatus::Firing);
+    for i in order {
+        let event = &events[i];
+        let hash = occurrence_hash(event);
+        let existing: Option<(String, String)> = failure_events::table
+            .filter(failure_events::occurrence_hash.eq(&hash))
+            .select((failure_events::id, failure_events::incident_id))
+            .first(conn)
+            .optional()?;
+        if let Some((id, incident_id)) = existing {
+            outcome[i] = Some(StoredEvent {
+                id,
+                incident_id,
+                duplicate: true,
+            });
+            continue;
+        }
+        let delivery_id = match &delivery_id {
+            Some(id) => id.clone(),
+            None => {
+                let row = DeliveryRow {
+                    id: db::new_id(),
+                    source: delivery.source.to_owned(),
+                    delivery_key: delivery.key.map(str::to_owned),
+                    content_type: delivery.content_type.map(str::to_owned),
+                    body: String::from_utf8_lossy(delivery.body).replace('\0', "\u{fffd}"),
+                    received_at: now,
+                };
+                diesel::insert_into(webhook_deliveries::table)
+                    .values(&row)
+                    .execute(conn)?;
+                delivery_id = Some(row.id.clone());
+                row.id
+            }
+        };
+        let incident = file_into_incident(conn, event, policy, now)?;
+        let incident_id = incident.id.clone();
+        let row = FailureEventRow {
+            id: db::new_id(),
+            delivery_id,
+            incident_id: incident_id.clone(),
+            source: event.source.clone(),
+            dedup_key: event.dedup_key.clone(),
+            group_key: event.group_key.clone(),
+            occurrence_key: event.occurrence_key.clone(),
+            occurrence_hash: hash,
+            kind: event.kind.as_str().to_owned(),
+            status: event.status.as_str().to_owned(),
+            title: event.title.clone(),
+            service: event.service.clone(),
+            severity: event.severity.rank(),
+            started_at: event.started_at,
+            ended_at: event.ended_at,
+            description: event.description.clone(),
+            labels: serde_json::to_string(&event.labels).unwrap_or_else(|_| "{}".into()),
+            annotations: serde_json::to_string(&event.annotations).unwrap_or_else(|_| "{}".into()),
+            links: serde_json::to_string(&event.links).unwrap_or_else(|_| "[]".into()),
+            received_at: now,
+        };
+        diesel::insert_into(failure_events::table)
+            .values(&row)
+            .execute(conn)?;
+        let opened = match incident.coe_required_at {
+            Some(_) => coes::open_draft_for_incident(conn, &incident, ctx, now)?,
+            None => None,
+        };
+        if opened.is_none() {
+            coes::record_event(conn, &incident, &row, now)?;
+        }
+        outcome[i] = Some(StoredEvent {
+            id: row.id,
+            incident_id,
+            duplicate: false,
+        });
+    }
+    Ok(IngestOutcome {
+        duplicate: delivery_id.is_none(),
+        delivery_id,
+        events: outcome.into_iter().flatten().collect(),
+    })
+}
+
+/// The lock keys of a delivery: its delivery key and every group key it touches.
+/// Locked on PostgreSQL (`locks::lock_keys`: advisory locks in one order), so that
+/// concurrent deliveries for one group are filed one after the other; SQLite's
+/// `BEGIN IMMEDIATE` already serialises writers.
+pub(crate) fn keys_of(delivery: Delivery<'_>, events: &[FailureEvent]) -> Vec<String> {
+    events
         .iter()
         .map(|e| locks::group_key(&e.group_key))
-        .collect();
-    if let Some(key) = delivery.key {
-        keys.push(locks::delivery_key(delivery.source, key));
-    }
-    locks::lock_keys(conn, keys)
+        .chain(
+            delivery
+                .key
+                .map(|key| locks::delivery_key(delivery.source, key)),
+        )
+        .collect()
 }
 
 /// Finds or makes the incident for `event` and updates it. Returns it as updated.

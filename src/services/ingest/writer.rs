@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use tokio::sync::oneshot;
 
-use super::{ingest, Delivery, IngestOutcome};
+use super::{keys_of, store, Delivery, IngestOutcome};
 use crate::config::database::Backend;
 use crate::config::Settings;
 use crate::db::fault::{self, Fault};
@@ -65,7 +65,7 @@ pub struct Job {
     pub source: String,
     pub key: Option<String>,
     pub content_type: Option<String>,
-    pub body: actix_web::web::Bytes,
+    pub body: Vec<u8>,
     pub events: Vec<FailureEvent>,
     reply: oneshot::Sender<Result<IngestOutcome, WriteError>>,
 }
@@ -133,11 +133,11 @@ impl IngestWriter {
         self.batch_sizes.clone()
     }
 
-    /// Writes one delivery's events; answers once they are committed.
+    /// Writes one delivery's events (`delivery`: where it came from, its key and
+    /// content type, as `ingest::Delivery` says); answers once they are committed.
     pub async fn write(
         &self,
         delivery: Delivery<'_>,
-        body: actix_web::web::Bytes,
         events: Vec<FailureEvent>,
     ) -> Result<IngestOutcome, WriteError> {
         let (reply, answer) = oneshot::channel();
@@ -145,7 +145,7 @@ impl IngestWriter {
             source: delivery.source.to_owned(),
             key: delivery.key.map(str::to_owned),
             content_type: delivery.content_type.map(str::to_owned),
-            body,
+            body: delivery.body.to_vec(),
             events,
             reply,
         };
@@ -209,23 +209,16 @@ fn write_batch(batch: Vec<Job>, shared: &Shared) {
                 // (PostgreSQL; SQLite's write lock already excludes other writers).
                 let keys = batch
                     .iter()
-                    .flat_map(|job| {
-                        let delivery = job
-                            .key
-                            .as_deref()
-                            .map(|k| locks::delivery_key(&job.source, k));
-                        job.events
-                            .iter()
-                            .map(|e| locks::group_key(&e.group_key))
-                            .chain(delivery)
-                    })
+                    .flat_map(|job| keys_of(job.delivery(), &job.events))
                     .collect();
                 locks::lock_keys(conn, keys)?;
                 for job in &batch {
-                    // `ingest` runs in a savepoint here: on error only it rolls back.
+                    // Each delivery in a savepoint: on error only it rolls back.
                     outcomes.push(
-                        ingest(conn, job.delivery(), &job.events, &ctx)
-                            .map_err(|e| WriteError::of(&e)),
+                        db::write_transaction(conn, |conn| {
+                            store(conn, job.delivery(), &job.events, &ctx)
+                        })
+                        .map_err(|e| WriteError::of(&e)),
                     );
                 }
                 Ok::<(), diesel::result::Error>(())
