@@ -178,9 +178,14 @@ fn has_escaped_nul(bytes: &[u8]) -> bool {
         .any(|w| w[0] == b'\\' && w[1] == b'u' && w[2..].iter().all(|b| *b == b'0'))
 }
 
-/// Parses `bytes` as JSON into `T`, as an API error.
+/// Parses `bytes` as JSON into `T`, as an API error. Every request body of the API
+/// is a JSON object: serde would also fill a struct from an array, field by field in
+/// order (`[]` for a struct whose fields all have defaults), which the API refuses.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let value = json::parse(bytes).map_err(ApiError::from)?;
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(ApiError::field("body", "must be a JSON object"));
+    }
     if has_escaped_nul(bytes) {
         return Err(ApiError::field(
             "body",
@@ -287,6 +292,32 @@ mod tests {
         limit: Option<u32>,
         #[serde(default)]
         all: bool,
+    }
+
+    #[test]
+    fn a_body_must_be_an_object_even_where_an_array_would_fill_the_struct() {
+        #[derive(Debug, Deserialize)]
+        #[allow(dead_code)]
+        struct AllDefault {
+            #[serde(default)]
+            name: Option<String>,
+        }
+        assert!(parse_json::<AllDefault>(b" {}").is_ok());
+        for body in [&b"[]"[..], b" [null]", b"[\"x\"]"] {
+            let f = fields(parse_json::<AllDefault>(body).unwrap_err());
+            assert_eq!(f, vec![("body".into(), "must be a JSON object".into())]);
+        }
+    }
+
+    #[test]
+    fn a_why_is_an_object_not_a_pair() {
+        use crate::services::coes::Why;
+        let why: Why = serde_json::from_str(r#"{"why":"a","because":"b"}"#).unwrap();
+        assert_eq!((why.why.as_str(), why.because.as_str()), ("a", "b"));
+        assert!(serde_json::from_str::<Why>(r#"["a","b"]"#).is_err());
+        let err = serde_json::from_str::<Why>(r#"{"why":"a"}"#).unwrap_err();
+        assert!(err.to_string().contains("because"), "{err}");
+        assert!(serde_json::from_str::<Why>(r#"{"why":"a","because":"b","x":1}"#).is_err());
     }
 
     #[test]

@@ -23,6 +23,8 @@ async fn a_person_is_put_and_listed_and_bad_fields_are_named() {
     assert_eq!(alice["manager_email"], "bob@example.com");
 
     for (body, field) in [
+        (json!([]), "body"),
+        (json!(["Alice", "payments"]), "body"),
         (json!({"timezone": "Mars/Base"}), "timezone"),
         (json!({"manager_email": "nope"}), "manager_email"),
         (

@@ -60,10 +60,41 @@ pub struct TimelineEntry {
     pub last_at: Option<NaiveDateTime>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq, ToSchema)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, ToSchema)]
 pub struct Why {
     pub why: String,
     pub because: String,
+}
+
+/// A why is read from a JSON object only: derived structs also accept an array of
+/// their fields in order (`["a", "b"]`), which the schema does not allow.
+impl<'de> Deserialize<'de> for Why {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Fields {
+            why: String,
+            because: String,
+        }
+
+        struct ObjectOnly;
+
+        impl<'de> serde::de::Visitor<'de> for ObjectOnly {
+            type Value = Why;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object with `why` and `because`")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Why, A::Error> {
+                let Fields { why, because } =
+                    Fields::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(Why { why, because })
+            }
+        }
+
+        deserializer.deserialize_map(ObjectOnly)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
