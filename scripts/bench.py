@@ -63,14 +63,36 @@ def reset_peak(pid):
         pass
 
 
-def wrk(server, script, path, connections, seconds, token, args=()):
+PERF_DIR = None  # --perf DIR: a `perf record` of the server per scenario
+
+
+def profiled(name, pid):
+    """Starts `perf record` on the server for scenario `name` (with --perf); returns a stop function."""
+    if PERF_DIR is None:
+        return lambda: None
+    os.makedirs(PERF_DIR, exist_ok=True)
+    data = os.path.join(PERF_DIR, f"{name}.data")
+    rec = subprocess.Popen(["perf", "record", "-q", "-F", "499", "--call-graph", "dwarf,16384", "-p", str(pid),
+                            "-o", data], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)
+
+    def stop():
+        rec.send_signal(2)
+        rec.wait(timeout=120)
+        print(f"profile: perf report -i {data} --no-children --sort dso,symbol", file=sys.stderr)
+    return stop
+
+
+def wrk(server, script, path, connections, seconds, token, args=(), name=None):
     pid = server.proc.pid
     reset_peak(pid)
     cpu = probe.cpu_seconds(pid)
+    stop_profile = profiled(name, pid) if name else (lambda: None)
     out = subprocess.run(
         ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "-s",
          os.path.join(LUA, script), f"http://127.0.0.1:{server.port}{path}", "--", *args],
         env=dict(os.environ, BENCH_TOKEN=token or ""), capture_output=True, text=True, timeout=seconds + 60)
+    stop_profile()
     line = next((l for l in reversed(out.stdout.splitlines()) if l.startswith("{")), None)
     if line is None:
         raise RuntimeError(f"wrk printed no result: {out.stdout} {out.stderr}")
@@ -106,11 +128,13 @@ def bench(backend, coe, workdir, seconds):
 
         row("healthz (floor)", floor)
         row("ingest-single, 32 connections", wrk(server, "events.lua", "/api/v1/events", 32, seconds, ingest,
-                                                  ["1", "0", "sev3"]), 1, "events/s")
+                                                  ["1", "0", "sev3"], f"ingest-single.{backend}"), 1, "events/s")
         row("ingest-batch, 100 per delivery, 8 connections",
-            wrk(server, "events.lua", "/api/v1/events", 8, seconds, ingest, ["100", "0", "sev3"]), 100, "events/s")
+            wrk(server, "events.lua", "/api/v1/events", 8, seconds, ingest, ["100", "0", "sev3"],
+                f"ingest-batch.{backend}"), 100, "events/s")
         row("storm: 100 groups at sev2 (drafts open), 16 connections",
-            wrk(server, "events.lua", "/api/v1/events", 16, seconds, ingest, ["100", "100", "sev2"]), 100,
+            wrk(server, "events.lua", "/api/v1/events", 16, seconds, ingest, ["100", "100", "sev2"],
+                f"storm.{backend}"), 100,
             "events/s")
         incidents = int(query("SELECT count(*) FROM incidents WHERE group_key LIKE 'g-%'")[0][0])
         drafts = int(query("SELECT count(*) FROM coes c JOIN incidents i ON c.incident_id = i.id "
@@ -121,7 +145,8 @@ def bench(backend, coe, workdir, seconds):
                                      {"title": "Bench COE", "owner": "lead@example.com"}, admin)
         probe.check(status == 201, f"a COE for the actions ({status})")
         row("create-actions, 16 connections",
-            wrk(server, "actions.lua", "/api/v1/events", 16, seconds, admin, [coe_doc["id"]]))
+            wrk(server, "actions.lua", "/api/v1/events", 16, seconds, admin, [coe_doc["id"]],
+                f"create-actions.{backend}"))
         # Mixed: 20 COEs with a written section, 100 actions on them.
         coe_ids, action_ids = [], []
         for i in range(20):
@@ -208,8 +233,12 @@ def main():
     parser.add_argument("--coe", default=os.path.join(ROOT, "target/release/coe"))
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--no-sizes", action="store_true", help="skip overdue-query and sweep at 10k–1M")
+    parser.add_argument("--perf", metavar="DIR",
+                        help="record a profile of the server (perf, DWARF call graphs) per ingest scenario into DIR")
     parser.add_argument("backends", nargs="*", default=["sqlite", "postgres"])
     args = parser.parse_args()
+    global PERF_DIR
+    PERF_DIR = args.perf
     rows = []
     for backend in args.backends:
         with tempfile.TemporaryDirectory(prefix="coe-bench-") as workdir:

@@ -305,6 +305,34 @@ macro_rules! insert_rows {
     }};
 }
 
+/// Inserts rows, updating the row already there for a key (`ON CONFLICT (target) DO
+/// UPDATE SET changes`, with `diesel::upsert::excluded`): on PostgreSQL in one
+/// statement; on SQLite (where diesel has no multi-row upsert) one cached statement
+/// per row, which costs no round trip there.
+#[macro_export]
+macro_rules! upsert_rows {
+    ($conn:expr, $table:expr, $values:expr, $target:expr, $changes:expr) => {{
+        use diesel::RunQueryDsl as _;
+        match $conn {
+            $crate::db::DbConnection::Sqlite(c) => $values.iter().try_fold(0, |written, row| {
+                diesel::insert_into($table)
+                    .values(row)
+                    .on_conflict($target)
+                    .do_update()
+                    .set($changes)
+                    .execute(&mut *c)
+                    .map(|n| written + n)
+            }),
+            $crate::db::DbConnection::Pg(c) => diesel::insert_into($table)
+                .values($values)
+                .on_conflict($target)
+                .do_update()
+                .set($changes)
+                .execute(c),
+        }
+    }};
+}
+
 /// A new random, time-ordered id for a row.
 pub fn new_id() -> String {
     uuid::Uuid::now_v7().to_string()

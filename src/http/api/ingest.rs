@@ -63,6 +63,23 @@ fn delivery_key(headers: &HeaderMap) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// Bodies up to this size are parsed on the async worker that received them (tens of
+/// microseconds); larger ones on the blocking pool, so that a body of up to
+/// `webhooks.max_body_bytes` never holds up the requests a worker answers.
+const PARSE_INLINE_BYTES: usize = 64 * 1024;
+
+/// Runs `parse` (of a body of `len` bytes) where `PARSE_INLINE_BYTES` says.
+async fn parse_off_the_workers<T: Send + 'static>(
+    len: usize,
+    parse: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    if len <= PARSE_INLINE_BYTES {
+        Ok(parse())
+    } else {
+        Ok(web::block(parse).await?)
+    }
+}
+
 fn respond(outcome: IngestResponse) -> HttpResponse {
     let status = if outcome.duplicate || outcome.events.is_empty() {
         StatusCode::OK
@@ -100,7 +117,7 @@ pub async fn post_events(
     let content_type = header_str(req.headers(), header::CONTENT_TYPE.as_str()).map(str::to_owned);
     let key = delivery_key(req.headers());
     let severities = state.settings.severity.clone();
-    let (events, body) = web::block(move || -> Result<_, ApiError> {
+    let (events, body) = parse_off_the_workers(body.len(), move || -> Result<_, ApiError> {
         Ok((generic::parse(&body, &severities, db::now())?, body))
     })
     .await??;
@@ -197,7 +214,7 @@ pub async fn receive_webhook(
     let content_type = header_str(req.headers(), header::CONTENT_TYPE.as_str()).map(str::to_owned);
     let header_key = delivery_key(req.headers());
     let severities = state.settings.severity.clone();
-    let (mut parsed, body) = web::block(move || -> Result<_, ApiError> {
+    let (mut parsed, body) = parse_off_the_workers(body.len(), move || -> Result<_, ApiError> {
         Ok((ingest::parse(source, &body, &severities, db::now())?, body))
     })
     .await??;

@@ -198,34 +198,51 @@ fn link_recurrences(
     Ok(())
 }
 
-/// Records a newly filed event on its incident's COE, if there is one: a timeline
-/// entry counted with its alert's other events, and (while the COE is a draft) the incident's severity and resolution time.
+/// The COE of an incident, if it has one: its id and whether it is still a draft
+/// (a draft follows its incident's severity and resolution).
+pub fn coe_of_incident(
+    conn: &mut DbConnection,
+    incident_id: &str,
+) -> QueryResult<Option<(String, bool)>> {
+    let coe: Option<(String, String)> = coes::table
+        .filter(coes::incident_id.eq(incident_id))
+        .select((coes::id, coes::state))
+        .first(conn)
+        .optional()?;
+    coe.map(|(id, state)| {
+        Ok((
+            id,
+            types::read::<CoeState>("coes.state", &state)? == CoeState::Draft,
+        ))
+    })
+    .transpose()
+}
+
+/// Adds a stored event of an incident to its COE's timeline (`coe_id`: the
+/// incident's COE). The search index is not refreshed for each event (that would
+/// cost a rebuild per event in an alert storm); the next edit refreshes it.
 pub fn record_event(
     conn: &mut DbConnection,
-    incident: &IncidentRow,
+    coe_id: &str,
     event: &FailureEventRow,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
-    let coe: Option<CoeRow> = coes::table
-        .filter(coes::incident_id.eq(&incident.id))
-        .select(CoeRow::as_select())
-        .first(conn)
-        .optional()?;
-    let Some(mut coe) = coe else {
-        return Ok(());
-    };
-    alert_entries::file_one(conn, &coe.id, event, now)?;
-    if types::read::<CoeState>("coes.state", &coe.state)? == CoeState::Draft {
-        coe.severity = coe.severity.min(incident.severity);
-        diesel::update(coes::table.find(&coe.id))
-            .set(coes::severity.eq(coe.severity))
-            .execute(conn)?;
-        // The incident's resolution, unless a person wrote one in the timeline.
-        recompute_milestone(conn, &coe.id, TimelineKind::Resolved)?;
-    }
-    // The search index is not refreshed for each event (that would cost a rebuild per
-    // event in an alert storm); the next edit refreshes it.
-    Ok(())
+    alert_entries::file_one(conn, coe_id, event, now)
+}
+
+/// Brings a draft up to date with its incident as stored: the worst severity seen,
+/// and the incident's resolution unless a person wrote one in the timeline. Once
+/// per delivery, after its events are recorded.
+pub fn follow_incident(
+    conn: &mut DbConnection,
+    coe_id: &str,
+    incident: &IncidentRow,
+) -> QueryResult<()> {
+    diesel::update(coes::table.find(coe_id))
+        .filter(coes::severity.gt(incident.severity))
+        .set(coes::severity.eq(incident.severity))
+        .execute(conn)?;
+    recompute_milestone(conn, coe_id, TimelineKind::Resolved)
 }
 
 /// Input of `POST /api/v1/coes`.

@@ -34,7 +34,9 @@ pub use document::{
     history, load, CoeDocument, HistoryEntry, Recurrence, RelatedItem, ReviewComment, SectionView,
     TemplateRef, TimelineEntry, Why, WhyChain,
 };
-pub use draft::{create, open_draft_for_incident, record_event, NewCoe};
+pub use draft::{
+    coe_of_incident, create, follow_incident, open_draft_for_incident, record_event, NewCoe,
+};
 pub use edit::{patch, put_section, CoePatch};
 pub use related::{add_related, delete_related, RelatedInput};
 pub use search::{list, CoeFilter, CoeSummary};

@@ -72,7 +72,7 @@ fn set_milestone(
 /// the earliest (started, detected, mitigated) or the latest (resolved); with none,
 /// the incident's time (started, detected, resolved: its alerts decide it, all of
 /// them together), else none. Called after every timeline change of that kind, and
-/// by `record_event` when the incident's resolution changes.
+/// by `follow_incident` when the incident's resolution changes.
 pub(super) fn recompute_milestone(
     conn: &mut DbConnection,
     id: &str,

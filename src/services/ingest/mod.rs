@@ -5,6 +5,8 @@
 
 pub mod writer;
 
+use std::collections::HashMap;
+
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde::Serialize;
@@ -131,7 +133,27 @@ pub(crate) fn store(
         }
     }
     let now = db::now();
+    // Every event's occurrence looked up at once (the same occurrence twice in one
+    // delivery: the second is a duplicate of the first).
+    let hashes: Vec<String> = events.iter().map(occurrence_hash).collect();
+    let mut seen: HashMap<String, (String, String)> = HashMap::new();
+    for chunk in hashes.chunks(LOOKUP_CHUNK) {
+        let found: Vec<(String, String, String)> = failure_events::table
+            .filter(failure_events::occurrence_hash.eq_any(chunk))
+            .select((
+                failure_events::occurrence_hash,
+                failure_events::id,
+                failure_events::incident_id,
+            ))
+            .load(conn)?;
+        seen.extend(
+            found
+                .into_iter()
+                .map(|(hash, id, incident)| (hash, (id, incident))),
+        );
+    }
     let mut delivery_id: Option<String> = None;
+    let mut pending = Pending::new(now);
     let mut outcome: Vec<Option<StoredEvent>> = vec![None; events.len()];
     // Firing alerts first: a delivery that reports some alerts of a group resolved
     // and others firing describes one ongoing incident, not a closed one and a new one.
@@ -139,16 +161,11 @@ pub(crate) fn store(
     order.sort_by_key(|&i| events[i].status != EventStatus::Firing);
     for i in order {
         let event = &events[i];
-        let hash = occurrence_hash(event);
-        let existing: Option<(String, String)> = failure_events::table
-            .filter(failure_events::occurrence_hash.eq(&hash))
-            .select((failure_events::id, failure_events::incident_id))
-            .first(conn)
-            .optional()?;
-        if let Some((id, incident_id)) = existing {
+        let hash = &hashes[i];
+        if let Some((id, incident_id)) = seen.get(hash) {
             outcome[i] = Some(StoredEvent {
-                id,
-                incident_id,
+                id: id.clone(),
+                incident_id: incident_id.clone(),
                 duplicate: true,
             });
             continue;
@@ -171,8 +188,7 @@ pub(crate) fn store(
                 row.id
             }
         };
-        let incident = file_into_incident(conn, event, policy, now)?;
-        let incident_id = incident.id.clone();
+        let (incident_id, coe_required) = file_into_incident(conn, &mut pending, event, policy)?;
         let row = FailureEventRow {
             id: db::new_id(),
             delivery_id,
@@ -181,7 +197,7 @@ pub(crate) fn store(
             dedup_key: event.dedup_key.clone(),
             group_key: event.group_key.clone(),
             occurrence_key: event.occurrence_key.clone(),
-            occurrence_hash: hash,
+            occurrence_hash: hash.clone(),
             kind: event.kind.as_str().to_owned(),
             status: event.status.as_str().to_owned(),
             title: event.title.clone(),
@@ -195,22 +211,42 @@ pub(crate) fn store(
             links: serde_json::to_string(&event.links).unwrap_or_else(|_| "[]".into()),
             received_at: now,
         };
-        diesel::insert_into(failure_events::table)
-            .values(&row)
-            .execute(conn)?;
-        let opened = match incident.coe_required_at {
-            Some(_) => coes::open_draft_for_incident(conn, &incident, ctx, now)?,
-            None => None,
-        };
-        if opened.is_none() {
-            coes::record_event(conn, &incident, &row, now)?;
-        }
+        seen.insert(hash.clone(), (row.id.clone(), incident_id.clone()));
         outcome[i] = Some(StoredEvent {
-            id: row.id,
-            incident_id,
+            id: row.id.clone(),
+            incident_id: incident_id.clone(),
             duplicate: false,
         });
+        pending.events.push(row);
+        let coe = match pending.coes.get(&incident_id) {
+            Some(coe) => coe.clone(),
+            None => {
+                let coe = coes::coe_of_incident(conn, &incident_id)?;
+                pending.coes.insert(incident_id.clone(), coe.clone());
+                coe
+            }
+        };
+        match coe {
+            // The draft opens with every event of the incident stored so far.
+            None if coe_required => {
+                pending.flush(conn)?;
+                let incident = pending.incidents[&incident_id].row.clone();
+                if let Some(id) = coes::open_draft_for_incident(conn, &incident, ctx, now)? {
+                    pending.coes.insert(incident_id, Some((id, true)));
+                }
+            }
+            None => {}
+            Some((coe_id, is_draft)) => {
+                pending
+                    .timeline
+                    .push((coe_id.clone(), pending.events.len() - 1));
+                if is_draft && !pending.drafts.iter().any(|(id, _)| *id == coe_id) {
+                    pending.drafts.push((coe_id, incident_id));
+                }
+            }
+        }
     }
+    pending.flush(conn)?;
     Ok(IngestOutcome {
         duplicate: delivery_id.is_none(),
         delivery_id,
@@ -234,88 +270,158 @@ pub(crate) fn keys_of(delivery: Delivery<'_>, events: &[FailureEvent]) -> Vec<St
         .collect()
 }
 
-/// Finds or makes the incident for `event` and updates it. Returns it as updated.
+/// Most values looked up or written in one statement.
+const LOOKUP_CHUNK: usize = 500;
+/// Most rows inserted in one statement (21 columns: within SQLite's 32,766 and
+/// PostgreSQL's 65,535 bind parameters).
+const INSERT_CHUNK: usize = 500;
+
+/// An incident a delivery touched, as it now is.
+struct Touched {
+    row: IncidentRow,
+    /// Whether the row is in the database (a new incident is inserted by `flush`).
+    stored: bool,
+    /// Whether the row has changes `flush` has not written.
+    changed: bool,
+}
+
+/// What a delivery has changed and not yet written. `flush` writes it in a few
+/// statements: an incident touched by a hundred events is written once, the events
+/// and alert states in multi-row statements.
+struct Pending {
+    now: NaiveDateTime,
+    /// Incidents touched, by id.
+    incidents: HashMap<String, Touched>,
+    /// The incident each group's events go to now, by group hash.
+    current: HashMap<String, String>,
+    /// Alert states changed: incident id → dedup key → status.
+    alerts: HashMap<String, HashMap<String, EventStatus>>,
+    events: Vec<FailureEventRow>,
+    /// Events to add to their COE's timeline once stored: (COE id, index in `events`).
+    timeline: Vec<(String, usize)>,
+    /// Drafts to bring up to date with their incident: (COE id, incident id).
+    drafts: Vec<(String, String)>,
+    /// The COE of each incident looked at: its id and whether it is a draft.
+    coes: HashMap<String, Option<(String, bool)>>,
+}
+
+impl Pending {
+    fn new(now: NaiveDateTime) -> Pending {
+        Pending {
+            now,
+            incidents: HashMap::new(),
+            current: HashMap::new(),
+            alerts: HashMap::new(),
+            events: Vec::new(),
+            timeline: Vec::new(),
+            drafts: Vec::new(),
+            coes: HashMap::new(),
+        }
+    }
+
+    /// Writes everything pending: incidents, alert states, events, then what the
+    /// events add to their COEs (timeline entries refer to the events).
+    fn flush(&mut self, conn: &mut DbConnection) -> QueryResult<()> {
+        for touched in self.incidents.values_mut().filter(|t| t.changed) {
+            if touched.stored {
+                diesel::update(incidents::table.find(&touched.row.id))
+                    .set(&touched.row)
+                    .execute(conn)?;
+            } else {
+                diesel::insert_into(incidents::table)
+                    .values(&touched.row)
+                    .execute(conn)?;
+                touched.stored = true;
+            }
+            touched.changed = false;
+        }
+        let incident_ids: Vec<String> = self.alerts.keys().cloned().collect();
+        for incident_id in incident_ids {
+            self.flush_alerts(conn, &incident_id)?;
+        }
+        for chunk in self.events.chunks(INSERT_CHUNK) {
+            crate::insert_rows!(&mut *conn, failure_events::table, chunk)?;
+        }
+        for (coe_id, event) in self.timeline.drain(..) {
+            coes::record_event(conn, &coe_id, &self.events[event], self.now)?;
+        }
+        self.events.clear();
+        for (coe_id, incident_id) in std::mem::take(&mut self.drafts) {
+            coes::follow_incident(conn, &coe_id, &self.incidents[&incident_id].row)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the changed alert states of one (stored) incident.
+    fn flush_alerts(&mut self, conn: &mut DbConnection, incident_id: &str) -> QueryResult<()> {
+        let Some(alerts) = self.alerts.remove(incident_id) else {
+            return Ok(());
+        };
+        let rows: Vec<IncidentAlertRow> = alerts
+            .into_iter()
+            .map(|(dedup_key, status)| IncidentAlertRow {
+                incident_id: incident_id.to_owned(),
+                dedup_key,
+                status: status.as_str().to_owned(),
+                updated_at: self.now,
+            })
+            .collect();
+        for chunk in rows.chunks(INSERT_CHUNK) {
+            crate::upsert_rows!(
+                &mut *conn,
+                incident_alerts::table,
+                chunk,
+                (incident_alerts::incident_id, incident_alerts::dedup_key),
+                (
+                    incident_alerts::status.eq(diesel::upsert::excluded(incident_alerts::status)),
+                    incident_alerts::updated_at
+                        .eq(diesel::upsert::excluded(incident_alerts::updated_at)),
+                )
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Finds or makes the incident for `event` and updates it (in `pending`). Returns
+/// its id and whether it needs a COE.
 fn file_into_incident(
     conn: &mut DbConnection,
+    pending: &mut Pending,
     event: &FailureEvent,
     policy: &IncidentPolicy,
-    now: NaiveDateTime,
-) -> Result<IncidentRow, diesel::result::Error> {
+) -> Result<(String, bool), diesel::result::Error> {
+    let now = pending.now;
     let hash = group_hash(&event.group_key);
-    let open: Option<String> = incidents::table
-        .filter(incidents::group_hash.eq(&hash))
-        .filter(incidents::state.eq(IncidentState::Open.as_str()))
-        .select(incidents::id)
-        .first(conn)
-        .optional()?;
-    let last_resolved_with_alert: Option<(String, Option<NaiveDateTime>)> = if open.is_none() {
-        incidents::table
-            .inner_join(incident_alerts::table)
-            .filter(incidents::group_hash.eq(&hash))
-            .filter(incidents::state.eq(IncidentState::Resolved.as_str()))
-            .filter(incident_alerts::dedup_key.eq(&event.dedup_key))
-            .order((incidents::resolved_at.desc(), incidents::created_at.desc()))
-            .select((incidents::id, incidents::resolved_at))
-            .first(conn)
-            .optional()?
-    } else {
-        None
-    };
-    let latest: Option<String> = if open.is_none() {
-        incidents::table
-            .filter(incidents::group_hash.eq(&hash))
-            .order((incidents::created_at.desc(), incidents::id.desc()))
-            .select(incidents::id)
-            .first(conn)
-            .optional()?
-    } else {
-        None
-    };
-    let group = GroupState {
-        open: open.as_deref(),
-        last_resolved_with_alert: last_resolved_with_alert
-            .as_ref()
-            .map(|(id, at)| (id.as_str(), at.unwrap_or(now))),
-        latest: latest.as_deref(),
-    };
-    let placement = place(event.status, event.started_at, group, policy);
-    let mut incident = match placement {
-        Placement::Attach(id) => load(conn, &id)?,
-        Placement::Reopen(id) => {
-            let mut row = load(conn, &id)?;
-            row.state = IncidentState::Open.as_str().to_owned();
-            row.resolved_at = None;
-            row.reopened_count += 1;
-            row
-        }
-        Placement::New => {
-            let row = IncidentRow {
-                id: db::new_id(),
-                group_key: event.group_key.clone(),
-                group_hash: hash,
-                source: event.source.clone(),
-                title: event.title.clone(),
-                service: event.service.clone(),
-                severity: event.severity.rank(),
-                state: IncidentState::Open.as_str().to_owned(),
-                started_at: event.started_at,
-                detected_at: now,
-                acknowledged_at: None,
-                resolved_at: None,
-                reopened_count: 0,
-                event_count: 0,
-                coe_required_at: None,
-                created_at: now,
-                updated_at: now,
-            };
-            diesel::insert_into(incidents::table)
-                .values(&row)
-                .execute(conn)?;
-            row
+    let cached_open = pending
+        .current
+        .get(&hash)
+        .filter(|id| pending.incidents[*id].row.state == IncidentState::Open.as_str())
+        .cloned();
+    let id = match cached_open {
+        // The group's open incident, touched earlier in this delivery.
+        Some(id) => id,
+        None => {
+            if pending.current.contains_key(&hash) {
+                // Resolved earlier in this delivery: ask the database as it will be.
+                pending.flush(conn)?;
+            }
+            let touched = place_in_group(conn, event, &hash, policy, now)?;
+            let id = touched.row.id.clone();
+            pending.current.insert(hash, id.clone());
+            pending.incidents.insert(id.clone(), touched);
+            id
         }
     };
-    set_alert_status(conn, &incident.id, &event.dedup_key, event.status, now)?;
+    pending
+        .alerts
+        .entry(id.clone())
+        .or_default()
+        .insert(event.dedup_key.clone(), event.status);
 
+    let touched = pending.incidents.get_mut(&id).expect("touched above");
+    touched.changed = true;
+    let incident = &mut touched.row;
     let current = types::severity("incidents.severity", incident.severity)?;
     let severity = current.worst(event.severity);
     incident.severity = severity.rank();
@@ -333,26 +439,123 @@ fn file_into_incident(
     if incident.coe_required_at.is_none() && policy.needs_coe(severity) {
         incident.coe_required_at = Some(now);
     }
+    let coe_required = incident.coe_required_at.is_some();
     // An incident resolves when every alert in it has resolved. Asked only on a
     // resolution, and as "is any still firing" (one row), not a count: an incident of
     // a storm holds tens of thousands of alerts.
-    if event.status == EventStatus::Resolved
-        && incident.state == IncidentState::Open.as_str()
-        && incident_alerts::table
-            .filter(incident_alerts::incident_id.eq(&incident.id))
-            .filter(incident_alerts::status.eq(EventStatus::Firing.as_str()))
-            .select(incident_alerts::dedup_key)
-            .first::<String>(conn)
-            .optional()?
-            .is_none()
-    {
-        incident.state = IncidentState::Resolved.as_str().to_owned();
-        incident.resolved_at = Some(event.ended_at.unwrap_or(now));
+    if event.status == EventStatus::Resolved && incident.state == IncidentState::Open.as_str() {
+        let stored = touched.stored;
+        let firing_here = pending.alerts[&id]
+            .values()
+            .any(|s| *s == EventStatus::Firing);
+        let still_firing = firing_here
+            || (stored && {
+                pending.flush_alerts(conn, &id)?;
+                incident_alerts::table
+                    .filter(incident_alerts::incident_id.eq(&id))
+                    .filter(incident_alerts::status.eq(EventStatus::Firing.as_str()))
+                    .select(incident_alerts::dedup_key)
+                    .first::<String>(conn)
+                    .optional()?
+                    .is_some()
+            });
+        if !still_firing {
+            let incident = &mut pending.incidents.get_mut(&id).expect("touched above").row;
+            incident.state = IncidentState::Resolved.as_str().to_owned();
+            incident.resolved_at = Some(event.ended_at.unwrap_or(now));
+        }
     }
-    diesel::update(incidents::table.find(&incident.id))
-        .set(&incident)
-        .execute(conn)?;
-    Ok(incident)
+    Ok((id, coe_required))
+}
+
+/// The incident an event of a group goes to when the group has no open incident
+/// touched in this delivery: the open one, one reopened, or a new one (`place`).
+fn place_in_group(
+    conn: &mut DbConnection,
+    event: &FailureEvent,
+    hash: &str,
+    policy: &IncidentPolicy,
+    now: NaiveDateTime,
+) -> Result<Touched, diesel::result::Error> {
+    // The open incident, read whole: the usual case needs nothing more.
+    let open: Option<IncidentRow> = incidents::table
+        .filter(incidents::group_hash.eq(hash))
+        .filter(incidents::state.eq(IncidentState::Open.as_str()))
+        .select(IncidentRow::as_select())
+        .first(conn)
+        .optional()?;
+    let latest: Option<String> = if open.is_none() {
+        incidents::table
+            .filter(incidents::group_hash.eq(hash))
+            .order((incidents::created_at.desc(), incidents::id.desc()))
+            .select(incidents::id)
+            .first(conn)
+            .optional()?
+    } else {
+        None
+    };
+    // Asked only of a group that has incidents, all resolved.
+    let last_resolved_with_alert: Option<(String, Option<NaiveDateTime>)> =
+        if open.is_none() && latest.is_some() {
+            incidents::table
+                .inner_join(incident_alerts::table)
+                .filter(incidents::group_hash.eq(hash))
+                .filter(incidents::state.eq(IncidentState::Resolved.as_str()))
+                .filter(incident_alerts::dedup_key.eq(&event.dedup_key))
+                .order((incidents::resolved_at.desc(), incidents::created_at.desc()))
+                .select((incidents::id, incidents::resolved_at))
+                .first(conn)
+                .optional()?
+        } else {
+            None
+        };
+    let group = GroupState {
+        open: open.as_ref().map(|row| row.id.as_str()),
+        last_resolved_with_alert: last_resolved_with_alert
+            .as_ref()
+            .map(|(id, at)| (id.as_str(), at.unwrap_or(now))),
+        latest: latest.as_deref(),
+    };
+    let (row, stored) = match place(event.status, event.started_at, group, policy) {
+        Placement::Attach(id) => match open {
+            Some(row) if row.id == id => (row, true),
+            _ => (load(conn, &id)?, true),
+        },
+        Placement::Reopen(id) => {
+            let mut row = load(conn, &id)?;
+            row.state = IncidentState::Open.as_str().to_owned();
+            row.resolved_at = None;
+            row.reopened_count += 1;
+            (row, true)
+        }
+        Placement::New => {
+            let row = IncidentRow {
+                id: db::new_id(),
+                group_key: event.group_key.clone(),
+                group_hash: hash.to_owned(),
+                source: event.source.clone(),
+                title: event.title.clone(),
+                service: event.service.clone(),
+                severity: event.severity.rank(),
+                state: IncidentState::Open.as_str().to_owned(),
+                started_at: event.started_at,
+                detected_at: now,
+                acknowledged_at: None,
+                resolved_at: None,
+                reopened_count: 0,
+                event_count: 0,
+                coe_required_at: None,
+                created_at: now,
+                updated_at: now,
+            };
+            (row, false)
+        }
+    };
+    Ok(Touched {
+        row,
+        stored,
+        changed: true,
+    })
 }
 
 fn load(conn: &mut DbConnection, id: &str) -> Result<IncidentRow, diesel::result::Error> {
@@ -360,34 +563,4 @@ fn load(conn: &mut DbConnection, id: &str) -> Result<IncidentRow, diesel::result
         .find(id)
         .select(IncidentRow::as_select())
         .first(conn)
-}
-
-fn set_alert_status(
-    conn: &mut DbConnection,
-    incident_id: &str,
-    dedup_key: &str,
-    status: EventStatus,
-    now: NaiveDateTime,
-) -> Result<(), diesel::result::Error> {
-    let updated = diesel::update(
-        incident_alerts::table
-            .filter(incident_alerts::incident_id.eq(incident_id))
-            .filter(incident_alerts::dedup_key.eq(dedup_key)),
-    )
-    .set((
-        incident_alerts::status.eq(status.as_str()),
-        incident_alerts::updated_at.eq(now),
-    ))
-    .execute(conn)?;
-    if updated == 0 {
-        diesel::insert_into(incident_alerts::table)
-            .values(IncidentAlertRow {
-                incident_id: incident_id.to_owned(),
-                dedup_key: dedup_key.to_owned(),
-                status: status.as_str().to_owned(),
-                updated_at: now,
-            })
-            .execute(conn)?;
-    }
-    Ok(())
 }
