@@ -33,10 +33,20 @@ pub fn lock_keys(conn: &mut DbConnection, mut keys: Vec<String>) -> QueryResult<
     };
     keys.sort();
     keys.dedup();
-    for key in keys {
-        advisory_lock(pg, &key)?;
+    match keys.len() {
+        0 => Ok(()),
+        1 => advisory_lock(pg, &keys[0]),
+        // One round trip for all: `unnest` yields the array in order, so the locks
+        // are taken in the sorted order all transactions share.
+        _ => diesel::sql_query(
+            "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k",
+        )
+        .bind::<diesel::sql_types::Array<Text>, _>(
+            keys.iter().map(|k| k.replace('\0', "/")).collect::<Vec<_>>(),
+        )
+        .execute(pg)
+        .map(|_| ()),
     }
-    Ok(())
 }
 
 /// The advisory-lock key of an incident group.

@@ -50,6 +50,43 @@ impl DbConnection {
     }
 }
 
+/// Turns on SQLite's query planner stability guarantee (QPSG) for every connection
+/// this process opens from now on. Without it, SQLite plans a statement for the
+/// values bound to it (`LIMIT ?`, a parameter compared with a partial index's
+/// literal) and marks it to be compiled again each time they are bound: every
+/// statement diesel caches was parsed and planned anew on every run, a quarter of
+/// the server's CPU under ingest (docs/benchmarks.md). With it, a statement is
+/// compiled once per connection. The partial indexes stay usable: `x = ?` implies
+/// `x IS NOT NULL` whatever is bound, and the open-incident lookup has
+/// `incidents_by_group`.
+pub fn stable_sqlite_plans() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: `sqlite3_auto_extension` registers a function pointer that SQLite
+    // calls on each new connection; the function is a plain `extern "C" fn` that
+    // lives for the whole program.
+    ONCE.call_once(|| unsafe {
+        libsqlite3_sys::sqlite3_auto_extension(Some(enable_qpsg));
+    });
+}
+
+/// Called by SQLite for each new connection (see `stable_sqlite_plans`).
+unsafe extern "C" fn enable_qpsg(
+    db: *mut libsqlite3_sys::sqlite3,
+    _error: *mut *mut std::ffi::c_char,
+    _api: *const libsqlite3_sys::sqlite3_api_routines,
+) -> std::ffi::c_int {
+    // SAFETY: `db` is the connection SQLite is opening; this option takes an int
+    // (1: on) and an optional int pointer for the new setting (none wanted).
+    unsafe {
+        libsqlite3_sys::sqlite3_db_config(
+            db,
+            libsqlite3_sys::SQLITE_DBCONFIG_ENABLE_QPSG,
+            1 as std::ffi::c_int,
+            std::ptr::null_mut::<std::ffi::c_int>(),
+        )
+    }
+}
+
 /// Opens one connection; on SQLite, sets the pragmas every connection needs.
 fn establish(
     url: &DatabaseUrl,
@@ -57,6 +94,7 @@ fn establish(
 ) -> Result<DbConnection, diesel::ConnectionError> {
     match url {
         DatabaseUrl::Sqlite(path) => {
+            stable_sqlite_plans();
             let mut conn = SqliteConnection::establish(&path.to_string_lossy())?;
             // WAL lets readers proceed while one writer writes; the busy timeout makes a
             // second writer wait instead of failing at once. synchronous = FULL syncs the
