@@ -42,7 +42,9 @@ pub fn lock_keys(conn: &mut DbConnection, mut keys: Vec<String>) -> QueryResult<
             "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k",
         )
         .bind::<diesel::sql_types::Array<Text>, _>(
-            keys.iter().map(|k| k.replace('\0', "/")).collect::<Vec<_>>(),
+            keys.iter()
+                .map(|k| k.replace('\0', "/"))
+                .collect::<Vec<_>>(),
         )
         .execute(pg)
         .map(|_| ()),

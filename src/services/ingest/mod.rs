@@ -138,14 +138,22 @@ pub(crate) fn store(
     let hashes: Vec<String> = events.iter().map(occurrence_hash).collect();
     let mut seen: HashMap<String, (String, String)> = HashMap::new();
     for chunk in hashes.chunks(LOOKUP_CHUNK) {
-        let found: Vec<(String, String, String)> = failure_events::table
-            .filter(failure_events::occurrence_hash.eq_any(chunk))
-            .select((
-                failure_events::occurrence_hash,
-                failure_events::id,
-                failure_events::incident_id,
-            ))
-            .load(conn)?;
+        let select = (
+            failure_events::occurrence_hash,
+            failure_events::id,
+            failure_events::incident_id,
+        );
+        // One value: a statement the connection keeps prepared (a list is not).
+        let found: Vec<(String, String, String)> = match chunk {
+            [hash] => failure_events::table
+                .filter(failure_events::occurrence_hash.eq(hash))
+                .select(select)
+                .load(conn)?,
+            _ => failure_events::table
+                .filter(failure_events::occurrence_hash.eq_any(chunk))
+                .select(select)
+                .load(conn)?,
+        };
         seen.extend(
             found
                 .into_iter()
@@ -220,6 +228,8 @@ pub(crate) fn store(
         pending.events.push(row);
         let coe = match pending.coes.get(&incident_id) {
             Some(coe) => coe.clone(),
+            // An incident this delivery makes has no COE yet.
+            None if !pending.incidents[&incident_id].stored => None,
             None => {
                 let coe = coes::coe_of_incident(conn, &incident_id)?;
                 pending.coes.insert(incident_id.clone(), coe.clone());
@@ -340,7 +350,13 @@ impl Pending {
             self.flush_alerts(conn, &incident_id)?;
         }
         for chunk in self.events.chunks(INSERT_CHUNK) {
-            crate::insert_rows!(&mut *conn, failure_events::table, chunk)?;
+            match chunk {
+                // One row: a statement the connection keeps prepared (many are not).
+                [row] => diesel::insert_into(failure_events::table)
+                    .values(row)
+                    .execute(conn)?,
+                _ => crate::insert_rows!(&mut *conn, failure_events::table, chunk)?,
+            };
         }
         for (coe_id, event) in self.timeline.drain(..) {
             coes::record_event(conn, &coe_id, &self.events[event], self.now)?;
@@ -477,23 +493,26 @@ fn place_in_group(
     policy: &IncidentPolicy,
     now: NaiveDateTime,
 ) -> Result<Touched, diesel::result::Error> {
-    // The open incident, read whole: the usual case needs nothing more.
-    let open: Option<IncidentRow> = incidents::table
+    // The group's latest incident, read whole: usually the open one, or none (a new
+    // group), so that one query is all it takes.
+    let latest: Option<IncidentRow> = incidents::table
         .filter(incidents::group_hash.eq(hash))
-        .filter(incidents::state.eq(IncidentState::Open.as_str()))
+        .order((incidents::created_at.desc(), incidents::id.desc()))
         .select(IncidentRow::as_select())
         .first(conn)
         .optional()?;
-    let latest: Option<String> = if open.is_none() {
-        incidents::table
+    let open: Option<IncidentRow> = match &latest {
+        None => None,
+        Some(row) if row.state == IncidentState::Open.as_str() => latest.clone(),
+        // An older incident reopened after a later one resolved.
+        Some(_) => incidents::table
             .filter(incidents::group_hash.eq(hash))
-            .order((incidents::created_at.desc(), incidents::id.desc()))
-            .select(incidents::id)
+            .filter(incidents::state.eq(IncidentState::Open.as_str()))
+            .select(IncidentRow::as_select())
             .first(conn)
-            .optional()?
-    } else {
-        None
+            .optional()?,
     };
+    let latest = latest.filter(|_| open.is_none()).map(|row| row.id);
     // Asked only of a group that has incidents, all resolved.
     let last_resolved_with_alert: Option<(String, Option<NaiveDateTime>)> =
         if open.is_none() && latest.is_some() {
