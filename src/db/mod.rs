@@ -99,12 +99,14 @@ fn establish(
             // WAL lets readers proceed while one writer writes; the busy timeout makes a
             // second writer wait instead of failing at once. synchronous = FULL syncs the
             // WAL at every commit: an event answered 2xx survives a power cut, not just a
-            // crash of the process.
+            // crash of the process. temp_store = MEMORY keeps the savepoint journals (one
+            // per delivery in a group commit) in memory, not in a temporary file.
             conn.batch_execute(&format!(
                 "PRAGMA busy_timeout = {busy_timeout_ms};
                  PRAGMA journal_mode = WAL;
                  PRAGMA synchronous = FULL;
-                 PRAGMA foreign_keys = ON;"
+                 PRAGMA foreign_keys = ON;
+                 PRAGMA temp_store = MEMORY;"
             ))
             .map_err(|e| diesel::ConnectionError::BadConnection(e.to_string()))?;
             Ok(DbConnection::Sqlite(conn))
