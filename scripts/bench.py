@@ -22,6 +22,10 @@ Scenarios (each a fixed number of seconds):
 For each: throughput, p50/p99 latency, failed answers, the server's peak RSS and CPU
 seconds, and its requests per second as a share of healthz's. Prints a Markdown table; exits 1 when
 a check fails. Bounded: a few minutes per database.
+
+--perf DIR records a profile of the server during each ingest scenario and create-actions
+(`perf record` with DWARF call graphs) into DIR/SCENARIO.BACKEND.data; the profiler's own cost
+lowers the figures of that run.
 """
 
 import argparse
