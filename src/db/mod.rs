@@ -383,3 +383,50 @@ pub fn now() -> chrono::NaiveDateTime {
     use chrono::{SubsecRound, Utc};
     Utc::now().naive_utc().trunc_subsecs(6)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(diesel::QueryableByName)]
+    struct PlanStep {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        detail: String,
+    }
+
+    /// The plan of a statement with bound values, as SQLite runs it.
+    fn plan_of(conn: &mut DbConnection, open: &str) -> String {
+        use diesel::sql_types::Text;
+        let steps: Vec<PlanStep> =
+            diesel::sql_query("EXPLAIN QUERY PLAN SELECT k FROM t WHERE k = ? AND s = ?")
+                .bind::<Text, _>("a")
+                .bind::<Text, _>(open)
+                .load(conn)
+                .expect("plan");
+        steps
+            .into_iter()
+            .map(|s| s.detail)
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// Without the query planner stability guarantee, SQLite plans a statement for the
+    /// values bound to it (here: the partial index fits only `s = 'open'`) and compiles
+    /// it again whenever they are bound anew; with it, one plan whatever is bound.
+    #[test]
+    fn sqlite_connections_plan_a_statement_once_whatever_is_bound() {
+        let dir = tempfile::tempdir().expect("dir");
+        let url = DatabaseUrl::Sqlite(dir.path().join("plans.db"));
+        let mut conn = establish(&url, 1_000).expect("connection");
+        conn.batch_execute(
+            "CREATE TABLE t (k TEXT NOT NULL, s TEXT NOT NULL);
+             CREATE INDEX t_by_k ON t (k);
+             CREATE UNIQUE INDEX t_open ON t (k) WHERE s = 'open';",
+        )
+        .expect("schema");
+        let open = plan_of(&mut conn, "open");
+        let closed = plan_of(&mut conn, "closed");
+        assert_eq!(open, closed, "one plan for both values");
+        assert!(!open.contains("t_open"), "{open}");
+    }
+}
