@@ -43,18 +43,11 @@ ROOT = probe.ROOT
 LUA = os.path.join(ROOT, "scripts", "bench.d")
 
 
-def peak_rss_mib(pid):
+def memory_mib(pid, field):
+    """A memory figure of /proc/PID/status in MiB: VmRSS (now) or VmHWM (peak)."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def rss_mib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     return 0.0
 
@@ -102,7 +95,7 @@ def wrk(server, script, path, connections, seconds, token, args=(), name=None):
         raise RuntimeError(f"wrk printed no result: {out.stdout} {out.stderr}")
     result = json.loads(line)
     result["cpu_s"] = probe.cpu_seconds(pid) - cpu
-    result["peak_rss_mib"] = peak_rss_mib(pid)
+    result["peak_rss_mib"] = memory_mib(pid, "VmHWM")
     return result
 
 
@@ -117,7 +110,7 @@ def bench(backend, coe, workdir, seconds):
     try:
         server.start()
         time.sleep(1)
-        idle = rss_mib(server.proc.pid)
+        idle = memory_mib(server.proc.pid, "VmRSS")
         ingest = probe.token(server, "ingest")
         admin = probe.token(server, "admin")
         floor = wrk(server, "get.lua", "/healthz", 32, seconds, None)

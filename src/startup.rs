@@ -14,6 +14,7 @@ use crate::email::{EmailTemplates, TemplateError};
 use crate::error::{render_foreign_error, ApiError};
 use crate::http::{self, extract::BodyLimit, metrics::Metrics, state::AppState};
 use crate::services::sns::{HttpsConfirmer, SubscriptionConfirmer};
+use crate::services::stats::PerChange;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -126,22 +127,13 @@ impl Application {
             pages: Arc::new(http::pages::PageTemplates::load().map_err(StartupError::Pages)?),
             proxies: Arc::new(settings.auth.proxies()),
             ingest_writer: ingest_writer.clone(),
-            board_totals: moka::sync::Cache::builder()
-                .max_capacity(256)
-                .time_to_live(std::time::Duration::from_secs(600))
-                .build(),
-            action_counts: moka::sync::Cache::builder()
-                .max_capacity(1_024)
-                .time_to_live(std::time::Duration::from_secs(600))
-                .build(),
+            board_totals: PerChange::new(256),
+            action_counts: PerChange::new(1_024),
             token_failures: moka::sync::Cache::builder()
                 .max_capacity(100_000)
                 .time_to_live(std::time::Duration::from_secs(60))
                 .build(),
-            action_figures: moka::sync::Cache::builder()
-                .max_capacity(4)
-                .time_to_live(std::time::Duration::from_secs(600))
-                .build(),
+            action_figures: PerChange::new(4),
         });
         let mut server = HttpServer::new(move || {
             App::new()

@@ -1,12 +1,6 @@
 -- wrk script for scripts/bench: POST /api/v1/coes/{id}/actions, a new action each
 -- time. Arguments: the COE id. Prints one JSON line at the end.
-dofile(debug.getinfo(1, "S").source:match("@(.*/)") .. "report.lua")
-local threads = {}
-
-function setup(thread)
-  thread:set("id", #threads)
-  table.insert(threads, thread)
-end
+dofile(debug.getinfo(1, "S").source:match("@(.*/)") .. "shared.lua")
 
 function init(args)
   coe = args[1]
@@ -22,8 +16,4 @@ function request()
     id, counter, counter % 100, due)
   return wrk.format("POST", "/api/v1/coes/" .. coe .. "/actions",
     {["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. token}, body)
-end
-
-function done(summary, latency, requests)
-  report(summary, latency)
 end

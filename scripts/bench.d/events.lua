@@ -1,13 +1,7 @@
 -- wrk script for scripts/bench: POST /api/v1/events, every alert new.
 -- Arguments (after --): events per request, groups (0: every alert its own group),
 -- severity. The token comes from BENCH_TOKEN. Prints one JSON line at the end.
-dofile(debug.getinfo(1, "S").source:match("@(.*/)") .. "report.lua")
-local threads = {}
-
-function setup(thread)
-  thread:set("id", #threads)
-  table.insert(threads, thread)
-end
+dofile(debug.getinfo(1, "S").source:match("@(.*/)") .. "shared.lua")
 
 function init(args)
   batch = tonumber(args[1] or "1")
@@ -32,8 +26,4 @@ function request()
   return wrk.format("POST", "/api/v1/events",
     {["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. token},
     "[" .. table.concat(items, ",") .. "]")
-end
-
-function done(summary, latency, requests)
-  report(summary, latency)
 end

@@ -4,13 +4,7 @@
 -- transition, start or back to open (15%). Arguments: comma-separated COE ids, comma-separated action ids.
 -- A 409/412 (someone else saved first) is a correct answer under concurrent edits:
 -- counted apart from 5xx. Prints one JSON line at the end.
-dofile(debug.getinfo(1, "S").source:match("@(.*/)") .. "report.lua")
-local threads = {}
-
-function setup(thread)
-  thread:set("id", #threads)
-  table.insert(threads, thread)
-end
+dofile(debug.getinfo(1, "S").source:match("@(.*/)") .. "shared.lua")
 
 local function split(s)
   local out = {}

@@ -18,13 +18,6 @@ pub fn lock_coe(conn: &mut DbConnection, coe_id: &str) -> QueryResult<usize> {
         .execute(conn)
 }
 
-fn advisory_lock(pg: &mut diesel::PgConnection, key: &str) -> QueryResult<()> {
-    diesel::sql_query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
-        .bind::<Text, _>(key.replace('\0', "/"))
-        .execute(pg)
-        .map(|_| ())
-}
-
 /// Takes transaction-scoped advisory locks on `keys`, sorted, so that two
 /// transactions locking overlapping sets never deadlock (PostgreSQL; a no-op on SQLite).
 pub fn lock_keys(conn: &mut DbConnection, mut keys: Vec<String>) -> QueryResult<()> {
@@ -33,22 +26,18 @@ pub fn lock_keys(conn: &mut DbConnection, mut keys: Vec<String>) -> QueryResult<
     };
     keys.sort();
     keys.dedup();
-    match keys.len() {
-        0 => Ok(()),
-        1 => advisory_lock(pg, &keys[0]),
-        // One round trip for all: `unnest` yields the array in order, so the locks
-        // are taken in the sorted order all transactions share.
-        _ => diesel::sql_query(
-            "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k",
-        )
-        .bind::<diesel::sql_types::Array<Text>, _>(
-            keys.iter()
-                .map(|k| k.replace('\0', "/"))
-                .collect::<Vec<_>>(),
-        )
-        .execute(pg)
-        .map(|_| ()),
+    if keys.is_empty() {
+        return Ok(());
     }
+    // One round trip for all: `unnest` yields the array in order, so the locks are
+    // taken in the sorted order all transactions share.
+    let keys: Vec<String> = keys.iter().map(|k| k.replace('\0', "/")).collect();
+    diesel::sql_query(
+        "SELECT pg_advisory_xact_lock(hashtextextended(k, 0)) FROM unnest($1::text[]) AS k",
+    )
+    .bind::<diesel::sql_types::Array<Text>, _>(keys)
+    .execute(pg)
+    .map(|_| ())
 }
 
 /// The advisory-lock key of an incident group.

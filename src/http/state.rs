@@ -13,6 +13,7 @@ use crate::error::ApiError;
 use crate::http::metrics::Metrics;
 use crate::services::coes;
 use crate::services::sns::SubscriptionConfirmer;
+use crate::services::stats::PerChange;
 
 /// What every handler can reach.
 pub struct AppState {
@@ -31,17 +32,15 @@ pub struct AppState {
     pub proxies: Arc<Vec<ipnet::IpNet>>,
     /// Writes deliveries with group commit (`services::ingest::writer`).
     pub ingest_writer: Arc<crate::services::ingest::writer::IngestWriter>,
-    /// The overdue board's totals by filter, for views between two changes (the key
-    /// holds today and the last change to any action or person).
-    pub board_totals: moka::sync::Cache<String, Arc<crate::services::board::Totals>>,
-    /// `/api/v1/actions` totals by filter, keyed like the board's totals.
-    pub action_counts: moka::sync::Cache<String, i64>,
+    /// The overdue board's totals by filter, for views between two changes.
+    pub board_totals: PerChange<Arc<crate::services::board::Totals>>,
+    /// `/api/v1/actions` totals by filter.
+    pub action_counts: PerChange<i64>,
     /// Unknown or revoked tokens presented per client address in the current minute
     /// (`auth.failed_tokens_per_client`).
     pub token_failures: moka::sync::Cache<String, Arc<std::sync::atomic::AtomicU32>>,
-    /// The inspection's figures about actions, keyed the same way; kept at most ten
-    /// minutes, so the sliding windows ("closed in the last 30 days") move on.
-    pub action_figures: moka::sync::Cache<String, Arc<crate::services::stats::ActionFigures>>,
+    /// The inspection's figures about actions (`/api/v1/stats`, the dashboard).
+    pub action_figures: PerChange<Arc<crate::services::stats::ActionFigures>>,
 }
 
 impl AppState {

@@ -243,7 +243,7 @@ pub fn late_drafts(
 /// What the figures about actions (and the board's totals) depend on besides the
 /// clock: today, and the last change to any action or person, each one index read. A
 /// cache keyed on it is current after every change.
-pub fn generation(conn: &mut DbConnection, today: NaiveDate) -> QueryResult<String> {
+fn generation(conn: &mut DbConnection, today: NaiveDate) -> QueryResult<String> {
     let actions: Option<NaiveDateTime> = corrective_actions::table
         .select(diesel::dsl::max(corrective_actions::updated_at))
         .first(conn)?;
@@ -251,6 +251,43 @@ pub fn generation(conn: &mut DbConnection, today: NaiveDate) -> QueryResult<Stri
         .select(diesel::dsl::max(people::updated_at))
         .first(conn)?;
     Ok(format!("{today}|{actions:?}|{people:?}"))
+}
+
+/// Values counted from actions and people, each kept until the next change to any
+/// action or person (`generation`: one index read per use instead of a count) and
+/// at most ten minutes, so that sliding windows ("closed in the last 30 days") move
+/// on with the clock. Any change on any replica makes the next use count again.
+pub struct PerChange<V> {
+    cache: moka::sync::Cache<String, V>,
+}
+
+impl<V: Clone + Send + Sync + 'static> PerChange<V> {
+    /// Keeps up to `capacity` values (one per key).
+    pub fn new(capacity: u64) -> PerChange<V> {
+        PerChange {
+            cache: moka::sync::Cache::builder()
+                .max_capacity(capacity)
+                .time_to_live(std::time::Duration::from_secs(600))
+                .build(),
+        }
+    }
+
+    /// The value for `key` (a filter, say) as of now: kept, or counted by `count`.
+    pub fn get<E: From<diesel::result::Error>>(
+        &self,
+        conn: &mut DbConnection,
+        today: NaiveDate,
+        key: &str,
+        count: impl FnOnce(&mut DbConnection) -> Result<V, E>,
+    ) -> Result<V, E> {
+        let key = format!("{key}|{}", generation(conn, today)?);
+        if let Some(value) = self.cache.get(&key) {
+            return Ok(value);
+        }
+        let value = count(conn)?;
+        self.cache.insert(key, value.clone());
+        Ok(value)
+    }
 }
 
 /// The figures about actions: the costly part of the inspection (it reads every open

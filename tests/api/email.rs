@@ -12,7 +12,7 @@ use coe::domain::{EmailAddress, Role, TokenName};
 use diesel::prelude::*;
 use serde_json::{json, Value};
 
-use crate::helpers::{json, spawn_app_with, TestApp};
+use crate::helpers::{json, spawn_app_with, Replica, TestApp};
 
 /// Where links in test emails point; the tests map it back to the app's address.
 const PUBLIC_URL: &str = "https://coe.example.test";
@@ -978,16 +978,6 @@ async fn the_weekly_inspection_digest_goes_to_its_subscribers_on_its_day() {
     }
 }
 
-/// A `coe serve` process, stopped on drop.
-struct Replica(Child);
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test]
 async fn three_replicas_sweeping_at_once_send_each_email_once() {
     let w = World::new().await;
@@ -1008,22 +998,20 @@ async fn three_replicas_sweeping_at_once_send_each_email_once() {
     // owner and reviewer (the owners have no manager).
     let expected = 1 + 12 + 2;
     let dir = tempfile::tempdir().expect("dir");
+    let smtp_url = smtp.url();
     let replicas: Vec<Replica> = (0..3)
         .map(|_| {
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_coe"));
-            cmd.args(["serve", "--listen", "127.0.0.1:0"])
-                .env_clear()
-                .current_dir(dir.path())
-                .env("COE_DATABASE_URL", w.database_url())
-                .env("COE_SMTP_URL", smtp.url())
-                .env("COE_PUBLIC_URL", PUBLIC_URL)
-                .env("COE_REMINDERS_SEND_HOUR", "0")
-                .env("COE_REMINDERS_INTERVAL_SECS", "1")
-                .env("COE_REMINDERS_DELIVERY_INTERVAL_SECS", "1")
-                .env("COE_LOG_LEVEL", "warn")
-                .stdout(Stdio::null())
-                .stderr(Stdio::inherit());
-            Replica(cmd.spawn().expect("coe serve starts"))
+            Replica::start(
+                dir.path(),
+                &w.database_url(),
+                &[
+                    ("COE_SMTP_URL", &smtp_url),
+                    ("COE_PUBLIC_URL", PUBLIC_URL),
+                    ("COE_REMINDERS_SEND_HOUR", "0"),
+                    ("COE_REMINDERS_INTERVAL_SECS", "1"),
+                    ("COE_REMINDERS_DELIVERY_INTERVAL_SECS", "1"),
+                ],
+            )
         })
         .collect();
     let messages = smtp.wait_for(expected).await;

@@ -317,3 +317,60 @@ fn postgres_urls_get_the_test_database_name() {
     );
     assert_eq!(with_database_name("postgres://h", "t3"), "postgres://h/t3");
 }
+
+/// A `coe serve` process on a test's database, listening on a free loopback port;
+/// stopped on drop.
+pub struct Replica {
+    child: std::process::Child,
+    pub address: String,
+}
+
+impl Replica {
+    /// Starts `coe serve` in `dir` on `database_url`, with only `env` added to the
+    /// `COE_` settings (the process starts with an empty environment).
+    pub fn start(dir: &std::path::Path, database_url: &str, env: &[(&str, &str)]) -> Replica {
+        // A free port: bound, read, let go (the server binds it again at once).
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_coe"))
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .env_clear()
+            .current_dir(dir)
+            .env("COE_DATABASE_URL", database_url)
+            .env("COE_LOG_LEVEL", "warn")
+            .envs(env.iter().copied())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("coe serve starts");
+        Replica {
+            child,
+            address: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    /// Waits until `/readyz` answers 200 (at most 10 s).
+    pub async fn wait_until_ready(&self, client: &reqwest::Client) {
+        for _ in 0..200 {
+            let ready = client
+                .get(format!("{}/readyz", self.address))
+                .send()
+                .await
+                .is_ok_and(|r| r.status() == 200);
+            if ready {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("the replica at {} did not become ready", self.address);
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -8,7 +8,7 @@ use coe::domain::Role;
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
-use crate::helpers::spawn_app;
+use crate::helpers::{spawn_app, Replica};
 
 const GROUPS: usize = 50;
 const EVENTS: usize = 20_000;
@@ -48,65 +48,15 @@ async fn three_replicas_share_a_storm_and_still_open_one_incident_per_group() {
     let app = spawn_app().await;
     let ingest = app.token("storm", Role::Ingest);
     let dir = tempfile::tempdir().expect("dir");
-    let replicas: Vec<Replica> = (0..2).map(|_| Replica::start(&app, dir.path())).collect();
+    let replicas: Vec<Replica> = (0..2)
+        .map(|_| Replica::start(dir.path(), app.database_url(), &[]))
+        .collect();
     let mut urls = vec![app.url("/api/v1/events")];
     for replica in &replicas {
         replica.wait_until_ready(&app.client).await;
         urls.push(format!("{}/api/v1/events", replica.address));
     }
     storm(&app, &urls, &ingest).await;
-}
-
-/// A `coe serve` process on the test's database, stopped on drop.
-struct Replica {
-    child: std::process::Child,
-    address: String,
-}
-
-impl Replica {
-    fn start(app: &crate::helpers::TestApp, dir: &std::path::Path) -> Replica {
-        // A free port: bound, read, let go (the server binds it again at once).
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_coe"))
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .env_clear()
-            .current_dir(dir)
-            .env("COE_DATABASE_URL", app.database_url())
-            .env("COE_LOG_LEVEL", "warn")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::inherit())
-            .spawn()
-            .expect("coe serve starts");
-        Replica {
-            child,
-            address: format!("http://127.0.0.1:{port}"),
-        }
-    }
-
-    async fn wait_until_ready(&self, client: &reqwest::Client) {
-        for _ in 0..200 {
-            let ready = client
-                .get(format!("{}/readyz", self.address))
-                .send()
-                .await
-                .is_ok_and(|r| r.status() == 200);
-            if ready {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        panic!("the replica at {} did not become ready", self.address);
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Sends the storm (every tenth delivery twice, as retrying senders do), delivery

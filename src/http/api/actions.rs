@@ -258,18 +258,12 @@ pub async fn list(
         let clock = state.settings.clock();
         // The exact total is counted once per change to actions or people (100,000
         // overdue of 1,000,000 take a count each), like the board's totals.
-        let key = format!(
-            "{filter:?}|{}",
-            crate::services::stats::generation(conn, clock.today())?
-        );
-        let total = match state.action_counts.get(&key) {
-            Some(total) => total,
-            None => {
-                let total = actions::count(conn, &filter, clock)?;
-                state.action_counts.insert(key, total);
-                total
-            }
-        };
+        let total =
+            state
+                .action_counts
+                .get(conn, clock.today(), &format!("{filter:?}"), |conn| {
+                    actions::count(conn, &filter, clock)
+                })?;
         let page = actions::page(conn, &filter, sort, limit, offset, clock)?;
         Ok((page, total))
     })

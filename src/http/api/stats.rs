@@ -14,15 +14,9 @@ use crate::services::stats::{self, ActionFigures, Stats};
 /// to actions or people (and at least every ten minutes), not per request.
 pub fn current(conn: &mut DbConnection, state: &AppState) -> Result<Stats, ApiError> {
     let clock = state.settings.clock();
-    let key = stats::generation(conn, clock.today())?;
-    let figures = match state.action_figures.get(&key) {
-        Some(figures) => figures,
-        None => {
-            let figures = Arc::new(stats::action_figures(conn, clock)?);
-            state.action_figures.insert(key, figures.clone());
-            figures
-        }
-    };
+    let figures = state.action_figures.get(conn, clock.today(), "", |conn| {
+        stats::action_figures(conn, clock).map(Arc::new)
+    })?;
     Ok(stats::with_action_figures(
         conn,
         clock,

@@ -18,7 +18,6 @@ use crate::http::session::SignedIn;
 use crate::http::state::{with_conn, AppState};
 use crate::services::actions::{ActionFilter, ActionSort};
 use crate::services::board::{self, Totals};
-use crate::services::stats;
 
 const PAGE: i64 = 100;
 
@@ -148,15 +147,12 @@ pub async fn board(
     let (totals, rows, total) = with_conn(&state, move |conn, state| {
         let clock = state.settings.clock();
         let soon_days = state.settings.reminders.due_soon_days;
-        let key = format!("{base:?}|{}", stats::generation(conn, clock.today())?);
-        let totals: Arc<Totals> = match state.board_totals.get(&key) {
-            Some(t) => t,
-            None => {
-                let t = Arc::new(board::totals(conn, &base, clock, soon_days)?);
-                state.board_totals.insert(key, t.clone());
-                t
-            }
-        };
+        let totals: Arc<Totals> =
+            state
+                .board_totals
+                .get(conn, clock.today(), &format!("{base:?}"), |conn| {
+                    board::totals(conn, &base, clock, soon_days).map(Arc::new)
+                })?;
         let today = clock.today();
         let window = if due_soon {
             ActionFilter {

@@ -272,18 +272,8 @@ pub fn patch(
         }
         if let Some(due) = patch.due_date {
             if due != row.due_date {
-                let reason = patch
-                    .reason
-                    .as_deref()
-                    .map(str::trim)
-                    .filter(|r| !r.is_empty())
+                let reason = clean_text("reason", patch.reason.as_deref(), MAX_NOTE_BYTES)?
                     .ok_or_else(|| invalid("reason", "is required to move the due date"))?;
-                if reason.len() > MAX_NOTE_BYTES {
-                    return Err(invalid(
-                        "reason",
-                        format!("must be at most {MAX_NOTE_BYTES} bytes"),
-                    ));
-                }
                 check_new_due_date(due, clock.now, clock.tz).map_err(|p| invalid("due_date", p))?;
                 diesel::insert_into(due_date_changes::table)
                     .values(DueDateChangeRow {
@@ -291,7 +281,7 @@ pub fn patch(
                         action_id: id.to_owned(),
                         from_date: row.due_date,
                         to_date: due,
-                        reason: reason.to_owned(),
+                        reason,
                         changed_by: actor.to_owned(),
                         changed_at: now,
                     })
@@ -338,11 +328,7 @@ pub fn transition(
         let actor = who.actor;
         let from: ActionState = types::read("corrective_actions.state", &row.state)?;
         let to = action::transition(from, verb)?;
-        let note = input
-            .note
-            .as_deref()
-            .map(str::trim)
-            .filter(|n| !n.is_empty());
+        let note = clean_text("note", input.note.as_deref(), MAX_NOTE_BYTES)?;
         if verb.needs_note() && note.is_none() {
             let what = match verb {
                 Transition::Complete => "a resolution note is required to complete an action",
@@ -351,21 +337,15 @@ pub fn transition(
             };
             return Err(invalid("note", what));
         }
-        if note.is_some_and(|n| n.len() > MAX_NOTE_BYTES) {
-            return Err(invalid(
-                "note",
-                format!("must be at most {MAX_NOTE_BYTES} bytes"),
-            ));
-        }
         let now = db::now();
         match verb {
             Transition::Complete => {
-                row.resolution_note = note.map(str::to_owned);
+                row.resolution_note = note.clone();
                 row.evidence_url = web_url("evidence_url", input.evidence_url.as_deref())?;
                 row.closed_at = Some(now);
             }
             Transition::WontDo => {
-                row.wont_do_reason = note.map(str::to_owned);
+                row.wont_do_reason = note.clone();
                 row.closed_at = Some(now);
             }
             Transition::Reopen => {

@@ -42,16 +42,9 @@ pub fn add_related(
         let actor = who.actor;
         let kind =
             RelatedKind::from_input(&input.kind).map_err(|p| CoeError::invalid("kind", p))?;
-        if let Some(title) = &input.title {
-            crate::domain::coe::check_title(title)
-                .or_else(|p| {
-                    if title.trim().is_empty() {
-                        Ok("")
-                    } else {
-                        Err(p)
-                    }
-                })
-                .map_err(|p| CoeError::invalid("title", p))?;
+        // A blank title counts as none; any other is held to a title's length.
+        if let Some(title) = input.title.as_deref().filter(|t| !t.trim().is_empty()) {
+            crate::domain::coe::check_title(title).map_err(|p| CoeError::invalid("title", p))?;
         }
         let (url, related) = if kind == RelatedKind::Coe {
             let other = input

@@ -196,7 +196,8 @@ pub(crate) fn store(
                 row.id
             }
         };
-        let (incident_id, coe_required) = file_into_incident(conn, &mut pending, event, policy)?;
+        let filed = file_into_incident(conn, &mut pending, event, policy)?;
+        let incident_id = filed.id;
         let row = FailureEventRow {
             id: db::new_id(),
             delivery_id,
@@ -229,7 +230,7 @@ pub(crate) fn store(
         let coe = match pending.coes.get(&incident_id) {
             Some(coe) => coe.clone(),
             // An incident this delivery makes has no COE yet.
-            None if !pending.incidents[&incident_id].stored => None,
+            None if !filed.stored => None,
             None => {
                 let coe = coes::coe_of_incident(conn, &incident_id)?;
                 pending.coes.insert(incident_id.clone(), coe.clone());
@@ -238,9 +239,9 @@ pub(crate) fn store(
         };
         match coe {
             // The draft opens with every event of the incident stored so far.
-            None if coe_required => {
+            None if filed.coe_required => {
                 pending.flush(conn)?;
-                let incident = pending.incidents[&incident_id].row.clone();
+                let incident = pending.incident(&incident_id)?.clone();
                 if let Some(id) = coes::open_draft_for_incident(conn, &incident, ctx, now)? {
                     pending.coes.insert(incident_id, Some((id, true)));
                 }
@@ -329,6 +330,15 @@ impl Pending {
         }
     }
 
+    /// An incident this delivery touched.
+    fn incident(&self, id: &str) -> QueryResult<&IncidentRow> {
+        // Every id asked for was filed by this delivery; a miss is a fault of ours.
+        self.incidents
+            .get(id)
+            .map(|touched| &touched.row)
+            .ok_or(diesel::result::Error::NotFound)
+    }
+
     /// Writes everything pending: incidents, alert states, events, then what the
     /// events add to their COEs (timeline entries refer to the events).
     fn flush(&mut self, conn: &mut DbConnection) -> QueryResult<()> {
@@ -363,7 +373,7 @@ impl Pending {
         }
         self.events.clear();
         for (coe_id, incident_id) in std::mem::take(&mut self.drafts) {
-            coes::follow_incident(conn, &coe_id, &self.incidents[&incident_id].row)?;
+            coes::follow_incident(conn, &coe_id, self.incident(&incident_id)?)?;
         }
         Ok(())
     }
@@ -399,43 +409,54 @@ impl Pending {
     }
 }
 
-/// Finds or makes the incident for `event` and updates it (in `pending`). Returns
-/// its id and whether it needs a COE.
+/// The incident an event was filed into.
+struct Filed {
+    id: String,
+    /// Whether the incident needs a COE.
+    coe_required: bool,
+    /// Whether the incident is in the database already (a new one is written by
+    /// `flush`): only then can it have a COE.
+    stored: bool,
+}
+
+/// Finds or makes the incident for `event` and updates it (in `pending`).
 fn file_into_incident(
     conn: &mut DbConnection,
     pending: &mut Pending,
     event: &FailureEvent,
     policy: &IncidentPolicy,
-) -> Result<(String, bool), diesel::result::Error> {
+) -> Result<Filed, diesel::result::Error> {
     let now = pending.now;
     let hash = group_hash(&event.group_key);
+    // The group's open incident, if this delivery touched it already; taken out of
+    // `pending` while this event changes it, and put back below.
     let cached_open = pending
         .current
         .get(&hash)
-        .filter(|id| pending.incidents[*id].row.state == IncidentState::Open.as_str())
-        .cloned();
-    let id = match cached_open {
-        // The group's open incident, touched earlier in this delivery.
-        Some(id) => id,
+        .filter(|id| {
+            pending
+                .incidents
+                .get(*id)
+                .is_some_and(|t| t.row.state == IncidentState::Open.as_str())
+        })
+        .and_then(|id| pending.incidents.remove(id));
+    let mut touched = match cached_open {
+        Some(touched) => touched,
         None => {
             if pending.current.contains_key(&hash) {
                 // Resolved earlier in this delivery: ask the database as it will be.
                 pending.flush(conn)?;
             }
             let touched = place_in_group(conn, event, &hash, policy, now)?;
-            let id = touched.row.id.clone();
-            pending.current.insert(hash, id.clone());
-            pending.incidents.insert(id.clone(), touched);
-            id
+            pending.current.insert(hash, touched.row.id.clone());
+            touched
         }
     };
-    pending
-        .alerts
-        .entry(id.clone())
-        .or_default()
-        .insert(event.dedup_key.clone(), event.status);
+    let id = touched.row.id.clone();
+    let alerts = pending.alerts.entry(id.clone()).or_default();
+    alerts.insert(event.dedup_key.clone(), event.status);
+    let firing_here = alerts.values().any(|s| *s == EventStatus::Firing);
 
-    let touched = pending.incidents.get_mut(&id).expect("touched above");
     touched.changed = true;
     let incident = &mut touched.row;
     let current = types::severity("incidents.severity", incident.severity)?;
@@ -455,17 +476,13 @@ fn file_into_incident(
     if incident.coe_required_at.is_none() && policy.needs_coe(severity) {
         incident.coe_required_at = Some(now);
     }
-    let coe_required = incident.coe_required_at.is_some();
     // An incident resolves when every alert in it has resolved. Asked only on a
     // resolution, and as "is any still firing" (one row), not a count: an incident of
-    // a storm holds tens of thousands of alerts.
+    // a storm holds tens of thousands of alerts. A new incident's alerts are all in
+    // `pending`; a stored one's are asked of the database once this one's are written.
     if event.status == EventStatus::Resolved && incident.state == IncidentState::Open.as_str() {
-        let stored = touched.stored;
-        let firing_here = pending.alerts[&id]
-            .values()
-            .any(|s| *s == EventStatus::Firing);
         let still_firing = firing_here
-            || (stored && {
+            || (touched.stored && {
                 pending.flush_alerts(conn, &id)?;
                 incident_alerts::table
                     .filter(incident_alerts::incident_id.eq(&id))
@@ -476,12 +493,18 @@ fn file_into_incident(
                     .is_some()
             });
         if !still_firing {
-            let incident = &mut pending.incidents.get_mut(&id).expect("touched above").row;
+            let incident = &mut touched.row;
             incident.state = IncidentState::Resolved.as_str().to_owned();
             incident.resolved_at = Some(event.ended_at.unwrap_or(now));
         }
     }
-    Ok((id, coe_required))
+    let filed = Filed {
+        id: id.clone(),
+        coe_required: touched.row.coe_required_at.is_some(),
+        stored: touched.stored,
+    };
+    pending.incidents.insert(id, touched);
+    Ok(filed)
 }
 
 /// The incident an event of a group goes to when the group has no open incident
