@@ -409,3 +409,96 @@ async fn a_delivery_that_fails_in_a_shared_commit_rolls_back_alone() {
         "{metrics}"
     );
 }
+
+/// Deliveries that arrive together are written as one batch: a delivery sent again
+/// inside that batch (the same `X-Webhook-Id`), or an occurrence repeated by other
+/// deliveries of it, is stored once, and every copy is answered with the stored ids.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn copies_of_a_delivery_inside_one_batch_are_stored_once() {
+    let app = spawn_app().await;
+    let ingest = app.token("copies", Role::Ingest);
+    let reader = app.token("reader", Role::Member);
+    let mut sent = JoinSet::new();
+    for n in 0..60 {
+        let (client, url, token) = (
+            app.client.clone(),
+            app.url("/api/v1/events"),
+            ingest.clone(),
+        );
+        sent.spawn(async move {
+            // Every third: the same keyed delivery of two events; every third: an
+            // unkeyed delivery repeating one occurrence; the rest: new alerts.
+            let (key, body) = match n % 3 {
+                0 => (
+                    Some("copy-1"),
+                    json!([
+                        {"dedup_key": "copied-a", "group_key": "copies", "title": "A",
+                         "started_at": "2026-11-29T10:00:00Z"},
+                        {"dedup_key": "copied-b", "group_key": "copies", "title": "B",
+                         "started_at": "2026-11-29T10:00:00Z"}
+                    ]),
+                ),
+                1 => (
+                    None,
+                    json!({"dedup_key": "repeated", "group_key": "copies", "title": "R",
+                           "started_at": "2026-11-29T10:00:00Z"}),
+                ),
+                _ => (
+                    None,
+                    json!({"dedup_key": format!("single-{n}"), "group_key": format!("g-{n}"),
+                           "title": "S", "started_at": "2026-11-29T10:00:00Z"}),
+                ),
+            };
+            let mut req = client.post(url).bearer_auth(token).json(&body);
+            if let Some(key) = key {
+                req = req.header("x-webhook-id", key);
+            }
+            let res = req.send().await.expect("sent");
+            let status = res.status().as_u16();
+            (n, status, res.json::<Value>().await.expect("json"))
+        });
+    }
+    let mut copies = Vec::new();
+    let mut repeats = Vec::new();
+    while let Some(answer) = sent.join_next().await {
+        let (n, status, body) = answer.expect("joined");
+        assert!(status == 200 || status == 202, "{n}: {status} {body}");
+        match n % 3 {
+            0 => copies.push(body),
+            1 => repeats.push(body),
+            _ => assert_eq!(body["duplicate"], false, "{body}"),
+        }
+    }
+    let ids = |bodies: &[Value]| -> HashSet<String> {
+        bodies
+            .iter()
+            .flat_map(|b| b["events"].as_array().expect("events").clone())
+            .map(|e| e["id"].as_str().expect("id").to_owned())
+            .collect()
+    };
+    assert_eq!(
+        ids(&copies).len(),
+        2,
+        "the keyed delivery's two events, once"
+    );
+    let deliveries: HashSet<&str> = copies
+        .iter()
+        .map(|b| b["delivery_id"].as_str().expect("delivery id"))
+        .collect();
+    assert_eq!(deliveries.len(), 1, "one delivery stored: {deliveries:?}");
+    assert_eq!(
+        copies.iter().filter(|b| b["duplicate"] == false).count(),
+        1,
+        "the first copy stored, the others answered as copies"
+    );
+    assert_eq!(ids(&repeats).len(), 1, "the repeated occurrence, once");
+    let incidents = app.get_json("/api/v1/incidents?limit=100", &reader).await;
+    assert_eq!(incidents["total"], 21, "{incidents}");
+    let copied = incidents["incidents"]
+        .as_array()
+        .expect("incidents")
+        .iter()
+        .find(|i| i["group_key"] == "copies")
+        .expect("the copies' incident");
+    assert_eq!(copied["event_count"], 3, "{copied}");
+}

@@ -108,70 +108,164 @@ fn entry_for(conn: &mut DbConnection, coe_id: &str, key: &str) -> QueryResult<Op
         .optional()
 }
 
-/// Counts one newly filed event in its alert's entry, creating the entry (or, past
-/// the limit of distinct alerts, counting it under "Other alerts").
-pub(super) fn file_one(
+/// The events of one alert key to count in its entry.
+struct AlertEvents<'e> {
+    key: String,
+    name: String,
+    /// The entry as stored; `None`: a new entry.
+    entry: Option<TimelineRow>,
+    /// The events with their sources, in the order they arrived.
+    events: Vec<(EventFacts, &'e str)>,
+}
+
+/// Counts newly filed events of a COE's incident in their alerts' entries, creating
+/// an entry for an alert not seen before (or, past the limit of distinct alerts,
+/// counting it under "Other alerts"). The events of one alert are tallied together
+/// and its entry written once: a storm adds thousands of events to a few entries.
+pub(super) fn file_new(
     conn: &mut DbConnection,
     coe_id: &str,
-    event: &FailureEventRow,
+    events: &[&FailureEventRow],
     now: NaiveDateTime,
 ) -> QueryResult<()> {
-    let facts = facts(event);
-    let mut key = timeline::alert_key(&facts.kind, &facts.name);
-    let mut name = facts.name.clone();
-    let mut existing = entry_for(conn, coe_id, &key)?;
-    if existing.is_none() {
-        let distinct: i64 = timeline_entries::table
-            .filter(timeline_entries::coe_id.eq(coe_id))
-            .filter(timeline_entries::alert_key.is_not_null())
-            .filter(timeline_entries::alert_name.ne(timeline::OTHER_ALERTS))
-            .count()
-            .get_result(conn)?;
-        if distinct >= timeline::MAX_ALERT_ENTRIES {
-            key = timeline::other_alerts_key(&facts.kind);
-            name = timeline::OTHER_ALERTS.to_owned();
-            existing = entry_for(conn, coe_id, &key)?;
+    let mut by_key: Vec<(String, Vec<(EventFacts, &str)>)> = Vec::new();
+    for event in events {
+        let facts = facts(event);
+        let key = timeline::alert_key(&facts.kind, &facts.name);
+        match by_key.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, group)) => group.push((facts, &event.source)),
+            None => by_key.push((key, vec![(facts, &event.source)])),
         }
     }
-    let Some(entry) = existing else {
-        let tally = Tally {
-            kind: facts.kind.clone(),
-            name,
-            first_title: facts.title.clone(),
-            occurrences: 1,
-            hosts: 1,
-            first: facts.at,
-            last: facts.at,
+    // Distinct alerts with an entry, counted when a new alert first needs it.
+    let mut distinct: Option<i64> = None;
+    let mut writes: Vec<AlertEvents<'_>> = Vec::new();
+    for (key, group) in by_key {
+        let (kind, name) = (group[0].0.kind.clone(), group[0].0.name.clone());
+        let entry = entry_for(conn, coe_id, &key)?;
+        let (key, name, entry) = if entry.is_some() {
+            (key, name, entry)
+        } else {
+            let n = match distinct {
+                Some(n) => n,
+                None => timeline_entries::table
+                    .filter(timeline_entries::coe_id.eq(coe_id))
+                    .filter(timeline_entries::alert_key.is_not_null())
+                    .filter(timeline_entries::alert_name.ne(timeline::OTHER_ALERTS))
+                    .count()
+                    .get_result(conn)?,
+            };
+            if n >= timeline::MAX_ALERT_ENTRIES {
+                distinct = Some(n);
+                let other = timeline::other_alerts_key(&kind);
+                let entry = if writes.iter().any(|w| w.key == other) {
+                    None // counted into the write already planned for it
+                } else {
+                    entry_for(conn, coe_id, &other)?
+                };
+                (other, timeline::OTHER_ALERTS.to_owned(), entry)
+            } else {
+                distinct = Some(n + 1);
+                (key, name, None)
+            }
         };
-        let row = row(coe_id, key, &facts, &event.source, &tally, now);
+        match writes.iter_mut().find(|w| w.key == key) {
+            Some(write) => write.events.extend(group),
+            None => writes.push(AlertEvents {
+                key,
+                name,
+                entry,
+                events: group,
+            }),
+        }
+    }
+    for write in writes {
+        write_entry(conn, coe_id, write, now)?;
+    }
+    Ok(())
+}
+
+/// Writes one alert's entry with `write`'s events counted in it.
+fn write_entry(
+    conn: &mut DbConnection,
+    coe_id: &str,
+    write: AlertEvents<'_>,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    let AlertEvents {
+        key,
+        name,
+        entry,
+        events,
+    } = write;
+    let (first, source) = &events[0];
+    let mut hosts: Vec<&str> = Vec::new();
+    for (facts, _) in &events {
+        if !hosts.contains(&facts.host.as_str()) {
+            hosts.push(&facts.host);
+        }
+    }
+    let at = |pick: fn(NaiveDateTime, NaiveDateTime) -> NaiveDateTime| {
+        events
+            .iter()
+            .map(|(f, _)| f.at)
+            .reduce(pick)
+            .unwrap_or(first.at)
+    };
+    let (earliest, latest) = (at(NaiveDateTime::min), at(NaiveDateTime::max));
+    let occurrences = i64::try_from(events.len()).unwrap_or(i64::MAX);
+    let Some(entry) = entry else {
+        let tally = Tally {
+            kind: first.kind.clone(),
+            name,
+            first_title: first.title.clone(),
+            occurrences,
+            hosts: i64::try_from(hosts.len()).unwrap_or(i64::MAX),
+            first: earliest,
+            last: latest,
+        };
+        let row = row(coe_id, key, first, source, &tally, now);
         diesel::insert_into(timeline_entries::table)
             .values(&row)
             .execute(conn)?;
-        diesel::insert_into(timeline_hosts::table)
-            .values((
-                timeline_hosts::entry_id.eq(&row.id),
-                timeline_hosts::host.eq(&facts.host),
-            ))
-            .execute(conn)?;
+        let hosts: Vec<_> = hosts
+            .into_iter()
+            .map(|host| {
+                (
+                    timeline_hosts::entry_id.eq(&row.id),
+                    timeline_hosts::host.eq(host),
+                )
+            })
+            .collect();
+        match hosts.as_slice() {
+            // One row: a statement the connection keeps prepared (many are not).
+            [one] => diesel::insert_into(timeline_hosts::table)
+                .values(*one)
+                .execute(conn)?,
+            _ => crate::insert_rows!(&mut *conn, timeline_hosts::table, &hosts)?,
+        };
         return Ok(());
     };
-    let new_host = crate::insert_or_ignore!(
-        conn,
-        diesel::insert_into(timeline_hosts::table).values((
-            timeline_hosts::entry_id.eq(&entry.id),
-            timeline_hosts::host.eq(&facts.host),
-        )),
-        (timeline_hosts::entry_id, timeline_hosts::host)
-    )?;
+    let mut new_hosts = 0;
+    for host in hosts {
+        new_hosts += crate::insert_or_ignore!(
+            &mut *conn,
+            diesel::insert_into(timeline_hosts::table).values((
+                timeline_hosts::entry_id.eq(&entry.id),
+                timeline_hosts::host.eq(host),
+            )),
+            (timeline_hosts::entry_id, timeline_hosts::host)
+        )?;
+    }
     let tally = Tally {
         kind: entry.kind.clone(),
         name: entry.alert_name.clone().unwrap_or(name),
         // Two events or more: the text counts them and names no single title.
-        first_title: facts.title.clone(),
-        occurrences: i64::from(entry.occurrences) + 1,
-        hosts: i64::from(entry.hosts) + i64::try_from(new_host).unwrap_or(0),
-        first: entry.at.min(facts.at),
-        last: entry.last_at.unwrap_or(entry.at).max(facts.at),
+        first_title: first.title.clone(),
+        occurrences: i64::from(entry.occurrences) + occurrences,
+        hosts: i64::from(entry.hosts) + i64::try_from(new_hosts).unwrap_or(0),
+        first: entry.at.min(earliest),
+        last: entry.last_at.unwrap_or(entry.at).max(latest),
     };
     diesel::update(timeline_entries::table.find(&entry.id))
         .set((

@@ -218,16 +218,17 @@ pub fn coe_of_incident(
     .transpose()
 }
 
-/// Adds a stored event of an incident to its COE's timeline (`coe_id`: the
-/// incident's COE). The search index is not refreshed for each event (that would
-/// cost a rebuild per event in an alert storm); the next edit refreshes it.
-pub fn record_event(
+/// Adds stored events of an incident to its COE's timeline (`coe_id`: the
+/// incident's COE), each alert's events counted in its entry at once. The search
+/// index is not refreshed for them (that would cost a rebuild per delivery in an
+/// alert storm); the next edit refreshes it.
+pub fn record_events(
     conn: &mut DbConnection,
     coe_id: &str,
-    event: &FailureEventRow,
+    events: &[&FailureEventRow],
     now: NaiveDateTime,
 ) -> QueryResult<()> {
-    alert_entries::file_one(conn, coe_id, event, now)
+    alert_entries::file_new(conn, coe_id, events, now)
 }
 
 /// Brings a draft up to date with its incident as stored: the worst severity seen,

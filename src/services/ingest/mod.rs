@@ -5,7 +5,7 @@
 
 pub mod writer;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -97,46 +97,155 @@ pub fn ingest(
 }
 
 /// What `ingest` does once the delivery's keys are locked: the caller holds them
-/// (the group-commit writer locks a whole batch's at once) and the transaction.
+/// and the transaction.
 pub(crate) fn store(
     conn: &mut DbConnection,
     delivery: Delivery<'_>,
     events: &[FailureEvent],
     ctx: &coes::Context<'_>,
 ) -> Result<IngestOutcome, diesel::result::Error> {
+    store_all(conn, &[(delivery, events)], ctx)?
+        .pop()
+        .ok_or(diesel::result::Error::NotFound)
+}
+
+/// Stores deliveries that arrived together (the group-commit writer's batch), in
+/// order, as `store` would one after the other, but written together: their
+/// occurrences and groups looked up at once, then incidents, alert states,
+/// deliveries and events each in a few statements, and each COE's timeline once.
+/// One failing statement fails them all; the writer then stores them one by one,
+/// each in a savepoint of its own.
+pub(crate) fn store_all(
+    conn: &mut DbConnection,
+    deliveries: &[(Delivery<'_>, &[FailureEvent])],
+    ctx: &coes::Context<'_>,
+) -> Result<Vec<IngestOutcome>, diesel::result::Error> {
     let policy = &ctx.settings.incident_policy();
-    if let Some(key) = delivery.key {
-        let earlier: Option<String> = webhook_deliveries::table
-            .filter(webhook_deliveries::source.eq(delivery.source))
-            .filter(webhook_deliveries::delivery_key.eq(key))
-            .select(webhook_deliveries::id)
-            .first(conn)
-            .optional()?;
-        if let Some(delivery_id) = earlier {
-            let stored: Vec<(String, String)> = failure_events::table
-                .filter(failure_events::delivery_id.eq(&delivery_id))
-                .order(failure_events::id.asc())
-                .select((failure_events::id, failure_events::incident_id))
-                .load(conn)?;
-            return Ok(IngestOutcome {
-                delivery_id: Some(delivery_id),
-                duplicate: true,
-                events: stored
-                    .into_iter()
-                    .map(|(id, incident_id)| StoredEvent {
-                        id,
-                        incident_id,
-                        duplicate: true,
-                    })
-                    .collect(),
-            });
-        }
+    let mut pending = Pending::new(db::now());
+    // A delivery its sender sent before is answered as it was; nothing is written.
+    let mut again: Vec<Option<IngestOutcome>> = Vec::with_capacity(deliveries.len());
+    for (delivery, _) in deliveries {
+        again.push(match delivery.key {
+            Some(key) => stored_delivery(conn, delivery.source, key)?,
+            None => None,
+        });
     }
-    let now = db::now();
-    // Every event's occurrence looked up at once (the same occurrence twice in one
-    // delivery: the second is a duplicate of the first).
-    let hashes: Vec<String> = events.iter().map(occurrence_hash).collect();
-    let mut seen: HashMap<String, (String, String)> = HashMap::new();
+    // Every event's occurrence looked up at once (the same occurrence twice: the
+    // second is a duplicate of the first).
+    let hashes: Vec<Vec<String>> = deliveries
+        .iter()
+        .map(|(_, events)| events.iter().map(occurrence_hash).collect())
+        .collect();
+    let asked: Vec<&String> = hashes
+        .iter()
+        .zip(&again)
+        .filter(|(_, again)| again.is_none())
+        .flat_map(|(hashes, _)| hashes)
+        .collect();
+    let mut seen = occurrences(conn, &asked)?;
+    // The groups of the new events, asked at once.
+    let mut groups: Vec<String> = deliveries
+        .iter()
+        .zip(&hashes)
+        .zip(&again)
+        .filter(|(_, again)| again.is_none())
+        .flat_map(|(((_, events), hashes), _)| events.iter().zip(hashes))
+        .filter(|(_, hash)| !seen.contains_key(*hash))
+        .map(|(event, _)| group_hash(&event.group_key))
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    pending.look_up_groups(conn, &groups)?;
+
+    let mut outcomes: Vec<IngestOutcome> = Vec::with_capacity(deliveries.len());
+    // Keyed deliveries of this batch: (source, key) → their outcome.
+    let mut keyed: HashMap<(&str, &str), usize> = HashMap::new();
+    for (((delivery, events), hashes), again) in deliveries.iter().zip(&hashes).zip(again) {
+        let earlier = delivery
+            .key
+            .and_then(|key| keyed.get(&(delivery.source, key)))
+            .map(|&n| &outcomes[n])
+            .filter(|outcome| outcome.delivery_id.is_some());
+        let outcome = match (again, earlier) {
+            (Some(outcome), _) => outcome,
+            (None, Some(earlier)) => sent_again(earlier),
+            (None, None) => store_one(
+                conn,
+                &mut pending,
+                *delivery,
+                events,
+                hashes,
+                &mut seen,
+                policy,
+                ctx,
+            )?,
+        };
+        if let Some(key) = delivery.key {
+            keyed.insert((delivery.source, key), outcomes.len());
+        }
+        outcomes.push(outcome);
+    }
+    pending.flush(conn)?;
+    Ok(outcomes)
+}
+
+/// The answer to a delivery whose sender sent it before (its key stored), if so.
+fn stored_delivery(
+    conn: &mut DbConnection,
+    source: &str,
+    key: &str,
+) -> QueryResult<Option<IngestOutcome>> {
+    let earlier: Option<String> = webhook_deliveries::table
+        .filter(webhook_deliveries::source.eq(source))
+        .filter(webhook_deliveries::delivery_key.eq(key))
+        .select(webhook_deliveries::id)
+        .first(conn)
+        .optional()?;
+    let Some(delivery_id) = earlier else {
+        return Ok(None);
+    };
+    let stored: Vec<(String, String)> = failure_events::table
+        .filter(failure_events::delivery_id.eq(&delivery_id))
+        .order(failure_events::id.asc())
+        .select((failure_events::id, failure_events::incident_id))
+        .load(conn)?;
+    Ok(Some(IngestOutcome {
+        delivery_id: Some(delivery_id),
+        duplicate: true,
+        events: stored
+            .into_iter()
+            .map(|(id, incident_id)| StoredEvent {
+                id,
+                incident_id,
+                duplicate: true,
+            })
+            .collect(),
+    }))
+}
+
+/// The answer to a delivery sent again within one batch.
+fn sent_again(earlier: &IngestOutcome) -> IngestOutcome {
+    IngestOutcome {
+        delivery_id: earlier.delivery_id.clone(),
+        duplicate: true,
+        events: earlier
+            .events
+            .iter()
+            .map(|event| StoredEvent {
+                duplicate: true,
+                ..event.clone()
+            })
+            .collect(),
+    }
+}
+
+/// The stored events of the occurrences `hashes`: occurrence hash → (event id,
+/// incident id).
+fn occurrences(
+    conn: &mut DbConnection,
+    hashes: &[&String],
+) -> QueryResult<HashMap<String, (String, String)>> {
+    let mut seen = HashMap::new();
     for chunk in hashes.chunks(LOOKUP_CHUNK) {
         let select = (
             failure_events::occurrence_hash,
@@ -160,8 +269,23 @@ pub(crate) fn store(
                 .map(|(hash, id, incident)| (hash, (id, incident))),
         );
     }
+    Ok(seen)
+}
+
+/// Files one delivery's events (their occurrence hashes `hashes`) into `pending`.
+#[allow(clippy::too_many_arguments)]
+fn store_one(
+    conn: &mut DbConnection,
+    pending: &mut Pending,
+    delivery: Delivery<'_>,
+    events: &[FailureEvent],
+    hashes: &[String],
+    seen: &mut HashMap<String, (String, String)>,
+    policy: &IncidentPolicy,
+    ctx: &coes::Context<'_>,
+) -> Result<IngestOutcome, diesel::result::Error> {
+    let now = pending.now;
     let mut delivery_id: Option<String> = None;
-    let mut pending = Pending::new(now);
     let mut outcome: Vec<Option<StoredEvent>> = vec![None; events.len()];
     // Firing alerts first: a delivery that reports some alerts of a group resolved
     // and others firing describes one ongoing incident, not a closed one and a new one.
@@ -181,22 +305,20 @@ pub(crate) fn store(
         let delivery_id = match &delivery_id {
             Some(id) => id.clone(),
             None => {
-                let row = DeliveryRow {
-                    id: db::new_id(),
+                let id = db::new_id();
+                pending.deliveries.push(DeliveryRow {
+                    id: id.clone(),
                     source: delivery.source.to_owned(),
                     delivery_key: delivery.key.map(str::to_owned),
                     content_type: delivery.content_type.map(str::to_owned),
                     body: String::from_utf8_lossy(delivery.body).replace('\0', "\u{fffd}"),
                     received_at: now,
-                };
-                diesel::insert_into(webhook_deliveries::table)
-                    .values(&row)
-                    .execute(conn)?;
-                delivery_id = Some(row.id.clone());
-                row.id
+                });
+                delivery_id = Some(id.clone());
+                id
             }
         };
-        let filed = file_into_incident(conn, &mut pending, event, policy)?;
+        let filed = file_into_incident(conn, pending, event, policy)?;
         let incident_id = filed.id;
         let row = FailureEventRow {
             id: db::new_id(),
@@ -257,7 +379,6 @@ pub(crate) fn store(
             }
         }
     }
-    pending.flush(conn)?;
     Ok(IngestOutcome {
         duplicate: delivery_id.is_none(),
         delivery_id,
@@ -296,11 +417,23 @@ struct Touched {
     changed: bool,
 }
 
-/// What a delivery has changed and not yet written. `flush` writes it in a few
-/// statements: an incident touched by a hundred events is written once, the events
-/// and alert states in multi-row statements.
+/// What a group's incidents were when the batch began, as far as filing needs.
+enum Known {
+    /// Its open incident.
+    Open(Box<IncidentRow>),
+    /// The group has no incident at all.
+    Empty,
+}
+
+/// What a batch of deliveries has changed and not yet written. `flush` writes it in
+/// a few statements: an incident touched by a hundred events is written once, the
+/// deliveries, events and alert states in multi-row statements.
 struct Pending {
     now: NaiveDateTime,
+    /// Groups looked up for the batch before it changed any, by group hash (a group
+    /// missing here, or filed into since, is asked of the database).
+    groups: HashMap<String, Known>,
+    deliveries: Vec<DeliveryRow>,
     /// Incidents touched, by id.
     incidents: HashMap<String, Touched>,
     /// The incident each group's events go to now, by group hash.
@@ -320,6 +453,8 @@ impl Pending {
     fn new(now: NaiveDateTime) -> Pending {
         Pending {
             now,
+            groups: HashMap::new(),
+            deliveries: Vec::new(),
             incidents: HashMap::new(),
             current: HashMap::new(),
             alerts: HashMap::new(),
@@ -339,21 +474,106 @@ impl Pending {
             .ok_or(diesel::result::Error::NotFound)
     }
 
-    /// Writes everything pending: incidents, alert states, events, then what the
-    /// events add to their COEs (timeline entries refer to the events).
+    /// Asks at once what the groups `hashes` (sorted) have: their open incidents,
+    /// and which have no incident at all.
+    fn look_up_groups(&mut self, conn: &mut DbConnection, hashes: &[String]) -> QueryResult<()> {
+        let open = incidents::state.eq(IncidentState::Open.as_str());
+        for chunk in hashes.chunks(LOOKUP_CHUNK) {
+            // One value: statements the connection keeps prepared (lists are not).
+            let (open, known): (Vec<IncidentRow>, Vec<String>) = match chunk {
+                [hash] => (
+                    incidents::table
+                        .filter(incidents::group_hash.eq(hash))
+                        .filter(open)
+                        .select(IncidentRow::as_select())
+                        .load(conn)?,
+                    incidents::table
+                        .filter(incidents::group_hash.eq(hash))
+                        .select(incidents::group_hash)
+                        .distinct()
+                        .load(conn)?,
+                ),
+                _ => (
+                    incidents::table
+                        .filter(incidents::group_hash.eq_any(chunk))
+                        .filter(open)
+                        .select(IncidentRow::as_select())
+                        .load(conn)?,
+                    incidents::table
+                        .filter(incidents::group_hash.eq_any(chunk))
+                        .select(incidents::group_hash)
+                        .distinct()
+                        .load(conn)?,
+                ),
+            };
+            let known: HashSet<String> = known.into_iter().collect();
+            for hash in chunk.iter().filter(|hash| !known.contains(*hash)) {
+                self.groups.insert(hash.clone(), Known::Empty);
+            }
+            for row in open {
+                self.groups
+                    .insert(row.group_hash.clone(), Known::Open(Box::new(row)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes everything pending: deliveries, incidents, alert states, events, then
+    /// what the events add to their COEs (timeline entries refer to the events).
     fn flush(&mut self, conn: &mut DbConnection) -> QueryResult<()> {
+        for chunk in self.deliveries.chunks(INSERT_CHUNK) {
+            match chunk {
+                // One row: a statement the connection keeps prepared (many are not).
+                [row] => diesel::insert_into(webhook_deliveries::table)
+                    .values(row)
+                    .execute(conn)?,
+                _ => crate::insert_rows!(&mut *conn, webhook_deliveries::table, chunk)?,
+            };
+        }
+        self.deliveries.clear();
+        let mut new: Vec<&IncidentRow> = Vec::new();
         for touched in self.incidents.values_mut().filter(|t| t.changed) {
+            touched.changed = false;
             if touched.stored {
                 diesel::update(incidents::table.find(&touched.row.id))
                     .set(&touched.row)
                     .execute(conn)?;
             } else {
-                diesel::insert_into(incidents::table)
-                    .values(&touched.row)
-                    .execute(conn)?;
                 touched.stored = true;
+                new.push(&touched.row);
             }
-            touched.changed = false;
+        }
+        match new.as_slice() {
+            [] => {}
+            [row] => {
+                diesel::insert_into(incidents::table)
+                    .values(*row)
+                    .execute(conn)?;
+            }
+            _ => {
+                for chunk in new.chunks(INSERT_CHUNK) {
+                    crate::insert_rows!(&mut *conn, incidents::table, chunk.to_vec())?;
+                }
+            }
+        }
+        // A new incident's alerts are new rows; a stored one's may be there already.
+        let new: HashSet<String> = new.into_iter().map(|row| row.id.clone()).collect();
+        let mut rows: Vec<IncidentAlertRow> = Vec::new();
+        for (incident_id, alerts) in self.alerts.iter_mut().filter(|(id, _)| new.contains(*id)) {
+            rows.extend(alerts.drain().map(|(dedup_key, status)| IncidentAlertRow {
+                incident_id: incident_id.clone(),
+                dedup_key,
+                status: status.as_str().to_owned(),
+                updated_at: self.now,
+            }));
+        }
+        for chunk in rows.chunks(INSERT_CHUNK) {
+            match chunk {
+                [row] => diesel::insert_into(incident_alerts::table)
+                    .values(row)
+                    .execute(conn)?,
+                _ => crate::insert_rows!(&mut *conn, incident_alerts::table, chunk)?,
+            };
         }
         let incident_ids: Vec<String> = self.alerts.keys().cloned().collect();
         for incident_id in incident_ids {
@@ -368,9 +588,19 @@ impl Pending {
                 _ => crate::insert_rows!(&mut *conn, failure_events::table, chunk)?,
             };
         }
+        // Each COE's new events counted in its timeline at once, in arrival order.
+        let mut timeline: Vec<(String, Vec<&FailureEventRow>)> = Vec::new();
         for (coe_id, event) in self.timeline.drain(..) {
-            coes::record_event(conn, &coe_id, &self.events[event], self.now)?;
+            let event = &self.events[event];
+            match timeline.iter_mut().find(|(id, _)| *id == coe_id) {
+                Some((_, events)) => events.push(event),
+                None => timeline.push((coe_id, vec![event])),
+            }
         }
+        for (coe_id, events) in &timeline {
+            coes::record_events(conn, coe_id, events, self.now)?;
+        }
+        drop(timeline);
         self.events.clear();
         for (coe_id, incident_id) in std::mem::take(&mut self.drafts) {
             coes::follow_incident(conn, &coe_id, self.incident(&incident_id)?)?;
@@ -443,11 +673,27 @@ fn file_into_incident(
     let mut touched = match cached_open {
         Some(touched) => touched,
         None => {
-            if pending.current.contains_key(&hash) {
-                // Resolved earlier in this delivery: ask the database as it will be.
+            let touched = if pending.current.contains_key(&hash) {
+                // Resolved earlier in this batch: ask the database as it will be.
                 pending.flush(conn)?;
-            }
-            let touched = place_in_group(conn, event, &hash, policy, now)?;
+                place_in_group(conn, event, &hash, policy, now)?
+            } else {
+                // As `place` decides: an open incident takes the event; a group
+                // without incidents gets a new one.
+                match pending.groups.remove(&hash) {
+                    Some(Known::Open(row)) => Touched {
+                        row: *row,
+                        stored: true,
+                        changed: true,
+                    },
+                    Some(Known::Empty) => Touched {
+                        row: new_incident(event, &hash, now),
+                        stored: false,
+                        changed: true,
+                    },
+                    None => place_in_group(conn, event, &hash, policy, now)?,
+                }
+            };
             pending.current.insert(hash, touched.row.id.clone());
             touched
         }
@@ -570,28 +816,7 @@ fn place_in_group(
             row.reopened_count += 1;
             (row, true)
         }
-        Placement::New => {
-            let row = IncidentRow {
-                id: db::new_id(),
-                group_key: event.group_key.clone(),
-                group_hash: hash.to_owned(),
-                source: event.source.clone(),
-                title: event.title.clone(),
-                service: event.service.clone(),
-                severity: event.severity.rank(),
-                state: IncidentState::Open.as_str().to_owned(),
-                started_at: event.started_at,
-                detected_at: now,
-                acknowledged_at: None,
-                resolved_at: None,
-                reopened_count: 0,
-                event_count: 0,
-                coe_required_at: None,
-                created_at: now,
-                updated_at: now,
-            };
-            (row, false)
-        }
+        Placement::New => (new_incident(event, hash, now), false),
     };
     Ok(Touched {
         row,
@@ -600,9 +825,299 @@ fn place_in_group(
     })
 }
 
+/// A new incident of `event`'s group (`hash`), not yet stored.
+fn new_incident(event: &FailureEvent, hash: &str, now: NaiveDateTime) -> IncidentRow {
+    IncidentRow {
+        id: db::new_id(),
+        group_key: event.group_key.clone(),
+        group_hash: hash.to_owned(),
+        source: event.source.clone(),
+        title: event.title.clone(),
+        service: event.service.clone(),
+        severity: event.severity.rank(),
+        state: IncidentState::Open.as_str().to_owned(),
+        started_at: event.started_at,
+        detected_at: now,
+        acknowledged_at: None,
+        resolved_at: None,
+        reopened_count: 0,
+        event_count: 0,
+        coe_required_at: None,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
 fn load(conn: &mut DbConnection, id: &str) -> Result<IncidentRow, diesel::result::Error> {
     incidents::table
         .find(id)
         .select(IncidentRow::as_select())
         .first(conn)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Settings;
+    use crate::db::schema::{coes as coe_rows, timeline_entries};
+    use crate::domain::template::Template;
+    use crate::domain::Severity;
+    use crate::email::EmailTemplates;
+    use chrono::NaiveDate;
+    use std::collections::BTreeMap;
+
+    fn database() -> (tempfile::TempDir, crate::db::DbPool) {
+        let dir = tempfile::tempdir().expect("dir");
+        let settings = crate::config::DatabaseSettings {
+            url: format!("sqlite://{}", dir.path().join("t.db").display()),
+            ..Default::default()
+        };
+        let pool = db::connect(&settings).expect("connect");
+        db::migrate(&mut pool.get().expect("conn")).expect("migrate");
+        (dir, pool)
+    }
+
+    fn at(minute: u32) -> NaiveDateTime {
+        NaiveDate::from_ymd_opt(2026, 11, 29)
+            .and_then(|d| d.and_hms_opt(10, minute, 0))
+            .expect("a time")
+    }
+
+    fn event(
+        alert: &str,
+        group: &str,
+        resolved: bool,
+        severity: Severity,
+        minute: u32,
+    ) -> FailureEvent {
+        let status = if resolved {
+            EventStatus::Resolved
+        } else {
+            EventStatus::Firing
+        };
+        FailureEvent {
+            source: "test".into(),
+            dedup_key: alert.into(),
+            group_key: group.into(),
+            occurrence_key: format!("{}@{minute}", status.as_str()),
+            kind: if resolved {
+                EventKind::Resolved
+            } else {
+                EventKind::Fired
+            },
+            status,
+            title: format!("{alert} is failing"),
+            service: Some("checkout".into()),
+            severity,
+            started_at: at(minute),
+            ended_at: resolved.then(|| at(minute + 1)),
+            description: None,
+            labels: BTreeMap::from([
+                (
+                    "alertname".into(),
+                    alert.trim_end_matches(char::is_numeric).into(),
+                ),
+                ("instance".into(), format!("host-{}", minute % 3)),
+            ]),
+            annotations: BTreeMap::new(),
+            links: Vec::new(),
+        }
+    }
+
+    /// Deliveries that exercise every path of filing: a draft opened by one
+    /// delivery and followed by later ones, an occurrence and a keyed delivery sent
+    /// again, a group resolved and reopened, more distinct alerts than a timeline
+    /// shows.
+    fn deliveries() -> Vec<(Option<&'static str>, Vec<FailureEvent>)> {
+        use Severity::*;
+        let many: Vec<FailureEvent> = (0..45)
+            .map(|n| event(&format!("Alert{n}x"), "g1", false, Sev3, 20))
+            .collect();
+        vec![
+            (
+                None,
+                vec![
+                    event("Cpu1", "g1", false, Sev1, 1),
+                    event("Disk1", "g2", false, Sev3, 1),
+                ],
+            ),
+            (
+                None,
+                vec![
+                    event("Cpu2", "g1", false, Sev3, 2),
+                    event("Cpu1", "g1", false, Sev1, 1),
+                ],
+            ),
+            (
+                Some("k1"),
+                vec![
+                    event("Disk1", "g2", true, Sev3, 3),
+                    event("Mem1", "g3", false, Sev2, 3),
+                ],
+            ),
+            (
+                Some("k1"),
+                vec![
+                    event("Disk1", "g2", true, Sev3, 3),
+                    event("Mem1", "g3", false, Sev2, 3),
+                ],
+            ),
+            (
+                None,
+                vec![
+                    event("Disk1", "g2", false, Sev3, 6),
+                    event("Cpu3", "g1", false, Sev2, 7),
+                ],
+            ),
+            (None, many),
+            (
+                None,
+                vec![
+                    event("Cpu2", "g1", true, Sev3, 30),
+                    event("Mem1", "g3", true, Sev2, 30),
+                ],
+            ),
+        ]
+    }
+
+    /// A counted timeline entry: key, occurrences, hosts, text, first and last time.
+    type Entry = (
+        Option<String>,
+        i32,
+        i32,
+        String,
+        NaiveDateTime,
+        Option<NaiveDateTime>,
+    );
+
+    /// What a database holds after filing, without ids and times of writing.
+    fn snapshot(conn: &mut DbConnection) -> Vec<String> {
+        let mut out = Vec::new();
+        let incidents: Vec<IncidentRow> = incidents::table
+            .order(incidents::group_key)
+            .select(IncidentRow::as_select())
+            .load(conn)
+            .expect("incidents");
+        for i in &incidents {
+            out.push(format!(
+                "incident {} {} sev{} events {} reopened {} coe {} resolved {:?}",
+                i.group_key,
+                i.state,
+                i.severity,
+                i.event_count,
+                i.reopened_count,
+                i.coe_required_at.is_some(),
+                i.resolved_at
+            ));
+            let mut alerts: Vec<(String, String)> = incident_alerts::table
+                .filter(incident_alerts::incident_id.eq(&i.id))
+                .select((incident_alerts::dedup_key, incident_alerts::status))
+                .load(conn)
+                .expect("alerts");
+            alerts.sort();
+            out.push(format!("  alerts {alerts:?}"));
+            let coes: Vec<(String, i32, String)> = coe_rows::table
+                .filter(coe_rows::incident_id.eq(&i.id))
+                .select((coe_rows::id, coe_rows::severity, coe_rows::state))
+                .load(conn)
+                .expect("coes");
+            for (coe_id, severity, state) in coes {
+                out.push(format!("  coe sev{severity} {state}"));
+                let mut entries: Vec<Entry> = timeline_entries::table
+                    .filter(timeline_entries::coe_id.eq(&coe_id))
+                    .filter(timeline_entries::alert_key.is_not_null())
+                    .select((
+                        timeline_entries::alert_key,
+                        timeline_entries::occurrences,
+                        timeline_entries::hosts,
+                        timeline_entries::text,
+                        timeline_entries::at,
+                        timeline_entries::last_at,
+                    ))
+                    .load(conn)
+                    .expect("timeline");
+                entries.sort();
+                out.extend(entries.iter().map(|e| format!("  entry {e:?}")));
+            }
+        }
+        let events: i64 = failure_events::table
+            .count()
+            .get_result(conn)
+            .expect("count");
+        let deliveries: i64 = webhook_deliveries::table
+            .count()
+            .get_result(conn)
+            .expect("count");
+        out.push(format!("{events} events in {deliveries} deliveries"));
+        out
+    }
+
+    fn answers(outcomes: &[IngestOutcome]) -> Vec<String> {
+        outcomes
+            .iter()
+            .map(|o| {
+                let events: Vec<bool> = o.events.iter().map(|e| e.duplicate).collect();
+                format!(
+                    "stored {} duplicate {} events {events:?}",
+                    o.delivery_id.is_some(),
+                    o.duplicate
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_is_stored_as_its_deliveries_one_by_one_would_be() {
+        let settings = Settings::default();
+        let template = Template::default_template();
+        let emails = EmailTemplates::load(None, "http://localhost").expect("email templates");
+        let ctx = coes::Context {
+            settings: &settings,
+            template: &template,
+            emails: &emails,
+        };
+        let deliveries = deliveries();
+        let delivery = |key: Option<&'static str>| Delivery {
+            source: "test",
+            key,
+            content_type: Some("application/json"),
+            body: b"[]",
+        };
+
+        let (_one_dir, one) = database();
+        let mut conn = one.get().expect("conn");
+        let one_by_one: Vec<IngestOutcome> = deliveries
+            .iter()
+            .map(|(key, events)| ingest(&mut conn, delivery(*key), events, &ctx).expect("stored"))
+            .collect();
+        let expected = snapshot(&mut conn);
+
+        let (_batch_dir, batch) = database();
+        let mut conn = batch.get().expect("conn");
+        let all: Vec<(Delivery<'_>, &[FailureEvent])> = deliveries
+            .iter()
+            .map(|(key, events)| (delivery(*key), events.as_slice()))
+            .collect();
+        // The first alone (its groups are then open when the rest arrive), the
+        // rest in one batch.
+        let mut together = Vec::new();
+        for part in [&all[..1], &all[1..]] {
+            together.extend(
+                db::write_transaction(&mut conn, |conn| store_all(conn, part, &ctx))
+                    .expect("stored"),
+            );
+        }
+
+        assert_eq!(answers(&together), answers(&one_by_one));
+        assert_eq!(snapshot(&mut conn), expected);
+        // The paths the deliveries were chosen for were taken.
+        let text = expected.join("\n");
+        assert!(
+            text.contains("incident g2 open sev3 events 3 reopened 1"),
+            "{text}"
+        );
+        assert!(text.contains("incident g3 resolved"), "{text}");
+        assert!(text.contains("Other alerts"), "{text}");
+        assert!(text.contains("54 events in 6 deliveries"), "{text}");
+    }
 }

@@ -1,8 +1,10 @@
 //! Group commit: deliveries that arrive together are written together. A writer
 //! thread takes every delivery queued (up to `MAX_BATCH`, never waiting for more:
-//! while it commits, the next ones queue), runs each in its own savepoint inside one
-//! transaction (a delivery that fails rolls back alone), commits once, and only then
-//! answers each delivery's request. Nothing is acknowledged before the commit that
+//! while it commits, the next ones queue), writes them in one transaction, commits
+//! once, and only then answers each delivery's request. The batch is first written
+//! as one (`store_all`: a few statements for all its deliveries, in a savepoint);
+//! should any statement fail, that savepoint rolls back and each delivery is written
+//! in a savepoint of its own, so a delivery that fails rolls back alone. Nothing is acknowledged before the commit that
 //! holds it: a durable commit (SQLite `synchronous = FULL`, PostgreSQL `fsync`) costs
 //! the same for one delivery as for a hundred.
 //!
@@ -16,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use tokio::sync::oneshot;
 
-use super::{keys_of, store, Delivery, IngestOutcome};
+use super::{keys_of, store, store_all, Delivery, IngestOutcome};
 use crate::config::database::Backend;
 use crate::config::Settings;
 use crate::db::fault::{self, Fault};
@@ -212,6 +214,25 @@ fn write_batch(batch: Vec<Job>, shared: &Shared) {
                     .flat_map(|job| keys_of(job.delivery(), &job.events))
                     .collect();
                 locks::lock_keys(conn, keys)?;
+                if batch.len() > 1 {
+                    // The whole batch written together, in a savepoint.
+                    let all: Vec<_> = batch
+                        .iter()
+                        .map(|job| (job.delivery(), job.events.as_slice()))
+                        .collect();
+                    match db::write_transaction(conn, |conn| store_all(conn, &all, &ctx)) {
+                        Ok(stored) => {
+                            outcomes.extend(stored.into_iter().map(Ok));
+                            return Ok(());
+                        }
+                        // The database cannot be written: no delivery can.
+                        Err(error) if fault::classify(&error).is_some() => return Err(error),
+                        Err(error) => tracing::debug!(
+                            %error,
+                            "a batch of deliveries failed together; writing them one by one"
+                        ),
+                    }
+                }
                 for job in &batch {
                     // Each delivery in a savepoint: on error only it rolls back.
                     outcomes.push(
