@@ -117,6 +117,9 @@ def bench(backend, coe, workdir, seconds):
         floor_rate = floor["requests"] / floor["seconds"]
 
         def row(name, result, per_request=1, unit="req/s"):
+            if "not_new" in result:
+                probe.check(result["not_new"] == 0,
+                            f"{backend} {name}: every delivery stored as new ({result['not_new']} were not)")
             rate = result["requests"] / result["seconds"]
             rows.append((name, backend, f"{rate * per_request:,.0f} {unit}", f"{result['p50_ms']:.1f}",
                          f"{result['p99_ms']:.1f}", result["non2xx"] + result["errors"],
@@ -125,12 +128,12 @@ def bench(backend, coe, workdir, seconds):
 
         row("healthz (floor)", floor)
         row("ingest-single, 32 connections", wrk(server, "events.lua", "/api/v1/events", 32, seconds, ingest,
-                                                  ["1", "0", "sev3"], f"ingest-single.{backend}"), 1, "events/s")
+                                                  ["1", "0", "sev3", "single"], f"ingest-single.{backend}"), 1, "events/s")
         row("ingest-batch, 100 per delivery, 8 connections",
-            wrk(server, "events.lua", "/api/v1/events", 8, seconds, ingest, ["100", "0", "sev3"],
+            wrk(server, "events.lua", "/api/v1/events", 8, seconds, ingest, ["100", "0", "sev3", "batch"],
                 f"ingest-batch.{backend}"), 100, "events/s")
         row("storm: 100 groups at sev2 (drafts open), 16 connections",
-            wrk(server, "events.lua", "/api/v1/events", 16, seconds, ingest, ["100", "100", "sev2"],
+            wrk(server, "events.lua", "/api/v1/events", 16, seconds, ingest, ["100", "100", "sev2", "storm"],
                 f"storm.{backend}"), 100,
             "events/s")
         incidents = int(query("SELECT count(*) FROM incidents WHERE group_key LIKE 'g-%'")[0][0])

@@ -1,6 +1,8 @@
 -- wrk script for scripts/bench: POST /api/v1/events, every alert new.
 -- Arguments (after --): events per request, groups (0: every alert its own group),
--- severity. The token comes from BENCH_TOKEN. Prints one JSON line at the end.
+-- severity, the scenario's name (in every key: one scenario never repeats another's
+-- alerts). The token comes from BENCH_TOKEN. Prints one JSON line at the end, with
+-- `not_new`: answers other than 202 (a delivery that stored nothing new).
 dofile(debug.getinfo(1, "S").source:match("@(.*/)") .. "shared.lua")
 
 function init(args)
@@ -8,8 +10,9 @@ function init(args)
   groups = tonumber(args[2] or "0")
   severity = args[3] or "sev3"
   token = os.getenv("BENCH_TOKEN")
-  prefix = "t" .. id .. "-" .. tostring(math.random(1, 1000000000))
+  prefix = (args[4] or "events") .. "-" .. os.time() .. "-t" .. id
   counter = 0
+  not_new = 0
 end
 
 function request()
@@ -26,4 +29,14 @@ function request()
   return wrk.format("POST", "/api/v1/events",
     {["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. token},
     "[" .. table.concat(items, ",") .. "]")
+end
+
+function response(status, headers, body)
+  if status ~= 202 then not_new = not_new + 1 end
+end
+
+function done(summary, latency, requests)
+  local n = 0
+  for _, t in ipairs(threads) do n = n + (t:get("not_new") or 0) end
+  report(summary, latency, {not_new = n})
 end

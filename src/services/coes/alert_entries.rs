@@ -246,14 +246,21 @@ fn write_entry(
         };
         return Ok(());
     };
-    let mut new_hosts = 0;
-    for host in hosts {
-        new_hosts += crate::insert_or_ignore!(
-            &mut *conn,
-            diesel::insert_into(timeline_hosts::table).values((
+    let hosts: Vec<_> = hosts
+        .into_iter()
+        .map(|host| {
+            (
                 timeline_hosts::entry_id.eq(&entry.id),
                 timeline_hosts::host.eq(host),
-            )),
+            )
+        })
+        .collect();
+    let mut new_hosts = 0;
+    for chunk in hosts.chunks(CHUNK) {
+        new_hosts += crate::insert_rows_or_ignore!(
+            &mut *conn,
+            timeline_hosts::table,
+            chunk,
             (timeline_hosts::entry_id, timeline_hosts::host)
         )?;
     }

@@ -1,6 +1,8 @@
 //! Opening drafts: by themselves for an incident that meets the policy, or by hand;
 //! filing later events of the incident into its draft; linking recurrences.
 
+use std::collections::HashMap;
+
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde::Deserialize;
@@ -216,6 +218,35 @@ pub fn coe_of_incident(
         ))
     })
     .transpose()
+}
+
+/// The COEs of the incidents `incident_ids`, as `coe_of_incident` gives each: by
+/// incident id, the COE's id and whether it is a draft (an incident without a COE
+/// is missing).
+pub fn coes_of_incidents(
+    conn: &mut DbConnection,
+    incident_ids: &[&String],
+) -> QueryResult<HashMap<String, (String, bool)>> {
+    let mut found = HashMap::new();
+    for chunk in incident_ids.chunks(500) {
+        let select = (coes::incident_id.assume_not_null(), coes::id, coes::state);
+        // One value: a statement the connection keeps prepared (a list is not).
+        let rows: Vec<(String, String, String)> = match chunk {
+            [id] => coes::table
+                .filter(coes::incident_id.eq(*id))
+                .select(select)
+                .load(conn)?,
+            _ => coes::table
+                .filter(coes::incident_id.eq_any(chunk))
+                .select(select)
+                .load(conn)?,
+        };
+        for (incident_id, id, state) in rows {
+            let draft = types::read::<CoeState>("coes.state", &state)? == CoeState::Draft;
+            found.insert(incident_id, (id, draft));
+        }
+    }
+    Ok(found)
 }
 
 /// Adds stored events of an incident to its COE's timeline (`coe_id`: the

@@ -35,7 +35,8 @@ pub use document::{
     TemplateRef, TimelineEntry, Why, WhyChain,
 };
 pub use draft::{
-    coe_of_incident, create, follow_incident, open_draft_for_incident, record_events, NewCoe,
+    coe_of_incident, coes_of_incidents, create, follow_incident, open_draft_for_incident,
+    record_events, NewCoe,
 };
 pub use edit::{patch, put_section, CoePatch};
 pub use related::{add_related, delete_related, RelatedInput};

@@ -142,7 +142,9 @@ pub(crate) fn store_all(
         .filter(|(_, again)| again.is_none())
         .flat_map(|(hashes, _)| hashes)
         .collect();
-    let mut seen = occurrences(conn, &asked)?;
+    // Lists of values: planned for the values (see `db::planned_for_values`).
+    let lists = asked.len() > 1;
+    let mut seen = db::planned_for_values(conn, lists, |conn| occurrences(conn, &asked))?;
     // The groups of the new events, asked at once.
     let mut groups: Vec<String> = deliveries
         .iter()
@@ -155,7 +157,7 @@ pub(crate) fn store_all(
         .collect();
     groups.sort_unstable();
     groups.dedup();
-    pending.look_up_groups(conn, &groups)?;
+    db::planned_for_values(conn, lists, |conn| pending.look_up_groups(conn, &groups))?;
 
     let mut outcomes: Vec<IngestOutcome> = Vec::with_capacity(deliveries.len());
     // Keyed deliveries of this batch: (source, key) → their outcome.
@@ -365,7 +367,11 @@ fn store_one(
                 pending.flush(conn)?;
                 let incident = pending.incident(&incident_id)?.clone();
                 if let Some(id) = coes::open_draft_for_incident(conn, &incident, ctx, now)? {
-                    pending.coes.insert(incident_id, Some((id, true)));
+                    pending.coes.insert(incident_id.clone(), Some((id, true)));
+                    // The draft opened with the incident as it is.
+                    if let Some(touched) = pending.incidents.get_mut(&incident_id) {
+                        touched.draft_follows();
+                    }
                 }
             }
             None => {}
@@ -415,6 +421,36 @@ struct Touched {
     stored: bool,
     /// Whether the row has changes `flush` has not written.
     changed: bool,
+    /// The severity and resolution its COE draft last followed (as stored when the
+    /// batch first touched it, or when the draft opened): the draft follows again
+    /// only when they changed.
+    followed: (i32, Option<NaiveDateTime>),
+}
+
+impl Touched {
+    /// An incident as stored.
+    fn stored(row: IncidentRow) -> Touched {
+        Touched {
+            followed: (row.severity, row.resolved_at),
+            row,
+            stored: true,
+            changed: true,
+        }
+    }
+
+    /// A new incident, not yet stored.
+    fn new(row: IncidentRow) -> Touched {
+        Touched {
+            stored: false,
+            ..Touched::stored(row)
+        }
+    }
+
+    /// Whether its draft needs to follow it (and notes that it will have).
+    fn draft_follows(&mut self) -> bool {
+        let now = (self.row.severity, self.row.resolved_at);
+        std::mem::replace(&mut self.followed, now) != now
+    }
 }
 
 /// What a group's incidents were when the batch began, as far as filing needs.
@@ -474,8 +510,8 @@ impl Pending {
             .ok_or(diesel::result::Error::NotFound)
     }
 
-    /// Asks at once what the groups `hashes` (sorted) have: their open incidents,
-    /// and which have no incident at all.
+    /// Asks at once what the groups `hashes` (sorted) have: their open incidents and
+    /// these incidents' COEs, and which groups have no incident at all.
     fn look_up_groups(&mut self, conn: &mut DbConnection, hashes: &[String]) -> QueryResult<()> {
         let open = incidents::state.eq(IncidentState::Open.as_str());
         for chunk in hashes.chunks(LOOKUP_CHUNK) {
@@ -510,7 +546,11 @@ impl Pending {
             for hash in chunk.iter().filter(|hash| !known.contains(*hash)) {
                 self.groups.insert(hash.clone(), Known::Empty);
             }
+            // Their COEs, at once (an incident this batch makes has none).
+            let ids: Vec<&String> = open.iter().map(|row| &row.id).collect();
+            let mut found = coes::coes_of_incidents(conn, &ids)?;
             for row in open {
+                self.coes.insert(row.id.clone(), found.remove(&row.id));
                 self.groups
                     .insert(row.group_hash.clone(), Known::Open(Box::new(row)));
             }
@@ -603,7 +643,13 @@ impl Pending {
         drop(timeline);
         self.events.clear();
         for (coe_id, incident_id) in std::mem::take(&mut self.drafts) {
-            coes::follow_incident(conn, &coe_id, self.incident(&incident_id)?)?;
+            let touched = self
+                .incidents
+                .get_mut(&incident_id)
+                .ok_or(diesel::result::Error::NotFound)?;
+            if touched.draft_follows() {
+                coes::follow_incident(conn, &coe_id, &touched.row)?;
+            }
         }
         Ok(())
     }
@@ -681,16 +727,8 @@ fn file_into_incident(
                 // As `place` decides: an open incident takes the event; a group
                 // without incidents gets a new one.
                 match pending.groups.remove(&hash) {
-                    Some(Known::Open(row)) => Touched {
-                        row: *row,
-                        stored: true,
-                        changed: true,
-                    },
-                    Some(Known::Empty) => Touched {
-                        row: new_incident(event, &hash, now),
-                        stored: false,
-                        changed: true,
-                    },
+                    Some(Known::Open(row)) => Touched::stored(*row),
+                    Some(Known::Empty) => Touched::new(new_incident(event, &hash, now)),
                     None => place_in_group(conn, event, &hash, policy, now)?,
                 }
             };
@@ -804,24 +842,20 @@ fn place_in_group(
             .map(|(id, at)| (id.as_str(), at.unwrap_or(now))),
         latest: latest.as_deref(),
     };
-    let (row, stored) = match place(event.status, event.started_at, group, policy) {
+    Ok(match place(event.status, event.started_at, group, policy) {
         Placement::Attach(id) => match open {
-            Some(row) if row.id == id => (row, true),
-            _ => (load(conn, &id)?, true),
+            Some(row) if row.id == id => Touched::stored(row),
+            _ => Touched::stored(load(conn, &id)?),
         },
         Placement::Reopen(id) => {
-            let mut row = load(conn, &id)?;
+            let mut touched = Touched::stored(load(conn, &id)?);
+            let row = &mut touched.row;
             row.state = IncidentState::Open.as_str().to_owned();
             row.resolved_at = None;
             row.reopened_count += 1;
-            (row, true)
+            touched
         }
-        Placement::New => (new_incident(event, hash, now), false),
-    };
-    Ok(Touched {
-        row,
-        stored,
-        changed: true,
+        Placement::New => Touched::new(new_incident(event, hash, now)),
     })
 }
 
