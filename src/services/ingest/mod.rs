@@ -572,17 +572,17 @@ impl Pending {
         }
         self.deliveries.clear();
         let mut new: Vec<&IncidentRow> = Vec::new();
+        let mut changed: Vec<&IncidentRow> = Vec::new();
         for touched in self.incidents.values_mut().filter(|t| t.changed) {
             touched.changed = false;
             if touched.stored {
-                diesel::update(incidents::table.find(&touched.row.id))
-                    .set(&touched.row)
-                    .execute(conn)?;
+                changed.push(&touched.row);
             } else {
                 touched.stored = true;
                 new.push(&touched.row);
             }
         }
+        update_incidents(conn, &changed)?;
         match new.as_slice() {
             [] => {}
             [row] => {
@@ -616,9 +616,7 @@ impl Pending {
             };
         }
         let incident_ids: Vec<String> = self.alerts.keys().cloned().collect();
-        for incident_id in incident_ids {
-            self.flush_alerts(conn, &incident_id)?;
-        }
+        self.flush_alerts(conn, &incident_ids)?;
         for chunk in self.events.chunks(INSERT_CHUNK) {
             match chunk {
                 // One row: a statement the connection keeps prepared (many are not).
@@ -654,22 +652,30 @@ impl Pending {
         Ok(())
     }
 
-    /// Writes the changed alert states of one (stored) incident.
-    fn flush_alerts(&mut self, conn: &mut DbConnection, incident_id: &str) -> QueryResult<()> {
-        let Some(alerts) = self.alerts.remove(incident_id) else {
-            return Ok(());
-        };
-        let rows: Vec<IncidentAlertRow> = alerts
-            .into_iter()
-            .map(|(dedup_key, status)| IncidentAlertRow {
-                incident_id: incident_id.to_owned(),
-                dedup_key,
-                status: status.as_str().to_owned(),
-                updated_at: self.now,
-            })
-            .collect();
+    /// Writes the changed alert states of (stored) incidents.
+    fn flush_alerts(
+        &mut self,
+        conn: &mut DbConnection,
+        incident_ids: &[String],
+    ) -> QueryResult<()> {
+        let mut rows: Vec<IncidentAlertRow> = Vec::new();
+        for incident_id in incident_ids {
+            let Some(alerts) = self.alerts.remove(incident_id) else {
+                continue;
+            };
+            rows.extend(
+                alerts
+                    .into_iter()
+                    .map(|(dedup_key, status)| IncidentAlertRow {
+                        incident_id: incident_id.clone(),
+                        dedup_key,
+                        status: status.as_str().to_owned(),
+                        updated_at: self.now,
+                    }),
+            );
+        }
         for chunk in rows.chunks(INSERT_CHUNK) {
-            crate::upsert_rows!(
+            crate::replace_rows!(
                 &mut *conn,
                 incident_alerts::table,
                 chunk,
@@ -683,6 +689,45 @@ impl Pending {
         }
         Ok(())
     }
+}
+
+/// Writes the changes filing made to stored incidents: on SQLite a statement per
+/// incident (kept prepared; no round trip), on PostgreSQL one for a hundred.
+fn update_incidents(conn: &mut DbConnection, rows: &[&IncidentRow]) -> QueryResult<()> {
+    use diesel::upsert::excluded;
+    match (conn, rows) {
+        (_, []) => {}
+        (conn @ DbConnection::Sqlite(_), _) | (conn, [_]) => {
+            for row in rows {
+                diesel::update(incidents::table.find(&row.id))
+                    .set(*row)
+                    .execute(conn)?;
+            }
+        }
+        (DbConnection::Pg(conn), _) => {
+            // Every row is there: each "insert" updates its row by id.
+            for chunk in rows.chunks(INSERT_CHUNK) {
+                diesel::insert_into(incidents::table)
+                    .values(chunk.to_vec())
+                    .on_conflict(incidents::id)
+                    .do_update()
+                    .set((
+                        incidents::service.eq(excluded(incidents::service)),
+                        incidents::severity.eq(excluded(incidents::severity)),
+                        incidents::state.eq(excluded(incidents::state)),
+                        incidents::started_at.eq(excluded(incidents::started_at)),
+                        incidents::acknowledged_at.eq(excluded(incidents::acknowledged_at)),
+                        incidents::resolved_at.eq(excluded(incidents::resolved_at)),
+                        incidents::reopened_count.eq(excluded(incidents::reopened_count)),
+                        incidents::event_count.eq(excluded(incidents::event_count)),
+                        incidents::coe_required_at.eq(excluded(incidents::coe_required_at)),
+                        incidents::updated_at.eq(excluded(incidents::updated_at)),
+                    ))
+                    .execute(conn)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The incident an event was filed into.
@@ -767,7 +812,7 @@ fn file_into_incident(
     if event.status == EventStatus::Resolved && incident.state == IncidentState::Open.as_str() {
         let still_firing = firing_here
             || (touched.stored && {
-                pending.flush_alerts(conn, &id)?;
+                pending.flush_alerts(conn, std::slice::from_ref(&id))?;
                 incident_alerts::table
                     .filter(incident_alerts::incident_id.eq(&id))
                     .filter(incident_alerts::status.eq(EventStatus::Firing.as_str()))
@@ -900,10 +945,24 @@ mod tests {
     use chrono::NaiveDate;
     use std::collections::BTreeMap;
 
-    fn database() -> (tempfile::TempDir, crate::db::DbPool) {
+    /// A new, migrated database: a SQLite file, or with `postgres` (a server's URL,
+    /// from `TEST_POSTGRES_URL`) a new database on that server.
+    fn database(postgres: Option<&str>) -> (tempfile::TempDir, crate::db::DbPool) {
         let dir = tempfile::tempdir().expect("dir");
+        let url = match postgres {
+            None => format!("sqlite://{}", dir.path().join("t.db").display()),
+            Some(admin) => {
+                let name = format!("coe_unit_{}", uuid::Uuid::now_v7().simple());
+                let mut conn = diesel::PgConnection::establish(admin).expect("TEST_POSTGRES_URL");
+                diesel::sql_query(format!("CREATE DATABASE {name}"))
+                    .execute(&mut conn)
+                    .expect("create a database");
+                let (server, _) = admin.rsplit_once('/').expect("a database in the URL");
+                format!("{server}/{name}")
+            }
+        };
         let settings = crate::config::DatabaseSettings {
-            url: format!("sqlite://{}", dir.path().join("t.db").display()),
+            url,
             ..Default::default()
         };
         let pool = db::connect(&settings).expect("connect");
@@ -1100,8 +1159,16 @@ mod tests {
             .collect()
     }
 
+    /// On SQLite, and on PostgreSQL when `TEST_POSTGRES_URL` names a server.
     #[test]
     fn a_batch_is_stored_as_its_deliveries_one_by_one_would_be() {
+        a_batch_is_stored_as_one_by_one(None);
+        if let Ok(url) = std::env::var("TEST_POSTGRES_URL") {
+            a_batch_is_stored_as_one_by_one(Some(&url));
+        }
+    }
+
+    fn a_batch_is_stored_as_one_by_one(postgres: Option<&str>) {
         let settings = Settings::default();
         let template = Template::default_template();
         let emails = EmailTemplates::load(None, "http://localhost").expect("email templates");
@@ -1118,7 +1185,7 @@ mod tests {
             body: b"[]",
         };
 
-        let (_one_dir, one) = database();
+        let (_one_dir, one) = database(postgres);
         let mut conn = one.get().expect("conn");
         let one_by_one: Vec<IngestOutcome> = deliveries
             .iter()
@@ -1126,7 +1193,7 @@ mod tests {
             .collect();
         let expected = snapshot(&mut conn);
 
-        let (_batch_dir, batch) = database();
+        let (_batch_dir, batch) = database(postgres);
         let mut conn = batch.get().expect("conn");
         let all: Vec<(Delivery<'_>, &[FailureEvent])> = deliveries
             .iter()

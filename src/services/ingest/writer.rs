@@ -10,10 +10,15 @@
 //!
 //! SQLite has one writer at a time anyway: one thread. PostgreSQL writes side by side:
 //! `POSTGRES_WRITERS` threads, each locking the group keys of its whole batch up front
-//! in one order, so two batches never wait on each other in a cycle.
+//! in one order, so two batches never wait on each other in a cycle. Each writer has
+//! a queue of its own, and a delivery goes to the queue its first group key picks:
+//! deliveries about the same groups (an alert storm) meet in one writer's batch,
+//! written with a few statements per group, instead of four writers' small batches
+//! waiting for each other's group locks.
 
+use std::hash::{Hash, Hasher};
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use tokio::sync::oneshot;
@@ -56,7 +61,7 @@ impl WriteError {
 /// Most deliveries one transaction holds.
 pub const MAX_BATCH: usize = 256;
 
-/// Deliveries waiting for a writer; past this, a delivery is answered 503 at once.
+/// Deliveries waiting for the writers; past this, a delivery is answered 503 at once.
 pub const QUEUE: usize = 8_192;
 
 /// Writer threads on PostgreSQL.
@@ -95,8 +100,11 @@ struct Shared {
 
 /// The queue in front of the writer threads.
 pub struct IngestWriter {
-    queue: SyncSender<Job>,
+    /// One queue per writer thread.
+    queues: Vec<SyncSender<Job>>,
     batch_sizes: Histogram,
+    /// SQLite's checkpoints, off the writer thread (`db::Checkpointer`).
+    _checkpointer: Option<db::Checkpointer>,
 }
 
 impl IngestWriter {
@@ -107,12 +115,12 @@ impl IngestWriter {
         template: Arc<Template>,
         emails: Arc<EmailTemplates>,
     ) -> std::io::Result<IngestWriter> {
+        let checkpointer =
+            db::Checkpointer::start(&settings.database_url(), settings.database.busy_timeout_ms)?;
         let writers = match settings.database_url().backend() {
             Backend::Sqlite => 1,
             Backend::Postgres => POSTGRES_WRITERS,
         };
-        let (queue, jobs) = mpsc::sync_channel(QUEUE);
-        let jobs = Arc::new(Mutex::new(jobs));
         let batch_sizes = Histogram::new(exponential_buckets(1.0, 2.0, 9));
         let shared = Arc::new(Shared {
             batch_sizes: batch_sizes.clone(),
@@ -121,13 +129,20 @@ impl IngestWriter {
             template,
             emails,
         });
+        let mut queues = Vec::with_capacity(writers);
         for n in 0..writers {
-            let (jobs, shared) = (jobs.clone(), shared.clone());
+            let (queue, jobs) = mpsc::sync_channel(QUEUE / writers);
+            let shared = shared.clone();
             std::thread::Builder::new()
                 .name(format!("coe-ingest-{n}"))
                 .spawn(move || run(&jobs, &shared))?;
+            queues.push(queue);
         }
-        Ok(IngestWriter { queue, batch_sizes })
+        Ok(IngestWriter {
+            queues,
+            batch_sizes,
+            _checkpointer: checkpointer,
+        })
     }
 
     /// Deliveries per transaction, for `/metrics` (`coe_ingest_batch_deliveries`).
@@ -151,11 +166,16 @@ impl IngestWriter {
             events,
             reply,
         };
-        match self.queue.try_send(job) {
+        // The writer its first group key picks (`queues` is never empty).
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        job.events.first().map(|e| &e.group_key).hash(&mut hasher);
+        let queue = &self.queues[hasher.finish() as usize % self.queues.len()];
+        match queue.try_send(job) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
                 return Err(WriteError::Busy(format!(
-                    "{QUEUE} deliveries are waiting to be written; try again shortly"
+                    "{} deliveries are waiting to be written; try again shortly",
+                    QUEUE / self.queues.len()
                 )))
             }
             Err(TrySendError::Disconnected(_)) => {
@@ -169,22 +189,16 @@ impl IngestWriter {
 }
 
 /// A writer thread: takes what is queued, writes it, answers; until the queue closes.
-fn run(jobs: &Mutex<Receiver<Job>>, shared: &Shared) {
-    loop {
-        let batch = {
-            let jobs = jobs.lock().unwrap_or_else(|p| p.into_inner());
-            let Ok(first) = jobs.recv() else {
-                return; // the writer was dropped: the server is stopping
-            };
-            let mut batch = vec![first];
-            while batch.len() < MAX_BATCH {
-                match jobs.try_recv() {
-                    Ok(job) => batch.push(job),
-                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
-                }
+fn run(jobs: &Receiver<Job>, shared: &Shared) {
+    // Ends when the writer is dropped: the server is stopping.
+    while let Ok(first) = jobs.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
-            batch
-        };
+        }
         write_batch(batch, shared);
     }
 }
