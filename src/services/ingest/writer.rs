@@ -4,9 +4,10 @@
 //! once, and only then answers each delivery's request. The batch is first written
 //! as one (`store_all`: a few statements for all its deliveries, in a savepoint);
 //! should any statement fail, that savepoint rolls back and each delivery is written
-//! in a savepoint of its own, so a delivery that fails rolls back alone. Nothing is acknowledged before the commit that
-//! holds it: a durable commit (SQLite `synchronous = FULL`, PostgreSQL `fsync`) costs
-//! the same for one delivery as for a hundred.
+//! in a savepoint of its own, so a delivery that fails rolls back alone. Nothing is
+//! acknowledged before the commit that holds it: a durable commit (SQLite
+//! `synchronous = FULL`, PostgreSQL `fsync`) costs the same for one delivery as for
+//! a hundred.
 //!
 //! SQLite has one writer at a time anyway: one thread. PostgreSQL writes side by side:
 //! `POSTGRES_WRITERS` threads, each locking the group keys of its whole batch up front
@@ -98,7 +99,7 @@ struct Shared {
     emails: Arc<EmailTemplates>,
 }
 
-/// The queue in front of the writer threads.
+/// The queues in front of the writer threads.
 pub struct IngestWriter {
     /// One queue per writer thread.
     queues: Vec<SyncSender<Job>>,
