@@ -130,9 +130,19 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(50);
 /// copies it into the database itself: on the ingest writer, 6–11% of its time,
 /// and a stall for the requests that commit waits for. Passive: it never blocks the
 /// writer or readers; a commit that still finds a long log has little left to copy.
-/// Stops when dropped.
+/// Stops when dropped (the drop waits for a checkpoint under way).
 pub struct Checkpointer {
-    _stop: std::sync::mpsc::Sender<()>,
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 impl Checkpointer {
@@ -144,7 +154,7 @@ impl Checkpointer {
         };
         let (stop, stopped) = channel::<()>();
         let url = url.clone();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("coe-checkpoint".into())
             .spawn(move || {
                 let mut conn: Option<DbConnection> = None;
@@ -164,7 +174,10 @@ impl Checkpointer {
                     }
                 }
             })?;
-        Ok(Some(Checkpointer { _stop: stop }))
+        Ok(Some(Checkpointer {
+            stop: Some(stop),
+            thread: Some(thread),
+        }))
     }
 }
 
@@ -517,5 +530,47 @@ mod tests {
         let closed = plan_of(&mut conn, "closed");
         assert_eq!(open, closed, "one plan for both values");
         assert!(!open.contains("t_open"), "{open}");
+    }
+
+    /// Fills `conn`'s table `t` with about 2 MiB more, written to the WAL only
+    /// (the connection's own checkpoint bound is far).
+    fn write_two_mib(conn: &mut DbConnection) {
+        conn.batch_execute(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+             INSERT INTO t (k) SELECT hex(randomblob(500)) FROM n;",
+        )
+        .expect("rows");
+    }
+
+    /// The checkpointer copies the WAL into the database file while the writing
+    /// connection stays open (that connection would not, short of 10,000 pages), and
+    /// stops when dropped.
+    #[test]
+    fn the_checkpointer_copies_the_wal_into_the_file_until_dropped() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("wal.db");
+        let url = DatabaseUrl::Sqlite(path.clone());
+        let mut conn = establish(&url, 1_000).expect("connection");
+        conn.batch_execute("CREATE TABLE t (k TEXT NOT NULL)")
+            .expect("schema");
+        let size = || std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        write_two_mib(&mut conn);
+        let before = size();
+        assert!(before < 1 << 20, "nothing copied yet: {before} bytes");
+
+        let checkpointer = Checkpointer::start(&url, 1_000)
+            .expect("thread")
+            .expect("a checkpointer on SQLite");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while size() < 3 << 19 && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(size() >= 3 << 19, "copied into the file: {} bytes", size());
+
+        drop(checkpointer);
+        let stopped = size();
+        write_two_mib(&mut conn);
+        std::thread::sleep(CHECKPOINT_EVERY * 6);
+        assert_eq!(size(), stopped, "nothing copied once dropped");
     }
 }
