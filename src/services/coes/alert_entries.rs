@@ -237,13 +237,15 @@ fn write_entry(
                 )
             })
             .collect();
-        match hosts.as_slice() {
-            // One row: a statement the connection keeps prepared (many are not).
-            [one] => diesel::insert_into(timeline_hosts::table)
-                .values(*one)
-                .execute(conn)?,
-            _ => crate::insert_rows!(&mut *conn, timeline_hosts::table, &hosts)?,
-        };
+        for chunk in hosts.chunks(CHUNK) {
+            match chunk {
+                // One row: a statement the connection keeps prepared (many are not).
+                [one] => diesel::insert_into(timeline_hosts::table)
+                    .values(*one)
+                    .execute(conn)?,
+                _ => crate::insert_rows!(&mut *conn, timeline_hosts::table, chunk)?,
+            };
+        }
         return Ok(());
     };
     let hosts: Vec<_> = hosts

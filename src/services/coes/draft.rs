@@ -220,18 +220,33 @@ pub fn coe_of_incident(
     .transpose()
 }
 
-/// The COEs of the incidents `incident_ids`, as `coe_of_incident` gives each: by
-/// incident id, the COE's id and whether it is a draft (an incident without a COE
-/// is missing).
+/// The COE of an incident, as `coes_of_incidents` gives it.
+pub struct IncidentCoe {
+    pub id: String,
+    pub draft: bool,
+    pub severity: i32,
+    /// The COE's resolution time (its "resolved" milestone).
+    pub resolved_at: Option<NaiveDateTime>,
+}
+
+/// The COEs of the incidents `incident_ids`, by incident id (an incident without a
+/// COE is missing).
 pub fn coes_of_incidents(
     conn: &mut DbConnection,
     incident_ids: &[&String],
-) -> QueryResult<HashMap<String, (String, bool)>> {
+) -> QueryResult<HashMap<String, IncidentCoe>> {
     let mut found = HashMap::new();
     for chunk in incident_ids.chunks(500) {
-        let select = (coes::incident_id.assume_not_null(), coes::id, coes::state);
+        let select = (
+            coes::incident_id.assume_not_null(),
+            coes::id,
+            coes::state,
+            coes::severity,
+            coes::resolved_at,
+        );
+        type Row = (String, String, String, i32, Option<NaiveDateTime>);
         // One value: a statement the connection keeps prepared (a list is not).
-        let rows: Vec<(String, String, String)> = match chunk {
+        let rows: Vec<Row> = match chunk {
             [id] => coes::table
                 .filter(coes::incident_id.eq(*id))
                 .select(select)
@@ -241,9 +256,17 @@ pub fn coes_of_incidents(
                 .select(select)
                 .load(conn)?,
         };
-        for (incident_id, id, state) in rows {
+        for (incident_id, id, state, severity, resolved_at) in rows {
             let draft = types::read::<CoeState>("coes.state", &state)? == CoeState::Draft;
-            found.insert(incident_id, (id, draft));
+            found.insert(
+                incident_id,
+                IncidentCoe {
+                    id,
+                    draft,
+                    severity,
+                    resolved_at,
+                },
+            );
         }
     }
     Ok(found)

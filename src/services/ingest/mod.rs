@@ -225,19 +225,23 @@ fn stored_delivery(
     }))
 }
 
-/// The answer to a delivery sent again within one batch.
+/// The answer to a delivery sent again within one batch: as `stored_delivery` gives
+/// it, the events stored with the earlier copy, in the order of their ids.
 fn sent_again(earlier: &IngestOutcome) -> IngestOutcome {
+    let mut events: Vec<StoredEvent> = earlier
+        .events
+        .iter()
+        .filter(|event| !event.duplicate)
+        .map(|event| StoredEvent {
+            duplicate: true,
+            ..event.clone()
+        })
+        .collect();
+    events.sort_by(|a, b| a.id.cmp(&b.id));
     IngestOutcome {
         delivery_id: earlier.delivery_id.clone(),
         duplicate: true,
-        events: earlier
-            .events
-            .iter()
-            .map(|event| StoredEvent {
-                duplicate: true,
-                ..event.clone()
-            })
-            .collect(),
+        events,
     }
 }
 
@@ -368,10 +372,6 @@ fn store_one(
                 let incident = pending.incident(&incident_id)?.clone();
                 if let Some(id) = coes::open_draft_for_incident(conn, &incident, ctx, now)? {
                     pending.coes.insert(incident_id.clone(), Some((id, true)));
-                    // The draft opened with the incident as it is.
-                    if let Some(touched) = pending.incidents.get_mut(&incident_id) {
-                        touched.draft_follows();
-                    }
                 }
             }
             None => {}
@@ -421,17 +421,12 @@ struct Touched {
     stored: bool,
     /// Whether the row has changes `flush` has not written.
     changed: bool,
-    /// The severity and resolution its COE draft last followed (as stored when the
-    /// batch first touched it, or when the draft opened): the draft follows again
-    /// only when they changed.
-    followed: (i32, Option<NaiveDateTime>),
 }
 
 impl Touched {
     /// An incident as stored.
     fn stored(row: IncidentRow) -> Touched {
         Touched {
-            followed: (row.severity, row.resolved_at),
             row,
             stored: true,
             changed: true,
@@ -444,12 +439,6 @@ impl Touched {
             stored: false,
             ..Touched::stored(row)
         }
-    }
-
-    /// Whether its draft needs to follow it (and notes that it will have).
-    fn draft_follows(&mut self) -> bool {
-        let now = (self.row.severity, self.row.resolved_at);
-        std::mem::replace(&mut self.followed, now) != now
     }
 }
 
@@ -483,6 +472,9 @@ struct Pending {
     drafts: Vec<(String, String)>,
     /// The COE of each incident looked at: its id and whether it is a draft.
     coes: HashMap<String, Option<(String, bool)>>,
+    /// Drafts' severity and resolution time as stored, where known, by COE id: a
+    /// draft follows its incident only when they differ from the incident's.
+    draft_states: HashMap<String, (i32, Option<NaiveDateTime>)>,
 }
 
 impl Pending {
@@ -498,6 +490,7 @@ impl Pending {
             timeline: Vec::new(),
             drafts: Vec::new(),
             coes: HashMap::new(),
+            draft_states: HashMap::new(),
         }
     }
 
@@ -550,7 +543,13 @@ impl Pending {
             let ids: Vec<&String> = open.iter().map(|row| &row.id).collect();
             let mut found = coes::coes_of_incidents(conn, &ids)?;
             for row in open {
-                self.coes.insert(row.id.clone(), found.remove(&row.id));
+                let coe = found.remove(&row.id);
+                if let Some(coe) = coe.as_ref().filter(|coe| coe.draft) {
+                    self.draft_states
+                        .insert(coe.id.clone(), (coe.severity, coe.resolved_at));
+                }
+                self.coes
+                    .insert(row.id.clone(), coe.map(|coe| (coe.id, coe.draft)));
                 self.groups
                     .insert(row.group_hash.clone(), Known::Open(Box::new(row)));
             }
@@ -645,8 +644,23 @@ impl Pending {
                 .incidents
                 .get_mut(&incident_id)
                 .ok_or(diesel::result::Error::NotFound)?;
-            if touched.draft_follows() {
-                coes::follow_incident(conn, &coe_id, &touched.row)?;
+            let incident = &touched.row;
+            // Following changes nothing when the draft is as worst as the incident
+            // and shows its resolution time (a resolution people wrote is theirs).
+            let needed = self
+                .draft_states
+                .get(&coe_id)
+                .is_none_or(|(severity, resolved_at)| {
+                    *severity > incident.severity || *resolved_at != incident.resolved_at
+                });
+            if needed {
+                coes::follow_incident(conn, &coe_id, incident)?;
+                let severity = self
+                    .draft_states
+                    .get(&coe_id)
+                    .map_or(incident.severity, |(s, _)| (*s).min(incident.severity));
+                self.draft_states
+                    .insert(coe_id, (severity, incident.resolved_at));
             }
         }
         Ok(())
@@ -1145,11 +1159,23 @@ mod tests {
         out
     }
 
-    fn answers(outcomes: &[IngestOutcome]) -> Vec<String> {
+    /// The answers, each event named by its alert (ids differ between databases).
+    fn answers(conn: &mut DbConnection, outcomes: &[IngestOutcome]) -> Vec<String> {
         outcomes
             .iter()
             .map(|o| {
-                let events: Vec<bool> = o.events.iter().map(|e| e.duplicate).collect();
+                let events: Vec<(String, bool)> = o
+                    .events
+                    .iter()
+                    .map(|e| {
+                        let alert: String = failure_events::table
+                            .find(&e.id)
+                            .select(failure_events::dedup_key)
+                            .first(conn)
+                            .expect("a stored event");
+                        (alert, e.duplicate)
+                    })
+                    .collect();
                 format!(
                     "stored {} duplicate {} events {events:?}",
                     o.delivery_id.is_some(),
@@ -1192,6 +1218,7 @@ mod tests {
             .map(|(key, events)| ingest(&mut conn, delivery(*key), events, &ctx).expect("stored"))
             .collect();
         let expected = snapshot(&mut conn);
+        let expected_answers = answers(&mut conn, &one_by_one);
 
         let (_batch_dir, batch) = database(postgres);
         let mut conn = batch.get().expect("conn");
@@ -1209,7 +1236,7 @@ mod tests {
             );
         }
 
-        assert_eq!(answers(&together), answers(&one_by_one));
+        assert_eq!(answers(&mut conn, &together), expected_answers);
         assert_eq!(snapshot(&mut conn), expected);
         // The paths the deliveries were chosen for were taken.
         let text = expected.join("\n");

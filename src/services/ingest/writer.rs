@@ -18,6 +18,7 @@
 //! waiting for each other's group locks.
 
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
 use std::sync::Arc;
 
@@ -91,6 +92,8 @@ impl Job {
 
 /// What the writers need besides the pool: what opening a COE draft needs.
 struct Shared {
+    /// Deliveries queued and not yet taken by a writer, over all queues.
+    waiting: AtomicUsize,
     /// Deliveries per committed transaction.
     batch_sizes: Histogram,
     pool: DbPool,
@@ -101,8 +104,9 @@ struct Shared {
 
 /// The queues in front of the writer threads.
 pub struct IngestWriter {
-    /// One queue per writer thread.
+    /// One queue per writer thread (each can hold all of `QUEUE`).
     queues: Vec<SyncSender<Job>>,
+    shared: Arc<Shared>,
     batch_sizes: Histogram,
     /// SQLite's checkpoints, off the writer thread (`db::Checkpointer`).
     _checkpointer: Option<db::Checkpointer>,
@@ -124,6 +128,7 @@ impl IngestWriter {
         };
         let batch_sizes = Histogram::new(exponential_buckets(1.0, 2.0, 9));
         let shared = Arc::new(Shared {
+            waiting: AtomicUsize::new(0),
             batch_sizes: batch_sizes.clone(),
             pool,
             settings,
@@ -132,7 +137,7 @@ impl IngestWriter {
         });
         let mut queues = Vec::with_capacity(writers);
         for n in 0..writers {
-            let (queue, jobs) = mpsc::sync_channel(QUEUE / writers);
+            let (queue, jobs) = mpsc::sync_channel(QUEUE);
             let shared = shared.clone();
             std::thread::Builder::new()
                 .name(format!("coe-ingest-{n}"))
@@ -141,6 +146,7 @@ impl IngestWriter {
         }
         Ok(IngestWriter {
             queues,
+            shared,
             batch_sizes,
             _checkpointer: checkpointer,
         })
@@ -171,17 +177,23 @@ impl IngestWriter {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         job.events.first().map(|e| &e.group_key).hash(&mut hasher);
         let queue = &self.queues[hasher.finish() as usize % self.queues.len()];
-        match queue.try_send(job) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_)) => {
-                return Err(WriteError::Busy(format!(
-                    "{} deliveries are waiting to be written; try again shortly",
-                    QUEUE / self.queues.len()
-                )))
-            }
-            Err(TrySendError::Disconnected(_)) => {
-                return Err(WriteError::Busy("the service is stopping".into()))
-            }
+        // At most `QUEUE` waiting over all queues: one queue may hold them all (a
+        // storm on one group goes to one writer).
+        let full = || {
+            WriteError::Busy(format!(
+                "{QUEUE} deliveries are waiting to be written; try again shortly"
+            ))
+        };
+        if self.shared.waiting.fetch_add(1, Ordering::SeqCst) >= QUEUE {
+            self.shared.waiting.fetch_sub(1, Ordering::SeqCst);
+            return Err(full());
+        }
+        if let Err(refused) = queue.try_send(job) {
+            self.shared.waiting.fetch_sub(1, Ordering::SeqCst);
+            return Err(match refused {
+                TrySendError::Full(_) => full(),
+                TrySendError::Disconnected(_) => WriteError::Busy("the service is stopping".into()),
+            });
         }
         answer
             .await
@@ -200,7 +212,14 @@ fn run(jobs: &Receiver<Job>, shared: &Shared) {
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
         }
-        write_batch(batch, shared);
+        shared.waiting.fetch_sub(batch.len(), Ordering::SeqCst);
+        // A bug that panics fails its batch (each request is answered that the writer
+        // stopped; nothing was committed), not the writer: the queue keeps draining.
+        let written =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| write_batch(batch, shared)));
+        if written.is_err() {
+            tracing::error!("the ingest writer panicked writing a batch; its deliveries failed");
+        }
     }
 }
 
