@@ -1248,4 +1248,56 @@ mod tests {
         assert!(text.contains("Other alerts"), "{text}");
         assert!(text.contains("54 events in 6 deliveries"), "{text}");
     }
+
+    /// A draft that no longer shows its incident's severity or resolution (a person
+    /// changed it, or it was in review when the incident changed) follows the
+    /// incident again with its next events, even when they change nothing.
+    #[test]
+    fn a_draft_that_drifted_from_its_incident_follows_it_again() {
+        use Severity::*;
+        let settings = Settings::default();
+        let template = Template::default_template();
+        let emails = EmailTemplates::load(None, "http://localhost").expect("email templates");
+        let ctx = coes::Context {
+            settings: &settings,
+            template: &template,
+            emails: &emails,
+        };
+        let delivery = Delivery {
+            source: "test",
+            key: None,
+            content_type: Some("application/json"),
+            body: b"[]",
+        };
+        let (_dir, pool) = database(None);
+        let mut conn = pool.get().expect("conn");
+        let store = |conn: &mut DbConnection, events: &[FailureEvent]| {
+            db::write_transaction(conn, |conn| store_all(conn, &[(delivery, events)], &ctx))
+                .expect("stored");
+        };
+        store(&mut conn, &[event("Cpu1", "g1", false, Sev1, 1)]);
+        let severity = |conn: &mut DbConnection| -> (i32, Option<NaiveDateTime>) {
+            coe_rows::table
+                .select((coe_rows::severity, coe_rows::resolved_at))
+                .first(conn)
+                .expect("the draft")
+        };
+        assert_eq!(severity(&mut conn), (1, None));
+        diesel::update(coe_rows::table)
+            .set(coe_rows::severity.eq(3))
+            .execute(&mut conn)
+            .expect("drift");
+        // An event that changes nothing on the incident: the draft follows anyway.
+        store(&mut conn, &[event("Cpu2", "g1", false, Sev3, 2)]);
+        assert_eq!(severity(&mut conn), (1, None));
+        // Resolved: the draft shows the resolution time.
+        store(
+            &mut conn,
+            &[
+                event("Cpu1", "g1", true, Sev1, 5),
+                event("Cpu2", "g1", true, Sev3, 5),
+            ],
+        );
+        assert_eq!(severity(&mut conn), (1, Some(at(6))));
+    }
 }
