@@ -228,44 +228,10 @@ fn write_entry(
         diesel::insert_into(timeline_entries::table)
             .values(&row)
             .execute(conn)?;
-        let hosts: Vec<_> = hosts
-            .into_iter()
-            .map(|host| {
-                (
-                    timeline_hosts::entry_id.eq(&row.id),
-                    timeline_hosts::host.eq(host),
-                )
-            })
-            .collect();
-        for chunk in hosts.chunks(CHUNK) {
-            match chunk {
-                // One row: a statement the connection keeps prepared (many are not).
-                [one] => diesel::insert_into(timeline_hosts::table)
-                    .values(*one)
-                    .execute(conn)?,
-                _ => crate::insert_rows!(&mut *conn, timeline_hosts::table, chunk)?,
-            };
-        }
+        add_hosts(conn, &row.id, hosts)?;
         return Ok(());
     };
-    let hosts: Vec<_> = hosts
-        .into_iter()
-        .map(|host| {
-            (
-                timeline_hosts::entry_id.eq(&entry.id),
-                timeline_hosts::host.eq(host),
-            )
-        })
-        .collect();
-    let mut new_hosts = 0;
-    for chunk in hosts.chunks(CHUNK) {
-        new_hosts += crate::insert_rows_or_ignore!(
-            &mut *conn,
-            timeline_hosts::table,
-            chunk,
-            (timeline_hosts::entry_id, timeline_hosts::host)
-        )?;
-    }
+    let new_hosts = add_hosts(conn, &entry.id, hosts)?;
     let tally = Tally {
         kind: entry.kind.clone(),
         name: entry.alert_name.clone().unwrap_or(name),
@@ -286,6 +252,29 @@ fn write_entry(
         ))
         .execute(conn)?;
     Ok(())
+}
+
+/// Counts `hosts` under entry `entry_id`, each once; returns how many it had not yet.
+fn add_hosts(conn: &mut DbConnection, entry_id: &str, hosts: Vec<&str>) -> QueryResult<usize> {
+    let rows: Vec<_> = hosts
+        .into_iter()
+        .map(|host| {
+            (
+                timeline_hosts::entry_id.eq(entry_id),
+                timeline_hosts::host.eq(host),
+            )
+        })
+        .collect();
+    let mut added = 0;
+    for chunk in rows.chunks(CHUNK) {
+        added += crate::insert_rows_or_ignore!(
+            &mut *conn,
+            timeline_hosts::table,
+            chunk,
+            (timeline_hosts::entry_id, timeline_hosts::host)
+        )?;
+    }
+    Ok(added)
 }
 
 /// Forgets the hosts an entry counted (when it is deleted).
