@@ -2,8 +2,8 @@
 //! thread takes every delivery queued (up to `MAX_BATCH`, never waiting for more:
 //! while it commits, the next ones queue), writes them in one transaction, commits
 //! once, and only then answers each delivery's request. The batch is first written
-//! as one (`store_all`: a few statements for all its deliveries, in a savepoint);
-//! should any statement fail, that savepoint rolls back and each delivery is written
+//! as one (`store_all`: a few statements for all its deliveries); should any
+//! statement fail, that transaction rolls back and a second one writes each delivery
 //! in a savepoint of its own, so a delivery that fails rolls back alone. Nothing is
 //! acknowledged before the commit that holds it: a durable commit (SQLite
 //! `synchronous = FULL`, PostgreSQL `fsync`) costs the same for one delivery as for
@@ -231,8 +231,13 @@ fn write_batch(batch: Vec<Job>, shared: &Shared) {
         template: &shared.template,
         emails: &shared.emails,
     };
-    let mut outcomes: Vec<Result<IngestOutcome, WriteError>> = Vec::with_capacity(batch.len());
-    let committed = shared
+    // Every group and delivery key of the batch, locked in one order at the start of
+    // each transaction (PostgreSQL; SQLite's write lock already excludes other writers).
+    let keys: Vec<String> = batch
+        .iter()
+        .flat_map(|job| keys_of(job.delivery(), &job.events))
+        .collect();
+    let written = shared
         .pool
         .get()
         .map_err(|e| {
@@ -240,48 +245,55 @@ fn write_batch(batch: Vec<Job>, shared: &Shared) {
             WriteError::Busy("the database is not reachable; try again shortly".into())
         })
         .and_then(|mut conn| {
-            db::write_transaction(&mut conn, |conn| {
-                // Every group and delivery key of the batch, locked in one order
-                // (PostgreSQL; SQLite's write lock already excludes other writers).
-                let keys = batch
-                    .iter()
-                    .flat_map(|job| keys_of(job.delivery(), &job.events))
-                    .collect();
-                locks::lock_keys(conn, keys)?;
-                if batch.len() > 1 {
-                    // The whole batch written together, in a savepoint.
-                    let all: Vec<_> = batch
-                        .iter()
-                        .map(|job| (job.delivery(), job.events.as_slice()))
-                        .collect();
-                    match db::write_transaction(conn, |conn| store_all(conn, &all, &ctx)) {
-                        Ok(stored) => {
-                            outcomes.extend(stored.into_iter().map(Ok));
-                            return Ok(());
-                        }
-                        // The database cannot be written: no delivery can.
-                        Err(error) if fault::classify(&error).is_some() => return Err(error),
-                        Err(error) => tracing::debug!(
-                            %error,
-                            "a batch of deliveries failed together; writing them one by one"
-                        ),
+            // The whole batch written together, in a transaction of its own rather than
+            // a savepoint (SQLite would copy every page the batch changes into the
+            // savepoint's journal).
+            let together = db::write_transaction(&mut conn, |conn| {
+                locks::lock_keys(conn, keys.clone())?;
+                match batch.as_slice() {
+                    [job] => store(conn, job.delivery(), &job.events, &ctx).map(|one| vec![one]),
+                    _ => {
+                        let all: Vec<_> = batch
+                            .iter()
+                            .map(|job| (job.delivery(), job.events.as_slice()))
+                            .collect();
+                        store_all(conn, &all, &ctx)
                     }
                 }
-                for job in &batch {
-                    // Each delivery in a savepoint: on error only it rolls back.
-                    outcomes.push(
-                        db::write_transaction(conn, |conn| {
-                            store(conn, job.delivery(), &job.events, &ctx)
-                        })
-                        .map_err(|e| WriteError::of(&e)),
-                    );
+            });
+            match together {
+                Ok(stored) => return Ok(stored.into_iter().map(Ok).collect()),
+                // The database cannot be written: no delivery can.
+                Err(error) if fault::classify(&error).is_some() => {
+                    return Err(WriteError::of(&error))
                 }
-                Ok::<(), diesel::result::Error>(())
+                // One delivery: its own answer.
+                Err(error) if batch.len() == 1 => return Ok(vec![Err(WriteError::of(&error))]),
+                Err(error) => tracing::debug!(
+                    %error,
+                    "a batch of deliveries failed together; writing them one by one"
+                ),
+            }
+            // Rolled back whole: each delivery again, in a savepoint of its own, so that
+            // only the one that fails rolls back.
+            db::write_transaction(&mut conn, |conn| {
+                locks::lock_keys(conn, keys)?;
+                Ok::<_, diesel::result::Error>(
+                    batch
+                        .iter()
+                        .map(|job| {
+                            db::write_transaction(conn, |conn| {
+                                store(conn, job.delivery(), &job.events, &ctx)
+                            })
+                            .map_err(|e| WriteError::of(&e))
+                        })
+                        .collect::<Vec<_>>(),
+                )
             })
             .map_err(|e| WriteError::of(&e))
         });
-    match committed {
-        Ok(()) => {
+    match written {
+        Ok(outcomes) => {
             for (job, outcome) in batch.into_iter().zip(outcomes) {
                 let _ = job.reply.send(outcome);
             }
