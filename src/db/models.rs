@@ -25,7 +25,7 @@ use super::schema::{failure_events, incident_alerts, incidents, webhook_deliveri
 pub struct IncidentRow {
     pub id: String,
     pub group_key: String,
-    pub group_hash: String,
+    pub group_hash: Vec<u8>,
     pub source: String,
     pub title: String,
     pub service: Option<String>,
@@ -72,7 +72,7 @@ pub struct FailureEventRow {
     pub dedup_key: String,
     pub group_key: String,
     pub occurrence_key: String,
-    pub occurrence_hash: String,
+    pub occurrence_hash: Vec<u8>,
     pub kind: String,
     pub status: String,
     pub title: String,

@@ -19,7 +19,7 @@ diesel::table! {
     incidents (id) {
         id -> Text,
         group_key -> Text,
-        group_hash -> Text,
+        group_hash -> Binary,
         source -> Text,
         title -> Text,
         service -> Nullable<Text>,
@@ -66,7 +66,7 @@ diesel::table! {
         dedup_key -> Text,
         group_key -> Text,
         occurrence_key -> Text,
-        occurrence_hash -> Text,
+        occurrence_hash -> Binary,
         kind -> Text,
         status -> Text,
         title -> Text,

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
-use super::{group_hash, INSERT_CHUNK, LOOKUP_CHUNK};
+use super::{group_hash, KeyHash, INSERT_CHUNK, LOOKUP_CHUNK};
 use crate::db::models::{DeliveryRow, FailureEventRow, IncidentAlertRow, IncidentRow};
 use crate::db::schema::{failure_events, incident_alerts, incidents, webhook_deliveries};
 use crate::db::{self, types, DbConnection};
@@ -58,12 +58,12 @@ pub(super) struct Pending {
     pub(super) now: NaiveDateTime,
     /// Groups looked up for the batch before it changed any, by group hash (a group
     /// missing here, or filed into since, is asked of the database).
-    groups: HashMap<String, Known>,
+    groups: HashMap<KeyHash, Known>,
     pub(super) deliveries: Vec<DeliveryRow>,
     /// Incidents touched, by id.
     incidents: HashMap<String, Touched>,
     /// The incident each group's events go to now, by group hash.
-    current: HashMap<String, String>,
+    current: HashMap<KeyHash, String>,
     /// Alert states changed: incident id → dedup key → status.
     alerts: HashMap<String, HashMap<String, EventStatus>>,
     pub(super) events: Vec<FailureEventRow>,
@@ -109,12 +109,12 @@ impl Pending {
     pub(super) fn look_up_groups(
         &mut self,
         conn: &mut DbConnection,
-        hashes: &[String],
+        hashes: &[KeyHash],
     ) -> QueryResult<()> {
         let open = incidents::state.eq(IncidentState::Open.as_str());
         for chunk in hashes.chunks(LOOKUP_CHUNK) {
             // One value: statements the connection keeps prepared (lists are not).
-            let (open, known): (Vec<IncidentRow>, Vec<String>) = match chunk {
+            let (open, known): (Vec<IncidentRow>, Vec<KeyHash>) = match chunk {
                 [hash] => (
                     incidents::table
                         .filter(incidents::group_hash.eq(hash))
@@ -140,7 +140,7 @@ impl Pending {
                         .load(conn)?,
                 ),
             };
-            let known: HashSet<String> = known.into_iter().collect();
+            let known: HashSet<KeyHash> = known.into_iter().collect();
             for hash in chunk.iter().filter(|hash| !known.contains(*hash)) {
                 self.groups.insert(hash.clone(), Known::Empty);
             }
@@ -460,7 +460,7 @@ pub(super) fn file_into_incident(
 fn place_in_group(
     conn: &mut DbConnection,
     event: &FailureEvent,
-    hash: &str,
+    hash: &[u8],
     policy: &IncidentPolicy,
     now: NaiveDateTime,
 ) -> Result<Touched, diesel::result::Error> {
@@ -524,7 +524,7 @@ fn place_in_group(
 }
 
 /// A new incident of `event`'s group (`hash`), not yet stored.
-fn new_incident(event: &FailureEvent, hash: &str, now: NaiveDateTime) -> IncidentRow {
+fn new_incident(event: &FailureEvent, hash: &[u8], now: NaiveDateTime) -> IncidentRow {
     IncidentRow {
         id: db::new_id(),
         group_key: event.group_key.clone(),

@@ -63,22 +63,26 @@ pub fn purge_raw_bodies(conn: &mut DbConnection, before: NaiveDateTime) -> Query
     .execute(conn)
 }
 
-fn sha256_hex(parts: &[&str]) -> String {
+/// A SHA-256 digest, as its 32 bytes: what groups and occurrences are indexed by
+/// (keys can be long; 32 bytes, not 64 hexadecimal characters, keep the indexes small).
+pub type KeyHash = Vec<u8>;
+
+fn sha256(parts: &[&str]) -> KeyHash {
     let mut hasher = Sha256::new();
     for part in parts {
         hasher.update(part.as_bytes());
         hasher.update([0]);
     }
-    hex::encode(hasher.finalize())
+    hasher.finalize().to_vec()
 }
 
 /// The hash a group key is indexed by.
-pub fn group_hash(group_key: &str) -> String {
-    sha256_hex(&[group_key])
+pub fn group_hash(group_key: &str) -> KeyHash {
+    sha256(&[group_key])
 }
 
-fn occurrence_hash(event: &FailureEvent) -> String {
-    sha256_hex(&[&event.source, &event.dedup_key, &event.occurrence_key])
+fn occurrence_hash(event: &FailureEvent) -> KeyHash {
+    sha256(&[&event.source, &event.dedup_key, &event.occurrence_key])
 }
 
 /// Stores a delivery's events, each exactly once, and files them into incidents, in
@@ -134,11 +138,11 @@ pub(crate) fn store_all(
     }
     // Every event's occurrence looked up at once (the same occurrence twice: the
     // second is a duplicate of the first).
-    let hashes: Vec<Vec<String>> = deliveries
+    let hashes: Vec<Vec<KeyHash>> = deliveries
         .iter()
         .map(|(_, events)| events.iter().map(occurrence_hash).collect())
         .collect();
-    let asked: Vec<&String> = hashes
+    let asked: Vec<&KeyHash> = hashes
         .iter()
         .zip(&again)
         .filter(|(_, again)| again.is_none())
@@ -148,7 +152,7 @@ pub(crate) fn store_all(
     let lists = asked.len() > 1;
     let mut seen = db::planned_for_values(conn, lists, |conn| occurrences(conn, &asked))?;
     // The groups of the new events, asked at once.
-    let mut groups: Vec<String> = deliveries
+    let mut groups: Vec<KeyHash> = deliveries
         .iter()
         .zip(&hashes)
         .zip(&again)
@@ -251,8 +255,8 @@ fn sent_again(earlier: &IngestOutcome) -> IngestOutcome {
 /// incident id).
 fn occurrences(
     conn: &mut DbConnection,
-    hashes: &[&String],
-) -> QueryResult<HashMap<String, (String, String)>> {
+    hashes: &[&KeyHash],
+) -> QueryResult<HashMap<KeyHash, (String, String)>> {
     let mut seen = HashMap::new();
     for chunk in hashes.chunks(LOOKUP_CHUNK) {
         let select = (
@@ -261,7 +265,7 @@ fn occurrences(
             failure_events::incident_id,
         );
         // One value: a statement the connection keeps prepared (a list is not).
-        let found: Vec<(String, String, String)> = match chunk {
+        let found: Vec<(KeyHash, String, String)> = match chunk {
             [hash] => failure_events::table
                 .filter(failure_events::occurrence_hash.eq(hash))
                 .select(select)
@@ -287,8 +291,8 @@ fn store_one(
     pending: &mut Pending,
     delivery: Delivery<'_>,
     events: &[FailureEvent],
-    hashes: &[String],
-    seen: &mut HashMap<String, (String, String)>,
+    hashes: &[KeyHash],
+    seen: &mut HashMap<KeyHash, (String, String)>,
     policy: &IncidentPolicy,
     ctx: &coes::Context<'_>,
 ) -> Result<IngestOutcome, diesel::result::Error> {

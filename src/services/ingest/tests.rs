@@ -353,3 +353,87 @@ fn a_draft_that_drifted_from_its_incident_follows_it_again() {
     );
     assert_eq!(severity(&mut conn), (1, Some(at(6))));
 }
+
+/// Occurrences and groups stored before their hashes were bytes (migration
+/// `binary_hashes`) are recognised after it: the migration converts each hash to
+/// the bytes this version computes, and back to the hexadecimal text the versions
+/// before it computed.
+#[test]
+fn hashes_survive_the_migration_to_bytes_and_back() {
+    hashes_survive_the_migration(None);
+    if let Ok(url) = std::env::var("TEST_POSTGRES_URL") {
+        hashes_survive_the_migration(Some(&url));
+    }
+}
+
+fn hashes_survive_the_migration(postgres: Option<&str>) {
+    use diesel_migrations::MigrationHarness;
+    use Severity::*;
+    let settings = Settings::default();
+    let template = Template::default_template();
+    let emails = EmailTemplates::load(None, "http://localhost").expect("email templates");
+    let ctx = coes::Context {
+        settings: &settings,
+        template: &template,
+        emails: &emails,
+    };
+    let delivery = Delivery {
+        source: "test",
+        key: None,
+        content_type: Some("application/json"),
+        body: b"[]",
+    };
+    let (_dir, pool) = database(postgres);
+    let mut conn = pool.get().expect("conn");
+    let first = event("Cpu1", "g1", false, Sev3, 1);
+    let stored = ingest(&mut conn, delivery, std::slice::from_ref(&first), &ctx).expect("stored");
+
+    // Back to the migration before: the hashes are the hexadecimal text the
+    // versions before it compute.
+    let reverted = match &mut *conn {
+        DbConnection::Sqlite(c) => c
+            .revert_last_migration(db::SQLITE_MIGRATIONS)
+            .map(|v| v.to_string()),
+        DbConnection::Pg(c) => c
+            .revert_last_migration(db::POSTGRES_MIGRATIONS)
+            .map(|v| v.to_string()),
+    }
+    .expect("revert");
+    assert_eq!(reverted, "20261203000016");
+    #[derive(QueryableByName)]
+    struct Hashes {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        group_hash: String,
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        occurrence_hash: String,
+    }
+    let text: Hashes = diesel::sql_query(
+        "SELECT i.group_hash, e.occurrence_hash FROM failure_events e \
+         JOIN incidents i ON i.id = e.incident_id",
+    )
+    .get_result(&mut conn)
+    .expect("the hashes as text");
+    assert_eq!(text.group_hash, hex::encode(group_hash("g1")));
+    assert_eq!(text.occurrence_hash, hex::encode(occurrence_hash(&first)));
+    assert_eq!(text.group_hash.len(), 64);
+
+    // Forward again: the same occurrence is a duplicate, a new alert of the group
+    // joins its open incident.
+    db::migrate(&mut conn).expect("migrate again");
+    let again = ingest(
+        &mut conn,
+        delivery,
+        &[first.clone(), event("Cpu2", "g1", false, Sev3, 2)],
+        &ctx,
+    )
+    .expect("stored");
+    assert_eq!(again.events[0].id, stored.events[0].id);
+    assert!(again.events[0].duplicate);
+    assert!(!again.events[1].duplicate);
+    assert_eq!(again.events[1].incident_id, stored.events[0].incident_id);
+    let open: i64 = incidents::table
+        .count()
+        .get_result(&mut conn)
+        .expect("count");
+    assert_eq!(open, 1);
+}
