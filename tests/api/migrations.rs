@@ -149,4 +149,16 @@ fn sqlite_runs_in_wal_mode_with_foreign_keys() {
         .get_result::<Fk>(&mut conn)
         .expect("pragma");
     assert_eq!(fk.foreign_keys, 1);
+    // Migrating journals to a temporary file (see `db::migrate`); the connection
+    // keeps its temporary data in memory again afterwards.
+    #[derive(QueryableByName)]
+    struct TempStore {
+        #[diesel(sql_type = diesel::sql_types::Integer)]
+        temp_store: i32,
+    }
+    db::migrate(&mut conn).expect("migrate");
+    let temp = diesel::sql_query("PRAGMA temp_store")
+        .get_result::<TempStore>(&mut conn)
+        .expect("pragma");
+    assert_eq!(temp.temp_store, 2, "MEMORY");
 }
