@@ -235,7 +235,8 @@ def sizes(backend, coe, workdir, seconds):
             started = time.monotonic()
             out = server.run("sweep", "--dry-run")
             took = time.monotonic() - started
-            probe.check(out.returncode == 0, f"{backend} sweep at {size:,} ({out.stderr.strip()[-200:]})")
+            failed = "" if out.returncode == 0 else f": {out.stderr.strip()[-200:]}"
+            probe.check(out.returncode == 0, f"{backend} sweep at {size:,}{failed}")
             decided = next((l for l in out.stdout.splitlines() if l.startswith("would queue")), "?")
             rows.append((f"sweep at {size:,} actions: {decided.split(';')[0]}", backend, f"{took:.2f} s", "—",
                          "—", "—", "—", "—", "—"))
