@@ -11,8 +11,9 @@ Scenarios (each a fixed number of seconds):
   storm          100-alert deliveries over 100 groups at the COE policy (sev2), 16
                  connections; afterwards exactly 100 incidents and 100 drafts (checked)
   create-actions a new corrective action per request through the API, 16 connections
-  (outbox)       the emails create-actions queued (one per new action's owner) are delivered (to
-                 the file transport) before mixed starts; their rate is a row of its own
+  (outbox)       the emails waiting after create-actions (one per new action's owner) are
+                 delivered (to the file transport) before mixed starts; their rate is a row of its
+                 own (the 100 actions mixed sets up queue 100 more, delivered during it)
   mixed          200 connections: COE documents, lists and stats read, sections edited
                  with their version, actions started and reopened (mixed.lua); 409/412
                  (someone saved first) are counted apart from failures
@@ -23,7 +24,7 @@ Scenarios (each a fixed number of seconds):
 
 For each: throughput, p50/p99 latency, failed answers, the server's peak RSS and CPU
 seconds, and its requests per second as a share of healthz's. Prints a Markdown table; exits 1 when
-a check fails. Bounded: a few minutes per database.
+a check fails. Bounded: a few minutes per database (the wait for the outbox at most 300 s more).
 
 --perf DIR records a profile of the server during each ingest scenario, create-actions and mixed
 (`perf record` with DWARF call graphs) into DIR/SCENARIO.BACKEND.data; the profiler's own cost
@@ -253,7 +254,7 @@ def main():
     parser.add_argument("--seconds", type=int, default=8)
     parser.add_argument("--no-sizes", action="store_true", help="skip overdue-query and sweep at 10k–1M")
     parser.add_argument("--perf", metavar="DIR",
-                        help="record a profile of the server (perf, DWARF call graphs) per ingest scenario into DIR")
+                        help="record a profile of the server (perf, DWARF call graphs) per ingest scenario, create-actions and mixed into DIR")
     parser.add_argument("backends", nargs="*", default=["sqlite", "postgres"])
     args = parser.parse_args()
     global PERF_DIR

@@ -286,10 +286,10 @@ pub fn migrate(conn: &mut DbConnection) -> Result<Vec<String>, DbError> {
         DbConnection::Sqlite(_) => {
             // A migration that rewrites a table's rows (an UPDATE inside the
             // migration's transaction) keeps the original of every page it changes
-            // in a statement journal: in a temporary file, not in memory as the
-            // service's connections do, or memory grows with the table (1.4 GB for
-            // a million events).
-            conn.batch_execute("PRAGMA temp_store = DEFAULT")
+            // in a statement journal: in a temporary file (SQLITE_TMPDIR, TMPDIR,
+            // /var/tmp or /tmp), not in memory as the service's connections do, or
+            // memory grows with the table (1.4 GB for a million events).
+            conn.batch_execute("PRAGMA temp_store = FILE")
                 .map_err(|e| DbError::Migrate(e.to_string()))?;
             let applied = write_transaction(conn, |conn| {
                 let DbConnection::Sqlite(c) = conn else {
@@ -299,9 +299,12 @@ pub fn migrate(conn: &mut DbConnection) -> Result<Vec<String>, DbError> {
                     .map(to_strings)
                     .map_err(|e| DbError::Migrate(e.to_string()))
             });
-            conn.batch_execute("PRAGMA temp_store = MEMORY")
-                .map_err(|e| DbError::Migrate(e.to_string()))?;
-            applied
+            let restored = conn
+                .batch_execute("PRAGMA temp_store = MEMORY")
+                .map_err(|e| DbError::Migrate(e.to_string()));
+            let applied = applied?;
+            restored?;
+            Ok(applied)
         }
         DbConnection::Pg(c) => {
             diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})"))

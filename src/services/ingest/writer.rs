@@ -1,7 +1,8 @@
 //! Group commit: deliveries that arrive together are written together. A writer
 //! thread takes every delivery queued (up to `MAX_BATCH`, never waiting for more:
 //! while it commits, the next ones queue), writes them in one transaction, commits
-//! once, and only then answers each delivery's request. The batch is first written
+//! once (twice when one of them fails, below), and only then answers each
+//! delivery's request. The batch is first written
 //! as one (`store_all`: a few statements for all its deliveries); should any
 //! statement fail, that transaction rolls back and a second one writes each delivery
 //! in a savepoint of its own, so a delivery that fails rolls back alone. Nothing is
@@ -223,7 +224,7 @@ fn run(jobs: &Receiver<Job>, shared: &Shared) {
     }
 }
 
-/// Writes `batch` in one transaction and answers each job.
+/// Writes `batch` in one transaction (two when a delivery fails) and answers each job.
 fn write_batch(batch: Vec<Job>, shared: &Shared) {
     shared.batch_sizes.observe(batch.len() as f64);
     let ctx = coes::Context {
@@ -304,5 +305,100 @@ fn write_batch(batch: Vec<Job>, shared: &Shared) {
                 let _ = job.reply.send(Err(error.clone()));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Severity;
+    use crate::services::ingest::tests::{database, event};
+    use diesel::prelude::*;
+
+    /// A batch in which one delivery fails: written again one by one, only that one
+    /// fails, the others are committed and answered as stored (SQLite; PostgreSQL
+    /// with `TEST_POSTGRES_URL`).
+    #[test]
+    fn a_delivery_that_fails_in_a_batch_fails_alone() {
+        a_delivery_fails_alone(None);
+        if let Ok(url) = std::env::var("TEST_POSTGRES_URL") {
+            a_delivery_fails_alone(Some(&url));
+        }
+    }
+
+    fn a_delivery_fails_alone(postgres: Option<&str>) {
+        let (_dir, pool) = database(postgres);
+        let poison = match postgres {
+            None => vec![
+                "CREATE TRIGGER poison BEFORE INSERT ON failure_events \
+                 WHEN NEW.dedup_key = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END",
+            ],
+            Some(_) => vec![
+                "CREATE FUNCTION poison() RETURNS trigger AS $$ BEGIN \
+                 IF NEW.dedup_key = 'poison' THEN RAISE EXCEPTION 'poisoned'; END IF; \
+                 RETURN NEW; END $$ LANGUAGE plpgsql",
+                "CREATE TRIGGER poison BEFORE INSERT ON failure_events \
+                 FOR EACH ROW EXECUTE FUNCTION poison()",
+            ],
+        };
+        let mut conn = pool.get().expect("conn");
+        for statement in poison {
+            diesel::sql_query(statement)
+                .execute(&mut conn)
+                .expect("poison");
+        }
+        let shared = Shared {
+            waiting: AtomicUsize::new(0),
+            batch_sizes: Histogram::new(exponential_buckets(1.0, 2.0, 9)),
+            pool: pool.clone(),
+            settings: Arc::new(Settings::default()),
+            template: Arc::new(Template::default_template()),
+            emails: Arc::new(EmailTemplates::load(None, "http://localhost").expect("emails")),
+        };
+        let mut answers = Vec::new();
+        let batch: Vec<Job> = ["good-1", "poison", "good-2"]
+            .into_iter()
+            .enumerate()
+            .map(|(n, alert)| {
+                let (reply, answer) = oneshot::channel();
+                answers.push(answer);
+                Job {
+                    source: "test".into(),
+                    key: None,
+                    content_type: Some("application/json".into()),
+                    body: b"[]".to_vec(),
+                    events: vec![event(alert, &format!("g{n}"), false, Severity::Sev3, 1)],
+                    reply,
+                }
+            })
+            .collect();
+        write_batch(batch, &shared);
+        let answers: Vec<Result<IngestOutcome, WriteError>> = answers
+            .into_iter()
+            .map(|answer| answer.blocking_recv().expect("answered"))
+            .collect();
+        assert!(answers[0].as_ref().is_ok_and(|o| o.delivery_id.is_some()));
+        assert!(
+            matches!(&answers[1], Err(WriteError::Failed(e)) if e.contains("poisoned")),
+            "{:?}",
+            answers[1]
+        );
+        assert!(answers[2].as_ref().is_ok_and(|o| o.delivery_id.is_some()));
+        // The two good deliveries are committed, nothing of the poisoned one (its
+        // incident included).
+        use crate::db::schema::{failure_events, incidents, webhook_deliveries};
+        let events: i64 = failure_events::table
+            .count()
+            .get_result(&mut conn)
+            .expect("count");
+        let opened: i64 = incidents::table
+            .count()
+            .get_result(&mut conn)
+            .expect("count");
+        let deliveries: i64 = webhook_deliveries::table
+            .count()
+            .get_result(&mut conn)
+            .expect("count");
+        assert_eq!((events, opened, deliveries), (2, 2, 2));
     }
 }
