@@ -38,6 +38,42 @@ pub(super) fn database(postgres: Option<&str>) -> (tempfile::TempDir, crate::db:
     (dir, pool)
 }
 
+/// What storing needs besides the database: the default settings, COE template
+/// and email templates.
+pub(super) struct Parts {
+    pub(super) settings: Settings,
+    pub(super) template: Template,
+    pub(super) emails: EmailTemplates,
+}
+
+impl Parts {
+    pub(super) fn new() -> Parts {
+        Parts {
+            settings: Settings::default(),
+            template: Template::default_template(),
+            emails: EmailTemplates::load(None, "http://localhost").expect("email templates"),
+        }
+    }
+
+    fn ctx(&self) -> coes::Context<'_> {
+        coes::Context {
+            settings: &self.settings,
+            template: &self.template,
+            emails: &self.emails,
+        }
+    }
+}
+
+/// A JSON delivery from the source `test`, with the sender's `key` if any.
+fn delivery(key: Option<&'static str>) -> Delivery<'static> {
+    Delivery {
+        source: "test",
+        key,
+        content_type: Some("application/json"),
+        body: b"[]",
+    }
+}
+
 fn at(minute: u32) -> NaiveDateTime {
     NaiveDate::from_ymd_opt(2026, 11, 29)
         .and_then(|d| d.and_hms_opt(10, minute, 0))
@@ -249,21 +285,9 @@ fn a_batch_is_stored_as_its_deliveries_one_by_one_would_be() {
 }
 
 fn a_batch_is_stored_as_one_by_one(postgres: Option<&str>) {
-    let settings = Settings::default();
-    let template = Template::default_template();
-    let emails = EmailTemplates::load(None, "http://localhost").expect("email templates");
-    let ctx = coes::Context {
-        settings: &settings,
-        template: &template,
-        emails: &emails,
-    };
+    let parts = Parts::new();
+    let ctx = parts.ctx();
     let deliveries = deliveries();
-    let delivery = |key: Option<&'static str>| Delivery {
-        source: "test",
-        key,
-        content_type: Some("application/json"),
-        body: b"[]",
-    };
 
     let (_one_dir, one) = database(postgres);
     let mut conn = one.get().expect("conn");
@@ -308,20 +332,9 @@ fn a_batch_is_stored_as_one_by_one(postgres: Option<&str>) {
 #[test]
 fn a_draft_that_drifted_from_its_incident_follows_it_again() {
     use Severity::*;
-    let settings = Settings::default();
-    let template = Template::default_template();
-    let emails = EmailTemplates::load(None, "http://localhost").expect("email templates");
-    let ctx = coes::Context {
-        settings: &settings,
-        template: &template,
-        emails: &emails,
-    };
-    let delivery = Delivery {
-        source: "test",
-        key: None,
-        content_type: Some("application/json"),
-        body: b"[]",
-    };
+    let parts = Parts::new();
+    let ctx = parts.ctx();
+    let delivery = delivery(None);
     let (_dir, pool) = database(None);
     let mut conn = pool.get().expect("conn");
     let store = |conn: &mut DbConnection, events: &[FailureEvent]| {
@@ -369,20 +382,9 @@ fn hashes_survive_the_migration_to_bytes_and_back() {
 fn hashes_survive_the_migration(postgres: Option<&str>) {
     use diesel_migrations::MigrationHarness;
     use Severity::*;
-    let settings = Settings::default();
-    let template = Template::default_template();
-    let emails = EmailTemplates::load(None, "http://localhost").expect("email templates");
-    let ctx = coes::Context {
-        settings: &settings,
-        template: &template,
-        emails: &emails,
-    };
-    let delivery = Delivery {
-        source: "test",
-        key: None,
-        content_type: Some("application/json"),
-        body: b"[]",
-    };
+    let parts = Parts::new();
+    let ctx = parts.ctx();
+    let delivery = delivery(None);
     let (_dir, pool) = database(postgres);
     let mut conn = pool.get().expect("conn");
     let first = event("Cpu1", "g1", false, Sev3, 1);

@@ -312,7 +312,7 @@ fn write_batch(batch: Vec<Job>, shared: &Shared) {
 mod tests {
     use super::*;
     use crate::domain::Severity;
-    use crate::services::ingest::tests::{database, event};
+    use crate::services::ingest::tests::{database, event, Parts};
     use diesel::prelude::*;
 
     /// A batch in which one delivery fails: written again one by one, only that one
@@ -347,13 +347,14 @@ mod tests {
                 .execute(&mut conn)
                 .expect("poison");
         }
+        let parts = Parts::new();
         let shared = Shared {
             waiting: AtomicUsize::new(0),
             batch_sizes: Histogram::new(exponential_buckets(1.0, 2.0, 9)),
             pool: pool.clone(),
-            settings: Arc::new(Settings::default()),
-            template: Arc::new(Template::default_template()),
-            emails: Arc::new(EmailTemplates::load(None, "http://localhost").expect("emails")),
+            settings: Arc::new(parts.settings),
+            template: Arc::new(parts.template),
+            emails: Arc::new(parts.emails),
         };
         let mut answers = Vec::new();
         let batch: Vec<Job> = ["good-1", "poison", "good-2"]
