@@ -13,6 +13,10 @@ still do. Run by scripts/probe (which .ci/run calls); bounded to a few minutes.
   read-only  the SQLite file made read-only under load, then writable again: 503
              (database_read_only), never 500; writes resume by themselves; a start with
              a read-only -shm stops naming the files
+  backup     SQLite: /readyz asked again and again, an outside online backup (SQLite's
+             backup API, as `sqlite3 coe.db .backup` does) and `coe backup` under load,
+             then kill -9: every acknowledged event present, the server never left
+             writing into a deleted -wal; `coe restore` refused while it runs
   security   PagerDuty deliveries of 10 MiB with 1,900 forged signatures each: refused,
              under 100 ms of the server's CPU each
   fuzz       schemathesis (from PyPI) over the OpenAPI document with every check and phase,
@@ -360,7 +364,8 @@ class Load:
 def pg_stop(coe, workdir, rounds=3):
     print(f"pg-stop: PostgreSQL stopped -m immediate under load, {rounds} times", flush=True)
     pg = Postgres(workdir)
-    server = Server(coe, env_for(workdir, pg.url, {"COE_DATABASE_CONNECT_TIMEOUT_SECS": "1"}), workdir)
+    # The default connect timeout (5 s): a refused connection must not wait for it.
+    server = Server(coe, env_for(workdir, pg.url), workdir)
     longest, acked_before = 0.0, 0
     try:
         server.start()
@@ -372,6 +377,9 @@ def pg_stop(coe, workdir, rounds=3):
                 pg.stop("immediate")
                 statuses, codes, ready = load.window(3)
                 check(set(statuses) <= {503}, f"only 503 while PostgreSQL is down ({statuses}, codes {codes})")
+                # 4 writers for 3 s: waiting the 5 s connect timeout, none would answer twice.
+                check(statuses.get(503, 0) >= 8,
+                      f"refused connections fail fast, not after connect_timeout_secs ({statuses})")
                 check(all(s == 503 for s, _ in ready), f"/readyz says 503 while it is down ({ready})")
                 started = time.monotonic()
                 pg.start()
@@ -382,11 +390,73 @@ def pg_stop(coe, workdir, rounds=3):
         finally:
             load.stop()
         lost = count_lost(pg.query, load.acked)
+        server.log.flush()
+        with open(server.log.name, errors="replace") as f:
+            log = f.read()
+        down, up = log.count("database unreachable"), log.count("database reachable again")
+        check(1 <= down <= rounds and up >= 1,
+              f"one log line per outage and one when it heals ({down} and {up} for {rounds} outages)")
+        check("Is the server running" not in log, "no multi-line connection errors in the log")
         rows.append(("PostgreSQL stopped (-m immediate) under load", f"{rounds} stops", len(load.acked), lost,
                      f"{longest:.1f} s after it is back"))
     finally:
         server.stop()
         pg.stop()
+
+
+def deleted_files_held(pid, db):
+    """Files of `db` (its -wal and -shm included) that process `pid` holds though deleted."""
+    held = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if os.path.basename(db) in target and target.endswith("(deleted)"):
+            held.append(target)
+    return held
+
+
+def backup(coe, workdir, rounds=3, events=300):
+    print(f"backup: /readyz, an outside online backup and `coe backup` under load, then kill -9, "
+          f"{rounds} times", flush=True)
+    db = f"{workdir}/coe.db"
+    server = Server(coe, env_for(workdir, f"sqlite://{db}"), workdir)
+    acked, kills = [], 0
+    try:
+        server.start()
+        ingest = token(server)
+        for round_ in range(rounds):
+            for _ in range(5):
+                check(http(server.port, "GET", "/readyz")[0] == 200, "/readyz answers 200")
+            # SQLite's online backup from another process: it must find the server's
+            # locks and leave its write-ahead log where it is.
+            source, copy = sqlite3.connect(db), sqlite3.connect(f"{workdir}/outside-{round_}.db")
+            source.backup(copy)
+            copy.close()
+            source.close()
+            out = server.run("backup", f"{workdir}/coe-backup-{round_}.db")
+            check(out.returncode == 0 and "integrity ok" in out.stdout,
+                  f"coe backup while serving ({out.returncode}: {out.stdout.strip()} {out.stderr.strip()[-300:]})")
+            out = server.run("restore", f"{workdir}/coe-backup-{round_}.db")
+            check(out.returncode == 1 and "in use" in out.stderr,
+                  f"coe restore refused while serving ({out.returncode}: {out.stderr.strip()[-300:]})")
+            for i in range(events):
+                key = f"backup-{round_}-{i}"
+                if http(server.port, "POST", "/api/v1/events", event(key, f"backup-{i % 10}"), ingest)[0] in (200, 202):
+                    acked.append(key)
+                if i % 50 == 0:
+                    http(server.port, "GET", "/readyz")
+            held = deleted_files_held(server.proc.pid, db)
+            check(not held, f"the server writes into no deleted file ({held})")
+            server.kill9()
+            kills += 1
+            server.start()
+        check(len(acked) == rounds * events, f"every event acknowledged ({len(acked)} of {rounds * events})")
+        lost = count_lost(sqlite_query(db), acked)
+        rows.append(("/readyz, outside backups and kill -9 (sqlite)", f"{kills} kills", len(acked), lost, "-"))
+    finally:
+        server.stop()
 
 
 def mount_tmpfs(path, size):
@@ -576,9 +646,9 @@ def fuzz(backend, coe, workdir, examples=40):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--coe", default=os.path.join(ROOT, "target/debug/coe"))
-    parser.add_argument("only", nargs="*", help="crash, pg-stop, disk-full or read-only (default: all)")
+    parser.add_argument("only", nargs="*", help="crash, backup, pg-stop, disk-full, read-only, security or fuzz (default: all)")
     args = parser.parse_args()
-    every = ["crash", "pg-stop", "disk-full", "read-only", "security", "fuzz"]
+    every = ["crash", "backup", "pg-stop", "disk-full", "read-only", "security", "fuzz"]
     chosen = args.only or every
     if any(name not in every for name in chosen):
         parser.error(f"choose among {', '.join(every)}")
@@ -593,6 +663,8 @@ def main():
                     with tempfile.TemporaryDirectory(prefix="coe-probe-") as pgdir:
                         os.chmod(pgdir, 0o755)
                         crash("postgres", args.coe, pgdir)
+                elif name == "backup":
+                    backup(args.coe, workdir)
                 elif name == "pg-stop":
                     pg_stop(args.coe, workdir)
                 elif name == "disk-full":

@@ -222,8 +222,8 @@ impl From<crate::services::ingest::writer::WriteError> for ApiError {
 }
 
 impl From<diesel::r2d2::PoolError> for ApiError {
-    fn from(e: diesel::r2d2::PoolError) -> Self {
-        tracing::warn!(error = %e, "no database connection");
+    fn from(_: diesel::r2d2::PoolError) -> Self {
+        // `db::checkout` logged it (or the outage it belongs to).
         ApiError::Unavailable("the database is not reachable; try again shortly".into())
     }
 }

@@ -10,10 +10,58 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
 use crate::config::Settings;
 use crate::db::DbPool;
 use crate::email::{EmailTemplates, Transport};
 use crate::services::{outbox, reminders, sweep_settings};
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
+/// What `/metrics` tells of this process's sweeps: when the last one ran and whether
+/// it succeeded, and how many ran by outcome. (Each replica sweeps; the outbox keeps
+/// every email single.)
+#[derive(Default, Clone)]
+pub struct SweepMetrics {
+    last_run: Gauge,
+    last_ok: Gauge,
+    runs: Family<OutcomeLabels, Counter>,
+}
+
+impl SweepMetrics {
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "sweep_last_run_timestamp_seconds",
+            "When this process's last reminder sweep ended (Unix time)",
+            self.last_run.clone(),
+        );
+        registry.register(
+            "sweep_last_success",
+            "1 when this process's last reminder sweep succeeded, 0 when it failed",
+            self.last_ok.clone(),
+        );
+        registry.register(
+            "sweeps",
+            "Reminder sweeps run by this process, by outcome (ok, failed)",
+            self.runs.clone(),
+        );
+    }
+
+    fn record(&self, ok: bool) {
+        self.last_run.set(chrono::Utc::now().timestamp());
+        self.last_ok.set(i64::from(ok));
+        let outcome = if ok { "ok" } else { "failed" };
+        self.runs.get_or_create(&OutcomeLabels { outcome }).inc();
+    }
+}
 
 pub struct Scheduler {
     /// Wakes the thread from its wait.
@@ -29,13 +77,18 @@ impl Scheduler {
         pool: DbPool,
         templates: Arc<EmailTemplates>,
         transport: Transport,
+        metrics: SweepMetrics,
     ) -> std::io::Result<Scheduler> {
         let (wake, woken) = mpsc::channel();
         let stopping = Arc::new(AtomicBool::new(false));
         let flag = stopping.clone();
         let thread = std::thread::Builder::new()
             .name("coe-scheduler".into())
-            .spawn(move || run(&settings, &pool, &templates, &transport, &woken, &flag))?;
+            .spawn(move || {
+                run(
+                    &settings, &pool, &templates, &transport, &metrics, &woken, &flag,
+                )
+            })?;
         Ok(Scheduler {
             wake,
             stopping,
@@ -59,6 +112,7 @@ fn run(
     pool: &DbPool,
     templates: &EmailTemplates,
     transport: &Transport,
+    metrics: &SweepMetrics,
     woken: &mpsc::Receiver<()>,
     stopping: &AtomicBool,
 ) {
@@ -73,7 +127,8 @@ fn run(
     loop {
         // A bug in one step must not stop reminders for good: log it and go on.
         if Instant::now() >= next_sweep {
-            guarded("sweep", || sweep_once(settings, pool, templates));
+            let ok = guarded("sweep", || sweep_once(settings, pool, templates));
+            metrics.record(ok == Some(true));
             next_sweep = Instant::now() + sweep_every;
         }
         if stopping.load(Ordering::Relaxed) {
@@ -93,24 +148,31 @@ fn run(
     tracing::info!("reminder scheduler stopped");
 }
 
-fn guarded(step: &str, f: impl FnOnce()) {
-    if catch_unwind(AssertUnwindSafe(f)).is_err() {
+/// Runs a step; a panic is logged and gives `None`.
+fn guarded<T>(step: &str, f: impl FnOnce() -> T) -> Option<T> {
+    let result = catch_unwind(AssertUnwindSafe(f));
+    if result.is_err() {
         tracing::error!(
             step,
             "the scheduler step panicked; the next one runs as planned"
         );
     }
+    result.ok()
 }
 
-fn sweep_once(settings: &Settings, pool: &DbPool, templates: &EmailTemplates) {
-    let result = pool.get().map_err(|e| e.to_string()).and_then(|mut conn| {
-        // What this server sweeps with, so that a `coe sweep` with other settings warns.
-        sweep_settings::record(&mut conn, settings, crate::db::now()).map_err(|e| e.to_string())?;
-        // Sign-in links and requests older than a day are of no use to anyone.
-        crate::services::auth::purge(&mut conn, crate::db::now()).map_err(|e| e.to_string())?;
-        reminders::sweep(&mut conn, settings, templates, chrono::Utc::now(), false)
-            .map_err(|e| e.to_string())
-    });
+/// One sweep; whether it succeeded.
+fn sweep_once(settings: &Settings, pool: &DbPool, templates: &EmailTemplates) -> bool {
+    let result = crate::db::checkout(pool)
+        .map_err(|e| e.to_string())
+        .and_then(|mut conn| {
+            // What this server sweeps with, so that a `coe sweep` with other settings warns.
+            sweep_settings::record(&mut conn, settings, crate::db::now())
+                .map_err(|e| e.to_string())?;
+            // Sign-in links and requests older than a day are of no use to anyone.
+            crate::services::auth::purge(&mut conn, crate::db::now()).map_err(|e| e.to_string())?;
+            reminders::sweep(&mut conn, settings, templates, chrono::Utc::now(), false)
+                .map_err(|e| e.to_string())
+        });
     match result {
         Ok(report) if !report.queued.is_empty() => {
             tracing::info!(
@@ -122,14 +184,20 @@ fn sweep_once(settings: &Settings, pool: &DbPool, templates: &EmailTemplates) {
             );
         }
         Ok(report) => tracing::debug!(already_queued = report.already_queued, "sweep: nothing new"),
-        Err(e) => tracing::error!(error = %e, "sweep failed; the next one retries"),
+        Err(e) => {
+            tracing::error!(error = %e, "sweep failed; the next one retries");
+            return false;
+        }
     }
+    true
 }
 
 fn deliver_once(settings: &Settings, pool: &DbPool, transport: &Transport, stopping: &AtomicBool) {
-    let result = pool.get().map_err(|e| e.to_string()).and_then(|mut conn| {
-        outbox::deliver(&mut conn, transport, settings, stopping).map_err(|e| e.to_string())
-    });
+    let result = crate::db::checkout(pool)
+        .map_err(|e| e.to_string())
+        .and_then(|mut conn| {
+            outbox::deliver(&mut conn, transport, settings, stopping).map_err(|e| e.to_string())
+        });
     match result {
         Ok(r) if r != outbox::DeliveryReport::default() => tracing::info!(
             sent = r.sent,

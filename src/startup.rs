@@ -35,6 +35,16 @@ pub enum StartupError {
     },
 }
 
+/// What `Application::build` does about the schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Migrations {
+    /// Apply pending migrations (refusing a database a newer version migrated).
+    Apply,
+    /// Apply none; refuse to start unless the schema is exactly this version's
+    /// (`serve --no-migrate`, for operators who migrate as a step of its own).
+    RequireCurrent,
+}
+
 /// A bound, not yet running, HTTP server.
 pub struct Application {
     port: u16,
@@ -42,27 +52,40 @@ pub struct Application {
     pool: DbPool,
     settings: Arc<Settings>,
     emails: Arc<EmailTemplates>,
+    metrics: Arc<Metrics>,
 }
 
 impl Application {
-    /// Opens the database, applies pending migrations and binds `settings.listen`.
-    pub async fn build(settings: Settings) -> Result<Application, StartupError> {
+    /// Opens the database, applies pending migrations (or, with
+    /// `Migrations::RequireCurrent`, checks there are none), starts SQLite's integrity
+    /// check in the background and binds `settings.listen`.
+    pub async fn build(
+        settings: Settings,
+        migrations: Migrations,
+    ) -> Result<Application, StartupError> {
         let database = settings.database.clone();
         let url = settings.database_url();
+        let checked = url.clone();
         let pool = web::block(move || -> Result<DbPool, db::DbError> {
             let pool = db::connect(&database)?;
             let mut conn = pool
                 .get()
                 .map_err(|e| db::DbError::Connect(e.to_string()))?;
-            let applied = db::migrate(&mut conn)?;
-            if !applied.is_empty() {
-                tracing::info!(migrations = ?applied, "applied migrations");
+            match migrations {
+                Migrations::Apply => {
+                    let applied = db::migrate(&mut conn)?;
+                    if !applied.is_empty() {
+                        tracing::info!(migrations = ?applied, "applied migrations");
+                    }
+                }
+                Migrations::RequireCurrent => db::require_current(&mut conn)?,
             }
             Ok(pool)
         })
         .await
         .map_err(|e| db::DbError::Connect(e.to_string()))?
         .map_err(|e| e.explained(&url))?;
+        db::backup::check_in_background(&checked, settings.database.busy_timeout_ms);
         Self::with_pool(settings, pool)
     }
 
@@ -109,7 +132,7 @@ impl Application {
             )
             .map_err(StartupError::Writer)?,
         );
-        let metrics = Arc::new(Metrics::default());
+        let metrics = Arc::new(Metrics::new(settings.database_url().backend()));
         metrics.with_registry(|registry| {
             registry.register(
                 "ingest_batch_deliveries",
@@ -120,7 +143,7 @@ impl Application {
         let state = web::Data::new(AppState {
             settings: settings.clone(),
             pool: pool.clone(),
-            metrics,
+            metrics: metrics.clone(),
             sns,
             template: template.clone(),
             emails: emails.clone(),
@@ -170,6 +193,7 @@ impl Application {
             pool,
             settings,
             emails,
+            metrics,
         })
     }
 
@@ -180,6 +204,11 @@ impl Application {
     /// The email templates the app renders with.
     pub fn emails(&self) -> &Arc<EmailTemplates> {
         &self.emails
+    }
+
+    /// The metrics `/metrics` serves, for other parts of the process to add theirs.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     pub fn port(&self) -> u16 {
@@ -221,7 +250,9 @@ async fn not_found(req: actix_web::HttpRequest) -> Result<actix_web::HttpRespons
     )))
 }
 
-/// Stops the server gracefully on SIGTERM or SIGINT (Ctrl-C).
+/// Stops the server gracefully on SIGTERM or SIGINT (Ctrl-C). SIGHUP (a closed
+/// terminal, or an operator expecting a reload) is logged and ignored: settings are
+/// read at start only, and a hang-up must not cut requests in flight.
 pub fn stop_on_signals(handle: ServerHandle, grace: Duration) {
     actix_web::rt::spawn(async move {
         wait_for_signal().await;
@@ -236,6 +267,7 @@ pub fn stop_on_signals(handle: ServerHandle, grace: Duration) {
 #[cfg(unix)]
 async fn wait_for_signal() {
     use tokio::signal::unix::{signal, SignalKind};
+    ignore_hangups();
     match signal(SignalKind::terminate()) {
         Ok(mut term) => {
             tokio::select! {
@@ -247,6 +279,25 @@ async fn wait_for_signal() {
             tracing::warn!(error = %e, "cannot listen for SIGTERM");
             let _ = tokio::signal::ctrl_c().await;
         }
+    }
+}
+
+/// Replaces SIGHUP's default action (terminate) with a log line.
+#[cfg(unix)]
+fn ignore_hangups() {
+    use tokio::signal::unix::{signal, SignalKind};
+    match signal(SignalKind::hangup()) {
+        Ok(mut hangups) => {
+            actix_web::rt::spawn(async move {
+                while hangups.recv().await.is_some() {
+                    tracing::info!(
+                        "SIGHUP ignored: settings are read at start only; restart coe to apply \
+                         new ones (SIGTERM drains requests in flight first)"
+                    );
+                }
+            });
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot listen for SIGHUP"),
     }
 }
 

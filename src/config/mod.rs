@@ -110,6 +110,16 @@ impl AuthSettings {
             .filter_map(|p| parse_proxy(p))
             .collect()
     }
+
+    /// The trusted proxies that are whole address families (`0.0.0.0/0`, `::/0`):
+    /// every client could then name itself in `X-Forwarded-For` (escaping the sign-in
+    /// rate limits) or, in proxy mode, name any person in `auth.proxy_header`.
+    pub fn proxies_trusting_everyone(&self) -> Vec<ipnet::IpNet> {
+        self.proxies()
+            .into_iter()
+            .filter(|n| n.prefix_len() == 0)
+            .collect()
+    }
 }
 
 /// An address or a CIDR range.

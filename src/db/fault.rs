@@ -22,6 +22,10 @@ pub enum Fault {
     /// The server went away, is shutting down or starting up; or the file cannot be
     /// opened or read.
     Unreachable,
+    /// SQLite calls the database file corrupt ("database disk image is malformed"),
+    /// for example after a copy was put back beside an older write-ahead log. It
+    /// does not heal by itself: reported until the process restarts.
+    Corrupt,
 }
 
 impl Fault {
@@ -31,6 +35,7 @@ impl Fault {
             Fault::ReadOnly => "database_read_only",
             Fault::DiskFull => "disk_full",
             Fault::Unreachable => "unavailable",
+            Fault::Corrupt => "database_corrupt",
         }
     }
 
@@ -45,6 +50,10 @@ impl Fault {
                 "the database's disk is full; writes resume once there is space again"
             }
             Fault::Unreachable => "the database is not reachable; try again shortly",
+            Fault::Corrupt => {
+                "SQLite reports the database file as corrupt; restore the latest backup \
+                 (coe restore, see docs/operations.md)"
+            }
         }
     }
 }
@@ -70,7 +79,9 @@ pub fn classify(error: &Error) -> Option<Fault> {
 /// The same from the message alone (SQLite reports these with no error kind).
 pub fn classify_message(message: &str) -> Option<Fault> {
     let m = message.to_ascii_lowercase();
-    if m.contains("readonly database") || m.contains("read-only") {
+    if m.contains("database disk image is malformed") || m.contains("file is not a database") {
+        Some(Fault::Corrupt)
+    } else if m.contains("readonly database") || m.contains("read-only") {
         Some(Fault::ReadOnly)
     } else if m.contains("database or disk is full") || m.contains("no space left on device") {
         Some(Fault::DiskFull)
@@ -108,6 +119,10 @@ static PENDING: AtomicBool = AtomicBool::new(false);
 /// The latest fault, until a write succeeds after it.
 static LATEST: Mutex<Option<(Fault, Instant)>> = Mutex::new(None);
 
+/// Set once SQLite called the database corrupt: a write that succeeds elsewhere in
+/// the file does not mend it.
+static CORRUPT: AtomicBool = AtomicBool::new(false);
+
 /// How long `/readyz` reports a fault it cannot check itself (a full disk, a lost
 /// server) when no write succeeded since.
 pub const REPORTED_FOR: Duration = Duration::from_secs(30);
@@ -116,6 +131,9 @@ pub const REPORTED_FOR: Duration = Duration::from_secs(30);
 /// on this thread is dropped when given back, and `/readyz` reports it.
 pub fn note(error: &Error) -> Option<Fault> {
     let fault = classify(error)?;
+    if fault == Fault::Corrupt {
+        CORRUPT.store(true, Ordering::SeqCst);
+    }
     CONNECTION_FAULTED.with(|f| f.set(true));
     PENDING.store(true, Ordering::SeqCst);
     *LATEST.lock().unwrap_or_else(|p| p.into_inner()) = Some((fault, Instant::now()));
@@ -132,9 +150,18 @@ pub fn cleared() {
     }
 }
 
-/// The fault `/readyz` reports: the latest, if no write succeeded since and it is
-/// recent.
+/// SQLite's integrity check found the database corrupt (see `Fault::Corrupt`).
+pub fn corrupt_found(detail: &str) {
+    CORRUPT.store(true, Ordering::SeqCst);
+    tracing::error!(detail, code = Fault::Corrupt.code(), "database fault");
+}
+
+/// The fault `/readyz` reports: corruption, once found; otherwise the latest fault,
+/// if no write succeeded since and it is recent.
 pub fn latest() -> Option<Fault> {
+    if CORRUPT.load(Ordering::Relaxed) {
+        return Some(Fault::Corrupt);
+    }
     let latest = LATEST.lock().unwrap_or_else(|p| p.into_inner());
     latest.and_then(|(fault, at)| (at.elapsed() < REPORTED_FOR).then_some(fault))
 }
@@ -161,6 +188,7 @@ mod tests {
                 Some(Fault::DiskFull),
             ),
             ("disk I/O error", Some(Fault::Unreachable)),
+            ("database disk image is malformed", Some(Fault::Corrupt)),
             (
                 "terminating connection due to administrator command",
                 Some(Fault::Unreachable),

@@ -1,6 +1,7 @@
 //! Everything diesel: one connection type over SQLite and PostgreSQL, the pool,
 //! migrations and the few places where the two backends need different SQL.
 
+pub mod backup;
 pub mod fault;
 pub mod locks;
 pub mod models;
@@ -13,6 +14,7 @@ use std::time::Duration;
 use diesel::connection::{
     AnsiTransactionManager, Connection, SimpleConnection, TransactionManager,
 };
+use diesel::migration::MigrationSource;
 use diesel::pg::PgConnection;
 use diesel::r2d2::{self, ManageConnection, R2D2Connection};
 use diesel::sqlite::SqliteConnection;
@@ -186,6 +188,7 @@ impl Checkpointer {
 pub struct ConnectionManager {
     url: DatabaseUrl,
     busy_timeout_ms: u32,
+    outage: std::sync::Arc<Outage>,
 }
 
 impl ConnectionManager {
@@ -193,6 +196,50 @@ impl ConnectionManager {
         ConnectionManager {
             url,
             busy_timeout_ms,
+            outage: Default::default(),
+        }
+    }
+}
+
+/// Whether new connections fail, and since when: one log line when an outage begins
+/// and one when it ends, not one per attempt (a refused connection repeats on every
+/// request until the database is back).
+#[derive(Debug, Default)]
+struct Outage {
+    /// `since` is set: one atomic read for the usual case, no lock.
+    failing: std::sync::atomic::AtomicBool,
+    since: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+impl Outage {
+    fn began(&self, error: &dyn std::fmt::Display) {
+        let mut since = self.since.lock().unwrap_or_else(|p| p.into_inner());
+        if since.is_none() {
+            *since = Some(std::time::Instant::now());
+            self.failing
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            let error = error.to_string();
+            let first_line = error.lines().next().unwrap_or_default().trim();
+            tracing::error!(
+                error = first_line,
+                "database unreachable: new connections fail; requests that need one get 503 at \
+                 once until it is back"
+            );
+        }
+    }
+
+    fn ended(&self) {
+        if !self.failing.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        let mut since = self.since.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(began) = since.take() {
+            self.failing
+                .store(false, std::sync::atomic::Ordering::SeqCst);
+            tracing::info!(
+                down_secs = began.elapsed().as_secs(),
+                "database reachable again"
+            );
         }
     }
 }
@@ -202,7 +249,16 @@ impl ManageConnection for ConnectionManager {
     type Error = r2d2::Error;
 
     fn connect(&self) -> Result<DbConnection, r2d2::Error> {
-        establish(&self.url, self.busy_timeout_ms).map_err(r2d2::Error::ConnectionError)
+        match establish(&self.url, self.busy_timeout_ms) {
+            Ok(conn) => {
+                self.outage.ended();
+                Ok(conn)
+            }
+            Err(e) => {
+                self.outage.began(&e);
+                Err(r2d2::Error::ConnectionError(e))
+            }
+        }
     }
 
     /// Checked when taken from the pool: it answers.
@@ -224,6 +280,23 @@ pub enum DbError {
     Connect(String),
     #[error("cannot apply migrations: {0}")]
     Migrate(String),
+    /// The database holds migrations this binary does not know: a newer `coe`
+    /// migrated it, and this one would run on a schema it was not written for.
+    #[error(
+        "the database holds {} migration(s) this coe does not know ({}): a newer version of coe \
+         migrated it; run that version (or restore a backup made before the upgrade)",
+        .0.len(),
+        .0.join(", ")
+    )]
+    UnknownMigrations(Vec<String>),
+    /// `serve --no-migrate` on a database with migrations still to apply.
+    #[error(
+        "the database lacks {} migration(s) this coe needs ({}): run `coe migrate` first, or \
+         start without --no-migrate",
+        .0.len(),
+        .0.join(", ")
+    )]
+    PendingMigrations(Vec<String>),
 }
 
 impl DbError {
@@ -263,20 +336,127 @@ pub fn connect(settings: &DatabaseSettings) -> Result<DbPool, DbError> {
         DatabaseUrl::Sqlite(path) if path.as_os_str() == ":memory:" => 1,
         _ => settings.pool_size,
     };
-    let manager = ConnectionManager {
-        url,
-        busy_timeout_ms: settings.busy_timeout_ms,
-    };
+    let manager = ConnectionManager::new(url, settings.busy_timeout_ms);
     r2d2::Pool::builder()
         .max_size(max_size)
         .min_idle(Some(1))
         .connection_timeout(Duration::from_secs(settings.connect_timeout_secs.max(1)))
+        // The manager logs an outage once (`fault::connect_failed`); r2d2 would log
+        // every failed attempt, several a second.
+        .error_handler(Box::new(r2d2::NopErrorHandler))
         .build(manager)
         .map_err(|e| DbError::Connect(e.to_string()))
 }
 
+/// How long a request waits for a connection while the database is known to be
+/// unreachable: a refused connection is refused at once, and a request that waits the
+/// whole `connect_timeout_secs` for it only holds a worker.
+const OUTAGE_WAIT: Duration = Duration::from_millis(250);
+
+/// A connection from the pool: waits up to `database.connect_timeout_secs`, or only
+/// `OUTAGE_WAIT` when the pool holds no connection at all. It keeps one open
+/// (`min_idle`) and drops those that met a fault, so none means the database is
+/// unreachable: each attempt to connect is refused at once, and a request that waits
+/// the whole timeout for it only holds a worker (a database that is back still
+/// connects within the short wait). A failure is logged here outside an outage; an
+/// outage is logged once by the manager (`Outage`).
+pub fn checkout(pool: &DbPool) -> Result<PooledConnection, r2d2::PoolError> {
+    let outage = pool.state().connections == 0;
+    let wait = if outage {
+        OUTAGE_WAIT
+    } else {
+        pool.connection_timeout()
+    };
+    pool.get_timeout(wait).inspect_err(|e| {
+        if !outage {
+            tracing::warn!(error = %e, "no database connection");
+        }
+    })
+}
+
+/// Which migrations a database holds, against those this binary carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationStatus {
+    /// Applied, by name (`2026-11-29-000001_create_api_tokens`), oldest first.
+    pub applied: Vec<String>,
+    /// Known to this binary and not yet applied, by name, in the order they apply.
+    pub pending: Vec<String>,
+    /// Applied by a newer binary: their versions (the database records no names).
+    pub unknown: Vec<String>,
+}
+
+/// Reads the migrations a database holds (creating diesel's bookkeeping table on an
+/// empty database, as migrating would).
+pub fn migration_status(conn: &mut DbConnection) -> Result<MigrationStatus, DbError> {
+    fn status<DB, C>(
+        c: &mut C,
+        source: EmbeddedMigrations,
+    ) -> Result<MigrationStatus, Box<dyn std::error::Error + Send + Sync>>
+    where
+        DB: diesel::backend::Backend,
+        C: MigrationHarness<DB>,
+        EmbeddedMigrations: MigrationSource<DB>,
+    {
+        let applied: Vec<String> = c
+            .applied_migrations()?
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let known: Vec<(String, String)> = MigrationSource::<DB>::migrations(&source)?
+            .iter()
+            .map(|m| (m.name().version().to_string(), m.name().to_string()))
+            .collect();
+        let mut out = MigrationStatus {
+            applied: Vec::new(),
+            pending: Vec::new(),
+            unknown: applied
+                .iter()
+                .filter(|v| !known.iter().any(|(k, _)| k == *v))
+                .cloned()
+                .collect(),
+        };
+        for (version, name) in known {
+            if applied.contains(&version) {
+                out.applied.push(name);
+            } else {
+                out.pending.push(name);
+            }
+        }
+        out.unknown.sort();
+        Ok(out)
+    }
+    match conn {
+        DbConnection::Sqlite(c) => status(c, SQLITE_MIGRATIONS),
+        DbConnection::Pg(c) => status(c, POSTGRES_MIGRATIONS),
+    }
+    .map_err(|e| DbError::Migrate(e.to_string()))
+}
+
+/// Refuses a database that holds migrations this binary does not know.
+fn refuse_unknown(conn: &mut DbConnection) -> Result<(), DbError> {
+    let status = migration_status(conn)?;
+    if status.unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(DbError::UnknownMigrations(status.unknown))
+    }
+}
+
+/// For `serve --no-migrate`: the schema must be exactly the one this binary knows.
+pub fn require_current(conn: &mut DbConnection) -> Result<(), DbError> {
+    let status = migration_status(conn)?;
+    if !status.unknown.is_empty() {
+        return Err(DbError::UnknownMigrations(status.unknown));
+    }
+    if !status.pending.is_empty() {
+        return Err(DbError::PendingMigrations(status.pending));
+    }
+    Ok(())
+}
+
 /// Applies pending migrations; on PostgreSQL under an advisory lock. Returns the
-/// versions applied (empty when the schema was already current).
+/// versions applied (empty when the schema was already current). Refuses, applying
+/// nothing, a database that holds a migration this binary does not know.
 pub fn migrate(conn: &mut DbConnection) -> Result<Vec<String>, DbError> {
     let to_strings = |versions: Vec<diesel::migration::MigrationVersion<'_>>| {
         versions.iter().map(|v| v.to_string()).collect::<Vec<_>>()
@@ -292,6 +472,7 @@ pub fn migrate(conn: &mut DbConnection) -> Result<Vec<String>, DbError> {
             conn.batch_execute("PRAGMA temp_store = FILE")
                 .map_err(|e| DbError::Migrate(e.to_string()))?;
             let applied = write_transaction(conn, |conn| {
+                refuse_unknown(conn)?;
                 let DbConnection::Sqlite(c) = conn else {
                     return Err(DbError::Migrate("expected a SQLite connection".into()));
                 };
@@ -306,17 +487,20 @@ pub fn migrate(conn: &mut DbConnection) -> Result<Vec<String>, DbError> {
             restored?;
             Ok(applied)
         }
-        DbConnection::Pg(c) => {
+        DbConnection::Pg(_) => {
             diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK_KEY})"))
-                .execute(c)
+                .execute(conn)
                 .map_err(|e| DbError::Migrate(e.to_string()))?;
-            let result = c
-                .run_pending_migrations(POSTGRES_MIGRATIONS)
-                .map(to_strings)
-                .map_err(|e| DbError::Migrate(e.to_string()));
+            let result = refuse_unknown(conn).and_then(|()| match conn {
+                DbConnection::Pg(c) => c
+                    .run_pending_migrations(POSTGRES_MIGRATIONS)
+                    .map(to_strings)
+                    .map_err(|e| DbError::Migrate(e.to_string())),
+                DbConnection::Sqlite(_) => Err(DbError::Migrate("expected PostgreSQL".into())),
+            });
             let unlock =
                 diesel::sql_query(format!("SELECT pg_advisory_unlock({MIGRATION_LOCK_KEY})"))
-                    .execute(c);
+                    .execute(conn);
             let applied = result?;
             unlock.map_err(|e| DbError::Migrate(e.to_string()))?;
             Ok(applied)

@@ -1,7 +1,5 @@
 //! Liveness and readiness probes.
 
-use std::time::Duration;
-
 use actix_web::{web, HttpResponse};
 use diesel::r2d2::R2D2Connection;
 use serde::Serialize;
@@ -32,12 +30,14 @@ pub async fn healthz() -> HttpResponse {
 }
 
 /// The database is reachable (a connection answers `SELECT 1`) and can be written: a
-/// SQLite file (and its `-wal` and `-shm`) opens for writing, and no write failed for
-/// a full disk or a lost server in the last 30 seconds without one succeeding since.
+/// SQLite file (and its `-wal` and `-shm`) may be written by this process, SQLite has
+/// not called it corrupt (at start, `PRAGMA quick_check`; or any query since), and no
+/// write failed for a full disk or a lost server in the last 30 seconds without one
+/// succeeding since.
 #[utoipa::path(operation_id = "readyz", get, path = "/readyz", tag = "health",
     responses(
         (status = 200, description = "Ready to serve", body = Health),
-        (status = 503, description = "The database is not reachable (`unavailable`; the reason is logged, not told), cannot be written (`database_read_only`) or its disk is full (`disk_full`)", body = ErrorBody),
+        (status = 503, description = "The database is not reachable (`unavailable`; the reason is logged, not told), cannot be written (`database_read_only`), its disk is full (`disk_full`) or SQLite calls it corrupt (`database_corrupt`)", body = ErrorBody),
     ))]
 pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let pool = state.pool.clone();
@@ -45,13 +45,12 @@ pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError
     let backend = url.backend();
     // The reason (host, port, file) goes to the log, not to an unauthenticated caller.
     let unreachable = |e: &dyn std::fmt::Display| {
-        tracing::warn!(error = %e, "readiness check: the database is unreachable");
+        // A checkout that failed is logged by `db::checkout`.
+        tracing::debug!(error = %e, "readiness check: the database is unreachable");
         ApiError::Unavailable("database unreachable; the reason is in the service's log".into())
     };
     web::block(move || {
-        let mut conn = pool
-            .get_timeout(Duration::from_secs(2))
-            .map_err(|e| unreachable(&e))?;
+        let mut conn = crate::db::checkout(&pool).map_err(|e| unreachable(&e))?;
         conn.ping().map_err(|e| unreachable(&e))?;
         if let DatabaseUrl::Sqlite(path) = &url {
             if let Some(file) = read_only_file(path) {
@@ -71,18 +70,31 @@ pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError
     }))
 }
 
-/// The first of a SQLite database's files that exists and does not open for writing.
+/// The first of a SQLite database's files (or, for a `-wal` or `-shm` not there,
+/// its folder) that this process may not write. Asked with `access(2)`, which opens
+/// nothing: opening and closing any descriptor of the database file would drop every
+/// POSIX lock SQLite holds on it for this process, and another process (a backup, a
+/// second `coe`) could then delete the live write-ahead log or write beside us.
 fn read_only_file(path: &std::path::Path) -> Option<std::path::PathBuf> {
+    use rustix::fs::{access, Access};
     if path.as_os_str() == ":memory:" {
         return None;
     }
-    ["", "-wal", "-shm"]
-        .into_iter()
-        .map(|suffix| {
-            let mut name = path.as_os_str().to_owned();
-            name.push(suffix);
-            std::path::PathBuf::from(name)
-        })
-        .filter(|file| file.exists())
-        .find(|file| std::fs::OpenOptions::new().write(true).open(file).is_err())
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let files = ["", "-wal", "-shm"].into_iter().map(|suffix| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        std::path::PathBuf::from(name)
+    });
+    for file in files {
+        // `exists` is a stat: it opens nothing either.
+        let target = if file.exists() { file } else { folder.clone() };
+        if access(&target, Access::WRITE_OK).is_err() {
+            return Some(target);
+        }
+    }
+    None
 }

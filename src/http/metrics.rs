@@ -32,6 +32,12 @@ struct StateLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    version: String,
+    database: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TeamLabels {
     team: String,
 }
@@ -54,6 +60,8 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     latency: Family<RequestLabels, Histogram>,
     inspection: InspectionGauges,
+    /// The pool's connections by state (`in_use`, `idle`), read at each scrape.
+    connections: Family<StateLabels, Gauge>,
     /// When the inspection gauges were last computed; they are costly on big databases,
     /// so scrapes within `INSPECTION_MAX_AGE` reuse them.
     inspected_at: Mutex<Option<Instant>>,
@@ -62,8 +70,9 @@ pub struct Metrics {
 /// How long the inspection gauges are reused between scrapes.
 const INSPECTION_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(30);
 
-impl Default for Metrics {
-    fn default() -> Self {
+impl Metrics {
+    /// The registry with every metric of the service, for a process on `database`.
+    pub fn new(database: crate::config::database::Backend) -> Self {
         let requests = Family::<RequestLabels, Counter>::default();
         let latency = Family::<RequestLabels, Histogram>::new_with_constructor(|| {
             // 1 ms … ~16 s
@@ -112,17 +121,46 @@ impl Default for Metrics {
             "Emails in the outbox by state (pending, sending, sent, failed)",
             inspection.emails.clone(),
         );
+        let build = Family::<BuildLabels, Gauge>::default();
+        build
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                database: database.to_string(),
+            })
+            .set(1);
+        registry.register(
+            "build_info",
+            "The running version of coe and its database (always 1)",
+            build,
+        );
+        let connections = Family::<StateLabels, Gauge>::default();
+        registry.register(
+            "db_connections",
+            "This process's database connections by state (in_use, idle)",
+            connections.clone(),
+        );
         Metrics {
             registry: Mutex::new(registry),
             requests,
             latency,
             inspection,
+            connections,
             inspected_at: Mutex::new(None),
         }
     }
-}
 
-impl Metrics {
+    /// Sets the pool's gauges from its state now.
+    pub fn set_pool(&self, state: diesel::r2d2::State) {
+        let idle = i64::from(state.idle_connections);
+        let open = i64::from(state.connections);
+        for (name, n) in [("in_use", open - idle), ("idle", idle)] {
+            self.connections
+                .get_or_create(&StateLabels {
+                    state: name.to_owned(),
+                })
+                .set(n);
+        }
+    }
     /// A registry other modules can add their metrics to.
     pub fn with_registry<R>(&self, f: impl FnOnce(&mut Registry) -> R) -> R {
         let mut registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());
@@ -210,24 +248,84 @@ fn method_label(method: &actix_web::http::Method) -> String {
     }
 }
 
-/// Middleware: counts and times each request, and logs it (method, route, status,
-/// latency; never the query string or headers, which may carry secrets).
+/// The header that carries a request's id: taken from a trusted proxy (so that its
+/// log and ours name the same request), otherwise made here; always answered.
+pub const REQUEST_ID: &str = "x-request-id";
+
+/// A request id from a trusted proxy, if it is one we may log and echo as it is: 1–64
+/// letters, digits, `-`, `_`, `.` or `:`.
+fn forwarded_request_id(req: &actix_web::HttpRequest, trusted: bool) -> Option<String> {
+    if !trusted {
+        return None;
+    }
+    let id = req.headers().get(REQUEST_ID)?.to_str().ok()?;
+    let ok = (1..=64).contains(&id.len())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'));
+    ok.then(|| id.to_owned())
+}
+
+/// Warns, once per process, that a request carried `X-Forwarded-For` from an address
+/// `auth.trusted_proxies` does not name: behind a proxy that is not listed, every
+/// client has the proxy's address, and they share the sign-in rate limits.
+fn warn_untrusted_forwarding(req: &actix_web::HttpRequest, trusted: bool) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if trusted || !req.headers().contains_key("x-forwarded-for") {
+        return;
+    }
+    if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::warn!(
+            peer = %req.peer_addr().map_or_else(|| "unknown".to_owned(), |a| a.ip().to_string()),
+            "a request carries X-Forwarded-For from an address auth.trusted_proxies does not \
+             name: its header is ignored, so behind a reverse proxy every client has the proxy's \
+             address (and all share the sign-in rate limits); add the proxy's address to \
+             auth.trusted_proxies (docs/operations.md, Reverse proxy). Said once."
+        );
+    }
+}
+
+/// Middleware: gives each request an id (`X-Request-Id`, answered on the response and
+/// on every log line of the request's span), counts and times it, and logs it
+/// (method, route, status, latency, client address; never the query string or
+/// headers, which may carry secrets).
 pub async fn observe_requests(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    use tracing::Instrument;
     let start = Instant::now();
     let method = method_label(req.method());
     let state = req.app_data::<web::Data<AppState>>().cloned();
-    let result = next.call(req).await;
+    let proxies = state
+        .as_ref()
+        .map(|s| s.proxies.clone())
+        .unwrap_or_default();
+    let trusted = req
+        .peer_addr()
+        .is_some_and(|a| proxies.iter().any(|n| n.contains(&a.ip())));
+    warn_untrusted_forwarding(req.request(), trusted);
+    let client = crate::http::session::client_ip(req.request(), &proxies);
+    let id = forwarded_request_id(req.request(), trusted)
+        .unwrap_or_else(|| uuid::Uuid::now_v7().simple().to_string());
+    let span = tracing::info_span!("request", id = %id);
+    let mut result = next.call(req).instrument(span.clone()).await;
     let elapsed = start.elapsed();
-    let (status, route) = match &result {
-        Ok(res) => (
-            res.status().as_u16(),
-            res.request()
-                .match_pattern()
-                .unwrap_or_else(|| "unmatched".to_owned()),
-        ),
+    let (status, route) = match &mut result {
+        Ok(res) => {
+            if let Ok(value) = actix_web::http::header::HeaderValue::from_str(&id) {
+                res.headers_mut().insert(
+                    actix_web::http::header::HeaderName::from_static(REQUEST_ID),
+                    value,
+                );
+            }
+            (
+                res.status().as_u16(),
+                res.request()
+                    .match_pattern()
+                    .unwrap_or_else(|| "unmatched".to_owned()),
+            )
+        }
         Err(e) => (
             e.as_response_error().status_code().as_u16(),
             "unmatched".to_owned(),
@@ -239,10 +337,11 @@ pub async fn observe_requests(
             .observe(&method, &route, status, elapsed.as_secs_f64());
     }
     let latency_ms = elapsed.as_secs_f64() * 1000.0;
+    let _entered = span.enter();
     if status >= 500 {
-        tracing::error!(%method, %route, status, latency_ms, "request");
+        tracing::error!(%method, %route, status, latency_ms, %client, "request");
     } else {
-        tracing::info!(%method, %route, status, latency_ms, "request");
+        tracing::info!(%method, %route, status, latency_ms, %client, "request");
     }
     result
 }
@@ -256,6 +355,7 @@ pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
             Err(e) => tracing::warn!(error = %e, "cannot refresh the inspection gauges"),
         }
     }
+    state.metrics.set_pool(state.pool.state());
     HttpResponse::Ok()
         .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")
         .body(state.metrics.render())

@@ -169,6 +169,7 @@ async fn from_proxy(
         ))
     })?;
     let client = client_ip(req, &state.proxies);
+    let address = email.as_str().to_owned();
     let (person, secret) = with_conn(&state, move |conn, state| {
         Ok(auth::proxy_session(
             conn,
@@ -178,7 +179,13 @@ async fn from_proxy(
             &state.settings,
         )?)
     })
-    .await?;
+    .await?
+    .ok_or_else(|| {
+        PageError::Forbidden(format!(
+            "{address} may not sign in to coe: only the people in its directory and addresses of \
+             its allowed domains may; ask an admin to add you"
+        ))
+    })?;
     let new_cookie = secret.map(|s: TokenSecret| session_cookie(&state, s.expose()));
     Ok(SignedIn { person, new_cookie })
 }

@@ -71,7 +71,7 @@ pub async fn with_conn<T: Send + 'static>(
 ) -> Result<T, ApiError> {
     let state = state.clone();
     web::block(move || {
-        let mut conn = state.pool.get()?;
+        let mut conn = crate::db::checkout(&state.pool)?;
         work(&mut conn, &state)
     })
     .await?

@@ -60,6 +60,21 @@ fn open(settings: &Settings) -> bool {
     settings.mode == Mode::Development && settings.auth.allowed_domains.is_empty()
 }
 
+/// Whether `address` may sign in (`domain::auth::may_sign_in`): the same rule for the
+/// emailed link and the proxy's header.
+fn may_sign_in(conn: &mut DbConnection, address: &str, settings: &Settings) -> QueryResult<bool> {
+    let in_directory: i64 = people::table
+        .filter(people::email.eq(address))
+        .count()
+        .get_result(conn)?;
+    Ok(auth::may_sign_in(
+        address,
+        in_directory > 0,
+        &settings.auth.allowed_domains,
+        open(settings),
+    ))
+}
+
 /// A sign-in request for `email` from `client` (an IP address). Counts it against the
 /// rate limits and, when the address may sign in, queues the email with a one-time
 /// link; the answer does not say which (so it tells nobody who is in the directory).
@@ -101,17 +116,7 @@ pub fn request_link(
             settings.auth.sign_in_per_client,
         )
         .map_err(AuthError::TooMany)?;
-        let in_directory: i64 = people::table
-            .filter(people::email.eq(address))
-            .count()
-            .get_result(conn)?;
-        let open = open(settings);
-        if !auth::may_sign_in(
-            address,
-            in_directory > 0,
-            &settings.auth.allowed_domains,
-            open,
-        ) {
+        if !may_sign_in(conn, address, settings)? {
             tracing::info!(email = %address, "sign-in requested by an address that may not sign in");
             return Ok(None);
         }
@@ -280,27 +285,34 @@ pub fn session(
 
 /// The session for a person an authenticating proxy names: the cookie's, when it is
 /// theirs and alive, else a new one (returned with its secret, for the cookie).
+/// `None` when the address may not sign in: the proxy vouches for who a person is,
+/// the directory and `auth.allowed_domains` for whether they may use coe, as with
+/// the emailed link.
 pub fn proxy_session(
     conn: &mut DbConnection,
     email: &EmailAddress,
     cookie: Option<&str>,
     client: &str,
     settings: &Settings,
-) -> QueryResult<(SessionPerson, Option<TokenSecret>)> {
+) -> QueryResult<Option<(SessionPerson, Option<TokenSecret>)>> {
     if let Some(secret) = cookie {
         if let Some(person) = session(conn, secret, settings)? {
             if person.email == email.as_str() {
-                return Ok((person, None));
+                return Ok(Some((person, None)));
             }
             end(conn, &person.session_id, "another person at the proxy")?;
         }
+    }
+    if !may_sign_in(conn, email.as_str(), settings)? {
+        tracing::info!(email = %email.as_str(), "the proxy named an address that may not sign in");
+        return Ok(None);
     }
     let secret = db::write_transaction(conn, |conn| {
         start_session(conn, email.as_str(), Method::Proxy, client, db::now())
     })?;
     let person =
         session(conn, secret.expose(), settings)?.ok_or(diesel::result::Error::NotFound)?;
-    Ok((person, Some(secret)))
+    Ok(Some((person, Some(secret))))
 }
 
 /// Ends a session (signing out, or an admin revoking it).

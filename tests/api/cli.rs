@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use crate::helpers::{on_postgres, TestDatabase};
 
 /// `coe ARGS` with a clean environment plus `env`.
-fn coe(args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(crate) fn coe(args: &[&str], env: &[(&str, &str)]) -> Output {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_coe"));
     cmd.args(args).env_clear().current_dir(dir.path());
@@ -21,11 +21,11 @@ fn coe(args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.output().expect("coe runs")
 }
 
-fn stdout(o: &Output) -> String {
+pub(crate) fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-fn stderr(o: &Output) -> String {
+pub(crate) fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
@@ -256,10 +256,38 @@ fn migrate_applies_then_reports_up_to_date() {
 }
 
 /// A running `coe serve`, killed on drop.
-struct Served {
-    child: std::process::Child,
-    port: u16,
-    stdout: std::sync::mpsc::Receiver<String>,
+pub(crate) struct Served {
+    pub(crate) child: std::process::Child,
+    pub(crate) port: u16,
+    pub(crate) stdout: std::sync::mpsc::Receiver<String>,
+    /// Every line it wrote to stderr so far (JSON log lines).
+    pub(crate) logs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Served {
+    /// The admin token it printed on its first start.
+    pub(crate) fn admin_token(&self) -> String {
+        loop {
+            let line = self
+                .stdout
+                .recv_timeout(Duration::from_secs(10))
+                .expect("the token block");
+            if line.trim().starts_with("coe_") {
+                return line.trim().to_owned();
+            }
+        }
+    }
+
+    /// The log lines so far whose message is `message`.
+    pub(crate) fn logged(&self, message: &str) -> Vec<serde_json::Value> {
+        self.logs
+            .lock()
+            .expect("logs")
+            .iter()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["message"] == message)
+            .collect()
+    }
 }
 
 impl Drop for Served {
@@ -269,10 +297,16 @@ impl Drop for Served {
     }
 }
 
-fn serve(db_url: &str, extra: &[(&str, &str)]) -> Served {
+pub(crate) fn serve(db_url: &str, extra: &[(&str, &str)]) -> Served {
+    serve_with(db_url, &[], extra)
+}
+
+/// `coe serve ARGS` (besides `--listen`) with the settings `extra`.
+pub(crate) fn serve_with(db_url: &str, args: &[&str], extra: &[(&str, &str)]) -> Served {
     let dir = tempfile::tempdir().expect("dir").keep();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_coe"));
     cmd.args(["serve", "--listen", "127.0.0.1:0"])
+        .args(args)
         .env_clear()
         .env("COE_DATABASE_URL", db_url)
         .env("COE_LOG_FORMAT", "json")
@@ -292,8 +326,11 @@ fn serve(db_url: &str, extra: &[(&str, &str)]) -> Served {
     });
     let (port_tx, port_rx) = std::sync::mpsc::channel();
     let stderr = child.stderr.take().expect("stderr");
+    let logs = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = logs.clone();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            kept.lock().expect("logs").push(line.clone());
             if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
                 if v["message"] == "listening" {
                     let address = v["address"].as_str().unwrap_or_default().to_owned();
@@ -316,10 +353,11 @@ fn serve(db_url: &str, extra: &[(&str, &str)]) -> Served {
         child,
         port,
         stdout: out_rx,
+        logs,
     }
 }
 
-fn sigterm(pid: u32) {
+pub(crate) fn sigterm(pid: u32) {
     let status = Command::new("kill")
         .args(["-TERM", &pid.to_string()])
         .status()
@@ -327,7 +365,10 @@ fn sigterm(pid: u32) {
     assert!(status.success());
 }
 
-fn wait_exit(child: &mut std::process::Child, within: Duration) -> std::process::ExitStatus {
+pub(crate) fn wait_exit(
+    child: &mut std::process::Child,
+    within: Duration,
+) -> std::process::ExitStatus {
     let deadline = Instant::now() + within;
     loop {
         if let Some(status) = child.try_wait().expect("try_wait") {
@@ -424,7 +465,7 @@ fn sigterm_lets_an_in_flight_request_finish() {
 }
 
 /// A plain HTTP/1.1 GET, returning the whole response.
-fn http_get(port: u16, path: &str, token: Option<&str>) -> String {
+pub(crate) fn http_get(port: u16, path: &str, token: Option<&str>) -> String {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))

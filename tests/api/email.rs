@@ -431,6 +431,46 @@ async fn an_owner_gets_one_digest_a_day_listing_every_overdue_action() {
     assert_eq!(page["emails"][0]["state"], "sent");
 }
 
+/// `coe sweep --at` a later day (not a dry run) sends that day's emails early; the
+/// real sweeps of the days before it still owe the owner their digests and the
+/// manager their escalation: a sweep at T considers only the history up to T.
+#[tokio::test]
+async fn a_sweep_dated_ahead_does_not_silence_the_days_before_it() {
+    let w = World::new().await;
+    let smtp = SmtpServer::start();
+    w.person("ana@example.com", "Ana Lima", Some("carla@example.com"))
+        .await;
+    let coe = w.coe("Search was down", "lead@example.com", None).await;
+    w.action(&coe, "Shard the index", "ana@example.com", 7)
+        .await;
+    let digests = || {
+        smtp.to("ana@example.com")
+            .into_iter()
+            .filter(|m| m.subject.contains("overdue"))
+            .count()
+    };
+    let escalations = || smtp.to("carla@example.com").len();
+
+    w.sweep(&smtp.url(), &["--at", &days_from_now(8)]);
+    assert_eq!(digests(), 1, "the day 8 days ahead: a digest");
+    assert_eq!(escalations(), 1, "and an escalation");
+
+    // Today, then the days after: each owes its digest, as if nothing had run ahead.
+    w.sweep(&smtp.url(), &[]);
+    assert_eq!(digests(), 2, "today still gets its digest");
+    assert_eq!(escalations(), 2, "and the manager today's escalation");
+    for day in 1..=7 {
+        w.sweep(&smtp.url(), &["--at", &days_from_now(day)]);
+        assert_eq!(digests(), 2 + day as usize, "day {day}: one digest more");
+    }
+    // Weekly from today: the escalation of day 7 is due again.
+    assert_eq!(escalations(), 3);
+    // The day that ran ahead sent its emails already: nothing twice.
+    w.sweep(&smtp.url(), &["--at", &days_from_now(8)]);
+    assert_eq!(digests(), 9);
+    assert_eq!(escalations(), 3);
+}
+
 #[tokio::test]
 async fn escalation_reaches_the_manager_at_day_seven_and_not_before() {
     let w = World::new().await;

@@ -18,6 +18,7 @@ mod html;
 mod inspection_pages;
 mod migrations;
 mod openapi;
+mod operations;
 mod overdue;
 mod pages;
 mod people;

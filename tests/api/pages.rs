@@ -375,6 +375,52 @@ async fn a_proxy_header_counts_only_from_a_trusted_proxy() {
     assert_eq!(missing.status(), StatusCode::UNAUTHORIZED);
 }
 
+/// The proxy vouches for who a person is; the directory and `auth.allowed_domains`
+/// for whether they may use coe, as with the emailed link: an address outside both is
+/// refused and does not join the directory.
+#[tokio::test]
+async fn a_proxy_signs_in_only_the_directory_and_the_allowed_domains() {
+    let app = spawn_app_with(|s| {
+        s.auth.mode = AuthMode::Proxy;
+        s.auth.trusted_proxies = vec!["127.0.0.1".into()];
+        s.auth.allowed_domains = vec!["example.com".into()];
+    })
+    .await;
+    let admin = app.admin_token();
+    let res = app
+        .client
+        .put(app.url("/api/v1/people/partner@contractor.test"))
+        .bearer_auth(&admin)
+        .json(&serde_json::json!({"name": "A Partner"}))
+        .send()
+        .await
+        .expect("sent");
+    assert!(res.status().is_success(), "{}", res.status());
+    let as_person = |email: &'static str| {
+        browser()
+            .get(app.url("/"))
+            .header("X-Forwarded-Email", email)
+            .send()
+    };
+    for allowed in ["ana@example.com", "partner@contractor.test"] {
+        let res = as_person(allowed).await.expect("sent");
+        assert_eq!(res.status(), StatusCode::OK, "{allowed}");
+    }
+    let res = as_person("outsider@attacker.test").await.expect("sent");
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert!(res.headers().get(SET_COOKIE).is_none(), "no session");
+    assert!(res
+        .text()
+        .await
+        .expect("html")
+        .contains("outsider@attacker.test may not sign in"));
+    let people = app.get_json("/api/v1/people", &admin).await;
+    assert!(
+        !people.to_string().contains("outsider@attacker.test"),
+        "{people}"
+    );
+}
+
 #[tokio::test]
 async fn pages_carry_security_headers_and_the_stylesheet_is_cached() {
     let app = spawn_app().await;

@@ -238,11 +238,9 @@ fn write_batch(batch: Vec<Job>, shared: &Shared) {
         .iter()
         .flat_map(|job| keys_of(job.delivery(), &job.events))
         .collect();
-    let written = shared
-        .pool
-        .get()
-        .map_err(|e| {
-            tracing::warn!(error = %e, "no database connection for the ingest writer");
+    let written = crate::db::checkout(&shared.pool)
+        .map_err(|_| {
+            // `db::checkout` logged it.
             WriteError::Busy("the database is not reachable; try again shortly".into())
         })
         .and_then(|mut conn| {

@@ -127,16 +127,21 @@ pub fn notify(
     Ok(())
 }
 
-/// The day of the latest email of `kind` to each recipient, read from the
+/// The day of the latest email of `kind` to each recipient on or before `up_to`, read from the
 /// deduplication keys (`kind:YYYY-MM-DD:recipient`; ISO dates sort as text, so the
 /// greatest key is the latest). Sent emails are kept `reminders.keep_sent_days`,
 /// longer than any period, so the memory outlives every cadence.
 pub fn last_sent(
     conn: &mut DbConnection,
     kind: Kind,
+    up_to: chrono::NaiveDate,
 ) -> QueryResult<std::collections::HashMap<String, chrono::NaiveDate>> {
+    // Keys are `kind:YYYY-MM-DD:recipient`: those of days after `up_to` sort after
+    // `kind:<the next day>:` (ISO dates sort as they count).
+    let after = format!("{}:{}:", kind.name(), up_to + chrono::Duration::days(1));
     let rows: Vec<(String, Option<String>)> = outbox_emails::table
         .filter(outbox_emails::kind.eq(kind.name()))
+        .filter(outbox_emails::dedup_key.lt(after))
         .group_by(outbox_emails::recipient)
         .select((
             outbox_emails::recipient,

@@ -187,9 +187,11 @@ pub fn sweep(
     let directory = directory(conn)?;
 
     // Keys name the day an email was decided: at most one of each kind a day, and
-    // the latest key of a recipient tells the policy when they last heard.
-    let last_digests = outbox::last_sent(conn, Kind::OverdueDigest)?;
-    let last_escalations = outbox::last_sent(conn, Kind::Escalation)?;
+    // the latest key of a recipient up to `today` tells the policy when they last
+    // heard. A sweep run ahead of time (`coe sweep --at` a later day) must not make
+    // the days before it think the recipient heard already.
+    let last_digests = outbox::last_sent(conn, Kind::OverdueDigest, today)?;
+    let last_escalations = outbox::last_sent(conn, Kind::Escalation, today)?;
     let mut decisions: Vec<Decision> =
         reminder::overdue_digests(&actions, today, r.digest_every_days, &last_digests)
             .into_iter()

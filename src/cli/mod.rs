@@ -11,10 +11,12 @@ use crate::config::{LogFormat, Overrides, Settings};
 use crate::db;
 use crate::domain::{EmailAddress, Role, TokenName};
 use crate::email::{EmailTemplates, Transport};
-use crate::scheduler::Scheduler;
+use crate::scheduler::{Scheduler, SweepMetrics};
 use crate::services::{outbox, reminders, sweep_settings, tokens};
 use crate::startup::{self, Application};
 use crate::telemetry;
+
+mod database;
 
 /// coe: the Correction of Errors service.
 ///
@@ -59,13 +61,36 @@ pub enum Command {
         /// a database that holds data is served as it is.
         #[arg(long)]
         demo: bool,
+        /// Apply no migration: refuse to start unless the schema is exactly the one this
+        /// version needs (for operators who run `coe migrate` as a step of its own).
+        #[arg(long, conflicts_with = "demo")]
+        no_migrate: bool,
     },
     /// Fill an empty database with a demo organisation: people and managers, a month of
     /// incidents, COEs in every state, actions on time, due soon and overdue. Refused on a
     /// database that holds data.
     Demo,
-    /// Apply pending database migrations and exit.
-    Migrate,
+    /// Apply pending database migrations and exit. Refuses (exit 2) a database that
+    /// holds migrations this version does not know (a newer coe migrated it).
+    Migrate {
+        /// List the applied and pending migrations by name; apply nothing.
+        #[arg(long)]
+        status: bool,
+    },
+    /// Copy the SQLite database into a new file while the service runs (a consistent
+    /// snapshot, checked with SQLite's integrity check). On PostgreSQL: says how to use
+    /// pg_dump.
+    Backup {
+        /// The new file to write (never overwritten)
+        path: PathBuf,
+    },
+    /// Put a backup in place of the SQLite database. Refuses while a coe process holds
+    /// the database; checks the copy first; keeps the replaced database beside it as
+    /// `<name>.replaced-<time>`. On PostgreSQL: says how to use pg_restore.
+    Restore {
+        /// The backup to restore (made by `coe backup`)
+        path: PathBuf,
+    },
     /// Validate the settings and print the effective configuration, secrets masked.
     CheckConfig,
     /// Create, list and revoke API tokens.
@@ -138,6 +163,15 @@ impl Failure {
             message: message.to_string(),
         }
     }
+    /// A database error: exit 2 when the schema is not one this version may run on.
+    fn database(error: db::DbError) -> Self {
+        match error {
+            db::DbError::UnknownMigrations(_) | db::DbError::PendingMigrations(_) => {
+                Failure::settings(error)
+            }
+            _ => Failure::runtime(error),
+        }
+    }
 }
 
 /// Runs the parsed command line; the exit code says how it went.
@@ -158,14 +192,23 @@ pub fn run(cli: Cli) -> ExitCode {
                 telemetry::init(&settings.log);
             }
             match cli.command {
-                Command::Serve { demo, .. } => {
+                Command::Serve {
+                    demo, no_migrate, ..
+                } => {
                     if demo {
                         demo_on_empty(&settings)?;
                     }
-                    serve(settings)
+                    let migrations = if no_migrate {
+                        startup::Migrations::RequireCurrent
+                    } else {
+                        startup::Migrations::Apply
+                    };
+                    serve(settings, migrations)
                 }
                 Command::Demo => fill_demo(&settings),
-                Command::Migrate => migrate(&settings),
+                Command::Migrate { status } => database::migrate(&settings, status),
+                Command::Backup { path } => database::backup(&settings, &path),
+                Command::Restore { path } => database::restore(&settings, &path),
                 Command::CheckConfig => check_config(&settings),
                 Command::Token(command) => token(&settings, command),
                 Command::Sweep { dry_run, at } => sweep(&settings, dry_run, at),
@@ -186,7 +229,7 @@ pub fn run(cli: Cli) -> ExitCode {
     }
 }
 
-fn serve(settings: Settings) -> Result<(), Failure> {
+fn serve(settings: Settings, migrations: startup::Migrations) -> Result<(), Failure> {
     let transport = transport(&settings)?;
     let grace = Duration::from_secs(settings.server.shutdown_timeout_secs);
     actix_web::rt::System::new().block_on(async move {
@@ -196,9 +239,12 @@ fn serve(settings: Settings) -> Result<(), Failure> {
             .rsplit_once(':')
             .map(|(h, _)| h.to_owned())
             .unwrap_or_default();
-        let app = Application::build(settings)
+        let app = Application::build(settings, migrations)
             .await
-            .map_err(Failure::runtime)?;
+            .map_err(|e| match e {
+                startup::StartupError::Database(e) => Failure::database(e),
+                e => Failure::runtime(e),
+            })?;
         let pool = app.pool().clone();
         let bootstrap = actix_web::web::block(move || -> Result<_, String> {
             let mut conn = pool.get().map_err(|e| e.to_string())?;
@@ -219,14 +265,25 @@ fn serve(settings: Settings) -> Result<(), Failure> {
             database = %backend,
             "listening"
         );
+        for everyone in app.settings().auth.proxies_trusting_everyone() {
+            tracing::warn!(
+                trusted_proxy = %everyone,
+                "auth.trusted_proxies names every address: any client can set X-Forwarded-For \
+                 (and, with auth.mode = \"proxy\", the signed-in person); name only the reverse \
+                 proxy's addresses"
+            );
+        }
         startup::stop_on_signals(app.handle(), grace);
         let scheduler = if app.settings().reminders.enabled {
+            let sweeps = SweepMetrics::default();
+            app.metrics().with_registry(|r| sweeps.register(r));
             Some(
                 Scheduler::start(
                     app.settings().clone(),
                     app.pool().clone(),
                     app.emails().clone(),
                     transport,
+                    sweeps,
                 )
                 .map_err(Failure::runtime)?,
             )
@@ -282,7 +339,8 @@ fn sweep(
     if at.is_some() && !dry_run {
         eprintln!(
             "note: --at without --dry-run queues and sends now the emails due at that time, under \
-             that day's (and week's) keys: those emails will not be sent again when the time comes"
+             that day's (and week's) keys: those emails will not be sent again when that day (and \
+             week) comes; the reminders of the days before it are not affected"
         );
     }
     let at = at.unwrap_or_else(chrono::Utc::now);
@@ -355,7 +413,7 @@ fn open(settings: &Settings) -> Result<(db::PooledConnection, Vec<String>), Fail
     let url = settings.database_url();
     let pool = db::connect(&database).map_err(|e| Failure::runtime(e.explained(&url)))?;
     let mut conn = pool.get().map_err(Failure::runtime)?;
-    let applied = db::migrate(&mut conn).map_err(|e| Failure::runtime(e.explained(&url)))?;
+    let applied = db::migrate(&mut conn).map_err(|e| Failure::database(e.explained(&url)))?;
     Ok((conn, applied))
 }
 
@@ -415,19 +473,6 @@ fn print_demo(settings: &Settings, r: &crate::demo::DemoReport) {
         settings.org.timezone,
         settings.email.file_dir.display(),
     );
-}
-
-fn migrate(settings: &Settings) -> Result<(), Failure> {
-    let (_, applied) = open(settings)?;
-    if applied.is_empty() {
-        println!("the database schema is up to date");
-    } else {
-        println!("applied {} migration(s):", applied.len());
-        for version in applied {
-            println!("  {version}");
-        }
-    }
-    Ok(())
 }
 
 fn check_config(settings: &Settings) -> Result<(), Failure> {

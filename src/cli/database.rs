@@ -1,0 +1,109 @@
+//! The commands that look after the database itself: `migrate [--status]`, `backup`
+//! and `restore`.
+
+use std::path::Path;
+
+use super::{open, Failure};
+use crate::config::Settings;
+use crate::db::{self, backup::CopyError};
+
+/// `coe migrate`: applies pending migrations; `--status` lists them and applies none.
+pub(super) fn migrate(settings: &Settings, status_only: bool) -> Result<(), Failure> {
+    if status_only {
+        return status(settings);
+    }
+    let (_, applied) = open(settings)?;
+    if applied.is_empty() {
+        println!("the database schema is up to date");
+    } else {
+        println!("applied {} migration(s):", applied.len());
+        for version in applied {
+            println!("  {version}");
+        }
+    }
+    Ok(())
+}
+
+/// `coe migrate --status`: applied, pending and unknown migrations, by name. Exits 2
+/// when the database holds migrations this version does not know.
+fn status(settings: &Settings) -> Result<(), Failure> {
+    let mut database = settings.database.clone();
+    database.pool_size = 1;
+    let url = settings.database_url();
+    let pool = db::connect(&database).map_err(|e| Failure::runtime(e.explained(&url)))?;
+    let mut conn = pool.get().map_err(Failure::runtime)?;
+    let status = db::migration_status(&mut conn).map_err(Failure::runtime)?;
+    for name in &status.applied {
+        println!("applied  {name}");
+    }
+    for name in &status.pending {
+        println!("pending  {name}");
+    }
+    for version in &status.unknown {
+        println!("unknown  {version} (applied by a newer coe)");
+    }
+    println!(
+        "{} applied, {} pending, {} unknown",
+        status.applied.len(),
+        status.pending.len(),
+        status.unknown.len()
+    );
+    if status.unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::database(db::DbError::UnknownMigrations(
+            status.unknown,
+        )))
+    }
+}
+
+/// `coe backup PATH`.
+pub(super) fn backup(settings: &Settings, path: &Path) -> Result<(), Failure> {
+    let copied = db::backup::backup(
+        &settings.database_url(),
+        path,
+        settings.database.busy_timeout_ms,
+    )
+    .map_err(failure)?;
+    println!(
+        "backed up to {} ({} bytes, {} migrations, integrity ok) in {} ms",
+        copied.path.display(),
+        copied.bytes,
+        copied.migrations.applied.len(),
+        copied.took.as_millis()
+    );
+    Ok(())
+}
+
+/// `coe restore PATH`.
+pub(super) fn restore(settings: &Settings, path: &Path) -> Result<(), Failure> {
+    let copied = db::backup::restore(&settings.database_url(), path).map_err(failure)?;
+    println!(
+        "restored {} into {} ({} bytes, integrity ok) in {} ms",
+        path.display(),
+        copied.path.display(),
+        copied.bytes,
+        copied.took.as_millis()
+    );
+    if let Some(previous) = &copied.previous {
+        println!(
+            "the database it replaced is kept as {} (delete it once you no longer need it)",
+            previous.display()
+        );
+    }
+    if !copied.migrations.pending.is_empty() {
+        println!(
+            "the backup lacks {} migration(s) of this version: `coe serve` (or `coe migrate`) \
+             applies them",
+            copied.migrations.pending.len()
+        );
+    }
+    Ok(())
+}
+
+fn failure(error: CopyError) -> Failure {
+    match error {
+        CopyError::Postgres(_) | CopyError::Refused(_) => Failure::settings(error),
+        CopyError::InUse(_) | CopyError::Failed(_) => Failure::runtime(error),
+    }
+}

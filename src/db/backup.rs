@@ -1,0 +1,400 @@
+//! A SQLite database copied out and put back through SQLite itself, and its integrity
+//! checked by SQLite. Nothing here opens a database file that SQLite has open in this
+//! process with anything but SQLite: closing such a descriptor would drop SQLite's
+//! POSIX locks, and another process could then delete the live write-ahead log. (The
+//! copies are read and moved with `std::fs` only while no connection holds them.)
+//! PostgreSQL has its own tools (`pg_dump`, `pg_restore`); the commands say how.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use diesel::connection::SimpleConnection;
+use diesel::sqlite::SqliteConnection;
+use diesel::{Connection, QueryableByName, RunQueryDsl};
+
+use crate::config::database::DatabaseUrl;
+
+use super::{DbConnection, MigrationStatus};
+
+/// Why a backup or a restore did not happen. Nothing was changed in any of them.
+#[derive(Debug, thiserror::Error)]
+pub enum CopyError {
+    /// The database is PostgreSQL: the text says which tool to use and how.
+    #[error("{0}")]
+    Postgres(String),
+    /// The request cannot be carried out as given (a file missing or already there, a
+    /// copy that is not a sound `coe` database).
+    #[error("{0}")]
+    Refused(String),
+    /// Another process (a running `coe serve`) holds the database.
+    #[error(
+        "{0} is in use by another process (a running `coe serve`?): stop every coe process \
+         using it first, then restore"
+    )]
+    InUse(PathBuf),
+    /// The copy or the move failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// A copy made or put in place.
+#[derive(Debug)]
+pub struct Copied {
+    pub path: PathBuf,
+    pub bytes: u64,
+    /// The migrations the copy holds.
+    pub migrations: MigrationStatus,
+    pub took: Duration,
+    /// For a restore: the database it replaced, kept under this name.
+    pub previous: Option<PathBuf>,
+}
+
+#[derive(QueryableByName)]
+struct CheckRow {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    result: String,
+}
+
+/// How thoroughly SQLite checks a file.
+#[derive(Debug, Clone, Copy)]
+pub enum Check {
+    /// `PRAGMA quick_check`: every page and record, not that indexes match tables.
+    Quick,
+    /// `PRAGMA integrity_check`: also that every index matches its table.
+    Full,
+}
+
+/// The problems SQLite finds in the database on `conn` (empty when it is sound), at
+/// most 100 of them.
+pub fn problems(conn: &mut SqliteConnection, check: Check) -> diesel::QueryResult<Vec<String>> {
+    let sql = match check {
+        Check::Quick => "SELECT quick_check AS result FROM pragma_quick_check",
+        Check::Full => "SELECT integrity_check AS result FROM pragma_integrity_check",
+    };
+    let rows: Vec<CheckRow> = diesel::sql_query(sql).load(conn)?;
+    Ok(rows
+        .into_iter()
+        .map(|r| r.result)
+        .filter(|r| r != "ok")
+        .collect())
+}
+
+/// Checks the database at `url` in a thread of its own, with a connection of its own,
+/// once: SQLite then reads every page, so a file it calls corrupt is reported by
+/// `/readyz` (`database_corrupt`) before a request meets it. Nothing on PostgreSQL.
+pub fn check_in_background(url: &DatabaseUrl, busy_timeout_ms: u32) {
+    let DatabaseUrl::Sqlite(path) = url else {
+        return;
+    };
+    if path.as_os_str() == ":memory:" {
+        return;
+    }
+    let url = url.clone();
+    let spawned = std::thread::Builder::new()
+        .name("coe-quick-check".into())
+        .spawn(move || {
+            let started = Instant::now();
+            let found = super::establish(&url, busy_timeout_ms)
+                .map_err(|e| e.to_string())
+                .and_then(|conn| match conn {
+                    DbConnection::Sqlite(mut c) => {
+                        problems(&mut c, Check::Quick).map_err(|e| e.to_string())
+                    }
+                    DbConnection::Pg(_) => Ok(Vec::new()),
+                });
+            match found {
+                Ok(found) if found.is_empty() => tracing::info!(
+                    took_ms = started.elapsed().as_millis() as u64,
+                    "database integrity checked (PRAGMA quick_check): ok"
+                ),
+                Ok(found) => super::fault::corrupt_found(&found.join("; ")),
+                Err(e)
+                    if super::fault::classify_message(&e) == Some(super::fault::Fault::Corrupt) =>
+                {
+                    super::fault::corrupt_found(&e)
+                }
+                Err(e) => tracing::warn!(error = %e, "cannot check the database's integrity"),
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot start the database's integrity check");
+    }
+}
+
+/// Makes a consistent copy of the database at `url` in the new file `dest`, while
+/// the service may be running and writing (`VACUUM INTO` reads one snapshot), and
+/// checks the copy with `PRAGMA integrity_check` before giving it its name.
+pub fn backup(url: &DatabaseUrl, dest: &Path, busy_timeout_ms: u32) -> Result<Copied, CopyError> {
+    let started = Instant::now();
+    let source = match url {
+        DatabaseUrl::Postgres(_) => {
+            return Err(CopyError::Postgres(
+                "the database is PostgreSQL: back it up with PostgreSQL's own tool while coe runs, \
+                 e.g. `pg_dump --format=custom --file=coe.dump \"$COE_DATABASE_URL\"` (restore with \
+                 `pg_restore --clean --if-exists --dbname=\"$COE_DATABASE_URL\" coe.dump` while coe \
+                 is stopped); see docs/operations.md"
+                    .into(),
+            ))
+        }
+        DatabaseUrl::Sqlite(path) => path,
+    };
+    if source.as_os_str() == ":memory:" || !source.is_file() {
+        return Err(CopyError::Refused(format!(
+            "there is no SQLite database at {}",
+            source.display()
+        )));
+    }
+    if dest.exists() {
+        return Err(CopyError::Refused(format!(
+            "{} exists already: give a new file name (a backup never overwrites)",
+            dest.display()
+        )));
+    }
+    let partial = sibling(dest, &format!("partial-{}", std::process::id()));
+    let made = (|| {
+        let mut conn = match super::establish(url, busy_timeout_ms) {
+            Ok(DbConnection::Sqlite(c)) => c,
+            Ok(DbConnection::Pg(_)) => return Err("expected SQLite".to_owned()),
+            Err(e) => return Err(format!("cannot open {}: {e}", source.display())),
+        };
+        diesel::sql_query("VACUUM INTO ?")
+            .bind::<diesel::sql_types::Text, _>(partial.to_string_lossy())
+            .execute(&mut conn)
+            .map_err(|e| format!("cannot copy {}: {e}", source.display()))?;
+        Ok(())
+    })();
+    let checked = made.and_then(|()| inspect(&partial, dest));
+    let migrations = match checked {
+        Ok(status) => status,
+        Err(e) => {
+            let _ = std::fs::remove_file(&partial);
+            return Err(CopyError::Failed(e));
+        }
+    };
+    let placed = sync_file(&partial)
+        .and_then(|()| std::fs::rename(&partial, dest))
+        .and_then(|()| sync_folder(dest));
+    if let Err(e) = placed {
+        let _ = std::fs::remove_file(&partial);
+        return Err(CopyError::Failed(format!(
+            "cannot write {}: {e}",
+            dest.display()
+        )));
+    }
+    Ok(Copied {
+        path: dest.to_path_buf(),
+        bytes: std::fs::metadata(dest).map(|m| m.len()).unwrap_or(0),
+        migrations,
+        took: started.elapsed(),
+        previous: None,
+    })
+}
+
+/// Puts the copy `source` in place of the database at `url`: refuses while another
+/// process holds the database, checks the copy (`integrity_check`, and that this
+/// binary knows every migration it holds), removes the old database's `-wal` and
+/// `-shm` (an old write-ahead log replayed onto the copy corrupts it) and renames the
+/// copy into place, so that the database is either the old one or the copy, never
+/// half of each. The database it replaced stays beside it, named
+/// `<name>.replaced-<time>`.
+pub fn restore(url: &DatabaseUrl, source: &Path) -> Result<Copied, CopyError> {
+    let started = Instant::now();
+    let target =
+        match url {
+            DatabaseUrl::Postgres(_) => return Err(CopyError::Postgres(
+                "the database is PostgreSQL: restore a pg_dump archive with PostgreSQL's own tool \
+                 while every coe process is stopped, e.g. `pg_restore --clean --if-exists \
+                 --dbname=\"$COE_DATABASE_URL\" coe.dump`, then start coe (it applies any newer \
+                 migrations); see docs/operations.md"
+                    .into(),
+            )),
+            DatabaseUrl::Sqlite(path) if path.as_os_str() == ":memory:" => {
+                return Err(CopyError::Refused(
+                    "the database is in memory: there is nothing to restore into".into(),
+                ))
+            }
+            DatabaseUrl::Sqlite(path) => path,
+        };
+    if !source.is_file() {
+        return Err(CopyError::Refused(format!(
+            "there is no backup at {}",
+            source.display()
+        )));
+    }
+    if target.exists() && same_file(source, target) {
+        return Err(CopyError::Refused(format!(
+            "{} is the database itself, not a copy of it",
+            source.display()
+        )));
+    }
+    // Copied beside the database first (the same file system, for an atomic rename),
+    // and checked there: the check reads what will be put in place.
+    let incoming = sibling(target, &format!("restoring-{}", std::process::id()));
+    let checked = std::fs::copy(source, &incoming)
+        .map_err(|e| {
+            CopyError::Failed(format!(
+                "cannot copy {} to {}: {e}",
+                source.display(),
+                incoming.display()
+            ))
+        })
+        .and_then(|_| inspect(&incoming, source).map_err(CopyError::Refused))
+        .and_then(|status| {
+            if status.unknown.is_empty() {
+                Ok(status)
+            } else {
+                Err(CopyError::Refused(format!(
+                    "{} holds migrations this coe does not know ({}): restore it with the version \
+                     of coe that made it",
+                    source.display(),
+                    status.unknown.join(", ")
+                )))
+            }
+        })
+        .and_then(|status| release(target).map(|()| status));
+    let migrations = match checked {
+        Ok(status) => status,
+        Err(e) => {
+            let _ = std::fs::remove_file(&incoming);
+            return Err(e);
+        }
+    };
+    let previous = target.exists().then(|| {
+        sibling(
+            target,
+            &format!("replaced-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ")),
+        )
+    });
+    let placed = (|| -> std::io::Result<()> {
+        sync_file(&incoming)?;
+        if let Some(previous) = &previous {
+            std::fs::hard_link(target, previous)?;
+        }
+        for suffix in ["-wal", "-shm"] {
+            match std::fs::remove_file(with_suffix(target, suffix)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        std::fs::rename(&incoming, target)?;
+        sync_folder(target)
+    })();
+    if let Err(e) = placed {
+        let _ = std::fs::remove_file(&incoming);
+        return Err(CopyError::Failed(format!(
+            "cannot put the copy in place of {}: {e}",
+            target.display()
+        )));
+    }
+    Ok(Copied {
+        path: target.clone(),
+        bytes: std::fs::metadata(target).map(|m| m.len()).unwrap_or(0),
+        migrations,
+        took: started.elapsed(),
+        previous,
+    })
+}
+
+/// Checks that no other process holds the database at `target` and leaves it with
+/// no connection and no write-ahead log: an exclusive lock is taken (refused at once
+/// while any other connection is open, a running server's included), then the
+/// connection is closed, which checkpoints the log into the file and deletes it. A
+/// database SQLite cannot read (the corrupt one being replaced) is no obstacle.
+fn release(target: &Path) -> Result<(), CopyError> {
+    if !target.exists() {
+        return Ok(());
+    }
+    let mut conn = match SqliteConnection::establish(&target.to_string_lossy()) {
+        Ok(conn) => conn,
+        Err(e) => {
+            tracing::warn!(error = %e, "the database being replaced cannot be opened");
+            return Ok(());
+        }
+    };
+    let taken = conn.batch_execute(
+        "PRAGMA busy_timeout = 0;
+         PRAGMA locking_mode = EXCLUSIVE;
+         BEGIN EXCLUSIVE;
+         COMMIT;",
+    );
+    match taken {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let message = e.to_string().to_ascii_lowercase();
+            if message.contains("locked") || message.contains("busy") {
+                Err(CopyError::InUse(target.to_path_buf()))
+            } else {
+                tracing::warn!(error = %e, "the database being replaced cannot be read");
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Opens a copy (held by no other connection), checks its integrity and reads its
+/// migrations; the connection is closed before returning. Errors name the copy as
+/// `shown` (the file the person named, not the temporary one).
+fn inspect(copy: &Path, shown: &Path) -> Result<MigrationStatus, String> {
+    let mut conn = SqliteConnection::establish(&copy.to_string_lossy())
+        .map_err(|e| format!("cannot open the copy {}: {e}", shown.display()))?;
+    let found = problems(&mut conn, Check::Full).unwrap_or_else(|e| vec![e.to_string()]);
+    if !found.is_empty() {
+        return Err(format!(
+            "SQLite's integrity check fails on the copy {}: {}",
+            shown.display(),
+            found.join("; ")
+        ));
+    }
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let tables: Count = diesel::sql_query(
+        "SELECT count(*) AS n FROM sqlite_master \
+         WHERE type = 'table' AND name = '__diesel_schema_migrations'",
+    )
+    .get_result(&mut conn)
+    .map_err(|e| e.to_string())?;
+    if tables.n == 0 {
+        return Err(format!(
+            "{} is a SQLite database but not one of coe's (it records no migrations)",
+            shown.display()
+        ));
+    }
+    let mut conn = DbConnection::Sqlite(conn);
+    super::migration_status(&mut conn).map_err(|e| e.to_string())
+}
+
+/// `path` with `suffix` appended to its file name (`coe.db` → `coe.db-wal`).
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// A file beside `path`: `coe.db` → `coe.db.<tag>`.
+fn sibling(path: &Path, tag: &str) -> PathBuf {
+    with_suffix(path, &format!(".{tag}"))
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Flushes a file no connection holds to the disk.
+fn sync_file(path: &Path) -> std::io::Result<()> {
+    std::fs::File::open(path)?.sync_all()
+}
+
+/// Flushes the folder holding `path`, so that a rename in it survives a power cut.
+fn sync_folder(path: &Path) -> std::io::Result<()> {
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::File::open(folder)?.sync_all()
+}

@@ -1,0 +1,507 @@
+//! What an operator does to a running `coe`: health checks beside an outside backup,
+//! `coe backup` and `coe restore`, upgrades (`migrate --status`, `--no-migrate`, a
+//! database a newer version migrated), signals, metrics and request logs. Each test
+//! runs the real binary: SQLite's file locks belong to a process, and a test in the
+//! suite's own process would share them.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use diesel::{Connection, RunQueryDsl};
+
+use crate::cli::{coe, http_get, serve, serve_with, sigterm, stderr, stdout, wait_exit, Served};
+use crate::helpers::{on_postgres, TestDatabase};
+
+/// The SQLite file of a test database (`None` on PostgreSQL).
+fn sqlite_path(db: &TestDatabase) -> Option<PathBuf> {
+    db.url.strip_prefix("sqlite://").map(PathBuf::from)
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// The files of `path` (its `-wal` and `-shm` included) that process `pid` holds open
+/// although they were deleted: what it writes there is lost.
+fn deleted_files_held(pid: u32, path: &Path) -> Vec<String> {
+    let name = path.file_name().expect("a file name").to_string_lossy();
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("/proc/PID/fd")
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .map(|target| target.to_string_lossy().into_owned())
+        .filter(|t| t.contains(name.as_ref()) && t.ends_with("(deleted)"))
+        .collect()
+}
+
+/// The POSIX locks `pid` holds (lines of /proc/locks).
+fn locks_of(pid: u32) -> usize {
+    std::fs::read_to_string("/proc/locks")
+        .expect("/proc/locks")
+        .lines()
+        .filter(|l| l.split_whitespace().nth(4) == Some(pid.to_string().as_str()))
+        .count()
+}
+
+/// An API token created through the running server (so it is a row written through
+/// its connections, in its write-ahead log).
+fn create_token(served: &Served, admin: &str, name: &str) {
+    let body = format!(r#"{{"name":"{name}","role":"member"}}"#);
+    let mut stream = TcpStream::connect(("127.0.0.1", served.port)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    write!(
+        stream,
+        "POST /api/v1/tokens HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {admin}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    assert!(response.starts_with("HTTP/1.1 201"), "{response}");
+}
+
+fn token_names(db_url: &str) -> String {
+    stdout(&coe(&["token", "list"], &[("COE_DATABASE_URL", db_url)]))
+}
+
+/// After `/readyz` (and the other health paths), the server still holds SQLite's
+/// locks: another process that opens and closes the database, or backs it up, does
+/// not take itself for the last user and delete the server's live write-ahead log.
+#[test]
+fn health_checks_leave_sqlite_its_locks_and_an_outside_backup_its_wal() {
+    let db = TestDatabase::new();
+    let Some(path) = sqlite_path(&db) else {
+        return; // SQLite's files only.
+    };
+    let served = serve(&db.url, &[]);
+    let pid = served.child.id();
+    let admin = served.admin_token();
+    create_token(&served, &admin, "before-checks");
+    let held = locks_of(pid);
+    assert!(held > 0, "the server holds SQLite's locks");
+    for _ in 0..3 {
+        for probe in ["/readyz", "/healthz", "/metrics"] {
+            let res = http_get(served.port, probe, None);
+            assert!(res.starts_with("HTTP/1.1 200"), "{probe}: {res}");
+        }
+    }
+    assert!(
+        locks_of(pid) >= held,
+        "the health checks dropped the server's locks ({} of {held} left)",
+        locks_of(pid)
+    );
+
+    // Another process reads the database and closes it; then `coe backup` (another
+    // process again) copies it.
+    let mut outside =
+        diesel::SqliteConnection::establish(&path.to_string_lossy()).expect("outside open");
+    diesel::sql_query("SELECT count(*) FROM api_tokens")
+        .execute(&mut outside)
+        .expect("outside read");
+    drop(outside);
+    let copy = path.with_file_name("copy.db");
+    let out = coe(
+        &["backup", &copy.to_string_lossy()],
+        &[("COE_DATABASE_URL", &db.url)],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("integrity ok"), "{}", stdout(&out));
+
+    assert!(
+        with_suffix(&path, "-wal").exists(),
+        "the WAL is still there"
+    );
+    assert!(
+        deleted_files_held(pid, &path).is_empty(),
+        "the server writes into deleted files: {:?}",
+        deleted_files_held(pid, &path)
+    );
+    // What it acknowledges now is in the file, even after a kill -9.
+    create_token(&served, &admin, "after-checks");
+    drop(served); // SIGKILL
+    let names = token_names(&db.url);
+    assert!(
+        names.contains("before-checks") && names.contains("after-checks"),
+        "{names}"
+    );
+}
+
+/// `coe backup` copies the database while the server writes; `coe restore` refuses
+/// while a server holds the database, then puts the copy in place once it stopped:
+/// the old WAL removed, the replaced database kept beside it.
+#[test]
+fn backup_while_serving_then_restore_once_stopped() {
+    let db = TestDatabase::new();
+    let env = [("COE_DATABASE_URL", db.url.as_str())];
+    let Some(path) = sqlite_path(&db) else {
+        // PostgreSQL has its own tools: both commands say which, and change nothing.
+        coe(&["migrate"], &env);
+        for command in ["backup", "restore"] {
+            let out = coe(&[command, "/tmp/coe-never-written.dump"], &env);
+            assert_eq!(out.status.code(), Some(2), "{command}");
+            let tool = if command == "backup" {
+                "pg_dump"
+            } else {
+                "pg_restore"
+            };
+            assert!(stderr(&out).contains(tool), "{command}: {}", stderr(&out));
+        }
+        assert!(!Path::new("/tmp/coe-never-written.dump").exists());
+        return;
+    };
+    let mut served = serve(&db.url, &[]);
+    let admin = served.admin_token();
+    create_token(&served, &admin, "in-the-backup");
+    let backup = path.with_file_name("backup.db");
+    let out = coe(&["backup", &backup.to_string_lossy()], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    create_token(&served, &admin, "after-the-backup");
+
+    // A backup never overwrites.
+    let out = coe(&["backup", &backup.to_string_lossy()], &env);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("exists already"), "{}", stderr(&out));
+
+    // Refused while the server holds the database; nothing changed.
+    let out = coe(&["restore", &backup.to_string_lossy()], &env);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stderr(&out).contains("in use"), "{}", stderr(&out));
+    assert!(deleted_files_held(served.child.id(), &path).is_empty());
+    assert!(token_names(&db.url).contains("after-the-backup"));
+
+    sigterm(served.child.id());
+    assert!(wait_exit(&mut served.child, Duration::from_secs(30)).success());
+    drop(served);
+    let out = coe(&["restore", &backup.to_string_lossy()], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("restored"), "{}", stdout(&out));
+    assert!(!with_suffix(&path, "-wal").exists());
+    assert!(!with_suffix(&path, "-shm").exists());
+    let kept: Vec<_> = std::fs::read_dir(path.parent().expect("folder"))
+        .expect("folder")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("coe.db.replaced-"))
+        .collect();
+    assert_eq!(kept.len(), 1, "the replaced database is kept: {kept:?}");
+
+    let served = serve(&db.url, &[]);
+    assert!(http_get(served.port, "/readyz", None).starts_with("HTTP/1.1 200"));
+    drop(served);
+    let names = token_names(&db.url);
+    assert!(names.contains("in-the-backup"), "{names}");
+    assert!(!names.contains("after-the-backup"), "{names}");
+}
+
+/// Overwrites the root page of `table` with noise (no process holds the file).
+fn corrupt_table(path: &Path, table: &str) {
+    #[derive(diesel::QueryableByName)]
+    struct Root {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        rootpage: i64,
+    }
+    let mut conn = diesel::SqliteConnection::establish(&path.to_string_lossy()).expect("open");
+    let root: Root = diesel::sql_query(format!(
+        "SELECT rootpage FROM sqlite_master WHERE type = 'table' AND name = '{table}'"
+    ))
+    .get_result(&mut conn)
+    .expect("the table's root page");
+    diesel::sql_query("PRAGMA wal_checkpoint(TRUNCATE)")
+        .execute(&mut conn)
+        .expect("checkpoint");
+    drop(conn);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .expect("the file");
+    use std::io::{Seek, SeekFrom};
+    file.seek(SeekFrom::Start((root.rootpage as u64 - 1) * 4096))
+        .expect("seek");
+    file.write_all(&[0xA5; 4096]).expect("noise");
+}
+
+/// A database SQLite calls corrupt: `/readyz` says so (503 `database_corrupt`), and a
+/// corrupt copy is refused by `coe restore`, which changes nothing.
+#[test]
+fn a_corrupt_database_is_reported_by_readyz_and_refused_by_restore() {
+    let db = TestDatabase::new();
+    let Some(path) = sqlite_path(&db) else {
+        return; // SQLite's integrity check.
+    };
+    let env = [("COE_DATABASE_URL", db.url.as_str())];
+    let out = coe(&["migrate"], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let sound = path.with_file_name("sound.db");
+    assert!(coe(&["backup", &sound.to_string_lossy()], &env)
+        .status
+        .success());
+    corrupt_table(&path, "coe_reads");
+
+    let served = serve(&db.url, &[]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let ready = loop {
+        let res = http_get(served.port, "/readyz", None);
+        if res.starts_with("HTTP/1.1 503") || Instant::now() > deadline {
+            break res;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(ready.starts_with("HTTP/1.1 503"), "{ready}");
+    assert!(ready.contains("database_corrupt"), "{ready}");
+    assert!(!served.logged("database fault").is_empty());
+    drop(served);
+
+    // The corrupt file as a backup: refused, and the database in place untouched.
+    let broken = path.with_file_name("broken.db");
+    std::fs::copy(&path, &broken).expect("copy");
+    let out = coe(&["restore", &broken.to_string_lossy()], &env);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(stderr(&out).contains("integrity check"), "{}", stderr(&out));
+    // The sound copy mends it.
+    let out = coe(&["restore", &sound.to_string_lossy()], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let served = serve(&db.url, &[]);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(http_get(served.port, "/readyz", None).starts_with("HTTP/1.1 200"));
+}
+
+/// Marks the database as migrated by a newer version (a migration this one lacks).
+fn add_unknown_migration(db_url: &str) {
+    let sql = "INSERT INTO __diesel_schema_migrations (version) VALUES ('29991231000000')";
+    if on_postgres() {
+        let mut conn = diesel::PgConnection::establish(db_url).expect("connect");
+        diesel::sql_query(sql).execute(&mut conn).expect("insert");
+    } else {
+        let path = db_url.strip_prefix("sqlite://").expect("a sqlite URL");
+        let mut conn = diesel::SqliteConnection::establish(path).expect("open");
+        diesel::sql_query(sql).execute(&mut conn).expect("insert");
+    }
+}
+
+/// `migrate --status` lists migrations by name; `serve --no-migrate` refuses a schema
+/// behind this version; a database a newer version migrated is refused by `migrate`
+/// and `serve` (exit 2, naming the migration) instead of served as if all were well.
+#[test]
+fn upgrades_are_checked_migrations_listed_and_a_newer_schema_refused() {
+    let db = TestDatabase::new();
+    let env = [("COE_DATABASE_URL", db.url.as_str())];
+
+    let out = coe(&["migrate", "--status"], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let status = stdout(&out);
+    assert!(
+        status.contains("pending  2026-11-29-000001_create_api_tokens"),
+        "{status}"
+    );
+    assert!(status.contains("0 applied"), "{status}");
+
+    let out = coe(&["serve", "--no-migrate"], &env);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("coe migrate"), "{}", stderr(&out));
+
+    assert!(coe(&["migrate"], &env).status.success());
+    let out = coe(&["migrate", "--status"], &env);
+    let status = stdout(&out);
+    assert!(
+        status.contains("applied  2026-11-29-000001_create_api_tokens"),
+        "{status}"
+    );
+    assert!(status.contains("0 pending, 0 unknown"), "{status}");
+    let served = serve_with(&db.url, &["--no-migrate"], &[]);
+    assert!(http_get(served.port, "/readyz", None).starts_with("HTTP/1.1 200"));
+    drop(served);
+
+    add_unknown_migration(&db.url);
+    for args in [&["migrate"][..], &["serve"], &["serve", "--no-migrate"]] {
+        let out = coe(args, &env);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains("29991231000000") && err.contains("newer version of coe"),
+            "{args:?}: {err}"
+        );
+    }
+    let out = coe(&["migrate", "--status"], &env);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stdout(&out).contains("unknown  29991231000000"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// SIGHUP (a closed terminal, an operator expecting a reload) neither kills the
+/// server nor cuts a request in flight; it is logged.
+#[test]
+fn sighup_is_logged_and_ignored() {
+    let db = TestDatabase::new();
+    let mut served = serve(&db.url, &[]);
+    let admin = served.admin_token();
+    let body = r#"{"name":"during-hangup","role":"member"}"#;
+    let mut stream = TcpStream::connect(("127.0.0.1", served.port)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    write!(
+        stream,
+        "POST /api/v1/tokens HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {admin}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+        body.len(),
+        &body[..10]
+    )
+    .expect("write head");
+    stream.flush().expect("flush");
+    std::thread::sleep(Duration::from_millis(300));
+    let status = std::process::Command::new("kill")
+        .args(["-HUP", &served.child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    std::thread::sleep(Duration::from_millis(300));
+    stream
+        .write_all(&body.as_bytes()[10..])
+        .expect("write rest");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    assert!(response.starts_with("HTTP/1.1 201"), "{response}");
+    assert!(
+        served.child.try_wait().expect("try_wait").is_none(),
+        "still running"
+    );
+    assert!(http_get(served.port, "/healthz", None).starts_with("HTTP/1.1 200"));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while served
+        .logs
+        .lock()
+        .expect("logs")
+        .iter()
+        .all(|l| !l.contains("SIGHUP ignored"))
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(served
+        .logs
+        .lock()
+        .expect("logs")
+        .iter()
+        .any(|l| l.contains("SIGHUP ignored")));
+    sigterm(served.child.id());
+    assert!(wait_exit(&mut served.child, Duration::from_secs(30)).success());
+}
+
+/// `/metrics` tells the version, the pool's connections and the last sweep; each
+/// request has an id (answered in `X-Request-Id`, a trusted proxy's kept) and a log
+/// line with the client's address.
+#[test]
+fn metrics_and_request_logs_tell_an_operator_what_they_need() {
+    let db = TestDatabase::new();
+    let served = serve(
+        &db.url,
+        &[
+            ("COE_AUTH_TRUSTED_PROXIES", r#"["127.0.0.1/32"]"#),
+            ("COE_REMINDERS_INTERVAL_SECS", "60"),
+        ],
+    );
+    // The first sweep runs as the scheduler starts.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let metrics = loop {
+        let res = http_get(served.port, "/metrics", None);
+        if res.contains("coe_sweep_last_success 1") || Instant::now() > deadline {
+            break res;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    for line in [
+        "coe_build_info{",
+        &format!("version=\"{}\"", env!("CARGO_PKG_VERSION")),
+        "coe_db_connections{state=\"in_use\"}",
+        "coe_db_connections{state=\"idle\"}",
+        "coe_sweep_last_run_timestamp_seconds ",
+        "coe_sweep_last_success 1",
+        "coe_sweeps_total{outcome=\"ok\"}",
+    ] {
+        assert!(metrics.contains(line), "/metrics lacks {line}:\n{metrics}");
+    }
+
+    let res = http_get(served.port, "/healthz", None);
+    let id = res
+        .lines()
+        .find_map(|l| l.strip_prefix("x-request-id: "))
+        .expect("an X-Request-Id")
+        .trim()
+        .to_owned();
+    assert_eq!(id.len(), 32, "{id}");
+
+    // From a trusted proxy, its id is kept and logged with the forwarded client.
+    let mut stream = TcpStream::connect(("127.0.0.1", served.port)).expect("connect");
+    write!(
+        stream,
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Request-Id: nginx-4711\r\n\
+         X-Forwarded-For: 203.0.113.9\r\nConnection: close\r\n\r\n"
+    )
+    .expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    assert!(response.contains("x-request-id: nginx-4711"), "{response}");
+    std::thread::sleep(Duration::from_millis(200));
+    let logged = served.logged("request");
+    let line = logged
+        .iter()
+        .find(|l| l["span"]["id"] == "nginx-4711")
+        .unwrap_or_else(|| panic!("the request's log line: {logged:?}"));
+    assert_eq!(line["client"], "203.0.113.9", "{line}");
+    assert_eq!(line["route"], "/healthz", "{line}");
+    assert!(
+        logged.iter().any(|l| l["span"]["id"] == id.as_str()),
+        "{logged:?}"
+    );
+}
+
+/// Behind a proxy `auth.trusted_proxies` does not name, coe says once that every
+/// client has the proxy's address; a trusted range of every address is warned of at
+/// start.
+#[test]
+fn forwarded_headers_from_an_untrusted_proxy_and_a_trust_everyone_range_are_warned_of() {
+    let db = TestDatabase::new();
+    let served = serve(&db.url, &[]);
+    for _ in 0..3 {
+        let mut stream = TcpStream::connect(("127.0.0.1", served.port)).expect("connect");
+        write!(
+            stream,
+            "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 198.51.100.4\r\n\
+             Connection: close\r\n\r\n"
+        )
+        .expect("write");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("read");
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let warned = served
+        .logs
+        .lock()
+        .expect("logs")
+        .iter()
+        .filter(|l| {
+            l.contains("X-Forwarded-For from an address auth.trusted_proxies does not name")
+        })
+        .count();
+    assert_eq!(warned, 1, "said once");
+    drop(served);
+
+    let db = TestDatabase::new();
+    let served = serve(&db.url, &[("COE_AUTH_TRUSTED_PROXIES", r#"["0.0.0.0/0"]"#)]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(served
+        .logs
+        .lock()
+        .expect("logs")
+        .iter()
+        .any(|l| l.contains("auth.trusted_proxies names every address")));
+}
