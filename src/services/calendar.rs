@@ -1,5 +1,6 @@
 //! A person's open corrective actions as an iCalendar feed: one all-day event on each
-//! due date, so that owners see them in the calendar they already look at.
+//! due date, so that owners see them in the calendar they already look at. Its links
+//! open the action's and the COE's pages (as the emails' do), never the JSON API.
 
 use icalendar::{Calendar, Component, Event, EventLike};
 
@@ -7,14 +8,12 @@ use crate::services::actions::ActionView;
 
 /// The feed for `owner`'s actions. `public_url` makes the links.
 pub fn feed(owner: &str, actions: &[ActionView], public_url: &str) -> String {
+    let base = public_url.trim_end_matches('/');
     let mut calendar = Calendar::new();
     calendar.name(&format!("coe: corrective actions of {owner}"));
     for a in actions {
-        let url = format!(
-            "{}/api/v1/actions/{}",
-            public_url.trim_end_matches('/'),
-            a.id
-        );
+        let url = format!("{base}/actions/{}", a.id);
+        let coe_url = format!("{base}/coes/{}", a.coe_id);
         let overdue = if a.overdue {
             match a.days_overdue {
                 1 => " (overdue by 1 day)".to_owned(),
@@ -24,7 +23,7 @@ pub fn feed(owner: &str, actions: &[ActionView], public_url: &str) -> String {
             String::new()
         };
         let description = format!(
-            "COE: {}\\nPriority: {:?}, kind: {:?}, state: {}{}\\nSuccess criteria: {}\\n{}",
+            "COE: {} ({coe_url})\\nPriority: {:?}, kind: {:?}, state: {}{}\\nSuccess criteria: {}\\n{}",
             a.coe_title,
             a.priority,
             a.kind,
@@ -38,7 +37,10 @@ pub fn feed(owner: &str, actions: &[ActionView], public_url: &str) -> String {
                 .uid(&format!("{}@coe", a.id))
                 .summary(&format!("Due: {}{}", a.title, overdue))
                 .description(&description.replace("\\n", "\n"))
-                .all_day(a.due_date)
+                // A one-day event ends the next day (RFC 5545, 3.8.2.2: DTEND is later
+                // than DTSTART; `all_day` would write the same day twice).
+                .starts(a.due_date)
+                .ends(a.due_date.succ_opt().unwrap_or(a.due_date))
                 .url(&url)
                 .done(),
         );

@@ -217,6 +217,38 @@ async fn an_action_owner_not_in_the_directory_is_added_with_just_the_email() {
     assert!(people["people"][0]["name"].is_null());
 }
 
+/// RFC 5545's rules for the events of a feed: a UID, unique; a DTSTAMP in UTC; an
+/// all-day DTSTART with a DTEND of the same kind that is later (3.8.2.2; a one-day
+/// event ends the next day).
+fn rfc5545_rules(text: &str, events: &[ical::parser::ical::component::IcalEvent]) {
+    let mut uids = std::collections::HashSet::new();
+    for event in events {
+        let prop = |name: &str| event.properties.iter().find(|p| p.name == name);
+        let uid = prop("UID").and_then(|p| p.value.clone()).expect("a UID");
+        assert!(uids.insert(uid.clone()), "UID {uid} twice");
+        let stamp = prop("DTSTAMP")
+            .and_then(|p| p.value.clone())
+            .expect("a DTSTAMP");
+        assert!(
+            chrono::NaiveDateTime::parse_from_str(&stamp, "%Y%m%dT%H%M%SZ").is_ok(),
+            "DTSTAMP in UTC: {stamp}"
+        );
+        let date = |name: &str| {
+            let p = prop(name).unwrap_or_else(|| panic!("{name} in {text}"));
+            let is_date = p.params.as_ref().is_some_and(|params| {
+                params
+                    .iter()
+                    .any(|(k, v)| k == "VALUE" && v.iter().any(|v| v == "DATE"))
+            });
+            assert!(is_date, "{name} is a date (VALUE=DATE): {text}");
+            chrono::NaiveDate::parse_from_str(p.value.as_deref().unwrap_or_default(), "%Y%m%d")
+                .unwrap_or_else(|e| panic!("{name}: {e}"))
+        };
+        let (start, end) = (date("DTSTART"), date("DTEND"));
+        assert_eq!(end, start + chrono::Duration::days(1), "{text}");
+    }
+}
+
 #[tokio::test]
 async fn a_person_subscribes_to_a_calendar_of_their_open_actions() {
     let app = spawn_app().await;
@@ -306,6 +338,48 @@ async fn a_person_subscribes_to_a_calendar_of_their_open_actions() {
     assert_eq!(prop("SUMMARY"), "Due: Add cache alerts");
     assert_eq!(prop("DTSTART"), due.format("%Y%m%d").to_string());
     assert!(prop("UID").starts_with(&actions[0]));
+    rfc5545_rules(&text, &calendars[0].events);
+    // Its links open the pages (as the emails' do), not the JSON API.
+    let page = format!("http://127.0.0.1:8080/actions/{}", actions[0]);
+    assert_eq!(prop("URL"), page);
+    let description = prop("DESCRIPTION");
+    assert!(description.contains(&page), "{description}");
+    assert!(
+        description.contains(&format!("http://127.0.0.1:8080/coes/{id}")),
+        "{description}"
+    );
+    assert!(!text.contains("/api/v1/"), "{text}");
+
+    // A moved due date moves its event.
+    let later = due + chrono::Duration::days(9);
+    let res = app
+        .client
+        .patch(app.url(&format!("/api/v1/actions/{}", actions[0])))
+        .bearer_auth(&ann)
+        .json(&json!({"due_date": later, "reason": "Waiting for the vendor"}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
+    let text = app
+        .client
+        .get(app.url(&path))
+        .send()
+        .await
+        .expect("sent")
+        .text()
+        .await
+        .expect("text");
+    let moved: Vec<_> = ical::IcalParser::new(std::io::BufReader::new(text.as_bytes()))
+        .collect::<Result<Vec<_>, _>>()
+        .expect("a valid iCalendar document");
+    rfc5545_rules(&text, &moved[0].events);
+    let start = moved[0].events[0]
+        .properties
+        .iter()
+        .find(|p| p.name == "DTSTART")
+        .and_then(|p| p.value.clone());
+    assert_eq!(start, Some(later.format("%Y%m%d").to_string()));
 
     let wrong = path.replace("token=coe_", "token=coe_0");
     error_of(
