@@ -1,6 +1,7 @@
 //! The background worker of `coe serve`: a sweep every `reminders.interval_secs`
-//! and a delivery pass every `reminders.delivery_interval_secs`, on a thread of its
-//! own (diesel and the SMTP client block). Several replicas may run one each: the
+//! and a delivery pass every `reminders.delivery_interval_secs`, and at once when a
+//! request queues an email (`outbox::Bell`), on a thread of its own (diesel and the
+//! SMTP client block). Several replicas may run one each: the
 //! outbox's deduplication keys and claims keep every email single.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -78,8 +79,11 @@ impl Scheduler {
         templates: Arc<EmailTemplates>,
         transport: Transport,
         metrics: SweepMetrics,
+        bell: &crate::services::outbox::Bell,
     ) -> std::io::Result<Scheduler> {
         let (wake, woken) = mpsc::channel();
+        // A ring is a wake-up that is not a stop: a delivery pass now.
+        bell.connect(wake.clone());
         let stopping = Arc::new(AtomicBool::new(false));
         let flag = stopping.clone();
         let thread = std::thread::Builder::new()
@@ -141,8 +145,13 @@ fn run(
             .saturating_duration_since(Instant::now())
             .min(deliver_every);
         match woken.recv_timeout(wait) {
+            // Rung (an email was queued, or `stop`): one pass answers every ring so far.
+            Ok(()) => while woken.try_recv().is_ok() {},
             Err(RecvTimeoutError::Timeout) => {}
-            Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        if stopping.load(Ordering::Relaxed) {
+            break;
         }
     }
     tracing::info!("reminder scheduler stopped");

@@ -53,6 +53,7 @@ pub struct Application {
     settings: Arc<Settings>,
     emails: Arc<EmailTemplates>,
     metrics: Arc<Metrics>,
+    outbox_bell: crate::services::outbox::Bell,
 }
 
 impl Application {
@@ -123,12 +124,14 @@ impl Application {
         let header_timeout = std::time::Duration::from_secs(settings.server.header_timeout_secs);
         let body_timeout = std::time::Duration::from_secs(settings.server.body_timeout_secs);
         let settings = Arc::new(settings);
+        let outbox_bell = crate::services::outbox::Bell::default();
         let ingest_writer = Arc::new(
             crate::services::ingest::writer::IngestWriter::start(
                 pool.clone(),
                 settings.clone(),
                 template.clone(),
                 emails.clone(),
+                outbox_bell.clone(),
             )
             .map_err(StartupError::Writer)?,
         );
@@ -157,6 +160,7 @@ impl Application {
                 .time_to_live(std::time::Duration::from_secs(60))
                 .build(),
             action_figures: PerChange::new(4),
+            outbox_bell: outbox_bell.clone(),
         });
         let mut server = HttpServer::new(move || {
             App::new()
@@ -194,6 +198,7 @@ impl Application {
             settings,
             emails,
             metrics,
+            outbox_bell,
         })
     }
 
@@ -204,6 +209,11 @@ impl Application {
     /// The email templates the app renders with.
     pub fn emails(&self) -> &Arc<EmailTemplates> {
         &self.emails
+    }
+
+    /// The bell the delivery worker answers (`Scheduler::start` connects it).
+    pub fn outbox_bell(&self) -> &crate::services::outbox::Bell {
+        &self.outbox_bell
     }
 
     /// The metrics `/metrics` serves, for other parts of the process to add theirs.

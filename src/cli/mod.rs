@@ -265,6 +265,16 @@ fn serve(settings: Settings, migrations: startup::Migrations) -> Result<(), Fail
             database = %backend,
             "listening"
         );
+        let settings = app.settings();
+        if settings.mode == crate::config::Mode::Development && !settings.local_trial() {
+            tracing::warn!(
+                listen = %settings.listen,
+                smtp = settings.smtp.url.is_some(),
+                "mode = development, but this server listens beyond loopback or has an SMTP \
+                 server: sign-in is as in production (only the directory and \
+                 auth.allowed_domains may sign in; sign-in links are never logged)"
+            );
+        }
         for everyone in app.settings().auth.proxies_trusting_everyone() {
             tracing::warn!(
                 trusted_proxy = %everyone,
@@ -284,6 +294,7 @@ fn serve(settings: Settings, migrations: startup::Migrations) -> Result<(), Fail
                     app.emails().clone(),
                     transport,
                     sweeps,
+                    app.outbox_bell(),
                 )
                 .map_err(Failure::runtime)?,
             )

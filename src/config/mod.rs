@@ -122,6 +122,21 @@ impl AuthSettings {
     }
 }
 
+/// Whether `listen` (`HOST:PORT`) names only loopback addresses: `127.x.x.x`, `::1`
+/// or `localhost`. `0.0.0.0`, `::`, a host name or anything unreadable counts as
+/// reachable from a network.
+pub(crate) fn listens_on_loopback(listen: &str) -> bool {
+    let host = listen
+        .rsplit_once(':')
+        .map_or(listen, |(host, _)| host)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// An address or a CIDR range.
 pub(crate) fn parse_proxy(text: &str) -> Option<ipnet::IpNet> {
     let text = text.trim();
@@ -564,6 +579,17 @@ impl Settings {
         self.org.timezone.parse().unwrap_or(chrono_tz::Tz::UTC)
     }
 
+    /// Whether this is a local trial, where the development sign-in (anyone may sign
+    /// in; links written to the log) is harmless: `mode = "development"`, listening on
+    /// loopback addresses alone, and no SMTP server. Anything else signs in as in
+    /// production, whatever `mode` says: an install reachable from a network, or one
+    /// that mails real people, lets in only the directory and `auth.allowed_domains`.
+    pub fn local_trial(&self) -> bool {
+        self.mode == Mode::Development
+            && self.smtp.url.is_none()
+            && listens_on_loopback(&self.listen)
+    }
+
     /// The real now, in the organisation's time zone.
     pub fn clock(&self) -> crate::domain::Clock {
         crate::domain::Clock::now_in(self.org_timezone())
@@ -609,6 +635,37 @@ mod tests {
         };
         let settings = Settings::load(None, &flags).expect("settings");
         assert_eq!(settings.public_url, "http://127.0.0.1:9123");
+    }
+
+    #[test]
+    fn only_a_loopback_install_without_smtp_is_a_local_trial() {
+        for listen in [
+            "127.0.0.1:8080",
+            "[::1]:8080",
+            "localhost:8080",
+            "127.0.0.2:1",
+        ] {
+            assert!(listens_on_loopback(listen), "{listen}");
+        }
+        for listen in [
+            "0.0.0.0:8080",
+            "[::]:8080",
+            "10.0.0.5:80",
+            "coe.internal:80",
+            "",
+        ] {
+            assert!(!listens_on_loopback(listen), "{listen}");
+        }
+        let mut settings = Settings::default();
+        assert!(settings.local_trial(), "the defaults are a local trial");
+        settings.listen = "0.0.0.0:8080".into();
+        assert!(!settings.local_trial(), "reachable from a network");
+        settings.listen = "127.0.0.1:8080".into();
+        settings.smtp.url = Some("smtp://mail.example.com:25".into());
+        assert!(!settings.local_trial(), "mails real people");
+        settings.smtp.url = None;
+        settings.mode = Mode::Production;
+        assert!(!settings.local_trial());
     }
 
     #[test]

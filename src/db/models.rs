@@ -112,6 +112,10 @@ pub struct CoeRow {
     pub created_by: String,
     pub created_at: NaiveDateTime,
     pub updated_at: NaiveDateTime,
+    /// Who submitted the review round under way (a person's email or `token:NAME`).
+    pub submitted_by: Option<String>,
+    /// Who named the current reviewer.
+    pub reviewer_named_by: Option<String>,
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]

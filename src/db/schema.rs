@@ -108,6 +108,8 @@ diesel::table! {
         created_by -> Text,
         created_at -> Timestamp,
         updated_at -> Timestamp,
+        submitted_by -> Nullable<Text>,
+        reviewer_named_by -> Nullable<Text>,
     }
 }
 

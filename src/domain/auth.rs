@@ -48,28 +48,36 @@ pub struct TooMany {
     pub retry_after_secs: i64,
 }
 
+/// What a sign-in request may do, within the limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkAllowance {
+    /// Email a link.
+    Send,
+    /// The address had its links for this window: email nothing, and answer exactly as
+    /// when a link is sent, so that nobody learns of, or is refused for, requests
+    /// somebody else made for their address (the links sent already keep working).
+    Withhold,
+}
+
 /// Checks the counts of sign-in requests in the last `RATE_WINDOW_MINUTES` (this one
-/// included) against the limits per address and per client.
+/// included) against the limits. Only the client's own requests refuse it (429): the
+/// address's limit bounds the emails sent to it, never what its owner is told.
 pub fn within_limits(
     by_address: i64,
     by_client: i64,
     per_address: u32,
     per_client: u32,
-) -> Result<(), TooMany> {
-    let retry_after_secs = RATE_WINDOW_MINUTES * 60;
+) -> Result<LinkAllowance, TooMany> {
     if by_client > i64::from(per_client) {
         return Err(TooMany {
             what: "from this address",
-            retry_after_secs,
+            retry_after_secs: RATE_WINDOW_MINUTES * 60,
         });
     }
     if by_address > i64::from(per_address) {
-        return Err(TooMany {
-            what: "for this email address",
-            retry_after_secs,
-        });
+        return Ok(LinkAllowance::Withhold);
     }
-    Ok(())
+    Ok(LinkAllowance::Send)
 }
 
 /// Whether a session is still good: not ended, used within `idle_secs`, and younger
@@ -137,11 +145,10 @@ mod tests {
 
     #[test]
     fn limits_count_per_client_and_per_address() {
-        assert_eq!(within_limits(5, 20, 5, 20), Ok(()));
-        assert_eq!(
-            within_limits(6, 1, 5, 20).map_err(|e| e.what),
-            Err("for this email address")
-        );
+        assert_eq!(within_limits(5, 20, 5, 20), Ok(LinkAllowance::Send));
+        // Requests anyone made for an address never refuse its owner: past the
+        // address's allowance, no email, the same answer.
+        assert_eq!(within_limits(6, 1, 5, 20), Ok(LinkAllowance::Withhold));
         assert_eq!(
             within_limits(1, 21, 5, 20).map_err(|e| e.what),
             Err("from this address")

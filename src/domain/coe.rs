@@ -242,7 +242,10 @@ pub struct ReviewFacts<'a> {
     pub reviewer: Option<&'a str>,
     /// The email of the person taking the step, when known.
     pub by: Option<&'a str>,
-    pub by_admin: bool,
+    /// Who submitted the round under way (an email, or `token:NAME`).
+    pub submitted_by: Option<&'a str>,
+    /// Who named the current reviewer.
+    pub reviewer_named_by: Option<&'a str>,
     /// Whether a non-empty comment comes with the step.
     pub has_comment: bool,
 }
@@ -322,17 +325,34 @@ pub fn review(
             }
         }
         ReviewStep::Approve | ReviewStep::RequestChanges => {
-            let is_reviewer = facts.by.is_some() && facts.by == facts.reviewer;
-            if !(is_reviewer || facts.by_admin) {
+            // The named reviewer, as a person: a token that stands for nobody, or an
+            // admin on another's behalf, reviews nothing (an admin may name another
+            // reviewer instead).
+            let Some(by) = facts.by.filter(|by| Some(*by) == facts.reviewer) else {
                 return Err(ReviewRefusal::NotReviewer(format!(
-                    "only the COE's reviewer ({}) may {}",
+                    "only the COE's reviewer ({}), signed in or with a token of their own, may {}",
                     facts.reviewer.unwrap_or("none set"),
                     step.name()
                 )));
-            }
+            };
             if step == ReviewStep::Approve {
                 if facts.owner.is_some() && facts.owner == facts.reviewer {
                     return Err(reviewer_is_owner());
+                }
+                // Separation of duties: nobody approves a writeup they put up.
+                let refused = if facts.owner == Some(by) {
+                    Some("nobody approves a COE they own")
+                } else if facts.submitted_by == Some(by) {
+                    Some("nobody approves a review round they submitted")
+                } else if facts.reviewer_named_by == Some(by) {
+                    Some("nobody approves a COE they named themselves reviewer of")
+                } else {
+                    None
+                };
+                if let Some(rule) = refused {
+                    return Err(ReviewRefusal::NotReviewer(format!(
+                        "{by} may not approve this COE: {rule}; another person must review it"
+                    )));
                 }
                 return Ok(CoeState::Approved);
             }
@@ -368,7 +388,8 @@ mod tests {
             owner: Some("owner@example.com"),
             reviewer: Some("rev@example.com"),
             by: Some("rev@example.com"),
-            by_admin: false,
+            submitted_by: Some("owner@example.com"),
+            reviewer_named_by: Some("owner@example.com"),
             has_comment: false,
         }
     }
@@ -416,7 +437,7 @@ mod tests {
     }
 
     #[test]
-    fn only_the_reviewer_or_an_admin_decides() {
+    fn only_the_reviewer_as_a_person_decides() {
         let stranger = ReviewFacts {
             by: Some("owner@example.com"),
             ..facts(CoeState::InReview)
@@ -425,18 +446,43 @@ mod tests {
             review(ReviewStep::Approve, &stranger, vec![]),
             Err(ReviewRefusal::NotReviewer(_))
         ));
-        let admin = ReviewFacts {
-            by_admin: true,
-            ..stranger
+        // A token that stands for no person decides nothing, admin or not.
+        let nobody = ReviewFacts {
+            by: None,
+            ..facts(CoeState::InReview)
         };
-        assert_eq!(
-            review(ReviewStep::Approve, &admin, vec![]),
-            Ok(CoeState::Approved)
-        );
+        for step in [ReviewStep::Approve, ReviewStep::RequestChanges] {
+            assert!(matches!(
+                review(step, &nobody, vec![]),
+                Err(ReviewRefusal::NotReviewer(_))
+            ));
+        }
         assert_eq!(
             review(ReviewStep::Approve, &facts(CoeState::InReview), vec![]),
             Ok(CoeState::Approved)
         );
+    }
+
+    #[test]
+    fn nobody_approves_a_round_they_submitted_or_a_coe_they_named_themselves_reviewer_of() {
+        let submitted_it = ReviewFacts {
+            submitted_by: Some("rev@example.com"),
+            ..facts(CoeState::InReview)
+        };
+        let named_themselves = ReviewFacts {
+            reviewer_named_by: Some("rev@example.com"),
+            ..facts(CoeState::InReview)
+        };
+        for (facts, rule) in [
+            (submitted_it, "a review round they submitted"),
+            (named_themselves, "named themselves reviewer"),
+        ] {
+            let Err(ReviewRefusal::NotReviewer(m)) = review(ReviewStep::Approve, &facts, vec![])
+            else {
+                panic!("refused: {rule}");
+            };
+            assert!(m.contains(rule), "{m}");
+        }
     }
 
     #[test]

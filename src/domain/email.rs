@@ -25,6 +25,14 @@ impl EmailAddress {
         if !email_address::EmailAddress::is_valid(trimmed) || !trimmed.contains('@') {
             return Err(format!("must be an email address (got {trimmed:?})"));
         }
+        // Valid in RFC 5321, but an address names a person in URL paths (`/people/…`,
+        // `/admin/people/…/admin`): a quoted local part or one of `/ ? # %` could
+        // point such a link at another person. Nobody's work address needs them.
+        if trimmed.starts_with('"') || trimmed.contains(['/', '?', '#', '%', '"', '\\']) {
+            return Err(format!(
+                "must be a plain email address, without quotes or any of / ? # % \\ (got {trimmed:?})"
+            ));
+        }
         Ok(EmailAddress(trimmed.to_lowercase()))
     }
 
@@ -70,5 +78,22 @@ mod tests {
             let err = EmailAddress::parse(bad).unwrap_err();
             assert!(err.starts_with("must be an email address"), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn addresses_that_would_break_a_url_path_are_refused() {
+        for bad in [
+            r#""x/../lee@example.com/admin?"@example.com"#,
+            r#""ana"@example.com"#,
+            "a/b@example.com",
+            "a?b@example.com",
+            "a#b@example.com",
+            "a%2fb@example.com",
+        ] {
+            let err = EmailAddress::parse(bad).unwrap_err();
+            assert!(err.starts_with("must be"), "{bad}: {err}");
+        }
+        // Plus and dots stay fine.
+        assert!(EmailAddress::parse("ana.lima+coe@example.com").is_ok());
     }
 }

@@ -158,6 +158,15 @@ async fn from_proxy(
             peer.map_or_else(|| "an unknown address".to_owned(), |p| p.to_string())
         )));
     }
+    // Two copies: the proxy added its own beside one the client sent, instead of
+    // replacing it. Which is whose cannot be told: refuse both.
+    if req.headers().get_all(header.as_str()).count() > 1 {
+        tracing::warn!(header = %header, "a page request carried the proxy header more than once");
+        return Err(PageError::Forbidden(format!(
+            "the request carries {header} more than once: the proxy must replace any copy a \
+             client sends, not add its own beside it"
+        )));
+    }
     let Some(named) = named.and_then(|v| v.to_str().ok()) else {
         return Err(PageError::Unauthorized(format!(
             "the proxy did not name a person (no {header} header)"

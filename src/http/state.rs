@@ -41,6 +41,8 @@ pub struct AppState {
     pub token_failures: moka::sync::Cache<String, Arc<std::sync::atomic::AtomicU32>>,
     /// The inspection's figures about actions (`/api/v1/stats`, the dashboard).
     pub action_figures: PerChange<Arc<crate::services::stats::ActionFigures>>,
+    /// Wakes the delivery worker when a request queued an email.
+    pub outbox_bell: crate::services::outbox::Bell,
 }
 
 impl AppState {
@@ -72,7 +74,9 @@ pub async fn with_conn<T: Send + 'static>(
     let state = state.clone();
     web::block(move || {
         let mut conn = crate::db::checkout(&state.pool)?;
-        work(&mut conn, &state)
+        let done = work(&mut conn, &state);
+        state.outbox_bell.ring_if_queued();
+        done
     })
     .await?
 }

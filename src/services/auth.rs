@@ -5,7 +5,7 @@
 use chrono::{Duration, NaiveDateTime};
 use diesel::prelude::*;
 
-use crate::config::{Mode, Settings};
+use crate::config::Settings;
 use crate::db::schema::{people, sessions, sign_in_links, sign_in_requests};
 use crate::db::{self, DbConnection};
 use crate::domain::auth::{self, TooMany};
@@ -53,11 +53,12 @@ pub struct SessionPerson {
     pub csrf: String,
 }
 
-/// Whether anyone may sign in: on a development install that names no allowed
-/// domain, so that a new user (and their colleagues) sign in with no set-up. In
-/// production only the directory and `auth.allowed_domains` may.
+/// Whether anyone may sign in: on a local trial (`Settings::local_trial`: development
+/// mode, loopback only, no SMTP server) that names no allowed domain, so that a new
+/// user signs in with no set-up. Everywhere else only the directory and
+/// `auth.allowed_domains` may.
 fn open(settings: &Settings) -> bool {
-    settings.mode == Mode::Development && settings.auth.allowed_domains.is_empty()
+    settings.local_trial() && settings.auth.allowed_domains.is_empty()
 }
 
 /// Whether `address` may sign in (`domain::auth::may_sign_in`): the same rule for the
@@ -109,13 +110,20 @@ pub fn request_link(
             .filter(sign_in_requests::at.gt(since))
             .count()
             .get_result(conn)?;
-        auth::within_limits(
+        let allowance = auth::within_limits(
             by_address,
             by_client,
             settings.auth.sign_in_per_address,
             settings.auth.sign_in_per_client,
         )
         .map_err(AuthError::TooMany)?;
+        if allowance == auth::LinkAllowance::Withhold {
+            tracing::info!(
+                email = %address,
+                "sign-in requested past the address's allowance: no email this time"
+            );
+            return Ok(None);
+        }
         if !may_sign_in(conn, address, settings)? {
             tracing::info!(email = %address, "sign-in requested by an address that may not sign in");
             return Ok(None);

@@ -209,6 +209,9 @@ pub fn feed_token_matches(
 pub enum PeopleError {
     #[error("invalid input")]
     Invalid(Vec<(String, String)>),
+    /// The caller may not make this change (the text says why).
+    #[error("{0}")]
+    Forbidden(String),
     #[error(transparent)]
     Database(#[from] diesel::result::Error),
 }
@@ -225,6 +228,58 @@ pub fn put(
     }
     db::write_transaction(conn, |conn| {
         upsert_checked(conn, email, input, db::now())?;
+        Ok(people::table
+            .find(email.as_str())
+            .select(PersonRow::as_select())
+            .first(conn)?
+            .into())
+    })
+}
+
+/// A member's own entry: their name and time zone. Their team and manager (where
+/// escalations go) stay an admin's to set: a member who names another team or manager
+/// is refused, naming the field.
+pub fn put_own(
+    conn: &mut DbConnection,
+    email: &EmailAddress,
+    input: &PersonInput,
+) -> Result<Person, PeopleError> {
+    let problems = check(email, input);
+    if !problems.is_empty() {
+        return Err(PeopleError::Invalid(problems));
+    }
+    db::write_transaction(conn, |conn| {
+        let current: Option<PersonRow> = people::table
+            .find(email.as_str())
+            .select(PersonRow::as_select())
+            .first(conn)
+            .optional()?;
+        let (team, manager) = current
+            .as_ref()
+            .map_or((None, None), |p| (p.team.clone(), p.manager_email.clone()));
+        let new_manager = input.manager_email.as_ref().map(|m| m.as_str().to_owned());
+        for (field, asked, stored) in [
+            ("team", clean(&input.team), team.clone()),
+            ("manager_email", new_manager, manager.clone()),
+        ] {
+            if asked.is_some() && asked != stored {
+                return Err(PeopleError::Forbidden(format!(
+                    "field `{field}`: only an admin may change a person's team or manager"
+                )));
+            }
+        }
+        let own = PersonInput {
+            name: input.name.clone(),
+            timezone: input.timezone.clone(),
+            team,
+            manager_email: match manager {
+                Some(m) => Some(EmailAddress::parse(&m).map_err(|p| {
+                    PeopleError::Invalid(vec![("manager_email".into(), p.to_string())])
+                })?),
+                None => None,
+            },
+        };
+        upsert_checked(conn, email, &own, db::now())?;
         Ok(people::table
             .find(email.as_str())
             .select(PersonRow::as_select())

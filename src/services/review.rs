@@ -81,13 +81,19 @@ pub fn step(
                 owner: row.owner_email.as_deref(),
                 reviewer: row.reviewer_email.as_deref(),
                 by: who.email,
-                by_admin: who.is_admin,
+                submitted_by: row.submitted_by.as_deref(),
+                reviewer_named_by: row.reviewer_named_by.as_deref(),
                 has_comment: comment.is_some(),
             },
             gaps,
         )?;
         let now = db::now();
         lifecycle::move_to(conn, id, state, next, who.actor, comment, now)?;
+        if step == Step::Submit {
+            diesel::update(coes::table.find(id))
+                .set(coes::submitted_by.eq(who.actor))
+                .execute(conn)?;
+        }
         let step_id = db::new_id();
         diesel::insert_into(review_comments::table)
             .values(ReviewCommentRow {

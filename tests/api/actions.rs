@@ -1239,3 +1239,198 @@ async fn every_free_text_has_a_limit_named_in_a_422() {
     assert_eq!(status, 422, "{answer}");
     assert_eq!(answer["error"]["fields"][0]["field"], "comment", "{answer}");
 }
+
+/// Separation of duties: nobody names themselves reviewer; nobody approves a COE they
+/// own, a round they submitted or a COE they named themselves reviewer of; only the
+/// reviewer as a person decides (a token standing for nobody, or an admin, does not);
+/// the history shows who submitted and who approved.
+#[tokio::test]
+async fn nobody_approves_a_coe_they_put_up() {
+    let w = World::new().await;
+    let (id, v) = w.written_coe().await;
+    w.action(&id, "Validate config in CI", "dev@example.com")
+        .await;
+    let patch = format!("/api/v1/coes/{id}");
+    let approve = format!("/api/v1/coes/{id}/approve");
+    let submit = format!("/api/v1/coes/{id}/submit");
+
+    // The attack of the issue: the owner hands the COE to someone else and names
+    // themselves reviewer. Refused, naming the field.
+    let v = w.coe(&id).await["version"]
+        .as_i64()
+        .expect("version")
+        .max(v);
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &patch,
+            Some(v),
+            Some(json!({"owner": "stranger@example.com", "reviewer": "owner@example.com"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["fields"][0]["field"], "reviewer");
+    assert!(
+        body.to_string().contains("nobody names themselves"),
+        "{body}"
+    );
+    // The stranger, not the owner, cannot name themselves either.
+    let (status, _) = w
+        .send(
+            &w.stranger,
+            "PATCH",
+            &patch,
+            Some(v),
+            Some(json!({"reviewer": "stranger@example.com"})),
+        )
+        .await;
+    assert_ne!(status, 200);
+
+    // Submitted by the reviewer themselves (they may change the COE): they may not
+    // approve that round.
+    let (status, doc) = w.send(&w.reviewer, "POST", &submit, None, None).await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["submitted_by"], "reviewer@example.com");
+    assert_eq!(doc["reviewer_named_by"], "owner@example.com");
+    let (status, body) = w.send(&w.reviewer, "POST", &approve, None, None).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .expect("message")
+            .contains("nobody approves a review round they submitted"),
+        "{body}"
+    );
+    // Sent back, submitted by the owner: now the reviewer may.
+    let (status, _) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("/api/v1/coes/{id}/request-changes"),
+            None,
+            Some(json!({"comment": "Submit it yourself."})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = w.send(&w.owner, "POST", &submit, None, None).await;
+    assert_eq!(status, 200);
+
+    // An admin token with no person, and an admin person who is not the reviewer,
+    // decide nothing.
+    let admin = w.app.admin_token();
+    let (status, body) = w.send(&admin, "POST", &approve, None, None).await;
+    assert_eq!(status, 403, "{body}");
+    let boss = {
+        let mut conn = w.app.pool.get().expect("conn");
+        let (_, secret) = coe::services::tokens::create(
+            &mut conn,
+            &TokenName::parse("boss").expect("name"),
+            Role::Admin,
+            Some(&EmailAddress::parse("boss@example.com").expect("email")),
+        )
+        .expect("token");
+        secret.expose().to_owned()
+    };
+    let (status, body) = w.send(&boss, "POST", &approve, None, None).await;
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = w
+        .send(
+            &boss,
+            "POST",
+            &format!("/api/v1/coes/{id}/request-changes"),
+            None,
+            Some(json!({"comment": "On behalf of the reviewer."})),
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+
+    let (status, doc) = w.send(&w.reviewer, "POST", &approve, None, None).await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["state"], "approved");
+    let review: Vec<(String, String)> = doc["review"]
+        .as_array()
+        .expect("review")
+        .iter()
+        .map(|r| {
+            (
+                r["verdict"].as_str().expect("verdict").to_owned(),
+                r["author"].as_str().expect("author").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        review,
+        [
+            ("submitted", "reviewer@example.com"),
+            ("changes_requested", "reviewer@example.com"),
+            ("submitted", "owner@example.com"),
+            ("approved", "reviewer@example.com"),
+        ]
+        .map(|(v, a)| (v.to_owned(), a.to_owned()))
+    );
+}
+
+/// An admin names the reviewer: the reviewer approves; the admin who named them does
+/// not become able to approve for them, and may not name themselves.
+#[tokio::test]
+async fn an_admin_names_another_reviewer_but_not_themselves() {
+    let w = World::new().await;
+    let (id, _) = w.written_coe().await;
+    w.action(&id, "Validate config in CI", "dev@example.com")
+        .await;
+    let boss = {
+        let mut conn = w.app.pool.get().expect("conn");
+        let (_, secret) = coe::services::tokens::create(
+            &mut conn,
+            &TokenName::parse("boss").expect("name"),
+            Role::Admin,
+            Some(&EmailAddress::parse("boss@example.com").expect("email")),
+        )
+        .expect("token");
+        secret.expose().to_owned()
+    };
+    let version = w.coe(&id).await["version"].as_i64().expect("version");
+    let patch = format!("/api/v1/coes/{id}");
+    let (status, body) = w
+        .send(
+            &boss,
+            "PATCH",
+            &patch,
+            Some(version),
+            Some(json!({"reviewer": "boss@example.com"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    let (status, doc) = w
+        .send(
+            &boss,
+            "PATCH",
+            &patch,
+            Some(version),
+            Some(json!({"reviewer": "stranger@example.com"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["reviewer_named_by"], "boss@example.com");
+    let (status, _) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, doc) = w
+        .send(
+            &w.stranger,
+            "POST",
+            &format!("/api/v1/coes/{id}/approve"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+}

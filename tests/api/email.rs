@@ -196,7 +196,7 @@ impl World {
             .app
             .client
             .put(self.app.url(&format!("/api/v1/people/{email}")))
-            .bearer_auth(&self.lead)
+            .bearer_auth(&self.admin)
             .json(&json!({"name": name, "manager_email": manager}))
             .send()
             .await
@@ -930,7 +930,18 @@ async fn review_steps_and_late_writeups_email_the_right_person() {
         "daily, not every sweep"
     );
 
-    // Request changes as the reviewer (an admin may act for them here): the owner hears.
+    // Request changes as the reviewer (with a token of her own): the owner hears.
+    let rita = {
+        let mut conn = w.app.pool.get().expect("conn");
+        let (_, secret) = coe::services::tokens::create(
+            &mut conn,
+            &TokenName::parse("rita").expect("name"),
+            coe::domain::Role::Member,
+            Some(&EmailAddress::parse("rev@example.com").expect("email")),
+        )
+        .expect("token");
+        secret.expose().to_owned()
+    };
     {
         use coe::db::schema::coes;
         let mut conn = w.app.pool.get().expect("conn");
@@ -943,7 +954,7 @@ async fn review_steps_and_late_writeups_email_the_right_person() {
         .app
         .post_json(
             &format!("/api/v1/coes/{coe}/request-changes"),
-            Some(&w.admin),
+            Some(&rita),
             &json!({"comment": "The 5 whys stop at a person."}),
         )
         .await;
@@ -1214,4 +1225,61 @@ async fn starttls_with_a_login_reaches_a_relay_signed_by_a_private_ca() {
     let error = pending["emails"][0]["last_error"].as_str().expect("error");
     assert!(error.to_lowercase().contains("certificate"), "{error}");
     assert!(smtp.to("carl@example.com").is_empty());
+}
+
+/// Queueing an email wakes the delivery worker: on an idle server whose passes are a
+/// minute apart, a sign-in link reaches the SMTP server within seconds, not at the next
+/// pass.
+#[test]
+fn a_sign_in_link_leaves_at_once() {
+    let smtp = SmtpServer::start();
+    let db = crate::helpers::TestDatabase::new();
+    let served = crate::cli::serve(
+        &db.url,
+        &[
+            ("COE_SMTP_URL", smtp.url().as_str()),
+            ("COE_REMINDERS_DELIVERY_INTERVAL_SECS", "60"),
+            ("COE_REMINDERS_INTERVAL_SECS", "3600"),
+        ],
+    );
+    let admin = served.admin_token();
+    // With an SMTP server, only the directory signs in.
+    let body = r#"{"name":"Ana Lima"}"#;
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", served.port)).expect("connect");
+    use std::io::{Read, Write};
+    write!(
+        stream,
+        "PUT /api/v1/people/ana@example.com HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {admin}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    // Let the start-up pass go by: the next one is a minute away.
+    std::thread::sleep(StdDuration::from_secs(2));
+
+    let form = "email=ana%40example.com&next=%2F";
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", served.port)).expect("connect");
+    write!(
+        stream,
+        "POST /sign-in HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{form}",
+        form.len()
+    )
+    .expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let asked = Instant::now();
+    while smtp.to("ana@example.com").is_empty() && asked.elapsed() < StdDuration::from_secs(20) {
+        std::thread::sleep(StdDuration::from_millis(50));
+    }
+    let took = asked.elapsed();
+    let received = smtp.to("ana@example.com");
+    assert_eq!(received.len(), 1, "the link arrived");
+    assert!(received[0].text.contains("/sign-in/confirm?token="));
+    // Well before the next pass (60 s): the worker was woken.
+    assert!(took < StdDuration::from_secs(20), "took {took:?}");
 }

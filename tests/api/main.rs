@@ -26,5 +26,6 @@ mod security;
 mod stats;
 mod storm;
 mod tokens;
+mod trust;
 mod webdriver;
 mod webhooks;

@@ -307,31 +307,77 @@ async fn only_the_directory_and_allowed_domains_get_a_link_and_the_page_does_not
         .contains("That is not an email address"));
 }
 
+/// The address's limit bounds the emails sent to it; it never tells its owner they
+/// are refused for requests somebody else made: past it, the page is the same and no
+/// email goes, and the links sent already still work. The client's own limit stays.
 #[tokio::test]
-async fn sign_in_requests_are_limited_per_address() {
+async fn nobody_can_lock_another_person_out_of_signing_in() {
     let app = spawn_app_with(|s| {
         s.auth.sign_in_per_address = 3;
         s.auth.sign_in_per_client = 100;
     })
     .await;
+    let emails_to = |email: &str| {
+        let mut conn = app.pool.get().expect("conn");
+        outbox_emails::table
+            .filter(outbox_emails::kind.eq("sign_in"))
+            .filter(outbox_emails::recipient.eq(email))
+            .count()
+            .get_result::<i64>(&mut conn)
+            .expect("count")
+    };
+    let mut pages = Vec::new();
     for _ in 0..3 {
-        assert_eq!(
-            ask_for_link(&app, "ana@example.com").await.status(),
-            StatusCode::OK
-        );
+        let res = ask_for_link(&app, "ana@example.com").await;
+        assert_eq!(res.status(), StatusCode::OK);
+        pages.push(res.text().await.expect("html"));
     }
-    let res = ask_for_link(&app, "ana@example.com").await;
-    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
-    assert!(res
-        .text()
+    let first_link = emailed_link(&app, "ana@example.com").expect("a link");
+    // An attacker (the same client here) keeps asking for Ana's links.
+    for _ in 0..5 {
+        let res = ask_for_link(&app, "ana@example.com").await;
+        assert_eq!(res.status(), StatusCode::OK, "never a refusal for Ana");
+        let html = res.text().await.expect("html");
+        assert_eq!(html, pages[0], "the same answer as when a link is sent");
+        assert!(!html.contains("too many"), "{html}");
+    }
+    assert_eq!(
+        emails_to("ana@example.com"),
+        3,
+        "no more emails than the limit"
+    );
+    // A link sent already signs Ana in.
+    let res = browser()
+        .post(app.url("/sign-in/confirm"))
+        .form(&[("token", token_of(&first_link).as_str())])
+        .send()
         .await
-        .expect("html")
-        .contains("too many sign-in requests for this email address"));
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::SEE_OTHER, "the link still works");
     // Another address from the same client still works, up to the client's limit.
     assert_eq!(
         ask_for_link(&app, "bo@example.com").await.status(),
         StatusCode::OK
     );
+    assert_eq!(emails_to("bo@example.com"), 1);
+}
+
+#[tokio::test]
+async fn sign_in_requests_are_limited_per_client() {
+    let app = spawn_app_with(|s| {
+        s.auth.sign_in_per_client = 3;
+    })
+    .await;
+    for who in ["a@example.com", "b@example.com", "c@example.com"] {
+        assert_eq!(ask_for_link(&app, who).await.status(), StatusCode::OK);
+    }
+    let res = ask_for_link(&app, "d@example.com").await;
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(res
+        .text()
+        .await
+        .expect("html")
+        .contains("too many sign-in requests from this address"));
 }
 
 #[tokio::test]

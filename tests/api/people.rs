@@ -8,7 +8,7 @@ use crate::helpers::{error_of, json, spawn_app};
 #[tokio::test]
 async fn a_person_is_put_and_listed_and_bad_fields_are_named() {
     let app = spawn_app().await;
-    let token = app.token("hr", Role::Member);
+    let token = app.token("hr", Role::Admin);
     let res = app
         .client
         .put(app.url("/api/v1/people/Alice@Example.com"))
@@ -61,7 +61,7 @@ async fn a_person_is_put_and_listed_and_bad_fields_are_named() {
 #[tokio::test]
 async fn csv_import_takes_the_good_lines_and_reports_every_bad_one() {
     let app = spawn_app().await;
-    let token = app.token("hr", Role::Member);
+    let token = app.token("hr", Role::Admin);
     let csv = "email,name,team,manager_email,timezone\n\
                carol@example.com,Carol,search,dave@example.com,America/New_York\n\
                not-an-email,Nobody,search,,\n\
@@ -138,7 +138,7 @@ async fn csv_import_takes_the_good_lines_and_reports_every_bad_one() {
 #[tokio::test]
 async fn csv_lines_with_a_nul_or_inside_a_quote_never_closed_are_each_reported() {
     let app = spawn_app().await;
-    let token = app.token("hr", Role::Member);
+    let token = app.token("hr", Role::Admin);
     let import = |csv: &'static str| {
         app.client
             .post(app.url("/api/v1/people/import"))
@@ -410,7 +410,7 @@ async fn a_person_subscribes_to_a_calendar_of_their_open_actions() {
 #[tokio::test]
 async fn concurrent_writes_of_one_new_person_all_succeed_and_make_one() {
     let app = spawn_app().await;
-    let token = app.token("hr", Role::Member);
+    let token = app.token("hr", Role::Admin);
     let coe = app
         .post_json(
             "/api/v1/coes",

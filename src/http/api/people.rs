@@ -21,21 +21,24 @@ impl From<PeopleError> for ApiError {
                     .map(|(f, p)| FieldProblem::new(f, p))
                     .collect(),
             ),
+            PeopleError::Forbidden(m) => ApiError::Forbidden(m),
             PeopleError::Database(e) => e.into(),
         }
     }
 }
 
-/// Creates or replaces a person in the directory.
+/// Creates or replaces a person in the directory (admins); a member may set their own
+/// name and time zone (their team and manager are an admin's to change).
 #[utoipa::path(operation_id = "put_person", put, path = "/api/v1/people/{email}", tag = "people", security(("bearer" = [])),
     params(("email" = String, Path, description = "The person's email address")),
     request_body = PersonInput,
     responses(
         (status = 200, description = "The person as stored", body = Person),
+        (status = 403, description = "Not an admin, and not the caller's own entry, or a member changing their team or manager", body = ErrorBody),
         (status = 422, description = "A bad email, manager or time zone", body = ErrorBody),
     ))]
 pub async fn put(
-    _: Member,
+    Member(caller): Member,
     email: web::Path<String>,
     body: ApiJson<PersonInput>,
     state: web::Data<AppState>,
@@ -43,8 +46,20 @@ pub async fn put(
     let email =
         EmailAddress::parse(&email.into_inner()).map_err(|p| ApiError::field("email", p))?;
     let input = body.0;
+    // The directory decides who may sign in and where escalations go: only admins
+    // write it; a member may change their own name and time zone.
+    let admin = caller.role == Role::Admin;
+    if !admin && caller.email.as_deref() != Some(email.as_str()) {
+        return Err(ApiError::Forbidden(
+            "only an admin may change another person's entry in the directory".into(),
+        ));
+    }
     let person = with_conn(&state, move |conn, _| {
-        Ok(people::put(conn, &email, &input)?)
+        Ok(if admin {
+            people::put(conn, &email, &input)?
+        } else {
+            people::put_own(conn, &email, &input)?
+        })
     })
     .await?;
     Ok(HttpResponse::Ok().json(person))
@@ -80,17 +95,18 @@ pub async fn list(
     Ok(HttpResponse::Ok().json(PeopleList { people }))
 }
 
-/// Imports people from CSV: a header `email,name,team,manager_email,timezone`, then a
-/// line per person. Good lines are stored; every rejected line is reported with why.
+/// Imports people from CSV (admins only): a header `email,name,team,manager_email,timezone`,
+/// then a line per person. Good lines are stored; every rejected line is reported with why.
 #[utoipa::path(operation_id = "import_people", post, path = "/api/v1/people/import", tag = "people", security(("bearer" = [])),
     request_body(content = String, content_type = "text/csv"),
     responses(
         (status = 200, description = "What was created, updated and rejected", body = ImportReport),
+        (status = 403, description = "Not an admin", body = ErrorBody),
         (status = 413, description = "Body too large", body = ErrorBody),
         (status = 422, description = "No usable header", body = ErrorBody),
     ))]
 pub async fn import(
-    _: Member,
+    _: Admin,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {

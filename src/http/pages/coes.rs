@@ -262,7 +262,13 @@ pub(super) fn page(
     let may_write = may_edit && doc.state.is_editable();
     let may_add_actions = may_edit && doc.state != CoeState::Closed;
     let me = who.person.email.as_str();
-    let is_reviewer = doc.reviewer.as_deref() == Some(me) || who.person.is_admin;
+    // Only the reviewer decides; they may not approve what they own, submitted or
+    // named themselves reviewer of (`domain::coe::review` refuses it anyway).
+    let is_reviewer = doc.reviewer.as_deref() == Some(me);
+    let may_approve = is_reviewer
+        && ![&doc.owner, &doc.submitted_by, &doc.reviewer_named_by]
+            .iter()
+            .any(|p| p.as_deref() == Some(me));
     let changed_keys: Vec<String> = since_last_look
         .as_ref()
         .map(|(_, changes)| {
@@ -324,6 +330,7 @@ pub(super) fn page(
         "may_edit": may_write,
         "may_add_actions": may_add_actions,
         "may_review": is_reviewer && doc.state == CoeState::InReview,
+        "may_approve": may_approve,
         "may_submit": may_write && doc.state == CoeState::Draft,
         "missing": findings(&doc.completeness.missing, &doc.sections),
         "warnings": findings(&doc.completeness.warnings, &doc.sections),

@@ -78,6 +78,26 @@ const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-ac
 handlebars::handlebars_helper!(time: |at: str| readable_time(at));
 handlebars::handlebars_helper!(query_value: |v: str| form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>());
 
+/// What a path segment may not hold as it is: it would end the segment or the path
+/// (`/ ? #`), start an escape (`%`), or is not allowed in a URL at all.
+const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'/')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'\\')
+    .add(b'`')
+    .add(b'{')
+    .add(b'}');
+
+// `{{segment value}}`: a value percent-encoded as one path segment, for every path a
+// template builds from data (`/admin/people/{{segment email}}/admin`).
+handlebars::handlebars_helper!(segment: |v: str| percent_encoding::utf8_percent_encode(v, PATH_SEGMENT).to_string());
+
 /// An RFC 3339 UTC time as people read it: `2026-11-29 10:03 UTC`.
 fn readable_time(at: &str) -> String {
     chrono::DateTime::parse_from_rfc3339(at).map_or_else(
@@ -132,6 +152,7 @@ impl PageTemplates {
         registry.register_helper("markdown", Box::new(markdown::helper));
         registry.register_helper("highlight", Box::new(search::helper));
         registry.register_helper("query_value", Box::new(query_value));
+        registry.register_helper("segment", Box::new(segment));
         for (name, text) in TEMPLATES {
             let result = if *name == "layout" || *name == "admin_tabs" {
                 registry.register_partial(name, *text)

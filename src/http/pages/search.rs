@@ -51,34 +51,46 @@ fn terms(query: &str) -> Vec<String> {
         .collect()
 }
 
+/// `text` lower-cased, with the byte offset in `text` of the character each of its
+/// bytes came from. Lower-casing changes lengths (`İ` becomes two characters, the
+/// Kelvin sign one byte), so an offset found in the folded text means nothing in
+/// `text` until mapped back through this.
+fn fold(text: &str) -> (String, Vec<usize>) {
+    let mut folded = String::with_capacity(text.len());
+    let mut origin = Vec::with_capacity(text.len());
+    for (at, c) in text.char_indices() {
+        for lower in c.to_lowercase() {
+            folded.push(lower);
+            origin.resize(folded.len(), at);
+        }
+    }
+    (folded, origin)
+}
+
+/// The byte offsets in `text` of the characters inside a match of any term.
+fn matched_chars(text: &str, terms: &[String]) -> std::collections::BTreeSet<usize> {
+    let (folded, origin) = fold(text);
+    let mut marked = std::collections::BTreeSet::new();
+    for term in terms.iter().filter(|t| !t.is_empty()) {
+        for (start, found) in folded.match_indices(term.as_str()) {
+            marked.extend(origin[start..start + found.len()].iter().copied());
+        }
+    }
+    marked
+}
+
 /// `text` as HTML with every occurrence of a term (case-insensitive) in `<mark>`;
 /// everything else escaped.
 pub fn highlight(text: &str, terms: &[String]) -> String {
-    let lower: Vec<(usize, char)> = text.char_indices().collect();
-    let folded: String = text.to_lowercase();
-    // Lowercasing can change lengths (rare letters): then mark nothing rather than
-    // cut a character in two.
-    if folded.len() != text.len() {
-        return super::escape_html(text);
-    }
-    let mut marks = vec![false; text.len()];
-    for term in terms {
-        let mut from = 0;
-        while let Some(at) = folded[from..].find(term.as_str()) {
-            let start = from + at;
-            marks[start..start + term.len()]
-                .iter_mut()
-                .for_each(|m| *m = true);
-            from = start + term.len();
-        }
-    }
+    let marked = matched_chars(text, terms);
     let mut out = String::with_capacity(text.len() + 16);
     let mut open = false;
-    for (i, c) in lower {
-        if marks[i] && !open {
+    for (i, c) in text.char_indices() {
+        let inside = marked.contains(&i);
+        if inside && !open {
             out.push_str("<mark>");
             open = true;
-        } else if !marks[i] && open {
+        } else if !inside && open {
             out.push_str("</mark>");
             open = false;
         }
@@ -110,9 +122,8 @@ pub fn helper(
 
 /// A passage of `body` around the first term found, about 240 characters.
 fn passage(body: &str, terms: &[String]) -> Option<String> {
-    let folded = body.to_lowercase();
-    let at = terms.iter().filter_map(|t| folded.find(t.as_str())).min()?;
-    let at = if folded.len() == body.len() { at } else { 0 };
+    // The first match, as an offset of a character of `body` (see `fold`).
+    let at = *matched_chars(body, terms).first()?;
     let start = body[..at]
         .char_indices()
         .rev()
@@ -230,5 +241,44 @@ mod tests {
             p.starts_with("… ") && p.ends_with(" …") && p.contains("the pool ran dry"),
             "{p}"
         );
+    }
+
+    /// `İ` lower-cases to two characters and the Kelvin sign to one byte: offsets in
+    /// the lower-cased text are not offsets in the text (this answered 500).
+    #[test]
+    fn letters_that_change_length_when_lower_cased_are_matched_in_place() {
+        let body = "İ éé \u{212A} İ";
+        let t = terms("éé");
+        assert_eq!(highlight(body, &t), "İ <mark>éé</mark> \u{212A} İ",);
+        assert!(passage(body, &t).expect("found").contains("éé"));
+        // The Kelvin sign matches a k.
+        assert_eq!(
+            highlight("5 \u{212A}elvin", &terms("kelvin")),
+            "5 <mark>\u{212A}elvin</mark>"
+        );
+    }
+
+    proptest::proptest! {
+        /// Any text and any query: no panic, and the highlight holds the text itself,
+        /// escaped, once the marks are taken out.
+        #[test]
+        fn highlighting_never_panics_and_keeps_the_text(body in "\\PC{0,60}", query in "\\PC{0,12}") {
+            let t = terms(&query);
+            let html = highlight(&body, &t);
+            let plain = html.replace("<mark>", "").replace("</mark>", "");
+            proptest::prop_assert_eq!(plain, super::super::escape_html(&body));
+            let _ = passage(&body, &t);
+        }
+
+        /// The same, from an alphabet rich in letters that change length.
+        #[test]
+        fn letters_that_change_length_never_cut_a_character(
+            body in "[İıKkéÉßẞ ǅ a-z]{0,40}",
+            query in "[İıKkéÉßẞǅ a-z]{1,6}",
+        ) {
+            let t = terms(&query);
+            let _ = highlight(&body, &t);
+            let _ = passage(&body, &t);
+        }
     }
 }

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{render, PageError};
-use crate::config::{AuthMode, Mode};
+use crate::config::AuthMode;
 use crate::domain::auth::{safe_next, LINK_LIFETIME_MINUTES};
 use crate::domain::EmailAddress;
 use crate::http::session::{client_ip, removal_cookie, session_cookie, SignedIn};
@@ -93,13 +93,14 @@ pub async fn request(
         ))
     })
     .await?;
-    let development = state.settings.mode == Mode::Development;
+    // Links are written to the log only on a local trial (loopback, no SMTP server).
+    let development = state.settings.local_trial();
     match sent {
         Ok(Some(link)) if development => {
             tracing::info!(
                 email = %address,
                 link = %link,
-                "sign-in link (mode = development: written here too, so that you can sign in without an SMTP server)"
+                "sign-in link (a local trial: mode = development, loopback only, no SMTP server; written here so that you can sign in without one)"
             );
         }
         Ok(_) => {}

@@ -156,6 +156,11 @@ pub struct CoeDocument {
     pub state: CoeState,
     pub owner: Option<String>,
     pub reviewer: Option<String>,
+    /// Who named the current reviewer (a person's email, or `token:NAME`).
+    pub reviewer_named_by: Option<String>,
+    /// Who submitted the review round under way, or the last one. Nobody approves a
+    /// COE they own, a round they submitted or a COE they named themselves reviewer of.
+    pub submitted_by: Option<String>,
     /// Bumped by every change; send it back in `If-Match`.
     pub version: i32,
     pub template: TemplateRef,
@@ -390,6 +395,8 @@ pub fn load(
         service: row.service,
         owner: row.owner_email,
         reviewer: row.reviewer_email,
+        reviewer_named_by: row.reviewer_named_by,
+        submitted_by: row.submitted_by,
         version: row.version,
         started_at: row.started_at,
         detected_at: row.detected_at,

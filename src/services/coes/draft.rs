@@ -145,6 +145,8 @@ fn new_coe_row(
         created_by: actor.to_owned(),
         created_at: now,
         updated_at: now,
+        submitted_by: None,
+        reviewer_named_by: None,
     }
 }
 

@@ -190,8 +190,21 @@ pub fn patch(
         if let Some(owner) = &patch.owner {
             changes.push(("owner", json!(owner.as_str())));
         }
+        let reviewer_named = patch
+            .reviewer
+            .as_ref()
+            .filter(|r| row.reviewer_email.as_deref() != Some(r.as_str()));
         if let Some(reviewer) = &patch.reviewer {
             changes.push(("reviewer", json!(reviewer.as_str())));
+        }
+        // Separation of duties: a reviewer is named by someone else (the owner, an
+        // admin), so that nobody approves a writeup they chose to review themselves.
+        if reviewer_named.is_some_and(|r| who.email == Some(r.as_str())) {
+            return Err(CoeError::invalid(
+                "reviewer",
+                "must not be you: nobody names themselves a COE's reviewer; ask its owner or \
+                 an admin to name you",
+            ));
         }
         // Whatever changes, the owner and the reviewer stay two people.
         let final_owner = patch
@@ -231,6 +244,11 @@ pub fn patch(
         }
         let now = db::now();
         apply_patch(conn, id, &changes, actor, now)?;
+        if reviewer_named.is_some() {
+            diesel::update(coes::table.find(id))
+                .set(coes::reviewer_named_by.eq(actor))
+                .execute(conn)?;
+        }
         // A COE in review is reviewed by the reviewer it was submitted to: a new
         // reviewer sends it back to draft (recorded), so it is submitted again to them
         // and nobody's review is taken away unseen. The former reviewer is told.

@@ -101,6 +101,8 @@ struct Shared {
     settings: Arc<Settings>,
     template: Arc<Template>,
     emails: Arc<EmailTemplates>,
+    /// Rung after a batch that queued emails ("COE opened").
+    outbox_bell: crate::services::outbox::Bell,
 }
 
 /// The queues in front of the writer threads.
@@ -120,6 +122,7 @@ impl IngestWriter {
         settings: Arc<Settings>,
         template: Arc<Template>,
         emails: Arc<EmailTemplates>,
+        outbox_bell: crate::services::outbox::Bell,
     ) -> std::io::Result<IngestWriter> {
         let checkpointer =
             db::Checkpointer::start(&settings.database_url(), settings.database.busy_timeout_ms)?;
@@ -135,6 +138,7 @@ impl IngestWriter {
             settings,
             template,
             emails,
+            outbox_bell,
         });
         let mut queues = Vec::with_capacity(writers);
         for n in 0..writers {
@@ -221,6 +225,7 @@ fn run(jobs: &Receiver<Job>, shared: &Shared) {
         if written.is_err() {
             tracing::error!("the ingest writer panicked writing a batch; its deliveries failed");
         }
+        shared.outbox_bell.ring_if_queued();
     }
 }
 
@@ -353,6 +358,7 @@ mod tests {
             settings: Arc::new(parts.settings),
             template: Arc::new(parts.template),
             emails: Arc::new(parts.emails),
+            outbox_bell: Default::default(),
         };
         let mut answers = Vec::new();
         let batch: Vec<Job> = ["good-1", "poison", "good-2"]

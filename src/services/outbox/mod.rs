@@ -96,7 +96,39 @@ pub fn enqueue(conn: &mut DbConnection, email: &NewEmail, now: NaiveDateTime) ->
         diesel::insert_into(outbox_emails::table).values(&row),
         outbox_emails::dedup_key
     )?;
+    if inserted == 1 {
+        QUEUED_HERE.with(|q| q.set(true));
+    }
     Ok(inserted == 1)
+}
+
+thread_local! {
+    /// Set when this thread queued an email: whoever called the service rings the
+    /// delivery worker's bell afterwards (`Bell::ring_if_queued`).
+    static QUEUED_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Wakes the delivery worker when an email was queued, so that it leaves at once
+/// instead of at the next pass (`reminders.delivery_interval_secs`): a sign-in link
+/// reaches the SMTP server within a second. Connected to the worker when it starts;
+/// until then (and with `reminders.enabled = false`) ringing does nothing.
+#[derive(Clone, Default)]
+pub struct Bell(std::sync::Arc<std::sync::Mutex<Option<std::sync::mpsc::Sender<()>>>>);
+
+impl Bell {
+    /// Gives the bell the worker's wake-up channel.
+    pub fn connect(&self, worker: std::sync::mpsc::Sender<()>) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(worker);
+    }
+
+    /// Rings if this thread queued an email since it last asked (and forgets it).
+    pub fn ring_if_queued(&self) {
+        if QUEUED_HERE.with(|q| q.replace(false)) {
+            if let Some(worker) = self.0.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                let _ = worker.send(());
+            }
+        }
+    }
 }
 
 /// Composes and queues one event email (COE opened, review steps). A template that

@@ -1,0 +1,2 @@
+ALTER TABLE coes DROP COLUMN reviewer_named_by;
+ALTER TABLE coes DROP COLUMN submitted_by;

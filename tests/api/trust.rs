@@ -1,0 +1,328 @@
+//! Nobody slips through: an install reachable from a network signs in only the
+//! directory, the directory is written by admins, addresses cannot break the URLs
+//! built from them, the proxy header counts once, and search survives any text.
+//! (Separation of duties in the review: `actions::nobody_approves_a_coe_they_put_up`;
+//! the sign-in limits: `pages::nobody_can_lock_another_person_out_of_signing_in`.)
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use coe::config::AuthMode;
+use coe::domain::{EmailAddress, Role, TokenName};
+use reqwest::StatusCode;
+use serde_json::json;
+
+use crate::helpers::{error_of, spawn_app, spawn_app_with, TestApp, TestDatabase};
+use crate::pages::{browser, get_page, sign_in};
+
+/// A raw HTTP/1.1 request to 127.0.0.1:`port`; the whole response.
+fn http(port: u16, head: &str, body: &str) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    write!(
+        stream,
+        "{head}\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    response
+}
+
+/// `coe serve --listen 0.0.0.0:PORT` with no other setting (development mode, no
+/// SMTP server): sign-in is as in production, and it says so at start. An outsider
+/// gets no link, and no link appears in the log, the page or the outbox folder.
+#[test]
+fn an_install_reachable_from_a_network_signs_in_only_the_directory() {
+    let db = TestDatabase::new();
+    let dir = tempfile::tempdir().expect("dir");
+    let port = std::net::TcpListener::bind("0.0.0.0:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_coe"))
+        .args(["serve", "--listen", &format!("0.0.0.0:{port}")])
+        .env_clear()
+        .env("COE_DATABASE_URL", &db.url)
+        .env("COE_LOG_FORMAT", "json")
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("coe serve starts");
+    let logs = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let kept = logs.clone();
+    let stderr = child.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            kept.lock().expect("logs").push(line);
+        }
+    });
+    let stdout = child.stdout.take().expect("stdout");
+    let (token_tx, token_rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if line.trim().starts_with("coe_") {
+                let _ = token_tx.send(line.trim().to_owned());
+            }
+        }
+    });
+    let admin = token_rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the admin token");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !http(port, "GET /readyz HTTP/1.1", "").starts_with("HTTP/1.1 200") {
+        assert!(Instant::now() < deadline, "ready");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let person = json!({"name": "Ana Lima"}).to_string();
+    let res = http(
+        port,
+        &format!(
+            "PUT /api/v1/people/ana@example.com HTTP/1.1\r\nAuthorization: Bearer {admin}\r\n\
+             Content-Type: application/json"
+        ),
+        &person,
+    );
+    assert!(res.starts_with("HTTP/1.1 200"), "{res}");
+
+    let ask = |email: &str| {
+        http(
+            port,
+            "POST /sign-in HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded",
+            &format!("email={}&next=%2F", email.replace('@', "%40")),
+        )
+    };
+    let outsider = ask("outsider@attacker.test");
+    let member = ask("ana@example.com");
+    for page in [&outsider, &member] {
+        assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+        assert!(!page.contains("/sign-in/confirm"), "no link on the page");
+    }
+    // The emails queued: one sign-in link, to Ana.
+    let outbox = http(
+        port,
+        &format!("GET /api/v1/outbox HTTP/1.1\r\nAuthorization: Bearer {admin}"),
+        "",
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(outbox.starts_with("HTTP/1.1 200"), "{outbox}");
+    assert!(
+        !outbox.contains("outsider@attacker.test"),
+        "the outsider got nothing: {outbox}"
+    );
+    assert!(
+        outbox.contains("ana@example.com"),
+        "Ana, in the directory, got her link: {outbox}"
+    );
+    let logs = logs.lock().expect("logs").join("\n");
+    assert!(
+        !logs.contains("/sign-in/confirm"),
+        "no link in the log:\n{logs}"
+    );
+    assert!(
+        logs.contains("sign-in is as in production"),
+        "said at start:\n{logs}"
+    );
+}
+
+/// On loopback with no SMTP server (the README's trial), anyone may still sign in.
+#[tokio::test]
+async fn a_local_trial_still_lets_anyone_sign_in() {
+    let app = spawn_app().await;
+    let cookie = sign_in(&app, "newcomer@anywhere.test").await;
+    let res = get_page(&app, "/", Some(&cookie)).await;
+    assert_eq!(res.status(), StatusCode::OK);
+}
+
+fn person_token(app: &TestApp, name: &str, role: Role, email: &str) -> String {
+    let mut conn = app.pool.get().expect("conn");
+    let (_, secret) = coe::services::tokens::create(
+        &mut conn,
+        &TokenName::parse(name).expect("name"),
+        role,
+        Some(&EmailAddress::parse(email).expect("email")),
+    )
+    .expect("token");
+    secret.expose().to_owned()
+}
+
+/// The directory decides who may sign in and where escalations go: admins write it; a
+/// member changes only their own name and time zone.
+#[tokio::test]
+async fn a_member_writes_only_their_own_name_and_time_zone() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let ana = person_token(&app, "ana", Role::Member, "ana@example.com");
+    let put = |token: &str, email: &str, body: serde_json::Value| {
+        app.client
+            .put(app.url(&format!("/api/v1/people/{email}")))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+    };
+    let res = put(
+        &admin,
+        "ana@example.com",
+        json!({"name": "Ana", "team": "payments", "manager_email": "carla@example.com"}),
+    )
+    .await
+    .expect("sent");
+    assert_eq!(res.status(), StatusCode::OK);
+
+    // Making herself a colleague's manager (so that his escalations reach her): no.
+    let (_, message, _) = error_of(
+        put(
+            &ana,
+            "bo@example.com",
+            json!({"manager_email": "ana@example.com"}),
+        )
+        .await
+        .expect("sent"),
+        403,
+    )
+    .await;
+    assert!(message.contains("only an admin"), "{message}");
+    for body in [
+        json!({"name": "Ana", "manager_email": "ana.friend@example.com"}),
+        json!({"name": "Ana", "team": "platform"}),
+    ] {
+        error_of(put(&ana, "ana@example.com", body).await.expect("sent"), 403).await;
+    }
+    let res = put(
+        &ana,
+        "ana@example.com",
+        json!({"name": "Ana Lima", "timezone": "Europe/Lisbon"}),
+    )
+    .await
+    .expect("sent");
+    assert_eq!(res.status(), StatusCode::OK);
+    let me = crate::helpers::json(res).await;
+    assert_eq!(me["name"], "Ana Lima");
+    assert_eq!(me["timezone"], "Europe/Lisbon");
+    assert_eq!(me["team"], "payments", "her team stays");
+    assert_eq!(
+        me["manager_email"], "carla@example.com",
+        "her manager stays"
+    );
+
+    let csv =
+        "email,name,team,manager_email,timezone\nbo@example.com,Bo,payments,ana@example.com,UTC\n";
+    let import = |token: &str| {
+        app.client
+            .post(app.url("/api/v1/people/import"))
+            .bearer_auth(token)
+            .header("content-type", "text/csv")
+            .body(csv)
+            .send()
+    };
+    error_of(import(&ana).await.expect("sent"), 403).await;
+    assert_eq!(import(&admin).await.expect("sent").status(), StatusCode::OK);
+}
+
+/// An address with `/ ? # %` or a quoted local part could point a link built from it
+/// at another person: refused, naming the field; nothing stored.
+#[tokio::test]
+async fn addresses_that_would_break_a_url_are_refused() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let coe = crate::helpers::json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Checkout down"}),
+        )
+        .await,
+    )
+    .await;
+    let id = coe["id"].as_str().expect("id");
+    let due = (chrono::Utc::now() + chrono::Duration::days(10)).date_naive();
+    let res = app
+        .post_json(
+            &format!("/api/v1/coes/{id}/actions"),
+            Some(&admin),
+            &json!({"title": "Add a canary", "owner": "\"x/../lee@example.com/admin?\"@example.com",
+                    "due_date": due, "priority": "high", "kind": "prevent"}),
+        )
+        .await;
+    let (_, _, fields) = error_of(res, 422).await;
+    assert!(fields.iter().any(|(f, _)| f == "owner"), "{fields:?}");
+    let res = app
+        .client
+        .put(app.url("/api/v1/people/a%2Fb@example.com"))
+        .bearer_auth(&admin)
+        .json(&json!({"name": "Slash"}))
+        .send()
+        .await
+        .expect("sent");
+    let (_, _, fields) = error_of(res, 422).await;
+    assert!(fields.iter().any(|(f, _)| f == "email"), "{fields:?}");
+    let people = app.get_json("/api/v1/people", &admin).await;
+    assert!(!people.to_string().contains("lee@example.com"), "{people}");
+}
+
+/// A proxy that adds its header beside a client's copy instead of replacing it: which
+/// is whose cannot be told, so the request is refused.
+#[tokio::test]
+async fn the_proxy_header_twice_is_refused() {
+    let app = spawn_app_with(|s| {
+        s.auth.mode = AuthMode::Proxy;
+        s.auth.trusted_proxies = vec!["127.0.0.1".into()];
+    })
+    .await;
+    let res = browser()
+        .get(app.url("/"))
+        .header("X-Forwarded-Email", "ceo@example.com")
+        .header("X-Forwarded-Email", "ana@example.com")
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert!(res.text().await.expect("html").contains("more than once"));
+}
+
+/// `İ` and the Kelvin sign change length when lower-cased: search once answered 500
+/// for a section holding them.
+#[tokio::test]
+async fn search_survives_letters_that_change_length() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let coe = crate::helpers::json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Unicode outage"}),
+        )
+        .await,
+    )
+    .await;
+    let id = coe["id"].as_str().expect("id");
+    let res = app
+        .client
+        .put(app.url(&format!("/api/v1/coes/{id}/sections/summary")))
+        .bearer_auth(&admin)
+        .header("if-match", format!("\"{}\"", coe["version"]))
+        .json(&json!({"body": "İ éé \u{212A} İ: the résumé service failed."}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::OK);
+    let cookie = sign_in(&app, "reader@example.com").await;
+    for q in ["%C3%A9%C3%A9", "kelvin", "r%C3%A9sum%C3%A9", "%C4%B0"] {
+        let res = get_page(&app, &format!("/search?q={q}"), Some(&cookie)).await;
+        assert_eq!(res.status(), StatusCode::OK, "{q}");
+    }
+    let html = get_page(&app, "/search?q=%C3%A9%C3%A9", Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(html.contains("<mark>éé</mark>"), "{html}");
+}
