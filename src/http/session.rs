@@ -47,6 +47,45 @@ pub fn client_ip(req: &HttpRequest, trusted: &[ipnet::IpNet]) -> String {
     ip.to_string()
 }
 
+/// Refuses a cross-site request to a sign-in form (login CSRF: another site's page
+/// posting its own link token would sign the visitor in as the attacker). The
+/// browser's `Sec-Fetch-Site: cross-site`, or an `Origin` that is neither
+/// `public_url`'s origin nor the host the request was sent to, is refused with 403;
+/// a request without either header (an old browser, curl) passes.
+pub fn same_origin_only(req: &HttpRequest, public_url: &str) -> Result<(), PageError> {
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    let refused = || {
+        tracing::warn!(
+            origin = header("origin").unwrap_or("-"),
+            fetch_site = header("sec-fetch-site").unwrap_or("-"),
+            "a sign-in form was posted from another site: refused"
+        );
+        Err(PageError::Forbidden(
+            "this sign-in form was sent from another site; open coe's own sign-in page and try again"
+                .into(),
+        ))
+    };
+    if header("sec-fetch-site") == Some("cross-site") {
+        return refused();
+    }
+    let Some(origin) = header("origin") else {
+        return Ok(());
+    };
+    let ours = url::Url::parse(public_url)
+        .ok()
+        .map(|u| u.origin().ascii_serialization());
+    // The page was served by this host (as the browser addressed it: behind a proxy
+    // that keeps `Host`, the public name).
+    let to_host = origin
+        .split_once("://")
+        .is_some_and(|(_, host)| header("host") == Some(host));
+    if ours.as_deref() == Some(origin) || to_host {
+        Ok(())
+    } else {
+        refused()
+    }
+}
+
 /// The session cookie for `secret`: HttpOnly, SameSite=Lax, Secure when the service
 /// is reached over https, and as long-lived as the longest session.
 pub fn session_cookie(state: &AppState, secret: &str) -> Cookie<'static> {

@@ -200,6 +200,19 @@ pub fn redeem(
     })
 }
 
+/// The address a sign-in link is for, while it can still be used (not used, not
+/// expired); changes nothing.
+pub fn link_email(conn: &mut DbConnection, token: &str) -> QueryResult<Option<String>> {
+    let hash = TokenSecret::from_presented(token).hash();
+    sign_in_links::table
+        .filter(sign_in_links::token_hash.eq(&hash))
+        .filter(sign_in_links::used_at.is_null())
+        .filter(sign_in_links::expires_at.gt(db::now()))
+        .select(sign_in_links::email)
+        .first(conn)
+        .optional()
+}
+
 fn start_session(
     conn: &mut DbConnection,
     email: &str,

@@ -554,3 +554,75 @@ async fn a_leader_inspects_the_board_and_an_owner_moves_a_due_date_that_it_then_
     browser.goto(&app.url("/board")).await;
     browser.screenshot("board-phone").await;
 }
+
+/// Serves `html` to every request on a free loopback port (another origin than the
+/// app's: another port); returns its address.
+fn another_site(html: String) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = format!("http://{}", listener.local_addr().expect("address"));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n{html}",
+                html.len()
+            );
+        }
+    });
+    address
+}
+
+/// Login CSRF in a real browser: a page on another site posts the attacker's own link
+/// token to coe's confirm form; coe refuses it and the browser stays signed in as
+/// itself. Then the attacker's link opened on coe itself asks before switching.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_site_cannot_sign_a_browser_in_as_someone_else() {
+    let app = spawn_app().await;
+    let browser = Browser::start().await;
+    sign_in_to(&browser, &app, "ana@example.com", "/").await;
+
+    // Mallory asks for a link to her own account, and hides its token in her page.
+    let res = app
+        .client
+        .post(app.url("/sign-in"))
+        .form(&[("email", "mallory@example.com")])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
+    let link = link_in(
+        &newest_email(&app, "sign_in", "mallory@example.com"),
+        "/sign-in/confirm?token=",
+    );
+    let token = link.split_once("token=").expect("token").1.to_owned();
+    let evil = another_site(format!(
+        "<!doctype html><title>Win a prize</title><form method=post action=\"{}\">\
+         <input type=hidden name=token value=\"{token}\"><button id=claim>Claim your prize</button></form>",
+        app.url("/sign-in/confirm")
+    ));
+    browser.goto(&evil).await;
+    browser.click_to_load("#claim").await;
+    let refused = browser.text("body").await;
+    assert!(refused.contains("sent from another site"), "{refused}");
+    browser.screenshot("login-csrf-refused").await;
+
+    // Still Ana, not Mallory.
+    browser.goto(&app.url("/")).await;
+    let who = browser.text(".who").await;
+    assert!(who.contains("ana@example.com"), "{who}");
+
+    // The same link opened on coe: the page says who is signed in and asks.
+    browser.goto(&app.url(&link)).await;
+    let page = browser.text("main").await;
+    assert!(
+        page.contains("This browser is signed in as ana@example.com")
+            && page.contains("mallory@example.com"),
+        "{page}"
+    );
+    browser.screenshot("sign-in-confirm-switch").await;
+}

@@ -1025,3 +1025,122 @@ async fn an_admin_token_makes_someone_a_page_admin_and_signs_them_out_everywhere
         .await;
     assert_eq!(listed["sessions"].as_array().map(Vec::len), Some(0));
 }
+
+/// Login CSRF: another site's page posting to the sign-in forms (its own link token,
+/// to sign the visitor in as the attacker) is refused, and sets no cookie; the same
+/// origin and the public URL's pass.
+#[tokio::test]
+async fn sign_in_forms_refuse_cross_site_posts() {
+    let app = spawn_app().await;
+    let post = |path: &'static str,
+                form: Vec<(&'static str, String)>,
+                headers: Vec<(&'static str, String)>| {
+        let mut req = browser().post(app.url(path)).form(&form);
+        for (k, v) in headers {
+            req = req.header(k, v);
+        }
+        req.send()
+    };
+    let ours = app.url("").trim_end_matches('/').to_owned();
+    for headers in [
+        vec![("origin", "https://attacker.test".to_owned())],
+        vec![("origin", "null".to_owned())],
+        vec![("sec-fetch-site", "cross-site".to_owned())],
+    ] {
+        let res = post(
+            "/sign-in",
+            vec![("email", "ana@example.com".into())],
+            headers.clone(),
+        )
+        .await
+        .expect("sent");
+        assert_eq!(res.status(), StatusCode::FORBIDDEN, "{headers:?}");
+    }
+    assert!(
+        emailed_link(&app, "ana@example.com").is_none(),
+        "no link sent"
+    );
+
+    // The attacker's own link, posted from their page: refused, no cookie, still
+    // unused (it was not redeemed).
+    let res = post(
+        "/sign-in",
+        vec![("email", "mallory@example.com".into())],
+        vec![("origin", ours.clone())],
+    )
+    .await
+    .expect("sent");
+    assert_eq!(res.status(), StatusCode::OK, "our own origin passes");
+    let token = token_of(&emailed_link(&app, "mallory@example.com").expect("a link"));
+    let res = post(
+        "/sign-in/confirm",
+        vec![("token", token.clone())],
+        vec![
+            ("origin", "https://attacker.test".into()),
+            ("sec-fetch-site", "cross-site".into()),
+        ],
+    )
+    .await
+    .expect("sent");
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert!(res.headers().get(SET_COOKIE).is_none(), "no cookie");
+    let res = post(
+        "/sign-in/confirm",
+        vec![("token", token)],
+        vec![("origin", ours)],
+    )
+    .await
+    .expect("sent");
+    assert_eq!(
+        res.status(),
+        StatusCode::SEE_OTHER,
+        "the link was not used up"
+    );
+    assert_eq!(res.headers()["cache-control"], "no-store");
+}
+
+/// A browser signed in as one person that opens another's link is told who is signed
+/// in and whom the link is for before it switches; switching ends the first session.
+#[tokio::test]
+async fn the_confirm_page_asks_before_switching_person() {
+    let app = spawn_app().await;
+    let bo = sign_in(&app, "bo@example.com").await;
+    assert_eq!(
+        ask_for_link(&app, "ana@example.com").await.status(),
+        StatusCode::OK
+    );
+    let link = emailed_link(&app, "ana@example.com").expect("a link");
+    let path = link
+        .split_once("/sign-in/confirm")
+        .map(|(_, q)| format!("/sign-in/confirm{q}"))
+        .expect("path");
+    let html = get_page(&app, &path, Some(&bo))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        html.contains("signed in as <strong>bo@example.com</strong>"),
+        "{html}"
+    );
+    assert!(html.contains("<strong>ana@example.com</strong>"), "{html}");
+    assert!(html.contains("Switch and sign in"), "{html}");
+    let res = browser()
+        .post(app.url("/sign-in/confirm"))
+        .header(COOKIE, &bo)
+        .form(&[("token", token_of(&link))])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    // Bo's session ended.
+    let res = get_page(&app, "/", Some(&bo)).await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER, "bo is signed out");
+    // Not signed in: no warning.
+    let html = get_page(&app, &path, None)
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(!html.contains("signed in as"), "{html}");
+}

@@ -9,7 +9,9 @@ use super::{render, PageError};
 use crate::config::AuthMode;
 use crate::domain::auth::{safe_next, LINK_LIFETIME_MINUTES};
 use crate::domain::EmailAddress;
-use crate::http::session::{client_ip, removal_cookie, session_cookie, SignedIn};
+use crate::http::session::{
+    client_ip, removal_cookie, same_origin_only, session_cookie, SignedIn, COOKIE,
+};
 use crate::http::state::{with_conn, AppState};
 use crate::services::auth::{self, AuthError};
 
@@ -57,6 +59,7 @@ pub async fn request(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let form = form.into_inner();
+    same_origin_only(&req, &state.settings.public_url)?;
     let next = next_of(form.next.as_deref());
     if state.settings.auth.mode == AuthMode::Proxy {
         return Err(PageError::BadRequest(
@@ -133,17 +136,34 @@ pub struct TokenQuery {
 }
 
 /// `GET /sign-in/confirm?token=…`: a button that signs in. The link itself changes
-/// nothing, so a mail scanner that opens it does not use it up.
+/// nothing, so a mail scanner that opens it does not use it up. When the browser is
+/// signed in as someone else already, the page says who, and whom the link is for,
+/// and asks before switching.
 pub async fn confirm_form(
+    req: HttpRequest,
     query: web::Query<TokenQuery>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
+    let token = query.into_inner().token;
+    let cookie = req.cookie(COOKIE).map(|c| c.value().to_owned());
+    let presented = token.clone();
+    let (current, link_for) = with_conn(&state, move |conn, state| {
+        let current = match cookie {
+            Some(secret) => auth::session(conn, &secret, &state.settings)?.map(|p| p.email),
+            None => None,
+        };
+        Ok((current, auth::link_email(conn, &presented)?))
+    })
+    .await?;
+    let switching = current
+        .as_ref()
+        .filter(|c| link_for.as_ref().is_none_or(|l| l != *c));
     render(
         &state,
         None,
         StatusCode::OK,
         "sign_in_confirm",
-        json!({"token": query.token}),
+        json!({"token": token, "signed_in_as": switching, "link_for": link_for}),
     )
 }
 
@@ -153,15 +173,26 @@ pub async fn confirm(
     form: web::Form<TokenQuery>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
+    same_origin_only(&req, &state.settings.public_url)?;
     let token = form.into_inner().token;
     let client = client_ip(&req, &state.proxies);
-    let redeemed = with_conn(&state, move |conn, _| {
-        Ok(auth::redeem(conn, &token, &client))
+    // A session this browser held for someone else ends: it is switching person.
+    let previous = req.cookie(COOKIE).map(|c| c.value().to_owned());
+    let redeemed = with_conn(&state, move |conn, state| {
+        let redeemed = auth::redeem(conn, &token, &client);
+        if let (Ok(_), Some(secret)) = (&redeemed, previous) {
+            if let Some(before) = auth::session(conn, &secret, &state.settings)? {
+                auth::end(conn, &before.session_id, "signed in as another person")?;
+            }
+        }
+        Ok(redeemed)
     })
     .await?;
     match redeemed {
         Ok((secret, next)) => Ok(HttpResponse::SeeOther()
             .cookie(session_cookie(&state, secret.expose()))
+            // The answer that sets the cookie is never kept by a cache.
+            .insert_header(("cache-control", "no-store"))
             .insert_header(("location", next_of(next.as_deref())))
             .finish()),
         Err(AuthError::LinkUsedOrExpired) => Err(PageError::BadRequest(

@@ -392,15 +392,17 @@ fn hashes_survive_the_migration(postgres: Option<&str>) {
 
     // Back to the migration before: the hashes are the hexadecimal text the
     // versions before it compute. (The migrations after it are reverted first.)
-    let mut revert = || match &mut *conn {
-        DbConnection::Sqlite(c) => c
-            .revert_last_migration(db::SQLITE_MIGRATIONS)
-            .map(|v| v.to_string()),
-        DbConnection::Pg(c) => c
-            .revert_last_migration(db::POSTGRES_MIGRATIONS)
-            .map(|v| v.to_string()),
-    }
-    .expect("revert");
+    let mut revert = || {
+        match &mut *conn {
+            DbConnection::Sqlite(c) => c
+                .revert_last_migration(db::SQLITE_MIGRATIONS)
+                .map(|v| v.to_string()),
+            DbConnection::Pg(c) => c
+                .revert_last_migration(db::POSTGRES_MIGRATIONS)
+                .map(|v| v.to_string()),
+        }
+        .expect("revert")
+    };
     while revert() != "20261203000016" {}
     #[derive(QueryableByName)]
     struct Hashes {
