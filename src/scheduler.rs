@@ -177,8 +177,9 @@ fn sweep_once(settings: &Settings, pool: &DbPool, templates: &EmailTemplates) ->
             // What this server sweeps with, so that a `coe sweep` with other settings warns.
             sweep_settings::record(&mut conn, settings, crate::db::now())
                 .map_err(|e| e.to_string())?;
-            // Sign-in links and requests older than a day are of no use to anyone.
-            crate::services::auth::purge(&mut conn, crate::db::now()).map_err(|e| e.to_string())?;
+            // Sign-in links, requests and dead sessions a day old are of no use to anyone.
+            crate::services::auth::purge(&mut conn, settings, crate::db::now())
+                .map_err(|e| e.to_string())?;
             reminders::sweep(&mut conn, settings, templates, chrono::Utc::now(), false)
                 .map_err(|e| e.to_string())
         });

@@ -170,6 +170,7 @@ impl Application {
                 .app_data(web::PayloadConfig::new(limit))
                 .app_data(web::FormConfig::default().limit(limit))
                 .app_data(web::PathConfig::default().error_handler(http::path_error))
+                .app_data(web::QueryConfig::default().error_handler(http::page_query_error))
                 .configure(http::routes::configure)
                 .configure(http::pages::configure)
                 .default_service(web::to(not_found))

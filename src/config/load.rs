@@ -26,6 +26,7 @@ const SECTIONS: &[&str] = &[
     "org",
     "reminders",
     "digest",
+    "metrics",
 ];
 
 /// Environment variables with the `COE_` prefix that are not settings.

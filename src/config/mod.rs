@@ -49,6 +49,7 @@ pub struct Settings {
     pub org: OrgSettings,
     pub reminders: ReminderSettings,
     pub digest: DigestSettings,
+    pub metrics: MetricsSettings,
     pub auth: AuthSettings,
 }
 
@@ -207,6 +208,15 @@ impl Default for ReminderSettings {
             batch_size: 100,
         }
     }
+}
+
+/// Who may read `/metrics`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetricsSettings {
+    /// When set, `/metrics` answers only `Authorization: Bearer <token>` (Prometheus'
+    /// `authorization` or `bearer_token_file`); unset, anyone who reaches it may read.
+    pub token: Option<Secret>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -468,6 +478,7 @@ impl Default for Settings {
             org: OrgSettings::default(),
             reminders: ReminderSettings::default(),
             digest: DigestSettings::default(),
+            metrics: MetricsSettings::default(),
             auth: AuthSettings::default(),
         }
     }

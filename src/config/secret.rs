@@ -83,6 +83,7 @@ impl Settings {
         hide(&mut masked.webhooks.pagerduty_secret);
         hide(&mut masked.webhooks.grafana_secret);
         hide(&mut masked.webhooks.sentry_secret);
+        hide(&mut masked.metrics.token);
         toml::to_string_pretty(&masked).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
     }
 }

@@ -347,8 +347,26 @@ pub async fn observe_requests(
 }
 
 /// `GET /metrics`: request metrics, and the inspection figures refreshed from the
-/// database (left as they were when it cannot be reached).
-pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+/// database (left as they were when it cannot be reached). With `metrics.token`, only
+/// for `Authorization: Bearer <token>` (compared in constant time).
+pub async fn metrics(req: actix_web::HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    if let Some(token) = &state.settings.metrics.token {
+        use subtle::ConstantTimeEq;
+        let presented = req
+            .headers()
+            .get(actix_web::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        let ok: bool = presented.as_bytes().ct_eq(token.expose().as_bytes()).into();
+        if !ok {
+            return actix_web::ResponseError::error_response(
+                &crate::error::ApiError::Unauthorized(
+                    "/metrics needs `Authorization: Bearer` with metrics.token".into(),
+                ),
+            );
+        }
+    }
     if state.metrics.inspection_is_stale() {
         match with_conn(&state, crate::http::api::stats::current).await {
             Ok(stats) => state.metrics.set_inspection(&stats),

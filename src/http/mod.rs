@@ -24,6 +24,16 @@ pub fn path_error(
     ApiError::NotFound(format!("no such resource: {err}")).into()
 }
 
+/// A query string a page cannot read: an HTML page (in the layout, with the pages'
+/// security headers) naming the problem, never the API's JSON. (The API reads its
+/// queries with `extract::ApiQuery`.)
+pub fn page_query_error(
+    err: actix_web::error::QueryPayloadError,
+    _: &actix_web::HttpRequest,
+) -> actix_web::Error {
+    pages::PageError::BadRequest(format!("this page's address is not understood: {err}")).into()
+}
+
 /// An optional RFC 3339 query parameter.
 pub fn time_param(
     name: &str,

@@ -20,6 +20,26 @@ use crate::services::auth::{self, SessionPerson};
 /// The session cookie's name.
 pub const COOKIE: &str = "coe_session";
 
+/// The session cookie's name under https: the `__Host-` prefix makes the browser
+/// refuse it unless it is `Secure`, for this host only (no `Domain`) and for `/`, so
+/// that a sibling subdomain cannot set or shadow it.
+pub const SECURE_COOKIE: &str = "__Host-coe_session";
+
+/// The session cookie's name for this service: prefixed under https (browsers refuse
+/// a `__Host-` cookie that is not `Secure`, which needs https).
+pub fn cookie_name(state: &AppState) -> &'static str {
+    if state.settings.public_url.starts_with("https://") {
+        SECURE_COOKIE
+    } else {
+        COOKIE
+    }
+}
+
+/// The session secret the request's cookie carries, if any.
+pub fn session_secret(req: &HttpRequest, state: &AppState) -> Option<String> {
+    req.cookie(cookie_name(state)).map(|c| c.value().to_owned())
+}
+
 /// The client's address: the peer, or — when the peer is a trusted proxy — the
 /// nearest address in `X-Forwarded-For` that is not one (never a header from
 /// anyone else: it is the sender's to write).
@@ -91,7 +111,7 @@ pub fn same_origin_only(req: &HttpRequest, public_url: &str) -> Result<(), PageE
 pub fn session_cookie(state: &AppState, secret: &str) -> Cookie<'static> {
     let secure = state.settings.public_url.starts_with("https://");
     let max = i64::try_from(state.settings.auth.session_max_secs).unwrap_or(i64::MAX);
-    Cookie::build(COOKIE, secret.to_owned())
+    Cookie::build(cookie_name(state), secret.to_owned())
         .path("/")
         .http_only(true)
         .same_site(SameSite::Lax)
@@ -101,8 +121,12 @@ pub fn session_cookie(state: &AppState, secret: &str) -> Cookie<'static> {
 }
 
 /// A cookie that removes the session cookie.
-pub fn removal_cookie() -> Cookie<'static> {
-    let mut cookie = Cookie::build(COOKIE, "").path("/").finish();
+pub fn removal_cookie(state: &AppState) -> Cookie<'static> {
+    let secure = state.settings.public_url.starts_with("https://");
+    let mut cookie = Cookie::build(cookie_name(state), "")
+        .path("/")
+        .secure(secure)
+        .finish();
     cookie.make_removal();
     cookie
 }
@@ -157,7 +181,7 @@ impl FromRequest for SignedIn {
                 .app_data::<web::Data<AppState>>()
                 .cloned()
                 .ok_or_else(|| PageError::Internal("no application state".into()))?;
-            let cookie = req.cookie(COOKIE).map(|c| c.value().to_owned());
+            let cookie = session_secret(&req, &state);
             match state.settings.auth.mode {
                 AuthMode::EmailLink => {
                     let Some(secret) = cookie else {

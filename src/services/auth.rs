@@ -336,6 +336,22 @@ pub fn proxy_session(
     Ok(Some((person, Some(secret))))
 }
 
+/// Ends every session of `email` but `keep` (the one asking): "sign out my other
+/// browsers". Returns how many ended.
+pub fn end_others(conn: &mut DbConnection, email: &str, keep: &str) -> QueryResult<usize> {
+    diesel::update(
+        sessions::table
+            .filter(sessions::person_email.eq(email))
+            .filter(sessions::id.ne(keep))
+            .filter(sessions::ended_at.is_null()),
+    )
+    .set((
+        sessions::ended_at.eq(db::now()),
+        sessions::ended_by.eq("signed out from another session"),
+    ))
+    .execute(conn)
+}
+
 /// Ends a session (signing out, or an admin revoking it).
 pub fn end(conn: &mut DbConnection, session_id: &str, by: &str) -> QueryResult<()> {
     diesel::update(
@@ -416,14 +432,33 @@ pub fn end_all(conn: &mut DbConnection, email: &str, by: &str) -> QueryResult<us
     .execute(conn)
 }
 
-/// Deletes what sign-in leaves behind: links and requests older than a day.
-pub fn purge(conn: &mut DbConnection, now: NaiveDateTime) -> QueryResult<usize> {
+/// Deletes what sign-in leaves behind: links and requests older than a day, and
+/// sessions that ended, went idle or outlived `auth.session_max_secs` a day ago.
+pub fn purge(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    now: NaiveDateTime,
+) -> QueryResult<usize> {
     let day_ago = now - Duration::days(1);
     let links = diesel::delete(sign_in_links::table.filter(sign_in_links::expires_at.lt(day_ago)))
         .execute(conn)?;
     let requests = diesel::delete(sign_in_requests::table.filter(sign_in_requests::at.lt(day_ago)))
         .execute(conn)?;
-    Ok(links + requests)
+    // Sessions that ended, went idle or grew too old a day ago or more: they no
+    // longer work, and their secrets' hashes are of no use to keep.
+    let secs = |s: u64| Duration::seconds(i64::try_from(s).unwrap_or(i64::MAX / 1_000_000));
+    let idle_before = day_ago - secs(settings.auth.session_idle_secs);
+    let born_before = day_ago - secs(settings.auth.session_max_secs);
+    let sessions = diesel::delete(
+        sessions::table.filter(
+            sessions::ended_at
+                .lt(day_ago)
+                .or(sessions::last_seen_at.lt(idle_before))
+                .or(sessions::created_at.lt(born_before)),
+        ),
+    )
+    .execute(conn)?;
+    Ok(links + requests + sessions)
 }
 
 #[cfg(test)]
@@ -476,15 +511,15 @@ mod tests {
             .is_none());
 
         assert_eq!(
-            purge(&mut conn, db::now()).expect("purge"),
+            purge(&mut conn, &settings, db::now()).expect("purge"),
             0,
             "nothing a day old yet"
         );
         let tomorrow = db::now() + Duration::days(2);
         assert_eq!(
-            purge(&mut conn, tomorrow).expect("purge"),
-            2,
-            "the link and the request"
+            purge(&mut conn, &settings, tomorrow).expect("purge"),
+            3,
+            "the link, the request and the ended session"
         );
     }
 }

@@ -25,7 +25,7 @@ pub(crate) fn browser() -> reqwest::Client {
 }
 
 /// The newest sign-in link emailed to `email`.
-fn emailed_link(app: &TestApp, email: &str) -> Option<String> {
+pub(crate) fn emailed_link(app: &TestApp, email: &str) -> Option<String> {
     let mut conn = app.pool.get().expect("conn");
     let bodies: Vec<String> = outbox_emails::table
         .filter(outbox_emails::kind.eq("sign_in"))
@@ -41,11 +41,11 @@ fn emailed_link(app: &TestApp, email: &str) -> Option<String> {
     })
 }
 
-fn token_of(link: &str) -> String {
+pub(crate) fn token_of(link: &str) -> String {
     link.split_once("token=").expect("a token").1.to_owned()
 }
 
-async fn ask_for_link(app: &TestApp, email: &str) -> reqwest::Response {
+pub(crate) async fn ask_for_link(app: &TestApp, email: &str) -> reqwest::Response {
     browser()
         .post(app.url("/sign-in"))
         .form(&[("email", email), ("next", "/")])

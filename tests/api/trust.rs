@@ -326,3 +326,110 @@ async fn search_survives_letters_that_change_length() {
         .expect("html");
     assert!(html.contains("<mark>éé</mark>"), "{html}");
 }
+
+/// `metrics.token`: `/metrics` answers only its bearer; unset, anyone who reaches it.
+#[tokio::test]
+async fn metrics_can_require_a_bearer_token() {
+    let app = spawn_app_with(|s| s.metrics.token = Some("scrape-me-0123456789".into())).await;
+    for token in [None, Some("wrong"), Some("scrape-me-012345678")] {
+        let res = app.get("/metrics", token).await;
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{token:?}");
+    }
+    let res = app.get("/metrics", Some("scrape-me-0123456789")).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(res.text().await.expect("text").contains("coe_build_info"));
+    let open = spawn_app().await;
+    assert_eq!(open.get("/metrics", None).await.status(), StatusCode::OK);
+}
+
+/// Under https the session cookie is `__Host-` prefixed and `Secure` (a sibling
+/// subdomain can neither set nor shadow it), and it signs in.
+#[tokio::test]
+async fn the_session_cookie_is_host_prefixed_and_secure_under_https() {
+    let app = spawn_app_with(|s| s.public_url = "https://coe.example.com".into()).await;
+    crate::pages::ask_for_link(&app, "ana@example.com").await;
+    let link = crate::pages::emailed_link(&app, "ana@example.com").expect("a link");
+    let res = browser()
+        .post(app.url("/sign-in/confirm"))
+        .form(&[("token", crate::pages::token_of(&link))])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let set = res.headers()["set-cookie"]
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    assert!(set.starts_with("__Host-coe_session="), "{set}");
+    for attribute in ["Secure", "Path=/", "HttpOnly"] {
+        assert!(set.contains(attribute), "{set}");
+    }
+    assert!(!set.contains("Domain"), "{set}");
+    let cookie = set.split(';').next().expect("name=value").to_owned();
+    let res = get_page(&app, "/", Some(&cookie)).await;
+    assert_eq!(res.status(), StatusCode::OK, "it signs in");
+    // The unprefixed name counts for nothing here.
+    let plain = cookie.replacen("__Host-", "", 1);
+    assert_eq!(
+        get_page(&app, "/", Some(&plain)).await.status(),
+        StatusCode::SEE_OTHER
+    );
+}
+
+/// A query string a page cannot read is answered with an HTML page with the pages'
+/// security headers, not the API's JSON.
+#[tokio::test]
+async fn a_bad_query_string_on_a_page_is_an_html_page() {
+    let app = spawn_app().await;
+    let cookie = sign_in(&app, "ana@example.com").await;
+    let res = get_page(&app, "/search?q=x&offset=not-a-number", Some(&cookie)).await;
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    let headers = res.headers().clone();
+    assert!(headers["content-type"]
+        .to_str()
+        .expect("ascii")
+        .starts_with("text/html"));
+    assert!(headers.contains_key("content-security-policy"));
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    let html = res.text().await.expect("html");
+    assert!(html.contains("address is not understood"), "{html}");
+}
+
+/// `/me` lists where I am signed in and signs the other places out; this browser
+/// stays signed in.
+#[tokio::test]
+async fn my_page_lists_my_sessions_and_signs_out_the_others() {
+    let app = spawn_app().await;
+    let laptop = sign_in(&app, "ana@example.com").await;
+    let phone = sign_in(&app, "ana@example.com").await;
+    let html = get_page(&app, "/me", Some(&phone))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert_eq!(html.matches("<tr><td>").count(), 2, "{html}");
+    assert!(html.contains("(this browser)"), "{html}");
+    let csrf = crate::pages::csrf_of(&html);
+    let res = browser()
+        .post(app.url("/me/sign-out-others"))
+        .header(reqwest::header::COOKIE, &phone)
+        .form(&[("csrf", csrf.as_str())])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(res
+        .text()
+        .await
+        .expect("html")
+        .contains("Signed out of 1 other session."));
+    assert_eq!(
+        get_page(&app, "/", Some(&laptop)).await.status(),
+        StatusCode::SEE_OTHER,
+        "the laptop is signed out"
+    );
+    assert_eq!(
+        get_page(&app, "/", Some(&phone)).await.status(),
+        StatusCode::OK
+    );
+}

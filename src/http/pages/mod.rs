@@ -455,6 +455,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/search", web::get().to(search::search))
         .route("/me", web::get().to(me::show))
         .route("/me/calendar", web::post().to(me::new_calendar))
+        .route("/me/sign-out-others", web::post().to(me::sign_out_others))
         .route(
             "/admin",
             web::get().to(|| async { see_other("/admin/people") }),

@@ -10,7 +10,7 @@ use crate::config::AuthMode;
 use crate::domain::auth::{safe_next, LINK_LIFETIME_MINUTES};
 use crate::domain::EmailAddress;
 use crate::http::session::{
-    client_ip, removal_cookie, same_origin_only, session_cookie, SignedIn, COOKIE,
+    client_ip, removal_cookie, same_origin_only, session_cookie, session_secret, SignedIn,
 };
 use crate::http::state::{with_conn, AppState};
 use crate::services::auth::{self, AuthError};
@@ -145,7 +145,7 @@ pub async fn confirm_form(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let token = query.into_inner().token;
-    let cookie = req.cookie(COOKIE).map(|c| c.value().to_owned());
+    let cookie = session_secret(&req, &state);
     let presented = token.clone();
     let (current, link_for) = with_conn(&state, move |conn, state| {
         let current = match cookie {
@@ -177,7 +177,7 @@ pub async fn confirm(
     let token = form.into_inner().token;
     let client = client_ip(&req, &state.proxies);
     // A session this browser held for someone else ends: it is switching person.
-    let previous = req.cookie(COOKIE).map(|c| c.value().to_owned());
+    let previous = session_secret(&req, &state);
     let redeemed = with_conn(&state, move |conn, state| {
         let redeemed = auth::redeem(conn, &token, &client);
         if let (Ok(_), Some(secret)) = (&redeemed, previous) {
@@ -219,7 +219,7 @@ pub async fn sign_out(
     let id = who.person.session_id.clone();
     with_conn(&state, move |conn, _| Ok(auth::end(conn, &id, "sign-out")?)).await?;
     Ok(HttpResponse::SeeOther()
-        .cookie(removal_cookie())
+        .cookie(removal_cookie(&state))
         .insert_header(("location", "/sign-in"))
         .finish())
 }
