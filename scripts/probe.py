@@ -17,6 +17,10 @@ still do. Run by scripts/probe (which .ci/run calls); bounded to a few minutes.
              backup API, as `sqlite3 coe.db .backup` does) and `coe backup` under load,
              then kill -9: every acknowledged event present, the server never left
              writing into a deleted -wal; `coe restore` refused while it runs
+  trust      the release binary, as an attacker tries it: `serve --listen 0.0.0.0` with no
+             setting signs in only the directory and logs no link; another site cannot post
+             a link token (login CSRF); requests for someone's address never lock them out;
+             nobody approves their own COE; search survives letters that change length
   security   PagerDuty deliveries of 10 MiB with 1,900 forged signatures each: refused,
              under 100 ms of the server's CPU each
   fuzz       schemathesis (from PyPI) over the OpenAPI document with every check and phase,
@@ -33,6 +37,9 @@ PostgreSQL with psql.
 """
 
 import argparse
+import email
+import email.policy
+from http.client import HTTPConnection
 import json
 import os
 import random
@@ -45,6 +52,7 @@ import tempfile
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -90,8 +98,8 @@ def http(port, method, path, body=None, token=None, timeout=10):
 class Server:
     """`coe serve` on a free loopback port, as `user` when given (root ignores file modes)."""
 
-    def __init__(self, coe, env, workdir, user=None):
-        self.coe, self.env, self.workdir, self.user = coe, env, workdir, user
+    def __init__(self, coe, env, workdir, user=None, host="127.0.0.1"):
+        self.coe, self.env, self.workdir, self.user, self.host = coe, env, workdir, user, host
         self.port = free_port()
         self.proc = None
         self.log = open(os.path.join(workdir, "serve.log"), "ab")  # noqa: SIM115 (kept open)
@@ -107,7 +115,7 @@ class Server:
                               capture_output=True, text=True, timeout=120)
 
     def start(self, wait=True):
-        self.proc = subprocess.Popen(self.command("serve", "--listen", f"127.0.0.1:{self.port}"),
+        self.proc = subprocess.Popen(self.command("serve", "--listen", f"{self.host}:{self.port}"),
                                      env=self.env, cwd=self.workdir, stdout=self.log, stderr=self.log)
         if wait:
             self.wait_healthy()
@@ -600,6 +608,168 @@ def security(coe, workdir, requests=4):
         server.stop()
 
 
+# ---------------------------------------------------------------------------- trust
+
+
+def raw(port, method, path, body=None, headers=None, source="127.0.0.1"):
+    """(status, headers, text) of one request from `source` (an address of 127/8)."""
+    conn = HTTPConnection("127.0.0.1", port, timeout=30, source_address=(source, 0))
+    try:
+        data = body if body is None or isinstance(body, bytes) else body.encode()
+        conn.request(method, path, body=data, headers=headers or {})
+        res = conn.getresponse()
+        return res.status, {k.lower(): v for k, v in res.getheaders()}, res.read().decode(errors="replace")
+    finally:
+        conn.close()
+
+
+def form(port, path, fields, source="127.0.0.1", headers=None):
+    body = urllib.parse.urlencode(fields)
+    return raw(port, "POST", path, body, {"Content-Type": "application/x-www-form-urlencoded",
+                                          **(headers or {})}, source)
+
+
+def api(port, method, path, token, body=None, version=None):
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    if version is not None:
+        headers["If-Match"] = f'"{version}"'
+    status, _, text = raw(port, method, path, json.dumps(body) if body is not None else None, headers)
+    try:
+        return status, json.loads(text) if text else None
+    except ValueError:
+        return status, text
+
+
+def person_token(server, name, role, address):
+    out = server.run("token", "create", "--name", name, "--role", role, "--email", address)
+    if out.returncode != 0:
+        raise RuntimeError(f"token create: {out.stderr}")
+    return out.stdout.strip().splitlines()[-1]
+
+
+def emailed_link(workdir, address, within=10):
+    """The newest sign-in link written to ./outbox for `address` (the file transport)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        newest = None
+        for name in sorted(os.listdir(os.path.join(workdir, "outbox")) if os.path.isdir(os.path.join(workdir, "outbox")) else []):
+            with open(os.path.join(workdir, "outbox", name), "rb") as f:
+                message = email.message_from_binary_file(f, policy=email.policy.default)
+            if address in str(message.get("To", "")) and "sign-in" in str(message.get("Subject", "")).lower() + message.get_body(("plain",)).get_content():
+                text = message.get_body(("plain",)).get_content()
+                links = [w for w in text.split() if "/sign-in/confirm?token=" in w]
+                if links:
+                    newest = links[0]
+        if newest:
+            return newest
+        time.sleep(0.1)
+    return None
+
+
+def written_coe(port, owner):
+    """A COE owned by `owner`'s person with every section, the timeline, the 5 whys and an
+    action: ready to submit. Returns (id, version)."""
+    status, doc = api(port, "POST", "/api/v1/coes", owner, {"title": "Payments down", "owner": "owner@example.com"})
+    check(status == 201, f"a COE is created ({status})")
+    cid, v = doc["id"], doc["version"]
+    for key, body in [("summary", "Payments failed for 20 minutes."), ("impact", "4,100 payments failed."),
+                      ("detection", "Alert after 3 minutes."), ("diagnosis", "A bad config push."),
+                      ("mitigation", "Rolled back."), ("prevention", "Config is validated in CI."),
+                      ("lessons", "Rollback was fast.")]:
+        _, doc = api(port, "PUT", f"/api/v1/coes/{cid}/sections/{key}", owner, {"body": body}, v)
+        v = doc["version"]
+    _, doc = api(port, "POST", f"/api/v1/coes/{cid}/timeline", owner,
+                 {"at": "2026-11-29T10:00:00Z", "kind": "started", "text": "Config pushed"}, v)
+    v = doc["version"]
+    _, doc = api(port, "POST", f"/api/v1/coes/{cid}/whys", owner, {"steps": [
+        {"why": "Why did payments fail?", "because": "The config was invalid."},
+        {"why": "Why was it invalid?", "because": "A typo."},
+        {"why": "Why did the typo ship?", "because": "Nothing validated the config."}]}, v)
+    v = doc["version"]
+    due = time.strftime("%Y-%m-%d", time.gmtime(time.time() + 10 * 86400))
+    status, _ = api(port, "POST", f"/api/v1/coes/{cid}/actions", owner, {
+        "title": "Validate config in CI", "owner": "dev@example.com", "due_date": due, "priority": "high",
+        "kind": "prevent", "success_criteria": "A bad config fails CI"})
+    check(status == 201, f"an action is added ({status})")
+    _, doc = api(port, "GET", f"/api/v1/coes/{cid}", owner)
+    return cid, doc["version"]
+
+
+def trust(coe, workdir):
+    print("trust: the release binary on 0.0.0.0 with no settings, as an attacker tries it", flush=True)
+    server = Server(coe, env_for(workdir, f"sqlite://{workdir}/coe.db"), workdir, host="0.0.0.0")
+    try:
+        server.start()
+        port = server.port
+        admin = token(server, role="admin")
+        for address in ["ana@example.com", "lee@example.com"]:
+            status, _ = api(port, "PUT", f"/api/v1/people/{address}", admin, {"name": address.split("@")[0]})
+            check(status == 200, f"{address} is put in the directory ({status})")
+
+        # 1. Exposed with no setting: only the directory signs in, no link is logged.
+        for address in ["outsider@attacker.test", "ana@example.com"]:
+            status, _, page = form(port, "/sign-in", {"email": address, "next": "/"})
+            check(status == 200 and "/sign-in/confirm" not in page, f"sign-in for {address}: the same page, no link")
+        link = emailed_link(workdir, "ana@example.com")
+        check(link is not None, "Ana (in the directory) is emailed her link")
+        check(emailed_link(workdir, "outsider@attacker.test", within=1) is None, "the outsider gets nothing")
+        server.log.flush()
+        with open(server.log.name, errors="replace") as f:
+            log = f.read()
+        check("/sign-in/confirm" not in log, "no sign-in link in the log")
+        check("sign-in is as in production" in log, "the start says sign-in is as in production")
+
+        # 2. Login CSRF: another site posts a link token; refused, no cookie, link unused.
+        token_ = link.split("token=", 1)[1] if link else ""
+        status, headers, _ = form(port, "/sign-in/confirm", {"token": token_},
+                                  headers={"Origin": "https://attacker.test", "Sec-Fetch-Site": "cross-site"})
+        check(status == 403 and "set-cookie" not in headers, f"a cross-site confirm is refused, no cookie ({status})")
+        status, headers, _ = form(port, "/sign-in/confirm", {"token": token_},
+                                  headers={"Origin": f"http://127.0.0.1:{port}"})
+        check(status == 303 and "set-cookie" in headers, f"the link still signs Ana in from coe's own page ({status})")
+        cookie = headers.get("set-cookie", "").split(";")[0]
+
+        # 3. Requests for Lee's address from elsewhere never lock Lee out.
+        pages = [form(port, "/sign-in", {"email": "lee@example.com", "next": "/"}, source="127.0.0.2")
+                 for _ in range(8)]
+        status, _, page = form(port, "/sign-in", {"email": "lee@example.com", "next": "/"}, source="127.0.0.3")
+        check(all(p[0] == 200 for p in pages) and status == 200 and page == pages[0][2],
+              f"Lee's own request answers as usual after 8 by someone else ({[p[0] for p in pages]}, {status})")
+        answers = [form(port, "/sign-in", {"email": f"x{i}@example.com"}, source="127.0.0.4")[0] for i in range(21)]
+        check(answers[-1] == 429, f"the client's own limit still answers 429 ({answers[-3:]})")
+
+        # 4. Nobody approves their own COE.
+        owner = person_token(server, "owner", "member", "owner@example.com")
+        reviewer = person_token(server, "reviewer", "member", "reviewer@example.com")
+        cid, v = written_coe(port, owner)
+        status, _ = api(port, "PATCH", f"/api/v1/coes/{cid}", owner,
+                        {"owner": "reviewer@example.com", "reviewer": "owner@example.com"}, v)
+        check(status == 422, f"the owner cannot name themselves reviewer ({status})")
+        status, doc = api(port, "PATCH", f"/api/v1/coes/{cid}", owner, {"reviewer": "reviewer@example.com"}, v)
+        check(status == 200, f"the owner names a reviewer ({status})")
+        status, _ = api(port, "POST", f"/api/v1/coes/{cid}/submit", reviewer)
+        check(status == 200, f"the reviewer submits ({status})")
+        status, _ = api(port, "POST", f"/api/v1/coes/{cid}/approve", reviewer)
+        check(status == 403, f"the reviewer may not approve the round they submitted ({status})")
+        status, _ = api(port, "POST", f"/api/v1/coes/{cid}/approve", admin)
+        check(status == 403, f"an admin token that stands for nobody approves nothing ({status})")
+        api(port, "POST", f"/api/v1/coes/{cid}/request-changes", reviewer, {"comment": "Submit it yourself."})
+        api(port, "POST", f"/api/v1/coes/{cid}/submit", owner)
+        status, doc = api(port, "POST", f"/api/v1/coes/{cid}/approve", reviewer)
+        check(status == 200 and doc["state"] == "approved", f"the reviewer approves the owner's round ({status})")
+
+        # 7. Search: letters that change length when lower-cased.
+        _, doc = api(port, "POST", "/api/v1/coes", admin, {"title": "Unicode outage"})
+        api(port, "PUT", f"/api/v1/coes/{doc['id']}/sections/summary", admin,
+            {"body": "\u0130 \u00e9\u00e9 \u212a \u0130: the r\u00e9sum\u00e9 service failed."}, doc["version"])
+        statuses = [raw(port, "GET", f"/search?q={q}", headers={"Cookie": cookie, "Accept": "text/html"})[0]
+                    for q in ["%C3%A9%C3%A9", "kelvin", "%C4%B0", "r%C3%A9sum%C3%A9"]]
+        check(statuses == [200] * 4, f"search answers 200 for them ({statuses})")
+        rows.append(("an attacker's tries on the release binary (0.0.0.0, no settings)", "5 kinds", 0, 0, "-"))
+    finally:
+        server.stop()
+
+
 # ----------------------------------------------------------------------------- fuzz
 
 
@@ -646,9 +816,11 @@ def fuzz(backend, coe, workdir, examples=40):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--coe", default=os.path.join(ROOT, "target/debug/coe"))
-    parser.add_argument("only", nargs="*", help="crash, backup, pg-stop, disk-full, read-only, security or fuzz (default: all)")
+    parser.add_argument("--release-coe", default=os.path.join(ROOT, "target/release/coe"),
+                        help="the release binary the trust phase runs against")
+    parser.add_argument("only", nargs="*", help="crash, backup, pg-stop, disk-full, read-only, trust, security or fuzz (default: all)")
     args = parser.parse_args()
-    every = ["crash", "backup", "pg-stop", "disk-full", "read-only", "security", "fuzz"]
+    every = ["crash", "backup", "pg-stop", "disk-full", "read-only", "trust", "security", "fuzz"]
     chosen = args.only or every
     if any(name not in every for name in chosen):
         parser.error(f"choose among {', '.join(every)}")
@@ -671,6 +843,8 @@ def main():
                     disk_full(args.coe, workdir)
                 elif name == "read-only":
                     read_only(args.coe, workdir)
+                elif name == "trust":
+                    trust(args.release_coe, workdir)
                 elif name == "security":
                     security(args.coe, workdir)
                 elif name == "fuzz":

@@ -79,7 +79,10 @@ fn may_sign_in(conn: &mut DbConnection, address: &str, settings: &Settings) -> Q
 /// A sign-in request for `email` from `client` (an IP address). Counts it against the
 /// rate limits and, when the address may sign in, queues the email with a one-time
 /// link; the answer does not say which (so it tells nobody who is in the directory).
-/// Returns the link when one was sent, for a development install to log.
+/// Returns the link when one was sent, for a local trial to log. The pages do the
+/// two halves apart (`count_request` while the person waits, `send_link` after the
+/// answer), so that the answer takes as long for an address in the directory as for
+/// one outside it.
 pub fn request_link(
     conn: &mut DbConnection,
     email: &EmailAddress,
@@ -88,6 +91,21 @@ pub fn request_link(
     settings: &Settings,
     templates: &EmailTemplates,
 ) -> Result<Option<String>, AuthError> {
+    match count_request(conn, email, client, settings)? {
+        auth::LinkAllowance::Send => send_link(conn, email, client, next, settings, templates),
+        auth::LinkAllowance::Withhold => Ok(None),
+    }
+}
+
+/// The first half of a sign-in request, the same work whoever asks: records it and
+/// checks the limits (429 for the client's own requests; past the address's, no
+/// email: `LinkAllowance::Withhold`).
+pub fn count_request(
+    conn: &mut DbConnection,
+    email: &EmailAddress,
+    client: &str,
+    settings: &Settings,
+) -> Result<auth::LinkAllowance, AuthError> {
     let address = email.as_str();
     db::write_transaction(conn, |conn| {
         let now = db::now();
@@ -122,8 +140,24 @@ pub fn request_link(
                 email = %address,
                 "sign-in requested past the address's allowance: no email this time"
             );
-            return Ok(None);
         }
+        Ok(allowance)
+    })
+}
+
+/// The second half: when the address may sign in, a one-time link and its email
+/// (queued); nothing otherwise. Returns the link when one was made.
+pub fn send_link(
+    conn: &mut DbConnection,
+    email: &EmailAddress,
+    client: &str,
+    next: Option<&str>,
+    settings: &Settings,
+    templates: &EmailTemplates,
+) -> Result<Option<String>, AuthError> {
+    let address = email.as_str();
+    db::write_transaction(conn, |conn| {
+        let now = db::now();
         if !may_sign_in(conn, address, settings)? {
             tracing::info!(email = %address, "sign-in requested by an address that may not sign in");
             return Ok(None);

@@ -58,14 +58,7 @@ async fn an_action_owner_signs_in_with_the_emailed_link_and_sees_their_overdue_a
     browser.click("button[type=submit]").await;
     browser.wait_for_heading("Check your email").await;
 
-    let body: String = {
-        let mut conn = app.pool.get().expect("conn");
-        outbox_emails::table
-            .filter(outbox_emails::kind.eq("sign_in"))
-            .select(outbox_emails::body_text)
-            .first(&mut conn)
-            .expect("the sign-in email")
-    };
+    let body = newest_email(&app, "sign_in", "ana@example.com");
     let link = body
         .split_whitespace()
         .find(|w| w.contains("/sign-in/confirm?token="))
@@ -140,16 +133,37 @@ async fn an_action_owner_signs_in_with_the_emailed_link_and_sees_their_overdue_a
     assert!(browser.url().await.contains("/sign-in"), "signed out");
 }
 
-/// The newest email of `kind` to `to`, as text.
-fn newest_email(app: &TestApp, kind: &str, to: &str) -> String {
+/// How many sign-in emails went to `to`.
+fn sign_in_emails(app: &TestApp, to: &str) -> i64 {
     let mut conn = app.pool.get().expect("conn");
     outbox_emails::table
-        .filter(outbox_emails::kind.eq(kind))
+        .filter(outbox_emails::kind.eq("sign_in"))
         .filter(outbox_emails::recipient.eq(to))
-        .order(outbox_emails::created_at.desc())
-        .select(outbox_emails::body_text)
-        .first(&mut conn)
-        .unwrap_or_else(|e| panic!("no {kind} email to {to}: {e}"))
+        .count()
+        .get_result(&mut conn)
+        .expect("count")
+}
+
+/// The newest email of `kind` to `to`, as text. (A sign-in email is made after the
+/// page answered: it is waited for, up to 10 s.)
+fn newest_email(app: &TestApp, kind: &str, to: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let mut conn = app.pool.get().expect("conn");
+        let found = outbox_emails::table
+            .filter(outbox_emails::kind.eq(kind))
+            .filter(outbox_emails::recipient.eq(to))
+            .order(outbox_emails::created_at.desc())
+            .select(outbox_emails::body_text)
+            .first(&mut conn);
+        match found {
+            Ok(body) => return body,
+            Err(e) if std::time::Instant::now() > deadline => {
+                panic!("no {kind} email to {to}: {e}")
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    }
 }
 
 /// The first link in `text` that contains `part`, as a path on the test app (the
@@ -166,11 +180,18 @@ fn link_in(text: &str, part: &str) -> String {
 /// Follows `path` (an email's link) not signed in: sign-in, the emailed link, and back
 /// to `path`.
 async fn sign_in_to(browser: &Browser, app: &TestApp, email: &str, path: &str) {
+    let before = sign_in_emails(app, email);
     browser.goto(&app.url(path)).await;
     browser.wait_for_url("/sign-in").await;
     browser.type_into("#email", email).await;
     browser.click_to_load("button[type=submit]").await;
     browser.wait_for_heading("Check your email").await;
+    // The link is made after the page answered: wait for this request's.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while sign_in_emails(app, email) == before {
+        assert!(std::time::Instant::now() < deadline, "no new sign-in email");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     let link = link_in(
         &newest_email(app, "sign_in", email),
         "/sign-in/confirm?token=",

@@ -25,7 +25,26 @@ pub(crate) fn browser() -> reqwest::Client {
 }
 
 /// The newest sign-in link emailed to `email`.
+/// The newest sign-in link emailed to `email`. The link is made after the page
+/// answered (so that the answer takes as long for anyone): wait for it, up to 10 s.
 pub(crate) fn emailed_link(app: &TestApp, email: &str) -> Option<String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let link = newest_link(app, email);
+        if link.is_some() || std::time::Instant::now() > deadline {
+            return link;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// No sign-in link went to `email`, once the work after the answer had time to run.
+pub(crate) fn no_link_emailed(app: &TestApp, email: &str) -> bool {
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    newest_link(app, email).is_none()
+}
+
+fn newest_link(app: &TestApp, email: &str) -> Option<String> {
     let mut conn = app.pool.get().expect("conn");
     let bodies: Vec<String> = outbox_emails::table
         .filter(outbox_emails::kind.eq("sign_in"))
@@ -56,9 +75,18 @@ pub(crate) async fn ask_for_link(app: &TestApp, email: &str) -> reqwest::Respons
 
 /// Signs in through the emailed link; returns the session cookie (`name=value`).
 pub(crate) async fn sign_in(app: &TestApp, email: &str) -> String {
+    let before = newest_link(app, email);
     let res = ask_for_link(app, email).await;
     assert_eq!(res.status(), StatusCode::OK);
-    let link = emailed_link(app, email).expect("a link was emailed");
+    // A new link (the one this request made, after the answer).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let link = loop {
+        match newest_link(app, email) {
+            Some(link) if Some(&link) != before.as_ref() => break link,
+            _ if std::time::Instant::now() > deadline => panic!("no new link was emailed"),
+            _ => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    };
     let res = browser()
         .post(app.url("/sign-in/confirm"))
         .form(&[("token", token_of(&link))])
@@ -267,7 +295,7 @@ async fn only_the_directory_and_allowed_domains_get_a_link_and_the_page_does_not
     let stranger = ask_for_link(&app, "eve@evil.test").await;
     assert_eq!(stranger.status(), StatusCode::OK);
     let stranger_page = stranger.text().await.expect("html");
-    assert!(emailed_link(&app, "eve@evil.test").is_none());
+    assert!(no_link_emailed(&app, "eve@evil.test"));
     let known = ask_for_link(&app, "ana@example.com")
         .await
         .text()
@@ -318,6 +346,8 @@ async fn nobody_can_lock_another_person_out_of_signing_in() {
     })
     .await;
     let emails_to = |email: &str| {
+        // The emails are made after the answers.
+        std::thread::sleep(std::time::Duration::from_millis(500));
         let mut conn = app.pool.get().expect("conn");
         outbox_emails::table
             .filter(outbox_emails::kind.eq("sign_in"))
@@ -1056,10 +1086,7 @@ async fn sign_in_forms_refuse_cross_site_posts() {
         .expect("sent");
         assert_eq!(res.status(), StatusCode::FORBIDDEN, "{headers:?}");
     }
-    assert!(
-        emailed_link(&app, "ana@example.com").is_none(),
-        "no link sent"
-    );
+    assert!(no_link_emailed(&app, "ana@example.com"), "no link sent");
 
     // The attacker's own link, posted from their page: refused, no cookie, still
     // unused (it was not redeemed).

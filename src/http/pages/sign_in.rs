@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::{render, PageError};
 use crate::config::AuthMode;
-use crate::domain::auth::{safe_next, LINK_LIFETIME_MINUTES};
+use crate::domain::auth::{safe_next, LinkAllowance, LINK_LIFETIME_MINUTES};
 use crate::domain::EmailAddress;
 use crate::http::session::{
     client_ip, removal_cookie, same_origin_only, session_cookie, session_secret, SignedIn,
@@ -84,29 +84,19 @@ pub async fn request(
         }
     };
     let client = client_ip(&req, &state.proxies);
-    let (address, to) = (email.as_str().to_owned(), next.clone());
-    let sent = with_conn(&state, move |conn, state| {
-        Ok(auth::request_link(
-            conn,
-            &email,
-            &client,
-            Some(&to),
-            &state.settings,
-            &state.emails,
-        ))
-    })
-    .await?;
-    // Links are written to the log only on a local trial (loopback, no SMTP server).
-    let development = state.settings.local_trial();
-    match sent {
-        Ok(Some(link)) if development => {
-            tracing::info!(
-                email = %address,
-                link = %link,
-                "sign-in link (a local trial: mode = development, loopback only, no SMTP server; written here so that you can sign in without one)"
-            );
-        }
-        Ok(_) => {}
+    let address = email.as_str().to_owned();
+    // While the person waits: only what is the same for everyone (the request counted,
+    // the limits checked). Whether the address may sign in, and the link and its email,
+    // come after the answer: it takes as long for the directory as for a stranger.
+    let counted = {
+        let (email, client) = (email.clone(), client.clone());
+        with_conn(&state, move |conn, state| {
+            Ok(auth::count_request(conn, &email, &client, &state.settings))
+        })
+        .await?
+    };
+    let allowance = match counted {
+        Ok(allowance) => allowance,
         Err(AuthError::TooMany(too_many)) => {
             return Err(PageError::TooMany(AuthError::TooMany(too_many).to_string()));
         }
@@ -114,6 +104,34 @@ pub async fn request(
             return Err(PageError::from(crate::error::ApiError::from(e)))
         }
         Err(other) => return Err(PageError::Internal(other.to_string())),
+    };
+    // Links are written to the log only on a local trial (loopback, no SMTP server).
+    let development = state.settings.local_trial();
+    if allowance == LinkAllowance::Send {
+        let (state, to, logged_as) = (state.clone(), next.clone(), address.clone());
+        actix_web::rt::spawn(async move {
+            let sent = with_conn(&state, move |conn, state| {
+                Ok(auth::send_link(
+                    conn,
+                    &email,
+                    &client,
+                    Some(&to),
+                    &state.settings,
+                    &state.emails,
+                ))
+            })
+            .await;
+            match sent {
+                Ok(Ok(Some(link))) if development => tracing::info!(
+                    email = %logged_as,
+                    link = %link,
+                    "sign-in link (a local trial: mode = development, loopback only, no SMTP server; written here so that you can sign in without one)"
+                ),
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => tracing::error!(error = %e, "cannot send a sign-in link"),
+                Err(e) => tracing::error!(error = %e, "cannot send a sign-in link"),
+            }
+        });
     }
     render(
         &state,
