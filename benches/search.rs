@@ -99,6 +99,7 @@ fn main() {
                 actor: "bench",
                 email: None,
                 is_admin: true,
+                principal: "bench",
             },
             &ctx,
         )

@@ -261,9 +261,9 @@ async fn not_found(req: actix_web::HttpRequest) -> Result<actix_web::HttpRespons
     )))
 }
 
-/// Stops the server gracefully on SIGTERM or SIGINT (Ctrl-C). SIGHUP (a closed
-/// terminal, or an operator expecting a reload) is logged and ignored: settings are
-/// read at start only, and a hang-up must not cut requests in flight.
+/// Stops the server gracefully on SIGTERM or SIGINT (Ctrl-C). (SIGHUP — a closed
+/// terminal, or an operator expecting a reload — is logged and ignored from the start
+/// of `serve`: `ignore_hangups`.)
 pub fn stop_on_signals(handle: ServerHandle, grace: Duration) {
     actix_web::rt::spawn(async move {
         wait_for_signal().await;
@@ -278,7 +278,6 @@ pub fn stop_on_signals(handle: ServerHandle, grace: Duration) {
 #[cfg(unix)]
 async fn wait_for_signal() {
     use tokio::signal::unix::{signal, SignalKind};
-    ignore_hangups();
     match signal(SignalKind::terminate()) {
         Ok(mut term) => {
             tokio::select! {
@@ -293,9 +292,11 @@ async fn wait_for_signal() {
     }
 }
 
-/// Replaces SIGHUP's default action (terminate) with a log line.
+/// Replaces SIGHUP's default action (terminate) with a log line. Called first thing
+/// in `serve` (inside the runtime), so that a hang-up during start-up (migrations)
+/// does not end the process either.
 #[cfg(unix)]
-fn ignore_hangups() {
+pub fn ignore_hangups() {
     use tokio::signal::unix::{signal, SignalKind};
     match signal(SignalKind::hangup()) {
         Ok(mut hangups) => {
@@ -311,6 +312,10 @@ fn ignore_hangups() {
         Err(e) => tracing::warn!(error = %e, "cannot listen for SIGHUP"),
     }
 }
+
+/// SIGHUP exists on Unix only.
+#[cfg(not(unix))]
+pub fn ignore_hangups() {}
 
 #[cfg(not(unix))]
 async fn wait_for_signal() {

@@ -76,8 +76,8 @@ pub(super) fn backup(settings: &Settings, path: &Path) -> Result<(), Failure> {
 }
 
 /// `coe restore PATH`.
-pub(super) fn restore(settings: &Settings, path: &Path) -> Result<(), Failure> {
-    let copied = db::backup::restore(&settings.database_url(), path).map_err(failure)?;
+pub(super) fn restore(settings: &Settings, path: &Path, force: bool) -> Result<(), Failure> {
+    let copied = db::backup::restore(&settings.database_url(), path, force).map_err(failure)?;
     println!(
         "restored {} into {} ({} bytes, integrity ok) in {} ms",
         path.display(),

@@ -90,6 +90,10 @@ pub enum Command {
     Restore {
         /// The backup to restore (made by `coe backup`)
         path: PathBuf,
+        /// Replace a database SQLite cannot read (corrupt), whose holders cannot be
+        /// checked: only once every coe process using it is stopped.
+        #[arg(long)]
+        force: bool,
     },
     /// Validate the settings and print the effective configuration, secrets masked.
     CheckConfig,
@@ -208,7 +212,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 Command::Demo => fill_demo(&settings),
                 Command::Migrate { status } => database::migrate(&settings, status),
                 Command::Backup { path } => database::backup(&settings, &path),
-                Command::Restore { path } => database::restore(&settings, &path),
+                Command::Restore { path, force } => database::restore(&settings, &path, force),
                 Command::CheckConfig => check_config(&settings),
                 Command::Token(command) => token(&settings, command),
                 Command::Sweep { dry_run, at } => sweep(&settings, dry_run, at),
@@ -233,6 +237,7 @@ fn serve(settings: Settings, migrations: startup::Migrations) -> Result<(), Fail
     let transport = transport(&settings)?;
     let grace = Duration::from_secs(settings.server.shutdown_timeout_secs);
     actix_web::rt::System::new().block_on(async move {
+        startup::ignore_hangups();
         let backend = settings.database_url().backend();
         let host = settings
             .listen

@@ -592,13 +592,22 @@ impl Settings {
 
     /// Whether this is a local trial, where the development sign-in (anyone may sign
     /// in; links written to the log) is harmless: `mode = "development"`, listening on
-    /// loopback addresses alone, and no SMTP server. Anything else signs in as in
+    /// loopback addresses alone, reached under a loopback `public_url`, no SMTP server,
+    /// sign-in by emailed link and no trusted proxy (a proxy in front means people
+    /// reach it from a network). Anything else signs in as in
     /// production, whatever `mode` says: an install reachable from a network, or one
     /// that mails real people, lets in only the directory and `auth.allowed_domains`.
     pub fn local_trial(&self) -> bool {
+        let public_host = url::Url::parse(&self.public_url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default();
         self.mode == Mode::Development
             && self.smtp.url.is_none()
+            && self.auth.mode == AuthMode::EmailLink
+            && self.auth.trusted_proxies.is_empty()
             && listens_on_loopback(&self.listen)
+            && listens_on_loopback(&format!("{public_host}:0"))
     }
 
     /// The real now, in the organisation's time zone.
@@ -675,6 +684,16 @@ mod tests {
         settings.smtp.url = Some("smtp://mail.example.com:25".into());
         assert!(!settings.local_trial(), "mails real people");
         settings.smtp.url = None;
+        settings.auth.trusted_proxies = vec!["127.0.0.1".into()];
+        assert!(!settings.local_trial(), "behind a reverse proxy");
+        settings.auth.trusted_proxies = Vec::new();
+        settings.public_url = "https://coe.example.com".into();
+        assert!(!settings.local_trial(), "reached under a public name");
+        settings.public_url = "http://127.0.0.1:8080".into();
+        settings.auth.mode = AuthMode::Proxy;
+        assert!(!settings.local_trial(), "proxy sign-in");
+        settings.auth.mode = AuthMode::EmailLink;
+        assert!(settings.local_trial());
         settings.mode = Mode::Production;
         assert!(!settings.local_trial());
     }

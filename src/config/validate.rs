@@ -190,6 +190,15 @@ impl Settings {
             value: value.to_owned(),
             expected: expected.to_owned(),
         };
+        if let Some(token) = &self.metrics.token {
+            if token.expose().trim().len() < 16 {
+                return Err(invalid(
+                    "metrics.token",
+                    "***",
+                    "at least 16 characters (an empty or short token would leave /metrics open or guessable); unset it to leave /metrics without a token",
+                ));
+            }
+        }
         let a = &self.auth;
         for proxy in &a.trusted_proxies {
             if super::parse_proxy(proxy).is_none() {

@@ -196,8 +196,9 @@ pub fn backup(url: &DatabaseUrl, dest: &Path, busy_timeout_ms: u32) -> Result<Co
 /// `-shm` (an old write-ahead log replayed onto the copy corrupts it) and renames the
 /// copy into place, so that the database is either the old one or the copy, never
 /// half of each. The database it replaced stays beside it, named
-/// `<name>.replaced-<time>`.
-pub fn restore(url: &DatabaseUrl, source: &Path) -> Result<Copied, CopyError> {
+/// `<name>.replaced-<time>`. A database SQLite cannot read is replaced only with
+/// `force` (whether a process holds it cannot be told).
+pub fn restore(url: &DatabaseUrl, source: &Path, force: bool) -> Result<Copied, CopyError> {
     let started = Instant::now();
     let target =
         match url {
@@ -251,7 +252,7 @@ pub fn restore(url: &DatabaseUrl, source: &Path) -> Result<Copied, CopyError> {
                 )))
             }
         })
-        .and_then(|status| release(target).map(|()| status));
+        .and_then(|status| release(target, force).map(|()| status));
     let migrations = match checked {
         Ok(status) => status,
         Err(e) => {
@@ -300,21 +301,33 @@ pub fn restore(url: &DatabaseUrl, source: &Path) -> Result<Copied, CopyError> {
 /// while any other connection is open, a running server's included), then the
 /// connection is closed, which checkpoints the log into the file and deletes it. A
 /// database SQLite cannot read (the corrupt one being replaced) is no obstacle.
-fn release(target: &Path) -> Result<(), CopyError> {
+fn release(target: &Path, force: bool) -> Result<(), CopyError> {
     if !target.exists() {
         return Ok(());
     }
+    // A database SQLite cannot read (the corrupt one being replaced) cannot say
+    // whether another process holds it: then only the operator can (`--force`).
+    let unknown = |e: &dyn std::fmt::Display| {
+        if force {
+            tracing::warn!(error = %e, "the database being replaced cannot be read; replaced as asked (--force)");
+            Ok(())
+        } else {
+            Err(CopyError::Refused(format!(
+                "SQLite cannot read {} ({e}), so whether a coe process still holds it cannot be \
+                 told: stop every coe process using it, then run `coe restore --force`",
+                target.display()
+            )))
+        }
+    };
     let mut conn = match SqliteConnection::establish(&target.to_string_lossy()) {
         Ok(conn) => conn,
-        Err(e) => {
-            tracing::warn!(error = %e, "the database being replaced cannot be opened");
-            return Ok(());
-        }
+        Err(e) => return unknown(&e),
     };
     let taken = conn.batch_execute(
         "PRAGMA busy_timeout = 0;
          PRAGMA locking_mode = EXCLUSIVE;
          BEGIN EXCLUSIVE;
+         SELECT count(*) FROM sqlite_master;
          COMMIT;",
     );
     match taken {
@@ -324,8 +337,7 @@ fn release(target: &Path) -> Result<(), CopyError> {
             if message.contains("locked") || message.contains("busy") {
                 Err(CopyError::InUse(target.to_path_buf()))
             } else {
-                tracing::warn!(error = %e, "the database being replaced cannot be read");
-                Ok(())
+                unknown(&e)
             }
         }
     }

@@ -341,7 +341,7 @@ pub fn connect(settings: &DatabaseSettings) -> Result<DbPool, DbError> {
         .max_size(max_size)
         .min_idle(Some(1))
         .connection_timeout(Duration::from_secs(settings.connect_timeout_secs.max(1)))
-        // The manager logs an outage once (`fault::connect_failed`); r2d2 would log
+        // The manager logs an outage once (`Outage`); r2d2 would log
         // every failed attempt, several a second.
         .error_handler(Box::new(r2d2::NopErrorHandler))
         .build(manager)
@@ -385,23 +385,27 @@ pub struct MigrationStatus {
     pub unknown: Vec<String>,
 }
 
-/// Reads the migrations a database holds (creating diesel's bookkeeping table on an
-/// empty database, as migrating would).
+/// Reads the migrations a database holds; writes nothing (a database never migrated
+/// has them all pending).
 pub fn migration_status(conn: &mut DbConnection) -> Result<MigrationStatus, DbError> {
     fn status<DB, C>(
         c: &mut C,
         source: EmbeddedMigrations,
+        has_table: bool,
     ) -> Result<MigrationStatus, Box<dyn std::error::Error + Send + Sync>>
     where
         DB: diesel::backend::Backend,
         C: MigrationHarness<DB>,
         EmbeddedMigrations: MigrationSource<DB>,
     {
-        let applied: Vec<String> = c
-            .applied_migrations()?
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+        let applied: Vec<String> = if has_table {
+            c.applied_migrations()?
+                .iter()
+                .map(ToString::to_string)
+                .collect()
+        } else {
+            Vec::new()
+        };
         let known: Vec<(String, String)> = MigrationSource::<DB>::migrations(&source)?
             .iter()
             .map(|m| (m.name().version().to_string(), m.name().to_string()))
@@ -425,9 +429,31 @@ pub fn migration_status(conn: &mut DbConnection) -> Result<MigrationStatus, DbEr
         out.unknown.sort();
         Ok(out)
     }
+    // diesel's `applied_migrations` creates its table when missing: on a database never
+    // migrated, ask first, so that reading the status writes nothing.
+    #[derive(diesel::QueryableByName)]
+    struct Found {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+    let probe = match conn {
+        DbConnection::Sqlite(_) => {
+            "SELECT count(*) AS n FROM sqlite_master \
+             WHERE type = 'table' AND name = '__diesel_schema_migrations'"
+        }
+        DbConnection::Pg(_) => {
+            "SELECT count(*) AS n FROM information_schema.tables \
+             WHERE table_schema = current_schema() AND table_name = '__diesel_schema_migrations'"
+        }
+    };
+    let has_table = diesel::sql_query(probe)
+        .get_result::<Found>(conn)
+        .map_err(|e| DbError::Migrate(e.to_string()))?
+        .n
+        > 0;
     match conn {
-        DbConnection::Sqlite(c) => status(c, SQLITE_MIGRATIONS),
-        DbConnection::Pg(c) => status(c, POSTGRES_MIGRATIONS),
+        DbConnection::Sqlite(c) => status(c, SQLITE_MIGRATIONS, has_table),
+        DbConnection::Pg(c) => status(c, POSTGRES_MIGRATIONS, has_table),
     }
     .map_err(|e| DbError::Migrate(e.to_string()))
 }

@@ -16,6 +16,8 @@ pub struct ApiTokenRow {
     pub created_at: NaiveDateTime,
     pub last_used_at: Option<NaiveDateTime>,
     pub revoked_at: Option<NaiveDateTime>,
+    /// Who made it (see the migration `token_creators`); `None` from the command line.
+    pub created_by: Option<String>,
 }
 
 use super::schema::{failure_events, incident_alerts, incidents, webhook_deliveries};

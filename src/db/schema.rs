@@ -12,6 +12,7 @@ diesel::table! {
         created_at -> Timestamp,
         last_used_at -> Nullable<Timestamp>,
         revoked_at -> Nullable<Timestamp>,
+        created_by -> Nullable<Text>,
     }
 }
 

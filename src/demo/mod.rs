@@ -136,6 +136,7 @@ impl Seeder<'_> {
             actor: address,
             email: Some(address),
             is_admin: false,
+            principal: address,
         }
     }
 
@@ -164,10 +165,13 @@ impl Seeder<'_> {
     ) -> Result<(), String> {
         let (owner, reviewer) = (email(w.owner), email(w.reviewer));
         let (as_owner, as_reviewer) = (Self::editor(&owner), Self::editor(&reviewer));
+        // The owner takes the COE and names its reviewer (the demo may assign any
+        // COE: admin rights; the owner answers for naming the reviewer).
         let admin = Editor {
-            actor: "demo",
-            email: None,
+            actor: &owner,
+            email: Some(&owner),
             is_admin: true,
+            principal: &owner,
         };
         let patch = CoePatch {
             owner: EmailAddress::parse(&owner).ok(),

@@ -69,9 +69,10 @@ pub fn client_ip(req: &HttpRequest, trusted: &[ipnet::IpNet]) -> String {
 
 /// Refuses a cross-site request to a sign-in form (login CSRF: another site's page
 /// posting its own link token would sign the visitor in as the attacker). The
-/// browser's `Sec-Fetch-Site: cross-site`, or an `Origin` that is neither
-/// `public_url`'s origin nor the host the request was sent to, is refused with 403;
-/// a request without either header (an old browser, curl) passes.
+/// browser's `Sec-Fetch-Site: cross-site`, or an `Origin` other than `public_url`'s
+/// (or, when `public_url` is plain http, than `http://` and the host the request was
+/// sent to), is refused with 403; a request without either header (an old browser,
+/// curl) passes.
 pub fn same_origin_only(req: &HttpRequest, public_url: &str) -> Result<(), PageError> {
     let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
     let refused = || {
@@ -94,11 +95,14 @@ pub fn same_origin_only(req: &HttpRequest, public_url: &str) -> Result<(), PageE
     let ours = url::Url::parse(public_url)
         .ok()
         .map(|u| u.origin().ascii_serialization());
-    // The page was served by this host (as the browser addressed it: behind a proxy
-    // that keeps `Host`, the public name).
-    let to_host = origin
-        .split_once("://")
-        .is_some_and(|(_, host)| header("host") == Some(host));
+    // Without https (a local trial, a test on another port) the page may have been
+    // served under another name than `public_url`'s: the host the request was sent to,
+    // over plain http, counts too. Under https only `public_url`'s origin does (a page
+    // injected over plain http must not pass).
+    let to_host = !public_url.starts_with("https://")
+        && origin
+            .strip_prefix("http://")
+            .is_some_and(|host| header("host") == Some(host));
     if ours.as_deref() == Some(origin) || to_host {
         Ok(())
     } else {
@@ -146,6 +150,7 @@ impl SignedIn {
             actor: &self.person.email,
             email: Some(&self.person.email),
             is_admin: self.person.is_admin,
+            principal: &self.person.email,
         }
     }
 

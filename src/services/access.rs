@@ -17,6 +17,10 @@ pub struct Editor<'a> {
     pub actor: &'a str,
     /// The person's email, when the token names one.
     pub email: Option<&'a str>,
+    /// Who answers for the change in the review (naming a reviewer, submitting,
+    /// deciding): the signed-in person, the person of a token of their own, or
+    /// whoever made a token for someone else (`tokens::Caller::principal`).
+    pub principal: &'a str,
     /// Admins may change anything.
     pub is_admin: bool,
 }

@@ -254,9 +254,14 @@ pub fn put_own(
             .select(PersonRow::as_select())
             .first(conn)
             .optional()?;
-        let (team, manager) = current
-            .as_ref()
-            .map_or((None, None), |p| (p.team.clone(), p.manager_email.clone()));
+        // Joining the directory is an admin's (it decides who may sign in).
+        let Some(current) = current else {
+            return Err(PeopleError::Forbidden(format!(
+                "{address} is not in the directory: only an admin may add a person",
+                address = email.as_str()
+            )));
+        };
+        let (team, manager) = (current.team.clone(), current.manager_email.clone());
         let new_manager = input.manager_email.as_ref().map(|m| m.as_str().to_owned());
         for (field, asked, stored) in [
             ("team", clean(&input.team), team.clone()),

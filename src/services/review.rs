@@ -54,6 +54,15 @@ pub fn step(
             .ok_or_else(|| CoeError::NotFound(id.to_owned()))?;
         if step == Step::Submit {
             access::coe(conn, id, who)?;
+            // The submitter may not approve the round: it must be a person who can be
+            // held to it, not a token for nobody.
+            if !who.principal.contains('@') {
+                return Err(CoeError::Forbidden(
+                    "a token that stands for no person cannot submit a COE for review: use a \
+                     token of your own (one that names you) or the COE's page"
+                        .into(),
+                ));
+            }
         }
         let state: CoeState = types::read("coes.state", &row.state)?;
         let comment = comment.map(str::trim).filter(|c| !c.is_empty());
@@ -80,7 +89,9 @@ pub fn step(
                 state,
                 owner: row.owner_email.as_deref(),
                 reviewer: row.reviewer_email.as_deref(),
-                by: who.email,
+                // The person who answers for the step (a token made by someone else
+                // for them answers as its maker; a token for nobody, as nobody).
+                by: who.email.filter(|e| *e == who.principal),
                 submitted_by: row.submitted_by.as_deref(),
                 reviewer_named_by: row.reviewer_named_by.as_deref(),
                 has_comment: comment.is_some(),
@@ -91,7 +102,7 @@ pub fn step(
         lifecycle::move_to(conn, id, state, next, who.actor, comment, now)?;
         if step == Step::Submit {
             diesel::update(coes::table.find(id))
-                .set(coes::submitted_by.eq(who.actor))
+                .set(coes::submitted_by.eq(who.principal))
                 .execute(conn)?;
         }
         let step_id = db::new_id();

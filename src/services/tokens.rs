@@ -26,6 +26,8 @@ pub struct TokenInfo {
     pub role: Role,
     /// The person this token acts for; recorded as the actor of changes.
     pub email: Option<String>,
+    /// Who made it (`None`: from the command line, or before this was recorded).
+    pub created_by: Option<String>,
     #[serde(serialize_with = "crate::json::utc")]
     pub created_at: NaiveDateTime,
     #[serde(serialize_with = "crate::json::utc_option")]
@@ -41,6 +43,9 @@ pub struct Caller {
     pub token_name: String,
     pub role: Role,
     pub email: Option<String>,
+    /// Who made the token (`None`: the command line).
+    #[serde(skip)]
+    pub created_by: Option<String>,
 }
 
 impl Caller {
@@ -49,6 +54,17 @@ impl Caller {
         self.email
             .clone()
             .unwrap_or_else(|| format!("token:{}", self.token_name))
+    }
+
+    /// Who answers for what this token does in the review (naming a reviewer,
+    /// submitting, deciding): the person it names when it is their own (made by them,
+    /// or from the command line), else whoever made it for them. An admin who makes a
+    /// token naming someone else does not become that person.
+    pub fn principal(&self) -> String {
+        match (&self.email, &self.created_by) {
+            (Some(email), Some(by)) if by != email => by.clone(),
+            _ => self.actor(),
+        }
     }
 }
 
@@ -74,6 +90,7 @@ impl TryFrom<ApiTokenRow> for TokenInfo {
             name: row.name,
             role,
             email: row.person_email,
+            created_by: row.created_by,
             created_at: row.created_at,
             last_used_at: row.last_used_at,
             revoked_at: row.revoked_at,
@@ -81,12 +98,25 @@ impl TryFrom<ApiTokenRow> for TokenInfo {
     }
 }
 
-/// Creates a token and returns it with its secret, which is never stored.
+/// Creates a token from the command line (the operator) and returns it with its
+/// secret, which is never stored.
 pub fn create(
     conn: &mut DbConnection,
     name: &TokenName,
     role: Role,
     email: Option<&EmailAddress>,
+) -> Result<(TokenInfo, TokenSecret), TokenError> {
+    create_by(conn, name, role, email, None)
+}
+
+/// Creates a token made by `created_by` (an API caller's actor, a signed-in admin);
+/// `None` for the command line.
+pub fn create_by(
+    conn: &mut DbConnection,
+    name: &TokenName,
+    role: Role,
+    email: Option<&EmailAddress>,
+    created_by: Option<&str>,
 ) -> Result<(TokenInfo, TokenSecret), TokenError> {
     let secret = TokenSecret::generate();
     let row = ApiTokenRow {
@@ -98,6 +128,7 @@ pub fn create(
         created_at: db::now(),
         last_used_at: None,
         revoked_at: None,
+        created_by: created_by.map(str::to_owned),
     };
     let inserted = db::write_transaction(conn, |conn| {
         diesel::insert_into(api_tokens::table)
@@ -191,6 +222,7 @@ pub fn authenticate(
         token_name: info.name,
         role: info.role,
         email: info.email,
+        created_by: info.created_by,
     }))
 }
 

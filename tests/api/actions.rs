@@ -1275,7 +1275,7 @@ async fn nobody_approves_a_coe_they_put_up() {
         body.to_string().contains("nobody names themselves"),
         "{body}"
     );
-    // The stranger, not the owner, cannot name themselves either.
+    // The stranger may not change the COE at all (the access rule).
     let (status, _) = w
         .send(
             &w.stranger,
@@ -1285,7 +1285,7 @@ async fn nobody_approves_a_coe_they_put_up() {
             Some(json!({"reviewer": "stranger@example.com"})),
         )
         .await;
-    assert_ne!(status, 200);
+    assert_eq!(status, 403);
 
     // Submitted by the reviewer themselves (they may change the COE): they may not
     // approve that round.
@@ -1426,6 +1426,114 @@ async fn an_admin_names_another_reviewer_but_not_themselves() {
     let (status, doc) = w
         .send(
             &w.stranger,
+            "POST",
+            &format!("/api/v1/coes/{id}/approve"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+}
+
+/// A token an admin makes for someone else does not make the admin that person in the
+/// review, and a token that stands for nobody neither names a reviewer nor submits.
+#[tokio::test]
+async fn tokens_made_for_others_or_for_nobody_cannot_get_round_the_review() {
+    let w = World::new().await;
+    let (id, _) = w.written_coe().await;
+    w.action(&id, "Validate config in CI", "dev@example.com")
+        .await;
+    let boss = {
+        let mut conn = w.app.pool.get().expect("conn");
+        let (_, secret) = coe::services::tokens::create(
+            &mut conn,
+            &TokenName::parse("boss").expect("name"),
+            Role::Admin,
+            Some(&EmailAddress::parse("boss@example.com").expect("email")),
+        )
+        .expect("token");
+        secret.expose().to_owned()
+    };
+    // The boss makes tokens naming the owner and the reviewer.
+    let mint = |name: &'static str, email: &'static str| {
+        let (app, boss) = (&w.app, boss.clone());
+        async move {
+            let res = app
+                .post_json(
+                    "/api/v1/tokens",
+                    Some(&boss),
+                    &json!({"name": name, "role": "member", "email": email}),
+                )
+                .await;
+            assert_eq!(res.status(), 201);
+            crate::helpers::json(res).await["secret"]
+                .as_str()
+                .expect("secret")
+                .to_owned()
+        }
+    };
+    let as_owner = mint("as-owner", "owner@example.com").await;
+    let as_reviewer = mint("as-reviewer", "reviewer@example.com").await;
+    let patch = format!("/api/v1/coes/{id}");
+    let version = w.coe(&id).await["version"].as_i64().expect("version");
+    // Through the owner's name, the boss names himself reviewer: refused.
+    let (status, body) = w
+        .send(
+            &as_owner,
+            "PATCH",
+            &patch,
+            Some(version),
+            Some(json!({"reviewer": "boss@example.com"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    // A token for nobody names no reviewer and submits nothing.
+    let admin = w.app.admin_token();
+    let (status, body) = w
+        .send(
+            &admin,
+            "PATCH",
+            &patch,
+            Some(version),
+            Some(json!({"reviewer": "stranger@example.com"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body.to_string().contains("no person"), "{body}");
+    let (status, _) = w
+        .send(
+            &admin,
+            "POST",
+            &format!("/api/v1/coes/{id}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 403);
+    // Submitted by the owner; the boss's token in the reviewer's name decides nothing.
+    let (status, _) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, body) = w
+        .send(
+            &as_reviewer,
+            "POST",
+            &format!("/api/v1/coes/{id}/approve"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+    let (status, doc) = w
+        .send(
+            &w.reviewer,
             "POST",
             &format!("/api/v1/coes/{id}/approve"),
             None,

@@ -122,10 +122,22 @@ async fn every_page_is_valid_html() {
         .as_str()
         .expect("incident")
         .to_owned();
+    // Naming a reviewer takes a person (a token that names someone).
+    let lead = {
+        let mut conn = app.pool.get().expect("conn");
+        let (_, secret) = coe::services::tokens::create(
+            &mut conn,
+            &coe::domain::TokenName::parse("lead").expect("name"),
+            coe::domain::Role::Admin,
+            Some(&coe::domain::EmailAddress::parse("lead@example.com").expect("email")),
+        )
+        .expect("token");
+        secret.expose().to_owned()
+    };
     let patch = app
         .client
         .patch(app.url(&format!("/api/v1/coes/{coe_id}")))
-        .bearer_auth(&admin)
+        .bearer_auth(&lead)
         .header("If-Match", "\"1\"")
         .json(&json!({"owner": "ana@example.com", "reviewer": "rev@example.com"}))
         .send()

@@ -505,3 +505,36 @@ fn forwarded_headers_from_an_untrusted_proxy_and_a_trust_everyone_range_are_warn
         .iter()
         .any(|l| l.contains("auth.trusted_proxies names every address")));
 }
+
+/// A database SQLite cannot read cannot say whether a process holds it: `coe restore`
+/// replaces it only with `--force`.
+#[test]
+fn restore_over_an_unreadable_database_needs_force() {
+    let db = TestDatabase::new();
+    let Some(path) = sqlite_path(&db) else {
+        return; // SQLite's files only.
+    };
+    let env = [("COE_DATABASE_URL", db.url.as_str())];
+    assert!(coe(&["migrate"], &env).status.success());
+    let sound = path.with_file_name("sound.db");
+    assert!(coe(&["backup", &sound.to_string_lossy()], &env)
+        .status
+        .success());
+    std::fs::write(&path, vec![0x5A; 8192]).expect("garbage over the database");
+    let out = coe(&["restore", &sound.to_string_lossy()], &env);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(stderr(&out).contains("--force"), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read(&path).expect("file"),
+        vec![0x5A; 8192],
+        "untouched"
+    );
+    let out = coe(&["restore", "--force", &sound.to_string_lossy()], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = coe(&["migrate", "--status"], &env);
+    assert!(
+        stdout(&out).contains("0 pending, 0 unknown"),
+        "{}",
+        stdout(&out)
+    );
+}

@@ -433,6 +433,8 @@ async fn a_proxy_header_counts_only_from_a_trusted_proxy() {
     let trusted = spawn_app_with(|s| {
         s.auth.mode = AuthMode::Proxy;
         s.auth.trusted_proxies = vec!["127.0.0.1".into()];
+        // Who may sign in: as with the emailed link.
+        s.auth.allowed_domains = vec!["example.com".into()];
     })
     .await;
     let res = browser()

@@ -219,6 +219,17 @@ async fn a_member_writes_only_their_own_name_and_time_zone() {
         "her manager stays"
     );
 
+    // A member not in the directory cannot add themselves (who may sign in is an
+    // admin's to decide).
+    let newcomer = person_token(&app, "newcomer", Role::Member, "newcomer@example.com");
+    error_of(
+        put(&newcomer, "newcomer@example.com", json!({"name": "New"}))
+            .await
+            .expect("sent"),
+        403,
+    )
+    .await;
+
     let csv =
         "email,name,team,manager_email,timezone\nbo@example.com,Bo,payments,ana@example.com,UTC\n";
     let import = |token: &str| {
@@ -352,7 +363,12 @@ async fn metrics_can_require_a_bearer_token() {
 /// subdomain can neither set nor shadow it), and it signs in.
 #[tokio::test]
 async fn the_session_cookie_is_host_prefixed_and_secure_under_https() {
-    let app = spawn_app_with(|s| s.public_url = "https://coe.example.com".into()).await;
+    let app = spawn_app_with(|s| {
+        s.public_url = "https://coe.example.com".into();
+        // Reached under a public name: not a local trial, so the directory's rule.
+        s.auth.allowed_domains = vec!["example.com".into()];
+    })
+    .await;
     crate::pages::ask_for_link(&app, "ana@example.com").await;
     let link = crate::pages::emailed_link(&app, "ana@example.com").expect("a link");
     let res = browser()

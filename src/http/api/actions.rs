@@ -64,7 +64,8 @@ pub async fn create(
     body: ApiJson<NewAction>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let (coe_id, input, actor) = (id.into_inner(), body.0, caller.actor());
+    let (coe_id, input, actor, principal) =
+        (id.into_inner(), body.0, caller.actor(), caller.principal());
     let (email, admin) = (caller.email, caller.role == Role::Admin);
     let detail = with_conn(&state, move |conn, state| {
         let clock = state.settings.clock();
@@ -72,6 +73,7 @@ pub async fn create(
             actor: &actor,
             email: email.as_deref(),
             is_admin: admin,
+            principal: &principal,
         };
         let id = actions::create(conn, &coe_id, &input, &who, clock, state.mailer())?;
         Ok(actions::get(conn, &id, clock)?)
@@ -115,7 +117,8 @@ pub async fn patch(
     body: ApiJson<ActionPatch>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let (id, patch, actor) = (id.into_inner(), body.0, caller.actor());
+    let (id, patch, actor, principal) =
+        (id.into_inner(), body.0, caller.actor(), caller.principal());
     let (email, admin) = (caller.email, caller.role == Role::Admin);
     let detail = with_conn(&state, move |conn, state| {
         let clock = state.settings.clock();
@@ -123,6 +126,7 @@ pub async fn patch(
             actor: &actor,
             email: email.as_deref(),
             is_admin: admin,
+            principal: &principal,
         };
         actions::patch(conn, &id, &patch, &who, clock, state.mailer())?;
         Ok(actions::get(conn, &id, clock)?)
@@ -163,13 +167,19 @@ pub async fn transition(
             )))
         }
     };
-    let (id, input, actor) = (id.into_inner(), body.0.unwrap_or_default(), caller.actor());
+    let (id, input, actor, principal) = (
+        id.into_inner(),
+        body.0.unwrap_or_default(),
+        caller.actor(),
+        caller.principal(),
+    );
     let (email, admin) = (caller.email, caller.role == Role::Admin);
     let detail = with_conn(&state, move |conn, state| {
         let who = Editor {
             actor: &actor,
             email: email.as_deref(),
             is_admin: admin,
+            principal: &principal,
         };
         actions::transition(conn, &id, verb, &input, &who)?;
         Ok(actions::get(conn, &id, state.settings.clock())?)
@@ -292,6 +302,7 @@ async fn review_step(
             actor: &caller.actor(),
             email: caller.email.as_deref(),
             is_admin: caller.role == Role::Admin,
+            principal: &caller.principal(),
         };
         review::step(
             conn,

@@ -70,17 +70,19 @@ async fn write_then_show<T: Send + 'static>(
         + Send
         + 'static,
 ) -> Result<HttpResponse, ApiError> {
-    let (id, actor, email, admin) = (
+    let (id, actor, email, admin, principal) = (
         id.into_inner(),
         caller.actor(),
         caller.email.clone(),
         caller.role == Role::Admin,
+        caller.principal(),
     );
     let doc = with_conn(state, move |conn, state| {
         let who = Editor {
             actor: &actor,
             email: email.as_deref(),
             is_admin: admin,
+            principal: &principal,
         };
         write(conn, &id, &who, state)?;
         Ok(coes::load(conn, &id, &state.settings)?)

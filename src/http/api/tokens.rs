@@ -113,8 +113,15 @@ pub async fn create(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let CreateToken { name, role, email } = body.0;
+    let by = caller.actor();
     let (token, secret) = with_conn(&state, move |conn, _| {
-        Ok(tokens::create(conn, &name, role, email.as_ref())?)
+        Ok(tokens::create_by(
+            conn,
+            &name,
+            role,
+            email.as_ref(),
+            Some(&by),
+        )?)
     })
     .await?;
     tracing::info!(token = %token.name, role = %token.role, by = %caller.actor(), "token created");

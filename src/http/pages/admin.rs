@@ -190,8 +190,15 @@ pub async fn tokens_create(
         let extra = json!({"problems": problems, "form": form.to_json()});
         return tokens_page(&state, &who, StatusCode::UNPROCESSABLE_ENTITY, extra).await;
     };
+    let by = who.person.email.clone();
     let made = with_conn(&state, move |conn, _| {
-        Ok(tokens::create(conn, &name, role, email.as_ref()))
+        Ok(tokens::create_by(
+            conn,
+            &name,
+            role,
+            email.as_ref(),
+            Some(&by),
+        ))
     })
     .await?;
     match made {

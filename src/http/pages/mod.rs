@@ -352,6 +352,7 @@ pub async fn as_person<T: Send + 'static>(
             actor: &email,
             email: Some(&email),
             is_admin,
+            principal: &email,
         };
         work(conn, state, &editor)
     })

@@ -199,12 +199,23 @@ pub fn patch(
         }
         // Separation of duties: a reviewer is named by someone else (the owner, an
         // admin), so that nobody approves a writeup they chose to review themselves.
-        if reviewer_named.is_some_and(|r| who.email == Some(r.as_str())) {
-            return Err(CoeError::invalid(
-                "reviewer",
-                "must not be you: nobody names themselves a COE's reviewer; ask its owner or \
-                 an admin to name you",
-            ));
+        if let Some(named) = reviewer_named {
+            if who.email == Some(named.as_str()) || who.principal == named.as_str() {
+                return Err(CoeError::invalid(
+                    "reviewer",
+                    "must not be you: nobody names themselves a COE's reviewer; ask its owner or \
+                     an admin to name you",
+                ));
+            }
+            // Whoever names a reviewer must be a person who can be held to it: a token
+            // for nobody could name its holder unseen.
+            if !who.principal.contains('@') {
+                return Err(CoeError::invalid(
+                    "reviewer",
+                    "a token that stands for no person cannot name a reviewer: use a token of \
+                     your own (one that names you) or the COE's page",
+                ));
+            }
         }
         // Whatever changes, the owner and the reviewer stay two people.
         let final_owner = patch
@@ -246,7 +257,7 @@ pub fn patch(
         apply_patch(conn, id, &changes, actor, now)?;
         if reviewer_named.is_some() {
             diesel::update(coes::table.find(id))
-                .set(coes::reviewer_named_by.eq(actor))
+                .set(coes::reviewer_named_by.eq(who.principal))
                 .execute(conn)?;
         }
         // A COE in review is reviewed by the reviewer it was submitted to: a new
