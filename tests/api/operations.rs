@@ -91,10 +91,12 @@ fn health_checks_leave_sqlite_its_locks_and_an_outside_backup_its_wal() {
             assert!(res.starts_with("HTTP/1.1 200"), "{probe}: {res}");
         }
     }
+    // (How many varies with what the server is doing at the moment; closing a
+    // descriptor of the file, as /readyz once did, drops them all.)
+    let after = locks_of(pid);
     assert!(
-        locks_of(pid) >= held,
-        "the health checks dropped the server's locks ({} of {held} left)",
-        locks_of(pid)
+        after > 0,
+        "the health checks dropped the server's locks ({after} left of {held})"
     );
 
     // Another process reads the database and closes it; then `coe backup` (another
