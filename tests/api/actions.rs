@@ -16,11 +16,16 @@ struct World {
 }
 
 fn person_token(app: &TestApp, name: &str, email: &str) -> String {
+    person_token_with_role(app, name, Role::Member, email)
+}
+
+/// A token of `role` that names `email`, made from the command line (the person's own).
+fn person_token_with_role(app: &TestApp, name: &str, role: Role, email: &str) -> String {
     let mut conn = app.pool.get().expect("conn");
     let (_, secret) = coe::services::tokens::create(
         &mut conn,
         &TokenName::parse(name).expect("name"),
-        Role::Member,
+        role,
         Some(&EmailAddress::parse(email).expect("email")),
     )
     .expect("token");
@@ -1321,17 +1326,7 @@ async fn nobody_approves_a_coe_they_put_up() {
     let admin = w.app.admin_token();
     let (status, body) = w.send(&admin, "POST", &approve, None, None).await;
     assert_eq!(status, 403, "{body}");
-    let boss = {
-        let mut conn = w.app.pool.get().expect("conn");
-        let (_, secret) = coe::services::tokens::create(
-            &mut conn,
-            &TokenName::parse("boss").expect("name"),
-            Role::Admin,
-            Some(&EmailAddress::parse("boss@example.com").expect("email")),
-        )
-        .expect("token");
-        secret.expose().to_owned()
-    };
+    let boss = person_token_with_role(&w.app, "boss", Role::Admin, "boss@example.com");
     let (status, body) = w.send(&boss, "POST", &approve, None, None).await;
     assert_eq!(status, 403, "{body}");
     let (status, body) = w
@@ -1379,17 +1374,7 @@ async fn an_admin_names_another_reviewer_but_not_themselves() {
     let (id, _) = w.written_coe().await;
     w.action(&id, "Validate config in CI", "dev@example.com")
         .await;
-    let boss = {
-        let mut conn = w.app.pool.get().expect("conn");
-        let (_, secret) = coe::services::tokens::create(
-            &mut conn,
-            &TokenName::parse("boss").expect("name"),
-            Role::Admin,
-            Some(&EmailAddress::parse("boss@example.com").expect("email")),
-        )
-        .expect("token");
-        secret.expose().to_owned()
-    };
+    let boss = person_token_with_role(&w.app, "boss", Role::Admin, "boss@example.com");
     let version = w.coe(&id).await["version"].as_i64().expect("version");
     let patch = format!("/api/v1/coes/{id}");
     let (status, body) = w
@@ -1443,17 +1428,7 @@ async fn tokens_made_for_others_or_for_nobody_cannot_get_round_the_review() {
     let (id, _) = w.written_coe().await;
     w.action(&id, "Validate config in CI", "dev@example.com")
         .await;
-    let boss = {
-        let mut conn = w.app.pool.get().expect("conn");
-        let (_, secret) = coe::services::tokens::create(
-            &mut conn,
-            &TokenName::parse("boss").expect("name"),
-            Role::Admin,
-            Some(&EmailAddress::parse("boss@example.com").expect("email")),
-        )
-        .expect("token");
-        secret.expose().to_owned()
-    };
+    let boss = person_token_with_role(&w.app, "boss", Role::Admin, "boss@example.com");
     // The boss makes tokens naming the owner and the reviewer.
     let mint = |name: &'static str, email: &'static str| {
         let (app, boss) = (&w.app, boss.clone());
