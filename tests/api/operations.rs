@@ -409,10 +409,12 @@ fn metrics_and_request_logs_tell_an_operator_what_they_need() {
         &[
             ("COE_AUTH_TRUSTED_PROXIES", r#"["127.0.0.1/32"]"#),
             ("COE_REMINDERS_INTERVAL_SECS", "60"),
+            ("COE_LOG_LEVEL", "debug"),
         ],
     );
-    // The first sweep runs as the scheduler starts.
-    let deadline = Instant::now() + Duration::from_secs(20);
+    // The first sweep runs as the scheduler starts (a loaded CI machine once took
+    // more than 20 s to end it; the logs say what the server did meanwhile).
+    let deadline = Instant::now() + Duration::from_secs(90);
     let metrics = loop {
         let res = http_get(served.port, "/metrics", None);
         if res.contains("coe_sweep_last_success 1") || Instant::now() > deadline {
@@ -429,7 +431,11 @@ fn metrics_and_request_logs_tell_an_operator_what_they_need() {
         "coe_sweep_last_success 1",
         "coe_sweeps_total{outcome=\"ok\"}",
     ] {
-        assert!(metrics.contains(line), "/metrics lacks {line}:\n{metrics}");
+        assert!(
+            metrics.contains(line),
+            "/metrics lacks {line}:\n{metrics}\nthe server's logs:\n{}",
+            served.logs.lock().expect("logs").join("\n")
+        );
     }
 
     let res = http_get(served.port, "/healthz", None);
