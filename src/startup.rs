@@ -150,7 +150,7 @@ impl Application {
             sns,
             template: template.clone(),
             emails: emails.clone(),
-            pages: Arc::new(http::pages::PageTemplates::load().map_err(StartupError::Pages)?),
+            pages: http::pages::PageTemplates::load().map_err(StartupError::Pages)?,
             proxies: Arc::new(settings.auth.proxies()),
             ingest_writer: ingest_writer.clone(),
             board_totals: PerChange::new(256),

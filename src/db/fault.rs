@@ -128,17 +128,37 @@ static CORRUPT: AtomicBool = AtomicBool::new(false);
 pub const REPORTED_FOR: Duration = Duration::from_secs(30);
 
 /// Classifies `error` and, when it is a fault, remembers it: the connection in use
-/// on this thread is dropped when given back, and `/readyz` reports it.
+/// on this thread is dropped when given back, and `/readyz` reports it. Logged once
+/// for the connection: the query that met it (`watch`) and the error's conversion to
+/// an answer both note it.
 pub fn note(error: &Error) -> Option<Fault> {
     let fault = classify(error)?;
     if fault == Fault::Corrupt {
         CORRUPT.store(true, Ordering::SeqCst);
     }
-    CONNECTION_FAULTED.with(|f| f.set(true));
+    let known = CONNECTION_FAULTED.with(|f| f.replace(true));
     PENDING.store(true, Ordering::SeqCst);
     *LATEST.lock().unwrap_or_else(|p| p.into_inner()) = Some((fault, Instant::now()));
-    tracing::warn!(error = %error, code = fault.code(), "database fault");
+    if !known {
+        tracing::warn!(error = %error, code = fault.code(), "database fault");
+    }
     Some(fault)
+}
+
+/// Makes a pooled connection note every fault its queries meet, on the thread that
+/// runs them (the one that holds the connection and gives it back): a faulted
+/// connection leaves the pool whatever the caller does with the error, even when it
+/// carries it elsewhere before turning it into an answer.
+pub fn watch(conn: &mut crate::db::DbConnection) {
+    use diesel::connection::{Connection, InstrumentationEvent};
+    conn.set_instrumentation(|event: InstrumentationEvent<'_>| {
+        if let InstrumentationEvent::FinishQuery {
+            error: Some(error), ..
+        } = event
+        {
+            note(error);
+        }
+    });
 }
 
 /// A write committed: the database can be written again.

@@ -245,7 +245,8 @@ impl ManageConnection for ConnectionManager {
 
     fn connect(&self) -> Result<DbConnection, r2d2::Error> {
         match establish(&self.url, self.busy_timeout_ms) {
-            Ok(conn) => {
+            Ok(mut conn) => {
+                fault::watch(&mut conn);
                 self.outage.ended();
                 Ok(conn)
             }

@@ -131,6 +131,40 @@ pub enum ActionKind {
     Process,
 }
 
+impl Priority {
+    /// Every priority, the most urgent first (as forms offer them).
+    pub const ALL: [Priority; 3] = [Priority::High, Priority::Medium, Priority::Low];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Priority::High => "high",
+            Priority::Medium => "medium",
+            Priority::Low => "low",
+        }
+    }
+}
+
+impl ActionKind {
+    /// Every kind, in the order an incident goes (as forms offer them).
+    pub const ALL: [ActionKind; 5] = [
+        ActionKind::Detect,
+        ActionKind::Diagnose,
+        ActionKind::Mitigate,
+        ActionKind::Prevent,
+        ActionKind::Process,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionKind::Detect => "detect",
+            ActionKind::Diagnose => "diagnose",
+            ActionKind::Mitigate => "mitigate",
+            ActionKind::Prevent => "prevent",
+            ActionKind::Process => "process",
+        }
+    }
+}
+
 /// Whether a closed action closed on time: done on or before its due date (in the
 /// organisation's calendar). `None` for an action decided not to be done: it is
 /// neither on time nor late, and is counted apart. The one rule for the stats, the
@@ -191,6 +225,17 @@ pub fn days_overdue(state: ActionState, due: NaiveDate, now: DateTime<Utc>, tz: 
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn priorities_and_kinds_are_named_as_serde_names_them() {
+        for p in Priority::ALL {
+            assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
+        }
+        for k in ActionKind::ALL {
+            assert_eq!(serde_json::to_value(k).unwrap(), k.as_str());
+        }
+    }
+
     use super::*;
     use chrono::TimeZone;
 

@@ -12,10 +12,10 @@ use subtle::ConstantTimeEq;
 
 use crate::config::AuthMode;
 use crate::domain::{EmailAddress, TokenSecret};
+use crate::error::ApiError;
 use crate::http::pages::PageError;
 use crate::http::state::{with_conn, AppState};
-use crate::services::access::Editor;
-use crate::services::auth::{self, SessionPerson};
+use crate::services::auth::{self, AuthError, SessionPerson};
 
 /// The session cookie's name.
 pub const COOKIE: &str = "coe_session";
@@ -144,16 +144,6 @@ pub struct SignedIn {
 }
 
 impl SignedIn {
-    /// The person as the services' access rules see them.
-    pub fn editor(&self) -> Editor<'_> {
-        Editor {
-            actor: &self.person.email,
-            email: Some(&self.person.email),
-            is_admin: self.person.is_admin,
-            principal: &self.person.email,
-        }
-    }
-
     /// Checks a form's CSRF token against the session's (in constant time).
     pub fn check_csrf(&self, presented: &str) -> Result<(), PageError> {
         let expected = self.person.csrf.as_bytes();
@@ -265,4 +255,18 @@ async fn from_proxy(
     })?;
     let new_cookie = secret.map(|s: TokenSecret| session_cookie(&state, s.expose()));
     Ok(SignedIn { person, new_cookie })
+}
+
+impl From<AuthError> for ApiError {
+    fn from(e: AuthError) -> Self {
+        match e {
+            AuthError::TooMany(ref too_many) => ApiError::TooManyRequests {
+                retry_after: u64::try_from(too_many.retry_after_secs).unwrap_or(0),
+                message: e.to_string(),
+            },
+            e @ AuthError::LinkUsedOrExpired => ApiError::BadRequest(e.to_string()),
+            e @ AuthError::Template(_) => ApiError::Internal(e.to_string()),
+            AuthError::Database(e) => e.into(),
+        }
+    }
 }

@@ -25,6 +25,29 @@ pub struct Editor<'a> {
     pub is_admin: bool,
 }
 
+/// An `Editor` that owns what it names, to move into the closure that runs the change
+/// on a pooled connection: a token's caller (`tokens::Caller::acting`) and a signed-in
+/// person (`auth::SessionPerson::acting`) each become one, and nothing else builds an
+/// `Editor` by hand.
+#[derive(Debug, Clone)]
+pub struct Acting {
+    pub actor: String,
+    pub email: Option<String>,
+    pub principal: String,
+    pub is_admin: bool,
+}
+
+impl Acting {
+    pub fn editor(&self) -> Editor<'_> {
+        Editor {
+            actor: &self.actor,
+            email: self.email.as_deref(),
+            principal: &self.principal,
+            is_admin: self.is_admin,
+        }
+    }
+}
+
 /// Why a change is refused.
 #[derive(Debug, thiserror::Error)]
 pub enum AccessError {

@@ -53,6 +53,19 @@ pub struct SessionPerson {
     pub csrf: String,
 }
 
+impl SessionPerson {
+    /// The person as the services' access rules see them: they answer for what they
+    /// do themselves.
+    pub fn acting(&self) -> crate::services::access::Acting {
+        crate::services::access::Acting {
+            actor: self.email.clone(),
+            email: Some(self.email.clone()),
+            principal: self.email.clone(),
+            is_admin: self.is_admin,
+        }
+    }
+}
+
 /// Whether anyone may sign in: on a local trial (`Settings::local_trial`: development
 /// mode, loopback only, no SMTP server) that names no allowed domain, so that a new
 /// user signs in with no set-up. Everywhere else only the directory and

@@ -314,6 +314,19 @@ pub fn set_admin(
     })
 }
 
+/// One person, if the directory has them, and whether they have a calendar feed.
+pub fn get(conn: &mut DbConnection, email: &str) -> QueryResult<Option<(Person, bool)>> {
+    let found: Option<(PersonRow, bool)> = people::table
+        .find(email)
+        .select((
+            PersonRow::as_select(),
+            people::feed_token_hash.is_not_null(),
+        ))
+        .first(conn)
+        .optional()?;
+    Ok(found.map(|(row, has_feed)| (row.into(), has_feed)))
+}
+
 /// Everyone, by email; or one team.
 pub fn list(conn: &mut DbConnection, team: Option<&str>) -> QueryResult<Vec<Person>> {
     let mut query = people::table.into_boxed();

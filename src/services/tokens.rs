@@ -66,6 +66,16 @@ impl Caller {
             _ => self.actor(),
         }
     }
+
+    /// This caller as the services' access rules see them.
+    pub fn acting(&self) -> crate::services::access::Acting {
+        crate::services::access::Acting {
+            actor: self.actor(),
+            email: self.email.clone(),
+            principal: self.principal(),
+            is_admin: self.role == Role::Admin,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

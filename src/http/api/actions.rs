@@ -13,7 +13,6 @@ use crate::http::auth::Member;
 use crate::http::extract::{ids, ApiJson, ApiQuery, OptionalJson, PathId};
 use crate::http::page::{self, Listed, Page};
 use crate::http::state::{with_conn, AppState};
-use crate::services::access::Editor;
 use crate::services::actions::{
     self, ActionDetail, ActionError, ActionFilter, ActionPatch, ActionSort, ActionView, NewAction,
     TransitionInput,
@@ -64,17 +63,10 @@ pub async fn create(
     body: ApiJson<NewAction>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let (coe_id, input, actor, principal) =
-        (id.into_inner(), body.0, caller.actor(), caller.principal());
-    let (email, admin) = (caller.email, caller.role == Role::Admin);
+    let (coe_id, input, acting) = (id.into_inner(), body.0, caller.acting());
     let detail = with_conn(&state, move |conn, state| {
         let clock = state.settings.clock();
-        let who = Editor {
-            actor: &actor,
-            email: email.as_deref(),
-            is_admin: admin,
-            principal: &principal,
-        };
+        let who = acting.editor();
         let id = actions::create(conn, &coe_id, &input, &who, clock, state.mailer())?;
         Ok(actions::get(conn, &id, clock)?)
     })
@@ -117,18 +109,10 @@ pub async fn patch(
     body: ApiJson<ActionPatch>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let (id, patch, actor, principal) =
-        (id.into_inner(), body.0, caller.actor(), caller.principal());
-    let (email, admin) = (caller.email, caller.role == Role::Admin);
+    let (id, patch, acting) = (id.into_inner(), body.0, caller.acting());
     let detail = with_conn(&state, move |conn, state| {
         let clock = state.settings.clock();
-        let who = Editor {
-            actor: &actor,
-            email: email.as_deref(),
-            is_admin: admin,
-            principal: &principal,
-        };
-        actions::patch(conn, &id, &patch, &who, clock, state.mailer())?;
+        actions::patch(conn, &id, &patch, &acting.editor(), clock, state.mailer())?;
         Ok(actions::get(conn, &id, clock)?)
     })
     .await?;
@@ -167,21 +151,9 @@ pub async fn transition(
             )))
         }
     };
-    let (id, input, actor, principal) = (
-        id.into_inner(),
-        body.0.unwrap_or_default(),
-        caller.actor(),
-        caller.principal(),
-    );
-    let (email, admin) = (caller.email, caller.role == Role::Admin);
+    let (id, input, acting) = (id.into_inner(), body.0.unwrap_or_default(), caller.acting());
     let detail = with_conn(&state, move |conn, state| {
-        let who = Editor {
-            actor: &actor,
-            email: email.as_deref(),
-            is_admin: admin,
-            principal: &principal,
-        };
-        actions::transition(conn, &id, verb, &input, &who)?;
+        actions::transition(conn, &id, verb, &input, &acting.editor())?;
         Ok(actions::get(conn, &id, state.settings.clock())?)
     })
     .await?;

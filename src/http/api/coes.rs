@@ -10,7 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::db::DbConnection;
 use crate::domain::coe::CoeState;
-use crate::domain::{Role, Severity};
+use crate::domain::Severity;
 use crate::error::{ApiError, ErrorBody, FieldProblem};
 use crate::http::auth::Member;
 use crate::http::extract::{ids, ApiJson, ApiQuery, IfMatch, PathId};
@@ -70,21 +70,9 @@ async fn write_then_show<T: Send + 'static>(
         + Send
         + 'static,
 ) -> Result<HttpResponse, ApiError> {
-    let (id, actor, email, admin, principal) = (
-        id.into_inner(),
-        caller.actor(),
-        caller.email.clone(),
-        caller.role == Role::Admin,
-        caller.principal(),
-    );
+    let (id, acting) = (id.into_inner(), caller.acting());
     let doc = with_conn(state, move |conn, state| {
-        let who = Editor {
-            actor: &actor,
-            email: email.as_deref(),
-            is_admin: admin,
-            principal: &principal,
-        };
-        write(conn, &id, &who, state)?;
+        write(conn, &id, &acting.editor(), state)?;
         Ok(coes::load(conn, &id, &state.settings)?)
     })
     .await?;

@@ -8,8 +8,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::coes::safe_href;
-use super::{as_person, render, PageError};
-use crate::domain::action::{self, ActionState, Transition};
+use super::{as_person, change, render, CsrfForm, Outcome, PageError};
+use crate::domain::action::{self, Transition};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
 use crate::services::access;
@@ -71,7 +71,7 @@ fn page(
 ) -> Result<HttpResponse, PageError> {
     let a = &detail.action;
     let transitions: Vec<Value> = action::allowed(a.state).iter().map(|t| step(*t)).collect();
-    let open = matches!(a.state, ActionState::Open | ActionState::InProgress);
+    let open = a.state.is_active();
     let data = json!({
         "state": a.state.as_str().replace('_', " "),
         "ticket": safe_href(a.external_url.as_deref()),
@@ -100,73 +100,49 @@ pub async fn show(
 #[derive(Debug, Deserialize)]
 pub struct StepForm {
     #[serde(default)]
-    csrf: String,
-    #[serde(default)]
     note: Option<String>,
     #[serde(default)]
     evidence_url: Option<String>,
 }
 
-/// The outcome of a change: back to the page, or the page again with the problems.
-async fn after(
+/// The answer to a change: back to the page, or the page again with the problems.
+async fn answer(
     state: &web::Data<AppState>,
     who: &SignedIn,
     id: &str,
-    result: Result<(), ActionError>,
+    outcome: Outcome,
 ) -> Result<HttpResponse, PageError> {
-    let (status, problems) = match result {
-        Ok(()) => {
-            return Ok(HttpResponse::SeeOther()
-                .insert_header(("location", format!("/actions/{id}")))
-                .finish());
-        }
-        Err(ActionError::Invalid(problems)) => (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            problems
-                .into_iter()
-                .map(|(f, p)| format!("{f}: {p}"))
-                .collect(),
-        ),
-        Err(ActionError::Transition(e)) => (StatusCode::CONFLICT, vec![e.to_string()]),
-        Err(ActionError::NotFound(_)) => {
-            return Err(PageError::NotFound(format!(
-                "there is no corrective action {id}"
-            )));
-        }
-        Err(ActionError::Forbidden(m)) => return Err(PageError::Forbidden(m)),
-        Err(e) => return Err(crate::error::ApiError::from(e).into()),
-    };
-    let loaded = load(state, id, who).await?;
-    page(state, who, status, loaded, problems, None)
+    outcome
+        .answer(&format!("/actions/{id}"), |again| async move {
+            let loaded = load(state, id, who).await?;
+            page(state, who, again.status, loaded, again.problems, None)
+        })
+        .await
 }
 
 /// `POST /actions/{id}/{verb}`: start, complete, wont-do, reopen.
 pub async fn transition(
-    who: SignedIn,
+    form: CsrfForm<StepForm>,
     path: web::Path<(String, String)>,
-    form: web::Form<StepForm>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    who.check_csrf(&form.csrf)?;
+    let CsrfForm { who, fields: form } = form;
     let (id, verb) = path.into_inner();
     let verb = verb_of(&verb).ok_or_else(|| PageError::NotFound(format!("no step {verb:?}")))?;
-    let form = form.into_inner();
     let input = TransitionInput {
         note: form.note.filter(|n| !n.trim().is_empty()),
         evidence_url: form.evidence_url.filter(|u| !u.trim().is_empty()),
     };
     let key = id.clone();
-    let result = as_person(&state, &who, move |conn, _, editor| {
-        Ok(actions::transition(conn, &key, verb, &input, editor))
+    let outcome = change(&state, &who, move |conn, _, editor| {
+        actions::transition(conn, &key, verb, &input, editor)
     })
     .await?;
-    after(&state, &who, &id, result).await
+    answer(&state, &who, &id, outcome).await
 }
 
 #[derive(Debug, Deserialize)]
 pub struct DueDateForm {
-    #[serde(default)]
-    csrf: String,
     #[serde(default)]
     due_date: String,
     #[serde(default)]
@@ -175,23 +151,24 @@ pub struct DueDateForm {
 
 /// `POST /actions/{id}/due-date`: a new due date with the reason for it.
 pub async fn move_due_date(
-    who: SignedIn,
+    form: CsrfForm<DueDateForm>,
     path: web::Path<String>,
-    form: web::Form<DueDateForm>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    who.check_csrf(&form.csrf)?;
+    let CsrfForm { who, fields: form } = form;
     let id = path.into_inner();
-    let form = form.into_inner();
     let Ok(due) = form.due_date.trim().parse::<NaiveDate>() else {
-        let result = Err(ActionError::Invalid(vec![(
-            "due_date".into(),
-            format!(
-                "must be a date such as 2026-12-24 (got {:?})",
-                form.due_date
-            ),
-        )]));
-        return after(&state, &who, &id, result).await;
+        let problem = format!(
+            "must be a date such as 2026-12-24 (got {:?})",
+            form.due_date
+        );
+        return answer(
+            &state,
+            &who,
+            &id,
+            Outcome::Invalid(vec![("due_date".into(), problem)]),
+        )
+        .await;
     };
     let patch = ActionPatch {
         due_date: Some(due),
@@ -199,16 +176,16 @@ pub async fn move_due_date(
         ..ActionPatch::default()
     };
     let key = id.clone();
-    let result = as_person(&state, &who, move |conn, state, editor| {
-        Ok(actions::patch(
+    let outcome = change(&state, &who, move |conn, state, editor| {
+        actions::patch(
             conn,
             &key,
             &patch,
             editor,
             state.settings.clock(),
             state.mailer(),
-        ))
+        )
     })
     .await?;
-    after(&state, &who, &id, result).await
+    answer(&state, &who, &id, outcome).await
 }

@@ -9,23 +9,20 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{render, see_other, Fields, PageError};
+use super::{as_service, render, see_other, Admin, CsrfForm, Fields, Outcome, PageError};
 use crate::domain::{EmailAddress, Role, TokenName};
 use crate::http::session::SignedIn;
-use crate::http::state::{with_conn, AppState};
+use crate::http::state::AppState;
 use crate::services::{auth, outbox, people, tokens};
 
-/// The signed-in person, when they are an admin.
-fn admin(who: &SignedIn) -> Result<(), PageError> {
-    if who.person.is_admin {
-        Ok(())
-    } else {
-        Err(PageError::Forbidden(
-            "only admins see the admin pages; an admin token makes someone an admin with \
-             PUT /api/v1/people/{email}/admin"
-                .into(),
-        ))
-    }
+type AdminForm = CsrfForm<Fields, Admin>;
+
+/// The roles a new token may have, the least powerful first (the form's default).
+const TOKEN_ROLES: [Role; 3] = [Role::Member, Role::Ingest, Role::Admin];
+
+/// `GET /admin`: the first tab.
+pub async fn home() -> HttpResponse {
+    see_other("/admin/people")
 }
 
 /// Renders an admin page with its tab marked.
@@ -55,7 +52,7 @@ async fn people_page(
     report: Option<Value>,
 ) -> Result<HttpResponse, PageError> {
     let filter = team.clone();
-    let everyone = with_conn(state, move |conn, _| {
+    let everyone = as_service(state, move |conn, _| {
         Ok(people::list(conn, filter.as_deref())?)
     })
     .await?;
@@ -65,11 +62,10 @@ async fn people_page(
 
 /// `GET /admin/people`.
 pub async fn people_list(
-    who: SignedIn,
+    Admin(who): Admin,
     query: web::Query<PeopleQuery>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    admin(&who)?;
     let team = query.into_inner().team.filter(|t| !t.trim().is_empty());
     people_page(&state, &who, team, StatusCode::OK, None).await
 }
@@ -77,37 +73,38 @@ pub async fn people_list(
 /// `POST /admin/people/import`: CSV pasted into the form; the answer lists what was
 /// created and updated and every rejected line with why.
 pub async fn people_import(
-    who: SignedIn,
-    form: web::Form<Vec<(String, String)>>,
+    form: AdminForm,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    admin(&who)?;
-    let form = Fields::new(form);
-    form.check(&who)?;
-    let csv = form.text("csv");
-    let imported = with_conn(&state, move |conn, _| Ok(people::import_csv(conn, &csv))).await?;
-    let (status, report) = match imported {
-        Ok(report) => (StatusCode::OK, json!(report)),
-        Err(people::PeopleError::Invalid(problems)) => (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            json!({"problems": problems.into_iter().map(|(f, p)| format!("{f}: {p}")).collect::<Vec<_>>()}),
-        ),
-        Err(e) => return Err(crate::error::ApiError::from(e).into()),
-    };
-    people_page(&state, &who, None, status, Some(report)).await
+    let (Admin(who), csv) = (form.who, form.fields.text("csv"));
+    let imported = as_service(&state, move |conn, _| {
+        match people::import_csv(conn, &csv) {
+            Ok(report) => Ok(Ok(report)),
+            Err(e) => Outcome::of(Err(e)).map(Err),
+        }
+    })
+    .await?;
+    match imported {
+        Ok(report) => people_page(&state, &who, None, StatusCode::OK, Some(json!(report))).await,
+        Err(outcome) => {
+            outcome
+                .answer("/admin/people", |again| {
+                    let report = json!({"problems": again.problems});
+                    people_page(&state, &who, None, again.status, Some(report))
+                })
+                .await
+        }
+    }
 }
 
 /// `POST /admin/people/{email}/admin`: sets or clears the admin flag (`is_admin` =
 /// `true` or `false`).
 pub async fn people_admin(
-    who: SignedIn,
+    form: AdminForm,
     path: web::Path<String>,
-    form: web::Form<Vec<(String, String)>>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    admin(&who)?;
-    let form = Fields::new(form);
-    form.check(&who)?;
+    let (Admin(who), form) = (form.who, form.fields);
     let email = EmailAddress::parse(&path.into_inner()).map_err(PageError::BadRequest)?;
     let is_admin = form.text("is_admin") == "true";
     if !is_admin && email.as_str() == who.person.email {
@@ -115,7 +112,7 @@ pub async fn people_admin(
             "you cannot remove your own admin flag here; ask another admin".into(),
         ));
     }
-    with_conn(&state, move |conn, _| {
+    as_service(&state, move |conn, _| {
         Ok(people::set_admin(conn, &email, is_admin)?)
     })
     .await?;
@@ -124,16 +121,14 @@ pub async fn people_admin(
 
 /// `POST /admin/people/{email}/sign-out`: ends every session of the person.
 pub async fn people_sign_out(
-    who: SignedIn,
+    form: AdminForm,
     path: web::Path<String>,
-    form: web::Form<Vec<(String, String)>>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    admin(&who)?;
-    Fields::new(form).check(&who)?;
+    let Admin(who) = form.who;
     let email = EmailAddress::parse(&path.into_inner()).map_err(PageError::BadRequest)?;
     let by = format!("admin {}", who.person.email);
-    with_conn(&state, move |conn, _| {
+    as_service(&state, move |conn, _| {
         Ok(auth::end_all(conn, email.as_str(), &by)?)
     })
     .await?;
@@ -146,32 +141,35 @@ async fn tokens_page(
     status: StatusCode,
     extra: Value,
 ) -> Result<HttpResponse, PageError> {
-    let list = with_conn(state, |conn, _| Ok(tokens::list(conn, true)?)).await?;
-    let mut data = json!({"tokens": list, "roles": ["member", "ingest", "admin"]});
+    let list = as_service(state, |conn, _| Ok(tokens::list(conn, true)?)).await?;
+    let mut data = json!({"tokens": list, "roles": TOKEN_ROLES.map(|r| r.to_string()),
+                          "form": {"name": "", "role": "", "email": ""}, "problems": [],
+                          "made": null});
     if let (Value::Object(data), Value::Object(extra)) = (&mut data, extra) {
         data.extend(extra);
     }
     page(state, who, status, "admin_tokens", "tokens", data)
 }
 
+/// The token form as typed, every field there.
+fn token_form(form: &Fields) -> Value {
+    json!({"name": form.text("name"), "role": form.text("role"), "email": form.text("email")})
+}
+
 /// `GET /admin/tokens`.
 pub async fn tokens_list(
-    who: SignedIn,
+    Admin(who): Admin,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    admin(&who)?;
     tokens_page(&state, &who, StatusCode::OK, json!({})).await
 }
 
 /// `POST /admin/tokens`: makes a token and shows its secret, once.
 pub async fn tokens_create(
-    who: SignedIn,
-    form: web::Form<Vec<(String, String)>>,
+    form: AdminForm,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    admin(&who)?;
-    let form = Fields::new(form);
-    form.check(&who)?;
+    let (Admin(who), form) = (form.who, form.fields);
     let mut problems = Vec::new();
     let name = TokenName::parse(&form.text("name"))
         .map_err(|p| problems.push(format!("name: {p}")))
@@ -187,18 +185,15 @@ pub async fn tokens_create(
             .ok()
     });
     let (Some(name), Some(role), true) = (name, role, problems.is_empty()) else {
-        let extra = json!({"problems": problems, "form": form.to_json()});
+        let extra = json!({"problems": problems, "form": token_form(&form)});
         return tokens_page(&state, &who, StatusCode::UNPROCESSABLE_ENTITY, extra).await;
     };
     let by = who.person.email.clone();
-    let made = with_conn(&state, move |conn, _| {
-        Ok(tokens::create_by(
-            conn,
-            &name,
-            role,
-            email.as_ref(),
-            Some(&by),
-        ))
+    let made = as_service(&state, move |conn, _| {
+        match tokens::create_by(conn, &name, role, email.as_ref(), Some(&by)) {
+            Ok(made) => Ok(Ok(made)),
+            Err(e) => Outcome::of(Err(e)).map(Err),
+        }
     })
     .await?;
     match made {
@@ -206,30 +201,29 @@ pub async fn tokens_create(
             let extra = json!({"made": {"name": info.name, "secret": secret.expose()}});
             tokens_page(&state, &who, StatusCode::CREATED, extra).await
         }
-        Err(e @ tokens::TokenError::NameTaken(_)) => {
-            let extra = json!({"problems": [e.to_string()], "form": form.to_json()});
-            tokens_page(&state, &who, StatusCode::CONFLICT, extra).await
+        Err(outcome) => {
+            outcome
+                .answer("/admin/tokens", |again| {
+                    let extra = json!({"problems": again.problems, "form": token_form(&form)});
+                    tokens_page(&state, &who, again.status, extra)
+                })
+                .await
         }
-        Err(e) => Err(crate::error::ApiError::from(e).into()),
     }
 }
 
 /// `POST /admin/tokens/{name}/revoke`.
 pub async fn tokens_revoke(
-    who: SignedIn,
+    _: AdminForm,
     path: web::Path<String>,
-    form: web::Form<Vec<(String, String)>>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    admin(&who)?;
-    Fields::new(form).check(&who)?;
     let name = path.into_inner();
-    let revoked = with_conn(&state, move |conn, _| Ok(tokens::revoke(conn, &name))).await?;
-    match revoked {
-        Ok(_) => Ok(see_other("/admin/tokens")),
-        Err(e @ tokens::TokenError::NotFound(_)) => Err(PageError::NotFound(e.to_string())),
-        Err(e) => Err(crate::error::ApiError::from(e).into()),
-    }
+    as_service(&state, move |conn, _| {
+        Ok(tokens::revoke(conn, &name).map(drop)?)
+    })
+    .await?;
+    Ok(see_other("/admin/tokens"))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -240,17 +234,16 @@ pub struct OutboxQuery {
 
 /// `GET /admin/outbox`: counts by state and the newest 100 emails (of one state).
 pub async fn outbox_list(
-    who: SignedIn,
+    Admin(who): Admin,
     query: web::Query<OutboxQuery>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    admin(&who)?;
     let filter = query
         .into_inner()
         .state
         .filter(|s| ["pending", "sending", "sent", "failed"].contains(&s.as_str()));
     let shown = filter.clone();
-    let (counts, emails) = with_conn(&state, move |conn, _| {
+    let (counts, emails) = as_service(&state, move |conn, _| {
         Ok((
             outbox::counts(conn)?,
             outbox::list(conn, shown.as_deref(), None, None, 100)?,
@@ -263,30 +256,24 @@ pub async fn outbox_list(
 
 /// `POST /admin/outbox/{id}/retry`.
 pub async fn outbox_retry(
-    who: SignedIn,
+    _: AdminForm,
     path: web::Path<String>,
-    form: web::Form<Vec<(String, String)>>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    admin(&who)?;
-    Fields::new(form).check(&who)?;
     let id = path.into_inner();
-    let retried = with_conn(&state, move |conn, _| Ok(outbox::retry(conn, &id))).await?;
-    match retried {
-        Ok(_) => Ok(see_other("/admin/outbox?state=pending")),
-        Err(e @ outbox::RetryError::NotFound(_)) => Err(PageError::NotFound(e.to_string())),
-        Err(e @ outbox::RetryError::NotFailed(_)) => Err(PageError::Conflict(e.to_string())),
-        Err(outbox::RetryError::Db(e)) => Err(crate::error::ApiError::from(e).into()),
-    }
+    as_service(&state, move |conn, _| {
+        Ok(outbox::retry(conn, &id).map(drop)?)
+    })
+    .await?;
+    Ok(see_other("/admin/outbox?state=pending"))
 }
 
 /// `GET /admin/sessions`: every session that has not ended, newest first.
 pub async fn sessions_list(
-    who: SignedIn,
+    Admin(who): Admin,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    admin(&who)?;
-    let sessions = with_conn(&state, |conn, _| Ok(auth::sessions_of(conn, None, 500)?)).await?;
+    let sessions = as_service(&state, |conn, _| Ok(auth::sessions_of(conn, None, 500)?)).await?;
     let data = json!({"sessions": sessions, "mine": who.person.session_id});
     page(
         &state,
@@ -300,15 +287,12 @@ pub async fn sessions_list(
 
 /// `POST /admin/sessions/{id}/end`.
 pub async fn sessions_end(
-    who: SignedIn,
+    form: AdminForm,
     path: web::Path<String>,
-    form: web::Form<Vec<(String, String)>>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    admin(&who)?;
-    Fields::new(form).check(&who)?;
     let id = path.into_inner();
-    let by = format!("admin {}", who.person.email);
-    with_conn(&state, move |conn, _| Ok(auth::end(conn, &id, &by)?)).await?;
+    let by = format!("admin {}", form.who.0.person.email);
+    as_service(&state, move |conn, _| Ok(auth::end(conn, &id, &by)?)).await?;
     Ok(see_other("/admin/sessions"))
 }

@@ -11,11 +11,12 @@ use chrono::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{render, PageError};
+use super::query::{filled, pages, word};
+use super::{as_service, render, PageError};
 use crate::domain::action::{ActionKind, Priority};
 use crate::domain::Severity;
 use crate::http::session::SignedIn;
-use crate::http::state::{with_conn, AppState};
+use crate::http::state::AppState;
 use crate::services::actions::{ActionFilter, ActionSort};
 use crate::services::board::{self, Totals};
 
@@ -46,41 +47,14 @@ pub struct BoardQuery {
     offset: Option<i64>,
 }
 
-fn filled(s: &Option<String>) -> Option<String> {
-    s.as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-}
-
-/// A word of a fixed set from the URL, or a page that names the set.
-fn word<T: for<'de> Deserialize<'de>>(
-    value: &Option<String>,
-    field: &str,
-    words: &str,
-) -> Result<Option<T>, PageError> {
-    filled(value)
-        .map(|v| {
-            serde_json::from_value(json!(v))
-                .map_err(|_| PageError::BadRequest(format!("no {field} {v:?}: {words}")))
-        })
-        .transpose()
-}
-
 impl BoardQuery {
     /// The filter shared by the totals and the rows (without the window).
     fn filter(&self) -> Result<ActionFilter, PageError> {
-        let severity = filled(&self.severity)
-            .map(|s| {
-                s.parse::<Severity>()
-                    .map_err(|_| PageError::BadRequest(format!("no severity {s:?}: sev1 to sev5")))
-            })
-            .transpose()?;
         Ok(ActionFilter {
             team: filled(&self.team),
             owner: filled(&self.owner).map(|o| o.to_lowercase()),
             service: filled(&self.service),
-            severity,
+            severity: word::<Severity>(&self.severity, "severity", "sev1 to sev5")?,
             priority: word::<Priority>(&self.priority, "priority", "high, medium or low")?,
             kind: word::<ActionKind>(
                 &self.kind,
@@ -144,7 +118,7 @@ pub async fn board(
     let base = q.filter()?;
     let offset = q.offset.unwrap_or(0).max(0);
     let (due_soon, sort) = (q.due_soon(), q.sort());
-    let (totals, rows, total) = with_conn(&state, move |conn, state| {
+    let (totals, rows, total) = as_service(&state, move |conn, state| {
         let clock = state.settings.clock();
         let soon_days = state.settings.reminders.due_soon_days;
         let totals: Arc<Totals> =
@@ -197,6 +171,7 @@ pub async fn board(
                    "selected": q.sort.as_deref().unwrap_or("days") == value})
     })
     .collect();
+    let (previous, next) = pages(offset, PAGE, total, |o| q.url(|n| n.offset = Some(o)));
     let data = json!({
         "filter": q,
         "totals": {"overdue": totals.overdue, "due_soon": totals.due_soon},
@@ -208,13 +183,13 @@ pub async fn board(
         "due_soon": due_soon,
         "sorts": sorts,
         "severities": Severity::ALL.map(|s| s.to_string()),
-        "priorities": ["high", "medium", "low"],
-        "kinds": ["detect", "diagnose", "mitigate", "prevent", "process"],
+        "priorities": Priority::ALL.map(Priority::as_str),
+        "kinds": ActionKind::ALL.map(ActionKind::as_str),
         "overdue_href": q.url(|n| { n.show = None; n.offset = None; }),
         "due_soon_href": q.url(|n| { n.show = Some("due-soon".into()); n.offset = None; }),
         "clear_href": "/board",
-        "next": (offset + PAGE < total).then(|| q.url(|n| n.offset = Some(offset + PAGE))),
-        "previous": (offset > 0).then(|| q.url(|n| n.offset = Some((offset - PAGE).max(0)))),
+        "next": next,
+        "previous": previous,
         "from": offset + 1,
         "to": (offset + PAGE).min(total),
     });

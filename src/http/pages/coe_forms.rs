@@ -2,33 +2,40 @@
 //! (title, owner, reviewer, severity, service), timeline entries, 5-whys chains,
 //! related items and new corrective actions. Each calls the service the API calls,
 //! with the version the page was loaded with; `coes::answer` turns the outcome into
-//! the next page.
+//! the next page, with what was typed kept when it did not go through.
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
+use serde_json::{json, Value};
 
-use super::coes::{self, answer, change, Kept};
-use super::{as_person, Fields, PageError};
+use super::coes::{self, answer, Kept};
+use super::{change, change_coe, CsrfForm, Fields, PageError};
 use crate::domain::{EmailAddress, Severity};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
-use crate::services::actions::{self, ActionError, NewAction};
+use crate::services::actions::{self, NewAction};
 use crate::services::coes::{
     self as service, CoeError, CoePatch, RelatedInput, TimelineInput, Why, WhyChainInput,
 };
 
-type Form = web::Form<Vec<(String, String)>>;
+type Form = CsrfForm<Fields>;
+
+/// `kept` with the form of `part` as typed.
+fn typed(part: &str, form: &Fields) -> Kept {
+    Kept {
+        forms: [(part.to_owned(), form.to_json())].into(),
+        ..Kept::default()
+    }
+}
 
 /// `POST /coes/{id}/sections/{key}`: saves a text section, or — with the preview
 /// button — shows it rendered without saving.
 pub async fn save_section(
-    who: SignedIn,
-    path: web::Path<(String, String)>,
     form: Form,
+    path: web::Path<(String, String)>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    let form = Fields::new(form);
-    form.check(&who)?;
+    let CsrfForm { who, fields: form } = form;
     let (id, key) = path.into_inner();
     let body = form.text("body");
     let mut kept = Kept::default();
@@ -39,7 +46,7 @@ pub async fn save_section(
         return coes::page(&state, &who, StatusCode::OK, loaded, kept);
     }
     let (coe_id, section, version) = (id.clone(), key.clone(), form.version());
-    let result = change(&state, &who, move |conn, state, editor| {
+    let result = change_coe(&state, &who, move |conn, state, editor| {
         service::put_section(
             conn,
             &coe_id,
@@ -70,13 +77,11 @@ fn email_field(
 /// what differs from the COE as it is is sent, so nobody is told of an assignment
 /// that did not change.
 pub async fn details(
-    who: SignedIn,
-    path: web::Path<String>,
     form: Form,
+    path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    let form = Fields::new(form);
-    form.check(&who)?;
+    let CsrfForm { who, fields: form } = form;
     let id = path.into_inner();
     let mut problems = Vec::new();
     let owner = email_field(&form, "owner", &mut problems);
@@ -88,11 +93,8 @@ pub async fn details(
     });
     let (title, service_name) = (form.filled("title"), form.filled("service"));
     let (coe_id, version) = (id.clone(), form.version());
-    let kept = Kept {
-        forms: [("details".to_owned(), form.to_json())].into(),
-        ..Kept::default()
-    };
-    let result = change(&state, &who, move |conn, state, editor| {
+    let kept = typed("details", &form);
+    let result = change_coe(&state, &who, move |conn, state, editor| {
         if !problems.is_empty() {
             return Err(CoeError::Invalid(problems));
         }
@@ -127,23 +129,18 @@ fn timeline_input(form: &Fields) -> TimelineInput {
 
 /// `POST /coes/{id}/timeline`: adds an entry.
 pub async fn add_timeline(
-    who: SignedIn,
-    path: web::Path<String>,
     form: Form,
+    path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    let form = Fields::new(form);
-    form.check(&who)?;
+    let CsrfForm { who, fields: form } = form;
     let id = path.into_inner();
     let (coe_id, input, version) = (id.clone(), timeline_input(&form), form.version());
-    let result = change(&state, &who, move |conn, _, editor| {
+    let result = change_coe(&state, &who, move |conn, _, editor| {
         service::add_timeline(conn, &coe_id, &input, version, editor).map(drop)
     })
     .await?;
-    let kept = Kept {
-        forms: [("timeline".to_owned(), form.to_json())].into(),
-        ..Kept::default()
-    };
+    let kept = typed("timeline", &form);
     answer(&state, &who, &id, "timeline", result, kept).await
 }
 
@@ -156,48 +153,95 @@ pub async fn timeline_entry(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let (id, entry_id) = path.into_inner();
-    let loaded = coes::load(&state, &id, &who, false).await?;
+    entry_page(
+        &state,
+        &who,
+        &id,
+        &entry_id,
+        StatusCode::OK,
+        None,
+        Vec::new(),
+    )
+    .await
+}
+
+/// The page of one timeline entry: as it is, or as `typed` with `problems`.
+async fn entry_page(
+    state: &web::Data<AppState>,
+    who: &SignedIn,
+    id: &str,
+    entry_id: &str,
+    status: StatusCode,
+    typed: Option<Value>,
+    problems: Vec<String>,
+) -> Result<HttpResponse, PageError> {
+    let loaded = coes::load(state, id, who, false).await?;
     let doc = &loaded.doc;
     let entry = doc
         .timeline
         .iter()
         .find(|t| t.id == entry_id)
         .ok_or_else(|| PageError::NotFound(format!("the COE has no timeline entry {entry_id}")))?;
-    let kinds: Vec<serde_json::Value> = crate::domain::coe::TimelineKind::ALL
+    let kinds: Vec<Value> = crate::domain::coe::TimelineKind::ALL
         .iter()
-        .map(|k| serde_json::json!({"value": k.as_str(), "milestone": k.is_milestone()}))
+        .map(|k| json!({"value": k.as_str(), "milestone": k.is_milestone()}))
         .collect();
-    let data = serde_json::json!({
-        "coe": {"id": doc.id, "title": doc.title, "version": doc.version},
-        "entry": {"id": entry.id, "kind": entry.kind, "text": entry.text,
-                  "at_input": entry.at.format("%Y-%m-%dT%H:%M").to_string()},
-        "kinds": kinds,
+    let entry = typed.unwrap_or_else(|| {
+        json!({"kind": entry.kind, "text": entry.text,
+               "at": entry.at.format("%Y-%m-%dT%H:%M").to_string()})
     });
-    super::render(&state, Some(&who), StatusCode::OK, "timeline_entry", data)
+    let data = json!({
+        "coe": {"id": doc.id, "title": doc.title, "version": doc.version},
+        "entry_id": entry_id,
+        "entry": entry,
+        "kinds": kinds,
+        "problems": problems,
+    });
+    super::render(state, Some(who), status, "timeline_entry", data)
 }
 
 /// `POST /coes/{id}/timeline/{entry}`: changes an entry, or deletes it (the delete
-/// button).
+/// button). When it does not go through, the entry's page again with what was typed.
 pub async fn edit_timeline(
-    who: SignedIn,
-    path: web::Path<(String, String)>,
     form: Form,
+    path: web::Path<(String, String)>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    let form = Fields::new(form);
-    form.check(&who)?;
+    let CsrfForm { who, fields: form } = form;
     let (id, entry) = path.into_inner();
-    let (coe_id, input, version) = (id.clone(), timeline_input(&form), form.version());
+    let (coe_id, entry_id) = (id.clone(), entry.clone());
+    let (input, version) = (timeline_input(&form), form.version());
     let delete = form.filled("delete").is_some();
-    let result = change(&state, &who, move |conn, _, editor| {
+    let outcome = change_coe(&state, &who, move |conn, _, editor| {
         if delete {
-            service::delete_timeline(conn, &coe_id, &entry, version, editor)
+            service::delete_timeline(conn, &coe_id, &entry_id, version, editor)
         } else {
-            service::edit_timeline(conn, &coe_id, &entry, &input, version, editor)
+            service::edit_timeline(conn, &coe_id, &entry_id, &input, version, editor)
         }
     })
     .await?;
-    answer(&state, &who, &id, "timeline", result, Kept::default()).await
+    outcome
+        .answer(&format!("/coes/{id}#part-timeline"), |again| {
+            let mut problems = again.problems;
+            if let Some((expected, current)) = again.stale {
+                problems.push(format!(
+                    "Someone saved this COE after you opened it (version {expected} → {current}); \
+                     what you typed is kept below, not saved: check the entry and save again."
+                ));
+            }
+            let typed = json!({"kind": form.text("kind"), "text": form.text("text"),
+                               "at": form.text("at")});
+            entry_page(
+                &state,
+                &who,
+                &id,
+                &entry,
+                again.status,
+                Some(typed),
+                problems,
+            )
+        })
+        .await
 }
 
 /// The steps of a chain from the form's repeated `why` and `because` fields; rows
@@ -215,57 +259,72 @@ fn why_steps(form: &Fields) -> WhyChainInput {
     WhyChainInput { steps }
 }
 
+/// The rows of a 5-whys form as typed, to show again.
+fn why_rows(form: &Fields) -> Value {
+    form.all("why")
+        .zip(form.all("because"))
+        .map(|(why, because)| json!({"why": why, "because": because}))
+        .collect()
+}
+
 /// `POST /coes/{id}/whys`: adds a chain.
 pub async fn add_whys(
-    who: SignedIn,
-    path: web::Path<String>,
     form: Form,
+    path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    let form = Fields::new(form);
-    form.check(&who)?;
+    let CsrfForm { who, fields: form } = form;
     let id = path.into_inner();
     let (coe_id, input, version) = (id.clone(), why_steps(&form), form.version());
-    let result = change(&state, &who, move |conn, _, editor| {
+    let outcome = change_coe(&state, &who, move |conn, _, editor| {
         service::add_why_chain(conn, &coe_id, &input, version, editor).map(drop)
     })
     .await?;
-    answer(&state, &who, &id, "five_whys", result, Kept::default()).await
+    let kept = Kept {
+        forms: [("five_whys".to_owned(), json!({"rows": why_rows(&form)}))].into(),
+        ..Kept::default()
+    };
+    answer(&state, &who, &id, "five_whys", outcome, kept).await
 }
 
 /// `POST /coes/{id}/whys/{chain}`: replaces a chain, or deletes it.
 pub async fn edit_whys(
-    who: SignedIn,
-    path: web::Path<(String, String)>,
     form: Form,
+    path: web::Path<(String, String)>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    let form = Fields::new(form);
-    form.check(&who)?;
+    let CsrfForm { who, fields: form } = form;
     let (id, chain) = path.into_inner();
-    let (coe_id, input, version) = (id.clone(), why_steps(&form), form.version());
+    let (coe_id, chain_id) = (id.clone(), chain.clone());
+    let (input, version) = (why_steps(&form), form.version());
     let delete = form.filled("delete").is_some();
-    let result = change(&state, &who, move |conn, _, editor| {
+    let outcome = change_coe(&state, &who, move |conn, _, editor| {
         if delete {
-            service::delete_why_chain(conn, &coe_id, &chain, version, editor)
+            service::delete_why_chain(conn, &coe_id, &chain_id, version, editor)
         } else {
-            service::replace_why_chain(conn, &coe_id, &chain, &input, version, editor)
+            service::replace_why_chain(conn, &coe_id, &chain_id, &input, version, editor)
         }
     })
     .await?;
-    answer(&state, &who, &id, "five_whys", result, Kept::default()).await
+    let kept = Kept {
+        forms: [(
+            "five_whys".to_owned(),
+            json!({"chain": chain, "steps": why_rows(&form)}),
+        )]
+        .into(),
+        ..Kept::default()
+    };
+    answer(&state, &who, &id, "five_whys", outcome, kept).await
 }
 
 /// `POST /coes/{id}/related`: links an item (a web page, or another COE by its id or
 /// its page's address).
 pub async fn add_related(
-    who: SignedIn,
-    path: web::Path<String>,
     form: Form,
+    path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    let form = Fields::new(form);
-    form.check(&who)?;
+    let CsrfForm { who, fields: form } = form;
     let id = path.into_inner();
     let kind = form.text("kind");
     let target = form.filled("target");
@@ -285,45 +344,45 @@ pub async fn add_related(
         coe_id,
     };
     let (key, version) = (id.clone(), form.version());
-    let result = change(&state, &who, move |conn, _, editor| {
+    let outcome = change_coe(&state, &who, move |conn, _, editor| {
         service::add_related(conn, &key, &input, version, editor).map(drop)
     })
     .await?;
-    let kept = Kept {
-        forms: [("related".to_owned(), form.to_json())].into(),
-        ..Kept::default()
-    };
-    answer(&state, &who, &id, "related", result, kept).await
+    answer(
+        &state,
+        &who,
+        &id,
+        "related",
+        outcome,
+        typed("related", &form),
+    )
+    .await
 }
 
 /// `POST /coes/{id}/related/{item}/delete`.
 pub async fn delete_related(
-    who: SignedIn,
-    path: web::Path<(String, String)>,
     form: Form,
+    path: web::Path<(String, String)>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    let form = Fields::new(form);
-    form.check(&who)?;
+    let CsrfForm { who, fields: form } = form;
     let (id, item) = path.into_inner();
     let (key, version) = (id.clone(), form.version());
-    let result = change(&state, &who, move |conn, _, editor| {
+    let outcome = change_coe(&state, &who, move |conn, _, editor| {
         service::delete_related(conn, &key, &item, version, editor)
     })
     .await?;
-    answer(&state, &who, &id, "related", result, Kept::default()).await
+    answer(&state, &who, &id, "related", outcome, Kept::default()).await
 }
 
 /// `POST /coes/{id}/actions`: a new corrective action; every missing or invalid
 /// field is named at once and what was typed stays in the form.
 pub async fn add_action(
-    who: SignedIn,
-    path: web::Path<String>,
     form: Form,
+    path: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    let form = Fields::new(form);
-    form.check(&who)?;
+    let CsrfForm { who, fields: form } = form;
     let id = path.into_inner();
     let input = NewAction {
         title: form.filled("title"),
@@ -336,28 +395,25 @@ pub async fn add_action(
         external_url: form.filled("external_url"),
     };
     let key = id.clone();
-    let created = as_person(&state, &who, move |conn, state, editor| {
-        Ok(actions::create(
+    let outcome = change(&state, &who, move |conn, state, editor| {
+        actions::create(
             conn,
             &key,
             &input,
             editor,
             state.settings.clock(),
             state.mailer(),
-        ))
+        )
+        .map(drop)
     })
     .await?;
-    let result = match created {
-        Ok(_) => Ok(()),
-        Err(ActionError::Invalid(problems)) => Err(CoeError::Invalid(problems)),
-        Err(ActionError::CoeNotFound(coe)) => Err(CoeError::NotFound(coe)),
-        Err(ActionError::Forbidden(m)) => Err(CoeError::Forbidden(m)),
-        Err(e @ ActionError::CoeClosed(_)) => Err(CoeError::Conflict(e.to_string())),
-        Err(e) => return Err(crate::error::ApiError::from(e).into()),
-    };
-    let kept = Kept {
-        forms: [("actions".to_owned(), form.to_json())].into(),
-        ..Kept::default()
-    };
-    answer(&state, &who, &id, "actions", result, kept).await
+    answer(
+        &state,
+        &who,
+        &id,
+        "actions",
+        outcome,
+        typed("actions", &form),
+    )
+    .await
 }

@@ -9,18 +9,15 @@ use std::collections::BTreeMap;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use chrono::NaiveDateTime;
-use diesel::prelude::*;
 use serde_json::{json, Value};
 
-use super::{as_person, render, see_other, PageError};
-use crate::db::schema::coe_reads;
-use crate::db::{self, DbConnection};
+use super::{as_person, render, Outcome, PageError};
+use crate::domain::action::{ActionKind, Priority};
 use crate::domain::coe::{CoeState, TimelineKind};
 use crate::domain::rules::Finding;
-use crate::error::ApiError;
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
-use crate::services::access::{self, Editor};
+use crate::services::access;
 use crate::services::coes::{self, CoeDocument, CoeError, HistoryEntry, SectionView};
 
 /// The section a finding is about: `five_whys[1].steps[0]` is in `five_whys`.
@@ -94,38 +91,6 @@ pub(super) struct Loaded {
     since_last_look: Option<(NaiveDateTime, Vec<HistoryEntry>)>,
 }
 
-/// Notes that `who` looked at the COE now; returns their previous look.
-fn note_look(
-    conn: &mut DbConnection,
-    id: &str,
-    who: &str,
-    version: i32,
-) -> QueryResult<Option<NaiveDateTime>> {
-    let previous: Option<NaiveDateTime> = coe_reads::table
-        .find((id, who))
-        .select(coe_reads::read_at)
-        .first(conn)
-        .optional()?;
-    let now = db::now();
-    if previous.is_some() {
-        diesel::update(coe_reads::table.find((id, who)))
-            .set((coe_reads::version.eq(version), coe_reads::read_at.eq(now)))
-            .execute(conn)?;
-    } else {
-        crate::insert_or_ignore!(
-            conn,
-            diesel::insert_into(coe_reads::table).values((
-                coe_reads::coe_id.eq(id),
-                coe_reads::person_email.eq(who),
-                coe_reads::version.eq(version),
-                coe_reads::read_at.eq(now),
-            )),
-            (coe_reads::coe_id, coe_reads::person_email)
-        )?;
-    }
-    Ok(previous)
-}
-
 /// The document, its history, and whether `who` may change it (the services'
 /// access rule, asked, not copied). A reviewer's look is remembered.
 pub(super) async fn load(
@@ -153,13 +118,7 @@ pub(super) async fn load(
         {
             let open: Vec<Value> = crate::services::actions::for_coe(conn, &earlier.coe_id, clock)?
                 .into_iter()
-                .filter(|a| {
-                    matches!(
-                        a.state,
-                        crate::domain::action::ActionState::Open
-                            | crate::domain::action::ActionState::InProgress
-                    )
-                })
+                .filter(|a| a.state.is_active())
                 .map(|a| {
                     json!({"id": a.id, "title": a.title, "owner": a.owner,
                                 "due_date": a.due_date, "overdue": a.overdue,
@@ -170,16 +129,14 @@ pub(super) async fn load(
         }
         let me = editor.actor;
         let since_last_look = if remember_look && doc.reviewer.as_deref() == Some(me) {
-            note_look(conn, &key, me, doc.version)
-                .map_err(ApiError::from)?
-                .map(|seen| {
-                    let changes = history
-                        .iter()
-                        .filter(|h| h.at > seen && h.actor != me)
-                        .cloned()
-                        .collect();
-                    (seen, changes)
-                })
+            coes::note_look(conn, &key, me, doc.version)?.map(|seen| {
+                let changes = history
+                    .iter()
+                    .filter(|h| h.at > seen && h.actor != me)
+                    .cloned()
+                    .collect();
+                (seen, changes)
+            })
         } else {
             None
         };
@@ -244,6 +201,45 @@ fn local_input(at: &NaiveDateTime) -> String {
     at.format("%Y-%m-%dT%H:%M").to_string()
 }
 
+/// The fields of each part's form, so that a form shows every field (empty, or as
+/// typed when a change did not go through).
+const PART_FIELDS: &[(&str, &[&str])] = &[
+    ("details", &["title", "owner", "reviewer", "service"]),
+    ("timeline", &["at", "kind", "text"]),
+    ("related", &["kind", "target", "title"]),
+    (
+        "actions",
+        &[
+            "title",
+            "owner",
+            "due_date",
+            "priority",
+            "kind",
+            "success_criteria",
+            "description",
+            "external_url",
+        ],
+    ),
+    ("review", &["comment"]),
+];
+
+/// Part `part`'s form: every field, as typed (`kept`) or empty.
+fn form_of(part: &str, kept: Option<&Value>) -> Value {
+    let fields = PART_FIELDS
+        .iter()
+        .find(|(p, _)| *p == part)
+        .map_or(&[][..], |(_, f)| *f);
+    let mut form = serde_json::Map::new();
+    for field in fields {
+        let value = kept
+            .and_then(|k| k.get(*field))
+            .cloned()
+            .unwrap_or_else(|| json!(""));
+        form.insert((*field).to_owned(), value);
+    }
+    Value::Object(form)
+}
+
 pub(super) fn page(
     state: &AppState,
     who: &SignedIn,
@@ -289,7 +285,7 @@ pub(super) fn page(
             v["preview"] = json!(kept.previews.get(&s.key));
             let problems = kept.problems.get(&s.key).or(kept.problems.get(part));
             v["save_problems"] = json!(problems);
-            v["form"] = kept.forms.get(part).cloned().unwrap_or_else(|| json!({}));
+            v["form"] = form_of(part, kept.forms.get(part));
             v["changed"] = json!(changed_keys.contains(&s.key));
             v
         })
@@ -303,11 +299,33 @@ pub(super) fn page(
             v
         })
         .collect();
+    // A 5-whys form that did not go through shows what was typed: a chain's change
+    // in that chain's form, a new chain in the form that adds one.
+    let kept_whys = kept.forms.get("five_whys");
     let whys: Vec<Value> = doc
         .five_whys
         .iter()
         .enumerate()
-        .map(|(i, chain)| json!({"id": chain.id, "number": i + 1, "steps": chain.steps}))
+        .map(|(i, chain)| {
+            let typed = kept_whys
+                .filter(|k| k["chain"] == json!(chain.id))
+                .map(|k| k["steps"].clone());
+            json!({"id": chain.id, "number": i + 1, "steps": chain.steps,
+                   "kept": typed.is_some(),
+                   "steps_input": typed.unwrap_or_else(|| json!(chain.steps))})
+        })
+        .collect();
+    let typed_rows = kept_whys
+        .and_then(|k| k["rows"].as_array())
+        .cloned()
+        .unwrap_or_default();
+    let why_rows: Vec<Value> = (0..typed_rows.len().max(5))
+        .map(|i| {
+            let row = typed_rows.get(i);
+            json!({"number": i + 1,
+                   "why": row.map_or(json!(""), |r| r["why"].clone()),
+                   "because": row.map_or(json!(""), |r| r["because"].clone())})
+        })
         .collect();
     let kinds: Vec<Value> = TimelineKind::ALL
         .iter()
@@ -341,12 +359,17 @@ pub(super) fn page(
         "timeline_kinds": kinds,
         "related_kinds": crate::domain::coe::RelatedKind::ALL.map(|k| k.as_str()),
         "severities": crate::domain::Severity::ALL.map(|s| s.to_string()),
-        "priorities": ["high", "medium", "low"],
-        "action_kinds": ["detect", "diagnose", "mitigate", "prevent", "process"],
-        "why_rows": [1, 2, 3, 4, 5],
+        "priorities": Priority::ALL.map(Priority::as_str),
+        "action_kinds": ActionKind::ALL.map(ActionKind::as_str),
+        "why_rows": why_rows,
         "notice": kept.notice,
         "problems": kept.problems,
-        "forms": kept.forms,
+        // A part's form as typed, only where a change of it did not go through (the
+        // details form shows the COE's own values otherwise); the review's comment always.
+        "forms": {
+            "details": kept.forms.get("details").map(|k| form_of("details", Some(k))),
+            "review": form_of("review", kept.forms.get("review")),
+        },
         "last_look": last_look,
         "changes": history.len(),
         "earlier_open": earlier_open,
@@ -365,73 +388,39 @@ pub async fn show(
     page(&state, &who, StatusCode::OK, loaded, Kept::default())
 }
 
-/// The answer to a change of COE `id` made from the part `part` of its page:
-/// back to that part when it worked; otherwise the page again, with the problems
-/// next to the part and what the person typed (`kept`), or — when someone saved
-/// first — a notice saying who.
+/// The answer to a change of COE `id` made from the part `part` of its page: back
+/// to that part when it worked; otherwise the page again, with the problems next to
+/// the part and what the person typed (`kept`), or — when someone saved first — a
+/// notice saying who.
 pub(super) async fn answer(
     state: &web::Data<AppState>,
     who: &SignedIn,
     id: &str,
     part: &str,
-    result: Result<(), CoeError>,
+    outcome: Outcome,
     mut kept: Kept,
 ) -> Result<HttpResponse, PageError> {
-    let status = match result {
-        Ok(()) => {
-            let anchor = if matches!(part, "timeline" | "five_whys" | "related" | "actions") {
-                format!("part-{part}")
-            } else {
-                part.to_owned()
-            };
-            return Ok(see_other(&format!("/coes/{id}#{anchor}")));
-        }
-        Err(CoeError::Stale { expected, current }) => {
-            let loaded = load(state, id, who, false).await?;
-            let count = usize::try_from(current - expected).unwrap_or(1);
-            kept.notice = Some(format!(
-                "Someone saved this COE after you opened it (version {expected} → {current}): {}. \
-                 What you typed is kept below, not saved; compare it with theirs and save again.",
-                changed_by(&loaded.history, count, &loaded.doc.sections)
-            ));
-            return page(state, who, StatusCode::CONFLICT, loaded, kept);
-        }
-        Err(CoeError::Invalid(problems)) => {
-            kept.problems.insert(
-                part.to_owned(),
-                problems
-                    .into_iter()
-                    .map(|(field, p)| format!("{}: {p}", field.replace('_', " ")))
-                    .collect(),
-            );
-            StatusCode::UNPROCESSABLE_ENTITY
-        }
-        Err(CoeError::NotFound(_)) => {
-            return Err(PageError::NotFound(format!("there is no COE {id}")));
-        }
-        Err(CoeError::Forbidden(m)) => return Err(PageError::Forbidden(m)),
-        Err(e @ CoeError::NotEditable { .. }) | Err(e @ CoeError::Conflict(_)) => {
-            kept.problems.insert(part.to_owned(), vec![e.to_string()]);
-            StatusCode::CONFLICT
-        }
-        Err(e) => return Err(ApiError::from(e).into()),
+    let anchor = if matches!(part, "timeline" | "five_whys" | "related" | "actions") {
+        format!("part-{part}")
+    } else {
+        part.to_owned()
     };
-    let loaded = load(state, id, who, false).await?;
-    page(state, who, status, loaded, kept)
-}
-
-/// Runs a change of a COE as the signed-in person.
-pub(super) async fn change(
-    state: &web::Data<AppState>,
-    who: &SignedIn,
-    work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>) -> Result<(), CoeError>
-        + Send
-        + 'static,
-) -> Result<Result<(), CoeError>, PageError> {
-    as_person(state, who, move |conn, state, editor| {
-        Ok(work(conn, state, editor))
-    })
-    .await
+    outcome
+        .answer(&format!("/coes/{id}#{anchor}"), |again| async move {
+            let loaded = load(state, id, who, false).await?;
+            if let Some((expected, current)) = again.stale {
+                let count = usize::try_from(current - expected).unwrap_or(1);
+                kept.notice = Some(format!(
+                    "Someone saved this COE after you opened it (version {expected} → {current}): {}. \
+                     What you typed is kept below, not saved; compare it with theirs and save again.",
+                    changed_by(&loaded.history, count, &loaded.doc.sections)
+                ));
+            } else {
+                kept.problems.insert(part.to_owned(), again.problems);
+            }
+            page(state, who, again.status, loaded, kept)
+        })
+        .await
 }
 
 #[cfg(test)]

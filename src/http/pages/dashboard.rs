@@ -10,9 +10,9 @@ use actix_web::{web, HttpResponse};
 use serde::Serialize;
 use serde_json::json;
 
-use super::{render, PageError};
+use super::{as_service, render, PageError};
 use crate::http::session::SignedIn;
-use crate::http::state::{with_conn, AppState};
+use crate::http::state::AppState;
 use crate::services::stats::{Stats, WaitingCoe};
 
 /// How many COEs each list shows.
@@ -342,7 +342,7 @@ pub async fn dashboard(
     who: SignedIn,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    let figures = with_conn(&state, |conn, state| {
+    let figures = as_service(&state, |conn, state| {
         crate::http::api::stats::current(conn, state)
     })
     .await?;

@@ -6,10 +6,10 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use serde_json::{json, Value};
 
-use super::{render, PageError};
+use super::{as_service, render, PageError};
 use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;
-use crate::http::state::{with_conn, AppState};
+use crate::http::state::AppState;
 use crate::services::actions::{self, ActionFilter, ActionSort, ActionView};
 use crate::services::coes::{self, CoeFilter, CoeSummary};
 
@@ -36,7 +36,7 @@ fn action_line(a: ActionView) -> Value {
 /// `GET /`.
 pub async fn home(who: SignedIn, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
     let email = who.person.email.clone();
-    let (actions, coes) = with_conn(&state, move |conn, state| {
+    let (actions, coes) = as_service(&state, move |conn, state| {
         let clock = state.settings.clock();
         // Open or in progress: the overdue ones, then the rest by due date.
         let mut open = Vec::new();

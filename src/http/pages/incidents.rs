@@ -8,12 +8,14 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{render, PageError};
+use super::query::{filled, pages, word};
+use super::{as_person, as_service, render, see_other, CsrfForm, Fields, PageError};
 use crate::domain::incident::IncidentState;
 use crate::domain::timeline::{self, EventFacts};
 use crate::domain::Severity;
+use crate::error::ApiError;
 use crate::http::session::SignedIn;
-use crate::http::state::{with_conn, AppState};
+use crate::http::state::AppState;
 use crate::services::coes::{self, CoeError, NewCoe};
 use crate::services::incidents::{self, Event, IncidentFilter};
 
@@ -34,10 +36,6 @@ pub struct ListQuery {
     offset: Option<i64>,
 }
 
-fn non_empty(s: &Option<String>) -> Option<&str> {
-    s.as_deref().map(str::trim).filter(|s| !s.is_empty())
-}
-
 /// `GET /incidents`.
 pub async fn list(
     who: SignedIn,
@@ -45,27 +43,16 @@ pub async fn list(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
     let q = query.into_inner();
-    let status = non_empty(&q.status)
-        .map(|s| {
-            serde_json::from_value::<IncidentState>(json!(s)).map_err(|_| {
-                PageError::BadRequest(format!("no incident state {s:?}: open or resolved"))
-            })
-        })
-        .transpose()?;
-    let min_severity = non_empty(&q.min_severity)
-        .map(|s| {
-            s.parse::<Severity>()
-                .map_err(|_| PageError::BadRequest(format!("no severity {s:?}: sev1 to sev5")))
-        })
-        .transpose()?;
+    let status = word::<IncidentState>(&q.status, "incident state", "open or resolved")?;
+    let min_severity = word::<Severity>(&q.min_severity, "severity", "sev1 to sev5")?;
     let offset = q.offset.unwrap_or(0).max(0);
     let filter = IncidentFilter {
         state: status,
         min_severity,
-        service: non_empty(&q.service).map(str::to_owned),
+        service: filled(&q.service),
         ..IncidentFilter::default()
     };
-    let (found, total) = with_conn(&state, move |conn, _| {
+    let (found, total) = as_service(&state, move |conn, _| {
         Ok(incidents::list(conn, &filter, PAGE, offset)?)
     })
     .await?;
@@ -76,8 +63,8 @@ pub async fn list(
             ("min_severity", &q.min_severity),
             ("service", &q.service),
         ] {
-            if let Some(v) = non_empty(v) {
-                params.push((k, v.to_owned()));
+            if let Some(v) = filled(v) {
+                params.push((k, v));
             }
         }
         params.push(("offset", offset.to_string()));
@@ -86,8 +73,7 @@ pub async fn list(
             serde_urlencoded::to_string(params).unwrap_or_default()
         )
     };
-    let previous = (offset > 0).then(|| here((offset - PAGE).max(0)));
-    let next = (offset + PAGE < total).then(|| here(offset + PAGE));
+    let (previous, next) = pages(offset, PAGE, total, here);
     render(
         &state,
         Some(&who),
@@ -96,8 +82,8 @@ pub async fn list(
         json!({
             "incidents": found,
             "total": total,
-            "filter": {"status": non_empty(&q.status), "min_severity": non_empty(&q.min_severity), "service": non_empty(&q.service)},
-            "severities": ["sev1", "sev2", "sev3", "sev4", "sev5"],
+            "filter": {"status": filled(&q.status), "min_severity": filled(&q.min_severity), "service": filled(&q.service)},
+            "severities": Severity::ALL.map(|s| s.to_string()),
             "previous": previous,
             "next": next,
         }),
@@ -129,7 +115,7 @@ pub async fn show(
 ) -> Result<HttpResponse, PageError> {
     let id = path.into_inner();
     let key = id.clone();
-    let found = with_conn(&state, move |conn, _| {
+    let found = as_service(&state, move |conn, _| {
         let Some(detail) = incidents::get(conn, &key)? else {
             return Ok(None);
         };
@@ -169,24 +155,17 @@ pub async fn show(
     )
 }
 
-#[derive(Debug, Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf: String,
-}
-
 /// `POST /incidents/{id}/coe`: opens its COE by hand (or goes to the one it has).
 pub async fn open_coe(
-    who: SignedIn,
+    form: CsrfForm<Fields>,
     path: web::Path<String>,
-    form: web::Form<CsrfForm>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    who.check_csrf(&form.csrf)?;
-    let incident_id = path.into_inner();
-    let actor = who.person.email.clone();
-    let key = incident_id.clone();
-    let opened = with_conn(&state, move |conn, state| {
+    let key = path.into_inner();
+    let opened = as_person(&state, &form.who, move |conn, state, me| {
+        if incidents::get(conn, &key)?.is_none() {
+            return Err(ApiError::NotFound(format!("there is no incident {key}")));
+        }
         let input = NewCoe {
             incident_id: Some(key.clone()),
             title: None,
@@ -194,23 +173,18 @@ pub async fn open_coe(
             severity: None,
             owner: None,
         };
-        match coes::create(conn, input, &actor, &state.coe_context()) {
-            Ok(id) => Ok(Ok(id)),
-            Err(CoeError::Conflict(_)) => Ok(incidents::coe_of(conn, &key)?.ok_or_else(|| {
-                PageError::BadRequest("the incident's COE could not be found".into())
-            })),
-            Err(CoeError::Invalid(problems)) => Ok(Err(PageError::NotFound(
-                problems
-                    .into_iter()
-                    .map(|(_, p)| p)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            ))),
-            Err(e) => Err(crate::error::ApiError::from(e)),
+        match coes::create(conn, input, me.actor, &state.coe_context()) {
+            Ok(id) => Ok(id),
+            // It has one already: go there.
+            Err(CoeError::Conflict(m)) => {
+                incidents::coe_of(conn, &key)?.ok_or(ApiError::Conflict {
+                    message: m,
+                    fields: Vec::new(),
+                })
+            }
+            Err(e) => Err(e.into()),
         }
     })
-    .await??;
-    Ok(HttpResponse::SeeOther()
-        .insert_header(("location", format!("/coes/{opened}")))
-        .finish())
+    .await?;
+    Ok(see_other(&format!("/coes/{opened}")))
 }

@@ -4,9 +4,6 @@
 //! from elsewhere). The one place user text becomes HTML; templates reach it through
 //! the `markdown` helper, never through a triple-stash.
 
-use handlebars::{
-    Context, Handlebars, Helper, HelperResult, Output, RenderContext, RenderErrorReason,
-};
 use pulldown_cmark::{Event, HeadingLevel, LinkType, Options, Parser, Tag, TagEnd};
 
 /// Whether a link target may be followed from a page.
@@ -67,23 +64,6 @@ pub fn to_html(text: &str) -> String {
     let mut html = String::with_capacity(text.len() * 3 / 2);
     pulldown_cmark::html::push_html(&mut html, events);
     html
-}
-
-/// `{{markdown text}}`: the text rendered by `to_html`, written as HTML.
-pub fn helper(
-    h: &Helper<'_>,
-    _: &Handlebars<'_>,
-    _: &Context,
-    _: &mut RenderContext<'_, '_>,
-    out: &mut dyn Output,
-) -> HelperResult {
-    let text = h
-        .param(0)
-        .ok_or(RenderErrorReason::ParamNotFoundForIndex("markdown", 0))?;
-    if let Some(text) = text.value().as_str() {
-        out.write(&to_html(text))?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -4,24 +4,13 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
-use diesel::prelude::*;
 use serde_json::json;
 
-use super::{render, Fields, PageError};
-use crate::db::schema::people;
-use crate::domain::EmailAddress;
+use super::{as_person, render, CsrfForm, Fields, PageError};
 use crate::http::session::SignedIn;
-use crate::http::state::{with_conn, AppState};
+use crate::http::state::AppState;
 use crate::services::auth;
 use crate::services::people as directory;
-
-type Person = (
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    bool,
-);
 
 async fn page(
     state: &web::Data<AppState>,
@@ -29,23 +18,13 @@ async fn page(
     feed_url: Option<String>,
     notice: Option<String>,
 ) -> Result<HttpResponse, PageError> {
-    let email = who.person.email.clone();
-    let (person, sessions): (Option<Person>, Vec<auth::SessionView>) =
-        with_conn(state, move |conn, _| {
-            let person = people::table
-                .find(&email)
-                .select((
-                    people::name,
-                    people::team,
-                    people::manager_email,
-                    people::timezone,
-                    people::feed_token_hash.is_not_null(),
-                ))
-                .first(conn)
-                .optional()?;
-            Ok((person, auth::sessions_of(conn, Some(&email), 100)?))
-        })
-        .await?;
+    let (person, sessions) = as_person(state, who, move |conn, _, me| {
+        Ok((
+            directory::get(conn, me.actor)?,
+            auth::sessions_of(conn, Some(me.actor), 100)?,
+        ))
+    })
+    .await?;
     let current = &who.person.session_id;
     let sessions: Vec<_> = sessions
         .iter()
@@ -54,11 +33,13 @@ async fn page(
                    "last_seen_at": s.last_seen_at.and_utc().to_rfc3339(), "current": &s.id == current})
         })
         .collect();
-    let (name, team, manager, timezone, has_feed) =
-        person.unwrap_or((None, None, None, None, false));
+    let has_feed = person.as_ref().is_some_and(|(_, feed)| *feed);
+    let person = person.map(|(p, _)| p);
+    let field =
+        |f: fn(&directory::Person) -> &Option<String>| person.as_ref().and_then(|p| f(p).clone());
     let data = json!({
-        "person": {"email": who.person.email, "name": name, "team": team, "manager": manager,
-                   "timezone": timezone},
+        "person": {"email": who.person.email, "name": field(|p| &p.name), "team": field(|p| &p.team),
+                   "manager": field(|p| &p.manager_email), "timezone": field(|p| &p.timezone)},
         "has_feed": has_feed,
         "feed_url": feed_url,
         "others": sessions.len() > 1,
@@ -75,14 +56,14 @@ pub async fn show(who: SignedIn, state: web::Data<AppState>) -> Result<HttpRespo
 
 /// `POST /me/calendar`: a new calendar feed URL, shown once; the old one stops working.
 pub async fn new_calendar(
-    who: SignedIn,
-    form: web::Form<Vec<(String, String)>>,
+    form: CsrfForm<Fields>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    Fields::new(form).check(&who)?;
-    let email = EmailAddress::parse(&who.person.email).map_err(PageError::BadRequest)?;
+    let who = form.who;
+    let email =
+        crate::domain::EmailAddress::parse(&who.person.email).map_err(PageError::BadRequest)?;
     let target = email.clone();
-    let secret = with_conn(&state, move |conn, _| {
+    let secret = as_person(&state, &who, move |conn, _, _| {
         Ok(directory::new_feed_token(conn, &target)?)
     })
     .await?;
@@ -98,14 +79,13 @@ pub async fn new_calendar(
 /// `POST /me/sign-out-others`: ends every other session of mine (a browser left
 /// signed in elsewhere); this one stays.
 pub async fn sign_out_others(
-    who: SignedIn,
-    form: web::Form<Vec<(String, String)>>,
+    form: CsrfForm<Fields>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    Fields::new(form).check(&who)?;
-    let (email, keep) = (who.person.email.clone(), who.person.session_id.clone());
-    let ended = with_conn(&state, move |conn, _| {
-        Ok(auth::end_others(conn, &email, &keep)?)
+    let who = form.who;
+    let keep = who.person.session_id.clone();
+    let ended = as_person(&state, &who, move |conn, _, me| {
+        Ok(auth::end_others(conn, me.actor, &keep)?)
     })
     .await?;
     let notice = match ended {

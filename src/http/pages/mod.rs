@@ -9,10 +9,13 @@ mod board;
 mod coe_forms;
 mod coes;
 mod dashboard;
+mod extract;
 mod home;
 mod incidents;
 mod markdown;
 mod me;
+mod outcome;
+mod query;
 mod review;
 mod search;
 mod sign_in;
@@ -26,11 +29,13 @@ use handlebars::Handlebars;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::db::DbConnection;
 use crate::error::ApiError;
 use crate::http::session::SignedIn;
-use crate::http::state::{with_conn, AppState};
-use crate::services::access::Editor;
+use crate::http::state::AppState;
+
+use extract::form;
+pub use extract::{Admin, CsrfForm, Fields, SameOrigin};
+pub use outcome::{as_person, as_service, change, change_coe, see_other, Again, Outcome};
 
 macro_rules! embedded {
     ($($name:literal),* $(,)?) => {
@@ -62,7 +67,11 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "admin_tokens",
     "admin_outbox",
     "admin_sessions",
+    "form_errors",
 );
+
+/// The templates other templates include (`{{> layout}}`), not pages of their own.
+const PARTIALS: &[&str] = &["layout", "admin_tabs", "form_errors"];
 
 const APP_CSS: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -97,6 +106,60 @@ const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
 // `{{segment value}}`: a value percent-encoded as one path segment, for every path a
 // template builds from data (`/admin/people/{{segment email}}/admin`).
 handlebars::handlebars_helper!(segment: |v: str| percent_encoding::utf8_percent_encode(v, PATH_SEGMENT).to_string());
+
+/// `{{csrf_field}}`: the hidden field with the session's CSRF token that every form
+/// of a signed-in page carries; the one way a template reaches the token. A form on a
+/// page without a signed-in person is a bug, and fails to render.
+fn csrf_field(
+    _: &handlebars::Helper<'_>,
+    _: &Handlebars<'_>,
+    ctx: &handlebars::Context,
+    _: &mut handlebars::RenderContext<'_, '_>,
+    out: &mut dyn handlebars::Output,
+) -> handlebars::HelperResult {
+    let token = ctx
+        .data()
+        .get("me")
+        .and_then(|me| me.get("csrf"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            handlebars::RenderErrorReason::Other(
+                "{{csrf_field}} on a page without a signed-in person".into(),
+            )
+        })?;
+    out.write(&format!(
+        "<input type=\"hidden\" name=\"csrf\" value=\"{}\">",
+        escape_html(token)
+    ))?;
+    Ok(())
+}
+
+/// A helper that writes the HTML it makes of its first parameter (with the second,
+/// if any): `{{markdown text}}`, `{{highlight text query}}`. What it makes is escaped
+/// by the function itself, never by a triple-stash in a template.
+struct WritesHtml(&'static str, fn(&str, &str) -> String);
+
+impl handlebars::HelperDef for WritesHtml {
+    fn call<'reg: 'rc, 'rc>(
+        &self,
+        h: &handlebars::Helper<'rc>,
+        _: &'reg Handlebars<'reg>,
+        _: &'rc handlebars::Context,
+        _: &mut handlebars::RenderContext<'reg, 'rc>,
+        out: &mut dyn handlebars::Output,
+    ) -> handlebars::HelperResult {
+        let text = h
+            .param(0)
+            .ok_or(handlebars::RenderErrorReason::ParamNotFoundForIndex(
+                self.0, 0,
+            ))?;
+        let with = h.param(1).and_then(|q| q.value().as_str()).unwrap_or("");
+        if let Some(text) = text.value().as_str() {
+            out.write(&(self.1)(text, with))?;
+        }
+        Ok(())
+    }
+}
 
 /// An RFC 3339 UTC time as people read it: `2026-11-29 10:03 UTC`.
 fn readable_time(at: &str) -> String {
@@ -139,22 +202,44 @@ impl fmt::Debug for PageTemplates {
     }
 }
 
+/// The templates the first `load` compiled, for the error page: an error answers
+/// where no state is at hand (`ResponseError::error_response`).
+static LOADED: std::sync::OnceLock<std::sync::Arc<PageTemplates>> = std::sync::OnceLock::new();
+
 impl PageTemplates {
-    pub fn load() -> Result<PageTemplates, String> {
+    /// Compiles the templates (once per process; later calls share them).
+    pub fn load() -> Result<std::sync::Arc<PageTemplates>, String> {
+        if let Some(loaded) = LOADED.get() {
+            return Ok(loaded.clone());
+        }
+        let loaded = std::sync::Arc::new(Self::compile()?);
+        Ok(LOADED.get_or_init(|| loaded).clone())
+    }
+
+    fn compile() -> Result<PageTemplates, String> {
         let mut registry = Handlebars::new();
-        registry.set_strict_mode(false);
+        registry.set_strict_mode(true);
         registry.set_dev_mode(false);
         // Every attribute in the templates is quoted, so `&`, `<`, `>`, `"` and `'` are
         // what must be escaped (handlebars' default also escapes `=` and backticks,
         // for unquoted attributes, which would make every link's query unreadable).
         registry.register_escape_fn(escape_html);
         registry.register_helper("time", Box::new(time));
-        registry.register_helper("markdown", Box::new(markdown::helper));
-        registry.register_helper("highlight", Box::new(search::helper));
+        registry.register_helper(
+            "markdown",
+            Box::new(WritesHtml("markdown", |text, _| markdown::to_html(text))),
+        );
+        registry.register_helper(
+            "highlight",
+            Box::new(WritesHtml("highlight", |text, query| {
+                search::highlight(text, &search::terms(query))
+            })),
+        );
         registry.register_helper("query_value", Box::new(query_value));
         registry.register_helper("segment", Box::new(segment));
+        registry.register_helper("csrf_field", Box::new(csrf_field));
         for (name, text) in TEMPLATES {
-            let result = if *name == "layout" || *name == "admin_tabs" {
+            let result = if PARTIALS.contains(name) {
                 registry.register_partial(name, *text)
             } else {
                 registry.register_template_string(name, *text)
@@ -286,17 +371,32 @@ impl ResponseError for PageError {
             PageError::Internal(_) => "The error is in the server's log. Try again; if it persists, tell the people who run this service.".to_owned(),
             other => other.to_string(),
         };
-        // The error page cannot reach the templates from here: it is small and fixed.
-        let body = format!(
-            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-             <title>{heading} · coe</title><link rel=\"stylesheet\" href=\"/static/app.css\"></head>\
-             <body><header class=\"top\"><a class=\"brand\" href=\"/\">coe</a></header>\
-             <main id=\"main\"><h1>{heading}</h1><p role=\"alert\">{message}</p>\
-             <p><a href=\"/\">Back to my work</a> · <a href=\"/sign-in\">Sign in</a></p></main></body></html>",
-            heading = self.heading(),
-            message = handlebars::html_escape(&message),
-        );
+        let sign_in = matches!(self, PageError::Unauthorized(_));
+        let data = json!({
+            "heading": self.heading(),
+            "message": message,
+            "sign_in": sign_in,
+        });
+        let body = LOADED
+            .get()
+            .ok_or_else(|| "the page templates are not loaded".to_owned())
+            .and_then(|pages| {
+                let mut data = data;
+                data["asset_version"] = json!(pages.asset_version);
+                pages.render("error", &data).map_err(|e| e.to_string())
+            })
+            .unwrap_or_else(|e| {
+                tracing::error!(error = %e, "the error page cannot be rendered");
+                // Small and fixed: what is left when the templates fail.
+                format!(
+                    "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+                     <title>{heading} · coe</title></head><body><main id=\"main\"><h1>{heading}</h1>\
+                     <p role=\"alert\">{message}</p><p><a href=\"/\">Back to my work</a></p>\
+                     </main></body></html>",
+                    heading = self.heading(),
+                    message = handlebars::html_escape(&message),
+                )
+            });
         let mut res = HttpResponse::build(self.status_code());
         secure_headers(&mut res);
         res.content_type("text/html; charset=utf-8").body(body)
@@ -339,85 +439,6 @@ pub fn render(
     Ok(res.content_type("text/html; charset=utf-8").body(body))
 }
 
-/// Runs `work` on a pooled connection as the signed-in person: the same `Editor` the
-/// API's callers become, so the services' access rules decide.
-pub async fn as_person<T: Send + 'static>(
-    state: &web::Data<AppState>,
-    who: &SignedIn,
-    work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>) -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, PageError> {
-    let (email, is_admin) = (who.person.email.clone(), who.person.is_admin);
-    Ok(with_conn(state, move |conn, state| {
-        let editor = Editor {
-            actor: &email,
-            email: Some(&email),
-            is_admin,
-            principal: &email,
-        };
-        work(conn, state, &editor)
-    })
-    .await?)
-}
-
-/// A submitted form's fields, in order (a name may repeat: the 5 whys' steps).
-pub struct Fields(Vec<(String, String)>);
-
-impl Fields {
-    pub fn new(form: web::Form<Vec<(String, String)>>) -> Fields {
-        Fields(form.into_inner())
-    }
-
-    /// The field's value as sent, or "".
-    pub fn text(&self, name: &str) -> String {
-        self.all(name).next().unwrap_or_default().to_owned()
-    }
-
-    /// The field's value, trimmed, when it is not empty.
-    pub fn filled(&self, name: &str) -> Option<String> {
-        self.all(name)
-            .next()
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-            .map(str::to_owned)
-    }
-
-    /// Every value of a repeated field.
-    pub fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.0
-            .iter()
-            .filter(move |(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// The COE version the page was loaded with.
-    pub fn version(&self) -> Option<i32> {
-        self.filled("version").and_then(|v| v.parse().ok())
-    }
-
-    /// The fields as a JSON object (the first value of each), to show again.
-    pub fn to_json(&self) -> Value {
-        let mut map = serde_json::Map::new();
-        for (name, value) in &self.0 {
-            if name != "csrf" && !map.contains_key(name) {
-                map.insert(name.clone(), Value::String(value.clone()));
-            }
-        }
-        Value::Object(map)
-    }
-
-    /// Checks the form's CSRF token against the session's.
-    pub fn check(&self, who: &SignedIn) -> Result<(), PageError> {
-        who.check_csrf(&self.text("csrf"))
-    }
-}
-
-/// A `303 See Other` to `location`: where a form that worked sends the browser.
-pub fn see_other(location: &str) -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, location))
-        .finish()
-}
-
 /// The stylesheet: cached by browsers for a day (its URL carries its hash, so a new
 /// version is fetched at once), with an ETag for revalidation.
 async fn stylesheet(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
@@ -443,90 +464,68 @@ async fn stylesheet(req: HttpRequest, state: web::Data<AppState>) -> HttpRespons
     res.content_type("text/css; charset=utf-8").body(APP_CSS)
 }
 
-/// The page routes (not part of the API's route table or its OpenAPI document).
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/", web::get().to(home::home))
-        .route("/sign-in", web::get().to(sign_in::form))
-        .route("/sign-in", web::post().to(sign_in::request))
-        .route("/sign-in/confirm", web::get().to(sign_in::confirm_form))
-        .route("/sign-in/confirm", web::post().to(sign_in::confirm))
-        .route("/sign-out", web::post().to(sign_in::sign_out))
-        .route("/board", web::get().to(board::board))
-        .route("/dashboard", web::get().to(dashboard::dashboard))
-        .route("/search", web::get().to(search::search))
-        .route("/me", web::get().to(me::show))
-        .route("/me/calendar", web::post().to(me::new_calendar))
-        .route("/me/sign-out-others", web::post().to(me::sign_out_others))
-        .route(
-            "/admin",
-            web::get().to(|| async { see_other("/admin/people") }),
-        )
-        .route("/admin/people", web::get().to(admin::people_list))
-        .route("/admin/people/import", web::post().to(admin::people_import))
-        .route(
-            "/admin/people/{email}/admin",
-            web::post().to(admin::people_admin),
-        )
-        .route(
-            "/admin/people/{email}/sign-out",
-            web::post().to(admin::people_sign_out),
-        )
-        .route("/admin/tokens", web::get().to(admin::tokens_list))
-        .route("/admin/tokens", web::post().to(admin::tokens_create))
-        .route(
-            "/admin/tokens/{name}/revoke",
-            web::post().to(admin::tokens_revoke),
-        )
-        .route("/admin/outbox", web::get().to(admin::outbox_list))
-        .route(
-            "/admin/outbox/{id}/retry",
-            web::post().to(admin::outbox_retry),
-        )
-        .route("/admin/sessions", web::get().to(admin::sessions_list))
-        .route(
-            "/admin/sessions/{id}/end",
-            web::post().to(admin::sessions_end),
-        )
-        .route("/incidents", web::get().to(incidents::list))
-        .route("/incidents/{id}", web::get().to(incidents::show))
-        .route("/incidents/{id}/coe", web::post().to(incidents::open_coe))
-        .route("/coes/{id}", web::get().to(coes::show))
-        .route("/coes/{id}/print", web::get().to(review::print))
-        .route("/coes/{id}/history", web::get().to(review::history))
-        .route(
-            "/coes/{id}/sections/{key}",
-            web::post().to(coe_forms::save_section),
-        )
-        .route("/coes/{id}/details", web::post().to(coe_forms::details))
-        .route(
-            "/coes/{id}/timeline",
-            web::post().to(coe_forms::add_timeline),
-        )
-        .route(
-            "/coes/{id}/timeline/{entry}",
-            web::get().to(coe_forms::timeline_entry),
-        )
-        .route(
-            "/coes/{id}/timeline/{entry}",
-            web::post().to(coe_forms::edit_timeline),
-        )
-        .route("/coes/{id}/whys", web::post().to(coe_forms::add_whys))
-        .route(
-            "/coes/{id}/whys/{chain}",
-            web::post().to(coe_forms::edit_whys),
-        )
-        .route("/coes/{id}/related", web::post().to(coe_forms::add_related))
-        .route(
-            "/coes/{id}/related/{item}/delete",
-            web::post().to(coe_forms::delete_related),
-        )
-        .route("/coes/{id}/actions", web::post().to(coe_forms::add_action))
-        .route("/coes/{id}/review/{step}", web::post().to(review::step))
-        .route("/actions/{id}", web::get().to(actions::show))
-        .route(
-            "/actions/{id}/due-date",
-            web::post().to(actions::move_due_date),
-        )
-        .route("/actions/{id}/{verb}", web::post().to(actions::transition))
-        .route("/static/app.css", web::get().to(stylesheet));
+/// The page routes and `ROUTES`, their list (not part of the API's route table or its
+/// OpenAPI document). A POST is registered through `extract::form`: its handler must
+/// take a guarded form first.
+macro_rules! page_routes {
+    ($($method:ident $path:literal => $handler:path,)*) => {
+        /// Every page route as (method, path), for the tests that walk them.
+        pub const ROUTES: &[(&str, &str)] = &[$((page_routes!(@name $method), $path)),*];
+
+        pub fn configure(cfg: &mut web::ServiceConfig) {
+            $(cfg.route($path, page_routes!(@route $method $handler));)*
+        }
+    };
+    (@name get) => { "GET" };
+    (@name post) => { "POST" };
+    (@route get $handler:path) => { web::get().to($handler) };
+    (@route post $handler:path) => { form($handler) };
+}
+
+page_routes! {
+    get "/" => home::home,
+    get "/sign-in" => sign_in::form,
+    post "/sign-in" => sign_in::request,
+    get "/sign-in/confirm" => sign_in::confirm_form,
+    post "/sign-in/confirm" => sign_in::confirm,
+    post "/sign-out" => sign_in::sign_out,
+    get "/board" => board::board,
+    get "/dashboard" => dashboard::dashboard,
+    get "/search" => search::search,
+    get "/me" => me::show,
+    post "/me/calendar" => me::new_calendar,
+    post "/me/sign-out-others" => me::sign_out_others,
+    get "/admin" => admin::home,
+    get "/admin/people" => admin::people_list,
+    post "/admin/people/import" => admin::people_import,
+    post "/admin/people/{email}/admin" => admin::people_admin,
+    post "/admin/people/{email}/sign-out" => admin::people_sign_out,
+    get "/admin/tokens" => admin::tokens_list,
+    post "/admin/tokens" => admin::tokens_create,
+    post "/admin/tokens/{name}/revoke" => admin::tokens_revoke,
+    get "/admin/outbox" => admin::outbox_list,
+    post "/admin/outbox/{id}/retry" => admin::outbox_retry,
+    get "/admin/sessions" => admin::sessions_list,
+    post "/admin/sessions/{id}/end" => admin::sessions_end,
+    get "/incidents" => incidents::list,
+    get "/incidents/{id}" => incidents::show,
+    post "/incidents/{id}/coe" => incidents::open_coe,
+    get "/coes/{id}" => coes::show,
+    get "/coes/{id}/print" => review::print,
+    get "/coes/{id}/history" => review::history,
+    post "/coes/{id}/sections/{key}" => coe_forms::save_section,
+    post "/coes/{id}/details" => coe_forms::details,
+    post "/coes/{id}/timeline" => coe_forms::add_timeline,
+    get "/coes/{id}/timeline/{entry}" => coe_forms::timeline_entry,
+    post "/coes/{id}/timeline/{entry}" => coe_forms::edit_timeline,
+    post "/coes/{id}/whys" => coe_forms::add_whys,
+    post "/coes/{id}/whys/{chain}" => coe_forms::edit_whys,
+    post "/coes/{id}/related" => coe_forms::add_related,
+    post "/coes/{id}/related/{item}/delete" => coe_forms::delete_related,
+    post "/coes/{id}/actions" => coe_forms::add_action,
+    post "/coes/{id}/review/{step}" => review::step,
+    get "/actions/{id}" => actions::show,
+    post "/actions/{id}/due-date" => actions::move_due_date,
+    post "/actions/{id}/{verb}" => actions::transition,
+    get "/static/app.css" => stylesheet,
 }

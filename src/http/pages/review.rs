@@ -6,8 +6,8 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 use serde_json::{json, Value};
 
-use super::coes::{self, answer, change, change_words, related_links, Kept};
-use super::{render, Fields, PageError};
+use super::coes::{self, answer, change_words, related_links, Kept};
+use super::{change_coe, render, CsrfForm, Fields, PageError};
 use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
@@ -15,13 +15,11 @@ use crate::services::review::{self, Step};
 
 /// `POST /coes/{id}/review/{step}`: submit, approve or request-changes.
 pub async fn step(
-    who: SignedIn,
+    form: CsrfForm<Fields>,
     path: web::Path<(String, String)>,
-    form: web::Form<Vec<(String, String)>>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    let form = Fields::new(form);
-    form.check(&who)?;
+    let CsrfForm { who, fields: form } = form;
     let (id, name) = path.into_inner();
     let step = [Step::Submit, Step::Approve, Step::RequestChanges]
         .into_iter()
@@ -29,7 +27,7 @@ pub async fn step(
         .ok_or_else(|| PageError::NotFound(format!("no review step {name:?}")))?;
     let comment = form.filled("comment");
     let key = id.clone();
-    let result = change(&state, &who, move |conn, state, editor| {
+    let outcome = change_coe(&state, &who, move |conn, state, editor| {
         review::step(
             conn,
             &key,
@@ -45,7 +43,7 @@ pub async fn step(
         forms: [("review".to_owned(), form.to_json())].into(),
         ..Kept::default()
     };
-    answer(&state, &who, &id, "review", result, kept).await
+    answer(&state, &who, &id, "review", outcome, kept).await
 }
 
 /// `GET /coes/{id}/print`: the whole COE as one document, without forms, laid out

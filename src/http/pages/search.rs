@@ -4,19 +4,15 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
-use diesel::prelude::*;
-use handlebars::{
-    Context, Handlebars, Helper, HelperResult, Output, RenderContext, RenderErrorReason,
-};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{render, PageError};
-use crate::db::schema::coe_sections;
+use super::query::{filled, pages, word};
+use super::{as_service, render, PageError};
 use crate::domain::coe::CoeState;
 use crate::domain::Severity;
 use crate::http::session::SignedIn;
-use crate::http::state::{with_conn, AppState};
+use crate::http::state::AppState;
 use crate::services::coes::{self, CoeFilter};
 
 const PAGE: i64 = 20;
@@ -35,15 +31,8 @@ pub struct SearchQuery {
     offset: Option<i64>,
 }
 
-fn filled(s: &Option<String>) -> Option<String> {
-    s.as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-}
-
 /// The words of a query that a highlight looks for (two letters or more).
-fn terms(query: &str) -> Vec<String> {
+pub fn terms(query: &str) -> Vec<String> {
     query
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.chars().count() >= 2)
@@ -102,24 +91,6 @@ pub fn highlight(text: &str, terms: &[String]) -> String {
     out
 }
 
-/// `{{highlight text query}}`: the text escaped, the query's words marked.
-pub fn helper(
-    h: &Helper<'_>,
-    _: &Handlebars<'_>,
-    _: &Context,
-    _: &mut RenderContext<'_, '_>,
-    out: &mut dyn Output,
-) -> HelperResult {
-    let text = h
-        .param(0)
-        .ok_or(RenderErrorReason::ParamNotFoundForIndex("highlight", 0))?;
-    let query = h.param(1).and_then(|q| q.value().as_str()).unwrap_or("");
-    if let Some(text) = text.value().as_str() {
-        out.write(&highlight(text, &terms(query)))?;
-    }
-    Ok(())
-}
-
 /// A passage of `body` around the first term found, about 240 characters.
 fn passage(body: &str, terms: &[String]) -> Option<String> {
     // The first match, as an offset of a character of `body` (see `fold`).
@@ -154,21 +125,12 @@ pub async fn search(
 ) -> Result<HttpResponse, PageError> {
     let q = query.into_inner();
     let text = filled(&q.q);
-    let coe_state = filled(&q.state)
-        .map(|s| {
-            serde_json::from_value::<CoeState>(json!(s)).map_err(|_| {
-                PageError::BadRequest(format!(
-                    "no COE state {s:?}: draft, in_review, approved or closed"
-                ))
-            })
-        })
-        .transpose()?;
-    let severity = filled(&q.severity)
-        .map(|s| {
-            s.parse::<Severity>()
-                .map_err(|_| PageError::BadRequest(format!("no severity {s:?}: sev1 to sev5")))
-        })
-        .transpose()?;
+    let coe_state = word::<CoeState>(
+        &q.state,
+        "COE state",
+        "draft, in_review, approved or closed",
+    )?;
+    let severity = word::<Severity>(&q.severity, "severity", "sev1 to sev5")?;
     let filter = CoeFilter {
         text: text.clone(),
         state: coe_state,
@@ -181,18 +143,19 @@ pub async fn search(
     let searched =
         text.is_some() || filter.state.is_some() || filter.service.is_some() || severity.is_some();
     let (hits, total) = if searched {
-        with_conn(&state, move |conn, _| {
+        as_service(&state, move |conn, _| {
             let (page, total) = coes::list(conn, &filter, PAGE, offset)?;
-            let mut hits = Vec::with_capacity(page.len());
-            for coe in page {
-                let bodies: Vec<String> = coe_sections::table
-                    .filter(coe_sections::coe_id.eq(&coe.id))
-                    .order(coe_sections::key.asc())
-                    .select(coe_sections::body)
-                    .load(conn)?;
-                let found = bodies.iter().find_map(|b| passage(b, &words));
-                hits.push(json!({"coe": coe, "passage": found}));
-            }
+            let ids: Vec<String> = page.iter().map(|c| c.id.clone()).collect();
+            let texts = coes::section_texts(conn, &ids)?;
+            let hits = page
+                .into_iter()
+                .map(|coe| {
+                    let found = texts
+                        .get(&coe.id)
+                        .and_then(|bodies| bodies.iter().find_map(|b| passage(b, &words)));
+                    json!({"coe": coe, "passage": found})
+                })
+                .collect::<Vec<_>>();
             Ok((hits, total))
         })
         .await?
@@ -207,6 +170,7 @@ pub async fn search(
             serde_urlencoded::to_string(&next).unwrap_or_default()
         )
     };
+    let (previous, next) = pages(offset, PAGE, total, page_url);
     let data = json!({
         "query": q,
         "searched": searched,
@@ -214,8 +178,8 @@ pub async fn search(
         "total": total,
         "states": CoeState::ALL.map(|s| s.as_str()),
         "severities": Severity::ALL.map(|s| s.to_string()),
-        "next": (offset + PAGE < total).then(|| page_url(offset + PAGE)),
-        "previous": (offset > 0).then(|| page_url((offset - PAGE).max(0))),
+        "next": next,
+        "previous": previous,
     });
     render(&state, Some(&who), StatusCode::OK, "search", data)
 }

@@ -5,15 +5,13 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{render, PageError};
+use super::{as_service, render, CsrfForm, Fields, PageError, SameOrigin};
 use crate::config::AuthMode;
 use crate::domain::auth::{safe_next, LinkAllowance, LINK_LIFETIME_MINUTES};
 use crate::domain::EmailAddress;
-use crate::http::session::{
-    client_ip, removal_cookie, same_origin_only, session_cookie, session_secret, SignedIn,
-};
-use crate::http::state::{with_conn, AppState};
-use crate::services::auth::{self, AuthError};
+use crate::http::session::{client_ip, removal_cookie, session_cookie, session_secret};
+use crate::http::state::AppState;
+use crate::services::auth;
 
 #[derive(Debug, Deserialize)]
 pub struct NextQuery {
@@ -37,6 +35,8 @@ pub async fn form(
         "sign_in",
         json!({
             "next": next_of(query.next.as_deref()),
+            "email": "",
+            "error": null,
             "minutes": LINK_LIFETIME_MINUTES,
             "proxy": state.settings.auth.mode == AuthMode::Proxy,
         }),
@@ -54,12 +54,11 @@ pub struct SignInForm {
 /// `POST /sign-in`: sends a link, if the address may sign in. The answer is the same
 /// either way, so the page tells nobody who is in the directory.
 pub async fn request(
+    form: SameOrigin<SignInForm>,
     req: HttpRequest,
-    form: web::Form<SignInForm>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    let form = form.into_inner();
-    same_origin_only(&req, &state.settings.public_url)?;
+    let form = form.fields;
     let next = next_of(form.next.as_deref());
     if state.settings.auth.mode == AuthMode::Proxy {
         return Err(PageError::BadRequest(
@@ -79,6 +78,7 @@ pub async fn request(
                     "email": form.email,
                     "minutes": LINK_LIFETIME_MINUTES,
                     "error": format!("That is not an email address: {problem}."),
+                    "proxy": false,
                 }),
             );
         }
@@ -88,29 +88,19 @@ pub async fn request(
     // While the person waits: only what is the same for everyone (the request counted,
     // the limits checked). Whether the address may sign in, and the link and its email,
     // come after the answer: it takes as long for the directory as for a stranger.
-    let counted = {
+    let allowance = {
         let (email, client) = (email.clone(), client.clone());
-        with_conn(&state, move |conn, state| {
-            Ok(auth::count_request(conn, &email, &client, &state.settings))
+        as_service(&state, move |conn, state| {
+            Ok(auth::count_request(conn, &email, &client, &state.settings)?)
         })
         .await?
-    };
-    let allowance = match counted {
-        Ok(allowance) => allowance,
-        Err(AuthError::TooMany(too_many)) => {
-            return Err(PageError::TooMany(AuthError::TooMany(too_many).to_string()));
-        }
-        Err(AuthError::Database(e)) => {
-            return Err(PageError::from(crate::error::ApiError::from(e)))
-        }
-        Err(other) => return Err(PageError::Internal(other.to_string())),
     };
     // Links are written to the log only on a local trial (loopback, no SMTP server).
     let development = state.settings.local_trial();
     if allowance == LinkAllowance::Send {
         let (state, to, logged_as) = (state.clone(), next.clone(), address.clone());
         actix_web::rt::spawn(async move {
-            let sent = with_conn(&state, move |conn, state| {
+            let sent = as_service(&state, move |conn, state| {
                 Ok(auth::send_link(
                     conn,
                     &email,
@@ -118,17 +108,16 @@ pub async fn request(
                     Some(&to),
                     &state.settings,
                     &state.emails,
-                ))
+                )?)
             })
             .await;
             match sent {
-                Ok(Ok(Some(link))) if development => tracing::info!(
+                Ok(Some(link)) if development => tracing::info!(
                     email = %logged_as,
                     link = %link,
                     "sign-in link (a local trial: mode = development, loopback only, no SMTP server; written here so that you can sign in without one)"
                 ),
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => tracing::error!(error = %e, "cannot send a sign-in link"),
+                Ok(_) => {}
                 Err(e) => tracing::error!(error = %e, "cannot send a sign-in link"),
             }
         });
@@ -165,7 +154,7 @@ pub async fn confirm_form(
     let token = query.into_inner().token;
     let cookie = session_secret(&req, &state);
     let presented = token.clone();
-    let (current, link_for) = with_conn(&state, move |conn, state| {
+    let (current, link_for) = as_service(&state, move |conn, state| {
         let current = match cookie {
             Some(secret) => auth::session(conn, &secret, &state.settings)?.map(|p| p.email),
             None => None,
@@ -187,18 +176,17 @@ pub async fn confirm_form(
 
 /// `POST /sign-in/confirm`: redeems the link, sets the session cookie and goes on.
 pub async fn confirm(
+    form: SameOrigin<TokenQuery>,
     req: HttpRequest,
-    form: web::Form<TokenQuery>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    same_origin_only(&req, &state.settings.public_url)?;
-    let token = form.into_inner().token;
+    let token = form.fields.token;
     let client = client_ip(&req, &state.proxies);
     // A session this browser held for someone else ends: it is switching person.
     let previous = session_secret(&req, &state);
-    let redeemed = with_conn(&state, move |conn, state| {
-        let redeemed = auth::redeem(conn, &token, &client);
-        if let (Ok(_), Some(secret)) = (&redeemed, previous) {
+    let (secret, next) = as_service(&state, move |conn, state| {
+        let redeemed = auth::redeem(conn, &token, &client)?;
+        if let Some(secret) = previous {
             if let Some(before) = auth::session(conn, &secret, &state.settings)? {
                 auth::end(conn, &before.session_id, "signed in as another person")?;
             }
@@ -206,36 +194,21 @@ pub async fn confirm(
         Ok(redeemed)
     })
     .await?;
-    match redeemed {
-        Ok((secret, next)) => Ok(HttpResponse::SeeOther()
-            .cookie(session_cookie(&state, secret.expose()))
-            // The answer that sets the cookie is never kept by a cache.
-            .insert_header(("cache-control", "no-store"))
-            .insert_header(("location", next_of(next.as_deref())))
-            .finish()),
-        Err(AuthError::LinkUsedOrExpired) => Err(PageError::BadRequest(
-            AuthError::LinkUsedOrExpired.to_string(),
-        )),
-        Err(AuthError::Database(e)) => Err(PageError::from(crate::error::ApiError::from(e))),
-        Err(other) => Err(PageError::Internal(other.to_string())),
-    }
-}
-
-#[derive(Debug, Deserialize)]
-pub struct CsrfForm {
-    #[serde(default)]
-    csrf: String,
+    Ok(HttpResponse::SeeOther()
+        .cookie(session_cookie(&state, secret.expose()))
+        // The answer that sets the cookie is never kept by a cache.
+        .insert_header(("cache-control", "no-store"))
+        .insert_header(("location", next_of(next.as_deref())))
+        .finish())
 }
 
 /// `POST /sign-out`: ends the session.
 pub async fn sign_out(
-    who: SignedIn,
-    form: web::Form<CsrfForm>,
+    form: CsrfForm<Fields>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, PageError> {
-    who.check_csrf(&form.csrf)?;
-    let id = who.person.session_id.clone();
-    with_conn(&state, move |conn, _| Ok(auth::end(conn, &id, "sign-out")?)).await?;
+    let id = form.who.person.session_id.clone();
+    as_service(&state, move |conn, _| Ok(auth::end(conn, &id, "sign-out")?)).await?;
     Ok(HttpResponse::SeeOther()
         .cookie(removal_cookie(&state))
         .insert_header(("location", "/sign-in"))

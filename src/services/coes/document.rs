@@ -13,8 +13,8 @@ use super::{load_row, template_of, CoeError};
 use crate::config::Settings;
 use crate::db::models::{RelatedRow, ReviewCommentRow, TimelineRow, WhyChainRow};
 use crate::db::schema::{
-    coe_recurrences, coe_sections, coes, corrective_actions, related_items, review_comments,
-    timeline_entries, why_chains,
+    coe_reads, coe_recurrences, coe_sections, coes, corrective_actions, related_items,
+    review_comments, timeline_entries, why_chains,
 };
 use crate::db::{types, DbConnection};
 use crate::domain::action::ActionState;
@@ -437,4 +437,37 @@ pub fn history(conn: &mut DbConnection, id: &str) -> Result<Vec<HistoryEntry>, C
             after: r.after.and_then(|a| serde_json::from_str(&a).ok()),
         })
         .collect())
+}
+
+/// Notes that `who` looked at COE `id` (at `version`) now; returns when they looked
+/// before, if they did. The reviewer's page shows what others changed since.
+pub fn note_look(
+    conn: &mut DbConnection,
+    id: &str,
+    who: &str,
+    version: i32,
+) -> QueryResult<Option<NaiveDateTime>> {
+    let previous: Option<NaiveDateTime> = coe_reads::table
+        .find((id, who))
+        .select(coe_reads::read_at)
+        .first(conn)
+        .optional()?;
+    let now = crate::db::now();
+    if previous.is_some() {
+        diesel::update(coe_reads::table.find((id, who)))
+            .set((coe_reads::version.eq(version), coe_reads::read_at.eq(now)))
+            .execute(conn)?;
+    } else {
+        crate::insert_or_ignore!(
+            conn,
+            diesel::insert_into(coe_reads::table).values((
+                coe_reads::coe_id.eq(id),
+                coe_reads::person_email.eq(who),
+                coe_reads::version.eq(version),
+                coe_reads::read_at.eq(now),
+            )),
+            (coe_reads::coe_id, coe_reads::person_email)
+        )?;
+    }
+    Ok(previous)
 }

@@ -31,8 +31,8 @@ use crate::services::access::AccessError;
 use crate::services::audit::{self, Change, Subject};
 
 pub use document::{
-    history, load, CoeDocument, HistoryEntry, Recurrence, RelatedItem, ReviewComment, SectionView,
-    TemplateRef, TimelineEntry, Why, WhyChain,
+    history, load, note_look, CoeDocument, HistoryEntry, Recurrence, RelatedItem, ReviewComment,
+    SectionView, TemplateRef, TimelineEntry, Why, WhyChain,
 };
 pub use draft::{
     coe_of_incident, coes_of_incidents, create, follow_incident, open_draft_for_incident,
@@ -40,7 +40,7 @@ pub use draft::{
 };
 pub use edit::{patch, put_section, CoePatch};
 pub use related::{add_related, delete_related, RelatedInput};
-pub use search::{list, CoeFilter, CoeSummary};
+pub use search::{list, section_texts, CoeFilter, CoeSummary};
 pub use timeline::{add_timeline, delete_timeline, edit_timeline, TimelineInput};
 pub use whys::{add_why_chain, delete_why_chain, replace_why_chain, WhyChainInput};
 

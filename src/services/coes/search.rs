@@ -185,3 +185,21 @@ pub fn list(
         }
     }
 }
+
+/// The section texts of each of `ids`, by COE, in the order of their keys: what a
+/// search result quotes its passage from (one query for a page of results).
+pub fn section_texts(
+    conn: &mut DbConnection,
+    ids: &[String],
+) -> QueryResult<BTreeMap<String, Vec<String>>> {
+    let rows: Vec<(String, String)> = coe_sections::table
+        .filter(coe_sections::coe_id.eq_any(ids))
+        .order((coe_sections::coe_id.asc(), coe_sections::key.asc()))
+        .select((coe_sections::coe_id, coe_sections::body))
+        .load(conn)?;
+    let mut texts: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (id, body) in rows {
+        texts.entry(id).or_default().push(body);
+    }
+    Ok(texts)
+}

@@ -1,0 +1,201 @@
+//! What a page handler takes, with the rules made types: a form that changes something
+//! is a `CsrfForm` (its token checked against the session's before the handler runs),
+//! an admin page takes an `Admin`, a sign-in form a `SameOrigin`. The routes of
+//! `pages::configure` register every POST through [`form`], which accepts only a
+//! handler whose first argument is one of the two guarded forms: a POST page route
+//! without the check does not compile.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::dev::Payload;
+use actix_web::{web, FromRequest, Handler, HttpRequest, Responder, Route};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::PageError;
+use crate::http::session::{same_origin_only, SignedIn};
+use crate::http::state::AppState;
+
+/// Who may post a form: a signed-in person, or one who must also be an admin.
+pub trait Signer: Sized + 'static {
+    /// `who`, when they may; otherwise why not.
+    fn admit(who: SignedIn) -> Result<Self, PageError>;
+
+    /// The signed-in person.
+    fn person(&self) -> &SignedIn;
+}
+
+impl Signer for SignedIn {
+    fn admit(who: SignedIn) -> Result<Self, PageError> {
+        Ok(who)
+    }
+
+    fn person(&self) -> &SignedIn {
+        self
+    }
+}
+
+/// A signed-in person the directory marks as an admin: the admin pages take one.
+pub struct Admin(pub SignedIn);
+
+impl Signer for Admin {
+    fn admit(who: SignedIn) -> Result<Self, PageError> {
+        if who.person.is_admin {
+            Ok(Admin(who))
+        } else {
+            Err(PageError::Forbidden(
+                "only admins see the admin pages; an admin token makes someone an admin with \
+                 PUT /api/v1/people/{email}/admin"
+                    .into(),
+            ))
+        }
+    }
+
+    fn person(&self) -> &SignedIn {
+        &self.0
+    }
+}
+
+impl FromRequest for Admin {
+    type Error = PageError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, PageError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let who = SignedIn::from_request(req, payload);
+        Box::pin(async move { Admin::admit(who.await?) })
+    }
+}
+
+/// A form posted by a signed-in person (`W`: `SignedIn`, or `Admin`), its CSRF token
+/// checked before the handler runs; `fields` is the rest of the form as `T`.
+pub struct CsrfForm<T, W = SignedIn> {
+    pub who: W,
+    pub fields: T,
+}
+
+impl<T: DeserializeOwned + 'static, W: Signer> FromRequest for CsrfForm<T, W> {
+    type Error = PageError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, PageError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let who = SignedIn::from_request(req, payload);
+        let body = web::Bytes::from_request(req, payload);
+        Box::pin(async move {
+            let who = W::admit(who.await?)?;
+            let bytes = body
+                .await
+                .map_err(|e| PageError::BadRequest(format!("the form could not be read: {e}")))?;
+            let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(&bytes)
+                .map_err(|e| PageError::BadRequest(format!("the form is not a form: {e}")))?;
+            let presented = pairs
+                .iter()
+                .find(|(name, _)| name == "csrf")
+                .map_or("", |(_, v)| v.as_str());
+            who.person().check_csrf(presented)?;
+            let fields = serde_urlencoded::from_bytes(&bytes).map_err(|e| {
+                PageError::BadRequest(format!("the form's fields are not as expected: {e}"))
+            })?;
+            Ok(CsrfForm { who, fields })
+        })
+    }
+}
+
+/// A sign-in form, posted from a page of this service (there is no session yet, so
+/// no CSRF token: another site's page posting its own link token would sign the
+/// visitor in as the attacker). `fields` is the form as `T`.
+pub struct SameOrigin<T> {
+    pub fields: T,
+}
+
+impl<T: DeserializeOwned + 'static> FromRequest for SameOrigin<T> {
+    type Error = PageError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, PageError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let checked = req
+            .app_data::<web::Data<AppState>>()
+            .ok_or_else(|| PageError::Internal("no application state".into()))
+            .and_then(|state| same_origin_only(req, &state.settings.public_url));
+        let body = web::Bytes::from_request(req, payload);
+        Box::pin(async move {
+            checked?;
+            let bytes = body
+                .await
+                .map_err(|e| PageError::BadRequest(format!("the form could not be read: {e}")))?;
+            let fields = serde_urlencoded::from_bytes(&bytes).map_err(|e| {
+                PageError::BadRequest(format!("the form's fields are not as expected: {e}"))
+            })?;
+            Ok(SameOrigin { fields })
+        })
+    }
+}
+
+/// The argument lists of handlers whose first argument is a guarded form.
+pub trait Guarded {}
+
+macro_rules! guarded {
+    ($($rest:ident),*) => {
+        impl<T, W, $($rest,)*> Guarded for (CsrfForm<T, W>, $($rest,)*) {}
+        impl<T, $($rest,)*> Guarded for (SameOrigin<T>, $($rest,)*) {}
+    };
+}
+guarded!();
+guarded!(A);
+guarded!(A, B);
+guarded!(A, B, C);
+
+/// A POST page route: only a handler that takes a guarded form first.
+pub fn form<F, Args>(handler: F) -> Route
+where
+    F: Handler<Args>,
+    Args: FromRequest + Guarded + 'static,
+    F::Output: Responder + 'static,
+{
+    web::post().to(handler)
+}
+
+/// A submitted form's fields, in order (a name may repeat: the 5 whys' steps).
+#[derive(Debug, Default, Deserialize)]
+#[serde(transparent)]
+pub struct Fields(Vec<(String, String)>);
+
+impl Fields {
+    /// The field's value as sent, or "".
+    pub fn text(&self, name: &str) -> String {
+        self.all(name).next().unwrap_or_default().to_owned()
+    }
+
+    /// The field's value, trimmed, when it is not empty.
+    pub fn filled(&self, name: &str) -> Option<String> {
+        self.all(name)
+            .next()
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    }
+
+    /// Every value of a repeated field.
+    pub fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.0
+            .iter()
+            .filter(move |(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The COE version the page was loaded with.
+    pub fn version(&self) -> Option<i32> {
+        self.filled("version").and_then(|v| v.parse().ok())
+    }
+
+    /// The fields as a JSON object (the first value of each), to show again.
+    pub fn to_json(&self) -> Value {
+        let mut map = serde_json::Map::new();
+        for (name, value) in self.0.iter().filter(|(n, _)| n != "csrf") {
+            map.entry(name.clone())
+                .or_insert_with(|| Value::String(value.clone()));
+        }
+        Value::Object(map)
+    }
+}

@@ -1,0 +1,167 @@
+//! How a page runs a service and what a form's change comes to. Every page handler
+//! reaches the database through [`as_person`] or [`as_service`], and the service's
+//! error is turned into an answer inside, on the thread that holds the connection (a
+//! database fault is noted there and the connection leaves the pool). A form's change
+//! comes to one [`Outcome`], answered the same way on every page: done → 303 to the
+//! page and the place on it; someone saved first → 409 with both versions; no version
+//! → 412; invalid → 422, the page again with the problems and everything typed kept;
+//! refused in the state it is in → 409, the same.
+
+use std::future::Future;
+
+use actix_web::http::header;
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse};
+
+use super::PageError;
+use crate::db::DbConnection;
+use crate::error::ApiError;
+use crate::http::session::SignedIn;
+use crate::http::state::{with_conn, AppState};
+use crate::services::access::Editor;
+use crate::services::coes::CoeError;
+
+/// What a form's change came to.
+#[derive(Debug)]
+pub enum Outcome {
+    Done,
+    /// Someone saved first: the form named version `expected`, it is at `current`.
+    Stale {
+        expected: i32,
+        current: i32,
+    },
+    /// The form named no version, or one of another kind of page.
+    OutOfDate(String),
+    /// Fields with their problems.
+    Invalid(Vec<(String, String)>),
+    /// Not in the state it is in (a closed COE, a step an action cannot take).
+    Refused(String),
+}
+
+/// What to show again when a change did not go through.
+#[derive(Debug)]
+pub struct Again {
+    pub status: StatusCode,
+    /// Each as "field: problem", or the reason.
+    pub problems: Vec<String>,
+    /// For `Stale`: the versions (expected, current).
+    pub stale: Option<(i32, i32)>,
+}
+
+impl Outcome {
+    /// The outcome of a service's answer; an error that is not about the form (not
+    /// found, forbidden, a database fault) stays an error.
+    pub fn of<E: Into<ApiError>>(result: Result<(), E>) -> Result<Outcome, ApiError> {
+        match result.map_err(Into::into) {
+            Ok(()) => Ok(Outcome::Done),
+            Err(ApiError::Validation(fields)) => Ok(Outcome::Invalid(
+                fields.into_iter().map(|f| (f.field, f.problem)).collect(),
+            )),
+            Err(ApiError::Conflict { message, .. }) => Ok(Outcome::Refused(message)),
+            Err(ApiError::PreconditionFailed(m) | ApiError::PreconditionRequired(m)) => {
+                Ok(Outcome::OutOfDate(m))
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    /// The outcome of a change of a COE: as `of`, with the versions of a stale one.
+    pub fn of_coe(result: Result<(), CoeError>) -> Result<Outcome, ApiError> {
+        match result {
+            Err(CoeError::Stale { expected, current }) => Ok(Outcome::Stale { expected, current }),
+            other => Outcome::of(other),
+        }
+    }
+
+    /// Answers it: a 303 to `done` when it worked; a 412 when the form was out of
+    /// date; otherwise the page again, from `again`.
+    pub async fn answer<F, Fut>(self, done: &str, again: F) -> Result<HttpResponse, PageError>
+    where
+        F: FnOnce(Again) -> Fut,
+        Fut: Future<Output = Result<HttpResponse, PageError>>,
+    {
+        let shown = match self {
+            Outcome::Done => return Ok(see_other(done)),
+            Outcome::OutOfDate(m) => {
+                return Err(PageError::Precondition(format!(
+                    "{m}. The page was out of date: reload it and make the change again."
+                )))
+            }
+            Outcome::Stale { expected, current } => Again {
+                status: StatusCode::CONFLICT,
+                problems: Vec::new(),
+                stale: Some((expected, current)),
+            },
+            Outcome::Invalid(problems) => Again {
+                status: StatusCode::UNPROCESSABLE_ENTITY,
+                problems: problems
+                    .into_iter()
+                    .map(|(field, p)| format!("{}: {p}", field.replace('_', " ")))
+                    .collect(),
+                stale: None,
+            },
+            Outcome::Refused(m) => Again {
+                status: StatusCode::CONFLICT,
+                problems: vec![m],
+                stale: None,
+            },
+        };
+        again(shown).await
+    }
+}
+
+/// A `303 See Other` to `location`: where a form that worked sends the browser.
+pub fn see_other(location: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, location))
+        .finish()
+}
+
+/// Runs `work` on a pooled connection as the signed-in person: the same `Editor` the
+/// API's callers become, so the services' access rules decide.
+pub async fn as_person<T: Send + 'static>(
+    state: &web::Data<AppState>,
+    who: &SignedIn,
+    work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, PageError> {
+    let acting = who.person.acting();
+    Ok(with_conn(state, move |conn, state| {
+        work(conn, state, &acting.editor())
+    })
+    .await?)
+}
+
+/// Runs `work` on a pooled connection for a page that reads, or for an admin's
+/// change the service makes on its own terms (a directory import, a token).
+pub async fn as_service<T: Send + 'static>(
+    state: &web::Data<AppState>,
+    work: impl FnOnce(&mut DbConnection, &AppState) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, PageError> {
+    Ok(with_conn(state, work).await?)
+}
+
+/// Runs a change as the signed-in person and says what it came to.
+pub async fn change<E: Into<ApiError>>(
+    state: &web::Data<AppState>,
+    who: &SignedIn,
+    work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>) -> Result<(), E> + Send + 'static,
+) -> Result<Outcome, PageError> {
+    as_person(state, who, move |conn, state, editor| {
+        Outcome::of(work(conn, state, editor))
+    })
+    .await
+}
+
+/// Runs a change of a COE as the signed-in person and says what it came to.
+pub async fn change_coe(
+    state: &web::Data<AppState>,
+    who: &SignedIn,
+    work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>) -> Result<(), CoeError>
+        + Send
+        + 'static,
+) -> Result<Outcome, PageError> {
+    as_person(state, who, move |conn, state, editor| {
+        Outcome::of_coe(work(conn, state, editor))
+    })
+    .await
+}

@@ -1,0 +1,70 @@
+//! What a page's query string holds: filters typed into a form (empty means none) and
+//! words of a fixed set (a state, a severity), each refused with a page that names the
+//! set when it is not one of them.
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::PageError;
+
+/// The value, trimmed, when it is not empty.
+pub fn filled(value: &Option<String>) -> Option<String> {
+    value
+        .as_deref()
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+}
+
+/// A word of a fixed set (`T`'s names), or a page that names the set: `field` is what
+/// the word is of, `words` the set as a person reads it.
+pub fn word<T: for<'de> Deserialize<'de>>(
+    value: &Option<String>,
+    field: &str,
+    words: &str,
+) -> Result<Option<T>, PageError> {
+    filled(value)
+        .map(|v| {
+            serde_json::from_value(json!(v))
+                .map_err(|_| PageError::BadRequest(format!("no {field} {v:?}: {words}")))
+        })
+        .transpose()
+}
+
+/// Where a list with `total` items, shown `page` at a time from `offset`, goes back
+/// and on: the URLs `url(offset)` makes, when there is somewhere to go.
+pub fn pages(
+    offset: i64,
+    page: i64,
+    total: i64,
+    url: impl Fn(i64) -> String,
+) -> (Option<String>, Option<String>) {
+    let previous = (offset > 0).then(|| url((offset - page).max(0)));
+    let next = (offset + page < total).then(|| url(offset + page));
+    (previous, next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Severity;
+
+    #[test]
+    fn empty_is_none_and_a_word_outside_the_set_names_the_set() {
+        assert_eq!(filled(&Some("  ".into())), None);
+        assert_eq!(filled(&Some(" a ".into())).as_deref(), Some("a"));
+        assert_eq!(
+            word::<Severity>(&Some("sev2".into()), "severity", "sev1 to sev5").unwrap(),
+            Some(Severity::Sev2)
+        );
+        let refused = word::<Severity>(&Some("sev9".into()), "severity", "sev1 to sev5");
+        assert!(
+            matches!(refused, Err(PageError::BadRequest(ref m)) if m == "no severity \"sev9\": sev1 to sev5"),
+            "{refused:?}"
+        );
+        let (previous, next) = pages(0, 20, 45, |o| format!("?offset={o}"));
+        assert_eq!((previous, next.as_deref()), (None, Some("?offset=20")));
+        let (previous, next) = pages(40, 20, 45, |o| format!("?offset={o}"));
+        assert_eq!((previous.as_deref(), next), (Some("?offset=20"), None));
+    }
+}
