@@ -2,13 +2,13 @@
 //! the note each step needs, or moves its due date with a reason.
 
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpResponse};
+use actix_web::web;
 use chrono::NaiveDate;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::coes::safe_href;
-use super::{as_person, change, render, CsrfForm, Outcome, PageError};
+use super::{as_person, change, render, CsrfForm, Outcome, Page, PageError, State};
 use crate::domain::action::{self, Transition};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
@@ -68,7 +68,7 @@ fn page(
     (detail, may_change): (ActionDetail, bool),
     problems: Vec<String>,
     notice: Option<String>,
-) -> Result<HttpResponse, PageError> {
+) -> Page {
     let a = &detail.action;
     let transitions: Vec<Value> = action::allowed(a.state).iter().map(|t| step(*t)).collect();
     let open = a.state.is_active();
@@ -88,11 +88,7 @@ fn page(
 }
 
 /// `GET /actions/{id}`: where the emails' links land.
-pub async fn show(
-    who: SignedIn,
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn show(who: SignedIn, path: web::Path<String>, state: State) -> Page {
     let loaded = load(&state, &path, &who).await?;
     page(&state, &who, StatusCode::OK, loaded, Vec::new(), None)
 }
@@ -106,12 +102,7 @@ pub struct StepForm {
 }
 
 /// The answer to a change: back to the page, or the page again with the problems.
-async fn answer(
-    state: &web::Data<AppState>,
-    who: &SignedIn,
-    id: &str,
-    outcome: Outcome,
-) -> Result<HttpResponse, PageError> {
+async fn answer(state: &web::Data<AppState>, who: &SignedIn, id: &str, outcome: Outcome) -> Page {
     outcome
         .answer(&format!("/actions/{id}"), |again| async move {
             let loaded = load(state, id, who).await?;
@@ -124,8 +115,8 @@ async fn answer(
 pub async fn transition(
     form: CsrfForm<StepForm>,
     path: web::Path<(String, String)>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+    state: State,
+) -> Page {
     let CsrfForm { who, fields: form } = form;
     let (id, verb) = path.into_inner();
     let verb = verb_of(&verb).ok_or_else(|| PageError::NotFound(format!("no step {verb:?}")))?;
@@ -153,8 +144,8 @@ pub struct DueDateForm {
 pub async fn move_due_date(
     form: CsrfForm<DueDateForm>,
     path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+    state: State,
+) -> Page {
     let CsrfForm { who, fields: form } = form;
     let id = path.into_inner();
     let Ok(due) = form.due_date.trim().parse::<NaiveDate>() else {

@@ -9,7 +9,9 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{as_service, render, see_other, Admin, CsrfForm, Fields, Outcome, PageError};
+use super::{
+    as_service, render, see_other, Admin, CsrfForm, Fields, Outcome, Page, PageError, State,
+};
 use crate::domain::{EmailAddress, Role, TokenName};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
@@ -33,7 +35,7 @@ fn page(
     name: &str,
     tab: &str,
     mut data: Value,
-) -> Result<HttpResponse, PageError> {
+) -> Page {
     data["tab"] = json!({ tab: true });
     render(state, Some(who), status, name, data)
 }
@@ -50,7 +52,7 @@ async fn people_page(
     team: Option<String>,
     status: StatusCode,
     report: Option<Value>,
-) -> Result<HttpResponse, PageError> {
+) -> Page {
     let filter = team.clone();
     let everyone = as_service(state, move |conn, _| {
         Ok(people::list(conn, filter.as_deref())?)
@@ -61,21 +63,14 @@ async fn people_page(
 }
 
 /// `GET /admin/people`.
-pub async fn people_list(
-    Admin(who): Admin,
-    query: web::Query<PeopleQuery>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn people_list(Admin(who): Admin, query: web::Query<PeopleQuery>, state: State) -> Page {
     let team = query.into_inner().team.filter(|t| !t.trim().is_empty());
     people_page(&state, &who, team, StatusCode::OK, None).await
 }
 
 /// `POST /admin/people/import`: CSV pasted into the form; the answer lists what was
 /// created and updated and every rejected line with why.
-pub async fn people_import(
-    form: AdminForm,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn people_import(form: AdminForm, state: State) -> Page {
     let (Admin(who), csv) = (form.who, form.fields.text("csv"));
     let imported = as_service(&state, move |conn, _| {
         match people::import_csv(conn, &csv) {
@@ -99,11 +94,7 @@ pub async fn people_import(
 
 /// `POST /admin/people/{email}/admin`: sets or clears the admin flag (`is_admin` =
 /// `true` or `false`).
-pub async fn people_admin(
-    form: AdminForm,
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn people_admin(form: AdminForm, path: web::Path<String>, state: State) -> Page {
     let (Admin(who), form) = (form.who, form.fields);
     let email = EmailAddress::parse(&path.into_inner()).map_err(PageError::BadRequest)?;
     let is_admin = form.text("is_admin") == "true";
@@ -120,11 +111,7 @@ pub async fn people_admin(
 }
 
 /// `POST /admin/people/{email}/sign-out`: ends every session of the person.
-pub async fn people_sign_out(
-    form: AdminForm,
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn people_sign_out(form: AdminForm, path: web::Path<String>, state: State) -> Page {
     let Admin(who) = form.who;
     let email = EmailAddress::parse(&path.into_inner()).map_err(PageError::BadRequest)?;
     let by = format!("admin {}", who.person.email);
@@ -140,7 +127,7 @@ async fn tokens_page(
     who: &SignedIn,
     status: StatusCode,
     extra: Value,
-) -> Result<HttpResponse, PageError> {
+) -> Page {
     let list = as_service(state, |conn, _| Ok(tokens::list(conn, true)?)).await?;
     let mut data = json!({"tokens": list, "roles": TOKEN_ROLES.map(|r| r.to_string()),
                           "form": {"name": "", "role": "", "email": ""}, "problems": [],
@@ -157,18 +144,12 @@ fn token_form(form: &Fields) -> Value {
 }
 
 /// `GET /admin/tokens`.
-pub async fn tokens_list(
-    Admin(who): Admin,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn tokens_list(Admin(who): Admin, state: State) -> Page {
     tokens_page(&state, &who, StatusCode::OK, json!({})).await
 }
 
 /// `POST /admin/tokens`: makes a token and shows its secret, once.
-pub async fn tokens_create(
-    form: AdminForm,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn tokens_create(form: AdminForm, state: State) -> Page {
     let (Admin(who), form) = (form.who, form.fields);
     let mut problems = Vec::new();
     let name = TokenName::parse(&form.text("name"))
@@ -213,11 +194,7 @@ pub async fn tokens_create(
 }
 
 /// `POST /admin/tokens/{name}/revoke`.
-pub async fn tokens_revoke(
-    _: AdminForm,
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn tokens_revoke(_: AdminForm, path: web::Path<String>, state: State) -> Page {
     let name = path.into_inner();
     as_service(&state, move |conn, _| {
         Ok(tokens::revoke(conn, &name).map(drop)?)
@@ -233,11 +210,7 @@ pub struct OutboxQuery {
 }
 
 /// `GET /admin/outbox`: counts by state and the newest 100 emails (of one state).
-pub async fn outbox_list(
-    Admin(who): Admin,
-    query: web::Query<OutboxQuery>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn outbox_list(Admin(who): Admin, query: web::Query<OutboxQuery>, state: State) -> Page {
     let filter = query
         .into_inner()
         .state
@@ -255,11 +228,7 @@ pub async fn outbox_list(
 }
 
 /// `POST /admin/outbox/{id}/retry`.
-pub async fn outbox_retry(
-    _: AdminForm,
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn outbox_retry(_: AdminForm, path: web::Path<String>, state: State) -> Page {
     let id = path.into_inner();
     as_service(&state, move |conn, _| {
         Ok(outbox::retry(conn, &id).map(drop)?)
@@ -269,10 +238,7 @@ pub async fn outbox_retry(
 }
 
 /// `GET /admin/sessions`: every session that has not ended, newest first.
-pub async fn sessions_list(
-    Admin(who): Admin,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn sessions_list(Admin(who): Admin, state: State) -> Page {
     let sessions = as_service(&state, |conn, _| Ok(auth::sessions_of(conn, None, 500)?)).await?;
     let data = json!({"sessions": sessions, "mine": who.person.session_id});
     page(
@@ -286,11 +252,7 @@ pub async fn sessions_list(
 }
 
 /// `POST /admin/sessions/{id}/end`.
-pub async fn sessions_end(
-    form: AdminForm,
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn sessions_end(form: AdminForm, path: web::Path<String>, state: State) -> Page {
     let id = path.into_inner();
     let by = format!("admin {}", form.who.0.person.email);
     as_service(&state, move |conn, _| Ok(auth::end(conn, &id, &by)?)).await?;

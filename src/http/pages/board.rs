@@ -6,17 +6,16 @@
 use std::sync::Arc;
 
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpResponse};
+use actix_web::web;
 use chrono::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::query::{filled, pages, word};
-use super::{as_service, render, PageError};
+use super::{as_service, render, Page, PageError, State};
 use crate::domain::action::{ActionKind, Priority};
 use crate::domain::Severity;
 use crate::http::session::SignedIn;
-use crate::http::state::AppState;
 use crate::services::actions::{ActionFilter, ActionSort};
 use crate::services::board::{self, Totals};
 
@@ -109,11 +108,7 @@ impl BoardQuery {
 }
 
 /// `GET /board`.
-pub async fn board(
-    who: SignedIn,
-    query: web::Query<BoardQuery>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -> Page {
     let q = query.into_inner();
     let base = q.filter()?;
     let offset = q.offset.unwrap_or(0).max(0);

@@ -4,21 +4,85 @@
 //! with the version the page was loaded with; `coes::answer` turns the outcome into
 //! the next page, with what was typed kept when it did not go through.
 
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::dev::Payload;
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpResponse};
+use actix_web::{web, FromRequest, HttpRequest};
 use serde_json::{json, Value};
 
 use super::coes::{self, answer, Kept};
-use super::{change, change_coe, CsrfForm, Fields, PageError};
+use super::{change, CsrfForm, Fields, FormError, Page, PageError, State};
+use crate::db::DbConnection;
 use crate::domain::{EmailAddress, Severity};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
+use crate::services::access::Editor;
 use crate::services::actions::{self, NewAction};
 use crate::services::coes::{
     self as service, CoeError, CoePatch, RelatedInput, TimelineInput, Why, WhyChainInput,
 };
 
-type Form = CsrfForm<Fields>;
+/// A form of a COE's page (`/coes/{id}/…`): a `CsrfForm` with the COE's id, the item
+/// of the COE it is about (`/coes/{id}/timeline/{entry}`), the version the page was
+/// loaded with and the app's state.
+pub struct CoeForm {
+    who: SignedIn,
+    state: State,
+    id: String,
+    pub item: String,
+    pub fields: Fields,
+}
+
+impl FromRequest for CoeForm {
+    type Error = PageError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, PageError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let form = CsrfForm::<Fields>::from_request(req, payload);
+        let state = req.app_data::<web::Data<AppState>>().cloned();
+        let path = req.match_info();
+        let id = path.get("id").unwrap_or_default().to_owned();
+        let item = ["key", "entry", "chain", "item", "step"]
+            .iter()
+            .find_map(|name| path.get(name))
+            .unwrap_or_default()
+            .to_owned();
+        Box::pin(async move {
+            let CsrfForm { who, fields } = form.await?;
+            let state = state.ok_or_else(|| PageError::Internal("no application state".into()))?;
+            Ok(CoeForm {
+                who,
+                state,
+                id,
+                item,
+                fields,
+            })
+        })
+    }
+}
+
+impl CoeForm {
+    /// Runs `work` on the COE (its id and the form's version given) as the signed-in
+    /// person; answers on part `part` of its page, with `kept` shown again when the
+    /// change did not go through.
+    pub async fn change<E: FormError + Send + 'static>(
+        &self,
+        part: &str,
+        kept: Kept,
+        work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>, &str, Option<i32>) -> Result<(), E>
+            + Send
+            + 'static,
+    ) -> Page {
+        let (id, version) = (self.id.clone(), self.fields.version());
+        let outcome = change(&self.state, &self.who, move |conn, state, editor| {
+            work(conn, state, editor, &id, version)
+        })
+        .await?;
+        answer(&self.state, &self.who, &self.id, part, outcome, kept).await
+    }
+}
 
 /// `kept` with the form of `part` as typed.
 fn typed(part: &str, form: &Fields) -> Kept {
@@ -30,26 +94,20 @@ fn typed(part: &str, form: &Fields) -> Kept {
 
 /// `POST /coes/{id}/sections/{key}`: saves a text section, or — with the preview
 /// button — shows it rendered without saving.
-pub async fn save_section(
-    form: Form,
-    path: web::Path<(String, String)>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
-    let CsrfForm { who, fields: form } = form;
-    let (id, key) = path.into_inner();
-    let body = form.text("body");
+pub async fn save_section(form: CoeForm) -> Page {
+    let (key, body) = (form.item.clone(), form.fields.text("body"));
     let mut kept = Kept::default();
     kept.texts.insert(key.clone(), body.clone());
-    if form.filled("preview").is_some() {
+    if form.fields.filled("preview").is_some() {
         kept.previews.insert(key.clone(), body);
-        let loaded = coes::load(&state, &id, &who, false).await?;
-        return coes::page(&state, &who, StatusCode::OK, loaded, kept);
+        let loaded = coes::load(&form.state, &form.id, &form.who, false).await?;
+        return coes::page(&form.state, &form.who, StatusCode::OK, loaded, kept);
     }
-    let (coe_id, section, version) = (id.clone(), key.clone(), form.version());
-    let result = change_coe(&state, &who, move |conn, state, editor| {
+    let section = key.clone();
+    form.change(&key, kept, move |conn, state, editor, coe, version| {
         service::put_section(
             conn,
-            &coe_id,
+            coe,
             &section,
             &body,
             version,
@@ -57,8 +115,7 @@ pub async fn save_section(
             &state.coe_context(),
         )
     })
-    .await?;
-    answer(&state, &who, &id, &key, result, kept).await
+    .await
 }
 
 /// An email address field: the value, or the problem with it.
@@ -76,29 +133,23 @@ fn email_field(
 /// `POST /coes/{id}/details`: title, owner, reviewer, severity and service; only
 /// what differs from the COE as it is is sent, so nobody is told of an assignment
 /// that did not change.
-pub async fn details(
-    form: Form,
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
-    let CsrfForm { who, fields: form } = form;
-    let id = path.into_inner();
+pub async fn details(form: CoeForm) -> Page {
+    let fields = &form.fields;
     let mut problems = Vec::new();
-    let owner = email_field(&form, "owner", &mut problems);
-    let reviewer = email_field(&form, "reviewer", &mut problems);
-    let severity = form.filled("severity").and_then(|s| {
+    let owner = email_field(fields, "owner", &mut problems);
+    let reviewer = email_field(fields, "reviewer", &mut problems);
+    let severity = fields.filled("severity").and_then(|s| {
         s.parse::<Severity>()
             .map_err(|e| problems.push(("severity".into(), e.to_string())))
             .ok()
     });
-    let (title, service_name) = (form.filled("title"), form.filled("service"));
-    let (coe_id, version) = (id.clone(), form.version());
-    let kept = typed("details", &form);
-    let result = change_coe(&state, &who, move |conn, state, editor| {
+    let (title, service_name) = (fields.filled("title"), fields.filled("service"));
+    let kept = typed("details", fields);
+    form.change("details", kept, move |conn, state, editor, coe, version| {
         if !problems.is_empty() {
             return Err(CoeError::Invalid(problems));
         }
-        let now = service::load(conn, &coe_id, &state.settings)?;
+        let now = service::load(conn, coe, &state.settings)?;
         let patch = CoePatch {
             title: title.filter(|t| *t != now.title),
             owner: owner.filter(|o| now.owner.as_deref() != Some(o.as_str())),
@@ -106,10 +157,9 @@ pub async fn details(
             severity: severity.filter(|s| *s != now.severity),
             service: service_name.filter(|s| now.service.as_deref() != Some(s.as_str())),
         };
-        service::patch(conn, &coe_id, patch, version, editor, state.mailer())
+        service::patch(conn, coe, patch, version, editor, state.mailer())
     })
-    .await?;
-    answer(&state, &who, &id, "details", result, kept).await
+    .await
 }
 
 /// A timeline entry from the form: a `datetime-local` time is UTC.
@@ -128,20 +178,13 @@ fn timeline_input(form: &Fields) -> TimelineInput {
 }
 
 /// `POST /coes/{id}/timeline`: adds an entry.
-pub async fn add_timeline(
-    form: Form,
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
-    let CsrfForm { who, fields: form } = form;
-    let id = path.into_inner();
-    let (coe_id, input, version) = (id.clone(), timeline_input(&form), form.version());
-    let result = change_coe(&state, &who, move |conn, _, editor| {
-        service::add_timeline(conn, &coe_id, &input, version, editor).map(drop)
+pub async fn add_timeline(form: CoeForm) -> Page {
+    let input = timeline_input(&form.fields);
+    let kept = typed("timeline", &form.fields);
+    form.change("timeline", kept, move |conn, _, editor, coe, version| {
+        service::add_timeline(conn, coe, &input, version, editor).map(drop)
     })
-    .await?;
-    let kept = typed("timeline", &form);
-    answer(&state, &who, &id, "timeline", result, kept).await
+    .await
 }
 
 /// `GET /coes/{id}/timeline/{entry}`: the form that changes or deletes one entry (a
@@ -150,8 +193,8 @@ pub async fn add_timeline(
 pub async fn timeline_entry(
     who: SignedIn,
     path: web::Path<(String, String)>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+    state: State,
+) -> Page {
     let (id, entry_id) = path.into_inner();
     entry_page(
         &state,
@@ -174,7 +217,7 @@ async fn entry_page(
     status: StatusCode,
     typed: Option<Value>,
     problems: Vec<String>,
-) -> Result<HttpResponse, PageError> {
+) -> Page {
     let loaded = coes::load(state, id, who, false).await?;
     let doc = &loaded.doc;
     let entry = doc
@@ -202,17 +245,18 @@ async fn entry_page(
 
 /// `POST /coes/{id}/timeline/{entry}`: changes an entry, or deletes it (the delete
 /// button). When it does not go through, the entry's page again with what was typed.
-pub async fn edit_timeline(
-    form: Form,
-    path: web::Path<(String, String)>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
-    let CsrfForm { who, fields: form } = form;
-    let (id, entry) = path.into_inner();
+pub async fn edit_timeline(form: CoeForm) -> Page {
+    let CoeForm {
+        who,
+        state,
+        id,
+        item: entry,
+        fields,
+    } = form;
     let (coe_id, entry_id) = (id.clone(), entry.clone());
-    let (input, version) = (timeline_input(&form), form.version());
-    let delete = form.filled("delete").is_some();
-    let outcome = change_coe(&state, &who, move |conn, _, editor| {
+    let (input, version) = (timeline_input(&fields), fields.version());
+    let delete = fields.filled("delete").is_some();
+    let outcome = change(&state, &who, move |conn, _, editor| {
         if delete {
             service::delete_timeline(conn, &coe_id, &entry_id, version, editor)
         } else {
@@ -229,8 +273,8 @@ pub async fn edit_timeline(
                      what you typed is kept below, not saved: check the entry and save again."
                 ));
             }
-            let typed = json!({"kind": form.text("kind"), "text": form.text("text"),
-                               "at": form.text("at")});
+            let typed = json!({"kind": fields.text("kind"), "text": fields.text("text"),
+                               "at": fields.text("at")});
             entry_page(
                 &state,
                 &who,
@@ -268,66 +312,44 @@ fn why_rows(form: &Fields) -> Value {
 }
 
 /// `POST /coes/{id}/whys`: adds a chain.
-pub async fn add_whys(
-    form: Form,
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
-    let CsrfForm { who, fields: form } = form;
-    let id = path.into_inner();
-    let (coe_id, input, version) = (id.clone(), why_steps(&form), form.version());
-    let outcome = change_coe(&state, &who, move |conn, _, editor| {
-        service::add_why_chain(conn, &coe_id, &input, version, editor).map(drop)
+pub async fn add_whys(form: CoeForm) -> Page {
+    let input = why_steps(&form.fields);
+    let kept = kept_whys(json!({"rows": why_rows(&form.fields)}));
+    form.change("five_whys", kept, move |conn, _, editor, coe, version| {
+        service::add_why_chain(conn, coe, &input, version, editor).map(drop)
     })
-    .await?;
-    let kept = Kept {
-        forms: [("five_whys".to_owned(), json!({"rows": why_rows(&form)}))].into(),
+    .await
+}
+
+/// What a 5-whys form that did not go through shows again (see `coes::page`).
+fn kept_whys(typed: Value) -> Kept {
+    Kept {
+        forms: [("five_whys".to_owned(), typed)].into(),
         ..Kept::default()
-    };
-    answer(&state, &who, &id, "five_whys", outcome, kept).await
+    }
 }
 
 /// `POST /coes/{id}/whys/{chain}`: replaces a chain, or deletes it.
-pub async fn edit_whys(
-    form: Form,
-    path: web::Path<(String, String)>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
-    let CsrfForm { who, fields: form } = form;
-    let (id, chain) = path.into_inner();
-    let (coe_id, chain_id) = (id.clone(), chain.clone());
-    let (input, version) = (why_steps(&form), form.version());
-    let delete = form.filled("delete").is_some();
-    let outcome = change_coe(&state, &who, move |conn, _, editor| {
+pub async fn edit_whys(form: CoeForm) -> Page {
+    let (chain, input) = (form.item.clone(), why_steps(&form.fields));
+    let delete = form.fields.filled("delete").is_some();
+    let kept = kept_whys(json!({"chain": chain, "steps": why_rows(&form.fields)}));
+    form.change("five_whys", kept, move |conn, _, editor, coe, version| {
         if delete {
-            service::delete_why_chain(conn, &coe_id, &chain_id, version, editor)
+            service::delete_why_chain(conn, coe, &chain, version, editor)
         } else {
-            service::replace_why_chain(conn, &coe_id, &chain_id, &input, version, editor)
+            service::replace_why_chain(conn, coe, &chain, &input, version, editor)
         }
     })
-    .await?;
-    let kept = Kept {
-        forms: [(
-            "five_whys".to_owned(),
-            json!({"chain": chain, "steps": why_rows(&form)}),
-        )]
-        .into(),
-        ..Kept::default()
-    };
-    answer(&state, &who, &id, "five_whys", outcome, kept).await
+    .await
 }
 
 /// `POST /coes/{id}/related`: links an item (a web page, or another COE by its id or
 /// its page's address).
-pub async fn add_related(
-    form: Form,
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
-    let CsrfForm { who, fields: form } = form;
-    let id = path.into_inner();
-    let kind = form.text("kind");
-    let target = form.filled("target");
+pub async fn add_related(form: CoeForm) -> Page {
+    let fields = &form.fields;
+    let kind = fields.text("kind");
+    let target = fields.filled("target");
     let (url, coe_id) = if kind == "coe" {
         let other = target.map(|t| {
             let t = t.trim_end_matches('/');
@@ -339,81 +361,48 @@ pub async fn add_related(
     };
     let input = RelatedInput {
         kind,
-        title: form.filled("title"),
+        title: fields.filled("title"),
         url,
         coe_id,
     };
-    let (key, version) = (id.clone(), form.version());
-    let outcome = change_coe(&state, &who, move |conn, _, editor| {
-        service::add_related(conn, &key, &input, version, editor).map(drop)
+    let kept = typed("related", fields);
+    form.change("related", kept, move |conn, _, editor, coe, version| {
+        service::add_related(conn, coe, &input, version, editor).map(drop)
     })
-    .await?;
-    answer(
-        &state,
-        &who,
-        &id,
-        "related",
-        outcome,
-        typed("related", &form),
-    )
     .await
 }
 
 /// `POST /coes/{id}/related/{item}/delete`.
-pub async fn delete_related(
-    form: Form,
-    path: web::Path<(String, String)>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
-    let CsrfForm { who, fields: form } = form;
-    let (id, item) = path.into_inner();
-    let (key, version) = (id.clone(), form.version());
-    let outcome = change_coe(&state, &who, move |conn, _, editor| {
-        service::delete_related(conn, &key, &item, version, editor)
-    })
-    .await?;
-    answer(&state, &who, &id, "related", outcome, Kept::default()).await
+pub async fn delete_related(form: CoeForm) -> Page {
+    let item = form.item.clone();
+    form.change(
+        "related",
+        Kept::default(),
+        move |conn, _, editor, coe, version| {
+            service::delete_related(conn, coe, &item, version, editor)
+        },
+    )
+    .await
 }
 
 /// `POST /coes/{id}/actions`: a new corrective action; every missing or invalid
 /// field is named at once and what was typed stays in the form.
-pub async fn add_action(
-    form: Form,
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
-    let CsrfForm { who, fields: form } = form;
-    let id = path.into_inner();
+pub async fn add_action(form: CoeForm) -> Page {
+    let fields = &form.fields;
     let input = NewAction {
-        title: form.filled("title"),
-        description: form.filled("description"),
-        owner: form.filled("owner"),
-        due_date: form.filled("due_date"),
-        priority: form.filled("priority"),
-        kind: form.filled("kind"),
-        success_criteria: form.filled("success_criteria"),
-        external_url: form.filled("external_url"),
+        title: fields.filled("title"),
+        description: fields.filled("description"),
+        owner: fields.filled("owner"),
+        due_date: fields.filled("due_date"),
+        priority: fields.filled("priority"),
+        kind: fields.filled("kind"),
+        success_criteria: fields.filled("success_criteria"),
+        external_url: fields.filled("external_url"),
     };
-    let key = id.clone();
-    let outcome = change(&state, &who, move |conn, state, editor| {
-        actions::create(
-            conn,
-            &key,
-            &input,
-            editor,
-            state.settings.clock(),
-            state.mailer(),
-        )
-        .map(drop)
+    let kept = typed("actions", fields);
+    form.change("actions", kept, move |conn, state, editor, coe, _| {
+        let clock = state.settings.clock();
+        actions::create(conn, coe, &input, editor, clock, state.mailer()).map(drop)
     })
-    .await?;
-    answer(
-        &state,
-        &who,
-        &id,
-        "actions",
-        outcome,
-        typed("actions", &form),
-    )
     .await
 }

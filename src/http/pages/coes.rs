@@ -7,11 +7,11 @@
 use std::collections::BTreeMap;
 
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpResponse};
+use actix_web::web;
 use chrono::NaiveDateTime;
 use serde_json::{json, Value};
 
-use super::{as_person, render, Outcome, PageError};
+use super::{as_person, render, Outcome, Page, PageError, State};
 use crate::domain::action::{ActionKind, Priority};
 use crate::domain::coe::{CoeState, TimelineKind};
 use crate::domain::rules::Finding;
@@ -246,7 +246,7 @@ pub(super) fn page(
     status: StatusCode,
     loaded: Loaded,
     kept: Kept,
-) -> Result<HttpResponse, PageError> {
+) -> Page {
     let Loaded {
         doc,
         history,
@@ -379,11 +379,7 @@ pub(super) fn page(
 }
 
 /// `GET /coes/{id}`.
-pub async fn show(
-    who: SignedIn,
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn show(who: SignedIn, path: web::Path<String>, state: State) -> Page {
     let loaded = load(&state, &path, &who, true).await?;
     page(&state, &who, StatusCode::OK, loaded, Kept::default())
 }
@@ -399,7 +395,7 @@ pub(super) async fn answer(
     part: &str,
     outcome: Outcome,
     mut kept: Kept,
-) -> Result<HttpResponse, PageError> {
+) -> Page {
     let anchor = if matches!(part, "timeline" | "five_whys" | "related" | "actions") {
         format!("part-{part}")
     } else {

@@ -6,13 +6,11 @@
 //! figures as a table beside it.
 
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpResponse};
 use serde::Serialize;
 use serde_json::json;
 
-use super::{as_service, render, PageError};
+use super::{as_service, render, Page, State};
 use crate::http::session::SignedIn;
-use crate::http::state::AppState;
 use crate::services::stats::{Stats, WaitingCoe};
 
 /// How many COEs each list shows.
@@ -338,10 +336,7 @@ fn charts(s: &Stats) -> Vec<Chart> {
 }
 
 /// `GET /dashboard`.
-pub async fn dashboard(
-    who: SignedIn,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn dashboard(who: SignedIn, state: State) -> Page {
     let figures = as_service(&state, |conn, state| {
         crate::http::api::stats::current(conn, state)
     })

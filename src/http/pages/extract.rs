@@ -142,6 +142,7 @@ macro_rules! guarded {
     };
 }
 guarded!();
+impl Guarded for (super::coe_forms::CoeForm,) {}
 guarded!(A);
 guarded!(A, B);
 guarded!(A, B, C);

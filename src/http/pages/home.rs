@@ -3,13 +3,11 @@
 //! COEs they own or review with what each still needs.
 
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpResponse};
 use serde_json::{json, Value};
 
-use super::{as_service, render, PageError};
+use super::{as_service, render, Page, State};
 use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;
-use crate::http::state::AppState;
 use crate::services::actions::{self, ActionFilter, ActionSort, ActionView};
 use crate::services::coes::{self, CoeFilter, CoeSummary};
 
@@ -34,7 +32,7 @@ fn action_line(a: ActionView) -> Value {
 }
 
 /// `GET /`.
-pub async fn home(who: SignedIn, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
+pub async fn home(who: SignedIn, state: State) -> Page {
     let email = who.person.email.clone();
     let (actions, coes) = as_service(&state, move |conn, state| {
         let clock = state.settings.clock();

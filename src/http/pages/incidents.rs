@@ -4,18 +4,17 @@
 use std::collections::BTreeMap;
 
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpResponse};
+use actix_web::web;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::query::{filled, pages, word};
-use super::{as_person, as_service, render, see_other, CsrfForm, Fields, PageError};
+use super::{as_person, as_service, render, see_other, CsrfForm, Fields, Page, PageError, State};
 use crate::domain::incident::IncidentState;
 use crate::domain::timeline::{self, EventFacts};
 use crate::domain::Severity;
 use crate::error::ApiError;
 use crate::http::session::SignedIn;
-use crate::http::state::AppState;
 use crate::services::coes::{self, CoeError, NewCoe};
 use crate::services::incidents::{self, Event, IncidentFilter};
 
@@ -37,11 +36,7 @@ pub struct ListQuery {
 }
 
 /// `GET /incidents`.
-pub async fn list(
-    who: SignedIn,
-    query: web::Query<ListQuery>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn list(who: SignedIn, query: web::Query<ListQuery>, state: State) -> Page {
     let q = query.into_inner();
     let status = word::<IncidentState>(&q.status, "incident state", "open or resolved")?;
     let min_severity = word::<Severity>(&q.min_severity, "severity", "sev1 to sev5")?;
@@ -108,11 +103,7 @@ fn facts(event: &Event) -> EventFacts {
 }
 
 /// `GET /incidents/{id}`.
-pub async fn show(
-    who: SignedIn,
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn show(who: SignedIn, path: web::Path<String>, state: State) -> Page {
     let id = path.into_inner();
     let key = id.clone();
     let found = as_service(&state, move |conn, _| {
@@ -156,11 +147,7 @@ pub async fn show(
 }
 
 /// `POST /incidents/{id}/coe`: opens its COE by hand (or goes to the one it has).
-pub async fn open_coe(
-    form: CsrfForm<Fields>,
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn open_coe(form: CsrfForm<Fields>, path: web::Path<String>, state: State) -> Page {
     let key = path.into_inner();
     let opened = as_person(&state, &form.who, move |conn, state, me| {
         if incidents::get(conn, &key)?.is_none() {

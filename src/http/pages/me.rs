@@ -3,10 +3,10 @@
 //! the old one), and where they are signed in (and signing the other places out).
 
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpResponse};
+use actix_web::web;
 use serde_json::json;
 
-use super::{as_person, render, CsrfForm, Fields, PageError};
+use super::{as_person, render, CsrfForm, Fields, Page, PageError, State};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
 use crate::services::auth;
@@ -17,7 +17,7 @@ async fn page(
     who: &SignedIn,
     feed_url: Option<String>,
     notice: Option<String>,
-) -> Result<HttpResponse, PageError> {
+) -> Page {
     let (person, sessions) = as_person(state, who, move |conn, _, me| {
         Ok((
             directory::get(conn, me.actor)?,
@@ -50,15 +50,12 @@ async fn page(
 }
 
 /// `GET /me`.
-pub async fn show(who: SignedIn, state: web::Data<AppState>) -> Result<HttpResponse, PageError> {
+pub async fn show(who: SignedIn, state: State) -> Page {
     page(&state, &who, None, None).await
 }
 
 /// `POST /me/calendar`: a new calendar feed URL, shown once; the old one stops working.
-pub async fn new_calendar(
-    form: CsrfForm<Fields>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn new_calendar(form: CsrfForm<Fields>, state: State) -> Page {
     let who = form.who;
     let email =
         crate::domain::EmailAddress::parse(&who.person.email).map_err(PageError::BadRequest)?;
@@ -78,10 +75,7 @@ pub async fn new_calendar(
 
 /// `POST /me/sign-out-others`: ends every other session of mine (a browser left
 /// signed in elsewhere); this one stays.
-pub async fn sign_out_others(
-    form: CsrfForm<Fields>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn sign_out_others(form: CsrfForm<Fields>, state: State) -> Page {
     let who = form.who;
     let keep = who.person.session_id.clone();
     let ended = as_person(&state, &who, move |conn, _, me| {

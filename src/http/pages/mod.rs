@@ -35,7 +35,13 @@ use crate::http::state::AppState;
 
 use extract::form;
 pub use extract::{Admin, CsrfForm, Fields, SameOrigin};
-pub use outcome::{as_person, as_service, change, change_coe, see_other, Again, Outcome};
+/// What a page handler answers.
+pub type Page = Result<HttpResponse, PageError>;
+
+/// The app's state, as a page handler takes it.
+pub type State = web::Data<AppState>;
+
+pub use outcome::{as_person, as_service, change, see_other, Again, FormError, Outcome};
 
 macro_rules! embedded {
     ($($name:literal),* $(,)?) => {
@@ -419,7 +425,7 @@ pub fn render(
     status: StatusCode,
     name: &str,
     mut data: Value,
-) -> Result<HttpResponse, PageError> {
+) -> Page {
     if let Value::Object(map) = &mut data {
         map.insert("asset_version".into(), json!(state.pages.asset_version));
         if let Some(who) = who {
@@ -441,7 +447,7 @@ pub fn render(
 
 /// The stylesheet: cached by browsers for a day (its URL carries its hash, so a new
 /// version is fetched at once), with an ETag for revalidation.
-async fn stylesheet(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+async fn stylesheet(req: HttpRequest, state: State) -> HttpResponse {
     let etag = format!("\"{}\"", state.pages.asset_version);
     let fresh = req
         .headers()

@@ -13,7 +13,7 @@ use actix_web::http::header;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
-use super::PageError;
+use super::{Page, PageError};
 use crate::db::DbConnection;
 use crate::error::ApiError;
 use crate::http::session::SignedIn;
@@ -48,34 +48,55 @@ pub struct Again {
     pub stale: Option<(i32, i32)>,
 }
 
+/// A service's error, as a form's outcome sees it: what the API answers, and for a
+/// COE that someone saved first, the two versions.
+pub trait FormError: Into<ApiError> {
+    /// (the version the form named, the version now), when someone saved first.
+    fn stale(&self) -> Option<(i32, i32)> {
+        None
+    }
+}
+
+impl FormError for CoeError {
+    fn stale(&self) -> Option<(i32, i32)> {
+        match self {
+            CoeError::Stale { expected, current } => Some((*expected, *current)),
+            _ => None,
+        }
+    }
+}
+
+impl FormError for crate::services::actions::ActionError {}
+impl FormError for crate::services::people::PeopleError {}
+impl FormError for crate::services::tokens::TokenError {}
+impl FormError for ApiError {}
+
 impl Outcome {
     /// The outcome of a service's answer; an error that is not about the form (not
     /// found, forbidden, a database fault) stays an error.
-    pub fn of<E: Into<ApiError>>(result: Result<(), E>) -> Result<Outcome, ApiError> {
-        match result.map_err(Into::into) {
-            Ok(()) => Ok(Outcome::Done),
-            Err(ApiError::Validation(fields)) => Ok(Outcome::Invalid(
+    pub fn of<E: FormError>(result: Result<(), E>) -> Result<Outcome, ApiError> {
+        let error = match result {
+            Ok(()) => return Ok(Outcome::Done),
+            Err(e) => e,
+        };
+        if let Some((expected, current)) = error.stale() {
+            return Ok(Outcome::Stale { expected, current });
+        }
+        match error.into() {
+            ApiError::Validation(fields) => Ok(Outcome::Invalid(
                 fields.into_iter().map(|f| (f.field, f.problem)).collect(),
             )),
-            Err(ApiError::Conflict { message, .. }) => Ok(Outcome::Refused(message)),
-            Err(ApiError::PreconditionFailed(m) | ApiError::PreconditionRequired(m)) => {
+            ApiError::Conflict { message, .. } => Ok(Outcome::Refused(message)),
+            ApiError::PreconditionFailed(m) | ApiError::PreconditionRequired(m) => {
                 Ok(Outcome::OutOfDate(m))
             }
-            Err(other) => Err(other),
-        }
-    }
-
-    /// The outcome of a change of a COE: as `of`, with the versions of a stale one.
-    pub fn of_coe(result: Result<(), CoeError>) -> Result<Outcome, ApiError> {
-        match result {
-            Err(CoeError::Stale { expected, current }) => Ok(Outcome::Stale { expected, current }),
-            other => Outcome::of(other),
+            other => Err(other),
         }
     }
 
     /// Answers it: a 303 to `done` when it worked; a 412 when the form was out of
     /// date; otherwise the page again, from `again`.
-    pub async fn answer<F, Fut>(self, done: &str, again: F) -> Result<HttpResponse, PageError>
+    pub async fn answer<F, Fut>(self, done: &str, again: F) -> Page
     where
         F: FnOnce(Again) -> Fut,
         Fut: Future<Output = Result<HttpResponse, PageError>>,
@@ -141,27 +162,13 @@ pub async fn as_service<T: Send + 'static>(
 }
 
 /// Runs a change as the signed-in person and says what it came to.
-pub async fn change<E: Into<ApiError>>(
+pub async fn change<E: FormError>(
     state: &web::Data<AppState>,
     who: &SignedIn,
     work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>) -> Result<(), E> + Send + 'static,
 ) -> Result<Outcome, PageError> {
     as_person(state, who, move |conn, state, editor| {
         Outcome::of(work(conn, state, editor))
-    })
-    .await
-}
-
-/// Runs a change of a COE as the signed-in person and says what it came to.
-pub async fn change_coe(
-    state: &web::Data<AppState>,
-    who: &SignedIn,
-    work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>) -> Result<(), CoeError>
-        + Send
-        + 'static,
-) -> Result<Outcome, PageError> {
-    as_person(state, who, move |conn, state, editor| {
-        Outcome::of_coe(work(conn, state, editor))
     })
     .await
 }

@@ -3,34 +3,32 @@
 //! for the start of the review meeting; and its history.
 
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpResponse};
+use actix_web::web;
 use serde_json::{json, Value};
 
-use super::coes::{self, answer, change_words, related_links, Kept};
-use super::{change_coe, render, CsrfForm, Fields, PageError};
+use super::coe_forms::CoeForm;
+use super::coes::{self, change_words, related_links, Kept};
+use super::{render, Page, PageError, State};
 use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;
-use crate::http::state::AppState;
 use crate::services::review::{self, Step};
 
 /// `POST /coes/{id}/review/{step}`: submit, approve or request-changes.
-pub async fn step(
-    form: CsrfForm<Fields>,
-    path: web::Path<(String, String)>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
-    let CsrfForm { who, fields: form } = form;
-    let (id, name) = path.into_inner();
+pub async fn step(form: CoeForm) -> Page {
+    let name = form.item.clone();
     let step = [Step::Submit, Step::Approve, Step::RequestChanges]
         .into_iter()
         .find(|s| s.name() == name)
         .ok_or_else(|| PageError::NotFound(format!("no review step {name:?}")))?;
-    let comment = form.filled("comment");
-    let key = id.clone();
-    let outcome = change_coe(&state, &who, move |conn, state, editor| {
+    let comment = form.fields.filled("comment");
+    let kept = Kept {
+        forms: [("review".to_owned(), form.fields.to_json())].into(),
+        ..Kept::default()
+    };
+    form.change("review", kept, move |conn, state, editor, coe, _| {
         review::step(
             conn,
-            &key,
+            coe,
             step,
             comment.as_deref(),
             editor,
@@ -38,21 +36,12 @@ pub async fn step(
             &state.emails,
         )
     })
-    .await?;
-    let kept = Kept {
-        forms: [("review".to_owned(), form.to_json())].into(),
-        ..Kept::default()
-    };
-    answer(&state, &who, &id, "review", outcome, kept).await
+    .await
 }
 
 /// `GET /coes/{id}/print`: the whole COE as one document, without forms, laid out
 /// for reading and printing.
-pub async fn print(
-    who: SignedIn,
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn print(who: SignedIn, path: web::Path<String>, state: State) -> Page {
     let loaded = coes::load(&state, &path, &who, false).await?;
     let doc = &loaded.doc;
     let related = related_links(doc);
@@ -66,11 +55,7 @@ pub async fn print(
 }
 
 /// `GET /coes/{id}/history`: every change, newest first, in words.
-pub async fn history(
-    who: SignedIn,
-    path: web::Path<String>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn history(who: SignedIn, path: web::Path<String>, state: State) -> Page {
     let loaded = coes::load(&state, &path, &who, false).await?;
     let entries: Vec<Value> = loaded
         .history

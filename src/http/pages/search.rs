@@ -3,16 +3,15 @@
 //! and in a passage of its writeup.
 
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpResponse};
+use actix_web::web;
 use serde::Deserialize;
 use serde_json::json;
 
 use super::query::{filled, pages, word};
-use super::{as_service, render, PageError};
+use super::{as_service, render, Page, State};
 use crate::domain::coe::CoeState;
 use crate::domain::Severity;
 use crate::http::session::SignedIn;
-use crate::http::state::AppState;
 use crate::services::coes::{self, CoeFilter};
 
 const PAGE: i64 = 20;
@@ -118,11 +117,7 @@ fn passage(body: &str, terms: &[String]) -> Option<String> {
 }
 
 /// `GET /search`.
-pub async fn search(
-    who: SignedIn,
-    query: web::Query<SearchQuery>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State) -> Page {
     let q = query.into_inner();
     let text = filled(&q.q);
     let coe_state = word::<CoeState>(

@@ -5,12 +5,11 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{as_service, render, CsrfForm, Fields, PageError, SameOrigin};
+use super::{as_service, render, CsrfForm, Fields, Page, PageError, SameOrigin, State};
 use crate::config::AuthMode;
 use crate::domain::auth::{safe_next, LinkAllowance, LINK_LIFETIME_MINUTES};
 use crate::domain::EmailAddress;
 use crate::http::session::{client_ip, removal_cookie, session_cookie, session_secret};
-use crate::http::state::AppState;
 use crate::services::auth;
 
 #[derive(Debug, Deserialize)]
@@ -24,10 +23,7 @@ fn next_of(next: Option<&str>) -> String {
 }
 
 /// `GET /sign-in`: the form.
-pub async fn form(
-    query: web::Query<NextQuery>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn form(query: web::Query<NextQuery>, state: State) -> Page {
     render(
         &state,
         None,
@@ -53,11 +49,7 @@ pub struct SignInForm {
 
 /// `POST /sign-in`: sends a link, if the address may sign in. The answer is the same
 /// either way, so the page tells nobody who is in the directory.
-pub async fn request(
-    form: SameOrigin<SignInForm>,
-    req: HttpRequest,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn request(form: SameOrigin<SignInForm>, req: HttpRequest, state: State) -> Page {
     let form = form.fields;
     let next = next_of(form.next.as_deref());
     if state.settings.auth.mode == AuthMode::Proxy {
@@ -146,11 +138,7 @@ pub struct TokenQuery {
 /// nothing, so a mail scanner that opens it does not use it up. When the browser is
 /// signed in as someone else already, the page says who, and whom the link is for,
 /// and asks before switching.
-pub async fn confirm_form(
-    req: HttpRequest,
-    query: web::Query<TokenQuery>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn confirm_form(req: HttpRequest, query: web::Query<TokenQuery>, state: State) -> Page {
     let token = query.into_inner().token;
     let cookie = session_secret(&req, &state);
     let presented = token.clone();
@@ -175,11 +163,7 @@ pub async fn confirm_form(
 }
 
 /// `POST /sign-in/confirm`: redeems the link, sets the session cookie and goes on.
-pub async fn confirm(
-    form: SameOrigin<TokenQuery>,
-    req: HttpRequest,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn confirm(form: SameOrigin<TokenQuery>, req: HttpRequest, state: State) -> Page {
     let token = form.fields.token;
     let client = client_ip(&req, &state.proxies);
     // A session this browser held for someone else ends: it is switching person.
@@ -203,10 +187,7 @@ pub async fn confirm(
 }
 
 /// `POST /sign-out`: ends the session.
-pub async fn sign_out(
-    form: CsrfForm<Fields>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, PageError> {
+pub async fn sign_out(form: CsrfForm<Fields>, state: State) -> Page {
     let id = form.who.person.session_id.clone();
     as_service(&state, move |conn, _| Ok(auth::end(conn, &id, "sign-out")?)).await?;
     Ok(HttpResponse::SeeOther()
