@@ -54,6 +54,7 @@ pub struct Application {
     emails: Arc<EmailTemplates>,
     metrics: Arc<Metrics>,
     outbox_bell: crate::services::outbox::Bell,
+    ingest_writer: Arc<crate::services::ingest::writer::IngestWriter>,
 }
 
 impl Application {
@@ -127,6 +128,7 @@ impl Application {
         let outbox_bell = crate::services::outbox::Bell::default();
         let ingest_writer = Arc::new(
             crate::services::ingest::writer::IngestWriter::start(
+                &settings.database,
                 pool.clone(),
                 settings.clone(),
                 template.clone(),
@@ -200,6 +202,7 @@ impl Application {
             emails,
             metrics,
             outbox_bell,
+            ingest_writer,
         })
     }
 
@@ -235,8 +238,14 @@ impl Application {
         self.server.handle()
     }
 
+    /// Serves until stopped; then the ingest writers write what is queued and stop.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let served = self.server.await;
+        let writer = self.ingest_writer.clone();
+        if let Err(e) = actix_web::rt::task::spawn_blocking(move || writer.stop()).await {
+            tracing::error!(error = %e, "stopping the ingest writers failed");
+        }
+        served
     }
 }
 

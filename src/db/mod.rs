@@ -326,11 +326,30 @@ impl DbError {
 /// Builds the pool. Fails when the first connection cannot be made, so a wrong
 /// URL or a database that is down stops start-up with the reason.
 pub fn connect(settings: &DatabaseSettings) -> Result<DbPool, DbError> {
+    connect_sized(settings, settings.pool_size)
+}
+
+/// A pool of `size` connections that connects in the background, not now (the
+/// ingest writers' own: the main pool proved the database reachable, and a server
+/// whose database went away starts anyway and reports it).
+pub fn lazy_pool(settings: &DatabaseSettings, size: u32) -> Result<DbPool, DbError> {
+    let url = DatabaseUrl::parse(&settings.url).map_err(|e| DbError::Connect(e.to_string()))?;
+    let manager = ConnectionManager::new(url, settings.busy_timeout_ms);
+    Ok(r2d2::Pool::builder()
+        .max_size(size.max(1))
+        .min_idle(Some(size.max(1)))
+        .connection_timeout(Duration::from_secs(settings.connect_timeout_secs.max(1)))
+        .error_handler(Box::new(r2d2::NopErrorHandler))
+        .build_unchecked(manager))
+}
+
+/// The same with `size` connections at most.
+fn connect_sized(settings: &DatabaseSettings, size: u32) -> Result<DbPool, DbError> {
     let url = DatabaseUrl::parse(&settings.url).map_err(|e| DbError::Connect(e.to_string()))?;
     let max_size = match &url {
         // Each connection to `:memory:` is its own database: keep one.
         DatabaseUrl::Sqlite(path) if path.as_os_str() == ":memory:" => 1,
-        _ => settings.pool_size,
+        _ => size.max(1),
     };
     let manager = ConnectionManager::new(url, settings.busy_timeout_ms);
     r2d2::Pool::builder()

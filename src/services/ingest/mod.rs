@@ -1,7 +1,10 @@
 //! Storing failure events and grouping them into incidents. One delivery is stored
-//! whole or not at all: its own transaction, or — through the group-commit writer
-//! (`writer`) that the HTTP API uses — its own savepoint in a transaction shared
-//! with the deliveries that arrived with it.
+//! whole or not at all. Alone (`ingest`, the command line) it has a transaction of
+//! its own. Through the group-commit writer (`writer`) that the HTTP API uses, the
+//! deliveries that arrived together are written as one (`store_all`), in one
+//! transaction; should a statement fail, the writer writes them again one by one,
+//! each in a savepoint of its own, so that only the failing one rolls back (a fault
+//! of the database itself rolls back the whole batch).
 
 mod filing;
 pub mod writer;

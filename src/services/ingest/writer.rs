@@ -17,11 +17,17 @@
 //! deliveries about the same groups (an alert storm) meet in one writer's batch,
 //! written with a few statements per group, instead of four writers' small batches
 //! waiting for each other's group locks.
+//!
+//! The writers have connections of their own (a pool the size of the writers), so
+//! that page and API traffic cannot take them all and starve ingest into 503s. What
+//! waits is bounded twice: `QUEUE` deliveries and `QUEUE_BYTES` of their bodies. On
+//! shutdown `stop` lets each writer finish what is queued and joins it.
 
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TryRecvError, TrySendError};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use tokio::sync::oneshot;
@@ -67,6 +73,10 @@ pub const MAX_BATCH: usize = 256;
 /// Deliveries waiting for the writers; past this, a delivery is answered 503 at once.
 pub const QUEUE: usize = 8_192;
 
+/// Bytes of bodies waiting for the writers; past this, a delivery is answered 503 at
+/// once (one delivery is always taken when nothing waits, whatever its size).
+pub const QUEUE_BYTES: usize = 64 << 20;
+
 /// Writer threads on PostgreSQL.
 pub const POSTGRES_WRITERS: usize = 4;
 
@@ -91,10 +101,18 @@ impl Job {
     }
 }
 
+/// What a writer's queue carries: a delivery, or the word to finish and stop.
+enum Message {
+    Job(Job),
+    Stop,
+}
+
 /// What the writers need besides the pool: what opening a COE draft needs.
 struct Shared {
     /// Deliveries queued and not yet taken by a writer, over all queues.
     waiting: AtomicUsize,
+    /// The bytes of their bodies.
+    waiting_bytes: AtomicUsize,
     /// Deliveries per committed transaction.
     batch_sizes: Histogram,
     pool: DbPool,
@@ -108,7 +126,9 @@ struct Shared {
 /// The queues in front of the writer threads.
 pub struct IngestWriter {
     /// One queue per writer thread (each can hold all of `QUEUE`).
-    queues: Vec<SyncSender<Job>>,
+    queues: Vec<SyncSender<Message>>,
+    /// The writer threads, until `stop` joins them.
+    threads: Mutex<Vec<JoinHandle<()>>>,
     shared: Arc<Shared>,
     batch_sizes: Histogram,
     /// SQLite's checkpoints, off the writer thread (`db::Checkpointer`).
@@ -116,8 +136,10 @@ pub struct IngestWriter {
 }
 
 impl IngestWriter {
-    /// Starts the writer threads (they end when the writer is dropped).
+    /// Starts the writer threads, each with a connection of its own from a pool
+    /// opened for them (`database` is `pool`'s); they end with `stop`.
     pub fn start(
+        database: &crate::config::DatabaseSettings,
         pool: DbPool,
         settings: Arc<Settings>,
         template: Arc<Template>,
@@ -130,9 +152,17 @@ impl IngestWriter {
             Backend::Sqlite => 1,
             Backend::Postgres => POSTGRES_WRITERS,
         };
+        // A database in memory is one connection's own: the writers share it.
+        let pool = if database.url.contains(":memory:") {
+            pool
+        } else {
+            db::lazy_pool(database, u32::try_from(writers).unwrap_or(1))
+                .map_err(|e| std::io::Error::other(e.to_string()))?
+        };
         let batch_sizes = Histogram::new(exponential_buckets(1.0, 2.0, 9));
         let shared = Arc::new(Shared {
             waiting: AtomicUsize::new(0),
+            waiting_bytes: AtomicUsize::new(0),
             batch_sizes: batch_sizes.clone(),
             pool,
             settings,
@@ -141,20 +171,43 @@ impl IngestWriter {
             outbox_bell,
         });
         let mut queues = Vec::with_capacity(writers);
+        let mut threads = Vec::with_capacity(writers);
         for n in 0..writers {
             let (queue, jobs) = mpsc::sync_channel(QUEUE);
             let shared = shared.clone();
-            std::thread::Builder::new()
-                .name(format!("coe-ingest-{n}"))
-                .spawn(move || run(&jobs, &shared))?;
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("coe-ingest-{n}"))
+                    .spawn(move || run(&jobs, &shared))?,
+            );
             queues.push(queue);
         }
         Ok(IngestWriter {
             queues,
+            threads: Mutex::new(threads),
             shared,
             batch_sizes,
             _checkpointer: checkpointer,
         })
+    }
+
+    /// Lets each writer write what is queued, then stops it and waits for it. A
+    /// delivery that comes after is answered 503 (the service is stopping).
+    pub fn stop(&self) {
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|p| p.into_inner()));
+        if threads.is_empty() {
+            return;
+        }
+        for queue in &self.queues {
+            // Waits for room when the queue is full: the writer is draining it.
+            let _ = queue.send(Message::Stop);
+        }
+        for thread in threads {
+            if thread.join().is_err() {
+                tracing::error!("an ingest writer thread panicked");
+            }
+        }
+        tracing::info!("ingest writers stopped");
     }
 
     /// Deliveries per transaction, for `/metrics` (`coe_ingest_batch_deliveries`).
@@ -182,55 +235,90 @@ impl IngestWriter {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         job.events.first().map(|e| &e.group_key).hash(&mut hasher);
         let queue = &self.queues[hasher.finish() as usize % self.queues.len()];
-        // At most `QUEUE` waiting over all queues: one queue may hold them all (a
-        // storm on one group goes to one writer).
-        let full = || {
-            WriteError::Busy(format!(
+        // At most `QUEUE` deliveries and `QUEUE_BYTES` of bodies waiting over all
+        // queues: one queue may hold them all (a storm on one group goes to one writer).
+        let bytes = job.body.len();
+        let waiting = self.shared.waiting.fetch_add(1, Ordering::SeqCst);
+        let waiting_bytes = self.shared.waiting_bytes.fetch_add(bytes, Ordering::SeqCst);
+        let refused = if waiting >= QUEUE {
+            Some(format!(
                 "{QUEUE} deliveries are waiting to be written; try again shortly"
             ))
+        } else if waiting > 0 && waiting_bytes + bytes > QUEUE_BYTES {
+            Some(format!(
+                "{} MiB of deliveries are waiting to be written; try again shortly",
+                waiting_bytes >> 20
+            ))
+        } else {
+            match queue.try_send(Message::Job(job)) {
+                Ok(()) => None,
+                Err(TrySendError::Full(_)) => Some(format!(
+                    "{QUEUE} deliveries are waiting to be written; try again shortly"
+                )),
+                Err(TrySendError::Disconnected(_)) => Some("the service is stopping".into()),
+            }
         };
-        if self.shared.waiting.fetch_add(1, Ordering::SeqCst) >= QUEUE {
+        if let Some(why) = refused {
             self.shared.waiting.fetch_sub(1, Ordering::SeqCst);
-            return Err(full());
-        }
-        if let Err(refused) = queue.try_send(job) {
-            self.shared.waiting.fetch_sub(1, Ordering::SeqCst);
-            return Err(match refused {
-                TrySendError::Full(_) => full(),
-                TrySendError::Disconnected(_) => WriteError::Busy("the service is stopping".into()),
-            });
+            self.shared.waiting_bytes.fetch_sub(bytes, Ordering::SeqCst);
+            return Err(WriteError::Busy(why));
         }
         answer
             .await
-            .map_err(|_| WriteError::Busy("the ingest writer stopped; try again".into()))?
+            .map_err(|_| WriteError::Busy("the service is stopping; try again".into()))?
     }
 }
 
-/// A writer thread: takes what is queued, writes it, answers; until the queue closes.
-fn run(jobs: &Receiver<Job>, shared: &Shared) {
-    // Ends when the writer is dropped: the server is stopping.
-    while let Ok(first) = jobs.recv() {
+impl Drop for IngestWriter {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A writer thread: takes what is queued, writes it, answers; until told to stop.
+fn run(queue: &Receiver<Message>, shared: &Shared) {
+    let mut stopping = false;
+    while !stopping {
+        let Ok(Message::Job(first)) = queue.recv() else {
+            break;
+        };
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
-            match jobs.try_recv() {
-                Ok(job) => batch.push(job),
+            match queue.try_recv() {
+                Ok(Message::Job(job)) => batch.push(job),
+                Ok(Message::Stop) => {
+                    stopping = true;
+                    break;
+                }
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
         }
         shared.waiting.fetch_sub(batch.len(), Ordering::SeqCst);
-        // A bug that panics fails its batch (each request is answered that the writer
-        // stopped; nothing was committed), not the writer: the queue keeps draining.
+        let bytes = batch.iter().map(|job| job.body.len()).sum();
+        shared.waiting_bytes.fetch_sub(bytes, Ordering::SeqCst);
+        // A bug that panics fails its batch (nothing of it was committed), not the
+        // writer: the queue keeps draining.
         let written =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| write_batch(batch, shared)));
-        if written.is_err() {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| write_batch(&batch, shared)));
+        let outcomes = written.unwrap_or_else(|_| {
             tracing::error!("the ingest writer panicked writing a batch; its deliveries failed");
+            let failed = WriteError::Failed(
+                "the ingest writer failed on this delivery (a bug, in the server's log); \
+                 nothing of it was written"
+                    .into(),
+            );
+            vec![Err(failed); batch.len()]
+        });
+        for (job, outcome) in batch.into_iter().zip(outcomes) {
+            let _ = job.reply.send(outcome);
         }
         shared.outbox_bell.ring_if_queued();
     }
 }
 
-/// Writes `batch` in one transaction (two when a delivery fails) and answers each job.
-fn write_batch(batch: Vec<Job>, shared: &Shared) {
+/// Writes `batch` in one transaction (two when a delivery fails); what each job
+/// came to, in order.
+fn write_batch(batch: &[Job], shared: &Shared) -> Vec<Result<IngestOutcome, WriteError>> {
     shared.batch_sizes.observe(batch.len() as f64);
     let ctx = coes::Context {
         settings: &shared.settings,
@@ -254,7 +342,7 @@ fn write_batch(batch: Vec<Job>, shared: &Shared) {
             // savepoint's journal).
             let together = db::write_transaction(&mut conn, |conn| {
                 locks::lock_keys(conn, keys.clone())?;
-                match batch.as_slice() {
+                match batch {
                     [job] => store(conn, job.delivery(), &job.events, &ctx).map(|one| vec![one]),
                     _ => {
                         let all: Vec<_> = batch
@@ -279,36 +367,27 @@ fn write_batch(batch: Vec<Job>, shared: &Shared) {
                 ),
             }
             // Rolled back whole: each delivery again, in a savepoint of its own, so that
-            // only the one that fails rolls back.
+            // only the one that fails rolls back. A fault of the database (it cannot be
+            // written) is no delivery's own: it rolls back the batch, as above.
             db::write_transaction(&mut conn, |conn| {
                 locks::lock_keys(conn, keys)?;
-                Ok::<_, diesel::result::Error>(
-                    batch
-                        .iter()
-                        .map(|job| {
-                            db::write_transaction(conn, |conn| {
-                                store(conn, job.delivery(), &job.events, &ctx)
-                            })
-                            .map_err(|e| WriteError::of(&e))
-                        })
-                        .collect::<Vec<_>>(),
-                )
+                let mut outcomes = Vec::with_capacity(batch.len());
+                for job in batch {
+                    let stored = db::write_transaction(conn, |conn| {
+                        store(conn, job.delivery(), &job.events, &ctx)
+                    });
+                    match stored {
+                        Err(error) if fault::classify(&error).is_some() => return Err(error),
+                        Err(error) => outcomes.push(Err(WriteError::of(&error))),
+                        Ok(stored) => outcomes.push(Ok(stored)),
+                    }
+                }
+                Ok(outcomes)
             })
             .map_err(|e| WriteError::of(&e))
         });
-    match written {
-        Ok(outcomes) => {
-            for (job, outcome) in batch.into_iter().zip(outcomes) {
-                let _ = job.reply.send(outcome);
-            }
-        }
-        Err(error) => {
-            // Nothing of the batch was committed: every delivery gets the error.
-            for job in batch {
-                let _ = job.reply.send(Err(error.clone()));
-            }
-        }
-    }
+    // Nothing of the batch was committed on an error: every delivery gets it.
+    written.unwrap_or_else(|error| vec![Err(error); batch.len()])
 }
 
 #[cfg(test)]
@@ -353,6 +432,7 @@ mod tests {
         let parts = Parts::new();
         let shared = Shared {
             waiting: AtomicUsize::new(0),
+            waiting_bytes: AtomicUsize::new(0),
             batch_sizes: Histogram::new(exponential_buckets(1.0, 2.0, 9)),
             pool: pool.clone(),
             settings: Arc::new(parts.settings),
@@ -360,13 +440,11 @@ mod tests {
             emails: Arc::new(parts.emails),
             outbox_bell: Default::default(),
         };
-        let mut answers = Vec::new();
         let batch: Vec<Job> = ["good-1", "poison", "good-2"]
             .into_iter()
             .enumerate()
             .map(|(n, alert)| {
-                let (reply, answer) = oneshot::channel();
-                answers.push(answer);
+                let (reply, _) = oneshot::channel();
                 Job {
                     source: "test".into(),
                     key: None,
@@ -377,11 +455,7 @@ mod tests {
                 }
             })
             .collect();
-        write_batch(batch, &shared);
-        let answers: Vec<Result<IngestOutcome, WriteError>> = answers
-            .into_iter()
-            .map(|answer| answer.blocking_recv().expect("answered"))
-            .collect();
+        let answers = write_batch(&batch, &shared);
         assert!(answers[0].as_ref().is_ok_and(|o| o.delivery_id.is_some()));
         assert!(
             matches!(&answers[1], Err(WriteError::Failed(e)) if e.contains("poisoned")),
@@ -405,5 +479,62 @@ mod tests {
             .get_result(&mut conn)
             .expect("count");
         assert_eq!((events, opened, deliveries), (2, 2, 2));
+    }
+
+    /// `stop` lets the writers write what is queued and joins them; a delivery after
+    /// it is refused as the service stopping, never left waiting.
+    #[test]
+    fn stop_joins_the_writers_and_later_deliveries_are_refused() {
+        let dir = tempfile::tempdir().expect("dir");
+        let database = crate::config::DatabaseSettings {
+            url: format!("sqlite://{}", dir.path().join("w.db").display()),
+            ..Default::default()
+        };
+        let pool = db::connect(&database).expect("connect");
+        db::migrate(&mut pool.get().expect("conn")).expect("migrate");
+        let parts = Parts::new();
+        let mut settings = parts.settings;
+        settings.database = database.clone();
+        let writer = IngestWriter::start(
+            &database,
+            pool.clone(),
+            Arc::new(settings),
+            Arc::new(parts.template),
+            Arc::new(parts.emails),
+            Default::default(),
+        )
+        .expect("start");
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        let delivery = Delivery {
+            source: "test",
+            key: None,
+            content_type: Some("application/json"),
+            body: b"[]",
+        };
+        let event = |n: usize| {
+            vec![event(
+                &format!("a{n}"),
+                &format!("g{n}"),
+                false,
+                Severity::Sev3,
+                1,
+            )]
+        };
+        for n in 0..3 {
+            let stored = runtime.block_on(writer.write(delivery, event(n)));
+            assert!(stored.is_ok_and(|o| o.delivery_id.is_some()));
+        }
+        writer.stop();
+        assert!(writer.threads.lock().expect("threads").is_empty(), "joined");
+        let refused = runtime.block_on(writer.write(delivery, event(9)));
+        assert!(
+            matches!(&refused, Err(WriteError::Busy(m)) if m.contains("stopping")),
+            "{refused:?}"
+        );
+        assert_eq!(writer.shared.waiting.load(Ordering::SeqCst), 0);
+        assert_eq!(writer.shared.waiting_bytes.load(Ordering::SeqCst), 0);
+        writer.stop();
     }
 }
