@@ -6,6 +6,7 @@ pub mod fault;
 pub mod locks;
 mod migrations;
 pub mod models;
+pub mod rules;
 pub mod schema;
 pub mod search;
 pub mod types;

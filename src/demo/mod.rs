@@ -450,9 +450,8 @@ pub fn seed(
         .select((coes::state, diesel::dsl::count_star()))
         .load(conn)
         .map_err(fail("count COEs"))?;
-    let open = ["open", "in_progress"];
     let overdue_actions: i64 = corrective_actions::table
-        .filter(corrective_actions::state.eq_any(open))
+        .filter(crate::db::rules::action_is_active())
         .filter(corrective_actions::due_date.lt(seeder.today))
         .count()
         .get_result(conn)

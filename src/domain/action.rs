@@ -24,7 +24,17 @@ impl ActionState {
         ActionState::WontDo,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    /// Still to be done. The one definition: `is_active` in Rust, and in SQL
+    /// `db::rules::action_is_active` (which filters on `ACTIVE_NAMES`).
+    pub const ACTIVE: [ActionState; 2] = [ActionState::Open, ActionState::InProgress];
+
+    /// `ACTIVE` as the database stores the states.
+    pub const ACTIVE_NAMES: [&'static str; 2] = [
+        ActionState::ACTIVE[0].as_str(),
+        ActionState::ACTIVE[1].as_str(),
+    ];
+
+    pub const fn as_str(self) -> &'static str {
         match self {
             ActionState::Open => "open",
             ActionState::InProgress => "in_progress",
@@ -37,9 +47,9 @@ impl ActionState {
         ActionState::ALL.into_iter().find(|a| a.as_str() == s)
     }
 
-    /// Still to be done: open or in progress.
+    /// Still to be done: open or in progress (`ACTIVE`).
     pub fn is_active(self) -> bool {
-        matches!(self, ActionState::Open | ActionState::InProgress)
+        ActionState::ACTIVE.contains(&self)
     }
 }
 

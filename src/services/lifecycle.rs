@@ -8,7 +8,6 @@ use serde_json::json;
 
 use crate::db::schema::{coes, corrective_actions};
 use crate::db::{types, DbConnection};
-use crate::domain::action::ActionState;
 use crate::domain::coe::{self, CoeState};
 use crate::services::audit::{self, Change, Subject};
 
@@ -56,10 +55,7 @@ pub fn settle(
     let state: CoeState = types::read("coes.state", &state)?;
     let active: i64 = corrective_actions::table
         .filter(corrective_actions::coe_id.eq(coe_id))
-        .filter(
-            corrective_actions::state
-                .eq_any([ActionState::Open.as_str(), ActionState::InProgress.as_str()]),
-        )
+        .filter(crate::db::rules::action_is_active())
         .count()
         .get_result(conn)?;
     match coe::settle(state, usize::try_from(active).unwrap_or(usize::MAX)) {

@@ -313,15 +313,13 @@ pub fn stats(conn: &mut DbConnection, clock: Clock, writeup_days: i64) -> QueryR
 pub fn action_figures(conn: &mut DbConnection, clock: Clock) -> QueryResult<ActionFigures> {
     let today = clock.today();
     let now = clock.now.naive_utc();
-    let active = [ActionState::Open.as_str(), ActionState::InProgress.as_str()];
-
     let open_by_owner: Vec<(String, i64)> = corrective_actions::table
-        .filter(corrective_actions::state.eq_any(active))
+        .filter(crate::db::rules::action_is_active())
         .group_by(corrective_actions::owner_email)
         .select((corrective_actions::owner_email, diesel::dsl::count_star()))
         .load(conn)?;
     let overdue_by_owner: BTreeMap<String, i64> = corrective_actions::table
-        .filter(corrective_actions::state.eq_any(active))
+        .filter(crate::db::rules::action_is_active())
         .filter(corrective_actions::due_date.lt(today))
         .group_by(corrective_actions::owner_email)
         .select((corrective_actions::owner_email, diesel::dsl::count_star()))

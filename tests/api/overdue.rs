@@ -1,6 +1,8 @@
-//! "Overdue" has one definition, `domain::action::is_overdue`; the action list's SQL
-//! filter must agree with it. Both are run over one table of cases, on the real
-//! database (SQLite, and PostgreSQL when `TEST_POSTGRES_URL` is set).
+//! "Overdue" has one definition, `domain::action::is_overdue`, and "active" (still to
+//! be done) one, `ActionState::is_active`; the SQL filters (the action list's, and
+//! `db::rules::action_is_active`) must agree with them. Both are run over one table
+//! of cases, on the real database (SQLite, and PostgreSQL when `TEST_POSTGRES_URL` is
+//! set).
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use coe::db::models::ActionRow;
@@ -67,6 +69,20 @@ async fn the_overdue_filter_in_sql_and_the_rust_rule_agree_on_every_case() {
             .expect("insert");
         cases.push((row.id, state, due));
     }
+    let mut sql: Vec<String> = corrective_actions::table
+        .filter(corrective_actions::coe_id.eq(&coe_id))
+        .filter(coe::db::rules::action_is_active())
+        .select(corrective_actions::id)
+        .load(&mut conn)
+        .expect("active");
+    sql.sort_unstable();
+    let rust: Vec<String> = cases
+        .iter()
+        .filter(|(_, state, _)| state.is_active())
+        .map(|(id, _, _)| id.clone())
+        .collect();
+    assert_eq!(sql, rust, "active in SQL and in Rust");
+    assert_eq!(rust.len(), 10, "open and in progress, five due dates each");
     for tz in [
         chrono_tz::UTC,
         chrono_tz::Europe::Berlin,

@@ -190,10 +190,7 @@ pub async fn calendar(
         }
         let clock = state.settings.clock();
         let mut open = Vec::new();
-        for state_filter in [
-            crate::domain::action::ActionState::Open,
-            crate::domain::action::ActionState::InProgress,
-        ] {
+        for state_filter in crate::domain::action::ActionState::ACTIVE {
             let filter = crate::services::actions::ActionFilter {
                 owner: Some(email.as_str().to_owned()),
                 state: Some(state_filter),

@@ -53,7 +53,6 @@ pub(crate) fn filtered<'a>(
     looked_up: &LookedUp,
     today: NaiveDate,
 ) -> Filtered<'a> {
-    let active = [ActionState::Open.as_str(), ActionState::InProgress.as_str()];
     let mut q = corrective_actions::table.into_boxed();
     if let Some(owner) = &filter.owner {
         q = q.filter(corrective_actions::owner_email.eq(owner.clone()));
@@ -73,13 +72,13 @@ pub(crate) fn filtered<'a>(
     match filter.overdue {
         Some(true) => {
             q = q
-                .filter(corrective_actions::state.eq_any(active))
+                .filter(crate::db::rules::action_is_active())
                 .filter(corrective_actions::due_date.lt(today));
         }
         Some(false) => {
             q = q.filter(
                 corrective_actions::state
-                    .ne_all(active)
+                    .ne_all(ActionState::ACTIVE_NAMES)
                     .or(corrective_actions::due_date.ge(today)),
             );
         }
@@ -87,7 +86,7 @@ pub(crate) fn filtered<'a>(
     }
     if filter.due_from_today {
         q = q
-            .filter(corrective_actions::state.eq_any(active))
+            .filter(crate::db::rules::action_is_active())
             .filter(corrective_actions::due_date.ge(today));
     }
     if let Some(before) = filter.due_before {
@@ -175,7 +174,7 @@ pub fn page(
         // state at a time, the (state, due_date, id) index gives the rows in order: read
         // each state's first `offset + limit` and merge them here.
         let mut merged = Vec::new();
-        for state in [ActionState::Open, ActionState::InProgress] {
+        for state in ActionState::ACTIVE {
             let one = ActionFilter {
                 state: Some(state),
                 ..filter.clone()

@@ -20,7 +20,7 @@ use crate::services::notify::{self, Mailer};
 
 /// Loads the COE for a change: checks that it exists, that `who` may change it, that the writer saw the current
 /// version, and that it may still be edited.
-pub(super) fn begin_change(
+fn begin_change(
     conn: &mut DbConnection,
     id: &str,
     expected: Option<i32>,
@@ -60,13 +60,50 @@ pub(super) fn begin_change(
     Ok(row)
 }
 
-/// Records the change time (the version was claimed by `begin_change`) and refreshes
-/// the search index.
-pub(super) fn finish_change(
+/// What a change of a COE records in its history: the audit action (`section:impact`,
+/// `timeline:add`) and what was there before and after.
+pub(super) struct Recorded {
+    pub action: String,
+    pub before: Option<Value>,
+    pub after: Option<Value>,
+}
+
+/// Every change of a COE's writeup, in one write transaction: checks that `who` may
+/// change it and claims the version the writer saw (`begin_change`), runs `change`
+/// (with the COE as it was and the time of the change), records what it says in the
+/// COE's history (a change that records itself says `None`), then stamps the time and
+/// refreshes the search index (`finish_change`).
+pub(super) fn with_change<T>(
     conn: &mut DbConnection,
     id: &str,
-    now: NaiveDateTime,
-) -> Result<(), CoeError> {
+    expected: Option<i32>,
+    who: &Editor<'_>,
+    change: impl FnOnce(
+        &mut DbConnection,
+        &CoeRow,
+        NaiveDateTime,
+    ) -> Result<(T, Option<Recorded>), CoeError>,
+) -> Result<T, CoeError> {
+    db::write_transaction(conn, |conn| {
+        let row = begin_change(conn, id, expected, who)?;
+        let now = db::now();
+        let (done, recorded) = change(conn, &row, now)?;
+        if let Some(Recorded {
+            action,
+            before,
+            after,
+        }) = recorded
+        {
+            record_change(conn, id, who.actor, &action, before, after, now)?;
+        }
+        finish_change(conn, id, now)?;
+        Ok(done)
+    })
+}
+
+/// Records the change time (the version was claimed by `begin_change`) and refreshes
+/// the search index.
+fn finish_change(conn: &mut DbConnection, id: &str, now: NaiveDateTime) -> Result<(), CoeError> {
     diesel::update(coes::table.find(id))
         .set(coes::updated_at.eq(now))
         .execute(conn)?;
@@ -84,10 +121,9 @@ pub fn put_section(
     who: &Editor<'_>,
     ctx: &Context<'_>,
 ) -> Result<(), CoeError> {
-    db::write_transaction(conn, |conn| {
-        let row = begin_change(conn, id, expected, who)?;
+    with_change(conn, id, expected, who, |conn, row, now| {
         let actor = who.actor;
-        let template = template_of(&row);
+        let template = template_of(row);
         let spec = template.section(key).ok_or_else(|| {
             CoeError::invalid(
                 "key",
@@ -116,7 +152,6 @@ pub fn put_section(
                 ),
             ));
         }
-        let now = db::now();
         let before: Option<String> = coe_sections::table
             .filter(coe_sections::coe_id.eq(id))
             .filter(coe_sections::key.eq(key))
@@ -138,16 +173,12 @@ pub fn put_section(
                 updated_at: now,
             })
             .execute(conn)?;
-        record_change(
-            conn,
-            id,
-            actor,
-            &format!("section:{key}"),
-            before.map(|b| json!({ "body": b })),
-            Some(json!({ "body": body })),
-            now,
-        )?;
-        finish_change(conn, id, now)
+        let recorded = Recorded {
+            action: format!("section:{key}"),
+            before: before.map(|b| json!({ "body": b })),
+            after: Some(json!({ "body": body })),
+        };
+        Ok(((), Some(recorded)))
     })
 }
 
@@ -179,8 +210,7 @@ pub fn patch(
     who: &Editor<'_>,
     mail: Mailer<'_>,
 ) -> Result<(), CoeError> {
-    db::write_transaction(conn, |conn| {
-        let row = begin_change(conn, id, expected, who)?;
+    with_change(conn, id, expected, who, |conn, row, now| {
         let actor = who.actor;
         let mut changes = Vec::new();
         if let Some(title) = &patch.title {
@@ -253,7 +283,7 @@ pub fn patch(
                 "names nothing to change (title, owner, reviewer, severity, service)",
             ));
         }
-        let now = db::now();
+        // Recorded field by field (`apply_patch`), not as one change.
         apply_patch(conn, id, &changes, actor, now)?;
         if reviewer_named.is_some() {
             diesel::update(coes::table.find(id))
@@ -291,7 +321,7 @@ pub fn patch(
                 notify::coe_assigned(conn, mail, &after, person, as_reviewer, actor, now)?;
             }
         }
-        finish_change(conn, id, now)
+        Ok(((), None))
     })
 }
 

@@ -5,8 +5,8 @@ use serde::Deserialize;
 use serde_json::json;
 use utoipa::ToSchema;
 
-use super::edit::{begin_change, finish_change};
-use super::{child_of_coe, record_change, CoeError};
+use super::edit::{with_change, Recorded};
+use super::{child_of_coe, CoeError};
 use crate::db::models::RelatedRow;
 use crate::db::schema::{coes, related_items};
 use crate::db::{self, DbConnection};
@@ -37,9 +37,7 @@ pub fn add_related(
     expected: Option<i32>,
     who: &Editor<'_>,
 ) -> Result<String, CoeError> {
-    db::write_transaction(conn, |conn| {
-        begin_change(conn, id, expected, who)?;
-        let actor = who.actor;
+    with_change(conn, id, expected, who, |conn, _, now| {
         let kind =
             RelatedKind::from_input(&input.kind).map_err(|p| CoeError::invalid("kind", p))?;
         // A blank title counts as none; any other is held to a title's length.
@@ -83,7 +81,6 @@ pub fn add_related(
             };
             (Some(url), None)
         };
-        let now = db::now();
         let row = RelatedRow {
             id: db::new_id(),
             coe_id: id.to_owned(),
@@ -96,19 +93,14 @@ pub fn add_related(
         diesel::insert_into(related_items::table)
             .values(&row)
             .execute(conn)?;
-        record_change(
-            conn,
-            id,
-            actor,
-            "related:add",
-            None,
-            Some(
+        let recorded = Recorded {
+            action: "related:add".into(),
+            before: None,
+            after: Some(
                 json!({"id": row.id, "kind": row.kind, "url": row.url, "coe_id": row.related_coe_id, "title": row.title}),
             ),
-            now,
-        )?;
-        finish_change(conn, id, now)?;
-        Ok(row.id)
+        };
+        Ok((row.id, Some(recorded)))
     })
 }
 
@@ -120,9 +112,7 @@ pub fn delete_related(
     expected: Option<i32>,
     who: &Editor<'_>,
 ) -> Result<(), CoeError> {
-    db::write_transaction(conn, |conn| {
-        begin_change(conn, id, expected, who)?;
-        let actor = who.actor;
+    with_change(conn, id, expected, who, |conn, _, _| {
         let row: RelatedRow = child_of_coe!(
             conn,
             related_items,
@@ -132,18 +122,13 @@ pub fn delete_related(
             "related"
         )?;
         diesel::delete(related_items::table.find(item_id)).execute(conn)?;
-        let now = db::now();
-        record_change(
-            conn,
-            id,
-            actor,
-            "related:delete",
-            Some(
+        let recorded = Recorded {
+            action: "related:delete".into(),
+            before: Some(
                 json!({"id": row.id, "kind": row.kind, "url": row.url, "coe_id": row.related_coe_id}),
             ),
-            None,
-            now,
-        )?;
-        finish_change(conn, id, now)
+            after: None,
+        };
+        Ok(((), Some(recorded)))
     })
 }

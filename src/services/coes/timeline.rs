@@ -7,8 +7,8 @@ use serde::Deserialize;
 use serde_json::json;
 use utoipa::ToSchema;
 
-use super::edit::{begin_change, finish_change};
-use super::{child_of_coe, record_change, CoeError};
+use super::edit::{with_change, Recorded};
+use super::{child_of_coe, CoeError};
 use crate::db::models::{IncidentRow, TimelineRow};
 use crate::db::schema::{coes, incidents, timeline_entries};
 use crate::db::{self, types, DbConnection};
@@ -119,11 +119,8 @@ pub fn add_timeline(
     expected: Option<i32>,
     who: &Editor<'_>,
 ) -> Result<String, CoeError> {
-    db::write_transaction(conn, |conn| {
-        begin_change(conn, id, expected, who)?;
-        let actor = who.actor;
+    with_change(conn, id, expected, who, |conn, _, now| {
         let (at, kind) = check_timeline(input)?;
-        let now = db::now();
         let entry = TimelineRow {
             id: db::new_id(),
             coe_id: id.to_owned(),
@@ -143,17 +140,12 @@ pub fn add_timeline(
             .values(&entry)
             .execute(conn)?;
         recompute_milestone(conn, id, kind)?;
-        record_change(
-            conn,
-            id,
-            actor,
-            "timeline:add",
-            None,
-            Some(json!({"id": entry.id, "at": at, "kind": kind, "text": entry.text})),
-            now,
-        )?;
-        finish_change(conn, id, now)?;
-        Ok(entry.id)
+        let recorded = Recorded {
+            action: "timeline:add".into(),
+            before: None,
+            after: Some(json!({"id": entry.id, "at": at, "kind": kind, "text": entry.text})),
+        };
+        Ok((entry.id, Some(recorded)))
     })
 }
 
@@ -166,9 +158,7 @@ pub fn edit_timeline(
     expected: Option<i32>,
     who: &Editor<'_>,
 ) -> Result<(), CoeError> {
-    db::write_transaction(conn, |conn| {
-        begin_change(conn, id, expected, who)?;
-        let actor = who.actor;
+    with_change(conn, id, expected, who, |conn, _, _| {
         let (at, kind) = check_timeline(input)?;
         let existing: TimelineRow = child_of_coe!(
             conn,
@@ -178,7 +168,6 @@ pub fn edit_timeline(
             entry_id,
             "timeline"
         )?;
-        let now = db::now();
         diesel::update(timeline_entries::table.find(entry_id))
             .set((
                 timeline_entries::at.eq(at),
@@ -194,18 +183,14 @@ pub fn edit_timeline(
         if existing_kind != kind {
             recompute_milestone(conn, id, kind)?;
         }
-        record_change(
-            conn,
-            id,
-            actor,
-            "timeline:edit",
-            Some(
+        let recorded = Recorded {
+            action: "timeline:edit".into(),
+            before: Some(
                 json!({"id": entry_id, "at": existing.at, "kind": existing.kind, "text": existing.text}),
             ),
-            Some(json!({"id": entry_id, "at": at, "kind": kind, "text": input.text.trim()})),
-            now,
-        )?;
-        finish_change(conn, id, now)
+            after: Some(json!({"id": entry_id, "at": at, "kind": kind, "text": input.text.trim()})),
+        };
+        Ok(((), Some(recorded)))
     })
 }
 
@@ -217,9 +202,7 @@ pub fn delete_timeline(
     expected: Option<i32>,
     who: &Editor<'_>,
 ) -> Result<(), CoeError> {
-    db::write_transaction(conn, |conn| {
-        begin_change(conn, id, expected, who)?;
-        let actor = who.actor;
+    with_change(conn, id, expected, who, |conn, _, _| {
         let existing: TimelineRow = child_of_coe!(
             conn,
             timeline_entries,
@@ -235,18 +218,13 @@ pub fn delete_timeline(
             id,
             types::read("timeline_entries.kind", &existing.kind)?,
         )?;
-        let now = db::now();
-        record_change(
-            conn,
-            id,
-            actor,
-            "timeline:delete",
-            Some(
+        let recorded = Recorded {
+            action: "timeline:delete".into(),
+            before: Some(
                 json!({"id": entry_id, "at": existing.at, "kind": existing.kind, "text": existing.text}),
             ),
-            None,
-            now,
-        )?;
-        finish_change(conn, id, now)
+            after: None,
+        };
+        Ok(((), Some(recorded)))
     })
 }

@@ -5,8 +5,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
-use super::edit::{begin_change, finish_change};
-use super::{child_of_coe, record_change, CoeError, Why};
+use super::edit::{with_change, Recorded};
+use super::{child_of_coe, CoeError, Why};
 use crate::db::models::WhyChainRow;
 use crate::db::schema::why_chains;
 use crate::db::{self, DbConnection};
@@ -58,15 +58,12 @@ pub fn add_why_chain(
     expected: Option<i32>,
     who: &Editor<'_>,
 ) -> Result<String, CoeError> {
-    db::write_transaction(conn, |conn| {
-        begin_change(conn, id, expected, who)?;
-        let actor = who.actor;
+    with_change(conn, id, expected, who, |conn, _, now| {
         let steps = check_steps(input)?;
         let position: Option<i32> = why_chains::table
             .filter(why_chains::coe_id.eq(id))
             .select(diesel::dsl::max(why_chains::position))
             .first(conn)?;
-        let now = db::now();
         let row = WhyChainRow {
             id: db::new_id(),
             coe_id: id.to_owned(),
@@ -78,17 +75,12 @@ pub fn add_why_chain(
         diesel::insert_into(why_chains::table)
             .values(&row)
             .execute(conn)?;
-        record_change(
-            conn,
-            id,
-            actor,
-            "five_whys:add",
-            None,
-            Some(json!({"id": row.id, "steps": input.steps})),
-            now,
-        )?;
-        finish_change(conn, id, now)?;
-        Ok(row.id)
+        let recorded = Recorded {
+            action: "five_whys:add".into(),
+            before: None,
+            after: Some(json!({"id": row.id, "steps": input.steps})),
+        };
+        Ok((row.id, Some(recorded)))
     })
 }
 
@@ -101,28 +93,21 @@ pub fn replace_why_chain(
     expected: Option<i32>,
     who: &Editor<'_>,
 ) -> Result<(), CoeError> {
-    db::write_transaction(conn, |conn| {
-        begin_change(conn, id, expected, who)?;
-        let actor = who.actor;
+    with_change(conn, id, expected, who, |conn, _, now| {
         let steps = check_steps(input)?;
         let before: String =
             child_of_coe!(conn, why_chains, why_chains::steps, id, chain_id, "whys")?;
-        let now = db::now();
         diesel::update(why_chains::table.find(chain_id))
             .set((why_chains::steps.eq(&steps), why_chains::updated_at.eq(now)))
             .execute(conn)?;
-        record_change(
-            conn,
-            id,
-            actor,
-            "five_whys:edit",
-            Some(
+        let recorded = Recorded {
+            action: "five_whys:edit".into(),
+            before: Some(
                 json!({"id": chain_id, "steps": serde_json::from_str::<Value>(&before).unwrap_or(Value::Null)}),
             ),
-            Some(json!({"id": chain_id, "steps": input.steps})),
-            now,
-        )?;
-        finish_change(conn, id, now)
+            after: Some(json!({"id": chain_id, "steps": input.steps})),
+        };
+        Ok(((), Some(recorded)))
     })
 }
 
@@ -134,24 +119,17 @@ pub fn delete_why_chain(
     expected: Option<i32>,
     who: &Editor<'_>,
 ) -> Result<(), CoeError> {
-    db::write_transaction(conn, |conn| {
-        begin_change(conn, id, expected, who)?;
-        let actor = who.actor;
+    with_change(conn, id, expected, who, |conn, _, _| {
         let before: String =
             child_of_coe!(conn, why_chains, why_chains::steps, id, chain_id, "whys")?;
         diesel::delete(why_chains::table.find(chain_id)).execute(conn)?;
-        let now = db::now();
-        record_change(
-            conn,
-            id,
-            actor,
-            "five_whys:delete",
-            Some(
+        let recorded = Recorded {
+            action: "five_whys:delete".into(),
+            before: Some(
                 json!({"id": chain_id, "steps": serde_json::from_str::<Value>(&before).unwrap_or(Value::Null)}),
             ),
-            None,
-            now,
-        )?;
-        finish_change(conn, id, now)
+            after: None,
+        };
+        Ok(((), Some(recorded)))
     })
 }

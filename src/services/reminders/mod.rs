@@ -17,7 +17,6 @@ use serde_json::Value;
 use crate::config::Settings;
 use crate::db::schema::{coes, corrective_actions, people};
 use crate::db::{self, DbConnection};
-use crate::domain::action::ActionState;
 use crate::domain::reminder::{self, DueAction, Person};
 use crate::email::content::{coes_named, ActionLine, Escalation, Links, OverdueDigest};
 use crate::email::{EmailTemplates, Kind};
@@ -332,10 +331,7 @@ fn due_actions(conn: &mut DbConnection, horizon: NaiveDate) -> QueryResult<Vec<D
     );
     let rows: Vec<Row> = corrective_actions::table
         .inner_join(coes::table)
-        .filter(
-            corrective_actions::state
-                .eq_any([ActionState::Open.as_str(), ActionState::InProgress.as_str()]),
-        )
+        .filter(crate::db::rules::action_is_active())
         .filter(corrective_actions::due_date.le(horizon))
         .order((
             corrective_actions::due_date.asc(),
