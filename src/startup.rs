@@ -176,7 +176,7 @@ impl Application {
                 .configure(http::routes::configure)
                 .configure(http::pages::configure)
                 .default_service(web::to(not_found))
-                .wrap(from_fn(http::auth::authenticate_first))
+                .wrap(from_fn(http::bearer::authenticate_first))
                 .wrap(from_fn(http::deadline::body_deadline))
                 .wrap(ErrorHandlers::new().default_handler(render_foreign_error))
                 .wrap(from_fn(http::metrics::observe_requests))

@@ -1,14 +1,14 @@
 //! The HTTP layer: routes, extractors, middleware. Handlers call `services`.
 
 pub mod api;
-pub mod auth;
+pub mod bearer;
 pub mod deadline;
 pub mod extract;
 pub mod health;
 pub mod metrics;
 pub mod openapi;
-pub mod page;
 pub mod pages;
+pub mod pagination;
 pub mod routes;
 pub mod session;
 pub mod state;

@@ -1,6 +1,6 @@
 //! Who is signed in to the pages: the session cookie (`auth.mode = "email-link"`) or
 //! the header of a trusted authenticating proxy (`auth.mode = "proxy"`). The page
-//! counterpart of `http::auth`'s token extractors; both end in the same
+//! counterpart of `http::bearer`'s token extractors; both end in the same
 //! `services::access::Editor`, so the access rules exist once.
 
 use std::net::IpAddr;

@@ -9,9 +9,9 @@ use utoipa::{IntoParams, ToSchema};
 use crate::domain::action::{ActionKind, ActionState, Priority, Transition};
 use crate::domain::Role;
 use crate::error::{ApiError, ErrorBody, FieldProblem};
-use crate::http::auth::Member;
+use crate::http::bearer::Member;
 use crate::http::extract::{ids, ApiJson, ApiQuery, OptionalJson, PathId};
-use crate::http::page::{self, Listed, Page};
+use crate::http::pagination::{self, Listed, Page};
 use crate::http::state::{with_conn, AppState};
 use crate::services::actions::{
     self, ActionDetail, ActionError, ActionFilter, ActionPatch, ActionSort, ActionView, NewAction,
@@ -211,7 +211,7 @@ pub async fn list(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let q = query.0;
-    let (limit, offset) = page::limits(q.limit, q.offset)?;
+    let (limit, offset) = pagination::limits(q.limit, q.offset)?;
     let sort = match q.sort.as_deref() {
         None | Some("due_date") => ActionSort::DueDate,
         Some("days_overdue") => ActionSort::DaysOverdue,

@@ -12,9 +12,9 @@ use crate::db::DbConnection;
 use crate::domain::coe::CoeState;
 use crate::domain::Severity;
 use crate::error::{ApiError, ErrorBody, FieldProblem};
-use crate::http::auth::Member;
+use crate::http::bearer::Member;
 use crate::http::extract::{ids, ApiJson, ApiQuery, IfMatch, PathId};
-use crate::http::page::{self, Listed, Page};
+use crate::http::pagination::{self, Listed, Page};
 use crate::http::state::{with_conn, AppState};
 use crate::services::access::Editor;
 use crate::services::coes::{
@@ -507,7 +507,7 @@ pub async fn list(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let q = query.0;
-    let (limit, offset) = page::limits(q.limit, q.offset)?;
+    let (limit, offset) = pagination::limits(q.limit, q.offset)?;
     let filter = coes::CoeFilter {
         text: q.q.filter(|t| !t.trim().is_empty()),
         state: q.state,

@@ -7,9 +7,9 @@ use utoipa::IntoParams;
 use crate::domain::incident::IncidentState;
 use crate::domain::Severity;
 use crate::error::{ApiError, ErrorBody};
-use crate::http::auth::Member;
+use crate::http::bearer::Member;
 use crate::http::extract::{ids, ApiQuery, PathId};
-use crate::http::page::{self, Listed, Page};
+use crate::http::pagination::{self, Listed, Page};
 use crate::http::state::{with_conn, AppState};
 use crate::services::incidents::{
     self, Event, EventDetail, Incident, IncidentDetail, IncidentFilter,
@@ -67,7 +67,7 @@ pub async fn list(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let q = query.0;
-    let (limit, offset) = page::limits(q.limit, q.offset)?;
+    let (limit, offset) = pagination::limits(q.limit, q.offset)?;
     let filter = IncidentFilter {
         state: q.status,
         severity: q.severity,
@@ -142,7 +142,7 @@ pub async fn events(
     query: ApiQuery<EventQuery>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let (limit, offset) = page::limits(query.0.limit, query.0.offset)?;
+    let (limit, offset) = pagination::limits(query.0.limit, query.0.offset)?;
     let key = id.as_str().to_owned();
     let found = with_conn(&state, move |conn, _| {
         Ok(incidents::events(conn, &key, limit, offset)?)

@@ -10,7 +10,7 @@ use crate::config::secret::Secret;
 use crate::db;
 use crate::domain::Role;
 use crate::error::{ApiError, ErrorBody};
-use crate::http::auth::{authenticate, Ingest};
+use crate::http::bearer::{authenticate, Ingest};
 use crate::http::extract::read_body;
 use crate::http::state::AppState;
 use crate::ingest::cloudwatch::is_sns_url;

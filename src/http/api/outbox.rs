@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ErrorBody};
-use crate::http::auth::Admin;
+use crate::http::bearer::Admin;
 use crate::http::extract::{ids, ApiQuery, PathId};
-use crate::http::page;
+use crate::http::pagination;
 use crate::http::state::{with_conn, AppState};
 use crate::services::outbox::{self, OutboxEmail, RetryError};
 
@@ -75,7 +75,7 @@ pub async fn list(
             ));
         }
     }
-    let (limit, _) = page::limits(q.limit, None)?;
+    let (limit, _) = pagination::limits(q.limit, None)?;
     let page = with_conn(&state, move |conn, _| {
         let emails = outbox::list(
             conn,

@@ -6,7 +6,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::domain::{EmailAddress, Role};
 use crate::error::{ApiError, ErrorBody, FieldProblem};
-use crate::http::auth::{Admin, Member};
+use crate::http::bearer::{Admin, Member};
 use crate::http::extract::{ApiJson, ApiQuery};
 use crate::http::state::{with_conn, AppState};
 use crate::services::auth::{self, SessionView};

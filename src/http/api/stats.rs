@@ -6,7 +6,7 @@ use actix_web::{web, HttpResponse};
 
 use crate::db::DbConnection;
 use crate::error::{ApiError, ErrorBody};
-use crate::http::auth::Member;
+use crate::http::bearer::Member;
 use crate::http::state::{with_conn, AppState};
 use crate::services::stats::{self, ActionFigures, Stats};
 

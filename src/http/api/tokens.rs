@@ -6,7 +6,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::domain::{EmailAddress, Role, TokenName};
 use crate::error::{ApiError, ErrorBody, FieldProblem};
-use crate::http::auth::Admin;
+use crate::http::bearer::Admin;
 use crate::http::extract::{ApiJson, ApiQuery};
 use crate::http::state::{with_conn, AppState};
 use crate::services::tokens::{self, Caller, TokenError, TokenInfo};
