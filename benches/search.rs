@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use coe::config::Settings;
 use coe::db;
 use coe::domain::template::Template;
-use coe::services::coes::{self, CoeFilter, Context, NewCoe};
+use coe::services::coes::{self, CoeFilter, NewCoe};
+use coe::services::Env;
 
 const COES: usize = 10_000;
 const QUERIES: usize = 200;
@@ -61,7 +62,7 @@ fn main() {
     let template = Template::default_template();
     let emails = coe::email::EmailTemplates::load(None, &settings.public_url)
         .expect("the built-in email templates load");
-    let ctx = Context {
+    let ctx = Env {
         settings: &settings,
         template: &template,
         emails: &emails,

@@ -19,7 +19,8 @@ use coe::db::schema::corrective_actions;
 use coe::db::{self, write_transaction, DbPool};
 use coe::domain::template::Template;
 use coe::domain::EmailAddress;
-use coe::services::coes::{self, Context, NewCoe};
+use coe::services::coes::{self, NewCoe};
+use coe::services::Env;
 use diesel::prelude::*;
 
 pub const ACTIONS: usize = 1_000_000;
@@ -75,7 +76,7 @@ pub fn fill(b: &Bench, people: bool) -> Duration {
     let template = Template::default_template();
     let emails = coe::email::EmailTemplates::load(None, &b.settings.public_url)
         .expect("the built-in email templates load");
-    let ctx = Context {
+    let ctx = Env {
         settings: &b.settings,
         template: &template,
         emails: &emails,

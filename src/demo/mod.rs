@@ -25,10 +25,10 @@ use crate::services::access::Editor;
 use crate::services::actions::{self, NewAction, TransitionInput};
 use crate::services::coes::{self as coe_service, CoePatch};
 use crate::services::ingest::{self, Delivery};
-use crate::services::notify::Mailer;
 use crate::services::people::{self as directory, PersonInput};
 use crate::services::review::{self, Step};
 use crate::services::tokens;
+use crate::services::Env;
 
 /// The demo's domain: nothing is ever sent to real people.
 mod story;
@@ -148,10 +148,11 @@ impl Seeder<'_> {
             .map_err(fail("read the COE's version"))
     }
 
-    fn mailer(&self) -> Mailer<'_> {
-        Mailer {
+    fn env(&self) -> Env<'_> {
+        Env {
             settings: self.settings,
-            templates: self.emails,
+            template: self.template,
+            emails: self.emails,
         }
     }
 
@@ -179,7 +180,7 @@ impl Seeder<'_> {
             ..CoePatch::default()
         };
         let v = self.version(conn, id)?;
-        coe_service::patch(conn, id, patch, Some(v), &admin, self.mailer())
+        coe_service::patch(conn, id, patch, Some(v), &admin, self.env())
             .map_err(fail("assign the COE"))?;
         if w.stage == Stage::Untouched {
             return Ok(());
@@ -190,7 +191,7 @@ impl Seeder<'_> {
         } else {
             written.len()
         };
-        let ctx = coe_service::Context {
+        let ctx = crate::services::Env {
             settings: self.settings,
             template: self.template,
             emails: self.emails,
@@ -230,21 +231,13 @@ impl Seeder<'_> {
                 &input,
                 &as_owner,
                 self.settings.clock(),
-                self.mailer(),
+                self.env(),
             )
             .map_err(fail("create an action"))?;
             made.push((action_id, a));
         }
-        review::step(
-            conn,
-            id,
-            Step::Submit,
-            None,
-            &as_owner,
-            self.settings,
-            self.emails,
-        )
-        .map_err(fail("submit the COE"))?;
+        review::step(conn, id, Step::Submit, None, &as_owner, self.env())
+            .map_err(fail("submit the COE"))?;
         if w.stage == Stage::InReview {
             return self.settle_actions(conn, &made);
         }
@@ -254,8 +247,7 @@ impl Seeder<'_> {
             Step::Approve,
             Some("Clear root cause and actions that prevent it; approved."),
             &as_reviewer,
-            self.settings,
-            self.emails,
+            self.env(),
         )
         .map_err(fail("approve the COE"))?;
         self.settle_actions(conn, &made)
@@ -310,7 +302,7 @@ impl Seeder<'_> {
                         reason: Some("Waiting for the queue library upgrade.".into()),
                         ..actions::ActionPatch::default()
                     };
-                    actions::patch(conn, id, &patch, &who, self.settings.clock(), self.mailer())
+                    actions::patch(conn, id, &patch, &who, self.settings.clock(), self.env())
                         .map_err(fail("move an action's due date"))?;
                 }
             }
@@ -373,7 +365,7 @@ pub fn seed(
         directory::put(conn, &address, &input).map_err(fail("add a person"))?;
     }
 
-    let ctx = coe_service::Context {
+    let ctx = crate::services::Env {
         settings,
         template,
         emails,

@@ -11,7 +11,6 @@ use crate::domain::template::Template;
 use crate::email::EmailTemplates;
 use crate::error::ApiError;
 use crate::http::metrics::Metrics;
-use crate::services::coes;
 use crate::services::sns::SubscriptionConfirmer;
 use crate::services::stats::PerChange;
 
@@ -46,20 +45,12 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// What the COE services need.
-    pub fn coe_context(&self) -> coes::Context<'_> {
-        coes::Context {
+    /// What the services need of the running service (`services::Env`).
+    pub fn env(&self) -> crate::services::Env<'_> {
+        crate::services::Env {
             settings: &self.settings,
             template: &self.template,
             emails: &self.emails,
-        }
-    }
-
-    /// What event emails need.
-    pub fn mailer(&self) -> crate::services::notify::Mailer<'_> {
-        crate::services::notify::Mailer {
-            settings: &self.settings,
-            templates: &self.emails,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! sessions kept in the database (so every replica knows them), and the rate limits
 //! on sign-in requests. The rules are `domain::auth`; roles come from the directory.
 
+use crate::services::Env;
 use chrono::{Duration, NaiveDateTime};
 use diesel::prelude::*;
 
@@ -10,7 +11,7 @@ use crate::db::schema::{people, sessions, sign_in_links, sign_in_requests};
 use crate::db::{self, DbConnection};
 use crate::domain::auth::{self, TooMany};
 use crate::domain::{EmailAddress, TokenSecret};
-use crate::email::{EmailTemplates, Kind};
+use crate::email::Kind;
 use crate::services::{outbox, people as directory};
 
 /// Why signing in did not work.
@@ -101,11 +102,10 @@ pub fn request_link(
     email: &EmailAddress,
     client: &str,
     next: Option<&str>,
-    settings: &Settings,
-    templates: &EmailTemplates,
+    env: Env<'_>,
 ) -> Result<Option<String>, AuthError> {
-    match count_request(conn, email, client, settings)? {
-        auth::LinkAllowance::Send => send_link(conn, email, client, next, settings, templates),
+    match count_request(conn, email, client, env.settings)? {
+        auth::LinkAllowance::Send => send_link(conn, email, client, next, env),
         auth::LinkAllowance::Withhold => Ok(None),
     }
 }
@@ -165,9 +165,9 @@ pub fn send_link(
     email: &EmailAddress,
     client: &str,
     next: Option<&str>,
-    settings: &Settings,
-    templates: &EmailTemplates,
+    env: Env<'_>,
 ) -> Result<Option<String>, AuthError> {
+    let (settings, templates) = (env.settings, env.emails);
     let address = email.as_str();
     db::write_transaction(conn, |conn| {
         let now = db::now();
@@ -530,17 +530,16 @@ mod tests {
         let mut conn = pool.get().expect("conn");
         let settings = Settings::default();
         let templates = EmailTemplates::load(None, &settings.public_url).expect("templates");
+        let template = crate::domain::template::Template::default_template();
+        let env = Env {
+            settings: &settings,
+            template: &template,
+            emails: &templates,
+        };
         let ana = EmailAddress::parse("ana@example.com").expect("address");
-        let link = request_link(
-            &mut conn,
-            &ana,
-            "192.0.2.1",
-            Some("/coes/1"),
-            &settings,
-            &templates,
-        )
-        .expect("requested")
-        .expect("a development install lets anyone sign in");
+        let link = request_link(&mut conn, &ana, "192.0.2.1", Some("/coes/1"), env)
+            .expect("requested")
+            .expect("a development install lets anyone sign in");
         let token = link.split_once("token=").expect("token").1;
         let (secret, next) = redeem(&mut conn, token, "192.0.2.1").expect("signed in");
         assert_eq!(next.as_deref(), Some("/coes/1"));

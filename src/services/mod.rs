@@ -13,6 +13,7 @@ pub mod auth;
 pub mod board;
 pub mod calendar;
 pub mod coes;
+mod env;
 pub mod export;
 pub mod incidents;
 pub mod ingest;
@@ -26,6 +27,8 @@ pub mod sns;
 pub mod stats;
 pub mod sweep_settings;
 pub mod tokens;
+
+pub use env::Env;
 
 #[cfg(test)]
 mod tests {

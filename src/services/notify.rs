@@ -3,6 +3,7 @@
 //! a deduplication key naming that event, so it is sent once. The calendar's emails
 //! (digests, escalations) are the reminder sweep's.
 
+use crate::services::Env;
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde_json::json;
@@ -76,7 +77,7 @@ pub fn coe_opened(
 /// it any more, and who does now (the COE went back to draft).
 pub fn reviewer_replaced(
     conn: &mut DbConnection,
-    mail: Mailer<'_>,
+    mail: Env<'_>,
     row: &CoeRow,
     former: &str,
     actor: &str,
@@ -156,13 +157,6 @@ pub fn coe_opened_row(
     )
 }
 
-/// What sending an event email needs: the settings (links, deadlines) and templates.
-#[derive(Clone, Copy)]
-pub struct Mailer<'a> {
-    pub settings: &'a Settings,
-    pub templates: &'a EmailTemplates,
-}
-
 /// A corrective action as its assignment email names it.
 pub struct ActionFacts<'a> {
     pub id: &'a str,
@@ -178,7 +172,7 @@ pub struct ActionFacts<'a> {
 /// unless they assigned it to themselves. Each assignment is its own email.
 pub fn action_assigned(
     conn: &mut DbConnection,
-    mail: Mailer<'_>,
+    mail: Env<'_>,
     action: &ActionFacts<'_>,
     actor: &str,
     now: NaiveDateTime,
@@ -214,7 +208,7 @@ pub fn action_assigned(
     );
     outbox::notify(
         conn,
-        mail.templates,
+        mail.emails,
         Kind::ActionAssigned,
         key,
         action.owner,
@@ -227,7 +221,7 @@ pub fn action_assigned(
 /// unless they did it themselves.
 pub fn coe_assigned(
     conn: &mut DbConnection,
-    mail: Mailer<'_>,
+    mail: Env<'_>,
     row: &CoeRow,
     recipient: &str,
     as_reviewer: bool,
@@ -242,7 +236,7 @@ pub fn coe_assigned(
 #[allow(clippy::too_many_arguments)]
 fn assignment(
     conn: &mut DbConnection,
-    mail: Mailer<'_>,
+    mail: Env<'_>,
     row: &CoeRow,
     recipient: &str,
     as_reviewer: bool,
@@ -275,7 +269,7 @@ fn assignment(
     );
     outbox::notify(
         conn,
-        mail.templates,
+        mail.emails,
         Kind::CoeAssigned,
         key,
         recipient,

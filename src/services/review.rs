@@ -3,9 +3,9 @@
 //! which state is `domain::coe::review`; this module loads the facts, checks the
 //! writeup's completeness on submit, and records the step.
 
+use crate::services::Env;
 use diesel::prelude::*;
 
-use crate::config::Settings;
 use crate::db::models::{CoeRow, ReviewCommentRow};
 use crate::db::schema::{coes, review_comments};
 use crate::db::{self, locks, types, DbConnection};
@@ -41,8 +41,7 @@ pub fn step(
     step: Step,
     comment: Option<&str>,
     who: &Reviewer<'_>,
-    settings: &Settings,
-    emails: &crate::email::EmailTemplates,
+    env: Env<'_>,
 ) -> Result<(), CoeError> {
     db::write_transaction(conn, |conn| {
         locks::lock_coe(conn, id)?;
@@ -74,7 +73,7 @@ pub fn step(
         }
         // What the writeup itself still lacks, for a submit: listed with the rest.
         let gaps = if step == Step::Submit {
-            coe_service::load(conn, id, settings)?
+            coe_service::load(conn, id, env.settings)?
                 .completeness
                 .missing
                 .into_iter()
@@ -124,8 +123,8 @@ pub fn step(
         let severity = types::severity("coes.severity", row.severity)?.to_string();
         notify::review_step(
             conn,
-            settings,
-            emails,
+            env.settings,
+            env.emails,
             kind,
             &CoeFacts::of(&row, &severity),
             who.email.unwrap_or(who.actor),

@@ -67,7 +67,7 @@ pub async fn create(
     let detail = with_conn(&state, move |conn, state| {
         let clock = state.settings.clock();
         let who = acting.editor();
-        let id = actions::create(conn, &coe_id, &input, &who, clock, state.mailer())?;
+        let id = actions::create(conn, &coe_id, &input, &who, clock, state.env())?;
         Ok(actions::get(conn, &id, clock)?)
     })
     .await?;
@@ -112,7 +112,7 @@ pub async fn patch(
     let (id, patch, acting) = (id.into_inner(), body.0, caller.acting());
     let detail = with_conn(&state, move |conn, state| {
         let clock = state.settings.clock();
-        actions::patch(conn, &id, &patch, &acting.editor(), clock, state.mailer())?;
+        actions::patch(conn, &id, &patch, &acting.editor(), clock, state.env())?;
         Ok(actions::get(conn, &id, clock)?)
     })
     .await?;
@@ -276,15 +276,7 @@ async fn review_step(
             is_admin: caller.role == Role::Admin,
             principal: &caller.principal(),
         };
-        review::step(
-            conn,
-            &id,
-            step,
-            comment.as_deref(),
-            &who,
-            &state.settings,
-            &state.emails,
-        )?;
+        review::step(conn, &id, step, comment.as_deref(), &who, state.env())?;
         Ok(coes::load(conn, &id, &state.settings)?)
     })
     .await?;

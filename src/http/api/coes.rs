@@ -96,7 +96,7 @@ pub async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let (input, actor) = (body.0, caller.actor());
     let doc = with_conn(&state, move |conn, state| {
-        let id = coes::create(conn, input, &actor, &state.coe_context())?;
+        let id = coes::create(conn, input, &actor, &state.env())?;
         Ok(coes::load(conn, &id, &state.settings)?)
     })
     .await?;
@@ -151,7 +151,7 @@ pub async fn patch(
         &caller,
         id,
         StatusCode::OK,
-        move |conn, id, who, state| coes::patch(conn, id, patch, expected, who, state.mailer()),
+        move |conn, id, who, state| coes::patch(conn, id, patch, expected, who, state.env()),
     )
     .await
 }
@@ -193,7 +193,7 @@ pub async fn put_section(
         id,
         StatusCode::OK,
         move |conn, id, who, state| {
-            coes::put_section(conn, id, &key, &text, expected, who, &state.coe_context())
+            coes::put_section(conn, id, &key, &text, expected, who, &state.env())
         },
     )
     .await

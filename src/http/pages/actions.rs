@@ -174,7 +174,7 @@ pub async fn move_due_date(
             &patch,
             editor,
             state.settings.clock(),
-            state.mailer(),
+            state.env(),
         )
     })
     .await?;

@@ -105,15 +105,7 @@ pub async fn save_section(form: CoeForm) -> Page {
     }
     let section = key.clone();
     form.change(&key, kept, move |conn, state, editor, coe, version| {
-        service::put_section(
-            conn,
-            coe,
-            &section,
-            &body,
-            version,
-            editor,
-            &state.coe_context(),
-        )
+        service::put_section(conn, coe, &section, &body, version, editor, &state.env())
     })
     .await
 }
@@ -157,7 +149,7 @@ pub async fn details(form: CoeForm) -> Page {
             severity: severity.filter(|s| *s != now.severity),
             service: service_name.filter(|s| now.service.as_deref() != Some(s.as_str())),
         };
-        service::patch(conn, coe, patch, version, editor, state.mailer())
+        service::patch(conn, coe, patch, version, editor, state.env())
     })
     .await
 }
@@ -402,7 +394,7 @@ pub async fn add_action(form: CoeForm) -> Page {
     let kept = typed("actions", fields);
     form.change("actions", kept, move |conn, state, editor, coe, _| {
         let clock = state.settings.clock();
-        actions::create(conn, coe, &input, editor, clock, state.mailer()).map(drop)
+        actions::create(conn, coe, &input, editor, clock, state.env()).map(drop)
     })
     .await
 }

@@ -160,7 +160,7 @@ pub async fn open_coe(form: CsrfForm<Fields>, path: web::Path<String>, state: St
             severity: None,
             owner: None,
         };
-        match coes::create(conn, input, me.actor, &state.coe_context()) {
+        match coes::create(conn, input, me.actor, &state.env()) {
             Ok(id) => Ok(id),
             // It has one already: go there.
             Err(CoeError::Conflict(m)) => {

@@ -26,15 +26,7 @@ pub async fn step(form: CoeForm) -> Page {
         ..Kept::default()
     };
     form.change("review", kept, move |conn, state, editor, coe, _| {
-        review::step(
-            conn,
-            coe,
-            step,
-            comment.as_deref(),
-            editor,
-            &state.settings,
-            &state.emails,
-        )
+        review::step(conn, coe, step, comment.as_deref(), editor, state.env())
     })
     .await
 }

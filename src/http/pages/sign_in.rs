@@ -98,8 +98,7 @@ pub async fn request(form: SameOrigin<SignInForm>, req: HttpRequest, state: Stat
                     &email,
                     &client,
                     Some(&to),
-                    &state.settings,
-                    &state.emails,
+                    state.env(),
                 )?)
             })
             .await;

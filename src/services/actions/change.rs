@@ -19,7 +19,8 @@ use crate::domain::coe::CoeState;
 use crate::domain::{Clock, Severity};
 use crate::services::access::{self, AccessError, Editor};
 use crate::services::audit::{self, Change, Subject};
-use crate::services::notify::{self, ActionFacts, Mailer};
+use crate::services::notify::{self, ActionFacts};
+use crate::services::Env;
 use crate::services::{lifecycle, people as directory};
 
 fn audit(
@@ -52,7 +53,7 @@ fn tell_owner(
     conn: &mut DbConnection,
     row: &ActionRow,
     actor: &str,
-    mail: Mailer<'_>,
+    mail: Env<'_>,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
     let (coe_title, _) = coe_title_and_severity(conn, &row.coe_id)?;
@@ -127,7 +128,7 @@ pub fn create(
     input: &NewAction,
     who: &Editor<'_>,
     clock: Clock,
-    mail: Mailer<'_>,
+    mail: Env<'_>,
 ) -> Result<String, ActionError> {
     db::write_transaction(conn, |conn| {
         if locks::lock_coe(conn, coe_id)? == 0 {
@@ -222,7 +223,7 @@ pub fn patch(
     patch: &ActionPatch,
     who: &Editor<'_>,
     clock: Clock,
-    mail: Mailer<'_>,
+    mail: Env<'_>,
 ) -> Result<(), ActionError> {
     db::write_transaction(conn, |conn| {
         let mut row = load_locked(conn, id)?;

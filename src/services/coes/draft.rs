@@ -12,13 +12,14 @@ use utoipa::ToSchema;
 use super::alert_entries;
 use super::search::reindex;
 use super::timeline::recompute_milestone;
-use super::{edit, record_change, Actor, CoeError, Context, SYSTEM_ACTOR};
+use super::{edit, record_change, Actor, CoeError, SYSTEM_ACTOR};
 use crate::db::models::{CoeRow, FailureEventRow, IncidentRow};
 use crate::db::schema::{coe_recurrences, coes, failure_events, incidents};
 use crate::db::{self, locks, types, DbConnection};
 use crate::domain::coe::{self, CoeState, TimelineKind};
 use crate::domain::Severity;
 use crate::services::notify;
+use crate::services::Env;
 
 /// Opens the draft for an incident that has the COE mark, unless it has one. Called in
 /// the transaction that filed the event, under the group's lock, so exactly one draft
@@ -26,7 +27,7 @@ use crate::services::notify;
 pub fn open_draft_for_incident(
     conn: &mut DbConnection,
     incident: &IncidentRow,
-    ctx: &Context<'_>,
+    ctx: &Env<'_>,
     now: NaiveDateTime,
 ) -> QueryResult<Option<String>> {
     let id = insert_draft_for_incident(conn, incident, ctx, now)?;
@@ -40,7 +41,7 @@ pub fn open_draft_for_incident(
 fn tell_owner(
     conn: &mut DbConnection,
     id: &str,
-    ctx: &Context<'_>,
+    ctx: &Env<'_>,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
     let row: CoeRow = coes::table
@@ -54,7 +55,7 @@ fn tell_owner(
 fn insert_draft_for_incident(
     conn: &mut DbConnection,
     incident: &IncidentRow,
-    ctx: &Context<'_>,
+    ctx: &Env<'_>,
     now: NaiveDateTime,
 ) -> QueryResult<Option<String>> {
     let exists: i64 = coes::table
@@ -115,7 +116,7 @@ fn insert_draft_for_incident(
 
 #[allow(clippy::too_many_arguments)]
 fn new_coe_row(
-    ctx: &Context<'_>,
+    ctx: &Env<'_>,
     incident_id: Option<String>,
     title: String,
     service: Option<String>,
@@ -328,7 +329,7 @@ pub fn create(
     conn: &mut DbConnection,
     input: NewCoe,
     actor: Actor<'_>,
-    ctx: &Context<'_>,
+    ctx: &Env<'_>,
 ) -> Result<String, CoeError> {
     // Sizes first: nothing is written for input that cannot be stored.
     let mut problems = Vec::new();

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use utoipa::ToSchema;
 
 use super::search::reindex;
-use super::{load_row, record_change, template_of, Actor, CoeError, Context};
+use super::{load_row, record_change, template_of, Actor, CoeError};
 use crate::db::models::{CoeRow, SectionRow};
 use crate::db::schema::{coe_sections, coes};
 use crate::db::{self, types, DbConnection};
@@ -16,7 +16,8 @@ use crate::domain::coe::{self, CoeState};
 use crate::domain::template::SectionKind;
 use crate::domain::Severity;
 use crate::services::access::{self, Editor};
-use crate::services::notify::{self, Mailer};
+use crate::services::notify;
+use crate::services::Env;
 
 /// Loads the COE for a change: checks that it exists, that `who` may change it, that the writer saw the current
 /// version, and that it may still be edited.
@@ -119,7 +120,7 @@ pub fn put_section(
     body: &str,
     expected: Option<i32>,
     who: &Editor<'_>,
-    ctx: &Context<'_>,
+    ctx: &Env<'_>,
 ) -> Result<(), CoeError> {
     with_change(conn, id, expected, who, |conn, row, now| {
         let actor = who.actor;
@@ -208,7 +209,7 @@ pub fn patch(
     patch: CoePatch,
     expected: Option<i32>,
     who: &Editor<'_>,
-    mail: Mailer<'_>,
+    mail: Env<'_>,
 ) -> Result<(), CoeError> {
     with_change(conn, id, expected, who, |conn, row, now| {
         let actor = who.actor;

@@ -21,7 +21,6 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde_json::Value;
 
-use crate::config::Settings;
 use crate::db::models::CoeRow;
 use crate::db::schema::coes;
 use crate::db::DbConnection;
@@ -86,14 +85,6 @@ impl From<AccessError> for CoeError {
             AccessError::Database(d) => CoeError::Database(d),
         }
     }
-}
-
-/// What the service needs from settings.
-pub struct Context<'a> {
-    pub settings: &'a Settings,
-    pub template: &'a Template,
-    /// Email templates, for telling a new COE's owner.
-    pub emails: &'a crate::email::EmailTemplates,
 }
 
 /// Writes the audit record of a change to COE `coe_id`.

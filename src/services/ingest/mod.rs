@@ -22,7 +22,7 @@ use crate::db::schema::{failure_events, webhook_deliveries};
 use crate::db::{self, locks, DbConnection};
 use crate::domain::incident::IncidentPolicy;
 use crate::domain::{EventStatus, FailureEvent};
-use crate::services::coes;
+use crate::services::{coes, Env};
 use filing::{file_into_incident, Pending};
 
 /// One received delivery, as it arrived.
@@ -97,7 +97,7 @@ pub fn ingest(
     conn: &mut DbConnection,
     delivery: Delivery<'_>,
     events: &[FailureEvent],
-    ctx: &coes::Context<'_>,
+    ctx: &Env<'_>,
 ) -> Result<IngestOutcome, diesel::result::Error> {
     db::write_transaction(conn, |conn| {
         locks::lock_keys(conn, keys_of(delivery, events))?;
@@ -111,7 +111,7 @@ pub(crate) fn store(
     conn: &mut DbConnection,
     delivery: Delivery<'_>,
     events: &[FailureEvent],
-    ctx: &coes::Context<'_>,
+    ctx: &Env<'_>,
 ) -> Result<IngestOutcome, diesel::result::Error> {
     store_all(conn, &[(delivery, events)], ctx)?
         .pop()
@@ -127,7 +127,7 @@ pub(crate) fn store(
 pub(crate) fn store_all(
     conn: &mut DbConnection,
     deliveries: &[(Delivery<'_>, &[FailureEvent])],
-    ctx: &coes::Context<'_>,
+    ctx: &Env<'_>,
 ) -> Result<Vec<IngestOutcome>, diesel::result::Error> {
     let policy = &ctx.settings.incident_policy();
     let mut pending = Pending::new(db::now());
@@ -297,7 +297,7 @@ fn store_one(
     hashes: &[KeyHash],
     seen: &mut HashMap<KeyHash, (String, String)>,
     policy: &IncidentPolicy,
-    ctx: &coes::Context<'_>,
+    ctx: &Env<'_>,
 ) -> Result<IngestOutcome, diesel::result::Error> {
     let now = pending.now;
     let mut delivery_id: Option<String> = None;

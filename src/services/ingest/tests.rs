@@ -55,8 +55,8 @@ impl Parts {
         }
     }
 
-    fn ctx(&self) -> coes::Context<'_> {
-        coes::Context {
+    fn ctx(&self) -> Env<'_> {
+        crate::services::Env {
             settings: &self.settings,
             template: &self.template,
             emails: &self.emails,

@@ -40,7 +40,6 @@ use crate::db::{self, locks, DbPool};
 use crate::domain::template::Template;
 use crate::domain::FailureEvent;
 use crate::email::EmailTemplates;
-use crate::services::coes;
 
 /// Why a delivery was not written.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -320,7 +319,7 @@ fn run(queue: &Receiver<Message>, shared: &Shared) {
 /// came to, in order.
 fn write_batch(batch: &[Job], shared: &Shared) -> Vec<Result<IngestOutcome, WriteError>> {
     shared.batch_sizes.observe(batch.len() as f64);
-    let ctx = coes::Context {
+    let ctx = crate::services::Env {
         settings: &shared.settings,
         template: &shared.template,
         emails: &shared.emails,
