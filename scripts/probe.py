@@ -11,8 +11,10 @@ still do. Run by scripts/probe (which .ci/run calls); bounded to a few minutes.
   disk-full  SQLite on a small tmpfs filled up, then freed: 503 (disk_full), never 500;
              writes resume by themselves
   read-only  the SQLite file made read-only under load, then writable again: 503
-             (database_read_only), never 500; writes resume by themselves; a start with
-             a read-only -shm stops naming the files
+             (database_read_only), never 500; writes resume by themselves; the same for
+             sections saved from the web pages (once writable, 120 saves side by side go
+             through: no read-only connection is left in the pool); a start with a read-only -shm
+             stops naming the files
   backup     SQLite: /readyz asked again and again, an outside online backup (SQLite's
              backup API, as `sqlite3 coe.db .backup` does) and `coe backup` under load,
              then kill -9: every acknowledged event present, the server never left
@@ -548,6 +550,7 @@ def read_only(coe, workdir, rounds=2):
                 load.stop()
             server.stop()
         lost = count_lost(sqlite_query(db), acked)
+        pages_read_only(server, db)
         # A start with a -shm file it cannot write stops with the files named and what
         # to check (a read-only coe.db alone starts: reads work, /readyz says why not
         # ready, as above).
@@ -568,6 +571,88 @@ def read_only(coe, workdir, rounds=2):
 
 
 # ------------------------------------------------------------------------- security
+
+
+def page_of(port, path, cookie, person="owner@example.com"):
+    """(status, html, cookie) of a page as `person`, signed in by the trusted proxy."""
+    headers = {"X-Forwarded-Email": person}
+    if cookie:
+        headers["Cookie"] = cookie
+    status, headers, html = raw(port, "GET", path, headers=headers)
+    cookie = headers.get("set-cookie", "").split(";")[0] or cookie
+    return status, html, cookie
+
+
+def field_of(html, name):
+    marker = f'name="{name}" value="'
+    at = html.find(marker)
+    return html[at + len(marker):].split('"')[0] if at >= 0 else ""
+
+
+def pages_read_only(server, db):
+    """The web pages over a SQLite file made read-only, then writable: a section saved
+    from the COE's page answers 503, never 500, while it is read-only; once writable,
+    a round of saves side by side (every pooled connection used) goes through: no
+    connection that met the read-only file is left in the pool."""
+    server.env.update({"COE_AUTH_MODE": "proxy", "COE_AUTH_TRUSTED_PROXIES": '["127.0.0.1"]',
+                       "COE_AUTH_ALLOWED_DOMAINS": '["example.com"]'})
+    server.port = free_port()
+    server.start()
+    try:
+        admin = token(server, "admin")
+        status, doc = api(server.port, "POST", "/api/v1/coes", admin,
+                          {"title": "Pages over a read-only file", "owner": "owner@example.com"})
+        check(status == 201, f"a COE for the page writes ({status})")
+        path = f"/coes/{doc['id']}"
+        _, _, cookie = page_of(server.port, path, None)
+
+        def save(text):
+            status, html, _ = page_of(server.port, path, cookie)
+            if status != 200:
+                return status
+            fields = {"csrf": field_of(html, "csrf"), "version": field_of(html, "version"), "body": text}
+            status, _, _ = form(server.port, f"{path}/sections/impact", fields,
+                                headers={"X-Forwarded-Email": "owner@example.com", "Cookie": cookie})
+            return status
+
+        check(save("before") == 303, "a section saves from the page")
+        os.chmod(db, 0o444)
+        statuses, lock = [], threading.Lock()
+
+        def writer():
+            # Side by side, so that the pool opens connections while the file is read-only.
+            for n in range(15):
+                status = save(f"read-only {n}")
+                with lock:
+                    statuses.append(status)
+
+        def side_by_side():
+            statuses.clear()
+            threads = [threading.Thread(target=writer) for _ in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            return sorted(set(statuses))
+
+        during = side_by_side()
+        check(500 not in during, f"no 500 from the pages while the file is read-only ({during})")
+        check(503 in during, f"page writes answer 503 while the file is read-only ({during})")
+        os.chmod(db, 0o644)
+        # Side by side again, so that every connection of the pool is used: a read-only
+        # one fails once and leaves the pool; a round without a 503 must come soon.
+        rounds, deadline = [], time.monotonic() + 30
+        while time.monotonic() < deadline:
+            rounds.append(side_by_side())
+            if 503 not in rounds[-1] and 500 not in rounds[-1]:
+                break
+        check(rounds and 503 not in rounds[-1] and 500 not in rounds[-1],
+              f"once writable, 8 x 15 page saves side by side all go through within "
+              f"{len(rounds)} round(s) ({rounds[:3]} …)")
+    finally:
+        server.stop()
+        for key in ("COE_AUTH_MODE", "COE_AUTH_TRUSTED_PROXIES", "COE_AUTH_ALLOWED_DOMAINS"):
+            server.env.pop(key, None)
 
 
 def cpu_seconds(pid):

@@ -2,6 +2,7 @@
 //! migrations and the few places where the two backends need different SQL.
 
 pub mod backup;
+pub mod bulk;
 pub mod fault;
 pub mod locks;
 mod migrations;
@@ -330,15 +331,18 @@ pub fn connect(settings: &DatabaseSettings) -> Result<DbPool, DbError> {
     connect_sized(settings, settings.pool_size)
 }
 
-/// A pool of `size` connections that connects in the background, not now (the
+/// A pool of `size` connections, each opened when first needed and then kept (the
 /// ingest writers' own: the main pool proved the database reachable, and a server
-/// whose database went away starts anyway and reports it).
+/// whose database went away starts anyway and reports it). Not opened ahead: a
+/// connection opened while a SQLite file is read-only stays read-only, and one that
+/// meets that fault leaves the pool, so the next one opened writes again.
 pub fn lazy_pool(settings: &DatabaseSettings, size: u32) -> Result<DbPool, DbError> {
     let url = DatabaseUrl::parse(&settings.url).map_err(|e| DbError::Connect(e.to_string()))?;
     let manager = ConnectionManager::new(url, settings.busy_timeout_ms);
     Ok(r2d2::Pool::builder()
         .max_size(size.max(1))
-        .min_idle(Some(size.max(1)))
+        .min_idle(Some(0))
+        .idle_timeout(None)
         .connection_timeout(Duration::from_secs(settings.connect_timeout_secs.max(1)))
         .error_handler(Box::new(r2d2::NopErrorHandler))
         .build_unchecked(manager))
