@@ -21,7 +21,7 @@ use crate::domain::action::Transition;
 use crate::domain::template::Template;
 use crate::domain::{EmailAddress, Role, TokenName};
 use crate::email::EmailTemplates;
-use crate::services::access::Editor;
+use crate::services::access::Acting;
 use crate::services::actions::{self, NewAction, TransitionInput};
 use crate::services::coes::{self as coe_service, CoePatch};
 use crate::services::ingest::{self, Delivery};
@@ -130,16 +130,6 @@ struct Seeder<'a> {
 }
 
 impl Seeder<'_> {
-    /// A person of the organisation making a change as themselves.
-    fn editor(address: &str) -> Editor<'_> {
-        Editor {
-            actor: address,
-            email: Some(address),
-            is_admin: false,
-            principal: address,
-        }
-    }
-
     fn version(&self, conn: &mut DbConnection, id: &str) -> Result<i32, String> {
         coes::table
             .find(id)
@@ -165,15 +155,14 @@ impl Seeder<'_> {
         w: &Writeup,
     ) -> Result<(), String> {
         let (owner, reviewer) = (email(w.owner), email(w.reviewer));
-        let (as_owner, as_reviewer) = (Self::editor(&owner), Self::editor(&reviewer));
-        // The owner takes the COE and names its reviewer (the demo may assign any
-        // COE: admin rights; the owner answers for naming the reviewer).
-        let admin = Editor {
-            actor: &owner,
-            email: Some(&owner),
-            is_admin: true,
-            principal: &owner,
-        };
+        let acting = [
+            Acting::person(&owner, false),
+            Acting::person(&reviewer, false),
+            // The owner takes the COE and names its reviewer (the demo may assign any
+            // COE: admin rights; the owner answers for naming the reviewer).
+            Acting::person(&owner, true),
+        ];
+        let [as_owner, as_reviewer, admin] = [0, 1, 2].map(|i| acting[i].editor());
         let patch = CoePatch {
             owner: EmailAddress::parse(&owner).ok(),
             reviewer: EmailAddress::parse(&reviewer).ok(),
@@ -261,7 +250,8 @@ impl Seeder<'_> {
     ) -> Result<(), String> {
         for (id, a) in made {
             let address = email(a.owner);
-            let who = Self::editor(&address);
+            let acting = Acting::person(&address, false);
+            let who = acting.editor();
             let note = |text: &str| TransitionInput {
                 note: Some(text.to_owned()),
                 evidence_url: None,

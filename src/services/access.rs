@@ -38,6 +38,16 @@ pub struct Acting {
 }
 
 impl Acting {
+    /// A person acting as themselves (signed in to the pages; the demo's people).
+    pub fn person(email: &str, is_admin: bool) -> Acting {
+        Acting {
+            actor: email.to_owned(),
+            email: Some(email.to_owned()),
+            principal: email.to_owned(),
+            is_admin,
+        }
+    }
+
     pub fn editor(&self) -> Editor<'_> {
         Editor {
             actor: &self.actor,

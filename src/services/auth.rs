@@ -58,12 +58,7 @@ impl SessionPerson {
     /// The person as the services' access rules see them: they answer for what they
     /// do themselves.
     pub fn acting(&self) -> crate::services::access::Acting {
-        crate::services::access::Acting {
-            actor: self.email.clone(),
-            email: Some(self.email.clone()),
-            principal: self.email.clone(),
-            is_admin: self.is_admin,
-        }
+        crate::services::access::Acting::person(&self.email, self.is_admin)
     }
 }
 

@@ -600,6 +600,142 @@ async fn forms_of_a_coe_page_need_the_sessions_token() {
     assert_eq!(api["version"], 1, "nothing changed");
 }
 
+/// Every form of the COE page keeps what was typed when it does not go through: a
+/// 5-whys chain (new, or a change of one) and a timeline entry (on its own page), as
+/// the text sections and the other forms do.
+#[tokio::test]
+async fn whys_and_timeline_forms_keep_what_was_typed() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let coe = body_json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Queue", "owner": "ana@example.com"}),
+        )
+        .await,
+    )
+    .await;
+    let id = coe["id"].as_str().expect("id").to_owned();
+    let page = format!("/coes/{id}");
+    let ana = sign_in(&app, "ana@example.com").await;
+
+    // A new chain with a "because" missing: 422, the rows as typed.
+    let res = post_coe(
+        &app,
+        &ana,
+        &page,
+        &format!("{page}/whys"),
+        &[
+            ("why", "Why did the queue <stall>?"),
+            ("because", "The consumer crashed"),
+            ("why", "Why did it crash?"),
+            ("because", ""),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = res.text().await.expect("html");
+    assert!(
+        html.contains("steps[1].because: must not be empty"),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"value="Why did the queue &lt;stall&gt;?""#)
+            && html.contains(r#"value="Why did it crash?""#),
+        "the typed rows are back in the form: {html}"
+    );
+
+    // A chain that exists, changed to something invalid: its own form keeps the text.
+    let res = post_coe(
+        &app,
+        &ana,
+        &page,
+        &format!("{page}/whys"),
+        &[
+            ("why", "Why did the queue stall?"),
+            ("because", "The consumer crashed"),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let html = text_of(&app, &page, &ana).await;
+    let chain = id_after(&html, &format!("/coes/{id}/whys/"));
+    let res = post_coe(
+        &app,
+        &ana,
+        &page,
+        &format!("{page}/whys/{chain}"),
+        &[("why", "Why, really?"), ("because", "")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = res.text().await.expect("html");
+    assert!(html.contains(r#"value="Why, really?""#), "{html}");
+    assert!(
+        html.contains("<details open><summary>Change chain 1"),
+        "{html}"
+    );
+
+    // A timeline entry changed to an empty text: its page again, with the time and
+    // kind as typed and the problem.
+    let res = post_coe(
+        &app,
+        &ana,
+        &page,
+        &format!("{page}/timeline"),
+        &[
+            ("at", "2026-11-29T10:00"),
+            ("kind", "note"),
+            ("text", "Queue stalled"),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let html = text_of(&app, &page, &ana).await;
+    let entry = id_after(&html, &format!("/coes/{id}/timeline/"));
+    let entry_page = format!("{page}/timeline/{entry}");
+    let res = post_coe(
+        &app,
+        &ana,
+        &entry_page,
+        &entry_page,
+        &[
+            ("at", "2026-11-29T10:07"),
+            ("kind", "mitigated"),
+            ("text", " "),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = res.text().await.expect("html");
+    assert!(html.contains("text: must not be empty"), "{html}");
+    assert!(html.contains(r#"value="2026-11-29T10:07""#), "{html}");
+    assert!(
+        html.contains(r#"<option value="mitigated" selected>"#),
+        "{html}"
+    );
+    let api = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
+    assert_eq!(api["timeline"][0]["text"], "Queue stalled", "nothing saved");
+
+    // An error is a page in the layout, with the navigation of a signed-in person's
+    // pages kept out (the error page does not know who is signed in).
+    let res = browser()
+        .post(app.url("/sign-in/confirm"))
+        .form(&[("token", "made-up")])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+    let html = res.text().await.expect("html");
+    assert!(
+        html.contains(r##"<a class="skip" href="#main">"##)
+            && html.contains(r#"<header class="top">"#)
+            && html.contains("this sign-in link was used already or has expired"),
+        "{html}"
+    );
+}
+
 #[tokio::test]
 async fn a_recurring_coe_shows_the_earlier_coes_open_actions() {
     let app = spawn_app().await;
