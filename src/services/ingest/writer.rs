@@ -239,23 +239,15 @@ impl IngestWriter {
         let bytes = job.body.len();
         let waiting = self.shared.waiting.fetch_add(1, Ordering::SeqCst);
         let waiting_bytes = self.shared.waiting_bytes.fetch_add(bytes, Ordering::SeqCst);
-        let refused = if waiting >= QUEUE {
-            Some(format!(
-                "{QUEUE} deliveries are waiting to be written; try again shortly"
-            ))
-        } else if waiting > 0 && waiting_bytes + bytes > QUEUE_BYTES {
-            Some(format!(
-                "{} MiB of deliveries are waiting to be written; try again shortly",
-                waiting_bytes >> 20
-            ))
-        } else {
-            match queue.try_send(Message::Job(job)) {
+        let refused = match too_much_waiting(waiting, waiting_bytes, bytes) {
+            Some(why) => Some(why),
+            None => match queue.try_send(Message::Job(job)) {
                 Ok(()) => None,
                 Err(TrySendError::Full(_)) => Some(format!(
                     "{QUEUE} deliveries are waiting to be written; try again shortly"
                 )),
                 Err(TrySendError::Disconnected(_)) => Some("the service is stopping".into()),
-            }
+            },
         };
         if let Some(why) = refused {
             self.shared.waiting.fetch_sub(1, Ordering::SeqCst);
@@ -265,6 +257,24 @@ impl IngestWriter {
         answer
             .await
             .map_err(|_| WriteError::Busy("the service is stopping; try again".into()))?
+    }
+}
+
+/// Why a delivery of `bytes` is refused when `waiting` deliveries of `waiting_bytes`
+/// wait already, if it is: past `QUEUE` deliveries, or past `QUEUE_BYTES` of bodies
+/// (a delivery is always taken when nothing waits, whatever its size).
+fn too_much_waiting(waiting: usize, waiting_bytes: usize, bytes: usize) -> Option<String> {
+    if waiting >= QUEUE {
+        Some(format!(
+            "{QUEUE} deliveries are waiting to be written; try again shortly"
+        ))
+    } else if waiting > 0 && waiting_bytes + bytes > QUEUE_BYTES {
+        Some(format!(
+            "{} MiB of deliveries are waiting to be written; try again shortly",
+            waiting_bytes >> 20
+        ))
+    } else {
+        None
     }
 }
 
@@ -535,5 +545,23 @@ mod tests {
         assert_eq!(writer.shared.waiting.load(Ordering::SeqCst), 0);
         assert_eq!(writer.shared.waiting_bytes.load(Ordering::SeqCst), 0);
         writer.stop();
+    }
+
+    /// What may wait is bounded in deliveries and in bytes of their bodies; one
+    /// delivery is taken when nothing waits, however large.
+    #[test]
+    fn waiting_is_bounded_in_deliveries_and_in_bytes() {
+        let mib = 1 << 20;
+        assert_eq!(too_much_waiting(0, 0, 10 * mib), None);
+        assert_eq!(
+            too_much_waiting(0, 0, QUEUE_BYTES + 1),
+            None,
+            "alone, any size"
+        );
+        assert_eq!(too_much_waiting(5, 50 * mib, 10 * mib), None);
+        let refused = too_much_waiting(5, 60 * mib, 10 * mib).expect("past the bytes");
+        assert!(refused.contains("60 MiB"), "{refused}");
+        let refused = too_much_waiting(QUEUE, 0, 1).expect("past the count");
+        assert!(refused.contains("8192 deliveries"), "{refused}");
     }
 }
