@@ -172,7 +172,8 @@ fn guarded<T>(step: &str, f: impl FnOnce() -> T) -> Option<T> {
 /// One sweep; whether it succeeded.
 fn sweep_once(settings: &Settings, pool: &DbPool, templates: &EmailTemplates) -> bool {
     let result = crate::db::checkout(pool)
-        .map_err(|e| e.to_string())
+        // `db::checkout` logged why (or the outage it belongs to).
+        .map_err(|_| "no database connection".to_owned())
         .and_then(|mut conn| {
             // What this server sweeps with, so that a `coe sweep` with other settings warns.
             sweep_settings::record(&mut conn, settings, crate::db::now())
@@ -204,7 +205,7 @@ fn sweep_once(settings: &Settings, pool: &DbPool, templates: &EmailTemplates) ->
 
 fn deliver_once(settings: &Settings, pool: &DbPool, transport: &Transport, stopping: &AtomicBool) {
     let result = crate::db::checkout(pool)
-        .map_err(|e| e.to_string())
+        .map_err(|_| "no database connection".to_owned())
         .and_then(|mut conn| {
             outbox::deliver(&mut conn, transport, settings, stopping).map_err(|e| e.to_string())
         });

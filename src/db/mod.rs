@@ -185,7 +185,6 @@ impl Checkpointer {
 pub struct ConnectionManager {
     url: DatabaseUrl,
     busy_timeout_ms: u32,
-    outage: std::sync::Arc<Outage>,
 }
 
 impl ConnectionManager {
@@ -193,22 +192,33 @@ impl ConnectionManager {
         ConnectionManager {
             url,
             busy_timeout_ms,
-            outage: Default::default(),
         }
     }
 }
 
-/// Whether new connections fail, and since when: one log line when an outage begins
+/// Whether new connections fail, and since when: one for the process (the pools of the
+/// requests and of the ingest writers reach one database), so one log line when an outage begins
 /// and one when it ends, not one per attempt (a refused connection repeats on every
 /// request until the database is back).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Outage {
     /// `since` is set: one atomic read for the usual case, no lock.
     failing: std::sync::atomic::AtomicBool,
     since: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
+/// The process's outage (see `Outage`).
+static OUTAGE: Outage = Outage {
+    failing: std::sync::atomic::AtomicBool::new(false),
+    since: std::sync::Mutex::new(None),
+};
+
 impl Outage {
+    /// Whether new connections fail now.
+    fn known(&self) -> bool {
+        self.failing.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn began(&self, error: &dyn std::fmt::Display) {
         let mut since = self.since.lock().unwrap_or_else(|p| p.into_inner());
         if since.is_none() {
@@ -249,11 +259,11 @@ impl ManageConnection for ConnectionManager {
         match establish(&self.url, self.busy_timeout_ms) {
             Ok(mut conn) => {
                 fault::watch(&mut conn);
-                self.outage.ended();
+                OUTAGE.ended();
                 Ok(conn)
             }
             Err(e) => {
-                self.outage.began(&e);
+                OUTAGE.began(&e);
                 Err(r2d2::Error::ConnectionError(e))
             }
         }
@@ -374,22 +384,26 @@ fn connect_sized(settings: &DatabaseSettings, size: u32) -> Result<DbPool, DbErr
 const OUTAGE_WAIT: Duration = Duration::from_millis(250);
 
 /// A connection from the pool: waits up to `database.connect_timeout_secs`, or only
-/// `OUTAGE_WAIT` when the pool holds no connection at all. It keeps one open
+/// `OUTAGE_WAIT` when new connections are known to fail or the pool holds no
+/// connection at all. The requests' pool keeps one open
 /// (`min_idle`) and drops those that met a fault, so none means the database is
 /// unreachable: each attempt to connect is refused at once, and a request that waits
 /// the whole timeout for it only holds a worker (a database that is back still
 /// connects within the short wait). A failure is logged here outside an outage; an
 /// outage is logged once by the manager (`Outage`).
 pub fn checkout(pool: &DbPool) -> Result<PooledConnection, r2d2::PoolError> {
-    let outage = pool.state().connections == 0;
+    let outage = pool.state().connections == 0 || OUTAGE.known();
     let wait = if outage {
         OUTAGE_WAIT
     } else {
         pool.connection_timeout()
     };
     pool.get_timeout(wait).inspect_err(|e| {
-        if !outage {
-            tracing::warn!(error = %e, "no database connection");
+        // An outage that began meanwhile is logged once, by the manager.
+        if !outage && !OUTAGE.known() {
+            let error = e.to_string();
+            let first_line = error.lines().next().unwrap_or_default().trim();
+            tracing::warn!(error = first_line, "no database connection");
         }
     })
 }
