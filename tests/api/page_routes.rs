@@ -82,16 +82,7 @@ async fn every_post_page_route_refuses_a_form_without_the_sessions_token() {
     .await;
     let action_id = action["id"].as_str().expect("id").to_owned();
     app.token("kept-token", Role::Member);
-    let before = (
-        app.get_json(&format!("/api/v1/coes/{coe_id}"), &admin)
-            .await
-            .to_string(),
-        app.get_json(&format!("/api/v1/actions/{action_id}"), &admin)
-            .await
-            .to_string(),
-        active_tokens(&app, &admin).await,
-        app.get_json("/api/v1/people", &admin).await.to_string(),
-    );
+    let before = state_of(&app, &admin, &coe_id, &action_id).await;
 
     let posts: Vec<&str> = coe::http::pages::ROUTES
         .iter()
@@ -152,16 +143,7 @@ async fn every_post_page_route_refuses_a_form_without_the_sessions_token() {
     assert!(walked >= 24);
 
     // Nothing changed, and the session still works.
-    let after = (
-        app.get_json(&format!("/api/v1/coes/{coe_id}"), &admin)
-            .await
-            .to_string(),
-        app.get_json(&format!("/api/v1/actions/{action_id}"), &admin)
-            .await
-            .to_string(),
-        active_tokens(&app, &admin).await,
-        app.get_json("/api/v1/people", &admin).await.to_string(),
-    );
+    let after = state_of(&app, &admin, &coe_id, &action_id).await;
     assert_eq!(before, after);
     let res = get_page(&app, "/", Some(&root)).await;
     assert_eq!(res.status(), StatusCode::OK, "still signed in");
@@ -179,4 +161,24 @@ async fn active_tokens(app: &crate::helpers::TestApp, admin: &str) -> String {
         .collect();
     names.sort();
     names.join(",")
+}
+
+/// What a form posted without its token must not change: the COE, the action, the
+/// active tokens and the directory.
+async fn state_of(
+    app: &crate::helpers::TestApp,
+    admin: &str,
+    coe_id: &str,
+    action_id: &str,
+) -> [String; 4] {
+    [
+        app.get_json(&format!("/api/v1/coes/{coe_id}"), admin)
+            .await
+            .to_string(),
+        app.get_json(&format!("/api/v1/actions/{action_id}"), admin)
+            .await
+            .to_string(),
+        active_tokens(app, admin).await,
+        app.get_json("/api/v1/people", admin).await.to_string(),
+    ]
 }
