@@ -338,6 +338,27 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    kept_forms (id) {
+        id -> Text,
+        person -> Text,
+        coe_id -> Text,
+        status -> Integer,
+        body -> Text,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    form_keys (key) {
+        key -> Text,
+        person -> Text,
+        landed -> Text,
+        fingerprint -> Text,
+        created_at -> Timestamp,
+    }
+}
+
 diesel::allow_tables_to_appear_in_same_query!(
     api_tokens,
     incidents,
@@ -361,5 +382,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     due_date_changes,
     review_comments,
     outbox_emails,
-    sweep_settings
+    sweep_settings,
+    kept_forms,
+    form_keys
 );

@@ -15,6 +15,7 @@ pub mod calendar;
 pub mod coes;
 mod env;
 pub mod export;
+pub mod forms;
 pub mod incidents;
 pub mod ingest;
 pub mod lifecycle;

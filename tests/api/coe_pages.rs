@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::helpers::{json as body_json, spawn_app, TestApp};
-use crate::pages::{browser, csrf_of, get_page, sign_in, version_of};
+use crate::pages::{browser, csrf_of, get_page, landed, sections_typed, sign_in, version_of};
 
 /// Posts a form of the COE page `page` to `to`, with the session's CSRF token and the
 /// version the page shows now (as a browser would send them).
@@ -32,13 +32,40 @@ async fn post_coe(
     };
     let mut form: Vec<(&str, &str)> = vec![("csrf", &csrf), ("version", &version)];
     form.extend_from_slice(fields);
-    browser()
+    let res = browser()
         .post(app.url(to))
         .header(COOKIE, cookie)
         .form(&form)
         .send()
         .await
-        .expect("sent")
+        .expect("sent");
+    landed(app, cookie, res).await
+}
+
+/// Saves the text sections of COE page `page` as `typed`.
+async fn save_sections(
+    app: &TestApp,
+    cookie: &str,
+    page: &str,
+    typed: &[(&str, &str)],
+    extra: &[(&str, &str)],
+) -> reqwest::Response {
+    let html = text_of(app, page, cookie).await;
+    let mut form = vec![("csrf".to_owned(), csrf_of(&html))];
+    form.extend(sections_typed(&html, typed));
+    form.extend(
+        extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    let res = browser()
+        .post(app.url(&format!("{page}/sections")))
+        .header(COOKIE, cookie)
+        .form(&form)
+        .send()
+        .await
+        .expect("sent");
+    landed(app, cookie, res).await
 }
 
 async fn text_of(app: &TestApp, path: &str, cookie: &str) -> String {
@@ -135,15 +162,12 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
     assert_eq!(api["reviewer"], "rev@example.com");
 
     // A preview renders the Markdown (raw HTML as text) and saves nothing.
-    let res = post_coe(
+    let res = save_sections(
         &app,
         &ana,
         &page,
-        &format!("{page}/sections/summary"),
-        &[
-            ("body", "**Checkout** failed <script>x()</script>"),
-            ("preview", "1"),
-        ],
+        &[("summary", "**Checkout** failed <script>x()</script>")],
+        &[("preview", "summary")],
     )
     .await;
     assert_eq!(res.status(), StatusCode::OK);
@@ -166,14 +190,7 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
         ("prevention", "A pool-size check in CI."),
         ("lessons", "Canaries catch this."),
     ] {
-        let res = post_coe(
-            &app,
-            &ana,
-            &page,
-            &format!("{page}/sections/{key}"),
-            &[("body", text)],
-        )
-        .await;
+        let res = save_sections(&app, &ana, &page, &[(key, text)], &[]).await;
         assert_eq!(res.status(), StatusCode::SEE_OTHER, "{key}");
     }
 
@@ -211,9 +228,14 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
         )
         .await;
         assert_eq!(res.status(), StatusCode::SEE_OTHER, "{text}");
-        assert_eq!(
-            res.headers()[LOCATION].to_str().expect("ascii"),
-            format!("{page}#part-timeline")
+        // It lands on the entry it made.
+        assert!(
+            res.headers()[LOCATION]
+                .to_str()
+                .expect("ascii")
+                .starts_with(&format!("{page}#tl-")),
+            "{:?}",
+            res.headers()[LOCATION]
         );
     }
     let html = text_of(&app, &page, &ana).await;
@@ -449,15 +471,15 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
     assert!(html.contains("Say how many customers retried."), "{html}");
 
     // The owner changes the impact and submits again; the reviewer sees what changed.
-    let res = post_coe(
+    let res = save_sections(
         &app,
         &ana,
         &page,
-        &format!("{page}/sections/impact"),
         &[(
-            "body",
+            "impact",
             "1,200 orders failed; 300 customers retried and 900 gave up.",
         )],
+        &[],
     )
     .await;
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
@@ -579,16 +601,14 @@ async fn forms_of_a_coe_page_need_the_sessions_token() {
             .expect("sent");
         assert_eq!(res.status(), StatusCode::BAD_REQUEST, "{to}");
     }
-    // A form without the version its page was loaded with: a 412 page, nothing saved.
+    // A change without the version its page was loaded with: a 412 page, nothing saved.
     let html = text_of(&app, &format!("/coes/{id}"), &ana).await;
     let res = browser()
-        .post(app.url(&format!("/coes/{id}/timeline")))
+        .post(app.url(&format!("/coes/{id}/details")))
         .header(COOKIE, &ana)
         .form(&[
             ("csrf", csrf_of(&html).as_str()),
-            ("at", "2026-11-29T10:00"),
-            ("kind", "note"),
-            ("text", "x"),
+            ("title", "Another title"),
         ])
         .send()
         .await
@@ -793,4 +813,150 @@ async fn a_recurring_coe_shows_the_earlier_coes_open_actions() {
         part.contains("Alarm at 80% disk &lt;now&gt;</a> · cy@example.com"),
         "{part}"
     );
+}
+
+/// The value of the hidden `form_key` field of the form that posts to `action`.
+fn form_key_of(html: &str, action: &str) -> String {
+    let form = html
+        .find(&format!("action=\"{action}\""))
+        .expect("the form");
+    let start = html[form..]
+        .find("name=\"form_key\" value=\"")
+        .expect("a form key")
+        + form
+        + 23;
+    html[start..].split('"').next().expect("value").to_owned()
+}
+
+#[tokio::test]
+async fn a_repeated_create_form_makes_one_record_and_lands_on_it() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let coe = body_json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Queue backlog", "owner": "ana@example.com"}),
+        )
+        .await,
+    )
+    .await;
+    let id = coe["id"].as_str().expect("id").to_owned();
+    let page = format!("/coes/{id}");
+    let ana = sign_in(&app, "ana@example.com").await;
+    let html = text_of(&app, &page, &ana).await;
+    let csrf = csrf_of(&html);
+    let due = (chrono::Utc::now().date_naive() + chrono::Duration::days(20)).to_string();
+
+    // A double click: the same action form sent twice at once, then a retry.
+    let key = form_key_of(&html, &format!("{page}/actions"));
+    let action_form = [
+        ("csrf", csrf.as_str()),
+        ("form_key", key.as_str()),
+        ("title", "Alarm on queue age"),
+        ("owner", "cy@example.com"),
+        ("due_date", due.as_str()),
+        ("priority", "high"),
+        ("kind", "detect"),
+        (
+            "success_criteria",
+            "An alarm fires within 5 minutes of a stuck queue.",
+        ),
+    ];
+    let send = || {
+        browser()
+            .post(app.url(&format!("{page}/actions")))
+            .header(COOKIE, &ana)
+            .form(&action_form)
+            .send()
+    };
+    let (first, second) = tokio::join!(send(), send());
+    let retry = send().await.expect("sent");
+    let mut landed_at = Vec::new();
+    for res in [first.expect("sent"), second.expect("sent"), retry] {
+        assert_eq!(res.status(), StatusCode::SEE_OTHER);
+        landed_at.push(res.headers()[LOCATION].to_str().expect("ascii").to_owned());
+    }
+    let actions = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await["actions"].clone();
+    let actions = actions.as_array().expect("a list").clone();
+    assert_eq!(actions.len(), 1, "one action: {actions:?}");
+    let action_id = actions[0]["id"].as_str().expect("id");
+    for location in &landed_at {
+        assert_eq!(
+            location,
+            &format!("{page}#action-{action_id}"),
+            "{landed_at:?}"
+        );
+    }
+
+    // The same for a timeline entry, a 5-whys chain and a related item.
+    for (to, fields, count_of) in [
+        (
+            "timeline",
+            vec![
+                ("at", "2026-11-29T10:03"),
+                ("kind", "note"),
+                ("text", "Queue grew"),
+            ],
+            "timeline",
+        ),
+        (
+            "whys",
+            vec![("why", "the queue grew"), ("because", "a consumer hung")],
+            "five_whys",
+        ),
+        (
+            "related",
+            vec![("kind", "link"), ("target", "https://wiki.example.com/q")],
+            "related",
+        ),
+    ] {
+        let before = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await[count_of]
+            .as_array()
+            .map_or(0, Vec::len);
+        let html = text_of(&app, &page, &ana).await;
+        let key = form_key_of(&html, &format!("{page}/{to}"));
+        let mut form = vec![("csrf", csrf.as_str()), ("form_key", key.as_str())];
+        form.extend(fields);
+        let mut places = Vec::new();
+        for _ in 0..2 {
+            let res = browser()
+                .post(app.url(&format!("{page}/{to}")))
+                .header(COOKIE, &ana)
+                .form(&form)
+                .send()
+                .await
+                .expect("sent");
+            assert_eq!(res.status(), StatusCode::SEE_OTHER, "{to}");
+            places.push(res.headers()[LOCATION].to_str().expect("ascii").to_owned());
+        }
+        assert_eq!(places[0], places[1], "{to}");
+        let after = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await[count_of]
+            .as_array()
+            .map_or(0, Vec::len);
+        assert_eq!(after, before + 1, "{to}: one made");
+    }
+
+    // A key sent again with other fields (a page kept from before, filled in anew)
+    // makes nothing under it, says so, and keeps what was typed.
+    let mut other = action_form.to_vec();
+    other[2] = ("title", "Another action entirely");
+    let res = browser()
+        .post(app.url(&format!("{page}/actions")))
+        .header(COOKIE, &ana)
+        .form(&other)
+        .send()
+        .await
+        .expect("sent");
+    let res = landed(&app, &ana, res).await;
+    assert_eq!(res.status(), StatusCode::CONFLICT);
+    let html = res.text().await.expect("html");
+    assert!(
+        html.contains("This form was sent before with other contents"),
+        "{html}"
+    );
+    assert!(html.contains("value=\"Another action entirely\""), "{html}");
+    let actions = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await["actions"].clone();
+    let actions = actions.as_array().expect("a list").clone();
+    assert_eq!(actions.len(), 1);
 }

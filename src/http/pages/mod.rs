@@ -84,10 +84,16 @@ const APP_CSS: &str = include_str!(concat!(
     "/templates/static/app.css"
 ));
 
+const APP_JS: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/templates/static/app.js"
+));
+
 /// What a page response carries besides its body: no caching of pages (they show
 /// who is signed in), and a content security policy that allows nothing from
 /// elsewhere and no inline script or style.
-const CSP: &str = "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
+                   form-action 'self'; \
                    frame-ancestors 'none'; base-uri 'none'";
 
 handlebars::handlebars_helper!(time: |at: str| readable_time(at));
@@ -252,7 +258,7 @@ impl PageTemplates {
             };
             result.map_err(|e| format!("page template {name}: {e}"))?;
         }
-        let digest = Sha256::digest(APP_CSS.as_bytes());
+        let digest = Sha256::digest([APP_CSS, APP_JS].concat().as_bytes());
         let asset_version = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
         Ok(PageTemplates {
             registry,
@@ -445,9 +451,24 @@ pub fn render(
     Ok(res.content_type("text/html; charset=utf-8").body(body))
 }
 
-/// The stylesheet: cached by browsers for a day (its URL carries its hash, so a new
-/// version is fetched at once), with an ETag for revalidation.
+/// The stylesheet.
 async fn stylesheet(req: HttpRequest, state: State) -> HttpResponse {
+    asset(&req, &state, "text/css; charset=utf-8", APP_CSS)
+}
+
+/// The script: what only script can add to the pages (`templates/static/app.js`).
+async fn script(req: HttpRequest, state: State) -> HttpResponse {
+    asset(&req, &state, "text/javascript; charset=utf-8", APP_JS)
+}
+
+/// A file of `/static`: cached by browsers for a day (its URL carries the assets'
+/// hash, so a new version is fetched at once), with an ETag for revalidation.
+fn asset(
+    req: &HttpRequest,
+    state: &AppState,
+    content_type: &str,
+    body: &'static str,
+) -> HttpResponse {
     let etag = format!("\"{}\"", state.pages.asset_version);
     let fresh = req
         .headers()
@@ -467,7 +488,7 @@ async fn stylesheet(req: HttpRequest, state: State) -> HttpResponse {
     if fresh {
         return res.finish();
     }
-    res.content_type("text/css; charset=utf-8").body(APP_CSS)
+    res.content_type(content_type).body(body)
 }
 
 /// The page routes and `ROUTES`, their list (not part of the API's route table or its
@@ -519,7 +540,7 @@ page_routes! {
     get "/coes/{id}" => coes::show,
     get "/coes/{id}/print" => review::print,
     get "/coes/{id}/history" => review::history,
-    post "/coes/{id}/sections/{key}" => coe_forms::save_section,
+    post "/coes/{id}/sections" => coe_forms::save_sections,
     post "/coes/{id}/details" => coe_forms::details,
     post "/coes/{id}/timeline" => coe_forms::add_timeline,
     get "/coes/{id}/timeline/{entry}" => coe_forms::timeline_entry,
@@ -534,4 +555,5 @@ page_routes! {
     post "/actions/{id}/due-date" => actions::move_due_date,
     post "/actions/{id}/{verb}" => actions::transition,
     get "/static/app.css" => stylesheet,
+    get "/static/app.js" => script,
 }

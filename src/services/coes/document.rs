@@ -35,6 +35,9 @@ pub struct SectionView {
     pub guidance: String,
     /// Markdown as written; empty until someone writes it. Text sections only.
     pub body: String,
+    /// The body's revision (a short hash of it): a save based on it
+    /// (`PUT …/sections/{key}` with `based_on`) is checked against this section only.
+    pub revision: String,
     pub complete: bool,
     /// Why it is not complete.
     pub problems: Vec<String>,
@@ -337,6 +340,7 @@ pub fn load(
                 kind: s.kind,
                 required: s.required,
                 guidance: s.guidance.clone(),
+                revision: super::revision(sections.get(&s.key).map_or("", String::as_str)),
                 body: sections.get(&s.key).cloned().unwrap_or_default(),
                 complete: problems.is_empty(),
                 problems,

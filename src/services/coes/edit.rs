@@ -19,36 +19,49 @@ use crate::services::access::{self, Editor};
 use crate::services::notify;
 use crate::services::Env;
 
+/// What a change is based on: the version of the COE its writer saw (every change but
+/// a text section's), or the sections' own revisions, checked section by section by
+/// the change itself (`put_sections`).
+#[derive(Clone, Copy)]
+enum Based {
+    Version(Option<i32>),
+    Sections,
+}
+
 /// Loads the COE for a change: checks that it exists, that `who` may change it, that the writer saw the current
-/// version, and that it may still be edited.
+/// version (when the change is based on one), and that it may still be edited.
 fn begin_change(
     conn: &mut DbConnection,
     id: &str,
-    expected: Option<i32>,
+    based: Based,
     who: &Editor<'_>,
 ) -> Result<CoeRow, CoeError> {
     // Who may change it is decided here, inside the write transaction, so the answer
     // holds for the change itself (an owner replaced meanwhile is seen).
     access::coe(conn, id, who)?;
-    let Some(version) = expected else {
-        let row = load_row(conn, id)?;
-        return Err(CoeError::VersionRequired {
-            current: row.version,
-        });
-    };
     // Claim the version first: the conditional update takes the row's write lock, so
     // of two writers based on the same version exactly one gets on; the other waits,
     // then finds the version moved and is refused. Nothing is lost on PostgreSQL's
-    // READ COMMITTED either.
-    let claimed = diesel::update(
-        coes::table
-            .filter(coes::id.eq(id))
-            .filter(coes::version.eq(version)),
-    )
-    .set(coes::version.eq(coes::version + 1))
-    .execute(conn)?;
+    // READ COMMITTED either. A change based on sections takes the lock the same way
+    // and moves the version on, whatever it was.
+    let claim = diesel::update(coes::table.filter(coes::id.eq(id)));
+    let claimed = match based {
+        Based::Version(None) => {
+            let row = load_row(conn, id)?;
+            return Err(CoeError::VersionRequired {
+                current: row.version,
+            });
+        }
+        Based::Version(Some(version)) => claim
+            .filter(coes::version.eq(version))
+            .set(coes::version.eq(coes::version + 1))
+            .execute(conn)?,
+        Based::Sections => claim
+            .set(coes::version.eq(coes::version + 1))
+            .execute(conn)?,
+    };
     let row = load_row(conn, id)?;
-    if claimed == 0 {
+    if let (0, Based::Version(Some(version))) = (claimed, based) {
         return Err(CoeError::Stale {
             expected: version,
             current: row.version,
@@ -85,8 +98,23 @@ pub(super) fn with_change<T>(
         NaiveDateTime,
     ) -> Result<(T, Option<Recorded>), CoeError>,
 ) -> Result<T, CoeError> {
+    with_claim(conn, id, Based::Version(expected), who, change)
+}
+
+/// `with_change`, based on what `based` says.
+fn with_claim<T>(
+    conn: &mut DbConnection,
+    id: &str,
+    based: Based,
+    who: &Editor<'_>,
+    change: impl FnOnce(
+        &mut DbConnection,
+        &CoeRow,
+        NaiveDateTime,
+    ) -> Result<(T, Option<Recorded>), CoeError>,
+) -> Result<T, CoeError> {
     db::write_transaction(conn, |conn| {
-        let row = begin_change(conn, id, expected, who)?;
+        let row = begin_change(conn, id, based, who)?;
         let now = db::now();
         let (done, recorded) = change(conn, &row, now)?;
         if let Some(Recorded {
@@ -112,7 +140,85 @@ fn finish_change(conn: &mut DbConnection, id: &str, now: NaiveDateTime) -> Resul
     Ok(())
 }
 
-/// Writes a text section's Markdown.
+/// Checks that `key` is a text section of the COE's template and that `body` fits.
+fn check_section(row: &CoeRow, key: &str, body: &str, ctx: &Env<'_>) -> Result<(), CoeError> {
+    let template = template_of(row);
+    let spec = template.section(key).ok_or_else(|| {
+        CoeError::invalid(
+            "key",
+            format!(
+                "no section `{key}` in this COE's template; its sections are: {}",
+                template.keys()
+            ),
+        )
+    })?;
+    if spec.kind != SectionKind::Text {
+        return Err(CoeError::invalid(
+            "key",
+            format!(
+                "section `{key}` is of kind {} and is edited through its own endpoint",
+                spec.kind
+            ),
+        ));
+    }
+    if body.len() > ctx.settings.coe.max_section_bytes {
+        return Err(CoeError::invalid(
+            "body",
+            format!(
+                "must be at most {} bytes (coe.max_section_bytes; got {})",
+                ctx.settings.coe.max_section_bytes,
+                body.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The text sections of COE `id` as stored, by key (a section never written is absent).
+fn section_bodies(
+    conn: &mut DbConnection,
+    id: &str,
+) -> Result<std::collections::BTreeMap<String, String>, CoeError> {
+    let rows: Vec<(String, String)> = coe_sections::table
+        .filter(coe_sections::coe_id.eq(id))
+        .select((coe_sections::key, coe_sections::body))
+        .load(conn)?;
+    Ok(rows.into_iter().collect())
+}
+
+/// Writes section `key` of COE `id` (what was there is `before`); says what to record.
+fn write_section(
+    conn: &mut DbConnection,
+    id: &str,
+    key: &str,
+    before: Option<&str>,
+    body: &str,
+    actor: &str,
+    now: NaiveDateTime,
+) -> Result<Recorded, CoeError> {
+    diesel::delete(
+        coe_sections::table
+            .filter(coe_sections::coe_id.eq(id))
+            .filter(coe_sections::key.eq(key)),
+    )
+    .execute(conn)?;
+    diesel::insert_into(coe_sections::table)
+        .values(SectionRow {
+            coe_id: id.to_owned(),
+            key: key.to_owned(),
+            body: body.to_owned(),
+            updated_by: actor.to_owned(),
+            updated_at: now,
+        })
+        .execute(conn)?;
+    Ok(Recorded {
+        action: format!("section:{key}"),
+        before: before.map(|b| json!({ "body": b })),
+        after: Some(json!({ "body": body })),
+    })
+}
+
+/// Writes a text section's Markdown, based on the COE's version.
 pub fn put_section(
     conn: &mut DbConnection,
     id: &str,
@@ -123,63 +229,148 @@ pub fn put_section(
     ctx: &Env<'_>,
 ) -> Result<(), CoeError> {
     with_change(conn, id, expected, who, |conn, row, now| {
-        let actor = who.actor;
-        let template = template_of(row);
-        let spec = template.section(key).ok_or_else(|| {
-            CoeError::invalid(
-                "key",
-                format!(
-                    "no section `{key}` in this COE's template; its sections are: {}",
-                    template.keys()
-                ),
-            )
-        })?;
-        if spec.kind != SectionKind::Text {
-            return Err(CoeError::invalid(
-                "key",
-                format!(
-                    "section `{key}` is of kind {} and is edited through its own endpoint",
-                    spec.kind
-                ),
-            ));
-        }
-        if body.len() > ctx.settings.coe.max_section_bytes {
-            return Err(CoeError::invalid(
-                "body",
-                format!(
-                    "must be at most {} bytes (coe.max_section_bytes; got {})",
-                    ctx.settings.coe.max_section_bytes,
-                    body.len()
-                ),
-            ));
-        }
-        let before: Option<String> = coe_sections::table
-            .filter(coe_sections::coe_id.eq(id))
-            .filter(coe_sections::key.eq(key))
-            .select(coe_sections::body)
-            .first(conn)
-            .optional()?;
-        diesel::delete(
-            coe_sections::table
-                .filter(coe_sections::coe_id.eq(id))
-                .filter(coe_sections::key.eq(key)),
-        )
-        .execute(conn)?;
-        diesel::insert_into(coe_sections::table)
-            .values(SectionRow {
-                coe_id: id.to_owned(),
-                key: key.to_owned(),
-                body: body.to_owned(),
-                updated_by: actor.to_owned(),
-                updated_at: now,
-            })
-            .execute(conn)?;
-        let recorded = Recorded {
-            action: format!("section:{key}"),
-            before: before.map(|b| json!({ "body": b })),
-            after: Some(json!({ "body": body })),
-        };
+        check_section(row, key, body, ctx)?;
+        let before = section_bodies(conn, id)?.remove(key);
+        let recorded = write_section(conn, id, key, before.as_deref(), body, who.actor, now)?;
         Ok(((), Some(recorded)))
+    })
+}
+
+/// A text section as a person saves it: what they typed, and the revision of the
+/// section they started from (`SectionView::revision`).
+#[derive(Debug, Clone)]
+pub struct SectionEdit {
+    pub key: String,
+    pub body: String,
+    pub based_on: String,
+}
+
+/// A section someone else saved since the writer started from it: their text and
+/// its revision (a save of the merged text based on it goes through).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SectionConflict {
+    pub key: String,
+    pub theirs: String,
+    pub revision: String,
+}
+
+/// What saving sections came to: the keys saved, and the sections in conflict.
+#[derive(Debug, Default)]
+pub struct SavedSections {
+    pub saved: Vec<String>,
+    pub conflicts: Vec<SectionConflict>,
+}
+
+/// A section's body's problem, named by the section's key (several are saved at once).
+fn in_section(error: CoeError, key: &str) -> CoeError {
+    match error {
+        CoeError::Invalid(problems) => CoeError::Invalid(
+            problems
+                .into_iter()
+                .map(|(field, problem)| match field.as_str() {
+                    "body" => (key.to_owned(), problem),
+                    _ => (field, problem),
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// What to do with one section of a save.
+#[derive(Debug, PartialEq, Eq)]
+enum Step {
+    /// Nothing: the writer did not change it, or it already says what they typed.
+    Keep,
+    Write,
+    /// Someone else changed it since the writer started from it.
+    Conflict,
+}
+
+/// The per-section rule: a section is written when the writer changed it and nobody
+/// else did since they started from it; a section the writer did not change is never
+/// written (so saving Detection never undoes someone's Mitigation).
+fn step(typed: &str, based_on: &str, current: &str) -> Step {
+    if super::revision(typed) == based_on || typed == current {
+        Step::Keep
+    } else if super::revision(current) == based_on {
+        Step::Write
+    } else {
+        Step::Conflict
+    }
+}
+
+/// Saves the text sections a person changed, in one transaction, each checked against
+/// the revision they started from, not against the whole COE: saving Detection in one
+/// tab never blocks Mitigation in another. Sections someone else changed meanwhile are
+/// not written and come back as conflicts, with their text, to merge. A problem is
+/// named by its section's key.
+pub fn put_sections(
+    conn: &mut DbConnection,
+    id: &str,
+    edits: &[SectionEdit],
+    who: &Editor<'_>,
+    ctx: &Env<'_>,
+) -> Result<SavedSections, CoeError> {
+    let decide = |current: &std::collections::BTreeMap<String, String>| {
+        edits
+            .iter()
+            .map(|e| {
+                let now = current.get(&e.key).map_or("", String::as_str);
+                (e, step(&e.body, &e.based_on, now))
+            })
+            .collect::<Vec<_>>()
+    };
+    let conflicts_of =
+        |steps: &[(&SectionEdit, Step)], current: &std::collections::BTreeMap<String, String>| {
+            steps
+                .iter()
+                .filter(|(_, s)| *s == Step::Conflict)
+                .map(|(e, _)| {
+                    let theirs = current.get(&e.key).cloned().unwrap_or_default();
+                    SectionConflict {
+                        key: e.key.clone(),
+                        revision: super::revision(&theirs),
+                        theirs,
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+    // A save that writes nothing (nothing typed, or only conflicts) leaves the COE
+    // and its version as they are.
+    access::coe(conn, id, who)?;
+    let current = section_bodies(conn, id)?;
+    let steps = decide(&current);
+    if !steps.iter().any(|(_, s)| *s == Step::Write) {
+        let row = load_row(conn, id)?;
+        for (e, _) in &steps {
+            check_section(&row, &e.key, &e.body, ctx).map_err(|err| in_section(err, &e.key))?;
+        }
+        return Ok(SavedSections {
+            saved: Vec::new(),
+            conflicts: conflicts_of(&steps, &current),
+        });
+    }
+    with_claim(conn, id, Based::Sections, who, |conn, row, now| {
+        for e in edits {
+            check_section(row, &e.key, &e.body, ctx).map_err(|err| in_section(err, &e.key))?;
+        }
+        // Decided again under the COE's lock: what was read above may have moved.
+        let current = section_bodies(conn, id)?;
+        let steps = decide(&current);
+        let mut saved = Vec::new();
+        for (e, _) in steps.iter().filter(|(_, s)| *s == Step::Write) {
+            let before = current.get(&e.key).map(String::as_str);
+            let Recorded {
+                action,
+                before,
+                after,
+            } = write_section(conn, id, &e.key, before, &e.body, who.actor, now)?;
+            record_change(conn, id, who.actor, &action, before, after, now)?;
+            saved.push(e.key.clone());
+        }
+        let conflicts = conflicts_of(&steps, &current);
+        Ok((SavedSections { saved, conflicts }, None))
     })
 }
 
@@ -390,4 +581,23 @@ pub(super) fn apply_patch(
         now,
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{step, Step};
+    use crate::services::coes::revision;
+
+    #[test]
+    fn a_section_is_written_only_when_its_writer_changed_it_and_nobody_else_did() {
+        let seen = revision("old");
+        assert_eq!(step("new", &seen, "old"), Step::Write);
+        assert_eq!(step("old", &seen, "theirs"), Step::Keep, "not typed in");
+        assert_eq!(step("new", &seen, "new"), Step::Keep, "already so");
+        assert_eq!(step("new", &seen, "theirs"), Step::Conflict);
+        // A section never written starts from the empty text's revision.
+        assert_eq!(step("first", &revision(""), ""), Step::Write);
+        assert_ne!(revision("a"), revision("b"));
+        assert_eq!(revision("a").len(), 16);
+    }
 }

@@ -37,7 +37,9 @@ pub use draft::{
     coe_of_incident, coes_of_incidents, create, follow_incident, open_draft_for_incident,
     record_events, NewCoe,
 };
-pub use edit::{patch, put_section, CoePatch};
+pub use edit::{
+    patch, put_section, put_sections, CoePatch, SavedSections, SectionConflict, SectionEdit,
+};
 pub use related::{add_related, delete_related, RelatedInput};
 pub use search::{list, section_texts, CoeFilter, CoeSummary};
 pub use timeline::{add_timeline, delete_timeline, edit_timeline, TimelineInput};
@@ -55,6 +57,15 @@ pub enum CoeError {
     NotFound(String),
     #[error("the COE changed since version {expected}: it is now at version {current}")]
     Stale { expected: i32, current: i32 },
+    #[error(
+        "section `{key}` changed since revision {based_on}: it is now at revision {current}; \
+         read it again, merge, and save based on {current}"
+    )]
+    SectionChanged {
+        key: String,
+        based_on: String,
+        current: String,
+    },
     #[error(
         "send the version this change is based on in `If-Match` (the COE is at version {current})"
     )]
@@ -87,6 +98,13 @@ impl From<AccessError> for CoeError {
     }
 }
 
+/// A text section's revision: the first 16 hex digits of its body's SHA-256 (an
+/// empty section's too). Two bodies with one revision are the same text.
+pub fn revision(body: &str) -> String {
+    use sha2::{Digest, Sha256};
+    hex::encode(&Sha256::digest(body.as_bytes())[..8])
+}
+
 /// Writes the audit record of a change to COE `coe_id`.
 fn record_change(
     conn: &mut DbConnection,
@@ -108,6 +126,12 @@ fn record_change(
         },
         now,
     )
+}
+
+/// The COE's version now: what a change that adds to it (an entry, a chain, a link)
+/// is based on, when nothing it changes can conflict with another's change.
+pub fn version(conn: &mut DbConnection, id: &str) -> Result<i32, CoeError> {
+    Ok(load_row(conn, id)?.version)
 }
 
 fn load_row(conn: &mut DbConnection, id: &str) -> Result<CoeRow, CoeError> {

@@ -1,0 +1,2 @@
+DROP TABLE form_keys;
+DROP TABLE kept_forms;

@@ -1,0 +1,84 @@
+// What only script can add to coe's pages; every page works without it.
+// - A warning before leaving a page with typed text that is not saved.
+// - Ctrl+S / Cmd+S saves the form being typed in (its own Save button).
+// - After a save, the section saved is shown where it was on the screen.
+(function () {
+  "use strict";
+  var dirty = new Set();
+  var submitting = false;
+
+  function formOf(field) {
+    return field.form || null;
+  }
+
+  document.addEventListener("input", function (event) {
+    var form = formOf(event.target);
+    if (form && form.method.toLowerCase() === "post") {
+      dirty.add(form);
+    }
+  });
+
+  document.addEventListener("submit", function (event) {
+    submitting = true;
+    var submitter = event.submitter;
+    var section = submitter && submitter.closest("section[id]");
+    if (section) {
+      try {
+        sessionStorage.setItem(
+          "coe-scroll",
+          JSON.stringify({
+            path: location.pathname,
+            id: section.id,
+            top: section.getBoundingClientRect().top,
+          })
+        );
+      } catch (e) {
+        // Storage may be off: the page still lands at the section.
+      }
+    }
+  });
+
+  window.addEventListener("beforeunload", function (event) {
+    if (!submitting && dirty.size > 0) {
+      event.preventDefault();
+      event.returnValue = "";
+    }
+  });
+
+  document.addEventListener("keydown", function (event) {
+    if (!(event.ctrlKey || event.metaKey) || event.key.toLowerCase() !== "s") {
+      return;
+    }
+    var field = document.activeElement;
+    var form = field && formOf(field);
+    if (!form) {
+      return;
+    }
+    event.preventDefault();
+    // The Save button of the section typed in, else the form's first button.
+    var section = field.closest("section[id]");
+    var button =
+      (section && section.querySelector('button[name="save"][form="' + form.id + '"]')) ||
+      form.querySelector('button[type="submit"]:not([name="preview"])');
+    if (button) {
+      button.click();
+    }
+  });
+
+  window.addEventListener("DOMContentLoaded", function () {
+    var saved;
+    try {
+      saved = JSON.parse(sessionStorage.getItem("coe-scroll") || "null");
+      sessionStorage.removeItem("coe-scroll");
+    } catch (e) {
+      saved = null;
+    }
+    if (!saved || saved.path !== location.pathname) {
+      return;
+    }
+    var section = document.getElementById(saved.id);
+    if (section) {
+      window.scrollBy(0, section.getBoundingClientRect().top - saved.top);
+    }
+  });
+})();
