@@ -610,6 +610,13 @@ impl Settings {
             && listens_on_loopback(&format!("{public_host}:0"))
     }
 
+    /// Whether anyone may sign in (and so be named an owner or a reviewer): on a local
+    /// trial that names no allowed domain, so that a new user signs in with no set-up.
+    /// Everywhere else only the directory and `auth.allowed_domains` may.
+    pub fn anyone_may_sign_in(&self) -> bool {
+        self.local_trial() && self.auth.allowed_domains.is_empty()
+    }
+
     /// The real now, in the organisation's time zone.
     pub fn clock(&self) -> crate::domain::Clock {
         crate::domain::Clock::now_in(self.org_timezone())

@@ -29,6 +29,48 @@ pub fn may_sign_in(
         .any(|d| d.eq_ignore_ascii_case(domain))
 }
 
+/// How far (in edits: a letter added, dropped, changed, or two swapped) a typed
+/// address or domain may be from a known one to be taken for a slip of the keyboard.
+const SLIP: usize = 2;
+
+/// The address in `directory` nearest to `email`, when it is a slip away (and not
+/// `email` itself): `maria@exmaple.com` → `maria@example.com`.
+pub fn nearest_address<'a>(email: &str, directory: &'a [String]) -> Option<&'a str> {
+    let email = email.to_ascii_lowercase();
+    directory
+        .iter()
+        .map(|known| {
+            (
+                strsim::damerau_levenshtein(&email, &known.to_ascii_lowercase()),
+                known,
+            )
+        })
+        .filter(|(d, _)| (1..=SLIP).contains(d))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, known)| known.as_str())
+}
+
+/// `email` with its domain replaced by the known domain it is a slip away from, when
+/// its own domain is not known: `maria@exmaple.com` → `maria@example.com`.
+pub fn with_nearest_domain(email: &str, domains: &[String]) -> Option<String> {
+    let (local, domain) = email.rsplit_once('@')?;
+    let domain = domain.to_ascii_lowercase();
+    if domains.iter().any(|d| d.eq_ignore_ascii_case(&domain)) {
+        return None;
+    }
+    domains
+        .iter()
+        .map(|known| {
+            (
+                strsim::damerau_levenshtein(&domain, &known.to_ascii_lowercase()),
+                known,
+            )
+        })
+        .filter(|(d, _)| (1..=SLIP).contains(d))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, known)| format!("{local}@{}", known.to_ascii_lowercase()))
+}
+
 /// A path to go to after signing in, if it stays on this site: it starts with one `/`
 /// (not `//` or `/\`, which browsers read as another host), holds no control
 /// characters, and is at most 2,000 bytes.
@@ -125,6 +167,32 @@ mod tests {
             false
         ));
         assert!(may_sign_in("anyone@anywhere.test", false, &[], true));
+    }
+
+    #[test]
+    fn a_slip_of_the_keyboard_finds_the_address_meant() {
+        let directory = vec!["maria@example.com".to_owned(), "bo@example.com".to_owned()];
+        let domains = vec!["example.com".to_owned()];
+        assert_eq!(
+            nearest_address("maria@exmaple.com", &directory),
+            Some("maria@example.com")
+        );
+        assert_eq!(
+            nearest_address("maria@example.com", &directory),
+            None,
+            "itself"
+        );
+        assert_eq!(nearest_address("zed@elsewhere.org", &directory), None);
+        assert_eq!(
+            with_nearest_domain("maria@exmaple.com", &domains).as_deref(),
+            Some("maria@example.com")
+        );
+        assert_eq!(
+            with_nearest_domain("new@example.com", &domains),
+            None,
+            "known"
+        );
+        assert_eq!(with_nearest_domain("x@other.org", &domains), None, "far");
     }
 
     #[test]

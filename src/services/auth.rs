@@ -62,12 +62,9 @@ impl SessionPerson {
     }
 }
 
-/// Whether anyone may sign in: on a local trial (`Settings::local_trial`: development
-/// mode, loopback only, no SMTP server) that names no allowed domain, so that a new
-/// user signs in with no set-up. Everywhere else only the directory and
-/// `auth.allowed_domains` may.
+/// Whether anyone may sign in (`Settings::anyone_may_sign_in`).
 fn open(settings: &Settings) -> bool {
-    settings.local_trial() && settings.auth.allowed_domains.is_empty()
+    settings.anyone_may_sign_in()
 }
 
 /// Whether `address` may sign in (`domain::auth::may_sign_in`): the same rule for the

@@ -153,6 +153,50 @@ pub fn insert_if_missing(conn: &mut DbConnection, row: &PersonRow) -> QueryResul
     Ok(n == 1)
 }
 
+/// Whether `email` may be named a COE's owner or reviewer, or an action's owner: the
+/// problem, naming the known address nearest to it, when it may not. People in the
+/// directory may, and addresses of `auth.allowed_domains`; others are refused (where
+/// anyone may sign in, a local trial, only an address whose domain is a slip away
+/// from a known one: `maria@exmaple.com`).
+pub fn check_assignable(
+    conn: &mut DbConnection,
+    settings: &crate::config::Settings,
+    email: &str,
+) -> QueryResult<Option<String>> {
+    use crate::domain::auth::{nearest_address, with_nearest_domain};
+    let allowed = &settings.auth.allowed_domains;
+    let domain = email.rsplit_once('@').map_or("", |(_, d)| d);
+    let in_directory: i64 = people::table
+        .filter(people::email.eq(email))
+        .count()
+        .get_result(conn)?;
+    if in_directory > 0 || allowed.iter().any(|d| d.eq_ignore_ascii_case(domain)) {
+        return Ok(None);
+    }
+    let directory: Vec<String> = people::table.select(people::email).load(conn)?;
+    let mut domains: Vec<String> = directory
+        .iter()
+        .filter_map(|e| e.rsplit_once('@').map(|(_, d)| d.to_ascii_lowercase()))
+        .chain(allowed.iter().map(|d| d.to_ascii_lowercase()))
+        .collect();
+    domains.sort();
+    domains.dedup();
+    let slip = with_nearest_domain(email, &domains);
+    if settings.anyone_may_sign_in() {
+        return Ok(
+            slip.map(|meant| format!("nobody at `{domain}` is known: did you mean {meant}?"))
+        );
+    }
+    let meant = nearest_address(email, &directory)
+        .map(str::to_owned)
+        .or(slip)
+        .map_or_else(String::new, |m| format!("; did you mean {m}?"));
+    Ok(Some(format!(
+        "`{email}` is not in the directory and not of an allowed domain \
+         (auth.allowed_domains){meant}"
+    )))
+}
+
 /// Puts a person referenced by address (an action's owner, a feed's holder) into the
 /// directory with just the address, unless they are there already.
 pub fn ensure(conn: &mut DbConnection, email: &str, now: NaiveDateTime) -> QueryResult<()> {
@@ -340,6 +384,16 @@ pub fn list(conn: &mut DbConnection, team: Option<&str>) -> QueryResult<Vec<Pers
         .into_iter()
         .map(Person::from)
         .collect())
+}
+
+/// The directory's people as the pages offer them in owner and reviewer fields:
+/// (address, name), by address; at most `limit`.
+pub fn names(conn: &mut DbConnection, limit: i64) -> QueryResult<Vec<(String, Option<String>)>> {
+    people::table
+        .order(people::email.asc())
+        .select((people::email, people::name))
+        .limit(limit)
+        .load(conn)
 }
 
 /// A line of a CSV import that was not taken, and why.

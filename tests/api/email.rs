@@ -171,7 +171,12 @@ struct World {
 
 impl World {
     async fn new() -> World {
-        let app = spawn_app_with(|s| s.public_url = PUBLIC_URL.into()).await;
+        // An install reached from a network: people are named from its domain.
+        let app = spawn_app_with(|s| {
+            s.public_url = PUBLIC_URL.into();
+            s.auth.allowed_domains = vec!["example.com".into()];
+        })
+        .await;
         let lead = {
             let mut conn = app.pool.get().expect("conn");
             let (_, secret) = coe::services::tokens::create(

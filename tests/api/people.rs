@@ -467,3 +467,192 @@ async fn concurrent_writes_of_one_new_person_all_succeed_and_make_one() {
             .is_some_and(|n| n.starts_with("Writer ")));
     }
 }
+
+/// Sends `body` to `path` with `method` and the token; the status and the JSON body.
+async fn send(
+    app: &crate::helpers::TestApp,
+    method: reqwest::Method,
+    path: &str,
+    token: &str,
+    version: Option<i64>,
+    body: serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let mut req = app
+        .client
+        .request(method, app.url(path))
+        .bearer_auth(token)
+        .json(&body);
+    if let Some(v) = version {
+        req = req.header("if-match", format!("\"{v}\""));
+    }
+    let res = req.send().await.expect("sent");
+    let status = res.status().as_u16();
+    (status, json(res).await)
+}
+
+#[tokio::test]
+async fn people_are_named_from_the_directory_or_an_allowed_domain_and_a_slip_names_the_address_meant(
+) {
+    let app = crate::helpers::spawn_app_with(|s| {
+        s.auth.allowed_domains = vec!["example.com".into()];
+    })
+    .await;
+    let hr = app.token("hr", Role::Admin);
+    // Reviewers are named by a person: a token of the admin's own.
+    let admin = {
+        let mut conn = app.pool.get().expect("conn");
+        let (_, secret) = coe::services::tokens::create(
+            &mut conn,
+            &coe::domain::TokenName::parse("lead").expect("name"),
+            Role::Admin,
+            Some(&coe::domain::EmailAddress::parse("lead@example.com").expect("email")),
+        )
+        .expect("token");
+        secret.expose().to_owned()
+    };
+    let (status, _) = send(
+        &app,
+        reqwest::Method::PUT,
+        "/api/v1/people/maria@partner.org",
+        &hr,
+        None,
+        json!({"name": "Maria Lopez"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, coe) = send(
+        &app,
+        reqwest::Method::POST,
+        "/api/v1/coes",
+        &admin,
+        None,
+        json!({"title": "Payments down", "owner": "ana@example.com"}),
+    )
+    .await;
+    assert_eq!(status, 201, "an allowed domain: {coe}");
+    let id = coe["id"].as_str().expect("id").to_owned();
+    let path = format!("/api/v1/coes/{id}");
+
+    for (typed, meant) in [
+        ("maria@partnr.org", Some("maria@partner.org")),
+        ("maria@exmaple.com", Some("maria@example.com")),
+        ("zed@elsewhere.test", None),
+    ] {
+        let (status, body) = send(
+            &app,
+            reqwest::Method::PATCH,
+            &path,
+            &admin,
+            Some(1),
+            json!({"reviewer": typed}),
+        )
+        .await;
+        assert_eq!(status, 422, "{typed}: {body}");
+        let field = &body["error"]["fields"][0];
+        assert_eq!(field["field"], "reviewer");
+        let problem = field["problem"].as_str().expect("problem");
+        assert!(problem.contains("not in the directory"), "{problem}");
+        if let Some(meant) = meant {
+            assert!(
+                problem.contains(&format!("did you mean {meant}?")),
+                "{problem}"
+            );
+        }
+    }
+    let doc = app.get_json(&path, &admin).await;
+    assert_eq!(doc["version"], 1, "nothing was written");
+    assert!(doc["reviewer"].is_null());
+
+    // In the directory, though outside the allowed domains: taken.
+    let (status, body) = send(
+        &app,
+        reqwest::Method::PATCH,
+        &path,
+        &admin,
+        Some(1),
+        json!({"reviewer": "maria@partner.org"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+
+    // An action's owner too, with every other problem named at once.
+    let (status, body) = send(
+        &app,
+        reqwest::Method::POST,
+        &format!("{path}/actions"),
+        &admin,
+        None,
+        json!({"title": "Alarm on failovers", "owner": "cy@exmaple.com", "due_date": "2099-01-01",
+               "priority": "high", "kind": "detect"}),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["fields"][0]["field"], "owner");
+    assert!(
+        body["error"]["fields"][0]["problem"]
+            .as_str()
+            .is_some_and(|p| p.contains("did you mean cy@example.com?")),
+        "{body}"
+    );
+    let doc = app.get_json(&path, &admin).await;
+    assert_eq!(doc["actions"].as_array().map(Vec::len), Some(0));
+
+    // The page offers the directory's people and shows names.
+    let ana = crate::pages::sign_in(&app, "ana@example.com").await;
+    let html = crate::pages::get_page(&app, &format!("/coes/{id}"), Some(&ana))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        html.contains("<option value=\"maria@partner.org\" label=\"Maria Lopez\"></option>"),
+        "{html}"
+    );
+    assert!(html.contains("list=\"people\""), "{html}");
+    assert!(
+        html.contains("<span class=\"person\" title=\"maria@partner.org\">Maria Lopez</span>"),
+        "the reviewer by name: {html}"
+    );
+}
+
+#[tokio::test]
+async fn where_anyone_may_sign_in_only_a_slip_of_a_known_domain_is_refused() {
+    let app = spawn_app().await;
+    let admin = app.token("hr", Role::Admin);
+    let (status, body) = send(
+        &app,
+        reqwest::Method::PUT,
+        "/api/v1/people/ana@example.com",
+        &admin,
+        None,
+        json!({"name": "Ana"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = send(
+        &app,
+        reqwest::Method::POST,
+        "/api/v1/coes",
+        &admin,
+        None,
+        json!({"title": "Search down again", "owner": "bo@exmaple.com"}),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["error"]["fields"][0]["problem"]
+            .as_str()
+            .is_some_and(|p| p.contains("did you mean bo@example.com?")),
+        "{body}"
+    );
+    let (status, body) = send(
+        &app,
+        reqwest::Method::POST,
+        "/api/v1/coes",
+        &admin,
+        None,
+        json!({"title": "Search down elsewhere", "owner": "new@elsewhere.org"}),
+    )
+    .await;
+    assert_eq!(status, 201, "a new domain is nobody's slip: {body}");
+}

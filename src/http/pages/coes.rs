@@ -101,6 +101,25 @@ pub(super) struct Loaded {
     may_edit: bool,
     /// For the reviewer: what others changed since their last look, and when that was.
     since_last_look: Option<(NaiveDateTime, Vec<HistoryEntry>)>,
+    /// The directory: (address, name), offered in the fields that name people.
+    directory: Vec<(String, Option<String>)>,
+}
+
+/// How many of the directory's people a page offers in its fields (a `datalist`).
+const OFFERED_PEOPLE: i64 = 5_000;
+
+/// The directory as a page shows it: the people to offer (`people`, for a
+/// `datalist`) and their names by address (`names`, for `{{person address}}`).
+pub(super) fn directory_data(directory: &[(String, Option<String>)]) -> (Value, Value) {
+    let people: Vec<Value> = directory
+        .iter()
+        .map(|(email, name)| json!({"email": email, "name": name}))
+        .collect();
+    let names: serde_json::Map<String, Value> = directory
+        .iter()
+        .filter_map(|(email, name)| Some((email.clone(), json!(name.as_ref()?))))
+        .collect();
+    (json!(people), Value::Object(names))
 }
 
 /// The document, its history, and whether `who` may change it (the services'
@@ -152,12 +171,14 @@ pub(super) async fn load(
         } else {
             None
         };
+        let directory = crate::services::people::names(conn, OFFERED_PEOPLE)?;
         Ok(Some(Loaded {
             doc,
             history,
             earlier_open,
             may_edit,
             since_last_look,
+            directory,
         }))
     })
     .await?
@@ -265,7 +286,9 @@ pub(super) fn page(
         earlier_open,
         may_edit,
         since_last_look,
+        directory,
     } = loaded;
+    let (people, names) = directory_data(&directory);
     let related = related_links(&doc);
     let may_write = may_edit && doc.state.is_editable();
     let may_add_actions = may_edit && doc.state != CoeState::Closed;
@@ -387,6 +410,8 @@ pub(super) fn page(
         },
         "last_look": last_look,
         "form_key": forms::new_key(),
+        "people": people,
+        "names": names,
         "changes": history.len(),
         "earlier_open": earlier_open,
         "coe": doc,

@@ -146,6 +146,36 @@ fn csrf_field(
     Ok(())
 }
 
+/// `{{person address}}`: a person as the pages show them, by name (the address in
+/// the title) when the page's `names` (address → name, `people::names`) has one,
+/// else by address.
+fn person(
+    h: &handlebars::Helper<'_>,
+    _: &Handlebars<'_>,
+    ctx: &handlebars::Context,
+    _: &mut handlebars::RenderContext<'_, '_>,
+    out: &mut dyn handlebars::Output,
+) -> handlebars::HelperResult {
+    let email = h
+        .param(0)
+        .and_then(|p| p.value().as_str())
+        .unwrap_or_default();
+    let name = ctx
+        .data()
+        .get("names")
+        .and_then(|names| names.get(email))
+        .and_then(Value::as_str);
+    match name {
+        Some(name) => out.write(&format!(
+            "<span class=\"person\" title=\"{}\">{}</span>",
+            escape_html(email),
+            escape_html(name)
+        ))?,
+        None => out.write(&escape_html(email))?,
+    }
+    Ok(())
+}
+
 /// A helper that writes the HTML it makes of its first parameter (with the second,
 /// if any): `{{markdown text}}`, `{{highlight text query}}`. What it makes is escaped
 /// by the function itself, never by a triple-stash in a template.
@@ -250,6 +280,7 @@ impl PageTemplates {
         registry.register_helper("query_value", Box::new(query_value));
         registry.register_helper("segment", Box::new(segment));
         registry.register_helper("csrf_field", Box::new(csrf_field));
+        registry.register_helper("person", Box::new(person));
         for (name, text) in TEMPLATES {
             let result = if PARTIALS.contains(name) {
                 registry.register_partial(name, *text)

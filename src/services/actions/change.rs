@@ -167,6 +167,13 @@ pub fn create(
             .map_err(|e| problems.extend(invalid_fields(e)))
             .ok()
             .flatten();
+        if let Ok(checked) = &checked {
+            if let Some(problem) =
+                directory::check_assignable(conn, mail.settings, checked.owner.as_str())?
+            {
+                problems.push(("owner".to_owned(), problem));
+            }
+        }
         let checked = match checked {
             Ok(checked) if problems.is_empty() => checked,
             _ => return Err(ActionError::Invalid(problems)),
@@ -247,6 +254,10 @@ pub fn patch(
             changed = true;
         }
         if let Some(owner) = &patch.owner {
+            if let Some(problem) = directory::check_assignable(conn, mail.settings, owner.as_str())?
+            {
+                return Err(invalid("owner", problem));
+            }
             row.owner_email = owner.as_str().to_owned();
             directory::ensure(conn, &row.owner_email, now)?;
             changed = true;

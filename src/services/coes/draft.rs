@@ -347,6 +347,9 @@ pub fn create(
         return Err(CoeError::Invalid(problems));
     }
     db::write_transaction(conn, |conn| {
+        if let Some(owner) = &input.owner {
+            super::check_person(conn, ctx.settings, "owner", owner.as_str())?;
+        }
         let now = db::now();
         let id = match &input.incident_id {
             Some(incident_id) => {

@@ -410,7 +410,11 @@ pub fn patch(
             changes.push(("title", json!(title)));
         }
         if let Some(owner) = &patch.owner {
+            super::check_person(conn, mail.settings, "owner", owner.as_str())?;
             changes.push(("owner", json!(owner.as_str())));
+        }
+        if let Some(reviewer) = &patch.reviewer {
+            super::check_person(conn, mail.settings, "reviewer", reviewer.as_str())?;
         }
         let reviewer_named = patch
             .reviewer

@@ -128,6 +128,20 @@ fn record_change(
     )
 }
 
+/// Checks that `email` may be named in `field` (owner, reviewer): see
+/// `people::check_assignable`.
+fn check_person(
+    conn: &mut DbConnection,
+    settings: &crate::config::Settings,
+    field: &str,
+    email: &str,
+) -> Result<(), CoeError> {
+    match crate::services::people::check_assignable(conn, settings, email)? {
+        Some(problem) => Err(CoeError::invalid(field, problem)),
+        None => Ok(()),
+    }
+}
+
 /// The COE's version now: what a change that adds to it (an entry, a chain, a link)
 /// is based on, when nothing it changes can conflict with another's change.
 pub fn version(conn: &mut DbConnection, id: &str) -> Result<i32, CoeError> {
