@@ -30,9 +30,13 @@ pub struct Incident {
     /// When the earliest of its alerts started.
     #[serde(serialize_with = "crate::json::utc")]
     pub started_at: NaiveDateTime,
-    /// When `coe` first heard of it.
+    /// When it was detected: the earliest alert's own start (Alertmanager's
+    /// `startsAt`), not when `coe` heard of it.
     #[serde(serialize_with = "crate::json::utc")]
     pub detected_at: NaiveDateTime,
+    /// When `coe` first heard of it (its first event was received).
+    #[serde(serialize_with = "crate::json::utc")]
+    pub received_at: NaiveDateTime,
     #[serde(serialize_with = "crate::json::utc_option")]
     pub acknowledged_at: Option<NaiveDateTime>,
     #[serde(serialize_with = "crate::json::utc_option")]
@@ -125,6 +129,7 @@ impl TryFrom<IncidentRow> for Incident {
             service: row.service,
             started_at: row.started_at,
             detected_at: row.detected_at,
+            received_at: row.created_at,
             acknowledged_at: row.acknowledged_at,
             resolved_at: row.resolved_at,
             reopened_count: row.reopened_count,

@@ -917,3 +917,122 @@ async fn new_fields_emoji_dotted_labels_big_ids_and_nanoseconds_survive() {
     let event = app.get_json(&format!("/api/v1/events/{id}"), &reader).await;
     assert_eq!(event["labels"]["incident_number"], "9223372036854775807");
 }
+
+/// An Alertmanager delivery of one firing alert of group `group`, started at `starts`.
+fn alertmanager_alert(group: &str, fingerprint: &str, starts: &str) -> String {
+    json!({
+        "receiver": "coe", "status": "firing", "version": "4",
+        "groupKey": format!("{{}}:{{alertname=\"{group}\"}}"),
+        "groupLabels": {"alertname": group},
+        "commonLabels": {"alertname": group, "severity": "critical", "service": "payments-db"},
+        "commonAnnotations": {"summary": "Payments database failed over"},
+        "externalURL": "http://alertmanager:9093",
+        "alerts": [{
+            "status": "firing",
+            "labels": {"alertname": group, "severity": "critical", "service": "payments-db",
+                       "instance": fingerprint},
+            "annotations": {"summary": "Payments database failed over"},
+            "startsAt": starts, "endsAt": "0001-01-01T00:00:00Z",
+            "fingerprint": fingerprint
+        }]
+    })
+    .to_string()
+}
+
+#[tokio::test]
+async fn an_outage_is_detected_when_its_first_alert_started_not_when_coe_heard_of_it() {
+    let app = spawn_app().await;
+    let ingest = app.token("ingest", Role::Ingest);
+    let admin = app.admin_token();
+    let now = chrono::Utc::now();
+    let stamp = |minutes_ago: i64| {
+        (now - chrono::Duration::minutes(minutes_ago))
+            .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+            .to_string()
+    };
+    // A time the API gave, as a time (the API writes as few decimals as it needs).
+    let at = |v: &Value| {
+        chrono::DateTime::parse_from_rfc3339(v.as_str().expect("a time")).expect("RFC 3339")
+    };
+    let minutes_ago = |m: i64| chrono::DateTime::parse_from_rfc3339(&stamp(m)).expect("RFC 3339");
+    let res = app
+        .webhook(
+            "alertmanager",
+            Some(&ingest),
+            alertmanager_alert("PaymentsDbFailover", "a1", &stamp(30)),
+            &[],
+        )
+        .await;
+    assert_eq!(res.status(), 202);
+    let incidents = app.get_json("/api/v1/incidents", &admin).await;
+    let incident = &incidents["incidents"][0];
+    assert_eq!(at(&incident["started_at"]), minutes_ago(30));
+    assert_eq!(
+        at(&incident["detected_at"]),
+        minutes_ago(30),
+        "the alert's own start"
+    );
+    let received = incident["received_at"].clone();
+    assert!(
+        at(&received) > minutes_ago(1),
+        "received just now: {received}"
+    );
+    let incident_id = incident["id"].as_str().expect("id").to_owned();
+
+    // The COE opened at the policy takes its detection from the alert.
+    let coes = app.get_json("/api/v1/coes", &admin).await;
+    let coe_id = coes["coes"][0]["id"].as_str().expect("a draft").to_owned();
+    let coe = app
+        .get_json(&format!("/api/v1/coes/{coe_id}"), &admin)
+        .await;
+    assert_eq!(coe["incident_id"], incident_id);
+    assert_eq!(at(&coe["detected_at"]), minutes_ago(30));
+
+    // An alert of the same group that started earlier moves both back.
+    let res = app
+        .webhook(
+            "alertmanager",
+            Some(&ingest),
+            alertmanager_alert("PaymentsDbFailover", "a2", &stamp(40)),
+            &[],
+        )
+        .await;
+    assert_eq!(res.status(), 202);
+    let incident = app
+        .get_json(&format!("/api/v1/incidents/{incident_id}"), &admin)
+        .await;
+    let incident = incident.get("incident").unwrap_or(&incident).clone();
+    assert_eq!(at(&incident["detected_at"]), minutes_ago(40));
+    assert_eq!(at(&incident["started_at"]), minutes_ago(40));
+    assert_eq!(
+        incident["received_at"], received,
+        "the time of receipt stays"
+    );
+    let coe = app
+        .get_json(&format!("/api/v1/coes/{coe_id}"), &admin)
+        .await;
+    assert_eq!(at(&coe["detected_at"]), minutes_ago(40));
+    assert_eq!(at(&coe["started_at"]), minutes_ago(40));
+
+    // A mitigation written 20 minutes ago comes after the detection on the printable view.
+    let mitigated = (now - chrono::Duration::minutes(20))
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    let res = app
+        .client
+        .post(app.url(&format!("/api/v1/coes/{coe_id}/timeline")))
+        .bearer_auth(&admin)
+        .header("if-match", format!("\"{}\"", coe["version"]))
+        .json(&json!({"at": mitigated, "kind": "mitigated", "text": "Failed back"}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 201);
+    let coe = app
+        .get_json(&format!("/api/v1/coes/{coe_id}"), &admin)
+        .await;
+    assert!(
+        at(&coe["detected_at"]) < at(&coe["mitigated_at"]),
+        "detected before mitigated: {coe}"
+    );
+}

@@ -230,6 +230,8 @@ pub struct IncidentCoe {
     pub severity: i32,
     /// The COE's resolution time (its "resolved" milestone).
     pub resolved_at: Option<NaiveDateTime>,
+    /// The COE's detection time (its "detected" milestone).
+    pub detected_at: Option<NaiveDateTime>,
 }
 
 /// The COEs of the incidents `incident_ids`, by incident id (an incident without a
@@ -246,8 +248,16 @@ pub fn coes_of_incidents(
             coes::state,
             coes::severity,
             coes::resolved_at,
+            coes::detected_at,
         );
-        type Row = (String, String, String, i32, Option<NaiveDateTime>);
+        type Row = (
+            String,
+            String,
+            String,
+            i32,
+            Option<NaiveDateTime>,
+            Option<NaiveDateTime>,
+        );
         // One value: a statement the connection keeps prepared (a list is not).
         let rows: Vec<Row> = match chunk {
             [id] => coes::table
@@ -259,7 +269,7 @@ pub fn coes_of_incidents(
                 .select(select)
                 .load(conn)?,
         };
-        for (incident_id, id, state, severity, resolved_at) in rows {
+        for (incident_id, id, state, severity, resolved_at, detected_at) in rows {
             let draft = types::read::<CoeState>("coes.state", &state)? == CoeState::Draft;
             found.insert(
                 incident_id,
@@ -268,6 +278,7 @@ pub fn coes_of_incidents(
                     draft,
                     severity,
                     resolved_at,
+                    detected_at,
                 },
             );
         }
@@ -289,7 +300,8 @@ pub fn record_events(
 }
 
 /// Brings a draft up to date with its incident as stored: the worst severity seen,
-/// and the incident's resolution unless a person wrote one in the timeline. Once
+/// and the incident's start, detection and resolution unless a person wrote them in
+/// the timeline. Once
 /// per delivery, after its events are recorded.
 pub fn follow_incident(
     conn: &mut DbConnection,
@@ -300,7 +312,16 @@ pub fn follow_incident(
         .filter(coes::severity.gt(incident.severity))
         .set(coes::severity.eq(incident.severity))
         .execute(conn)?;
-    recompute_milestone(conn, coe_id, TimelineKind::Resolved)
+    // An earlier alert moves the start and the detection back; the last one resolved
+    // ends it (unless someone wrote those milestones).
+    for kind in [
+        TimelineKind::Started,
+        TimelineKind::Detected,
+        TimelineKind::Resolved,
+    ] {
+        recompute_milestone(conn, coe_id, kind)?;
+    }
+    Ok(())
 }
 
 /// Input of `POST /api/v1/coes`.

@@ -73,9 +73,10 @@ pub(super) struct Pending {
     pub(super) drafts: Vec<(String, String)>,
     /// The COE of each incident looked at: its id and whether it is a draft.
     pub(super) coes: HashMap<String, Option<(String, bool)>>,
-    /// Drafts' severity and resolution time as stored, where known, by COE id: a
-    /// draft follows its incident only when they differ from the incident's.
-    pub(super) draft_states: HashMap<String, (i32, Option<NaiveDateTime>)>,
+    /// Drafts' severity, resolution and detection times as stored, where known, by
+    /// COE id: a draft follows its incident only when they differ from the incident's
+    /// (an earlier alert moves the start and the detection back together).
+    pub(super) draft_states: HashMap<String, (i32, Option<NaiveDateTime>, Option<NaiveDateTime>)>,
 }
 
 impl Pending {
@@ -150,8 +151,10 @@ impl Pending {
             for row in open {
                 let coe = found.remove(&row.id);
                 if let Some(coe) = coe.as_ref().filter(|coe| coe.draft) {
-                    self.draft_states
-                        .insert(coe.id.clone(), (coe.severity, coe.resolved_at));
+                    self.draft_states.insert(
+                        coe.id.clone(),
+                        (coe.severity, coe.resolved_at, coe.detected_at),
+                    );
                 }
                 self.coes
                     .insert(row.id.clone(), coe.map(|coe| (coe.id, coe.draft)));
@@ -252,20 +255,23 @@ impl Pending {
             let incident = &touched.row;
             // Following changes nothing when the draft is as worst as the incident
             // and shows its resolution time (a resolution people wrote is theirs).
-            let needed = self
-                .draft_states
-                .get(&coe_id)
-                .is_none_or(|(severity, resolved_at)| {
-                    *severity > incident.severity || *resolved_at != incident.resolved_at
-                });
+            let needed = self.draft_states.get(&coe_id).is_none_or(
+                |(severity, resolved_at, detected_at)| {
+                    *severity > incident.severity
+                        || *resolved_at != incident.resolved_at
+                        || *detected_at != Some(incident.detected_at)
+                },
+            );
             if needed {
                 coes::follow_incident(conn, &coe_id, incident)?;
                 let severity = self
                     .draft_states
                     .get(&coe_id)
-                    .map_or(incident.severity, |(s, _)| (*s).min(incident.severity));
-                self.draft_states
-                    .insert(coe_id, (severity, incident.resolved_at));
+                    .map_or(incident.severity, |(s, _, _)| (*s).min(incident.severity));
+                self.draft_states.insert(
+                    coe_id,
+                    (severity, incident.resolved_at, Some(incident.detected_at)),
+                );
             }
         }
         Ok(())
@@ -373,8 +379,13 @@ pub(super) fn file_into_incident(
     incident.severity = severity.rank();
     incident.event_count += 1;
     incident.updated_at = now;
+    // Started and detected: the earliest alert's own start (Alertmanager's
+    // `startsAt`), whenever coe heard of it; when it was received is `created_at`.
     if event.started_at < incident.started_at {
         incident.started_at = event.started_at;
+    }
+    if event.started_at < incident.detected_at {
+        incident.detected_at = event.started_at;
     }
     if incident.service.is_none() {
         incident.service = event.service.clone();
@@ -496,7 +507,8 @@ fn new_incident(event: &FailureEvent, hash: &[u8], now: NaiveDateTime) -> Incide
         severity: event.severity.rank(),
         state: IncidentState::Open.as_str().to_owned(),
         started_at: event.started_at,
-        detected_at: now,
+        // The alerting system detected it when the alert began, not when coe heard.
+        detected_at: event.started_at.min(now),
         acknowledged_at: None,
         resolved_at: None,
         reopened_count: 0,
