@@ -359,6 +359,26 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    service_owners (service) {
+        service -> Text,
+        owner_email -> Nullable<Text>,
+        team -> Nullable<Text>,
+        reviewer_email -> Nullable<Text>,
+        updated_by -> Text,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    team_owners (team) {
+        team -> Text,
+        owner_email -> Text,
+        updated_by -> Text,
+        updated_at -> Timestamp,
+    }
+}
+
 diesel::allow_tables_to_appear_in_same_query!(
     api_tokens,
     incidents,
@@ -384,5 +404,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     outbox_emails,
     sweep_settings,
     kept_forms,
-    form_keys
+    form_keys,
+    service_owners,
+    team_owners
 );

@@ -141,6 +141,7 @@ impl Kind {
                 severity: "sev2".into(),
                 service: "checkout".into(),
                 writeup_days: 7,
+                unowned: false,
             }),
             Kind::ActionAssigned => serde_json::to_value(ActionAssigned {
                 recipient_name: "Ana Lima".into(),
@@ -281,6 +282,8 @@ pub struct CoeOpened {
     pub severity: String,
     pub service: String,
     pub writeup_days: i64,
+    /// Sent to the admins: the COE opened with no owner, for someone to take it.
+    pub unowned: bool,
 }
 
 /// A corrective action newly assigned to its owner.

@@ -21,6 +21,7 @@ pub mod ingest;
 pub mod lifecycle;
 pub mod notify;
 pub mod outbox;
+pub mod ownership;
 pub mod people;
 pub mod reminders;
 pub mod review;

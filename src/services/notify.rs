@@ -68,9 +68,34 @@ pub fn coe_opened(
         severity: coe.severity.to_owned(),
         service: coe.service.unwrap_or_default().to_owned(),
         writeup_days: settings.coe.writeup_days,
+        unowned: false,
     });
     let key = format!("{}:{}:{owner}", Kind::CoeOpened.name(), coe.id);
     outbox::notify(conn, templates, Kind::CoeOpened, key, owner, data, now)
+}
+
+/// Tells admin `admin` that stored COE `row` opened with no owner (no rule of the
+/// ownership chain named one), so that someone takes it.
+pub fn coe_unowned(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    templates: &EmailTemplates,
+    row: &CoeRow,
+    admin: &str,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    let severity = types::severity("coes.severity", row.severity)?.to_string();
+    let coe = CoeFacts::of(row, &severity);
+    let data = json!(CoeOpened {
+        recipient_name: String::new(),
+        coe: coe_line(settings, &coe),
+        severity: severity.clone(),
+        service: coe.service.unwrap_or_default().to_owned(),
+        writeup_days: settings.coe.writeup_days,
+        unowned: true,
+    });
+    let key = format!("{}:{}:{admin}:unowned", Kind::CoeOpened.name(), row.id);
+    outbox::notify(conn, templates, Kind::CoeOpened, key, admin, data, now)
 }
 
 /// Tells a reviewer replaced while COE `row` was in review that they need not review

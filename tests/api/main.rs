@@ -20,6 +20,7 @@ mod migrations;
 mod openapi;
 mod operations;
 mod overdue;
+mod ownership;
 mod page_routes;
 mod pages;
 mod people;

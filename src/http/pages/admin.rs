@@ -1,7 +1,7 @@
 //! The admin pages: the people directory (CSV import with its per-line report, admin
 //! flags, signing someone out everywhere), API tokens (made, shown once, revoked), the
-//! outbox (emails by state, the SMTP server's answer for failures, retry) and the
-//! browser sessions. Only people the directory marks as admins see them; each calls
+//! outbox (emails by state, the SMTP server's answer for failures, retry), the
+//! browser sessions, and who owns COEs (the service map and the teams' owners). Only people the directory marks as admins see them; each calls
 //! the service its API endpoint calls.
 
 use actix_web::http::StatusCode;
@@ -15,7 +15,7 @@ use super::{
 use crate::domain::{EmailAddress, Role, TokenName};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
-use crate::services::{auth, outbox, people, tokens};
+use crate::services::{auth, outbox, ownership, people, tokens};
 
 type AdminForm = CsrfForm<Fields, Admin>;
 
@@ -257,4 +257,124 @@ pub async fn sessions_end(form: AdminForm, path: web::Path<String>, state: State
     let by = format!("admin {}", form.who.0.person.email);
     as_service(&state, move |conn, _| Ok(auth::end(conn, &id, &by)?)).await?;
     Ok(see_other("/admin/sessions"))
+}
+
+/// The ownership page: the service map (service → owner, team, default reviewer) and
+/// each team's default owner, each with a form; what the settings file maps is
+/// listed under it. `problems` and `typed` show a form that did not go through.
+async fn ownership_page(
+    state: &web::Data<AppState>,
+    who: &SignedIn,
+    status: StatusCode,
+    problems: Value,
+    typed: Value,
+) -> Page {
+    let (services, teams, directory) = as_service(state, |conn, _| {
+        Ok((
+            ownership::service_map(conn)?,
+            ownership::team_owners(conn)?,
+            people::names(conn, 5_000)?,
+        ))
+    })
+    .await?;
+    let (offered, names) = super::coes::directory_data(&directory);
+    // Every form's fields and problems, as typed or empty (the templates are strict).
+    let field = |part: &str, name: &str| typed[part][name].as_str().unwrap_or_default().to_owned();
+    let typed = json!({
+        "services": {"service": field("services", "service"), "owner": field("services", "owner"),
+                     "team": field("services", "team"), "reviewer": field("services", "reviewer")},
+        "teams": {"team": field("teams", "team"), "owner": field("teams", "owner")},
+    });
+    let problems = json!({
+        "services": problems.get("services").cloned().unwrap_or_else(|| json!([])),
+        "teams": problems.get("teams").cloned().unwrap_or_else(|| json!([])),
+    });
+    let configured: Vec<Value> = state
+        .settings
+        .ownership
+        .services
+        .iter()
+        .map(|(service, owner)| json!({"service": service, "owner": owner}))
+        .collect();
+    let data = json!({
+        "services": services,
+        "teams": teams,
+        "configured": configured,
+        "default_owner": state.settings.ownership.default_owner,
+        "people": offered,
+        "names": names,
+        "problems": problems,
+        "typed": typed,
+    });
+    page(state, who, status, "admin_ownership", "ownership", data)
+}
+
+/// `GET /admin/ownership`.
+pub async fn ownership_list(Admin(who): Admin, state: State) -> Page {
+    ownership_page(&state, &who, StatusCode::OK, json!({}), json!({})).await
+}
+
+/// Answers an ownership form: back to the page when it worked, else the page again
+/// with the problems beside form `part` and what was typed.
+async fn ownership_answer(
+    state: &web::Data<AppState>,
+    who: &SignedIn,
+    part: &'static str,
+    fields: &Fields,
+    result: Result<(), people::PeopleError>,
+) -> Page {
+    let outcome = Outcome::of(result)?;
+    let typed = json!({ part: fields.to_json() });
+    outcome
+        .answer(&format!("/admin/ownership#{part}"), |again| {
+            ownership_page(
+                state,
+                who,
+                again.status,
+                json!({ part: again.problems }),
+                typed,
+            )
+        })
+        .await
+}
+
+/// `POST /admin/ownership/services`: sets a service's owner, team and default
+/// reviewer (all empty: removes it from the map).
+pub async fn ownership_service(form: AdminForm, state: State) -> Page {
+    let (Admin(who), fields) = (form.who, form.fields);
+    let input = ownership::ServiceInput {
+        service: fields.text("service"),
+        owner: fields.filled("owner"),
+        team: fields.filled("team"),
+        reviewer: fields.filled("reviewer"),
+    };
+    let actor = who.person.email.clone();
+    let result = as_service(&state, move |conn, state| {
+        Ok(ownership::put_service(
+            conn,
+            &state.settings,
+            &input,
+            &actor,
+        ))
+    })
+    .await?;
+    ownership_answer(&state, &who, "services", &fields, result).await
+}
+
+/// `POST /admin/ownership/teams`: sets a team's default COE owner (empty: removes it).
+pub async fn ownership_team(form: AdminForm, state: State) -> Page {
+    let (Admin(who), fields) = (form.who, form.fields);
+    let (team, owner) = (fields.text("team"), fields.filled("owner"));
+    let actor = who.person.email.clone();
+    let result = as_service(&state, move |conn, state| {
+        Ok(ownership::put_team_owner(
+            conn,
+            &state.settings,
+            &team,
+            owner.as_deref(),
+            &actor,
+        ))
+    })
+    .await?;
+    ownership_answer(&state, &who, "teams", &fields, result).await
 }

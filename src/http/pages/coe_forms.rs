@@ -300,6 +300,15 @@ pub async fn details(form: CoeForm) -> Page {
     .await
 }
 
+/// `POST /coes/{id}/take`: the signed-in person becomes the owner of a COE nobody
+/// owns (the button beside "nobody yet").
+pub async fn take_ownership(form: CoeForm) -> Page {
+    form.change("details", Kept::default(), |conn, state, editor, coe, _| {
+        service::take_ownership(conn, coe, editor, state.env())
+    })
+    .await
+}
+
 /// A timeline entry from the form: a `datetime-local` time is UTC.
 fn timeline_input(form: &Fields) -> TimelineInput {
     let at = form.text("at");

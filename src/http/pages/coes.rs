@@ -384,6 +384,7 @@ pub(super) fn page(
         "is_draft": doc.state == CoeState::Draft,
         "in_review": doc.state == CoeState::InReview,
         "may_edit": may_write,
+        "may_take": doc.owner.is_none() && doc.state.is_editable(),
         "may_add_actions": may_add_actions,
         "may_review": is_reviewer && doc.state == CoeState::InReview,
         "may_approve": may_approve,

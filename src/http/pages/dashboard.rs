@@ -7,7 +7,7 @@
 
 use actix_web::http::StatusCode;
 use serde::Serialize;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::{as_service, render, Page, State};
 use crate::http::session::SignedIn;
@@ -337,10 +337,12 @@ fn charts(s: &Stats) -> Vec<Chart> {
 
 /// `GET /dashboard`.
 pub async fn dashboard(who: SignedIn, state: State) -> Page {
-    let figures = as_service(&state, |conn, state| {
-        crate::http::api::stats::current(conn, state)
+    let (figures, unowned) = as_service(&state, |conn, state| {
+        let unowned = crate::services::coes::unowned(conn, i64::try_from(LISTED).unwrap_or(20))?;
+        Ok((crate::http::api::stats::current(conn, state)?, unowned))
     })
     .await?;
+    let unowned: Vec<Value> = unowned.iter().map(super::home::unowned_line).collect();
     // The lists show their longest waiting; the rest are a search away. (The figures
     // by owner stay in the API: the board shows them.)
     let first = |list: &[WaitingCoe]| {
@@ -350,6 +352,7 @@ pub async fn dashboard(who: SignedIn, state: State) -> Page {
         })
     };
     let data = json!({
+        "unowned": unowned,
         "charts": charts(&figures),
         "actions": figures.actions,
         "closed_last_30_days": figures.closed_last_30_days,

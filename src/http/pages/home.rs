@@ -34,7 +34,8 @@ fn action_line(a: ActionView) -> Value {
 /// `GET /`.
 pub async fn home(who: SignedIn, state: State) -> Page {
     let email = who.person.email.clone();
-    let (actions, coes) = as_service(&state, move |conn, state| {
+    let is_admin = who.person.is_admin;
+    let (actions, coes, unowned) = as_service(&state, move |conn, state| {
         let clock = state.settings.clock();
         // Open or in progress: the overdue ones, then the rest by due date.
         let mut open = Vec::new();
@@ -100,9 +101,16 @@ pub async fn home(who: SignedIn, state: State) -> Page {
             };
             lines.push((c, needs));
         }
-        Ok((open, lines))
+        // An admin's work starts with the COEs nobody owns.
+        let unowned = if is_admin {
+            coes::unowned(conn, SHOWN)?
+        } else {
+            Vec::new()
+        };
+        Ok((open, lines, unowned))
     })
     .await?;
+    let unowned: Vec<Value> = unowned.iter().map(unowned_line).collect();
     let me = who.person.email.as_str();
     let waiting: Vec<Value> = coes
         .iter()
@@ -129,6 +137,13 @@ pub async fn home(who: SignedIn, state: State) -> Page {
         Some(&who),
         StatusCode::OK,
         "home",
-        json!({"actions": actions, "coes": coes, "waiting": waiting}),
+        json!({"actions": actions, "coes": coes, "waiting": waiting, "unowned": unowned}),
     )
+}
+
+/// A COE nobody owns, as the pages list it for someone to take.
+pub(super) fn unowned_line(c: &CoeSummary) -> Value {
+    json!({"id": c.id, "title": c.title, "severity": c.severity, "service": c.service,
+           "state": c.state.as_str().replace('_', " "),
+           "opened": crate::json::format_utc(&c.created_at)})
 }

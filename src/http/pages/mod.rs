@@ -73,6 +73,7 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "admin_tokens",
     "admin_outbox",
     "admin_sessions",
+    "admin_ownership",
     "form_errors",
 );
 
@@ -564,6 +565,9 @@ page_routes! {
     get "/admin/outbox" => admin::outbox_list,
     post "/admin/outbox/{id}/retry" => admin::outbox_retry,
     get "/admin/sessions" => admin::sessions_list,
+    get "/admin/ownership" => admin::ownership_list,
+    post "/admin/ownership/services" => admin::ownership_service,
+    post "/admin/ownership/teams" => admin::ownership_team,
     post "/admin/sessions/{id}/end" => admin::sessions_end,
     get "/incidents" => incidents::list,
     get "/incidents/{id}" => incidents::show,
@@ -573,6 +577,7 @@ page_routes! {
     get "/coes/{id}/history" => review::history,
     post "/coes/{id}/sections" => coe_forms::save_sections,
     post "/coes/{id}/details" => coe_forms::details,
+    post "/coes/{id}/take" => coe_forms::take_ownership,
     post "/coes/{id}/timeline" => coe_forms::add_timeline,
     get "/coes/{id}/timeline/{entry}" => coe_forms::timeline_entry,
     post "/coes/{id}/timeline/{entry}" => coe_forms::edit_timeline,

@@ -1,7 +1,7 @@
 //! Opening drafts: by themselves for an incident that meets the policy, or by hand;
 //! filing later events of the incident into its draft; linking recurrences.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -14,12 +14,12 @@ use super::search::reindex;
 use super::timeline::recompute_milestone;
 use super::{edit, record_change, Actor, CoeError, SYSTEM_ACTOR};
 use crate::db::models::{CoeRow, FailureEventRow, IncidentRow};
-use crate::db::schema::{coe_recurrences, coes, failure_events, incidents};
+use crate::db::schema::{coe_recurrences, coes, failure_events, incidents, people};
 use crate::db::{self, locks, types, DbConnection};
 use crate::domain::coe::{self, CoeState, TimelineKind};
 use crate::domain::Severity;
-use crate::services::notify;
 use crate::services::Env;
+use crate::services::{notify, ownership};
 
 /// Opens the draft for an incident that has the COE mark, unless it has one. Called in
 /// the transaction that filed the event, under the group's lock, so exactly one draft
@@ -37,7 +37,9 @@ pub fn open_draft_for_incident(
     Ok(id)
 }
 
-/// Queues the "COE opened" email to the COE's owner, in the caller's transaction.
+/// Tells whoever a new COE went to: its owner that it opened (the admins, when it
+/// opened unowned, so that someone takes it), and the service map's reviewer that
+/// they review it.
 fn tell_owner(
     conn: &mut DbConnection,
     id: &str,
@@ -48,7 +50,24 @@ fn tell_owner(
         .find(id)
         .select(CoeRow::as_select())
         .first(conn)?;
-    notify::coe_opened_row(conn, ctx.settings, ctx.emails, &row, now)
+    if row.owner_email.is_some() {
+        notify::coe_opened_row(conn, ctx.settings, ctx.emails, &row, now)?;
+    } else {
+        let admins: Vec<String> = people::table
+            .filter(people::is_admin.eq(true))
+            .select(people::email)
+            .load(conn)?;
+        if admins.is_empty() {
+            tracing::warn!(coe = %row.id, "a COE opened with no owner and there is no admin in the directory to tell");
+        }
+        for admin in &admins {
+            notify::coe_unowned(conn, ctx.settings, ctx.emails, &row, admin, now)?;
+        }
+    }
+    if let Some(reviewer) = row.reviewer_email.as_deref() {
+        notify::coe_assigned(conn, *ctx, &row, reviewer, true, SYSTEM_ACTOR, now)?;
+    }
+    Ok(())
 }
 
 /// Inserts the draft for an incident (see `open_draft_for_incident`), telling no one.
@@ -78,13 +97,18 @@ fn insert_draft_for_incident(
             }
         }
     }
+    let labels: Vec<BTreeMap<String, String>> = events
+        .iter()
+        .filter_map(|e| serde_json::from_str(&e.labels).ok())
+        .collect();
+    let assigned = ownership::for_alerts(conn, ctx.settings, &labels, incident.service.as_deref())?;
     let row = new_coe_row(
         ctx,
         Some(incident.id.clone()),
         incident.title.clone(),
         incident.service.clone(),
         types::severity("incidents.severity", incident.severity)?,
-        ctx.settings.owner_for(incident.service.as_deref()),
+        &assigned,
         SYSTEM_ACTOR,
         now,
     );
@@ -106,11 +130,14 @@ fn insert_draft_for_incident(
         SYSTEM_ACTOR,
         "opened",
         None,
-        Some(json!({"incident_id": incident.id, "title": row.title, "owner": row.owner_email})),
+        Some(
+            json!({"incident_id": incident.id, "title": row.title, "owner": row.owner_email,
+                    "owner_from": assigned.by, "reviewer": row.reviewer_email}),
+        ),
         now,
     )?;
     reindex(conn, &row.id)?;
-    tracing::info!(coe = %row.id, incident = %incident.id, owner = ?row.owner_email, "COE draft opened");
+    tracing::info!(coe = %row.id, incident = %incident.id, owner = ?row.owner_email, owner_from = ?assigned.by, "COE draft opened");
     Ok(Some(row.id))
 }
 
@@ -121,7 +148,7 @@ fn new_coe_row(
     title: String,
     service: Option<String>,
     severity: Severity,
-    owner: Option<String>,
+    assigned: &ownership::Assigned,
     actor: Actor<'_>,
     now: NaiveDateTime,
 ) -> CoeRow {
@@ -132,8 +159,8 @@ fn new_coe_row(
         service,
         severity: severity.rank(),
         state: CoeState::Draft.as_str().to_owned(),
-        owner_email: owner,
-        reviewer_email: None,
+        owner_email: assigned.owner.clone(),
+        reviewer_email: assigned.reviewer.clone(),
         template: serde_json::to_string(ctx.template).unwrap_or_else(|_| "{}".into()),
         template_name: ctx.template.name.clone(),
         template_version: i32::try_from(ctx.template.version).unwrap_or(i32::MAX),
@@ -147,7 +174,8 @@ fn new_coe_row(
         created_at: now,
         updated_at: now,
         submitted_by: None,
-        reviewer_named_by: None,
+        // The service map named the reviewer: no person chose themselves.
+        reviewer_named_by: assigned.reviewer.as_ref().map(|_| SYSTEM_ACTOR.to_owned()),
     }
 }
 
@@ -426,18 +454,19 @@ pub fn create(
                     .ok_or_else(|| {
                         CoeError::invalid("title", "is required without an incident_id")
                     })?;
-                let owner = input
-                    .owner
-                    .as_ref()
-                    .map(|o| o.as_str().to_owned())
-                    .or_else(|| ctx.settings.owner_for(input.service.as_deref()));
+                let mut assigned =
+                    ownership::for_service(conn, ctx.settings, input.service.as_deref())?;
+                if let Some(owner) = &input.owner {
+                    assigned.owner = Some(owner.as_str().to_owned());
+                    assigned.reviewer = assigned.reviewer.filter(|r| r != owner.as_str());
+                }
                 let row = new_coe_row(
                     ctx,
                     None,
                     title.to_owned(),
                     input.service.clone(),
                     input.severity.unwrap_or(Severity::Sev3),
-                    owner,
+                    &assigned,
                     actor,
                     now,
                 );

@@ -25,7 +25,9 @@ use crate::services::Env;
 #[derive(Clone, Copy)]
 enum Based {
     Version(Option<i32>),
-    Sections,
+    /// The change checks what it changes itself (a section's revision, an owner
+    /// still missing).
+    Unversioned,
 }
 
 /// Loads the COE for a change: checks that it exists, that `who` may change it, that the writer saw the current
@@ -56,7 +58,7 @@ fn begin_change(
             .filter(coes::version.eq(version))
             .set(coes::version.eq(coes::version + 1))
             .execute(conn)?,
-        Based::Sections => claim
+        Based::Unversioned => claim
             .set(coes::version.eq(coes::version + 1))
             .execute(conn)?,
     };
@@ -351,7 +353,7 @@ pub fn put_sections(
             conflicts: conflicts_of(&steps, &current),
         });
     }
-    with_claim(conn, id, Based::Sections, who, |conn, row, now| {
+    with_claim(conn, id, Based::Unversioned, who, |conn, row, now| {
         for e in edits {
             check_section(row, &e.key, &e.body, ctx).map_err(|err| in_section(err, &e.key))?;
         }
@@ -371,6 +373,41 @@ pub fn put_sections(
         }
         let conflicts = conflicts_of(&steps, &current);
         Ok((SavedSections { saved, conflicts }, None))
+    })
+}
+
+/// Makes `who` the owner of an unowned COE (the "Take ownership" button); refused
+/// when someone owns it already (they may have taken it a moment before).
+pub fn take_ownership(
+    conn: &mut DbConnection,
+    id: &str,
+    who: &Editor<'_>,
+    mail: Env<'_>,
+) -> Result<(), CoeError> {
+    let Some(me) = who.email else {
+        return Err(CoeError::Forbidden(
+            "a token that stands for no person cannot take a COE".into(),
+        ));
+    };
+    // Taken meanwhile: say by whom (the change below, under the COE's lock, would
+    // only say that others may not change it).
+    if let Some(owner) = load_row(conn, id)?.owner_email {
+        return Err(CoeError::Conflict(format!("{owner} owns this COE already")));
+    }
+    with_claim(conn, id, Based::Unversioned, who, |conn, row, now| {
+        if let Some(owner) = &row.owner_email {
+            return Err(CoeError::Conflict(format!("{owner} owns this COE already")));
+        }
+        if row.reviewer_email.as_deref() == Some(me) {
+            return Err(CoeError::invalid(
+                "owner",
+                "you review this COE: its owner and reviewer must be two people",
+            ));
+        }
+        apply_patch(conn, id, &[("owner", json!(me))], who.actor, now)?;
+        let after = load_row(conn, id)?;
+        notify::coe_assigned(conn, mail, &after, me, false, who.actor, now)?;
+        Ok(((), None))
     })
 }
 

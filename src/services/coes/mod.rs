@@ -38,10 +38,11 @@ pub use draft::{
     record_events, NewCoe,
 };
 pub use edit::{
-    patch, put_section, put_sections, CoePatch, SavedSections, SectionConflict, SectionEdit,
+    patch, put_section, put_sections, take_ownership, CoePatch, SavedSections, SectionConflict,
+    SectionEdit,
 };
 pub use related::{add_related, delete_related, RelatedInput};
-pub use search::{list, section_texts, CoeFilter, CoeSummary};
+pub use search::{list, section_texts, unowned, CoeFilter, CoeSummary};
 pub use timeline::{add_timeline, delete_timeline, edit_timeline, TimelineInput};
 pub use whys::{add_why_chain, delete_why_chain, replace_why_chain, WhyChainInput};
 

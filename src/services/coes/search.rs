@@ -104,6 +104,19 @@ fn summary(row: CoeRow, rank: Option<f64>) -> QueryResult<CoeSummary> {
     })
 }
 
+/// The COEs nobody owns that are not closed, oldest first (they wait longest): what
+/// heads the admins' work and the dashboard, for someone to take.
+pub fn unowned(conn: &mut DbConnection, limit: i64) -> QueryResult<Vec<CoeSummary>> {
+    let rows: Vec<CoeRow> = coes::table
+        .filter(coes::owner_email.is_null())
+        .filter(coes::state.ne(CoeState::Closed.as_str()))
+        .order((coes::created_at.asc(), coes::id.asc()))
+        .limit(limit)
+        .select(CoeRow::as_select())
+        .load(conn)?;
+    rows.into_iter().map(|row| summary(row, None)).collect()
+}
+
 /// A page of COEs: ranked by relevance with `text`, else newest first.
 pub fn list(
     conn: &mut DbConnection,

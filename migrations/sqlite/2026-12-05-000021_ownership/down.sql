@@ -1,0 +1,2 @@
+DROP TABLE team_owners;
+DROP TABLE service_owners;

@@ -1,0 +1,301 @@
+//! Who owns a COE from the first minute, and who reviews it by default. The chain,
+//! first answer wins:
+//!
+//! 1. the alert's `owner` label, when it names a person in the directory;
+//! 2. the alert's `team` label, when an admin set that team's default owner;
+//! 3. the service map: the service's owner, else its team's default owner (the map
+//!    admins keep on the admin page, then the settings file's `[ownership.services]`);
+//! 4. `ownership.default_owner`.
+//!
+//! A COE no rule gives an owner to opens unowned, and the admins are told.
+
+use std::collections::BTreeMap;
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use serde::Serialize;
+
+use crate::config::Settings;
+use crate::db::schema::{people, service_owners, team_owners};
+use crate::db::DbConnection;
+use crate::domain::EmailAddress;
+use crate::services::people::PeopleError;
+
+/// Who a new COE goes to, and which rule said so.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Assigned {
+    pub owner: Option<String>,
+    /// The service map's default reviewer (never the owner).
+    pub reviewer: Option<String>,
+    /// The rule that named the owner, in words (for the COE's history and the log).
+    pub by: Option<String>,
+}
+
+/// One service of the map as admins keep it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, Queryable)]
+pub struct ServiceOwner {
+    pub service: String,
+    pub owner: Option<String>,
+    pub team: Option<String>,
+    pub reviewer: Option<String>,
+    pub updated_by: String,
+    #[serde(serialize_with = "crate::json::utc")]
+    pub updated_at: NaiveDateTime,
+}
+
+/// One team's default COE owner.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq, Queryable)]
+pub struct TeamOwner {
+    pub team: String,
+    pub owner: String,
+    pub updated_by: String,
+    #[serde(serialize_with = "crate::json::utc")]
+    pub updated_at: NaiveDateTime,
+}
+
+/// The owner (and default reviewer) of a COE about alerts with `labels` (the first
+/// alert's first) on `service`, by the chain above.
+pub fn for_alerts(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    labels: &[BTreeMap<String, String>],
+    service: Option<&str>,
+) -> QueryResult<Assigned> {
+    let mapped = service.map(|s| service_row(conn, s)).transpose()?.flatten();
+    let reviewer = mapped.as_ref().and_then(|m| m.reviewer.clone());
+    let with = |owner: String, by: String| Assigned {
+        reviewer: reviewer.clone().filter(|r| *r != owner),
+        owner: Some(owner),
+        by: Some(by),
+    };
+    for label in labels.iter().filter_map(|l| l.get("owner")) {
+        let Ok(address) = EmailAddress::parse(label) else {
+            continue;
+        };
+        let known: i64 = people::table
+            .filter(people::email.eq(address.as_str()))
+            .count()
+            .get_result(conn)?;
+        if known > 0 {
+            return Ok(with(address.into(), "the alert's owner label".into()));
+        }
+    }
+    for team in labels.iter().filter_map(|l| l.get("team")) {
+        if let Some(owner) = team_owner(conn, team)? {
+            return Ok(with(owner, format!("team {team}'s default owner")));
+        }
+    }
+    if let Some(mapped) = &mapped {
+        if let Some(owner) = &mapped.owner {
+            return Ok(with(owner.clone(), "the service map".into()));
+        }
+        if let Some(team) = &mapped.team {
+            if let Some(owner) = team_owner(conn, team)? {
+                return Ok(with(owner, format!("team {team}'s default owner")));
+            }
+        }
+    }
+    let configured = service.and_then(|s| settings.ownership.services.get(s));
+    if let Some(owner) = configured.and_then(|e| EmailAddress::parse(e).ok()) {
+        return Ok(with(owner.into(), "the settings' service map".into()));
+    }
+    let default = settings.ownership.default_owner.as_deref();
+    if let Some(owner) = default.and_then(|e| EmailAddress::parse(e).ok()) {
+        return Ok(with(owner.into(), "ownership.default_owner".into()));
+    }
+    Ok(Assigned {
+        reviewer,
+        ..Assigned::default()
+    })
+}
+
+/// The owner (and default reviewer) of a COE opened by hand for `service`.
+pub fn for_service(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    service: Option<&str>,
+) -> QueryResult<Assigned> {
+    for_alerts(conn, settings, &[], service)
+}
+
+fn service_row(conn: &mut DbConnection, service: &str) -> QueryResult<Option<ServiceOwner>> {
+    Ok(service_map(conn)?
+        .into_iter()
+        .find(|s| s.service.eq_ignore_ascii_case(service)))
+}
+
+fn team_owner(conn: &mut DbConnection, team: &str) -> QueryResult<Option<String>> {
+    Ok(team_owners(conn)?
+        .into_iter()
+        .find(|t| t.team.eq_ignore_ascii_case(team))
+        .map(|t| t.owner))
+}
+
+/// The service map as admins keep it, by service.
+pub fn service_map(conn: &mut DbConnection) -> QueryResult<Vec<ServiceOwner>> {
+    service_owners::table
+        .order(service_owners::service.asc())
+        .select((
+            service_owners::service,
+            service_owners::owner_email,
+            service_owners::team,
+            service_owners::reviewer_email,
+            service_owners::updated_by,
+            service_owners::updated_at,
+        ))
+        .load(conn)
+}
+
+/// Every team's default owner, by team.
+pub fn team_owners(conn: &mut DbConnection) -> QueryResult<Vec<TeamOwner>> {
+    team_owners::table
+        .order(team_owners::team.asc())
+        .select((
+            team_owners::team,
+            team_owners::owner_email,
+            team_owners::updated_by,
+            team_owners::updated_at,
+        ))
+        .load(conn)
+}
+
+/// A service's entry of the map as an admin typed it.
+#[derive(Debug, Clone, Default)]
+pub struct ServiceInput {
+    pub service: String,
+    pub owner: Option<String>,
+    pub team: Option<String>,
+    pub reviewer: Option<String>,
+}
+
+/// Why an entry of the map was refused: (field, problem) pairs.
+type Problems = Vec<(String, String)>;
+
+/// An address an admin typed for the map: a valid one the directory rule takes
+/// (`people::check_assignable`).
+fn checked_address(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    field: &str,
+    value: Option<&str>,
+    problems: &mut Problems,
+) -> QueryResult<Option<String>> {
+    let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    let address = match EmailAddress::parse(value) {
+        Ok(address) => address,
+        Err(problem) => {
+            problems.push((field.to_owned(), problem));
+            return Ok(None);
+        }
+    };
+    if let Some(problem) = super::people::check_assignable(conn, settings, address.as_str())? {
+        problems.push((field.to_owned(), problem));
+        return Ok(None);
+    }
+    Ok(Some(address.into()))
+}
+
+/// A name of a service or a team: 1 to 200 characters, no control characters.
+fn checked_name(field: &str, value: &str, problems: &mut Problems) -> String {
+    let value = value.trim();
+    if value.is_empty() || value.chars().count() > 200 || value.chars().any(char::is_control) {
+        problems.push((
+            field.to_owned(),
+            "must be 1 to 200 characters, without control characters".into(),
+        ));
+    }
+    value.to_owned()
+}
+
+/// Sets a service's owner, team and default reviewer (`actor` recorded); an entry
+/// with none of them is removed. Every problem is named at once, nothing written.
+pub fn put_service(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    input: &ServiceInput,
+    actor: &str,
+) -> Result<(), PeopleError> {
+    let mut problems = Problems::new();
+    let service = checked_name("service", &input.service, &mut problems);
+    let owner = checked_address(
+        conn,
+        settings,
+        "owner",
+        input.owner.as_deref(),
+        &mut problems,
+    )?;
+    let reviewer = checked_address(
+        conn,
+        settings,
+        "reviewer",
+        input.reviewer.as_deref(),
+        &mut problems,
+    )?;
+    let team = input
+        .team
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| checked_name("team", t, &mut problems));
+    if owner.is_some() && owner == reviewer {
+        problems.push((
+            "reviewer".into(),
+            "the owner and the reviewer must be two people".into(),
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(PeopleError::Invalid(problems));
+    }
+    crate::db::write_transaction(conn, |conn| {
+        diesel::delete(service_owners::table.find(&service)).execute(conn)?;
+        if owner.is_some() || team.is_some() || reviewer.is_some() {
+            diesel::insert_into(service_owners::table)
+                .values((
+                    service_owners::service.eq(&service),
+                    service_owners::owner_email.eq(&owner),
+                    service_owners::team.eq(&team),
+                    service_owners::reviewer_email.eq(&reviewer),
+                    service_owners::updated_by.eq(actor),
+                    service_owners::updated_at.eq(crate::db::now()),
+                ))
+                .execute(conn)?;
+        }
+        Ok::<_, diesel::result::Error>(())
+    })?;
+    tracing::info!(%service, ?owner, ?team, ?reviewer, %actor, "service map changed");
+    Ok(())
+}
+
+/// Sets a team's default COE owner (`None` removes it).
+pub fn put_team_owner(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    team: &str,
+    owner: Option<&str>,
+    actor: &str,
+) -> Result<(), PeopleError> {
+    let mut problems = Problems::new();
+    let team = checked_name("team", team, &mut problems);
+    let owner = checked_address(conn, settings, "owner", owner, &mut problems)?;
+    if !problems.is_empty() {
+        return Err(PeopleError::Invalid(problems));
+    }
+    crate::db::write_transaction(conn, |conn| {
+        diesel::delete(team_owners::table.find(&team)).execute(conn)?;
+        if let Some(owner) = &owner {
+            diesel::insert_into(team_owners::table)
+                .values((
+                    team_owners::team.eq(&team),
+                    team_owners::owner_email.eq(owner),
+                    team_owners::updated_by.eq(actor),
+                    team_owners::updated_at.eq(crate::db::now()),
+                ))
+                .execute(conn)?;
+        }
+        Ok::<_, diesel::result::Error>(())
+    })?;
+    tracing::info!(%team, ?owner, %actor, "team owner changed");
+    Ok(())
+}
