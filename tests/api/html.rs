@@ -353,6 +353,7 @@ async fn every_page_is_valid_html() {
         ("admin-tokens", "/admin/tokens"),
         ("admin-outbox", "/admin/outbox"),
         ("admin-sessions", "/admin/sessions"),
+        ("admin-ownership", "/admin/ownership"),
     ] {
         keep(&app, &mut saved, name, path, Some(&rev)).await;
     }
