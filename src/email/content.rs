@@ -165,6 +165,7 @@ impl Kind {
                 recipient_name: "Ana Lima".into(),
                 link: "https://coe.example.com/sign-in/confirm?token=coe_0123".into(),
                 minutes: 15,
+                sign_in: true,
                 requested_from: if hostile {
                     title.clone()
                 } else {
@@ -319,6 +320,8 @@ pub struct SignIn {
     pub minutes: i64,
     /// The client address the request came from.
     pub requested_from: String,
+    /// Always true: the footer says the email came because of a sign-in request.
+    pub sign_in: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]

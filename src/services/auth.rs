@@ -188,6 +188,8 @@ pub fn send_link(
             "link": link,
             "minutes": auth::LINK_LIFETIME_MINUTES,
             "requested_from": client,
+            // Its footer says why it came: a sign-in, not the reminder policy.
+            "sign_in": true,
         });
         let name: Option<String> = people::table
             .find(address)

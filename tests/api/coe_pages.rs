@@ -122,15 +122,17 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let html = res.text().await.expect("html");
     assert!(html.contains("It cannot go to review yet"), "{html}");
+    // Each named as the checklist names its section, not by its key.
     for gap in [
         "reviewer",
-        "summary: is empty",
-        "timeline: has no entries",
-        "five whys: needs a chain of at least 3 whys",
-        "actions: needs at least one corrective action",
+        "<li>Summary: is empty",
+        "<li>Timeline: has no entries",
+        "<li>Root cause (5 whys): needs a chain of at least 3 whys",
+        "<li>Corrective actions: needs at least one corrective action",
     ] {
         assert!(html.contains(gap), "{gap}: {html}");
     }
+    assert!(!html.contains("five whys:"), "{html}");
 
     // Details: a bad address is named and nothing changes; then a reviewer is set.
     let res = post_coe(

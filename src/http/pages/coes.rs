@@ -348,9 +348,20 @@ pub(super) fn page(
             let typed = kept_whys
                 .filter(|k| k["chain"] == json!(chain.id))
                 .map(|k| k["steps"].clone());
+            let typed_some = typed.is_some();
+            // Each step of the chain's form numbered from 1, as the form that adds one.
+            let steps_input: Vec<Value> = typed
+                .unwrap_or_else(|| json!(chain.steps))
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .map(|(n, step)| {
+                    json!({"number": n + 1, "why": step["why"], "because": step["because"]})
+                })
+                .collect();
             json!({"id": chain.id, "number": i + 1, "steps": chain.steps,
-                   "kept": typed.is_some(),
-                   "steps_input": typed.unwrap_or_else(|| json!(chain.steps))})
+                   "kept": typed_some, "steps_input": steps_input})
         })
         .collect();
     let typed_rows = kept_whys
@@ -511,6 +522,23 @@ pub(super) async fn answer(
                      What you typed is kept below, not saved; compare it with theirs and save again.",
                     changed_by(&loaded.history, count, &loaded.doc.sections)
                 ));
+            } else if part == "review" && !again.fields.is_empty() {
+                // What a submit lacks, named as the checklist names the sections.
+                let loaded = load(state, id, who, false).await?;
+                let named = again
+                    .fields
+                    .iter()
+                    .map(|(field, problem)| {
+                        let title = loaded
+                            .doc
+                            .sections
+                            .iter()
+                            .find(|s| s.key == section_of(field))
+                            .map_or_else(|| field.replace('_', " "), |s| s.title.clone());
+                        format!("{title}: {problem}")
+                    })
+                    .collect();
+                kept.problems.insert(part.to_owned(), named);
             } else {
                 kept.problems.insert(part.to_owned(), again.problems);
             }

@@ -118,6 +118,32 @@ const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
 
 // `{{segment value}}`: a value percent-encoded as one path segment, for every path a
 // template builds from data (`/admin/people/{{segment email}}/admin`).
+handlebars::handlebars_helper!(words: |v: str| state_words(v));
+handlebars::handlebars_helper!(why_question: |v: str| as_question(v));
+
+/// A state or verdict as words: `changes_requested` → "changes requested",
+/// `wont_do` → "won't do".
+fn state_words(value: &str) -> String {
+    match value {
+        "wont_do" => "won't do".to_owned(),
+        other => other.replace('_', " "),
+    }
+}
+
+/// A 5-whys step's question as a question, whether it was typed as one or not:
+/// "checkout failed" → "Why checkout failed?"; "Why did checkout fail?" stays.
+fn as_question(why: &str) -> String {
+    let text = why.trim().trim_end_matches(['?', ' ']);
+    let asked = text
+        .get(..4)
+        .is_some_and(|start| start.eq_ignore_ascii_case("why "));
+    if asked {
+        format!("Why {}?", &text[4..])
+    } else {
+        format!("Why {text}?")
+    }
+}
+
 handlebars::handlebars_helper!(segment: |v: str| percent_encoding::utf8_percent_encode(v, PATH_SEGMENT).to_string());
 
 /// `{{csrf_field}}`: the hidden field with the session's CSRF token that every form
@@ -282,6 +308,8 @@ impl PageTemplates {
         registry.register_helper("segment", Box::new(segment));
         registry.register_helper("csrf_field", Box::new(csrf_field));
         registry.register_helper("person", Box::new(person));
+        registry.register_helper("words", Box::new(words));
+        registry.register_helper("why_question", Box::new(why_question));
         for (name, text) in TEMPLATES {
             let result = if PARTIALS.contains(name) {
                 registry.register_partial(name, *text)
@@ -592,4 +620,22 @@ page_routes! {
     post "/actions/{id}/{verb}" => actions::transition,
     get "/static/app.css" => stylesheet,
     get "/static/app.js" => script,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{as_question, state_words};
+
+    #[test]
+    fn a_why_reads_as_one_question_and_states_read_as_words() {
+        assert_eq!(as_question("checkout failed"), "Why checkout failed?");
+        assert_eq!(
+            as_question("Why did checkout fail?"),
+            "Why did checkout fail?"
+        );
+        assert_eq!(as_question("why did it fail ??"), "Why did it fail?");
+        assert_eq!(as_question("Whyever not"), "Why Whyever not?");
+        assert_eq!(state_words("changes_requested"), "changes requested");
+        assert_eq!(state_words("wont_do"), "won't do");
+    }
 }

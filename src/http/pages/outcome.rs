@@ -46,6 +46,8 @@ pub struct Again {
     pub problems: Vec<String>,
     /// For `Stale`: the versions (expected, current).
     pub stale: Option<(i32, i32)>,
+    /// For `Invalid`: each field with its problem, as the service named them.
+    pub fields: Vec<(String, String)>,
 }
 
 /// A service's error, as a form's outcome sees it: what the API answers, and for a
@@ -112,19 +114,22 @@ impl Outcome {
                 status: StatusCode::CONFLICT,
                 problems: Vec::new(),
                 stale: Some((expected, current)),
+                fields: Vec::new(),
             },
             Outcome::Invalid(problems) => Again {
                 status: StatusCode::UNPROCESSABLE_ENTITY,
                 problems: problems
-                    .into_iter()
+                    .iter()
                     .map(|(field, p)| format!("{}: {p}", field.replace('_', " ")))
                     .collect(),
                 stale: None,
+                fields: problems,
             },
             Outcome::Refused(m) => Again {
                 status: StatusCode::CONFLICT,
                 problems: vec![m],
                 stale: None,
+                fields: Vec::new(),
             },
         };
         again(shown).await
