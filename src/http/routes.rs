@@ -50,7 +50,7 @@ macro_rules! route_table {
                 "/api/v1/coes/{id}/approve" => { post: api::actions::approve }
                 "/api/v1/coes/{id}/request-changes" => { post: api::actions::request_changes }
                 "/api/v1/actions" => { get: api::actions::list }
-                "/api/v1/actions/{id}" => { get: api::actions::get, patch: api::actions::patch }
+                "/api/v1/actions/{id}" => { get: api::actions::get, patch: api::actions::patch, delete: api::actions::delete }
                 "/api/v1/actions/{id}/{transition}" => { post: api::actions::transition }
                 "/api/v1/people" => { get: api::people::list }
                 // Before `/api/v1/people/{email}`, which would otherwise take it.

@@ -962,3 +962,85 @@ async fn a_repeated_create_form_makes_one_record_and_lands_on_it() {
     let actions = actions.as_array().expect("a list").clone();
     assert_eq!(actions.len(), 1);
 }
+
+#[tokio::test]
+async fn an_action_added_by_mistake_is_deleted_by_the_coes_owner_while_a_draft() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let coe = body_json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Queue backlog", "owner": "ana@example.com"}),
+        )
+        .await,
+    )
+    .await;
+    let coe_id = coe["id"].as_str().expect("id").to_owned();
+    let action = body_json(
+        app.post_json(
+            &format!("/api/v1/coes/{coe_id}/actions"),
+            Some(&admin),
+            &json!({"title": "Typo action", "owner": "cy@example.com", "due_date": "2099-01-01",
+                    "priority": "low", "kind": "process"}),
+        )
+        .await,
+    )
+    .await;
+    let id = action["id"].as_str().expect("id").to_owned();
+    let page = format!("/actions/{id}");
+
+    // The action's owner may not delete it: no button, and a refusal.
+    let cy = sign_in(&app, "cy@example.com").await;
+    let html = text_of(&app, &page, &cy).await;
+    assert!(!html.contains("Delete this action"), "{html}");
+    let res = browser()
+        .post(app.url(&format!("{page}/delete")))
+        .header(COOKIE, &cy)
+        .form(&[("csrf", csrf_of(&html))])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+
+    // The COE's owner deletes it; the COE's history keeps what it was.
+    let ana = sign_in(&app, "ana@example.com").await;
+    let html = text_of(&app, &page, &ana).await;
+    assert!(
+        html.contains("Delete this action (added by mistake)"),
+        "{html}"
+    );
+    let res = browser()
+        .post(app.url(&format!("{page}/delete")))
+        .header(COOKIE, &ana)
+        .form(&[("csrf", csrf_of(&html))])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        res.headers()[LOCATION],
+        format!("/coes/{coe_id}#part-actions")
+    );
+    let res = app
+        .get(&format!("/api/v1/actions/{id}"), Some(&admin))
+        .await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    let history = app
+        .get_json(&format!("/api/v1/coes/{coe_id}/history"), &admin)
+        .await
+        .to_string();
+    assert!(
+        history.contains("action:delete") && history.contains("Typo action"),
+        "{history}"
+    );
+    // Deleting it again: it is gone.
+    let res = app
+        .client
+        .delete(app.url(&format!("/api/v1/actions/{id}")))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+}

@@ -1040,7 +1040,9 @@ async fn an_action_owner_moves_the_due_date_with_a_reason_and_closes_it_with_a_n
         "Alarm on queue age",
         "Start it",
         "Mark it done",
-        "It will not be done",
+        // Giving up is a step apart, opened on purpose, confirmed, not a blue button.
+        "<summary>It will not be done…</summary>",
+        "class=\"danger\">Confirm: it will not be done</button>",
         "Move the due date",
         "href=\"https://tickets.example.com/OPS-1\"",
     ] {
@@ -1113,6 +1115,18 @@ async fn an_action_owner_moves_the_due_date_with_a_reason_and_closes_it_with_a_n
         "{html}"
     );
     assert!(html.contains("Alarm live, tested in a game day"), "{html}");
+    // Who moved it on, and when.
+    assert!(html.contains("Who moved it on"), "{html}");
+    assert!(html.contains("cy@example.com marked it done"), "{html}");
+    let detail = app.get_json(&format!("/api/v1/actions/{id}"), &admin).await;
+    let steps: Vec<&str> = detail["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .filter_map(|s| s["step"].as_str())
+        .collect();
+    assert_eq!(steps, ["create", "complete"], "{detail}");
+    assert_eq!(detail["steps"][1]["by"], "cy@example.com");
     let res = post_form(&app, &cy, &path, &format!("{path}/start"), &[]).await;
     assert_eq!(res.status(), StatusCode::CONFLICT);
     let res = post_form(&app, &cy, &path, &format!("{path}/explode"), &[]).await;

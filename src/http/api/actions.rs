@@ -27,7 +27,7 @@ impl From<ActionError> for ApiError {
             e @ (ActionError::NotFound(_) | ActionError::CoeNotFound(_)) => {
                 ApiError::NotFound(e.to_string())
             }
-            e @ ActionError::CoeClosed(_) => ApiError::Conflict {
+            e @ (ActionError::CoeClosed(_) | ActionError::NotDeletable(_)) => ApiError::Conflict {
                 message: e.to_string(),
                 fields: vec![],
             },
@@ -117,6 +117,37 @@ pub async fn patch(
     })
     .await?;
     Ok(HttpResponse::Ok().json(detail))
+}
+
+/// Deletes an action added by mistake: only while its COE is a draft, by the COE's
+/// owner or an admin (recorded in the COE's history).
+#[utoipa::path(operation_id = "delete_action", delete, path = "/api/v1/actions/{id}", tag = "actions", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The action's id")),
+    responses(
+        (status = 200, description = "Deleted: which action, of which COE", body = DeletedAction),
+        (status = 403, description = "Not the COE's owner", body = ErrorBody),
+        (status = 404, description = "No such action", body = ErrorBody),
+        (status = 409, description = "The COE is no longer a draft", body = ErrorBody),
+    ))]
+pub async fn delete(
+    Member(caller): Member,
+    id: PathId<ids::Action>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, acting) = (id.into_inner(), caller.acting());
+    let key = id.clone();
+    let coe_id = with_conn(&state, move |conn, _| {
+        Ok(actions::delete(conn, &key, &acting.editor())?)
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(DeletedAction { id, coe_id }))
+}
+
+/// The answer to deleting an action.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct DeletedAction {
+    pub id: String,
+    pub coe_id: String,
 }
 
 /// Moves an action: `start`, `complete` (note = resolution, optional evidence_url),

@@ -31,7 +31,10 @@ fn step(t: Transition) -> Value {
     let (button, note_label) = match t {
         Transition::Start => ("Start it", None),
         Transition::Complete => ("Mark it done", Some("What was done")),
-        Transition::WontDo => ("It will not be done", Some("Why it will not be done")),
+        Transition::WontDo => (
+            "Confirm: it will not be done",
+            Some("Why it will not be done (the COE's owner and reviewer read this)"),
+        ),
         Transition::Reopen => ("Reopen it", Some("Why it reopens")),
     };
     json!({
@@ -39,14 +42,12 @@ fn step(t: Transition) -> Value {
         "button": button,
         "note_label": note_label,
         "evidence": t == Transition::Complete,
+        // Giving up is a step apart, opened on purpose and confirmed.
+        "secondary": t == Transition::WontDo,
     })
 }
 
-async fn load(
-    state: &web::Data<AppState>,
-    id: &str,
-    who: &SignedIn,
-) -> Result<(ActionDetail, bool), PageError> {
+async fn load(state: &web::Data<AppState>, id: &str, who: &SignedIn) -> Result<Loaded, PageError> {
     let key = id.to_owned();
     as_person(state, who, move |conn, state, editor| {
         let detail = match actions::get(conn, &key, state.settings.clock()) {
@@ -55,21 +56,42 @@ async fn load(
             Err(e) => return Err(e.into()),
         };
         let may_change = access::action(conn, &key, editor).is_ok();
-        Ok(Some((detail, may_change)))
+        let may_delete = actions::may_delete(conn, &key, editor)?;
+        let names = crate::services::people::names(conn, 5_000)?;
+        Ok(Some((detail, (may_change, may_delete), names)))
     })
     .await?
     .ok_or_else(|| PageError::NotFound(format!("there is no corrective action {id}")))
 }
 
+/// The action, whether the person may change it, and the directory's names.
+type Loaded = (ActionDetail, (bool, bool), Vec<(String, Option<String>)>);
+
 fn page(
     state: &AppState,
     who: &SignedIn,
     status: StatusCode,
-    (detail, may_change): (ActionDetail, bool),
+    (detail, (may_change, may_delete), directory): Loaded,
     problems: Vec<String>,
     notice: Option<String>,
 ) -> Page {
     let a = &detail.action;
+    let steps: Vec<Value> = detail
+        .steps
+        .iter()
+        .map(|s| {
+            let what = match s.step.as_str() {
+                "create" => "added it",
+                "start" => "started it",
+                "complete" => "marked it done",
+                "wont_do" => "said it will not be done",
+                "reopen" => "reopened it",
+                _ => "changed it",
+            };
+            json!({"by": s.by, "what": what, "at": crate::json::format_utc(&s.at)})
+        })
+        .collect();
+    let (_, names) = super::coes::directory_data(&directory);
     let transitions: Vec<Value> = action::allowed(a.state).iter().map(|t| step(*t)).collect();
     let open = a.state.is_active();
     let data = json!({
@@ -77,9 +99,12 @@ fn page(
         "ticket": safe_href(a.external_url.as_deref()),
         "evidence": safe_href(a.evidence_url.as_deref()),
         "may_change": may_change,
+        "may_delete": may_delete,
         "transitions": transitions,
         "open": open,
         "history": detail.due_date_history,
+        "steps": steps,
+        "names": names,
         "problems": problems,
         "notice": notice,
         "action": a,
@@ -109,6 +134,25 @@ async fn answer(state: &web::Data<AppState>, who: &SignedIn, id: &str, outcome: 
             page(state, who, again.status, loaded, again.problems, None)
         })
         .await
+}
+
+/// `POST /actions/{id}/delete`: deletes an action added by mistake (the COE's owner,
+/// while it is a draft); back to the COE.
+pub async fn delete(form: CsrfForm<StepForm>, path: web::Path<String>, state: State) -> Page {
+    let who = form.who;
+    let id = path.into_inner();
+    let key = id.clone();
+    let deleted = as_person(&state, &who, move |conn, _, editor| {
+        match actions::delete(conn, &key, editor) {
+            Ok(coe_id) => Ok(Ok(coe_id)),
+            Err(e) => Outcome::of(Err(e)).map(Err),
+        }
+    })
+    .await?;
+    match deleted {
+        Ok(coe_id) => Ok(super::see_other(&format!("/coes/{coe_id}#part-actions"))),
+        Err(outcome) => answer(&state, &who, &id, outcome).await,
+    }
 }
 
 /// `POST /actions/{id}/{verb}`: start, complete, wont-do, reopen.

@@ -383,3 +383,67 @@ pub fn transition(
         Ok(())
     })
 }
+
+/// Whether `who` may delete action `row`: the COE's owner (or an admin), while the
+/// COE is a draft.
+fn deletable(
+    conn: &mut DbConnection,
+    row: &ActionRow,
+    who: &Editor<'_>,
+) -> Result<(), ActionError> {
+    let (state, owner): (String, Option<String>) = coes::table
+        .find(&row.coe_id)
+        .select((coes::state, coes::owner_email))
+        .first(conn)?;
+    let state: CoeState = types::read("coes.state", &state)?;
+    let is_owner = owner.is_some() && who.email == owner.as_deref();
+    if !(who.is_admin || is_owner) {
+        return Err(ActionError::Forbidden(format!(
+            "only the COE's owner ({}) may delete its actions",
+            owner.as_deref().unwrap_or("nobody yet")
+        )));
+    }
+    if state != CoeState::Draft {
+        return Err(ActionError::NotDeletable(state));
+    }
+    Ok(())
+}
+
+/// Whether `who` may delete action `id` now (the page offers the button then).
+pub fn may_delete(
+    conn: &mut DbConnection,
+    id: &str,
+    who: &Editor<'_>,
+) -> Result<bool, ActionError> {
+    let row = load(conn, id)?;
+    match deletable(conn, &row, who) {
+        Ok(()) => Ok(true),
+        Err(ActionError::Forbidden(_) | ActionError::NotDeletable(_)) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Deletes an action added by mistake: only while its COE is a draft, and only by
+/// the COE's owner (or an admin); its due-date moves go with it, and the COE's
+/// history keeps what it was.
+pub fn delete(conn: &mut DbConnection, id: &str, who: &Editor<'_>) -> Result<String, ActionError> {
+    db::write_transaction(conn, |conn| {
+        let row = load_locked(conn, id)?;
+        deletable(conn, &row, who)?;
+        let now = db::now();
+        diesel::delete(due_date_changes::table.filter(due_date_changes::action_id.eq(id)))
+            .execute(conn)?;
+        diesel::delete(corrective_actions::table.find(id)).execute(conn)?;
+        audit(
+            conn,
+            &row,
+            who.actor,
+            "action:delete",
+            Some(json!({"title": row.title, "owner": row.owner_email,
+                        "due_date": row.due_date, "state": row.state})),
+            None,
+            now,
+        )?;
+        Ok(row.coe_id)
+    })
+}

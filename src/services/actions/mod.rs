@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::db::models::{ActionRow, DueDateChangeRow};
-use crate::db::schema::{coes, corrective_actions, due_date_changes};
+use crate::db::schema::{audit_log, coes, corrective_actions, due_date_changes};
 use crate::db::{types, DbConnection};
 use crate::domain::action::{
     self, days_overdue, is_overdue, ActionKind, ActionState, InvalidTransition, Priority,
@@ -23,7 +23,7 @@ use crate::domain::coe::CoeState;
 use crate::domain::{Clock, EmailAddress, Severity};
 use crate::services::access::AccessError;
 
-pub use change::{create, patch, transition};
+pub use change::{create, delete, may_delete, patch, transition};
 pub use list::{count, for_coe, list, page, ActionFilter, ActionSort};
 pub(crate) use list::{filtered, look_up};
 
@@ -35,6 +35,10 @@ pub enum ActionError {
     CoeNotFound(String),
     #[error("the COE is {0}: it takes no new corrective actions")]
     CoeClosed(CoeState),
+    #[error(
+        "the COE is {0}: its actions are kept (only a draft's may be deleted; mark it won't do)"
+    )]
+    NotDeletable(CoeState),
     #[error("invalid input")]
     Invalid(Vec<(String, String)>),
     #[error(transparent)]
@@ -109,6 +113,20 @@ pub struct ActionDetail {
     #[serde(flatten)]
     pub action: ActionView,
     pub due_date_history: Vec<DueDateChange>,
+    /// Who moved it on and when: created, started, completed, won't do, reopened;
+    /// oldest first.
+    pub steps: Vec<ActionStep>,
+}
+
+/// A step of an action's life, as its history records it.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ActionStep {
+    /// `create`, `start`, `complete`, `wont_do` or `reopen`.
+    pub step: String,
+    pub by: String,
+    #[serde(serialize_with = "crate::json::utc")]
+    #[schema(value_type = String, format = DateTime)]
+    pub at: NaiveDateTime,
 }
 
 /// Input of `POST /api/v1/coes/{id}/actions`. The required fields are read as text
@@ -353,7 +371,28 @@ pub fn get(conn: &mut DbConnection, id: &str, clock: Clock) -> Result<ActionDeta
         .order(due_date_changes::changed_at.asc())
         .select(DueDateChangeRow::as_select())
         .load(conn)?;
+    let steps: Vec<(String, String, NaiveDateTime)> = audit_log::table
+        .filter(audit_log::entity.eq("action"))
+        .filter(audit_log::entity_id.eq(id))
+        .filter(audit_log::action.eq_any([
+            "action:create",
+            "action:start",
+            "action:complete",
+            "action:wont_do",
+            "action:reopen",
+        ]))
+        .order((audit_log::at.asc(), audit_log::id.asc()))
+        .select((audit_log::action, audit_log::actor, audit_log::at))
+        .load(conn)?;
     Ok(ActionDetail {
+        steps: steps
+            .into_iter()
+            .map(|(step, by, at)| ActionStep {
+                step: step.trim_start_matches("action:").to_owned(),
+                by,
+                at,
+            })
+            .collect(),
         action: view(row, title, severity, clock)?,
         due_date_history: changes
             .into_iter()
