@@ -282,6 +282,22 @@ pub fn coe_of(conn: &mut DbConnection, incident_id: &str) -> QueryResult<Option<
         .optional()
 }
 
+/// The COEs of incidents `ids`: incident id → (COE id, its state).
+pub fn coes_of(
+    conn: &mut DbConnection,
+    ids: &[String],
+) -> QueryResult<std::collections::HashMap<String, (String, String)>> {
+    use crate::db::schema::coes;
+    let rows: Vec<(Option<String>, String, String)> = coes::table
+        .filter(coes::incident_id.eq_any(ids))
+        .select((coes::incident_id, coes::id, coes::state))
+        .load(conn)?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(incident, id, state)| Some((incident?, (id, state))))
+        .collect())
+}
+
 /// One event with the delivery it arrived in.
 pub fn event(conn: &mut DbConnection, id: &str) -> QueryResult<Option<EventDetail>> {
     let found: Option<(FailureEventRow, DeliveryRow)> = failure_events::table

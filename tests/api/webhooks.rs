@@ -931,8 +931,12 @@ fn alertmanager_alert(group: &str, fingerprint: &str, starts: &str) -> String {
             "status": "firing",
             "labels": {"alertname": group, "severity": "critical", "service": "payments-db",
                        "instance": fingerprint},
-            "annotations": {"summary": "Payments database failed over"},
+            "annotations": {"summary": "Payments database failed over",
+                            "description": "The primary stopped answering;\nthe replica took over.",
+                            "runbook_url": "https://runbooks.example.com/payments-db",
+                            "dashboard": "javascript:alert(1)"},
             "startsAt": starts, "endsAt": "0001-01-01T00:00:00Z",
+            "generatorURL": "https://prometheus.example.com/graph?g0.expr=up",
             "fingerprint": fingerprint
         }]
     })
@@ -1034,5 +1038,35 @@ async fn an_outage_is_detected_when_its_first_alert_started_not_when_coe_heard_o
     assert!(
         at(&coe["detected_at"]) < at(&coe["mitigated_at"]),
         "detected before mitigated: {coe}"
+    );
+
+    // The incident page shows what the alerts said; only web links are links.
+    let cookie = crate::pages::sign_in(&app, "ana@example.com").await;
+    let html = crate::pages::get_page(&app, &format!("/incidents/{incident_id}"), Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    for text in [
+        "What the alerts said",
+        "PaymentsDbFailover: Payments database failed over",
+        "The primary stopped answering;\nthe replica took over.",
+        "<a href=\"https://runbooks.example.com/payments-db\" rel=\"noopener noreferrer\">",
+        "<a href=\"https://prometheus.example.com/graph?g0.expr=up\"",
+        "<dd>javascript:alert(1)</dd>",
+        "<code>service=payments-db</code>",
+        "Received by coe",
+    ] {
+        assert!(html.contains(text), "{text}: {html}");
+    }
+    // The list links each incident to its COE, with the COE's state.
+    let html = crate::pages::get_page(&app, "/incidents", Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        html.contains(&format!("<a href=\"/coes/{coe_id}\">draft</a>")),
+        "{html}"
     );
 }

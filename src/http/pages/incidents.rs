@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use actix_web::http::StatusCode;
 use actix_web::web;
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{json, Value};
 
+use super::coes::safe_href;
 use super::query::{filled, pages, word};
 use super::{as_person, as_service, render, see_other, CsrfForm, Fields, Page, PageError, State};
 use crate::domain::incident::IncidentState;
@@ -47,10 +48,25 @@ pub async fn list(who: SignedIn, query: web::Query<ListQuery>, state: State) -> 
         service: filled(&q.service),
         ..IncidentFilter::default()
     };
-    let (found, total) = as_service(&state, move |conn, _| {
-        Ok(incidents::list(conn, &filter, PAGE, offset)?)
+    let (found, total, coes) = as_service(&state, move |conn, _| {
+        let (found, total) = incidents::list(conn, &filter, PAGE, offset)?;
+        let ids: Vec<String> = found.iter().map(|i| i.id.clone()).collect();
+        let coes = incidents::coes_of(conn, &ids)?;
+        Ok((found, total, coes))
     })
     .await?;
+    // Each incident with its COE, and the COE's state, where it has one.
+    let found: Vec<Value> = found
+        .into_iter()
+        .map(|incident| {
+            let coe = coes
+                .get(&incident.id)
+                .map(|(id, state)| json!({"id": id, "state": state}));
+            let mut v = json!(incident);
+            v["coe"] = json!(coe);
+            v
+        })
+        .collect();
     let here = |offset: i64| {
         let mut params = vec![];
         for (k, v) in [
@@ -102,6 +118,43 @@ fn facts(event: &Event) -> EventFacts {
     }
 }
 
+/// How many distinct alerts the incident page shows the labels and annotations of.
+const ALERTS_DESCRIBED: usize = 20;
+
+/// What each alert (by its dedup key, first seen first) said of itself: its labels,
+/// its summary and description, and its links (runbook, dashboard, the generator's
+/// URL) — only http(s) ones are links.
+fn alert_context(events: &[Event]) -> Vec<Value> {
+    let mut seen = std::collections::HashSet::new();
+    events
+        .iter()
+        .filter(|e| seen.insert(e.dedup_key.clone()))
+        .take(ALERTS_DESCRIBED)
+        .map(|e| {
+            let labels: Vec<Value> = e
+                .labels
+                .iter()
+                .map(|(k, v)| json!({"name": k, "value": v}))
+                .collect();
+            let annotations: Vec<Value> = e
+                .annotations
+                .iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "summary" | "description"))
+                .map(|(k, v)| json!({"name": k, "value": v, "href": safe_href(Some(v))}))
+                .collect();
+            let links: Vec<String> = e.links.iter().filter_map(|l| safe_href(Some(l))).collect();
+            json!({
+                "name": timeline::alert_name(&e.title, &e.labels),
+                "summary": e.annotations.get("summary"),
+                "description": e.annotations.get("description").or(e.description.as_ref()),
+                "labels": labels,
+                "annotations": annotations,
+                "links": links,
+            })
+        })
+        .collect()
+}
+
 /// `GET /incidents/{id}`.
 pub async fn show(who: SignedIn, path: web::Path<String>, state: State) -> Page {
     let id = path.into_inner();
@@ -120,6 +173,7 @@ pub async fn show(who: SignedIn, path: web::Path<String>, state: State) -> Page 
     let (detail, events, coe_id) =
         found.ok_or_else(|| PageError::NotFound(format!("there is no incident {id}")))?;
     let all: Vec<EventFacts> = events.iter().map(facts).collect();
+    let said = alert_context(&events);
     let alerts: Vec<_> = timeline::collapse(&all)
         .into_iter()
         .map(|c| {
@@ -139,6 +193,7 @@ pub async fn show(who: SignedIn, path: web::Path<String>, state: State) -> Page 
         json!({
             "incident": detail.incident,
             "alerts": alerts,
+            "said": said,
             "coe_id": coe_id,
             "shown": shown,
             "more": i64::from(detail.incident.event_count) > i64::try_from(shown).unwrap_or(0),
