@@ -647,3 +647,86 @@ async fn another_site_cannot_sign_a_browser_in_as_someone_else() {
     );
     browser.screenshot("sign-in-confirm-switch").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_text_survives_a_save_and_a_conflict_shows_both_texts_in_the_browser() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let coe = json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Payments database failed over", "owner": "ana@example.com",
+                    "service": "payments-db", "severity": "sev1"}),
+        )
+        .await,
+    )
+    .await;
+    let coe_id = coe["id"].as_str().expect("coe id").to_owned();
+    let coe_path = format!("/coes/{coe_id}");
+    let browser = Browser::start().await;
+    sign_in_to(&browser, &app, "ana@example.com", &coe_path).await;
+
+    // Typed in Impact and in Detection, Impact's Save pressed: both saved, "Saved" there.
+    browser
+        .type_into("#body-impact", "Card payments failed for 12 minutes.")
+        .await;
+    browser
+        .type_into("#body-detection", "The failover alert paged on-call.")
+        .await;
+    browser.click_to_load("#impact button[name=save]").await;
+    browser.wait_for_url("?saved=impact#impact").await;
+    assert!(browser.text("#impact .saved").await.contains("Saved"));
+    assert_eq!(
+        browser.value("#body-detection").await,
+        "The failover alert paged on-call."
+    );
+    browser.screenshot("coe-saved").await;
+
+    // Someone else saves Impact meanwhile; Ana's next change of it is a conflict,
+    // shown side by side, and her Mitigation in the same save goes through.
+    let doc = app
+        .get_json(&format!("/api/v1/coes/{coe_id}"), &admin)
+        .await;
+    let revision = doc["sections"]
+        .as_array()
+        .and_then(|all| all.iter().find(|s| s["key"] == "impact"))
+        .and_then(|s| s["revision"].as_str())
+        .expect("a revision")
+        .to_owned();
+    let res = app
+        .client
+        .put(app.url(&format!("/api/v1/coes/{coe_id}/sections/impact")))
+        .bearer_auth(&admin)
+        .json(&json!({"body": "Card payments failed for 12 minutes; 4,100 orders.", "based_on": revision}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
+    browser
+        .type_into("#body-impact", " About 4,000 orders.")
+        .await;
+    browser
+        .type_into("#body-mitigation", "Failed back to the old primary.")
+        .await;
+    browser.click_to_load("#mitigation button[name=save]").await;
+    browser.wait_for_url("?kept=").await;
+    let merge = browser.text("#impact .merge").await;
+    assert!(merge.contains("4,100 orders"), "theirs: {merge}");
+    assert!(
+        browser
+            .value("#body-impact")
+            .await
+            .ends_with("About 4,000 orders."),
+        "yours kept"
+    );
+    browser.screenshot("coe-conflict-merge").await;
+    let doc = app
+        .get_json(&format!("/api/v1/coes/{coe_id}"), &admin)
+        .await;
+    let mitigation = doc["sections"]
+        .as_array()
+        .and_then(|all| all.iter().find(|s| s["key"] == "mitigation"))
+        .map(|s| s["body"].clone());
+    assert_eq!(mitigation, Some(json!("Failed back to the old primary.")));
+}
