@@ -328,6 +328,15 @@ impl Browser {
     }
 
     /// Saves what the browser shows as `name.png` among the test artifacts.
+    /// The rendered height of the first element `css` names, in CSS pixels.
+    pub async fn height(&self, css: &str) -> f64 {
+        let id = self.find(css).await;
+        let rect = self
+            .call(reqwest::Method::GET, &format!("/element/{id}/rect"), None)
+            .await;
+        rect["height"].as_f64().expect("a height")
+    }
+
     pub async fn screenshot(&self, name: &str) -> PathBuf {
         let data = self.call(reqwest::Method::GET, "/screenshot", None).await;
         let png = base64::engine::general_purpose::STANDARD
