@@ -605,6 +605,13 @@ async fn intentions_in_action_titles_are_flagged_and_overdue_actions_are_found_b
             .await["total"],
         1
     );
+    // A team matches whatever its case (the board's filter is the same).
+    assert_eq!(
+        w.app
+            .get_json("/api/v1/actions?team=Payments", &w.owner)
+            .await["total"],
+        1
+    );
     assert_eq!(
         w.app
             .get_json("/api/v1/actions?owner=OPS@example.com", &w.owner)

@@ -550,7 +550,8 @@ async fn a_leader_inspects_the_board_and_an_owner_moves_a_due_date_that_it_then_
 
     // The board shows it: one fewer overdue, and among the actions due soon with its
     // move and the reason.
-    sign_in_to(&browser, &app, "lead@example.com", "/board?team=payments").await;
+    // The team typed as people write it: "Payments" finds payments.
+    sign_in_to(&browser, &app, "lead@example.com", "/board?team=Payments").await;
     let tabs = browser.text(".tabs").await;
     assert!(
         tabs.contains("Overdue: 1") && tabs.contains("Due soon: 1"),
@@ -575,8 +576,10 @@ async fn a_leader_inspects_the_board_and_an_owner_moves_a_due_date_that_it_then_
     browser.goto(&app.url("/board")).await;
     browser.screenshot("board-phone").await;
     // On a phone the header takes one line, and the stacked rows keep their labels.
+    // (One line is about 45px; desktop Chromium adds a 15px scrollbar under the links,
+    // where a phone's overlays.)
     let header = browser.height(".top").await;
-    assert!(header < 70.0, "the header is {header}px high");
+    assert!(header < 80.0, "the header is {header}px high");
     browser.set_size(390, 2400).await;
     // (WebDriver's text leaves out the labels drawn before each cell: the screenshot
     // shows them.)

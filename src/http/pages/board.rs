@@ -113,7 +113,7 @@ pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -
     let base = q.filter()?;
     let offset = q.offset.unwrap_or(0).max(0);
     let (due_soon, sort) = (q.due_soon(), q.sort());
-    let (totals, rows, total) = as_service(&state, move |conn, state| {
+    let (totals, rows, total, directory) = as_service(&state, move |conn, state| {
         let clock = state.settings.clock();
         let soon_days = state.settings.reminders.due_soon_days;
         let totals: Arc<Totals> =
@@ -141,9 +141,18 @@ pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -
         } else {
             totals.overdue
         };
-        Ok((totals, rows, total))
+        // The directory's people and teams, offered in the filter fields.
+        let directory = crate::services::people::list(conn, None)?;
+        Ok((totals, rows, total, directory))
     })
     .await?;
+    let mut team_names: Vec<String> = directory.iter().filter_map(|p| p.team.clone()).collect();
+    team_names.sort_by_key(|t| t.to_lowercase());
+    team_names.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+    let offered: Vec<_> = directory
+        .iter()
+        .map(|p| json!({"email": p.email, "name": p.name}))
+        .collect();
     let teams: Vec<_> = totals
         .by_team
         .iter()
@@ -172,6 +181,8 @@ pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -
         "totals": {"overdue": totals.overdue, "due_soon": totals.due_soon},
         "teams": teams,
         "owners": owners,
+        "team_names": team_names,
+        "people": offered,
         "more_owners": totals.by_owner.len().saturating_sub(50),
         "rows": rows,
         "total": total,

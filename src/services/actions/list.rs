@@ -55,7 +55,8 @@ pub(crate) fn filtered<'a>(
 ) -> Filtered<'a> {
     let mut q = corrective_actions::table.into_boxed();
     if let Some(owner) = &filter.owner {
-        q = q.filter(corrective_actions::owner_email.eq(owner.clone()));
+        // Addresses are stored in lower case: "Ana@Example.com" finds ana's.
+        q = q.filter(corrective_actions::owner_email.eq(owner.trim().to_lowercase()));
     }
     if let Some(members) = &looked_up.team_members {
         q = q.filter(corrective_actions::owner_email.eq_any(members.clone()));
@@ -109,11 +110,17 @@ pub(crate) struct LookedUp {
     coes: Option<Vec<String>>,
 }
 
+diesel::define_sql_function!(
+    /// SQL's `lower(text)`, on both databases.
+    fn lower(x: diesel::sql_types::Nullable<diesel::sql_types::Text>) -> diesel::sql_types::Nullable<diesel::sql_types::Text>
+);
+
 pub(crate) fn look_up(conn: &mut DbConnection, filter: &ActionFilter) -> QueryResult<LookedUp> {
     let team_members = match &filter.team {
         Some(team) => Some(
+            // A team matches whatever its case: "Payments" finds payments.
             people::table
-                .filter(people::team.eq(team))
+                .filter(lower(people::team).eq(team.trim().to_lowercase()))
                 .select(people::email)
                 .load(conn)?,
         ),
