@@ -155,11 +155,11 @@ async fn the_board_shows_what_is_overdue_by_team_and_owner_with_its_filters_in_t
     assert!(html.contains("Overdue: <strong>4</strong>"), "{html}");
     assert!(html.contains("Due soon: <strong>1</strong>"), "{html}");
     assert!(
-        html.contains("href=\"/board?team=payments\">payments</a></td><td>2</td><td>1</td>"),
+        html.contains("href=\"/board?team=payments\">payments</a></td><td data-label=\"Overdue\">2</td><td data-label=\"Due soon\">1</td>"),
         "{html}"
     );
     assert!(
-        html.contains("href=\"/board?team=search\">search</a></td><td>2</td><td>0</td>"),
+        html.contains("href=\"/board?team=search\">search</a></td><td data-label=\"Overdue\">2</td><td data-label=\"Due soon\">0</td>"),
         "{html}"
     );
     assert!(html.contains("10 days overdue"), "{html}");
@@ -187,7 +187,9 @@ async fn the_board_shows_what_is_overdue_by_team_and_owner_with_its_filters_in_t
     assert!(html.contains("Overdue: <strong>2</strong>"), "{html}");
     assert!(!html.contains("Index warm-up"), "{html}");
     assert!(
-        html.contains("id=\"b-team\" name=\"team\" type=\"text\" value=\"payments\""),
+        html.contains(
+            "id=\"b-team\" name=\"team\" type=\"text\" list=\"team-names\" autocomplete=\"off\" value=\"payments\""
+        ),
         "{html}"
     );
     assert!(
@@ -464,7 +466,8 @@ async fn admin_pages_are_for_admins_and_do_what_the_api_does() {
     let html = res.text().await.expect("html");
     assert!(html.contains("1 added, 0 updated, 2 rejected"), "{html}");
     assert!(
-        html.contains("<td>3</td>") && html.contains("<td>4</td>"),
+        html.contains("<td data-label=\"Line\">3</td>")
+            && html.contains("<td data-label=\"Line\">4</td>"),
         "{html}"
     );
     assert!(html.contains("&lt;b&gt;Ana&lt;/b&gt;"), "{html}");

@@ -111,7 +111,10 @@ async fn a_coe_is_owned_by_the_first_rule_that_names_someone_and_anyone_takes_an
         .text()
         .await
         .expect("html");
-    assert!(html.contains("<td>checkout</td>"), "{html}");
+    assert!(
+        html.contains("<td data-label=\"Service\">checkout</td>"),
+        "{html}"
+    );
 
     // 1. The alert's owner label, when the directory knows the person.
     let coe = draft_of(
