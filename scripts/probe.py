@@ -610,8 +610,10 @@ def pages_read_only(server, db):
             status, html, _ = page_of(server.port, path, cookie)
             if status != 200:
                 return status
-            fields = {"csrf": field_of(html, "csrf"), "version": field_of(html, "version"), "body": text}
-            status, _, _ = form(server.port, f"{path}/sections/impact", fields,
+            # The text sections are one form, each based on the revision it showed.
+            fields = {"csrf": field_of(html, "csrf"), "text:impact": text,
+                      "seen:impact": field_of(html, "seen:impact"), "save": "impact"}
+            status, _, _ = form(server.port, f"{path}/sections", fields,
                                 headers={"X-Forwarded-Email": "owner@example.com", "Cookie": cookie})
             return status
 
@@ -787,7 +789,10 @@ def trust(coe, workdir):
         server.start()
         port = server.port
         admin = token(server, role="admin")
-        for address in ["ana@example.com", "lee@example.com"]:
+        # The owner and reviewer named below must be known: named people come from the
+        # directory (or auth.allowed_domains, none here).
+        for address in ["ana@example.com", "lee@example.com", "owner@example.com",
+                        "reviewer@example.com", "dev@example.com"]:
             status, _ = api(port, "PUT", f"/api/v1/people/{address}", admin, {"name": address.split("@")[0]})
             check(status == 200, f"{address} is put in the directory ({status})")
 

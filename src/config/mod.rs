@@ -22,7 +22,7 @@ use self::secret::Secret;
 use crate::domain::incident::IncidentPolicy;
 use crate::domain::rules::DEFAULT_INTENTION_PHRASES;
 use crate::domain::template::{Template, TemplateError};
-use crate::domain::{EmailAddress, Severity, SeverityMap};
+use crate::domain::{Severity, SeverityMap};
 
 /// Every setting of the service. `docs/configuration.md` documents each key.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -620,15 +620,6 @@ impl Settings {
     /// The real now, in the organisation's time zone.
     pub fn clock(&self) -> crate::domain::Clock {
         crate::domain::Clock::now_in(self.org_timezone())
-    }
-
-    /// The owner of COEs for `service`, from `ownership`.
-    pub fn owner_for(&self, service: Option<&str>) -> Option<String> {
-        service
-            .and_then(|s| self.ownership.services.get(s))
-            .or(self.ownership.default_owner.as_ref())
-            .and_then(|e| EmailAddress::parse(e).ok())
-            .map(String::from)
     }
 
     /// The parsed database URL; `validate` has already accepted it.
