@@ -2,18 +2,24 @@
 //! `COE_*` environment variables and command-line flags (in that order, later wins),
 //! then validated. The result is passed into the app; nothing reads settings globally.
 //!
-//! This file holds the settings and their defaults; `load` layers the sources,
+//! This file holds the product's settings (sign-in, the policy, reminders, COEs,
+//! ownership, webhooks) and their defaults; `runtime` how the process runs (mode,
+//! database, server, logs, SMTP, email files); `load` layers the sources,
 //! `validate` checks what types alone cannot, `database` parses the database URL and
 //! `secret` keeps secrets out of output.
 
 pub mod database;
 mod load;
+mod runtime;
 pub mod secret;
 mod validate;
 
-use std::fmt;
+pub use runtime::{
+    DatabaseSettings, EmailSettings, LogFormat, LogSettings, Mode, ServerSettings, SmtpSettings,
+    SMTP_TIMEOUT,
+};
+
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -377,87 +383,6 @@ impl Settings {
     }
 }
 
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    Development,
-    Production,
-}
-
-#[derive(Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct DatabaseSettings {
-    /// `sqlite://PATH`, a plain file path, or `postgres://…` / `postgresql://…`.
-    pub url: String,
-    /// Maximum connections in the pool.
-    pub pool_size: u32,
-    /// Seconds to wait for a free connection (or a new one) before giving up.
-    pub connect_timeout_secs: u64,
-    /// SQLite only: milliseconds a writer waits for a lock before failing.
-    pub busy_timeout_ms: u32,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct ServerSettings {
-    /// Largest accepted request body, in bytes.
-    pub max_body_bytes: usize,
-    /// HTTP worker threads; 0 means one per CPU core.
-    pub workers: usize,
-    /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
-    pub shutdown_timeout_secs: u64,
-    /// Seconds a client has to send a request's head (line and headers) once
-    /// connected; slower ones get `408` and the connection is closed.
-    pub header_timeout_secs: u64,
-    /// Seconds a client has to send a request's whole body; slower ones (say, one
-    /// that declares more `Content-Length` than it sends) get `408` and the
-    /// connection is closed.
-    pub body_timeout_secs: u64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct LogSettings {
-    /// `text` for people, `json` for log collectors.
-    pub format: LogFormat,
-    /// A tracing filter, e.g. `info` or `info,coe=debug`.
-    pub level: String,
-}
-
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum LogFormat {
-    Text,
-    Json,
-}
-
-/// How long each step of an SMTP conversation (connecting, each command, the reply
-/// to the message) may take. Not a setting: a conversation is about a dozen steps,
-/// and validation requires `reminders.lease_secs` to be at least 15 times this.
-pub const SMTP_TIMEOUT: Duration = Duration::from_secs(60);
-
-#[derive(Clone, Serialize, Deserialize, PartialEq, Default)]
-#[serde(deny_unknown_fields, default)]
-pub struct SmtpSettings {
-    /// `smtp://user:pass@host:port` or `smtps://…`; unset means emails are written to files.
-    pub url: Option<String>,
-    /// A PEM file of certificate authorities to trust, besides the public ones, for a
-    /// relay whose certificate a private CA signed. Needs TLS (`smtps://` or `?tls=…`).
-    pub ca_file: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct EmailSettings {
-    /// The `From:` of every email.
-    pub from: String,
-    /// Where `.eml` files go when no SMTP server is configured.
-    pub file_dir: PathBuf,
-    /// A folder of email templates overriding the built-in ones, laid out like
-    /// `templates/email/` (`<name>/subject.hbs`, `partials/header.html.hbs`, …).
-    pub templates_dir: Option<PathBuf>,
-}
-
 impl Default for Settings {
     fn default() -> Self {
         Settings {
@@ -480,48 +405,6 @@ impl Default for Settings {
             digest: DigestSettings::default(),
             metrics: MetricsSettings::default(),
             auth: AuthSettings::default(),
-        }
-    }
-}
-
-impl Default for DatabaseSettings {
-    fn default() -> Self {
-        DatabaseSettings {
-            url: "sqlite://coe.db".into(),
-            pool_size: 8,
-            connect_timeout_secs: 5,
-            busy_timeout_ms: 5_000,
-        }
-    }
-}
-
-impl Default for ServerSettings {
-    fn default() -> Self {
-        ServerSettings {
-            max_body_bytes: 2 * 1024 * 1024,
-            workers: 0,
-            shutdown_timeout_secs: 30,
-            header_timeout_secs: 10,
-            body_timeout_secs: 60,
-        }
-    }
-}
-
-impl Default for LogSettings {
-    fn default() -> Self {
-        LogSettings {
-            format: LogFormat::Text,
-            level: "info".into(),
-        }
-    }
-}
-
-impl Default for EmailSettings {
-    fn default() -> Self {
-        EmailSettings {
-            from: "coe <coe@localhost>".into(),
-            file_dir: PathBuf::from("outbox"),
-            templates_dir: None,
         }
     }
 }
@@ -625,15 +508,6 @@ impl Settings {
     /// The parsed database URL; `validate` has already accepted it.
     pub fn database_url(&self) -> DatabaseUrl {
         DatabaseUrl::parse(&self.database.url).unwrap_or(DatabaseUrl::Sqlite("coe.db".into()))
-    }
-}
-
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Mode::Development => "development",
-            Mode::Production => "production",
-        })
     }
 }
 
