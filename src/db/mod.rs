@@ -565,6 +565,12 @@ pub fn planned_for_values<T>(
     Ok(value)
 }
 
+diesel::define_sql_function!(
+    /// SQL's `lower(text)`, on both databases: for names people type in any case (a
+    /// team, a service).
+    fn lower(x: diesel::sql_types::Nullable<diesel::sql_types::Text>) -> diesel::sql_types::Nullable<diesel::sql_types::Text>
+);
+
 /// A new random, time-ordered id for a row.
 pub fn new_id() -> String {
     uuid::Uuid::now_v7().to_string()

@@ -89,7 +89,7 @@ pub fn new_key() -> String {
 
 /// What claiming a form key found.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Claim {
+enum Claim {
     /// The key is new: this POST makes the record (and then [`land`]s the key).
     First,
     /// The same form was sent before: the record it made is at this page address.
@@ -103,7 +103,7 @@ pub enum Claim {
 /// whose `fingerprint` is given. Of two POSTs with one key, the second waits for the
 /// first's transaction (the key's row is written by it) and then finds where it
 /// landed.
-pub fn claim(
+fn claim(
     conn: &mut DbConnection,
     key: &str,
     person: &str,
@@ -140,9 +140,45 @@ pub fn claim(
 }
 
 /// Notes where the record made under `key` is.
-pub fn land(conn: &mut DbConnection, key: &str, landed: &str) -> QueryResult<()> {
+fn land(conn: &mut DbConnection, key: &str, landed: &str) -> QueryResult<()> {
     diesel::update(form_keys::table.find(key))
         .set(form_keys::landed.eq(landed))
         .execute(conn)?;
     Ok(())
+}
+
+/// What making a record under a form's key came to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Once {
+    /// Made now, or by an earlier POST of the same form: the record's page address.
+    Landed(String),
+    /// The key came before with other fields: nothing made.
+    Reused,
+}
+
+/// Runs `make` (which makes a record and answers its page address) under the form's
+/// one-time `key`, in one transaction with the key's claim: a repeat of the same form
+/// (`fingerprint`) by `person` lands where the first did and makes nothing. Without a
+/// key, `make` just runs.
+pub fn once<E: From<diesel::result::Error>>(
+    conn: &mut DbConnection,
+    key: Option<&str>,
+    person: &str,
+    fingerprint: &str,
+    make: impl FnOnce(&mut DbConnection) -> Result<String, E>,
+) -> Result<Once, E> {
+    db::write_transaction(conn, |conn| {
+        if let Some(key) = key {
+            match claim(conn, key, person, fingerprint)? {
+                Claim::First => {}
+                Claim::Landed(path) => return Ok(Once::Landed(path)),
+                Claim::Reused => return Ok(Once::Reused),
+            }
+        }
+        let landed = make(conn)?;
+        if let Some(key) = key {
+            land(conn, key, &landed)?;
+        }
+        Ok(Once::Landed(landed))
+    })
 }

@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::config::Settings;
 use crate::db::schema::{people, service_owners, team_owners};
-use crate::db::DbConnection;
+use crate::db::{lower, DbConnection};
 use crate::domain::EmailAddress;
 use crate::services::people::PeopleError;
 
@@ -119,16 +119,26 @@ pub fn for_service(
 }
 
 fn service_row(conn: &mut DbConnection, service: &str) -> QueryResult<Option<ServiceOwner>> {
-    Ok(service_map(conn)?
-        .into_iter()
-        .find(|s| s.service.eq_ignore_ascii_case(service)))
+    service_owners::table
+        .filter(lower(service_owners::service.nullable()).eq(service.to_lowercase()))
+        .select((
+            service_owners::service,
+            service_owners::owner_email,
+            service_owners::team,
+            service_owners::reviewer_email,
+            service_owners::updated_by,
+            service_owners::updated_at,
+        ))
+        .first(conn)
+        .optional()
 }
 
 fn team_owner(conn: &mut DbConnection, team: &str) -> QueryResult<Option<String>> {
-    Ok(team_owners(conn)?
-        .into_iter()
-        .find(|t| t.team.eq_ignore_ascii_case(team))
-        .map(|t| t.owner))
+    team_owners::table
+        .filter(lower(team_owners::team.nullable()).eq(team.to_lowercase()))
+        .select(team_owners::owner_email)
+        .first(conn)
+        .optional()
 }
 
 /// The service map as admins keep it, by service.

@@ -396,6 +396,29 @@ pub fn names(conn: &mut DbConnection, limit: i64) -> QueryResult<Vec<(String, Op
         .load(conn)
 }
 
+/// The names of the people at `emails` who are in the directory: (address, name).
+pub fn names_of(
+    conn: &mut DbConnection,
+    emails: &[String],
+) -> QueryResult<Vec<(String, Option<String>)>> {
+    people::table
+        .filter(people::email.eq_any(emails))
+        .select((people::email, people::name))
+        .load(conn)
+}
+
+/// The directory's teams, each once (as first written), by name.
+pub fn teams(conn: &mut DbConnection) -> QueryResult<Vec<String>> {
+    let mut teams: Vec<String> = people::table
+        .filter(people::team.is_not_null())
+        .select(people::team.assume_not_null())
+        .distinct()
+        .load(conn)?;
+    teams.sort_by_key(|t| t.to_lowercase());
+    teams.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+    Ok(teams)
+}
+
 /// A line of a CSV import that was not taken, and why.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct RejectedLine {

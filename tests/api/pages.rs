@@ -770,16 +770,23 @@ pub(crate) fn version_of(html: &str) -> String {
     html[start..].split('"').next().expect("value").to_owned()
 }
 
-/// Posts the sections form of COE page `path` as loaded in `html`, with `typed`.
-async fn save_sections(
+/// Posts the sections form of COE page `path` as loaded in `html`, with `typed` and
+/// `extra` fields (a preview button); the answer as it comes (a 303).
+pub(crate) async fn post_sections(
     app: &TestApp,
     cookie: &str,
     path: &str,
     html: &str,
     typed: &[(&str, &str)],
+    extra: &[(&str, &str)],
 ) -> reqwest::Response {
     let mut form = vec![("csrf".to_owned(), csrf_of(html))];
     form.extend(sections_typed(html, typed));
+    form.extend(
+        extra
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
     browser()
         .post(app.url(&format!("{path}/sections")))
         .header(COOKIE, cookie)
@@ -827,12 +834,13 @@ async fn text_sections_are_saved_together_and_checked_section_by_section() {
     // Typed in Impact and in Detection, Impact's Save pressed: both are saved, and the
     // page says so beside that button.
     let impact = "About 1200 searches failed over 40 minutes.";
-    let res = save_sections(
+    let res = post_sections(
         &app,
         &ana,
         &path,
         &first,
         &[("impact", impact), ("detection", "A customer told us.")],
+        &[],
     )
     .await;
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
@@ -853,7 +861,15 @@ async fn text_sections_are_saved_together_and_checked_section_by_section() {
 
     // A second tab, opened before: saving Mitigation is not blocked by the save above,
     // though the COE's version moved on.
-    let res = save_sections(&app, &ana, &path, &first, &[("mitigation", "Failed over.")]).await;
+    let res = post_sections(
+        &app,
+        &ana,
+        &path,
+        &first,
+        &[("mitigation", "Failed over.")],
+        &[],
+    )
+    .await;
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     let doc = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
     assert_eq!(section(&doc, "mitigation"), "Failed over.");
@@ -865,7 +881,7 @@ async fn text_sections_are_saved_together_and_checked_section_by_section() {
 
     // The same old tab changes Impact too: a real conflict on that section. Summary,
     // typed in the same save, is saved; Impact is shown with theirs side by side.
-    let res = save_sections(
+    let res = post_sections(
         &app,
         &ana,
         &path,
@@ -874,6 +890,7 @@ async fn text_sections_are_saved_together_and_checked_section_by_section() {
             ("impact", "Typed in the old tab <b>bold</b>"),
             ("summary", "Search was down."),
         ],
+        &[],
     )
     .await;
     assert_eq!(res.status(), StatusCode::SEE_OTHER, "POST → 303 → GET");
@@ -902,7 +919,7 @@ async fn text_sections_are_saved_together_and_checked_section_by_section() {
     assert_eq!(again.status(), StatusCode::CONFLICT);
     // Its Impact is based on theirs: the merge saves.
     let merged = format!("{impact} Typed in the old tab.");
-    let res = save_sections(&app, &ana, &path, &html, &[("impact", &merged)]).await;
+    let res = post_sections(&app, &ana, &path, &html, &[("impact", &merged)], &[]).await;
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     assert!(!res.headers()[LOCATION]
         .to_str()
@@ -917,20 +934,15 @@ async fn text_sections_are_saved_together_and_checked_section_by_section() {
         .text()
         .await
         .expect("html");
-    let mut form = vec![("csrf".to_owned(), csrf_of(&html))];
-    form.extend(sections_typed(
+    let res = post_sections(
+        &app,
+        &ana,
+        &path,
         &html,
         &[("lessons", "**Canaries** catch this.")],
-    ));
-    form.retain(|(name, _)| name != "save");
-    form.push(("preview".to_owned(), "lessons".to_owned()));
-    let res = browser()
-        .post(app.url(&format!("{path}/sections")))
-        .header(COOKIE, &ana)
-        .form(&form)
-        .send()
-        .await
-        .expect("sent");
+        &[("preview", "lessons")],
+    )
+    .await;
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     let res = landed(&app, &ana, res).await;
     assert_eq!(res.status(), StatusCode::OK);

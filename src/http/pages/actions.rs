@@ -57,7 +57,11 @@ async fn load(state: &web::Data<AppState>, id: &str, who: &SignedIn) -> Result<L
         };
         let may_change = access::action(conn, &key, editor).is_ok();
         let may_delete = actions::may_delete(conn, &key, editor)?;
-        let names = crate::services::people::names(conn, 5_000)?;
+        // The names of the people the page shows: the owner, and who moved it on.
+        let shown: Vec<String> = std::iter::once(detail.action.owner.clone())
+            .chain(detail.steps.iter().map(|s| s.by.clone()))
+            .collect();
+        let names = crate::services::people::names_of(conn, &shown)?;
         Ok(Some((detail, (may_change, may_delete), names)))
     })
     .await?

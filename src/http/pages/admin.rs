@@ -273,7 +273,7 @@ async fn ownership_page(
         Ok((
             ownership::service_map(conn)?,
             ownership::team_owners(conn)?,
-            people::names(conn, 5_000)?,
+            people::names(conn, super::coes::OFFERED_PEOPLE)?,
         ))
     })
     .await?;

@@ -141,18 +141,14 @@ pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -
         } else {
             totals.overdue
         };
-        // The directory's people and teams, offered in the filter fields.
-        let directory = crate::services::people::list(conn, None)?;
-        Ok((totals, rows, total, directory))
+        // The directory's teams and people, offered in the filter fields.
+        let teams = crate::services::people::teams(conn)?;
+        let people = crate::services::people::names(conn, super::coes::OFFERED_PEOPLE)?;
+        Ok((totals, rows, total, (teams, people)))
     })
     .await?;
-    let mut team_names: Vec<String> = directory.iter().filter_map(|p| p.team.clone()).collect();
-    team_names.sort_by_key(|t| t.to_lowercase());
-    team_names.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
-    let offered: Vec<_> = directory
-        .iter()
-        .map(|p| json!({"email": p.email, "name": p.name}))
-        .collect();
+    let (team_names, directory) = directory;
+    let (offered, _) = super::coes::directory_data(&directory);
     let teams: Vec<_> = totals
         .by_team
         .iter()

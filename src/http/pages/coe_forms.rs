@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 
 use super::coes::{self, answer, Kept};
 use super::{change, CsrfForm, Fields, FormError, Outcome, Page, PageError, State};
-use crate::db::{self, DbConnection};
+use crate::db::DbConnection;
 use crate::domain::{EmailAddress, Severity};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
@@ -24,7 +24,7 @@ use crate::services::coes::{
     self as service, CoeError, CoePatch, RelatedInput, SectionEdit, TimelineInput, Why,
     WhyChainInput,
 };
-use crate::services::forms::{self, Claim};
+use crate::services::forms::{self, Once};
 
 /// A form of a COE's page (`/coes/{id}/…`): a `CsrfForm` with the COE's id, the item
 /// of the COE it is about (`/coes/{id}/timeline/{entry}`), the version the page was
@@ -107,22 +107,12 @@ impl CoeForm {
         let print = self.fields.fingerprint();
         let id = self.id.clone();
         let made = super::as_person(&self.state, &self.who, move |conn, state, editor| {
-            let made = db::write_transaction(conn, |conn| {
-                if let Some(key) = &key {
-                    match forms::claim(conn, key, editor.actor, &print)? {
-                        Claim::First => {}
-                        Claim::Landed(path) => return Ok(Ok(path)),
-                        Claim::Reused => return Ok(Err(Outcome::Refused(REUSED.into()))),
-                    }
-                }
-                let landed = work(conn, state, editor, &id)?;
-                if let Some(key) = &key {
-                    forms::land(conn, key, &landed)?;
-                }
-                Ok(Ok(landed))
+            let made = forms::once(conn, key.as_deref(), editor.actor, &print, |conn| {
+                work(conn, state, editor, &id)
             });
             match made {
-                Ok(made) => Ok(made),
+                Ok(Once::Landed(path)) => Ok(Ok(path)),
+                Ok(Once::Reused) => Ok(Err(Outcome::Refused(REUSED.into()))),
                 Err(e) => Outcome::of::<E>(Err(e)).map(Err),
             }
         })

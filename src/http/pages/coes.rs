@@ -101,12 +101,13 @@ pub(super) struct Loaded {
     may_edit: bool,
     /// For the reviewer: what others changed since their last look, and when that was.
     since_last_look: Option<(NaiveDateTime, Vec<HistoryEntry>)>,
-    /// The directory: (address, name), offered in the fields that name people.
+    /// (address, name): the directory, offered in the fields that name people, for
+    /// someone who may edit; else the people the page shows.
     directory: Vec<(String, Option<String>)>,
 }
 
 /// How many of the directory's people a page offers in its fields (a `datalist`).
-const OFFERED_PEOPLE: i64 = 5_000;
+pub(super) const OFFERED_PEOPLE: i64 = 5_000;
 
 /// The directory as a page shows it: the people to offer (`people`, for a
 /// `datalist`) and their names by address (`names`, for `{{person address}}`).
@@ -171,7 +172,20 @@ pub(super) async fn load(
         } else {
             None
         };
-        let directory = crate::services::people::names(conn, OFFERED_PEOPLE)?;
+        // Someone who may name people is offered the directory; anyone else needs
+        // only the names of the people the page shows.
+        let directory = if may_edit {
+            crate::services::people::names(conn, OFFERED_PEOPLE)?
+        } else {
+            let shown: Vec<String> = [&doc.owner, &doc.reviewer]
+                .into_iter()
+                .flatten()
+                .cloned()
+                .chain(doc.actions.iter().map(|a| a.owner.clone()))
+                .chain(doc.review.iter().map(|r| r.author.clone()))
+                .collect();
+            crate::services::people::names_of(conn, &shown)?
+        };
         Ok(Some(Loaded {
             doc,
             history,

@@ -110,17 +110,12 @@ pub(crate) struct LookedUp {
     coes: Option<Vec<String>>,
 }
 
-diesel::define_sql_function!(
-    /// SQL's `lower(text)`, on both databases.
-    fn lower(x: diesel::sql_types::Nullable<diesel::sql_types::Text>) -> diesel::sql_types::Nullable<diesel::sql_types::Text>
-);
-
 pub(crate) fn look_up(conn: &mut DbConnection, filter: &ActionFilter) -> QueryResult<LookedUp> {
     let team_members = match &filter.team {
         Some(team) => Some(
             // A team matches whatever its case: "Payments" finds payments.
             people::table
-                .filter(lower(people::team).eq(team.trim().to_lowercase()))
+                .filter(crate::db::lower(people::team).eq(team.trim().to_lowercase()))
                 .select(people::email)
                 .load(conn)?,
         ),
