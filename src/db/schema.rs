@@ -379,6 +379,20 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    section_comments (id) {
+        id -> Text,
+        coe_id -> Text,
+        section -> Text,
+        author -> Text,
+        body -> Text,
+        created_at -> Timestamp,
+        answer -> Nullable<Text>,
+        answered_by -> Nullable<Text>,
+        answered_at -> Nullable<Timestamp>,
+    }
+}
+
 diesel::allow_tables_to_appear_in_same_query!(
     api_tokens,
     incidents,
@@ -406,5 +420,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     kept_forms,
     form_keys,
     service_owners,
-    team_owners
+    team_owners,
+    section_comments
 );

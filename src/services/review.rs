@@ -71,13 +71,30 @@ pub fn step(
                 format!("must be at most {MAX_COMMENT_BYTES} bytes"),
             )]));
         }
-        // What the writeup itself still lacks, for a submit: listed with the rest.
+        // The reviewer's comments still waiting for an answer: a submit lists them
+        // with what the writeup lacks; a request for changes may stand on them alone.
+        let waiting = coe_service::unanswered(conn, id)?;
+        let template = coe_service::template_of(&row);
+        let title_of = |key: &str| {
+            template
+                .section(key)
+                .map_or_else(|| key.to_owned(), |s| s.title.clone())
+        };
         let gaps = if step == Step::Submit {
-            coe_service::load(conn, id, env.settings)?
-                .completeness
+            let doc = coe_service::load(conn, id, env.settings)?;
+            doc.completeness
                 .missing
                 .into_iter()
                 .map(|f| (f.at, f.problem))
+                .chain(waiting.iter().map(|c| {
+                    (
+                        c.section.clone(),
+                        format!(
+                            "the comment by {} waits for an answer: “{}”",
+                            c.author, c.body
+                        ),
+                    )
+                }))
                 .collect()
         } else {
             Vec::new()
@@ -93,7 +110,8 @@ pub fn step(
                 by: who.email.filter(|e| *e == who.principal),
                 submitted_by: row.submitted_by.as_deref(),
                 reviewer_named_by: row.reviewer_named_by.as_deref(),
-                has_comment: comment.is_some(),
+                has_comment: comment.is_some()
+                    || (step == Step::RequestChanges && !waiting.is_empty()),
             },
             gaps,
         )?;
@@ -120,6 +138,14 @@ pub fn step(
             Step::Approve => Kind::Approved,
             Step::RequestChanges => Kind::ChangesRequested,
         };
+        // Sent back: the email holds the section comments too, each under its section.
+        let mut said = comment.unwrap_or_default().to_owned();
+        if step == Step::RequestChanges {
+            for c in &waiting {
+                said.push_str(&format!("\n\nOn {}: {}", title_of(&c.section), c.body));
+            }
+        }
+        let said = said.trim().to_owned();
         let severity = types::severity("coes.severity", row.severity)?.to_string();
         notify::review_step(
             conn,
@@ -128,7 +154,7 @@ pub fn step(
             kind,
             &CoeFacts::of(&row, &severity),
             who.email.unwrap_or(who.actor),
-            comment,
+            Some(said.as_str()).filter(|s| !s.is_empty()),
             &step_id,
             now,
         )?;

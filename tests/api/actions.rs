@@ -8,14 +8,14 @@ use serde_json::{json, Value};
 
 use crate::helpers::{error_of, spawn_app, TestApp};
 
-struct World {
-    app: TestApp,
-    owner: String,
-    reviewer: String,
+pub(crate) struct World {
+    pub(crate) app: TestApp,
+    pub(crate) owner: String,
+    pub(crate) reviewer: String,
     stranger: String,
 }
 
-fn person_token(app: &TestApp, name: &str, email: &str) -> String {
+pub(crate) fn person_token(app: &TestApp, name: &str, email: &str) -> String {
     person_token_with_role(app, name, Role::Member, email)
 }
 
@@ -33,7 +33,7 @@ fn person_token_with_role(app: &TestApp, name: &str, role: Role, email: &str) ->
 }
 
 impl World {
-    async fn new() -> World {
+    pub(crate) async fn new() -> World {
         let app = spawn_app().await;
         let owner = person_token(&app, "owner", "owner@example.com");
         let reviewer = person_token(&app, "reviewer", "reviewer@example.com");
@@ -46,7 +46,7 @@ impl World {
         }
     }
 
-    async fn send(
+    pub(crate) async fn send(
         &self,
         token: &str,
         method: &str,
@@ -75,7 +75,7 @@ impl World {
     }
 
     /// A COE whose writeup is complete, owned by owner@, reviewed by reviewer@.
-    async fn written_coe(&self) -> (String, i64) {
+    pub(crate) async fn written_coe(&self) -> (String, i64) {
         let (status, doc) = self
             .send(
                 &self.owner,
@@ -140,7 +140,7 @@ impl World {
         (id, doc["version"].as_i64().expect("version"))
     }
 
-    async fn action(&self, coe: &str, title: &str, owner: &str) -> Value {
+    pub(crate) async fn action(&self, coe: &str, title: &str, owner: &str) -> Value {
         let due = (Utc::now() + Duration::days(10)).date_naive();
         let (status, action) = self
             .send(&self.owner, "POST", &format!("/api/v1/coes/{coe}/actions"), None, Some(json!({

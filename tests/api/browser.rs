@@ -362,7 +362,8 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     assert!(browser.text(".facts").await.contains("in review"));
     sign_out(&browser).await;
 
-    // The reviewer follows the email's link, and sends it back with a comment.
+    // The reviewer follows the email's link: the COE reads as a document with the
+    // review panel on top. A comment on Impact, then sent back on it.
     let requested = newest_email(&app, "review_requested", "rev@example.com");
     sign_in_to(
         &browser,
@@ -371,16 +372,48 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
         &link_in(&requested, &coe_path),
     )
     .await;
+    assert!(browser.find_all("textarea[name^='text:']").await.is_empty());
+    browser.set_size(1280, 4000).await;
+    browser.screenshot("review-reading-mode").await;
+    browser.set_size(1280, 900).await;
+    browser.click("#impact details.add-comment summary").await;
     browser
-        .type_into("#rv-comment", "Say how many customers retried.")
+        .type_into("#c-impact", "Say how many customers retried.")
         .await;
-    browser.click_to_load("#review button.secondary").await;
+    browser
+        .click_to_load("#impact form[action$='/comments'] button")
+        .await;
+    browser.wait_for_url("#impact").await;
+    assert!(browser
+        .text("#impact .thread")
+        .await
+        .contains("Say how many customers retried."));
+    browser
+        .click_to_load("#review form[action$='/request-changes'] button")
+        .await;
     browser.wait_for_url("#review").await;
     assert!(browser.text(".facts").await.contains("draft"));
     sign_out(&browser).await;
 
-    // The owner answers and submits again.
+    // The owner's page opens with the request; they answer, change Impact, submit.
     sign_in_to(&browser, &app, "ana@example.com", &coe_path).await;
+    let banner = browser.text(".banner").await;
+    assert!(
+        banner.contains("Changes requested by")
+            && banner.contains("Say how many customers retried."),
+        "{banner}"
+    );
+    browser.screenshot("coe-sent-back").await;
+    browser
+        .type_into(
+            "#impact textarea[name=answer]",
+            "Added to Impact: 300 retried, 900 gave up.",
+        )
+        .await;
+    browser
+        .click_to_load("#impact form[action*='/answer'] button")
+        .await;
+    browser.wait_for_url("#impact").await;
     browser
         .type_into("#body-impact", " 300 customers retried; 900 gave up.")
         .await;
@@ -388,15 +421,15 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     browser.wait_for_url("#impact").await;
     browser.click_to_load("#review button[type=submit]").await;
     browser.wait_for_url("#review").await;
+    assert!(browser.text(".facts").await.contains("in review"));
     sign_out(&browser).await;
 
-    // The reviewer sees what changed, reads the printable view, and approves.
+    // The reviewer sees the words that changed, reads the printable view, approves.
     sign_in_to(&browser, &app, "rev@example.com", &coe_path).await;
-    let changes = browser.text(".changes").await;
-    assert!(
-        changes.contains("ana@example.com wrote Customer and business impact"),
-        "{changes}"
-    );
+    let added = browser.text(".changes .diff ins").await;
+    assert!(added.contains("900 gave up."), "{added}");
+    browser.set_size(1280, 1400).await;
+    browser.screenshot("review-changed-since").await;
     browser.goto(&app.url(&format!("{coe_path}/print"))).await;
     browser
         .wait_for_heading("Checkout error rate above 5%")
@@ -405,10 +438,7 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     browser.screenshot("review-view").await;
     browser.set_size(1280, 900).await;
     browser.goto(&app.url(&coe_path)).await;
-    browser
-        .type_into("#rv-comment", "Clear and complete.")
-        .await;
-    browser.click_to_load("#review button[type=submit]").await;
+    browser.click_to_load("#review form.approve button").await;
     browser.wait_for_url("#review").await;
     assert!(browser.text(".facts").await.contains("approved"));
     sign_out(&browser).await;

@@ -2,6 +2,8 @@
 //! (details, text sections with preview, timeline, 5 whys, related items, corrective
 //! actions, the review steps), the printable view and the history.
 
+use coe::db::schema::outbox_emails;
+use diesel::prelude::*;
 use reqwest::header::{COOKIE, LOCATION};
 use reqwest::StatusCode;
 use serde_json::json;
@@ -421,7 +423,7 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
     assert!(html.contains("<dt>State</dt><dd>in review</dd>"), "{html}");
     assert!(!html.contains("Submit for review</button>"), "{html}");
     assert!(
-        !html.contains("Approve</button>"),
+        !html.contains("Approve it as written</button>"),
         "the owner does not approve: {html}"
     );
     let res = post_coe(&app, &ana, &page, &format!("{page}/review/approve"), &[]).await;
@@ -435,7 +437,8 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
     let rev = sign_in(&app, "rev@example.com").await;
     let html = text_of(&app, &page, &rev).await;
     assert!(
-        html.contains("Approve</button>") && html.contains("Request changes</button>"),
+        html.contains("Approve it as written</button>")
+            && html.contains("Request changes</button>"),
         "{html}"
     );
     let res = post_coe(
@@ -533,7 +536,7 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
     let bo = sign_in(&app, "bo@example.com").await;
     let html = text_of(&app, &page, &bo).await;
     assert!(
-        !html.contains("Add a timeline entry") && !html.contains("Approve</button>"),
+        !html.contains("Add a timeline entry") && !html.contains("Approve it as written</button>"),
         "{html}"
     );
     let res = post_coe(
@@ -1031,4 +1034,241 @@ async fn an_action_added_by_mistake_is_deleted_by_the_coes_owner_while_a_draft()
         .await
         .expect("sent");
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
+}
+
+/// The reviewer reads the COE rendered, with the review panel on top; comments on a
+/// section; sends it back on the comments alone; the owner's page opens with the
+/// banner, each comment is answered before it can go back to review; the reviewer
+/// then sees the words that changed.
+#[tokio::test]
+async fn a_reviewer_reads_comments_on_sections_and_the_owner_answers_each() {
+    let w = crate::actions::World::new().await;
+    let app = &w.app;
+    let (id, _) = w.written_coe().await;
+    w.action(&id, "Validate config in CI", "owner@example.com")
+        .await;
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    let page = format!("/coes/{id}");
+
+    // The reviewer's reading mode: no editor, the panel above the first section,
+    // Approve a secondary button in a form of its own, away from the comment box.
+    let rev = sign_in(app, "reviewer@example.com").await;
+    let html = text_of(app, &page, &rev).await;
+    assert!(!html.contains("name=\"text:"), "no editor: {html}");
+    let panel = html.find("id=\"review\"").expect("the review panel");
+    assert!(
+        panel < html.find("id=\"summary\"").expect("summary"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<textarea id=\"rv-comment\" name=\"comment\" rows=\"4\"></textarea>\n  <div class=\"buttons\"><button type=\"submit\">Request changes</button>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<button type=\"submit\" class=\"secondary\">Approve it as written</button>"),
+        "{html}"
+    );
+    assert!(html.contains("4,100 payments failed."), "rendered: {html}");
+    assert!(
+        html.contains("Comment on Customer and business impact"),
+        "{html}"
+    );
+
+    // A comment on Impact; an empty one is refused at its section, keeping nothing.
+    let res = post_coe(
+        app,
+        &rev,
+        &page,
+        &format!("{page}/comments"),
+        &[("section", "impact"), ("body", "  ")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = res.text().await.expect("html");
+    assert!(html.contains("body: must not be empty"), "{html}");
+    let res = post_coe(
+        app,
+        &rev,
+        &page,
+        &format!("{page}/comments"),
+        &[
+            ("section", "impact"),
+            ("body", "How many customers retried?\nAnd how many gave up?"),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert!(
+        res.headers()[LOCATION]
+            .to_str()
+            .expect("location")
+            .ends_with("#impact"),
+        "{:?}",
+        res.headers()
+    );
+    let html = text_of(app, &page, &rev).await;
+    assert!(
+        html.contains(
+            "<p class=\"comment\">How many customers retried?\nAnd how many gave up?</p>"
+        ),
+        "{html}"
+    );
+    // Through the API: only the reviewer comments, on a section of the template.
+    let comment = json!({"section": "impact", "body": "x"});
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/comments"),
+            None,
+            Some(comment),
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("/api/v1/coes/{id}/comments"),
+            None,
+            Some(json!({"section": "nope", "body": "x"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["fields"][0]["field"], "section", "{body}");
+
+    // Sent back on the section comment alone; the email holds it under its section.
+    let res = post_coe(
+        app,
+        &rev,
+        &page,
+        &format!("{page}/review/request-changes"),
+        &[("comment", "")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let email: String = {
+        let mut conn = app.pool.get().expect("conn");
+        outbox_emails::table
+            .filter(outbox_emails::kind.eq("changes_requested"))
+            .select(outbox_emails::body_text)
+            .first(&mut conn)
+            .expect("the email")
+    };
+    assert!(
+        email.contains("On Customer and business impact: How many customers retried?"),
+        "{email}"
+    );
+
+    // The owner's page opens with the banner; submitting lists the unanswered comment.
+    let ana = sign_in(app, "owner@example.com").await;
+    let html = text_of(app, &page, &ana).await;
+    let banner = html.find("Changes requested by").expect("the banner");
+    assert!(
+        banner < html.find("id=\"summary\"").expect("summary"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<a href=\"#impact\">Customer and business impact</a>"),
+        "{html}"
+    );
+    let res = post_coe(app, &ana, &page, &format!("{page}/review/submit"), &[]).await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = res.text().await.expect("html");
+    assert!(
+        html.contains(
+            "Customer and business impact: the comment by reviewer@example.com waits for an answer"
+        ),
+        "{html}"
+    );
+    let comment_id = id_after(&html, &format!("action=\"/coes/{id}/comments/"));
+    let res = post_coe(
+        app,
+        &ana,
+        &page,
+        &format!("{page}/comments/{comment_id}/answer"),
+        &[
+            ("section", "impact"),
+            ("answer", "300 retried, 900 gave up: added."),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let res = save_sections(
+        app,
+        &ana,
+        &page,
+        &[(
+            "impact",
+            "4,100 payments failed; 300 customers retried and 900 gave up.",
+        )],
+        &[],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let html = text_of(app, &page, &ana).await;
+    assert!(html.contains("300 retried, 900 gave up: added."), "{html}");
+    let res = post_coe(app, &ana, &page, &format!("{page}/review/submit"), &[]).await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+
+    // The reviewer sees the words that changed in Impact, not only that it changed.
+    let html = text_of(app, &page, &rev).await;
+    assert!(html.contains("Changed since your last look"), "{html}");
+    let diff = &html[html.find("<div class=\"diff\">").expect("a diff")..];
+    let diff = &diff[..diff.find("</div>").expect("its end")];
+    assert_eq!(
+        diff,
+        "<div class=\"diff\">4,100 payments <del>failed.</del><ins>failed; 300 customers retried and 900 gave up.</ins>",
+    );
+    // Answering again replaces the answer; a stranger may not answer.
+    let answer = format!("/api/v1/coes/{id}/comments/{comment_id}/answer");
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "POST",
+            &answer,
+            None,
+            Some(json!({"answer": "Added to Impact."})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["comments"][0]["answer"], "Added to Impact.", "{body}");
+    let stranger = crate::actions::person_token(app, "bo", "bo@example.com");
+    let (status, body) = w
+        .send(
+            &stranger,
+            "POST",
+            &answer,
+            None,
+            Some(json!({"answer": "mine"})),
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/comments/nope/answer"),
+            None,
+            Some(json!({"answer": "x"})),
+        )
+        .await;
+    assert_eq!(status, 404, "{body}");
+    // The reviewer may still switch to the editor, and the owner to the reading mode.
+    let html = text_of(app, &format!("{page}?view=edit"), &rev).await;
+    assert!(html.contains("name=\"text:impact\""), "{html}");
+    let html = text_of(app, &format!("{page}?view=read"), &ana).await;
+    assert!(
+        !html.contains("name=\"text:impact\"") && html.contains(">Edit it</a>"),
+        "{html}"
+    );
 }

@@ -21,8 +21,8 @@ use crate::http::state::AppState;
 use crate::services::access::Editor;
 use crate::services::actions::{self, NewAction};
 use crate::services::coes::{
-    self as service, CoeError, CoePatch, RelatedInput, SectionEdit, TimelineInput, Why,
-    WhyChainInput,
+    self as service, AnswerInput, CoeError, CoePatch, CommentInput, RelatedInput, SectionEdit,
+    TimelineInput, Why, WhyChainInput,
 };
 use crate::services::forms::{self, Once};
 
@@ -46,7 +46,7 @@ impl FromRequest for CoeForm {
         let state = req.app_data::<web::Data<AppState>>().cloned();
         let path = req.match_info();
         let id = path.get("id").unwrap_or_default().to_owned();
-        let item = ["key", "entry", "chain", "item", "step"]
+        let item = ["key", "entry", "chain", "item", "step", "comment"]
             .iter()
             .find_map(|name| path.get(name))
             .unwrap_or_default()
@@ -547,6 +547,44 @@ pub async fn add_action(form: CoeForm) -> Page {
         let clock = state.settings.clock();
         let action = actions::create(conn, coe, &input, editor, clock, state.env())?;
         Ok::<_, actions::ActionError>(format!("/coes/{coe}#action-{action}"))
+    })
+    .await
+}
+
+/// `POST /coes/{id}/comments`: the reviewer's comment on a section (`section`, `body`);
+/// back at that section.
+pub async fn add_comment(form: CoeForm) -> Page {
+    let input = CommentInput {
+        section: form.fields.text("section"),
+        body: form.fields.text("body"),
+    };
+    let kept = Kept {
+        forms: [("comment".to_owned(), form.fields.to_json())].into(),
+        ..Kept::default()
+    };
+    let part = input.section.clone();
+    form.change(&part, kept, move |conn, _, editor, coe, _| {
+        service::add_comment(conn, coe, &input, editor).map(drop)
+    })
+    .await
+}
+
+/// `POST /coes/{id}/comments/{comment}/answer`: the owner's answer to a comment
+/// (`answer`; `section`, the comment's, says where on the page to come back to).
+pub async fn answer_comment(form: CoeForm) -> Page {
+    let comment = form.item.clone();
+    let input = AnswerInput {
+        answer: form.fields.text("answer"),
+    };
+    let mut typed = form.fields.to_json();
+    typed["comment"] = json!(comment);
+    let kept = Kept {
+        forms: [("answer".to_owned(), typed)].into(),
+        ..Kept::default()
+    };
+    let part = form.fields.text("section");
+    form.change(&part, kept, move |conn, _, editor, coe, _| {
+        service::answer_comment(conn, coe, &comment, &input, editor)
     })
     .await
 }

@@ -16,6 +16,7 @@ use super::{as_person, render, see_other, Outcome, Page, PageError, State};
 use crate::domain::action::{ActionKind, Priority};
 use crate::domain::coe::{CoeState, TimelineKind};
 use crate::domain::rules::Finding;
+use crate::domain::template::SectionKind;
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
 use crate::services::access;
@@ -183,6 +184,7 @@ pub(super) async fn load(
                 .cloned()
                 .chain(doc.actions.iter().map(|a| a.owner.clone()))
                 .chain(doc.review.iter().map(|r| r.author.clone()))
+                .chain(doc.comments.iter().map(|c| c.author.clone()))
                 .collect();
             crate::services::people::names_of(conn, &shown)?
         };
@@ -223,6 +225,25 @@ pub(super) fn change_words(action: &str, titles: &[SectionView]) -> String {
         ("state", to) => format!("moved it to {}", to.replace('_', " ")),
         _ => action.replace([':', '_'], " "),
     }
+}
+
+/// Section `key`'s text as it was at `seen` (from its history: the last save before
+/// then, else what the first save after then replaced; empty when never written).
+fn text_at(history: &[HistoryEntry], key: &str, seen: NaiveDateTime) -> String {
+    let action = format!("section:{key}");
+    let body = |v: &Option<Value>| {
+        v.as_ref()
+            .and_then(|v| v.get("body"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let mut saves = history.iter().filter(|h| h.action == action);
+    let before = saves.clone().rfind(|h| h.at <= seen);
+    match before {
+        Some(h) => body(&h.after),
+        None => saves.find(|h| h.at > seen).and_then(|h| body(&h.before)),
+    }
+    .unwrap_or_default()
 }
 
 /// Who changed the COE lately, in words: "ana@example.com wrote Impact at 10:03 UTC".
@@ -293,6 +314,7 @@ pub(super) fn page(
     status: StatusCode,
     loaded: Loaded,
     kept: Kept,
+    view: Option<View>,
 ) -> Page {
     let Loaded {
         doc,
@@ -310,10 +332,19 @@ pub(super) fn page(
     // Only the reviewer decides; they may not approve what they own, submitted or
     // named themselves reviewer of (`domain::coe::review` refuses it anyway).
     let is_reviewer = doc.reviewer.as_deref() == Some(me);
+    // The reviewer reads a COE in review unless they ask to edit it; anyone may ask to
+    // read; who may not change it only reads.
+    let reading = !may_write
+        || view.unwrap_or(if is_reviewer && doc.state == CoeState::InReview {
+            View::Read
+        } else {
+            View::Edit
+        }) == View::Read;
     let may_approve = is_reviewer
         && ![&doc.owner, &doc.submitted_by, &doc.reviewer_named_by]
             .iter()
             .any(|p| p.as_deref() == Some(me));
+    let seen_at = since_last_look.as_ref().map(|(seen, _)| *seen);
     let changed_keys: Vec<String> = since_last_look
         .as_ref()
         .map(|(_, changes)| {
@@ -338,10 +369,53 @@ pub(super) fn page(
             let problems = kept.problems.get(&s.key).or(kept.problems.get(part));
             v["save_problems"] = json!(problems);
             v["form"] = form_of(part, kept.forms.get(part));
-            v["changed"] = json!(changed_keys.contains(&s.key));
+            let changed = changed_keys.contains(&s.key);
+            v["changed"] = json!(changed);
+            if let (true, Some(seen)) = (changed && s.kind == SectionKind::Text, seen_at) {
+                v["before"] = json!(text_at(&history, &s.key, seen));
+            }
+            let comments: Vec<Value> = doc
+                .comments
+                .iter()
+                .filter(|c| c.section == s.key)
+                .map(|c| {
+                    let mut v = serde_json::to_value(c).unwrap_or_default();
+                    let typed = kept
+                        .forms
+                        .get("answer")
+                        .filter(|k| k["comment"] == json!(c.id));
+                    v["typed"] = json!(typed.map(|k| &k["answer"]));
+                    v
+                })
+                .collect();
+            v["comments"] = json!(comments);
+            let typed = kept
+                .forms
+                .get("comment")
+                .filter(|k| k["section"] == json!(s.key));
+            v["comment_typed"] = json!(typed.map(|k| &k["body"]));
             v
         })
         .collect();
+    // The comments waiting for an answer, for the banner of a COE sent back.
+    let waiting: Vec<Value> = doc
+        .comments
+        .iter()
+        .filter(|c| c.answer.is_none())
+        .map(|c| {
+            let title = doc
+                .sections
+                .iter()
+                .find(|s| s.key == c.section)
+                .map_or(c.section.as_str(), |s| s.title.as_str());
+            json!({"section": c.section, "title": title, "author": c.author, "body": c.body})
+        })
+        .collect();
+    // The last step of the review, when it sent the COE back.
+    let sent_back = doc
+        .review
+        .last()
+        .filter(|r| r.verdict == "changes_requested" && doc.state == CoeState::Draft);
     let timeline: Vec<Value> = doc
         .timeline
         .iter()
@@ -402,15 +476,25 @@ pub(super) fn page(
                        "what": change_words(&h.action, &doc.sections)})
             })
             .collect();
-        json!({"seen": crate::json::format_utc(&seen), "changes": lines})
+        json!({"seen": crate::json::format_utc(&seen), "changes": lines, "count": changes.len(),
+               "text_changed": !changed_keys.is_empty()})
     });
     let data = json!({
         "state": doc.state.as_str().replace('_', " "),
         "is_draft": doc.state == CoeState::Draft,
         "in_review": doc.state == CoeState::InReview,
-        "may_edit": may_write,
+        // Reading mode: the rendered document, the review panel on top for the
+        // reviewer; for anyone who may not change it now, or who asked for it.
+        "reading": reading,
+        "may_edit": may_write && !reading,
+        "may_write": may_write,
+        "may_comment": is_reviewer && doc.state == CoeState::InReview,
+        "may_answer": may_write,
+        "waiting_count": waiting.len(),
+        "waiting": waiting,
+        "sent_back": sent_back,
         "may_take": doc.owner.is_none() && doc.state.is_editable(),
-        "may_add_actions": may_add_actions,
+        "may_add_actions": may_add_actions && !reading,
         "may_review": is_reviewer && doc.state == CoeState::InReview,
         "may_approve": may_approve,
         "may_submit": may_write && doc.state == CoeState::Draft,
@@ -451,6 +535,16 @@ pub(super) fn page(
 pub struct ShowQuery {
     kept: Option<String>,
     saved: Option<String>,
+    /// The reading mode, or the editor, for someone who may edit it.
+    view: Option<View>,
+}
+
+/// How a person who may edit a COE asked to see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum View {
+    Read,
+    Edit,
 }
 
 /// `GET /coes/{id}`: the page, with what a form kept for this person when the address
@@ -462,7 +556,7 @@ pub async fn show(
     query: web::Query<ShowQuery>,
     state: State,
 ) -> Page {
-    let ShowQuery { kept, saved } = query.into_inner();
+    let ShowQuery { kept, saved, view } = query.into_inner();
     let (status, mut kept) = match kept {
         Some(kept_id) => {
             let (id, person) = (path.clone(), who.person.email.as_str().to_owned());
@@ -481,7 +575,7 @@ pub async fn show(
     };
     kept.saved.extend(saved);
     let loaded = load(&state, &path, &who, kept.texts.is_empty()).await?;
-    page(&state, &who, status, loaded, kept)
+    page(&state, &who, status, loaded, kept, view)
 }
 
 /// Keeps `kept` for the person and answers with a `303` to the COE's page showing it

@@ -9,6 +9,7 @@ mod board;
 mod coe_forms;
 mod coes;
 mod dashboard;
+mod diff;
 mod extract;
 mod home;
 mod incidents;
@@ -302,6 +303,12 @@ impl PageTemplates {
             "highlight",
             Box::new(WritesHtml("highlight", |text, query| {
                 search::highlight(text, &search::terms(query))
+            })),
+        );
+        registry.register_helper(
+            "diff",
+            Box::new(WritesHtml("diff", |after, before| {
+                diff::words(before, after)
             })),
         );
         registry.register_helper("query_value", Box::new(query_value));
@@ -615,6 +622,8 @@ page_routes! {
     post "/coes/{id}/related/{item}/delete" => coe_forms::delete_related,
     post "/coes/{id}/actions" => coe_forms::add_action,
     post "/coes/{id}/review/{step}" => review::step,
+    post "/coes/{id}/comments" => coe_forms::add_comment,
+    post "/coes/{id}/comments/{comment}/answer" => coe_forms::answer_comment,
     get "/actions/{id}" => actions::show,
     post "/actions/{id}/due-date" => actions::move_due_date,
     post "/actions/{id}/delete" => actions::delete,

@@ -188,6 +188,8 @@ pub struct CoeDocument {
     pub actions: Vec<ActionView>,
     /// Submissions, requests for changes and approvals, oldest first.
     pub review: Vec<ReviewComment>,
+    /// The reviewers' comments on its sections, with the owner's answers, oldest first.
+    pub comments: Vec<super::SectionComment>,
     pub completeness: Assessment,
     pub created_by: String,
     #[serde(serialize_with = "crate::json::utc")]
@@ -392,6 +394,7 @@ pub fn load(
         recurrence: recurrence_views,
         actions: action_views,
         review,
+        comments: super::comments::of_coe(conn, id)?,
         completeness,
         id: row.id,
         incident_id: row.incident_id,

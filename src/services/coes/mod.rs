@@ -6,9 +6,11 @@
 //! One module per concern: `draft` opens drafts and files events into them,
 //! `document` assembles what readers see, `edit` holds the version check and the
 //! COE's own fields and sections, `timeline`, `whys` and `related` their parts, and
-//! `search` the full-text index and the list.
+//! `search` the full-text index and the list; `comments` the reviewer's comments on
+//! sections and their answers.
 
 mod alert_entries;
+mod comments;
 mod document;
 mod draft;
 mod edit;
@@ -29,6 +31,9 @@ use crate::domain::template::Template;
 use crate::services::access::AccessError;
 use crate::services::audit::{self, Change, Subject};
 
+pub use comments::{
+    add_comment, answer_comment, unanswered, AnswerInput, CommentInput, SectionComment,
+};
 pub use document::{
     history, load, note_look, CoeDocument, HistoryEntry, Recurrence, RelatedItem, ReviewComment,
     SectionView, TemplateRef, TimelineEntry, Why, WhyChain,
@@ -158,7 +163,7 @@ fn load_row(conn: &mut DbConnection, id: &str) -> Result<CoeRow, CoeError> {
         .ok_or_else(|| CoeError::NotFound(id.to_owned()))
 }
 
-fn template_of(row: &CoeRow) -> Template {
+pub(crate) fn template_of(row: &CoeRow) -> Template {
     serde_json::from_str(&row.template).unwrap_or_else(|_| Template::default_template())
 }
 

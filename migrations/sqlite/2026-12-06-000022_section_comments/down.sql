@@ -1,0 +1,2 @@
+DROP INDEX section_comments_by_coe;
+DROP TABLE section_comments;
