@@ -14,6 +14,8 @@ use crate::db::DbConnection;
 use crate::domain::action::{closed_on_time, ActionState};
 use crate::domain::coe::CoeState;
 use crate::domain::Clock;
+use diesel::dsl::AsExprOf;
+use diesel::sql_types::Bool;
 
 #[derive(Debug, Clone, Default, Serialize, ToSchema)]
 pub struct OpenAndOverdue {
@@ -95,8 +97,69 @@ pub struct Week {
     pub median_days_to_close: Option<f64>,
 }
 
-/// How many weeks the weekly figures cover.
+/// How many weeks the weekly figures cover, unless a scope says otherwise.
 pub const WEEKS: usize = 12;
+
+/// The most weeks a scope may cover (a year).
+pub const MAX_WEEKS: usize = 52;
+
+/// Whose figures, over how long: everyone's by default, or those of the people of
+/// one team (the actions they own and the COEs they own, by the directory's teams).
+#[derive(Debug, Clone)]
+pub struct Scope {
+    /// The owners counted; `None` for everyone.
+    pub owners: Option<Vec<String>>,
+    /// How many weeks the weekly figures cover (1 to `MAX_WEEKS`).
+    pub weeks: usize,
+}
+
+impl Default for Scope {
+    fn default() -> Self {
+        Scope {
+            owners: None,
+            weeks: WEEKS,
+        }
+    }
+}
+
+impl Scope {
+    /// The people of `team` (any case) over `weeks` weeks.
+    pub fn team(conn: &mut DbConnection, team: &str, weeks: usize) -> QueryResult<Scope> {
+        let owners = people::table
+            .filter(crate::db::lower(people::team).eq(team.to_lowercase()))
+            .select(people::email)
+            .load(conn)?;
+        Ok(Scope {
+            owners: Some(owners),
+            weeks: weeks.clamp(1, MAX_WEEKS),
+        })
+    }
+
+    /// Whether an owner is counted.
+    fn counts(&self, owner: Option<&str>) -> bool {
+        match &self.owners {
+            None => true,
+            Some(owners) => owner.is_some_and(|o| owners.iter().any(|x| x == o)),
+        }
+    }
+
+    /// The actions counted: a filter (owned by one of the owners, or everyone's).
+    fn actions(&self) -> OwnedBy<corrective_actions::owner_email> {
+        corrective_actions::owner_email
+            .eq_any(self.owners.clone().unwrap_or_default())
+            .or(self.owners.is_none().into_sql::<Bool>())
+    }
+
+    /// The COEs counted: a filter (owned by one of the owners, or everyone's).
+    fn coes(&self) -> OwnedBy<coes::owner_email> {
+        coes::owner_email
+            .eq_any(self.owners.clone().unwrap_or_default())
+            .or(self.owners.is_none().into_sql::<Bool>())
+    }
+}
+
+/// A filter on an owner column: in a list, or true for everyone.
+type OwnedBy<C> = diesel::dsl::Or<diesel::dsl::EqAny<C, Vec<String>>, AsExprOf<bool, Bool>>;
 
 /// The median of `values` to one decimal (days as a person reads them).
 fn median(mut values: Vec<f64>) -> Option<f64> {
@@ -110,11 +173,12 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
     Some((m * 10.0).round() / 10.0)
 }
 
-/// The weekly figures of the last `WEEKS` weeks.
-fn weeks(conn: &mut DbConnection, clock: Clock) -> QueryResult<Vec<Week>> {
+/// The weekly figures of the last `scope.weeks` weeks.
+fn weeks(conn: &mut DbConnection, clock: Clock, scope: &Scope) -> QueryResult<Vec<Week>> {
+    let weeks = scope.weeks;
     let today = clock.today();
     let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
-    let first = monday - Duration::weeks(WEEKS as i64 - 1);
+    let first = monday - Duration::weeks(weeks as i64 - 1);
     // A local midnight as a UTC time (the earliest, across a clock change).
     let midnight = |day: NaiveDate| -> NaiveDateTime {
         clock
@@ -125,13 +189,13 @@ fn weeks(conn: &mut DbConnection, clock: Clock) -> QueryResult<Vec<Week>> {
     };
     let now = clock.now.naive_utc();
     // Each week's end: its last moment (now, for this week) and the local date then.
-    let ends: Vec<(NaiveDateTime, NaiveDate)> = (0..WEEKS as i64)
+    let ends: Vec<(NaiveDateTime, NaiveDate)> = (0..weeks as i64)
         .map(|i| {
             let end = midnight(first + Duration::weeks(i + 1)).min(now);
             (end, clock.local_date(end))
         })
         .collect();
-    let mut out: Vec<Week> = (0..WEEKS as i64)
+    let mut out: Vec<Week> = (0..weeks as i64)
         .map(|i| Week {
             starts: first + Duration::weeks(i),
             overdue_at_end: 0,
@@ -144,9 +208,10 @@ fn weeks(conn: &mut DbConnection, clock: Clock) -> QueryResult<Vec<Week>> {
     // last end's date and not closed before the first end. Each is counted in every
     // week at whose end it existed, was past its due date and was not yet closed.
     let (first_end, _) = ends[0];
-    let (_, last_date) = ends[WEEKS - 1];
+    let (_, last_date) = ends[weeks - 1];
     let candidates: Vec<(NaiveDateTime, NaiveDate, Option<NaiveDateTime>)> =
         corrective_actions::table
+            .filter(scope.actions())
             .filter(corrective_actions::due_date.lt(last_date))
             .filter(
                 corrective_actions::closed_at
@@ -168,6 +233,7 @@ fn weeks(conn: &mut DbConnection, clock: Clock) -> QueryResult<Vec<Week>> {
     }
     let closed: Vec<(String, NaiveDate, NaiveDateTime, Option<NaiveDateTime>)> =
         corrective_actions::table
+            .filter(scope.actions())
             .filter(corrective_actions::closed_at.ge(midnight(first)))
             .filter(corrective_actions::state.eq(ActionState::Done.as_str()))
             .select((
@@ -177,7 +243,7 @@ fn weeks(conn: &mut DbConnection, clock: Clock) -> QueryResult<Vec<Week>> {
                 corrective_actions::closed_at,
             ))
             .load(conn)?;
-    let mut days: Vec<Vec<f64>> = vec![Vec::new(); WEEKS];
+    let mut days: Vec<Vec<f64>> = vec![Vec::new(); weeks];
     for (state, due, created, closed_at) in closed {
         let Some(closed_at) = closed_at else { continue };
         let day = clock.local_date(closed_at);
@@ -305,20 +371,27 @@ pub struct ActionFigures {
 
 /// All the inspection figures at `clock`.
 pub fn stats(conn: &mut DbConnection, clock: Clock, writeup_days: i64) -> QueryResult<Stats> {
-    let figures = action_figures(conn, clock)?;
-    with_action_figures(conn, clock, writeup_days, figures)
+    let scope = Scope::default();
+    let figures = action_figures(conn, clock, &scope)?;
+    with_action_figures(conn, clock, writeup_days, figures, &scope)
 }
 
 /// The figures about actions at `clock`.
-pub fn action_figures(conn: &mut DbConnection, clock: Clock) -> QueryResult<ActionFigures> {
+pub fn action_figures(
+    conn: &mut DbConnection,
+    clock: Clock,
+    scope: &Scope,
+) -> QueryResult<ActionFigures> {
     let today = clock.today();
     let now = clock.now.naive_utc();
     let open_by_owner: Vec<(String, i64)> = corrective_actions::table
+        .filter(scope.actions())
         .filter(crate::db::rules::action_is_active())
         .group_by(corrective_actions::owner_email)
         .select((corrective_actions::owner_email, diesel::dsl::count_star()))
         .load(conn)?;
     let overdue_by_owner: BTreeMap<String, i64> = corrective_actions::table
+        .filter(scope.actions())
         .filter(crate::db::rules::action_is_active())
         .filter(corrective_actions::due_date.lt(today))
         .group_by(corrective_actions::owner_email)
@@ -359,6 +432,7 @@ pub fn action_figures(conn: &mut DbConnection, clock: Clock) -> QueryResult<Acti
         Option<NaiveDateTime>,
     );
     let closed: Vec<Closed> = corrective_actions::table
+        .filter(scope.actions())
         .filter(corrective_actions::closed_at.ge(since_90))
         .select((
             corrective_actions::state,
@@ -396,7 +470,7 @@ pub fn action_figures(conn: &mut DbConnection, clock: Clock) -> QueryResult<Acti
         closed_last_30_days: last_30,
         closed_last_90_days: last_90,
         median_days_to_close,
-        weeks: weeks(conn, clock)?,
+        weeks: weeks(conn, clock, scope)?,
     })
 }
 
@@ -406,6 +480,7 @@ pub fn with_action_figures(
     clock: Clock,
     writeup_days: i64,
     figures: ActionFigures,
+    scope: &Scope,
 ) -> QueryResult<Stats> {
     let now = clock.now.naive_utc();
     let mut coes_by_state: BTreeMap<String, i64> = CoeState::ALL
@@ -413,6 +488,7 @@ pub fn with_action_figures(
         .map(|s| (s.as_str().to_owned(), 0))
         .collect();
     for (state, n) in coes::table
+        .filter(scope.coes())
         .group_by(coes::state)
         .select((coes::state, diesel::dsl::count_star()))
         .load::<(String, i64)>(conn)?
@@ -421,6 +497,7 @@ pub fn with_action_figures(
     }
 
     let in_review: Vec<WaitRow<NaiveDateTime>> = coes::table
+        .filter(scope.coes())
         .filter(coes::state.eq(CoeState::InReview.as_str()))
         .select((
             coes::id,
@@ -460,6 +537,7 @@ pub fn with_action_figures(
     let late_drafts = late_drafts(conn, deadline)?;
     let mut drafts_past_deadline: Vec<WaitingCoe> = late_drafts
         .into_iter()
+        .filter(|(_, _, owner, _, _)| scope.counts(owner.as_deref()))
         .filter_map(|(id, title, owner, reviewer, resolved)| {
             resolved.map(|since| WaitingCoe::since((id, title, owner, reviewer, since), now))
         })
@@ -478,10 +556,19 @@ pub fn with_action_figures(
         drafts_past_deadline,
         emails_by_state: crate::services::outbox::counts(conn)?,
         recurrence: Recurrence {
-            recurring_coes: coe_recurrences::table
-                .select(diesel::dsl::count(coe_recurrences::coe_id).aggregate_distinct())
-                .first(conn)?,
-            all_coes: coes::table.count().get_result(conn)?,
+            recurring_coes: match scope.owners {
+                None => coe_recurrences::table
+                    .select(diesel::dsl::count(coe_recurrences::coe_id).aggregate_distinct())
+                    .first(conn)?,
+                Some(_) => coe_recurrences::table
+                    .filter(
+                        coe_recurrences::coe_id
+                            .eq_any(coes::table.filter(scope.coes()).select(coes::id)),
+                    )
+                    .select(diesel::dsl::count(coe_recurrences::coe_id).aggregate_distinct())
+                    .first(conn)?,
+            },
+            all_coes: coes::table.filter(scope.coes()).count().get_result(conn)?,
         },
         weeks: figures.weeks,
     })

@@ -338,6 +338,42 @@ async fn the_dashboard_draws_the_figures_the_stats_api_gives() {
     assert_eq!(stats["actions"]["overdue"], 1, "{stats}");
     assert_eq!(stats["weeks"][11]["overdue_at_end"], 1, "{stats}");
 
+    // One team, over four weeks, in the address: the figures of its people's actions.
+    for (email, team) in [
+        ("ana@example.com", "Payments"),
+        ("bo@example.com", "search"),
+    ] {
+        let res = app
+            .client
+            .put(app.url(&format!("/api/v1/people/{email}")))
+            .bearer_auth(&admin)
+            .json(&json!({"team": team}))
+            .send()
+            .await
+            .expect("sent");
+        assert!(res.status().is_success(), "{}", res.status());
+    }
+    let html = page(&app, "/dashboard?team=payments&weeks=4", &lead).await;
+    assert!(html.contains("Team payments"), "{html}");
+    assert!(
+        html.contains("Open actions: <strong>1</strong>"),
+        "ana's one: {html}"
+    );
+    assert_eq!(bar_values(&html, "overdue"), ["0", "0", "0", "1"], "{html}");
+    assert!(
+        html.contains("<strong>0</strong> on time, <strong>1</strong> late"),
+        "ana's late one, not bo's two: {html}"
+    );
+    assert!(html.contains("<option value=\"4\" selected>"), "{html}");
+    let html = page(&app, "/dashboard?team=SEARCH", &lead).await;
+    assert!(
+        html.contains("<strong>1</strong> on time, <strong>1</strong> late"),
+        "{html}"
+    );
+    assert_eq!(bar_values(&html, "overdue").len(), 12);
+    let res = crate::pages::get_page(&app, "/dashboard?weeks=500", Some(&lead)).await;
+    assert_eq!(res.status(), StatusCode::BAD_REQUEST);
+
     // Long lists show their 20 longest waiting and say how many more there are.
     let mut drafts = Vec::new();
     for i in 0..23 {

@@ -8,20 +8,32 @@ use crate::db::DbConnection;
 use crate::error::{ApiError, ErrorBody};
 use crate::http::bearer::Member;
 use crate::http::state::{with_conn, AppState};
-use crate::services::stats::{self, ActionFigures, Stats};
+use crate::services::stats::{self, ActionFigures, Scope, Stats};
 
-/// The inspection figures now. The figures about actions are counted once per change
-/// to actions or people (and at least every ten minutes), not per request.
+/// The inspection figures now, for everyone. The figures about actions are counted
+/// once per change to actions or people (and at least every ten minutes), not per
+/// request.
 pub fn current(conn: &mut DbConnection, state: &AppState) -> Result<Stats, ApiError> {
+    scoped(conn, state, &Scope::default())
+}
+
+/// The inspection figures now, for `scope`: everyone's from the cache (`current`),
+/// a team's or another period's counted for the asking.
+pub fn scoped(conn: &mut DbConnection, state: &AppState, scope: &Scope) -> Result<Stats, ApiError> {
     let clock = state.settings.clock();
-    let figures = state.action_figures.get(conn, clock.today(), "", |conn| {
-        stats::action_figures(conn, clock).map(Arc::new)
-    })?;
+    let figures = if scope.owners.is_none() && scope.weeks == stats::WEEKS {
+        state.action_figures.get(conn, clock.today(), "", |conn| {
+            stats::action_figures(conn, clock, scope).map(Arc::new)
+        })?
+    } else {
+        Arc::new(stats::action_figures(conn, clock, scope)?)
+    };
     Ok(stats::with_action_figures(
         conn,
         clock,
         state.settings.coe.writeup_days,
         ActionFigures::clone(&figures),
+        scope,
     )?)
 }
 

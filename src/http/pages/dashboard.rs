@@ -6,12 +6,13 @@
 //! figures as a table beside it.
 
 use actix_web::http::StatusCode;
-use serde::Serialize;
+use actix_web::web;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::{as_service, render, Page, State};
+use super::{as_service, render, Page, PageError, State};
 use crate::http::session::SignedIn;
-use crate::services::stats::{Stats, WaitingCoe};
+use crate::services::stats::{self, Scope, Stats, WaitingCoe};
 
 /// How many COEs each list shows.
 const LISTED: usize = 20;
@@ -157,7 +158,24 @@ fn figure(v: f64) -> String {
 }
 
 fn charts(s: &Stats) -> Vec<Chart> {
-    let week = |starts: chrono::NaiveDate| starts.format("%d %b").to_string();
+    // A label under every week up to 13 of them; else under about 12, the last always.
+    let count = s.weeks.len();
+    let step = count.div_ceil(12).max(1);
+    let label_of: std::collections::BTreeMap<chrono::NaiveDate, String> = s
+        .weeks
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let shown = count <= 13 || (count - 1 - i) % step == 0;
+            let text = if shown {
+                w.starts.format("%d %b").to_string()
+            } else {
+                String::new()
+            };
+            (w.starts, text)
+        })
+        .collect();
+    let week = |starts: chrono::NaiveDate| label_of.get(&starts).cloned().unwrap_or_default();
     let overdue: Vec<_> = s
         .weeks
         .iter()
@@ -220,7 +238,7 @@ fn charts(s: &Stats) -> Vec<Chart> {
     let closed_chart = bars(
         "closed",
         "Actions done per week: on time and late",
-        format!("{on_time} done on time and {late} late in 12 weeks"),
+        format!("{on_time} done on time and {late} late in {count} weeks"),
         &closed,
         vec!["Week of", "On time", "Late"],
         s.weeks
@@ -335,11 +353,57 @@ fn charts(s: &Stats) -> Vec<Chart> {
     ]
 }
 
+/// The dashboard's filters, in its address: a team (by the directory's teams, any
+/// case) and how many weeks the weekly charts cover.
+#[derive(Debug, Default, Deserialize, Serialize)]
+pub struct DashboardQuery {
+    #[serde(default)]
+    team: Option<String>,
+    #[serde(default)]
+    weeks: Option<String>,
+}
+
+/// The periods offered, in weeks.
+const PERIODS: [(usize, &str); 4] = [
+    (4, "4 weeks"),
+    (12, "12 weeks"),
+    (26, "26 weeks"),
+    (52, "a year"),
+];
+
 /// `GET /dashboard`.
-pub async fn dashboard(who: SignedIn, state: State) -> Page {
-    let (figures, unowned) = as_service(&state, |conn, state| {
+pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: State) -> Page {
+    let query = query.into_inner();
+    let team = super::query::filled(&query.team);
+    let weeks = match super::query::filled(&query.weeks) {
+        None => stats::WEEKS,
+        Some(w) => w
+            .parse::<usize>()
+            .ok()
+            .filter(|w| (1..=stats::MAX_WEEKS).contains(w))
+            .ok_or_else(|| {
+                PageError::BadRequest(format!(
+                    "weeks: {w:?} is not a number of weeks from 1 to {}",
+                    stats::MAX_WEEKS
+                ))
+            })?,
+    };
+    let asked = team.clone();
+    let (figures, unowned, teams) = as_service(&state, move |conn, state| {
+        let scope = match &asked {
+            Some(team) => Scope::team(conn, team, weeks)?,
+            None => Scope {
+                weeks,
+                ..Scope::default()
+            },
+        };
         let unowned = crate::services::coes::unowned(conn, i64::try_from(LISTED).unwrap_or(20))?;
-        Ok((crate::http::api::stats::current(conn, state)?, unowned))
+        let teams = crate::services::people::teams(conn)?;
+        Ok((
+            crate::http::api::stats::scoped(conn, state, &scope)?,
+            unowned,
+            teams,
+        ))
     })
     .await?;
     let unowned: Vec<Value> = unowned.iter().map(super::home::unowned_line).collect();
@@ -351,11 +415,27 @@ pub async fn dashboard(who: SignedIn, state: State) -> Page {
             "more": list.len().saturating_sub(LISTED),
         })
     };
+    let (on_time, late) = figures.weeks.iter().fold((0, 0), |(a, b), w| {
+        (a + w.closed_on_time, b + w.closed_late)
+    });
+    let periods: Vec<Value> = PERIODS
+        .iter()
+        .map(|(w, words)| json!({"weeks": w, "label": words, "selected": *w == weeks}))
+        .collect();
+    let period = PERIODS.iter().find(|(w, _)| *w == weeks).map_or_else(
+        || format!("{weeks} weeks"),
+        |(_, words)| (*words).to_owned(),
+    );
     let data = json!({
-        "unowned": unowned,
+        // Nobody's COE belongs to a team: the unowned list is the whole organisation's.
+        "unowned": if team.is_none() { unowned } else { Vec::new() },
+        "team": team,
+        "teams": teams,
+        "periods": periods,
+        "period": period,
         "charts": charts(&figures),
         "actions": figures.actions,
-        "closed_last_30_days": figures.closed_last_30_days,
+        "done_in_period": {"on_time": on_time, "late": late},
         "drafts_past_deadline": first(&figures.drafts_past_deadline),
         "waiting_for_review": first(&figures.waiting_for_review),
     });
