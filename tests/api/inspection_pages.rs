@@ -412,7 +412,7 @@ async fn search_finds_coes_and_marks_the_words() {
         .put(app.url(&format!("/api/v1/coes/{id}/sections/diagnosis")))
         .bearer_auth(&admin)
         .header("If-Match", "\"1\"")
-        .json(&json!({"body": "The database pool ran dry after deploy 42 halved it."}))
+        .json(&json!({"body": "The database **pool** ran dry after [deploy 42](https://deploys.example.com/42) halved it; checkouts failed."}))
         .send()
         .await
         .expect("sent");
@@ -424,8 +424,17 @@ async fn search_finds_coes_and_marks_the_words() {
     );
 
     let lead = sign_in(&app, "lead@example.com").await;
+    // Nothing asked: the newest COEs, to start from.
     let html = page(&app, "/search", &lead).await;
     assert!(html.contains("Search titles, writeups"), "{html}");
+    assert!(
+        html.contains("The newest COEs") && html.contains(">Search slow</a>"),
+        "{html}"
+    );
+    // Word forms: "failing" finds "failed" on both databases, and marks it.
+    let html = page(&app, "/search?q=failing", &lead).await;
+    assert!(html.contains("1 COE, best match first"), "{html}");
+    assert!(html.contains("checkouts <mark>failed</mark>."), "{html}");
     let html = page(&app, "/search?q=pool", &lead).await;
     assert!(html.contains("1 COE, best match first"), "{html}");
     assert!(
@@ -433,9 +442,10 @@ async fn search_finds_coes_and_marks_the_words() {
         "{html}"
     );
     assert!(
-        html.contains("The database <mark>pool</mark> ran dry"),
-        "{html}"
+        html.contains("The database <mark>pool</mark> ran dry after deploy 42 halved it"),
+        "plain text, no Markdown: {html}"
     );
+    assert!(!html.contains("**"), "{html}");
     assert!(html.contains("value=\"pool\""), "{html}");
     let html = page(&app, "/search?q=pool&state=closed", &lead).await;
     assert!(html.contains("0 COEs"), "{html}");
@@ -587,6 +597,30 @@ async fn admin_pages_are_for_admins_and_do_what_the_api_does() {
     };
     let html = page(&app, "/admin/outbox?state=failed", &dana).await;
     assert!(html.contains("550 5.1.1 &lt;mailbox&gt; unknown"), "{html}");
+    // An admin opens it and reads what it says.
+    assert!(
+        html.contains(&format!("<a href=\"/admin/outbox/{failed}\">")),
+        "{html}"
+    );
+    let html = page(&app, &format!("/admin/outbox/{failed}"), &dana).await;
+    assert!(
+        html.contains("<pre class=\"email-body\">") && html.contains("/sign-in/confirm?token="),
+        "the sign-in email's text: {html}"
+    );
+    assert!(html.contains("Send it again</button>"), "{html}");
+    assert_eq!(
+        get_page(&app, "/admin/outbox/nope", Some(&dana))
+            .await
+            .status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        get_page(&app, &format!("/admin/outbox/{failed}"), Some(&member))
+            .await
+            .status(),
+        StatusCode::FORBIDDEN,
+        "admins only: emails hold sign-in links"
+    );
     let res = post_form(
         &app,
         &dana,
@@ -744,4 +778,91 @@ async fn my_work_lists_what_waits_for_me_and_what_each_coe_still_needs() {
         !html.contains("Done one"),
         "closed actions are not work: {html}"
     );
+}
+
+#[tokio::test]
+async fn every_coe_is_listed_filtered_by_team_and_sorted() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let first = coe(&app, &admin, "Checkout 502s", "checkout", "sev2").await;
+    coe(&app, &admin, "Search slow", "search", "sev3").await;
+    coe(&app, &admin, "Payments down", "payments", "sev1").await;
+    let res = app
+        .client
+        .put(app.url("/api/v1/people/lead@example.com"))
+        .bearer_auth(&admin)
+        .json(&json!({"team": "Platform", "name": "Lee Lead"}))
+        .send()
+        .await
+        .expect("sent");
+    assert!(res.status().is_success());
+    let mine = body_json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Someone else's", "owner": "bo@example.com"}),
+        )
+        .await,
+    )
+    .await;
+    assert!(mine["id"].is_string(), "{mine}");
+
+    let lead = sign_in(&app, "lead@example.com").await;
+    let html = page(&app, "/coes", &lead).await;
+    assert!(html.contains("COEs 1 to 4 of 4"), "{html}");
+    let titles = |html: &str| -> Vec<String> {
+        html.split("<td data-label=\"COE\"><a href=\"/coes/")
+            .skip(1)
+            .map(|s| s.split(['>', '<']).nth(1).expect("title").to_owned())
+            .collect()
+    };
+    assert_eq!(
+        titles(&html),
+        [
+            "Someone else&#x27;s",
+            "Payments down",
+            "Search slow",
+            "Checkout 502s"
+        ],
+        "newest first"
+    );
+    assert!(html.contains("Lee Lead"), "names, not addresses: {html}");
+    let html = page(&app, "/coes?sort=severity", &lead).await;
+    assert_eq!(titles(&html)[0], "Payments down", "worst first");
+    let html = page(&app, "/coes?sort=oldest", &lead).await;
+    assert_eq!(titles(&html)[0], "Checkout 502s");
+    let html = page(&app, "/coes?team=platform", &lead).await;
+    assert_eq!(
+        titles(&html).len(),
+        3,
+        "the team's owners' COEs, any case: {html}"
+    );
+    let html = page(
+        &app,
+        "/coes?team=platform&service=checkout&severity=sev2&state=draft",
+        &lead,
+    )
+    .await;
+    assert_eq!(titles(&html), ["Checkout 502s"]);
+    assert!(html.contains(&format!("/coes/{first}")), "{html}");
+    assert!(html.contains("One COE."), "{html}");
+    let html = page(&app, "/coes?state=closed", &lead).await;
+    assert!(html.contains("No COE matches these filters."), "{html}");
+    for bad in [
+        "/coes?sort=random",
+        "/coes?state=lost",
+        "/coes?severity=sev9",
+    ] {
+        assert_eq!(
+            get_page(&app, bad, Some(&lead)).await.status(),
+            StatusCode::BAD_REQUEST,
+            "{bad}"
+        );
+    }
+    // The API filters the same way.
+    let list = app
+        .get_json("/api/v1/coes?team=PLATFORM&sort=severity", &admin)
+        .await;
+    assert_eq!(list["total"], 3, "{list}");
+    assert_eq!(list["coes"][0]["title"], "Payments down", "{list}");
 }

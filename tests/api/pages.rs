@@ -1073,6 +1073,36 @@ async fn an_action_owner_moves_the_due_date_with_a_reason_and_closes_it_with_a_n
     .await;
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
     assert!(res.text().await.expect("html").contains("reason"));
+    // That answer came through POST → 303 → GET: Back and reload never post it again,
+    // and the kept problems are the person's own.
+    let html = get_page(&app, &path, Some(&cy))
+        .await
+        .text()
+        .await
+        .expect("html");
+    let raw = browser()
+        .post(app.url(&format!("{path}/due-date")))
+        .header(COOKIE, &cy)
+        .form(&[("csrf", csrf_of(&html).as_str()), ("due_date", "soon")])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(raw.status(), StatusCode::SEE_OTHER);
+    let location = raw.headers()[LOCATION].to_str().expect("ascii").to_owned();
+    assert!(
+        location.starts_with(&format!("{path}?kept=")) && location.ends_with("#state-h"),
+        "{location}"
+    );
+    let again = get_page(&app, &location, Some(&cy)).await;
+    assert_eq!(
+        again.status(),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "a reload shows it again"
+    );
+    assert!(again.text().await.expect("html").contains("must be a date"));
+    let other = sign_in(&app, "ana@example.com").await;
+    let theirs = get_page(&app, &location, Some(&other)).await;
+    assert_eq!(theirs.status(), StatusCode::OK, "not another person's");
     let res = post_form(
         &app,
         &cy,

@@ -573,6 +573,12 @@ pub struct CoeQuery {
     #[param(value_type = Option<String>)]
     pub severity: Option<Severity>,
     pub owner: Option<String>,
+    /// Owned by someone of this team (the directory's teams, any case).
+    pub team: Option<String>,
+    /// Without `q`: newest (the default), oldest, updated (most recently changed
+    /// first) or severity (worst first).
+    #[param(value_type = Option<String>)]
+    pub sort: Option<coes::CoeSort>,
     /// Created at or after this RFC 3339 time.
     pub since: Option<String>,
     /// Created before this RFC 3339 time.
@@ -616,6 +622,11 @@ pub async fn list(
         since: crate::http::time_param("since", q.since.as_deref())?,
         until: crate::http::time_param("until", q.until.as_deref())?,
         reviewer: None,
+        team: q
+            .team
+            .filter(|t| !t.trim().is_empty())
+            .map(|t| t.trim().to_owned()),
+        sort: q.sort.unwrap_or_default(),
     };
     let found = with_conn(&state, move |conn, _| {
         Ok(coes::list(conn, &filter, limit, offset)?)

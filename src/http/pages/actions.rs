@@ -8,7 +8,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::coes::safe_href;
-use super::{as_person, change, render, CsrfForm, Outcome, Page, PageError, State};
+use super::{
+    as_person, change, keep_form, kept_form, render, CsrfForm, Outcome, Page, PageError, State,
+};
 use crate::domain::action::{self, Transition};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
@@ -116,10 +118,32 @@ fn page(
     render(state, Some(who), status, "action", data)
 }
 
-/// `GET /actions/{id}`: where the emails' links land.
-pub async fn show(who: SignedIn, path: web::Path<String>, state: State) -> Page {
+/// What `GET /actions/{id}` may carry: a form that did not go through, kept.
+#[derive(Debug, Deserialize)]
+pub struct ShowQuery {
+    kept: Option<String>,
+}
+
+/// `GET /actions/{id}`: where the emails' links land; with `?kept=…`, the problems of
+/// a form that did not go through (answered with the status it came to).
+pub async fn show(
+    who: SignedIn,
+    path: web::Path<String>,
+    query: web::Query<ShowQuery>,
+    state: State,
+) -> Page {
+    let kept = kept_form(
+        &state,
+        &who,
+        &format!("/actions/{path}"),
+        query.into_inner().kept,
+    )
+    .await?;
+    let (status, problems) = kept.map_or((StatusCode::OK, Vec::new()), |(status, body)| {
+        (status, serde_json::from_value(body).unwrap_or_default())
+    });
     let loaded = load(&state, &path, &who).await?;
-    page(&state, &who, StatusCode::OK, loaded, Vec::new(), None)
+    page(&state, &who, status, loaded, problems, None)
 }
 
 #[derive(Debug, Deserialize)]
@@ -130,12 +154,17 @@ pub struct StepForm {
     evidence_url: Option<String>,
 }
 
-/// The answer to a change: back to the page, or the page again with the problems.
+/// The answer to a change: back to the page; when it did not go through, back to it
+/// too (303), showing the problems kept for the person.
 async fn answer(state: &web::Data<AppState>, who: &SignedIn, id: &str, outcome: Outcome) -> Page {
+    let path = format!("/actions/{id}");
     outcome
-        .answer(&format!("/actions/{id}"), |again| async move {
-            let loaded = load(state, id, who).await?;
-            page(state, who, again.status, loaded, again.problems, None)
+        .answer(&path, |again| {
+            let path = &path;
+            async move {
+                let kept = keep_form(state, who, path, again.status, json!(again.problems)).await?;
+                Ok(super::see_other(&format!("{path}?kept={kept}#state-h")))
+            }
         })
         .await
 }

@@ -227,6 +227,18 @@ pub async fn outbox_list(Admin(who): Admin, query: web::Query<OutboxQuery>, stat
     page(&state, &who, StatusCode::OK, "admin_outbox", "outbox", data)
 }
 
+/// `GET /admin/outbox/{id}`: one email as its recipient reads it (the plain-text
+/// part), with its state and the server's last answer.
+pub async fn outbox_email(Admin(who): Admin, path: web::Path<String>, state: State) -> Page {
+    let id = path.into_inner();
+    let asked = id.clone();
+    let found = as_service(&state, move |conn, _| Ok(outbox::get(conn, &asked)?)).await?;
+    let (email, body) =
+        found.ok_or_else(|| PageError::NotFound(format!("there is no email {id}")))?;
+    let data = json!({"email": email, "body": body});
+    page(&state, &who, StatusCode::OK, "admin_email", "outbox", data)
+}
+
 /// `POST /admin/outbox/{id}/retry`.
 pub async fn outbox_retry(_: AdminForm, path: web::Path<String>, state: State) -> Page {
     let id = path.into_inner();

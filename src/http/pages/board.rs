@@ -148,7 +148,7 @@ pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -
     })
     .await?;
     let (team_names, directory) = directory;
-    let (offered, _) = super::coes::directory_data(&directory);
+    let (offered, names) = super::coes::directory_data(&directory);
     let teams: Vec<_> = totals
         .by_team
         .iter()
@@ -179,6 +179,7 @@ pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -
         "owners": owners,
         "team_names": team_names,
         "people": offered,
+        "names": names,
         "more_owners": totals.by_owner.len().saturating_sub(50),
         "rows": rows,
         "total": total,

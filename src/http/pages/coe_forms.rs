@@ -332,19 +332,27 @@ pub async fn add_timeline(form: CoeForm) -> Page {
 pub async fn timeline_entry(
     who: SignedIn,
     path: web::Path<(String, String)>,
+    query: web::Query<KeptQuery>,
     state: State,
 ) -> Page {
     let (id, entry_id) = path.into_inner();
-    entry_page(
-        &state,
-        &who,
-        &id,
-        &entry_id,
-        StatusCode::OK,
-        None,
-        Vec::new(),
-    )
-    .await
+    let page = format!("/coes/{id}/timeline/{entry_id}");
+    let kept = super::kept_form(&state, &who, &page, query.into_inner().kept).await?;
+    let (status, typed, problems) = match kept {
+        Some((status, body)) => (
+            status,
+            Some(body["typed"].clone()),
+            serde_json::from_value(body["problems"].clone()).unwrap_or_default(),
+        ),
+        None => (StatusCode::OK, None, Vec::new()),
+    };
+    entry_page(&state, &who, &id, &entry_id, status, typed, problems).await
+}
+
+/// What a page's address may carry: a form that did not go through, kept.
+#[derive(Debug, serde::Deserialize)]
+pub struct KeptQuery {
+    kept: Option<String>,
 }
 
 /// The page of one timeline entry: as it is, or as `typed` with `problems`.
@@ -414,15 +422,12 @@ pub async fn edit_timeline(form: CoeForm) -> Page {
             }
             let typed = json!({"kind": fields.text("kind"), "text": fields.text("text"),
                                "at": fields.text("at")});
-            entry_page(
-                &state,
-                &who,
-                &id,
-                &entry,
-                again.status,
-                Some(typed),
-                problems,
-            )
+            let page = format!("/coes/{id}/timeline/{entry}");
+            let body = json!({"typed": typed, "problems": problems});
+            async move {
+                let kept = super::keep_form(&state, &who, &page, again.status, body).await?;
+                Ok(super::see_other(&format!("{page}?kept={kept}")))
+            }
         })
         .await
 }

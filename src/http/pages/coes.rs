@@ -104,7 +104,7 @@ pub(super) struct Loaded {
     since_last_look: Option<(NaiveDateTime, Vec<HistoryEntry>)>,
     /// (address, name): the directory, offered in the fields that name people, for
     /// someone who may edit; else the people the page shows.
-    directory: Vec<(String, Option<String>)>,
+    pub directory: Vec<(String, Option<String>)>,
 }
 
 /// How many of the directory's people a page offers in its fields (a `datalist`).
@@ -185,6 +185,9 @@ pub(super) async fn load(
                 .chain(doc.actions.iter().map(|a| a.owner.clone()))
                 .chain(doc.review.iter().map(|r| r.author.clone()))
                 .chain(doc.comments.iter().map(|c| c.author.clone()))
+                .chain(history.iter().map(|h| h.actor.clone()))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
                 .collect();
             crate::services::people::names_of(conn, &shown)?
         };

@@ -35,7 +35,7 @@ fn action_line(a: ActionView) -> Value {
 pub async fn home(who: SignedIn, state: State) -> Page {
     let email = who.person.email.clone();
     let is_admin = who.person.is_admin;
-    let (actions, coes, unowned) = as_service(&state, move |conn, state| {
+    let (actions, coes, unowned, names) = as_service(&state, move |conn, state| {
         let clock = state.settings.clock();
         // Open or in progress: the overdue ones, then the rest by due date.
         let mut open = Vec::new();
@@ -107,9 +107,13 @@ pub async fn home(who: SignedIn, state: State) -> Page {
         } else {
             Vec::new()
         };
-        Ok((open, lines, unowned))
+        // The names of the owners of the COEs waiting for this person's review.
+        let owners: Vec<String> = lines.iter().filter_map(|(c, _)| c.owner.clone()).collect();
+        let names = crate::services::people::names_of(conn, &owners)?;
+        Ok((open, lines, unowned, names))
     })
     .await?;
+    let (_, names) = super::coes::directory_data(&names);
     let unowned: Vec<Value> = unowned.iter().map(unowned_line).collect();
     let me = who.person.email.as_str();
     let waiting: Vec<Value> = coes
@@ -137,7 +141,8 @@ pub async fn home(who: SignedIn, state: State) -> Page {
         Some(&who),
         StatusCode::OK,
         "home",
-        json!({"actions": actions, "coes": coes, "waiting": waiting, "unowned": unowned}),
+        json!({"actions": actions, "coes": coes, "waiting": waiting, "unowned": unowned,
+               "names": names}),
     )
 }
 

@@ -66,9 +66,58 @@ pub fn to_html(text: &str) -> String {
     html
 }
 
+/// `text`'s words without its Markdown: what a search result quotes (no `**`, no
+/// `[…](…)`, no `#`); blocks and line breaks become one space.
+pub fn to_plain(text: &str) -> String {
+    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
+    let mut plain = String::with_capacity(text.len());
+    let space = |plain: &mut String| {
+        if !plain.is_empty() && !plain.ends_with(' ') {
+            plain.push(' ');
+        }
+    };
+    for event in Parser::new_ext(text, options) {
+        match event {
+            Event::Text(t)
+            | Event::Code(t)
+            | Event::Html(t)
+            | Event::InlineHtml(t)
+            | Event::DisplayMath(t)
+            | Event::InlineMath(t) => plain.push_str(&t),
+            Event::SoftBreak | Event::HardBreak | Event::Rule => space(&mut plain),
+            Event::End(
+                TagEnd::Paragraph
+                | TagEnd::Heading(_)
+                | TagEnd::Item
+                | TagEnd::TableCell
+                | TagEnd::TableRow
+                | TagEnd::TableHead
+                | TagEnd::BlockQuote(_)
+                | TagEnd::CodeBlock,
+            ) => space(&mut plain),
+            _ => {}
+        }
+    }
+    plain.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_text_keeps_the_words_and_drops_the_markdown() {
+        assert_eq!(
+            to_plain(
+                "# Impact\n\n**2,000** checkouts [failed](https://x.example/a)\n\n- one\n- `two`"
+            ),
+            "Impact 2,000 checkouts failed one two"
+        );
+        assert_eq!(
+            to_plain("<b>raw</b> stays as text"),
+            "<b>raw</b> stays as text"
+        );
+    }
 
     #[test]
     fn markdown_renders_and_raw_html_and_foreign_links_stay_text() {

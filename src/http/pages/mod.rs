@@ -7,6 +7,7 @@ mod actions;
 mod admin;
 mod board;
 mod coe_forms;
+mod coe_list;
 mod coes;
 mod dashboard;
 mod diff;
@@ -42,7 +43,9 @@ pub type Page = Result<HttpResponse, PageError>;
 /// The app's state, as a page handler takes it.
 pub type State = web::Data<AppState>;
 
-pub use outcome::{as_person, as_service, change, see_other, Again, FormError, Outcome};
+pub use outcome::{
+    as_person, as_service, change, keep_form, kept_form, see_other, Again, FormError, Outcome,
+};
 
 macro_rules! embedded {
     ($($name:literal),* $(,)?) => {
@@ -64,6 +67,7 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "action",
     "coe_print",
     "coe_history",
+    "coe_list",
     "timeline_entry",
     "board",
     "dashboard",
@@ -73,6 +77,7 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "admin_people",
     "admin_tokens",
     "admin_outbox",
+    "admin_email",
     "admin_sessions",
     "admin_ownership",
     "form_errors",
@@ -598,6 +603,7 @@ page_routes! {
     post "/admin/tokens" => admin::tokens_create,
     post "/admin/tokens/{name}/revoke" => admin::tokens_revoke,
     get "/admin/outbox" => admin::outbox_list,
+    get "/admin/outbox/{id}" => admin::outbox_email,
     post "/admin/outbox/{id}/retry" => admin::outbox_retry,
     get "/admin/sessions" => admin::sessions_list,
     get "/admin/ownership" => admin::ownership_list,
@@ -607,6 +613,7 @@ page_routes! {
     get "/incidents" => incidents::list,
     get "/incidents/{id}" => incidents::show,
     post "/incidents/{id}/coe" => incidents::open_coe,
+    get "/coes" => coe_list::list,
     get "/coes/{id}" => coes::show,
     get "/coes/{id}/print" => review::print,
     get "/coes/{id}/history" => review::history,

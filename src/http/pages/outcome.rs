@@ -177,3 +177,45 @@ pub async fn change<E: FormError>(
     })
     .await
 }
+
+/// Keeps `body` for the signed-in person on page `page` (its path, or a COE's id) and
+/// answers the id its address names (`?kept=…`): a form that did not go through is
+/// answered `303` like one that did, so Back and reload never post it again.
+pub async fn keep_form(
+    state: &web::Data<AppState>,
+    who: &SignedIn,
+    page: &str,
+    status: actix_web::http::StatusCode,
+    body: serde_json::Value,
+) -> Result<String, PageError> {
+    let (person, page) = (who.person.email.as_str().to_owned(), page.to_owned());
+    as_service(state, move |conn, _| {
+        Ok(crate::services::forms::keep(
+            conn,
+            &person,
+            &page,
+            status.as_u16(),
+            &body,
+        )?)
+    })
+    .await
+}
+
+/// What `keep_form` kept as `id` for the signed-in person on page `page`, with the
+/// status to answer with; `None` when there is nothing (gone, another's, another page's).
+pub async fn kept_form(
+    state: &web::Data<AppState>,
+    who: &SignedIn,
+    page: &str,
+    id: Option<String>,
+) -> Result<Option<(actix_web::http::StatusCode, serde_json::Value)>, PageError> {
+    let Some(id) = id else { return Ok(None) };
+    let (person, page) = (who.person.email.as_str().to_owned(), page.to_owned());
+    let found = as_service(state, move |conn, _| {
+        Ok(crate::services::forms::kept(conn, &id, &person, &page)?)
+    })
+    .await?;
+    Ok(found.and_then(|(status, body)| {
+        Some((actix_web::http::StatusCode::from_u16(status).ok()?, body))
+    }))
+}

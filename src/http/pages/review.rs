@@ -37,7 +37,9 @@ pub async fn print(who: SignedIn, path: web::Path<String>, state: State) -> Page
     let loaded = coes::load(&state, &path, &who, false).await?;
     let doc = &loaded.doc;
     let related = related_links(doc);
+    let (_, names) = coes::directory_data(&loaded.directory);
     let data = json!({
+        "names": names,
         "state": doc.state.as_str().replace('_', " "),
         "closed": doc.state == CoeState::Closed,
         "related": related,
@@ -67,6 +69,8 @@ pub async fn history(who: SignedIn, path: web::Path<String>, state: State) -> Pa
             })
         })
         .collect();
-    let data = json!({"coe": {"id": loaded.doc.id, "title": loaded.doc.title}, "entries": entries});
+    let (_, names) = coes::directory_data(&loaded.directory);
+    let data = json!({"coe": {"id": loaded.doc.id, "title": loaded.doc.title}, "entries": entries,
+                      "names": names});
     render(&state, Some(&who), StatusCode::OK, "coe_history", data)
 }

@@ -7,6 +7,7 @@ use actix_web::web;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::markdown::to_plain;
 use super::query::{filled, pages, word};
 use super::{as_service, render, Page, State};
 use crate::domain::coe::CoeState;
@@ -55,7 +56,19 @@ fn fold(text: &str) -> (String, Vec<usize>) {
     (folded, origin)
 }
 
-/// The byte offsets in `text` of the characters inside a match of any term.
+/// A word's stem (English, Porter's: "failing" and "failed" are "fail"), as both
+/// databases' full-text search stem the words they index.
+fn stem(word: &str) -> String {
+    thread_local! {
+        static STEMMER: rust_stemmers::Stemmer =
+            rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+    }
+    STEMMER.with(|s| s.stem(&word.to_lowercase()).into_owned())
+}
+
+/// The byte offsets in `text` of the characters inside a match of any term: the
+/// term itself anywhere (any case), and every word of the same stem (the word forms
+/// the search found it by).
 fn matched_chars(text: &str, terms: &[String]) -> std::collections::BTreeSet<usize> {
     let (folded, origin) = fold(text);
     let mut marked = std::collections::BTreeSet::new();
@@ -63,6 +76,27 @@ fn matched_chars(text: &str, terms: &[String]) -> std::collections::BTreeSet<usi
         for (start, found) in folded.match_indices(term.as_str()) {
             marked.extend(origin[start..start + found.len()].iter().copied());
         }
+    }
+    let stems: Vec<String> = terms.iter().map(|t| stem(t)).collect();
+    let mut word_start: Option<usize> = None;
+    let mark_word = |from: usize, to: usize, marked: &mut std::collections::BTreeSet<usize>| {
+        let word = &text[from..to];
+        if word.chars().count() >= 2 && stems.contains(&stem(word)) {
+            marked.extend(word.char_indices().map(|(i, _)| from + i));
+        }
+    };
+    for (i, c) in text.char_indices() {
+        match (c.is_alphanumeric(), word_start) {
+            (true, None) => word_start = Some(i),
+            (false, Some(from)) => {
+                mark_word(from, i, &mut marked);
+                word_start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(from) = word_start {
+        mark_word(from, text.len(), &mut marked);
     }
     marked
 }
@@ -145,9 +179,9 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
             let hits = page
                 .into_iter()
                 .map(|coe| {
-                    let found = texts
-                        .get(&coe.id)
-                        .and_then(|bodies| bodies.iter().find_map(|b| passage(b, &words)));
+                    let found = texts.get(&coe.id).and_then(|bodies| {
+                        bodies.iter().find_map(|b| passage(&to_plain(b), &words))
+                    });
                     json!({"coe": coe, "passage": found})
                 })
                 .collect::<Vec<_>>();
@@ -155,7 +189,16 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
         })
         .await?
     } else {
-        (Vec::new(), 0)
+        // Nothing asked yet: the newest COEs, to start from.
+        as_service(&state, move |conn, _| {
+            let (page, _) = coes::list(conn, &CoeFilter::default(), PAGE, 0)?;
+            let hits = page
+                .into_iter()
+                .map(|coe| json!({"coe": coe, "passage": null}))
+                .collect::<Vec<_>>();
+            Ok((hits, 0))
+        })
+        .await?
     };
     let page_url = |offset: i64| {
         let mut next = q.clone();
@@ -199,6 +242,19 @@ mod tests {
         assert!(
             p.starts_with("… ") && p.ends_with(" …") && p.contains("the pool ran dry"),
             "{p}"
+        );
+    }
+
+    #[test]
+    fn word_forms_of_a_term_are_marked_whole() {
+        let t = terms("failing pools");
+        assert_eq!(
+            highlight("Checkout failed: the pool ran dry", &t),
+            "Checkout <mark>failed</mark>: the <mark>pool</mark> ran dry"
+        );
+        assert_eq!(
+            passage("It **failed** twice", &t).as_deref(),
+            Some("It **failed** twice")
         );
     }
 

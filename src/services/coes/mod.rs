@@ -47,7 +47,7 @@ pub use edit::{
     SectionEdit,
 };
 pub use related::{add_related, delete_related, RelatedInput};
-pub use search::{list, section_texts, unowned, CoeFilter, CoeSummary};
+pub use search::{list, section_texts, services, unowned, CoeFilter, CoeSort, CoeSummary};
 pub use timeline::{add_timeline, delete_timeline, edit_timeline, TimelineInput};
 pub use whys::{add_why_chain, delete_why_chain, replace_why_chain, WhyChainInput};
 

@@ -11,7 +11,7 @@ use utoipa::ToSchema;
 
 use super::Why;
 use crate::db::models::CoeRow;
-use crate::db::schema::{coe_sections, coes, timeline_entries, why_chains};
+use crate::db::schema::{coe_sections, coes, people, timeline_entries, why_chains};
 use crate::db::{self, types, DbConnection};
 use crate::domain::coe::CoeState;
 use crate::domain::Severity;
@@ -83,6 +83,42 @@ pub struct CoeFilter {
     pub reviewer: Option<String>,
     pub since: Option<NaiveDateTime>,
     pub until: Option<NaiveDateTime>,
+    /// Owned by someone of this team (the directory's teams, any case).
+    pub team: Option<String>,
+    /// The order without `text` (with it, best match first).
+    pub sort: CoeSort,
+}
+
+/// The order of a list of COEs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CoeSort {
+    /// Newest first.
+    #[default]
+    Newest,
+    Oldest,
+    /// Most recently changed first.
+    Updated,
+    /// Worst first (sev1 before sev2), newest first within one severity.
+    Severity,
+}
+
+impl CoeSort {
+    pub const ALL: [CoeSort; 4] = [
+        CoeSort::Newest,
+        CoeSort::Oldest,
+        CoeSort::Updated,
+        CoeSort::Severity,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CoeSort::Newest => "newest",
+            CoeSort::Oldest => "oldest",
+            CoeSort::Updated => "updated",
+            CoeSort::Severity => "severity",
+        }
+    }
 }
 
 /// Most search hits ranked before filtering.
@@ -151,6 +187,15 @@ pub fn list(
         if let Some(until) = filter.until {
             query = query.filter(coes::created_at.lt(until));
         }
+        if let Some(team) = &filter.team {
+            query = query.filter(
+                coes::owner_email.eq_any(
+                    people::table
+                        .filter(db::lower(people::team).eq(team.to_lowercase()))
+                        .select(people::email.nullable()),
+                ),
+            );
+        }
         if let Some(hits) = &hits {
             let ids: Vec<String> = hits.iter().map(|(id, _)| id.clone()).collect();
             query = query.filter(coes::id.eq_any(ids));
@@ -160,8 +205,18 @@ pub fn list(
     match &hits {
         None => {
             let total: i64 = filtered().count().get_result(conn)?;
-            let rows: Vec<CoeRow> = filtered()
-                .order((coes::created_at.desc(), coes::id.desc()))
+            let ordered = match filter.sort {
+                CoeSort::Newest => filtered().order((coes::created_at.desc(), coes::id.desc())),
+                CoeSort::Oldest => filtered().order((coes::created_at.asc(), coes::id.asc())),
+                CoeSort::Updated => filtered().order((coes::updated_at.desc(), coes::id.desc())),
+                // Severity 1 is the worst: the lowest number first.
+                CoeSort::Severity => filtered().order((
+                    coes::severity.asc(),
+                    coes::created_at.desc(),
+                    coes::id.desc(),
+                )),
+            };
+            let rows: Vec<CoeRow> = ordered
                 .limit(limit)
                 .offset(offset)
                 .select(CoeRow::as_select())
@@ -197,6 +252,17 @@ pub fn list(
             Ok((page, total))
         }
     }
+}
+
+/// The services COEs were opened for, in order (at most `limit`): what a filter offers.
+pub fn services(conn: &mut DbConnection, limit: i64) -> QueryResult<Vec<String>> {
+    coes::table
+        .filter(coes::service.is_not_null())
+        .select(coes::service.assume_not_null())
+        .distinct()
+        .order(coes::service.assume_not_null().asc())
+        .limit(limit)
+        .load(conn)
 }
 
 /// The section texts of each of `ids`, by COE, in the order of their keys: what a

@@ -273,6 +273,20 @@ pub fn list(
     Ok(query.load(conn)?.into_iter().map(Into::into).collect())
 }
 
+/// One email with what it says: the listing's fields and its plain-text body, for an
+/// admin who wants to read what was (or will be) sent.
+pub fn get(conn: &mut DbConnection, id: &str) -> QueryResult<Option<(OutboxEmail, String)>> {
+    let row: Option<OutboxRow> = outbox_emails::table
+        .find(id)
+        .select(OutboxRow::as_select())
+        .first(conn)
+        .optional()?;
+    Ok(row.map(|r| {
+        let body = r.body_text.clone();
+        (r.into(), body)
+    }))
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum RetryError {
     #[error("no email with id {0}")]

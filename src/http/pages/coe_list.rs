@@ -1,0 +1,93 @@
+//! Every COE, as a table: filtered by state, service, severity and team, sorted,
+//! a page at a time, with the filters in the address (a list a leader can share).
+
+use actix_web::http::StatusCode;
+use actix_web::web;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::query::{filled, pages, word};
+use super::{as_service, render, Page, State};
+use crate::domain::coe::CoeState;
+use crate::domain::Severity;
+use crate::http::session::SignedIn;
+use crate::services::coes::{self, CoeFilter, CoeSort};
+
+/// COEs per page.
+const PAGE: i64 = 50;
+
+/// How many services and teams the filters offer.
+const OFFERED: i64 = 500;
+
+#[derive(Debug, Default, Clone, Deserialize, Serialize)]
+pub struct ListQuery {
+    #[serde(default)]
+    state: Option<String>,
+    #[serde(default)]
+    service: Option<String>,
+    #[serde(default)]
+    severity: Option<String>,
+    #[serde(default)]
+    team: Option<String>,
+    #[serde(default)]
+    sort: Option<String>,
+    #[serde(default)]
+    offset: Option<i64>,
+}
+
+/// `GET /coes`.
+pub async fn list(who: SignedIn, query: web::Query<ListQuery>, state: State) -> Page {
+    let q = query.into_inner();
+    let filter = CoeFilter {
+        state: word::<CoeState>(
+            &q.state,
+            "COE state",
+            "draft, in_review, approved or closed",
+        )?,
+        service: filled(&q.service),
+        severity: word::<Severity>(&q.severity, "severity", "sev1 to sev5")?,
+        team: filled(&q.team),
+        sort: word::<CoeSort>(&q.sort, "order", "newest, oldest, updated or severity")?
+            .unwrap_or_default(),
+        ..CoeFilter::default()
+    };
+    let offset = q.offset.unwrap_or(0).max(0);
+    let (found, total, services, teams, names) = as_service(&state, move |conn, _| {
+        let (found, total) = coes::list(conn, &filter, PAGE, offset)?;
+        let owners: Vec<String> = found.iter().filter_map(|c| c.owner.clone()).collect();
+        Ok((
+            found,
+            total,
+            coes::services(conn, OFFERED)?,
+            crate::services::people::teams(conn)?,
+            crate::services::people::names_of(conn, &owners)?,
+        ))
+    })
+    .await?;
+    let (_, names) = super::coes::directory_data(&names);
+    let page_url = |offset: i64| {
+        let mut next = q.clone();
+        next.offset = Some(offset);
+        format!(
+            "/coes?{}",
+            serde_urlencoded::to_string(&next).unwrap_or_default()
+        )
+    };
+    let (previous, next) = pages(offset, PAGE, total, page_url);
+    let data = json!({
+        "query": q,
+        "coes": found,
+        "total": total,
+        "first": offset + 1,
+        "last": offset + i64::try_from(found.len()).unwrap_or(0),
+        "states": CoeState::ALL.map(|s| s.as_str()),
+        "severities": Severity::ALL.map(|s| s.to_string()),
+        "sorts": CoeSort::ALL.map(|s| s.as_str()),
+        "services": services,
+        "teams": teams,
+        "names": names,
+        "previous": previous,
+        "next": next,
+    });
+    render(&state, Some(&who), StatusCode::OK, "coe_list", data)
+}
