@@ -602,6 +602,27 @@ async fn a_leader_inspects_the_board_and_an_owner_moves_a_due_date_that_it_then_
     browser.wait_for_heading("Is the mechanism working?").await;
     browser.set_size(1280, 2200).await;
     browser.screenshot("dashboard").await;
+    // The leader picks a team and a period: both land in the address.
+    browser.type_into("#f-team", "Payments").await;
+    browser.click("#f-weeks option[value='26']").await;
+    browser.click_to_load(".filters button[type=submit]").await;
+    let url = browser.wait_for_url("team=Payments").await;
+    assert!(url.contains("weeks=26"), "{url}");
+    assert_eq!(browser.find_all("#chart-overdue rect").await.len(), 26);
+    browser.screenshot("dashboard-team").await;
+    // Every COE, the worst first; then a search by a word form.
+    browser.goto(&app.url("/coes?sort=severity")).await;
+    browser.wait_for_heading("COEs").await;
+    assert!(browser
+        .text("table")
+        .await
+        .contains("Checkout 502s after deploy 42"));
+    browser.set_size(1280, 900).await;
+    browser.screenshot("coes-list").await;
+    browser.goto(&app.url("/search?q=deploys")).await;
+    let marked = browser.text(".hit mark").await;
+    assert_eq!(marked, "deploy", "the word form is found and marked");
+    browser.screenshot("search-word-forms").await;
     browser.set_size(390, 844).await;
     browser.goto(&app.url("/board")).await;
     browser.screenshot("board-phone").await;

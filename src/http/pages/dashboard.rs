@@ -399,13 +399,21 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
         };
         let unowned = crate::services::coes::unowned(conn, i64::try_from(LISTED).unwrap_or(20))?;
         let teams = crate::services::people::teams(conn)?;
-        Ok((
-            crate::http::api::stats::scoped(conn, state, &scope)?,
-            unowned,
-            teams,
-        ))
+        let figures = crate::http::api::stats::scoped(conn, state, &scope)?;
+        // The names of the people the lists show.
+        let shown: Vec<String> = figures
+            .drafts_past_deadline
+            .iter()
+            .chain(&figures.waiting_for_review)
+            .flat_map(|w| [w.owner.clone(), w.reviewer.clone()])
+            .flatten()
+            .collect();
+        let names = crate::services::people::names_of(conn, &shown)?;
+        Ok((figures, unowned, (teams, names)))
     })
     .await?;
+    let (teams, names) = teams;
+    let (_, names) = super::coes::directory_data(&names);
     let unowned: Vec<Value> = unowned.iter().map(super::home::unowned_line).collect();
     // The lists show their longest waiting; the rest are a search away. (The figures
     // by owner stay in the API: the board shows them.)
@@ -431,6 +439,7 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
         "unowned": if team.is_none() { unowned } else { Vec::new() },
         "team": team,
         "teams": teams,
+        "names": names,
         "periods": periods,
         "period": period,
         "charts": charts(&figures),

@@ -200,6 +200,15 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
         })
         .await?
     };
+    let owners: Vec<String> = hits
+        .iter()
+        .filter_map(|h| h["coe"]["owner"].as_str().map(str::to_owned))
+        .collect();
+    let names = as_service(&state, move |conn, _| {
+        Ok(crate::services::people::names_of(conn, &owners)?)
+    })
+    .await?;
+    let (_, names) = super::coes::directory_data(&names);
     let page_url = |offset: i64| {
         let mut next = q.clone();
         next.offset = Some(offset);
@@ -213,6 +222,7 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
         "query": q,
         "searched": searched,
         "hits": hits,
+        "names": names,
         "total": total,
         "states": CoeState::ALL.map(|s| s.as_str()),
         "severities": Severity::ALL.map(|s| s.to_string()),
