@@ -312,6 +312,14 @@ async fn every_page_is_valid_html() {
     keep(
         &app,
         &mut saved,
+        "coe-reading-mode",
+        &format!("{coe_path}?view=read"),
+        Some(&ana),
+    )
+    .await;
+    keep(
+        &app,
+        &mut saved,
         "action-reader",
         &format!("/actions/{action_id}"),
         Some(&rev),
@@ -342,8 +350,30 @@ async fn every_page_is_valid_html() {
         ("admin-outbox", "/admin/outbox"),
         ("admin-sessions", "/admin/sessions"),
         ("admin-ownership", "/admin/ownership"),
+        ("coes", "/coes?sort=severity&team=x%20y"),
+        ("coes-all", "/coes"),
+        ("dashboard-team", "/dashboard?team=x%20y&weeks=26"),
     ] {
         keep(&app, &mut saved, name, path, Some(&rev)).await;
+    }
+    {
+        use coe::db::schema::outbox_emails;
+        use diesel::prelude::*;
+        let email: String = {
+            let mut conn = app.pool.get().expect("conn");
+            outbox_emails::table
+                .select(outbox_emails::id)
+                .first(&mut conn)
+                .expect("an email")
+        };
+        keep(
+            &app,
+            &mut saved,
+            "admin-email",
+            &format!("/admin/outbox/{email}"),
+            Some(&rev),
+        )
+        .await;
     }
     let html = get_page(&app, "/me", Some(&rev))
         .await
