@@ -35,6 +35,7 @@ diesel::table! {
         coe_required_at -> Nullable<Timestamp>,
         created_at -> Timestamp,
         updated_at -> Timestamp,
+        reported_by -> Nullable<Text>,
     }
 }
 

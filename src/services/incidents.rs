@@ -81,6 +81,8 @@ pub struct Event {
 pub struct IncidentDetail {
     #[serde(flatten)]
     pub incident: Incident,
+    /// Who reported it from the pages, for an incident of source `manual`.
+    pub reported_by: Option<String>,
     /// Its first `DETAIL_EVENTS` events, oldest first; all `event_count` of them
     /// page by page at `/api/v1/incidents/{id}/events`.
     pub events: Vec<Event>,
@@ -227,6 +229,10 @@ pub fn get(conn: &mut DbConnection, id: &str) -> QueryResult<Option<IncidentDeta
     else {
         return Ok(None);
     };
+    let reported_by: Option<String> = incidents::table
+        .find(id)
+        .select(incidents::reported_by)
+        .first(conn)?;
     let events: Vec<FailureEventRow> = failure_events::table
         .filter(failure_events::incident_id.eq(id))
         .order((failure_events::received_at.asc(), failure_events::id.asc()))
@@ -235,6 +241,7 @@ pub fn get(conn: &mut DbConnection, id: &str) -> QueryResult<Option<IncidentDeta
         .load(conn)?;
     Ok(Some(IncidentDetail {
         incident: row.try_into()?,
+        reported_by,
         events: events
             .into_iter()
             .map(Event::try_from)

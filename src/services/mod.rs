@@ -24,6 +24,7 @@ pub mod outbox;
 pub mod ownership;
 pub mod people;
 pub mod reminders;
+pub mod report;
 pub mod review;
 pub mod sns;
 pub mod stats;

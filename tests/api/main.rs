@@ -24,6 +24,7 @@ mod ownership;
 mod page_routes;
 mod pages;
 mod people;
+mod report;
 mod security;
 mod stats;
 mod storm;

@@ -192,6 +192,7 @@ pub async fn show(who: SignedIn, path: web::Path<String>, state: State) -> Page 
         "incident",
         json!({
             "incident": detail.incident,
+            "reported_by": detail.reported_by,
             "alerts": alerts,
             "said": said,
             "coe_id": coe_id,

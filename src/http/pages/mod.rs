@@ -18,6 +18,7 @@ mod markdown;
 mod me;
 mod outcome;
 mod query;
+mod report;
 mod review;
 mod search;
 mod sign_in;
@@ -68,6 +69,7 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "coe_print",
     "coe_history",
     "coe_list",
+    "report",
     "timeline_entry",
     "board",
     "dashboard",
@@ -610,6 +612,8 @@ page_routes! {
     post "/admin/ownership/services" => admin::ownership_service,
     post "/admin/ownership/teams" => admin::ownership_team,
     post "/admin/sessions/{id}/end" => admin::sessions_end,
+    get "/report" => report::form,
+    post "/report" => report::submit,
     get "/incidents" => incidents::list,
     get "/incidents/{id}" => incidents::show,
     post "/incidents/{id}/coe" => incidents::open_coe,

@@ -353,7 +353,7 @@ pub fn follow_incident(
 }
 
 /// Input of `POST /api/v1/coes`.
-#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NewCoe {
     /// The incident this COE is about; the draft is then pre-filled from it.

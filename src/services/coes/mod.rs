@@ -51,6 +51,12 @@ pub use search::{list, section_texts, services, unowned, CoeFilter, CoeSort, Coe
 pub use timeline::{add_timeline, delete_timeline, edit_timeline, TimelineInput};
 pub use whys::{add_why_chain, delete_why_chain, replace_why_chain, WhyChainInput};
 
+/// Rebuilds COE `id`'s row in the full-text index, after a change written outside
+/// this module's edits (a reported failure's first text).
+pub fn reindex_coe(conn: &mut DbConnection, id: &str) -> QueryResult<()> {
+    search::reindex(conn, id)
+}
+
 /// Who is changing things: the token's person, or `token:<name>`, or `coe` itself.
 pub type Actor<'a> = &'a str;
 

@@ -1,0 +1,1 @@
+ALTER TABLE incidents DROP COLUMN reported_by;
