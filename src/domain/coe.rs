@@ -4,6 +4,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+/// Longest review comment (a request for changes, a comment on a section, an
+/// answer), in bytes.
+pub const MAX_COMMENT_BYTES: usize = 20_000;
+
 /// draft → in review → approved → closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]

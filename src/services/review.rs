@@ -15,8 +15,7 @@ use crate::services::coes::{self as coe_service, CoeError};
 use crate::services::notify::{self, CoeFacts};
 use crate::services::{access, lifecycle};
 
-/// Longest review comment, in bytes.
-pub const MAX_COMMENT_BYTES: usize = 20_000;
+pub use crate::domain::coe::MAX_COMMENT_BYTES;
 
 pub use crate::domain::coe::ReviewStep as Step;
 

@@ -18,7 +18,7 @@ use crate::db::schema::section_comments;
 use crate::db::{self, locks, types, DbConnection};
 use crate::domain::coe::CoeState;
 use crate::services::access::{self, Editor};
-use crate::services::review::MAX_COMMENT_BYTES;
+use crate::domain::coe::MAX_COMMENT_BYTES;
 
 /// A comment on one section, with its answer once given.
 #[derive(Debug, Clone, Serialize, ToSchema, Queryable, Selectable)]
