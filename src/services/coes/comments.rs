@@ -17,8 +17,8 @@ use super::{child_of_coe, load_row, record_change, template_of, CoeError};
 use crate::db::schema::section_comments;
 use crate::db::{self, locks, types, DbConnection};
 use crate::domain::coe::CoeState;
-use crate::services::access::{self, Editor};
 use crate::domain::coe::MAX_COMMENT_BYTES;
+use crate::services::access::{self, Editor};
 
 /// A comment on one section, with its answer once given.
 #[derive(Debug, Clone, Serialize, ToSchema, Queryable, Selectable)]
