@@ -394,6 +394,18 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    coe_incidents (incident_id) {
+        incident_id -> Text,
+        coe_id -> Text,
+        attached_by -> Text,
+        attached_at -> Timestamp,
+    }
+}
+
+diesel::joinable!(coe_incidents -> incidents (incident_id));
+diesel::joinable!(coe_incidents -> coes (coe_id));
+
 diesel::allow_tables_to_appear_in_same_query!(
     api_tokens,
     incidents,
@@ -422,5 +434,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     form_keys,
     service_owners,
     team_owners,
-    section_comments
+    section_comments,
+    coe_incidents
 );

@@ -281,12 +281,27 @@ pub fn events(
 
 /// The id of the incident's COE, if it has one.
 pub fn coe_of(conn: &mut DbConnection, incident_id: &str) -> QueryResult<Option<String>> {
-    use crate::db::schema::coes;
-    coes::table
-        .filter(coes::incident_id.eq(incident_id))
-        .select(coes::id)
+    use crate::db::schema::coe_incidents;
+    coe_incidents::table
+        .filter(coe_incidents::incident_id.eq(incident_id))
+        .select(coe_incidents::coe_id)
         .first(conn)
         .optional()
+}
+
+/// The titles and states of incidents `ids`, in that order: (id, title, state).
+pub fn titles(
+    conn: &mut DbConnection,
+    ids: &[String],
+) -> QueryResult<Vec<(String, String, String)>> {
+    let rows: Vec<(String, String, String)> = incidents::table
+        .filter(incidents::id.eq_any(ids))
+        .select((incidents::id, incidents::title, incidents::state))
+        .load(conn)?;
+    Ok(ids
+        .iter()
+        .filter_map(|id| rows.iter().find(|r| r.0 == *id).cloned())
+        .collect())
 }
 
 /// The COEs of incidents `ids`: incident id → (COE id, its state).
@@ -294,14 +309,15 @@ pub fn coes_of(
     conn: &mut DbConnection,
     ids: &[String],
 ) -> QueryResult<std::collections::HashMap<String, (String, String)>> {
-    use crate::db::schema::coes;
-    let rows: Vec<(Option<String>, String, String)> = coes::table
-        .filter(coes::incident_id.eq_any(ids))
-        .select((coes::incident_id, coes::id, coes::state))
+    use crate::db::schema::{coe_incidents, coes};
+    let rows: Vec<(String, String, String)> = coe_incidents::table
+        .inner_join(coes::table)
+        .filter(coe_incidents::incident_id.eq_any(ids))
+        .select((coe_incidents::incident_id, coes::id, coes::state))
         .load(conn)?;
     Ok(rows
         .into_iter()
-        .filter_map(|(incident, id, state)| Some((incident?, (id, state))))
+        .map(|(incident, id, state)| (incident, (id, state)))
         .collect())
 }
 

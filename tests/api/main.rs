@@ -19,6 +19,7 @@ mod inspection_pages;
 mod migrations;
 mod openapi;
 mod operations;
+mod outage;
 mod overdue;
 mod ownership;
 mod page_routes;

@@ -124,6 +124,7 @@ async fn every_route_in_the_table_is_served_by_its_method() {
             .replace("{chain_id}", "x")
             .replace("{item_id}", "x")
             .replace("{comment_id}", "x")
+            .replace("{incident_id}", "x")
             .replace("{transition}", "start")
             .replace("{email}", "x@example.com");
         assert!(!concrete.contains('{'), "no example value for {path}");

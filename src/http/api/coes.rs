@@ -449,6 +449,68 @@ pub async fn add_related(
     .await
 }
 
+/// Which incident to attach.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AttachInput {
+    pub incident_id: String,
+}
+
+/// Attaches an incident to a COE (a draft or in review): one outage, one COE. Its
+/// alerts join the timeline; the COE's times follow all its incidents. No `If-Match`
+/// (it cannot conflict with another's change).
+#[utoipa::path(operation_id = "attach_coe_incident", post, path = "/api/v1/coes/{id}/incidents", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id")),
+    request_body = AttachInput,
+    responses(
+        (status = 200, description = "The document, with the incident in `incident_ids`", body = CoeDocument),
+        (status = 403, description = "Not someone who may change the COE", body = ErrorBody),
+        (status = 404, description = "No such COE", body = ErrorBody),
+        (status = 409, description = "The incident is another COE's, or the COE is approved or closed", body = ErrorBody),
+        (status = 422, description = "No such incident", body = ErrorBody),
+    ))]
+pub async fn attach_incident(
+    Member(caller): Member,
+    id: PathId<ids::Coe>,
+    body: ApiJson<AttachInput>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let incident = body.0.incident_id;
+    write_then_show(
+        &state,
+        &caller,
+        id,
+        StatusCode::OK,
+        move |conn, id, who, _| coes::attach_incident(conn, id, &incident, who),
+    )
+    .await
+}
+
+/// Detaches an incident from a COE; never its last.
+#[utoipa::path(operation_id = "detach_coe_incident", delete, path = "/api/v1/coes/{id}/incidents/{incident_id}", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id"), ("incident_id" = String, Path, description = "The incident's id")),
+    responses(
+        (status = 200, description = "The document without the incident", body = CoeDocument),
+        (status = 404, description = "No such COE, or it does not cover that incident", body = ErrorBody),
+        (status = 409, description = "Its only incident, or the COE is approved or closed", body = ErrorBody),
+    ))]
+pub async fn detach_incident(
+    Member(caller): Member,
+    id: PathId<ids::Coe>,
+    incident: PathId<ids::CoveredIncident>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let incident = incident.into_inner();
+    write_then_show(
+        &state,
+        &caller,
+        id,
+        StatusCode::OK,
+        move |conn, id, who, _| coes::detach_incident(conn, id, &incident, who),
+    )
+    .await
+}
+
 /// Comments on a section of a COE in review (its reviewer only). Comments are not
 /// part of the writeup: no `If-Match`, and the version stays.
 #[utoipa::path(operation_id = "add_coe_comment", post, path = "/api/v1/coes/{id}/comments", tag = "coes", security(("bearer" = [])),

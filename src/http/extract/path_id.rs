@@ -50,6 +50,8 @@ pub mod ids {
         WhyChain = "chain_id", "5-whys chain";
         /// `{item_id}` of `/api/v1/coes/{id}/related/{item_id}`.
         RelatedItem = "item_id", "related item";
+        /// `{incident_id}` of `/api/v1/coes/{id}/incidents/{incident_id}`.
+        CoveredIncident = "incident_id", "incident";
         /// `{comment_id}` of `/api/v1/coes/{id}/comments/{comment_id}/answer`.
         Comment = "comment_id", "comment";
     }

@@ -46,11 +46,13 @@ impl FromRequest for CoeForm {
         let state = req.app_data::<web::Data<AppState>>().cloned();
         let path = req.match_info();
         let id = path.get("id").unwrap_or_default().to_owned();
-        let item = ["key", "entry", "chain", "item", "step", "comment"]
-            .iter()
-            .find_map(|name| path.get(name))
-            .unwrap_or_default()
-            .to_owned();
+        let item = [
+            "key", "entry", "chain", "item", "step", "comment", "incident",
+        ]
+        .iter()
+        .find_map(|name| path.get(name))
+        .unwrap_or_default()
+        .to_owned();
         Box::pin(async move {
             let CsrfForm { who, fields } = form.await?;
             let state = state.ok_or_else(|| PageError::Internal("no application state".into()))?;
@@ -591,5 +593,36 @@ pub async fn answer_comment(form: CoeForm) -> Page {
     form.change(&part, kept, move |conn, _, editor, coe, _| {
         service::answer_comment(conn, coe, &comment, &input, editor)
     })
+    .await
+}
+
+/// `POST /coes/{id}/incidents`: attaches another incident of the same outage (`incident`:
+/// its id, or its page's address); back at the COE's incidents.
+pub async fn attach_incident(form: CoeForm) -> Page {
+    let typed = form.fields.text("incident");
+    // An address (`…/incidents/{id}`, with or without the site) names its last segment.
+    let incident = typed
+        .trim()
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    form.change(
+        "incidents",
+        Kept::default(),
+        move |conn, _, editor, coe, _| service::attach_incident(conn, coe, &incident, editor),
+    )
+    .await
+}
+
+/// `POST /coes/{id}/incidents/{incident}/detach`.
+pub async fn detach_incident(form: CoeForm) -> Page {
+    let incident = form.item.clone();
+    form.change(
+        "incidents",
+        Kept::default(),
+        move |conn, _, editor, coe, _| service::detach_incident(conn, coe, &incident, editor),
+    )
     .await
 }

@@ -102,6 +102,8 @@ pub(super) struct Loaded {
     may_edit: bool,
     /// For the reviewer: what others changed since their last look, and when that was.
     since_last_look: Option<(NaiveDateTime, Vec<HistoryEntry>)>,
+    /// The incidents it covers: (id, title, state).
+    incidents: Vec<(String, String, String)>,
     /// (address, name): the directory, offered in the fields that name people, for
     /// someone who may edit; else the people the page shows.
     pub directory: Vec<(String, Option<String>)>,
@@ -191,7 +193,9 @@ pub(super) async fn load(
                 .collect();
             crate::services::people::names_of(conn, &shown)?
         };
+        let incidents = crate::services::incidents::titles(conn, &doc.incident_ids)?;
         Ok(Some(Loaded {
+            incidents,
             doc,
             history,
             earlier_open,
@@ -321,6 +325,7 @@ pub(super) fn page(
 ) -> Page {
     let Loaded {
         doc,
+        incidents,
         history,
         earlier_open,
         may_edit,
@@ -498,6 +503,12 @@ pub(super) fn page(
         "sent_back": sent_back,
         "may_take": doc.owner.is_none() && doc.state.is_editable(),
         "may_add_actions": may_add_actions && !reading,
+        "incidents": incidents
+            .iter()
+            .map(|(id, title, state)| json!({"id": id, "title": title, "state": state}))
+            .collect::<Vec<_>>(),
+        "may_detach": may_write && incidents.len() > 1,
+        "incident_count": incidents.len(),
         "may_review": is_reviewer && doc.state == CoeState::InReview,
         "may_approve": may_approve,
         "may_submit": may_write && doc.state == CoeState::Draft,

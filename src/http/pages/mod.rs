@@ -634,6 +634,8 @@ page_routes! {
     post "/coes/{id}/actions" => coe_forms::add_action,
     post "/coes/{id}/review/{step}" => review::step,
     post "/coes/{id}/comments" => coe_forms::add_comment,
+    post "/coes/{id}/incidents" => coe_forms::attach_incident,
+    post "/coes/{id}/incidents/{incident}/detach" => coe_forms::detach_incident,
     post "/coes/{id}/comments/{comment}/answer" => coe_forms::answer_comment,
     get "/actions/{id}" => actions::show,
     post "/actions/{id}/due-date" => actions::move_due_date,

@@ -151,7 +151,10 @@ pub struct TemplateRef {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct CoeDocument {
     pub id: String,
+    /// Its first incident.
     pub incident_id: Option<String>,
+    /// Every incident it covers, the first attached first.
+    pub incident_ids: Vec<String>,
     pub title: String,
     pub service: Option<String>,
     #[schema(value_type = String, example = "sev2")]
@@ -395,6 +398,7 @@ pub fn load(
         actions: action_views,
         review,
         comments: super::comments::of_coe(conn, id)?,
+        incident_ids: super::covered::incidents_of(conn, id)?,
         completeness,
         id: row.id,
         incident_id: row.incident_id,

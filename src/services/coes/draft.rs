@@ -14,7 +14,7 @@ use super::search::reindex;
 use super::timeline::recompute_milestone;
 use super::{edit, record_change, Actor, CoeError, SYSTEM_ACTOR};
 use crate::db::models::{CoeRow, FailureEventRow, IncidentRow};
-use crate::db::schema::{coe_recurrences, coes, failure_events, incidents, people};
+use crate::db::schema::{coe_incidents, coe_recurrences, coes, failure_events, incidents, people};
 use crate::db::{self, locks, types, DbConnection};
 use crate::domain::coe::{self, CoeState, TimelineKind};
 use crate::domain::Severity;
@@ -77,8 +77,10 @@ fn insert_draft_for_incident(
     ctx: &Env<'_>,
     now: NaiveDateTime,
 ) -> QueryResult<Option<String>> {
-    let exists: i64 = coes::table
-        .filter(coes::incident_id.eq(&incident.id))
+    // An incident that has a COE already — its own, or one it was attached to — opens
+    // no other.
+    let exists: i64 = coe_incidents::table
+        .filter(coe_incidents::incident_id.eq(&incident.id))
         .count()
         .get_result(conn)?;
     if exists > 0 {
@@ -121,6 +123,14 @@ fn insert_draft_for_incident(
     };
     diesel::insert_into(coes::table)
         .values(&row)
+        .execute(conn)?;
+    diesel::insert_into(coe_incidents::table)
+        .values((
+            coe_incidents::incident_id.eq(&incident.id),
+            coe_incidents::coe_id.eq(&row.id),
+            coe_incidents::attached_by.eq(SYSTEM_ACTOR),
+            coe_incidents::attached_at.eq(now),
+        ))
         .execute(conn)?;
     alert_entries::file_all(conn, &row.id, &events, now)?;
     link_recurrences(conn, &row, &events, now)?;
@@ -192,17 +202,21 @@ fn link_recurrences(
     };
     let keys: Vec<&str> = events.iter().map(|e| e.dedup_key.as_str()).collect();
     let groups: Vec<&str> = events.iter().map(|e| e.group_key.as_str()).collect();
-    let candidates: Vec<(String, Option<String>)> = coes::table
+    // Every incident of every earlier COE of the service: a COE covering several
+    // incidents recurs when any of them does.
+    let candidates: Vec<(String, String)> = coe_incidents::table
+        .inner_join(coes::table)
         .filter(coes::service.eq(service))
         .filter(coes::id.ne(&coe.id))
-        .select((coes::id, coes::incident_id))
+        .select((coes::id, coe_incidents::incident_id))
         .load(conn)?;
+    let mut by_coe: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (earlier_id, incident_id) in candidates {
-        let Some(incident_id) = incident_id else {
-            continue;
-        };
+        by_coe.entry(earlier_id).or_default().push(incident_id);
+    }
+    for (earlier_id, incident_ids) in by_coe {
         let by_alert: i64 = failure_events::table
-            .filter(failure_events::incident_id.eq(&incident_id))
+            .filter(failure_events::incident_id.eq_any(&incident_ids))
             .filter(failure_events::dedup_key.eq_any(&keys))
             .count()
             .get_result(conn)?;
@@ -210,7 +224,7 @@ fn link_recurrences(
             "alert"
         } else {
             let by_group: i64 = incidents::table
-                .filter(incidents::id.eq(&incident_id))
+                .filter(incidents::id.eq_any(&incident_ids))
                 .filter(incidents::group_key.eq_any(&groups))
                 .count()
                 .get_result(conn)?;
@@ -237,8 +251,9 @@ pub fn coe_of_incident(
     conn: &mut DbConnection,
     incident_id: &str,
 ) -> QueryResult<Option<(String, bool)>> {
-    let coe: Option<(String, String)> = coes::table
-        .filter(coes::incident_id.eq(incident_id))
+    let coe: Option<(String, String)> = coe_incidents::table
+        .inner_join(coes::table)
+        .filter(coe_incidents::incident_id.eq(incident_id))
         .select((coes::id, coes::state))
         .first(conn)
         .optional()?;
@@ -271,7 +286,7 @@ pub fn coes_of_incidents(
     let mut found = HashMap::new();
     for chunk in incident_ids.chunks(500) {
         let select = (
-            coes::incident_id.assume_not_null(),
+            coe_incidents::incident_id,
             coes::id,
             coes::state,
             coes::severity,
@@ -288,12 +303,14 @@ pub fn coes_of_incidents(
         );
         // One value: a statement the connection keeps prepared (a list is not).
         let rows: Vec<Row> = match chunk {
-            [id] => coes::table
-                .filter(coes::incident_id.eq(*id))
+            [id] => coe_incidents::table
+                .inner_join(coes::table)
+                .filter(coe_incidents::incident_id.eq(*id))
                 .select(select)
                 .load(conn)?,
-            _ => coes::table
-                .filter(coes::incident_id.eq_any(chunk))
+            _ => coe_incidents::table
+                .inner_join(coes::table)
+                .filter(coe_incidents::incident_id.eq_any(chunk))
                 .select(select)
                 .load(conn)?,
         };
@@ -414,9 +431,9 @@ pub fn create(
                         )
                     })?;
                 locks::lock_group(conn, &incident.group_key)?;
-                if let Some(existing) = coes::table
-                    .filter(coes::incident_id.eq(incident_id))
-                    .select(coes::id)
+                if let Some(existing) = coe_incidents::table
+                    .filter(coe_incidents::incident_id.eq(incident_id))
+                    .select(coe_incidents::coe_id)
                     .first::<String>(conn)
                     .optional()?
                 {

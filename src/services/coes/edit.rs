@@ -103,6 +103,21 @@ pub(super) fn with_change<T>(
     with_claim(conn, id, Based::Version(expected), who, change)
 }
 
+/// `with_change` for a change that cannot conflict with another's (attaching an
+/// incident): based on the COE as it is now, whatever version the caller saw.
+pub(super) fn with_current<T>(
+    conn: &mut DbConnection,
+    id: &str,
+    who: &Editor<'_>,
+    change: impl FnOnce(
+        &mut DbConnection,
+        &CoeRow,
+        NaiveDateTime,
+    ) -> Result<(T, Option<Recorded>), CoeError>,
+) -> Result<T, CoeError> {
+    with_claim(conn, id, Based::Unversioned, who, change)
+}
+
 /// `with_change`, based on what `based` says.
 fn with_claim<T>(
     conn: &mut DbConnection,

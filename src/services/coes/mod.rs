@@ -11,6 +11,7 @@
 
 mod alert_entries;
 mod comments;
+mod covered;
 mod document;
 mod draft;
 mod edit;
@@ -34,6 +35,7 @@ use crate::services::audit::{self, Change, Subject};
 pub use comments::{
     add_comment, answer_comment, unanswered, AnswerInput, CommentInput, SectionComment,
 };
+pub use covered::{attach_incident, detach_incident, incidents_of};
 pub use document::{
     history, load, note_look, CoeDocument, HistoryEntry, Recurrence, RelatedItem, ReviewComment,
     SectionView, TemplateRef, TimelineEntry, Why, WhyChain,

@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use super::edit::{with_change, Recorded};
 use super::{child_of_coe, CoeError};
 use crate::db::models::{IncidentRow, TimelineRow};
-use crate::db::schema::{coes, incidents, timeline_entries};
+use crate::db::schema::{coe_incidents, coes, incidents, timeline_entries};
 use crate::db::{self, types, DbConnection};
 use crate::domain::coe::TimelineKind;
 use crate::services::access::Editor;
@@ -95,18 +95,23 @@ pub(super) fn recompute_milestone(
             .first(conn)?
     };
     if at.is_none() {
-        let incident: Option<IncidentRow> = coes::table
+        // Every incident the COE covers: the earliest start and detection; the latest
+        // resolution, once all of them resolved.
+        let covered: Vec<IncidentRow> = coe_incidents::table
             .inner_join(incidents::table)
-            .filter(coes::id.eq(id))
+            .filter(coe_incidents::coe_id.eq(id))
             .select(IncidentRow::as_select())
-            .first(conn)
-            .optional()?;
-        at = incident.and_then(|i| match kind {
-            TimelineKind::Started => Some(i.started_at),
-            TimelineKind::Detected => Some(i.detected_at),
-            TimelineKind::Resolved => i.resolved_at,
+            .load(conn)?;
+        at = match kind {
+            TimelineKind::Started => covered.iter().map(|i| i.started_at).min(),
+            TimelineKind::Detected => covered.iter().map(|i| i.detected_at).min(),
+            TimelineKind::Resolved => covered
+                .iter()
+                .map(|i| i.resolved_at)
+                .collect::<Option<Vec<_>>>()
+                .and_then(|all| all.into_iter().max()),
             _ => None,
-        });
+        };
     }
     set_milestone(conn, id, kind, at)
 }

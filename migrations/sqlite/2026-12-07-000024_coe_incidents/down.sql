@@ -1,0 +1,2 @@
+DROP INDEX coe_incidents_by_coe;
+DROP TABLE coe_incidents;
