@@ -795,3 +795,48 @@ async fn typed_text_survives_a_save_and_a_conflict_shows_both_texts_in_the_brows
         .map(|s| s["body"].clone());
     assert_eq!(mitigation, Some(json!("Failed back to the old primary.")));
 }
+
+/// Anyone pulls the cord: a failure no alert caught is reported from the page, and
+/// the reporter lands on the draft they now own.
+#[tokio::test]
+async fn a_person_reports_a_failure_from_the_page_and_lands_on_its_draft() {
+    let app = spawn_app().await;
+    let browser = Browser::start().await;
+    sign_in_to(&browser, &app, "dee@example.com", "/").await;
+    browser.click_to_load("nav a[href='/report']").await;
+    browser.wait_for_heading("Report a failure").await;
+    browser
+        .type_into("#r-title", "Paid orders missing from accounts")
+        .await;
+    browser.type_into("#r-service", "orders").await;
+    browser.click("#r-severity option[value=sev2]").await;
+    let started = (chrono::Utc::now() - chrono::Duration::hours(3))
+        .format("%Y-%m-%dT%H:%M")
+        .to_string();
+    browser.set_value("#r-started", &started).await;
+    browser
+        .type_into(
+            "#r-saw",
+            "Customers paid, and the order never appeared in their account.",
+        )
+        .await;
+    browser.screenshot("report-a-failure").await;
+    browser
+        .click_to_load("form[action='/report'] button[type=submit]")
+        .await;
+    browser.wait_for_url("/coes/").await;
+    browser
+        .wait_for_heading("sev2 Paid orders missing from accounts")
+        .await;
+    let facts = browser.text(".facts").await;
+    assert!(
+        facts.contains("dee@example.com") && facts.contains("draft"),
+        "{facts}"
+    );
+    assert!(browser
+        .text("#impact")
+        .await
+        .contains("the order never appeared"));
+    browser.set_size(1280, 1600).await;
+    browser.screenshot("report-landed-on-draft").await;
+}
