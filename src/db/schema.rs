@@ -112,6 +112,7 @@ diesel::table! {
         updated_at -> Timestamp,
         submitted_by -> Nullable<Text>,
         reviewer_named_by -> Nullable<Text>,
+        merged_into -> Nullable<Text>,
     }
 }
 

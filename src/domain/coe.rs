@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// answer), in bytes.
 pub const MAX_COMMENT_BYTES: usize = 20_000;
 
-/// draft → in review → approved → closed.
+/// draft → in review → approved → closed; a draft may instead be merged into another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CoeState {
@@ -16,14 +16,18 @@ pub enum CoeState {
     InReview,
     Approved,
     Closed,
+    /// Folded into another COE of the same outage (`merged_into`): it is no longer
+    /// written, reviewed or reminded of.
+    Merged,
 }
 
 impl CoeState {
-    pub const ALL: [CoeState; 4] = [
+    pub const ALL: [CoeState; 5] = [
         CoeState::Draft,
         CoeState::InReview,
         CoeState::Approved,
         CoeState::Closed,
+        CoeState::Merged,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -32,6 +36,7 @@ impl CoeState {
             CoeState::InReview => "in_review",
             CoeState::Approved => "approved",
             CoeState::Closed => "closed",
+            CoeState::Merged => "merged",
         }
     }
 
@@ -271,6 +276,7 @@ pub fn allowed_steps(state: CoeState) -> &'static str {
         CoeState::Draft => "submit",
         CoeState::InReview => "approve, request-changes",
         CoeState::Approved | CoeState::Closed => "none (the review is over)",
+        CoeState::Merged => "none (it was merged into another COE: review that one)",
     }
 }
 

@@ -38,10 +38,11 @@ pub enum Kind {
     ActionAssigned,
     CoeAssigned,
     SignIn,
+    CoeMerged,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::OverdueDigest,
         Kind::Escalation,
         Kind::CoeOpened,
@@ -53,6 +54,7 @@ impl Kind {
         Kind::ActionAssigned,
         Kind::CoeAssigned,
         Kind::SignIn,
+        Kind::CoeMerged,
     ];
 
     /// The template folder name, also stored as the outbox row's kind.
@@ -69,6 +71,7 @@ impl Kind {
             Kind::ActionAssigned => "action_assigned",
             Kind::CoeAssigned => "coe_assigned",
             Kind::SignIn => "sign_in",
+            Kind::CoeMerged => "coe_merged",
         }
     }
 
@@ -160,6 +163,19 @@ impl Kind {
                 as_reviewer: true,
                 writeup_days: 7,
                 replaced_by: None,
+            }),
+            Kind::CoeMerged => serde_json::to_value(CoeMerged {
+                recipient_name: "Ana Lima".into(),
+                actor: "bo@example.com".into(),
+                coe: coe.clone(),
+                merged: vec![
+                    MergedLine {
+                        title: title.clone(),
+                    },
+                    MergedLine {
+                        title: "Gateway 5xx above 1%".into(),
+                    },
+                ],
             }),
             Kind::SignIn => serde_json::to_value(SignIn {
                 recipient_name: "Ana Lima".into(),
@@ -310,6 +326,21 @@ pub struct CoeAssigned {
     /// (the COE went back to draft).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replaced_by: Option<String>,
+}
+
+/// Drafts of one outage folded into one COE (`coe`), told to everyone involved.
+#[derive(Debug, Clone, Serialize)]
+pub struct CoeMerged {
+    pub recipient_name: String,
+    pub actor: String,
+    pub coe: CoeLine,
+    pub merged: Vec<MergedLine>,
+}
+
+/// A draft merged into another COE.
+#[derive(Debug, Clone, Serialize)]
+pub struct MergedLine {
+    pub title: String,
 }
 
 /// A one-time sign-in link.

@@ -56,6 +56,9 @@ const DEFAULTS: &[(&str, &str)] = embedded!(
     "sign_in/subject.hbs",
     "sign_in/body.txt.hbs",
     "sign_in/body.html.hbs",
+    "coe_merged/subject.hbs",
+    "coe_merged/body.txt.hbs",
+    "coe_merged/body.html.hbs",
 );
 
 /// Longest subject, in characters; longer ones are cut with an ellipsis.

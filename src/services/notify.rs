@@ -14,7 +14,8 @@ use crate::db::{types, DbConnection};
 use crate::domain::clock::local_date;
 use crate::domain::reminder::writeup_deadline;
 use crate::email::content::{
-    ActionAssigned, ActionLine, CoeAssigned, CoeLine, CoeOpened, Links, ReviewEmail,
+    ActionAssigned, ActionLine, CoeAssigned, CoeLine, CoeMerged, CoeOpened, Links, MergedLine,
+    ReviewEmail,
 };
 use crate::email::{EmailTemplates, Kind};
 use crate::services::outbox;
@@ -254,6 +255,50 @@ pub fn coe_assigned(
     now: NaiveDateTime,
 ) -> QueryResult<()> {
     assignment(conn, mail, row, recipient, as_reviewer, None, actor, now)
+}
+
+/// Tells `recipient` that drafts (`merged`, their titles) were merged into COE `row`
+/// by `actor` (once per merge: `merge_id`), unless they did it.
+#[allow(clippy::too_many_arguments)]
+pub fn coe_merged(
+    conn: &mut DbConnection,
+    mail: Env<'_>,
+    row: &CoeRow,
+    merged: &[String],
+    recipient: &str,
+    actor: &str,
+    merge_id: &str,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    if recipient == actor {
+        return Ok(());
+    }
+    let severity = types::severity("coes.severity", row.severity)?.to_string();
+    let data = json!(CoeMerged {
+        recipient_name: String::new(),
+        actor: actor.to_owned(),
+        coe: coe_line(mail.settings, &CoeFacts::of(row, &severity)),
+        merged: merged
+            .iter()
+            .map(|title| MergedLine {
+                title: title.clone(),
+            })
+            .collect(),
+    });
+    let key = format!(
+        "{}:{}:{merge_id}:{recipient}",
+        Kind::CoeMerged.name(),
+        row.id
+    );
+    outbox::notify(
+        conn,
+        mail.emails,
+        Kind::CoeMerged,
+        key,
+        recipient,
+        data,
+        now,
+    )
 }
 
 /// An owner's or reviewer's assignment email (`replaced_by`: the reviewer who took

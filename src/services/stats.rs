@@ -483,12 +483,16 @@ pub fn with_action_figures(
     scope: &Scope,
 ) -> QueryResult<Stats> {
     let now = clock.now.naive_utc();
+    // Outages, not drafts folded into another: a merged draft is counted in the COE
+    // it went into.
     let mut coes_by_state: BTreeMap<String, i64> = CoeState::ALL
         .iter()
+        .filter(|s| **s != CoeState::Merged)
         .map(|s| (s.as_str().to_owned(), 0))
         .collect();
     for (state, n) in coes::table
         .filter(scope.coes())
+        .filter(coes::state.ne(CoeState::Merged.as_str()))
         .group_by(coes::state)
         .select((coes::state, diesel::dsl::count_star()))
         .load::<(String, i64)>(conn)?
@@ -568,7 +572,11 @@ pub fn with_action_figures(
                     .select(diesel::dsl::count(coe_recurrences::coe_id).aggregate_distinct())
                     .first(conn)?,
             },
-            all_coes: coes::table.filter(scope.coes()).count().get_result(conn)?,
+            all_coes: coes::table
+                .filter(scope.coes())
+                .filter(coes::state.ne(CoeState::Merged.as_str()))
+                .count()
+                .get_result(conn)?,
         },
         weeks: figures.weeks,
     })

@@ -840,3 +840,44 @@ async fn a_person_reports_a_failure_from_the_page_and_lands_on_its_draft() {
     browser.set_size(1280, 1600).await;
     browser.screenshot("report-landed-on-draft").await;
 }
+
+/// One outage, two drafts: someone folds one into the other from its page.
+#[tokio::test]
+async fn two_drafts_of_one_outage_are_merged_from_the_page() {
+    let app = spawn_app().await;
+    let ingest = app.token("ingest", coe::domain::Role::Ingest);
+    let admin = app.admin_token();
+    for (group, at) in [
+        ("payments-db", "2026-11-30T10:01:00Z"),
+        ("checkout", "2026-11-30T10:00:00Z"),
+    ] {
+        let event = json!({"dedup_key": format!("{group}-alert"), "group_key": group, "severity": "sev2",
+                           "service": group, "title": format!("{group} failing"), "started_at": at});
+        let res = app.post_json("/api/v1/events", Some(&ingest), &event).await;
+        assert_eq!(res.status(), 202);
+    }
+    let list = app.get_json("/api/v1/coes?sort=oldest", &admin).await;
+    let first = list["coes"][0]["id"].as_str().expect("a draft").to_owned();
+    let browser = Browser::start().await;
+    sign_in_to(&browser, &app, "eve@example.com", &format!("/coes/{first}")).await;
+    browser.click("#merge summary").await;
+    browser.click("#merge input[type=checkbox]").await;
+    browser.screenshot("coe-merge-form").await;
+    browser.click_to_load("#merge button[type=submit]").await;
+    browser.wait_for_url(&format!("/coes/{first}")).await;
+    let facts = browser.text(".facts").await;
+    assert!(
+        facts.contains("payments-db failing") && facts.contains("checkout failing"),
+        "both incidents: {facts}"
+    );
+    browser.set_size(1280, 1400).await;
+    browser.screenshot("coe-merged").await;
+    let merged = app.get_json("/api/v1/coes?state=merged", &admin).await;
+    let away = merged["coes"][0]["id"]
+        .as_str()
+        .expect("the merged draft")
+        .to_owned();
+    browser.goto(&app.url(&format!("/coes/{away}"))).await;
+    assert!(browser.text(".notice").await.contains("merged into"));
+    browser.screenshot("coe-merged-away").await;
+}

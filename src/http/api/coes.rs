@@ -511,6 +511,46 @@ pub async fn detach_incident(
     .await
 }
 
+/// Which drafts to merge.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MergeInput {
+    /// The drafts to fold into this COE (at most 50).
+    pub coe_ids: Vec<String>,
+}
+
+/// Folds drafts of the same outage into this COE (a draft or in review), in one
+/// transaction: their incidents are attached, text written in their sections is
+/// appended under a heading naming each, their timeline entries, 5 whys, related
+/// items and actions move; each ends `merged` with `merged_into`. Everyone involved is
+/// emailed once.
+#[utoipa::path(operation_id = "merge_coes", post, path = "/api/v1/coes/{id}/merge", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE the drafts go into")),
+    request_body = MergeInput,
+    responses(
+        (status = 200, description = "The COE, covering the drafts' incidents", body = CoeDocument),
+        (status = 403, description = "Not someone who may change this COE", body = ErrorBody),
+        (status = 404, description = "No such COE", body = ErrorBody),
+        (status = 409, description = "A named COE is not a draft, or this one is approved or closed", body = ErrorBody),
+        (status = 422, description = "No drafts named, an unknown one, or this COE itself", body = ErrorBody),
+    ))]
+pub async fn merge(
+    Member(caller): Member,
+    id: PathId<ids::Coe>,
+    body: ApiJson<MergeInput>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let sources = body.0.coe_ids;
+    write_then_show(
+        &state,
+        &caller,
+        id,
+        StatusCode::OK,
+        move |conn, id, who, state| coes::merge(conn, id, &sources, who, state.env()),
+    )
+    .await
+}
+
 /// Comments on a section of a COE in review (its reviewer only). Comments are not
 /// part of the writeup: no `If-Match`, and the version stays.
 #[utoipa::path(operation_id = "add_coe_comment", post, path = "/api/v1/coes/{id}/comments", tag = "coes", security(("bearer" = [])),

@@ -626,3 +626,14 @@ pub async fn detach_incident(form: CoeForm) -> Page {
     )
     .await
 }
+
+/// `POST /coes/{id}/merge`: folds the drafts ticked (`coe_id`, repeated) into this COE.
+pub async fn merge(form: CoeForm) -> Page {
+    let sources: Vec<String> = form.fields.all("coe_id").map(str::to_owned).collect();
+    form.change(
+        "merge",
+        Kept::default(),
+        move |conn, state, editor, coe, _| service::merge(conn, coe, &sources, editor, state.env()),
+    )
+    .await
+}

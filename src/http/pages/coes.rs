@@ -104,10 +104,15 @@ pub(super) struct Loaded {
     since_last_look: Option<(NaiveDateTime, Vec<HistoryEntry>)>,
     /// The incidents it covers: (id, title, state).
     incidents: Vec<(String, String, String)>,
+    /// Other drafts, newest first, that someone who may edit could merge into it.
+    drafts: Vec<coes::CoeSummary>,
     /// (address, name): the directory, offered in the fields that name people, for
     /// someone who may edit; else the people the page shows.
     pub directory: Vec<(String, Option<String>)>,
 }
+
+/// How many other drafts a COE's page offers to merge into it.
+const MERGE_OFFERED: i64 = 20;
 
 /// How many of the directory's people a page offers in its fields (a `datalist`).
 pub(super) const OFFERED_PEOPLE: i64 = 5_000;
@@ -194,8 +199,19 @@ pub(super) async fn load(
             crate::services::people::names_of(conn, &shown)?
         };
         let incidents = crate::services::incidents::titles(conn, &doc.incident_ids)?;
+        let drafts = if may_edit && doc.state.is_editable() {
+            let filter = coes::CoeFilter {
+                state: Some(CoeState::Draft),
+                ..coes::CoeFilter::default()
+            };
+            let (found, _) = coes::list(conn, &filter, MERGE_OFFERED, 0)?;
+            found.into_iter().filter(|c| c.id != key).collect()
+        } else {
+            Vec::new()
+        };
         Ok(Some(Loaded {
             incidents,
+            drafts,
             doc,
             history,
             earlier_open,
@@ -226,6 +242,11 @@ pub(super) fn change_words(action: &str, titles: &[SectionView]) -> String {
         ("five_whys", "edit") => "changed a 5-whys chain".into(),
         ("five_whys", _) => "deleted a 5-whys chain".into(),
         ("update", _) => "changed its title, owner, reviewer, severity or service".into(),
+        ("merge", _) => "merged drafts of the same outage into it".into(),
+        ("incident", "attach") => "attached an incident".into(),
+        ("incident", "detach") => "detached an incident".into(),
+        ("comment", key) => format!("commented on {}", section(key)),
+        ("answer", key) => format!("answered a comment on {}", section(key)),
         ("opened", _) => "opened it".into(),
         ("related", "add") => "linked a related item".into(),
         ("related", _) => "removed a related item".into(),
@@ -326,6 +347,7 @@ pub(super) fn page(
     let Loaded {
         doc,
         incidents,
+        drafts,
         history,
         earlier_open,
         may_edit,
@@ -335,7 +357,7 @@ pub(super) fn page(
     let (people, names) = directory_data(&directory);
     let related = related_links(&doc);
     let may_write = may_edit && doc.state.is_editable();
-    let may_add_actions = may_edit && doc.state != CoeState::Closed;
+    let may_add_actions = may_edit && !matches!(doc.state, CoeState::Closed | CoeState::Merged);
     let me = who.person.email.as_str();
     // Only the reviewer decides; they may not approve what they own, submitted or
     // named themselves reviewer of (`domain::coe::review` refuses it anyway).
@@ -487,7 +509,7 @@ pub(super) fn page(
         json!({"seen": crate::json::format_utc(&seen), "changes": lines, "count": changes.len(),
                "text_changed": !changed_keys.is_empty()})
     });
-    let data = json!({
+    let mut data = json!({
         "state": doc.state.as_str().replace('_', " "),
         "is_draft": doc.state == CoeState::Draft,
         "in_review": doc.state == CoeState::InReview,
@@ -503,12 +525,7 @@ pub(super) fn page(
         "sent_back": sent_back,
         "may_take": doc.owner.is_none() && doc.state.is_editable(),
         "may_add_actions": may_add_actions && !reading,
-        "incidents": incidents
-            .iter()
-            .map(|(id, title, state)| json!({"id": id, "title": title, "state": state}))
-            .collect::<Vec<_>>(),
-        "may_detach": may_write && incidents.len() > 1,
-        "incident_count": incidents.len(),
+
         "may_review": is_reviewer && doc.state == CoeState::InReview,
         "may_approve": may_approve,
         "may_submit": may_write && doc.state == CoeState::Draft,
@@ -540,6 +557,19 @@ pub(super) fn page(
         "earlier_open": earlier_open,
         "coe": doc,
     });
+    // The outage's parts: its incidents and the drafts that could be merged into it.
+    let outage = json!({
+        "incidents": incidents
+            .iter()
+            .map(|(id, title, state)| json!({"id": id, "title": title, "state": state}))
+            .collect::<Vec<_>>(),
+        "may_detach": may_write && incidents.len() > 1,
+        "incident_count": incidents.len(),
+        "drafts": drafts,
+    });
+    if let (Value::Object(data), Value::Object(outage)) = (&mut data, outage) {
+        data.extend(outage);
+    }
     render(state, Some(who), status, "coe", data)
 }
 

@@ -635,6 +635,7 @@ page_routes! {
     post "/coes/{id}/review/{step}" => review::step,
     post "/coes/{id}/comments" => coe_forms::add_comment,
     post "/coes/{id}/incidents" => coe_forms::attach_incident,
+    post "/coes/{id}/merge" => coe_forms::merge,
     post "/coes/{id}/incidents/{incident}/detach" => coe_forms::detach_incident,
     post "/coes/{id}/comments/{comment}/answer" => coe_forms::answer_comment,
     get "/actions/{id}" => actions::show,

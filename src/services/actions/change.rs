@@ -146,7 +146,7 @@ pub fn create(
             .optional()?
             .ok_or_else(|| ActionError::CoeNotFound(coe_id.to_owned()))?;
         let coe_state: CoeState = types::read("coes.state", &state)?;
-        if coe_state == CoeState::Closed {
+        if matches!(coe_state, CoeState::Closed | CoeState::Merged) {
             return Err(ActionError::CoeClosed(coe_state));
         }
         let checked = input.check(clock);

@@ -155,6 +155,8 @@ pub struct CoeDocument {
     pub incident_id: Option<String>,
     /// Every incident it covers, the first attached first.
     pub incident_ids: Vec<String>,
+    /// For a merged draft: the COE it was merged into.
+    pub merged_into: Option<String>,
     pub title: String,
     pub service: Option<String>,
     #[schema(value_type = String, example = "sev2")]
@@ -399,6 +401,7 @@ pub fn load(
         review,
         comments: super::comments::of_coe(conn, id)?,
         incident_ids: super::covered::incidents_of(conn, id)?,
+        merged_into: coes::table.find(id).select(coes::merged_into).first(conn)?,
         completeness,
         id: row.id,
         incident_id: row.incident_id,

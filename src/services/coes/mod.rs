@@ -15,6 +15,7 @@ mod covered;
 mod document;
 mod draft;
 mod edit;
+mod merge;
 mod related;
 mod search;
 mod timeline;
@@ -48,6 +49,7 @@ pub use edit::{
     patch, put_section, put_sections, take_ownership, CoePatch, SavedSections, SectionConflict,
     SectionEdit,
 };
+pub use merge::{merge, MAX_MERGED};
 pub use related::{add_related, delete_related, RelatedInput};
 pub use search::{list, section_texts, services, unowned, CoeFilter, CoeSort, CoeSummary};
 pub use timeline::{add_timeline, delete_timeline, edit_timeline, TimelineInput};

@@ -145,7 +145,7 @@ fn summary(row: CoeRow, rank: Option<f64>) -> QueryResult<CoeSummary> {
 pub fn unowned(conn: &mut DbConnection, limit: i64) -> QueryResult<Vec<CoeSummary>> {
     let rows: Vec<CoeRow> = coes::table
         .filter(coes::owner_email.is_null())
-        .filter(coes::state.ne(CoeState::Closed.as_str()))
+        .filter(coes::state.ne_all([CoeState::Closed.as_str(), CoeState::Merged.as_str()]))
         .order((coes::created_at.asc(), coes::id.asc()))
         .limit(limit)
         .select(CoeRow::as_select())
