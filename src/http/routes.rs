@@ -43,11 +43,11 @@ macro_rules! route_table {
                 }
                 "/api/v1/coes/{id}/related" => { post: api::coes::add_related }
                 "/api/v1/coes/{id}/related/{item_id}" => { delete: api::coes::delete_related }
-                "/api/v1/coes/{id}/incidents" => { post: api::coes::attach_incident }
-                "/api/v1/coes/{id}/merge" => { post: api::coes::merge }
-                "/api/v1/coes/{id}/incidents/{incident_id}" => { delete: api::coes::detach_incident }
-                "/api/v1/coes/{id}/comments" => { post: api::coes::add_comment }
-                "/api/v1/coes/{id}/comments/{comment_id}/answer" => { post: api::coes::answer_comment }
+                "/api/v1/coes/{id}/incidents" => { post: api::outage::attach_incident }
+                "/api/v1/coes/{id}/merge" => { post: api::outage::merge }
+                "/api/v1/coes/{id}/incidents/{incident_id}" => { delete: api::outage::detach_incident }
+                "/api/v1/coes/{id}/comments" => { post: api::comments::add_comment }
+                "/api/v1/coes/{id}/comments/{comment_id}/answer" => { post: api::comments::answer_comment }
                 "/api/v1/coes/{id}/history" => { get: api::coes::history }
                 "/api/v1/coes/{id}/export.md" => { get: api::coes::export }
                 "/api/v1/coes/{id}/actions" => { post: api::actions::create }

@@ -18,8 +18,8 @@ use crate::http::pagination::{self, Listed, Page};
 use crate::http::state::{with_conn, AppState};
 use crate::services::access::Editor;
 use crate::services::coes::{
-    self, AnswerInput, CoeDocument, CoeError, CoePatch, CoeSummary, CommentInput, HistoryEntry,
-    NewCoe, RelatedInput, TimelineInput, WhyChainInput,
+    self, CoeDocument, CoeError, CoePatch, CoeSummary, HistoryEntry, NewCoe, RelatedInput,
+    TimelineInput, WhyChainInput,
 };
 use crate::services::tokens::Caller;
 
@@ -54,7 +54,7 @@ impl From<CoeError> for ApiError {
 }
 
 /// The document with its version as `ETag`.
-fn document_response(status: StatusCode, doc: CoeDocument) -> HttpResponse {
+pub(super) fn document_response(status: StatusCode, doc: CoeDocument) -> HttpResponse {
     HttpResponse::build(status)
         .insert_header((header::ETAG, format!("\"{}\"", doc.version)))
         .json(doc)
@@ -63,7 +63,7 @@ fn document_response(status: StatusCode, doc: CoeDocument) -> HttpResponse {
 /// Runs a write on the COE `id` by the caller in the blocking pool (the service
 /// checks, inside its transaction, that the caller may change it) and answers with
 /// the whole updated document.
-async fn write_then_show<T: Send + 'static>(
+pub(super) async fn write_then_show<T: Send + 'static>(
     state: &web::Data<AppState>,
     caller: &Caller,
     id: PathId<ids::Coe>,
@@ -445,167 +445,6 @@ pub async fn add_related(
         id,
         StatusCode::CREATED,
         move |conn, id, who, _| coes::add_related(conn, id, &input, expected, who),
-    )
-    .await
-}
-
-/// Which incident to attach.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AttachInput {
-    pub incident_id: String,
-}
-
-/// Attaches an incident to a COE (a draft or in review): one outage, one COE. Its
-/// alerts join the timeline; the COE's times follow all its incidents. No `If-Match`
-/// (it cannot conflict with another's change).
-#[utoipa::path(operation_id = "attach_coe_incident", post, path = "/api/v1/coes/{id}/incidents", tag = "coes", security(("bearer" = [])),
-    params(("id" = String, Path, description = "The COE's id")),
-    request_body = AttachInput,
-    responses(
-        (status = 200, description = "The document, with the incident in `incident_ids`", body = CoeDocument),
-        (status = 403, description = "Not someone who may change the COE", body = ErrorBody),
-        (status = 404, description = "No such COE", body = ErrorBody),
-        (status = 409, description = "The incident is another COE's, or the COE is approved or closed", body = ErrorBody),
-        (status = 422, description = "No such incident", body = ErrorBody),
-    ))]
-pub async fn attach_incident(
-    Member(caller): Member,
-    id: PathId<ids::Coe>,
-    body: ApiJson<AttachInput>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let incident = body.0.incident_id;
-    write_then_show(
-        &state,
-        &caller,
-        id,
-        StatusCode::OK,
-        move |conn, id, who, _| coes::attach_incident(conn, id, &incident, who),
-    )
-    .await
-}
-
-/// Detaches an incident from a COE; never its last.
-#[utoipa::path(operation_id = "detach_coe_incident", delete, path = "/api/v1/coes/{id}/incidents/{incident_id}", tag = "coes", security(("bearer" = [])),
-    params(("id" = String, Path, description = "The COE's id"), ("incident_id" = String, Path, description = "The incident's id")),
-    responses(
-        (status = 200, description = "The document without the incident", body = CoeDocument),
-        (status = 404, description = "No such COE, or it does not cover that incident", body = ErrorBody),
-        (status = 409, description = "Its only incident, or the COE is approved or closed", body = ErrorBody),
-    ))]
-pub async fn detach_incident(
-    Member(caller): Member,
-    id: PathId<ids::Coe>,
-    incident: PathId<ids::CoveredIncident>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let incident = incident.into_inner();
-    write_then_show(
-        &state,
-        &caller,
-        id,
-        StatusCode::OK,
-        move |conn, id, who, _| coes::detach_incident(conn, id, &incident, who),
-    )
-    .await
-}
-
-/// Which drafts to merge.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct MergeInput {
-    /// The drafts to fold into this COE (at most 50).
-    pub coe_ids: Vec<String>,
-}
-
-/// Folds drafts of the same outage into this COE (a draft or in review), in one
-/// transaction: their incidents are attached, text written in their sections is
-/// appended under a heading naming each, their timeline entries, 5 whys, related
-/// items and actions move; each ends `merged` with `merged_into`. Everyone involved is
-/// emailed once.
-#[utoipa::path(operation_id = "merge_coes", post, path = "/api/v1/coes/{id}/merge", tag = "coes", security(("bearer" = [])),
-    params(("id" = String, Path, description = "The COE the drafts go into")),
-    request_body = MergeInput,
-    responses(
-        (status = 200, description = "The COE, covering the drafts' incidents", body = CoeDocument),
-        (status = 403, description = "Not someone who may change this COE", body = ErrorBody),
-        (status = 404, description = "No such COE", body = ErrorBody),
-        (status = 409, description = "A named COE is not a draft, or this one is approved or closed", body = ErrorBody),
-        (status = 422, description = "No drafts named, an unknown one, or this COE itself", body = ErrorBody),
-    ))]
-pub async fn merge(
-    Member(caller): Member,
-    id: PathId<ids::Coe>,
-    body: ApiJson<MergeInput>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let sources = body.0.coe_ids;
-    write_then_show(
-        &state,
-        &caller,
-        id,
-        StatusCode::OK,
-        move |conn, id, who, state| coes::merge(conn, id, &sources, who, state.env()),
-    )
-    .await
-}
-
-/// Comments on a section of a COE in review (its reviewer only). Comments are not
-/// part of the writeup: no `If-Match`, and the version stays.
-#[utoipa::path(operation_id = "add_coe_comment", post, path = "/api/v1/coes/{id}/comments", tag = "coes", security(("bearer" = [])),
-    params(("id" = String, Path, description = "The COE's id")),
-    request_body = CommentInput,
-    responses(
-        (status = 201, description = "The document, with the comment in `comments`", body = CoeDocument),
-        (status = 403, description = "Only the COE's reviewer comments", body = ErrorBody),
-        (status = 404, description = "No such COE", body = ErrorBody),
-        (status = 409, description = "The COE is not in review", body = ErrorBody),
-        (status = 422, description = "Unknown section, or an empty or too long comment", body = ErrorBody),
-    ))]
-pub async fn add_comment(
-    Member(caller): Member,
-    id: PathId<ids::Coe>,
-    body: ApiJson<CommentInput>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let input = body.0;
-    write_then_show(
-        &state,
-        &caller,
-        id,
-        StatusCode::CREATED,
-        move |conn, id, who, _| coes::add_comment(conn, id, &input, who),
-    )
-    .await
-}
-
-/// Answers a reviewer's comment (whoever may change the COE, while it is a draft or
-/// sent back). Answering again replaces the answer.
-#[utoipa::path(operation_id = "answer_coe_comment", post, path = "/api/v1/coes/{id}/comments/{comment_id}/answer", tag = "coes", security(("bearer" = [])),
-    params(("id" = String, Path, description = "The COE's id"), ("comment_id" = String, Path, description = "The comment's id")),
-    request_body = AnswerInput,
-    responses(
-        (status = 200, description = "The document, with the answer in `comments`", body = CoeDocument),
-        (status = 403, description = "Not someone who may change the COE", body = ErrorBody),
-        (status = 404, description = "No such COE or comment", body = ErrorBody),
-        (status = 409, description = "The COE is in review or approved", body = ErrorBody),
-        (status = 422, description = "An empty or too long answer", body = ErrorBody),
-    ))]
-pub async fn answer_comment(
-    Member(caller): Member,
-    id: PathId<ids::Coe>,
-    comment: PathId<ids::Comment>,
-    body: ApiJson<AnswerInput>,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    let (input, comment) = (body.0, comment.into_inner());
-    write_then_show(
-        &state,
-        &caller,
-        id,
-        StatusCode::OK,
-        move |conn, id, who, _| coes::answer_comment(conn, id, &comment, &input, who),
     )
     .await
 }

@@ -2,8 +2,10 @@
 
 pub mod actions;
 pub mod coes;
+pub mod comments;
 pub mod incidents;
 pub mod ingest;
+pub mod outage;
 pub mod outbox;
 pub mod people;
 pub mod stats;

@@ -1,7 +1,7 @@
 //! The forms of a COE's page: a text section (save or preview), the COE's details
 //! (title, owner, reviewer, severity, service), timeline entries, 5-whys chains,
 //! related items and new corrective actions. Each calls the service the API calls,
-//! with the version the page was loaded with; `coes::answer` turns the outcome into
+//! with the version the page was loaded with; `coe_answer::answer` turns the outcome into
 //! the next page, with what was typed kept when it did not go through.
 
 use std::future::Future;
@@ -12,7 +12,8 @@ use actix_web::http::StatusCode;
 use actix_web::{web, FromRequest, HttpRequest};
 use serde_json::{json, Value};
 
-use super::coes::{self, answer, Kept};
+use super::coe_answer::{self, answer, Kept};
+use super::coes;
 use super::{change, CsrfForm, Fields, FormError, Outcome, Page, PageError, State};
 use crate::db::DbConnection;
 use crate::domain::{EmailAddress, Severity};
@@ -179,7 +180,7 @@ pub async fn save_sections(form: CoeForm) -> Page {
     if let Some(key) = preview {
         kept.previews
             .insert(key.clone(), fields.text(&format!("text:{key}")));
-        return coes::keep(&state, &who, &id, StatusCode::OK, &kept, &key).await;
+        return coe_answer::keep(&state, &who, &id, StatusCode::OK, &kept, &key).await;
     }
     let coe = id.clone();
     let saved =
@@ -212,7 +213,7 @@ pub async fn save_sections(form: CoeForm) -> Page {
                 };
                 kept.problems.entry(part).or_default().push(problem);
             }
-            return coes::keep(
+            return coe_answer::keep(
                 &state,
                 &who,
                 &id,
@@ -223,7 +224,7 @@ pub async fn save_sections(form: CoeForm) -> Page {
             .await;
         }
         Err(outcome) => {
-            return coes::answer(&state, &who, &id, &at, outcome, kept).await;
+            return coe_answer::answer(&state, &who, &id, &at, outcome, kept).await;
         }
     };
     // The sections saved are no longer "typed"; the ones in conflict are shown with
@@ -245,7 +246,7 @@ pub async fn save_sections(form: CoeForm) -> Page {
             .into(),
     );
     kept.saved = saved.saved;
-    coes::keep(&state, &who, &id, StatusCode::CONFLICT, &kept, &first).await
+    coe_answer::keep(&state, &who, &id, StatusCode::CONFLICT, &kept, &first).await
 }
 
 /// An email address field: the value, or the problem with it.

@@ -6,6 +6,7 @@
 mod actions;
 mod admin;
 mod board;
+mod coe_answer;
 mod coe_forms;
 mod coe_list;
 mod coes;

@@ -6,8 +6,9 @@ use actix_web::http::StatusCode;
 use actix_web::web;
 use serde_json::{json, Value};
 
+use super::coe_answer::Kept;
 use super::coe_forms::CoeForm;
-use super::coes::{self, change_words, related_links, Kept};
+use super::coes::{self, change_words, related_links};
 use super::{render, Page, PageError, State};
 use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;
