@@ -56,11 +56,13 @@ impl SweepMetrics {
         );
     }
 
+    /// The count first and the success gauge last, so a scrape that sees
+    /// `sweep_last_success 1` also sees the sweep counted.
     fn record(&self, ok: bool) {
-        self.last_run.set(chrono::Utc::now().timestamp());
-        self.last_ok.set(i64::from(ok));
         let outcome = if ok { "ok" } else { "failed" };
         self.runs.get_or_create(&OutcomeLabels { outcome }).inc();
+        self.last_run.set(chrono::Utc::now().timestamp());
+        self.last_ok.set(i64::from(ok));
     }
 }
 

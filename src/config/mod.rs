@@ -315,12 +315,22 @@ pub struct IncidentSettings {
     /// The same alert firing again within this many seconds of its incident resolving
     /// reopens the incident; later, it opens a new one. At most 30 days.
     pub reopen_window_secs: u64,
+    /// Incidents of open COEs starting within this many seconds of each other, on a
+    /// service, a dependency or a label value they share, are shown as probably the
+    /// same outage. At most a day.
+    pub same_outage_window_secs: u64,
+    /// The labels whose shared value says two incidents are probably one outage.
+    pub same_outage_labels: Vec<String>,
 }
 
 impl Default for IncidentSettings {
     fn default() -> Self {
         IncidentSettings {
             reopen_window_secs: 3600,
+            same_outage_window_secs: 900,
+            same_outage_labels: ["cluster", "region", "datacenter"]
+                .map(String::from)
+                .to_vec(),
         }
     }
 }

@@ -10,6 +10,8 @@ use crate::domain::EmailAddress;
 
 /// Longest `incidents.reopen_window_secs`: an alert silent for a month is a new incident.
 const MAX_REOPEN_WINDOW_SECS: u64 = 30 * 86_400;
+/// Longest `incidents.same_outage_window_secs`.
+const MAX_SAME_OUTAGE_WINDOW_SECS: u64 = 86_400;
 
 impl Settings {
     /// Checks what types alone cannot: addresses, URLs, ranges.
@@ -87,6 +89,25 @@ impl Settings {
                 "incidents.reopen_window_secs",
                 &self.incidents.reopen_window_secs.to_string(),
                 "at most 2592000 (30 days)",
+            ));
+        }
+        if self.incidents.same_outage_window_secs > MAX_SAME_OUTAGE_WINDOW_SECS {
+            return Err(invalid(
+                "incidents.same_outage_window_secs",
+                &self.incidents.same_outage_window_secs.to_string(),
+                "at most 86400 (a day)",
+            ));
+        }
+        if let Some(label) = self
+            .incidents
+            .same_outage_labels
+            .iter()
+            .find(|l| l.is_empty() || l.len() > 200 || l.chars().any(char::is_control))
+        {
+            return Err(invalid(
+                "incidents.same_outage_labels",
+                label,
+                "label names of 1 to 200 characters, without control characters",
             ));
         }
         if self.webhooks.max_body_bytes < 1024 {
@@ -445,5 +466,22 @@ mod tests {
         assert!(error.contains("incidents.reopen_window_secs"), "{error}");
         assert!(error.contains("99999999999999"), "{error}");
         assert!(error.contains("at most 2592000 (30 days)"), "{error}");
+    }
+
+    #[test]
+    fn a_same_outage_window_past_a_day_and_an_empty_label_are_refused_by_name() {
+        let mut settings = Settings::default();
+        settings.incidents.same_outage_window_secs = 86_400;
+        settings.validate().expect("a day is accepted");
+        settings.incidents.same_outage_window_secs = 86_401;
+        let error = settings.validate().expect_err("refused").to_string();
+        assert!(
+            error.contains("incidents.same_outage_window_secs"),
+            "{error}"
+        );
+        settings.incidents.same_outage_window_secs = 900;
+        settings.incidents.same_outage_labels = vec!["cluster".into(), String::new()];
+        let error = settings.validate().expect_err("refused").to_string();
+        assert!(error.contains("incidents.same_outage_labels"), "{error}");
     }
 }

@@ -369,6 +369,7 @@ diesel::table! {
         reviewer_email -> Nullable<Text>,
         updated_by -> Text,
         updated_at -> Timestamp,
+        depends_on -> Text,
     }
 }
 

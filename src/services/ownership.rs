@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde::Serialize;
+use serde_json::json;
 
 use crate::config::Settings;
 use crate::db::schema::{people, service_owners, team_owners};
@@ -32,16 +33,66 @@ pub struct Assigned {
 }
 
 /// One service of the map as admins keep it.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq, Queryable)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ServiceOwner {
     pub service: String,
     pub owner: Option<String>,
     pub team: Option<String>,
     pub reviewer: Option<String>,
+    /// The services it depends on: incidents of the two close in time are probably
+    /// one outage (`coes::same_outage`).
+    pub depends_on: Vec<String>,
     pub updated_by: String,
     #[serde(serialize_with = "crate::json::utc")]
     pub updated_at: NaiveDateTime,
 }
+
+/// A row of `service_owners` as stored (`depends_on` a JSON list).
+type ServiceOwnerRow = (
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    String,
+    NaiveDateTime,
+    String,
+);
+
+impl From<ServiceOwnerRow> for ServiceOwner {
+    fn from(row: ServiceOwnerRow) -> Self {
+        let (service, owner, team, reviewer, updated_by, updated_at, depends_on) = row;
+        ServiceOwner {
+            service,
+            owner,
+            team,
+            reviewer,
+            depends_on: serde_json::from_str(&depends_on).unwrap_or_default(),
+            updated_by,
+            updated_at,
+        }
+    }
+}
+
+/// The columns of a `ServiceOwnerRow`.
+type ServiceOwnerColumns = (
+    service_owners::service,
+    service_owners::owner_email,
+    service_owners::team,
+    service_owners::reviewer_email,
+    service_owners::updated_by,
+    service_owners::updated_at,
+    service_owners::depends_on,
+);
+
+const SERVICE_OWNER_COLUMNS: ServiceOwnerColumns = (
+    service_owners::service,
+    service_owners::owner_email,
+    service_owners::team,
+    service_owners::reviewer_email,
+    service_owners::updated_by,
+    service_owners::updated_at,
+    service_owners::depends_on,
+);
 
 /// One team's default COE owner.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq, Queryable)]
@@ -121,16 +172,10 @@ pub fn for_service(
 fn service_row(conn: &mut DbConnection, service: &str) -> QueryResult<Option<ServiceOwner>> {
     service_owners::table
         .filter(lower(service_owners::service.nullable()).eq(service.to_lowercase()))
-        .select((
-            service_owners::service,
-            service_owners::owner_email,
-            service_owners::team,
-            service_owners::reviewer_email,
-            service_owners::updated_by,
-            service_owners::updated_at,
-        ))
-        .first(conn)
+        .select(SERVICE_OWNER_COLUMNS)
+        .first::<ServiceOwnerRow>(conn)
         .optional()
+        .map(|row| row.map(ServiceOwner::from))
 }
 
 fn team_owner(conn: &mut DbConnection, team: &str) -> QueryResult<Option<String>> {
@@ -145,15 +190,9 @@ fn team_owner(conn: &mut DbConnection, team: &str) -> QueryResult<Option<String>
 pub fn service_map(conn: &mut DbConnection) -> QueryResult<Vec<ServiceOwner>> {
     service_owners::table
         .order(service_owners::service.asc())
-        .select((
-            service_owners::service,
-            service_owners::owner_email,
-            service_owners::team,
-            service_owners::reviewer_email,
-            service_owners::updated_by,
-            service_owners::updated_at,
-        ))
-        .load(conn)
+        .select(SERVICE_OWNER_COLUMNS)
+        .load::<ServiceOwnerRow>(conn)
+        .map(|rows| rows.into_iter().map(ServiceOwner::from).collect())
 }
 
 /// Every team's default owner, by team.
@@ -176,7 +215,12 @@ pub struct ServiceInput {
     pub owner: Option<String>,
     pub team: Option<String>,
     pub reviewer: Option<String>,
+    /// The services it depends on, as typed: names separated by commas.
+    pub depends_on: Option<String>,
 }
+
+/// Most services one service of the map names as its dependencies.
+pub const MAX_DEPENDENCIES: usize = 50;
 
 /// Why an entry of the map was refused: (field, problem) pairs.
 type Problems = Vec<(String, String)>;
@@ -219,8 +263,8 @@ fn checked_name(field: &str, value: &str, problems: &mut Problems) -> String {
     value.to_owned()
 }
 
-/// Sets a service's owner, team and default reviewer (`actor` recorded); an entry
-/// with none of them is removed. Every problem is named at once, nothing written.
+/// Sets a service's owner, team, default reviewer and dependencies (`actor`
+/// recorded); an entry with none of them is removed. Every problem is named at once, nothing written.
 pub fn put_service(
     conn: &mut DbConnection,
     settings: &Settings,
@@ -249,6 +293,31 @@ pub fn put_service(
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .map(|t| checked_name("team", t, &mut problems));
+    let mut depends_on: Vec<String> = Vec::new();
+    for name in input
+        .depends_on
+        .as_deref()
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+    {
+        let name = checked_name("depends_on", name, &mut problems);
+        if name.eq_ignore_ascii_case(&service) {
+            problems.push((
+                "depends_on".into(),
+                "a service does not depend on itself".into(),
+            ));
+        } else if !depends_on.iter().any(|d| d.eq_ignore_ascii_case(&name)) {
+            depends_on.push(name);
+        }
+    }
+    if depends_on.len() > MAX_DEPENDENCIES {
+        problems.push((
+            "depends_on".into(),
+            format!("at most {MAX_DEPENDENCIES} services"),
+        ));
+    }
     if owner.is_some() && owner == reviewer {
         problems.push((
             "reviewer".into(),
@@ -260,13 +329,14 @@ pub fn put_service(
     }
     crate::db::write_transaction(conn, |conn| {
         diesel::delete(service_owners::table.find(&service)).execute(conn)?;
-        if owner.is_some() || team.is_some() || reviewer.is_some() {
+        if owner.is_some() || team.is_some() || reviewer.is_some() || !depends_on.is_empty() {
             diesel::insert_into(service_owners::table)
                 .values((
                     service_owners::service.eq(&service),
                     service_owners::owner_email.eq(&owner),
                     service_owners::team.eq(&team),
                     service_owners::reviewer_email.eq(&reviewer),
+                    service_owners::depends_on.eq(json!(depends_on).to_string()),
                     service_owners::updated_by.eq(actor),
                     service_owners::updated_at.eq(crate::db::now()),
                 ))
@@ -274,7 +344,7 @@ pub fn put_service(
         }
         Ok::<_, diesel::result::Error>(())
     })?;
-    tracing::info!(%service, ?owner, ?team, ?reviewer, %actor, "service map changed");
+    tracing::info!(%service, ?owner, ?team, ?reviewer, ?depends_on, %actor, "service map changed");
     Ok(())
 }
 

@@ -841,18 +841,30 @@ async fn a_person_reports_a_failure_from_the_page_and_lands_on_its_draft() {
     browser.screenshot("report-landed-on-draft").await;
 }
 
-/// One outage, two drafts: someone folds one into the other from its page.
+/// One outage, three drafts: the page names the one probably of the same outage
+/// (the same cluster, within minutes) with a one-click merge; the third, a draft
+/// nothing relates, is ticked in the merge form.
 #[tokio::test]
-async fn two_drafts_of_one_outage_are_merged_from_the_page() {
+async fn drafts_of_one_outage_are_merged_from_the_page() {
     let app = spawn_app().await;
     let ingest = app.token("ingest", coe::domain::Role::Ingest);
     let admin = app.admin_token();
-    for (group, at) in [
-        ("payments-db", "2026-11-30T10:01:00Z"),
-        ("checkout", "2026-11-30T10:00:00Z"),
+    for (group, at, labels) in [
+        (
+            "payments-db",
+            "2026-11-30T10:01:00Z",
+            json!({"cluster": "eu-1"}),
+        ),
+        (
+            "checkout",
+            "2026-11-30T10:00:00Z",
+            json!({"cluster": "eu-1"}),
+        ),
+        ("search", "2026-11-30T10:00:30Z", json!({})),
     ] {
         let event = json!({"dedup_key": format!("{group}-alert"), "group_key": group, "severity": "sev2",
-                           "service": group, "title": format!("{group} failing"), "started_at": at});
+                           "service": group, "title": format!("{group} failing"), "started_at": at,
+                           "labels": labels});
         let res = app.post_json("/api/v1/events", Some(&ingest), &event).await;
         assert_eq!(res.status(), 202);
     }
@@ -860,6 +872,21 @@ async fn two_drafts_of_one_outage_are_merged_from_the_page() {
     let first = list["coes"][0]["id"].as_str().expect("a draft").to_owned();
     let browser = Browser::start().await;
     sign_in_to(&browser, &app, "eve@example.com", &format!("/coes/{first}")).await;
+    let suggested = browser.text("#same-outage").await;
+    assert!(
+        suggested.contains("checkout failing") && suggested.contains("the same cluster: eu-1"),
+        "{suggested}"
+    );
+    assert!(!suggested.contains("search failing"), "{suggested}");
+    browser.screenshot("coe-same-outage").await;
+    browser
+        .click_to_load("#same-outage button[type=submit]")
+        .await;
+    browser.wait_for_url(&format!("/coes/{first}")).await;
+    assert!(
+        browser.text(".facts").await.contains("checkout failing"),
+        "merged in one click"
+    );
     browser.click("#merge summary").await;
     browser.click("#merge input[type=checkbox]").await;
     browser.screenshot("coe-merge-form").await;
@@ -867,8 +894,10 @@ async fn two_drafts_of_one_outage_are_merged_from_the_page() {
     browser.wait_for_url(&format!("/coes/{first}")).await;
     let facts = browser.text(".facts").await;
     assert!(
-        facts.contains("payments-db failing") && facts.contains("checkout failing"),
-        "both incidents: {facts}"
+        ["payments-db failing", "checkout failing", "search failing"]
+            .iter()
+            .all(|t| facts.contains(t)),
+        "all three incidents: {facts}"
     );
     browser.set_size(1280, 1400).await;
     browser.screenshot("coe-merged").await;

@@ -5,7 +5,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::helpers::{error_of, spawn_app, TestApp};
-use crate::pages::{csrf_of, get_page, sign_in};
+use crate::pages::{csrf_of, get_page, post_form, sign_in};
 
 /// An alert of group `group` firing (or resolving, with `ended`) at `at`.
 fn alert(group: &str, severity: &str, at: &str, ended: Option<&str>) -> Value {
@@ -498,4 +498,309 @@ async fn three_drafts_of_one_outage_are_merged_into_one_coe() {
         .post_json(&path, Some(&admin), &json!({"coe_ids": []}))
         .await;
     let _ = error_of(res, 422).await;
+}
+
+/// An alert of group `group` on `service` with `labels`, firing at `at`.
+fn labelled(group: &str, service: &str, severity: &str, at: &str, labels: Value) -> Value {
+    json!({"dedup_key": format!("{group}-alert"), "group_key": group, "severity": severity,
+           "service": service, "title": format!("{group} failing"), "started_at": at,
+           "labels": labels})
+}
+
+/// The same outage in `same_outage` of COE `id`: (the other COE, its reasons, the COE
+/// a merge keeps), nearest first.
+async fn suggested(app: &TestApp, admin: &str, id: &str) -> Vec<(String, Vec<String>, String)> {
+    let doc = app.get_json(&format!("/api/v1/coes/{id}"), admin).await;
+    doc["same_outage"]
+        .as_array()
+        .unwrap_or_else(|| panic!("same_outage: {doc}"))
+        .iter()
+        .map(|s| {
+            let because = s["because"]
+                .as_array()
+                .expect("because")
+                .iter()
+                .map(|b| b.as_str().expect("a reason").to_owned())
+                .collect();
+            let text = |k: &str| s[k].as_str().expect(k).to_owned();
+            (text("coe_id"), because, text("merge_into"))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn drafts_of_one_outage_are_suggested_to_each_other_and_merged_in_one_click() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let ingest = app.token("ingest", coe::domain::Role::Ingest);
+    crate::ownership::person(&app, "root@example.com", true).await;
+    let root = sign_in(&app, "root@example.com").await;
+    // The service map says checkout needs the payments database, the gateway needs
+    // checkout; the owners come from it too.
+    for fields in [
+        vec![("service", "payments-db"), ("owner", "ana@example.com")],
+        vec![
+            ("service", "checkout"),
+            ("owner", "bo@example.com"),
+            ("depends_on", "payments-db"),
+        ],
+        vec![
+            ("service", "gateway"),
+            ("owner", "cy@example.com"),
+            ("depends_on", " checkout , Checkout,"),
+        ],
+    ] {
+        let res = post_form(
+            &app,
+            &root,
+            "/admin/ownership",
+            "/admin/ownership/services",
+            &fields,
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{fields:?}");
+    }
+    let res = post_form(
+        &app,
+        &root,
+        "/admin/ownership",
+        "/admin/ownership/services",
+        &[("service", "ledger"), ("depends_on", "ledger")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = res.text().await.expect("html");
+    assert!(
+        html.contains("a service does not depend on itself"),
+        "{html}"
+    );
+    let html = get_page(&app, "/admin/ownership", Some(&root))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        html.contains("<td data-label=\"Depends on\">checkout</td>"),
+        "one dependency, named once: {html}"
+    );
+
+    // The database fails over; checkout and the gateway page within the minute. A
+    // search outage in another cluster at the same time, and a ledger alert in the
+    // database's cluster an hour later, are other outages.
+    for event in [
+        labelled(
+            "db",
+            "payments-db",
+            "sev2",
+            "2026-11-30T10:00:00Z",
+            json!({"cluster": "eu-1"}),
+        ),
+        labelled(
+            "checkout",
+            "checkout",
+            "sev2",
+            "2026-11-30T10:00:40Z",
+            json!({}),
+        ),
+        labelled(
+            "gateway",
+            "gateway",
+            "sev1",
+            "2026-11-30T10:00:50Z",
+            json!({"region": "eu"}),
+        ),
+        labelled(
+            "search",
+            "search",
+            "sev2",
+            "2026-11-30T10:00:30Z",
+            json!({"cluster": "us-2", "region": "us"}),
+        ),
+        labelled(
+            "ledger",
+            "ledger",
+            "sev2",
+            "2026-11-30T11:00:00Z",
+            json!({"cluster": "eu-1"}),
+        ),
+    ] {
+        send(&app, &ingest, event).await;
+    }
+    let list = app.get_json("/api/v1/coes?sort=oldest", &admin).await;
+    assert_eq!(list["total"], 5, "{list}");
+    let id_of = |title: &str| {
+        list["coes"]
+            .as_array()
+            .expect("coes")
+            .iter()
+            .find(|c| c["title"] == title)
+            .and_then(|c| c["id"].as_str())
+            .unwrap_or_else(|| panic!("{title}: {list}"))
+            .to_owned()
+    };
+    let (db, checkout, gateway) = (
+        id_of("db failing"),
+        id_of("checkout failing"),
+        id_of("gateway failing"),
+    );
+    let (search, ledger) = (id_of("search failing"), id_of("ledger failing"));
+
+    // Each of the three names the other two, nearest in time first, and why; a merge
+    // keeps the first opened. The other outages name nobody.
+    let found = suggested(&app, &admin, &db).await;
+    assert_eq!(
+        found,
+        [
+            (
+                checkout.clone(),
+                vec!["checkout depends on payments-db".to_owned()],
+                db.clone()
+            ),
+            (
+                gateway.clone(),
+                vec!["gateway depends on payments-db through checkout".to_owned()],
+                db.clone()
+            ),
+        ]
+    );
+    let found = suggested(&app, &admin, &gateway).await;
+    let others: Vec<&str> = found.iter().map(|f| f.0.as_str()).collect();
+    assert_eq!(others, [checkout.as_str(), db.as_str()], "{found:?}");
+    // Pair by pair, a merge keeps the one opened first.
+    let kept: Vec<&str> = found.iter().map(|f| f.2.as_str()).collect();
+    assert_eq!(kept, [checkout.as_str(), db.as_str()], "{found:?}");
+    let found = suggested(&app, &admin, &checkout).await;
+    let others: Vec<&str> = found.iter().map(|f| f.0.as_str()).collect();
+    assert_eq!(others, [gateway.as_str(), db.as_str()], "{found:?}");
+    for alone in [&search, &ledger] {
+        assert_eq!(suggested(&app, &admin, alone).await, [], "{alone}");
+    }
+    // Nothing merged by itself.
+    let doc = app
+        .get_json(&format!("/api/v1/coes/{checkout}"), &admin)
+        .await;
+    assert_eq!(doc["state"], "draft");
+
+    // Checkout's owner sees it on the page, without a button: the COE kept is Ana's.
+    let bo = sign_in(&app, "bo@example.com").await;
+    let html = get_page(&app, &format!("/coes/{checkout}"), Some(&bo))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(html.contains("Probably the same outage"), "{html}");
+    assert!(html.contains("checkout depends on payments-db"), "{html}");
+    assert!(!html.contains("Merge this draft into it"), "{html}");
+    // Ana merges each into hers in one click from her page.
+    let ana = sign_in(&app, "ana@example.com").await;
+    let page = format!("/coes/{db}");
+    let html = get_page(&app, &page, Some(&ana))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert_eq!(html.matches("Merge it into this COE").count(), 2, "{html}");
+    for source in [&checkout, &gateway] {
+        let res = post_form(
+            &app,
+            &ana,
+            &page,
+            &format!("{page}/merge"),
+            &[("coe_id", source.as_str())],
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{source}");
+    }
+    let doc = app
+        .get_json(&page.replace("/coes", "/api/v1/coes"), &admin)
+        .await;
+    assert_eq!(
+        doc["incident_ids"].as_array().expect("ids").len(),
+        3,
+        "{doc}"
+    );
+    assert_eq!(
+        doc["same_outage"],
+        json!([]),
+        "nothing left to merge: {doc}"
+    );
+    for merged in [&checkout, &gateway] {
+        let doc = app
+            .get_json(&format!("/api/v1/coes/{merged}"), &admin)
+            .await;
+        assert_eq!(doc["state"], "merged");
+        assert_eq!(doc["same_outage"], json!([]), "{doc}");
+    }
+
+    // A COE in review is offered the drafts of its outage that open later, and the
+    // draft is offered to go into it, from its page. (Submitting needs a whole
+    // writeup, tested elsewhere: the state is set here.)
+    {
+        use coe::db::schema::coes;
+        use diesel::prelude::*;
+        let mut conn = app.pool.get().expect("conn");
+        diesel::update(coes::table.find(&db))
+            .set(coes::state.eq("in_review"))
+            .execute(&mut conn)
+            .expect("in review");
+    }
+    // The CDN's alert five minutes later shares a region with the gateway's, now
+    // one of the COE's incidents.
+    send(
+        &app,
+        &ingest,
+        labelled(
+            "cdn",
+            "cdn",
+            "sev2",
+            "2026-11-30T10:05:00Z",
+            json!({"region": "eu"}),
+        ),
+    )
+    .await;
+    let cdn = app
+        .get_json("/api/v1/coes?sort=newest&limit=1", &admin)
+        .await["coes"][0]["id"]
+        .as_str()
+        .expect("the CDN's draft")
+        .to_owned();
+    assert_eq!(
+        suggested(&app, &admin, &cdn).await,
+        [(
+            db.clone(),
+            vec!["the same region: eu".to_owned()],
+            db.clone()
+        )]
+    );
+    assert_eq!(
+        suggested(&app, &admin, &db).await,
+        [(
+            cdn.clone(),
+            vec!["the same region: eu".to_owned()],
+            db.clone()
+        )]
+    );
+    let cdn_page = format!("/coes/{cdn}");
+    let html = get_page(&app, &cdn_page, Some(&ana))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(html.contains("Merge this draft into it"), "{html}");
+    let res = post_form(
+        &app,
+        &ana,
+        &cdn_page,
+        &format!("{page}/merge"),
+        &[("coe_id", cdn.as_str())],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let doc = app.get_json(&format!("/api/v1/coes/{db}"), &admin).await;
+    assert_eq!(
+        doc["incident_ids"].as_array().expect("ids").len(),
+        4,
+        "{doc}"
+    );
+    assert_eq!(doc["state"], "in_review", "{doc}");
 }

@@ -34,7 +34,7 @@ async fn draft_of(app: &TestApp, group: &str, service: &str, labels: Value) -> V
 }
 
 /// Puts `email` into the directory (an admin when `admin`).
-async fn person(app: &TestApp, email: &str, admin: bool) {
+pub(crate) async fn person(app: &TestApp, email: &str, admin: bool) {
     let token = app.token(
         &format!("hr-{}", email.replace(['@', '.'], "-")),
         coe::domain::Role::Admin,

@@ -294,7 +294,8 @@ async fn ownership_page(
     let field = |part: &str, name: &str| typed[part][name].as_str().unwrap_or_default().to_owned();
     let typed = json!({
         "services": {"service": field("services", "service"), "owner": field("services", "owner"),
-                     "team": field("services", "team"), "reviewer": field("services", "reviewer")},
+                     "team": field("services", "team"), "reviewer": field("services", "reviewer"),
+                     "depends_on": field("services", "depends_on")},
         "teams": {"team": field("teams", "team"), "owner": field("teams", "owner")},
     });
     let problems = json!({
@@ -313,6 +314,7 @@ async fn ownership_page(
         "teams": teams,
         "configured": configured,
         "default_owner": state.settings.ownership.default_owner,
+        "same_outage_minutes": state.settings.incidents.same_outage_window_secs / 60,
         "people": offered,
         "names": names,
         "problems": problems,
@@ -350,8 +352,8 @@ async fn ownership_answer(
         .await
 }
 
-/// `POST /admin/ownership/services`: sets a service's owner, team and default
-/// reviewer (all empty: removes it from the map).
+/// `POST /admin/ownership/services`: sets a service's owner, team, default reviewer
+/// and dependencies (all empty: removes it from the map).
 pub async fn ownership_service(form: AdminForm, state: State) -> Page {
     let (Admin(who), fields) = (form.who, form.fields);
     let input = ownership::ServiceInput {
@@ -359,6 +361,7 @@ pub async fn ownership_service(form: AdminForm, state: State) -> Page {
         owner: fields.filled("owner"),
         team: fields.filled("team"),
         reviewer: fields.filled("reviewer"),
+        depends_on: fields.filled("depends_on"),
     };
     let actor = who.person.email.clone();
     let result = as_service(&state, move |conn, state| {

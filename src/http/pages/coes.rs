@@ -83,6 +83,10 @@ pub(super) struct Loaded {
     incidents: Vec<(String, String, String)>,
     /// Other drafts, newest first, that someone who may edit could merge into it.
     drafts: Vec<coes::CoeSummary>,
+    /// The document's `same_outage`, each with the merge this person may make of it
+    /// in one click: `merge_here` (it into this COE) or `merge_there` (this draft
+    /// into it).
+    same_outage: Vec<Value>,
     /// (address, name): the directory, offered in the fields that name people, for
     /// someone who may edit; else the people the page shows.
     pub directory: Vec<(String, Option<String>)>,
@@ -170,6 +174,7 @@ pub(super) async fn load(
                 .chain(doc.review.iter().map(|r| r.author.clone()))
                 .chain(doc.comments.iter().map(|c| c.author.clone()))
                 .chain(history.iter().map(|h| h.actor.clone()))
+                .chain(doc.same_outage.iter().filter_map(|o| o.owner.clone()))
                 .collect::<std::collections::BTreeSet<_>>()
                 .into_iter()
                 .collect();
@@ -186,9 +191,24 @@ pub(super) async fn load(
         } else {
             Vec::new()
         };
+        let mut same_outage = Vec::new();
+        for other in &doc.same_outage {
+            let here = other.merge_into == key;
+            let may_merge = if here {
+                may_edit
+            } else {
+                access::coe(conn, &other.merge_into, editor).is_ok()
+            };
+            let mut value = json!(other);
+            value["merge_here"] = json!(may_merge && here);
+            value["merge_there"] = json!(may_merge && !here);
+            value["state_words"] = json!(other.state.as_str().replace('_', " "));
+            same_outage.push(value);
+        }
         Ok(Some(Loaded {
             incidents,
             drafts,
+            same_outage,
             doc,
             history,
             earlier_open,
@@ -307,6 +327,7 @@ pub(super) fn page(
         doc,
         incidents,
         drafts,
+        same_outage,
         history,
         earlier_open,
         may_edit,
@@ -525,6 +546,8 @@ pub(super) fn page(
         "may_detach": may_write && incidents.len() > 1,
         "incident_count": incidents.len(),
         "drafts": drafts,
+        "same_outage": same_outage,
+        "same_outage_minutes": state.settings.incidents.same_outage_window_secs / 60,
     });
     if let (Value::Object(data), Value::Object(outage)) = (&mut data, outage) {
         data.extend(outage);

@@ -157,6 +157,10 @@ pub struct CoeDocument {
     pub incident_ids: Vec<String>,
     /// For a merged draft: the COE it was merged into.
     pub merged_into: Option<String>,
+    /// Other open COEs probably about the same outage (an incident of each started
+    /// close in time, on a service, a dependency or a label value they share): merge
+    /// them (`POST /api/v1/coes/{merge_into}/merge`); nothing merges by itself.
+    pub same_outage: Vec<super::SameOutage>,
     pub title: String,
     pub service: Option<String>,
     #[schema(value_type = String, example = "sev2")]
@@ -402,6 +406,13 @@ pub fn load(
         comments: super::comments::of_coe(conn, id)?,
         incident_ids: super::covered::incidents_of(conn, id)?,
         merged_into: coes::table.find(id).select(coes::merged_into).first(conn)?,
+        same_outage: super::same_outage::of(
+            conn,
+            settings,
+            id,
+            types::read("coes.state", &row.state)?,
+            row.created_at,
+        )?,
         completeness,
         id: row.id,
         incident_id: row.incident_id,

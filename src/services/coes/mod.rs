@@ -17,6 +17,7 @@ mod draft;
 mod edit;
 mod merge;
 mod related;
+mod same_outage;
 mod search;
 mod timeline;
 mod whys;
@@ -51,6 +52,7 @@ pub use edit::{
 };
 pub use merge::{merge, MAX_MERGED};
 pub use related::{add_related, delete_related, RelatedInput};
+pub use same_outage::SameOutage;
 pub use search::{list, section_texts, services, unowned, CoeFilter, CoeSort, CoeSummary};
 pub use timeline::{add_timeline, delete_timeline, edit_timeline, TimelineInput};
 pub use whys::{add_why_chain, delete_why_chain, replace_why_chain, WhyChainInput};

@@ -1,0 +1,1 @@
+ALTER TABLE service_owners DROP COLUMN depends_on;
