@@ -1288,3 +1288,83 @@ fn a_sign_in_link_leaves_at_once() {
     // Well before the next pass (60 s): the worker was woken.
     assert!(took < StdDuration::from_secs(20), "took {took:?}");
 }
+
+/// Drafts merged into another COE of their outage are silent: a simulated week of
+/// daily sweeps past the writeup deadline reminds only the COE kept, whose owner
+/// hears once a day; the merged drafts' owners hear nothing after the merge notice
+/// (and the "COE opened" email before it).
+#[tokio::test]
+async fn merged_drafts_are_silent_through_a_week_of_sweeps() {
+    let w = World::new().await;
+    let smtp = SmtpServer::start();
+    for (email, name) in [
+        ("ana@example.com", "Ana Lima"),
+        ("bo@example.com", "Bo Chen"),
+        ("cy@example.com", "Cy Diaz"),
+    ] {
+        w.person(email, name, Some("carla@example.com")).await;
+    }
+    let kept = w
+        .coe("Payments database failed over", "ana@example.com", None)
+        .await;
+    let checkout = w.coe("Checkout failing", "bo@example.com", None).await;
+    let gateway = w.coe("Gateway 5xx", "cy@example.com", None).await;
+    // All resolved 8 days ago: each past its 7-day writeup deadline.
+    {
+        use coe::db::schema::coes;
+        let mut conn = w.app.pool.get().expect("conn");
+        diesel::update(coes::table)
+            .set(coes::resolved_at.eq((Utc::now() - Duration::days(8)).naive_utc()))
+            .execute(&mut conn)
+            .expect("resolve");
+    }
+    let res = w
+        .app
+        .post_json(
+            &format!("/api/v1/coes/{kept}/merge"),
+            Some(&w.admin),
+            &json!({"coe_ids": [checkout, gateway]}),
+        )
+        .await;
+    assert_eq!(
+        res.status(),
+        200,
+        "{}",
+        res.text().await.unwrap_or_default()
+    );
+    // The merge took the COE's times from its incidents and timeline (it has none):
+    // it is late again, as the drafts merged into it still are.
+    {
+        use coe::db::schema::coes;
+        let mut conn = w.app.pool.get().expect("conn");
+        diesel::update(coes::table.find(&kept))
+            .set(coes::resolved_at.eq((Utc::now() - Duration::days(8)).naive_utc()))
+            .execute(&mut conn)
+            .expect("resolve");
+    }
+    w.sweep(&smtp.url(), &[]);
+    for owner in ["bo@example.com", "cy@example.com"] {
+        let subjects: Vec<String> = smtp.to(owner).into_iter().map(|m| m.subject).collect();
+        assert_eq!(subjects.len(), 2, "{owner}: {subjects:?}");
+        assert!(subjects[0].contains("COE opened"), "{subjects:?}");
+        assert!(subjects[1].contains("One outage, one COE"), "{subjects:?}");
+    }
+    for day in 1..=7 {
+        w.sweep(&smtp.url(), &["--at", &days_from_now(day)]);
+    }
+    for owner in ["bo@example.com", "cy@example.com"] {
+        assert_eq!(smtp.to(owner).len(), 2, "{owner} heard again");
+    }
+    let late: Vec<Received> = smtp
+        .to("ana@example.com")
+        .into_iter()
+        .filter(|m| m.subject.contains("past its deadline"))
+        .collect();
+    assert_eq!(late.len(), 8, "once a day, today and 7 more days");
+    assert!(
+        late.iter()
+            .all(|m| !m.text.contains("Checkout failing") && !m.text.contains("Gateway 5xx")),
+        "{}",
+        late[0].text
+    );
+}
