@@ -408,7 +408,20 @@ diesel::table! {
 diesel::joinable!(coe_incidents -> incidents (incident_id));
 diesel::joinable!(coe_incidents -> coes (coe_id));
 
+diesel::table! {
+    action_recurrences (action_id, incident_id) {
+        action_id -> Text,
+        incident_id -> Text,
+        coe_id -> Text,
+        at -> Timestamp,
+        created_at -> Timestamp,
+    }
+}
+
+diesel::joinable!(action_recurrences -> corrective_actions (action_id));
+
 diesel::allow_tables_to_appear_in_same_query!(
+    action_recurrences,
     api_tokens,
     incidents,
     incident_alerts,

@@ -175,6 +175,34 @@ impl ActionKind {
     }
 }
 
+impl ActionKind {
+    /// The kinds meant to keep an outage from coming back, or to catch or soften it
+    /// when it does: a recurrence judges them.
+    pub const JUDGED_BY_RECURRENCE: [ActionKind; 3] = [
+        ActionKind::Prevent,
+        ActionKind::Detect,
+        ActionKind::Mitigate,
+    ];
+
+    pub fn is_judged_by_recurrence(self) -> bool {
+        Self::JUDGED_BY_RECURRENCE.contains(&self)
+    }
+}
+
+/// Whether an outage that came back at `recurred_at` judges an action: one of the
+/// kinds meant to prevent, detect or mitigate it, done before the outage started
+/// again (an action done after it started did not fail to prevent it).
+pub fn recurred_after_done(
+    kind: ActionKind,
+    state: ActionState,
+    closed_at: Option<chrono::NaiveDateTime>,
+    recurred_at: chrono::NaiveDateTime,
+) -> bool {
+    kind.is_judged_by_recurrence()
+        && state == ActionState::Done
+        && closed_at.is_some_and(|closed| closed <= recurred_at)
+}
+
 /// Whether a closed action closed on time: done on or before its due date (in the
 /// organisation's calendar). `None` for an action decided not to be done: it is
 /// neither on time nor late, and is counted apart. The one rule for the stats, the
@@ -235,6 +263,58 @@ pub fn days_overdue(state: ActionState, due: NaiveDate, now: DateTime<Utc>, tz: 
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_recurrence_judges_preventive_actions_done_before_it_started() {
+        let at = |h: u32| {
+            NaiveDate::from_ymd_opt(2026, 11, 30)
+                .and_then(|d| d.and_hms_opt(h, 0, 0))
+                .expect("a time")
+        };
+        let recurred = at(12);
+        for kind in ActionKind::ALL {
+            let judged = recurred_after_done(kind, ActionState::Done, Some(at(9)), recurred);
+            assert_eq!(
+                judged,
+                matches!(
+                    kind,
+                    ActionKind::Prevent | ActionKind::Detect | ActionKind::Mitigate
+                ),
+                "{kind:?}"
+            );
+        }
+        // Done as it started again: judged; done after: not; not done: not.
+        assert!(recurred_after_done(
+            ActionKind::Prevent,
+            ActionState::Done,
+            Some(recurred),
+            recurred
+        ));
+        assert!(!recurred_after_done(
+            ActionKind::Prevent,
+            ActionState::Done,
+            Some(at(13)),
+            recurred
+        ));
+        for state in [
+            ActionState::Open,
+            ActionState::InProgress,
+            ActionState::WontDo,
+        ] {
+            assert!(!recurred_after_done(
+                ActionKind::Prevent,
+                state,
+                Some(at(9)),
+                recurred
+            ));
+        }
+        assert!(!recurred_after_done(
+            ActionKind::Prevent,
+            ActionState::Done,
+            None,
+            recurred
+        ));
+    }
 
     #[test]
     fn priorities_and_kinds_are_named_as_serde_names_them() {

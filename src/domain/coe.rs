@@ -388,8 +388,34 @@ pub fn settle(state: CoeState, active_actions: usize) -> Option<CoeState> {
     }
 }
 
+/// Whether an outage that came back at `recurred_at` counts against a COE approved
+/// at `approved_at`: it came back after the approval, within `days`.
+pub fn recurred_after_approval(
+    approved_at: chrono::NaiveDateTime,
+    recurred_at: chrono::NaiveDateTime,
+    days: i64,
+) -> bool {
+    recurred_at >= approved_at && recurred_at - approved_at <= chrono::Duration::days(days)
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_outage_back_within_90_days_of_the_approval_counts_against_the_coe() {
+        let approved = chrono::NaiveDate::from_ymd_opt(2026, 9, 1)
+            .and_then(|d| d.and_hms_opt(12, 0, 0))
+            .expect("a time");
+        let days = |n: i64| approved + chrono::Duration::days(n);
+        assert!(recurred_after_approval(approved, days(0), 90));
+        assert!(recurred_after_approval(approved, days(90), 90));
+        assert!(!recurred_after_approval(approved, days(91), 90));
+        assert!(
+            !recurred_after_approval(approved, days(-1), 90),
+            "before it was approved"
+        );
+    }
+
     use super::*;
 
     fn facts(state: CoeState) -> ReviewFacts<'static> {

@@ -39,10 +39,11 @@ pub enum Kind {
     CoeAssigned,
     SignIn,
     CoeMerged,
+    ActionRecurred,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 12] = [
+    pub const ALL: [Kind; 13] = [
         Kind::OverdueDigest,
         Kind::Escalation,
         Kind::CoeOpened,
@@ -55,6 +56,7 @@ impl Kind {
         Kind::CoeAssigned,
         Kind::SignIn,
         Kind::CoeMerged,
+        Kind::ActionRecurred,
     ];
 
     /// The template folder name, also stored as the outbox row's kind.
@@ -72,6 +74,7 @@ impl Kind {
             Kind::CoeAssigned => "coe_assigned",
             Kind::SignIn => "sign_in",
             Kind::CoeMerged => "coe_merged",
+            Kind::ActionRecurred => "action_recurred",
         }
     }
 
@@ -176,6 +179,24 @@ impl Kind {
                         title: "Gateway 5xx above 1%".into(),
                     },
                 ],
+            }),
+            Kind::ActionRecurred => serde_json::to_value(ActionRecurred {
+                recipient_name: "Ana Lima".into(),
+                coe: coe.clone(),
+                recurrence: CoeLine {
+                    coe_id: "0193-coe-2".into(),
+                    title: format!("{title} (again)"),
+                    link: "https://coe.example.com/coes/0193-coe-2".into(),
+                    ..coe.clone()
+                },
+                started: "2026-12-02".into(),
+                actions: vec![RecurredLine {
+                    title: "Fail over the payments database by runbook, tested monthly".into(),
+                    kind: "prevent".into(),
+                    owner: "bo@example.com".into(),
+                    done_on: "2026-11-20".into(),
+                    link: "https://coe.example.com/actions/0193-action".into(),
+                }],
             }),
             Kind::SignIn => serde_json::to_value(SignIn {
                 recipient_name: "Ana Lima".into(),
@@ -335,6 +356,29 @@ pub struct CoeMerged {
     pub actor: String,
     pub coe: CoeLine,
     pub merged: Vec<MergedLine>,
+}
+
+/// An outage came back after actions meant to prevent it were done: told to the
+/// earlier COE's (`coe`) owner and reviewer, once per recurrence (`recurrence`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ActionRecurred {
+    pub recipient_name: String,
+    pub coe: CoeLine,
+    pub recurrence: CoeLine,
+    /// The day it started again, in the organisation's calendar.
+    pub started: String,
+    pub actions: Vec<RecurredLine>,
+}
+
+/// An action done before its outage came back.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecurredLine {
+    pub title: String,
+    pub kind: String,
+    pub owner: String,
+    /// The day it was done.
+    pub done_on: String,
+    pub link: String,
 }
 
 /// A draft merged into another COE.

@@ -59,6 +59,9 @@ const DEFAULTS: &[(&str, &str)] = embedded!(
     "coe_merged/subject.hbs",
     "coe_merged/body.txt.hbs",
     "coe_merged/body.html.hbs",
+    "action_recurred/subject.hbs",
+    "action_recurred/body.txt.hbs",
+    "action_recurred/body.html.hbs",
 );
 
 /// Longest subject, in characters; longer ones are cut with an ellipsis.

@@ -14,8 +14,8 @@ use crate::db::{types, DbConnection};
 use crate::domain::clock::local_date;
 use crate::domain::reminder::writeup_deadline;
 use crate::email::content::{
-    ActionAssigned, ActionLine, CoeAssigned, CoeLine, CoeMerged, CoeOpened, Links, MergedLine,
-    ReviewEmail,
+    ActionAssigned, ActionLine, ActionRecurred, CoeAssigned, CoeLine, CoeMerged, CoeOpened, Links,
+    MergedLine, RecurredLine, ReviewEmail,
 };
 use crate::email::{EmailTemplates, Kind};
 use crate::services::outbox;
@@ -294,6 +294,76 @@ pub fn coe_merged(
         conn,
         mail.emails,
         Kind::CoeMerged,
+        key,
+        recipient,
+        data,
+        now,
+    )
+}
+
+/// One action done before its outage came back, for `action_recurred`.
+pub struct DoneAction<'a> {
+    pub id: &'a str,
+    pub title: &'a str,
+    pub kind: &'a str,
+    pub owner: &'a str,
+    pub done_at: Option<NaiveDateTime>,
+}
+
+/// Tells `recipient` (the earlier COE `row`'s owner or reviewer) that its outage came
+/// back as COE `recurrence` (id, title) at `started`, after `actions` were done; once
+/// per recurrence (`incident_id`).
+#[allow(clippy::too_many_arguments)]
+pub fn action_recurred(
+    conn: &mut DbConnection,
+    mail: Env<'_>,
+    row: &CoeRow,
+    recurrence: (&str, &str),
+    incident_id: &str,
+    started: NaiveDateTime,
+    actions: &[DoneAction<'_>],
+    recipient: &str,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    let severity = types::severity("coes.severity", row.severity)?.to_string();
+    let links = Links::new(&mail.settings.public_url);
+    let tz = mail.settings.org_timezone();
+    let coe = coe_line(mail.settings, &CoeFacts::of(row, &severity));
+    let data = json!(ActionRecurred {
+        recipient_name: String::new(),
+        recurrence: CoeLine {
+            coe_id: recurrence.0.to_owned(),
+            title: recurrence.1.to_owned(),
+            link: links.coe(recurrence.0),
+            deadline: String::new(),
+            days: 0,
+            ..coe.clone()
+        },
+        coe,
+        started: local_date(started, tz).to_string(),
+        actions: actions
+            .iter()
+            .map(|a| RecurredLine {
+                title: a.title.to_owned(),
+                kind: a.kind.to_owned(),
+                owner: a.owner.to_owned(),
+                done_on: a
+                    .done_at
+                    .map(|t| local_date(t, tz).to_string())
+                    .unwrap_or_default(),
+                link: links.action(a.id),
+            })
+            .collect(),
+    });
+    let key = format!(
+        "{}:{}:{incident_id}:{recipient}",
+        Kind::ActionRecurred.name(),
+        row.id
+    );
+    outbox::notify(
+        conn,
+        mail.emails,
+        Kind::ActionRecurred,
         key,
         recipient,
         data,

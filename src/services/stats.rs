@@ -69,9 +69,24 @@ pub struct Stats {
     /// COEs that link to an earlier COE (the same service and alert or group
     /// happened before), and all COEs.
     pub recurrence: Recurrence,
+    /// Actions of kind prevent, detect or mitigate whose outage came back, in the
+    /// period, after they were done.
+    pub actions_recurred_after_done: i64,
+    /// COEs approved in the period whose outage came back within 90 days.
+    pub recurrence_after_approval: RecurrenceAfterApproval,
     /// The last 12 weeks (Monday to Sunday in the organisation's time zone), oldest
     /// first; the last one is this week, so far.
     pub weeks: Vec<Week>,
+}
+
+/// COEs approved in the period, and those whose outage came back within 90 days of
+/// the approval.
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+pub struct RecurrenceAfterApproval {
+    pub approved: i64,
+    pub recurred: i64,
+    /// `recurred / approved` (0 to 1, to three decimals); none when nothing was approved.
+    pub rate: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, ToSchema)]
@@ -173,20 +188,92 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
     Some((m * 10.0).round() / 10.0)
 }
 
+/// The Monday the last `weeks` weeks start on (this week is the last).
+fn first_day(clock: Clock, weeks: usize) -> NaiveDate {
+    let today = clock.today();
+    let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
+    monday - Duration::weeks(weeks as i64 - 1)
+}
+
+/// A local midnight as a UTC time (the earliest, across a clock change).
+fn local_midnight(clock: Clock, day: NaiveDate) -> NaiveDateTime {
+    clock
+        .tz
+        .from_local_datetime(&day.and_time(NaiveTime::MIN))
+        .earliest()
+        .map_or_else(|| day.and_time(NaiveTime::MIN), |t| t.naive_utc())
+}
+
+/// How long after its approval an outage that comes back counts against the COE.
+pub const RECURRENCE_AFTER_APPROVAL_DAYS: i64 = 90;
+
+/// The recurrence figures of the period the scope covers: actions whose outage came
+/// back after they were done, and approved COEs whose outage came back within
+/// `RECURRENCE_AFTER_APPROVAL_DAYS` of the approval.
+fn recurrence_figures(
+    conn: &mut DbConnection,
+    clock: Clock,
+    scope: &Scope,
+) -> QueryResult<(i64, RecurrenceAfterApproval)> {
+    use crate::db::schema::action_recurrences;
+    let from = local_midnight(clock, first_day(clock, scope.weeks));
+    let recurred: i64 = action_recurrences::table
+        .inner_join(corrective_actions::table)
+        .filter(scope.actions())
+        .filter(action_recurrences::at.ge(from))
+        .select(diesel::dsl::count(action_recurrences::action_id).aggregate_distinct())
+        .first(conn)?;
+    // Each COE approved in the period, at its last approval.
+    let approved: Vec<(String, Option<NaiveDateTime>)> = review_comments::table
+        .inner_join(coes::table.on(coes::id.eq(review_comments::coe_id)))
+        .filter(scope.coes())
+        .filter(review_comments::verdict.eq("approved"))
+        .group_by(review_comments::coe_id)
+        .select((
+            review_comments::coe_id,
+            diesel::dsl::max(review_comments::created_at),
+        ))
+        .load(conn)?;
+    let approved: BTreeMap<String, NaiveDateTime> = approved
+        .into_iter()
+        .filter_map(|(id, at)| Some((id, at?)))
+        .filter(|(_, at)| *at >= from)
+        .collect();
+    let mut after = RecurrenceAfterApproval {
+        approved: approved.len() as i64,
+        ..RecurrenceAfterApproval::default()
+    };
+    let ids: Vec<&String> = approved.keys().collect();
+    let mut came_back: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    for chunk in ids.chunks(500) {
+        let links: Vec<(String, NaiveDateTime)> = coe_recurrences::table
+            .filter(coe_recurrences::earlier_coe_id.eq_any(chunk))
+            .select((coe_recurrences::earlier_coe_id, coe_recurrences::created_at))
+            .load(conn)?;
+        for (earlier, at) in links {
+            let Some(approved_at) = approved.get(&earlier) else {
+                continue;
+            };
+            if crate::domain::coe::recurred_after_approval(
+                *approved_at,
+                at,
+                RECURRENCE_AFTER_APPROVAL_DAYS,
+            ) {
+                came_back.insert(earlier);
+            }
+        }
+    }
+    after.recurred = came_back.len() as i64;
+    after.rate = (after.approved > 0)
+        .then(|| ((after.recurred as f64 / after.approved as f64) * 1000.0).round() / 1000.0);
+    Ok((recurred, after))
+}
+
 /// The weekly figures of the last `scope.weeks` weeks.
 fn weeks(conn: &mut DbConnection, clock: Clock, scope: &Scope) -> QueryResult<Vec<Week>> {
     let weeks = scope.weeks;
-    let today = clock.today();
-    let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
-    let first = monday - Duration::weeks(weeks as i64 - 1);
-    // A local midnight as a UTC time (the earliest, across a clock change).
-    let midnight = |day: NaiveDate| -> NaiveDateTime {
-        clock
-            .tz
-            .from_local_datetime(&day.and_time(NaiveTime::MIN))
-            .earliest()
-            .map_or_else(|| day.and_time(NaiveTime::MIN), |t| t.naive_utc())
-    };
+    let first = first_day(clock, weeks);
+    let midnight = |day: NaiveDate| local_midnight(clock, day);
     let now = clock.now.naive_utc();
     // Each week's end: its last moment (now, for this week) and the local date then.
     let ends: Vec<(NaiveDateTime, NaiveDate)> = (0..weeks as i64)
@@ -548,7 +635,11 @@ pub fn with_action_figures(
         .collect();
     drafts_past_deadline.sort_by_key(|w| w.since);
 
+    let (actions_recurred_after_done, recurrence_after_approval) =
+        recurrence_figures(conn, clock, scope)?;
     Ok(Stats {
+        actions_recurred_after_done,
+        recurrence_after_approval,
         actions: figures.actions,
         actions_by_team: figures.by_team,
         actions_by_owner: figures.by_owner,

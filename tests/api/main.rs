@@ -16,6 +16,7 @@ mod events;
 mod health;
 mod html;
 mod inspection_pages;
+mod mechanism;
 mod migrations;
 mod openapi;
 mod operations;

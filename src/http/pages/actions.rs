@@ -110,6 +110,7 @@ fn page(
         "open": open,
         "history": detail.due_date_history,
         "steps": steps,
+        "recurrences": detail.recurrences,
         "names": names,
         "problems": problems,
         "notice": notice,

@@ -489,6 +489,12 @@ pub(super) fn page(
         json!({"seen": crate::json::format_utc(&seen), "changes": lines, "count": changes.len(),
                "text_changed": !changed_keys.is_empty()})
     });
+    // The actions whose outage came back after they were done.
+    let recurred: std::collections::BTreeSet<String> = doc
+        .recurred_after_done
+        .iter()
+        .map(|r| r.action_id.clone())
+        .collect();
     let mut data = json!({
         "state": doc.state.as_str().replace('_', " "),
         "is_draft": doc.state == CoeState::Draft,
@@ -551,6 +557,12 @@ pub(super) fn page(
     });
     if let (Value::Object(data), Value::Object(outage)) = (&mut data, outage) {
         data.extend(outage);
+    }
+    if let Some(actions) = data["coe"]["actions"].as_array_mut() {
+        for action in actions {
+            let id = action["id"].as_str().unwrap_or_default();
+            action["recurred"] = json!(recurred.contains(id));
+        }
     }
     render(state, Some(who), status, "coe", data)
 }

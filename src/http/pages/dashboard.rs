@@ -344,12 +344,68 @@ fn charts(s: &Stats) -> Vec<Chart> {
             ],
         ],
     );
+    let after = &s.recurrence_after_approval;
+    let held_chart = bars(
+        "held",
+        "Did the actions hold?",
+        format!(
+            "In the period: {} done action{} of kind prevent, detect or mitigate saw the outage come back; \
+             {} of {} COEs approved came back within 90 days{}",
+            s.actions_recurred_after_done,
+            if s.actions_recurred_after_done == 1 { "" } else { "s" },
+            after.recurred,
+            after.approved,
+            after
+                .rate
+                .map(|r| format!(" ({:.0}%)", r * 100.0))
+                .unwrap_or_default()
+        ),
+        &[
+            (
+                "actions recurred after done".to_owned(),
+                vec![(
+                    "b",
+                    s.actions_recurred_after_done as f64,
+                    format!("{} actions", s.actions_recurred_after_done),
+                )],
+            ),
+            (
+                "approved, came back in 90 days".to_owned(),
+                vec![(
+                    "b",
+                    after.recurred as f64,
+                    format!("{} COEs", after.recurred),
+                )],
+            ),
+            (
+                "approved, held".to_owned(),
+                vec![(
+                    "a",
+                    (after.approved - after.recurred) as f64,
+                    format!("{} COEs", after.approved - after.recurred),
+                )],
+            ),
+        ],
+        vec!["", "Count"],
+        vec![
+            vec![
+                "actions recurred after done".into(),
+                s.actions_recurred_after_done.to_string(),
+            ],
+            vec![
+                "approved COEs that came back within 90 days".into(),
+                after.recurred.to_string(),
+            ],
+            vec!["approved COEs".into(), after.approved.to_string()],
+        ],
+    );
     vec![
         overdue_chart,
         closed_chart,
         median_chart,
         states_chart,
         recurrence_chart,
+        held_chart,
     ]
 }
 

@@ -116,6 +116,45 @@ pub struct ActionDetail {
     /// Who moved it on and when: created, started, completed, won't do, reopened;
     /// oldest first.
     pub steps: Vec<ActionStep>,
+    /// The outage came back after it was done (kinds prevent, detect, mitigate):
+    /// each time, oldest first.
+    pub recurrences: Vec<ActionRecurrence>,
+}
+
+/// One recurrence of an action's outage after it was done (recorded as the
+/// recurrence's draft opens).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ActionRecurrence {
+    pub incident_id: String,
+    /// The COE of the recurrence.
+    pub coe_id: String,
+    /// When the outage started again.
+    #[serde(serialize_with = "crate::json::utc")]
+    #[schema(value_type = String, format = DateTime)]
+    pub at: NaiveDateTime,
+}
+
+/// The recurrences of action `id`, oldest first.
+pub fn recurrences(conn: &mut DbConnection, id: &str) -> QueryResult<Vec<ActionRecurrence>> {
+    use crate::db::schema::action_recurrences;
+    action_recurrences::table
+        .filter(action_recurrences::action_id.eq(id))
+        .order(action_recurrences::at.asc())
+        .select((
+            action_recurrences::incident_id,
+            action_recurrences::coe_id,
+            action_recurrences::at,
+        ))
+        .load::<(String, String, NaiveDateTime)>(conn)
+        .map(|rows| {
+            rows.into_iter()
+                .map(|(incident_id, coe_id, at)| ActionRecurrence {
+                    incident_id,
+                    coe_id,
+                    at,
+                })
+                .collect()
+        })
 }
 
 /// A step of an action's life, as its history records it.
@@ -385,6 +424,7 @@ pub fn get(conn: &mut DbConnection, id: &str, clock: Clock) -> Result<ActionDeta
         .select((audit_log::action, audit_log::actor, audit_log::at))
         .load(conn)?;
     Ok(ActionDetail {
+        recurrences: recurrences(conn, id)?,
         steps: steps
             .into_iter()
             .map(|(step, by, at)| ActionStep {

@@ -161,6 +161,11 @@ pub struct CoeDocument {
     /// close in time, on a service, a dependency or a label value they share): merge
     /// them (`POST /api/v1/coes/{merge_into}/merge`); nothing merges by itself.
     pub same_outage: Vec<super::SameOutage>,
+    /// Actions of earlier COEs (kinds prevent, detect, mitigate) done before this
+    /// outage came back: meant to prevent this.
+    pub meant_to_prevent: Vec<super::RecurredAction>,
+    /// This COE's actions whose outage came back after they were done.
+    pub recurred_after_done: Vec<super::RecurredAction>,
     pub title: String,
     pub service: Option<String>,
     #[schema(value_type = String, example = "sev2")]
@@ -406,6 +411,8 @@ pub fn load(
         comments: super::comments::of_coe(conn, id)?,
         incident_ids: super::covered::incidents_of(conn, id)?,
         merged_into: coes::table.find(id).select(coes::merged_into).first(conn)?,
+        meant_to_prevent: super::meant_to_prevent(conn, id)?,
+        recurred_after_done: super::of_earlier_coe(conn, id)?,
         same_outage: super::same_outage::of(
             conn,
             settings,

@@ -33,6 +33,7 @@ pub fn open_draft_for_incident(
     let id = insert_draft_for_incident(conn, incident, ctx, now)?;
     if let Some(id) = &id {
         tell_owner(conn, id, ctx, now)?;
+        super::recurred::judge(conn, id, &incident.id, incident.started_at, ctx, now)?;
     }
     Ok(id)
 }

@@ -16,8 +16,8 @@ use super::timeline::recompute_milestone;
 use super::{load_row, record_change, CoeError};
 use crate::db::models::{CoeRow, SectionRow};
 use crate::db::schema::{
-    coe_incidents, coe_recurrences, coe_sections, coes, corrective_actions, related_items,
-    timeline_entries, timeline_hosts, why_chains,
+    action_recurrences, coe_incidents, coe_recurrences, coe_sections, coes, corrective_actions,
+    related_items, timeline_entries, timeline_hosts, why_chains,
 };
 use crate::db::{self, locks, types, DbConnection};
 use crate::domain::coe::{CoeState, TimelineKind};
@@ -280,6 +280,10 @@ fn fold(
             .or_filter(coe_recurrences::earlier_coe_id.eq(s)),
     )
     .execute(conn)?;
+    // The recurrences the draft was: the COE's now (its actions moved above).
+    diesel::update(action_recurrences::table.filter(action_recurrences::coe_id.eq(s)))
+        .set(action_recurrences::coe_id.eq(t))
+        .execute(conn)?;
     // The worst severity of the two; the draft ends merged.
     diesel::update(coes::table.find(t))
         .filter(coes::severity.gt(source.severity))

@@ -16,6 +16,7 @@ mod document;
 mod draft;
 mod edit;
 mod merge;
+mod recurred;
 mod related;
 mod same_outage;
 mod search;
@@ -51,6 +52,7 @@ pub use edit::{
     SectionEdit,
 };
 pub use merge::{merge, MAX_MERGED};
+pub use recurred::{meant_to_prevent, of_earlier_coe, RecurredAction};
 pub use related::{add_related, delete_related, RelatedInput};
 pub use same_outage::SameOutage;
 pub use search::{list, section_texts, services, unowned, CoeFilter, CoeSort, CoeSummary};

@@ -1,0 +1,278 @@
+//! The mechanism inspects itself: an outage that comes back judges the actions meant
+//! to prevent it.
+
+use coe::db::schema::{coes, corrective_actions, outbox_emails, review_comments};
+use diesel::prelude::*;
+use serde_json::{json, Value};
+
+use crate::helpers::{spawn_app, TestApp};
+use crate::pages::{get_page, sign_in};
+
+/// The database's failover alert, firing from `at` (or resolved at `ended`).
+fn failover(at: &str, ended: Option<&str>) -> Value {
+    let mut event = json!({"dedup_key": "pg-failover", "group_key": "payments-db-failover",
+        "severity": "sev2", "service": "payments-db", "title": "Payments database failed over",
+        "started_at": at});
+    if let Some(ended) = ended {
+        event["status"] = json!("resolved");
+        event["ended_at"] = json!(ended);
+    }
+    event
+}
+
+async fn send(app: &TestApp, ingest: &str, event: Value) {
+    let res = app.post_json("/api/v1/events", Some(ingest), &event).await;
+    assert_eq!(
+        res.status(),
+        202,
+        "{}",
+        res.text().await.unwrap_or_default()
+    );
+}
+
+/// The COEs, newest first.
+async fn coe_ids(app: &TestApp, admin: &str) -> Vec<String> {
+    let list = app.get_json("/api/v1/coes?sort=newest", admin).await;
+    list["coes"]
+        .as_array()
+        .expect("coes")
+        .iter()
+        .map(|c| c["id"].as_str().expect("id").to_owned())
+        .collect()
+}
+
+/// Who got the "it happened again" emails, in order.
+fn told(app: &TestApp) -> Vec<String> {
+    let mut conn = app.pool.get().expect("conn");
+    outbox_emails::table
+        .filter(outbox_emails::kind.eq("action_recurred"))
+        .order((
+            outbox_emails::created_at.asc(),
+            outbox_emails::recipient.asc(),
+        ))
+        .select(outbox_emails::recipient)
+        .load(&mut conn)
+        .expect("emails")
+}
+
+#[tokio::test]
+async fn an_outage_that_comes_back_judges_the_actions_done_to_prevent_it() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let ingest = app.token("ingest", coe::domain::Role::Ingest);
+    send(&app, &ingest, failover("2026-11-01T10:00:00Z", None)).await;
+    send(
+        &app,
+        &ingest,
+        failover("2026-11-01T10:00:00Z", Some("2026-11-01T11:00:00Z")),
+    )
+    .await;
+    let first = coe_ids(&app, &admin).await.remove(0);
+    let res = app
+        .client
+        .patch(app.url(&format!("/api/v1/coes/{first}")))
+        .bearer_auth(&admin)
+        .header("If-Match", "\"1\"")
+        .json(&json!({"owner": "ana@example.com"}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(
+        res.status(),
+        200,
+        "{}",
+        res.text().await.unwrap_or_default()
+    );
+    // Three actions: one to prevent it (done), one of process (done), one to detect
+    // it (still open).
+    let due = (chrono::Utc::now().date_naive() + chrono::Duration::days(30)).to_string();
+    let mut ids = Vec::new();
+    for (title, kind) in [
+        ("Fail over by runbook, tested monthly", "prevent"),
+        ("Write the failover runbook", "process"),
+        ("Alert on replication lag", "detect"),
+    ] {
+        let res = app
+            .post_json(
+                &format!("/api/v1/coes/{first}/actions"),
+                Some(&admin),
+                &json!({"title": title, "owner": "bo@example.com", "due_date": due,
+                        "priority": "high", "kind": kind}),
+            )
+            .await;
+        assert_eq!(res.status(), 201);
+        ids.push(
+            crate::helpers::json(res).await["id"]
+                .as_str()
+                .expect("id")
+                .to_owned(),
+        );
+    }
+    let (prevent, process, detect) = (&ids[0], &ids[1], &ids[2]);
+    for done in [prevent, process] {
+        let res = app
+            .post_json(
+                &format!("/api/v1/actions/{done}/complete"),
+                Some(&admin),
+                &json!({"note": "Done and checked in a game day."}),
+            )
+            .await;
+        assert_eq!(
+            res.status(),
+            200,
+            "{}",
+            res.text().await.unwrap_or_default()
+        );
+    }
+    // They were done on 5 November, and the COE reviewed by Rev and approved on the
+    // 10th (the review's own rules are tested elsewhere: the record is written here).
+    {
+        let mut conn = app.pool.get().expect("conn");
+        let day = |d: u32| {
+            chrono::NaiveDate::from_ymd_opt(2026, 11, d)
+                .and_then(|d| d.and_hms_opt(12, 0, 0))
+                .expect("a day")
+        };
+        diesel::update(
+            corrective_actions::table.filter(corrective_actions::id.eq_any([prevent, process])),
+        )
+        .set(corrective_actions::closed_at.eq(day(5)))
+        .execute(&mut conn)
+        .expect("done on the 5th");
+        diesel::update(coes::table.find(&first))
+            .set((
+                coes::state.eq("approved"),
+                coes::reviewer_email.eq("rev@example.com"),
+            ))
+            .execute(&mut conn)
+            .expect("approved");
+        diesel::insert_into(review_comments::table)
+            .values((
+                review_comments::id.eq("approval-1"),
+                review_comments::coe_id.eq(&first),
+                review_comments::author.eq("rev@example.com"),
+                review_comments::verdict.eq("approved"),
+                review_comments::body.eq(""),
+                review_comments::created_at.eq(day(10)),
+            ))
+            .execute(&mut conn)
+            .expect("approved on the 10th");
+    }
+    assert!(told(&app).is_empty());
+
+    // It comes back on the 20th: a new incident, a new draft that recurs the first.
+    send(&app, &ingest, failover("2026-11-20T10:00:00Z", None)).await;
+    let second = coe_ids(&app, &admin).await.remove(0);
+    assert_ne!(second, first);
+    let doc = app
+        .get_json(&format!("/api/v1/coes/{second}"), &admin)
+        .await;
+    let meant: Vec<&str> = doc["meant_to_prevent"]
+        .as_array()
+        .expect("meant_to_prevent")
+        .iter()
+        .map(|a| a["action_id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(
+        meant,
+        [prevent.as_str()],
+        "only the preventive action done: {doc}"
+    );
+    assert_eq!(doc["meant_to_prevent"][0]["action_coe_id"], json!(first));
+    assert_eq!(doc["meant_to_prevent"][0]["at"], "2026-11-20T10:00:00Z");
+    let incident = doc["incident_id"].as_str().expect("incident").to_owned();
+    let action = app
+        .get_json(&format!("/api/v1/actions/{prevent}"), &admin)
+        .await;
+    assert_eq!(
+        action["recurrences"],
+        json!([{"incident_id": incident, "coe_id": second, "at": "2026-11-20T10:00:00Z"}])
+    );
+    for not_judged in [process, detect] {
+        let action = app
+            .get_json(&format!("/api/v1/actions/{not_judged}"), &admin)
+            .await;
+        assert_eq!(action["recurrences"], json!([]), "{action}");
+    }
+    let earlier = app.get_json(&format!("/api/v1/coes/{first}"), &admin).await;
+    assert_eq!(
+        earlier["recurred_after_done"][0]["action_id"],
+        json!(prevent)
+    );
+    assert_eq!(earlier["recurred_after_done"][0]["coe_id"], json!(second));
+    // The earlier COE's owner and reviewer are told once, however often it fires.
+    assert_eq!(told(&app), ["ana@example.com", "rev@example.com"]);
+    send(&app, &ingest, failover("2026-11-20T10:05:00Z", None)).await;
+    assert_eq!(told(&app).len(), 2);
+    {
+        let mut conn = app.pool.get().expect("conn");
+        let (subject, body): (String, String) = outbox_emails::table
+            .filter(outbox_emails::kind.eq("action_recurred"))
+            .select((outbox_emails::subject, outbox_emails::body_text))
+            .first(&mut conn)
+            .expect("the email");
+        assert!(
+            subject.contains("Payments database failed over"),
+            "{subject}"
+        );
+        assert!(
+            body.contains("Fail over by runbook, tested monthly"),
+            "{body}"
+        );
+        assert!(!body.contains("Write the failover runbook"), "{body}");
+        assert!(body.contains(&format!("/coes/{second}")), "{body}");
+    }
+    // The stats count the action and the approved COE that came back.
+    let stats = app.get_json("/api/v1/stats", &admin).await;
+    assert_eq!(stats["actions_recurred_after_done"], 1, "{stats}");
+    assert_eq!(
+        stats["recurrence_after_approval"],
+        json!({"approved": 1, "recurred": 1, "rate": 1.0}),
+        "{stats}"
+    );
+
+    // The pages say it: the new draft lists the action first, the earlier COE and
+    // the action's page show it recurred after done; the dashboard draws it.
+    let ana = sign_in(&app, "ana@example.com").await;
+    let page = |path: String| {
+        let (app, ana) = (&app, &ana);
+        async move {
+            get_page(app, &path, Some(ana))
+                .await
+                .text()
+                .await
+                .expect("html")
+        }
+    };
+    let html = page(format!("/coes/{second}")).await;
+    assert!(html.contains("Meant to prevent this"), "{html}");
+    assert!(
+        html.contains("Fail over by runbook, tested monthly"),
+        "{html}"
+    );
+    let html = page(format!("/coes/{first}")).await;
+    assert!(html.contains("recurred after done"), "{html}");
+    let html = page(format!("/actions/{prevent}")).await;
+    assert!(html.contains("Recurred after done"), "{html}");
+    let html = page("/dashboard".to_owned()).await;
+    assert!(html.contains("Did the actions hold?"), "{html}");
+
+    // It comes back again on the 25th: a second recurrence, told again.
+    send(
+        &app,
+        &ingest,
+        failover("2026-11-20T10:00:00Z", Some("2026-11-20T11:00:00Z")),
+    )
+    .await;
+    send(&app, &ingest, failover("2026-11-25T10:00:00Z", None)).await;
+    assert_eq!(told(&app).len(), 4);
+    let action = app
+        .get_json(&format!("/api/v1/actions/{prevent}"), &admin)
+        .await;
+    assert_eq!(action["recurrences"].as_array().expect("list").len(), 2);
+    let stats = app.get_json("/api/v1/stats", &admin).await;
+    assert_eq!(
+        stats["actions_recurred_after_done"], 1,
+        "one action: {stats}"
+    );
+}
