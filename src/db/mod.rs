@@ -12,6 +12,7 @@ pub mod schema;
 pub mod search;
 pub mod types;
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use diesel::connection::{
@@ -37,7 +38,54 @@ pub enum DbConnection {
     Pg(PgConnection),
 }
 
-pub type DbPool = r2d2::Pool<ConnectionManager>;
+/// A pool of connections to one database, with what the process knows of that
+/// database's outage (`Outage`). It is an r2d2 pool (`Deref`).
+#[derive(Clone)]
+pub struct DbPool {
+    pool: r2d2::Pool<ConnectionManager>,
+    outage: std::sync::Arc<Outage>,
+}
+
+impl std::ops::Deref for DbPool {
+    type Target = r2d2::Pool<ConnectionManager>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.pool
+    }
+}
+
+impl std::fmt::Debug for DbPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.pool.fmt(f)
+    }
+}
+
+impl DbPool {
+    /// The pool `builder` makes over `manager`, connecting only when a connection is
+    /// first asked for.
+    pub fn unchecked(
+        builder: r2d2::Builder<ConnectionManager>,
+        manager: ConnectionManager,
+    ) -> DbPool {
+        let outage = manager.outage.clone();
+        DbPool {
+            pool: builder.build_unchecked(manager),
+            outage,
+        }
+    }
+
+    /// The same, opening `min_idle` connections now (an error when it cannot).
+    fn checked(
+        builder: r2d2::Builder<ConnectionManager>,
+        manager: ConnectionManager,
+    ) -> Result<DbPool, r2d2::PoolError> {
+        let outage = manager.outage.clone();
+        Ok(DbPool {
+            pool: builder.build(manager)?,
+            outage,
+        })
+    }
+}
 pub type PooledConnection = r2d2::PooledConnection<ConnectionManager>;
 
 impl DbConnection {
@@ -185,35 +233,50 @@ impl Checkpointer {
 pub struct ConnectionManager {
     url: DatabaseUrl,
     busy_timeout_ms: u32,
+    outage: std::sync::Arc<Outage>,
 }
 
 impl ConnectionManager {
     pub fn new(url: DatabaseUrl, busy_timeout_ms: u32) -> Self {
         ConnectionManager {
+            outage: Outage::of(&url),
             url,
             busy_timeout_ms,
         }
     }
 }
 
-/// Whether new connections fail, and since when: one for the process (the pools of the
-/// requests and of the ingest writers reach one database), so one log line when an outage begins
-/// and one when it ends, not one per attempt (a refused connection repeats on every
-/// request until the database is back).
-#[derive(Debug)]
+/// Whether new connections to one database fail, and since when: one per database in
+/// the process (the pools of the requests and of the ingest writers reach one
+/// database), so one log line when an outage begins and one when it ends, not one per
+/// attempt (a refused connection repeats on every request until the database is
+/// back). Another database's outage is not this one's (the tests run servers of many
+/// databases in one process).
+#[derive(Debug, Default)]
 struct Outage {
     /// `since` is set: one atomic read for the usual case, no lock.
     failing: std::sync::atomic::AtomicBool,
     since: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
-/// The process's outage (see `Outage`).
-static OUTAGE: Outage = Outage {
-    failing: std::sync::atomic::AtomicBool::new(false),
-    since: std::sync::Mutex::new(None),
-};
+/// The outage of each database this process connects to, by URL.
+static OUTAGES: std::sync::Mutex<Option<HashMap<String, std::sync::Arc<Outage>>>> =
+    std::sync::Mutex::new(None);
 
 impl Outage {
+    /// The outage of the database at `url`, shared by every pool of it.
+    fn of(url: &DatabaseUrl) -> std::sync::Arc<Outage> {
+        let key = match url {
+            DatabaseUrl::Sqlite(path) => format!("sqlite:{}", path.display()),
+            DatabaseUrl::Postgres(url) => url.clone(),
+        };
+        let mut all = OUTAGES.lock().unwrap_or_else(|p| p.into_inner());
+        all.get_or_insert_with(HashMap::new)
+            .entry(key)
+            .or_default()
+            .clone()
+    }
+
     /// Whether new connections fail now.
     fn known(&self) -> bool {
         self.failing.load(std::sync::atomic::Ordering::Relaxed)
@@ -259,11 +322,11 @@ impl ManageConnection for ConnectionManager {
         match establish(&self.url, self.busy_timeout_ms) {
             Ok(mut conn) => {
                 fault::watch(&mut conn);
-                OUTAGE.ended();
+                self.outage.ended();
                 Ok(conn)
             }
             Err(e) => {
-                OUTAGE.began(&e);
+                self.outage.began(&e);
                 Err(r2d2::Error::ConnectionError(e))
             }
         }
@@ -349,13 +412,13 @@ pub fn connect(settings: &DatabaseSettings) -> Result<DbPool, DbError> {
 pub fn lazy_pool(settings: &DatabaseSettings, size: u32) -> Result<DbPool, DbError> {
     let url = DatabaseUrl::parse(&settings.url).map_err(|e| DbError::Connect(e.to_string()))?;
     let manager = ConnectionManager::new(url, settings.busy_timeout_ms);
-    Ok(r2d2::Pool::builder()
+    let builder = r2d2::Pool::builder()
         .max_size(size.max(1))
         .min_idle(Some(0))
         .idle_timeout(None)
         .connection_timeout(Duration::from_secs(settings.connect_timeout_secs.max(1)))
-        .error_handler(Box::new(r2d2::NopErrorHandler))
-        .build_unchecked(manager))
+        .error_handler(Box::new(r2d2::NopErrorHandler));
+    Ok(DbPool::unchecked(builder, manager))
 }
 
 /// The same with `size` connections at most.
@@ -367,15 +430,14 @@ fn connect_sized(settings: &DatabaseSettings, size: u32) -> Result<DbPool, DbErr
         _ => size.max(1),
     };
     let manager = ConnectionManager::new(url, settings.busy_timeout_ms);
-    r2d2::Pool::builder()
+    let builder = r2d2::Pool::builder()
         .max_size(max_size)
         .min_idle(Some(1))
         .connection_timeout(Duration::from_secs(settings.connect_timeout_secs.max(1)))
         // The manager logs an outage once (`Outage`); r2d2 would log
         // every failed attempt, several a second.
-        .error_handler(Box::new(r2d2::NopErrorHandler))
-        .build(manager)
-        .map_err(|e| DbError::Connect(e.to_string()))
+        .error_handler(Box::new(r2d2::NopErrorHandler));
+    DbPool::checked(builder, manager).map_err(|e| DbError::Connect(e.to_string()))
 }
 
 /// How long a request waits for a connection while the database is known to be
@@ -392,7 +454,7 @@ const OUTAGE_WAIT: Duration = Duration::from_millis(250);
 /// connects within the short wait). A failure is logged here outside an outage; an
 /// outage is logged once by the manager (`Outage`).
 pub fn checkout(pool: &DbPool) -> Result<PooledConnection, r2d2::PoolError> {
-    let outage = pool.state().connections == 0 || OUTAGE.known();
+    let outage = pool.state().connections == 0 || pool.outage.known();
     let wait = if outage {
         OUTAGE_WAIT
     } else {
@@ -400,7 +462,7 @@ pub fn checkout(pool: &DbPool) -> Result<PooledConnection, r2d2::PoolError> {
     };
     pool.get_timeout(wait).inspect_err(|e| {
         // An outage that began meanwhile is logged once, by the manager.
-        if !outage && !OUTAGE.known() {
+        if !outage && !pool.outage.known() {
             let error = e.to_string();
             let first_line = error.lines().next().unwrap_or_default().trim();
             tracing::warn!(error = first_line, "no database connection");

@@ -32,9 +32,10 @@ async fn readyz_is_503_with_the_reason_when_the_database_is_unreachable() {
         coe::config::database::DatabaseUrl::parse(url).expect("url parses"),
         100,
     );
-    let pool = diesel::r2d2::Pool::builder()
-        .connection_timeout(std::time::Duration::from_millis(500))
-        .build_unchecked(manager);
+    let pool = coe::db::DbPool::unchecked(
+        diesel::r2d2::Pool::builder().connection_timeout(std::time::Duration::from_millis(500)),
+        manager,
+    );
     let db = crate::helpers::TestDatabase::new();
     let mut settings = crate::helpers::test_settings(&db);
     settings.database.url = url.into();
