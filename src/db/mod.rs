@@ -446,15 +446,19 @@ fn connect_sized(settings: &DatabaseSettings, size: u32) -> Result<DbPool, DbErr
 const OUTAGE_WAIT: Duration = Duration::from_millis(250);
 
 /// A connection from the pool: waits up to `database.connect_timeout_secs`, or only
-/// `OUTAGE_WAIT` when new connections are known to fail or the pool holds no
-/// connection at all. The requests' pool keeps one open
+/// `OUTAGE_WAIT` when new connections to its database are known to fail or a pool that
+/// keeps connections holds none at all. The requests' pool keeps one open
 /// (`min_idle`) and drops those that met a fault, so none means the database is
 /// unreachable: each attempt to connect is refused at once, and a request that waits
 /// the whole timeout for it only holds a worker (a database that is back still
 /// connects within the short wait). A failure is logged here outside an outage; an
 /// outage is logged once by the manager (`Outage`).
 pub fn checkout(pool: &DbPool) -> Result<PooledConnection, r2d2::PoolError> {
-    let outage = pool.state().connections == 0 || pool.outage.known();
+    // A pool that keeps connections and holds none lost them all; a lazy one (the
+    // ingest writers') holds none until first asked, and its first connection may take
+    // a while on a loaded machine.
+    let emptied = pool.state().connections == 0 && pool.min_idle().is_some_and(|m| m > 0);
+    let outage = emptied || pool.outage.known();
     let wait = if outage {
         OUTAGE_WAIT
     } else {

@@ -203,6 +203,33 @@ pub fn recurred_after_done(
         && closed_at.is_some_and(|closed| closed <= recurred_at)
 }
 
+/// Fewest words a completion note needs to count as evidence on its own: a sentence
+/// saying how the action was verified, not "done" or "deployed".
+pub const EVIDENCE_NOTE_MIN_WORDS: usize = 6;
+
+/// Why completing an action of `kind` with `note` and `evidence_url` is refused, if
+/// it is: an action meant to prevent, detect or mitigate an outage needs evidence
+/// against its success criteria — a link, or a note of at least a sentence saying how
+/// it was verified. Other kinds need only their note.
+pub fn missing_evidence(
+    kind: ActionKind,
+    note: Option<&str>,
+    evidence_url: Option<&str>,
+) -> Option<String> {
+    if !kind.is_judged_by_recurrence() || evidence_url.is_some_and(|u| !u.trim().is_empty()) {
+        return None;
+    }
+    let words = note.map_or(0, |n| n.split_whitespace().count());
+    (words < EVIDENCE_NOTE_MIN_WORDS).then(|| {
+        format!(
+            "an action to {} needs evidence against its success criteria to be done: a link \
+             (evidence_url, http or https) or a note of at least a sentence \
+             ({EVIDENCE_NOTE_MIN_WORDS} words or more) saying how it was verified",
+            kind.as_str()
+        )
+    })
+}
+
 /// Whether a closed action closed on time: done on or before its due date (in the
 /// organisation's calendar). `None` for an action decided not to be done: it is
 /// neither on time nor late, and is counted apart. The one rule for the stats, the
@@ -263,6 +290,40 @@ pub fn days_overdue(state: ActionState, due: NaiveDate, now: DateTime<Utc>, tz: 
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn done_needs_evidence_where_an_outage_is_to_be_prevented() {
+        let sentence = Some("Failed over twice in a game day, both within a minute.");
+        for kind in ActionKind::ALL {
+            let judged = kind.is_judged_by_recurrence();
+            assert_eq!(
+                missing_evidence(kind, Some("Deployed."), None).is_some(),
+                judged,
+                "{kind:?}"
+            );
+            assert_eq!(
+                missing_evidence(kind, None, None).is_some(),
+                judged,
+                "{kind:?}"
+            );
+            assert!(missing_evidence(kind, sentence, None).is_none(), "{kind:?}");
+            assert!(
+                missing_evidence(kind, Some("done"), Some("https://grafana.example.com/d/1"))
+                    .is_none(),
+                "{kind:?}"
+            );
+        }
+        assert!(
+            missing_evidence(ActionKind::Prevent, Some("one two three four five"), None).is_some()
+        );
+        assert!(missing_evidence(
+            ActionKind::Prevent,
+            Some("one two three four five six"),
+            None
+        )
+        .is_none());
+        assert!(missing_evidence(ActionKind::Prevent, Some("x"), Some("  ")).is_some());
+    }
 
     #[test]
     fn a_recurrence_judges_preventive_actions_done_before_it_started() {

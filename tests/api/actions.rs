@@ -428,7 +428,14 @@ async fn every_action_transition_allowed_and_refused() {
         ("wont-do", None, 422, None),
         ("start", None, 200, Some("in_progress")),
         ("start", None, 409, None),
-        ("complete", Some("Canary deployed"), 200, Some("done")),
+        // An action to prevent an outage is done with evidence: two words are not.
+        ("complete", Some("Canary deployed"), 422, None),
+        (
+            "complete",
+            Some("Canary deployed, and a bad build was stopped by it."),
+            200,
+            Some("done"),
+        ),
         ("complete", Some("again"), 409, None),
         ("start", None, 409, None),
         ("reopen", None, 422, None),
@@ -941,7 +948,7 @@ async fn the_export_of_a_closed_coe_holds_its_actions_and_review_and_no_open_fin
     let (status, _) = w.send(&w.reviewer, "POST", &approve, None, None).await;
     assert_eq!(status, 200);
     let complete = format!("/api/v1/actions/{action_id}/complete");
-    let note = json!({"note": "CI rejects an invalid config"});
+    let note = json!({"note": "CI rejects an invalid config, tried with three broken ones."});
     let (status, _) = w.send(&w.owner, "POST", &complete, None, Some(note)).await;
     assert_eq!(status, 200);
     assert_eq!(w.coe(&id).await["state"], "closed");

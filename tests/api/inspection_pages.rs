@@ -274,7 +274,7 @@ async fn the_dashboard_draws_the_figures_the_stats_api_gives() {
             .post_json(
                 &format!("/api/v1/actions/{id}/complete"),
                 Some(&admin),
-                &json!({"note": "done"}),
+                &json!({"note": "Done, and checked against its success criteria in production."}),
             )
             .await;
         assert_eq!(res.status(), 200);
@@ -330,7 +330,7 @@ async fn the_dashboard_draws_the_figures_the_stats_api_gives() {
         .post_json(
             &format!("/api/v1/actions/{overdue_a}/complete"),
             Some(&admin),
-            &json!({"note": "done"}),
+            &json!({"note": "Done, and checked against its success criteria in production."}),
         )
         .await;
     assert_eq!(res.status(), 200);
@@ -752,7 +752,7 @@ async fn my_work_lists_what_waits_for_me_and_what_each_coe_still_needs() {
         .post_json(
             &format!("/api/v1/actions/{done}/complete"),
             Some(&admin),
-            &json!({"note": "done"}),
+            &json!({"note": "Done, and checked against its success criteria in production."}),
         )
         .await;
     assert_eq!(res.status(), 200);

@@ -1135,6 +1135,21 @@ async fn an_action_owner_moves_the_due_date_with_a_reason_and_closes_it_with_a_n
     )
     .await;
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    // An action to detect an outage needs evidence: a link, or a sentence.
+    let res = post_form(
+        &app,
+        &cy,
+        &path,
+        &format!("{path}/complete"),
+        &[("note", "Alarm live")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = res.text().await.expect("html");
+    assert!(
+        html.contains("needs evidence against its success criteria"),
+        "{html}"
+    );
     let res = post_form(
         &app,
         &cy,

@@ -287,7 +287,7 @@ async fn a_person_subscribes_to_a_calendar_of_their_open_actions() {
         .post_json(
             &format!("/api/v1/actions/{}/complete", actions[1]),
             Some(&ann),
-            &json!({"note": "Sharded"}),
+            &json!({"note": "Sharded, and the alert fired in the game day."}),
         )
         .await;
     assert_eq!(res.status(), 200);

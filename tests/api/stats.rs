@@ -71,7 +71,7 @@ async fn stats_count_open_overdue_closed_on_time_and_late_and_waiting_coes() {
             .post_json(
                 &format!("/api/v1/actions/{a}/complete"),
                 Some(&token),
-                &json!({"note": "done"}),
+                &json!({"note": "Done, and checked against its success criteria in production."}),
             )
             .await;
         assert_eq!(res.status(), 200);

@@ -111,6 +111,7 @@ fn page(
         "history": detail.due_date_history,
         "steps": steps,
         "recurrences": detail.recurrences,
+        "needs_evidence": a.kind.is_judged_by_recurrence(),
         "names": names,
         "problems": problems,
         "notice": notice,

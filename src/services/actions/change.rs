@@ -14,7 +14,7 @@ use crate::db::models::{ActionRow, DueDateChangeRow};
 use crate::db::schema::{coes, corrective_actions, due_date_changes};
 use crate::db::types::{self, word};
 use crate::db::{self, locks, DbConnection};
-use crate::domain::action::{self, check_new_due_date, ActionState, Transition};
+use crate::domain::action::{self, check_new_due_date, ActionKind, ActionState, Transition};
 use crate::domain::coe::CoeState;
 use crate::domain::{Clock, Severity};
 use crate::services::access::{self, AccessError, Editor};
@@ -352,8 +352,15 @@ pub fn transition(
         let now = db::now();
         match verb {
             Transition::Complete => {
+                let evidence = web_url("evidence_url", input.evidence_url.as_deref())?;
+                let kind: ActionKind = types::read("corrective_actions.kind", &row.kind)?;
+                if let Some(problem) =
+                    action::missing_evidence(kind, note.as_deref(), evidence.as_deref())
+                {
+                    return Err(invalid("evidence_url", problem));
+                }
                 row.resolution_note = note.clone();
-                row.evidence_url = web_url("evidence_url", input.evidence_url.as_deref())?;
+                row.evidence_url = evidence;
                 row.closed_at = Some(now);
             }
             Transition::WontDo => {
