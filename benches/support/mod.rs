@@ -170,6 +170,8 @@ pub fn fill(b: &Bench, people: bool) -> Duration {
                     created_at: now,
                     updated_at: now,
                     closed_at: None,
+                    verified_at: None,
+                    verified_by: None,
                 }
             })
             .collect();

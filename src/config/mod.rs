@@ -269,6 +269,9 @@ pub struct CoeSettings {
     pub max_section_bytes: usize,
     /// Days after its incident resolved by which a COE should leave draft.
     pub writeup_days: i64,
+    /// COEs at or above this severity close only when their reviewer verified every
+    /// done action (or it will not be done).
+    pub verify_actions_from: crate::domain::Severity,
 }
 
 impl Default for CoeSettings {
@@ -281,6 +284,7 @@ impl Default for CoeSettings {
                 .collect(),
             max_section_bytes: 100 * 1024,
             writeup_days: 7,
+            verify_actions_from: crate::domain::Severity::Sev1,
         }
     }
 }

@@ -224,6 +224,10 @@ pub struct ActionRow {
     pub created_at: NaiveDateTime,
     pub updated_at: NaiveDateTime,
     pub closed_at: Option<NaiveDateTime>,
+    /// For COEs at or above `coe.verify_actions_from`: when the COE's reviewer
+    /// verified it done, and who.
+    pub verified_at: Option<NaiveDateTime>,
+    pub verified_by: Option<String>,
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]

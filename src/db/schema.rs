@@ -232,6 +232,8 @@ diesel::table! {
         created_at -> Timestamp,
         updated_at -> Timestamp,
         closed_at -> Nullable<Timestamp>,
+        verified_at -> Nullable<Timestamp>,
+        verified_by -> Nullable<Text>,
     }
 }
 

@@ -252,6 +252,7 @@ impl Seeder<'_> {
             let address = email(a.owner);
             let acting = Acting::person(&address, false);
             let who = acting.editor();
+            let verify_from = self.settings.coe.verify_actions_from;
             let note = |text: &str| TransitionInput {
                 note: Some(text.to_owned()),
                 evidence_url: None,
@@ -265,6 +266,7 @@ impl Seeder<'_> {
                         Transition::Start,
                         &TransitionInput::default(),
                         &who,
+                        verify_from,
                     )
                     .map_err(fail("start an action"))?;
                 }
@@ -273,7 +275,7 @@ impl Seeder<'_> {
                         note: Some("Shipped and verified in production.".into()),
                         evidence_url: Some(format!("https://grafana.{DOMAIN}/d/verified")),
                     };
-                    actions::transition(conn, id, Transition::Complete, &done, &who)
+                    actions::transition(conn, id, Transition::Complete, &done, &who, verify_from)
                         .map_err(fail("complete an action"))?;
                 }
                 Outcome::WontDo => {
@@ -283,6 +285,7 @@ impl Seeder<'_> {
                         Transition::WontDo,
                         &note("The queue split removes the need; not worth the risk."),
                         &who,
+                        verify_from,
                     )
                     .map_err(fail("decline an action"))?;
                 }

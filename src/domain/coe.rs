@@ -388,6 +388,26 @@ pub fn settle(state: CoeState, active_actions: usize) -> Option<CoeState> {
     }
 }
 
+/// Whether a COE of `severity` needs its reviewer to verify each done action before
+/// it closes (`coe.verify_actions_from`).
+pub fn needs_verification(
+    severity: crate::domain::Severity,
+    from: crate::domain::Severity,
+) -> bool {
+    severity.at_or_above(from)
+}
+
+/// What keeps a COE from closing: its active actions, and, when it needs
+/// verification, its done actions not yet verified.
+pub fn still_to_close(active: usize, unverified_done: usize, needs_verification: bool) -> usize {
+    active
+        + if needs_verification {
+            unverified_done
+        } else {
+            0
+        }
+}
+
 /// Whether an outage that came back at `recurred_at` counts against a COE approved
 /// at `approved_at`: it came back after the approval, within `days`.
 pub fn recurred_after_approval(
@@ -400,6 +420,22 @@ pub fn recurred_after_approval(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_sev1_coe_waits_for_its_verified_actions_and_a_sev3_does_not() {
+        use crate::domain::Severity;
+        assert!(needs_verification(Severity::Sev1, Severity::Sev1));
+        assert!(!needs_verification(Severity::Sev2, Severity::Sev1));
+        assert!(needs_verification(Severity::Sev2, Severity::Sev2));
+        assert_eq!(still_to_close(0, 2, true), 2);
+        assert_eq!(still_to_close(0, 2, false), 0);
+        assert_eq!(still_to_close(1, 0, true), 1);
+        assert_eq!(settle(CoeState::Approved, still_to_close(0, 1, true)), None);
+        assert_eq!(
+            settle(CoeState::Approved, still_to_close(0, 0, true)),
+            Some(CoeState::Closed)
+        );
+    }
 
     #[test]
     fn an_outage_back_within_90_days_of_the_approval_counts_against_the_coe() {

@@ -40,10 +40,11 @@ pub enum Kind {
     SignIn,
     CoeMerged,
     ActionRecurred,
+    ActionVerification,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 14] = [
         Kind::OverdueDigest,
         Kind::Escalation,
         Kind::CoeOpened,
@@ -57,6 +58,7 @@ impl Kind {
         Kind::SignIn,
         Kind::CoeMerged,
         Kind::ActionRecurred,
+        Kind::ActionVerification,
     ];
 
     /// The template folder name, also stored as the outbox row's kind.
@@ -75,6 +77,7 @@ impl Kind {
             Kind::SignIn => "sign_in",
             Kind::CoeMerged => "coe_merged",
             Kind::ActionRecurred => "action_recurred",
+            Kind::ActionVerification => "action_verification",
         }
     }
 
@@ -179,6 +182,17 @@ impl Kind {
                         title: "Gateway 5xx above 1%".into(),
                     },
                 ],
+            }),
+            Kind::ActionVerification => serde_json::to_value(ActionVerification {
+                recipient_name: "Bo Chen".into(),
+                actor: "rev@example.com".into(),
+                action: action(0),
+                verified: false,
+                reason: if hostile {
+                    title.clone()
+                } else {
+                    "The game day failed over by hand, not by the runbook.".into()
+                },
             }),
             Kind::ActionRecurred => serde_json::to_value(ActionRecurred {
                 recipient_name: "Ana Lima".into(),
@@ -368,6 +382,17 @@ pub struct ActionRecurred {
     /// The day it started again, in the organisation's calendar.
     pub started: String,
     pub actions: Vec<RecurredLine>,
+}
+
+/// The COE's reviewer verified a done action, or refused it (back to in progress,
+/// with the reason): told to the action's owner.
+#[derive(Debug, Clone, Serialize)]
+pub struct ActionVerification {
+    pub recipient_name: String,
+    pub actor: String,
+    pub action: ActionLine,
+    pub verified: bool,
+    pub reason: String,
 }
 
 /// An action done before its outage came back.

@@ -62,6 +62,9 @@ const DEFAULTS: &[(&str, &str)] = embedded!(
     "action_recurred/subject.hbs",
     "action_recurred/body.txt.hbs",
     "action_recurred/body.html.hbs",
+    "action_verification/subject.hbs",
+    "action_verification/body.txt.hbs",
+    "action_verification/body.html.hbs",
 );
 
 /// Longest subject, in characters; longer ones are cut with an ellipsis.

@@ -56,6 +56,8 @@ macro_rules! route_table {
                 "/api/v1/coes/{id}/request-changes" => { post: api::actions::request_changes }
                 "/api/v1/actions" => { get: api::actions::list }
                 "/api/v1/actions/{id}" => { get: api::actions::get, patch: api::actions::patch, delete: api::actions::delete }
+                // Before `/api/v1/actions/{id}/{transition}`, which would otherwise take it.
+                "/api/v1/actions/{id}/verify" => { post: api::actions::verify }
                 "/api/v1/actions/{id}/{transition}" => { post: api::actions::transition }
                 "/api/v1/people" => { get: api::people::list }
                 // Before `/api/v1/people/{email}`, which would otherwise take it.

@@ -8,7 +8,9 @@ use serde_json::json;
 
 use crate::db::schema::{coes, corrective_actions};
 use crate::db::{types, DbConnection};
+use crate::domain::action::ActionState;
 use crate::domain::coe::{self, CoeState};
+use crate::domain::Severity;
 use crate::services::audit::{self, Change, Subject};
 
 /// Moves COE `coe_id` from `from` to `to`: the state, a new version, and the audit
@@ -44,21 +46,39 @@ pub fn move_to(
 }
 
 /// Applies the closing rule (`domain::coe::settle`) after a change to the COE's
-/// actions or its approval. The caller holds the COE's row lock.
+/// actions or its approval: a COE at or above `verify_from` (`coe.verify_actions_from`)
+/// also waits for its reviewer to verify each done action. The caller holds the
+/// COE's row lock.
 pub fn settle(
     conn: &mut DbConnection,
     coe_id: &str,
+    verify_from: Severity,
     actor: &str,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
-    let state: String = coes::table.find(coe_id).select(coes::state).first(conn)?;
+    let (state, severity): (String, i32) = coes::table
+        .find(coe_id)
+        .select((coes::state, coes::severity))
+        .first(conn)?;
     let state: CoeState = types::read("coes.state", &state)?;
+    let severity = types::severity("coes.severity", severity)?;
     let active: i64 = corrective_actions::table
         .filter(corrective_actions::coe_id.eq(coe_id))
         .filter(crate::db::rules::action_is_active())
         .count()
         .get_result(conn)?;
-    match coe::settle(state, usize::try_from(active).unwrap_or(usize::MAX)) {
+    let unverified: i64 = corrective_actions::table
+        .filter(corrective_actions::coe_id.eq(coe_id))
+        .filter(corrective_actions::state.eq(ActionState::Done.as_str()))
+        .filter(corrective_actions::verified_at.is_null())
+        .count()
+        .get_result(conn)?;
+    let left = coe::still_to_close(
+        usize::try_from(active).unwrap_or(usize::MAX),
+        usize::try_from(unverified).unwrap_or(usize::MAX),
+        coe::needs_verification(severity, verify_from),
+    );
+    match coe::settle(state, left) {
         Some(next) => move_to(conn, coe_id, state, next, actor, None, now),
         None => Ok(()),
     }

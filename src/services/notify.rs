@@ -14,8 +14,8 @@ use crate::db::{types, DbConnection};
 use crate::domain::clock::local_date;
 use crate::domain::reminder::writeup_deadline;
 use crate::email::content::{
-    ActionAssigned, ActionLine, ActionRecurred, CoeAssigned, CoeLine, CoeMerged, CoeOpened, Links,
-    MergedLine, RecurredLine, ReviewEmail,
+    ActionAssigned, ActionLine, ActionRecurred, ActionVerification, CoeAssigned, CoeLine,
+    CoeMerged, CoeOpened, Links, MergedLine, RecurredLine, ReviewEmail,
 };
 use crate::email::{EmailTemplates, Kind};
 use crate::services::outbox;
@@ -296,6 +296,53 @@ pub fn coe_merged(
         Kind::CoeMerged,
         key,
         recipient,
+        data,
+        now,
+    )
+}
+
+/// Tells an action's owner that the COE's reviewer (`actor`) verified it, or did not
+/// (`reason`): each verdict its own email (`verdict_id`).
+pub fn action_verification(
+    conn: &mut DbConnection,
+    mail: Env<'_>,
+    action: &ActionFacts<'_>,
+    actor: &str,
+    reason: Option<&str>,
+    verdict_id: &str,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    let links = Links::new(&mail.settings.public_url);
+    let data = json!(ActionVerification {
+        recipient_name: String::new(),
+        actor: actor.to_owned(),
+        action: ActionLine {
+            action_id: action.id.to_owned(),
+            title: action.title.to_owned(),
+            coe_id: action.coe_id.to_owned(),
+            coe_title: action.coe_title.to_owned(),
+            owner: action.owner.to_owned(),
+            owner_name: String::new(),
+            due_date: action.due_date.to_string(),
+            days_overdue: 0,
+            days_until_due: 0,
+            link: links.action(action.id),
+            newly_escalated: false,
+        },
+        verified: reason.is_none(),
+        reason: reason.unwrap_or_default().to_owned(),
+    });
+    let key = format!(
+        "{}:{}:{verdict_id}",
+        Kind::ActionVerification.name(),
+        action.id
+    );
+    outbox::notify(
+        conn,
+        mail.emails,
+        Kind::ActionVerification,
+        key,
+        action.owner,
         data,
         now,
     )

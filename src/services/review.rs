@@ -159,7 +159,13 @@ pub fn step(
         )?;
         // Approved with every action already closed: it closes at once.
         if next == CoeState::Approved {
-            lifecycle::settle(conn, id, who.actor, now)?;
+            lifecycle::settle(
+                conn,
+                id,
+                env.settings.coe.verify_actions_from,
+                who.actor,
+                now,
+            )?;
         }
         Ok(())
     })

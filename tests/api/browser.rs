@@ -463,8 +463,43 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     complete(&browser).await;
     sign_out(&browser).await;
 
-    // The COE closed with its last action.
+    // A sev1 COE waits for its reviewer to verify each done action; then it closes.
     sign_in_to(&browser, &app, "rev@example.com", &coe_path).await;
+    assert!(
+        browser.text(".facts").await.contains("approved"),
+        "{}",
+        browser.text(".facts").await
+    );
+    let coe_id = coe_path.trim_start_matches("/coes/");
+    let admin = app.admin_token();
+    let list = app
+        .get_json(&format!("/api/v1/actions?coe={coe_id}"), &admin)
+        .await;
+    let ids: Vec<String> = list["actions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list}"))
+        .iter()
+        .map(|a| a["id"].as_str().expect("id").to_owned())
+        .collect();
+    assert_eq!(ids.len(), 2, "{list}");
+    for (n, id) in ids.iter().enumerate() {
+        browser.goto(&app.url(&format!("/actions/{id}"))).await;
+        if n == 0 {
+            browser.screenshot("action-verify").await;
+        }
+        browser
+            .click_to_load("#verification form.inline button")
+            .await;
+        assert!(
+            browser
+                .text("#verification")
+                .await
+                .contains("Verified against"),
+            "{}",
+            browser.text("#verification").await
+        );
+    }
+    browser.goto(&app.url(&coe_path)).await;
     assert!(
         browser.text(".facts").await.contains("closed"),
         "{}",

@@ -276,3 +276,172 @@ async fn an_outage_that_comes_back_judges_the_actions_done_to_prevent_it() {
         "one action: {stats}"
     );
 }
+
+/// A token that stands for `email`.
+fn token_of(app: &TestApp, name: &str, email: &str) -> String {
+    let mut conn = app.pool.get().expect("conn");
+    let (_, secret) = coe::services::tokens::create(
+        &mut conn,
+        &coe::domain::TokenName::parse(name).expect("name"),
+        coe::domain::Role::Member,
+        Some(&coe::domain::EmailAddress::parse(email).expect("email")),
+    )
+    .expect("token");
+    secret.expose().to_owned()
+}
+
+#[tokio::test]
+async fn a_sev1_coe_closes_only_once_its_reviewer_verified_every_done_action() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let res = app
+        .post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Payments down for an hour", "severity": "sev1", "owner": "ana@example.com"}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let coe = crate::helpers::json(res).await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let due = (chrono::Utc::now().date_naive() + chrono::Duration::days(30)).to_string();
+    let res = app
+        .post_json(
+            &format!("/api/v1/coes/{coe}/actions"),
+            Some(&admin),
+            &json!({"title": "Fail over by runbook", "owner": "bo@example.com", "due_date": due,
+                    "priority": "high", "kind": "prevent",
+                    "success_criteria": "A failover drill takes under a minute"}),
+        )
+        .await;
+    let action = crate::helpers::json(res).await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    // Reviewed by Rev and approved (the review's own rules are tested elsewhere).
+    {
+        let mut conn = app.pool.get().expect("conn");
+        diesel::update(coes::table.find(&coe))
+            .set((
+                coes::state.eq("approved"),
+                coes::reviewer_email.eq("rev@example.com"),
+            ))
+            .execute(&mut conn)
+            .expect("approved");
+    }
+    let (bo, rev) = (
+        token_of(&app, "bo", "bo@example.com"),
+        token_of(&app, "rev", "rev@example.com"),
+    );
+    let verify = format!("/api/v1/actions/{action}/verify");
+    // Nothing to verify before it is done.
+    let res = app
+        .post_json(&verify, Some(&rev), &json!({"verified": true}))
+        .await;
+    assert_eq!(res.status(), 409);
+    let complete = format!("/api/v1/actions/{action}/complete");
+    let done = json!({"note": "Drilled", "evidence_url": "https://grafana.example.com/d/drill"});
+    let res = app.post_json(&complete, Some(&bo), &done).await;
+    assert_eq!(
+        res.status(),
+        200,
+        "{}",
+        res.text().await.unwrap_or_default()
+    );
+    let state = |app: &TestApp| {
+        let mut conn = app.pool.get().expect("conn");
+        coes::table
+            .find(&coe)
+            .select(coes::state)
+            .first::<String>(&mut conn)
+            .expect("state")
+    };
+    assert_eq!(
+        state(&app),
+        "approved",
+        "waits for the reviewer's verification"
+    );
+
+    // Only the reviewer verifies; a refusal needs its reason and sends it back.
+    let res = app
+        .post_json(&verify, Some(&bo), &json!({"verified": true}))
+        .await;
+    assert_eq!(res.status(), 403);
+    let res = app
+        .post_json(&verify, Some(&rev), &json!({"verified": false}))
+        .await;
+    let (_, _, fields) = crate::helpers::error_of(res, 422).await;
+    assert_eq!(fields[0].0, "reason");
+    let res = app.post_json(&verify, Some(&rev), &json!({})).await;
+    let (_, _, fields) = crate::helpers::error_of(res, 422).await;
+    assert_eq!(fields[0].0, "verified");
+    let res = app
+        .post_json(
+            &verify,
+            Some(&rev),
+            &json!({"verified": false, "reason": "The drill failed over by hand, not by the runbook."}),
+        )
+        .await;
+    assert_eq!(res.status(), 200);
+    let detail = crate::helpers::json(res).await;
+    assert_eq!(detail["state"], "in_progress", "{detail}");
+    assert_eq!(
+        detail["steps"]
+            .as_array()
+            .expect("steps")
+            .last()
+            .expect("a step")["step"],
+        "refuse"
+    );
+    {
+        let mut conn = app.pool.get().expect("conn");
+        let (recipient, body): (String, String) = outbox_emails::table
+            .filter(outbox_emails::kind.eq("action_verification"))
+            .select((outbox_emails::recipient, outbox_emails::body_text))
+            .first(&mut conn)
+            .expect("the owner is told");
+        assert_eq!(recipient, "bo@example.com");
+        assert!(body.contains("by hand, not by the runbook"), "{body}");
+    }
+
+    // Done again; the reviewer verifies it on the action's page; the COE closes.
+    let res = app.post_json(&complete, Some(&bo), &done).await;
+    assert_eq!(res.status(), 200);
+    assert_eq!(state(&app), "approved");
+    let rev_session = sign_in(&app, "rev@example.com").await;
+    let page = format!("/actions/{action}");
+    let html = get_page(&app, &page, Some(&rev_session))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        html.contains("Verify it: it does what it was meant to"),
+        "{html}"
+    );
+    let res = crate::pages::post_form(
+        &app,
+        &rev_session,
+        &page,
+        &format!("{page}/verify"),
+        &[("verified", "true")],
+    )
+    .await;
+    assert_eq!(res.status(), reqwest::StatusCode::SEE_OTHER);
+    assert_eq!(state(&app), "closed");
+    let detail = app
+        .get_json(&format!("/api/v1/actions/{action}"), &admin)
+        .await;
+    assert_eq!(detail["verified_by"], "rev@example.com", "{detail}");
+    // The owner heard both verdicts.
+    let mut conn = app.pool.get().expect("conn");
+    let told: i64 = outbox_emails::table
+        .filter(outbox_emails::kind.eq("action_verification"))
+        .filter(outbox_emails::recipient.eq("bo@example.com"))
+        .count()
+        .get_result(&mut conn)
+        .expect("count");
+    assert_eq!(told, 2);
+}

@@ -62,6 +62,8 @@ async fn the_overdue_filter_in_sql_and_the_rust_rule_agree_on_every_case() {
             created_at: at,
             updated_at: at,
             closed_at: None,
+            verified_at: None,
+            verified_by: None,
         };
         diesel::insert_into(corrective_actions::table)
             .values(&row)

@@ -15,7 +15,7 @@ use crate::http::pagination::{self, Listed, Page};
 use crate::http::state::{with_conn, AppState};
 use crate::services::actions::{
     self, ActionDetail, ActionError, ActionFilter, ActionPatch, ActionSort, ActionView, NewAction,
-    TransitionInput,
+    TransitionInput, VerifyInput,
 };
 use crate::services::coes::{self, CoeDocument};
 use crate::services::review::{self, Reviewer, Step};
@@ -42,6 +42,10 @@ impl From<ActionError> for ApiError {
                     .collect(),
             ),
             ActionError::Forbidden(m) => ApiError::Forbidden(m),
+            ActionError::Conflict(message) => ApiError::Conflict {
+                message,
+                fields: vec![],
+            },
             ActionError::Database(e) => e.into(),
         }
     }
@@ -150,6 +154,35 @@ pub struct DeletedAction {
     pub coe_id: String,
 }
 
+/// The COE's reviewer verifies a done action against its success criteria
+/// (`{"verified": true}`), or refuses it with the reason (`{"verified": false,
+/// "reason"}`: back to in progress). A COE at or above `coe.verify_actions_from`
+/// closes only when every action is verified or won't be done.
+#[utoipa::path(operation_id = "verify_action", post, path = "/api/v1/actions/{id}/verify", tag = "actions", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The action's id")),
+    request_body = VerifyInput,
+    responses(
+        (status = 200, description = "The action, verified or back in progress", body = ActionDetail),
+        (status = 403, description = "Not the COE's reviewer", body = ErrorBody),
+        (status = 404, description = "No such action", body = ErrorBody),
+        (status = 409, description = "The action is not done", body = ErrorBody),
+        (status = 422, description = "`verified` missing, or a refusal without its reason", body = ErrorBody),
+    ))]
+pub async fn verify(
+    Member(caller): Member,
+    id: PathId<ids::Action>,
+    body: ApiJson<VerifyInput>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, input, acting) = (id.into_inner(), body.0, caller.acting());
+    let detail = with_conn(&state, move |conn, state| {
+        actions::verify(conn, &id, &input, &acting.editor(), state.env())?;
+        Ok(actions::get(conn, &id, state.settings.clock())?)
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(detail))
+}
+
 /// Moves an action: `start`, `complete` (note = resolution, optional evidence_url),
 /// `wont-do` (note = reason), `reopen` (note = why).
 #[utoipa::path(operation_id = "transition_action", post, path = "/api/v1/actions/{id}/{transition}", tag = "actions", security(("bearer" = [])),
@@ -184,7 +217,14 @@ pub async fn transition(
     };
     let (id, input, acting) = (id.into_inner(), body.0.unwrap_or_default(), caller.acting());
     let detail = with_conn(&state, move |conn, state| {
-        actions::transition(conn, &id, verb, &input, &acting.editor())?;
+        actions::transition(
+            conn,
+            &id,
+            verb,
+            &input,
+            &acting.editor(),
+            state.settings.coe.verify_actions_from,
+        )?;
         Ok(actions::get(conn, &id, state.settings.clock())?)
     })
     .await?;

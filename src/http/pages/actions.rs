@@ -62,6 +62,8 @@ async fn load(state: &web::Data<AppState>, id: &str, who: &SignedIn) -> Result<L
         // The names of the people the page shows: the owner, and who moved it on.
         let shown: Vec<String> = std::iter::once(detail.action.owner.clone())
             .chain(detail.steps.iter().map(|s| s.by.clone()))
+            .chain(detail.coe_reviewer.clone())
+            .chain(detail.action.verified_by.clone())
             .collect();
         let names = crate::services::people::names_of(conn, &shown)?;
         Ok(Some((detail, (may_change, may_delete), names)))
@@ -92,6 +94,8 @@ fn page(
                 "complete" => "marked it done",
                 "wont_do" => "said it will not be done",
                 "reopen" => "reopened it",
+                "verify" => "verified it",
+                "refuse" => "sent it back: not done yet",
                 _ => "changed it",
             };
             json!({"by": s.by, "what": what, "at": crate::json::format_utc(&s.at)})
@@ -100,6 +104,13 @@ fn page(
     let (_, names) = super::coes::directory_data(&directory);
     let transitions: Vec<Value> = action::allowed(a.state).iter().map(|t| step(*t)).collect();
     let open = a.state.is_active();
+    let needs_verification = crate::domain::coe::needs_verification(
+        a.coe_severity,
+        state.settings.coe.verify_actions_from,
+    );
+    let may_verify = a.state == crate::domain::action::ActionState::Done
+        && a.verified_at.is_none()
+        && detail.coe_reviewer.as_deref() == Some(who.person.email.as_str());
     let data = json!({
         "state": a.state.as_str().replace('_', " "),
         "ticket": safe_href(a.external_url.as_deref()),
@@ -112,6 +123,10 @@ fn page(
         "steps": steps,
         "recurrences": detail.recurrences,
         "needs_evidence": a.kind.is_judged_by_recurrence(),
+        "needs_verification": needs_verification,
+        "may_verify": may_verify,
+        "coe_reviewer": detail.coe_reviewer,
+        "verified_at": a.verified_at.map(|t| crate::json::format_utc(&t)),
         "names": names,
         "problems": problems,
         "notice": notice,
@@ -190,6 +205,32 @@ pub async fn delete(form: CsrfForm<StepForm>, path: web::Path<String>, state: St
     }
 }
 
+#[derive(Debug, Deserialize)]
+pub struct VerifyForm {
+    /// `true` (verified) or `false` (not: back to in progress, with the reason).
+    #[serde(default)]
+    verified: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// `POST /actions/{id}/verify`: the COE's reviewer verifies a done action, or sends
+/// it back with the reason.
+pub async fn verify(form: CsrfForm<VerifyForm>, path: web::Path<String>, state: State) -> Page {
+    let CsrfForm { who, fields: form } = form;
+    let id = path.into_inner();
+    let input = actions::VerifyInput {
+        verified: form.verified.as_deref().map(|v| v == "true"),
+        reason: form.reason.filter(|r| !r.trim().is_empty()),
+    };
+    let key = id.clone();
+    let outcome = change(&state, &who, move |conn, state, editor| {
+        actions::verify(conn, &key, &input, editor, state.env())
+    })
+    .await?;
+    answer(&state, &who, &id, outcome).await
+}
+
 /// `POST /actions/{id}/{verb}`: start, complete, wont-do, reopen.
 pub async fn transition(
     form: CsrfForm<StepForm>,
@@ -204,8 +245,9 @@ pub async fn transition(
         evidence_url: form.evidence_url.filter(|u| !u.trim().is_empty()),
     };
     let key = id.clone();
-    let outcome = change(&state, &who, move |conn, _, editor| {
-        actions::transition(conn, &key, verb, &input, editor)
+    let outcome = change(&state, &who, move |conn, state, editor| {
+        let verify_from = state.settings.coe.verify_actions_from;
+        actions::transition(conn, &key, verb, &input, editor, verify_from)
     })
     .await?;
     answer(&state, &who, &id, outcome).await

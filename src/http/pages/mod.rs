@@ -642,6 +642,7 @@ page_routes! {
     get "/actions/{id}" => actions::show,
     post "/actions/{id}/due-date" => actions::move_due_date,
     post "/actions/{id}/delete" => actions::delete,
+    post "/actions/{id}/verify" => actions::verify,
     post "/actions/{id}/{verb}" => actions::transition,
     get "/static/app.css" => stylesheet,
     get "/static/app.js" => script,

@@ -199,6 +199,8 @@ pub fn create(
             created_at: now,
             updated_at: now,
             closed_at: None,
+            verified_at: None,
+            verified_by: None,
         };
         directory::ensure(conn, &row.owner_email, now)?;
         diesel::insert_into(corrective_actions::table)
@@ -333,6 +335,7 @@ pub fn transition(
     verb: Transition,
     input: &TransitionInput,
     who: &Editor<'_>,
+    verify_from: Severity,
 ) -> Result<(), ActionError> {
     db::write_transaction(conn, |conn| {
         let mut row = load_locked(conn, id)?;
@@ -362,6 +365,7 @@ pub fn transition(
                 row.resolution_note = note.clone();
                 row.evidence_url = evidence;
                 row.closed_at = Some(now);
+                (row.verified_at, row.verified_by) = (None, None);
             }
             Transition::WontDo => {
                 row.wont_do_reason = note.clone();
@@ -369,6 +373,7 @@ pub fn transition(
             }
             Transition::Reopen => {
                 row.closed_at = None;
+                (row.verified_at, row.verified_by) = (None, None);
             }
             Transition::Start => {}
         }
@@ -386,7 +391,111 @@ pub fn transition(
             Some(json!({"state": to.as_str(), "note": note})),
             now,
         )?;
-        lifecycle::settle(conn, &row.coe_id, actor, now)?;
+        lifecycle::settle(conn, &row.coe_id, verify_from, actor, now)?;
+        Ok(())
+    })
+}
+
+/// The COE's reviewer's verdict on a done action: verified, or not (with the reason:
+/// it goes back to in progress).
+#[derive(Debug, Clone, Default, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyInput {
+    pub verified: Option<bool>,
+    /// Why it is not verified: required when `verified` is false.
+    pub reason: Option<String>,
+}
+
+/// The COE's reviewer verifies done action `id` against its success criteria, or
+/// refuses it (back to in progress, with the reason). Audited, and the action's
+/// owner is emailed; a COE that waited only for this closes.
+pub fn verify(
+    conn: &mut DbConnection,
+    id: &str,
+    input: &VerifyInput,
+    who: &Editor<'_>,
+    mail: Env<'_>,
+) -> Result<(), ActionError> {
+    let Some(verified) = input.verified else {
+        return Err(invalid(
+            "verified",
+            "say whether it is verified: true or false",
+        ));
+    };
+    let reason = clean_text("reason", input.reason.as_deref(), MAX_NOTE_BYTES)?;
+    if !verified && reason.is_none() {
+        return Err(invalid(
+            "reason",
+            "say why it is not verified: the owner reads it",
+        ));
+    }
+    db::write_transaction(conn, |conn| {
+        let mut row = load_locked(conn, id)?;
+        let (coe_title, reviewer): (String, Option<String>) = coes::table
+            .find(&row.coe_id)
+            .select((coes::title, coes::reviewer_email))
+            .first(conn)?;
+        if reviewer.is_none() || who.email != reviewer.as_deref() {
+            return Err(ActionError::Forbidden(format!(
+                "only the COE's reviewer ({}) verifies its actions",
+                reviewer.as_deref().unwrap_or("nobody yet")
+            )));
+        }
+        let from: ActionState = types::read("corrective_actions.state", &row.state)?;
+        if from != ActionState::Done {
+            return Err(ActionError::Conflict(format!(
+                "the action is {}: only a done action is verified",
+                from.as_str().replace('_', " ")
+            )));
+        }
+        let now = db::now();
+        let actor = who.actor;
+        if verified {
+            row.verified_at = Some(now);
+            row.verified_by = Some(actor.to_owned());
+        } else {
+            row.state = ActionState::InProgress.as_str().to_owned();
+            row.closed_at = None;
+            (row.verified_at, row.verified_by) = (None, None);
+        }
+        row.updated_at = now;
+        diesel::update(corrective_actions::table.find(id))
+            .set(&row)
+            .execute(conn)?;
+        let step = if verified { "verify" } else { "refuse" };
+        audit(
+            conn,
+            &row,
+            actor,
+            &format!("action:{step}"),
+            Some(json!({"state": from.as_str()})),
+            Some(json!({"state": row.state, "verified": verified, "reason": reason})),
+            now,
+        )?;
+        notify::action_verification(
+            conn,
+            mail,
+            &ActionFacts {
+                id: &row.id,
+                title: &row.title,
+                owner: &row.owner_email,
+                due_date: row.due_date,
+                coe_id: &row.coe_id,
+                coe_title: &coe_title,
+                success_criteria: row.success_criteria.as_deref(),
+            },
+            actor,
+            reason.as_deref(),
+            &db::new_id(),
+            now,
+        )?;
+        lifecycle::settle(
+            conn,
+            &row.coe_id,
+            mail.settings.coe.verify_actions_from,
+            actor,
+            now,
+        )?;
         Ok(())
     })
 }

@@ -23,7 +23,7 @@ use crate::domain::coe::CoeState;
 use crate::domain::{Clock, EmailAddress, Severity};
 use crate::services::access::AccessError;
 
-pub use change::{create, delete, may_delete, patch, transition};
+pub use change::{create, delete, may_delete, patch, transition, verify, VerifyInput};
 pub use list::{count, for_coe, list, page, ActionFilter, ActionSort};
 pub(crate) use list::{filtered, look_up};
 
@@ -45,6 +45,9 @@ pub enum ActionError {
     Transition(#[from] InvalidTransition),
     #[error("{0}")]
     Forbidden(String),
+    /// Not allowed in the state it is in (the message says why).
+    #[error("{0}")]
+    Conflict(String),
     #[error(transparent)]
     Database(#[from] diesel::result::Error),
 }
@@ -94,6 +97,11 @@ pub struct ActionView {
     pub updated_at: NaiveDateTime,
     #[serde(serialize_with = "crate::json::utc_option")]
     pub closed_at: Option<NaiveDateTime>,
+    /// When the COE's reviewer verified it done, and who (COEs at or above
+    /// `coe.verify_actions_from` close only when every action is verified or won't do).
+    #[serde(serialize_with = "crate::json::utc_option")]
+    pub verified_at: Option<NaiveDateTime>,
+    pub verified_by: Option<String>,
 }
 
 /// A moved due date.
@@ -119,6 +127,8 @@ pub struct ActionDetail {
     /// The outage came back after it was done (kinds prevent, detect, mitigate):
     /// each time, oldest first.
     pub recurrences: Vec<ActionRecurrence>,
+    /// The COE's reviewer: who verifies it once done.
+    pub coe_reviewer: Option<String>,
 }
 
 /// One recurrence of an action's outage after it was done (recorded as the
@@ -160,7 +170,8 @@ pub fn recurrences(conn: &mut DbConnection, id: &str) -> QueryResult<Vec<ActionR
 /// A step of an action's life, as its history records it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ActionStep {
-    /// `create`, `start`, `complete`, `wont_do` or `reopen`.
+    /// `create`, `start`, `complete`, `wont_do`, `reopen`, `verify` (the COE's reviewer
+    /// verified it done) or `refuse` (sent it back to in progress).
     pub step: String,
     pub by: String,
     #[serde(serialize_with = "crate::json::utc")]
@@ -378,6 +389,8 @@ fn view(
         created_at: row.created_at,
         updated_at: row.updated_at,
         closed_at: row.closed_at,
+        verified_at: row.verified_at,
+        verified_by: row.verified_by,
     })
 }
 
@@ -419,11 +432,18 @@ pub fn get(conn: &mut DbConnection, id: &str, clock: Clock) -> Result<ActionDeta
             "action:complete",
             "action:wont_do",
             "action:reopen",
+            "action:verify",
+            "action:refuse",
         ]))
         .order((audit_log::at.asc(), audit_log::id.asc()))
         .select((audit_log::action, audit_log::actor, audit_log::at))
         .load(conn)?;
+    let coe_reviewer: Option<String> = coes::table
+        .find(&row.coe_id)
+        .select(coes::reviewer_email)
+        .first(conn)?;
     Ok(ActionDetail {
+        coe_reviewer,
         recurrences: recurrences(conn, id)?,
         steps: steps
             .into_iter()

@@ -1,0 +1,2 @@
+ALTER TABLE corrective_actions DROP COLUMN verified_by;
+ALTER TABLE corrective_actions DROP COLUMN verified_at;
