@@ -417,7 +417,8 @@ fn metrics_and_request_logs_tell_an_operator_what_they_need() {
     let deadline = Instant::now() + Duration::from_secs(90);
     let metrics = loop {
         let res = http_get(served.port, "/metrics", None);
-        if res.contains("coe_sweep_last_success 1") || Instant::now() > deadline {
+        // The sample's own line: the metric's HELP text also begins "… 1 when".
+        if res.lines().any(|l| l == "coe_sweep_last_success 1") || Instant::now() > deadline {
             break res;
         }
         std::thread::sleep(Duration::from_millis(200));
@@ -428,13 +429,17 @@ fn metrics_and_request_logs_tell_an_operator_what_they_need() {
         "coe_db_connections{state=\"in_use\"}",
         "coe_db_connections{state=\"idle\"}",
         "coe_sweep_last_run_timestamp_seconds ",
-        "coe_sweep_last_success 1",
+        "\ncoe_sweep_last_success 1\n",
         "coe_sweeps_total{outcome=\"ok\"}",
     ] {
         assert!(
             metrics.contains(line),
             "/metrics lacks {line}:\n{metrics}\nthe server's logs:\n{}",
-            served.logs.lock().expect("logs").join("\n")
+            served
+                .logs
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .join("\n")
         );
     }
 
