@@ -194,6 +194,25 @@ pub struct ActionFacts<'a> {
     pub success_criteria: Option<&'a str>,
 }
 
+impl ActionFacts<'_> {
+    /// The action as an email lists it.
+    fn line(&self, links: &Links) -> ActionLine {
+        ActionLine {
+            action_id: self.id.to_owned(),
+            title: self.title.to_owned(),
+            coe_id: self.coe_id.to_owned(),
+            coe_title: self.coe_title.to_owned(),
+            owner: self.owner.to_owned(),
+            owner_name: String::new(),
+            due_date: self.due_date.to_string(),
+            days_overdue: 0,
+            days_until_due: 0,
+            link: links.action(self.id),
+            newly_escalated: false,
+        }
+    }
+}
+
 /// Tells an action's owner it is theirs (on creation, and when it changes hands),
 /// unless they assigned it to themselves. Each assignment is its own email.
 pub fn action_assigned(
@@ -210,19 +229,7 @@ pub fn action_assigned(
     let data = json!(ActionAssigned {
         recipient_name: String::new(),
         actor: actor.to_owned(),
-        action: ActionLine {
-            action_id: action.id.to_owned(),
-            title: action.title.to_owned(),
-            coe_id: action.coe_id.to_owned(),
-            coe_title: action.coe_title.to_owned(),
-            owner: action.owner.to_owned(),
-            owner_name: String::new(),
-            due_date: action.due_date.to_string(),
-            days_overdue: 0,
-            days_until_due: 0,
-            link: links.action(action.id),
-            newly_escalated: false,
-        },
+        action: action.line(&links),
         success_criteria: action.success_criteria.unwrap_or_default().to_owned(),
     });
     let key = format!(
@@ -316,19 +323,7 @@ pub fn action_verification(
     let data = json!(ActionVerification {
         recipient_name: String::new(),
         actor: actor.to_owned(),
-        action: ActionLine {
-            action_id: action.id.to_owned(),
-            title: action.title.to_owned(),
-            coe_id: action.coe_id.to_owned(),
-            coe_title: action.coe_title.to_owned(),
-            owner: action.owner.to_owned(),
-            owner_name: String::new(),
-            due_date: action.due_date.to_string(),
-            days_overdue: 0,
-            days_until_due: 0,
-            link: links.action(action.id),
-            newly_escalated: false,
-        },
+        action: action.line(&links),
         verified: reason.is_none(),
         reason: reason.unwrap_or_default().to_owned(),
     });

@@ -57,21 +57,20 @@ fn tell_owner(
     now: NaiveDateTime,
 ) -> QueryResult<()> {
     let (coe_title, _) = coe_title_and_severity(conn, &row.coe_id)?;
-    notify::action_assigned(
-        conn,
-        mail,
-        &ActionFacts {
-            id: &row.id,
-            title: &row.title,
-            owner: &row.owner_email,
-            due_date: row.due_date,
-            coe_id: &row.coe_id,
-            coe_title: &coe_title,
-            success_criteria: row.success_criteria.as_deref(),
-        },
-        actor,
-        now,
-    )
+    notify::action_assigned(conn, mail, &facts(row, &coe_title), actor, now)
+}
+
+/// What the emails tell of action `row` of the COE titled `coe_title`.
+fn facts<'a>(row: &'a ActionRow, coe_title: &'a str) -> ActionFacts<'a> {
+    ActionFacts {
+        id: &row.id,
+        title: &row.title,
+        owner: &row.owner_email,
+        due_date: row.due_date,
+        coe_id: &row.coe_id,
+        coe_title,
+        success_criteria: row.success_criteria.as_deref(),
+    }
 }
 
 /// The field problems of an `Invalid` error (none for other errors).
@@ -475,15 +474,7 @@ pub fn verify(
         notify::action_verification(
             conn,
             mail,
-            &ActionFacts {
-                id: &row.id,
-                title: &row.title,
-                owner: &row.owner_email,
-                due_date: row.due_date,
-                coe_id: &row.coe_id,
-                coe_title: &coe_title,
-                success_criteria: row.success_criteria.as_deref(),
-            },
+            &facts(&row, &coe_title),
             actor,
             reason.as_deref(),
             &db::new_id(),
