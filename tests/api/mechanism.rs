@@ -6,6 +6,7 @@ use diesel::prelude::*;
 use serde_json::{json, Value};
 
 use crate::helpers::{spawn_app, TestApp};
+use crate::outage::send;
 use crate::pages::{get_page, sign_in};
 
 /// The database's failover alert, firing from `at` (or resolved at `ended`).
@@ -18,16 +19,6 @@ fn failover(at: &str, ended: Option<&str>) -> Value {
         event["ended_at"] = json!(ended);
     }
     event
-}
-
-async fn send(app: &TestApp, ingest: &str, event: Value) {
-    let res = app.post_json("/api/v1/events", Some(ingest), &event).await;
-    assert_eq!(
-        res.status(),
-        202,
-        "{}",
-        res.text().await.unwrap_or_default()
-    );
 }
 
 /// The COEs, newest first.

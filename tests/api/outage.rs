@@ -19,9 +19,15 @@ fn alert(group: &str, severity: &str, at: &str, ended: Option<&str>) -> Value {
     event
 }
 
-async fn send(app: &TestApp, ingest: &str, event: Value) {
+/// Sends one event, which is accepted.
+pub(crate) async fn send(app: &TestApp, ingest: &str, event: Value) {
     let res = app.post_json("/api/v1/events", Some(ingest), &event).await;
-    assert_eq!(res.status(), 202);
+    assert_eq!(
+        res.status(),
+        202,
+        "{}",
+        res.text().await.unwrap_or_default()
+    );
 }
 
 /// The id of the incident of group `group`.
