@@ -272,6 +272,9 @@ pub struct CoeSettings {
     /// COEs at or above this severity close only when their reviewer verified every
     /// done action (or it will not be done).
     pub verify_actions_from: crate::domain::Severity,
+    /// COEs at or above this severity get a bar raiser on submit (when the directory
+    /// has any), and are approved only when both the reviewer and it approve.
+    pub bar_raiser_from: crate::domain::Severity,
 }
 
 impl Default for CoeSettings {
@@ -285,6 +288,7 @@ impl Default for CoeSettings {
             max_section_bytes: 100 * 1024,
             writeup_days: 7,
             verify_actions_from: crate::domain::Severity::Sev1,
+            bar_raiser_from: crate::domain::Severity::Sev1,
         }
     }
 }

@@ -200,6 +200,8 @@ pub struct PersonRow {
     pub updated_at: NaiveDateTime,
     pub feed_token_hash: Option<String>,
     pub is_admin: bool,
+    /// Reviews the worst outages' COEs from outside their owner's team.
+    pub bar_raiser: bool,
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable, AsChangeset)]

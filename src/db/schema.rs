@@ -113,6 +113,9 @@ diesel::table! {
         submitted_by -> Nullable<Text>,
         reviewer_named_by -> Nullable<Text>,
         merged_into -> Nullable<Text>,
+        bar_raiser_email -> Nullable<Text>,
+        bar_raiser_assigned_at -> Nullable<Timestamp>,
+        approved_by -> Nullable<Text>,
     }
 }
 
@@ -208,6 +211,7 @@ diesel::table! {
         updated_at -> Timestamp,
         feed_token_hash -> Nullable<Text>,
         is_admin -> Bool,
+        bar_raiser -> Bool,
     }
 }
 

@@ -354,6 +354,7 @@ pub fn seed(
                 .transpose()
                 .map_err(fail("an address"))?,
             timezone: None,
+            bar_raiser: None,
         };
         directory::put(conn, &address, &input).map_err(fail("add a person"))?;
     }

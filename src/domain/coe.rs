@@ -257,6 +257,10 @@ pub struct ReviewFacts<'a> {
     pub reviewer_named_by: Option<&'a str>,
     /// Whether a non-empty comment comes with the step.
     pub has_comment: bool,
+    /// The bar raiser, for the worst outages: a second approval is needed.
+    pub bar_raiser: Option<&'a str>,
+    /// Who approved the round under way already, while the other approval waits.
+    pub approved_by: Option<&'a str>,
 }
 
 /// Why a review step is refused.
@@ -335,16 +339,26 @@ pub fn review(
             }
         }
         ReviewStep::Approve | ReviewStep::RequestChanges => {
-            // The named reviewer, as a person: a token that stands for nobody, or an
-            // admin on another's behalf, reviews nothing (an admin may name another
-            // reviewer instead).
-            let Some(by) = facts.by.filter(|by| Some(*by) == facts.reviewer) else {
+            // The named reviewer or bar raiser, as a person: a token that stands for
+            // nobody, or an admin on another's behalf, reviews nothing (an admin may
+            // name another reviewer instead).
+            let Some(by) = facts
+                .by
+                .filter(|by| Some(*by) == facts.reviewer || Some(*by) == facts.bar_raiser)
+            else {
+                let who = match facts.bar_raiser {
+                    Some(b) => format!(
+                        "reviewer ({}) or bar raiser ({b})",
+                        facts.reviewer.unwrap_or("none set")
+                    ),
+                    None => format!("reviewer ({})", facts.reviewer.unwrap_or("none set")),
+                };
                 return Err(ReviewRefusal::NotReviewer(format!(
-                    "only the COE's reviewer ({}), signed in or with a token of their own, may {}",
-                    facts.reviewer.unwrap_or("none set"),
+                    "only the COE's {who}, signed in or with a token of their own, may {}",
                     step.name()
                 )));
             };
+            let as_reviewer = Some(by) == facts.reviewer;
             if step == ReviewStep::Approve {
                 if facts.owner.is_some() && facts.owner == facts.reviewer {
                     return Err(reviewer_is_owner());
@@ -354,7 +368,7 @@ pub fn review(
                     Some("nobody approves a COE they own")
                 } else if facts.submitted_by == Some(by) {
                     Some("nobody approves a review round they submitted")
-                } else if facts.reviewer_named_by == Some(by) {
+                } else if as_reviewer && facts.reviewer_named_by == Some(by) {
                     Some("nobody approves a COE they named themselves reviewer of")
                 } else {
                     None
@@ -364,7 +378,27 @@ pub fn review(
                         "{by} may not approve this COE: {rule}; another person must review it"
                     )));
                 }
-                return Ok(CoeState::Approved);
+                // With a bar raiser, both approve: the first approval keeps it in review.
+                let Some(bar_raiser) = facts.bar_raiser else {
+                    return Ok(CoeState::Approved);
+                };
+                return match facts.approved_by {
+                    Some(first) if first == by => Err(ReviewRefusal::WrongState(format!(
+                        "{by} approved this round already; it waits for the {}'s approval ({})",
+                        if as_reviewer {
+                            "bar raiser"
+                        } else {
+                            "reviewer"
+                        },
+                        if as_reviewer {
+                            bar_raiser
+                        } else {
+                            facts.reviewer.unwrap_or("none set")
+                        }
+                    ))),
+                    Some(_) => Ok(CoeState::Approved),
+                    None => Ok(CoeState::InReview),
+                };
             }
             if !facts.has_comment {
                 return Err(ReviewRefusal::Invalid(vec![(
@@ -463,7 +497,76 @@ mod tests {
             submitted_by: Some("owner@example.com"),
             reviewer_named_by: Some("owner@example.com"),
             has_comment: false,
+            bar_raiser: None,
+            approved_by: None,
         }
+    }
+
+    #[test]
+    fn with_a_bar_raiser_both_approve_in_either_order_and_either_sends_back() {
+        let with_bar_raiser = ReviewFacts {
+            bar_raiser: Some("raiser@example.com"),
+            ..facts(CoeState::InReview)
+        };
+        // The reviewer first: it stays in review, waiting for the bar raiser.
+        assert_eq!(
+            review(ReviewStep::Approve, &with_bar_raiser, vec![]),
+            Ok(CoeState::InReview)
+        );
+        let reviewer_approved = ReviewFacts {
+            approved_by: Some("rev@example.com"),
+            ..with_bar_raiser
+        };
+        let Err(ReviewRefusal::WrongState(m)) =
+            review(ReviewStep::Approve, &reviewer_approved, vec![])
+        else {
+            panic!("nobody approves twice");
+        };
+        assert!(m.contains("waits for the bar raiser's approval"), "{m}");
+        let bar_raiser = ReviewFacts {
+            by: Some("raiser@example.com"),
+            ..reviewer_approved
+        };
+        assert_eq!(
+            review(ReviewStep::Approve, &bar_raiser, vec![]),
+            Ok(CoeState::Approved)
+        );
+        // The bar raiser first, then the reviewer.
+        let raiser_first = ReviewFacts {
+            by: Some("raiser@example.com"),
+            ..with_bar_raiser
+        };
+        assert_eq!(
+            review(ReviewStep::Approve, &raiser_first, vec![]),
+            Ok(CoeState::InReview)
+        );
+        let then_reviewer = ReviewFacts {
+            approved_by: Some("raiser@example.com"),
+            ..with_bar_raiser
+        };
+        assert_eq!(
+            review(ReviewStep::Approve, &then_reviewer, vec![]),
+            Ok(CoeState::Approved)
+        );
+        // Either sends it back, even after the other approved.
+        let sends_back = ReviewFacts {
+            has_comment: true,
+            ..bar_raiser
+        };
+        assert_eq!(
+            review(ReviewStep::RequestChanges, &sends_back, vec![]),
+            Ok(CoeState::Draft)
+        );
+        // A stranger is told who may.
+        let stranger = ReviewFacts {
+            by: Some("someone@example.com"),
+            ..with_bar_raiser
+        };
+        let Err(ReviewRefusal::NotReviewer(m)) = review(ReviewStep::Approve, &stranger, vec![])
+        else {
+            panic!("a stranger decides nothing");
+        };
+        assert!(m.contains("bar raiser (raiser@example.com)"), "{m}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 pub mod action;
 pub mod auth;
+pub mod bar_raiser;
 pub mod clock;
 pub mod coe;
 pub mod email;

@@ -238,6 +238,12 @@ impl Kind {
                     } else {
                         "The 5 whys stop at a person; ask why the deploy allowed it.".into()
                     },
+                    as_bar_raiser: self == Kind::ReviewRequested,
+                    waiting_for: if self == Kind::Approved {
+                        "cy@example.com (bar raiser)".into()
+                    } else {
+                        String::new()
+                    },
                 })
             }
             Kind::InspectionDigest => serde_json::to_value(InspectionDigest {
@@ -440,6 +446,10 @@ pub struct ReviewEmail {
     pub actor: String,
     /// The reviewer's comment (may be empty).
     pub comment: String,
+    /// A review request to the COE's bar raiser (not its reviewer).
+    pub as_bar_raiser: bool,
+    /// An approval that still waits for another: whose (empty otherwise).
+    pub waiting_for: String,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -127,6 +127,7 @@ pub fn review_step(
     coe: &CoeFacts<'_>,
     actor: &str,
     comment: Option<&str>,
+    waiting_for: Option<&str>,
     step_id: &str,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
@@ -145,9 +146,36 @@ pub fn review_step(
         coe: coe_line(settings, coe),
         actor: actor.to_owned(),
         comment: comment.unwrap_or_default().to_owned(),
+        as_bar_raiser: false,
+        waiting_for: waiting_for.unwrap_or_default().to_owned(),
     });
     let key = format!("{}:{}:{step_id}", kind.name(), coe.id);
     outbox::notify(conn, templates, kind, key, recipient, data, now)
+}
+
+/// Asks a submitted COE's bar raiser for their review (with the reviewer's request).
+#[allow(clippy::too_many_arguments)]
+pub fn bar_raiser_requested(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    templates: &EmailTemplates,
+    coe: &CoeFacts<'_>,
+    bar_raiser: &str,
+    actor: &str,
+    step_id: &str,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    let data = json!(ReviewEmail {
+        recipient_name: String::new(),
+        coe: coe_line(settings, coe),
+        actor: actor.to_owned(),
+        comment: String::new(),
+        as_bar_raiser: true,
+        waiting_for: String::new(),
+    });
+    let kind = Kind::ReviewRequested;
+    let key = format!("{}:{}:{step_id}:bar_raiser", kind.name(), coe.id);
+    outbox::notify(conn, templates, kind, key, bar_raiser, data, now)
 }
 
 impl CoeFacts<'_> {

@@ -21,6 +21,9 @@ pub struct Person {
     /// May change anything on the web pages, and sees the admin pages. Set with
     /// `PUT /api/v1/people/{email}/admin` (admin tokens only).
     pub is_admin: bool,
+    /// Reviews the worst outages' COEs from outside their owner's team, beside the
+    /// reviewer (`coe.bar_raiser_from`).
+    pub bar_raiser: bool,
     #[serde(serialize_with = "crate::json::utc")]
     pub created_at: NaiveDateTime,
     #[serde(serialize_with = "crate::json::utc")]
@@ -36,6 +39,7 @@ impl From<PersonRow> for Person {
             manager_email: r.manager_email,
             timezone: r.timezone,
             is_admin: r.is_admin,
+            bar_raiser: r.bar_raiser,
             created_at: r.created_at,
             updated_at: r.updated_at,
         }
@@ -56,6 +60,9 @@ pub struct PersonInput {
     /// An IANA time zone name, e.g. Europe/Berlin.
     #[serde(default)]
     pub timezone: Option<String>,
+    /// Makes them a bar raiser, or not (an admin's to set); absent leaves it as it is.
+    #[serde(default)]
+    pub bar_raiser: Option<bool>,
 }
 
 /// Checks a person's fields; returns the problems by field.
@@ -116,6 +123,11 @@ fn upsert_checked(
     let updated = diesel::update(people::table.find(email.as_str()))
         .set(fields.clone())
         .execute(conn)?;
+    if let (true, Some(flag)) = (updated > 0, input.bar_raiser) {
+        diesel::update(people::table.find(email.as_str()))
+            .set(people::bar_raiser.eq(flag))
+            .execute(conn)?;
+    }
     if updated > 0 {
         return Ok(false);
     }
@@ -131,6 +143,7 @@ fn upsert_checked(
             updated_at: now,
             feed_token_hash: None,
             is_admin: false,
+            bar_raiser: input.bar_raiser.unwrap_or(false),
         },
     )?;
     if !inserted {
@@ -138,6 +151,11 @@ fn upsert_checked(
         diesel::update(people::table.find(email.as_str()))
             .set(fields)
             .execute(conn)?;
+        if let Some(flag) = input.bar_raiser {
+            diesel::update(people::table.find(email.as_str()))
+                .set(people::bar_raiser.eq(flag))
+                .execute(conn)?;
+        }
     }
     Ok(inserted)
 }
@@ -212,6 +230,7 @@ pub fn ensure(conn: &mut DbConnection, email: &str, now: NaiveDateTime) -> Query
             updated_at: now,
             feed_token_hash: None,
             is_admin: false,
+            bar_raiser: false,
         },
     )
     .map(|_| ())
@@ -317,7 +336,13 @@ pub fn put_own(
                 )));
             }
         }
+        if input.bar_raiser.is_some_and(|b| b != current.bar_raiser) {
+            return Err(PeopleError::Forbidden(
+                "field `bar_raiser`: only an admin may make a person a bar raiser".into(),
+            ));
+        }
         let own = PersonInput {
+            bar_raiser: None,
             name: input.name.clone(),
             timezone: input.timezone.clone(),
             team,
@@ -349,6 +374,30 @@ pub fn set_admin(
         ensure(conn, email.as_str(), now)?;
         diesel::update(people::table.find(email.as_str()))
             .set((people::is_admin.eq(is_admin), people::updated_at.eq(now)))
+            .execute(conn)?;
+        Ok(people::table
+            .find(email.as_str())
+            .select(PersonRow::as_select())
+            .first(conn)?
+            .into())
+    })
+}
+
+/// Makes a person a bar raiser, or not (adding them to the directory when they are
+/// not in it).
+pub fn set_bar_raiser(
+    conn: &mut DbConnection,
+    email: &EmailAddress,
+    bar_raiser: bool,
+) -> QueryResult<Person> {
+    db::write_transaction(conn, |conn| {
+        let now = db::now();
+        ensure(conn, email.as_str(), now)?;
+        diesel::update(people::table.find(email.as_str()))
+            .set((
+                people::bar_raiser.eq(bar_raiser),
+                people::updated_at.eq(now),
+            ))
             .execute(conn)?;
         Ok(people::table
             .find(email.as_str())
@@ -446,9 +495,23 @@ struct CsvLine {
     manager_email: Option<String>,
     #[serde(default)]
     timezone: Option<String>,
+    /// yes/no (true/false, 1/0); empty or no such column leaves it as it is.
+    #[serde(default)]
+    bar_raiser: Option<String>,
 }
 
-/// Imports `email,name,team,manager_email,timezone` lines (with that header). Good
+/// A CSV yes/no: `None` when empty, the problem when it is neither.
+fn yes_no(value: Option<&str>) -> Result<Option<bool>, String> {
+    match value.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+        None | Some("") => Ok(None),
+        Some("yes" | "true" | "1" | "y") => Ok(Some(true)),
+        Some("no" | "false" | "0" | "n") => Ok(Some(false)),
+        Some(other) => Err(format!("must be yes or no (got {other:?})")),
+    }
+}
+
+/// Imports `email,name,team,manager_email,timezone` lines (with that header, and an
+/// optional `bar_raiser` column of yes/no). Good
 /// lines are stored, in one transaction; every bad line is reported with its problem.
 pub fn import_csv(conn: &mut DbConnection, text: &str) -> Result<ImportReport, PeopleError> {
     let mut reader = csv::ReaderBuilder::new()
@@ -539,11 +602,22 @@ pub fn import_csv(conn: &mut DbConnection, text: &str) -> Result<ImportReport, P
                 }
             },
         };
+        let bar_raiser = match yes_no(parsed.bar_raiser.as_deref()) {
+            Ok(b) => b,
+            Err(p) => {
+                rejected.push(RejectedLine {
+                    line,
+                    problem: format!("bar_raiser {p}"),
+                });
+                continue;
+            }
+        };
         let input = PersonInput {
             name: parsed.name,
             team: parsed.team,
             manager_email: manager,
             timezone: parsed.timezone,
+            bar_raiser,
         };
         let problems = check(&email, &input);
         if let Some((field, problem)) = problems.into_iter().next() {

@@ -7,10 +7,12 @@ use crate::services::Env;
 use diesel::prelude::*;
 
 use crate::db::models::{CoeRow, ReviewCommentRow};
-use crate::db::schema::{coes, review_comments};
+use crate::db::schema::{coes, people, review_comments};
 use crate::db::{self, locks, types, DbConnection};
+use crate::domain::bar_raiser::{self, Candidate, Exclusions, NoBarRaiser};
 use crate::domain::coe::{self, CoeState, ReviewFacts, ReviewRefusal};
 use crate::email::Kind;
+use crate::services::audit::{self, Change, Subject};
 use crate::services::coes::{self as coe_service, CoeError};
 use crate::services::notify::{self, CoeFacts};
 use crate::services::{access, lifecycle};
@@ -63,6 +65,11 @@ pub fn step(
             }
         }
         let state: CoeState = types::read("coes.state", &row.state)?;
+        let severity = types::severity("coes.severity", row.severity)?;
+        let (mut bar_raiser, approved_by): (Option<String>, Option<String>) = coes::table
+            .find(id)
+            .select((coes::bar_raiser_email, coes::approved_by))
+            .first(conn)?;
         let comment = comment.map(str::trim).filter(|c| !c.is_empty());
         if comment.is_some_and(|c| c.len() > MAX_COMMENT_BYTES) {
             return Err(CoeError::Invalid(vec![(
@@ -111,15 +118,34 @@ pub fn step(
                 reviewer_named_by: row.reviewer_named_by.as_deref(),
                 has_comment: comment.is_some()
                     || (step == Step::RequestChanges && !waiting.is_empty()),
+                bar_raiser: bar_raiser.as_deref(),
+                approved_by: approved_by.as_deref(),
             },
             gaps,
         )?;
         let now = db::now();
-        lifecycle::move_to(conn, id, state, next, who.actor, comment, now)?;
+        // The first of two approvals keeps the COE in review; it is recorded, and a
+        // submit or a request for changes starts the next round with none.
+        let first_of_two = step == Step::Approve && next == CoeState::InReview;
+        if first_of_two {
+            diesel::update(coes::table.find(id))
+                .set(coes::approved_by.eq(who.email))
+                .execute(conn)?;
+        } else {
+            lifecycle::move_to(conn, id, state, next, who.actor, comment, now)?;
+            diesel::update(coes::table.find(id))
+                .set(coes::approved_by.eq(None::<String>))
+                .execute(conn)?;
+        }
         if step == Step::Submit {
             diesel::update(coes::table.find(id))
                 .set(coes::submitted_by.eq(who.principal))
                 .execute(conn)?;
+            if bar_raiser.is_none()
+                && bar_raiser::needed(severity, env.settings.coe.bar_raiser_from)
+            {
+                bar_raiser = assign_bar_raiser(conn, &row, who, now)?;
+            }
         }
         let step_id = db::new_id();
         diesel::insert_into(review_comments::table)
@@ -145,18 +171,47 @@ pub fn step(
             }
         }
         let said = said.trim().to_owned();
-        let severity = types::severity("coes.severity", row.severity)?.to_string();
+        let severity = severity.to_string();
+        let facts = CoeFacts::of(&row, &severity);
+        let actor = who.email.unwrap_or(who.actor);
+        let waiting_for = first_of_two.then(|| {
+            if who.email == row.reviewer_email.as_deref() {
+                format!(
+                    "{} (bar raiser)",
+                    bar_raiser.as_deref().unwrap_or("the bar raiser")
+                )
+            } else {
+                format!(
+                    "{} (reviewer)",
+                    row.reviewer_email.as_deref().unwrap_or("the reviewer")
+                )
+            }
+        });
         notify::review_step(
             conn,
             env.settings,
             env.emails,
             kind,
-            &CoeFacts::of(&row, &severity),
-            who.email.unwrap_or(who.actor),
+            &facts,
+            actor,
             Some(said.as_str()).filter(|s| !s.is_empty()),
+            waiting_for.as_deref(),
             &step_id,
             now,
         )?;
+        // The bar raiser is asked once per round, like the reviewer.
+        if let (Step::Submit, Some(b)) = (step, bar_raiser.as_deref()) {
+            notify::bar_raiser_requested(
+                conn,
+                env.settings,
+                env.emails,
+                &facts,
+                b,
+                actor,
+                &step_id,
+                now,
+            )?;
+        }
         // Approved with every action already closed: it closes at once.
         if next == CoeState::Approved {
             lifecycle::settle(
@@ -169,4 +224,85 @@ pub fn step(
         }
         Ok(())
     })
+}
+
+/// Chooses the bar raiser of submitted COE `row` (`domain::bar_raiser::choose`) and
+/// records it; `None` when the directory has nobody eligible (the audit says why,
+/// when there are bar raisers but none fits).
+fn assign_bar_raiser(
+    conn: &mut DbConnection,
+    row: &CoeRow,
+    who: &Reviewer<'_>,
+    now: chrono::NaiveDateTime,
+) -> Result<Option<String>, CoeError> {
+    let marked: Vec<(String, Option<String>)> = people::table
+        .filter(people::bar_raiser.eq(true))
+        .select((people::email, people::team))
+        .load(conn)?;
+    let emails: Vec<&str> = marked.iter().map(|(e, _)| e.as_str()).collect();
+    let last: Vec<(Option<String>, Option<chrono::NaiveDateTime>)> = coes::table
+        .filter(coes::bar_raiser_email.eq_any(&emails))
+        .group_by(coes::bar_raiser_email)
+        .select((
+            coes::bar_raiser_email,
+            diesel::dsl::max(coes::bar_raiser_assigned_at),
+        ))
+        .load(conn)?;
+    let candidates: Vec<Candidate> = marked
+        .into_iter()
+        .map(|(email, team)| Candidate {
+            last_assigned: last
+                .iter()
+                .find(|(e, _)| e.as_deref() == Some(email.as_str()))
+                .and_then(|(_, at)| *at),
+            email,
+            team,
+        })
+        .collect();
+    let owner_team: Option<String> = match row.owner_email.as_deref() {
+        Some(owner) => people::table
+            .find(owner)
+            .select(people::team)
+            .first(conn)
+            .optional()?
+            .flatten(),
+        None => None,
+    };
+    let chosen = bar_raiser::choose(
+        &candidates,
+        Exclusions {
+            owner: row.owner_email.as_deref(),
+            owner_team: owner_team.as_deref(),
+            reviewer: row.reviewer_email.as_deref(),
+            submitted_by: who.email,
+        },
+    );
+    let (chosen, after) = match chosen {
+        Ok(email) => {
+            diesel::update(coes::table.find(&row.id))
+                .set((
+                    coes::bar_raiser_email.eq(&email),
+                    coes::bar_raiser_assigned_at.eq(now),
+                ))
+                .execute(conn)?;
+            (
+                Some(email.clone()),
+                serde_json::json!({ "bar_raiser": email }),
+            )
+        }
+        Err(NoBarRaiser::NoneInDirectory) => return Ok(None),
+        Err(NoBarRaiser::NoneEligible(why)) => (None, serde_json::json!({ "none": why })),
+    };
+    audit::record(
+        conn,
+        Change {
+            subject: Subject::Coe(&row.id),
+            actor: coe_service::SYSTEM_ACTOR,
+            action: "bar_raiser",
+            before: None,
+            after: Some(after),
+        },
+        now,
+    )?;
+    Ok(chosen)
 }

@@ -436,3 +436,163 @@ async fn a_sev1_coe_closes_only_once_its_reviewer_verified_every_done_action() {
         .expect("count");
     assert_eq!(told, 2);
 }
+
+/// A sev1 COE written and submitted by the world's owner: its id and document.
+async fn submitted_sev1(w: &crate::actions::World) -> (String, Value) {
+    let (id, v) = w.written_coe().await;
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &format!("/api/v1/coes/{id}"),
+            Some(v),
+            Some(json!({"severity": "sev1"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    w.action(&id, "Validate config in CI", "dev@example.com")
+        .await;
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    (id, doc)
+}
+
+#[tokio::test]
+async fn the_worst_outages_get_a_bar_raiser_from_another_team_and_need_both_approvals() {
+    use crate::actions::{person_token, World};
+    let w = World::new().await;
+    let admin = w.app.admin_token();
+    // The directory: the owner in payments; bar raisers in payments, search and edge.
+    for (email, body) in [
+        ("owner@example.com", json!({"team": "Payments"})),
+        (
+            "cy@example.com",
+            json!({"team": "payments", "bar_raiser": true}),
+        ),
+        (
+            "di@example.com",
+            json!({"team": "search", "bar_raiser": true}),
+        ),
+    ] {
+        let (status, person) = w
+            .send(
+                &admin,
+                "PUT",
+                &format!("/api/v1/people/{email}"),
+                None,
+                Some(body),
+            )
+            .await;
+        assert_eq!(status, 200, "{person}");
+    }
+    let res = w
+        .app
+        .post_raw(
+            "/api/v1/people/import",
+            Some(&admin),
+            b"email,name,team,manager_email,timezone,bar_raiser\ned@example.com,Ed,edge,,,yes\nfo@example.com,Fo,edge,,,perhaps\n".to_vec(),
+        )
+        .await;
+    let report = crate::helpers::json(res).await;
+    assert_eq!(report["created"], 1, "{report}");
+    assert!(
+        report["rejected"][0]["problem"]
+            .as_str()
+            .is_some_and(|p| p.contains("bar_raiser must be yes or no")),
+        "{report}"
+    );
+    let di = person_token(&w.app, "di", "di@example.com");
+    // A bar raiser cannot unmake (or make) themselves one.
+    let (status, body) = w
+        .send(
+            &di,
+            "PUT",
+            "/api/v1/people/di@example.com",
+            None,
+            Some(json!({"team": "search", "bar_raiser": false})),
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+    let person = w.app.get_json("/api/v1/people?team=search", &admin).await;
+    assert_eq!(person["people"][0]["bar_raiser"], true, "{person}");
+
+    // A sev1 COE, written and submitted.
+    let (id, doc) = submitted_sev1(&w).await;
+    assert_eq!(doc["state"], "in_review");
+    // Not cy (the owner's team, any case); di and ed never served: by address.
+    assert_eq!(doc["bar_raiser"], "di@example.com", "{doc}");
+    let asked = |w: &World| {
+        let mut conn = w.app.pool.get().expect("conn");
+        outbox_emails::table
+            .filter(outbox_emails::kind.eq("review_requested"))
+            .order(outbox_emails::recipient.asc())
+            .select((outbox_emails::recipient, outbox_emails::subject))
+            .load::<(String, String)>(&mut conn)
+            .expect("emails")
+    };
+    let emails = asked(&w);
+    assert_eq!(emails.len(), 2, "{emails:?}");
+    assert_eq!(emails[0].0, "di@example.com");
+    assert!(emails[0].1.contains("Bar raiser requested"), "{emails:?}");
+    assert_eq!(emails[1].0, "reviewer@example.com");
+
+    // The reviewer approves first: it stays in review, waiting for the bar raiser.
+    let approve = format!("/api/v1/coes/{id}/approve");
+    let (status, doc) = w.send(&w.reviewer, "POST", &approve, None, None).await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["state"], "in_review");
+    assert_eq!(doc["approved_by"], "reviewer@example.com");
+    let (status, body) = w.send(&w.reviewer, "POST", &approve, None, None).await;
+    assert_eq!(status, 409, "nobody approves twice: {body}");
+    {
+        let mut conn = w.app.pool.get().expect("conn");
+        let (to, text): (String, String) = outbox_emails::table
+            .filter(outbox_emails::kind.eq("approved"))
+            .select((outbox_emails::recipient, outbox_emails::body_text))
+            .first(&mut conn)
+            .expect("the owner is told");
+        assert_eq!(to, "owner@example.com");
+        assert!(
+            text.contains("stays in review until di@example.com (bar raiser) approves"),
+            "{text}"
+        );
+    }
+    // The bar raiser sends it back; submitted again, it keeps its bar raiser and
+    // starts the round with no approval.
+    let (status, doc) = w
+        .send(&di, "POST", &format!("/api/v1/coes/{id}/request-changes"), None,
+              Some(json!({"comment": "Why did nothing validate the config? Say which check was missing."})))
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["state"], "draft");
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["bar_raiser"], "di@example.com");
+    assert_eq!(doc["approved_by"], Value::Null);
+    // The bar raiser first, then the reviewer: approved.
+    let (status, doc) = w.send(&di, "POST", &approve, None, None).await;
+    assert_eq!((status, doc["state"].as_str()), (200, Some("in_review")));
+    let (status, doc) = w.send(&w.reviewer, "POST", &approve, None, None).await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["state"], "approved");
+
+    // The next sev1 COE goes to the bar raiser least recently assigned: ed.
+    let (_, doc) = submitted_sev1(&w).await;
+    assert_eq!(doc["bar_raiser"], "ed@example.com", "{doc}");
+}

@@ -28,13 +28,14 @@ impl From<PeopleError> for ApiError {
 }
 
 /// Creates or replaces a person in the directory (admins); a member may set their own
-/// name and time zone (their team and manager are an admin's to change).
+/// name and time zone (their team, manager and `bar_raiser` flag are an admin's to
+/// change). `bar_raiser` left out keeps it as it is.
 #[utoipa::path(operation_id = "put_person", put, path = "/api/v1/people/{email}", tag = "people", security(("bearer" = [])),
     params(("email" = String, Path, description = "The person's email address")),
     request_body = PersonInput,
     responses(
         (status = 200, description = "The person as stored", body = Person),
-        (status = 403, description = "Not an admin, and not the caller's own entry, or a member changing their team or manager", body = ErrorBody),
+        (status = 403, description = "Not an admin, and not the caller's own entry, or a member changing their team, manager or bar raiser flag", body = ErrorBody),
         (status = 422, description = "A bad email, manager or time zone", body = ErrorBody),
     ))]
 pub async fn put(
@@ -95,8 +96,8 @@ pub async fn list(
     Ok(HttpResponse::Ok().json(PeopleList { people }))
 }
 
-/// Imports people from CSV (admins only): a header `email,name,team,manager_email,timezone`,
-/// then a line per person. Good lines are stored; every rejected line is reported with why.
+/// Imports people from CSV (admins only): a header `email,name,team,manager_email,timezone`
+/// (and optionally `bar_raiser`, yes or no; empty leaves it), then a line per person. Good lines are stored; every rejected line is reported with why.
 #[utoipa::path(operation_id = "import_people", post, path = "/api/v1/people/import", tag = "people", security(("bearer" = [])),
     request_body(content = String, content_type = "text/csv"),
     responses(

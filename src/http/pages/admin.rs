@@ -110,6 +110,18 @@ pub async fn people_admin(form: AdminForm, path: web::Path<String>, state: State
     Ok(see_other("/admin/people"))
 }
 
+/// `POST /admin/people/{email}/bar-raiser`: marks the person a bar raiser, or not
+/// (`bar_raiser` = `true` or `false`).
+pub async fn people_bar_raiser(form: AdminForm, path: web::Path<String>, state: State) -> Page {
+    let email = EmailAddress::parse(&path.into_inner()).map_err(PageError::BadRequest)?;
+    let bar_raiser = form.fields.text("bar_raiser") == "true";
+    as_service(&state, move |conn, _| {
+        Ok(people::set_bar_raiser(conn, &email, bar_raiser)?)
+    })
+    .await?;
+    Ok(see_other("/admin/people"))
+}
+
 /// `POST /admin/people/{email}/sign-out`: ends every session of the person.
 pub async fn people_sign_out(form: AdminForm, path: web::Path<String>, state: State) -> Page {
     let Admin(who) = form.who;

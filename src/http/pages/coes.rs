@@ -149,7 +149,8 @@ pub(super) async fn load(
             earlier_open.insert(earlier.coe_id.clone(), open);
         }
         let me = editor.actor;
-        let since_last_look = if remember_look && doc.reviewer.as_deref() == Some(me) {
+        let reviews = doc.reviewer.as_deref() == Some(me) || doc.bar_raiser.as_deref() == Some(me);
+        let since_last_look = if remember_look && reviews {
             coes::note_look(conn, &key, me, doc.version)?.map(|seen| {
                 let changes = history
                     .iter()
@@ -166,7 +167,7 @@ pub(super) async fn load(
         let directory = if may_edit {
             crate::services::people::names(conn, OFFERED_PEOPLE)?
         } else {
-            let shown: Vec<String> = [&doc.owner, &doc.reviewer]
+            let shown: Vec<String> = [&doc.owner, &doc.reviewer, &doc.bar_raiser]
                 .into_iter()
                 .flatten()
                 .cloned()
@@ -341,7 +342,18 @@ pub(super) fn page(
     let me = who.person.email.as_str();
     // Only the reviewer decides; they may not approve what they own, submitted or
     // named themselves reviewer of (`domain::coe::review` refuses it anyway).
-    let is_reviewer = doc.reviewer.as_deref() == Some(me);
+    // With a bar raiser (the worst outages), both decide.
+    let is_reviewer = doc.reviewer.as_deref() == Some(me) || doc.bar_raiser.as_deref() == Some(me);
+    let as_bar_raiser = doc.bar_raiser.as_deref() == Some(me);
+    let approved_already = doc.approved_by.as_deref() == Some(me);
+    // Who still has to approve this round, when one of two approved.
+    let awaited = doc.approved_by.as_ref().map(|first| {
+        if Some(first) == doc.reviewer.as_ref() {
+            doc.bar_raiser.clone()
+        } else {
+            doc.reviewer.clone()
+        }
+    });
     // The reviewer reads a COE in review unless they ask to edit it; anyone may ask to
     // read; who may not change it only reads.
     let reading = !may_write
@@ -350,8 +362,11 @@ pub(super) fn page(
         } else {
             View::Edit
         }) == View::Read;
+    let named_themselves = !as_bar_raiser && doc.reviewer_named_by.as_deref() == Some(me);
     let may_approve = is_reviewer
-        && ![&doc.owner, &doc.submitted_by, &doc.reviewer_named_by]
+        && !approved_already
+        && !named_themselves
+        && ![&doc.owner, &doc.submitted_by]
             .iter()
             .any(|p| p.as_deref() == Some(me));
     let seen_at = since_last_look.as_ref().map(|(seen, _)| *seen);
@@ -514,6 +529,7 @@ pub(super) fn page(
 
         "may_review": is_reviewer && doc.state == CoeState::InReview,
         "may_approve": may_approve,
+
         "may_submit": may_write && doc.state == CoeState::Draft,
         "missing": findings(&doc.completeness.missing, &doc.sections),
         "warnings": findings(&doc.completeness.warnings, &doc.sections),
@@ -557,6 +573,18 @@ pub(super) fn page(
     });
     if let (Value::Object(data), Value::Object(outage)) = (&mut data, outage) {
         data.extend(outage);
+    }
+    // The bar raiser's part in the review panel (the worst outages).
+    if let Value::Object(data) = &mut data {
+        let other = if as_bar_raiser {
+            &doc.reviewer
+        } else {
+            &doc.bar_raiser
+        };
+        data.insert("as_bar_raiser".into(), json!(as_bar_raiser));
+        data.insert("approved_already".into(), json!(approved_already));
+        data.insert("awaited".into(), json!(awaited.flatten()));
+        data.insert("other_approver".into(), json!(other));
     }
     if let Some(actions) = data["coe"]["actions"].as_array_mut() {
         for action in actions {

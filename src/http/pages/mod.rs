@@ -601,6 +601,7 @@ page_routes! {
     get "/admin/people" => admin::people_list,
     post "/admin/people/import" => admin::people_import,
     post "/admin/people/{email}/admin" => admin::people_admin,
+    post "/admin/people/{email}/bar-raiser" => admin::people_bar_raiser,
     post "/admin/people/{email}/sign-out" => admin::people_sign_out,
     get "/admin/tokens" => admin::tokens_list,
     post "/admin/tokens" => admin::tokens_create,

@@ -14,7 +14,7 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use super::{child_of_coe, load_row, record_change, template_of, CoeError};
-use crate::db::schema::section_comments;
+use crate::db::schema::{coes, section_comments};
 use crate::db::{self, locks, types, DbConnection};
 use crate::domain::coe::CoeState;
 use crate::domain::coe::MAX_COMMENT_BYTES;
@@ -109,9 +109,15 @@ pub fn add_comment(
             )));
         }
         let by = who.email.filter(|e| *e == who.principal);
-        if by.is_none() || row.reviewer_email.as_deref() != by {
+        let bar_raiser: Option<String> = coes::table
+            .find(id)
+            .select(coes::bar_raiser_email)
+            .first(conn)?;
+        if by.is_none() || (row.reviewer_email.as_deref() != by && bar_raiser.as_deref() != by) {
             return Err(CoeError::Forbidden(
-                "only the COE's reviewer comments on its sections during the review".into(),
+                "only the COE's reviewer (or its bar raiser) comments on its sections during \
+                 the review"
+                    .into(),
             ));
         }
         let template = template_of(&row);

@@ -175,6 +175,12 @@ pub struct CoeDocument {
     pub reviewer: Option<String>,
     /// Who named the current reviewer (a person's email, or `token:NAME`).
     pub reviewer_named_by: Option<String>,
+    /// For the worst outages (`coe.bar_raiser_from`): a second reviewer from outside
+    /// the owner's team, chosen on submit. Both must approve.
+    pub bar_raiser: Option<String>,
+    /// In review with a bar raiser: who approved this round already (the other's
+    /// approval is awaited).
+    pub approved_by: Option<String>,
     /// Who submitted the review round under way, or the last one. Nobody approves a
     /// COE they own, a round they submitted or a COE they named themselves reviewer of.
     pub submitted_by: Option<String>,
@@ -363,6 +369,10 @@ pub fn load(
             }
         })
         .collect();
+    let extra: (Option<String>, Option<String>, Option<String>) = coes::table
+        .find(id)
+        .select((coes::merged_into, coes::bar_raiser_email, coes::approved_by))
+        .first(conn)?;
     Ok(CoeDocument {
         duration_seconds: match (row.started_at, row.resolved_at) {
             (Some(s), Some(r)) => Some((r - s).num_seconds().max(0)),
@@ -410,7 +420,9 @@ pub fn load(
         review,
         comments: super::comments::of_coe(conn, id)?,
         incident_ids: super::covered::incidents_of(conn, id)?,
-        merged_into: coes::table.find(id).select(coes::merged_into).first(conn)?,
+        merged_into: extra.0,
+        bar_raiser: extra.1,
+        approved_by: extra.2,
         meant_to_prevent: super::meant_to_prevent(conn, id)?,
         recurred_after_done: super::of_earlier_coe(conn, id)?,
         same_outage: super::same_outage::of(

@@ -495,6 +495,19 @@ pub fn patch(
                 ));
             }
         }
+        // The bar raiser's approval is a second person's.
+        if let Some(reviewer) = &patch.reviewer {
+            let bar_raiser: Option<String> = coes::table
+                .find(id)
+                .select(coes::bar_raiser_email)
+                .first(conn)?;
+            if bar_raiser.as_deref() == Some(reviewer.as_str()) {
+                return Err(CoeError::invalid(
+                    "reviewer",
+                    "is the COE's bar raiser: its reviewer and its bar raiser must be two people",
+                ));
+            }
+        }
         // Whatever changes, the owner and the reviewer stay two people.
         let final_owner = patch
             .owner
@@ -546,6 +559,9 @@ pub fn patch(
             state == CoeState::InReview && row.reviewer_email.as_deref() != Some(r.as_str())
         });
         if replaced {
+            diesel::update(coes::table.find(id))
+                .set(coes::approved_by.eq(None::<String>))
+                .execute(conn)?;
             crate::services::lifecycle::move_to(
                 conn,
                 id,
