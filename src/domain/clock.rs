@@ -30,6 +30,16 @@ impl Clock {
     pub fn local_date(&self, t: NaiveDateTime) -> NaiveDate {
         local_date(t, self.tz)
     }
+
+    /// The UTC time of the organisation's midnight starting `day` (the earliest,
+    /// across a clock change).
+    pub fn midnight(&self, day: NaiveDate) -> NaiveDateTime {
+        use chrono::{NaiveTime, TimeZone};
+        self.tz
+            .from_local_datetime(&day.and_time(NaiveTime::MIN))
+            .earliest()
+            .map_or_else(|| day.and_time(NaiveTime::MIN), |t| t.naive_utc())
+    }
 }
 
 /// The date in `tz` at the UTC time `t`.

@@ -5,6 +5,7 @@ pub mod auth;
 pub mod bar_raiser;
 pub mod clock;
 pub mod coe;
+pub mod coverage;
 pub mod email;
 pub mod event;
 pub mod incident;

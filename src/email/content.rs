@@ -267,6 +267,18 @@ impl Kind {
                 closed_on_time: 4,
                 closed_late: 1,
                 stats_link: "https://coe.example.com/dashboard".into(),
+                review_meeting_link: "https://coe.example.com/review-meeting".into(),
+                coverage: vec![CoverageLine {
+                    team: "Everyone".into(),
+                    incidents: 6,
+                    none: 1,
+                    draft_past_deadline: 1,
+                    in_review: 2,
+                    approved: 2,
+                    without_prevention: 1,
+                    with_warnings: 0,
+                }],
+                coverage_from: "2026-11-04".into(),
             }),
         };
         value.unwrap_or_default()
@@ -452,6 +464,20 @@ pub struct ReviewEmail {
     pub waiting_for: String,
 }
 
+/// One team's coverage: incidents that needed a COE and where their COEs stand.
+#[derive(Debug, Clone, Serialize)]
+pub struct CoverageLine {
+    pub team: String,
+    pub incidents: i64,
+    pub none: i64,
+    pub draft_past_deadline: i64,
+    pub in_review: i64,
+    pub approved: i64,
+    /// COEs approved in the period with no action of kind prevent or detect.
+    pub without_prevention: i64,
+    pub with_warnings: i64,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct TeamLine {
     pub team: String,
@@ -477,6 +503,12 @@ pub struct InspectionDigest {
     pub closed_on_time: i64,
     pub closed_late: i64,
     pub stats_link: String,
+    /// The weekly operations review's agenda.
+    pub review_meeting_link: String,
+    /// The coverage audit of the last four weeks: everyone, then each team.
+    pub coverage: Vec<CoverageLine>,
+    /// The audit's first day.
+    pub coverage_from: String,
 }
 
 /// Links into the service, from `public_url`.
@@ -511,5 +543,10 @@ impl Links {
     /// The dashboard (the weekly inspection email's figures, drawn).
     pub fn stats(&self) -> String {
         format!("{}/dashboard", self.base)
+    }
+
+    /// The weekly operations review's agenda.
+    pub fn review_meeting(&self) -> String {
+        format!("{}/review-meeting", self.base)
     }
 }

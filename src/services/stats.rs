@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, TimeZone};
+use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime};
 use diesel::prelude::*;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -77,6 +77,10 @@ pub struct Stats {
     /// The last 12 weeks (Monday to Sunday in the organisation's time zone), oldest
     /// first; the last one is this week, so far.
     pub weeks: Vec<Week>,
+    /// The coverage audit of the period (`from`, `to`; by default the weeks above):
+    /// incidents that met the policy and where their COEs stand, days to approval,
+    /// actions closed on time, approved COEs to read again; overall and by team.
+    pub coverage: crate::services::coverage::Coverage,
 }
 
 /// COEs approved in the period, and those whose outage came back within 90 days of
@@ -126,6 +130,10 @@ pub struct Scope {
     pub owners: Option<Vec<String>>,
     /// How many weeks the weekly figures cover (1 to `MAX_WEEKS`).
     pub weeks: usize,
+    /// The team asked for (the coverage audit counts its incidents, COEs and actions).
+    pub team: Option<String>,
+    /// The coverage audit's first and last day; the weekly figures' when unset.
+    pub period: Option<(NaiveDate, NaiveDate)>,
 }
 
 impl Default for Scope {
@@ -133,6 +141,8 @@ impl Default for Scope {
         Scope {
             owners: None,
             weeks: WEEKS,
+            team: None,
+            period: None,
         }
     }
 }
@@ -147,6 +157,8 @@ impl Scope {
         Ok(Scope {
             owners: Some(owners),
             weeks: weeks.clamp(1, MAX_WEEKS),
+            team: Some(team.trim().to_owned()),
+            period: None,
         })
     }
 
@@ -189,7 +201,7 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
 }
 
 /// The Monday the last `weeks` weeks start on (this week is the last).
-fn first_day(clock: Clock, weeks: usize) -> NaiveDate {
+pub fn first_day(clock: Clock, weeks: usize) -> NaiveDate {
     let today = clock.today();
     let monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
     monday - Duration::weeks(weeks as i64 - 1)
@@ -197,11 +209,7 @@ fn first_day(clock: Clock, weeks: usize) -> NaiveDate {
 
 /// A local midnight as a UTC time (the earliest, across a clock change).
 fn local_midnight(clock: Clock, day: NaiveDate) -> NaiveDateTime {
-    clock
-        .tz
-        .from_local_datetime(&day.and_time(NaiveTime::MIN))
-        .earliest()
-        .map_or_else(|| day.and_time(NaiveTime::MIN), |t| t.naive_utc())
+    clock.midnight(day)
 }
 
 /// How long after its approval an outage that comes back counts against the COE.
@@ -638,6 +646,9 @@ pub fn with_action_figures(
     let (actions_recurred_after_done, recurrence_after_approval) =
         recurrence_figures(conn, clock, scope)?;
     Ok(Stats {
+        // Filled by the caller, which has the settings a COE's checks need
+        // (`services::coverage::audit`).
+        coverage: Default::default(),
         actions_recurred_after_done,
         recurrence_after_approval,
         actions: figures.actions,

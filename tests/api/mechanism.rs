@@ -247,6 +247,14 @@ async fn an_outage_that_comes_back_judges_the_actions_done_to_prevent_it() {
     assert!(html.contains("Recurred after done"), "{html}");
     let html = page("/dashboard".to_owned()).await;
     assert!(html.contains("Did the actions hold?"), "{html}");
+    // The weekly review's agenda lists the recurrence (it was recorded today).
+    let html = page("/review-meeting".to_owned()).await;
+    let recurrences = section(&html, "recurrences");
+    assert!(
+        recurrences.contains("Fail over by runbook, tested monthly")
+            && recurrences.contains(&format!("/coes/{second}")),
+        "{recurrences}"
+    );
 
     // It comes back again on the 25th: a second recurrence, told again.
     send(
@@ -266,6 +274,17 @@ async fn an_outage_that_comes_back_judges_the_actions_done_to_prevent_it() {
         stats["actions_recurred_after_done"], 1,
         "one action: {stats}"
     );
+}
+
+/// The `<section id="{id}">` of a page.
+fn section<'a>(html: &'a str, id: &str) -> &'a str {
+    let start = html
+        .find(&format!("<section id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no section {id}: {html}"));
+    let end = html[start..]
+        .find("</section>")
+        .map_or(html.len(), |e| start + e);
+    &html[start..end]
 }
 
 /// A token that stands for `email`.
@@ -435,6 +454,26 @@ async fn a_sev1_coe_closes_only_once_its_reviewer_verified_every_done_action() {
         .get_result(&mut conn)
         .expect("count");
     assert_eq!(told, 2);
+    drop(conn);
+    // The weekly review's agenda lists the refusal with its reason; the closed COE
+    // is the one to read together.
+    let html = get_page(&app, "/review-meeting", Some(&rev_session))
+        .await
+        .text()
+        .await
+        .expect("html");
+    let refusals = section(&html, "refusals");
+    assert!(
+        refusals.contains("by hand, not by the runbook")
+            && refusals.contains("Fail over by runbook"),
+        "{refusals}"
+    );
+    assert!(
+        section(&html, "pick").contains("Payments down for an hour"),
+        "{html}"
+    );
+    let res = get_page(&app, "/review-meeting?since=yesterday", Some(&rev_session)).await;
+    assert_eq!(res.status(), reqwest::StatusCode::BAD_REQUEST);
 }
 
 /// A sev1 COE written and submitted by the world's owner: its id and document.
@@ -592,7 +631,155 @@ async fn the_worst_outages_get_a_bar_raiser_from_another_team_and_need_both_appr
     assert_eq!(status, 200, "{doc}");
     assert_eq!(doc["state"], "approved");
 
+    // The weekly review's agenda lists it approved; with an overdue action.
+    {
+        let mut conn = w.app.pool.get().expect("conn");
+        diesel::update(corrective_actions::table.filter(corrective_actions::coe_id.eq(&id)))
+            .set(
+                corrective_actions::due_date
+                    .eq(chrono::NaiveDate::from_ymd_opt(2026, 1, 5).expect("a day")),
+            )
+            .execute(&mut conn)
+            .expect("overdue");
+    }
+    let session = sign_in(&w.app, "owner@example.com").await;
+    let html = get_page(&w.app, "/review-meeting", Some(&session))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        section(&html, "approved").contains(&format!("/coes/{id}")),
+        "{html}"
+    );
+    assert!(
+        section(&html, "overdue").contains("Validate config in CI"),
+        "{html}"
+    );
+    assert!(
+        section(&html, "pick").contains(&format!("/coes/{id}/print")),
+        "{html}"
+    );
+    // Since tomorrow, nothing was approved.
+    let tomorrow = chrono::Utc::now().date_naive() + chrono::Duration::days(1);
+    let html = get_page(
+        &w.app,
+        &format!("/review-meeting?since={tomorrow}"),
+        Some(&session),
+    )
+    .await
+    .text()
+    .await
+    .expect("html");
+    assert!(section(&html, "approved").contains("None."), "{html}");
+
     // The next sev1 COE goes to the bar raiser least recently assigned: ed.
     let (_, doc) = submitted_sev1(&w).await;
     assert_eq!(doc["bar_raiser"], "ed@example.com", "{doc}");
+}
+
+#[tokio::test]
+async fn the_coverage_audit_follows_each_outage_to_its_approved_coe_by_team_and_period() {
+    use crate::actions::World;
+    let w = World::new().await;
+    let admin = w.app.admin_token();
+    let ingest = w.app.token("ingest", coe::domain::Role::Ingest);
+    let (status, _) = w
+        .send(
+            &admin,
+            "PUT",
+            "/api/v1/people/owner@example.com",
+            None,
+            Some(json!({"team": "Payments"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    // An outage two days ago, resolved: its draft opens, within its writeup deadline.
+    let started = chrono::Utc::now() - chrono::Duration::days(2);
+    let at =
+        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    send(&w.app, &ingest, failover(&at(started), None)).await;
+    send(
+        &w.app,
+        &ingest,
+        failover(
+            &at(started),
+            Some(&at(started + chrono::Duration::hours(1))),
+        ),
+    )
+    .await;
+    // A COE owned by payments, written, submitted and approved today.
+    let (id, _) = w.written_coe().await;
+    w.action(&id, "Validate config in CI", "dev@example.com")
+        .await;
+    for (token, step) in [(&w.owner, "submit"), (&w.reviewer, "approve")] {
+        let (status, doc) = w
+            .send(
+                token,
+                "POST",
+                &format!("/api/v1/coes/{id}/{step}"),
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{doc}");
+    }
+
+    let stats = w.app.get_json("/api/v1/stats", &admin).await;
+    let overall = &stats["coverage"]["overall"];
+    assert_eq!(overall["incidents_at_policy"], 1, "{overall}");
+    assert_eq!(overall["incidents_by_coe_state"]["draft"], 1, "{overall}");
+    assert_eq!(overall["incidents_by_coe_state"]["none"], 0, "{overall}");
+    assert_eq!(overall["incidents"][0]["covered"], "draft");
+    assert_eq!(overall["approved"][0]["coe_id"], id.as_str(), "{overall}");
+    assert_eq!(overall["approved"][0]["lacks_prevention"], false);
+    assert_eq!(overall["approved_without_prevention"], 0);
+    assert_eq!(
+        stats["coverage"]["by_team"]["Payments"]["approved"][0]["coe_id"],
+        id.as_str()
+    );
+    // The draft has no owner and its service no team: it is nobody's team's.
+    assert_eq!(
+        stats["coverage"]["by_team"]["(none)"]["incidents_at_policy"],
+        1
+    );
+
+    // One team (any case): its COEs, not the other outage.
+    let payments = w.app.get_json("/api/v1/stats?team=payments", &admin).await;
+    let overall = &payments["coverage"]["overall"];
+    assert_eq!(overall["incidents_at_policy"], 0, "{overall}");
+    assert_eq!(overall["approved"].as_array().map(Vec::len), Some(1));
+    // A period before any of it: nothing.
+    let before = w
+        .app
+        .get_json("/api/v1/stats?from=2026-01-01&to=2026-01-31", &admin)
+        .await;
+    assert_eq!(before["coverage"]["from"], "2026-01-01");
+    assert_eq!(before["coverage"]["overall"]["incidents_at_policy"], 0);
+    assert_eq!(before["coverage"]["overall"]["approved"], json!([]));
+    // Bad dates name their field.
+    for (query, field) in [
+        ("from=yesterday", "from"),
+        ("from=2026-12-10&to=2026-12-01", "from"),
+        ("from=2020-01-01&to=2026-12-01", "to"),
+    ] {
+        let res = w
+            .app
+            .get(&format!("/api/v1/stats?{query}"), Some(&admin))
+            .await;
+        let (_, _, fields) = crate::helpers::error_of(res, 422).await;
+        assert_eq!(fields[0].0, field, "{query}");
+    }
+
+    // The dashboard draws it, each figure a link to its list.
+    let session = sign_in(&w.app, "owner@example.com").await;
+    let html = get_page(&w.app, "/dashboard", Some(&session))
+        .await
+        .text()
+        .await
+        .expect("html");
+    let coverage = section(&html, "coverage");
+    assert!(coverage.contains("#cov-incidents"), "{coverage}");
+    assert!(coverage.contains(&format!("/coes/{id}")), "{coverage}");
+    assert!(coverage.contains("Payments"), "{coverage}");
 }

@@ -7,8 +7,13 @@ use actix_web::{web, HttpResponse};
 use crate::db::DbConnection;
 use crate::error::{ApiError, ErrorBody};
 use crate::http::bearer::Member;
+use crate::http::extract::ApiQuery;
 use crate::http::state::{with_conn, AppState};
+use crate::services::coverage;
 use crate::services::stats::{self, ActionFigures, Scope, Stats};
+use chrono::NaiveDate;
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 /// The inspection figures now, for everyone. The figures about actions are counted
 /// once per change to actions or people (and at least every ten minutes), not per
@@ -28,23 +33,107 @@ pub fn scoped(conn: &mut DbConnection, state: &AppState, scope: &Scope) -> Resul
     } else {
         Arc::new(stats::action_figures(conn, clock, scope)?)
     };
-    Ok(stats::with_action_figures(
+    let mut stats = stats::with_action_figures(
         conn,
         clock,
         state.settings.coe.writeup_days,
         ActionFigures::clone(&figures),
         scope,
-    )?)
+    )?;
+    let (from, to) = scope
+        .period
+        .unwrap_or_else(|| (stats::first_day(clock, scope.weeks), clock.today()));
+    stats.coverage = coverage::audit(conn, &state.settings, scope.team.as_deref(), from, to)?;
+    Ok(stats)
+}
+
+/// `GET /api/v1/stats` parameters.
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct StatsQuery {
+    /// Only this team's (the directory's teams, any case): the actions its people
+    /// own, the COEs they own, the incidents of its services.
+    pub team: Option<String>,
+    /// The coverage audit's first day (YYYY-MM-DD); 12 weeks back by default.
+    pub from: Option<String>,
+    /// The coverage audit's last day (YYYY-MM-DD, included); today by default.
+    pub to: Option<String>,
+}
+
+/// The audit's period from `from` and `to` (YYYY-MM-DD), when either is given: the
+/// problem, naming the field, when it is not a date or the period runs backwards or
+/// longer than a year and a half.
+pub fn period(
+    from: Option<&str>,
+    to: Option<&str>,
+    today: NaiveDate,
+) -> Result<Option<(NaiveDate, NaiveDate)>, (String, String)> {
+    let day = |field: &str, v: Option<&str>| -> Result<Option<NaiveDate>, (String, String)> {
+        match v.map(str::trim).filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(v) => NaiveDate::parse_from_str(v, "%Y-%m-%d")
+                .map(Some)
+                .map_err(|_| {
+                    (
+                        field.to_owned(),
+                        format!("must be a date as YYYY-MM-DD (got {v:?})"),
+                    )
+                }),
+        }
+    };
+    let (from, to) = (day("from", from)?, day("to", to)?);
+    if from.is_none() && to.is_none() {
+        return Ok(None);
+    }
+    let to = to.unwrap_or(today);
+    let from = from
+        .unwrap_or(to - chrono::Duration::weeks(stats::WEEKS as i64) + chrono::Duration::days(1));
+    if from > to {
+        return Err(("from".into(), format!("must not be after `to` ({to})")));
+    }
+    if (to - from).num_days() > 550 {
+        return Err((
+            "to".into(),
+            "the period may be at most 550 days (a year and a half)".into(),
+        ));
+    }
+    Ok(Some((from, to)))
 }
 
 /// Open and overdue actions by team and owner, actions closed on time and late,
 /// median days to close, COEs by state, COEs waiting for review, drafts past deadline.
+/// With `team`, `from` or `to`, counted for the asking: one team's figures, and the
+/// coverage audit of that period.
 #[utoipa::path(operation_id = "stats", get, path = "/api/v1/stats", tag = "stats", security(("bearer" = [])),
+    params(StatsQuery),
     responses(
         (status = 200, description = "The figures", body = Stats),
+        (status = 400, description = "An unknown parameter", body = ErrorBody),
         (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
+        (status = 422, description = "A bad date or period", body = ErrorBody),
     ))]
-pub async fn get(_: Member, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let figures = with_conn(&state, current).await?;
+pub async fn get(
+    _: Member,
+    query: ApiQuery<StatsQuery>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let query = query.0;
+    let today = state.settings.clock().today();
+    let period = period(query.from.as_deref(), query.to.as_deref(), today)
+        .map_err(|(field, problem)| ApiError::field(field, problem))?;
+    let team = query
+        .team
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty());
+    let figures = with_conn(&state, move |conn, state| {
+        let mut scope = match &team {
+            Some(team) => Scope::team(conn, team, stats::WEEKS)?,
+            None => Scope::default(),
+        };
+        scope.period = period;
+        scoped(conn, state, &scope)
+    })
+    .await?;
     Ok(HttpResponse::Ok().json(figures))
 }

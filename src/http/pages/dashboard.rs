@@ -417,6 +417,11 @@ pub struct DashboardQuery {
     team: Option<String>,
     #[serde(default)]
     weeks: Option<String>,
+    /// The coverage audit's first and last days (YYYY-MM-DD); the period's by default.
+    #[serde(default)]
+    from: Option<String>,
+    #[serde(default)]
+    to: Option<String>,
 }
 
 /// The periods offered, in weeks.
@@ -444,15 +449,20 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
                 ))
             })?,
     };
+    let today = state.settings.clock().today();
+    let audit_period =
+        crate::http::api::stats::period(query.from.as_deref(), query.to.as_deref(), today)
+            .map_err(|(field, problem)| PageError::BadRequest(format!("{field}: {problem}")))?;
     let asked = team.clone();
     let (figures, unowned, teams) = as_service(&state, move |conn, state| {
-        let scope = match &asked {
+        let mut scope = match &asked {
             Some(team) => Scope::team(conn, team, weeks)?,
             None => Scope {
                 weeks,
                 ..Scope::default()
             },
         };
+        scope.period = audit_period;
         let unowned = crate::services::coes::unowned(conn, i64::try_from(LISTED).unwrap_or(20))?;
         let teams = crate::services::people::teams(conn)?;
         let figures = crate::http::api::stats::scoped(conn, state, &scope)?;
@@ -490,7 +500,7 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
         || format!("{weeks} weeks"),
         |(_, words)| (*words).to_owned(),
     );
-    let data = json!({
+    let mut data = json!({
         // Nobody's COE belongs to a team: the unowned list is the whole organisation's.
         "unowned": if team.is_none() { unowned } else { Vec::new() },
         "team": team,
@@ -504,7 +514,93 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
         "drafts_past_deadline": first(&figures.drafts_past_deadline),
         "waiting_for_review": first(&figures.waiting_for_review),
     });
+    if let Value::Object(data) = &mut data {
+        data.insert(
+            "coverage".into(),
+            coverage_view(&figures.coverage, team.as_deref(), weeks),
+        );
+        data.insert("coverage_weeks".into(), json!(weeks));
+    }
     render(&state, Some(&who), StatusCode::OK, "dashboard", data)
+}
+
+/// The coverage audit as the dashboard shows it: a row per team (and everyone),
+/// each figure a link to its list; the lists of the team shown (or everyone's).
+fn coverage_view(
+    coverage: &crate::services::coverage::Coverage,
+    team: Option<&str>,
+    weeks: usize,
+) -> Value {
+    use crate::services::coverage::CoverageFigures;
+    let (from, to) = (coverage.from.to_string(), coverage.to.to_string());
+    let link = |team: Option<&str>, list: &str| {
+        let mut url = format!("/dashboard?weeks={weeks}&from={from}&to={to}");
+        if let Some(team) = team {
+            url.push_str("&team=");
+            url.extend(form_urlencoded::byte_serialize(team.as_bytes()));
+        }
+        format!("{url}#cov-{list}")
+    };
+    let row = |name: &str, team: Option<&str>, f: &CoverageFigures| {
+        let state = |s: &str| f.incidents_by_coe_state.get(s).copied().unwrap_or(0);
+        let days = |d: Option<f64>| d.map_or_else(|| "—".to_owned(), |d| format!("{d}"));
+        json!({
+            "name": name,
+            "incidents": f.incidents_at_policy,
+            "none": state("none"),
+            "draft": state("draft"),
+            "draft_past_deadline": state("draft_past_deadline"),
+            "in_review": state("in_review"),
+            "approved": state("approved"),
+            "median": days(f.days_to_approval.median),
+            "worst": days(f.days_to_approval.worst),
+            "on_time": f.actions_closed.on_time,
+            "late": f.actions_closed.late,
+            "wont_do": f.actions_closed.wont_do,
+            "approved_coes": f.approved.len(),
+            "without_prevention": f.approved_without_prevention,
+            "with_warnings": f.approved_with_warnings,
+            "links": {
+                "incidents": link(team, "incidents"),
+                "approved": link(team, "approved"),
+                "actions": link(team, "actions"),
+            },
+        })
+    };
+    let mut rows = vec![row(team.unwrap_or("Everyone"), team, &coverage.overall)];
+    if team.is_none() {
+        rows.extend(
+            coverage
+                .by_team
+                .iter()
+                .map(|(name, f)| row(name, Some(name), f)),
+        );
+    }
+    let f = &coverage.overall;
+    let incidents: Vec<Value> = crate::domain::coverage::Covered::ALL
+        .iter()
+        .map(|state| {
+            json!({
+                "state": state.as_str(),
+                "label": match state.as_str() {
+                    "none" => "No COE",
+                    "draft" => "Draft, within its deadline",
+                    "draft_past_deadline" => "Draft past its deadline",
+                    "in_review" => "In review",
+                    _ => "Approved or closed",
+                },
+                "list": f.incidents.iter().filter(|i| i.covered == *state).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({
+        "from": from,
+        "to": to,
+        "rows": rows,
+        "incidents": incidents,
+        "approved": f.approved,
+        "actions": f.actions_closed,
+    })
 }
 
 #[cfg(test)]

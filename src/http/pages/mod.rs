@@ -17,6 +17,7 @@ mod home;
 mod incidents;
 mod markdown;
 mod me;
+mod meeting;
 mod outcome;
 mod query;
 mod report;
@@ -74,6 +75,7 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "timeline_entry",
     "board",
     "dashboard",
+    "review_meeting",
     "search",
     "me",
     "admin_tabs",
@@ -593,6 +595,7 @@ page_routes! {
     post "/sign-out" => sign_in::sign_out,
     get "/board" => board::board,
     get "/dashboard" => dashboard::dashboard,
+    get "/review-meeting" => meeting::review_meeting,
     get "/search" => search::search,
     get "/me" => me::show,
     post "/me/calendar" => me::new_calendar,

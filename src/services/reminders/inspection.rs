@@ -18,7 +18,7 @@ use crate::email::content::{
     coes_named, CoeLine, InspectionDigest, Links, TeamLine, WriteupOverdue,
 };
 use crate::email::Kind;
-use crate::services::stats;
+use crate::services::{coverage, stats};
 
 /// Drafts past their writeup deadline: one reminder a day to each owner.
 pub(super) fn writeups_overdue(
@@ -80,6 +80,9 @@ pub(super) fn inspection_digests(
     let clock = Clock { now: at, tz };
     let today = clock.today();
     let figures = stats::stats(conn, clock, settings.coe.writeup_days)?;
+    // Coverage over four weeks: a COE has a week to be written, and more to be reviewed.
+    let coverage_from = clock.today() - chrono::Duration::days(27);
+    let audit = coverage::audit(conn, settings, None, coverage_from, clock.today())?;
     // Last week: Monday 00:00 to Monday 00:00, organisation time.
     let this_monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
     let last_monday = this_monday - Duration::days(7);
@@ -165,6 +168,9 @@ pub(super) fn inspection_digests(
         closed_on_time: on_time,
         closed_late: late,
         stats_link: links.stats(),
+        review_meeting_link: links.review_meeting(),
+        coverage_from: coverage_from.to_string(),
+        coverage: coverage_lines(&audit),
     };
     let data = serde_json::to_value(digest).unwrap_or_default();
     let week = period_start(today, 7);
@@ -182,4 +188,24 @@ pub(super) fn inspection_digests(
             recipient,
         })
         .collect())
+}
+
+/// The coverage audit as the inspection email lists it: everyone, then each team.
+fn coverage_lines(audit: &coverage::Coverage) -> Vec<crate::email::content::CoverageLine> {
+    let line = |team: &str, f: &coverage::CoverageFigures| {
+        let state = |s: &str| f.incidents_by_coe_state.get(s).copied().unwrap_or(0);
+        crate::email::content::CoverageLine {
+            team: team.to_owned(),
+            incidents: f.incidents_at_policy,
+            none: state("none"),
+            draft_past_deadline: state("draft_past_deadline"),
+            in_review: state("in_review"),
+            approved: state("approved"),
+            without_prevention: f.approved_without_prevention,
+            with_warnings: f.approved_with_warnings,
+        }
+    };
+    std::iter::once(line("Everyone", &audit.overall))
+        .chain(audit.by_team.iter().map(|(t, f)| line(t, f)))
+        .collect()
 }

@@ -1,0 +1,84 @@
+//! `/review-meeting`: the agenda of the weekly operations review (`services::meeting`),
+//! printable. The meeting is held weekly: "since" defaults to a week ago and may be
+//! set in the URL; the COE read together is picked at random, and "Pick another"
+//! is a link with a new pick.
+
+use actix_web::http::StatusCode;
+use actix_web::web;
+use chrono::{Duration, NaiveDate};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{as_service, render, Page, PageError, State};
+use crate::http::session::SignedIn;
+use crate::services::meeting;
+
+#[derive(Debug, Deserialize)]
+pub struct MeetingQuery {
+    /// The last meeting's day (YYYY-MM-DD); a week ago when absent.
+    pub since: Option<String>,
+    /// Which approved COE to read together (any number; a new one picks another).
+    pub pick: Option<String>,
+}
+
+/// `GET /review-meeting`.
+pub async fn review_meeting(who: SignedIn, query: web::Query<MeetingQuery>, state: State) -> Page {
+    let query = query.into_inner();
+    let clock = state.settings.clock();
+    let since = match super::query::filled(&query.since) {
+        None => clock.today() - Duration::days(7),
+        Some(day) => NaiveDate::parse_from_str(&day, "%Y-%m-%d").map_err(|_| {
+            PageError::BadRequest(format!(
+                "since: {day:?} is not a date (YYYY-MM-DD, the last meeting's day)"
+            ))
+        })?,
+    };
+    let seed = match super::query::filled(&query.pick) {
+        None => rand::random::<u32>().into(),
+        Some(p) => p
+            .parse::<u64>()
+            .map_err(|_| PageError::BadRequest(format!("pick: {p:?} is not a number")))?,
+    };
+    let (agenda, names) = as_service(&state, move |conn, _| {
+        let agenda = meeting::agenda(conn, clock, since, seed)?;
+        let shown: Vec<String> = agenda
+            .approved
+            .iter()
+            .chain(&agenda.pick)
+            .filter_map(|c| c.owner.clone())
+            .chain(agenda.overdue.iter().map(|a| a.owner.clone()))
+            .chain(agenda.recurrences.iter().map(|r| r.owner.clone()))
+            .chain(
+                agenda
+                    .refusals
+                    .iter()
+                    .flat_map(|r| [r.owner.clone(), r.by.clone()]),
+            )
+            .collect();
+        let names = crate::services::people::names_of(conn, &shown)?;
+        Ok((agenda, names))
+    })
+    .await?;
+    let (_, names) = super::coes::directory_data(&names);
+    // Another pick: a new number, never the same one (the same list, a new COE when
+    // there is more than one).
+    let another = (seed + 1 + u64::from(rand::random::<u16>())) % 1_000_000;
+    let another = if agenda.approved_total > 1
+        && another % agenda.approved_total as u64 == seed % agenda.approved_total as u64
+    {
+        another + 1
+    } else {
+        another
+    };
+    let data = json!({
+        "names": names,
+        "agenda": agenda,
+        "since": since.to_string(),
+        "since_words": since.format("%A %-d %B %Y").to_string(),
+        "today": clock.today().to_string(),
+        "seed": seed,
+        "another": another,
+        "overdue_more": (agenda.overdue_total - agenda.overdue.len() as i64).max(0),
+    });
+    render(&state, Some(&who), StatusCode::OK, "review_meeting", data)
+}

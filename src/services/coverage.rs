@@ -1,0 +1,386 @@
+//! The coverage audit: for a period and per team, whether every incident that met
+//! the COE policy got its COE written and approved, how long that took, whether
+//! actions closed on time, and which approved COEs a leader should read again (no
+//! action that prevents or detects; warnings of the checks left standing). Rules in
+//! `domain::coverage`; an incident's team is its COE owner's, else its service's.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{Duration, NaiveDate, NaiveDateTime};
+use diesel::prelude::*;
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::config::Settings;
+use crate::db::schema::{
+    audit_log, coe_incidents, coes, corrective_actions, incidents, people, service_owners,
+};
+use crate::db::{types, DbConnection};
+use crate::domain::action::{closed_on_time, ActionKind, ActionState};
+use crate::domain::coe::CoeState;
+use crate::domain::coverage::{self, Covered};
+use crate::services::coes::{self as coe_service, CoeError};
+
+/// The team of people and services no team claims.
+pub const NO_TEAM: &str = "(none)";
+
+/// An incident that met the policy, and where its COE stands.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CoveredIncident {
+    pub incident_id: String,
+    pub title: String,
+    pub coe_id: Option<String>,
+    /// `none`, `draft`, `draft_past_deadline`, `in_review` or `approved`.
+    #[schema(value_type = String)]
+    pub covered: Covered,
+}
+
+/// A COE approved in the period.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ApprovedCoe {
+    pub coe_id: String,
+    pub title: String,
+    /// Days from the outage's resolution to the approval (none when it never resolved).
+    pub days_to_approval: Option<f64>,
+    /// None of its actions is of kind prevent or detect.
+    pub lacks_prevention: bool,
+    /// Warnings of the checks it was approved with: intentions instead of mechanisms,
+    /// 5-whys chains ending in human error.
+    pub warnings: usize,
+}
+
+/// Days from resolution to approval over the COEs approved in the period.
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+pub struct DaysToApproval {
+    pub median: Option<f64>,
+    pub worst: Option<f64>,
+}
+
+/// Actions closed in the period.
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+pub struct ClosedActions {
+    pub on_time: i64,
+    pub late: i64,
+    pub wont_do: i64,
+}
+
+/// The audit's figures for one team (or everyone), each with its list.
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+pub struct CoverageFigures {
+    /// Incidents of the period that met the COE policy.
+    pub incidents_at_policy: i64,
+    /// Of those, how many stand where (`none`, `draft`, `draft_past_deadline`,
+    /// `in_review`, `approved`).
+    pub incidents_by_coe_state: BTreeMap<String, i64>,
+    pub incidents: Vec<CoveredIncident>,
+    pub days_to_approval: DaysToApproval,
+    pub actions_closed: ClosedActions,
+    /// COEs approved in the period.
+    pub approved: Vec<ApprovedCoe>,
+    /// How many of them have no action of kind prevent or detect.
+    pub approved_without_prevention: i64,
+    /// How many of them carry warnings of the checks.
+    pub approved_with_warnings: i64,
+}
+
+/// The coverage audit of a period: overall (or the team asked for) and by team.
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+pub struct Coverage {
+    /// The first and the last day of the period (in the organisation's time zone).
+    #[schema(value_type = String, format = Date)]
+    pub from: NaiveDate,
+    #[schema(value_type = String, format = Date)]
+    pub to: NaiveDate,
+    pub overall: CoverageFigures,
+    pub by_team: BTreeMap<String, CoverageFigures>,
+}
+
+/// The COEs whose review ended in an approval from `from` on (and before `until`),
+/// the latest approval of each, newest first. A COE that settles back to approved
+/// when an action reopens is not approved again.
+pub fn approvals(
+    conn: &mut DbConnection,
+    from: NaiveDateTime,
+    until: Option<NaiveDateTime>,
+) -> QueryResult<Vec<(String, NaiveDateTime)>> {
+    let mut query = audit_log::table
+        .filter(audit_log::entity.eq("coe"))
+        .filter(audit_log::action.eq("state:approved"))
+        .filter(audit_log::at.ge(from))
+        .into_boxed();
+    if let Some(until) = until {
+        query = query.filter(audit_log::at.lt(until));
+    }
+    let rows: Vec<(String, Option<String>, NaiveDateTime)> = query
+        .order(audit_log::at.desc())
+        .select((audit_log::entity_id, audit_log::before, audit_log::at))
+        .load(conn)?;
+    let mut out: Vec<(String, NaiveDateTime)> = Vec::new();
+    for (id, before, at) in rows {
+        let from_review = before
+            .as_deref()
+            .and_then(|b| serde_json::from_str::<Value>(b).ok())
+            .is_some_and(|b| b["state"] == "in_review");
+        if from_review && !out.iter().any(|(seen, _)| *seen == id) {
+            out.push((id, at));
+        }
+    }
+    Ok(out)
+}
+
+/// The audit of the days `from` to `to` (both included); only `team`'s (any case)
+/// when given.
+pub fn audit(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    team: Option<&str>,
+    from: NaiveDate,
+    to: NaiveDate,
+) -> QueryResult<Coverage> {
+    let clock = settings.clock();
+    let now = clock.now.naive_utc();
+    let (start, end) = (clock.midnight(from), clock.midnight(to + Duration::days(1)));
+    let teams = Teams::load(conn)?;
+    let wanted = |t: &str| team.is_none_or(|w| w.trim().eq_ignore_ascii_case(t));
+    let mut by_team: BTreeMap<String, CoverageFigures> = BTreeMap::new();
+
+    // Incidents of the period that met the policy, and their COEs.
+    let found: Vec<(String, String, Option<String>, Option<NaiveDateTime>)> = incidents::table
+        .filter(incidents::coe_required_at.is_not_null())
+        .filter(incidents::started_at.ge(start))
+        .filter(incidents::started_at.lt(end))
+        .order(incidents::started_at.asc())
+        .select((
+            incidents::id,
+            incidents::title,
+            incidents::service,
+            incidents::resolved_at,
+        ))
+        .load(conn)?;
+    let ids: Vec<&str> = found.iter().map(|f| f.0.as_str()).collect();
+    let mut coe_of: BTreeMap<String, String> = coes::table
+        .filter(coes::incident_id.eq_any(&ids))
+        .select((coes::incident_id.assume_not_null(), coes::id))
+        .load::<(String, String)>(conn)?
+        .into_iter()
+        .collect();
+    coe_of.extend(
+        coe_incidents::table
+            .filter(coe_incidents::incident_id.eq_any(&ids))
+            .select((coe_incidents::incident_id, coe_incidents::coe_id))
+            .load::<(String, String)>(conn)?,
+    );
+    let coe_ids: BTreeSet<&String> = coe_of.values().collect();
+    let coe_facts: BTreeMap<String, (String, Option<String>, Option<NaiveDateTime>)> = coes::table
+        .filter(coes::id.eq_any(coe_ids.into_iter().cloned().collect::<Vec<_>>()))
+        .select((coes::id, coes::state, coes::owner_email, coes::resolved_at))
+        .load::<(String, String, Option<String>, Option<NaiveDateTime>)>(conn)?
+        .into_iter()
+        .map(|(id, state, owner, resolved)| (id, (state, owner, resolved)))
+        .collect();
+    for (incident_id, title, service, resolved_at) in found {
+        let coe_id = coe_of.get(&incident_id).cloned();
+        let facts = coe_id.as_ref().and_then(|c| coe_facts.get(c));
+        let state: Option<CoeState> = facts
+            .map(|(s, _, _)| types::read("coes.state", s))
+            .transpose()?;
+        let owner = facts.and_then(|(_, o, _)| o.as_deref());
+        let resolved = facts.and_then(|(_, _, r)| *r).or(resolved_at);
+        let covered = Covered::of(state, resolved, now, settings.coe.writeup_days);
+        let team_name = teams.of(owner, service.as_deref());
+        if !wanted(&team_name) {
+            continue;
+        }
+        let figures = by_team.entry(team_name).or_default();
+        figures.incidents_at_policy += 1;
+        *figures
+            .incidents_by_coe_state
+            .entry(covered.as_str().to_owned())
+            .or_default() += 1;
+        figures.incidents.push(CoveredIncident {
+            incident_id,
+            title,
+            coe_id,
+            covered,
+        });
+    }
+
+    // COEs approved in the period.
+    for (coe_id, approved_at) in approvals(conn, start, Some(end))? {
+        let (title, owner, service, resolved, incident): (
+            String,
+            Option<String>,
+            Option<String>,
+            Option<NaiveDateTime>,
+            Option<String>,
+        ) = coes::table
+            .find(&coe_id)
+            .select((
+                coes::title,
+                coes::owner_email,
+                coes::service,
+                coes::resolved_at,
+                coes::incident_id,
+            ))
+            .first(conn)?;
+        let team_name = teams.of(owner.as_deref(), service.as_deref());
+        if !wanted(&team_name) {
+            continue;
+        }
+        let resolved = match (resolved, incident) {
+            (Some(r), _) => Some(r),
+            (None, Some(incident)) => incidents::table
+                .find(incident)
+                .select(incidents::resolved_at)
+                .first(conn)
+                .optional()?
+                .flatten(),
+            (None, None) => None,
+        };
+        let kinds: Vec<ActionKind> = corrective_actions::table
+            .filter(corrective_actions::coe_id.eq(&coe_id))
+            .select(corrective_actions::kind)
+            .load::<String>(conn)?
+            .iter()
+            .map(|k| types::read("corrective_actions.kind", k))
+            .collect::<Result<_, _>>()?;
+        let warnings = match coe_service::load(conn, &coe_id, settings) {
+            Ok(doc) => doc.completeness.warnings.len(),
+            Err(CoeError::Database(e)) => return Err(e),
+            // Gone since it was approved (no COE is deleted): nothing to warn of.
+            Err(_) => 0,
+        };
+        let figures = by_team.entry(team_name).or_default();
+        figures.approved.push(ApprovedCoe {
+            coe_id,
+            title,
+            days_to_approval: resolved.map(|r| coverage::days_to_approval(r, approved_at)),
+            lacks_prevention: coverage::lacks_prevention(&kinds),
+            warnings,
+        });
+    }
+
+    // Actions closed in the period, by their owner's team.
+    let closed: Vec<(String, String, NaiveDate, NaiveDateTime)> = corrective_actions::table
+        .filter(corrective_actions::closed_at.ge(start))
+        .filter(corrective_actions::closed_at.lt(end))
+        .select((
+            corrective_actions::owner_email,
+            corrective_actions::state,
+            corrective_actions::due_date,
+            corrective_actions::closed_at.assume_not_null(),
+        ))
+        .load(conn)?;
+    for (owner, state, due, closed_at) in closed {
+        let state: ActionState = types::read("corrective_actions.state", &state)?;
+        let team_name = teams.of(Some(&owner), None);
+        if !wanted(&team_name) {
+            continue;
+        }
+        let counts = &mut by_team.entry(team_name).or_default().actions_closed;
+        match closed_on_time(state, due, clock.local_date(closed_at)) {
+            Some(true) => counts.on_time += 1,
+            Some(false) => counts.late += 1,
+            None if state == ActionState::WontDo => counts.wont_do += 1,
+            None => {}
+        }
+    }
+
+    let mut overall = CoverageFigures::default();
+    for figures in by_team.values_mut() {
+        settle(figures);
+        overall.incidents_at_policy += figures.incidents_at_policy;
+        for (state, n) in &figures.incidents_by_coe_state {
+            *overall
+                .incidents_by_coe_state
+                .entry(state.clone())
+                .or_default() += n;
+        }
+        overall.incidents.extend(figures.incidents.iter().cloned());
+        overall.approved.extend(figures.approved.iter().cloned());
+        overall.actions_closed.on_time += figures.actions_closed.on_time;
+        overall.actions_closed.late += figures.actions_closed.late;
+        overall.actions_closed.wont_do += figures.actions_closed.wont_do;
+    }
+    settle(&mut overall);
+    Ok(Coverage {
+        from,
+        to,
+        overall,
+        by_team,
+    })
+}
+
+/// Works out the figures drawn from the lists: every state named (zero when none),
+/// days to approval, the approved COEs to read again.
+fn settle(figures: &mut CoverageFigures) {
+    for state in Covered::ALL {
+        figures
+            .incidents_by_coe_state
+            .entry(state.as_str().to_owned())
+            .or_default();
+    }
+    let days: Vec<f64> = figures
+        .approved
+        .iter()
+        .filter_map(|a| a.days_to_approval)
+        .collect();
+    let (median, worst) = coverage::median_and_worst(days);
+    figures.days_to_approval = DaysToApproval { median, worst };
+    figures.approved_without_prevention = figures
+        .approved
+        .iter()
+        .filter(|a| a.lacks_prevention)
+        .count() as i64;
+    figures.approved_with_warnings =
+        figures.approved.iter().filter(|a| a.warnings > 0).count() as i64;
+}
+
+/// Who is in which team: people by the directory, services by their owners.
+struct Teams {
+    people: BTreeMap<String, String>,
+    services: BTreeMap<String, String>,
+}
+
+impl Teams {
+    fn load(conn: &mut DbConnection) -> QueryResult<Teams> {
+        Ok(Teams {
+            people: people::table
+                .filter(people::team.is_not_null())
+                .select((people::email, people::team.assume_not_null()))
+                .load::<(String, String)>(conn)?
+                .into_iter()
+                .collect(),
+            services: service_owners::table
+                .filter(service_owners::team.is_not_null())
+                .select((
+                    service_owners::service,
+                    service_owners::team.assume_not_null(),
+                ))
+                .load::<(String, String)>(conn)?
+                .into_iter()
+                .collect(),
+        })
+    }
+
+    /// The team of an owner, else of a service; `(none)` when neither has one. Teams
+    /// are named as the directory first wrote them, whatever the case.
+    fn of(&self, owner: Option<&str>, service: Option<&str>) -> String {
+        owner
+            .and_then(|o| self.people.get(o))
+            .or_else(|| service.and_then(|s| self.services.get(s)))
+            .map(|t| self.canonical(t))
+            .unwrap_or_else(|| NO_TEAM.to_owned())
+    }
+
+    fn canonical(&self, team: &str) -> String {
+        self.people
+            .values()
+            .chain(self.services.values())
+            .filter(|t| t.eq_ignore_ascii_case(team))
+            .min()
+            .cloned()
+            .unwrap_or_else(|| team.to_owned())
+    }
+}
