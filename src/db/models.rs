@@ -158,6 +158,8 @@ pub struct WhyChainRow {
     pub steps: String,
     pub created_at: NaiveDateTime,
     pub updated_at: NaiveDateTime,
+    /// The contributing factor the chain ends in (one of the template's).
+    pub factor: Option<String>,
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]

@@ -162,6 +162,7 @@ diesel::table! {
         steps -> Text,
         created_at -> Timestamp,
         updated_at -> Timestamp,
+        factor -> Nullable<Text>,
     }
 }
 

@@ -473,5 +473,9 @@ pub(super) fn whys(s: &Scenario) -> WhyChainInput {
                 "Configuration changes skip the canary stage that code changes go through.",
             ),
         ],
+        // The stories differ in what contributed most, so the dashboard has a spread.
+        factor: Some(
+            ["configuration", "change", "deployment", "capacity"][s.service.len() % 4].to_owned(),
+        ),
     }
 }

@@ -92,9 +92,36 @@ pub fn lacks_prevention(kinds: &[ActionKind]) -> bool {
         .any(|k| matches!(k, ActionKind::Prevent | ActionKind::Detect))
 }
 
+/// The quarter a day falls in, as people name it: `2026-Q4`.
+pub fn quarter_of(day: chrono::NaiveDate) -> String {
+    use chrono::Datelike;
+    format!("{}-Q{}", day.year(), day.month0() / 3 + 1)
+}
+
+/// The first day of the quarter `back` quarters before the one `day` falls in.
+pub fn quarter_start(day: chrono::NaiveDate, back: u32) -> chrono::NaiveDate {
+    use chrono::Datelike;
+    let index = day.year() * 4 + (day.month0() / 3) as i32 - back as i32;
+    let (year, quarter) = (index.div_euclid(4), index.rem_euclid(4) as u32);
+    chrono::NaiveDate::from_ymd_opt(year, quarter * 3 + 1, 1).unwrap_or(day)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quarters_are_named_and_counted_back_across_years() {
+        let day = chrono::NaiveDate::from_ymd_opt(2026, 12, 2).expect("a day");
+        assert_eq!(quarter_of(day), "2026-Q4");
+        assert_eq!(quarter_start(day, 0).to_string(), "2026-10-01");
+        assert_eq!(quarter_start(day, 3).to_string(), "2026-01-01");
+        assert_eq!(quarter_start(day, 4).to_string(), "2025-10-01");
+        assert_eq!(
+            quarter_of(chrono::NaiveDate::from_ymd_opt(2026, 3, 31).expect("a day")),
+            "2026-Q1"
+        );
+    }
 
     fn at(day: u32, hour: u32) -> NaiveDateTime {
         chrono::NaiveDate::from_ymd_opt(2026, 11, day)

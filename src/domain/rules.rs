@@ -44,6 +44,8 @@ pub struct CoeContent<'a> {
     pub sections: BTreeMap<&'a str, &'a str>,
     pub timeline_entries: usize,
     pub why_chains: Vec<Vec<WhyStep>>,
+    /// The contributing factor of each chain, in the same order (`None`: not tagged).
+    pub why_factors: Vec<Option<String>>,
     /// `None` until corrective actions are tracked for this COE.
     pub action_count: Option<usize>,
     /// Extra texts to lint, by where they are (e.g. action titles): (place, text).
@@ -170,6 +172,16 @@ pub fn assess(template: &Template, content: &CoeContent<'_>, phrases: &[String])
                 }
                 for (i, chain) in content.why_chains.iter().enumerate() {
                     let at = format!("{key}[{i}]");
+                    let tagged = content.why_factors.get(i).is_some_and(Option::is_some);
+                    if spec.required && !template.contributing_factors.is_empty() && !tagged {
+                        missing.push(Finding::new(
+                            &at,
+                            format!(
+                                "name the contributing factor this chain ends in (one of: {})",
+                                template.contributing_factors.join(", ")
+                            ),
+                        ));
+                    }
                     if let Some(last) = chain.last() {
                         let end = format!("{} {}", last.why, last.because).to_lowercase();
                         if HUMAN_ERROR.iter().any(|h| end.contains(h)) {
@@ -244,8 +256,24 @@ mod tests {
             why("c", "d"),
             why("e", "a config default"),
         ]];
+        c.why_factors = vec![Some("configuration".into())];
         c.action_count = Some(1);
         c
+    }
+
+    #[test]
+    fn every_chain_names_its_contributing_factor_unless_the_template_tags_none() {
+        let mut t = Template::default_template();
+        let mut c = complete_content();
+        c.why_chains
+            .push(vec![why("f", "g"), why("h", "i"), why("j", "k")]);
+        c.why_factors.push(None);
+        let a = assess(&t, &c, &phrases());
+        assert_eq!(a.missing.len(), 1, "{:?}", a.missing);
+        assert_eq!(a.missing[0].at, "five_whys[1]");
+        assert!(a.missing[0].problem.contains("monitoring gap"));
+        t.contributing_factors.clear();
+        assert!(assess(&t, &c, &phrases()).missing.is_empty());
     }
 
     #[test]
@@ -320,6 +348,7 @@ mod tests {
         let t = Template::default_template();
         let mut c = complete_content();
         c.why_chains = vec![vec![why("a", "b"), why("c", "d")], vec![why("e", "f")]];
+        c.why_factors = vec![Some("change".into()), Some("data".into())];
         let a = assess(&t, &c, &phrases());
         assert_eq!(
             a.missing,
@@ -338,6 +367,7 @@ mod tests {
             .insert("prevention", "We will be more careful and remind the team.");
         c.why_chains
             .push(vec![why("Why was the wrong host drained?", "Human error.")]);
+        c.why_factors.push(Some("runbook/process".into()));
         c.other_texts.push((
             "actions[0].title".into(),
             "Try to double-check deploys".into(),

@@ -79,7 +79,29 @@ fn default_min_whys() -> u32 {
 pub struct Template {
     pub name: String,
     pub version: u32,
+    /// The categories a 5-whys chain is tagged with: what contributed to the outage
+    /// (not one root cause). Each chain names one before the COE is submitted; an
+    /// empty list turns the tagging off.
+    #[serde(default = "default_factors")]
+    pub contributing_factors: Vec<String>,
     pub sections: Vec<SectionSpec>,
+}
+
+/// The contributing factors of a template that names none.
+pub const DEFAULT_FACTORS: [&str; 9] = [
+    "change",
+    "configuration",
+    "capacity",
+    "dependency",
+    "deployment",
+    "monitoring gap",
+    "runbook/process",
+    "data",
+    "security",
+];
+
+fn default_factors() -> Vec<String> {
+    DEFAULT_FACTORS.iter().map(|f| (*f).to_owned()).collect()
 }
 
 /// What is wrong with a template file, naming the section.
@@ -112,6 +134,7 @@ impl Template {
         Template::parse(DEFAULT_TEMPLATE).unwrap_or_else(|e| Template {
             name: format!("broken default: {e}"),
             version: 0,
+            contributing_factors: default_factors(),
             sections: Vec::new(),
         })
     }
@@ -119,6 +142,22 @@ impl Template {
     fn validate(&self) -> Result<(), TemplateError> {
         if self.sections.is_empty() {
             return Err(TemplateError::Empty);
+        }
+        let mut factors = BTreeSet::new();
+        for (index, f) in self.contributing_factors.iter().enumerate() {
+            let fail = |problem: &str| TemplateError::Section {
+                index: index + 1,
+                key: format!("contributing_factors: {f}"),
+                problem: problem.to_owned(),
+            };
+            if f.trim().is_empty() || f.len() > 40 || f.trim() != f {
+                return Err(fail(
+                    "a factor is 1 to 40 characters, without spaces around",
+                ));
+            }
+            if !factors.insert(f.to_lowercase()) {
+                return Err(fail("the factor is listed twice"));
+            }
         }
         let mut keys = BTreeSet::new();
         let mut special = BTreeSet::new();
@@ -162,6 +201,15 @@ impl Template {
     /// The section of a given kind, if the template has one.
     pub fn section_of_kind(&self, kind: SectionKind) -> Option<&SectionSpec> {
         self.sections.iter().find(|s| s.kind == kind)
+    }
+
+    /// The factor of this template that `asked` names (any case), as the template
+    /// writes it.
+    pub fn factor(&self, asked: &str) -> Option<&str> {
+        self.contributing_factors
+            .iter()
+            .find(|f| f.eq_ignore_ascii_case(asked.trim()))
+            .map(String::as_str)
     }
 
     /// "summary, impact, …" for error messages.

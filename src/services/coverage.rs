@@ -15,6 +15,7 @@ use utoipa::ToSchema;
 use crate::config::Settings;
 use crate::db::schema::{
     audit_log, coe_incidents, coes, corrective_actions, incidents, people, service_owners,
+    why_chains,
 };
 use crate::db::{types, DbConnection};
 use crate::domain::action::{closed_on_time, ActionKind, ActionState};
@@ -94,6 +95,87 @@ pub struct Coverage {
     pub to: NaiveDate,
     pub overall: CoverageFigures,
     pub by_team: BTreeMap<String, CoverageFigures>,
+}
+
+/// The chains of one quarter's COEs by contributing factor: overall and by team.
+#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+pub struct FactorQuarter {
+    /// `2026-Q4`.
+    pub quarter: String,
+    /// 5-whys chains of the quarter's COEs (by when their outage started).
+    pub chains: i64,
+    /// Chains by factor; `(not tagged)` for chains not tagged yet.
+    pub overall: BTreeMap<String, i64>,
+    pub by_team: BTreeMap<String, BTreeMap<String, i64>>,
+}
+
+/// A chain's COE owner, service, start and opening, and its factor.
+type ChainFacts = (
+    Option<String>,
+    Option<String>,
+    Option<NaiveDateTime>,
+    NaiveDateTime,
+    Option<String>,
+);
+
+/// What an untagged chain counts as.
+pub const NOT_TAGGED: &str = "(not tagged)";
+
+/// The contributing factors of the last `quarters` quarters (this one first), of
+/// `team`'s COEs (any case) or everyone's. A COE counts in the quarter its outage
+/// started (else it was opened); merged drafts count in the COE they went into.
+pub fn factors(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    team: Option<&str>,
+    quarters: u32,
+) -> QueryResult<Vec<FactorQuarter>> {
+    let clock = settings.clock();
+    let today = clock.today();
+    let first = coverage::quarter_start(today, quarters.saturating_sub(1));
+    let since = clock.midnight(first);
+    let teams = Teams::load(conn)?;
+    let rows: Vec<ChainFacts> = why_chains::table
+        .inner_join(coes::table)
+        .filter(coes::state.ne(CoeState::Merged.as_str()))
+        .filter(
+            coes::started_at
+                .ge(since)
+                .or(coes::started_at.is_null().and(coes::created_at.ge(since))),
+        )
+        .select((
+            coes::owner_email,
+            coes::service,
+            coes::started_at,
+            coes::created_at,
+            why_chains::factor,
+        ))
+        .load(conn)?;
+    let mut out: Vec<FactorQuarter> = (0..quarters)
+        .map(|back| FactorQuarter {
+            quarter: coverage::quarter_of(coverage::quarter_start(today, back)),
+            ..FactorQuarter::default()
+        })
+        .collect();
+    for (owner, service, started, created, factor) in rows {
+        let team_name = teams.of(owner.as_deref(), service.as_deref());
+        if team.is_some_and(|w| !w.trim().eq_ignore_ascii_case(&team_name)) {
+            continue;
+        }
+        let quarter = coverage::quarter_of(clock.local_date(started.unwrap_or(created)));
+        let Some(q) = out.iter_mut().find(|q| q.quarter == quarter) else {
+            continue;
+        };
+        let factor = factor.unwrap_or_else(|| NOT_TAGGED.to_owned());
+        q.chains += 1;
+        *q.overall.entry(factor.clone()).or_default() += 1;
+        *q.by_team
+            .entry(team_name)
+            .or_default()
+            .entry(factor)
+            .or_default() += 1;
+    }
+    Ok(out)
 }
 
 /// The COEs whose review ended in an approval from `from` on (and before `until`),

@@ -81,6 +81,9 @@ pub struct Stats {
     /// incidents that met the policy and where their COEs stand, days to approval,
     /// actions closed on time, approved COEs to read again; overall and by team.
     pub coverage: crate::services::coverage::Coverage,
+    /// The 5-whys chains of the last four quarters' COEs by contributing factor (this
+    /// quarter first), overall and by team.
+    pub contributing_factors: Vec<crate::services::coverage::FactorQuarter>,
 }
 
 /// COEs approved in the period, and those whose outage came back within 90 days of
@@ -649,6 +652,7 @@ pub fn with_action_figures(
         // Filled by the caller, which has the settings a COE's checks need
         // (`services::coverage::audit`).
         coverage: Default::default(),
+        contributing_factors: Vec::new(),
         actions_recurred_after_done,
         recurrence_after_approval,
         actions: figures.actions,

@@ -87,7 +87,14 @@ impl World {
             .await;
         assert_eq!(status, 201, "{doc}");
         let id = doc["id"].as_str().expect("id").to_owned();
-        let mut v = doc["version"].as_i64().expect("version");
+        let v = doc["version"].as_i64().expect("version");
+        let v = self.write_up(&id, v).await;
+        (id, v)
+    }
+
+    /// Writes COE `id` (at version `v`) up completely and names reviewer@ its
+    /// reviewer; the version after.
+    pub(crate) async fn write_up(&self, id: &str, mut v: i64) -> i64 {
         for (key, body) in [
             ("summary", "Payments failed for 20 minutes."),
             ("impact", "4,100 payments failed."),
@@ -123,7 +130,7 @@ impl World {
                     {"why": "Why did payments fail?", "because": "The config was invalid."},
                     {"why": "Why was it invalid?", "because": "A typo."},
                     {"why": "Why did the typo ship?", "because": "Nothing validated the config."}
-                ]})),
+                ], "factor": "configuration"})),
             )
             .await;
         v = doc["version"].as_i64().expect("version");
@@ -137,7 +144,7 @@ impl World {
             )
             .await;
         assert_eq!(status, 200, "{doc}");
-        (id, doc["version"].as_i64().expect("version"))
+        doc["version"].as_i64().expect("version")
     }
 
     pub(crate) async fn action(&self, coe: &str, title: &str, owner: &str) -> Value {

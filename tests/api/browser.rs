@@ -245,6 +245,22 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
         .webhook("alertmanager", Some(&ingest), alert.to_string(), &[])
         .await;
     assert_eq!(res.status(), 202);
+    // The directory: Ana in checkout; Bo, of search, raises the bar of the worst outages.
+    let admin = app.admin_token();
+    for (email, body) in [
+        ("ana@example.com", json!({"team": "checkout"})),
+        ("bo@example.com", json!({"team": "search", "bar_raiser": true})),
+    ] {
+        let res = app
+            .client
+            .put(app.url(&format!("/api/v1/people/{email}")))
+            .bearer_auth(&admin)
+            .json(&body)
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(res.status(), 200);
+    }
 
     // The on-call engineer signs in, finds the incident and the COE it opened.
     let browser = Browser::start().await;
@@ -315,6 +331,8 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
         browser.type_into(&format!("#nw-{}", i + 1), why).await;
         browser.type_into(&format!("#nb-{}", i + 1), because).await;
     }
+    // What kind of thing the chain ends in: the dashboard counts them.
+    browser.click("#nf option[value=deployment]").await;
     browser
         .click_to_load("#part-five_whys > details.box button[type=submit]")
         .await;
@@ -440,6 +458,28 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     browser.goto(&app.url(&coe_path)).await;
     browser.click_to_load("#review form.approve button").await;
     browser.wait_for_url("#review").await;
+    // A sev1: the bar raiser approves too.
+    let facts = browser.text(".facts").await;
+    assert!(
+        facts.contains("in review") && facts.contains("bo@example.com"),
+        "{facts}"
+    );
+    sign_out(&browser).await;
+
+    // Bo, from outside the team, follows his email: the panel says he is the bar
+    // raiser and that the reviewer approved; he approves.
+    let asked = newest_email(&app, "review_requested", "bo@example.com");
+    sign_in_to(&browser, &app, "bo@example.com", &link_in(&asked, &coe_path)).await;
+    let panel = browser.text("#review").await;
+    assert!(
+        panel.contains("Your review as bar raiser") && panel.contains("it waits for"),
+        "{panel}"
+    );
+    browser.set_size(1280, 1400).await;
+    browser.screenshot("review-bar-raiser").await;
+    browser.set_size(1280, 900).await;
+    browser.click_to_load("#review form.approve button").await;
+    browser.wait_for_url("#review").await;
     assert!(browser.text(".facts").await.contains("approved"));
     sign_out(&browser).await;
 
@@ -505,6 +545,26 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
         "{}",
         browser.text(".facts").await
     );
+
+    // The weekly operations review: the COE approved this week, and the one to read.
+    browser.goto(&app.url("/review-meeting")).await;
+    browser.wait_for_heading("Weekly operations review").await;
+    assert!(browser
+        .text("#approved")
+        .await
+        .contains("Checkout error rate above 5%"));
+    assert!(browser
+        .text("#pick")
+        .await
+        .contains("Checkout error rate above 5%"));
+    browser.set_size(1280, 1600).await;
+    browser.screenshot("review-meeting").await;
+    // The dashboard's coverage: the outage, approved; its chain's factor counted.
+    browser.goto(&app.url("/dashboard")).await;
+    assert!(browser.text("#coverage").await.contains("checkout"));
+    assert!(browser.text("#factors").await.contains("deployment"));
+    browser.set_size(1280, 5000).await;
+    browser.screenshot("dashboard-coverage").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

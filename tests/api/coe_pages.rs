@@ -313,6 +313,7 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
             ("because", "no check compares pool sizes"),
             ("why", ""),
             ("because", ""),
+            ("factor", "deployment"),
         ],
     )
     .await;
@@ -321,6 +322,10 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
     assert!(
         html.contains("<strong>Why did checkout fail?</strong> Because the pool was exhausted"),
         "{html}"
+    );
+    assert!(
+        html.contains(r#"<span class="tag factor">deployment</span>"#),
+        "the chain shows its contributing factor: {html}"
     );
 
     // Related: only web links; another COE by its page's address.

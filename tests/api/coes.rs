@@ -404,7 +404,14 @@ async fn the_rules_and_the_intention_lint_apply_to_what_people_write() {
     );
     assert_eq!(
         missing_keys(&doc),
-        ["impact", "detection", "five_whys", "actions"]
+        [
+            "impact",
+            "detection",
+            "five_whys",
+            "five_whys[0]",
+            "actions"
+        ],
+        "a chain names its contributing factor too"
     );
     let problems: Vec<&str> = doc["completeness"]["missing"]
         .as_array()
@@ -421,19 +428,37 @@ async fn the_rules_and_the_intention_lint_apply_to_what_people_write() {
         .as_str()
         .expect("chain")
         .to_owned();
+    let steps = json!([
+        {"why": "Why did search fail?", "because": "The disk was full."},
+        {"why": "Why was the disk full?", "because": "Logs were not rotated."},
+        {"why": "Why were they not rotated?", "because": "Human error."},
+    ]);
+    let (status, body) = c
+        .write(
+            "PUT",
+            &format!("/api/v1/coes/{id}/whys/{chain_id}"),
+            Some(v),
+            Some(json!({"steps": steps, "factor": "bad luck"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["fields"][0]["field"], "factor");
+    assert!(
+        body["error"]["fields"][0]["problem"]
+            .as_str()
+            .is_some_and(|p| p.contains("monitoring gap")),
+        "{body}"
+    );
     let (status, doc) = c
         .write(
             "PUT",
             &format!("/api/v1/coes/{id}/whys/{chain_id}"),
             Some(v),
-            Some(json!({"steps": [
-                {"why": "Why did search fail?", "because": "The disk was full."},
-                {"why": "Why was the disk full?", "because": "Logs were not rotated."},
-                {"why": "Why were they not rotated?", "because": "Human error."},
-            ]})),
+            Some(json!({"steps": steps, "factor": "Runbook/Process"})),
         )
         .await;
     assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["five_whys"][0]["factor"], "runbook/process");
     assert_eq!(missing_keys(&doc), ["impact", "detection", "actions"]);
     let warnings: Vec<(String, String)> = doc["completeness"]["warnings"]
         .as_array()
@@ -959,6 +984,7 @@ async fn an_organisation_template_is_used_and_a_coe_keeps_the_one_it_was_created
         r#"
 name = "ours"
 version = 7
+contributing_factors = ["vendor", "our code"]
 [[sections]]
 key = "what"
 title = "What happened"
@@ -980,7 +1006,10 @@ min_whys = 2
         .write("POST", "/api/v1/coes", None, Some(json!({"title": "Ours"})))
         .await;
     assert_eq!(status, 201, "{doc}");
-    assert_eq!(doc["template"], json!({"name": "ours", "version": 7}));
+    assert_eq!(
+        doc["template"],
+        json!({"name": "ours", "version": 7, "contributing_factors": ["vendor", "our code"]})
+    );
     let keys: Vec<&str> = doc["sections"]
         .as_array()
         .expect("sections")

@@ -31,7 +31,7 @@ fn python() -> String {
 
 /// A real SMTP server on a free port, writing what it receives into a Maildir.
 /// Recipients starting with `bounce` get `550 5.1.1`.
-struct SmtpServer {
+pub(crate) struct SmtpServer {
     port: u16,
     _dir: tempfile::TempDir,
     maildir: PathBuf,
@@ -40,11 +40,11 @@ struct SmtpServer {
 
 /// One received message, parsed.
 #[derive(Debug, Clone)]
-struct Received {
+pub(crate) struct Received {
     /// The SMTP envelope's recipients.
     rcpt_to: Vec<String>,
     to: String,
-    subject: String,
+    pub(crate) subject: String,
     text: String,
     html: String,
     message_id: String,
@@ -52,7 +52,7 @@ struct Received {
 }
 
 impl SmtpServer {
-    fn start() -> SmtpServer {
+    pub(crate) fn start() -> SmtpServer {
         Self::start_on(free_port())
     }
 
@@ -87,11 +87,11 @@ impl SmtpServer {
         }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("smtp://127.0.0.1:{}", self.port)
     }
 
-    fn messages(&self) -> Vec<Received> {
+    pub(crate) fn messages(&self) -> Vec<Received> {
         let mut out = Vec::new();
         let Ok(entries) = std::fs::read_dir(self.maildir.join("new")) else {
             return out;
@@ -135,7 +135,7 @@ impl SmtpServer {
         out
     }
 
-    fn to(&self, recipient: &str) -> Vec<Received> {
+    pub(crate) fn to(&self, recipient: &str) -> Vec<Received> {
         self.messages()
             .into_iter()
             .filter(|m| m.rcpt_to.iter().any(|r| r == recipient))

@@ -10,7 +10,7 @@ use crate::outage::send;
 use crate::pages::{get_page, sign_in};
 
 /// The database's failover alert, firing from `at` (or resolved at `ended`).
-fn failover(at: &str, ended: Option<&str>) -> Value {
+pub(crate) fn failover(at: &str, ended: Option<&str>) -> Value {
     let mut event = json!({"dedup_key": "pg-failover", "group_key": "payments-db-failover",
         "severity": "sev2", "service": "payments-db", "title": "Payments database failed over",
         "started_at": at});
@@ -744,6 +744,18 @@ async fn the_coverage_audit_follows_each_outage_to_its_approved_coe_by_team_and_
         1
     );
 
+    // Its 5-whys chain is counted by its contributing factor, in this quarter.
+    let quarter = &stats["contributing_factors"][0];
+    assert_eq!(quarter["overall"]["configuration"], 1, "{quarter}");
+    assert_eq!(
+        quarter["by_team"]["Payments"]["configuration"], 1,
+        "{quarter}"
+    );
+    assert_eq!(
+        stats["contributing_factors"].as_array().map(Vec::len),
+        Some(4)
+    );
+
     // One team (any case): its COEs, not the other outage.
     let payments = w.app.get_json("/api/v1/stats?team=payments", &admin).await;
     let overall = &payments["coverage"]["overall"];
@@ -782,4 +794,177 @@ async fn the_coverage_audit_follows_each_outage_to_its_approved_coe_by_team_and_
     assert!(coverage.contains("#cov-incidents"), "{coverage}");
     assert!(coverage.contains(&format!("/coes/{id}")), "{coverage}");
     assert!(coverage.contains("Payments"), "{coverage}");
+    let factors = section(&html, "factors");
+    assert!(factors.contains("configuration"), "{factors}");
+}
+
+/// `coe sweep --at AT` against `app`'s database, delivering to `smtp`.
+fn sweep_at(app: &TestApp, smtp: &str, at: chrono::DateTime<chrono::Utc>) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_coe"))
+        .args(["sweep", "--at", &at.to_rfc3339()])
+        .env_clear()
+        .current_dir(dir.path())
+        .env("COE_DATABASE_URL", app.database_url())
+        .env("COE_SMTP_URL", smtp)
+        .env("COE_REMINDERS_SEND_HOUR", "0")
+        .env("COE_LOG_LEVEL", "warn")
+        .output()
+        .expect("coe sweep runs");
+    assert!(
+        out.status.success(),
+        "coe sweep --at {at} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A quarter of the mechanism, day by day (`coe sweep --at`, a real SMTP server):
+/// an outage's COE is approved and its action done in week 2; the same alert group
+/// fires again in week 5; the action is judged, its COE's owner and reviewer told
+/// once each; the new sev1 COE gets a bar raiser from another team, needs both
+/// approvals, and closes only once its reviewer verified its action.
+#[tokio::test]
+async fn a_simulated_quarter_judges_the_actions_raises_the_bar_and_verifies_the_fix() {
+    use crate::actions::{person_token, World};
+    use crate::email::SmtpServer;
+    use chrono::{Duration, Utc};
+    let w = World::new().await;
+    let smtp = SmtpServer::start();
+    let admin = w.app.admin_token();
+    let ingest = w.app.token("ingest", coe::domain::Role::Ingest);
+    let (dev, cy) = (
+        person_token(&w.app, "dev", "dev@example.com"),
+        person_token(&w.app, "cy", "cy@example.com"),
+    );
+    for (email, body) in [
+        ("owner@example.com", json!({"team": "payments"})),
+        ("reviewer@example.com", json!({"team": "payments"})),
+        ("dev@example.com", json!({"team": "payments"})),
+        ("cy@example.com", json!({"team": "search", "bar_raiser": true})),
+        ("pay@example.com", json!({"team": "payments", "bar_raiser": true})),
+    ] {
+        let (status, _) = w
+            .send(&admin, "PUT", &format!("/api/v1/people/{email}"), None, Some(body))
+            .await;
+        assert_eq!(status, 200);
+    }
+    let day0 = Utc::now() - Duration::days(70);
+    let day = |n: i64| day0 + Duration::days(n);
+    let at = |t: chrono::DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let coe_ids = |w: &World| {
+        let mut conn = w.app.pool.get().expect("conn");
+        coes::table
+            .order(coes::created_at.asc())
+            .select(coes::id)
+            .load::<String>(&mut conn)
+            .expect("coes")
+    };
+    // Takes a draft, writes it up, adds an action; returns the action.
+    let prepare = |w: &World, id: String, severity: &'static str| {
+        let owner = w.owner.clone();
+        async move {
+            let doc = w.app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
+            let (status, doc) = w
+                .send(&owner, "PATCH", &format!("/api/v1/coes/{id}"), doc["version"].as_i64(),
+                      Some(json!({"owner": "owner@example.com", "severity": severity})))
+                .await;
+            assert_eq!(status, 200, "{doc}");
+            w.write_up(&id, doc["version"].as_i64().expect("version")).await;
+            w.action(&id, "Fail over by runbook, drilled monthly", "dev@example.com")
+                .await["id"]
+                .as_str()
+                .expect("id")
+                .to_owned()
+        }
+    };
+    let step = |w: &World, token: String, id: String, step: &'static str| async move {
+        let (status, doc) = w
+            .send(&token, "POST", &format!("/api/v1/coes/{id}/{step}"), None, None)
+            .await;
+        assert_eq!(status, 200, "{step}: {doc}");
+        doc
+    };
+    let done = json!({"note": "Drilled the failover", "evidence_url": "https://grafana.example.com/d/drill"});
+
+    // Week 1: the database fails over; its COE is written and approved.
+    send(&w.app, &ingest, failover(&at(day(0)), None)).await;
+    send(&w.app, &ingest, failover(&at(day(0)), Some(&at(day(0) + Duration::hours(1))))).await;
+    let first = coe_ids(&w)[0].clone();
+    let action = prepare(&w, first.clone(), "sev2").await;
+    step(&w, w.owner.clone(), first.clone(), "submit").await;
+    let doc = step(&w, w.reviewer.clone(), first.clone(), "approve").await;
+    assert_eq!(doc["state"], "approved", "a sev2 COE needs no bar raiser: {doc}");
+    // Week 2: the action is done (the API stamps today; the quarter dates it day 10).
+    let (status, body) = w
+        .send(&dev, "POST", &format!("/api/v1/actions/{action}/complete"), None, Some(done.clone()))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    {
+        let mut conn = w.app.pool.get().expect("conn");
+        diesel::update(corrective_actions::table.find(&action))
+            .set(corrective_actions::closed_at.eq(day(10).naive_utc()))
+            .execute(&mut conn)
+            .expect("dated");
+    }
+    for n in 0..35 {
+        sweep_at(&w.app, &smtp.url(), day(n));
+    }
+
+    // Week 5: the same alert group fires again.
+    send(&w.app, &ingest, failover(&at(day(35)), None)).await;
+    let second = coe_ids(&w)[1].clone();
+    let judged = w.app.get_json(&format!("/api/v1/actions/{action}"), &admin).await;
+    assert_eq!(judged["recurrences"][0]["coe_id"], second.as_str(), "{judged}");
+    let stats = w.app.get_json("/api/v1/stats", &admin).await;
+    assert_eq!(stats["actions_recurred_after_done"], 1, "{stats}");
+
+    // The new outage is a sev1: a bar raiser from another team, both approvals, and
+    // the reviewer's verification before it closes.
+    let fix = prepare(&w, second.clone(), "sev1").await;
+    let doc = step(&w, w.owner.clone(), second.clone(), "submit").await;
+    assert_eq!(doc["bar_raiser"], "cy@example.com", "not pay@, of the owner's team: {doc}");
+    let doc = step(&w, w.reviewer.clone(), second.clone(), "approve").await;
+    assert_eq!(doc["state"], "in_review", "waits for the bar raiser");
+    let doc = step(&w, cy.clone(), second.clone(), "approve").await;
+    assert_eq!(doc["state"], "approved");
+    let (status, _) = w
+        .send(&dev, "POST", &format!("/api/v1/actions/{fix}/complete"), None, Some(done))
+        .await;
+    assert_eq!(status, 200);
+    let state = |w: &World| {
+        let mut conn = w.app.pool.get().expect("conn");
+        coes::table
+            .find(&second)
+            .select(coes::state)
+            .first::<String>(&mut conn)
+            .expect("state")
+    };
+    assert_eq!(state(&w), "approved", "done, not yet verified");
+    let (status, _) = w
+        .send(&w.reviewer, "POST", &format!("/api/v1/actions/{fix}/verify"), None,
+              Some(json!({"verified": true})))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(state(&w), "closed");
+
+    // The rest of the quarter, day by day; the emails reach the SMTP server.
+    for n in 35..=70 {
+        sweep_at(&w.app, &smtp.url(), day(n));
+    }
+    sweep_at(&w.app, &smtp.url(), Utc::now());
+    let again = |who: &str| {
+        smtp.to(who)
+            .into_iter()
+            .filter(|m| m.subject.contains("It happened again"))
+            .count()
+    };
+    assert_eq!(again("owner@example.com"), 1, "the earlier COE's owner, once");
+    assert_eq!(again("reviewer@example.com"), 1, "and its reviewer, once");
+    assert!(
+        smtp.to("cy@example.com")
+            .iter()
+            .any(|m| m.subject.contains("Bar raiser requested")),
+        "the bar raiser was asked"
+    );
+    assert!(smtp.to("pay@example.com").is_empty(), "the other bar raiser was not");
 }

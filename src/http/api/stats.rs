@@ -44,8 +44,17 @@ pub fn scoped(conn: &mut DbConnection, state: &AppState, scope: &Scope) -> Resul
         .period
         .unwrap_or_else(|| (stats::first_day(clock, scope.weeks), clock.today()));
     stats.coverage = coverage::audit(conn, &state.settings, scope.team.as_deref(), from, to)?;
+    stats.contributing_factors = coverage::factors(
+        conn,
+        &state.settings,
+        scope.team.as_deref(),
+        FACTOR_QUARTERS,
+    )?;
     Ok(stats)
 }
+
+/// How many quarters the contributing factors cover.
+const FACTOR_QUARTERS: u32 = 4;
 
 /// `GET /api/v1/stats` parameters.
 #[derive(Debug, Deserialize, IntoParams)]

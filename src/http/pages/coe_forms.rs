@@ -447,7 +447,10 @@ fn why_steps(form: &Fields) -> WhyChainInput {
             because: b.trim().to_owned(),
         })
         .collect();
-    WhyChainInput { steps }
+    WhyChainInput {
+        steps,
+        factor: form.filled("factor"),
+    }
 }
 
 /// The rows of a 5-whys form as typed, to show again.
@@ -461,7 +464,8 @@ fn why_rows(form: &Fields) -> Value {
 /// `POST /coes/{id}/whys`: adds a chain.
 pub async fn add_whys(form: CoeForm) -> Page {
     let input = why_steps(&form.fields);
-    let kept = kept_whys(json!({"rows": why_rows(&form.fields)}));
+    let kept =
+        kept_whys(json!({"rows": why_rows(&form.fields), "factor": form.fields.text("factor")}));
     form.create("five_whys", kept, move |conn, _, editor, coe| {
         let version = service::version(conn, coe)?;
         let chain = service::add_why_chain(conn, coe, &input, Some(version), editor)?;
@@ -482,7 +486,9 @@ fn kept_whys(typed: Value) -> Kept {
 pub async fn edit_whys(form: CoeForm) -> Page {
     let (chain, input) = (form.item.clone(), why_steps(&form.fields));
     let delete = form.fields.filled("delete").is_some();
-    let kept = kept_whys(json!({"chain": chain, "steps": why_rows(&form.fields)}));
+    let kept = kept_whys(
+        json!({"chain": chain, "steps": why_rows(&form.fields), "factor": form.fields.text("factor")}),
+    );
     form.change("five_whys", kept, move |conn, _, editor, coe, version| {
         if delete {
             service::delete_why_chain(conn, coe, &chain, version, editor)

@@ -473,8 +473,13 @@ pub(super) fn page(
                     json!({"number": n + 1, "why": step["why"], "because": step["because"]})
                 })
                 .collect();
+            let chosen = kept_whys
+                .filter(|k| k["chain"] == json!(chain.id))
+                .and_then(|k| k["factor"].as_str().map(str::to_owned))
+                .or_else(|| chain.factor.clone());
             json!({"id": chain.id, "number": i + 1, "steps": chain.steps,
-                   "kept": typed_some, "steps_input": steps_input})
+                   "kept": typed_some, "steps_input": steps_input, "factor": chain.factor,
+                   "factors": factor_options(&doc.template.contributing_factors, chosen.as_deref())})
         })
         .collect();
     let typed_rows = kept_whys
@@ -489,6 +494,12 @@ pub(super) fn page(
                    "because": row.map_or(json!(""), |r| r["because"].clone())})
         })
         .collect();
+    let new_chain_factors = factor_options(
+        &doc.template.contributing_factors,
+        kept_whys
+            .filter(|k| k.get("rows").is_some())
+            .and_then(|k| k["factor"].as_str()),
+    );
     let kinds: Vec<Value> = TimelineKind::ALL
         .iter()
         .map(|k| json!({"value": k.as_str(), "milestone": k.is_milestone()}))
@@ -543,6 +554,7 @@ pub(super) fn page(
         "priorities": Priority::ALL.map(Priority::as_str),
         "action_kinds": ActionKind::ALL.map(ActionKind::as_str),
         "why_rows": why_rows,
+        "new_chain_factors": new_chain_factors,
         "notice": kept.notice,
         "problems": kept.problems,
         // A part's form as typed, only where a change of it did not go through (the
@@ -642,6 +654,14 @@ pub async fn show(
     kept.saved.extend(saved);
     let loaded = load(&state, &path, &who, kept.texts.is_empty()).await?;
     page(&state, &who, status, loaded, kept, view)
+}
+
+/// The template's contributing factors as a select offers them, `chosen` selected.
+fn factor_options(factors: &[String], chosen: Option<&str>) -> Vec<Value> {
+    factors
+        .iter()
+        .map(|f| json!({"value": f, "selected": chosen.is_some_and(|c| c.eq_ignore_ascii_case(f))}))
+        .collect()
 }
 
 #[cfg(test)]

@@ -520,6 +520,14 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
             coverage_view(&figures.coverage, team.as_deref(), weeks),
         );
         data.insert("coverage_weeks".into(), json!(weeks));
+        data.insert(
+            "factors".into(),
+            json!(figures
+                .contributing_factors
+                .iter()
+                .map(factors_view)
+                .collect::<Vec<_>>()),
+        );
     }
     render(&state, Some(&who), StatusCode::OK, "dashboard", data)
 }
@@ -600,6 +608,36 @@ fn coverage_view(
         "incidents": incidents,
         "approved": f.approved,
         "actions": f.actions_closed,
+    })
+}
+
+/// One quarter's contributing factors as the dashboard shows them: a column per
+/// factor (the most common first), a row per team (everyone first), each cell the
+/// count and its share of the row's chains; a share of half or more stands out.
+fn factors_view(q: &crate::services::coverage::FactorQuarter) -> Value {
+    let mut columns: Vec<(&String, &i64)> = q.overall.iter().collect();
+    columns.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let row = |name: &str, counts: &std::collections::BTreeMap<String, i64>| {
+        let total: i64 = counts.values().sum();
+        let cells: Vec<Value> = columns
+            .iter()
+            .map(|(factor, _)| {
+                let n = counts.get(*factor).copied().unwrap_or(0);
+                let share = if total > 0 { n * 100 / total } else { 0 };
+                json!({"n": n, "share": share, "half": total > 1 && n * 2 >= total})
+            })
+            .collect();
+        json!({"name": name, "total": total, "cells": cells})
+    };
+    let mut rows = vec![row("Everyone", &q.overall)];
+    if q.by_team.len() > 1 {
+        rows.extend(q.by_team.iter().map(|(team, counts)| row(team, counts)));
+    }
+    json!({
+        "quarter": q.quarter,
+        "chains": q.chains,
+        "columns": columns.iter().map(|(f, _)| f).collect::<Vec<_>>(),
+        "rows": rows,
     })
 }
 

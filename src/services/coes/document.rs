@@ -105,6 +105,8 @@ pub struct WhyChain {
     pub id: String,
     pub position: i32,
     pub steps: Vec<Why>,
+    /// The contributing factor it ends in (one of the template's), once tagged.
+    pub factor: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -145,6 +147,8 @@ pub struct ReviewComment {
 pub struct TemplateRef {
     pub name: String,
     pub version: i32,
+    /// What a 5-whys chain is tagged with (`factor`).
+    pub contributing_factors: Vec<String>,
 }
 
 /// The whole COE document.
@@ -307,6 +311,7 @@ pub fn load(
             steps: serde_json::from_str(&c.steps).unwrap_or_default(),
             id: c.id,
             position: c.position,
+            factor: c.factor,
         })
         .collect();
     let content = CoeContent {
@@ -327,6 +332,7 @@ pub fn load(
                     .collect()
             })
             .collect(),
+        why_factors: five_whys.iter().map(|c| c.factor.clone()).collect(),
         action_count: Some(action_views.len()),
         other_texts: action_views
             .iter()
@@ -382,6 +388,7 @@ pub fn load(
         state: types::read("coes.state", &row.state)?,
         links: serde_json::from_str(&row.links).unwrap_or_default(),
         template: TemplateRef {
+            contributing_factors: template.contributing_factors.clone(),
             name: row.template_name.clone(),
             version: row.template_version,
         },

@@ -1,0 +1,1 @@
+ALTER TABLE why_chains DROP COLUMN factor;
