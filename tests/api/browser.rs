@@ -249,7 +249,10 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     let admin = app.admin_token();
     for (email, body) in [
         ("ana@example.com", json!({"team": "checkout"})),
-        ("bo@example.com", json!({"team": "search", "bar_raiser": true})),
+        (
+            "bo@example.com",
+            json!({"team": "search", "bar_raiser": true}),
+        ),
     ] {
         let res = app
             .client
@@ -469,7 +472,13 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     // Bo, from outside the team, follows his email: the panel says he is the bar
     // raiser and that the reviewer approved; he approves.
     let asked = newest_email(&app, "review_requested", "bo@example.com");
-    sign_in_to(&browser, &app, "bo@example.com", &link_in(&asked, &coe_path)).await;
+    sign_in_to(
+        &browser,
+        &app,
+        "bo@example.com",
+        &link_in(&asked, &coe_path),
+    )
+    .await;
     let panel = browser.text("#review").await;
     assert!(
         panel.contains("Your review as bar raiser") && panel.contains("it waits for"),
@@ -511,7 +520,6 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
         browser.text(".facts").await
     );
     let coe_id = coe_path.trim_start_matches("/coes/");
-    let admin = app.admin_token();
     let list = app
         .get_json(&format!("/api/v1/actions?coe={coe_id}"), &admin)
         .await;

@@ -798,6 +798,48 @@ async fn the_coverage_audit_follows_each_outage_to_its_approved_coe_by_team_and_
     assert!(factors.contains("configuration"), "{factors}");
 }
 
+/// Takes draft `id` as owner@, sets its severity, writes it up and adds an action of
+/// dev@; returns the action's id.
+async fn prepare(w: &crate::actions::World, admin: &str, id: &str, severity: &str) -> String {
+    let doc = w.app.get_json(&format!("/api/v1/coes/{id}"), admin).await;
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &format!("/api/v1/coes/{id}"),
+            doc["version"].as_i64(),
+            Some(json!({"owner": "owner@example.com", "severity": severity})),
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    w.write_up(id, doc["version"].as_i64().expect("version"))
+        .await;
+    w.action(
+        id,
+        "Fail over by runbook, drilled monthly",
+        "dev@example.com",
+    )
+    .await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+/// Takes review step `step` (submit, approve) on COE `id` with `token`: the document.
+async fn review_step(w: &crate::actions::World, token: &str, id: &str, step: &str) -> Value {
+    let (status, doc) = w
+        .send(
+            token,
+            "POST",
+            &format!("/api/v1/coes/{id}/{step}"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{step}: {doc}");
+    doc
+}
+
 /// `coe sweep --at AT` against `app`'s database, delivering to `smtp`.
 fn sweep_at(app: &TestApp, smtp: &str, at: chrono::DateTime<chrono::Utc>) {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -840,11 +882,23 @@ async fn a_simulated_quarter_judges_the_actions_raises_the_bar_and_verifies_the_
         ("owner@example.com", json!({"team": "payments"})),
         ("reviewer@example.com", json!({"team": "payments"})),
         ("dev@example.com", json!({"team": "payments"})),
-        ("cy@example.com", json!({"team": "search", "bar_raiser": true})),
-        ("pay@example.com", json!({"team": "payments", "bar_raiser": true})),
+        (
+            "cy@example.com",
+            json!({"team": "search", "bar_raiser": true}),
+        ),
+        (
+            "pay@example.com",
+            json!({"team": "payments", "bar_raiser": true}),
+        ),
     ] {
         let (status, _) = w
-            .send(&admin, "PUT", &format!("/api/v1/people/{email}"), None, Some(body))
+            .send(
+                &admin,
+                "PUT",
+                &format!("/api/v1/people/{email}"),
+                None,
+                Some(body),
+            )
             .await;
         assert_eq!(status, 200);
     }
@@ -859,44 +913,33 @@ async fn a_simulated_quarter_judges_the_actions_raises_the_bar_and_verifies_the_
             .load::<String>(&mut conn)
             .expect("coes")
     };
-    // Takes a draft, writes it up, adds an action; returns the action.
-    let prepare = |w: &World, id: String, severity: &'static str| {
-        let owner = w.owner.clone();
-        async move {
-            let doc = w.app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
-            let (status, doc) = w
-                .send(&owner, "PATCH", &format!("/api/v1/coes/{id}"), doc["version"].as_i64(),
-                      Some(json!({"owner": "owner@example.com", "severity": severity})))
-                .await;
-            assert_eq!(status, 200, "{doc}");
-            w.write_up(&id, doc["version"].as_i64().expect("version")).await;
-            w.action(&id, "Fail over by runbook, drilled monthly", "dev@example.com")
-                .await["id"]
-                .as_str()
-                .expect("id")
-                .to_owned()
-        }
-    };
-    let step = |w: &World, token: String, id: String, step: &'static str| async move {
-        let (status, doc) = w
-            .send(&token, "POST", &format!("/api/v1/coes/{id}/{step}"), None, None)
-            .await;
-        assert_eq!(status, 200, "{step}: {doc}");
-        doc
-    };
     let done = json!({"note": "Drilled the failover", "evidence_url": "https://grafana.example.com/d/drill"});
 
     // Week 1: the database fails over; its COE is written and approved.
     send(&w.app, &ingest, failover(&at(day(0)), None)).await;
-    send(&w.app, &ingest, failover(&at(day(0)), Some(&at(day(0) + Duration::hours(1))))).await;
+    send(
+        &w.app,
+        &ingest,
+        failover(&at(day(0)), Some(&at(day(0) + Duration::hours(1)))),
+    )
+    .await;
     let first = coe_ids(&w)[0].clone();
-    let action = prepare(&w, first.clone(), "sev2").await;
-    step(&w, w.owner.clone(), first.clone(), "submit").await;
-    let doc = step(&w, w.reviewer.clone(), first.clone(), "approve").await;
-    assert_eq!(doc["state"], "approved", "a sev2 COE needs no bar raiser: {doc}");
+    let action = prepare(&w, &admin, &first, "sev2").await;
+    review_step(&w, &w.owner, &first, "submit").await;
+    let doc = review_step(&w, &w.reviewer, &first, "approve").await;
+    assert_eq!(
+        doc["state"], "approved",
+        "a sev2 COE needs no bar raiser: {doc}"
+    );
     // Week 2: the action is done (the API stamps today; the quarter dates it day 10).
     let (status, body) = w
-        .send(&dev, "POST", &format!("/api/v1/actions/{action}/complete"), None, Some(done.clone()))
+        .send(
+            &dev,
+            "POST",
+            &format!("/api/v1/actions/{action}/complete"),
+            None,
+            Some(done.clone()),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     {
@@ -913,22 +956,38 @@ async fn a_simulated_quarter_judges_the_actions_raises_the_bar_and_verifies_the_
     // Week 5: the same alert group fires again.
     send(&w.app, &ingest, failover(&at(day(35)), None)).await;
     let second = coe_ids(&w)[1].clone();
-    let judged = w.app.get_json(&format!("/api/v1/actions/{action}"), &admin).await;
-    assert_eq!(judged["recurrences"][0]["coe_id"], second.as_str(), "{judged}");
+    let judged = w
+        .app
+        .get_json(&format!("/api/v1/actions/{action}"), &admin)
+        .await;
+    assert_eq!(
+        judged["recurrences"][0]["coe_id"],
+        second.as_str(),
+        "{judged}"
+    );
     let stats = w.app.get_json("/api/v1/stats", &admin).await;
     assert_eq!(stats["actions_recurred_after_done"], 1, "{stats}");
 
     // The new outage is a sev1: a bar raiser from another team, both approvals, and
     // the reviewer's verification before it closes.
-    let fix = prepare(&w, second.clone(), "sev1").await;
-    let doc = step(&w, w.owner.clone(), second.clone(), "submit").await;
-    assert_eq!(doc["bar_raiser"], "cy@example.com", "not pay@, of the owner's team: {doc}");
-    let doc = step(&w, w.reviewer.clone(), second.clone(), "approve").await;
+    let fix = prepare(&w, &admin, &second, "sev1").await;
+    let doc = review_step(&w, &w.owner, &second, "submit").await;
+    assert_eq!(
+        doc["bar_raiser"], "cy@example.com",
+        "not pay@, of the owner's team: {doc}"
+    );
+    let doc = review_step(&w, &w.reviewer, &second, "approve").await;
     assert_eq!(doc["state"], "in_review", "waits for the bar raiser");
-    let doc = step(&w, cy.clone(), second.clone(), "approve").await;
+    let doc = review_step(&w, &cy, &second, "approve").await;
     assert_eq!(doc["state"], "approved");
     let (status, _) = w
-        .send(&dev, "POST", &format!("/api/v1/actions/{fix}/complete"), None, Some(done))
+        .send(
+            &dev,
+            "POST",
+            &format!("/api/v1/actions/{fix}/complete"),
+            None,
+            Some(done),
+        )
         .await;
     assert_eq!(status, 200);
     let state = |w: &World| {
@@ -941,8 +1000,13 @@ async fn a_simulated_quarter_judges_the_actions_raises_the_bar_and_verifies_the_
     };
     assert_eq!(state(&w), "approved", "done, not yet verified");
     let (status, _) = w
-        .send(&w.reviewer, "POST", &format!("/api/v1/actions/{fix}/verify"), None,
-              Some(json!({"verified": true})))
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("/api/v1/actions/{fix}/verify"),
+            None,
+            Some(json!({"verified": true})),
+        )
         .await;
     assert_eq!(status, 200);
     assert_eq!(state(&w), "closed");
@@ -958,7 +1022,11 @@ async fn a_simulated_quarter_judges_the_actions_raises_the_bar_and_verifies_the_
             .filter(|m| m.subject.contains("It happened again"))
             .count()
     };
-    assert_eq!(again("owner@example.com"), 1, "the earlier COE's owner, once");
+    assert_eq!(
+        again("owner@example.com"),
+        1,
+        "the earlier COE's owner, once"
+    );
     assert_eq!(again("reviewer@example.com"), 1, "and its reviewer, once");
     assert!(
         smtp.to("cy@example.com")
@@ -966,5 +1034,8 @@ async fn a_simulated_quarter_judges_the_actions_raises_the_bar_and_verifies_the_
             .any(|m| m.subject.contains("Bar raiser requested")),
         "the bar raiser was asked"
     );
-    assert!(smtp.to("pay@example.com").is_empty(), "the other bar raiser was not");
+    assert!(
+        smtp.to("pay@example.com").is_empty(),
+        "the other bar raiser was not"
+    );
 }
