@@ -306,3 +306,112 @@ fn assign_bar_raiser(
     )?;
     Ok(chosen)
 }
+
+/// Names another bar raiser for COE `id` (an admin's: the one chosen is away, say).
+/// They must be marked bar raiser, outside the owner's team, and have no part in the
+/// COE. An approval the former bar raiser gave is withdrawn; in review, the new one
+/// is emailed.
+pub fn name_bar_raiser(
+    conn: &mut DbConnection,
+    id: &str,
+    email: &str,
+    who: &Reviewer<'_>,
+    env: Env<'_>,
+) -> Result<(), CoeError> {
+    db::write_transaction(conn, |conn| {
+        locks::lock_coe(conn, id)?;
+        let row: CoeRow = coes::table
+            .find(id)
+            .select(CoeRow::as_select())
+            .first(conn)
+            .optional()?
+            .ok_or_else(|| CoeError::NotFound(id.to_owned()))?;
+        let state: CoeState = types::read("coes.state", &row.state)?;
+        if !matches!(state, CoeState::Draft | CoeState::InReview) {
+            return Err(CoeError::Conflict(format!(
+                "the COE is {}: its review is over",
+                state.as_str().replace('_', " ")
+            )));
+        }
+        let person: Option<(bool, Option<String>)> = people::table
+            .find(email)
+            .select((people::bar_raiser, people::team))
+            .first(conn)
+            .optional()?;
+        let invalid = |p: String| CoeError::Invalid(vec![("bar_raiser".into(), p)]);
+        let Some((true, team)) = person else {
+            return Err(invalid(format!(
+                "{email} is not marked bar raiser in the directory (an admin marks them first)"
+            )));
+        };
+        let owner_team: Option<String> = match row.owner_email.as_deref() {
+            Some(owner) => people::table
+                .find(owner)
+                .select(people::team)
+                .first(conn)
+                .optional()?
+                .flatten(),
+            None => None,
+        };
+        let candidate = Candidate {
+            email: email.to_owned(),
+            team,
+            last_assigned: None,
+        };
+        let not = Exclusions {
+            owner: row.owner_email.as_deref(),
+            owner_team: owner_team.as_deref(),
+            reviewer: row.reviewer_email.as_deref(),
+            submitted_by: row.submitted_by.as_deref(),
+        };
+        if let Err(NoBarRaiser::NoneEligible(_)) = bar_raiser::choose(&[candidate], not) {
+            return Err(invalid(format!(
+                "{email} is in the owner's team or has a part in this COE: a bar raiser comes \
+                 from outside"
+            )));
+        }
+        let (former, approved_by): (Option<String>, Option<String>) = coes::table
+            .find(id)
+            .select((coes::bar_raiser_email, coes::approved_by))
+            .first(conn)?;
+        let now = db::now();
+        diesel::update(coes::table.find(id))
+            .set((
+                coes::bar_raiser_email.eq(email),
+                coes::bar_raiser_assigned_at.eq(now),
+                coes::version.eq(coes::version + 1),
+                coes::updated_at.eq(now),
+            ))
+            .execute(conn)?;
+        if approved_by.is_some() && approved_by == former {
+            diesel::update(coes::table.find(id))
+                .set(coes::approved_by.eq(None::<String>))
+                .execute(conn)?;
+        }
+        audit::record(
+            conn,
+            Change {
+                subject: Subject::Coe(id),
+                actor: who.actor,
+                action: "bar_raiser",
+                before: Some(serde_json::json!({ "bar_raiser": former })),
+                after: Some(serde_json::json!({ "bar_raiser": email })),
+            },
+            now,
+        )?;
+        if state == CoeState::InReview {
+            let severity = types::severity("coes.severity", row.severity)?.to_string();
+            notify::bar_raiser_requested(
+                conn,
+                env.settings,
+                env.emails,
+                &CoeFacts::of(&row, &severity),
+                email,
+                who.email.unwrap_or(who.actor),
+                &db::new_id(),
+                now,
+            )?;
+        }
+        Ok(())
+    })
+}

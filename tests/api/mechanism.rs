@@ -674,8 +674,47 @@ async fn the_worst_outages_get_a_bar_raiser_from_another_team_and_need_both_appr
     assert!(section(&html, "approved").contains("None."), "{html}");
 
     // The next sev1 COE goes to the bar raiser least recently assigned: ed.
-    let (_, doc) = submitted_sev1(&w).await;
+    let (second, doc) = submitted_sev1(&w).await;
     assert_eq!(doc["bar_raiser"], "ed@example.com", "{doc}");
+    // Ed is away: an admin names another, from outside the owner's team.
+    let name = format!("/api/v1/coes/{second}/bar-raiser");
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "PUT",
+            &name,
+            None,
+            Some(json!({"bar_raiser": "di@example.com"})),
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+    for who in ["cy@example.com", "dev@example.com", "reviewer@example.com"] {
+        let (status, body) = w
+            .send(&admin, "PUT", &name, None, Some(json!({"bar_raiser": who})))
+            .await;
+        assert_eq!(status, 422, "{who}: {body}");
+        assert_eq!(body["error"]["fields"][0]["field"], "bar_raiser");
+    }
+    let (status, doc) = w
+        .send(
+            &admin,
+            "PUT",
+            &name,
+            None,
+            Some(json!({"bar_raiser": "di@example.com"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["bar_raiser"], "di@example.com");
+    let asked = asked(&w);
+    assert!(
+        asked
+            .iter()
+            .filter(|(to, _)| to == "di@example.com")
+            .count()
+            >= 2,
+        "the new bar raiser is asked: {asked:?}"
+    );
 }
 
 #[tokio::test]

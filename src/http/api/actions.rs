@@ -9,7 +9,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::domain::action::{ActionKind, ActionState, Priority, Transition};
 use crate::domain::Role;
 use crate::error::{ApiError, ErrorBody, FieldProblem};
-use crate::http::bearer::Member;
+use crate::http::bearer::{Admin, Member};
 use crate::http::extract::{ids, ApiJson, ApiQuery, OptionalJson, PathId};
 use crate::http::pagination::{self, Listed, Page};
 use crate::http::state::{with_conn, AppState};
@@ -372,6 +372,51 @@ pub async fn submit(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     review_step(caller, id, Step::Submit, body, state).await
+}
+
+/// Body of `PUT /api/v1/coes/{id}/bar-raiser`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BarRaiserInput {
+    /// A person marked bar raiser, outside the owner's team, with no part in the COE.
+    #[schema(value_type = String)]
+    pub bar_raiser: crate::domain::EmailAddress,
+}
+
+/// Names another bar raiser for a COE in draft or review (admins only: the one
+/// chosen on submit is away, say). An approval the former one gave is withdrawn; in
+/// review, the new one is emailed.
+#[utoipa::path(operation_id = "name_bar_raiser", put, path = "/api/v1/coes/{id}/bar-raiser", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id")),
+    request_body = BarRaiserInput,
+    responses(
+        (status = 200, description = "The COE with its new bar raiser", body = CoeDocument),
+        (status = 403, description = "Not an admin", body = ErrorBody),
+        (status = 404, description = "No such COE", body = ErrorBody),
+        (status = 409, description = "Approved, closed or merged: the review is over", body = ErrorBody),
+        (status = 422, description = "Not a bar raiser, of the owner's team, or with a part in the COE", body = ErrorBody),
+    ))]
+pub async fn name_bar_raiser(
+    Admin(caller): Admin,
+    id: PathId<ids::Coe>,
+    body: ApiJson<BarRaiserInput>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, email) = (id.into_inner(), body.0.bar_raiser);
+    let doc: CoeDocument = with_conn(&state, move |conn, state| {
+        let who = Reviewer {
+            actor: &caller.actor(),
+            email: caller.email.as_deref(),
+            is_admin: true,
+            principal: &caller.principal(),
+        };
+        review::name_bar_raiser(conn, &id, email.as_str(), &who, state.env())?;
+        Ok(coes::load(conn, &id, &state.settings)?)
+    })
+    .await?;
+    Ok(HttpResponse::Ok()
+        .insert_header(("ETag", format!("\"{}\"", doc.version)))
+        .json(doc))
 }
 
 /// Approves a COE in review. The reviewer only (or an admin).
