@@ -771,7 +771,8 @@ def written_coe(port, owner):
     _, doc = api(port, "POST", f"/api/v1/coes/{cid}/whys", owner, {"steps": [
         {"why": "Why did payments fail?", "because": "The config was invalid."},
         {"why": "Why was it invalid?", "because": "A typo."},
-        {"why": "Why did the typo ship?", "because": "Nothing validated the config."}]}, v)
+        {"why": "Why did the typo ship?", "because": "Nothing validated the config."}],
+        "factor": "configuration"}, v)
     v = doc["version"]
     due = time.strftime("%Y-%m-%d", time.gmtime(time.time() + 10 * 86400))
     status, _ = api(port, "POST", f"/api/v1/coes/{cid}/actions", owner, {

@@ -327,8 +327,8 @@ pub fn audit(
             .iter()
             .map(|k| types::read("corrective_actions.kind", k))
             .collect::<Result<_, _>>()?;
-        let warnings = match coe_service::load(conn, &coe_id, settings) {
-            Ok(doc) => doc.completeness.warnings.len(),
+        let warnings = match coe_service::assessment(conn, &coe_id, settings) {
+            Ok(assessment) => assessment.warnings.len(),
             Err(CoeError::Database(e)) => return Err(e),
             // Gone since it was approved (no COE is deleted): nothing to warn of.
             Err(_) => 0,

@@ -222,6 +222,101 @@ pub struct CoeDocument {
     pub updated_at: NaiveDateTime,
 }
 
+/// The checks of `domain::rules` over a COE's parts.
+fn assess(
+    template: &crate::domain::template::Template,
+    sections: &BTreeMap<String, String>,
+    timeline_entries: usize,
+    five_whys: &[WhyChain],
+    actions: &[ActionView],
+    phrases: &[String],
+) -> Assessment {
+    let content = CoeContent {
+        sections: sections
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect(),
+        timeline_entries,
+        why_chains: five_whys
+            .iter()
+            .map(|c| {
+                c.steps
+                    .iter()
+                    .map(|s| WhyStep {
+                        why: s.why.clone(),
+                        because: s.because.clone(),
+                    })
+                    .collect()
+            })
+            .collect(),
+        why_factors: five_whys.iter().map(|c| c.factor.clone()).collect(),
+        action_count: Some(actions.len()),
+        other_texts: actions
+            .iter()
+            .enumerate()
+            .flat_map(|(i, a)| {
+                [
+                    (format!("actions[{i}].title"), a.title.clone()),
+                    (
+                        format!("actions[{i}].description"),
+                        a.description.clone().unwrap_or_default(),
+                    ),
+                ]
+            })
+            .collect(),
+    };
+    rules::assess(template, &content, phrases)
+}
+
+/// Only the completeness report of COE `id` (what is missing, what the checks warn
+/// of): the parts the checks read, not the whole document.
+pub fn assessment(
+    conn: &mut DbConnection,
+    id: &str,
+    settings: &Settings,
+) -> Result<Assessment, CoeError> {
+    let row = load_row(conn, id)?;
+    let template = template_of(&row);
+    let sections: BTreeMap<String, String> = coe_sections::table
+        .filter(coe_sections::coe_id.eq(id))
+        .select((coe_sections::key, coe_sections::body))
+        .load::<(String, String)>(conn)?
+        .into_iter()
+        .collect();
+    let timeline_entries: i64 = timeline_entries::table
+        .filter(timeline_entries::coe_id.eq(id))
+        .count()
+        .get_result(conn)?;
+    let five_whys: Vec<WhyChain> = why_chains::table
+        .filter(why_chains::coe_id.eq(id))
+        .order((why_chains::position.asc(), why_chains::created_at.asc()))
+        .select(WhyChainRow::as_select())
+        .load(conn)?
+        .into_iter()
+        .map(WhyChain::from)
+        .collect();
+    let actions = actions::for_coe(conn, id, settings.clock())?;
+    Ok(assess(
+        &template,
+        &sections,
+        usize::try_from(timeline_entries).unwrap_or(0),
+        &five_whys,
+        &actions,
+        &settings.coe.intention_phrases,
+    ))
+}
+
+impl From<WhyChainRow> for WhyChain {
+    fn from(c: WhyChainRow) -> Self {
+        WhyChain {
+            steps: serde_json::from_str(&c.steps).unwrap_or_default(),
+            id: c.id,
+            position: c.position,
+            factor: c.factor,
+        }
+    }
+}
+
 /// The whole document, with its completeness report.
 pub fn load(
     conn: &mut DbConnection,
@@ -305,50 +400,15 @@ pub fn load(
             open_actions: open,
         });
     }
-    let five_whys: Vec<WhyChain> = chains
-        .into_iter()
-        .map(|c| WhyChain {
-            steps: serde_json::from_str(&c.steps).unwrap_or_default(),
-            id: c.id,
-            position: c.position,
-            factor: c.factor,
-        })
-        .collect();
-    let content = CoeContent {
-        sections: sections
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect(),
-        timeline_entries: timeline.len(),
-        why_chains: five_whys
-            .iter()
-            .map(|c| {
-                c.steps
-                    .iter()
-                    .map(|s| WhyStep {
-                        why: s.why.clone(),
-                        because: s.because.clone(),
-                    })
-                    .collect()
-            })
-            .collect(),
-        why_factors: five_whys.iter().map(|c| c.factor.clone()).collect(),
-        action_count: Some(action_views.len()),
-        other_texts: action_views
-            .iter()
-            .enumerate()
-            .flat_map(|(i, a)| {
-                [
-                    (format!("actions[{i}].title"), a.title.clone()),
-                    (
-                        format!("actions[{i}].description"),
-                        a.description.clone().unwrap_or_default(),
-                    ),
-                ]
-            })
-            .collect(),
-    };
-    let completeness = rules::assess(&template, &content, phrases);
+    let five_whys: Vec<WhyChain> = chains.into_iter().map(WhyChain::from).collect();
+    let completeness = assess(
+        &template,
+        &sections,
+        timeline.len(),
+        &five_whys,
+        &action_views,
+        phrases,
+    );
     let problems_of = |key: &str| -> Vec<String> {
         completeness
             .missing

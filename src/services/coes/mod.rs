@@ -40,8 +40,8 @@ pub use comments::{
 };
 pub use covered::{attach_incident, detach_incident, incidents_of};
 pub use document::{
-    history, load, note_look, CoeDocument, HistoryEntry, Recurrence, RelatedItem, ReviewComment,
-    SectionView, TemplateRef, TimelineEntry, Why, WhyChain,
+    assessment, history, load, note_look, CoeDocument, HistoryEntry, Recurrence, RelatedItem,
+    ReviewComment, SectionView, TemplateRef, TimelineEntry, Why, WhyChain,
 };
 pub use draft::{
     coe_of_incident, coes_of_incidents, create, follow_incident, open_draft_for_incident,
