@@ -369,18 +369,7 @@ pub fn set_admin(
     email: &EmailAddress,
     is_admin: bool,
 ) -> QueryResult<Person> {
-    db::write_transaction(conn, |conn| {
-        let now = db::now();
-        ensure(conn, email.as_str(), now)?;
-        diesel::update(people::table.find(email.as_str()))
-            .set((people::is_admin.eq(is_admin), people::updated_at.eq(now)))
-            .execute(conn)?;
-        Ok(people::table
-            .find(email.as_str())
-            .select(PersonRow::as_select())
-            .first(conn)?
-            .into())
-    })
+    set_flag(conn, email, people::is_admin, is_admin)
 }
 
 /// Makes a person a bar raiser, or not (adding them to the directory when they are
@@ -390,14 +379,26 @@ pub fn set_bar_raiser(
     email: &EmailAddress,
     bar_raiser: bool,
 ) -> QueryResult<Person> {
+    set_flag(conn, email, people::bar_raiser, bar_raiser)
+}
+
+/// Sets one of a person's yes/no columns, adding them to the directory first.
+fn set_flag<C>(
+    conn: &mut DbConnection,
+    email: &EmailAddress,
+    column: C,
+    value: bool,
+) -> QueryResult<Person>
+where
+    C: diesel::Column<Table = people::table, SqlType = diesel::sql_types::Bool>
+        + diesel::ExpressionMethods
+        + Copy,
+{
     db::write_transaction(conn, |conn| {
         let now = db::now();
         ensure(conn, email.as_str(), now)?;
         diesel::update(people::table.find(email.as_str()))
-            .set((
-                people::bar_raiser.eq(bar_raiser),
-                people::updated_at.eq(now),
-            ))
+            .set((column.eq(value), people::updated_at.eq(now)))
             .execute(conn)?;
         Ok(people::table
             .find(email.as_str())

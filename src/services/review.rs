@@ -35,6 +35,25 @@ impl From<ReviewRefusal> for CoeError {
     }
 }
 
+/// COE `id`, locked for the rest of the transaction.
+fn locked(conn: &mut DbConnection, id: &str) -> Result<CoeRow, CoeError> {
+    locks::lock_coe(conn, id)?;
+    coe_service::load_row(conn, id)
+}
+
+/// The directory's team of `person`, if any.
+fn team_of(conn: &mut DbConnection, person: Option<&str>) -> QueryResult<Option<String>> {
+    let Some(person) = person else {
+        return Ok(None);
+    };
+    Ok(people::table
+        .find(person)
+        .select(people::team)
+        .first(conn)
+        .optional()?
+        .flatten())
+}
+
 /// Takes one review step in one transaction; returns nothing, the caller reloads.
 pub fn step(
     conn: &mut DbConnection,
@@ -45,13 +64,7 @@ pub fn step(
     env: Env<'_>,
 ) -> Result<(), CoeError> {
     db::write_transaction(conn, |conn| {
-        locks::lock_coe(conn, id)?;
-        let row: CoeRow = coes::table
-            .find(id)
-            .select(CoeRow::as_select())
-            .first(conn)
-            .optional()?
-            .ok_or_else(|| CoeError::NotFound(id.to_owned()))?;
+        let row = locked(conn, id)?;
         if step == Step::Submit {
             access::coe(conn, id, who)?;
             // The submitter may not approve the round: it must be a person who can be
@@ -259,15 +272,7 @@ fn assign_bar_raiser(
             team,
         })
         .collect();
-    let owner_team: Option<String> = match row.owner_email.as_deref() {
-        Some(owner) => people::table
-            .find(owner)
-            .select(people::team)
-            .first(conn)
-            .optional()?
-            .flatten(),
-        None => None,
-    };
+    let owner_team = team_of(conn, row.owner_email.as_deref())?;
     let chosen = bar_raiser::choose(
         &candidates,
         Exclusions {
@@ -319,13 +324,7 @@ pub fn name_bar_raiser(
     env: Env<'_>,
 ) -> Result<(), CoeError> {
     db::write_transaction(conn, |conn| {
-        locks::lock_coe(conn, id)?;
-        let row: CoeRow = coes::table
-            .find(id)
-            .select(CoeRow::as_select())
-            .first(conn)
-            .optional()?
-            .ok_or_else(|| CoeError::NotFound(id.to_owned()))?;
+        let row = locked(conn, id)?;
         let state: CoeState = types::read("coes.state", &row.state)?;
         if !matches!(state, CoeState::Draft | CoeState::InReview) {
             return Err(CoeError::Conflict(format!(
@@ -344,15 +343,7 @@ pub fn name_bar_raiser(
                 "{email} is not marked bar raiser in the directory (an admin marks them first)"
             )));
         };
-        let owner_team: Option<String> = match row.owner_email.as_deref() {
-            Some(owner) => people::table
-                .find(owner)
-                .select(people::team)
-                .first(conn)
-                .optional()?
-                .flatten(),
-            None => None,
-        };
+        let owner_team = team_of(conn, row.owner_email.as_deref())?;
         let candidate = Candidate {
             email: email.to_owned(),
             team,

@@ -277,24 +277,12 @@ pub fn assessment(
 ) -> Result<Assessment, CoeError> {
     let row = load_row(conn, id)?;
     let template = template_of(&row);
-    let sections: BTreeMap<String, String> = coe_sections::table
-        .filter(coe_sections::coe_id.eq(id))
-        .select((coe_sections::key, coe_sections::body))
-        .load::<(String, String)>(conn)?
-        .into_iter()
-        .collect();
+    let sections = sections_of(conn, id)?;
     let timeline_entries: i64 = timeline_entries::table
         .filter(timeline_entries::coe_id.eq(id))
         .count()
         .get_result(conn)?;
-    let five_whys: Vec<WhyChain> = why_chains::table
-        .filter(why_chains::coe_id.eq(id))
-        .order((why_chains::position.asc(), why_chains::created_at.asc()))
-        .select(WhyChainRow::as_select())
-        .load(conn)?
-        .into_iter()
-        .map(WhyChain::from)
-        .collect();
+    let five_whys = chains_of(conn, id)?;
     let actions = actions::for_coe(conn, id, settings.clock())?;
     Ok(assess(
         &template,
@@ -304,6 +292,28 @@ pub fn assessment(
         &actions,
         &settings.coe.intention_phrases,
     ))
+}
+
+/// A COE's text sections by key.
+fn sections_of(conn: &mut DbConnection, id: &str) -> QueryResult<BTreeMap<String, String>> {
+    Ok(coe_sections::table
+        .filter(coe_sections::coe_id.eq(id))
+        .select((coe_sections::key, coe_sections::body))
+        .load::<(String, String)>(conn)?
+        .into_iter()
+        .collect())
+}
+
+/// A COE's 5-whys chains, in order.
+fn chains_of(conn: &mut DbConnection, id: &str) -> QueryResult<Vec<WhyChain>> {
+    Ok(why_chains::table
+        .filter(why_chains::coe_id.eq(id))
+        .order((why_chains::position.asc(), why_chains::created_at.asc()))
+        .select(WhyChainRow::as_select())
+        .load(conn)?
+        .into_iter()
+        .map(WhyChain::from)
+        .collect())
 }
 
 impl From<WhyChainRow> for WhyChain {
@@ -327,12 +337,7 @@ pub fn load(
     let clock = settings.clock();
     let row = load_row(conn, id)?;
     let template = template_of(&row);
-    let sections: BTreeMap<String, String> = coe_sections::table
-        .filter(coe_sections::coe_id.eq(id))
-        .select((coe_sections::key, coe_sections::body))
-        .load::<(String, String)>(conn)?
-        .into_iter()
-        .collect();
+    let sections = sections_of(conn, id)?;
     let timeline: Vec<TimelineRow> = timeline_entries::table
         .filter(timeline_entries::coe_id.eq(id))
         .order((
@@ -340,11 +345,6 @@ pub fn load(
             timeline_entries::created_at.asc(),
         ))
         .select(TimelineRow::as_select())
-        .load(conn)?;
-    let chains: Vec<WhyChainRow> = why_chains::table
-        .filter(why_chains::coe_id.eq(id))
-        .order((why_chains::position.asc(), why_chains::created_at.asc()))
-        .select(WhyChainRow::as_select())
         .load(conn)?;
     let related: Vec<RelatedRow> = related_items::table
         .filter(related_items::coe_id.eq(id))
@@ -400,7 +400,7 @@ pub fn load(
             open_actions: open,
         });
     }
-    let five_whys: Vec<WhyChain> = chains.into_iter().map(WhyChain::from).collect();
+    let five_whys = chains_of(conn, id)?;
     let completeness = assess(
         &template,
         &sections,

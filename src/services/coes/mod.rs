@@ -168,7 +168,8 @@ pub fn version(conn: &mut DbConnection, id: &str) -> Result<i32, CoeError> {
     Ok(load_row(conn, id)?.version)
 }
 
-fn load_row(conn: &mut DbConnection, id: &str) -> Result<CoeRow, CoeError> {
+/// The stored row of COE `id`, or `NotFound`.
+pub(crate) fn load_row(conn: &mut DbConnection, id: &str) -> Result<CoeRow, CoeError> {
     coes::table
         .find(id)
         .select(CoeRow::as_select())
