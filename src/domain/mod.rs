@@ -10,6 +10,7 @@ pub mod email;
 pub mod event;
 pub mod incident;
 pub mod reminder;
+pub mod review;
 pub mod rules;
 pub mod severity;
 pub mod template;

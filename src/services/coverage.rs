@@ -423,11 +423,14 @@ fn settle(figures: &mut CoverageFigures) {
 struct Teams {
     people: BTreeMap<String, String>,
     services: BTreeMap<String, String>,
+    /// Each team, lower-cased, as it is named: the first of its spellings.
+    names: BTreeMap<String, String>,
 }
 
 impl Teams {
     fn load(conn: &mut DbConnection) -> QueryResult<Teams> {
-        Ok(Teams {
+        let mut teams = Teams {
+            names: BTreeMap::new(),
             people: people::table
                 .filter(people::team.is_not_null())
                 .select((people::email, people::team.assume_not_null()))
@@ -443,7 +446,17 @@ impl Teams {
                 .load::<(String, String)>(conn)?
                 .into_iter()
                 .collect(),
-        })
+        };
+        for team in teams.people.values().chain(teams.services.values()) {
+            let name = teams
+                .names
+                .entry(team.to_lowercase())
+                .or_insert_with(|| team.clone());
+            if team < name {
+                name.clone_from(team);
+            }
+        }
+        Ok(teams)
     }
 
     /// The team of an owner, else of a service; `(none)` when neither has one. Teams
@@ -457,11 +470,8 @@ impl Teams {
     }
 
     fn canonical(&self, team: &str) -> String {
-        self.people
-            .values()
-            .chain(self.services.values())
-            .filter(|t| t.eq_ignore_ascii_case(team))
-            .min()
+        self.names
+            .get(&team.to_lowercase())
             .cloned()
             .unwrap_or_else(|| team.to_owned())
     }

@@ -1,6 +1,6 @@
 //! The review step: a draft is submitted when it is complete, a reviewer who is not
 //! its owner approves it or sends it back with comments. Who may take which step from
-//! which state is `domain::coe::review`; this module loads the facts, checks the
+//! which state is `domain::review::review`; this module loads the facts, checks the
 //! writeup's completeness on submit, and records the step.
 
 use crate::services::Env;
@@ -10,7 +10,8 @@ use crate::db::models::{CoeRow, ReviewCommentRow};
 use crate::db::schema::{coes, people, review_comments};
 use crate::db::{self, locks, types, DbConnection};
 use crate::domain::bar_raiser::{self, Candidate, Exclusions, NoBarRaiser};
-use crate::domain::coe::{self, CoeState, ReviewFacts, ReviewRefusal};
+use crate::domain::coe::CoeState;
+use crate::domain::review::{self as rules, ReviewFacts, ReviewRefusal};
 use crate::email::Kind;
 use crate::services::audit::{self, Change, Subject};
 use crate::services::coes::{self as coe_service, CoeError};
@@ -19,7 +20,7 @@ use crate::services::{access, lifecycle};
 
 pub use crate::domain::coe::MAX_COMMENT_BYTES;
 
-pub use crate::domain::coe::ReviewStep as Step;
+pub use crate::domain::review::ReviewStep as Step;
 
 /// Who takes a review step: submitting needs the right to change the COE
 /// (`services::access`), approving and sending back are the reviewer's.
@@ -118,7 +119,7 @@ pub fn step(
         } else {
             Vec::new()
         };
-        let next = coe::review(
+        let next = rules::review(
             step,
             &ReviewFacts {
                 state,

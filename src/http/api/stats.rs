@@ -33,13 +33,24 @@ pub fn scoped(conn: &mut DbConnection, state: &AppState, scope: &Scope) -> Resul
     } else {
         Arc::new(stats::action_figures(conn, clock, scope)?)
     };
-    let mut stats = stats::with_action_figures(
+    Ok(stats::with_action_figures(
         conn,
         clock,
         state.settings.coe.writeup_days,
         ActionFigures::clone(&figures),
         scope,
-    )?;
+    )?)
+}
+
+/// `scoped`, with the audits a person reads (the API, the dashboard) and `/metrics`
+/// does not scrape: the coverage of the scope's period and the contributing factors.
+pub fn audited(
+    conn: &mut DbConnection,
+    state: &AppState,
+    scope: &Scope,
+) -> Result<Stats, ApiError> {
+    let clock = state.settings.clock();
+    let mut stats = scoped(conn, state, scope)?;
     let (from, to) = scope
         .period
         .unwrap_or_else(|| (stats::first_day(clock, scope.weeks), clock.today()));
@@ -141,7 +152,7 @@ pub async fn get(
             None => Scope::default(),
         };
         scope.period = period;
-        scoped(conn, state, &scope)
+        audited(conn, state, &scope)
     })
     .await?;
     Ok(HttpResponse::Ok().json(figures))

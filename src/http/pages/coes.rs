@@ -341,7 +341,7 @@ pub(super) fn page(
     let may_add_actions = may_edit && !matches!(doc.state, CoeState::Closed | CoeState::Merged);
     let me = who.person.email.as_str();
     // Only the reviewer decides; they may not approve what they own, submitted or
-    // named themselves reviewer of (`domain::coe::review` refuses it anyway).
+    // named themselves reviewer of (`domain::review::review` refuses it anyway).
     // With a bar raiser (the worst outages), both decide.
     let is_reviewer = doc.reviewer.as_deref() == Some(me) || doc.bar_raiser.as_deref() == Some(me);
     let as_bar_raiser = doc.bar_raiser.as_deref() == Some(me);

@@ -465,7 +465,7 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
         scope.period = audit_period;
         let unowned = crate::services::coes::unowned(conn, i64::try_from(LISTED).unwrap_or(20))?;
         let teams = crate::services::people::teams(conn)?;
-        let figures = crate::http::api::stats::scoped(conn, state, &scope)?;
+        let figures = crate::http::api::stats::audited(conn, state, &scope)?;
         // The names of the people the lists show.
         let shown: Vec<String> = figures
             .drafts_past_deadline
