@@ -11,6 +11,7 @@ pub mod error;
 pub mod http;
 pub mod ingest;
 pub mod json;
+pub mod oidc;
 pub mod scheduler;
 pub mod services;
 pub mod startup;

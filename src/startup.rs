@@ -26,6 +26,8 @@ pub enum StartupError {
     EmailTemplates(#[from] TemplateError),
     #[error("{0}")]
     Pages(String),
+    #[error("auth.oidc: {0}")]
+    Oidc(String),
     #[error("cannot start the ingest writer: {0}")]
     Writer(std::io::Error),
     #[error("cannot listen on {addr}: {source}")]
@@ -154,6 +156,9 @@ impl Application {
             emails: emails.clone(),
             pages: http::pages::PageTemplates::load().map_err(StartupError::Pages)?,
             proxies: Arc::new(settings.auth.proxies()),
+            oidc: crate::oidc::Provider::from_settings(&settings)
+                .map_err(StartupError::Oidc)?
+                .map(Arc::new),
             ingest_writer: ingest_writer.clone(),
             board_totals: PerChange::new(256),
             action_counts: PerChange::new(1_024),

@@ -494,6 +494,34 @@ fn print_demo(settings: &Settings, r: &crate::demo::DemoReport) {
 fn check_config(settings: &Settings) -> Result<(), Failure> {
     println!("# the configuration is valid; effective settings (secrets masked):");
     print!("{}", settings.to_masked_toml());
+    check_provider(settings)
+}
+
+/// With `auth.mode = "oidc"`: fetches the provider's discovery document and keys, and
+/// says whether people can sign in through it (exit 1 when not).
+fn check_provider(settings: &Settings) -> Result<(), Failure> {
+    let Some(provider) = crate::oidc::Provider::from_settings(settings)
+        .map_err(|e| Failure::settings(format!("auth.oidc: {e}")))?
+    else {
+        return Ok(());
+    };
+    println!(
+        "# the sign-in provider ({}/.well-known/openid-configuration):",
+        provider.issuer().trim_end_matches('/')
+    );
+    let found = actix_web::rt::System::new()
+        .block_on(provider.discover())
+        .map_err(|e| Failure::runtime(format!("auth.oidc.issuer: {e}")))?;
+    for line in found.describe() {
+        println!("#   {line}");
+    }
+    found
+        .usable()
+        .map_err(|e| Failure::runtime(format!("auth.oidc.issuer: {e}")))?;
+    println!(
+        "# usable; register this redirect URI with the provider: {}",
+        provider.redirect_uri()
+    );
     Ok(())
 }
 

@@ -103,8 +103,16 @@ impl ConfigError {
     }
 }
 
+/// Sections inside sections: `COE_AUTH_OIDC_ISSUER` → `auth.oidc.issuer`.
+const SUBSECTIONS: &[(&str, &str)] = &[("auth_oidc", "auth.oidc")];
+
 /// `database_url` → `database.url`; `listen` → `listen`.
 fn env_key_to_setting(key: &str) -> String {
+    for (prefix, path) in SUBSECTIONS {
+        if let Some(rest) = key.strip_prefix(prefix).and_then(|r| r.strip_prefix('_')) {
+            return format!("{path}.{rest}");
+        }
+    }
     for section in SECTIONS {
         if let Some(rest) = key.strip_prefix(section).and_then(|r| r.strip_prefix('_')) {
             return format!("{section}.{rest}");
@@ -160,5 +168,14 @@ mod tests {
         );
         assert_eq!(env_key_to_setting("listen"), "listen");
         assert_eq!(env_key_to_setting("public_url"), "public_url");
+        assert_eq!(env_key_to_setting("auth_oidc_issuer"), "auth.oidc.issuer");
+        assert_eq!(
+            env_key_to_setting("auth_oidc_admin_groups"),
+            "auth.oidc.admin_groups"
+        );
+        assert_eq!(
+            env_key_to_setting("auth_allowed_domains"),
+            "auth.allowed_domains"
+        );
     }
 }

@@ -67,6 +67,49 @@ pub enum AuthMode {
     EmailLink,
     /// An authenticating proxy in front names the person in a header.
     Proxy,
+    /// The organisation's OpenID Provider (Okta, Entra ID, Google, Keycloak …)
+    /// vouches for the person (`auth.oidc`).
+    Oidc,
+}
+
+/// Signing in through an OpenID Provider (`auth.mode = "oidc"`): the
+/// authorization-code flow with PKCE, the provider found by discovery.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct OidcSettings {
+    /// The provider's issuer, exactly as its discovery document names it
+    /// (`<issuer>/.well-known/openid-configuration`).
+    pub issuer: String,
+    pub client_id: String,
+    /// The client's secret (`client_secret_basic`); empty for a public client,
+    /// which PKCE alone protects.
+    pub client_secret: Secret,
+    /// The scopes asked for; `openid` is required.
+    pub scopes: Vec<String>,
+    /// The ID-token claim that lists the person's groups.
+    pub groups_claim: String,
+    /// Members of these groups are admins, checked at each sign-in; empty leaves
+    /// admin to the directory.
+    pub admin_groups: Vec<String>,
+    /// Whether people outside the provider may still sign in with an emailed link.
+    pub email_link_fallback: bool,
+    /// The provider's name on the sign-in button: "Sign in with <name>".
+    pub name: String,
+}
+
+impl Default for OidcSettings {
+    fn default() -> Self {
+        OidcSettings {
+            issuer: String::new(),
+            client_id: String::new(),
+            client_secret: Secret::from(""),
+            scopes: vec!["openid".into(), "email".into(), "profile".into()],
+            groups_claim: "groups".into(),
+            admin_groups: Vec::new(),
+            email_link_fallback: false,
+            name: "single sign-on".into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -91,6 +134,8 @@ pub struct AuthSettings {
     /// Unknown or revoked API tokens a client address may present per minute; then
     /// its requests get 429 until the minute is over (counted per replica).
     pub failed_tokens_per_client: u32,
+    /// The OpenID Provider, for `mode = "oidc"`.
+    pub oidc: OidcSettings,
 }
 
 impl Default for AuthSettings {
@@ -105,11 +150,22 @@ impl Default for AuthSettings {
             sign_in_per_address: 5,
             sign_in_per_client: 20,
             failed_tokens_per_client: 30,
+            oidc: OidcSettings::default(),
         }
     }
 }
 
 impl AuthSettings {
+    /// Whether people may ask for an emailed sign-in link: in `email-link` mode, and
+    /// in `oidc` mode with `auth.oidc.email_link_fallback`.
+    pub fn email_links(&self) -> bool {
+        match self.mode {
+            AuthMode::EmailLink => true,
+            AuthMode::Oidc => self.oidc.email_link_fallback,
+            AuthMode::Proxy => false,
+        }
+    }
+
     /// The trusted proxies, parsed (`validate` has refused any that do not parse).
     pub fn proxies(&self) -> Vec<ipnet::IpNet> {
         self.trusted_proxies

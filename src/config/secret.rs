@@ -84,6 +84,9 @@ impl Settings {
         hide(&mut masked.webhooks.grafana_secret);
         hide(&mut masked.webhooks.sentry_secret);
         hide(&mut masked.metrics.token);
+        if !masked.auth.oidc.client_secret.expose().is_empty() {
+            masked.auth.oidc.client_secret = Secret::from("***");
+        }
         toml::to_string_pretty(&masked).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
     }
 }

@@ -278,6 +278,9 @@ impl Settings {
                 "at most auth.session_max_secs",
             ));
         }
+        if a.mode == super::AuthMode::Oidc {
+            self.validate_oidc()?;
+        }
         for (name, n) in [
             ("auth.sign_in_per_address", a.sign_in_per_address),
             ("auth.sign_in_per_client", a.sign_in_per_client),
@@ -286,6 +289,74 @@ impl Settings {
             if n == 0 {
                 return Err(invalid(name, "0", "at least 1"));
             }
+        }
+        Ok(())
+    }
+
+    /// `auth.oidc`, when it is the way in: an issuer URL (https, or plain http on
+    /// loopback for a trial), a client id, `openid` among the scopes.
+    fn validate_oidc(&self) -> Result<(), ConfigError> {
+        let invalid = |key, value: &str, expected: &str| ConfigError::Invalid {
+            key,
+            origin: String::new(),
+            value: value.to_owned(),
+            expected: expected.to_owned(),
+        };
+        let o = &self.auth.oidc;
+        let issuer = url::Url::parse(&o.issuer).ok();
+        let usable = issuer.as_ref().is_some_and(|u| {
+            u.query().is_none()
+                && u.fragment().is_none()
+                && (u.scheme() == "https"
+                    || (u.scheme() == "http"
+                        && u.host_str()
+                            .is_some_and(|h| super::listens_on_loopback(&format!("{h}:0")))))
+        });
+        if !usable {
+            return Err(invalid(
+                "auth.oidc.issuer",
+                &o.issuer,
+                "the provider's issuer URL with auth.mode = \"oidc\", such as https://login.example.com/realms/eng (https; plain http only on loopback), without query or fragment",
+            ));
+        }
+        if o.client_id.trim().is_empty() {
+            return Err(invalid(
+                "auth.oidc.client_id",
+                "",
+                "the client id the provider gave coe, with auth.mode = \"oidc\"",
+            ));
+        }
+        if !o.scopes.iter().any(|s| s == "openid") {
+            return Err(invalid(
+                "auth.oidc.scopes",
+                &o.scopes.join(" "),
+                "a list of scopes that includes \"openid\"",
+            ));
+        }
+        if let Some(bad) = o
+            .scopes
+            .iter()
+            .find(|s| s.is_empty() || s.contains(char::is_whitespace))
+        {
+            return Err(invalid(
+                "auth.oidc.scopes",
+                bad,
+                "a list of scopes, one word each",
+            ));
+        }
+        if o.groups_claim.trim().is_empty() {
+            return Err(invalid(
+                "auth.oidc.groups_claim",
+                "",
+                "the name of the ID-token claim that lists groups, such as groups",
+            ));
+        }
+        if o.name.trim().is_empty() || o.name.chars().count() > 60 {
+            return Err(invalid(
+                "auth.oidc.name",
+                &o.name,
+                "the provider's name for the sign-in button, 1 to 60 characters",
+            ));
         }
         Ok(())
     }

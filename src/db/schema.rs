@@ -335,6 +335,7 @@ diesel::table! {
         last_seen_at -> Timestamp,
         ended_at -> Nullable<Timestamp>,
         ended_by -> Nullable<Text>,
+        id_token -> Nullable<Text>,
     }
 }
 

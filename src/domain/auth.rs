@@ -143,6 +143,43 @@ pub fn session_alive(
     !ended && before(last_seen_at, idle_secs) && before(created_at, max_secs)
 }
 
+/// Why an OpenID Provider's word about a person is not enough to sign them in.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unvouched {
+    #[error("the provider's ID token carries no email address (ask for the `email` scope, and have the provider put the claim in the ID token)")]
+    NoEmail,
+    #[error("the provider has not verified {0} (email_verified is false)")]
+    Unverified(String),
+    #[error("the provider's email claim is not a usable address: {0}")]
+    Unusable(String),
+}
+
+/// The address an OpenID Provider vouches for: its `email` claim, unless the
+/// provider says it has not verified it (`email_verified = false`; a provider that
+/// leaves the claim out vouches by sending the address at all).
+pub fn vouched_address(
+    email: Option<&str>,
+    email_verified: Option<bool>,
+) -> Result<crate::domain::EmailAddress, Unvouched> {
+    let email = email
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .ok_or(Unvouched::NoEmail)?;
+    if email_verified == Some(false) {
+        return Err(Unvouched::Unverified(email.to_owned()));
+    }
+    crate::domain::EmailAddress::parse(email).map_err(Unvouched::Unusable)
+}
+
+/// Whether a person is an admin by their groups at the provider: `None` when no
+/// admin group is named (the directory decides), else whether they are in one.
+pub fn admin_by_groups(groups: &[String], admin_groups: &[String]) -> Option<bool> {
+    if admin_groups.is_empty() {
+        return None;
+    }
+    Some(groups.iter().any(|g| admin_groups.contains(g)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,5 +268,38 @@ mod tests {
         assert!(!session_alive(t(0), t(1), false, t(3), 3600, 30 * day));
         assert!(!session_alive(t(0), t(10), false, t(11), day, 5 * 3600));
         assert!(!session_alive(t(0), t(1), false, t(2), u64::MAX, 0));
+    }
+
+    #[test]
+    fn the_provider_vouches_for_a_verified_or_unqualified_address_only() {
+        assert_eq!(
+            vouched_address(Some(" ana@example.com "), Some(true))
+                .expect("vouched")
+                .as_str(),
+            "ana@example.com"
+        );
+        assert!(vouched_address(Some("ana@example.com"), None).is_ok());
+        assert_eq!(
+            vouched_address(Some("ana@example.com"), Some(false)),
+            Err(Unvouched::Unverified("ana@example.com".into()))
+        );
+        assert_eq!(vouched_address(None, Some(true)), Err(Unvouched::NoEmail));
+        assert_eq!(
+            vouched_address(Some("  "), Some(true)),
+            Err(Unvouched::NoEmail)
+        );
+        assert!(matches!(
+            vouched_address(Some("not an address"), Some(true)),
+            Err(Unvouched::Unusable(_))
+        ));
+    }
+
+    #[test]
+    fn admin_follows_the_groups_only_when_admin_groups_are_named() {
+        let groups = vec!["eng".to_owned(), "coe-admins".to_owned()];
+        assert_eq!(admin_by_groups(&groups, &[]), None);
+        assert_eq!(admin_by_groups(&groups, &["coe-admins".into()]), Some(true));
+        assert_eq!(admin_by_groups(&groups, &["sre".into()]), Some(false));
+        assert_eq!(admin_by_groups(&[], &["sre".into()]), Some(false));
     }
 }

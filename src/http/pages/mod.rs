@@ -18,6 +18,7 @@ mod incidents;
 mod markdown;
 mod me;
 mod meeting;
+mod oidc;
 mod outcome;
 mod query;
 mod report;
@@ -63,6 +64,8 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "sign_in",
     "sign_in_sent",
     "sign_in_confirm",
+    "sign_in_failed",
+    "signed_out",
     "home",
     "incidents",
     "incident",
@@ -409,6 +412,8 @@ impl From<ApiError> for PageError {
             | ApiError::RequestTimeout(_)
             | ApiError::UnsupportedMediaType(_)
             | ApiError::MethodNotAllowed(_)) => PageError::BadRequest(e.to_string()),
+            // The detail, for the log (the page does not show it).
+            ApiError::Internal(detail) => PageError::Internal(detail),
             other => PageError::Internal(other.to_string()),
         }
     }
@@ -593,6 +598,8 @@ page_routes! {
     get "/sign-in/confirm" => sign_in::confirm_form,
     post "/sign-in/confirm" => sign_in::confirm,
     post "/sign-out" => sign_in::sign_out,
+    get "/sign-in/oidc" => oidc::start,
+    get "/sign-in/oidc/callback" => oidc::callback,
     get "/board" => board::board,
     get "/dashboard" => dashboard::dashboard,
     get "/review-meeting" => meeting::review_meeting,

@@ -1,4 +1,5 @@
-//! Signing in with an emailed one-time link, and signing out.
+//! Signing in with an emailed one-time link, and signing out (through the provider's
+//! own sign-out after an OpenID sign-in).
 
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -35,8 +36,29 @@ pub async fn form(query: web::Query<NextQuery>, state: State) -> Page {
             "error": null,
             "minutes": LINK_LIFETIME_MINUTES,
             "proxy": state.settings.auth.mode == AuthMode::Proxy,
+            "oidc": oidc_name(&state),
+            "email_link": state.settings.auth.email_links(),
         }),
     )
+}
+
+/// The provider's name for the sign-in button, when people sign in through one.
+fn oidc_name(state: &State) -> Option<&str> {
+    (state.settings.auth.mode == AuthMode::Oidc).then_some(state.settings.auth.oidc.name.as_str())
+}
+
+/// Refuses an emailed link where people sign in otherwise.
+fn email_links_only(state: &State) -> Result<(), PageError> {
+    match state.settings.auth.mode {
+        _ if state.settings.auth.email_links() => Ok(()),
+        AuthMode::Proxy => Err(PageError::BadRequest(
+            "sign-in is through the organisation's proxy here, not by email".into(),
+        )),
+        _ => Err(PageError::BadRequest(format!(
+            "sign-in is through {} here, not by email: use the button on the sign-in page",
+            state.settings.auth.oidc.name
+        ))),
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -52,11 +74,7 @@ pub struct SignInForm {
 pub async fn request(form: SameOrigin<SignInForm>, req: HttpRequest, state: State) -> Page {
     let form = form.fields;
     let next = next_of(form.next.as_deref());
-    if state.settings.auth.mode == AuthMode::Proxy {
-        return Err(PageError::BadRequest(
-            "sign-in is through the organisation's proxy here, not by email".into(),
-        ));
-    }
+    email_links_only(&state)?;
     let email = match EmailAddress::parse(form.email.trim()) {
         Ok(email) => email,
         Err(problem) => {
@@ -71,6 +89,8 @@ pub async fn request(form: SameOrigin<SignInForm>, req: HttpRequest, state: Stat
                     "minutes": LINK_LIFETIME_MINUTES,
                     "error": format!("That is not an email address: {problem}."),
                     "proxy": false,
+                    "oidc": oidc_name(&state),
+                    "email_link": true,
                 }),
             );
         }
@@ -138,6 +158,7 @@ pub struct TokenQuery {
 /// signed in as someone else already, the page says who, and whom the link is for,
 /// and asks before switching.
 pub async fn confirm_form(req: HttpRequest, query: web::Query<TokenQuery>, state: State) -> Page {
+    email_links_only(&state)?;
     let token = query.into_inner().token;
     let cookie = session_secret(&req, &state);
     let presented = token.clone();
@@ -163,6 +184,7 @@ pub async fn confirm_form(req: HttpRequest, query: web::Query<TokenQuery>, state
 
 /// `POST /sign-in/confirm`: redeems the link, sets the session cookie and goes on.
 pub async fn confirm(form: SameOrigin<TokenQuery>, req: HttpRequest, state: State) -> Page {
+    email_links_only(&state)?;
     let token = form.fields.token;
     let client = client_ip(&req, &state.proxies);
     // A session this browser held for someone else ends: it is switching person.
@@ -185,12 +207,41 @@ pub async fn confirm(form: SameOrigin<TokenQuery>, req: HttpRequest, state: Stat
         .finish())
 }
 
-/// `POST /sign-out`: ends the session.
+/// `POST /sign-out`: ends the session; after an OpenID sign-in, goes on through the
+/// provider's sign-out (when it offers one), which comes back to the sign-in page.
 pub async fn sign_out(form: CsrfForm<Fields>, state: State) -> Page {
     let id = form.who.person.session_id.clone();
-    as_service(&state, move |conn, _| Ok(auth::end(conn, &id, "sign-out")?)).await?;
-    Ok(HttpResponse::SeeOther()
-        .cookie(removal_cookie(&state))
-        .insert_header(("location", "/sign-in"))
-        .finish())
+    let through_provider = form.who.person.method == "oidc";
+    let id_token = as_service(&state, move |conn, _| {
+        let id_token = if through_provider {
+            auth::id_token_of(conn, &id)?
+        } else {
+            None
+        };
+        auth::end(conn, &id, "sign-out")?;
+        Ok(id_token)
+    })
+    .await?;
+    let provider_sign_out = match (&state.oidc, through_provider) {
+        (Some(provider), true) => provider.logout_url(id_token.as_deref()).await,
+        _ => None,
+    };
+    let Some(provider_sign_out) = provider_sign_out else {
+        return Ok(HttpResponse::SeeOther()
+            .cookie(removal_cookie(&state))
+            .insert_header(("location", "/sign-in"))
+            .finish());
+    };
+    // On to the provider's sign-out by a page that refreshes to it, not a redirect:
+    // the pages' `form-action 'self'` stops a form's redirect to another site.
+    let mut page = render(
+        &state,
+        None,
+        StatusCode::OK,
+        "signed_out",
+        json!({"refresh": provider_sign_out, "provider": state.settings.auth.oidc.name}),
+    )?;
+    page.add_cookie(&removal_cookie(&state))
+        .map_err(|e| PageError::Internal(format!("cannot remove the session cookie: {e}")))?;
+    Ok(page)
 }

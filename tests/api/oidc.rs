@@ -1,0 +1,703 @@
+//! Signing in through a real, certified OpenID Provider: panva's `oidc-provider`
+//! (npm; `scripts/setup` installs it in `tests/oidc/`), started on loopback by each
+//! test with a client for `coe` and accounts with email, name and groups
+//! (`tests/oidc/op.mjs`). The flow is driven as a browser would (a cookie jar,
+//! following redirects, the provider's own login form); the journey in a real
+//! browser is at the end.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use coe::config::AuthMode;
+use coe::db::schema::{people, sessions};
+use diesel::prelude::*;
+use reqwest::cookie::CookieStore;
+use reqwest::redirect::Policy;
+use reqwest::StatusCode;
+
+use crate::cli::{coe, stderr, stdout};
+use crate::helpers::{spawn_app_with, TestApp};
+use crate::webdriver::Browser;
+
+const CALLBACK: &str = "/sign-in/oidc/callback";
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// The test provider: a `node` process serving `http://127.0.0.1:<port>`.
+struct Provider {
+    child: Child,
+    port: u16,
+    keys: Arc<tempfile::TempDir>,
+    coe_port: u16,
+}
+
+fn provider_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oidc");
+    assert!(
+        dir.join("node_modules/oidc-provider").exists(),
+        "the test OpenID Provider is not installed: run scripts/setup (npm ci in tests/oidc)"
+    );
+    dir
+}
+
+impl Provider {
+    /// A provider for a coe on `coe_port`, signing with the first of `kids`.
+    fn start(coe_port: u16, kids: &str) -> Provider {
+        let keys = Arc::new(tempfile::tempdir().expect("a key folder"));
+        Provider::start_on(free_port(), coe_port, keys, kids)
+    }
+
+    fn start_on(port: u16, coe_port: u16, keys: Arc<tempfile::TempDir>, kids: &str) -> Provider {
+        let coe_base = format!("http://127.0.0.1:{coe_port}");
+        let mut child = Command::new("node")
+            .current_dir(provider_dir())
+            .arg("op.mjs")
+            .args(["--port", &port.to_string()])
+            .args(["--redirect", &format!("{coe_base}{CALLBACK}")])
+            .args(["--post-logout", &format!("{coe_base}/sign-in")])
+            .arg("--keys")
+            .arg(keys.path())
+            .args(["--kids", kids])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(
+                std::fs::File::create(keys.path().join("op.log")).expect("a log file"),
+            ))
+            .spawn()
+            .expect("node starts (Node.js is needed: scripts/setup installs it)");
+        let stdout = child.stdout.take().expect("its stdout");
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if line.starts_with("OP READY") {
+                    let _ = ready_tx.send(());
+                }
+            }
+        });
+        let started = std::time::Instant::now();
+        if let Err(e) = ready_rx.recv_timeout(Duration::from_secs(90)) {
+            let log = std::fs::read_to_string(keys.path().join("op.log")).unwrap_or_default();
+            panic!(
+                "the OpenID Provider on port {port} did not say it is ready ({e:?} after {:?}):\n{log}",
+                started.elapsed()
+            );
+        }
+        Provider {
+            child,
+            port,
+            keys,
+            coe_port,
+        }
+    }
+
+    fn issuer(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Stops it, and starts it again on the same port signing with the first of
+    /// `kids` (a rotation: the old key still published after it).
+    fn restart(mut self, kids: &str) -> Provider {
+        let (port, coe_port, keys) = (self.port, self.coe_port, self.keys.clone());
+        self.stop();
+        Provider::start_on(port, coe_port, keys, kids)
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A coe on `coe_port` signing people in through `provider`: `coe-admins` are
+/// admins, example.com may sign in.
+async fn coe_with(
+    coe_port: u16,
+    issuer: &str,
+    configure: impl FnOnce(&mut coe::config::Settings),
+) -> TestApp {
+    let issuer = issuer.to_owned();
+    spawn_app_with(move |s| {
+        s.listen = format!("127.0.0.1:{coe_port}");
+        s.public_url = format!("http://127.0.0.1:{coe_port}");
+        s.auth.mode = AuthMode::Oidc;
+        s.auth.allowed_domains = vec!["example.com".into()];
+        s.auth.oidc.issuer = issuer;
+        s.auth.oidc.client_id = "coe".into();
+        s.auth.oidc.client_secret = "coe-test-secret".into();
+        s.auth.oidc.scopes = vec![
+            "openid".into(),
+            "email".into(),
+            "profile".into(),
+            "groups".into(),
+        ];
+        s.auth.oidc.admin_groups = vec!["coe-admins".into()];
+        s.auth.oidc.name = "Test Provider".into();
+        configure(s);
+    })
+    .await
+}
+
+/// A browser without a browser: a cookie jar, following redirects but stopping at
+/// coe's callback, so that a test can look at it (and replay it).
+struct Visitor {
+    client: reqwest::Client,
+    jar: Arc<reqwest::cookie::Jar>,
+}
+
+impl Visitor {
+    fn new() -> Visitor {
+        let jar = Arc::new(reqwest::cookie::Jar::default());
+        let client = reqwest::Client::builder()
+            .cookie_provider(jar.clone())
+            .redirect(Policy::custom(|attempt| {
+                let from_callback = attempt
+                    .previous()
+                    .last()
+                    .is_some_and(|u| u.path() == CALLBACK);
+                if attempt.url().path() == CALLBACK
+                    || from_callback
+                    || attempt.previous().len() > 10
+                {
+                    attempt.stop()
+                } else {
+                    attempt.follow()
+                }
+            }))
+            .build()
+            .expect("an HTTP client");
+        Visitor { client, jar }
+    }
+
+    /// Presses "Sign in with …" on coe's page and signs in as `login` on the
+    /// provider's page; returns coe's answer where it is not the provider's login
+    /// page (its error page) or the callback URL the provider sent the browser to.
+    async fn to_callback(&self, app: &TestApp, login: &str) -> Result<String, reqwest::Response> {
+        let at_provider = self
+            .client
+            .get(app.url("/sign-in/oidc?next=%2Fme"))
+            .send()
+            .await
+            .expect("the sign-in starts");
+        if !at_provider.url().path().starts_with("/interaction/") {
+            return Err(at_provider);
+        }
+        let form = at_provider.url().clone();
+        let page = at_provider.text().await.expect("the login page");
+        assert!(page.contains("name=\"login\""), "{page}");
+        let back = self
+            .client
+            .post(form)
+            .form(&[("prompt", "login"), ("login", login), ("password", "any")])
+            .send()
+            .await
+            .expect("the provider's login form is sent");
+        let location = back
+            .headers()
+            .get("location")
+            .and_then(|l| l.to_str().ok())
+            .map(str::to_owned);
+        match location {
+            Some(l) if l.contains(CALLBACK) => Ok(l),
+            _ => Err(back),
+        }
+    }
+
+    async fn get(&self, url: &str) -> reqwest::Response {
+        self.client.get(url).send().await.expect("a GET")
+    }
+
+    /// Signs in as `login` all the way: coe's answer to the callback.
+    async fn sign_in(&self, app: &TestApp, login: &str) -> reqwest::Response {
+        match self.to_callback(app, login).await {
+            Ok(callback) => self.get(&callback).await,
+            Err(answer) => answer,
+        }
+    }
+
+    /// The pending sign-in's cookie, as a replaying attacker would have copied it.
+    fn pending_cookie(&self, app: &TestApp) -> String {
+        let url = app.url("/").parse().expect("a URL");
+        self.jar
+            .cookies(&url)
+            .and_then(|v| v.to_str().ok().map(str::to_owned))
+            .unwrap_or_default()
+            .split("; ")
+            .find(|c| c.starts_with("coe_oidc="))
+            .unwrap_or_default()
+            .to_owned()
+    }
+}
+
+async fn body(response: reqwest::Response) -> String {
+    response.text().await.expect("a body")
+}
+
+fn live_sessions(app: &TestApp) -> Vec<(String, String)> {
+    let mut conn = app.pool.get().expect("conn");
+    sessions::table
+        .filter(sessions::ended_at.is_null())
+        .select((sessions::person_email, sessions::method))
+        .load(&mut conn)
+        .expect("sessions")
+}
+
+fn person(app: &TestApp, email: &str) -> Option<(Option<String>, bool)> {
+    let mut conn = app.pool.get().expect("conn");
+    people::table
+        .find(email)
+        .select((people::name, people::is_admin))
+        .first(&mut conn)
+        .optional()
+        .expect("people")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn people_sign_in_through_the_provider_and_admin_follows_their_groups() {
+    let coe_port = free_port();
+    let provider = Provider::start(coe_port, "k1");
+    let app = coe_with(coe_port, &provider.issuer(), |_| {}).await;
+
+    // The sign-in page offers the provider, and no emailed link.
+    let page = body(app.get("/sign-in?next=/board", None).await).await;
+    assert!(page.contains("Sign in with Test Provider"), "{page}");
+    assert!(!page.contains("Email me a sign-in link"), "{page}");
+
+    let alice = Visitor::new();
+    let callback = alice.to_callback(&app, "alice").await.expect("a callback");
+    let answer = alice.get(&callback).await;
+    assert_eq!(answer.status(), StatusCode::SEE_OTHER);
+    assert_eq!(answer.headers()["location"], "/me");
+    let me = alice.get(&app.url("/me")).await;
+    assert_eq!(me.status(), StatusCode::OK);
+    let page = body(me).await;
+    assert!(page.contains("alice@example.com"), "{page}");
+    assert!(page.contains("href=\"/admin/people\""), "an admin: {page}");
+    // She joined the directory, with the provider's name for her, as an admin by her
+    // group; her session is an OpenID one.
+    assert_eq!(
+        person(&app, "alice@example.com"),
+        Some((Some("Alice Admin".into()), true))
+    );
+    assert_eq!(
+        live_sessions(&app),
+        vec![("alice@example.com".to_owned(), "oidc".to_owned())]
+    );
+
+    // The callback again, in the same browser: that sign-in is over.
+    let again = alice.get(&callback).await;
+    assert_eq!(again.status(), StatusCode::BAD_REQUEST);
+    assert!(body(again).await.contains("not started in this browser"));
+
+    // Carol is not in an admin group: no Admin, even when the directory said admin
+    // before (it follows the groups at each sign-in).
+    {
+        let mut conn = app.pool.get().expect("conn");
+        diesel::insert_into(people::table)
+            .values((
+                people::email.eq("carol@example.com"),
+                people::name.eq("Carol From The Directory"),
+                people::is_admin.eq(true),
+                people::created_at.eq(chrono::Utc::now().naive_utc()),
+                people::updated_at.eq(chrono::Utc::now().naive_utc()),
+            ))
+            .execute(&mut conn)
+            .expect("carol");
+    }
+    let carol = Visitor::new();
+    let answer = carol.sign_in(&app, "carol").await;
+    assert_eq!(answer.status(), StatusCode::SEE_OTHER);
+    let page = body(carol.get(&app.url("/me")).await).await;
+    assert!(page.contains("carol@example.com"), "{page}");
+    assert!(!page.contains("href=\"/admin/people\""), "{page}");
+    // The directory's name is kept; admin is the provider's word.
+    assert_eq!(
+        person(&app, "carol@example.com"),
+        Some((Some("Carol From The Directory".into()), false))
+    );
+
+    // An emailed link is refused here (no fallback).
+    let refused = app
+        .client
+        .post(app.url("/sign-in"))
+        .form(&[("email", "alice@example.com")])
+        .send()
+        .await
+        .expect("posted");
+    assert_eq!(refused.status(), StatusCode::BAD_REQUEST);
+    assert!(body(refused).await.contains("Test Provider"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_or_forged_callback_signs_nobody_in() {
+    let coe_port = free_port();
+    let provider = Provider::start(coe_port, "k1");
+    let app = coe_with(coe_port, &provider.issuer(), |_| {}).await;
+
+    // Another state than the one this browser's sign-in began with.
+    let victim = Visitor::new();
+    let callback = victim.to_callback(&app, "alice").await.expect("a callback");
+    let forged = callback.replace("state=", "state=forged");
+    let answer = victim.get(&forged).await;
+    assert_eq!(answer.status(), StatusCode::BAD_REQUEST);
+    assert!(body(answer).await.contains("state differs"));
+
+    // The right state, once; an attacker who copied the browser's cookie and the
+    // callback replays both: the provider will not exchange the code twice.
+    let visitor = Visitor::new();
+    let callback = visitor
+        .to_callback(&app, "alice")
+        .await
+        .expect("a callback");
+    let cookie = visitor.pending_cookie(&app);
+    assert!(cookie.starts_with("coe_oidc="), "{cookie}");
+    let first = visitor.get(&callback).await;
+    assert_eq!(first.status(), StatusCode::SEE_OTHER);
+    let replay = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .expect("client")
+        .get(&callback)
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .expect("replayed");
+    assert_eq!(replay.status(), StatusCode::FORBIDDEN);
+    let page = body(replay).await;
+    assert!(page.contains("invalid_grant"), "{page}");
+    assert!(replay_set_no_session(&page));
+
+    // A callback nobody started: no cookie at all.
+    let stranger = app
+        .get(&format!("{CALLBACK}?code=abc&state=xyz"), None)
+        .await;
+    assert_eq!(stranger.status(), StatusCode::BAD_REQUEST);
+
+    // The provider's own refusal comes back as a page too.
+    let refused = app
+        .get(
+            &format!("{CALLBACK}?error=access_denied&error_description=the+user+said+no&state=x"),
+            None,
+        )
+        .await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    assert!(body(refused).await.contains("the user said no"));
+
+    // Only the one honest sign-in made a session.
+    assert_eq!(live_sessions(&app).len(), 1);
+}
+
+/// The failure page offers another try.
+fn replay_set_no_session(page: &str) -> bool {
+    page.contains("Try again with Test Provider")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_that_fails_its_checks_or_an_unverified_address_signs_nobody_in() {
+    let coe_port = free_port();
+    let provider = Provider::start(coe_port, "k1");
+    let app = coe_with(coe_port, &provider.issuer(), |_| {}).await;
+
+    for (login, status, reason) in [
+        ("wrong-aud", StatusCode::UNAUTHORIZED, "audience"),
+        ("expired", StatusCode::UNAUTHORIZED, "expired"),
+        ("forged", StatusCode::UNAUTHORIZED, "signature"),
+        ("unknown-key", StatusCode::UNAUTHORIZED, "key"),
+        (
+            "bob",
+            StatusCode::FORBIDDEN,
+            "has not verified bob@example.com",
+        ),
+        (
+            "outsider",
+            StatusCode::FORBIDDEN,
+            "eve@elsewhere.org may not sign in",
+        ),
+    ] {
+        let visitor = Visitor::new();
+        let answer = visitor.sign_in(&app, login).await;
+        assert_eq!(answer.status(), status, "{login}");
+        let page = body(answer).await;
+        assert!(
+            page.to_lowercase().contains(&reason.to_lowercase()),
+            "{login}: {reason} in {page}"
+        );
+        assert!(page.contains("Try again with Test Provider"), "{page}");
+        // Not signed in: the pages still ask for it.
+        let me = visitor.get(&app.url("/me")).await;
+        assert!(
+            me.url().path().starts_with("/sign-in"),
+            "{login}: {}",
+            me.url()
+        );
+    }
+    assert!(live_sessions(&app).is_empty(), "{:?}", live_sessions(&app));
+    assert_eq!(person(&app, "bob@example.com"), None);
+    assert_eq!(person(&app, "eve@elsewhere.org"), None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_that_cannot_be_reached_is_a_page_with_a_way_to_try_again() {
+    // Nothing listens where the provider should be.
+    let coe_port = free_port();
+    let gone = format!("http://127.0.0.1:{}", free_port());
+    let app = coe_with(coe_port, &gone, |_| {}).await;
+    let answer = Visitor::new()
+        .get(&app.url("/sign-in/oidc?next=%2Fboard"))
+        .await;
+    assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(answer.headers()["retry-after"], "30");
+    let page = body(answer).await;
+    assert!(page.contains("cannot be reached"), "{page}");
+    assert!(page.contains("Try again with Test Provider"), "{page}");
+    assert!(
+        page.contains("href=\"/sign-in/oidc?next=%2Fboard\""),
+        "{page}"
+    );
+
+    // The provider goes away between the login and the callback: the code cannot be
+    // exchanged.
+    let coe_port = free_port();
+    let mut provider = Provider::start(coe_port, "k1");
+    let app = coe_with(coe_port, &provider.issuer(), |_| {}).await;
+    let visitor = Visitor::new();
+    let callback = visitor
+        .to_callback(&app, "alice")
+        .await
+        .expect("a callback");
+    provider.stop();
+    let answer = visitor.get(&callback).await;
+    assert_eq!(answer.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(body(answer).await.contains("token endpoint did not answer"));
+    assert!(live_sessions(&app).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sign_in_pages_of_oidc_mode_are_valid_html() {
+    let coe_port = free_port();
+    let provider = Provider::start(coe_port, "k1");
+    let app = coe_with(coe_port, &provider.issuer(), |s| {
+        s.auth.oidc.email_link_fallback = true;
+    })
+    .await;
+    let mut saved = Vec::new();
+    let page = body(app.get("/sign-in?next=%2Fboard%3Fteam%3Da%26b", None).await).await;
+    assert!(
+        page.contains("href=\"/sign-in/oidc?next=%2Fboard%3Fteam%3Da%26b\""),
+        "{page}"
+    );
+    crate::html::save(&mut saved, "oidc-sign-in", &page);
+    let refused = body(Visitor::new().sign_in(&app, "bob").await).await;
+    crate::html::save(&mut saved, "oidc-refused", &refused);
+    let alice = Visitor::new();
+    alice.sign_in(&app, "alice").await;
+    let me = body(alice.get(&app.url("/me")).await).await;
+    let csrf = csrf_in(&me);
+    let out = alice
+        .client
+        .post(app.url("/sign-out"))
+        .form(&[("csrf", csrf.as_str())])
+        .send()
+        .await
+        .expect("signed out");
+    crate::html::save(&mut saved, "oidc-signed-out", &body(out).await);
+    crate::html::assert_valid(&crate::html::vnu_jar(), &saved);
+}
+
+fn csrf_in(page: &str) -> String {
+    page.split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a CSRF token")
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotated_signing_key_is_fetched_and_trusted() {
+    let coe_port = free_port();
+    let provider = Provider::start(coe_port, "k1");
+    let app = coe_with(coe_port, &provider.issuer(), |_| {}).await;
+    let first = Visitor::new().sign_in(&app, "alice").await;
+    assert_eq!(first.status(), StatusCode::SEE_OTHER);
+
+    // The provider now signs with k2 (k1 still published); coe kept only k1.
+    let _provider = provider.restart("k2,k1");
+    // Keys are fetched again at most every few seconds.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let after = Visitor::new().sign_in(&app, "carol").await;
+    assert_eq!(
+        after.status(),
+        StatusCode::SEE_OTHER,
+        "{}",
+        body(after).await
+    );
+    assert_eq!(live_sessions(&app).len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signing_out_ends_the_session_and_goes_through_the_providers_sign_out() {
+    let coe_port = free_port();
+    let provider = Provider::start(coe_port, "k1");
+    let app = coe_with(coe_port, &provider.issuer(), |s| {
+        s.auth.oidc.email_link_fallback = true;
+    })
+    .await;
+    // With the fallback, both ways in are offered.
+    let page = body(app.get("/sign-in", None).await).await;
+    assert!(page.contains("Sign in with Test Provider"), "{page}");
+    assert!(page.contains("Email me a sign-in link"), "{page}");
+
+    let alice = Visitor::new();
+    assert_eq!(
+        alice.sign_in(&app, "alice").await.status(),
+        StatusCode::SEE_OTHER
+    );
+    let csrf = csrf_in(&body(alice.get(&app.url("/me")).await).await);
+    let out = alice
+        .client
+        .post(app.url("/sign-out"))
+        .form(&[("csrf", csrf.as_str())])
+        .send()
+        .await
+        .expect("signed out");
+    // A page that goes on to the provider's sign-out (a refresh: the pages'
+    // form-action 'self' would stop a redirect).
+    assert_eq!(out.status(), StatusCode::OK);
+    let page = body(out).await;
+    let refresh = page
+        .split("http-equiv=\"refresh\" content=\"0; url=")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a refresh")
+        .replace("&amp;", "&")
+        .replace("&#x3D;", "=");
+    let to = reqwest::Url::parse(&refresh).expect("a URL");
+    assert_eq!(to.path(), "/session/end", "{to}");
+    assert_eq!(to.port(), Some(provider.port));
+    let query = to.query().unwrap_or_default().to_owned();
+    assert!(query.contains("client_id=coe"), "{query}");
+    assert!(query.contains("id_token_hint="), "{query}");
+    assert!(
+        query.contains(&format!(
+            "post_logout_redirect_uri=http%3A%2F%2F127.0.0.1%3A{coe_port}%2Fsign-in"
+        )),
+        "{query}"
+    );
+    assert!(live_sessions(&app).is_empty());
+    let me = alice.get(&app.url("/me")).await;
+    assert!(me.url().path().starts_with("/sign-in"), "{}", me.url());
+}
+
+#[test]
+fn check_config_says_whether_the_provider_is_usable() {
+    let provider = Provider::start(free_port(), "k1");
+    let issuer = provider.issuer();
+    let env = [
+        ("COE_AUTH_MODE", "oidc"),
+        ("COE_AUTH_OIDC_ISSUER", issuer.as_str()),
+        ("COE_AUTH_OIDC_CLIENT_ID", "coe"),
+        ("COE_AUTH_OIDC_CLIENT_SECRET", "coe-test-secret"),
+        ("COE_AUTH_OIDC_ADMIN_GROUPS", "[\"coe-admins\", \"sre\"]"),
+    ];
+    let out = coe(&["check-config"], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("admin_groups = [\n    \"coe-admins\",\n    \"sre\",\n]")
+            || text.contains("admin_groups = [\"coe-admins\", \"sre\"]"),
+        "{text}"
+    );
+    assert!(text.contains("client_secret = \"***\""), "{text}");
+    assert!(!text.contains("coe-test-secret"), "{text}");
+    assert!(
+        text.contains(&format!("token endpoint: {issuer}/token")),
+        "{text}"
+    );
+    assert!(text.contains("# usable"), "{text}");
+
+    let elsewhere = format!("http://127.0.0.1:{}", free_port());
+    let env = [
+        ("COE_AUTH_MODE", "oidc"),
+        ("COE_AUTH_OIDC_ISSUER", elsewhere.as_str()),
+        ("COE_AUTH_OIDC_CLIENT_ID", "coe"),
+    ];
+    let out = coe(&["check-config"], &env);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("cannot be reached"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Without an issuer, oidc mode is refused by name.
+    let out = coe(&["check-config"], &[("COE_AUTH_MODE", "oidc")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("auth.oidc.issuer"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// The journey in a real browser: the sign-in page, the provider's login page, "My
+/// work" as that person with Admin, and out through the provider's sign-out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_signs_in_and_out_through_the_provider_in_a_browser() {
+    let coe_port = free_port();
+    let provider = Provider::start(coe_port, "k1");
+    let app = coe_with(coe_port, &provider.issuer(), |_| {}).await;
+    let browser = Browser::start().await;
+
+    browser.goto(&app.url("/")).await;
+    browser.wait_for_heading("Sign in").await;
+    browser.screenshot("oidc-sign-in").await;
+    browser.click("#oidc-sign-in").await;
+    browser.wait_for_url("/interaction/").await;
+    browser.screenshot("oidc-provider-login").await;
+    browser.type_into("input[name=login]", "alice").await;
+    browser.type_into("input[name=password]", "any").await;
+    browser.click("button[type=submit]").await;
+    browser.wait_for_heading("My work").await;
+    browser.screenshot("oidc-signed-in").await;
+    let url = browser.url().await;
+    assert_eq!(url, app.url("/"), "{url}");
+    assert!(
+        browser.text("nav").await.contains("Admin"),
+        "{}",
+        browser.text("nav").await
+    );
+
+    browser.click("form.signout button[type=submit]").await;
+    browser.wait_for_url("/session/end").await;
+    browser.screenshot("oidc-provider-sign-out").await;
+    browser.click("button[name=logout][value=yes]").await;
+    browser.wait_for_heading("Sign in").await;
+    let url = browser.url().await;
+    assert!(url.starts_with(&app.url("/sign-in")), "{url}");
+
+    // An account whose address the provider has not verified: a page that says so.
+    browser.click("#oidc-sign-in").await;
+    browser.wait_for_url("/interaction/").await;
+    browser.type_into("input[name=login]", "bob").await;
+    browser.type_into("input[name=password]", "any").await;
+    browser.click("button[type=submit]").await;
+    browser.wait_for_heading("You may not sign in here").await;
+    browser.screenshot("oidc-refused").await;
+    let problem = browser.text("#sign-in-problem").await;
+    assert!(
+        problem.contains("has not verified bob@example.com"),
+        "{problem}"
+    );
+}

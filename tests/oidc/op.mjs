@@ -1,0 +1,134 @@
+// A real, certified OpenID Provider for coe's sign-in tests: panva's oidc-provider on
+// loopback, plain http. Started by tests/api/oidc.rs:
+//   node op.mjs --port P --redirect URI --post-logout URI --keys DIR --kids k2,k1
+// Signing keys are RSA keys kept in DIR/<kid>.json (made when missing), so a restart
+// with `--kids k2,k1` rotates to k2 while still publishing k1. The first kid signs.
+// Prints "OP READY <issuer>" once listening.
+//
+// Accounts: the login typed on its login page is the account (any password). Some
+// accounts get a doctored ID token (re-signed after the provider made it), for the
+// negative tests: wrong-aud, expired, forged (signed with a key the provider never
+// published, under its published kid), unknown-key (the same, under an unknown kid).
+import { generateKeyPairSync } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import Provider from 'oidc-provider';
+import { decodeJwt, decodeProtectedHeader, importJWK, SignJWT } from 'jose';
+
+const { values: args } = parseArgs({
+  options: {
+    port: { type: 'string' },
+    redirect: { type: 'string', multiple: true, default: [] },
+    'post-logout': { type: 'string', multiple: true, default: [] },
+    keys: { type: 'string' },
+    kids: { type: 'string', default: 'k1' },
+    'client-id': { type: 'string', default: 'coe' },
+    'client-secret': { type: 'string', default: 'coe-test-secret' },
+  },
+});
+
+const issuer = `http://127.0.0.1:${args.port}`;
+
+function rsaKey(kid) {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  return { ...privateKey.export({ format: 'jwk' }), kid, alg: 'RS256', use: 'sig' };
+}
+
+function keptKey(kid) {
+  const path = join(args.keys, `${kid}.json`);
+  if (!existsSync(path)) writeFileSync(path, JSON.stringify(rsaKey(kid)));
+  return JSON.parse(readFileSync(path, 'utf8'));
+}
+
+const jwks = { keys: args.kids.split(',').map(keptKey) };
+// Never published: what a forger would sign with.
+const forgersKey = rsaKey('forger');
+
+const ACCOUNTS = {
+  alice: { email: 'alice@example.com', email_verified: true, name: 'Alice Admin', groups: ['coe-admins', 'eng'] },
+  carol: { email: 'carol@example.com', email_verified: true, name: 'Carol Member', groups: ['eng'] },
+  bob: { email: 'bob@example.com', email_verified: false, name: 'Bob Unverified', groups: [] },
+  outsider: { email: 'eve@elsewhere.org', email_verified: true, name: 'Eve Outsider', groups: [] },
+  'wrong-aud': { email: 'wa@example.com', email_verified: true, name: 'Wrong Audience', groups: [], tamper: { aud: 'someone-else' } },
+  expired: { email: 'ex@example.com', email_verified: true, name: 'Expired', groups: [], tamper: { expOffset: -600 } },
+  forged: { email: 'fo@example.com', email_verified: true, name: 'Forged', groups: [], tamper: { forge: 'same-kid' } },
+  'unknown-key': { email: 'uk@example.com', email_verified: true, name: 'Unknown Key', groups: [], tamper: { forge: 'new-kid' } },
+};
+
+const configuration = {
+  clients: [{
+    client_id: args['client-id'],
+    client_secret: args['client-secret'],
+    redirect_uris: args.redirect,
+    post_logout_redirect_uris: args['post-logout'],
+    grant_types: ['authorization_code'],
+    response_types: ['code'],
+    token_endpoint_auth_method: 'client_secret_basic',
+  }],
+  jwks,
+  cookies: { keys: ['test-cookie-key-not-secret'] },
+  pkce: { required: () => true },
+  // Claims of the requested scopes in the ID token too, not only at /me.
+  conformIdTokenClaims: false,
+  claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'], groups: ['groups'] },
+  scopes: ['openid', 'email', 'profile', 'groups'],
+  features: { devInteractions: { enabled: true }, rpInitiatedLogout: { enabled: true } },
+  // Grant every requested scope at once: the browser sees the login page only.
+  async loadExistingGrant(ctx) {
+    const grantId = ctx.oidc.result?.consent?.grantId
+      || ctx.oidc.session.grantIdFor(ctx.oidc.client.clientId);
+    if (grantId) return ctx.oidc.provider.Grant.find(grantId);
+    const grant = new ctx.oidc.provider.Grant({
+      clientId: ctx.oidc.client.clientId, accountId: ctx.oidc.session.accountId,
+    });
+    grant.addOIDCScope([...(ctx.oidc.requestParamScopes ?? ['openid'])].join(' '));
+    await grant.save();
+    return grant;
+  },
+  async findAccount(ctx, id) {
+    const account = ACCOUNTS[id] ?? { email: `${id}@example.com`, email_verified: true, name: id, groups: [] };
+    const { tamper, ...claims } = account;
+    return { accountId: id, async claims() { return { sub: id, ...claims }; } };
+  },
+};
+
+const provider = new Provider(issuer, configuration);
+
+// The built-in pages @import a web font: strip it, so the browser only talks to loopback.
+provider.use(async (ctx, next) => {
+  await next();
+  if (typeof ctx.body === 'string' && ctx.body.includes('fonts.googleapis.com')) {
+    ctx.body = ctx.body.replace(/@import url\(https:\/\/fonts\.googleapis\.com[^)]*\);?/g, '');
+  }
+});
+
+// After the token endpoint: doctor the ID token of the negative-test accounts.
+provider.use(async (ctx, next) => {
+  await next();
+  if (ctx.path !== '/token' || ctx.status !== 200 || !ctx.body?.id_token) return;
+  const payload = decodeJwt(ctx.body.id_token);
+  const tamper = ACCOUNTS[payload.sub]?.tamper;
+  if (!tamper) return;
+  const header = decodeProtectedHeader(ctx.body.id_token);
+  let key = jwks.keys[0];
+  let kid = header.kid;
+  if (tamper.aud) payload.aud = tamper.aud;
+  if (tamper.expOffset) {
+    const now = Math.floor(Date.now() / 1000);
+    payload.exp = now + tamper.expOffset;
+    payload.iat = payload.exp - 3600;
+  }
+  if (tamper.forge) {
+    key = forgersKey;
+    if (tamper.forge === 'new-kid') kid = 'never-published';
+  }
+  const signed = await new SignJWT(payload)
+    .setProtectedHeader({ alg: header.alg, kid })
+    .sign(await importJWK(key, header.alg));
+  ctx.body = { ...ctx.body, id_token: signed };
+});
+
+provider.listen(Number(args.port), '127.0.0.1', () => {
+  console.log(`OP READY ${issuer}`);
+});
