@@ -40,6 +40,11 @@ pub const CLOCK_SKEW_SECS: i64 = 60;
 /// The discovery document is fetched again after this long (the keys too).
 const DISCOVERY_MAX_AGE: StdDuration = StdDuration::from_secs(3600);
 
+/// After a failed discovery, the provider is asked again only after this long (the
+/// failure, or the document kept, answers meanwhile): a provider that is down is
+/// not asked by every sign-in at once.
+const DISCOVERY_RETRY: StdDuration = StdDuration::from_secs(5);
+
 /// An unknown signing key fetches the key set again at most this often.
 const KEYS_REFETCH_MIN: StdDuration = StdDuration::from_secs(2);
 
@@ -204,6 +209,8 @@ pub struct Provider {
     scopes: Vec<String>,
     groups_claim: String,
     current: RwLock<Option<Arc<Discovered>>>,
+    /// The last failed discovery: when, and why.
+    failed: RwLock<Option<(Instant, OidcError)>>,
 }
 
 impl Provider {
@@ -233,6 +240,7 @@ impl Provider {
             scopes: o.scopes.clone(),
             groups_claim: o.groups_claim.clone(),
             current: RwLock::new(None),
+            failed: RwLock::new(None),
         }))
     }
 
@@ -270,19 +278,38 @@ impl Provider {
         {
             return Ok(d.clone());
         }
-        match self.discover().await {
+        let recent_failure = self
+            .failed
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .filter(|(at, _)| at.elapsed() < DISCOVERY_RETRY)
+            .map(|(_, e)| e.clone());
+        let fetched = match recent_failure {
+            // Not asked again so soon: the failure stands (or the document kept).
+            Some(e) => return kept.ok_or(e),
+            None => self.discover().await,
+        };
+        match fetched {
             Ok(DiscoverySummary(fresh)) => {
                 let fresh = Arc::new(fresh);
                 self.keep(fresh.clone());
                 Ok(fresh)
             }
-            Err(e) => match kept {
-                Some(old) => {
-                    tracing::warn!(error = %e, "the sign-in provider's discovery document cannot be fetched again; using the one kept");
-                    Ok(old)
+            Err(e) => {
+                *self
+                    .failed
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    Some((Instant::now(), e.clone()));
+                match kept {
+                    Some(old) => {
+                        tracing::warn!(error = %e, "the sign-in provider's discovery document cannot be fetched again; using the one kept");
+                        Ok(old)
+                    }
+                    None => Err(e),
                 }
-                None => Err(e),
-            },
+            }
         }
     }
 

@@ -93,6 +93,10 @@ pub struct OidcSettings {
     pub admin_groups: Vec<String>,
     /// Whether people outside the provider may still sign in with an emailed link.
     pub email_link_fallback: bool,
+    /// Whether the ID token must say `email_verified = true`. Off trusts the email
+    /// claim of a provider that never sends `email_verified` (Entra ID); `false` is
+    /// refused either way.
+    pub require_verified_email: bool,
     /// The provider's name on the sign-in button: "Sign in with <name>".
     pub name: String,
 }
@@ -107,6 +111,7 @@ impl Default for OidcSettings {
             groups_claim: "groups".into(),
             admin_groups: Vec::new(),
             email_link_fallback: false,
+            require_verified_email: true,
             name: "single sign-on".into(),
         }
     }

@@ -150,23 +150,29 @@ pub enum Unvouched {
     NoEmail,
     #[error("the provider has not verified {0} (email_verified is false)")]
     Unverified(String),
+    #[error("the provider does not say it verified {0} (no email_verified claim; an admin may trust its email claims with auth.oidc.require_verified_email = false)")]
+    NotSaidVerified(String),
     #[error("the provider's email claim is not a usable address: {0}")]
     Unusable(String),
 }
 
-/// The address an OpenID Provider vouches for: its `email` claim, unless the
-/// provider says it has not verified it (`email_verified = false`; a provider that
-/// leaves the claim out vouches by sending the address at all).
+/// The address an OpenID Provider vouches for: its `email` claim, when the provider
+/// says it verified it. `email_verified = false` is always refused; a provider that
+/// leaves the claim out (Entra ID) is trusted only when `require_verified` is off
+/// (`auth.oidc.require_verified_email = false`, an admin's decision).
 pub fn vouched_address(
     email: Option<&str>,
     email_verified: Option<bool>,
+    require_verified: bool,
 ) -> Result<crate::domain::EmailAddress, Unvouched> {
     let email = email
         .map(str::trim)
         .filter(|e| !e.is_empty())
         .ok_or(Unvouched::NoEmail)?;
-    if email_verified == Some(false) {
-        return Err(Unvouched::Unverified(email.to_owned()));
+    match email_verified {
+        Some(false) => return Err(Unvouched::Unverified(email.to_owned())),
+        None if require_verified => return Err(Unvouched::NotSaidVerified(email.to_owned())),
+        _ => {}
     }
     crate::domain::EmailAddress::parse(email).map_err(Unvouched::Unusable)
 }
@@ -273,23 +279,31 @@ mod tests {
     #[test]
     fn the_provider_vouches_for_a_verified_or_unqualified_address_only() {
         assert_eq!(
-            vouched_address(Some(" ana@example.com "), Some(true))
+            vouched_address(Some(" ana@example.com "), Some(true), true)
                 .expect("vouched")
                 .as_str(),
             "ana@example.com"
         );
-        assert!(vouched_address(Some("ana@example.com"), None).is_ok());
         assert_eq!(
-            vouched_address(Some("ana@example.com"), Some(false)),
+            vouched_address(Some("ana@example.com"), None, true),
+            Err(Unvouched::NotSaidVerified("ana@example.com".into()))
+        );
+        assert!(vouched_address(Some("ana@example.com"), None, false).is_ok());
+        assert!(vouched_address(Some("ana@example.com"), Some(false), false).is_err());
+        assert_eq!(
+            vouched_address(Some("ana@example.com"), Some(false), true),
             Err(Unvouched::Unverified("ana@example.com".into()))
         );
-        assert_eq!(vouched_address(None, Some(true)), Err(Unvouched::NoEmail));
         assert_eq!(
-            vouched_address(Some("  "), Some(true)),
+            vouched_address(None, Some(true), true),
+            Err(Unvouched::NoEmail)
+        );
+        assert_eq!(
+            vouched_address(Some("  "), Some(true), true),
             Err(Unvouched::NoEmail)
         );
         assert!(matches!(
-            vouched_address(Some("not an address"), Some(true)),
+            vouched_address(Some("not an address"), Some(true), true),
             Err(Unvouched::Unusable(_))
         ));
     }

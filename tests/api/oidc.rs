@@ -109,6 +109,16 @@ impl Provider {
         Provider::start_on(port, coe_port, keys, kids)
     }
 
+    /// What coe asked of it so far, by path (`/token`, `/jwks`, …).
+    async fn counts(&self) -> serde_json::Value {
+        reqwest::get(format!("{}/test/counts", self.issuer()))
+            .await
+            .expect("the provider answers")
+            .json()
+            .await
+            .expect("its counts")
+    }
+
     fn stop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -328,7 +338,33 @@ async fn people_sign_in_through_the_provider_and_admin_follows_their_groups() {
         Some((Some("Carol From The Directory".into()), false))
     );
 
-    // An emailed link is refused here (no fallback).
+    // Only a page of coe's own to come back to: another site's is replaced by `/`.
+    let elsewhere = Visitor::new();
+    let start = elsewhere
+        .client
+        .get(app.url("/sign-in/oidc?next=%2F%2Fevil.example%2Fx"))
+        .send()
+        .await
+        .expect("started");
+    assert!(start.url().path().starts_with("/interaction/"));
+    let form = start.url().clone();
+    let back = elsewhere
+        .client
+        .post(form)
+        .form(&[("prompt", "login"), ("login", "alice"), ("password", "any")])
+        .send()
+        .await
+        .expect("signed in at the provider");
+    let callback = back.headers()["location"]
+        .to_str()
+        .expect("a callback")
+        .to_owned();
+    let landed = elsewhere.get(&callback).await;
+    assert_eq!(landed.headers()["location"], "/");
+
+    // An emailed link is refused here (no fallback), its confirmation page too.
+    let confirm = app.get("/sign-in/confirm?token=abc", None).await;
+    assert_eq!(confirm.status(), StatusCode::BAD_REQUEST);
     let refused = app
         .client
         .post(app.url("/sign-in"))
@@ -375,33 +411,52 @@ async fn a_replayed_or_forged_callback_signs_nobody_in() {
         .await
         .expect("replayed");
     assert_eq!(replay.status(), StatusCode::FORBIDDEN);
+    assert!(no_session_cookie(&replay), "{:?}", replay.headers());
     let page = body(replay).await;
     assert!(page.contains("invalid_grant"), "{page}");
-    assert!(replay_set_no_session(&page));
+    assert!(page.contains("Try again with Test Provider"), "{page}");
 
     // A callback nobody started: no cookie at all.
     let stranger = app
         .get(&format!("{CALLBACK}?code=abc&state=xyz"), None)
         .await;
     assert_eq!(stranger.status(), StatusCode::BAD_REQUEST);
+    assert!(no_session_cookie(&stranger));
 
-    // The provider's own refusal comes back as a page too.
-    let refused = app
-        .get(
-            &format!("{CALLBACK}?error=access_denied&error_description=the+user+said+no&state=x"),
-            None,
-        )
+    // The provider's refusal of a sign-in this browser began comes back as a page;
+    // the same words in a link nobody started are not shown as the provider's.
+    let refusing = Visitor::new();
+    let callback = refusing
+        .to_callback(&app, "carol")
+        .await
+        .expect("a callback");
+    let state = reqwest::Url::parse(&callback)
+        .expect("a URL")
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .map(|(_, v)| v.into_owned())
+        .expect("a state");
+    let words = "error=access_denied&error_description=call+0800+123+456";
+    let refused = refusing
+        .get(&app.url(&format!("{CALLBACK}?{words}&state={state}")))
         .await;
     assert_eq!(refused.status(), StatusCode::FORBIDDEN);
-    assert!(body(refused).await.contains("the user said no"));
+    assert!(body(refused).await.contains("call 0800 123 456"));
+    let planted = app.get(&format!("{CALLBACK}?{words}&state=x"), None).await;
+    assert_eq!(planted.status(), StatusCode::BAD_REQUEST);
+    assert!(!body(planted).await.contains("0800"));
 
     // Only the one honest sign-in made a session.
     assert_eq!(live_sessions(&app).len(), 1);
 }
 
-/// The failure page offers another try.
-fn replay_set_no_session(page: &str) -> bool {
-    page.contains("Try again with Test Provider")
+/// Whether an answer sets no session cookie.
+fn no_session_cookie(answer: &reqwest::Response) -> bool {
+    answer
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .all(|c| !c.to_str().unwrap_or_default().starts_with("coe_session="))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -415,6 +470,13 @@ async fn a_token_that_fails_its_checks_or_an_unverified_address_signs_nobody_in(
         ("expired", StatusCode::UNAUTHORIZED, "expired"),
         ("forged", StatusCode::UNAUTHORIZED, "signature"),
         ("unknown-key", StatusCode::UNAUTHORIZED, "key"),
+        ("bad-nonce", StatusCode::UNAUTHORIZED, "nonce"),
+        ("wrong-iss", StatusCode::UNAUTHORIZED, "issuer"),
+        (
+            "noverify",
+            StatusCode::FORBIDDEN,
+            "does not say it verified nv@example.com",
+        ),
         (
             "bob",
             StatusCode::FORBIDDEN,
@@ -429,6 +491,7 @@ async fn a_token_that_fails_its_checks_or_an_unverified_address_signs_nobody_in(
         let visitor = Visitor::new();
         let answer = visitor.sign_in(&app, login).await;
         assert_eq!(answer.status(), status, "{login}");
+        assert!(no_session_cookie(&answer), "{login}");
         let page = body(answer).await;
         assert!(
             page.to_lowercase().contains(&reason.to_lowercase()),
@@ -445,6 +508,11 @@ async fn a_token_that_fails_its_checks_or_an_unverified_address_signs_nobody_in(
     }
     assert!(live_sessions(&app).is_empty(), "{:?}", live_sessions(&app));
     assert_eq!(person(&app, "bob@example.com"), None);
+
+    // An ID token that expired 30 s ago is within the clock difference allowed.
+    let skewed = Visitor::new().sign_in(&app, "skewed").await;
+    assert_eq!(skewed.status(), StatusCode::SEE_OTHER);
+    assert_eq!(live_sessions(&app).len(), 1);
     assert_eq!(person(&app, "eve@elsewhere.org"), None);
 }
 
@@ -502,7 +570,10 @@ async fn the_sign_in_pages_of_oidc_mode_are_valid_html() {
     let refused = body(Visitor::new().sign_in(&app, "bob").await).await;
     crate::html::save(&mut saved, "oidc-refused", &refused);
     let alice = Visitor::new();
-    alice.sign_in(&app, "alice").await;
+    assert_eq!(
+        alice.sign_in(&app, "alice").await.status(),
+        StatusCode::SEE_OTHER
+    );
     let me = body(alice.get(&app.url("/me")).await).await;
     let csrf = csrf_in(&me);
     let out = alice
@@ -531,19 +602,39 @@ async fn a_rotated_signing_key_is_fetched_and_trusted() {
     let app = coe_with(coe_port, &provider.issuer(), |_| {}).await;
     let first = Visitor::new().sign_in(&app, "alice").await;
     assert_eq!(first.status(), StatusCode::SEE_OTHER);
+    let once = provider.counts().await;
+    assert_eq!(once["/.well-known/openid-configuration"], 1, "{once}");
+    assert_eq!(once["/jwks"], 1, "{once}");
+    assert_eq!(once["/token"], 1, "{once}");
+    // Discovery and keys are kept: the next sign-in costs one request (the token).
+    let second = Visitor::new().sign_in(&app, "carol").await;
+    assert_eq!(second.status(), StatusCode::SEE_OTHER);
+    let twice = provider.counts().await;
+    assert_eq!(twice["/.well-known/openid-configuration"], 1, "{twice}");
+    assert_eq!(twice["/jwks"], 1, "{twice}");
+    assert_eq!(twice["/token"], 2, "{twice}");
 
     // The provider now signs with k2 (k1 still published); coe kept only k1.
-    let _provider = provider.restart("k2,k1");
+    let provider = provider.restart("k2,k1");
     // Keys are fetched again at most every few seconds.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let after = Visitor::new().sign_in(&app, "carol").await;
+    let after = Visitor::new().sign_in(&app, "alice").await;
     assert_eq!(
         after.status(),
         StatusCode::SEE_OTHER,
         "{}",
         body(after).await
     );
-    assert_eq!(live_sessions(&app).len(), 2);
+    assert_eq!(live_sessions(&app).len(), 3);
+    // The restarted provider counts afresh: one token, the keys fetched once more,
+    // no discovery.
+    let rotated = provider.counts().await;
+    assert_eq!(rotated["/token"], 1, "{rotated}");
+    assert_eq!(rotated["/jwks"], 1, "{rotated}");
+    assert!(
+        rotated["/.well-known/openid-configuration"].is_null(),
+        "{rotated}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -552,8 +643,12 @@ async fn signing_out_ends_the_session_and_goes_through_the_providers_sign_out() 
     let provider = Provider::start(coe_port, "k1");
     let app = coe_with(coe_port, &provider.issuer(), |s| {
         s.auth.oidc.email_link_fallback = true;
+        s.auth.oidc.require_verified_email = false;
     })
     .await;
+    // Trusting the email claims of a provider that never says it verified them.
+    let trusted = Visitor::new().sign_in(&app, "noverify").await;
+    assert_eq!(trusted.status(), StatusCode::SEE_OTHER);
     // With the fallback, both ways in are offered.
     let page = body(app.get("/sign-in", None).await).await;
     assert!(page.contains("Sign in with Test Provider"), "{page}");
@@ -595,7 +690,13 @@ async fn signing_out_ends_the_session_and_goes_through_the_providers_sign_out() 
         )),
         "{query}"
     );
-    assert!(live_sessions(&app).is_empty());
+    assert!(
+        !live_sessions(&app)
+            .iter()
+            .any(|(email, _)| email == "alice@example.com"),
+        "{:?}",
+        live_sessions(&app)
+    );
     let me = alice.get(&app.url("/me")).await;
     assert!(me.url().path().starts_with("/sign-in"), "{}", me.url());
 }

@@ -8,7 +8,9 @@
 // Accounts: the login typed on its login page is the account (any password). Some
 // accounts get a doctored ID token (re-signed after the provider made it), for the
 // negative tests: wrong-aud, expired, forged (signed with a key the provider never
-// published, under its published kid), unknown-key (the same, under an unknown kid).
+// published, under its published kid), unknown-key (the same, under an unknown kid),
+// bad-nonce, wrong-iss; and skewed (expired 30 s ago: within coe's allowance).
+// noverify has no email_verified claim.
 import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -54,6 +56,12 @@ const ACCOUNTS = {
   expired: { email: 'ex@example.com', email_verified: true, name: 'Expired', groups: [], tamper: { expOffset: -600 } },
   forged: { email: 'fo@example.com', email_verified: true, name: 'Forged', groups: [], tamper: { forge: 'same-kid' } },
   'unknown-key': { email: 'uk@example.com', email_verified: true, name: 'Unknown Key', groups: [], tamper: { forge: 'new-kid' } },
+  'bad-nonce': { email: 'bn@example.com', email_verified: true, name: 'Bad Nonce', groups: [], tamper: { nonce: 'not-yours' } },
+  'wrong-iss': { email: 'wi@example.com', email_verified: true, name: 'Wrong Issuer', groups: [], tamper: { iss: 'http://evil.invalid' } },
+  // Expired 30 s ago: within the clock difference coe allows.
+  skewed: { email: 'sk@example.com', email_verified: true, name: 'Skewed Clock', groups: [], tamper: { expOffset: -30 } },
+  // A provider that never says whether it verified the address (Entra ID).
+  noverify: { email: 'nv@example.com', name: 'No Verified Claim', groups: [] },
 };
 
 const configuration = {
@@ -95,6 +103,18 @@ const configuration = {
 
 const provider = new Provider(issuer, configuration);
 
+// What coe asked of the provider, by path: GET /test/counts (a test checks that a
+// sign-in costs one token request, and that keys are fetched again only when needed).
+const counts = {};
+provider.use(async (ctx, next) => {
+  if (ctx.path === '/test/counts') {
+    ctx.body = counts;
+    return;
+  }
+  counts[ctx.path] = (counts[ctx.path] ?? 0) + 1;
+  await next();
+});
+
 // The built-in pages @import a web font: strip it, so the browser only talks to loopback.
 provider.use(async (ctx, next) => {
   await next();
@@ -114,6 +134,8 @@ provider.use(async (ctx, next) => {
   let key = jwks.keys[0];
   let kid = header.kid;
   if (tamper.aud) payload.aud = tamper.aud;
+  if (tamper.iss) payload.iss = tamper.iss;
+  if (tamper.nonce) payload.nonce = tamper.nonce;
   if (tamper.expOffset) {
     const now = Math.floor(Date.now() / 1000);
     payload.exp = now + tamper.expOffset;

@@ -23,6 +23,8 @@ const PENDING: &str = "coe_oidc";
 const SECURE_PENDING: &str = "__Host-coe_oidc";
 /// How long a person has at the provider before the sign-in must start again.
 const PENDING_MINUTES: i64 = 15;
+/// The longest page to come back to that the cookie carries (else `/`).
+const MAX_NEXT: usize = 512;
 
 fn pending_name(state: &AppState) -> &'static str {
     if state.settings.public_url.starts_with("https://") {
@@ -61,10 +63,13 @@ pub struct StartQuery {
 /// provider, and starting a sign-in changes nothing but this browser's cookie.
 pub async fn start(query: web::Query<StartQuery>, state: State) -> Page {
     let provider = provider(&state)?;
+    // Kept in the cookie: a page to come back to, and not so long that the browser
+    // would drop the cookie.
     let next = query
         .next
         .as_deref()
         .and_then(safe_next)
+        .filter(|n| n.len() <= MAX_NEXT)
         .unwrap_or("/")
         .to_owned();
     match provider.begin(next.clone()).await {
@@ -102,7 +107,11 @@ pub async fn callback(req: HttpRequest, query: web::Query<Callback>, state: Stat
     let pending = req
         .cookie(pending_name(&state))
         .and_then(|c| Pending::from_cookie(c.value()));
-    let next = pending.as_ref().map_or("/", |p| p.next.as_str()).to_owned();
+    let next = pending
+        .as_ref()
+        .and_then(|p| safe_next(&p.next))
+        .unwrap_or("/")
+        .to_owned();
     // Whatever happens, this sign-in is over: its cookie goes.
     let mut gone = pending_cookie(&state, String::new(), 0);
     gone.make_removal();
@@ -113,7 +122,6 @@ pub async fn callback(req: HttpRequest, query: web::Query<Callback>, state: Stat
             .insert_header(("cache-control", "no-store"))
             .insert_header(("location", next))
             .finish(),
-        Err(SignInFailure::Page(e)) => return Err(e),
         Err(e) => failed(&state, &e, &next)?,
     };
     response
@@ -130,13 +138,6 @@ async fn finish(
     query: Callback,
     pending: Option<Pending>,
 ) -> Result<String, SignInFailure> {
-    if let Some(error) = query.error {
-        let detail = query
-            .error_description
-            .map(|d| format!("{error}: {d}"))
-            .unwrap_or(error);
-        return Err(OidcError::Refused(detail).into());
-    }
     let Some(pending) = pending else {
         return Err(OidcError::Callback(
             "this sign-in was not started in this browser, or it is over already (a sign-in \
@@ -157,6 +158,15 @@ async fn finish(
         )
         .into());
     }
+    // Only now is the provider's own refusal believed: before, anyone could have
+    // written it into a link.
+    if let Some(error) = query.error {
+        let detail = query
+            .error_description
+            .map(|d| format!("{error}: {d}"))
+            .unwrap_or(error);
+        return Err(OidcError::Refused(detail).into());
+    }
     if let Some(iss) = query.iss.as_deref().filter(|i| *i != provider.issuer()) {
         return Err(OidcError::Callback(format!(
             "the answer names another issuer ({iss}) than auth.oidc.issuer"
@@ -168,23 +178,28 @@ async fn finish(
         .filter(|c| !c.is_empty())
         .ok_or_else(|| OidcError::Callback("the provider's answer carries no code".into()))?;
     let identity = provider.finish(&code, &pending).await?;
-    let email =
-        vouched_address(identity.email.as_deref(), identity.email_verified).map_err(|e| {
-            SignInFailure::Refused {
-                reason: e.to_string(),
-                subject: identity.subject.clone(),
-            }
-        })?;
-    let admin = match &identity.groups {
-        Some(groups) => admin_by_groups(groups, &state.settings.auth.oidc.admin_groups),
-        None => {
+    let oidc = &state.settings.auth.oidc;
+    let email = vouched_address(
+        identity.email.as_deref(),
+        identity.email_verified,
+        oidc.require_verified_email,
+    )
+    .map_err(|e| SignInFailure::Refused {
+        reason: e.to_string(),
+        subject: identity.subject.clone(),
+    })?;
+    // Groups the token does not carry (too many: Entra ID's overage) cannot make
+    // anyone an admin, and an admin who lost the group must not stay one.
+    let groups = identity.groups.clone().unwrap_or_else(|| {
+        if !oidc.admin_groups.is_empty() {
             tracing::warn!(
                 subject = %identity.subject,
-                "the provider left the groups out of the ID token (too many; Entra ID's overage): admin is left as the directory has it"
+                "the provider left the groups out of the ID token (too many: Entra ID's overage): not an admin by groups this time"
             );
-            None
         }
-    };
+        Vec::new()
+    });
+    let admin = admin_by_groups(&groups, &oidc.admin_groups);
     let client = client_ip(req, &state.proxies);
     let previous = session_secret(req, state);
     let address = email.as_str().to_owned();
@@ -237,12 +252,13 @@ impl From<OidcError> for SignInFailure {
 /// The page for a sign-in that did not work, and its log line.
 fn failed(state: &AppState, failure: &dyn Describe, next: &str) -> Page {
     let (status, heading, message) = failure.describe();
+    // Debug-formatted: text from a query string cannot forge a log line.
+    tracing::warn!(status = status.as_u16(), reason = ?message, "a sign-in through the provider did not work");
     let mut chars = message.chars();
     let message: String = chars
         .next()
         .map(|first| first.to_uppercase().chain(chars).collect())
         .unwrap_or_default();
-    tracing::warn!(status = status.as_u16(), reason = %message, "a sign-in through the provider did not work");
     render(
         state,
         None,
@@ -308,12 +324,16 @@ impl Describe for SignInFailure {
                 "You may not sign in here",
                 format!("{reason} (the provider's account: {subject})."),
             ),
-            // Answered as any page's error (`callback`); here for completeness.
-            SignInFailure::Page(e) => (
-                StatusCode::SERVICE_UNAVAILABLE,
-                "Unavailable for a moment",
-                e.to_string(),
-            ),
+            // The database, as the sign-in met it: a page like the others, the detail
+            // in the log only.
+            SignInFailure::Page(e) => {
+                tracing::error!(error = %e, "a sign-in through the provider could not be recorded");
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Unavailable for a moment",
+                    "The sign-in could not be recorded. Try again in a moment.".into(),
+                )
+            }
         }
     }
 }
