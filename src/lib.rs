@@ -1,6 +1,7 @@
 //! `coe`, the Correction of Errors service: failure events in, structured root-cause
 //! writeups and corrective actions tracked to closure out. See `docs/architecture.md`.
 
+pub mod chat;
 pub mod cli;
 pub mod config;
 pub mod db;

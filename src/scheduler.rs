@@ -143,6 +143,8 @@ fn run(
         guarded("delivery pass", || {
             deliver_once(settings, pool, transport, stopping)
         });
+        // Chat after email, in a pass of its own: a slow platform never holds up mail.
+        guarded("chat delivery pass", || chat_once(settings, pool, stopping));
         let wait = next_sweep
             .saturating_duration_since(Instant::now())
             .min(deliver_every);
@@ -220,5 +222,26 @@ fn deliver_once(settings: &Settings, pool: &DbPool, transport: &Transport, stopp
         ),
         Ok(_) => {}
         Err(e) => tracing::error!(error = %e, "delivery pass failed; the next one retries"),
+    }
+}
+
+fn chat_once(settings: &Settings, pool: &DbPool, stopping: &AtomicBool) {
+    if settings.chat.channels.is_empty() {
+        return;
+    }
+    let result = crate::db::checkout(pool)
+        .map_err(|_| "no database connection".to_owned())
+        .and_then(|mut conn| {
+            crate::services::chat::deliver(&mut conn, settings, stopping).map_err(|e| e.to_string())
+        });
+    match result {
+        Ok(r) if r != crate::services::chat::ChatReport::default() => tracing::info!(
+            sent = r.sent,
+            deferred = r.deferred,
+            failed = r.failed,
+            "chat delivery pass"
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::error!(error = %e, "chat delivery pass failed; the next one retries"),
     }
 }

@@ -401,6 +401,14 @@ fn sweep(
             delivered.deferred,
             delivered.failed
         );
+        if !settings.chat.channels.is_empty() {
+            let chat = crate::services::chat::deliver(&mut conn, settings, &go)
+                .map_err(Failure::runtime)?;
+            println!(
+                "chat: {} sent, {} deferred, {} failed",
+                chat.sent, chat.deferred, chat.failed
+            );
+        }
     }
     Ok(())
 }

@@ -27,6 +27,7 @@ const SECTIONS: &[&str] = &[
     "reminders",
     "digest",
     "metrics",
+    "chat",
 ];
 
 /// Environment variables with the `COE_` prefix that are not settings.

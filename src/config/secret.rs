@@ -84,6 +84,10 @@ impl Settings {
         hide(&mut masked.webhooks.grafana_secret);
         hide(&mut masked.webhooks.sentry_secret);
         hide(&mut masked.metrics.token);
+        for channel in &mut masked.chat.channels {
+            hide(&mut channel.url);
+            hide(&mut channel.access_token);
+        }
         if !masked.auth.oidc.client_secret.expose().is_empty() {
             masked.auth.oidc.client_secret = Secret::from("***");
         }

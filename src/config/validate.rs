@@ -361,6 +361,82 @@ impl Settings {
         Ok(())
     }
 
+    /// `[[chat.channels]]`: a unique name each, and what its kind needs (a webhook
+    /// URL; for Matrix a homeserver, a room id and a token), over https (plain http
+    /// only on loopback).
+    fn validate_chat(&self) -> Result<(), ConfigError> {
+        // The key is the list's; the value says which channel and field.
+        let invalid = |at: String, value: &str, expected: &str| ConfigError::Invalid {
+            key: "chat.channels",
+            origin: String::new(),
+            value: format!("{at} = {value:?}"),
+            expected: expected.to_owned(),
+        };
+        let web_url = |raw: &str| {
+            url::Url::parse(raw).ok().is_some_and(|u| {
+                u.scheme() == "https"
+                    || (u.scheme() == "http"
+                        && u.host_str()
+                            .is_some_and(|h| super::listens_on_loopback(&format!("{h}:0"))))
+            })
+        };
+        let mut names = std::collections::HashSet::new();
+        for (i, c) in self.chat.channels.iter().enumerate() {
+            let at = |field: &str| format!("[{i}] ({}) {field}", c.name);
+            let name_ok = !c.name.is_empty()
+                && c.name.len() <= 64
+                && c.name
+                    .chars()
+                    .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch));
+            if !name_ok {
+                return Err(invalid(
+                    at("name"),
+                    &c.name,
+                    "a name of letters, digits, - _ . (1 to 64)",
+                ));
+            }
+            if !names.insert(c.name.to_ascii_lowercase()) {
+                return Err(invalid(at("name"), &c.name, "a name no other channel has"));
+            }
+            if c.events.is_empty() {
+                return Err(invalid(at("events"), "[]", "at least one of coe_opened, review, overdue_daily, escalation, inspection_weekly (or leave it out for all)"));
+            }
+            if c.kind == super::ChatKind::Matrix {
+                if !c.homeserver.as_deref().is_some_and(web_url) {
+                    return Err(invalid(at("homeserver"), c.homeserver.as_deref().unwrap_or(""), "the homeserver's https URL (plain http only on loopback), for kind = \"matrix\""));
+                }
+                if !c
+                    .room_id
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with('!') && r.len() > 1)
+                {
+                    return Err(invalid(
+                        at("room_id"),
+                        c.room_id.as_deref().unwrap_or(""),
+                        "the room's id, such as !abcdef:example.com, for kind = \"matrix\"",
+                    ));
+                }
+                if c.access_token
+                    .as_ref()
+                    .is_none_or(|t| t.expose().trim().is_empty())
+                {
+                    return Err(invalid(
+                        at("access_token"),
+                        "",
+                        "the bot user's access token, for kind = \"matrix\"",
+                    ));
+                }
+            } else if !c.url.as_ref().is_some_and(|u| web_url(u.expose())) {
+                return Err(invalid(
+                    at("url"),
+                    if c.url.is_some() { "***" } else { "" },
+                    "the incoming webhook's https URL (plain http only on loopback)",
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn validate_email(&self) -> Result<(), ConfigError> {
         let invalid = |key, value: &str, expected: &str| ConfigError::Invalid {
             key,
@@ -505,6 +581,7 @@ impl Settings {
             ));
         }
         self.validate_auth()?;
+        self.validate_chat()?;
         if let Some(dir) = &self.email.templates_dir {
             if !dir.is_dir() {
                 return Err(invalid(

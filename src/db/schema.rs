@@ -266,6 +266,34 @@ diesel::table! {
 }
 
 diesel::table! {
+    chat_messages (id) {
+        id -> Text,
+        channel -> Text,
+        event -> Text,
+        dedup_key -> Text,
+        body -> Text,
+        state -> Text,
+        attempts -> Integer,
+        next_attempt_at -> Timestamp,
+        lease_until -> Nullable<Timestamp>,
+        last_error -> Nullable<Text>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+        sent_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    chat_channels (name) {
+        name -> Text,
+        last_delivered_at -> Nullable<Timestamp>,
+        last_error -> Nullable<Text>,
+        last_error_at -> Nullable<Timestamp>,
+        broken_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
     outbox_emails (id) {
         id -> Text,
         kind -> Text,

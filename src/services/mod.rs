@@ -12,6 +12,7 @@ pub mod audit;
 pub mod auth;
 pub mod board;
 pub mod calendar;
+pub mod chat;
 pub mod coes;
 pub mod coverage;
 mod env;

@@ -213,6 +213,22 @@ pub fn step(
             &step_id,
             now,
         )?;
+        let what = match (step, first_of_two) {
+            (Step::Submit, _) => "Review requested",
+            (Step::RequestChanges, _) => "Changes requested",
+            (Step::Approve, true) => "Approved once (waiting for the second approval)",
+            (Step::Approve, false) => "COE approved",
+        };
+        crate::services::chat::coe_notice(
+            conn,
+            env.settings,
+            crate::config::ChatEvent::Review,
+            &facts,
+            what,
+            Some(actor),
+            &format!("review:{}:{step_id}", row.id),
+            now,
+        )?;
         // The bar raiser is asked once per round, like the reviewer.
         if let (Step::Submit, Some(b)) = (step, bar_raiser.as_deref()) {
             notify::bar_raiser_requested(

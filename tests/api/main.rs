@@ -7,6 +7,7 @@ mod helpers;
 mod actions;
 mod alertmanager;
 mod browser;
+mod chat;
 mod cli;
 mod coe_pages;
 mod coes;

@@ -68,6 +68,17 @@ fn tell_owner(
     if let Some(reviewer) = row.reviewer_email.as_deref() {
         notify::coe_assigned(conn, *ctx, &row, reviewer, true, SYSTEM_ACTOR, now)?;
     }
+    let severity = crate::db::types::severity("coes.severity", row.severity)?.to_string();
+    crate::services::chat::coe_notice(
+        conn,
+        ctx.settings,
+        crate::config::ChatEvent::CoeOpened,
+        &notify::CoeFacts::of(&row, &severity),
+        "COE opened",
+        None,
+        &format!("coe_opened:{}", row.id),
+        now,
+    )?;
     Ok(())
 }
 

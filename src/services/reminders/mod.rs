@@ -180,6 +180,10 @@ pub fn sweep(
         return Ok(report);
     }
     let today = local.date_naive();
+    if !dry_run {
+        // Each chat channel's summary of the day, next to the owners' digests.
+        crate::services::chat::overdue_daily(conn, settings, today, db::now())?;
+    }
     let links = Links::new(&settings.public_url);
     let r = &settings.reminders;
     let actions = due_actions(conn, today + Duration::days(r.due_soon_days))?;

@@ -1,0 +1,2 @@
+DROP TABLE chat_channels;
+DROP TABLE chat_messages;

@@ -1,0 +1,9 @@
+//! Team chat (`[[chat.channels]]`): notices in each platform's own format
+//! (`format`) and the one request that sends them (`send`). Which channel hears what,
+//! the outbox of chat messages and its delivery are `services::chat`.
+
+pub mod format;
+pub mod send;
+
+pub use format::{render, Notice};
+pub use send::{send, Sent};

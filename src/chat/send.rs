@@ -1,0 +1,168 @@
+//! Sending one chat message: a webhook's POST, or Matrix's `PUT …/send/m.room.message/
+//! {txnId}` (the message's id as the transaction id, so a retry after a lost answer is
+//! not a second message). What the platform answered decides what happens next.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::config::{ChannelSettings, ChatKind};
+
+/// How long a platform may take to answer.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What came of one attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sent {
+    Delivered,
+    /// Try again later: after the platform's `Retry-After` when it gave one.
+    Retry {
+        after_secs: Option<u64>,
+        error: String,
+    },
+    /// The channel is gone (a deleted webhook, a room the bot left, a revoked token):
+    /// nothing more is sent to it until an admin's test message gets through.
+    Broken(String),
+    /// The platform refused this message for good (its format): not retried.
+    Refused(String),
+}
+
+/// Sends `body` to `channel`; `message_id` names it (Matrix's transaction id).
+pub fn send(channel: &ChannelSettings, message_id: &str, body: &Value) -> Sent {
+    let agent = ureq::AgentBuilder::new()
+        .timeout(TIMEOUT)
+        .redirects(0)
+        .build();
+    let text = body.to_string();
+    let request = match channel.kind {
+        ChatKind::Matrix => {
+            let base = channel
+                .homeserver
+                .as_deref()
+                .unwrap_or_default()
+                .trim_end_matches('/');
+            let room: String = percent_encoding::utf8_percent_encode(
+                channel.room_id.as_deref().unwrap_or_default(),
+                percent_encoding::NON_ALPHANUMERIC,
+            )
+            .collect();
+            let token = channel
+                .access_token
+                .as_ref()
+                .map(|t| t.expose())
+                .unwrap_or_default();
+            agent
+                .put(&format!(
+                    "{base}/_matrix/client/v3/rooms/{room}/send/m.room.message/{message_id}"
+                ))
+                .set("Authorization", &format!("Bearer {token}"))
+        }
+        _ => agent.post(channel.url.as_ref().map(|u| u.expose()).unwrap_or_default()),
+    };
+    let answer = request
+        .set("Content-Type", "application/json; charset=utf-8")
+        .send_string(&text);
+    match answer {
+        Ok(_) => Sent::Delivered,
+        Err(ureq::Error::Status(status, response)) => {
+            let retry_after = response
+                .header("retry-after")
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            let said = response.into_string().unwrap_or_default();
+            judge(channel.kind, status, retry_after, &said)
+        }
+        Err(ureq::Error::Transport(t)) => Sent::Retry {
+            after_secs: None,
+            error: format!("no answer: {t}"),
+        },
+    }
+}
+
+/// What an error answer means, by platform.
+pub fn judge(kind: ChatKind, status: u16, retry_after: Option<u64>, said: &str) -> Sent {
+    let said = crate::chat::format::cut(said.trim(), 300);
+    let error = format!("HTTP {status}: {said}");
+    // Matrix says how long to wait in its body (`retry_after_ms`).
+    let matrix_wait = || {
+        serde_json::from_str::<Value>(&said)
+            .ok()
+            .and_then(|v| v["retry_after_ms"].as_u64())
+            .map(|ms| ms.div_ceil(1000))
+    };
+    match status {
+        429 => Sent::Retry {
+            after_secs: retry_after.or_else(matrix_wait),
+            error,
+        },
+        // A deleted webhook or channel, an archived one (Slack 404/410), a room the
+        // bot may not post in or a token that no longer works (Matrix 401/403).
+        404 | 410 => Sent::Broken(error),
+        401 | 403 => Sent::Broken(error),
+        // Mattermost answers a deleted hook with 400 `…incoming_webhook.invalid…`.
+        400 if kind == ChatKind::Mattermost && said.contains("incoming_webhook.invalid") => {
+            Sent::Broken(error)
+        }
+        408 | 500..=599 => Sent::Retry {
+            after_secs: retry_after,
+            error,
+        },
+        _ => Sent::Refused(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_judged_as_each_platform_means_them() {
+        assert_eq!(
+            judge(ChatKind::Slack, 429, Some(30), "rate_limited"),
+            Sent::Retry {
+                after_secs: Some(30),
+                error: "HTTP 429: rate_limited".into()
+            }
+        );
+        assert!(matches!(
+            judge(
+                ChatKind::Matrix,
+                429,
+                None,
+                r#"{"errcode":"M_LIMIT_EXCEEDED","retry_after_ms":4001}"#
+            ),
+            Sent::Retry {
+                after_secs: Some(5),
+                ..
+            }
+        ));
+        assert!(matches!(
+            judge(ChatKind::Slack, 404, None, "no_service"),
+            Sent::Broken(_)
+        ));
+        assert!(matches!(
+            judge(ChatKind::Slack, 410, None, "channel_is_archived"),
+            Sent::Broken(_)
+        ));
+        assert!(matches!(
+            judge(ChatKind::Matrix, 401, None, "M_UNKNOWN_TOKEN"),
+            Sent::Broken(_)
+        ));
+        assert!(matches!(
+            judge(
+                ChatKind::Mattermost,
+                400,
+                None,
+                "web.incoming_webhook.invalid.app_error"
+            ),
+            Sent::Broken(_)
+        ));
+        assert!(matches!(
+            judge(ChatKind::Slack, 400, None, "invalid_blocks"),
+            Sent::Refused(_)
+        ));
+        assert!(matches!(
+            judge(ChatKind::Teams, 503, None, ""),
+            Sent::Retry { .. }
+        ));
+    }
+}

@@ -1,0 +1,607 @@
+//! Notices in team chat, delivered like email: `notify` decides, in the transaction
+//! of the event, which channels hear it (`ChannelSettings::wants`) and queues one
+//! row per channel in `chat_messages` (its body rendered for the platform; its
+//! `dedup_key` makes it once, whichever replica decides it again); `deliver` sends
+//! due rows under a lease, with no transaction open, and records each outcome. A
+//! channel that answers 404/410 (or Matrix 401/403) is marked broken in
+//! `chat_channels` and hears nothing more until an admin's test message gets through.
+//! Chat never holds up email: it has its own pass, after the email's.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use chrono::{Duration, NaiveDateTime};
+use diesel::prelude::*;
+use serde::Serialize;
+
+use crate::chat::{self, Notice, Sent};
+use crate::config::{ChannelSettings, ChatEvent, Settings};
+use crate::db::schema::{chat_channels, chat_messages};
+use crate::db::{self, DbConnection};
+
+pub const PENDING: &str = "pending";
+pub const SENDING: &str = "sending";
+pub const SENT: &str = "sent";
+pub const FAILED: &str = "failed";
+
+/// After this many attempts a message is failed (at the back-off's cap, about a day).
+const MAX_ATTEMPTS: i32 = 12;
+
+/// Whom a notice is about: the team and service that route it to channels.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Route<'a> {
+    pub team: Option<&'a str>,
+    pub service: Option<&'a str>,
+}
+
+/// Queues `notice` for every channel that hears `event` about `route`, once per
+/// channel and `key`. Returns how many were queued now.
+pub fn notify(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    event: ChatEvent,
+    route: Route<'_>,
+    key: &str,
+    notice: &Notice,
+    now: NaiveDateTime,
+) -> QueryResult<usize> {
+    let mut queued = 0;
+    for channel in settings
+        .chat
+        .channels
+        .iter()
+        .filter(|c| c.wants(event, route.team, route.service))
+    {
+        queued += enqueue(conn, channel, event, key, notice, now)?;
+    }
+    Ok(queued)
+}
+
+/// Queues `notice` for one channel (once per `key`).
+pub fn enqueue(
+    conn: &mut DbConnection,
+    channel: &ChannelSettings,
+    event: ChatEvent,
+    key: &str,
+    notice: &Notice,
+    now: NaiveDateTime,
+) -> QueryResult<usize> {
+    let body = chat::render(channel.kind, notice).to_string();
+    crate::insert_or_ignore!(
+        conn,
+        diesel::insert_into(chat_messages::table).values((
+            chat_messages::id.eq(db::new_id()),
+            chat_messages::channel.eq(&channel.name),
+            chat_messages::event.eq(event.as_str()),
+            chat_messages::dedup_key.eq(format!("{}:{key}", channel.name)),
+            chat_messages::body.eq(body),
+            chat_messages::state.eq(PENDING),
+            chat_messages::attempts.eq(0),
+            chat_messages::next_attempt_at.eq(now),
+            chat_messages::created_at.eq(now),
+            chat_messages::updated_at.eq(now),
+        )),
+        chat_messages::dedup_key
+    )
+}
+
+/// What one delivery pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ChatReport {
+    pub sent: usize,
+    pub deferred: usize,
+    pub failed: usize,
+}
+
+type Claimed = (String, String, String, i32);
+
+/// Claims due messages (pending and due, or sending with an expired lease) of
+/// channels that are not broken. Each claim counts as an attempt.
+fn claim(
+    conn: &mut DbConnection,
+    now: NaiveDateTime,
+    lease: Duration,
+    limit: i64,
+    usable: &[String],
+) -> QueryResult<Vec<Claimed>> {
+    db::write_transaction(conn, |conn| {
+        let rows: Vec<Claimed> = crate::load_skip_locked!(
+            conn,
+            chat_messages::table
+                .filter(
+                    chat_messages::state
+                        .eq(PENDING)
+                        .and(chat_messages::next_attempt_at.le(now))
+                        .or(chat_messages::state
+                            .eq(SENDING)
+                            .and(chat_messages::lease_until.lt(now))),
+                )
+                .filter(chat_messages::channel.eq_any(usable))
+                .order((
+                    chat_messages::next_attempt_at.asc(),
+                    chat_messages::id.asc(),
+                ))
+                .limit(limit)
+                .select((
+                    chat_messages::id,
+                    chat_messages::channel,
+                    chat_messages::body,
+                    chat_messages::attempts,
+                ))
+        )?;
+        let ids: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+        diesel::update(chat_messages::table.filter(chat_messages::id.eq_any(&ids)))
+            .set((
+                chat_messages::state.eq(SENDING),
+                chat_messages::lease_until.eq(now + lease),
+                chat_messages::attempts.eq(chat_messages::attempts + 1),
+                chat_messages::updated_at.eq(now),
+            ))
+            .execute(conn)?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, channel, body, attempts)| (id, channel, body, attempts + 1))
+            .collect())
+    })
+}
+
+/// The channels marked broken.
+fn broken(conn: &mut DbConnection) -> QueryResult<Vec<String>> {
+    chat_channels::table
+        .filter(chat_channels::broken_at.is_not_null())
+        .select(chat_channels::name)
+        .load(conn)
+}
+
+/// One delivery pass over the chat messages.
+pub fn deliver(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    stop: &AtomicBool,
+) -> QueryResult<ChatReport> {
+    let mut report = ChatReport::default();
+    if settings.chat.channels.is_empty() {
+        return Ok(report);
+    }
+    let broken = broken(conn)?;
+    let usable: Vec<String> = settings
+        .chat
+        .channels
+        .iter()
+        .map(|c| c.name.clone())
+        .filter(|n| !broken.contains(n))
+        .collect();
+    let lease = Duration::seconds(i64::try_from(settings.reminders.lease_secs).unwrap_or(600));
+    loop {
+        let rows = claim(
+            conn,
+            db::now(),
+            lease,
+            settings.reminders.batch_size,
+            &usable,
+        )?;
+        if rows.is_empty() {
+            return Ok(report);
+        }
+        for (id, name, body, attempts) in rows {
+            if stop.load(Ordering::Relaxed) {
+                // Put back untouched: the next pass (or replica) sends it.
+                release(conn, &id)?;
+                continue;
+            }
+            let Some(channel) = settings.chat.channels.iter().find(|c| c.name == name) else {
+                continue;
+            };
+            let body: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            let outcome = chat::send(channel, &id, &body);
+            record(conn, settings, &id, &name, attempts, &outcome, &mut report)?;
+            if matches!(outcome, Sent::Broken(_)) {
+                // Its other messages wait for the channel to be mended.
+                return Ok(report);
+            }
+        }
+    }
+}
+
+fn release(conn: &mut DbConnection, id: &str) -> QueryResult<()> {
+    diesel::update(chat_messages::table.find(id))
+        .set((
+            chat_messages::state.eq(PENDING),
+            chat_messages::lease_until.eq(None::<NaiveDateTime>),
+            chat_messages::attempts.eq(chat_messages::attempts - 1),
+        ))
+        .execute(conn)
+        .map(drop)
+}
+
+fn record(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    id: &str,
+    channel: &str,
+    attempts: i32,
+    outcome: &Sent,
+    report: &mut ChatReport,
+) -> QueryResult<()> {
+    let now = db::now();
+    let mine = chat_messages::table
+        .find(id)
+        .filter(chat_messages::state.eq(SENDING));
+    match outcome {
+        Sent::Delivered => {
+            diesel::update(mine)
+                .set((
+                    chat_messages::state.eq(SENT),
+                    chat_messages::sent_at.eq(now),
+                    chat_messages::lease_until.eq(None::<NaiveDateTime>),
+                    chat_messages::updated_at.eq(now),
+                ))
+                .execute(conn)?;
+            channel_state(conn, channel, None, false, now)?;
+            report.sent += 1;
+        }
+        Sent::Retry { after_secs, error } if attempts < MAX_ATTEMPTS => {
+            let wait = after_secs
+                .map(|s| Duration::seconds(i64::try_from(s.min(86_400)).unwrap_or(60)))
+                .unwrap_or_else(|| super::outbox::backoff(settings, attempts));
+            diesel::update(mine)
+                .set((
+                    chat_messages::state.eq(PENDING),
+                    chat_messages::next_attempt_at.eq(now + wait),
+                    chat_messages::lease_until.eq(None::<NaiveDateTime>),
+                    chat_messages::last_error.eq(error),
+                    chat_messages::updated_at.eq(now),
+                ))
+                .execute(conn)?;
+            channel_state(conn, channel, Some(error), false, now)?;
+            tracing::warn!(channel, error = %error, retry_in_secs = wait.num_seconds(), "a chat message will be sent again");
+            report.deferred += 1;
+        }
+        Sent::Broken(error) => {
+            // Back in the queue: sent when the channel is mended.
+            diesel::update(mine)
+                .set((
+                    chat_messages::state.eq(PENDING),
+                    chat_messages::attempts.eq(chat_messages::attempts - 1),
+                    chat_messages::lease_until.eq(None::<NaiveDateTime>),
+                    chat_messages::last_error.eq(error),
+                    chat_messages::updated_at.eq(now),
+                ))
+                .execute(conn)?;
+            channel_state(conn, channel, Some(error), true, now)?;
+            tracing::error!(channel, error = %error, "a chat channel is broken: nothing more is sent to it until a test message from the admin page gets through");
+            report.deferred += 1;
+        }
+        Sent::Retry { error, .. } | Sent::Refused(error) => {
+            diesel::update(mine)
+                .set((
+                    chat_messages::state.eq(FAILED),
+                    chat_messages::lease_until.eq(None::<NaiveDateTime>),
+                    chat_messages::last_error.eq(error),
+                    chat_messages::updated_at.eq(now),
+                ))
+                .execute(conn)?;
+            channel_state(conn, channel, Some(error), false, now)?;
+            tracing::error!(channel, error = %error, "a chat message failed for good");
+            report.failed += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Records how a channel answered: delivered (clears its error and its broken mark),
+/// or an error (and whether it broke).
+fn channel_state(
+    conn: &mut DbConnection,
+    channel: &str,
+    error: Option<&str>,
+    broke: bool,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    crate::insert_or_ignore!(
+        conn,
+        diesel::insert_into(chat_channels::table).values(chat_channels::name.eq(channel)),
+        chat_channels::name
+    )?;
+    let row = chat_channels::table.find(channel);
+    match error {
+        None => diesel::update(row)
+            .set((
+                chat_channels::last_delivered_at.eq(now),
+                chat_channels::broken_at.eq(None::<NaiveDateTime>),
+            ))
+            .execute(conn)?,
+        Some(error) => diesel::update(row)
+            .set((
+                chat_channels::last_error.eq(error),
+                chat_channels::last_error_at.eq(now),
+            ))
+            .execute(conn)?,
+    };
+    if broke {
+        diesel::update(row.filter(chat_channels::broken_at.is_null()))
+            .set(chat_channels::broken_at.eq(now))
+            .execute(conn)?;
+    }
+    Ok(())
+}
+
+/// A channel as the admin page shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChannelStatus {
+    pub name: String,
+    pub kind: &'static str,
+    pub events: Vec<&'static str>,
+    pub teams: Vec<String>,
+    pub services: Vec<String>,
+    #[serde(serialize_with = "crate::json::utc_option")]
+    pub last_delivered_at: Option<NaiveDateTime>,
+    pub last_error: Option<String>,
+    #[serde(serialize_with = "crate::json::utc_option")]
+    pub last_error_at: Option<NaiveDateTime>,
+    pub broken: bool,
+    /// Messages waiting to be sent.
+    pub waiting: i64,
+}
+
+type ChannelRow = (
+    String,
+    Option<NaiveDateTime>,
+    Option<String>,
+    Option<NaiveDateTime>,
+    Option<NaiveDateTime>,
+);
+
+/// Every configured channel with its last delivery, its last error and what waits.
+pub fn statuses(conn: &mut DbConnection, settings: &Settings) -> QueryResult<Vec<ChannelStatus>> {
+    let rows: Vec<ChannelRow> = chat_channels::table
+        .select((
+            chat_channels::name,
+            chat_channels::last_delivered_at,
+            chat_channels::last_error,
+            chat_channels::last_error_at,
+            chat_channels::broken_at,
+        ))
+        .load(conn)?;
+    let mut out = Vec::new();
+    for c in &settings.chat.channels {
+        let row = rows.iter().find(|r| r.0 == c.name);
+        let waiting: i64 = chat_messages::table
+            .filter(chat_messages::channel.eq(&c.name))
+            .filter(chat_messages::state.eq_any([PENDING, SENDING]))
+            .count()
+            .get_result(conn)?;
+        out.push(ChannelStatus {
+            name: c.name.clone(),
+            kind: c.kind.as_str(),
+            events: c.events.iter().map(|e| e.as_str()).collect(),
+            teams: c.teams.clone(),
+            services: c.services.clone(),
+            last_delivered_at: row.and_then(|r| r.1),
+            last_error: row.and_then(|r| r.2.clone()),
+            last_error_at: row.and_then(|r| r.3),
+            broken: row.is_some_and(|r| r.4.is_some()),
+            waiting,
+        });
+    }
+    Ok(out)
+}
+
+/// Sends a test message to `channel` now (not through the queue): the admin's check
+/// of a channel, which mends a broken one when it gets through.
+pub fn test_message(
+    conn: &mut DbConnection,
+    channel: &ChannelSettings,
+    public_url: &str,
+    by: &str,
+) -> QueryResult<Sent> {
+    let notice = Notice {
+        headline: "coe can post here".into(),
+        facts: vec![
+            ("Channel".into(), channel.name.clone()),
+            ("Sent by".into(), by.into()),
+        ],
+        items: Vec::new(),
+        total_items: 0,
+        link_label: "Open coe".into(),
+        link_url: format!("{}/", public_url.trim_end_matches('/')),
+    };
+    let outcome = chat::send(channel, &db::new_id(), &chat::render(channel.kind, &notice));
+    let now = db::now();
+    match &outcome {
+        Sent::Delivered => channel_state(conn, &channel.name, None, false, now)?,
+        Sent::Broken(e) => channel_state(conn, &channel.name, Some(e), true, now)?,
+        Sent::Retry { error, .. } | Sent::Refused(error) => {
+            channel_state(conn, &channel.name, Some(error), false, now)?
+        }
+    }
+    Ok(outcome)
+}
+
+/// The team a COE belongs to for its channels: its owner's, else its service's.
+fn team_of_coe(
+    conn: &mut DbConnection,
+    owner: Option<&str>,
+    service: Option<&str>,
+) -> QueryResult<Option<String>> {
+    use crate::db::schema::{people, service_owners};
+    if let Some(owner) = owner {
+        let team: Option<String> = people::table
+            .find(owner)
+            .select(people::team)
+            .first::<Option<String>>(conn)
+            .optional()?
+            .flatten();
+        if team.is_some() {
+            return Ok(team);
+        }
+    }
+    match service {
+        Some(service) => Ok(service_owners::table
+            .find(service)
+            .select(service_owners::team)
+            .first::<Option<String>>(conn)
+            .optional()?
+            .flatten()),
+        None => Ok(None),
+    }
+}
+
+/// A COE's notice (opened, a review step) to the channels of its team and service.
+/// `what` heads it ("COE opened"); `key` makes it once per channel.
+#[allow(clippy::too_many_arguments)]
+pub fn coe_notice(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    event: ChatEvent,
+    coe: &super::notify::CoeFacts<'_>,
+    what: &str,
+    by: Option<&str>,
+    key: &str,
+    now: NaiveDateTime,
+) -> QueryResult<usize> {
+    if settings.chat.channels.is_empty() {
+        return Ok(0);
+    }
+    let team = team_of_coe(conn, coe.owner, coe.service)?;
+    let mut facts = vec![
+        ("Severity".to_owned(), coe.severity.to_owned()),
+        (
+            "Service".to_owned(),
+            coe.service.unwrap_or("(none named)").to_owned(),
+        ),
+        (
+            "Owner".to_owned(),
+            coe.owner
+                .map_or_else(|| "nobody yet — take it".to_owned(), str::to_owned),
+        ),
+    ];
+    if let Some(reviewer) = coe.reviewer {
+        facts.push(("Reviewer".into(), reviewer.to_owned()));
+    }
+    if let Some(by) = by {
+        facts.push(("By".into(), by.to_owned()));
+    }
+    let notice = Notice {
+        headline: format!("{what}: {}", coe.title),
+        facts,
+        items: Vec::new(),
+        total_items: 0,
+        link_label: "Open the COE".into(),
+        link_url: format!(
+            "{}/coes/{}",
+            settings.public_url.trim_end_matches('/'),
+            coe.id
+        ),
+    };
+    notify(
+        conn,
+        settings,
+        event,
+        Route {
+            team: team.as_deref(),
+            service: coe.service,
+        },
+        key,
+        &notice,
+        now,
+    )
+}
+
+/// Once a day (the sweep after `reminders.send_hour`): each channel that hears
+/// `overdue_daily` gets one summary of its overdue actions — how many, the ten
+/// oldest with owner and days overdue, a link to the board (filtered to its team
+/// when it has one). A channel with nothing overdue hears nothing. Keyed by the day:
+/// once per channel whichever replica sweeps.
+pub fn overdue_daily(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    today: chrono::NaiveDate,
+    now: NaiveDateTime,
+) -> QueryResult<usize> {
+    use crate::db::schema::{coes, corrective_actions, people};
+    let channels: Vec<&ChannelSettings> = settings
+        .chat
+        .channels
+        .iter()
+        .filter(|c| c.events.contains(&ChatEvent::OverdueDaily))
+        .collect();
+    if channels.is_empty() {
+        return Ok(0);
+    }
+    type Overdue = (
+        String,
+        String,
+        chrono::NaiveDate,
+        Option<String>,
+        Option<String>,
+    );
+    let overdue: Vec<Overdue> = corrective_actions::table
+        .inner_join(coes::table.on(coes::id.eq(corrective_actions::coe_id)))
+        .left_join(people::table.on(people::email.eq(corrective_actions::owner_email)))
+        .filter(corrective_actions::closed_at.is_null())
+        .filter(corrective_actions::due_date.lt(today))
+        .order((
+            corrective_actions::due_date.asc(),
+            corrective_actions::id.asc(),
+        ))
+        .select((
+            corrective_actions::title,
+            corrective_actions::owner_email,
+            corrective_actions::due_date,
+            people::team.nullable(),
+            coes::service,
+        ))
+        .load(conn)?;
+    let base = settings.public_url.trim_end_matches('/');
+    let mut queued = 0;
+    for channel in channels {
+        let mine: Vec<&Overdue> = overdue
+            .iter()
+            .filter(|(_, _, _, team, service)| {
+                channel.wants(ChatEvent::OverdueDaily, team.as_deref(), service.as_deref())
+            })
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let items = mine
+            .iter()
+            .take(chat::format::MAX_ITEMS)
+            .map(|(title, owner, due, _, _)| {
+                let days = (today - *due).num_days();
+                format!(
+                    "{title} — {owner}, {days} day{} overdue",
+                    if days == 1 { "" } else { "s" }
+                )
+            })
+            .collect();
+        let board = match channel.teams.as_slice() {
+            [team] => format!(
+                "{base}/board?team={}",
+                form_urlencoded::byte_serialize(team.as_bytes()).collect::<String>()
+            ),
+            _ => format!("{base}/board"),
+        };
+        let notice = Notice {
+            headline: format!(
+                "{} overdue corrective action{}",
+                mine.len(),
+                if mine.len() == 1 { "" } else { "s" }
+            ),
+            facts: vec![("Day".into(), today.to_string())],
+            items,
+            total_items: mine.len(),
+            link_label: "Open the overdue board".into(),
+            link_url: board,
+        };
+        queued += enqueue(
+            conn,
+            channel,
+            ChatEvent::OverdueDaily,
+            &format!("overdue_daily:{today}"),
+            &notice,
+            now,
+        )?;
+    }
+    Ok(queued)
+}

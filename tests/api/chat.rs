@@ -1,0 +1,478 @@
+//! Notices in team chat. Slack, Teams, Google Chat and Mattermost cannot run here: a
+//! loopback receiver checks each payload against the platform's published format
+//! and limits, and plays the platforms' answers (429 with `Retry-After`, 404 for a
+//! deleted webhook, a failure). Delivery is the service's own pass, as the
+//! scheduler runs it.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use coe::config::{ChannelSettings, ChatEvent, ChatKind, Settings};
+use coe::db::schema::{chat_channels, chat_messages, corrective_actions};
+use diesel::prelude::*;
+use serde_json::{json, Value};
+
+use crate::helpers::{json as body_json, spawn_app_with, TestApp};
+
+/// An answer to play: a status and a `Retry-After`.
+type Answer = (u16, Option<&'static str>);
+
+/// What the receiver got, by path, and the answers it is to play, by path.
+#[derive(Default)]
+struct Inbox {
+    got: Mutex<HashMap<String, Vec<Value>>>,
+    script: Mutex<HashMap<String, VecDeque<Answer>>>,
+}
+
+impl Inbox {
+    fn got(&self, path: &str) -> Vec<Value> {
+        self.got
+            .lock()
+            .expect("lock")
+            .get(path)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    fn will_answer(&self, path: &str, status: u16, retry_after: Option<&'static str>) {
+        self.script
+            .lock()
+            .expect("lock")
+            .entry(path.to_owned())
+            .or_default()
+            .push_back((status, retry_after));
+    }
+}
+
+/// The platform's format, as published, checked: an answer saying what is wrong, or
+/// `None`.
+fn problem(platform: &str, body: &Value) -> Option<String> {
+    let text_len = |v: &Value| v.as_str().map_or(0, |s| s.chars().count());
+    match platform {
+        "slack" => {
+            let blocks = body["blocks"].as_array()?;
+            if blocks.is_empty() || blocks.len() > 50 {
+                return Some("invalid_blocks: 1 to 50 blocks".into());
+            }
+            if text_len(&body["text"]) == 0 {
+                return Some("no top-level text (the notification's fallback)".into());
+            }
+            for b in blocks {
+                match b["type"].as_str() {
+                    Some("header")
+                        if b["text"]["type"] == "plain_text"
+                            && text_len(&b["text"]["text"]) <= 150 => {}
+                    Some("section") => {
+                        if text_len(&b["text"]["text"]) > 3000 {
+                            return Some("section text over 3000".into());
+                        }
+                        if let Some(fields) = b["fields"].as_array() {
+                            if fields.len() > 10
+                                || fields.iter().any(|f| text_len(&f["text"]) > 2000)
+                            {
+                                return Some("fields: at most 10 of 2000".into());
+                            }
+                        }
+                    }
+                    Some("actions") => {
+                        for e in b["elements"].as_array()? {
+                            if e["type"] != "button"
+                                || text_len(&e["text"]["text"]) > 75
+                                || text_len(&e["url"]) > 3000
+                            {
+                                return Some("button: plain_text ≤ 75, url ≤ 3000".into());
+                            }
+                        }
+                    }
+                    other => return Some(format!("unexpected block {other:?}")),
+                }
+            }
+            None
+        }
+        "teams" => {
+            let ok = body["type"] == "message"
+                && body["attachments"].as_array().map(Vec::len) == Some(1)
+                && body["attachments"][0]["contentType"]
+                    == "application/vnd.microsoft.card.adaptive"
+                && body["attachments"][0]["content"]["type"] == "AdaptiveCard"
+                && body["attachments"][0]["content"]["version"] == "1.4"
+                && body["attachments"][0]["content"]["body"].is_array()
+                && body.to_string().len() <= 28 * 1024;
+            (!ok).then(|| "TriggerInputSchemaMismatch".into())
+        }
+        "google-chat" => {
+            let card = &body["cardsV2"][0];
+            let ok = card["cardId"].is_string()
+                && card["card"]["header"]["title"].is_string()
+                && card["card"]["sections"][0]["widgets"].is_array()
+                && body.to_string().len() <= 32_000;
+            (!ok).then(|| "INVALID_ARGUMENT: cardsV2".into())
+        }
+        "mattermost" => {
+            let ok = text_len(&body["text"]) > 0
+                && text_len(&body["text"]) <= 16_383
+                && body.get("blocks").is_none();
+            (!ok).then(|| "text required, at most 16383".into())
+        }
+        _ => Some(format!("no platform {platform}")),
+    }
+}
+
+async fn receive(req: HttpRequest, body: web::Bytes, inbox: web::Data<Arc<Inbox>>) -> HttpResponse {
+    let path = req.path().to_owned();
+    let platform = path
+        .trim_start_matches('/')
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    if let Some((status, retry_after)) = inbox
+        .script
+        .lock()
+        .expect("lock")
+        .get_mut(&path)
+        .and_then(VecDeque::pop_front)
+    {
+        let mut answer =
+            HttpResponse::build(actix_web::http::StatusCode::from_u16(status).expect("a status"));
+        if let Some(after) = retry_after {
+            answer.insert_header(("retry-after", after));
+        }
+        return answer.body(if status == 404 {
+            "no_service"
+        } else {
+            "rate_limited"
+        });
+    }
+    let Ok(value) = serde_json::from_slice::<Value>(&body) else {
+        return HttpResponse::BadRequest().body("invalid_payload");
+    };
+    if let Some(problem) = problem(&platform, &value) {
+        return HttpResponse::BadRequest().body(problem);
+    }
+    inbox
+        .got
+        .lock()
+        .expect("lock")
+        .entry(path)
+        .or_default()
+        .push(value);
+    match platform.as_str() {
+        "teams" => HttpResponse::Accepted().finish(),
+        "google-chat" => HttpResponse::Ok().json(json!({"name": "spaces/x/messages/y"})),
+        _ => HttpResponse::Ok().body("ok"),
+    }
+}
+
+/// The receiver on a free loopback port: its base URL and inbox.
+async fn receiver() -> (String, Arc<Inbox>) {
+    let inbox = Arc::new(Inbox::default());
+    let data = web::Data::new(inbox.clone());
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(data.clone())
+            .default_service(web::to(receive))
+    })
+    .workers(1)
+    .bind("127.0.0.1:0")
+    .expect("bind");
+    let port = server.addrs()[0].port();
+    tokio::spawn(server.run());
+    (format!("http://127.0.0.1:{port}"), inbox)
+}
+
+fn channel(
+    name: &str,
+    kind: ChatKind,
+    url: String,
+    teams: &[&str],
+    services: &[&str],
+) -> ChannelSettings {
+    ChannelSettings {
+        name: name.into(),
+        kind,
+        url: Some(url.into()),
+        homeserver: None,
+        room_id: None,
+        access_token: None,
+        teams: teams.iter().map(|t| (*t).to_owned()).collect(),
+        services: services.iter().map(|s| (*s).to_owned()).collect(),
+        events: ChatEvent::ALL.to_vec(),
+    }
+}
+
+fn channels(base: &str) -> Vec<ChannelSettings> {
+    vec![
+        channel(
+            "payments",
+            ChatKind::Slack,
+            format!("{base}/slack/payments"),
+            &["payments"],
+            &[],
+        ),
+        channel(
+            "search-team",
+            ChatKind::Slack,
+            format!("{base}/slack/search"),
+            &["search"],
+            &[],
+        ),
+        channel(
+            "org",
+            ChatKind::Teams,
+            format!("{base}/teams/org"),
+            &[],
+            &[],
+        ),
+        channel(
+            "checkout",
+            ChatKind::GoogleChat,
+            format!("{base}/google-chat/checkout"),
+            &[],
+            &["checkout"],
+        ),
+        channel(
+            "eng",
+            ChatKind::Mattermost,
+            format!("{base}/mattermost/eng"),
+            &[],
+            &[],
+        ),
+        channel(
+            "deleted",
+            ChatKind::Slack,
+            format!("{base}/slack/deleted"),
+            &[],
+            &[],
+        ),
+    ]
+}
+
+async fn app_with_chat(base: &str) -> (TestApp, Settings) {
+    let chat = channels(base);
+    let app = spawn_app_with({
+        let chat = chat.clone();
+        move |s| s.chat.channels = chat
+    })
+    .await;
+    let mut settings = Settings::default();
+    settings.chat.channels = chat;
+    settings.public_url = "http://127.0.0.1:8080".into();
+    (app, settings)
+}
+
+fn deliver(app: &TestApp, settings: &Settings) -> coe::services::chat::ChatReport {
+    let mut conn = coe::db::checkout(&app.pool).expect("conn");
+    coe::services::chat::deliver(&mut conn, settings, &AtomicBool::new(false)).expect("a chat pass")
+}
+
+async fn person(app: &TestApp, admin: &str, email: &str, team: &str) {
+    let res = app
+        .client
+        .put(app.url(&format!("/api/v1/people/{email}")))
+        .bearer_auth(admin)
+        .json(&json!({"name": email, "team": team}))
+        .send()
+        .await
+        .expect("sent");
+    assert!(
+        res.status().is_success(),
+        "{}",
+        res.text().await.unwrap_or_default()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_coe_is_told_to_its_teams_channel_and_the_org_channels_once_each() {
+    let (base, inbox) = receiver().await;
+    let (app, settings) = app_with_chat(&base).await;
+    let admin = app.admin_token();
+    person(&app, &admin, "ana@example.com", "payments").await;
+    // The deleted webhook answers 404; Slack's payments channel is rate limited once.
+    inbox.will_answer("/slack/deleted", 404, None);
+    inbox.will_answer("/slack/payments", 429, Some("0"));
+
+    let coe = body_json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Checkout <!channel> errors & @here", "owner": "ana@example.com",
+                    "service": "checkout", "severity": "sev2"}),
+        )
+        .await,
+    )
+    .await;
+    let id = coe["id"].as_str().expect("an id").to_owned();
+
+    let first = deliver(&app, &settings);
+    assert_eq!(first.sent, 3, "{first:?}"); // org (teams), checkout (google chat), eng (mattermost)
+    assert_eq!(first.deferred, 2, "{first:?}"); // payments 429, deleted broken
+                                                // Retry-After: 0 — due again at once.
+    let second = deliver(&app, &settings);
+    assert_eq!(second.sent, 1, "{second:?}");
+    // Nothing more: each channel once; the broken one waits.
+    assert_eq!(
+        deliver(&app, &settings),
+        coe::services::chat::ChatReport::default()
+    );
+
+    let slack = inbox.got("/slack/payments");
+    assert_eq!(slack.len(), 1);
+    let text = slack[0].to_string();
+    assert!(
+        text.contains(&format!("http://127.0.0.1:8080/coes/{id}")),
+        "{text}"
+    );
+    // Slack reads mentions in mrkdwn (and the top-level text), never in plain_text:
+    // there, the title's `<!channel>` is escaped.
+    let mut mrkdwn = vec![slack[0]["text"].as_str().unwrap_or_default().to_owned()];
+    for block in slack[0]["blocks"].as_array().expect("blocks") {
+        for field in block["fields"].as_array().into_iter().flatten() {
+            mrkdwn.push(field["text"].as_str().unwrap_or_default().to_owned());
+        }
+        if block["text"]["type"] == "mrkdwn" {
+            mrkdwn.push(
+                block["text"]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            );
+        }
+    }
+    assert!(mrkdwn.iter().all(|t| !t.contains("<!")), "{mrkdwn:?}");
+    assert!(text.contains("&lt;!channel&gt;"), "{text}");
+    assert!(text.contains("ana@example.com"), "{text}");
+    assert!(
+        inbox.got("/slack/search").is_empty(),
+        "another team's channel"
+    );
+    assert_eq!(inbox.got("/teams/org").len(), 1);
+    assert_eq!(inbox.got("/google-chat/checkout").len(), 1);
+    let mm = inbox.got("/mattermost/eng");
+    assert_eq!(mm.len(), 1);
+    assert!(
+        !mm[0]["text"].as_str().unwrap_or_default().contains("@here"),
+        "{}",
+        mm[0]
+    );
+
+    // The deleted channel is marked broken, its message kept for when it is mended.
+    let mut conn = app.pool.get().expect("conn");
+    let (broken, error): (Option<chrono::NaiveDateTime>, Option<String>) = chat_channels::table
+        .find("deleted")
+        .select((chat_channels::broken_at, chat_channels::last_error))
+        .first(&mut conn)
+        .expect("its state");
+    assert!(broken.is_some());
+    assert!(error.unwrap_or_default().contains("404"));
+    let waiting: i64 = chat_messages::table
+        .filter(chat_messages::channel.eq("deleted"))
+        .filter(chat_messages::state.eq("pending"))
+        .count()
+        .get_result(&mut conn)
+        .expect("count");
+    assert_eq!(waiting, 1);
+    drop(conn);
+
+    // An admin's test message gets through: mended, and what waited is sent.
+    let mut conn = coe::db::checkout(&app.pool).expect("conn");
+    let deleted = settings
+        .chat
+        .channels
+        .iter()
+        .find(|c| c.name == "deleted")
+        .expect("channel");
+    let outcome = coe::services::chat::test_message(
+        &mut conn,
+        deleted,
+        &settings.public_url,
+        "admin@example.com",
+    )
+    .expect("a test message");
+    assert_eq!(outcome, coe::chat::Sent::Delivered);
+    drop(conn);
+    assert_eq!(deliver(&app, &settings).sent, 1);
+    assert_eq!(inbox.got("/slack/deleted").len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_day_of_overdue_actions_is_one_summary_per_channel_whoever_sweeps() {
+    let (base, inbox) = receiver().await;
+    let (app, settings) = app_with_chat(&base).await;
+    let admin = app.admin_token();
+    person(&app, &admin, "ana@example.com", "payments").await;
+    person(&app, &admin, "sam@example.com", "search").await;
+    let coe = body_json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Checkout errors", "owner": "ana@example.com", "service": "checkout", "severity": "sev2"}),
+        )
+        .await,
+    )
+    .await;
+    let id = coe["id"].as_str().expect("an id").to_owned();
+    let due = (chrono::Utc::now().date_naive() + chrono::Duration::days(10)).to_string();
+    for i in 0..13 {
+        let res = app
+            .post_json(
+                &format!("/api/v1/coes/{id}/actions"),
+                Some(&admin),
+                &json!({"title": format!("Action {i} <b>bold</b>"), "owner": "ana@example.com", "due_date": due,
+                        "priority": "high", "kind": "prevent", "success_criteria": "It holds"}),
+            )
+            .await;
+        assert!(
+            res.status().is_success(),
+            "{}",
+            res.text().await.unwrap_or_default()
+        );
+    }
+    {
+        let mut conn = app.pool.get().expect("conn");
+        let past = chrono::Utc::now().date_naive() - chrono::Duration::days(4);
+        diesel::update(corrective_actions::table)
+            .set(corrective_actions::due_date.eq(past))
+            .execute(&mut conn)
+            .expect("backdate");
+    }
+    // The COE-opened notices go first.
+    deliver(&app, &settings);
+    let before_slack = inbox.got("/slack/payments").len();
+
+    // Two replicas sweep the same day (after the send hour): one summary each.
+    let noon = chrono::Utc::now()
+        .date_naive()
+        .and_hms_opt(12, 0, 0)
+        .expect("noon")
+        .and_utc();
+    for _ in 0..2 {
+        let mut conn = coe::db::checkout(&app.pool).expect("conn");
+        let templates =
+            coe::email::EmailTemplates::load(None, &settings.public_url).expect("templates");
+        coe::services::reminders::sweep(&mut conn, &settings, &templates, noon, false)
+            .expect("a sweep");
+    }
+    deliver(&app, &settings);
+    let slack = inbox.got("/slack/payments");
+    assert_eq!(slack.len(), before_slack + 1, "one summary");
+    let summary = slack.last().expect("the summary").to_string();
+    assert!(
+        summary.contains("13 overdue corrective actions"),
+        "{summary}"
+    );
+    assert!(summary.contains("and 3 more"), "{summary}");
+    assert!(summary.contains("4 days overdue"), "{summary}");
+    assert!(summary.contains("/board?team=payments"), "{summary}");
+    assert!(!summary.contains("<b>bold</b>"), "{summary}");
+    // The search team has nothing overdue: no summary.
+    assert!(inbox.got("/slack/search").is_empty());
+    let teams = inbox.got("/teams/org");
+    assert!(teams
+        .last()
+        .expect("a card")
+        .to_string()
+        .contains("13 overdue"));
+}
