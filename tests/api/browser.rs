@@ -179,7 +179,7 @@ fn link_in(text: &str, part: &str) -> String {
 
 /// Follows `path` (an email's link) not signed in: sign-in, the emailed link, and back
 /// to `path`.
-async fn sign_in_to(browser: &Browser, app: &TestApp, email: &str, path: &str) {
+pub(crate) async fn sign_in_to(browser: &Browser, app: &TestApp, email: &str, path: &str) {
     let before = sign_in_emails(app, email);
     browser.goto(&app.url(path)).await;
     browser.wait_for_url("/sign-in").await;

@@ -476,3 +476,56 @@ async fn a_day_of_overdue_actions_is_one_summary_per_channel_whoever_sweeps() {
         .to_string()
         .contains("13 overdue"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admins_see_each_channel_and_mend_a_broken_one_with_a_test_message() {
+    let (base, inbox) = receiver().await;
+    let (app, settings) = app_with_chat(&base).await;
+    let admin = app.admin_token();
+    let res = app
+        .client
+        .put(app.url("/api/v1/people/dana@example.com/admin"))
+        .bearer_auth(&admin)
+        .json(&json!({"is_admin": true}))
+        .send()
+        .await
+        .expect("sent");
+    assert!(res.status().is_success());
+    // A COE opened while the deleted webhook answers 404: the channel breaks.
+    inbox.will_answer("/slack/deleted", 404, None);
+    body_json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Search is slow", "service": "search", "severity": "sev3"}),
+        )
+        .await,
+    )
+    .await;
+    deliver(&app, &settings);
+
+    let browser = crate::webdriver::Browser::start().await;
+    crate::browser::sign_in_to(&browser, &app, "dana@example.com", "/admin/chat").await;
+    browser.wait_for_heading("Chat channels").await;
+    let row = browser.text("#chat-deleted").await;
+    assert!(row.contains("(broken)"), "{row}");
+    assert!(row.contains("HTTP 404"), "{row}");
+    let org = browser.text("#chat-org").await;
+    assert!(org.contains("the whole organisation"), "{org}");
+    assert!(org.contains("teams"), "{org}");
+    browser.screenshot("admin-chat-broken").await;
+
+    browser
+        .click_to_load("#chat-deleted button[type=submit]")
+        .await;
+    browser.wait_for_heading("Chat channels").await;
+    let said = browser.text("#chat-tested").await;
+    assert!(said.contains("reached deleted"), "{said}");
+    let row = browser.text("#chat-deleted").await;
+    assert!(!row.contains("(broken)"), "{row}");
+    browser.screenshot("admin-chat-mended").await;
+    // The test message, then what waited.
+    assert_eq!(inbox.got("/slack/deleted").len(), 1);
+    assert_eq!(deliver(&app, &settings).sent, 1);
+    assert_eq!(inbox.got("/slack/deleted").len(), 2);
+}

@@ -261,6 +261,58 @@ pub async fn outbox_retry(_: AdminForm, path: web::Path<String>, state: State) -
     Ok(see_other("/admin/outbox?state=pending"))
 }
 
+#[derive(Debug, Default, Deserialize)]
+pub struct ChatQuery {
+    /// The channel a test message just went to, and whether it got through.
+    #[serde(default)]
+    tested: Option<String>,
+    #[serde(default)]
+    delivered: Option<bool>,
+}
+
+/// `GET /admin/chat`: each chat channel (`[[chat.channels]]`): what it hears, its last
+/// delivery and error, whether it is broken, what waits; a test message button.
+pub async fn chat_list(Admin(who): Admin, query: web::Query<ChatQuery>, state: State) -> Page {
+    let channels = as_service(&state, |conn, state| {
+        Ok(crate::services::chat::statuses(conn, &state.settings)?)
+    })
+    .await?;
+    let query = query.into_inner();
+    let data = json!({"channels": channels, "tested": query.tested, "delivered": query.delivered});
+    page(&state, &who, StatusCode::OK, "admin_chat", "chat", data)
+}
+
+/// `POST /admin/chat/{name}/test`: sends a test message to the channel now; one that
+/// gets through mends a broken channel (what waited is then sent).
+pub async fn chat_test(form: AdminForm, path: web::Path<String>, state: State) -> Page {
+    let name = path.into_inner();
+    let by = form.who.0.person.email.clone();
+    let asked = name.clone();
+    let outcome = as_service(&state, move |conn, state| {
+        let channel = state
+            .settings
+            .chat
+            .channels
+            .iter()
+            .find(|c| c.name == asked)
+            .ok_or_else(|| {
+                crate::error::ApiError::NotFound(format!("there is no chat channel {asked}"))
+            })?;
+        Ok(crate::services::chat::test_message(
+            conn,
+            channel,
+            &state.settings.public_url,
+            &by,
+        )?)
+    })
+    .await?;
+    let delivered = outcome == crate::chat::Sent::Delivered;
+    let query = serde_urlencoded::to_string([("tested", name.as_str())]).unwrap_or_default();
+    Ok(see_other(&format!(
+        "/admin/chat?{query}&delivered={delivered}"
+    )))
+}
+
 /// `GET /admin/sessions`: every session that has not ended, newest first.
 pub async fn sessions_list(Admin(who): Admin, state: State) -> Page {
     let sessions = as_service(&state, |conn, _| Ok(auth::sessions_of(conn, None, 500)?)).await?;

@@ -87,6 +87,7 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "admin_outbox",
     "admin_email",
     "admin_sessions",
+    "admin_chat",
     "admin_ownership",
     "form_errors",
 );
@@ -624,6 +625,8 @@ page_routes! {
     post "/admin/ownership/services" => admin::ownership_service,
     post "/admin/ownership/teams" => admin::ownership_team,
     post "/admin/sessions/{id}/end" => admin::sessions_end,
+    get "/admin/chat" => admin::chat_list,
+    post "/admin/chat/{name}/test" => admin::chat_test,
     get "/report" => report::form,
     post "/report" => report::submit,
     get "/incidents" => incidents::list,
