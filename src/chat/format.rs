@@ -122,6 +122,7 @@ fn slack(n: &Notice) -> Value {
 /// Markdown escaping for Mattermost: formatting characters get a backslash, and a
 /// mention (`@channel`, `@here`, `@all`, `@someone`) is broken by a zero-width space.
 pub fn markdown_escape(text: &str) -> String {
+    let text = unmention(text);
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -130,7 +131,6 @@ pub fn markdown_escape(text: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
-            '@' => out.push_str("@\u{200b}"),
             c => out.push(c),
         }
     }
@@ -250,9 +250,37 @@ fn google_chat(n: &Notice) -> Value {
     })
 }
 
+/// Breaks a mention in text (`@room`, `@here`, `@someone`: an `@` that starts a
+/// word) with a zero-width space after the `@`; an address (`ana@example.com`) is
+/// left whole.
+pub fn unmention(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut previous: Option<char> = None;
+    for c in text.chars() {
+        out.push(c);
+        if c == '@' && !previous.is_some_and(char::is_alphanumeric) {
+            out.push('\u{200b}');
+        }
+        previous = Some(c);
+    }
+    out
+}
+
 fn matrix(n: &Notice) -> Value {
     // `formatted_body` is HTML made here of escaped text and a few tags (b, ul, li, a,
-    // i, br): nothing from people is markup.
+    // i, br): nothing from people is markup. An empty `m.mentions` says the notice
+    // mentions nobody (clients then ignore `@room` in the text); older clients that
+    // read the body find `@room` broken.
+    let n = &Notice {
+        headline: unmention(&n.headline),
+        facts: n
+            .facts
+            .iter()
+            .map(|(l, v)| (l.clone(), unmention(v)))
+            .collect(),
+        items: n.items.iter().map(|i| unmention(i)).collect(),
+        ..n.clone()
+    };
     let mut plain = format!("{}\n", n.headline);
     let mut html = format!("<b>{}</b><br>", html_escape(&n.headline));
     for (label, value) in &n.facts {
@@ -284,6 +312,7 @@ fn matrix(n: &Notice) -> Value {
     ));
     json!({
         "msgtype": "m.notice",
+        "m.mentions": {},
         "body": cut(&plain, 30_000),
         "format": "org.matrix.custom.html",
         "formatted_body": cut(&html, 30_000),
@@ -365,7 +394,18 @@ mod tests {
         assert!(html.contains("&lt;a href=x&gt;"), "{html}");
         assert!(!html.contains("<a href=x>"), "{html}");
         assert_eq!(m["format"], "org.matrix.custom.html");
+        assert_eq!(m["m.mentions"], json!({}));
+        assert!(!m["body"].as_str().expect("body").contains("@here"));
         assert!(m["body"].as_str().expect("body").contains("<a href=x>"));
+    }
+
+    #[test]
+    fn mentions_are_broken_and_addresses_kept() {
+        assert_eq!(unmention("@room hi"), "@\u{200b}room hi");
+        assert_eq!(
+            unmention("to @here, ana@example.com"),
+            "to @\u{200b}here, ana@example.com"
+        );
     }
 
     #[test]

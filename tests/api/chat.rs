@@ -529,3 +529,224 @@ async fn admins_see_each_channel_and_mend_a_broken_one_with_a_test_message() {
     assert_eq!(deliver(&app, &settings).sent, 1);
     assert_eq!(inbox.got("/slack/deleted").len(), 2);
 }
+
+/// A real Matrix homeserver (Synapse, from PyPI; `tests/matrix/`), on loopback, with
+/// a bot and a reader in one room.
+struct Synapse {
+    child: std::process::Child,
+    base: String,
+    room_id: String,
+    bot_token: String,
+    reader_token: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Synapse {
+    fn start() -> Synapse {
+        use std::io::BufRead;
+        let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/matrix");
+        let dir = tempfile::tempdir().expect("a folder");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let mut child = std::process::Command::new("bash")
+            .arg(here.join("start.sh"))
+            .arg(port.to_string())
+            .arg(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start.sh runs");
+        let stdout = child.stdout.take().expect("stdout");
+        let ready = std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .any(|l| l.starts_with("SYNAPSE READY"));
+        let log = || std::fs::read_to_string(dir.path().join("synapse.out")).unwrap_or_default();
+        assert!(
+            ready,
+            "Synapse did not start (run scripts/setup):\n{}",
+            log()
+        );
+        let out = std::process::Command::new("python3")
+            .arg(here.join("setup_room.py"))
+            .arg(port.to_string())
+            .arg(dir.path())
+            .output()
+            .expect("setup_room.py runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let room: Value = serde_json::from_slice(
+            out.stdout
+                .split(|b| *b == b'\n')
+                .find(|l| l.starts_with(b"{"))
+                .expect("its JSON"),
+        )
+        .expect("JSON");
+        Synapse {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            room_id: room["room_id"].as_str().expect("room").into(),
+            bot_token: room["bot_token"].as_str().expect("bot").into(),
+            reader_token: room["reader_token"].as_str().expect("reader").into(),
+            _dir: dir,
+        }
+    }
+
+    /// The room's messages as the reader reads them, oldest first.
+    async fn messages(&self) -> Vec<Value> {
+        let room: String = form_urlencoded::byte_serialize(self.room_id.as_bytes()).collect();
+        let page: Value = reqwest::Client::new()
+            .get(format!(
+                "{}/_matrix/client/v3/rooms/{room}/messages?dir=b&limit=50",
+                self.base
+            ))
+            .bearer_auth(&self.reader_token)
+            .send()
+            .await
+            .expect("read")
+            .json()
+            .await
+            .expect("JSON");
+        let mut events: Vec<Value> = page["chunk"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| e["type"] == "m.room.message")
+            .collect();
+        events.reverse();
+        events
+    }
+}
+
+impl Drop for Synapse {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_matrix_room_reads_the_notices_in_html_once_each() {
+    let synapse = Synapse::start();
+    let matrix = ChannelSettings {
+        name: "payments-matrix".into(),
+        kind: ChatKind::Matrix,
+        url: None,
+        homeserver: Some(synapse.base.clone()),
+        room_id: Some(synapse.room_id.clone()),
+        access_token: Some(synapse.bot_token.clone().into()),
+        teams: vec!["payments".into()],
+        services: Vec::new(),
+        events: ChatEvent::ALL.to_vec(),
+    };
+    let app = spawn_app_with({
+        let matrix = matrix.clone();
+        move |s| s.chat.channels = vec![matrix]
+    })
+    .await;
+    let mut settings = Settings::default();
+    settings.chat.channels = vec![matrix.clone()];
+    let admin = app.admin_token();
+    person(&app, &admin, "ana@example.com", "payments").await;
+    let coe = body_json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Payments <script>alert(1)</script> & @room down", "owner": "ana@example.com",
+                    "service": "payments-api", "severity": "sev1"}),
+        )
+        .await,
+    )
+    .await;
+    let id = coe["id"].as_str().expect("an id").to_owned();
+    assert_eq!(deliver(&app, &settings).sent, 1);
+    // Sent again (a lost answer, another replica): the same transaction id, one event.
+    {
+        let mut conn = app.pool.get().expect("conn");
+        diesel::update(chat_messages::table)
+            .set(chat_messages::state.eq("pending"))
+            .execute(&mut conn)
+            .expect("as if never answered");
+    }
+    assert_eq!(deliver(&app, &settings).sent, 1);
+    let messages = synapse.messages().await;
+    assert_eq!(messages.len(), 1, "{messages:?}");
+    let content = &messages[0]["content"];
+    assert_eq!(content["msgtype"], "m.notice");
+    assert_eq!(content["format"], "org.matrix.custom.html");
+    let html = content["formatted_body"].as_str().expect("html");
+    assert!(html.contains("&lt;script&gt;"), "{html}");
+    assert!(!html.contains("<script>"), "{html}");
+    assert!(html.contains(&format!("/coes/{id}")), "{html}");
+    assert!(
+        content["body"]
+            .as_str()
+            .expect("body")
+            .contains("nobody yet")
+            || content["body"]
+                .as_str()
+                .expect("body")
+                .contains("ana@example.com")
+    );
+
+    // A revoked token: the channel breaks and its message waits.
+    let bad = ChannelSettings {
+        access_token: Some("not-a-token".into()),
+        ..matrix.clone()
+    };
+    settings.chat.channels = vec![bad];
+    {
+        let mut conn = coe::db::checkout(&app.pool).expect("conn");
+        let notice = coe::chat::Notice {
+            headline: "Another".into(),
+            facts: Vec::new(),
+            items: Vec::new(),
+            total_items: 0,
+            link_label: "Open".into(),
+            link_url: "http://127.0.0.1:8080/".into(),
+        };
+        coe::services::chat::enqueue(
+            &mut conn,
+            &settings.chat.channels[0],
+            ChatEvent::CoeOpened,
+            "another",
+            &notice,
+            coe::db::now(),
+        )
+        .expect("queued");
+    }
+    let report = deliver(&app, &settings);
+    assert_eq!(report.sent, 0);
+    let mut conn = app.pool.get().expect("conn");
+    let error: Option<String> = chat_channels::table
+        .find("payments-matrix")
+        .select(chat_channels::last_error)
+        .first(&mut conn)
+        .expect("state");
+    assert!(error.unwrap_or_default().contains("M_UNKNOWN_TOKEN"));
+    drop(conn);
+
+    // What the room shows, drawn as a page to look at.
+    let mut page = String::from(
+        "<!doctype html><meta charset=utf-8><title>Matrix room</title><style>body{font-family:sans-serif;max-width:50em;margin:2em auto}article{border:1px solid #ccc;border-radius:6px;padding:1em;margin:1em 0}small{color:#666}</style><h1>The payments room, as its reader reads it</h1>",
+    );
+    for m in &messages {
+        page.push_str(&format!(
+            "<article><small>{} · {}</small><div>{}</div></article>",
+            m["sender"].as_str().unwrap_or_default(),
+            m["content"]["msgtype"].as_str().unwrap_or_default(),
+            m["content"]["formatted_body"].as_str().unwrap_or_default()
+        ));
+    }
+    let file = crate::webdriver::artifacts().join("matrix-room.html");
+    std::fs::write(&file, page).expect("the page");
+    let browser = crate::webdriver::Browser::start().await;
+    browser.goto(&format!("file://{}", file.display())).await;
+    browser.screenshot("matrix-room").await;
+}
