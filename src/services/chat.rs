@@ -605,3 +605,200 @@ pub fn overdue_daily(
     }
     Ok(queued)
 }
+
+/// An action escalated today, as a channel reads it.
+pub struct Escalated<'a> {
+    pub action: &'a crate::domain::reminder::DueAction,
+    /// Whom it went to (a manager, or the COE's owner or reviewer).
+    pub to: &'a str,
+}
+
+/// The actions escalated for the first time today, to each channel that hears
+/// `escalation` about them (the owner's team, the COE's service): one notice a day
+/// per channel, listing them.
+pub fn escalations(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    today: chrono::NaiveDate,
+    escalated: &[Escalated<'_>],
+    now: NaiveDateTime,
+) -> QueryResult<usize> {
+    use crate::db::schema::{coes, people};
+    let channels: Vec<&ChannelSettings> = settings
+        .chat
+        .channels
+        .iter()
+        .filter(|c| c.events.contains(&ChatEvent::Escalation))
+        .collect();
+    if channels.is_empty() || escalated.is_empty() {
+        return Ok(0);
+    }
+    let owners: Vec<&str> = escalated.iter().map(|e| e.action.owner.as_str()).collect();
+    let teams: std::collections::HashMap<String, Option<String>> = people::table
+        .filter(people::email.eq_any(&owners))
+        .select((people::email, people::team))
+        .load::<(String, Option<String>)>(conn)?
+        .into_iter()
+        .collect();
+    let coe_ids: Vec<&str> = escalated.iter().map(|e| e.action.coe_id.as_str()).collect();
+    let services: std::collections::HashMap<String, Option<String>> = coes::table
+        .filter(coes::id.eq_any(&coe_ids))
+        .select((coes::id, coes::service))
+        .load::<(String, Option<String>)>(conn)?
+        .into_iter()
+        .collect();
+    let base = settings.public_url.trim_end_matches('/');
+    let mut queued = 0;
+    for channel in channels {
+        let mine: Vec<&Escalated<'_>> = escalated
+            .iter()
+            .filter(|e| {
+                let team = teams.get(&e.action.owner).cloned().flatten();
+                let service = services.get(&e.action.coe_id).cloned().flatten();
+                channel.wants(ChatEvent::Escalation, team.as_deref(), service.as_deref())
+            })
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let items = mine
+            .iter()
+            .take(chat::format::MAX_ITEMS)
+            .map(|e| {
+                let days = (today - e.action.due).num_days();
+                format!(
+                    "{} — {}, {days} day{} overdue, escalated to {}",
+                    e.action.title,
+                    e.action.owner,
+                    if days == 1 { "" } else { "s" },
+                    e.to
+                )
+            })
+            .collect();
+        let notice = Notice {
+            headline: format!(
+                "{} overdue action{} escalated to managers today",
+                mine.len(),
+                if mine.len() == 1 { "" } else { "s" }
+            ),
+            facts: vec![(
+                "Threshold".into(),
+                format!("{} days overdue", settings.reminders.escalate_after_days),
+            )],
+            items,
+            total_items: mine.len(),
+            link_label: "Open the overdue board".into(),
+            link_url: format!("{base}/board"),
+        };
+        queued += enqueue(
+            conn,
+            channel,
+            ChatEvent::Escalation,
+            &format!("escalation:{today}"),
+            &notice,
+            now,
+        )?;
+    }
+    Ok(queued)
+}
+
+/// The weekly inspection in each channel that hears `inspection_weekly` (on the
+/// digest's weekday, once a week): its team's open and overdue actions (the
+/// organisation's, for an organisation-wide channel), the actions closed in the last
+/// 30 days on time and late, the COEs waiting for review and the drafts past their
+/// deadline, and a link to the dashboard.
+pub fn inspection_weekly(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    figures: &super::stats::Stats,
+    week: chrono::NaiveDate,
+    now: NaiveDateTime,
+) -> QueryResult<usize> {
+    let base = settings.public_url.trim_end_matches('/');
+    let mut queued = 0;
+    for channel in settings
+        .chat
+        .channels
+        .iter()
+        .filter(|c| c.events.contains(&ChatEvent::InspectionWeekly))
+    {
+        let (open, overdue) = if channel.teams.is_empty() {
+            (figures.actions.open, figures.actions.overdue)
+        } else {
+            channel
+                .teams
+                .iter()
+                .filter_map(|t| figures.actions_by_team.get(t))
+                .fold((0, 0), |(o, d), f| (o + f.open, d + f.overdue))
+        };
+        let scope = if channel.teams.is_empty() {
+            "the organisation".to_owned()
+        } else {
+            channel.teams.join(", ")
+        };
+        let closed = &figures.closed_last_30_days;
+        let items = figures
+            .drafts_past_deadline
+            .iter()
+            .map(|c| format!("Draft past its deadline: {}", c.title))
+            .chain(
+                figures
+                    .waiting_for_review
+                    .iter()
+                    .map(|c| format!("Waiting for review: {}", c.title)),
+            )
+            .collect::<Vec<_>>();
+        let total = items.len();
+        let notice = Notice {
+            headline: format!("The week's inspection for {scope}"),
+            facts: vec![
+                ("Open actions".into(), open.to_string()),
+                ("Overdue".into(), overdue.to_string()),
+                (
+                    "Closed in 30 days".into(),
+                    format!(
+                        "{} on time, {} late, {} won't do",
+                        closed.on_time, closed.late, closed.wont_do
+                    ),
+                ),
+            ],
+            items: items.into_iter().take(chat::format::MAX_ITEMS).collect(),
+            total_items: total,
+            link_label: "Open the dashboard".into(),
+            link_url: format!("{base}/dashboard"),
+        };
+        queued += enqueue(
+            conn,
+            channel,
+            ChatEvent::InspectionWeekly,
+            &format!("inspection_weekly:{week}"),
+            &notice,
+            now,
+        )?;
+    }
+    Ok(queued)
+}
+
+/// Whether a channel that hears `inspection_weekly` has not had this week's yet
+/// (the figures are worth computing).
+pub fn inspection_due(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    week: chrono::NaiveDate,
+) -> QueryResult<bool> {
+    let keys: Vec<String> = settings
+        .chat
+        .channels
+        .iter()
+        .filter(|c| c.events.contains(&ChatEvent::InspectionWeekly))
+        .map(|c| format!("{}:inspection_weekly:{week}", c.name))
+        .collect();
+    if keys.is_empty() {
+        return Ok(false);
+    }
+    let sent: i64 = chat_messages::table
+        .filter(chat_messages::dedup_key.eq_any(&keys))
+        .count()
+        .get_result(conn)?;
+    Ok(usize::try_from(sent).unwrap_or(0) < keys.len())
+}

@@ -404,6 +404,20 @@ async fn a_day_of_overdue_actions_is_one_summary_per_channel_whoever_sweeps() {
     let admin = app.admin_token();
     person(&app, &admin, "ana@example.com", "payments").await;
     person(&app, &admin, "sam@example.com", "search").await;
+    // Ana's manager hears of her escalated actions.
+    let res = app
+        .client
+        .put(app.url("/api/v1/people/ana@example.com"))
+        .bearer_auth(&admin)
+        .json(&json!({"name": "Ana", "team": "payments", "manager_email": "mia@example.com"}))
+        .send()
+        .await
+        .expect("sent");
+    assert!(
+        res.status().is_success(),
+        "{}",
+        res.text().await.unwrap_or_default()
+    );
     let coe = body_json(
         app.post_json(
             "/api/v1/coes",
@@ -442,12 +456,16 @@ async fn a_day_of_overdue_actions_is_one_summary_per_channel_whoever_sweeps() {
     deliver(&app, &settings);
     let before_slack = inbox.got("/slack/payments").len();
 
-    // Two replicas sweep the same day (after the send hour): one summary each.
+    // Two replicas sweep the same day (after the send hour): one summary each. The
+    // actions cross the escalation threshold today, and it is the inspection's day.
     let noon = chrono::Utc::now()
         .date_naive()
         .and_hms_opt(12, 0, 0)
         .expect("noon")
         .and_utc();
+    let mut settings = settings;
+    settings.reminders.escalate_after_days = 4;
+    settings.digest.weekday = chrono::Datelike::weekday(&noon.date_naive()).to_string();
     for _ in 0..2 {
         let mut conn = coe::db::checkout(&app.pool).expect("conn");
         let templates =
@@ -457,8 +475,34 @@ async fn a_day_of_overdue_actions_is_one_summary_per_channel_whoever_sweeps() {
     }
     deliver(&app, &settings);
     let slack = inbox.got("/slack/payments");
-    assert_eq!(slack.len(), before_slack + 1, "one summary");
-    let summary = slack.last().expect("the summary").to_string();
+    assert_eq!(
+        slack.len(),
+        before_slack + 3,
+        "one summary, one escalation, one inspection"
+    );
+    let of = |needle: &str| {
+        slack
+            .iter()
+            .map(Value::to_string)
+            .filter(|m| m.contains(needle))
+            .collect::<Vec<_>>()
+    };
+    let escalation = of("escalated to managers today");
+    assert_eq!(escalation.len(), 1, "{slack:?}");
+    assert!(
+        escalation[0].contains("13 overdue actions escalated"),
+        "{}",
+        escalation[0]
+    );
+    assert!(
+        escalation[0].contains("escalated to mia@example.com"),
+        "{}",
+        escalation[0]
+    );
+    let inspection = of("inspection for payments");
+    assert_eq!(inspection.len(), 1, "{slack:?}");
+    assert!(inspection[0].contains("Overdue"), "{}", inspection[0]);
+    let summary = of("overdue corrective actions").pop().expect("the summary");
     assert!(
         summary.contains("13 overdue corrective actions"),
         "{summary}"
@@ -467,14 +511,40 @@ async fn a_day_of_overdue_actions_is_one_summary_per_channel_whoever_sweeps() {
     assert!(summary.contains("4 days overdue"), "{summary}");
     assert!(summary.contains("/board?team=payments"), "{summary}");
     assert!(!summary.contains("<b>bold</b>"), "{summary}");
-    // The search team has nothing overdue: no summary.
-    assert!(inbox.got("/slack/search").is_empty());
+    // The search team has nothing overdue: no summary, no escalation; the week's
+    // inspection (all zeros) only.
+    let search = inbox.got("/slack/search");
+    assert_eq!(search.len(), 1, "{search:?}");
+    assert!(search[0].to_string().contains("inspection for search"));
     let teams = inbox.got("/teams/org");
     assert!(teams
-        .last()
-        .expect("a card")
-        .to_string()
-        .contains("13 overdue"));
+        .iter()
+        .any(|c| c.to_string().contains("13 overdue corrective actions")));
+    assert!(teams
+        .iter()
+        .any(|c| c.to_string().contains("inspection for the organisation")));
+    // A third sweep the same day: nothing new anywhere.
+    let sent = |inbox: &Inbox| -> usize {
+        [
+            "/slack/payments",
+            "/slack/search",
+            "/teams/org",
+            "/mattermost/eng",
+        ]
+        .iter()
+        .map(|p| inbox.got(p).len())
+        .sum()
+    };
+    let before = sent(&inbox);
+    {
+        let mut conn = coe::db::checkout(&app.pool).expect("conn");
+        let templates =
+            coe::email::EmailTemplates::load(None, &settings.public_url).expect("templates");
+        coe::services::reminders::sweep(&mut conn, &settings, &templates, noon, false)
+            .expect("a sweep");
+    }
+    deliver(&app, &settings);
+    assert_eq!(sent(&inbox), before);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -749,4 +819,76 @@ async fn a_matrix_room_reads_the_notices_in_html_once_each() {
     let browser = crate::webdriver::Browser::start().await;
     browser.goto(&format!("file://{}", file.display())).await;
     browser.screenshot("matrix-room").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_down_for_an_hour_gets_its_notice_after_once_and_two_workers_send_it_once() {
+    let (base, inbox) = receiver().await;
+    let (app, settings) = app_with_chat(&base).await;
+    let admin = app.admin_token();
+    person(&app, &admin, "ana@example.com", "payments").await;
+    // The Teams workflow fails for a while (5xx, as a platform outage answers).
+    for _ in 0..4 {
+        inbox.will_answer("/teams/org", 503, None);
+    }
+    body_json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Payments down", "owner": "ana@example.com", "service": "payments-api", "severity": "sev1"}),
+        )
+        .await,
+    )
+    .await;
+    // Two workers (replicas) deliver at once: each notice goes once.
+    let (a, b) = {
+        let (app_a, app_b) = (&app, &app);
+        std::thread::scope(|scope| {
+            let one = scope.spawn(|| deliver(app_a, &settings));
+            let two = scope.spawn(|| deliver(app_b, &settings));
+            (one.join().expect("one"), two.join().expect("two"))
+        })
+    };
+    assert_eq!(a.sent + b.sent, 3, "{a:?} {b:?}"); // payments, eng, deleted (ok here)
+    assert_eq!(inbox.got("/slack/payments").len(), 1);
+    assert_eq!(inbox.got("/mattermost/eng").len(), 1);
+    // The outage: the first pass met it; each next pass finds the message due again
+    // (as an hour of back-off passing would), until the platform answers.
+    for _ in 0..3 {
+        {
+            let mut conn = app.pool.get().expect("conn");
+            diesel::update(chat_messages::table.filter(chat_messages::state.eq("pending")))
+                .set(
+                    chat_messages::next_attempt_at
+                        .eq(chrono::Utc::now().naive_utc() - chrono::Duration::seconds(1)),
+                )
+                .execute(&mut conn)
+                .expect("due again");
+        }
+        let r = deliver(&app, &settings);
+        assert_eq!(r.sent, 0, "{r:?}");
+    }
+    {
+        let mut conn = app.pool.get().expect("conn");
+        let (attempts, error): (i32, Option<String>) = chat_messages::table
+            .filter(chat_messages::channel.eq("org"))
+            .select((chat_messages::attempts, chat_messages::last_error))
+            .first(&mut conn)
+            .expect("the message");
+        assert_eq!(attempts, 4);
+        assert!(error.unwrap_or_default().contains("503"));
+        diesel::update(chat_messages::table.filter(chat_messages::state.eq("pending")))
+            .set(
+                chat_messages::next_attempt_at
+                    .eq(chrono::Utc::now().naive_utc() - chrono::Duration::seconds(1)),
+            )
+            .execute(&mut conn)
+            .expect("due again");
+    }
+    assert_eq!(deliver(&app, &settings).sent, 1);
+    assert_eq!(inbox.got("/teams/org").len(), 1);
+    assert_eq!(
+        deliver(&app, &settings),
+        coe::services::chat::ChatReport::default()
+    );
 }

@@ -222,6 +222,30 @@ pub fn sweep(
             "overdue actions have nobody to escalate to: their owners have no manager in the directory and their COEs no owner or reviewer"
         );
     }
+    if !dry_run {
+        // The channels hear of the actions escalated for the first time today.
+        let escalated: Vec<crate::services::chat::Escalated<'_>> = escalations
+            .iter()
+            .flat_map(|e| {
+                e.new.iter().filter_map(|i| {
+                    actions
+                        .get(*i)
+                        .map(|action| crate::services::chat::Escalated {
+                            action,
+                            to: &e.recipient,
+                        })
+                })
+            })
+            .collect();
+        crate::services::chat::escalations(conn, settings, today, &escalated, db::now())?;
+        if today.weekday() == settings.digest_weekday()
+            && crate::services::chat::inspection_due(conn, settings, today)?
+        {
+            let clock = crate::domain::clock::Clock { now: at, tz };
+            let figures = crate::services::stats::stats(conn, clock, settings.coe.writeup_days)?;
+            crate::services::chat::inspection_weekly(conn, settings, &figures, today, db::now())?;
+        }
+    }
     decisions.extend(escalations.into_iter().map(|e| Decision {
         kind: Kind::Escalation,
         key: format!("{}:{today}:{}", Kind::Escalation.name(), e.recipient),
