@@ -8,9 +8,6 @@ use serde_json::Value;
 
 use crate::config::{ChannelSettings, ChatKind};
 
-/// How long a platform may take to answer.
-const TIMEOUT: Duration = Duration::from_secs(10);
-
 /// What came of one attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Sent {
@@ -27,10 +24,11 @@ pub enum Sent {
     Refused(String),
 }
 
-/// Sends `body` to `channel`; `message_id` names it (Matrix's transaction id).
-pub fn send(channel: &ChannelSettings, message_id: &str, body: &Value) -> Sent {
+/// Sends `body` to `channel`; `message_id` names it (Matrix's transaction id). The
+/// platform has `timeout` to answer.
+pub fn send(channel: &ChannelSettings, message_id: &str, body: &Value, timeout: Duration) -> Sent {
     let agent = ureq::AgentBuilder::new()
-        .timeout(TIMEOUT)
+        .timeout(timeout)
         .redirects(0)
         .build();
     let text = body.to_string();

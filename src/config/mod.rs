@@ -61,10 +61,23 @@ pub struct Settings {
 }
 
 /// Where notices go besides email: team channels in chat (`[[chat.channels]]`).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ChatSettings {
     pub channels: Vec<ChannelSettings>,
+    /// How long a platform may take to answer one message; then it is sent again
+    /// later (a webhook that answered too late may then show it twice; Matrix
+    /// does not: the retry is the same transaction).
+    pub timeout_secs: u64,
+}
+
+impl Default for ChatSettings {
+    fn default() -> Self {
+        ChatSettings {
+            channels: Vec::new(),
+            timeout_secs: 10,
+        }
+    }
 }
 
 /// A chat platform.

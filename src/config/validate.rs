@@ -380,6 +380,14 @@ impl Settings {
                             .is_some_and(|h| super::listens_on_loopback(&format!("{h}:0"))))
             })
         };
+        if !(1..=120).contains(&self.chat.timeout_secs) {
+            return Err(ConfigError::Invalid {
+                key: "chat.timeout_secs",
+                origin: String::new(),
+                value: self.chat.timeout_secs.to_string(),
+                expected: "1 to 120 seconds".into(),
+            });
+        }
         let mut names = std::collections::HashSet::new();
         for (i, c) in self.chat.channels.iter().enumerate() {
             let at = |field: &str| format!("[{i}] ({}) {field}", c.name);

@@ -144,6 +144,11 @@ fn claim(
     })
 }
 
+/// How long a platform may take to answer (`chat.timeout_secs`).
+fn timeout(settings: &Settings) -> std::time::Duration {
+    std::time::Duration::from_secs(settings.chat.timeout_secs)
+}
+
 /// The channels marked broken.
 fn broken(conn: &mut DbConnection) -> QueryResult<Vec<String>> {
     chat_channels::table
@@ -163,7 +168,7 @@ pub fn deliver(
         return Ok(report);
     }
     let broken = broken(conn)?;
-    let usable: Vec<String> = settings
+    let mut usable: Vec<String> = settings
         .chat
         .channels
         .iter()
@@ -183,8 +188,8 @@ pub fn deliver(
             return Ok(report);
         }
         for (id, name, body, attempts) in rows {
-            if stop.load(Ordering::Relaxed) {
-                // Put back untouched: the next pass (or replica) sends it.
+            // Stopping, or its channel broke earlier in this batch: put back untouched.
+            if stop.load(Ordering::Relaxed) || !usable.contains(&name) {
                 release(conn, &id)?;
                 continue;
             }
@@ -192,12 +197,15 @@ pub fn deliver(
                 continue;
             };
             let body: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-            let outcome = chat::send(channel, &id, &body);
+            let outcome = chat::send(channel, &id, &body, timeout(settings));
             record(conn, settings, &id, &name, attempts, &outcome, &mut report)?;
             if matches!(outcome, Sent::Broken(_)) {
                 // Its other messages wait for the channel to be mended.
-                return Ok(report);
+                usable.retain(|n| *n != name);
             }
+        }
+        if stop.load(Ordering::Relaxed) {
+            return Ok(report);
         }
     }
 }
@@ -390,10 +398,11 @@ pub fn statuses(conn: &mut DbConnection, settings: &Settings) -> QueryResult<Vec
 /// of a channel, which mends a broken one when it gets through.
 pub fn test_message(
     conn: &mut DbConnection,
+    settings: &Settings,
     channel: &ChannelSettings,
-    public_url: &str,
     by: &str,
 ) -> QueryResult<Sent> {
+    let public_url = &settings.public_url;
     let notice = Notice {
         headline: "coe can post here".into(),
         facts: vec![
@@ -405,7 +414,12 @@ pub fn test_message(
         link_label: "Open coe".into(),
         link_url: format!("{}/", public_url.trim_end_matches('/')),
     };
-    let outcome = chat::send(channel, &db::new_id(), &chat::render(channel.kind, &notice));
+    let outcome = chat::send(
+        channel,
+        &db::new_id(),
+        &chat::render(channel.kind, &notice),
+        timeout(settings),
+    );
     let now = db::now();
     match &outcome {
         Sent::Delivered => channel_state(conn, &channel.name, None, false, now)?,
@@ -446,6 +460,16 @@ fn team_of_coe(
     }
 }
 
+/// A COE as its notices name it.
+pub struct CoeLine<'a> {
+    pub id: &'a str,
+    pub title: &'a str,
+    pub owner: Option<&'a str>,
+    pub reviewer: Option<&'a str>,
+    pub severity: &'a str,
+    pub service: Option<&'a str>,
+}
+
 /// A COE's notice (opened, a review step) to the channels of its team and service.
 /// `what` heads it ("COE opened"); `key` makes it once per channel.
 #[allow(clippy::too_many_arguments)]
@@ -453,7 +477,7 @@ pub fn coe_notice(
     conn: &mut DbConnection,
     settings: &Settings,
     event: ChatEvent,
-    coe: &super::notify::CoeFacts<'_>,
+    coe: &CoeLine<'_>,
     what: &str,
     by: Option<&str>,
     key: &str,
@@ -707,10 +731,25 @@ pub fn escalations(
 /// organisation's, for an organisation-wide channel), the actions closed in the last
 /// 30 days on time and late, the COEs waiting for review and the drafts past their
 /// deadline, and a link to the dashboard.
+/// What the weekly inspection tells the channels (the statistics module's, which the
+/// reminder sweep computes: chat does not reach into the statistics).
+#[derive(Debug, Clone, Default)]
+pub struct WeeklyFigures {
+    /// Open and overdue actions, in all and by the owners' team.
+    pub open: i64,
+    pub overdue: i64,
+    pub by_team: std::collections::BTreeMap<String, (i64, i64)>,
+    /// Actions closed in the last 30 days: on time, late, won't do.
+    pub closed: (i64, i64, i64),
+    /// Titles of the drafts past their deadline, and of the COEs waiting for review.
+    pub drafts_past_deadline: Vec<String>,
+    pub waiting_for_review: Vec<String>,
+}
+
 pub fn inspection_weekly(
     conn: &mut DbConnection,
     settings: &Settings,
-    figures: &super::stats::Stats,
+    figures: &WeeklyFigures,
     week: chrono::NaiveDate,
     now: NaiveDateTime,
 ) -> QueryResult<usize> {
@@ -723,29 +762,29 @@ pub fn inspection_weekly(
         .filter(|c| c.events.contains(&ChatEvent::InspectionWeekly))
     {
         let (open, overdue) = if channel.teams.is_empty() {
-            (figures.actions.open, figures.actions.overdue)
+            (figures.open, figures.overdue)
         } else {
             channel
                 .teams
                 .iter()
-                .filter_map(|t| figures.actions_by_team.get(t))
-                .fold((0, 0), |(o, d), f| (o + f.open, d + f.overdue))
+                .filter_map(|t| figures.by_team.get(t))
+                .fold((0, 0), |(o, d), (open, overdue)| (o + open, d + overdue))
         };
         let scope = if channel.teams.is_empty() {
             "the organisation".to_owned()
         } else {
             channel.teams.join(", ")
         };
-        let closed = &figures.closed_last_30_days;
+        let (on_time, late, wont_do) = figures.closed;
         let items = figures
             .drafts_past_deadline
             .iter()
-            .map(|c| format!("Draft past its deadline: {}", c.title))
+            .map(|title| format!("Draft past its deadline: {title}"))
             .chain(
                 figures
                     .waiting_for_review
                     .iter()
-                    .map(|c| format!("Waiting for review: {}", c.title)),
+                    .map(|title| format!("Waiting for review: {title}")),
             )
             .collect::<Vec<_>>();
         let total = items.len();
@@ -756,10 +795,7 @@ pub fn inspection_weekly(
                 ("Overdue".into(), overdue.to_string()),
                 (
                     "Closed in 30 days".into(),
-                    format!(
-                        "{} on time, {} late, {} won't do",
-                        closed.on_time, closed.late, closed.wont_do
-                    ),
+                    format!("{on_time} on time, {late} late, {wont_do} won't do"),
                 ),
             ],
             items: items.into_iter().take(chat::format::MAX_ITEMS).collect(),

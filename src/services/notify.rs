@@ -179,6 +179,18 @@ pub fn bar_raiser_requested(
 }
 
 impl CoeFacts<'_> {
+    /// The COE as a chat notice names it.
+    pub fn chat_line(&self) -> crate::services::chat::CoeLine<'_> {
+        crate::services::chat::CoeLine {
+            id: self.id,
+            title: self.title,
+            owner: self.owner,
+            reviewer: self.reviewer,
+            severity: self.severity,
+            service: self.service,
+        }
+    }
+
     /// The facts of a stored COE; `severity` is its label (`sev2`).
     pub fn of<'a>(row: &'a CoeRow, severity: &'a str) -> CoeFacts<'a> {
         CoeFacts {

@@ -223,7 +223,7 @@ pub fn step(
             conn,
             env.settings,
             crate::config::ChatEvent::Review,
-            &facts,
+            &facts.chat_line(),
             what,
             Some(actor),
             &format!("review:{}:{step_id}", row.id),

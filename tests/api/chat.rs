@@ -16,7 +16,8 @@ use serde_json::{json, Value};
 
 use crate::helpers::{json as body_json, spawn_app_with, TestApp};
 
-/// An answer to play: a status and a `Retry-After`.
+/// An answer to play: a status and a `Retry-After`; status 0 answers 200 after 3 s
+/// (past a 1 s timeout).
 type Answer = (u16, Option<&'static str>);
 
 /// What the receiver got, by path, and the answers it is to play, by path.
@@ -128,13 +129,17 @@ async fn receive(req: HttpRequest, body: web::Bytes, inbox: web::Data<Arc<Inbox>
         .next()
         .unwrap_or_default()
         .to_owned();
-    if let Some((status, retry_after)) = inbox
+    let scripted = inbox
         .script
         .lock()
         .expect("lock")
         .get_mut(&path)
-        .and_then(VecDeque::pop_front)
-    {
+        .and_then(VecDeque::pop_front);
+    if let Some((status, retry_after)) = scripted {
+        if status == 0 {
+            actix_web::rt::time::sleep(std::time::Duration::from_secs(3)).await;
+            return HttpResponse::Ok().body("ok");
+        }
         let mut answer =
             HttpResponse::build(actix_web::http::StatusCode::from_u16(status).expect("a status"));
         if let Some(after) = retry_after {
@@ -306,12 +311,12 @@ async fn a_new_coe_is_told_to_its_teams_channel_and_the_org_channels_once_each()
     .await;
     let id = coe["id"].as_str().expect("an id").to_owned();
 
+    // org (teams), checkout (google chat), eng (mattermost), and payments after its
+    // 429 (Retry-After: 0: due again within the pass); deferred: that 429, and the
+    // deleted channel, broken.
     let first = deliver(&app, &settings);
-    assert_eq!(first.sent, 3, "{first:?}"); // org (teams), checkout (google chat), eng (mattermost)
-    assert_eq!(first.deferred, 2, "{first:?}"); // payments 429, deleted broken
-                                                // Retry-After: 0 — due again at once.
-    let second = deliver(&app, &settings);
-    assert_eq!(second.sent, 1, "{second:?}");
+    assert_eq!(first.sent, 4, "{first:?}");
+    assert_eq!(first.deferred, 2, "{first:?}");
     // Nothing more: each channel once; the broken one waits.
     assert_eq!(
         deliver(&app, &settings),
@@ -384,13 +389,9 @@ async fn a_new_coe_is_told_to_its_teams_channel_and_the_org_channels_once_each()
         .iter()
         .find(|c| c.name == "deleted")
         .expect("channel");
-    let outcome = coe::services::chat::test_message(
-        &mut conn,
-        deleted,
-        &settings.public_url,
-        "admin@example.com",
-    )
-    .expect("a test message");
+    let outcome =
+        coe::services::chat::test_message(&mut conn, &settings, deleted, "admin@example.com")
+            .expect("a test message");
     assert_eq!(outcome, coe::chat::Sent::Delivered);
     drop(conn);
     assert_eq!(deliver(&app, &settings).sent, 1);
@@ -877,6 +878,81 @@ async fn a_channel_down_for_an_hour_gets_its_notice_after_once_and_two_workers_s
             .expect("the message");
         assert_eq!(attempts, 4);
         assert!(error.unwrap_or_default().contains("503"));
+        diesel::update(chat_messages::table.filter(chat_messages::state.eq("pending")))
+            .set(
+                chat_messages::next_attempt_at
+                    .eq(chrono::Utc::now().naive_utc() - chrono::Duration::seconds(1)),
+            )
+            .execute(&mut conn)
+            .expect("due again");
+    }
+    assert_eq!(deliver(&app, &settings).sent, 1);
+    assert_eq!(inbox.got("/teams/org").len(), 1);
+    assert_eq!(
+        deliver(&app, &settings),
+        coe::services::chat::ChatReport::default()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sev2_incident_is_told_once_and_a_platform_too_slow_to_answer_gets_it_again() {
+    let (base, inbox) = receiver().await;
+    let chat = channels(&base);
+    let app = spawn_app_with({
+        let chat = chat.clone();
+        move |s| {
+            s.chat.channels = chat;
+            s.ownership
+                .services
+                .insert("checkout".into(), "ana@example.com".into());
+        }
+    })
+    .await;
+    let mut settings = Settings::default();
+    settings.chat.channels = chat;
+    settings.chat.timeout_secs = 1;
+    settings.public_url = "http://127.0.0.1:8080".into();
+    let admin = app.admin_token();
+    let ingest = app.token("alerts", coe::domain::Role::Ingest);
+    person(&app, &admin, "ana@example.com", "payments").await;
+    // The Teams workflow answers, but too late.
+    inbox.will_answer("/teams/org", 0, None);
+
+    let event = json!({"dedup_key": "checkout-errors", "group_key": "checkout", "severity": "sev2",
+                       "service": "checkout", "title": "Checkout error rate above 5%",
+                       "started_at": "2026-12-01T10:00:00Z"});
+    for _ in 0..2 {
+        // The alert fires, and fires again: one incident, one draft, one notice.
+        let res = app.post_json("/api/v1/events", Some(&ingest), &event).await;
+        // 202 the first time, 200 (a duplicate) the second.
+        assert!(
+            res.status().is_success(),
+            "{}",
+            res.text().await.unwrap_or_default()
+        );
+    }
+    let report = deliver(&app, &settings);
+    // payments (ana's team), checkout (the service), eng and deleted (everyone); org timed out.
+    assert_eq!(report.sent, 4, "{report:?}");
+    assert_eq!(report.deferred, 1, "{report:?}");
+    let slack = inbox.got("/slack/payments");
+    assert_eq!(slack.len(), 1);
+    let text = slack[0].to_string();
+    assert!(
+        text.contains("COE opened: Checkout error rate above 5%"),
+        "{text}"
+    );
+    assert!(text.contains("sev2"), "{text}");
+    assert!(inbox.got("/slack/search").is_empty());
+    {
+        let mut conn = app.pool.get().expect("conn");
+        let (state, error): (String, Option<String>) = chat_messages::table
+            .filter(chat_messages::channel.eq("org"))
+            .select((chat_messages::state, chat_messages::last_error))
+            .first(&mut conn)
+            .expect("org's message");
+        assert_eq!(state, "pending");
+        assert!(error.unwrap_or_default().starts_with("no answer"));
         diesel::update(chat_messages::table.filter(chat_messages::state.eq("pending")))
             .set(
                 chat_messages::next_attempt_at

@@ -300,8 +300,8 @@ pub async fn chat_test(form: AdminForm, path: web::Path<String>, state: State) -
             })?;
         Ok(crate::services::chat::test_message(
             conn,
+            &state.settings,
             channel,
-            &state.settings.public_url,
             &by,
         )?)
     })

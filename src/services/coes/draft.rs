@@ -73,7 +73,7 @@ fn tell_owner(
         conn,
         ctx.settings,
         crate::config::ChatEvent::CoeOpened,
-        &notify::CoeFacts::of(&row, &severity),
+        &notify::CoeFacts::of(&row, &severity).chat_line(),
         "COE opened",
         None,
         &format!("coe_opened:{}", row.id),

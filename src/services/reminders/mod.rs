@@ -242,7 +242,28 @@ pub fn sweep(
             && crate::services::chat::inspection_due(conn, settings, today)?
         {
             let clock = crate::domain::clock::Clock { now: at, tz };
-            let figures = crate::services::stats::stats(conn, clock, settings.coe.writeup_days)?;
+            let stats = crate::services::stats::stats(conn, clock, settings.coe.writeup_days)?;
+            let closed = &stats.closed_last_30_days;
+            let figures = crate::services::chat::WeeklyFigures {
+                open: stats.actions.open,
+                overdue: stats.actions.overdue,
+                by_team: stats
+                    .actions_by_team
+                    .iter()
+                    .map(|(team, f)| (team.clone(), (f.open, f.overdue)))
+                    .collect(),
+                closed: (closed.on_time, closed.late, closed.wont_do),
+                drafts_past_deadline: stats
+                    .drafts_past_deadline
+                    .iter()
+                    .map(|c| c.title.clone())
+                    .collect(),
+                waiting_for_review: stats
+                    .waiting_for_review
+                    .iter()
+                    .map(|c| c.title.clone())
+                    .collect(),
+            };
             crate::services::chat::inspection_weekly(conn, settings, &figures, today, db::now())?;
         }
     }
