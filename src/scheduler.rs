@@ -72,6 +72,9 @@ pub struct Scheduler {
     /// Tells a delivery pass to stop after the email it is sending.
     stopping: Arc<AtomicBool>,
     thread: JoinHandle<()>,
+    /// Delivers chat notices (`[[chat.channels]]`) on a thread of its own, so that a
+    /// slow or silent platform never holds up email; with its wake-up.
+    chat: Option<(mpsc::Sender<()>, JoinHandle<()>)>,
 }
 
 impl Scheduler {
@@ -87,6 +90,16 @@ impl Scheduler {
         // A ring is a wake-up that is not a stop: a delivery pass now.
         bell.connect(wake.clone());
         let stopping = Arc::new(AtomicBool::new(false));
+        let chat = if settings.chat.channels.is_empty() {
+            None
+        } else {
+            let (chat_wake, chat_woken) = mpsc::channel();
+            let (settings, pool, flag) = (settings.clone(), pool.clone(), stopping.clone());
+            let thread = std::thread::Builder::new()
+                .name("coe-chat".into())
+                .spawn(move || run_chat(&settings, &pool, &chat_woken, &flag))?;
+            Some((chat_wake, thread))
+        };
         let flag = stopping.clone();
         let thread = std::thread::Builder::new()
             .name("coe-scheduler".into())
@@ -99,6 +112,7 @@ impl Scheduler {
             wake,
             stopping,
             thread,
+            chat,
         })
     }
 
@@ -109,6 +123,12 @@ impl Scheduler {
         let _ = self.wake.send(());
         if self.thread.join().is_err() {
             tracing::error!("the scheduler thread panicked");
+        }
+        if let Some((wake, thread)) = self.chat {
+            let _ = wake.send(());
+            if thread.join().is_err() {
+                tracing::error!("the chat delivery thread panicked");
+            }
         }
     }
 }
@@ -143,8 +163,6 @@ fn run(
         guarded("delivery pass", || {
             deliver_once(settings, pool, transport, stopping)
         });
-        // Chat after email, in a pass of its own: a slow platform never holds up mail.
-        guarded("chat delivery pass", || chat_once(settings, pool, stopping));
         let wait = next_sweep
             .saturating_duration_since(Instant::now())
             .min(deliver_every);
@@ -223,6 +241,24 @@ fn deliver_once(settings: &Settings, pool: &DbPool, transport: &Transport, stopp
         Ok(_) => {}
         Err(e) => tracing::error!(error = %e, "delivery pass failed; the next one retries"),
     }
+}
+
+/// The chat thread: a delivery pass every `reminders.delivery_interval_secs` (a
+/// notice decided meanwhile waits at most that long), until stopped.
+fn run_chat(settings: &Settings, pool: &DbPool, woken: &mpsc::Receiver<()>, stopping: &AtomicBool) {
+    let every = Duration::from_secs(settings.reminders.delivery_interval_secs);
+    tracing::info!(
+        channels = settings.chat.channels.len(),
+        "chat delivery started"
+    );
+    while !stopping.load(Ordering::Relaxed) {
+        guarded("chat delivery pass", || chat_once(settings, pool, stopping));
+        match woken.recv_timeout(every) {
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+    }
+    tracing::info!("chat delivery stopped");
 }
 
 fn chat_once(settings: &Settings, pool: &DbPool, stopping: &AtomicBool) {
