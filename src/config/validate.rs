@@ -304,14 +304,9 @@ impl Settings {
         };
         let o = &self.auth.oidc;
         let issuer = url::Url::parse(&o.issuer).ok();
-        let usable = issuer.as_ref().is_some_and(|u| {
-            u.query().is_none()
-                && u.fragment().is_none()
-                && (u.scheme() == "https"
-                    || (u.scheme() == "http"
-                        && u.host_str()
-                            .is_some_and(|h| super::listens_on_loopback(&format!("{h}:0")))))
-        });
+        let usable = issuer
+            .as_ref()
+            .is_some_and(|u| u.query().is_none() && u.fragment().is_none() && https_or_loopback(u));
         if !usable {
             return Err(invalid(
                 "auth.oidc.issuer",
@@ -372,14 +367,7 @@ impl Settings {
             value: format!("{at} = {value:?}"),
             expected: expected.to_owned(),
         };
-        let web_url = |raw: &str| {
-            url::Url::parse(raw).ok().is_some_and(|u| {
-                u.scheme() == "https"
-                    || (u.scheme() == "http"
-                        && u.host_str()
-                            .is_some_and(|h| super::listens_on_loopback(&format!("{h}:0"))))
-            })
-        };
+        let web_url = |raw: &str| url::Url::parse(raw).is_ok_and(|u| https_or_loopback(&u));
         if !(1..=120).contains(&self.chat.timeout_secs) {
             return Err(ConfigError::Invalid {
                 key: "chat.timeout_secs",
@@ -601,6 +589,16 @@ impl Settings {
         }
         Ok(())
     }
+}
+
+/// Whether coe may send secrets or trust answers at `url`: https, or plain http to a
+/// loopback address (a trial, a test).
+fn https_or_loopback(url: &url::Url) -> bool {
+    url.scheme() == "https"
+        || (url.scheme() == "http"
+            && url
+                .host_str()
+                .is_some_and(|h| super::listens_on_loopback(&format!("{h}:0"))))
 }
 
 #[cfg(test)]

@@ -1,0 +1,145 @@
+//! The settings of team chat: `[[chat.channels]]` (where each channel is, what it
+//! hears, for whom) and `chat.timeout_secs`.
+
+use serde::{Deserialize, Serialize};
+
+use super::secret::Secret;
+
+/// Where notices go besides email: team channels in chat (`[[chat.channels]]`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ChatSettings {
+    pub channels: Vec<ChannelSettings>,
+    /// How long a platform may take to answer one message; then it is sent again
+    /// later (a webhook that answered too late may then show it twice; Matrix
+    /// does not: the retry is the same transaction).
+    pub timeout_secs: u64,
+}
+
+impl Default for ChatSettings {
+    fn default() -> Self {
+        ChatSettings {
+            channels: Vec::new(),
+            timeout_secs: 10,
+        }
+    }
+}
+
+/// A chat platform.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChatKind {
+    /// An incoming webhook; Block Kit.
+    Slack,
+    /// A Workflows webhook ("Post to a channel when a webhook request is
+    /// received"); an Adaptive Card.
+    Teams,
+    /// A space's incoming webhook; `cardsV2`.
+    GoogleChat,
+    /// An incoming webhook; Markdown text.
+    Mattermost,
+    /// A bot user's access token in a room; `m.room.message` with HTML.
+    Matrix,
+}
+
+impl ChatKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChatKind::Slack => "slack",
+            ChatKind::Teams => "teams",
+            ChatKind::GoogleChat => "google-chat",
+            ChatKind::Mattermost => "mattermost",
+            ChatKind::Matrix => "matrix",
+        }
+    }
+}
+
+/// What a channel may be told.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum ChatEvent {
+    /// A COE opened (a draft for an incident, or one opened by hand).
+    CoeOpened,
+    /// A review requested, changes requested, or approved.
+    Review,
+    /// Once a day: the channel's overdue actions.
+    OverdueDaily,
+    /// An overdue action escalated to a manager.
+    Escalation,
+    /// Once a week: the inspection's summary.
+    InspectionWeekly,
+}
+
+impl ChatEvent {
+    pub const ALL: [ChatEvent; 5] = [
+        ChatEvent::CoeOpened,
+        ChatEvent::Review,
+        ChatEvent::OverdueDaily,
+        ChatEvent::Escalation,
+        ChatEvent::InspectionWeekly,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChatEvent::CoeOpened => "coe_opened",
+            ChatEvent::Review => "review",
+            ChatEvent::OverdueDaily => "overdue_daily",
+            ChatEvent::Escalation => "escalation",
+            ChatEvent::InspectionWeekly => "inspection_weekly",
+        }
+    }
+}
+
+fn all_chat_events() -> Vec<ChatEvent> {
+    ChatEvent::ALL.to_vec()
+}
+
+/// One channel: where it is, and what it hears about.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelSettings {
+    /// A name of its own (shown to admins, keys its messages).
+    pub name: String,
+    pub kind: ChatKind,
+    /// The incoming webhook's URL (all kinds but `matrix`); a secret: it is the
+    /// only thing a poster needs.
+    #[serde(default)]
+    pub url: Option<Secret>,
+    /// `matrix`: the homeserver's base URL, e.g. https://matrix.example.com.
+    #[serde(default)]
+    pub homeserver: Option<String>,
+    /// `matrix`: the room's id (`!abc…`).
+    #[serde(default)]
+    pub room_id: Option<String>,
+    /// `matrix`: the bot user's access token.
+    #[serde(default)]
+    pub access_token: Option<Secret>,
+    /// The teams whose COEs and actions it hears about; with `services`, empty
+    /// means the whole organisation.
+    #[serde(default)]
+    pub teams: Vec<String>,
+    /// The services whose COEs and actions it hears about.
+    #[serde(default)]
+    pub services: Vec<String>,
+    /// What it hears about; every event when left out.
+    #[serde(default = "all_chat_events")]
+    pub events: Vec<ChatEvent>,
+}
+
+impl ChannelSettings {
+    /// Whether it hears about `event` for a COE or action of `team` and `service`:
+    /// an organisation-wide channel (no teams, no services) hears everything it
+    /// subscribed to.
+    pub fn wants(&self, event: ChatEvent, team: Option<&str>, service: Option<&str>) -> bool {
+        if !self.events.contains(&event) {
+            return false;
+        }
+        if self.teams.is_empty() && self.services.is_empty() {
+            return true;
+        }
+        let of = |list: &[String], value: Option<&str>| {
+            value.is_some_and(|v| list.iter().any(|x| x.eq_ignore_ascii_case(v)))
+        };
+        of(&self.teams, team) || of(&self.services, service)
+    }
+}
