@@ -950,6 +950,10 @@ def main():
     print("|---|---|---|---|---|")
     for row in rows:
         print("| " + " | ".join(str(c) for c in row) + " |")
+    # The failed checks again at the end, where a CI log cut in the middle still
+    # shows them.
+    for what in failures:
+        print(f"  FAIL  {what}")
     print(f"\nprobe: {len(failures)} failed checks, {time.monotonic() - started:.0f} s")
     sys.exit(1 if failures else 0)
 

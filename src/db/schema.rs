@@ -456,8 +456,27 @@ diesel::table! {
 
 diesel::joinable!(action_recurrences -> corrective_actions (action_id));
 
+diesel::table! {
+    action_tally (owner_email) {
+        owner_email -> Text,
+        open -> BigInt,
+        overdue -> BigInt,
+        oldest_due -> Nullable<Date>,
+    }
+}
+
+diesel::table! {
+    action_tally_day (id) {
+        id -> Integer,
+        day -> Date,
+        deleted -> BigInt,
+    }
+}
+
 diesel::allow_tables_to_appear_in_same_query!(
     action_recurrences,
+    action_tally,
+    action_tally_day,
     api_tokens,
     incidents,
     incident_alerts,

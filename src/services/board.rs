@@ -13,7 +13,7 @@ use crate::db::schema::{corrective_actions, due_date_changes, people};
 use crate::db::DbConnection;
 use crate::domain::action::{self, ActionState};
 use crate::domain::Clock;
-use crate::services::actions::{self, ActionFilter, ActionSort, ActionView};
+use crate::services::actions::{self, tally, ActionFilter, ActionSort, ActionView};
 
 /// One owner's line on the board.
 #[derive(Debug, Clone, Serialize)]
@@ -64,19 +64,37 @@ pub fn totals(
         due_before: None,
         ..base.clone()
     };
-    // Each owner's count and oldest due date. (Diesel cannot group a query built at
-    // run time, so the rows' two columns are read and counted here.)
+    // Each owner's count and oldest due date: kept per owner by the database when the
+    // filter names at most an owner and a team, else counted.
     let mut overdue_by_owner: BTreeMap<String, (i64, NaiveDate)> = BTreeMap::new();
-    let rows: Vec<(String, NaiveDate)> = actions::filtered(&overdue, &looked_up, today)
-        .select((
-            corrective_actions::owner_email,
-            corrective_actions::due_date,
-        ))
-        .load(conn)?;
-    for (owner, due) in rows {
-        let entry = overdue_by_owner.entry(owner).or_insert((0, due));
-        entry.0 += 1;
-        entry.1 = entry.1.min(due);
+    if by_owner_only(base) {
+        let mut only: Option<Vec<String>> = looked_up.team_members().map(<[String]>::to_vec);
+        if let Some(owner) = &base.owner {
+            let owner = owner.trim().to_lowercase();
+            only = Some(match only {
+                Some(members) => members.into_iter().filter(|m| *m == owner).collect(),
+                None => vec![owner],
+            });
+        }
+        for t in tally::owners(conn, today, only.as_deref())? {
+            if t.overdue > 0 {
+                overdue_by_owner.insert(t.owner, (t.overdue, t.oldest_due.unwrap_or(today)));
+            }
+        }
+    } else {
+        // (Diesel cannot group a query built at run time, so the rows' two columns are
+        // read and counted here.)
+        let rows: Vec<(String, NaiveDate)> = actions::filtered(&overdue, &looked_up, today)
+            .select((
+                corrective_actions::owner_email,
+                corrective_actions::due_date,
+            ))
+            .load(conn)?;
+        for (owner, due) in rows {
+            let entry = overdue_by_owner.entry(owner).or_insert((0, due));
+            entry.0 += 1;
+            entry.1 = entry.1.min(due);
+        }
     }
     let soon = ActionFilter {
         overdue: None,
@@ -153,6 +171,18 @@ pub fn totals(
             .then(a.owner.cmp(&b.owner))
     });
     Ok(totals)
+}
+
+/// Whether a filter selects whole owners' open actions (at most an owner and a team),
+/// which `actions::tally` keeps counted. Its overdue flag and due window are the
+/// totals' own.
+fn by_owner_only(filter: &ActionFilter) -> bool {
+    filter.coe.is_none()
+        && filter.state.is_none()
+        && filter.priority.is_none()
+        && filter.kind.is_none()
+        && filter.service.is_none()
+        && filter.severity.is_none()
 }
 
 /// An action on the board: the action, its owner's team, and why its due date last

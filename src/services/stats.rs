@@ -405,8 +405,8 @@ pub fn late_drafts(
 }
 
 /// What the figures about actions (and the board's totals) depend on besides the
-/// clock: today, and the last change to any action or person, each one index read. A
-/// cache keyed on it is current after every change.
+/// clock: today, the last change to any action or person, and how many actions were
+/// deleted, each one index read. A cache keyed on it is current after every change.
 fn generation(conn: &mut DbConnection, today: NaiveDate) -> QueryResult<String> {
     let actions: Option<NaiveDateTime> = corrective_actions::table
         .select(diesel::dsl::max(corrective_actions::updated_at))
@@ -414,7 +414,8 @@ fn generation(conn: &mut DbConnection, today: NaiveDate) -> QueryResult<String> 
     let people: Option<NaiveDateTime> = people::table
         .select(diesel::dsl::max(people::updated_at))
         .first(conn)?;
-    Ok(format!("{today}|{actions:?}|{people:?}"))
+    let deleted = crate::services::actions::tally::deleted(conn)?;
+    Ok(format!("{today}|{actions:?}|{people:?}|{deleted}"))
 }
 
 /// Values counted from actions and people, each kept until the next change to any
@@ -482,21 +483,8 @@ pub fn action_figures(
 ) -> QueryResult<ActionFigures> {
     let today = clock.today();
     let now = clock.now.naive_utc();
-    let open_by_owner: Vec<(String, i64)> = corrective_actions::table
-        .filter(scope.actions())
-        .filter(crate::db::rules::action_is_active())
-        .group_by(corrective_actions::owner_email)
-        .select((corrective_actions::owner_email, diesel::dsl::count_star()))
-        .load(conn)?;
-    let overdue_by_owner: BTreeMap<String, i64> = corrective_actions::table
-        .filter(scope.actions())
-        .filter(crate::db::rules::action_is_active())
-        .filter(corrective_actions::due_date.lt(today))
-        .group_by(corrective_actions::owner_email)
-        .select((corrective_actions::owner_email, diesel::dsl::count_star()))
-        .load::<(String, i64)>(conn)?
-        .into_iter()
-        .collect();
+    // Kept per owner by the database (`actions::tally`), not counted here.
+    let tallies = crate::services::actions::tally::owners(conn, today, scope.owners.as_deref())?;
     let teams: BTreeMap<String, String> = people::table
         .filter(people::team.is_not_null())
         .select((people::email, people::team))
@@ -507,8 +495,8 @@ pub fn action_figures(
     let mut actions = OpenAndOverdue::default();
     let mut by_owner: BTreeMap<String, OpenAndOverdue> = BTreeMap::new();
     let mut by_team: BTreeMap<String, OpenAndOverdue> = BTreeMap::new();
-    for (owner, open) in open_by_owner {
-        let overdue = overdue_by_owner.get(&owner).copied().unwrap_or(0);
+    for tally in tallies {
+        let (owner, open, overdue) = (tally.owner, tally.open, tally.overdue);
         actions.open += open;
         actions.overdue += overdue;
         let team = teams

@@ -135,3 +135,235 @@ async fn stats_count_open_overdue_closed_on_time_and_late_and_waiting_coes() {
         "{metrics}"
     );
 }
+
+/// Each owner's open and overdue actions as a person would count them now: from every
+/// action's owner, state and due date.
+fn recount(app: &crate::helpers::TestApp) -> serde_json::Map<String, serde_json::Value> {
+    use coe::db::schema::corrective_actions;
+    let mut conn = app.pool.get().expect("conn");
+    let rows: Vec<(String, String, chrono::NaiveDate)> = corrective_actions::table
+        .select((
+            corrective_actions::owner_email,
+            corrective_actions::state,
+            corrective_actions::due_date,
+        ))
+        .load(&mut conn)
+        .expect("actions");
+    let today = Utc::now().date_naive();
+    let mut counts: std::collections::BTreeMap<String, (i64, i64)> = Default::default();
+    for (owner, state, due) in rows {
+        if state == "open" || state == "in_progress" {
+            let c = counts.entry(owner).or_default();
+            c.0 += 1;
+            c.1 += i64::from(due < today);
+        }
+    }
+    counts
+        .into_iter()
+        .map(|(o, (open, overdue))| (o, json!({"open": open, "overdue": overdue})))
+        .collect()
+}
+
+/// The kept rows equal a recount, and the API's figures equal what a person counts.
+async fn figures_agree(app: &crate::helpers::TestApp, token: &str, step: &str) {
+    let stats = app.get_json("/api/v1/stats", token).await;
+    let drift = {
+        let mut conn = app.pool.get().expect("conn");
+        coe::services::actions::tally::drift(&mut conn).expect("drift")
+    };
+    assert!(drift.is_empty(), "{step}: kept rows differ for {drift:?}");
+    let expected = recount(app);
+    assert_eq!(
+        stats["actions_by_owner"],
+        serde_json::Value::Object(expected.clone()),
+        "{step}"
+    );
+    let open: i64 = expected
+        .values()
+        .map(|v| v["open"].as_i64().unwrap_or(0))
+        .sum();
+    let overdue: i64 = expected
+        .values()
+        .map(|v| v["overdue"].as_i64().unwrap_or(0))
+        .sum();
+    assert_eq!(
+        stats["actions"],
+        json!({"open": open, "overdue": overdue}),
+        "{step}"
+    );
+}
+
+#[tokio::test]
+async fn owner_figures_are_kept_by_every_write_and_agree_with_a_recount() {
+    let app = spawn_app().await;
+    let token = app.token("lead", Role::Member);
+    let coe = json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&token),
+            &json!({"title": "Kept figures"}),
+        )
+        .await,
+    )
+    .await;
+    let coe = coe["id"].as_str().expect("id").to_owned();
+    let owners = ["ann@example.com", "ben@example.com", "cy@example.com"];
+    let mut ids = Vec::new();
+    for i in 0..12 {
+        let due = (Utc::now() + Duration::days(1 + i)).date_naive();
+        let res = app
+            .post_json(&format!("/api/v1/coes/{coe}/actions"), Some(&token),
+                &json!({"title": format!("Fix {i}"), "owner": owners[i as usize % 3], "due_date": due,
+                        "priority": "high", "kind": "process"}))
+            .await;
+        assert_eq!(res.status(), 201);
+        ids.push(json(res).await["id"].as_str().expect("id").to_owned());
+    }
+    figures_agree(&app, &token, "created").await;
+
+    let post = |path: String, body: serde_json::Value| {
+        let (app, token) = (&app, &token);
+        async move {
+            let res = app.post_json(&path, Some(token), &body).await;
+            assert_eq!(res.status(), 200, "{path}");
+        }
+    };
+    post(format!("/api/v1/actions/{}/start", ids[0]), json!({})).await;
+    post(
+        format!("/api/v1/actions/{}/complete", ids[1]),
+        json!({"note": "Done and checked."}),
+    )
+    .await;
+    post(
+        format!("/api/v1/actions/{}/wont-do", ids[2]),
+        json!({"note": "Superseded."}),
+    )
+    .await;
+    figures_agree(&app, &token, "started, done, won't do").await;
+    post(
+        format!("/api/v1/actions/{}/reopen", ids[2]),
+        json!({"note": "Needed after all."}),
+    )
+    .await;
+    figures_agree(&app, &token, "reopened").await;
+
+    let patch = |id: String, body: serde_json::Value| {
+        let (app, token) = (&app, &token);
+        async move {
+            let res = app
+                .client
+                .patch(app.url(&format!("/api/v1/actions/{id}")))
+                .bearer_auth(token)
+                .json(&body)
+                .send()
+                .await
+                .expect("sent");
+            assert_eq!(
+                res.status(),
+                200,
+                "{id}: {}",
+                res.text().await.unwrap_or_default()
+            );
+        }
+    };
+    patch(ids[3].clone(), json!({"owner": "ben@example.com"})).await;
+    figures_agree(&app, &token, "given to another owner").await;
+    let later = (Utc::now() + Duration::days(40)).date_naive();
+    patch(
+        ids[4].clone(),
+        json!({"due_date": later, "reason": "Waits for the new cluster."}),
+    )
+    .await;
+    figures_agree(&app, &token, "due date moved").await;
+    let res = app
+        .client
+        .delete(app.url(&format!("/api/v1/actions/{}", ids[5])))
+        .bearer_auth(app.admin_token())
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
+    figures_agree(&app, &token, "deleted").await;
+
+    // Written outside the service (as an operator's SQL would, stamping the change):
+    // still kept.
+    {
+        use coe::db::schema::corrective_actions;
+        let mut conn = app.pool.get().expect("conn");
+        let past = (Utc::now() - Duration::days(3)).date_naive();
+        diesel::update(corrective_actions::table.filter(corrective_actions::id.eq_any(&ids[6..9])))
+            .set((
+                corrective_actions::due_date.eq(past),
+                corrective_actions::updated_at.eq(Utc::now().naive_utc()),
+            ))
+            .execute(&mut conn)
+            .expect("backdate");
+    }
+    figures_agree(&app, &token, "backdated").await;
+    let stats = app.get_json("/api/v1/stats", &token).await;
+    assert_eq!(stats["actions"]["overdue"], 3);
+
+    // The kept rows were counted against another day (nobody read them for three
+    // weeks, say, or a sweep dated ahead did): the first read moves them to today.
+    for days in [-21, 30] {
+        use coe::db::schema::action_tally_day;
+        let mut conn = app.pool.get().expect("conn");
+        let then = (Utc::now() + Duration::days(days)).date_naive();
+        diesel::update(action_tally_day::table)
+            .set(action_tally_day::day.eq(then))
+            .execute(&mut conn)
+            .expect("day");
+        diesel::sql_query(
+            "UPDATE action_tally SET overdue = (SELECT c.overdue FROM action_tally_counted c \
+             WHERE c.owner_email = action_tally.owner_email)",
+        )
+        .execute(&mut conn)
+        .expect("counted against that day");
+        assert_eq!(
+            coe::services::actions::tally::drift(&mut conn).expect("drift"),
+            Vec::<String>::new()
+        );
+        let today = Utc::now().date_naive();
+        let kept = coe::services::actions::tally::owners(&mut conn, today, None).expect("owners");
+        let kept: serde_json::Map<String, serde_json::Value> = kept
+            .into_iter()
+            .map(|t| (t.owner, json!({"open": t.open, "overdue": t.overdue})))
+            .collect();
+        assert_eq!(kept, recount(&app), "{days} days away");
+        let day: chrono::NaiveDate = action_tally_day::table
+            .select(action_tally_day::day)
+            .first(&mut conn)
+            .expect("day");
+        assert_eq!(day, today);
+        drop(conn);
+        figures_agree(&app, &token, &format!("counted {days} days away")).await;
+    }
+
+    // Many writers for one owner at once (PostgreSQL: concurrent transactions).
+    let mut creates = tokio::task::JoinSet::new();
+    for i in 0..16 {
+        let (client, url, token) = (
+            app.client.clone(),
+            app.url(&format!("/api/v1/coes/{coe}/actions")),
+            token.clone(),
+        );
+        let due = Utc::now().date_naive() + Duration::days(1 + i % 4);
+        creates.spawn(async move {
+            client
+                .post(url)
+                .bearer_auth(token)
+                .json(
+                    &json!({"title": format!("Burst {i}"), "owner": "dee@example.com",
+                              "due_date": due, "priority": "low", "kind": "process"}),
+                )
+                .send()
+                .await
+                .expect("sent")
+                .status()
+                .as_u16()
+        });
+    }
+    let statuses = creates.join_all().await;
+    assert!(statuses.iter().all(|s| *s == 201), "{statuses:?}");
+    figures_agree(&app, &token, "sixteen at once").await;
+}

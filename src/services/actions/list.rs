@@ -110,6 +110,13 @@ pub(crate) struct LookedUp {
     coes: Option<Vec<String>>,
 }
 
+impl LookedUp {
+    /// The owners of the filter's team, when it names one.
+    pub(crate) fn team_members(&self) -> Option<&[String]> {
+        self.team_members.as_deref()
+    }
+}
+
 pub(crate) fn look_up(conn: &mut DbConnection, filter: &ActionFilter) -> QueryResult<LookedUp> {
     let team_members = match &filter.team {
         Some(team) => Some(

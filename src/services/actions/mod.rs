@@ -7,6 +7,7 @@
 
 mod change;
 mod list;
+pub mod tally;
 
 use chrono::{NaiveDate, NaiveDateTime};
 use diesel::prelude::*;

@@ -1,0 +1,154 @@
+//! Each owner's open and overdue actions, as the database keeps them: triggers on
+//! `corrective_actions` (migration 000033) recount an owner's row in `action_tally`
+//! after every write that changes an action's owner, state or due date, in the same
+//! transaction. So the board and the dashboard read one row per owner instead of
+//! counting every action, and the first view after a change costs what the others do.
+//!
+//! `overdue` is counted against `action_tally_day.day`; `owners` first moves that day
+//! to the organisation's today (once a day, or when a clock dated elsewhere asks),
+//! recounting only the owners with open actions due between the two days.
+
+use chrono::NaiveDate;
+use diesel::prelude::*;
+use diesel::sql_types::{Date, Text};
+
+use crate::db::schema::{action_tally, action_tally_day};
+use crate::db::DbConnection;
+
+/// One owner's open actions: how many, how many are overdue, and the earliest due
+/// date among them.
+#[derive(Debug, Clone, PartialEq, Eq, Queryable)]
+pub struct OwnerTally {
+    pub owner: String,
+    pub open: i64,
+    pub overdue: i64,
+    pub oldest_due: Option<NaiveDate>,
+}
+
+/// Every owner with open actions, as of `today`; only `owners` when given.
+pub fn owners(
+    conn: &mut DbConnection,
+    today: NaiveDate,
+    only: Option<&[String]>,
+) -> QueryResult<Vec<OwnerTally>> {
+    move_day(conn, today)?;
+    let columns = (
+        action_tally::owner_email,
+        action_tally::open,
+        action_tally::overdue,
+        action_tally::oldest_due,
+    );
+    match only {
+        None => action_tally::table
+            .filter(action_tally::open.gt(0))
+            .select(columns)
+            .load(conn),
+        Some(owners) => {
+            let mut out = Vec::new();
+            for chunk in owners.chunks(500) {
+                out.extend(
+                    action_tally::table
+                        .filter(action_tally::open.gt(0))
+                        .filter(action_tally::owner_email.eq_any(chunk))
+                        .select(columns)
+                        .load::<OwnerTally>(conn)?,
+                );
+            }
+            Ok(out)
+        }
+    }
+}
+
+/// Counts `overdue` against `today`: one read when the day is already today.
+fn move_day(conn: &mut DbConnection, today: NaiveDate) -> QueryResult<()> {
+    if day(conn)? == today {
+        return Ok(());
+    }
+    crate::db::write_transaction(conn, |conn| {
+        // Taken FOR UPDATE on PostgreSQL: the triggers hold it FOR SHARE, so no
+        // action write is half-counted against either day.
+        let was: NaiveDate = match conn {
+            DbConnection::Pg(c) => action_tally_day::table
+                .find(1)
+                .select(action_tally_day::day)
+                .for_update()
+                .first(c)?,
+            DbConnection::Sqlite(c) => action_tally_day::table
+                .find(1)
+                .select(action_tally_day::day)
+                .first(c)?,
+        };
+        if was == today {
+            return Ok(());
+        }
+        diesel::update(action_tally_day::table.find(1))
+            .set(action_tally_day::day.eq(today))
+            .execute(conn)?;
+        let (from, to) = (was.min(today), was.max(today));
+        let recount = |p: fn(usize) -> String| {
+            format!(
+                "UPDATE action_tally SET overdue = (SELECT count(*) FROM corrective_actions c \
+                 WHERE c.owner_email = action_tally.owner_email \
+                 AND c.state IN ('open', 'in_progress') AND c.due_date < {}) \
+                 WHERE owner_email IN (SELECT c.owner_email FROM corrective_actions c \
+                 WHERE c.state IN ('open', 'in_progress') AND c.due_date >= {} AND c.due_date < {})",
+                p(1),
+                p(2),
+                p(3)
+            )
+        };
+        let query = match conn {
+            DbConnection::Pg(_) => recount(|i| format!("${i}")),
+            DbConnection::Sqlite(_) => recount(|_| "?".to_owned()),
+        };
+        diesel::sql_query(query)
+            .bind::<Date, _>(today)
+            .bind::<Date, _>(from)
+            .bind::<Date, _>(to)
+            .execute(conn)?;
+        Ok::<_, diesel::result::Error>(())
+    })
+}
+
+/// How many actions were ever deleted (a cache of figures about actions is keyed on
+/// it: a deleted row leaves no `updated_at` behind).
+pub fn deleted(conn: &mut DbConnection) -> QueryResult<i64> {
+    action_tally_day::table
+        .find(1)
+        .select(action_tally_day::deleted)
+        .first(conn)
+}
+
+/// The day `overdue` is counted against now.
+fn day(conn: &mut DbConnection) -> QueryResult<NaiveDate> {
+    action_tally_day::table
+        .find(1)
+        .select(action_tally_day::day)
+        .first(conn)
+}
+
+/// An owner whose kept row differs from a count of their actions now.
+#[derive(Debug, PartialEq, Eq, QueryableByName)]
+pub struct Drift {
+    #[diesel(sql_type = Text)]
+    pub owner_email: String,
+}
+
+/// The owners whose kept row differs from a count of the actions as they stand
+/// (none, unless a write bypassed the triggers). Reads every action: for tests and
+/// `coe check`, not for pages.
+pub fn drift(conn: &mut DbConnection) -> QueryResult<Vec<String>> {
+    let rows: Vec<Drift> = diesel::sql_query(
+        "SELECT c.owner_email FROM action_tally_counted c \
+         LEFT JOIN action_tally t ON t.owner_email = c.owner_email \
+         WHERE c.open > 0 AND (t.owner_email IS NULL OR t.open <> c.open \
+           OR t.overdue <> c.overdue OR t.oldest_due <> c.oldest_due \
+           OR (t.oldest_due IS NULL) <> (c.oldest_due IS NULL)) \
+         UNION ALL \
+         SELECT t.owner_email FROM action_tally t \
+         WHERE t.open > 0 AND NOT EXISTS (SELECT 1 FROM corrective_actions a \
+           WHERE a.owner_email = t.owner_email AND a.state IN ('open', 'in_progress'))",
+    )
+    .load(conn)?;
+    Ok(rows.into_iter().map(|d| d.owner_email).collect())
+}
