@@ -167,6 +167,7 @@ impl Application {
                 .time_to_live(std::time::Duration::from_secs(60))
                 .build(),
             action_figures: PerChange::new(4),
+            closed_by_team: PerChange::new(64),
             outbox_bell: outbox_bell.clone(),
         });
         let mut server = HttpServer::new(move || {

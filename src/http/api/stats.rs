@@ -54,7 +54,22 @@ pub fn audited(
     let (from, to) = scope
         .period
         .unwrap_or_else(|| (stats::first_day(clock, scope.weeks), clock.today()));
-    stats.coverage = coverage::audit(conn, &state.settings, scope.team.as_deref(), from, to)?;
+    // The actions closed in the period, kept like the figures about actions: reading
+    // every one of them is the audit's costly part.
+    let closed =
+        state
+            .closed_by_team
+            .get(conn, clock.today(), &format!("{from}|{to}"), |conn| {
+                coverage::closed_by_team(conn, clock, from, to).map(Arc::new)
+            })?;
+    stats.coverage = coverage::audit_with(
+        conn,
+        &state.settings,
+        scope.team.as_deref(),
+        from,
+        to,
+        &closed,
+    )?;
     stats.contributing_factors = coverage::factors(
         conn,
         &state.settings,
