@@ -167,7 +167,8 @@ impl Application {
                 .time_to_live(std::time::Duration::from_secs(60))
                 .build(),
             action_figures: PerChange::new(4),
-            closed_by_team: PerChange::new(64),
+            action_history: PerChange::of_history(4),
+            closed_by_team: PerChange::of_history(64),
             outbox_bell: outbox_bell.clone(),
         });
         let mut server = HttpServer::new(move || {

@@ -469,7 +469,7 @@ diesel::table! {
     action_tally_day (id) {
         id -> Integer,
         day -> Date,
-        deleted -> BigInt,
+        history -> BigInt,
     }
 }
 

@@ -42,6 +42,8 @@ pub struct AppState {
     pub token_failures: moka::sync::Cache<String, Arc<std::sync::atomic::AtomicU32>>,
     /// The inspection's figures about actions (`/api/v1/stats`, the dashboard).
     pub action_figures: PerChange<Arc<crate::services::stats::ActionFigures>>,
+    /// The inspection's figures about the past (actions closed, the weeks).
+    pub action_history: PerChange<Arc<crate::services::stats::History>>,
     /// The coverage audit's actions closed in a period, by team, by period.
     pub closed_by_team: PerChange<Arc<crate::services::coverage::ClosedByTeam>>,
     /// Wakes the delivery worker when a request queued an email.

@@ -405,35 +405,59 @@ pub fn late_drafts(
 }
 
 /// What the figures about actions (and the board's totals) depend on besides the
-/// clock: today, the last change to any action or person, and how many actions were
-/// deleted, each one index read. A cache keyed on it is current after every change.
+/// clock: today, the last change to any action or person, and the changes to the
+/// past (`history_generation`), each one index read. A cache keyed on it is current
+/// after every change.
 fn generation(conn: &mut DbConnection, today: NaiveDate) -> QueryResult<String> {
     let actions: Option<NaiveDateTime> = corrective_actions::table
         .select(diesel::dsl::max(corrective_actions::updated_at))
         .first(conn)?;
+    Ok(format!("{actions:?}|{}", history_generation(conn, today)?))
+}
+
+/// What the figures about the past (actions closed, the weeks) depend on besides the
+/// clock: today, the last change to any person (their teams), and the count of changes
+/// the database keeps of actions closed, reopened or deleted and due dates moved
+/// (`actions::tally::history`). A new action, an edit or a start leave it as it is.
+fn history_generation(conn: &mut DbConnection, today: NaiveDate) -> QueryResult<String> {
     let people: Option<NaiveDateTime> = people::table
         .select(diesel::dsl::max(people::updated_at))
         .first(conn)?;
-    let deleted = crate::services::actions::tally::deleted(conn)?;
-    Ok(format!("{today}|{actions:?}|{people:?}|{deleted}"))
+    let history = crate::services::actions::tally::history(conn)?;
+    Ok(format!("{today}|{people:?}|{history}"))
 }
 
-/// Values counted from actions and people, each kept until the next change to any
-/// action or person (`generation`: one index read per use instead of a count) and
-/// at most ten minutes, so that sliding windows ("closed in the last 30 days") move
-/// on with the clock. Any change on any replica makes the next use count again.
+/// Values counted from actions and people, each kept until the next change they
+/// depend on (a generation: one index read per use instead of a count) and at most ten
+/// minutes, so that sliding windows ("closed in the last 30 days") move on with the
+/// clock. Any change on any replica makes the next use count again.
 pub struct PerChange<V> {
     cache: moka::sync::Cache<String, V>,
+    generation: fn(&mut DbConnection, NaiveDate) -> QueryResult<String>,
 }
 
 impl<V: Clone + Send + Sync + 'static> PerChange<V> {
-    /// Keeps up to `capacity` values (one per key).
+    /// Keeps up to `capacity` values (one per key) until any action or person changes.
     pub fn new(capacity: u64) -> PerChange<V> {
+        PerChange::keyed_on(capacity, generation)
+    }
+
+    /// Keeps up to `capacity` values about the past (actions closed, the weeks) until
+    /// one of them changes (`history_generation`).
+    pub fn of_history(capacity: u64) -> PerChange<V> {
+        PerChange::keyed_on(capacity, history_generation)
+    }
+
+    fn keyed_on(
+        capacity: u64,
+        generation: fn(&mut DbConnection, NaiveDate) -> QueryResult<String>,
+    ) -> PerChange<V> {
         PerChange {
             cache: moka::sync::Cache::builder()
                 .max_capacity(capacity)
                 .time_to_live(std::time::Duration::from_secs(600))
                 .build(),
+            generation,
         }
     }
 
@@ -445,7 +469,7 @@ impl<V: Clone + Send + Sync + 'static> PerChange<V> {
         key: &str,
         count: impl FnOnce(&mut DbConnection) -> Result<V, E>,
     ) -> Result<V, E> {
-        let key = format!("{key}|{}", generation(conn, today)?);
+        let key = format!("{key}|{}", (self.generation)(conn, today)?);
         if let Some(value) = self.cache.get(&key) {
             return Ok(value);
         }
@@ -455,13 +479,21 @@ impl<V: Clone + Send + Sync + 'static> PerChange<V> {
     }
 }
 
-/// The figures about actions: the costly part of the inspection (it reads every open
-/// action), kept apart so a caller can reuse it while no action or person changes.
+/// The figures about actions: open and overdue (kept per owner by the database), and
+/// the past (`History`).
 #[derive(Debug, Clone, Default)]
 pub struct ActionFigures {
     pub actions: OpenAndOverdue,
     pub by_team: BTreeMap<String, OpenAndOverdue>,
     pub by_owner: BTreeMap<String, OpenAndOverdue>,
+    pub history: History,
+}
+
+/// The figures about actions closed and the weeks: the costly part of the inspection
+/// (it reads every action closed in the last 90 days), kept apart so a caller can
+/// reuse it while nothing it counts changes (`PerChange::of_history`).
+#[derive(Debug, Clone, Default)]
+pub struct History {
     pub closed_last_30_days: OnTimeAndLate,
     pub closed_last_90_days: OnTimeAndLate,
     pub median_days_to_close: Option<f64>,
@@ -481,8 +513,19 @@ pub fn action_figures(
     clock: Clock,
     scope: &Scope,
 ) -> QueryResult<ActionFigures> {
+    let history = history(conn, clock, scope)?;
+    action_figures_with(conn, clock, scope, history)
+}
+
+/// The figures about actions at `clock`, with the past given (`history` of the same
+/// scope).
+pub fn action_figures_with(
+    conn: &mut DbConnection,
+    clock: Clock,
+    scope: &Scope,
+    history: History,
+) -> QueryResult<ActionFigures> {
     let today = clock.today();
-    let now = clock.now.naive_utc();
     // Kept per owner by the database (`actions::tally`), not counted here.
     let tallies = crate::services::actions::tally::owners(conn, today, scope.owners.as_deref())?;
     let teams: BTreeMap<String, String> = people::table
@@ -508,7 +551,18 @@ pub fn action_figures(
         t.overdue += overdue;
         by_owner.insert(owner, OpenAndOverdue { open, overdue });
     }
+    Ok(ActionFigures {
+        actions,
+        by_team,
+        by_owner,
+        history,
+    })
+}
 
+/// The figures about the past at `clock`: actions closed in the last 30 and 90 days,
+/// the median days to close, the weeks.
+pub fn history(conn: &mut DbConnection, clock: Clock, scope: &Scope) -> QueryResult<History> {
+    let now = clock.now.naive_utc();
     let since_90 = now - Duration::days(90);
     let since_30 = now - Duration::days(30);
     type Closed = (
@@ -547,15 +601,10 @@ pub fn action_figures(
             days_to_close.push((closed_at - created).num_seconds() as f64 / 86_400.0);
         }
     }
-    let median_days_to_close = median(days_to_close);
-
-    Ok(ActionFigures {
-        actions,
-        by_team,
-        by_owner,
+    Ok(History {
         closed_last_30_days: last_30,
         closed_last_90_days: last_90,
-        median_days_to_close,
+        median_days_to_close: median(days_to_close),
         weeks: weeks(conn, clock, scope)?,
     })
 }
@@ -646,9 +695,9 @@ pub fn with_action_figures(
         actions: figures.actions,
         actions_by_team: figures.by_team,
         actions_by_owner: figures.by_owner,
-        closed_last_30_days: figures.closed_last_30_days,
-        closed_last_90_days: figures.closed_last_90_days,
-        median_days_to_close: figures.median_days_to_close,
+        closed_last_30_days: figures.history.closed_last_30_days,
+        closed_last_90_days: figures.history.closed_last_90_days,
+        median_days_to_close: figures.history.median_days_to_close,
         coes_by_state,
         waiting_for_review,
         drafts_past_deadline,
@@ -672,6 +721,6 @@ pub fn with_action_figures(
                 .count()
                 .get_result(conn)?,
         },
-        weeks: figures.weeks,
+        weeks: figures.history.weeks,
     })
 }

@@ -178,6 +178,45 @@ async fn figures_agree(app: &crate::helpers::TestApp, token: &str, step: &str) {
         serde_json::Value::Object(expected.clone()),
         "{step}"
     );
+    // The figures about the past, kept between the changes they count, equal a count
+    // made now.
+    let (history, coverage) = {
+        let mut conn = app.pool.get().expect("conn");
+        let settings = coe::config::Settings::default();
+        let clock = settings.clock();
+        let scope = coe::services::stats::Scope::default();
+        let history = coe::services::stats::history(&mut conn, clock, &scope).expect("history");
+        let from = coe::services::stats::first_day(clock, scope.weeks);
+        let coverage =
+            coe::services::coverage::audit(&mut conn, &settings, None, from, clock.today())
+                .expect("coverage");
+        (history, coverage)
+    };
+    assert_eq!(
+        stats["closed_last_30_days"],
+        serde_json::to_value(&history.closed_last_30_days).expect("json"),
+        "{step}"
+    );
+    assert_eq!(
+        stats["closed_last_90_days"],
+        serde_json::to_value(&history.closed_last_90_days).expect("json"),
+        "{step}"
+    );
+    assert_eq!(
+        stats["median_days_to_close"],
+        json!(history.median_days_to_close),
+        "{step}"
+    );
+    assert_eq!(
+        stats["weeks"],
+        serde_json::to_value(&history.weeks).expect("json"),
+        "{step}"
+    );
+    assert_eq!(
+        stats["coverage"]["overall"]["actions_closed"],
+        serde_json::to_value(&coverage.overall.actions_closed).expect("json"),
+        "{step}"
+    );
     let open: i64 = expected
         .values()
         .map(|v| v["open"].as_i64().unwrap_or(0))

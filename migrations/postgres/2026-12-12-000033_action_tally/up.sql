@@ -13,10 +13,12 @@
 CREATE TABLE action_tally_day (
     id      INTEGER PRIMARY KEY CHECK (id = 1),
     day     DATE NOT NULL,
-    -- Actions deleted so far: with the last `updated_at` of the actions, what a cache
-    -- of figures about actions is keyed on (a deleted row leaves no `updated_at`).
-    -- Deletes are rare (a draft's action added by mistake): they take this row.
-    deleted BIGINT NOT NULL DEFAULT 0
+    -- Changes to what the figures about the past count: an action closed, reopened or
+    -- deleted, a due date moved, a closed action given to another owner, an action
+    -- written closed or dated before `day`. The caches of those figures are keyed on it
+    -- (`stats::history_generation`), so a new action or one started keeps them. Such
+    -- changes are made by people one at a time: they take this row FOR UPDATE.
+    history BIGINT NOT NULL DEFAULT 0
 );
 INSERT INTO action_tally_day (id, day) VALUES (1, current_date);
 
@@ -62,18 +64,39 @@ END;
 $$;
 
 CREATE FUNCTION coe_action_tally() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    count_again BOOLEAN;
+    past_changed BOOLEAN;
 BEGIN
-    IF TG_OP = 'UPDATE' AND OLD.owner_email IS NOT DISTINCT FROM NEW.owner_email
-       AND OLD.state IS NOT DISTINCT FROM NEW.state
-       AND OLD.due_date IS NOT DISTINCT FROM NEW.due_date THEN
+    IF TG_OP = 'INSERT' THEN
+        count_again := TRUE;
+        past_changed := NEW.closed_at IS NOT NULL
+            OR NEW.due_date < (SELECT day FROM action_tally_day WHERE id = 1)
+            OR NEW.created_at < (SELECT day FROM action_tally_day WHERE id = 1);
+    ELSIF TG_OP = 'DELETE' THEN
+        count_again := TRUE;
+        past_changed := TRUE;
+    ELSE
+        count_again := OLD.owner_email IS DISTINCT FROM NEW.owner_email
+            OR OLD.state IS DISTINCT FROM NEW.state
+            OR OLD.due_date IS DISTINCT FROM NEW.due_date;
+        past_changed := OLD.due_date IS DISTINCT FROM NEW.due_date
+            OR OLD.closed_at IS DISTINCT FROM NEW.closed_at
+            OR ((OLD.closed_at IS NOT NULL OR NEW.closed_at IS NOT NULL)
+                AND (OLD.state IS DISTINCT FROM NEW.state
+                     OR OLD.owner_email IS DISTINCT FROM NEW.owner_email));
+    END IF;
+    IF NOT count_again AND NOT past_changed THEN
         RETURN NULL;
     END IF;
-    IF TG_OP = 'DELETE' THEN
-        UPDATE action_tally_day SET deleted = deleted + 1 WHERE id = 1;
+    IF past_changed THEN
+        UPDATE action_tally_day SET history = history + 1 WHERE id = 1;
     ELSE
         PERFORM 1 FROM action_tally_day WHERE id = 1 FOR SHARE;
     END IF;
-    IF TG_OP = 'INSERT' THEN
+    IF NOT count_again THEN
+        RETURN NULL;
+    ELSIF TG_OP = 'INSERT' THEN
         PERFORM coe_action_tally_recount(NEW.owner_email);
     ELSIF TG_OP = 'DELETE' THEN
         PERFORM coe_action_tally_recount(OLD.owner_email);
@@ -89,5 +112,5 @@ END;
 $$;
 
 CREATE TRIGGER action_tally_after_change
-    AFTER INSERT OR DELETE OR UPDATE OF owner_email, state, due_date ON corrective_actions
+    AFTER INSERT OR DELETE OR UPDATE OF owner_email, state, due_date, closed_at ON corrective_actions
     FOR EACH ROW EXECUTE FUNCTION coe_action_tally();

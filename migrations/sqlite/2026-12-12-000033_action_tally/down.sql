@@ -1,3 +1,5 @@
+DROP TRIGGER action_history_after_update;
+DROP TRIGGER action_history_after_insert;
 DROP TRIGGER action_tally_after_update;
 DROP TRIGGER action_tally_after_delete;
 DROP TRIGGER action_tally_after_insert;

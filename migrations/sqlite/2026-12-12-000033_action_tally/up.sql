@@ -10,9 +10,11 @@
 CREATE TABLE action_tally_day (
     id      INTEGER PRIMARY KEY NOT NULL CHECK (id = 1),
     day     DATE NOT NULL,
-    -- Actions deleted so far: with the last `updated_at` of the actions, what a cache
-    -- of figures about actions is keyed on (a deleted row leaves no `updated_at`).
-    deleted BIGINT NOT NULL DEFAULT 0
+    -- Changes to what the figures about the past count: an action closed, reopened or
+    -- deleted, a due date moved, a closed action given to another owner, an action
+    -- written closed or dated before `day`. The caches of those figures are keyed on it
+    -- (`stats::history_generation`), so a new action or one started keeps them.
+    history BIGINT NOT NULL DEFAULT 0
 );
 INSERT INTO action_tally_day (id, day) VALUES (1, date('now'));
 
@@ -49,7 +51,7 @@ END;
 
 CREATE TRIGGER action_tally_after_delete AFTER DELETE ON corrective_actions
 BEGIN
-    UPDATE action_tally_day SET deleted = deleted + 1 WHERE id = 1;
+    UPDATE action_tally_day SET history = history + 1 WHERE id = 1;
     INSERT OR REPLACE INTO action_tally (owner_email, open, overdue, oldest_due)
     SELECT OLD.owner_email, count(*), count(*) FILTER (WHERE due_date < (SELECT day FROM action_tally_day WHERE id = 1)), min(due_date)
       FROM corrective_actions WHERE owner_email = OLD.owner_email AND state IN ('open', 'in_progress');
@@ -66,4 +68,21 @@ BEGIN
         SELECT NEW.owner_email, count(*), count(*) FILTER (WHERE due_date < (SELECT day FROM action_tally_day WHERE id = 1)), min(due_date)
           FROM corrective_actions WHERE owner_email = NEW.owner_email AND state IN ('open', 'in_progress'))
      WHERE OLD.owner_email IS NOT NEW.owner_email;
+END;
+
+CREATE TRIGGER action_history_after_insert AFTER INSERT ON corrective_actions
+WHEN NEW.closed_at IS NOT NULL
+  OR NEW.due_date < (SELECT day FROM action_tally_day WHERE id = 1)
+  OR NEW.created_at < (SELECT day FROM action_tally_day WHERE id = 1)
+BEGIN
+    UPDATE action_tally_day SET history = history + 1 WHERE id = 1;
+END;
+
+CREATE TRIGGER action_history_after_update AFTER UPDATE OF owner_email, state, due_date, closed_at ON corrective_actions
+WHEN OLD.due_date IS NOT NEW.due_date
+  OR OLD.closed_at IS NOT NEW.closed_at
+  OR ((OLD.closed_at IS NOT NULL OR NEW.closed_at IS NOT NULL)
+      AND (OLD.state IS NOT NEW.state OR OLD.owner_email IS NOT NEW.owner_email))
+BEGIN
+    UPDATE action_tally_day SET history = history + 1 WHERE id = 1;
 END;

@@ -27,8 +27,15 @@ pub fn current(conn: &mut DbConnection, state: &AppState) -> Result<Stats, ApiEr
 pub fn scoped(conn: &mut DbConnection, state: &AppState, scope: &Scope) -> Result<Stats, ApiError> {
     let clock = state.settings.clock();
     let figures = if scope.owners.is_none() && scope.weeks == stats::WEEKS {
-        state.action_figures.get(conn, clock.today(), "", |conn| {
-            stats::action_figures(conn, clock, scope).map(Arc::new)
+        // The past (actions closed, the weeks) is read again only when something it
+        // counts changes; open and overdue come from the rows the database keeps.
+        let today = clock.today();
+        state.action_figures.get(conn, today, "", |conn| {
+            let history = state.action_history.get(conn, today, "", |conn| {
+                stats::history(conn, clock, scope).map(Arc::new)
+            })?;
+            stats::action_figures_with(conn, clock, scope, stats::History::clone(&history))
+                .map(Arc::new)
         })?
     } else {
         Arc::new(stats::action_figures(conn, clock, scope)?)

@@ -6,7 +6,8 @@
 //!
 //! `overdue` is counted against `action_tally_day.day`; `owners` first moves that day
 //! to the organisation's today (once a day, or when a clock dated elsewhere asks),
-//! recounting only the owners with open actions due between the two days.
+//! recounting only the owners with open actions due between the two days. The same
+//! triggers count the changes to what the figures about the past read (`history`).
 
 use chrono::NaiveDate;
 use diesel::prelude::*;
@@ -110,12 +111,13 @@ fn move_day(conn: &mut DbConnection, today: NaiveDate) -> QueryResult<()> {
     })
 }
 
-/// How many actions were ever deleted (a cache of figures about actions is keyed on
-/// it: a deleted row leaves no `updated_at` behind).
-pub fn deleted(conn: &mut DbConnection) -> QueryResult<i64> {
+/// How many changes were made to what the figures about the past count (actions
+/// closed, reopened or deleted, due dates moved, …; see migration 000033): a cache of
+/// those figures is current while it stays the same.
+pub fn history(conn: &mut DbConnection) -> QueryResult<i64> {
     action_tally_day::table
         .find(1)
-        .select(action_tally_day::deleted)
+        .select(action_tally_day::history)
         .first(conn)
 }
 
