@@ -1,5 +1,10 @@
-DROP TRIGGER action_tally_after_change ON corrective_actions;
-DROP FUNCTION coe_action_tally();
+DROP TRIGGER action_tally_after_update ON corrective_actions;
+DROP TRIGGER action_tally_after_delete ON corrective_actions;
+DROP TRIGGER action_tally_after_insert ON corrective_actions;
+DROP FUNCTION coe_action_tally_updated();
+DROP FUNCTION coe_action_tally_deleted();
+DROP FUNCTION coe_action_tally_inserted();
+DROP FUNCTION coe_action_tally_apply(TEXT[], BOOLEAN);
 DROP FUNCTION coe_action_tally_recount(TEXT);
 DROP VIEW action_tally_counted;
 DROP TABLE action_tally;

@@ -4,12 +4,12 @@
 -- service moves it to the organisation's today before reading (`services::actions::
 -- tally`), recounting only the owners with actions due between the two days.
 --
--- The trigger recounts the owner's row from `corrective_actions_by_owner` (owner,
--- state, due date) after every insert, delete, and change of owner, state or due date.
--- Concurrent writers: it takes the day row FOR SHARE (the day's move takes it FOR
--- UPDATE), then the owner's row FOR UPDATE, and only then counts, each statement with
--- a fresh snapshot: a second writer for the same owner waits for the first to commit
--- and counts its rows too.
+-- The triggers recount the owners' rows from `corrective_actions_by_owner` (owner,
+-- state, due date) after every statement that inserts, deletes, or changes an owner,
+-- state or due date. Concurrent writers: they take the day row FOR SHARE (the day's
+-- move takes it FOR UPDATE), then each owner's row FOR UPDATE, and only then count,
+-- each statement with a fresh snapshot: a second writer for the same owner waits for
+-- the first to commit and counts its rows too.
 CREATE TABLE action_tally_day (
     id      INTEGER PRIMARY KEY CHECK (id = 1),
     day     DATE NOT NULL,
@@ -63,54 +63,72 @@ BEGIN
 END;
 $$;
 
-CREATE FUNCTION coe_action_tally() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Once per statement (a bulk load recounts each owner once, not once per row): the
+-- day row is taken FOR UPDATE when the past changed (`history`), else FOR SHARE; then
+-- each owner's row, in order, so that two statements cannot deadlock on them.
+CREATE FUNCTION coe_action_tally_apply(owners TEXT[], past_changed BOOLEAN) RETURNS void
+LANGUAGE plpgsql AS $$
 DECLARE
-    count_again BOOLEAN;
-    past_changed BOOLEAN;
+    who TEXT;
 BEGIN
-    IF TG_OP = 'INSERT' THEN
-        count_again := TRUE;
-        past_changed := NEW.closed_at IS NOT NULL
-            OR NEW.due_date < (SELECT day FROM action_tally_day WHERE id = 1)
-            OR NEW.created_at < (SELECT day FROM action_tally_day WHERE id = 1);
-    ELSIF TG_OP = 'DELETE' THEN
-        count_again := TRUE;
-        past_changed := TRUE;
-    ELSE
-        count_again := OLD.owner_email IS DISTINCT FROM NEW.owner_email
-            OR OLD.state IS DISTINCT FROM NEW.state
-            OR OLD.due_date IS DISTINCT FROM NEW.due_date;
-        past_changed := OLD.due_date IS DISTINCT FROM NEW.due_date
-            OR OLD.closed_at IS DISTINCT FROM NEW.closed_at
-            OR ((OLD.closed_at IS NOT NULL OR NEW.closed_at IS NOT NULL)
-                AND (OLD.state IS DISTINCT FROM NEW.state
-                     OR OLD.owner_email IS DISTINCT FROM NEW.owner_email));
-    END IF;
-    IF NOT count_again AND NOT past_changed THEN
-        RETURN NULL;
-    END IF;
     IF past_changed THEN
         UPDATE action_tally_day SET history = history + 1 WHERE id = 1;
-    ELSE
+    ELSIF cardinality(owners) > 0 THEN
         PERFORM 1 FROM action_tally_day WHERE id = 1 FOR SHARE;
     END IF;
-    IF NOT count_again THEN
-        RETURN NULL;
-    ELSIF TG_OP = 'INSERT' THEN
-        PERFORM coe_action_tally_recount(NEW.owner_email);
-    ELSIF TG_OP = 'DELETE' THEN
-        PERFORM coe_action_tally_recount(OLD.owner_email);
-    ELSIF OLD.owner_email = NEW.owner_email THEN
-        PERFORM coe_action_tally_recount(NEW.owner_email);
-    ELSE
-        -- Both owners, in one order, so that two moves between them cannot deadlock.
-        PERFORM coe_action_tally_recount(LEAST(OLD.owner_email, NEW.owner_email));
-        PERFORM coe_action_tally_recount(GREATEST(OLD.owner_email, NEW.owner_email));
-    END IF;
+    FOR who IN SELECT DISTINCT o FROM unnest(owners) o ORDER BY o LOOP
+        PERFORM coe_action_tally_recount(who);
+    END LOOP;
+END;
+$$;
+
+CREATE FUNCTION coe_action_tally_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM coe_action_tally_apply(
+        ARRAY(SELECT DISTINCT owner_email FROM new_rows),
+        EXISTS (SELECT 1 FROM new_rows n, action_tally_day d
+                 WHERE d.id = 1 AND (n.closed_at IS NOT NULL OR n.due_date < d.day
+                                     OR n.created_at < d.day)));
     RETURN NULL;
 END;
 $$;
 
-CREATE TRIGGER action_tally_after_change
-    AFTER INSERT OR DELETE OR UPDATE OF owner_email, state, due_date, closed_at ON corrective_actions
-    FOR EACH ROW EXECUTE FUNCTION coe_action_tally();
+CREATE FUNCTION coe_action_tally_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM coe_action_tally_apply(
+        ARRAY(SELECT DISTINCT owner_email FROM old_rows),
+        EXISTS (SELECT 1 FROM old_rows));
+    RETURN NULL;
+END;
+$$;
+
+CREATE FUNCTION coe_action_tally_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM coe_action_tally_apply(
+        ARRAY(SELECT o.owner_email FROM old_rows o JOIN new_rows n ON n.id = o.id
+               WHERE o.owner_email IS DISTINCT FROM n.owner_email
+                  OR o.state IS DISTINCT FROM n.state OR o.due_date IS DISTINCT FROM n.due_date
+              UNION
+              SELECT n.owner_email FROM old_rows o JOIN new_rows n ON n.id = o.id
+               WHERE o.owner_email IS DISTINCT FROM n.owner_email
+                  OR o.state IS DISTINCT FROM n.state OR o.due_date IS DISTINCT FROM n.due_date),
+        EXISTS (SELECT 1 FROM old_rows o JOIN new_rows n ON n.id = o.id
+                 WHERE o.due_date IS DISTINCT FROM n.due_date
+                    OR o.closed_at IS DISTINCT FROM n.closed_at
+                    OR ((o.closed_at IS NOT NULL OR n.closed_at IS NOT NULL)
+                        AND (o.state IS DISTINCT FROM n.state
+                             OR o.owner_email IS DISTINCT FROM n.owner_email))));
+    RETURN NULL;
+END;
+$$;
+
+-- (A trigger with transition tables takes one event and no column list.)
+CREATE TRIGGER action_tally_after_insert AFTER INSERT ON corrective_actions
+    REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION coe_action_tally_inserted();
+CREATE TRIGGER action_tally_after_delete AFTER DELETE ON corrective_actions
+    REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION coe_action_tally_deleted();
+CREATE TRIGGER action_tally_after_update AFTER UPDATE ON corrective_actions
+    REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION coe_action_tally_updated();
