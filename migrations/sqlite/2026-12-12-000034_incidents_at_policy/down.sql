@@ -1,0 +1,1 @@
+DROP INDEX incidents_at_policy;
