@@ -16,7 +16,7 @@ CREATE TABLE action_tally_day (
     -- Changes to what the figures about the past count: an action closed, reopened or
     -- deleted, a due date moved, a closed action given to another owner, an action
     -- written closed or dated before `day`. The caches of those figures are keyed on it
-    -- (`stats::history_generation`), so a new action or one started keeps them. Such
+    -- (`stats::cache::history_generation`), so a new action or one started keeps them. Such
     -- changes are made by people one at a time: they take this row FOR UPDATE.
     history BIGINT NOT NULL DEFAULT 0
 );

@@ -13,7 +13,7 @@ CREATE TABLE action_tally_day (
     -- Changes to what the figures about the past count: an action closed, reopened or
     -- deleted, a due date moved, a closed action given to another owner, an action
     -- written closed or dated before `day`. The caches of those figures are keyed on it
-    -- (`stats::history_generation`), so a new action or one started keeps them.
+    -- (`stats::cache::history_generation`), so a new action or one started keeps them.
     history BIGINT NOT NULL DEFAULT 0
 );
 INSERT INTO action_tally_day (id, day) VALUES (1, date('now'));

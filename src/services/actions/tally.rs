@@ -137,8 +137,8 @@ pub struct Drift {
 }
 
 /// The owners whose kept row differs from a count of the actions as they stand
-/// (none, unless a write bypassed the triggers). Reads every action: for tests and
-/// `coe check`, not for pages.
+/// (none, unless a write bypassed the triggers). Reads every action: for the tests,
+/// not for pages.
 pub fn drift(conn: &mut DbConnection) -> QueryResult<Vec<String>> {
     let rows: Vec<Drift> = diesel::sql_query(
         "SELECT c.owner_email FROM action_tally_counted c \
