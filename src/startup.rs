@@ -14,7 +14,7 @@ use crate::email::{EmailTemplates, TemplateError};
 use crate::error::{render_foreign_error, ApiError};
 use crate::http::{self, extract::BodyLimit, metrics::Metrics, state::AppState};
 use crate::services::sns::{HttpsConfirmer, SubscriptionConfirmer};
-use crate::services::stats::PerChange;
+use crate::services::stats::{Past, PerChange};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -167,8 +167,8 @@ impl Application {
                 .time_to_live(std::time::Duration::from_secs(60))
                 .build(),
             action_figures: PerChange::new(4),
-            action_history: PerChange::of_history(4),
-            closed_by_team: PerChange::of_history(64),
+            action_history: Past::new(4),
+            closed_by_team: Past::new(64),
             outbox_bell: outbox_bell.clone(),
         });
         let mut server = HttpServer::new(move || {

@@ -470,6 +470,7 @@ diesel::table! {
         id -> Integer,
         day -> Date,
         history -> BigInt,
+        closings -> BigInt,
     }
 }
 

@@ -12,7 +12,7 @@ use crate::email::EmailTemplates;
 use crate::error::ApiError;
 use crate::http::metrics::Metrics;
 use crate::services::sns::SubscriptionConfirmer;
-use crate::services::stats::PerChange;
+use crate::services::stats::{Past, PerChange};
 
 /// What every handler can reach.
 pub struct AppState {
@@ -43,9 +43,9 @@ pub struct AppState {
     /// The inspection's figures about actions (`/api/v1/stats`, the dashboard).
     pub action_figures: PerChange<Arc<crate::services::stats::ActionFigures>>,
     /// The inspection's figures about the past (actions closed, the weeks).
-    pub action_history: PerChange<Arc<crate::services::stats::History>>,
+    pub action_history: Past<crate::services::stats::History>,
     /// The coverage audit's actions closed in a period, by team, by period.
-    pub closed_by_team: PerChange<Arc<crate::services::coverage::ClosedByTeam>>,
+    pub closed_by_team: Past<crate::services::coverage::ClosedByTeam>,
     /// Wakes the delivery worker when a request queued an email.
     pub outbox_bell: crate::services::outbox::Bell,
 }

@@ -246,14 +246,48 @@ pub fn closed_by_team(
     for (owner, state, due, closed_at) in closed {
         let state: ActionState = types::read("corrective_actions.state", &state)?;
         let counts = out.entry(teams.get(&owner).cloned()).or_default();
-        match closed_on_time(state, due, clock.local_date(closed_at)) {
-            Some(true) => counts.on_time += 1,
-            Some(false) => counts.late += 1,
-            None if state == ActionState::WontDo => counts.wont_do += 1,
-            None => {}
-        }
+        count_closed(counts, state, due, clock.local_date(closed_at));
     }
     Ok(out)
+}
+
+/// One action closed on `day` counted: on time, late or won't do.
+fn count_closed(counts: &mut ClosedActions, state: ActionState, due: NaiveDate, day: NaiveDate) {
+    match closed_on_time(state, due, day) {
+        Some(true) => counts.on_time += 1,
+        Some(false) => counts.late += 1,
+        None if state == ActionState::WontDo => counts.wont_do += 1,
+        None => {}
+    }
+}
+
+/// `closed` (`closed_by_team` of `from` to `to`) with one action closed since added
+/// (`stats::Past`).
+pub fn absorb_closed(
+    closed: &mut ClosedByTeam,
+    conn: &mut DbConnection,
+    clock: crate::domain::Clock,
+    (from, to): (NaiveDate, NaiveDate),
+    closing: &crate::services::actions::tally::Closing,
+) -> QueryResult<()> {
+    let day = clock.local_date(closing.closed_at);
+    if day < from || day > to {
+        return Ok(());
+    }
+    let state: ActionState = types::read("corrective_actions.state", &closing.state)?;
+    let team: Option<String> = people::table
+        .filter(people::email.eq(&closing.owner_email))
+        .select(people::team)
+        .first::<Option<String>>(conn)
+        .optional()?
+        .flatten();
+    count_closed(
+        closed.entry(team).or_default(),
+        state,
+        closing.due_date,
+        day,
+    );
+    Ok(())
 }
 
 /// The audit of the days `from` to `to` (both included); only `team`'s (any case)

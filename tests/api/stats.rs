@@ -378,6 +378,65 @@ async fn owner_figures_are_kept_by_every_write_and_agree_with_a_recount() {
         figures_agree(&app, &token, &format!("counted {days} days away")).await;
     }
 
+    // Closings are added to the kept figures about the past, not counted again: three
+    // actions made 20 days ago and overdue (by SQL: a change to the past), then two
+    // closed by the API (counted apart), then one closed by SQL two days ago (outside
+    // what the kept figures look for: counted again).
+    let past = |app: &crate::helpers::TestApp| {
+        let mut conn = app.pool.get().expect("conn");
+        coe::services::actions::tally::past(&mut conn).expect("past")
+    };
+    {
+        use coe::db::schema::corrective_actions;
+        let mut conn = app.pool.get().expect("conn");
+        let now = Utc::now().naive_utc();
+        diesel::update(
+            corrective_actions::table.filter(corrective_actions::id.eq_any(&ids[9..12])),
+        )
+        .set((
+            corrective_actions::created_at.eq(now - Duration::days(20)),
+            corrective_actions::due_date.eq((now - Duration::days(5)).date()),
+            corrective_actions::updated_at.eq(now),
+        ))
+        .execute(&mut conn)
+        .expect("made 20 days ago");
+    }
+    figures_agree(&app, &token, "made 20 days ago").await;
+    let (history, closings) = past(&app);
+    post(
+        format!("/api/v1/actions/{}/complete", ids[9]),
+        json!({"note": "Done, late."}),
+    )
+    .await;
+    post(
+        format!("/api/v1/actions/{}/wont-do", ids[10]),
+        json!({"note": "Not needed."}),
+    )
+    .await;
+    assert_eq!(
+        past(&app),
+        (history, closings + 2),
+        "closings counted apart"
+    );
+    figures_agree(&app, &token, "closed late, added to the kept figures").await;
+    {
+        use coe::db::schema::corrective_actions;
+        let mut conn = app.pool.get().expect("conn");
+        let then = Utc::now().naive_utc() - Duration::days(2);
+        diesel::update(corrective_actions::table.find(&ids[11]))
+            .set((
+                corrective_actions::state.eq("done"),
+                corrective_actions::closed_at.eq(then),
+                corrective_actions::updated_at.eq(Utc::now().naive_utc()),
+            ))
+            .execute(&mut conn)
+            .expect("closed two days ago");
+    }
+    assert_eq!(past(&app), (history, closings + 3));
+    figures_agree(&app, &token, "closed two days ago by SQL").await;
+    let stats = app.get_json("/api/v1/stats", &token).await;
+    assert_eq!(stats["closed_last_30_days"]["late"], 2, "{stats}");
+
     // Many writers for one owner at once (PostgreSQL: concurrent transactions).
     let mut creates = tokio::task::JoinSet::new();
     for i in 0..16 {

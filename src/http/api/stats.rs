@@ -31,9 +31,13 @@ pub fn scoped(conn: &mut DbConnection, state: &AppState, scope: &Scope) -> Resul
         // counts changes; open and overdue come from the rows the database keeps.
         let today = clock.today();
         state.action_figures.get(conn, today, "", |conn| {
-            let history = state.action_history.get(conn, today, "", |conn| {
-                stats::history(conn, clock, scope).map(Arc::new)
-            })?;
+            let history = state.action_history.get(
+                conn,
+                clock,
+                "",
+                |conn| stats::history(conn, clock, scope),
+                |history, _, closing, counted_at| history.absorb(clock, closing, counted_at),
+            )?;
             stats::action_figures_with(conn, clock, scope, stats::History::clone(&history))
                 .map(Arc::new)
         })?
@@ -63,12 +67,15 @@ pub fn audited(
         .unwrap_or_else(|| (stats::first_day(clock, scope.weeks), clock.today()));
     // The actions closed in the period, kept like the figures about actions: reading
     // every one of them is the audit's costly part.
-    let closed =
-        state
-            .closed_by_team
-            .get(conn, clock.today(), &format!("{from}|{to}"), |conn| {
-                coverage::closed_by_team(conn, clock, from, to).map(Arc::new)
-            })?;
+    let closed = state.closed_by_team.get(
+        conn,
+        clock,
+        &format!("{from}|{to}"),
+        |conn| coverage::closed_by_team(conn, clock, from, to),
+        |closed, conn, closing, _| {
+            coverage::absorb_closed(closed, conn, clock, (from, to), closing)
+        },
+    )?;
     stats.coverage = coverage::audit_with(
         conn,
         &state.settings,

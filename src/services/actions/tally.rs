@@ -9,11 +9,11 @@
 //! recounting only the owners with open actions due between the two days. The same
 //! triggers count the changes to what the figures about the past read (`history`).
 
-use chrono::NaiveDate;
+use chrono::{NaiveDate, NaiveDateTime};
 use diesel::prelude::*;
 use diesel::sql_types::{Date, Text};
 
-use crate::db::schema::{action_tally, action_tally_day};
+use crate::db::schema::{action_tally, action_tally_day, corrective_actions};
 use crate::db::DbConnection;
 
 /// One owner's open actions: how many, how many are overdue, and the earliest due
@@ -112,13 +112,42 @@ fn move_day(conn: &mut DbConnection, today: NaiveDate) -> QueryResult<()> {
 }
 
 /// How many changes were made to what the figures about the past count (actions
-/// closed, reopened or deleted, due dates moved, …; see migration 000033): a cache of
-/// those figures is current while it stays the same.
-pub fn history(conn: &mut DbConnection) -> QueryResult<i64> {
+/// reopened or deleted, due dates moved, …; see migrations 000033 and 000035), and how
+/// many plain closings (an open action done or won't do, nothing else changed): a
+/// cache of those figures is current while the first stays the same and it has added
+/// the actions closed since it counted (`stats::cache::Past`).
+pub fn past(conn: &mut DbConnection) -> QueryResult<(i64, i64)> {
     action_tally_day::table
         .find(1)
-        .select(action_tally_day::history)
+        .select((action_tally_day::history, action_tally_day::closings))
         .first(conn)
+}
+
+/// An action closed (`closed_since`).
+#[derive(Debug, Clone, Queryable)]
+pub struct Closing {
+    pub id: String,
+    pub owner_email: String,
+    pub state: String,
+    pub due_date: NaiveDate,
+    pub created_at: NaiveDateTime,
+    pub closed_at: NaiveDateTime,
+}
+
+/// The actions closed from `since` (`corrective_actions_by_closed`): the few a kept
+/// value about the past adds (`stats::Past`).
+pub fn closed_since(conn: &mut DbConnection, since: NaiveDateTime) -> QueryResult<Vec<Closing>> {
+    corrective_actions::table
+        .filter(corrective_actions::closed_at.ge(since))
+        .select((
+            corrective_actions::id,
+            corrective_actions::owner_email,
+            corrective_actions::state,
+            corrective_actions::due_date,
+            corrective_actions::created_at,
+            corrective_actions::closed_at.assume_not_null(),
+        ))
+        .load(conn)
 }
 
 /// The day `overdue` is counted against now.

@@ -2,6 +2,7 @@
 //! COEs wait for review or are past their writeup deadline.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime};
 use diesel::prelude::*;
@@ -17,8 +18,10 @@ use crate::domain::Clock;
 use diesel::dsl::AsExprOf;
 use diesel::sql_types::Bool;
 
+use crate::services::actions::tally::Closing;
+
 mod cache;
-pub use cache::PerChange;
+pub use cache::{Past, PerChange};
 
 #[derive(Debug, Clone, Default, Serialize, ToSchema)]
 pub struct OpenAndOverdue {
@@ -194,9 +197,8 @@ impl Scope {
 /// A filter on an owner column: in a list, or true for everyone.
 type OwnedBy<C> = diesel::dsl::Or<diesel::dsl::EqAny<C, Vec<String>>, AsExprOf<bool, Bool>>;
 
-/// The median of `values` to one decimal (days as a person reads them).
-fn median(mut values: Vec<f64>) -> Option<f64> {
-    values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+/// The median of `values`, in order, to one decimal.
+fn median_of_sorted(values: &[f64]) -> Option<f64> {
     let n = values.len();
     let m = match n {
         0 => return None,
@@ -204,6 +206,17 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
         n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
     };
     Some((m * 10.0).round() / 10.0)
+}
+
+/// `value` put in its place among `values` (in order).
+fn insert_sorted(values: &mut Vec<f64>, value: f64) {
+    let at = values.partition_point(|v| v.total_cmp(&value).is_lt());
+    values.insert(at, value);
+}
+
+/// Days from `created` to `closed_at`, as the medians count them.
+fn days_between(created: NaiveDateTime, closed_at: NaiveDateTime) -> f64 {
+    (closed_at - created).num_seconds() as f64 / 86_400.0
 }
 
 /// The Monday the last `weeks` weeks start on (this week is the last).
@@ -283,8 +296,13 @@ fn recurrence_figures(
     Ok((recurred, after))
 }
 
-/// The weekly figures of the last `scope.weeks` weeks.
-fn weeks(conn: &mut DbConnection, clock: Clock, scope: &Scope) -> QueryResult<Vec<Week>> {
+/// The weekly figures of the last `scope.weeks` weeks, and each week's days to close
+/// (in order, for its median).
+fn weeks(
+    conn: &mut DbConnection,
+    clock: Clock,
+    scope: &Scope,
+) -> QueryResult<(Vec<Week>, Vec<Vec<f64>>)> {
     let weeks = scope.weeks;
     let first = first_day(clock, weeks);
     let midnight = |day: NaiveDate| local_midnight(clock, day);
@@ -360,12 +378,13 @@ fn weeks(conn: &mut DbConnection, clock: Clock, scope: &Scope) -> QueryResult<Ve
             Some(false) => week.closed_late += 1,
             None => continue,
         }
-        days[index].push((closed_at - created).num_seconds() as f64 / 86_400.0);
+        days[index].push(days_between(created, closed_at));
     }
-    for (week, days) in out.iter_mut().zip(days) {
-        week.median_days_to_close = median(days);
+    for (week, days) in out.iter_mut().zip(days.iter_mut()) {
+        days.sort_by(f64::total_cmp);
+        week.median_days_to_close = median_of_sorted(days);
     }
-    Ok(out)
+    Ok((out, days))
 }
 
 /// id, title, owner, reviewer, and the time it waits since.
@@ -419,13 +438,72 @@ pub struct ActionFigures {
 
 /// The figures about actions closed and the weeks: the costly part of the inspection
 /// (it reads every action closed in the last 90 days), kept apart so a caller can
-/// reuse it while nothing it counts changes (`PerChange::of_history`).
+/// reuse it while nothing it counts changes, adding the actions closed since
+/// (`Past`, `History::absorb`).
 #[derive(Debug, Clone, Default)]
 pub struct History {
     pub closed_last_30_days: OnTimeAndLate,
     pub closed_last_90_days: OnTimeAndLate,
     pub median_days_to_close: Option<f64>,
     pub weeks: Vec<Week>,
+    /// The days to close behind `median_days_to_close`, in order (shared by the
+    /// clones a view makes; copied when an action closes).
+    days_to_close: Arc<Vec<f64>>,
+    /// Each week's days to close, in order.
+    week_days: Arc<Vec<Vec<f64>>>,
+}
+
+impl History {
+    /// The figures counted at `counted_at` with one action closed since added, as a
+    /// count at `counted_at` would have them had it been closed then (everyone's
+    /// figures: a scope's are not kept).
+    pub fn absorb(
+        &mut self,
+        clock: Clock,
+        closing: &Closing,
+        counted_at: NaiveDateTime,
+    ) -> QueryResult<()> {
+        let state: ActionState = types::read("corrective_actions.state", &closing.state)?;
+        let closed_at = closing.closed_at;
+        let day = clock.local_date(closed_at);
+        let on_time = closed_on_time(state, closing.due_date, day);
+        let bucket = |b: &mut OnTimeAndLate| match on_time {
+            Some(true) => b.on_time += 1,
+            Some(false) => b.late += 1,
+            None => b.wont_do += 1,
+        };
+        if closed_at >= counted_at - Duration::days(90) {
+            bucket(&mut self.closed_last_90_days);
+            if on_time.is_some() {
+                let days = Arc::make_mut(&mut self.days_to_close);
+                insert_sorted(days, days_between(closing.created_at, closed_at));
+                self.median_days_to_close = median_of_sorted(days);
+            }
+        }
+        if closed_at >= counted_at - Duration::days(30) {
+            bucket(&mut self.closed_last_30_days);
+        }
+        let Some(first) = self.weeks.first().map(|w| w.starts) else {
+            return Ok(());
+        };
+        // Counted open at the last week's end (the counting): overdue then, if it was.
+        let last = self.weeks.len() - 1;
+        if closing.created_at <= counted_at && closing.due_date < clock.local_date(counted_at) {
+            self.weeks[last].overdue_at_end -= 1;
+        }
+        let index = usize::try_from((day - first).num_days().div_euclid(7)).ok();
+        if let (Some(week), Some(on_time)) = (index.filter(|i| *i <= last), on_time) {
+            if on_time {
+                self.weeks[week].closed_on_time += 1;
+            } else {
+                self.weeks[week].closed_late += 1;
+            }
+            let days = &mut Arc::make_mut(&mut self.week_days)[week];
+            insert_sorted(days, days_between(closing.created_at, closed_at));
+            self.weeks[week].median_days_to_close = median_of_sorted(days);
+        }
+        Ok(())
+    }
 }
 
 /// All the inspection figures at `clock`.
@@ -526,14 +604,18 @@ pub fn history(conn: &mut DbConnection, clock: Clock, scope: &Scope) -> QueryRes
             bucket(&mut last_30);
         }
         if on_time.is_some() {
-            days_to_close.push((closed_at - created).num_seconds() as f64 / 86_400.0);
+            days_to_close.push(days_between(created, closed_at));
         }
     }
+    days_to_close.sort_by(f64::total_cmp);
+    let (weeks, week_days) = weeks(conn, clock, scope)?;
     Ok(History {
         closed_last_30_days: last_30,
         closed_last_90_days: last_90,
-        median_days_to_close: median(days_to_close),
-        weeks: weeks(conn, clock, scope)?,
+        median_days_to_close: median_of_sorted(&days_to_close),
+        weeks,
+        days_to_close: Arc::new(days_to_close),
+        week_days: Arc::new(week_days),
     })
 }
 
