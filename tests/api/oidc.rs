@@ -52,10 +52,29 @@ impl Provider {
     /// A provider for a coe on `coe_port`, signing with the first of `kids`.
     fn start(coe_port: u16, kids: &str) -> Provider {
         let keys = Arc::new(tempfile::tempdir().expect("a key folder"));
-        Provider::start_on(free_port(), coe_port, keys, kids)
+        // The free port may be taken by another test's server before node binds it:
+        // then another port (any other failure stops the test).
+        for _ in 0..3 {
+            match Provider::try_start_on(free_port(), coe_port, keys.clone(), kids) {
+                Ok(provider) => return provider,
+                Err(log) if log.contains("EADDRINUSE") => continue,
+                Err(log) => panic!("{log}"),
+            }
+        }
+        panic!("no free port for the OpenID Provider after three tries")
     }
 
     fn start_on(port: u16, coe_port: u16, keys: Arc<tempfile::TempDir>, kids: &str) -> Provider {
+        Provider::try_start_on(port, coe_port, keys, kids).unwrap_or_else(|log| panic!("{log}"))
+    }
+
+    /// The provider, or why it did not say it is ready (with its log).
+    fn try_start_on(
+        port: u16,
+        coe_port: u16,
+        keys: Arc<tempfile::TempDir>,
+        kids: &str,
+    ) -> Result<Provider, String> {
         let coe_base = format!("http://127.0.0.1:{coe_port}");
         let mut child = Command::new("node")
             .current_dir(provider_dir())
@@ -83,18 +102,20 @@ impl Provider {
         });
         let started = std::time::Instant::now();
         if let Err(e) = ready_rx.recv_timeout(Duration::from_secs(90)) {
+            let _ = child.kill();
+            let _ = child.wait();
             let log = std::fs::read_to_string(keys.path().join("op.log")).unwrap_or_default();
-            panic!(
+            return Err(format!(
                 "the OpenID Provider on port {port} did not say it is ready ({e:?} after {:?}):\n{log}",
                 started.elapsed()
-            );
+            ));
         }
-        Provider {
+        Ok(Provider {
             child,
             port,
             keys,
             coe_port,
-        }
+        })
     }
 
     fn issuer(&self) -> String {
