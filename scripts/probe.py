@@ -640,7 +640,30 @@ def pages_read_only(server, db):
         during = side_by_side()
         check(500 not in during, f"no 500 from the pages while the file is read-only ({during})")
         check(503 in during, f"page writes answer 503 while the file is read-only ({during})")
+        # The writes the writer thread batches (an action added): 503 too, nothing kept.
+        due = time.strftime("%Y-%m-%d", time.gmtime(time.time() + 10 * 86400))
+
+        def add_action(n):
+            return api(server.port, "POST", f"/api/v1/coes/{doc['id']}/actions", admin, {
+                "title": f"Action {n}", "owner": "owner@example.com", "due_date": due,
+                "priority": "high", "kind": "prevent", "success_criteria": "It holds"})
+
+        refused = [add_action(n) for n in range(5)]
+        codes = [(st, (d if isinstance(d, dict) else {}).get("error", {}).get("code")) for st, d in refused]
+        check(all(c == (503, "database_read_only") for c in codes),
+              f"actions added while read-only answer 503 database_read_only ({codes})")
         os.chmod(db, 0o644)
+        added, deadline = 0, time.monotonic() + 30
+        while time.monotonic() < deadline and added < 3:
+            status, _ = add_action(100 + added)
+            if status == 201:
+                added += 1
+            else:
+                time.sleep(0.2)
+        _, listed = api(server.port, "GET", f"/api/v1/actions?coe={doc['id']}", admin)
+        kept = len((listed if isinstance(listed, dict) else {}).get("actions", []))
+        check(added == 3 and kept == 3,
+              f"once writable, actions are added again and only those are kept ({added} added, {kept} kept)")
         # Side by side again, so that every connection of the pool is used: a read-only
         # one fails once and leaves the pool; a round without a 503 must come soon.
         rounds, deadline = [], time.monotonic() + 30

@@ -186,6 +186,11 @@ pub fn latest() -> Option<Fault> {
     latest.and_then(|(fault, at)| (at.elapsed() < REPORTED_FOR).then_some(fault))
 }
 
+/// Whether the connection this thread holds met a fault (kept until it is given back).
+pub fn faulted_here() -> bool {
+    CONNECTION_FAULTED.with(|f| f.get())
+}
+
 /// Whether the connection this thread gives back met a fault (and forgets it).
 pub(super) fn met_here() -> bool {
     CONNECTION_FAULTED.with(|f| f.replace(false))

@@ -77,3 +77,36 @@ pub async fn with_conn<T: Send + 'static>(
     })
     .await?
 }
+
+/// Runs `work`, which writes, where writes are cheapest: on SQLite in the writer's
+/// next batch (`IngestWriter::submit`: one commit for every write that waited with
+/// it, `work` in a savepoint of its own so that an error rolls back its writes
+/// alone), answered once committed; on PostgreSQL, whose commits run side by side, as
+/// `with_conn` does.
+pub async fn with_write<T: Send + 'static>(
+    state: &web::Data<AppState>,
+    work: impl FnOnce(&mut DbConnection, &AppState) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    if !state.ingest_writer.takes_work() {
+        return with_conn(state, work).await;
+    }
+    let (reply, answer) = tokio::sync::oneshot::channel();
+    let shared = state.clone();
+    let job: crate::services::ingest::writer::Work = Box::new(move |conn| {
+        let done = crate::db::write_transaction(conn, |conn| work(conn, &shared));
+        Box::new(move |failed| {
+            let _ = reply.send(match failed {
+                None => done,
+                Some(error) => Err(error.into()),
+            });
+        })
+    });
+    if let Err((_, error)) = state.ingest_writer.submit(job) {
+        return Err(error.into());
+    }
+    answer.await.map_err(|_| {
+        ApiError::Unavailable(
+            "the write was not finished (the service is stopping); try again".into(),
+        )
+    })?
+}

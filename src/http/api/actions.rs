@@ -12,7 +12,7 @@ use crate::error::{ApiError, ErrorBody, FieldProblem};
 use crate::http::bearer::{Admin, Member};
 use crate::http::extract::{ids, ApiJson, ApiQuery, OptionalJson, PathId};
 use crate::http::pagination::{self, Listed, Page};
-use crate::http::state::{with_conn, AppState};
+use crate::http::state::{with_conn, with_write, AppState};
 use crate::services::actions::{
     self, ActionDetail, ActionError, ActionFilter, ActionPatch, ActionSort, ActionView, NewAction,
     TransitionInput, VerifyInput,
@@ -68,11 +68,22 @@ pub async fn create(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (coe_id, input, acting) = (id.into_inner(), body.0, caller.acting());
-    let detail = with_conn(&state, move |conn, state| {
+    // Written by the writer (with the writes that wait with it), read back after.
+    let id = with_write(&state, move |conn, state| {
         let clock = state.settings.clock();
         let who = acting.editor();
-        let id = actions::create(conn, &coe_id, &input, &who, clock, state.env())?;
-        Ok(actions::get(conn, &id, clock)?)
+        Ok(actions::create(
+            conn,
+            &coe_id,
+            &input,
+            &who,
+            clock,
+            state.env(),
+        )?)
+    })
+    .await?;
+    let detail = with_conn(&state, move |conn, state| {
+        Ok(actions::get(conn, &id, state.settings.clock())?)
     })
     .await?;
     Ok(HttpResponse::Created().json(detail))
@@ -216,15 +227,19 @@ pub async fn transition(
         }
     };
     let (id, input, acting) = (id.into_inner(), body.0.unwrap_or_default(), caller.acting());
-    let detail = with_conn(&state, move |conn, state| {
-        actions::transition(
+    let action = id.clone();
+    with_write(&state, move |conn, state| {
+        Ok(actions::transition(
             conn,
-            &id,
+            &action,
             verb,
             &input,
             &acting.editor(),
             state.settings.coe.verify_actions_from,
-        )?;
+        )?)
+    })
+    .await?;
+    let detail = with_conn(&state, move |conn, state| {
         Ok(actions::get(conn, &id, state.settings.clock())?)
     })
     .await?;

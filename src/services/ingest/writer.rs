@@ -18,6 +18,13 @@
 //! written with a few statements per group, instead of four writers' small batches
 //! waiting for each other's group locks.
 //!
+//! Ordinary writes (`Work`: creating an action, moving one, …) take the same queue
+//! on SQLite, so they share its commits too: the writer runs each work of what it took
+//! in a savepoint of one transaction (a work that fails — a 409, a 422 — rolls back
+//! alone), commits once, then answers each. They are written after the deliveries
+//! taken with them, in a transaction of their own. A database fault met by any of
+//! them rolls the whole transaction back and answers each of them with it.
+//!
 //! The writers have connections of their own (a pool the size of the writers), so
 //! that page and API traffic cannot take them all and starve ingest into 503s. What
 //! waits is bounded twice: `QUEUE` deliveries and `QUEUE_BYTES` of their bodies. On
@@ -100,11 +107,21 @@ impl Job {
     }
 }
 
-/// What a writer's queue carries: a delivery, or the word to finish and stop.
+/// What a writer's queue carries: a delivery, an ordinary write, or the word to
+/// finish and stop.
 enum Message {
     Job(Job),
+    Work(Work),
     Stop,
 }
+
+/// An ordinary write: run on the writer thread inside the batch's transaction (the
+/// caller's own savepoint around what it writes), it gives back whether it failed and
+/// what to answer once the transaction is over (`None`: committed; else why not).
+pub type Work = Box<dyn FnOnce(&mut db::DbConnection) -> Answer + Send>;
+
+/// A work's answer, sent after the commit (or the rollback) of its transaction.
+pub type Answer = Box<dyn FnOnce(Option<WriteError>) + Send>;
 
 /// What the writers need besides the pool: what opening a COE draft needs.
 struct Shared {
@@ -209,6 +226,43 @@ impl IngestWriter {
         tracing::info!("ingest writers stopped");
     }
 
+    /// Whether ordinary writes go through the writer (`submit`): on SQLite, whose one
+    /// writer at a time makes a commit per request the limit.
+    pub fn takes_work(&self) -> bool {
+        self.shared.settings.database_url().backend() == Backend::Sqlite
+    }
+
+    /// Queues an ordinary write for the writer (`takes_work`); its answer comes once
+    /// the transaction that holds it is over. Refused when too much waits or the
+    /// service is stopping: then `work` is given back, not run.
+    pub fn submit(&self, work: Work) -> Result<(), (Work, WriteError)> {
+        let waiting = self.shared.waiting.fetch_add(1, Ordering::SeqCst);
+        let refused = if waiting >= QUEUE {
+            Err(Message::Work(work))
+        } else {
+            self.queues[0]
+                .try_send(Message::Work(work))
+                .map_err(|e| match e {
+                    TrySendError::Full(m) | TrySendError::Disconnected(m) => m,
+                })
+        };
+        match refused {
+            Ok(()) => Ok(()),
+            Err(message) => {
+                self.shared.waiting.fetch_sub(1, Ordering::SeqCst);
+                let Message::Work(work) = message else {
+                    unreachable!("a work was sent")
+                };
+                Err((
+                    work,
+                    WriteError::Busy(format!(
+                        "{QUEUE} writes are waiting or the service is stopping; try again shortly"
+                    )),
+                ))
+            }
+        }
+    }
+
     /// Deliveries per transaction, for `/metrics` (`coe_ingest_batch_deliveries`).
     pub fn batch_sizes(&self) -> Histogram {
         self.batch_sizes.clone()
@@ -288,13 +342,19 @@ impl Drop for IngestWriter {
 fn run(queue: &Receiver<Message>, shared: &Shared) {
     let mut stopping = false;
     while !stopping {
-        let Ok(Message::Job(first)) = queue.recv() else {
+        let Ok(first) = queue.recv() else {
             break;
         };
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
+        let (mut batch, mut works) = (Vec::new(), Vec::new());
+        match first {
+            Message::Job(job) => batch.push(job),
+            Message::Work(work) => works.push(work),
+            Message::Stop => break,
+        }
+        while batch.len() + works.len() < MAX_BATCH {
             match queue.try_recv() {
                 Ok(Message::Job(job)) => batch.push(job),
+                Ok(Message::Work(work)) => works.push(work),
                 Ok(Message::Stop) => {
                     stopping = true;
                     break;
@@ -302,7 +362,16 @@ fn run(queue: &Receiver<Message>, shared: &Shared) {
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
             }
         }
-        shared.waiting.fetch_sub(batch.len(), Ordering::SeqCst);
+        shared
+            .waiting
+            .fetch_sub(batch.len() + works.len(), Ordering::SeqCst);
+        if !works.is_empty() {
+            write_works(works, shared);
+        }
+        if batch.is_empty() {
+            shared.outbox_bell.ring_if_queued();
+            continue;
+        }
         let bytes = batch.iter().map(|job| job.body.len()).sum();
         shared.waiting_bytes.fetch_sub(bytes, Ordering::SeqCst);
         // A bug that panics fails its batch (nothing of it was committed), not the
@@ -322,6 +391,53 @@ fn run(queue: &Receiver<Message>, shared: &Shared) {
             let _ = job.reply.send(outcome);
         }
         shared.outbox_bell.ring_if_queued();
+    }
+}
+
+/// Runs `works` in one transaction, each in a savepoint of its own, and answers each
+/// once it is over: committed, or why not (every one of them, when the database meets
+/// a fault or the writer a bug).
+fn write_works(works: Vec<Work>, shared: &Shared) {
+    shared.batch_sizes.observe(works.len() as f64);
+    let mut answers: Vec<Answer> = Vec::with_capacity(works.len());
+    let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut conn = crate::db::checkout(&shared.pool).map_err(|_| {
+            // `db::checkout` logged it.
+            WriteError::Busy("the database is not reachable; try again shortly".into())
+        })?;
+        db::write_transaction(&mut conn, |conn| {
+            for work in works {
+                answers.push(work(conn));
+                if fault::faulted_here() {
+                    // The database cannot be written: roll back every work with it.
+                    return Err(diesel::result::Error::RollbackTransaction);
+                }
+            }
+            Ok(())
+        })
+        .map_err(
+            |error| match fault::latest().filter(|_| fault::faulted_here()) {
+                Some(fault) => WriteError::Fault(fault),
+                None => WriteError::of(&error),
+            },
+        )
+    }));
+    let failed = match written {
+        Ok(Ok(())) => None,
+        Ok(Err(error)) => Some(error),
+        Err(_) => {
+            tracing::error!("the writer panicked running a batch of writes; none was written");
+            Some(WriteError::Failed(
+                "the writer failed on this request (a bug, in the server's log); nothing of \
+                 it was written"
+                    .into(),
+            ))
+        }
+    };
+    // (A work whose answer was not given back — the one that panicked — is answered by
+    // its dropped channel.)
+    for answer in answers {
+        answer(failed.clone());
     }
 }
 
@@ -488,6 +604,109 @@ mod tests {
             .get_result(&mut conn)
             .expect("count");
         assert_eq!((events, opened, deliveries), (2, 2, 2));
+    }
+
+    /// Ordinary writes taken together share one commit; one that fails rolls back
+    /// its own writes alone, and a bug in one (a panic) fails them all, nothing
+    /// written.
+    #[test]
+    fn works_share_a_commit_and_one_that_fails_rolls_back_alone() {
+        let (_dir, pool) = database(None);
+        let parts = Parts::new();
+        let shared = Shared {
+            waiting: AtomicUsize::new(0),
+            waiting_bytes: AtomicUsize::new(0),
+            batch_sizes: Histogram::new(exponential_buckets(1.0, 2.0, 9)),
+            pool: pool.clone(),
+            settings: Arc::new(parts.settings),
+            template: Arc::new(parts.template),
+            emails: Arc::new(parts.emails),
+            outbox_bell: Default::default(),
+        };
+        let (answers, answered) = mpsc::channel::<(String, Option<String>)>();
+        // Each work adds a person and then fails or not; its answer says whether it
+        // was committed (with the work's own result).
+        let work = |email: &'static str, fails: bool, panics: bool| -> Work {
+            let answers = answers.clone();
+            Box::new(move |conn| {
+                let result = db::write_transaction(conn, |conn| {
+                    diesel::sql_query(format!(
+                        "INSERT INTO people (email, created_at, updated_at, is_admin, bar_raiser) \
+                         VALUES ('{email}', '2026-12-01 00:00:00', '2026-12-01 00:00:00', false, false)"
+                    ))
+                    .execute(conn)?;
+                    assert!(!panics, "a bug in a work");
+                    if fails {
+                        return Err(diesel::result::Error::NotFound);
+                    }
+                    Ok(())
+                });
+                Box::new(move |failed: Option<WriteError>| {
+                    let outcome = match (failed, result) {
+                        (Some(e), _) => Some(format!("not committed: {e}")),
+                        (None, Err(e)) => Some(format!("failed: {e}")),
+                        (None, Ok(())) => None,
+                    };
+                    let _ = answers.send((email.to_owned(), outcome));
+                })
+            })
+        };
+        let people = |pool: &DbPool| -> Vec<String> {
+            use crate::db::schema::people;
+            people::table
+                .select(people::email)
+                .order(people::email)
+                .load(&mut pool.get().expect("conn"))
+                .expect("people")
+        };
+        write_works(
+            vec![
+                work("a@example.com", false, false),
+                work("b@example.com", true, false),
+                work("c@example.com", false, false),
+            ],
+            &shared,
+        );
+        let mut got: Vec<_> = answered.try_iter().collect();
+        got.sort();
+        assert_eq!(
+            got,
+            vec![
+                ("a@example.com".to_owned(), None),
+                (
+                    "b@example.com".to_owned(),
+                    Some("failed: Record not found".to_owned())
+                ),
+                ("c@example.com".to_owned(), None),
+            ]
+        );
+        assert_eq!(people(&pool), ["a@example.com", "c@example.com"]);
+
+        write_works(
+            vec![
+                work("d@example.com", false, false),
+                work("e@example.com", false, true),
+                work("f@example.com", false, false),
+            ],
+            &shared,
+        );
+        let got: Vec<_> = answered.try_iter().collect();
+        // d's answer was given back before the panic: told it was not written; e's and
+        // f's answers were never made (their channels close: "try again").
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].0, "d@example.com");
+        assert!(
+            got[0]
+                .1
+                .as_deref()
+                .is_some_and(|e| e.contains("not committed")),
+            "{got:?}"
+        );
+        assert_eq!(
+            people(&pool),
+            ["a@example.com", "c@example.com"],
+            "nothing of the batch"
+        );
     }
 
     /// `stop` lets the writers write what is queued and joins them; a delivery after
