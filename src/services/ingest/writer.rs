@@ -18,7 +18,7 @@
 //! written with a few statements per group, instead of four writers' small batches
 //! waiting for each other's group locks.
 //!
-//! Ordinary writes (`Work`: creating an action, moving one, …) take the same queue
+//! Ordinary writes (`Work`: creating an action, through `http::state::with_write`) take the same queue
 //! on SQLite, so they share its commits too: the writer runs each work of what it took
 //! in a savepoint of one transaction (a work that fails — a 409, a 422 — rolls back
 //! alone), commits once, then answers each. They are written after the deliveries
