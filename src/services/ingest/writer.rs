@@ -48,6 +48,10 @@ use crate::domain::template::Template;
 use crate::domain::FailureEvent;
 use crate::email::EmailTemplates;
 
+mod works;
+use works::write_works;
+pub use works::{Answer, Work};
+
 /// Why a delivery was not written.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum WriteError {
@@ -114,14 +118,6 @@ enum Message {
     Work(Work),
     Stop,
 }
-
-/// An ordinary write: run on the writer thread inside the batch's transaction (the
-/// caller's own savepoint around what it writes), it gives back whether it failed and
-/// what to answer once the transaction is over (`None`: committed; else why not).
-pub type Work = Box<dyn FnOnce(&mut db::DbConnection) -> Answer + Send>;
-
-/// A work's answer, sent after the commit (or the rollback) of its transaction.
-pub type Answer = Box<dyn FnOnce(Option<WriteError>) + Send>;
 
 /// What the writers need besides the pool: what opening a COE draft needs.
 struct Shared {
@@ -224,43 +220,6 @@ impl IngestWriter {
             }
         }
         tracing::info!("ingest writers stopped");
-    }
-
-    /// Whether ordinary writes go through the writer (`submit`): on SQLite, whose one
-    /// writer at a time makes a commit per request the limit.
-    pub fn takes_work(&self) -> bool {
-        self.shared.settings.database_url().backend() == Backend::Sqlite
-    }
-
-    /// Queues an ordinary write for the writer (`takes_work`); its answer comes once
-    /// the transaction that holds it is over. Refused when too much waits or the
-    /// service is stopping: then `work` is given back, not run.
-    pub fn submit(&self, work: Work) -> Result<(), (Work, WriteError)> {
-        let waiting = self.shared.waiting.fetch_add(1, Ordering::SeqCst);
-        let refused = if waiting >= QUEUE {
-            Err(Message::Work(work))
-        } else {
-            self.queues[0]
-                .try_send(Message::Work(work))
-                .map_err(|e| match e {
-                    TrySendError::Full(m) | TrySendError::Disconnected(m) => m,
-                })
-        };
-        match refused {
-            Ok(()) => Ok(()),
-            Err(message) => {
-                self.shared.waiting.fetch_sub(1, Ordering::SeqCst);
-                let Message::Work(work) = message else {
-                    unreachable!("a work was sent")
-                };
-                Err((
-                    work,
-                    WriteError::Busy(format!(
-                        "{QUEUE} writes are waiting or the service is stopping; try again shortly"
-                    )),
-                ))
-            }
-        }
     }
 
     /// Deliveries per transaction, for `/metrics` (`coe_ingest_batch_deliveries`).
@@ -394,53 +353,6 @@ fn run(queue: &Receiver<Message>, shared: &Shared) {
     }
 }
 
-/// Runs `works` in one transaction, each in a savepoint of its own, and answers each
-/// once it is over: committed, or why not (every one of them, when the database meets
-/// a fault or the writer a bug).
-fn write_works(works: Vec<Work>, shared: &Shared) {
-    shared.batch_sizes.observe(works.len() as f64);
-    let mut answers: Vec<Answer> = Vec::with_capacity(works.len());
-    let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut conn = crate::db::checkout(&shared.pool).map_err(|_| {
-            // `db::checkout` logged it.
-            WriteError::Busy("the database is not reachable; try again shortly".into())
-        })?;
-        db::write_transaction(&mut conn, |conn| {
-            for work in works {
-                answers.push(work(conn));
-                if fault::faulted_here() {
-                    // The database cannot be written: roll back every work with it.
-                    return Err(diesel::result::Error::RollbackTransaction);
-                }
-            }
-            Ok(())
-        })
-        .map_err(
-            |error| match fault::latest().filter(|_| fault::faulted_here()) {
-                Some(fault) => WriteError::Fault(fault),
-                None => WriteError::of(&error),
-            },
-        )
-    }));
-    let failed = match written {
-        Ok(Ok(())) => None,
-        Ok(Err(error)) => Some(error),
-        Err(_) => {
-            tracing::error!("the writer panicked running a batch of writes; none was written");
-            Some(WriteError::Failed(
-                "the writer failed on this request (a bug, in the server's log); nothing of \
-                 it was written"
-                    .into(),
-            ))
-        }
-    };
-    // (A work whose answer was not given back — the one that panicked — is answered by
-    // its dropped channel.)
-    for answer in answers {
-        answer(failed.clone());
-    }
-}
-
 /// Writes `batch` in one transaction (two when a delivery fails); what each job
 /// came to, in order.
 fn write_batch(batch: &[Job], shared: &Shared) -> Vec<Result<IngestOutcome, WriteError>> {
@@ -516,6 +428,24 @@ fn write_batch(batch: &[Job], shared: &Shared) -> Vec<Result<IngestOutcome, Writ
 }
 
 #[cfg(test)]
+impl Shared {
+    /// What a test's writer needs, over `pool`.
+    fn for_tests(pool: DbPool) -> Shared {
+        let parts = crate::services::ingest::tests::Parts::new();
+        Shared {
+            waiting: AtomicUsize::new(0),
+            waiting_bytes: AtomicUsize::new(0),
+            batch_sizes: Histogram::new(exponential_buckets(1.0, 2.0, 9)),
+            pool,
+            settings: Arc::new(parts.settings),
+            template: Arc::new(parts.template),
+            emails: Arc::new(parts.emails),
+            outbox_bell: Default::default(),
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::domain::Severity;
@@ -554,17 +484,7 @@ mod tests {
                 .execute(&mut conn)
                 .expect("poison");
         }
-        let parts = Parts::new();
-        let shared = Shared {
-            waiting: AtomicUsize::new(0),
-            waiting_bytes: AtomicUsize::new(0),
-            batch_sizes: Histogram::new(exponential_buckets(1.0, 2.0, 9)),
-            pool: pool.clone(),
-            settings: Arc::new(parts.settings),
-            template: Arc::new(parts.template),
-            emails: Arc::new(parts.emails),
-            outbox_bell: Default::default(),
-        };
+        let shared = Shared::for_tests(pool.clone());
         let batch: Vec<Job> = ["good-1", "poison", "good-2"]
             .into_iter()
             .enumerate()
@@ -604,109 +524,6 @@ mod tests {
             .get_result(&mut conn)
             .expect("count");
         assert_eq!((events, opened, deliveries), (2, 2, 2));
-    }
-
-    /// Ordinary writes taken together share one commit; one that fails rolls back
-    /// its own writes alone, and a bug in one (a panic) fails them all, nothing
-    /// written.
-    #[test]
-    fn works_share_a_commit_and_one_that_fails_rolls_back_alone() {
-        let (_dir, pool) = database(None);
-        let parts = Parts::new();
-        let shared = Shared {
-            waiting: AtomicUsize::new(0),
-            waiting_bytes: AtomicUsize::new(0),
-            batch_sizes: Histogram::new(exponential_buckets(1.0, 2.0, 9)),
-            pool: pool.clone(),
-            settings: Arc::new(parts.settings),
-            template: Arc::new(parts.template),
-            emails: Arc::new(parts.emails),
-            outbox_bell: Default::default(),
-        };
-        let (answers, answered) = mpsc::channel::<(String, Option<String>)>();
-        // Each work adds a person and then fails or not; its answer says whether it
-        // was committed (with the work's own result).
-        let work = |email: &'static str, fails: bool, panics: bool| -> Work {
-            let answers = answers.clone();
-            Box::new(move |conn| {
-                let result = db::write_transaction(conn, |conn| {
-                    diesel::sql_query(format!(
-                        "INSERT INTO people (email, created_at, updated_at, is_admin, bar_raiser) \
-                         VALUES ('{email}', '2026-12-01 00:00:00', '2026-12-01 00:00:00', false, false)"
-                    ))
-                    .execute(conn)?;
-                    assert!(!panics, "a bug in a work");
-                    if fails {
-                        return Err(diesel::result::Error::NotFound);
-                    }
-                    Ok(())
-                });
-                Box::new(move |failed: Option<WriteError>| {
-                    let outcome = match (failed, result) {
-                        (Some(e), _) => Some(format!("not committed: {e}")),
-                        (None, Err(e)) => Some(format!("failed: {e}")),
-                        (None, Ok(())) => None,
-                    };
-                    let _ = answers.send((email.to_owned(), outcome));
-                })
-            })
-        };
-        let people = |pool: &DbPool| -> Vec<String> {
-            use crate::db::schema::people;
-            people::table
-                .select(people::email)
-                .order(people::email)
-                .load(&mut pool.get().expect("conn"))
-                .expect("people")
-        };
-        write_works(
-            vec![
-                work("a@example.com", false, false),
-                work("b@example.com", true, false),
-                work("c@example.com", false, false),
-            ],
-            &shared,
-        );
-        let mut got: Vec<_> = answered.try_iter().collect();
-        got.sort();
-        assert_eq!(
-            got,
-            vec![
-                ("a@example.com".to_owned(), None),
-                (
-                    "b@example.com".to_owned(),
-                    Some("failed: Record not found".to_owned())
-                ),
-                ("c@example.com".to_owned(), None),
-            ]
-        );
-        assert_eq!(people(&pool), ["a@example.com", "c@example.com"]);
-
-        write_works(
-            vec![
-                work("d@example.com", false, false),
-                work("e@example.com", false, true),
-                work("f@example.com", false, false),
-            ],
-            &shared,
-        );
-        let got: Vec<_> = answered.try_iter().collect();
-        // d's answer was given back before the panic: told it was not written; e's and
-        // f's answers were never made (their channels close: "try again").
-        assert_eq!(got.len(), 1, "{got:?}");
-        assert_eq!(got[0].0, "d@example.com");
-        assert!(
-            got[0]
-                .1
-                .as_deref()
-                .is_some_and(|e| e.contains("not committed")),
-            "{got:?}"
-        );
-        assert_eq!(
-            people(&pool),
-            ["a@example.com", "c@example.com"],
-            "nothing of the batch"
-        );
     }
 
     /// `stop` lets the writers write what is queued and joins them; a delivery after
