@@ -52,16 +52,24 @@ impl Provider {
     /// A provider for a coe on `coe_port`, signing with the first of `kids`.
     fn start(coe_port: u16, kids: &str) -> Provider {
         let keys = Arc::new(tempfile::tempdir().expect("a key folder"));
-        // The free port may be taken by another test's server before node binds it:
-        // then another port (any other failure stops the test).
+        // The free port may be taken by another test's server before node binds it,
+        // and once in CI node stayed silent for 90 s: then again, on another port
+        // (any other failure stops the test).
+        let mut logs = Vec::new();
         for _ in 0..3 {
             match Provider::try_start_on(free_port(), coe_port, keys.clone(), kids) {
                 Ok(provider) => return provider,
-                Err(log) if log.contains("EADDRINUSE") => continue,
+                Err(log) if log.contains("EADDRINUSE") || log.contains("Timeout") => {
+                    eprintln!("{log}\n(trying again on another port)");
+                    logs.push(log);
+                }
                 Err(log) => panic!("{log}"),
             }
         }
-        panic!("no free port for the OpenID Provider after three tries")
+        panic!(
+            "the OpenID Provider did not start in three tries:\n{}",
+            logs.join("\n")
+        )
     }
 
     fn start_on(port: u16, coe_port: u16, keys: Arc<tempfile::TempDir>, kids: &str) -> Provider {
@@ -101,7 +109,7 @@ impl Provider {
             }
         });
         let started = std::time::Instant::now();
-        if let Err(e) = ready_rx.recv_timeout(Duration::from_secs(90)) {
+        if let Err(e) = ready_rx.recv_timeout(Duration::from_secs(60)) {
             let _ = child.kill();
             let _ = child.wait();
             let log = std::fs::read_to_string(keys.path().join("op.log")).unwrap_or_default();

@@ -31,6 +31,11 @@ const { values: args } = parseArgs({
 });
 
 const issuer = `http://127.0.0.1:${args.port}`;
+// Each step of the start on stderr (the test's op.log), timed: a start that never
+// says it is ready shows where it stopped.
+const began = Date.now();
+const step = (what) => console.error(`op: ${what} after ${Date.now() - began} ms`);
+step('modules loaded');
 
 function rsaKey(kid) {
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -46,6 +51,7 @@ function keptKey(kid) {
 const jwks = { keys: args.kids.split(',').map(keptKey) };
 // Never published: what a forger would sign with.
 const forgersKey = rsaKey('forger');
+step('keys ready');
 
 const ACCOUNTS = {
   alice: { email: 'alice@example.com', email_verified: true, name: 'Alice Admin', groups: ['coe-admins', 'eng'] },
@@ -102,6 +108,7 @@ const configuration = {
 };
 
 const provider = new Provider(issuer, configuration);
+step('provider made');
 
 // What coe asked of the provider, by path: GET /test/counts (a test checks that a
 // sign-in costs one token request, and that keys are fetched again only when needed).
@@ -152,5 +159,6 @@ provider.use(async (ctx, next) => {
 });
 
 provider.listen(Number(args.port), '127.0.0.1', () => {
+  step('listening');
   console.log(`OP READY ${issuer}`);
 });
