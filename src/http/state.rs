@@ -81,14 +81,18 @@ pub async fn with_conn<T: Send + 'static>(
 /// Runs `work`, which writes, where writes are cheapest: on SQLite in the writer's
 /// next batch (`IngestWriter::submit`: one commit for every write that waited with
 /// it, `work` in a savepoint of its own so that an error rolls back its writes
-/// alone), answered once committed; on PostgreSQL, whose commits run side by side, as
-/// `with_conn` does.
+/// alone), answered once committed; on PostgreSQL, whose commits run side by side, in
+/// a transaction of its own on a connection of the pool. Either way `work` runs in a
+/// transaction and need not open one.
 pub async fn with_write<T: Send + 'static>(
     state: &web::Data<AppState>,
     work: impl FnOnce(&mut DbConnection, &AppState) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
     if !state.ingest_writer.takes_work() {
-        return with_conn(state, work).await;
+        return with_conn(state, move |conn, state| {
+            crate::db::write_transaction(conn, |conn| work(conn, state))
+        })
+        .await;
     }
     let (reply, answer) = tokio::sync::oneshot::channel();
     let shared = state.clone();

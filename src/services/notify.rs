@@ -262,8 +262,23 @@ pub fn action_assigned(
     actor: &str,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
+    if let Some(email) = action_assigned_email(conn, mail, action, actor)? {
+        outbox::enqueue(conn, &email, now)?;
+    }
+    Ok(())
+}
+
+/// The email `action_assigned` queues, composed (reads only) to be queued later by
+/// `outbox::enqueue`; `None` when the owner assigned it to themselves (or a template
+/// failed, logged).
+pub fn action_assigned_email(
+    conn: &mut DbConnection,
+    mail: Env<'_>,
+    action: &ActionFacts<'_>,
+    actor: &str,
+) -> QueryResult<Option<outbox::NewEmail>> {
     if action.owner == actor {
-        return Ok(());
+        return Ok(None);
     }
     let links = Links::new(&mail.settings.public_url);
     let data = json!(ActionAssigned {
@@ -279,14 +294,13 @@ pub fn action_assigned(
         action.owner,
         crate::db::new_id()
     );
-    outbox::notify(
+    outbox::composed(
         conn,
         mail.emails,
         Kind::ActionAssigned,
         key,
         action.owner,
         data,
-        now,
     )
 }
 

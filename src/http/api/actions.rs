@@ -68,24 +68,21 @@ pub async fn create(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (coe_id, input, acting) = (id.into_inner(), body.0, caller.acting());
-    // Written by the writer (with the writes that wait with it), read back after.
-    let id = with_write(&state, move |conn, state| {
+    // Checked and its email composed on a connection of the pool; written by the
+    // writer (with the writes that wait with it), which gives it back as stored.
+    let prepared = with_conn(&state, move |conn, state| {
         let clock = state.settings.clock();
-        let who = acting.editor();
-        Ok(actions::create(
+        Ok(actions::prepare(
             conn,
             &coe_id,
             &input,
-            &who,
+            &acting.editor(),
             clock,
             state.env(),
         )?)
     })
     .await?;
-    let detail = with_conn(&state, move |conn, state| {
-        Ok(actions::get(conn, &id, state.settings.clock())?)
-    })
-    .await?;
+    let detail = with_write(&state, move |conn, _| Ok(actions::add(conn, prepared)?)).await?;
     Ok(HttpResponse::Created().json(detail))
 }
 

@@ -7,8 +7,8 @@ use diesel::prelude::*;
 use serde_json::json;
 
 use super::{
-    coe_title_and_severity, invalid, load, view, ActionError, ActionPatch, NewAction,
-    TransitionInput,
+    coe_title_and_severity, invalid, load, view, ActionDetail, ActionError, ActionPatch,
+    ActionStep, NewAction, TransitionInput,
 };
 use crate::db::models::{ActionRow, DueDateChangeRow};
 use crate::db::schema::{coes, corrective_actions, due_date_changes};
@@ -20,6 +20,7 @@ use crate::domain::{Clock, Severity};
 use crate::services::access::{self, AccessError, Editor};
 use crate::services::audit::{self, Change, Subject};
 use crate::services::notify::{self, ActionFacts};
+use crate::services::outbox::{self, NewEmail};
 use crate::services::Env;
 use crate::services::{lifecycle, people as directory};
 
@@ -120,7 +121,8 @@ fn load_locked(conn: &mut DbConnection, id: &str) -> Result<ActionRow, ActionErr
     load(conn, id)
 }
 
-/// Adds a corrective action to a COE; returns its id.
+/// Adds an action to COE `coe_id`, and queues the owner's email, in one transaction
+/// (`prepare`, then `add`).
 pub fn create(
     conn: &mut DbConnection,
     coe_id: &str,
@@ -130,98 +132,179 @@ pub fn create(
     mail: Env<'_>,
 ) -> Result<String, ActionError> {
     db::write_transaction(conn, |conn| {
-        if locks::lock_coe(conn, coe_id)? == 0 {
-            return Err(ActionError::CoeNotFound(coe_id.to_owned()));
-        }
-        access::coe(conn, coe_id, who).map_err(|e| match e {
-            AccessError::NotFound(id) => ActionError::CoeNotFound(id),
-            other => other.into(),
-        })?;
-        let actor = who.actor;
-        let state: String = coes::table
+        let prepared = prepare(conn, coe_id, input, who, clock, mail)?;
+        Ok(add(conn, prepared)?.action.id)
+    })
+}
+
+/// A new action checked, with its owner's email composed: what `add` writes.
+pub struct Prepared {
+    row: ActionRow,
+    email: Option<NewEmail>,
+    /// Its COE as the action's answer shows it: title, severity, reviewer.
+    coe_title: String,
+    coe_severity: Severity,
+    coe_reviewer: Option<String>,
+    clock: Clock,
+}
+
+/// Checks a new action of COE `coe_id` (the caller may add actions to it; it is open;
+/// every field) and composes its owner's email: reads only, so that a writer that
+/// takes many writes in turn (`http::state::with_write`) only writes (`add`).
+pub fn prepare(
+    conn: &mut DbConnection,
+    coe_id: &str,
+    input: &NewAction,
+    who: &Editor<'_>,
+    clock: Clock,
+    mail: Env<'_>,
+) -> Result<Prepared, ActionError> {
+    access::coe(conn, coe_id, who).map_err(|e| match e {
+        AccessError::NotFound(id) => ActionError::CoeNotFound(id),
+        other => other.into(),
+    })?;
+    let (state, coe_title, coe_severity, coe_reviewer): (String, String, i32, Option<String>) =
+        coes::table
             .find(coe_id)
-            .select(coes::state)
+            .select((
+                coes::state,
+                coes::title,
+                coes::severity,
+                coes::reviewer_email,
+            ))
             .first(conn)
             .optional()?
             .ok_or_else(|| ActionError::CoeNotFound(coe_id.to_owned()))?;
-        let coe_state: CoeState = types::read("coes.state", &state)?;
-        if matches!(coe_state, CoeState::Closed | CoeState::Merged) {
-            return Err(ActionError::CoeClosed(coe_state));
-        }
-        let checked = input.check(clock);
-        let mut problems = checked.as_ref().err().cloned().unwrap_or_default();
-        let description = clean_text("description", input.description.as_deref(), 20_000)
-            .map_err(|e| problems.extend(invalid_fields(e)))
-            .ok()
-            .flatten();
-        let success_criteria = clean_text(
-            "success_criteria",
-            input.success_criteria.as_deref(),
-            20_000,
-        )
+    refuse_closed(&state)?;
+    let checked = input.check(clock);
+    let mut problems = checked.as_ref().err().cloned().unwrap_or_default();
+    let description = clean_text("description", input.description.as_deref(), 20_000)
         .map_err(|e| problems.extend(invalid_fields(e)))
         .ok()
         .flatten();
-        let external_url = web_url("external_url", input.external_url.as_deref())
-            .map_err(|e| problems.extend(invalid_fields(e)))
-            .ok()
-            .flatten();
-        if let Ok(checked) = &checked {
-            if let Some(problem) =
-                directory::check_assignable(conn, mail.settings, checked.owner.as_str())?
-            {
-                problems.push(("owner".to_owned(), problem));
-            }
+    let success_criteria = clean_text(
+        "success_criteria",
+        input.success_criteria.as_deref(),
+        20_000,
+    )
+    .map_err(|e| problems.extend(invalid_fields(e)))
+    .ok()
+    .flatten();
+    let external_url = web_url("external_url", input.external_url.as_deref())
+        .map_err(|e| problems.extend(invalid_fields(e)))
+        .ok()
+        .flatten();
+    if let Ok(checked) = &checked {
+        if let Some(problem) =
+            directory::check_assignable(conn, mail.settings, checked.owner.as_str())?
+        {
+            problems.push(("owner".to_owned(), problem));
         }
-        let checked = match checked {
-            Ok(checked) if problems.is_empty() => checked,
-            _ => return Err(ActionError::Invalid(problems)),
-        };
-        let now = db::now();
-        let row = ActionRow {
-            id: db::new_id(),
-            coe_id: coe_id.to_owned(),
-            title: checked.title,
-            description,
-            owner_email: checked.owner.as_str().to_owned(),
-            due_date: checked.due_date,
-            priority: word(checked.priority),
-            kind: word(checked.kind),
-            success_criteria,
-            external_url,
-            state: ActionState::Open.as_str().to_owned(),
-            resolution_note: None,
-            evidence_url: None,
-            wont_do_reason: None,
-            due_date_change_count: 0,
-            created_by: actor.to_owned(),
-            created_at: now,
-            updated_at: now,
-            closed_at: None,
-            verified_at: None,
-            verified_by: None,
-        };
-        directory::ensure(conn, &row.owner_email, now)?;
-        diesel::insert_into(corrective_actions::table)
-            .values(&row)
-            .execute(conn)?;
-        audit(
-            conn,
-            &row,
-            actor,
-            "action:create",
-            None,
-            Some(json!({
-                "title": row.title, "owner": row.owner_email, "due_date": row.due_date,
-                "priority": row.priority, "kind": row.kind,
-            })),
-            now,
-        )?;
-        tell_owner(conn, &row, actor, mail, now)?;
-        // A new open action on a closed-by-itself COE is not possible (refused above);
-        // on an approved COE it keeps the COE approved until it closes.
-        Ok(row.id)
+    }
+    let checked = match checked {
+        Ok(checked) if problems.is_empty() => checked,
+        _ => return Err(ActionError::Invalid(problems)),
+    };
+    // Its times are set when it is written (`add`).
+    let now = db::now();
+    let row = ActionRow {
+        id: db::new_id(),
+        coe_id: coe_id.to_owned(),
+        title: checked.title,
+        description,
+        owner_email: checked.owner.as_str().to_owned(),
+        due_date: checked.due_date,
+        priority: word(checked.priority),
+        kind: word(checked.kind),
+        success_criteria,
+        external_url,
+        state: ActionState::Open.as_str().to_owned(),
+        resolution_note: None,
+        evidence_url: None,
+        wont_do_reason: None,
+        due_date_change_count: 0,
+        created_by: who.actor.to_owned(),
+        created_at: now,
+        updated_at: now,
+        closed_at: None,
+        verified_at: None,
+        verified_by: None,
+    };
+    let email = notify::action_assigned_email(conn, mail, &facts(&row, &coe_title), who.actor)?;
+    Ok(Prepared {
+        row,
+        email,
+        coe_title,
+        coe_severity: types::severity("coes.severity", coe_severity)?,
+        coe_reviewer,
+        clock,
     })
+}
+
+/// Writes a prepared action (`prepare`), its audit row and its owner's email, in the
+/// caller's transaction: the COE locked and asked again whether it is open (it may
+/// have closed since). Gives the new action as `get` would read it after the commit.
+pub fn add(conn: &mut DbConnection, prepared: Prepared) -> Result<ActionDetail, ActionError> {
+    let Prepared {
+        mut row,
+        email,
+        coe_title,
+        coe_severity,
+        coe_reviewer,
+        clock,
+    } = prepared;
+    if locks::lock_coe(conn, &row.coe_id)? == 0 {
+        return Err(ActionError::CoeNotFound(row.coe_id));
+    }
+    let state: String = coes::table
+        .find(&row.coe_id)
+        .select(coes::state)
+        .first(conn)?;
+    refuse_closed(&state)?;
+    let now = db::now();
+    (row.created_at, row.updated_at) = (now, now);
+    directory::ensure(conn, &row.owner_email, now)?;
+    diesel::insert_into(corrective_actions::table)
+        .values(&row)
+        .execute(conn)?;
+    audit(
+        conn,
+        &row,
+        &row.created_by,
+        "action:create",
+        None,
+        Some(json!({
+            "title": row.title, "owner": row.owner_email, "due_date": row.due_date,
+            "priority": row.priority, "kind": row.kind,
+        })),
+        now,
+    )?;
+    if let Some(email) = email {
+        outbox::enqueue(conn, &email, now)?;
+    }
+    // A new open action on a closed COE is refused (above); on an approved COE it
+    // keeps the COE approved until it closes. New, it has no history but its creation.
+    let step = ActionStep {
+        step: "create".to_owned(),
+        by: row.created_by.clone(),
+        at: now,
+    };
+    Ok(ActionDetail {
+        action: view(row, coe_title, coe_severity, clock)?,
+        due_date_history: Vec::new(),
+        steps: vec![step],
+        recurrences: Vec::new(),
+        coe_reviewer,
+    })
+}
+
+/// Refuses a COE in state `state` when it is closed or merged: it takes no new action.
+fn refuse_closed(state: &str) -> Result<(), ActionError> {
+    let coe_state: CoeState = types::read("coes.state", state)?;
+    if matches!(coe_state, CoeState::Closed | CoeState::Merged) {
+        return Err(ActionError::CoeClosed(coe_state));
+    }
+    Ok(())
 }
 
 /// Changes an action's fields; a new due date needs a reason and is recorded.
@@ -553,4 +636,110 @@ pub fn delete(conn: &mut DbConnection, id: &str, who: &Editor<'_>) -> Result<Str
         )?;
         Ok(row.coe_id)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::schema::{audit_log, outbox_emails};
+    use crate::services::coes::{self as coe_service, NewCoe};
+    use crate::services::ingest::tests::{database, Parts};
+
+    /// An action checked (`prepare`, off the writer) for a COE that closes before it
+    /// is written (`add`) is refused then: no action, no audit row, no email.
+    #[test]
+    fn an_action_prepared_for_a_coe_closed_since_is_not_added() {
+        let (_dir, pool) = database(None);
+        let parts = Parts::new();
+        let env = parts.ctx();
+        let mut conn = pool.get().expect("conn");
+        let actor = "lead@example.com";
+        let coe_id = coe_service::create(
+            &mut conn,
+            NewCoe {
+                title: Some("Checkout failed".into()),
+                ..NewCoe::default()
+            },
+            actor,
+            &env,
+        )
+        .expect("a COE");
+        let who = Editor {
+            actor,
+            email: Some(actor),
+            principal: actor,
+            is_admin: true,
+        };
+        let input = NewAction {
+            title: Some("Alarm on checkout errors".into()),
+            owner: Some("owner@example.com".into()),
+            due_date: Some((chrono::Utc::now().date_naive() + chrono::Days::new(30)).to_string()),
+            priority: Some("high".into()),
+            kind: Some("detect".into()),
+            ..NewAction::default()
+        };
+        let emails_before: i64 = outbox_emails::table
+            .count()
+            .get_result(&mut conn)
+            .expect("emails");
+        let audited_before: i64 = audit_log::table
+            .count()
+            .get_result(&mut conn)
+            .expect("audit");
+
+        let prepared =
+            prepare(&mut conn, &coe_id, &input, &who, env.settings.clock(), env).expect("checked");
+        diesel::update(coes::table.find(&coe_id))
+            .set(coes::state.eq(CoeState::Closed.as_str()))
+            .execute(&mut conn)
+            .expect("closed meanwhile");
+        let refused = db::write_transaction(&mut conn, |conn| add(conn, prepared));
+        assert!(
+            matches!(refused, Err(ActionError::CoeClosed(CoeState::Closed))),
+            "{refused:?}"
+        );
+        let actions: i64 = corrective_actions::table
+            .count()
+            .get_result(&mut conn)
+            .expect("actions");
+        assert_eq!(actions, 0);
+        let emails: i64 = outbox_emails::table
+            .count()
+            .get_result(&mut conn)
+            .expect("emails");
+        assert_eq!(emails, emails_before, "no email to the owner");
+        let audited: i64 = audit_log::table
+            .count()
+            .get_result(&mut conn)
+            .expect("audit");
+        assert_eq!(audited, audited_before);
+
+        // Open again, the same checks are written, and the owner told once.
+        diesel::update(coes::table.find(&coe_id))
+            .set(coes::state.eq(CoeState::Draft.as_str()))
+            .execute(&mut conn)
+            .expect("open again");
+        let prepared =
+            prepare(&mut conn, &coe_id, &input, &who, env.settings.clock(), env).expect("checked");
+        let added = db::write_transaction(&mut conn, |conn| add(conn, prepared)).expect("added");
+        let id = added.action.id.clone();
+        // The answer made without reading the action back is what reading it gives.
+        let read = super::super::get(&mut conn, &id, env.settings.clock()).expect("read back");
+        assert_eq!(
+            serde_json::to_value(&added).expect("json"),
+            serde_json::to_value(&read).expect("json")
+        );
+        let owner_emails: i64 = outbox_emails::table
+            .filter(outbox_emails::recipient.eq("owner@example.com"))
+            .count()
+            .get_result(&mut conn)
+            .expect("emails");
+        assert_eq!(owner_emails, 1);
+        let created: NaiveDateTime = corrective_actions::table
+            .find(&id)
+            .select(corrective_actions::created_at)
+            .first(&mut conn)
+            .expect("the action");
+        assert!(created <= db::now());
+    }
 }

@@ -24,7 +24,9 @@ use crate::domain::coe::CoeState;
 use crate::domain::{Clock, EmailAddress, Severity};
 use crate::services::access::AccessError;
 
-pub use change::{create, delete, may_delete, patch, transition, verify, VerifyInput};
+pub use change::{
+    add, create, delete, may_delete, patch, prepare, transition, verify, Prepared, VerifyInput,
+};
 pub use list::{count, for_coe, list, page, ActionFilter, ActionSort};
 pub(crate) use list::{filtered, look_up};
 

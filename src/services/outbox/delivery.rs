@@ -10,7 +10,7 @@ use lettre::Message;
 use serde::Serialize;
 
 use super::{FAILED, PENDING, SENDING, SENT};
-use crate::config::Settings;
+use crate::config::{Settings, SMTP_TIMEOUT};
 use crate::db::models::OutboxRow;
 use crate::db::schema::outbox_emails;
 use crate::db::{self, DbConnection};
@@ -147,9 +147,15 @@ pub fn deliver(
                 interrupted = true;
                 continue;
             }
-            match renew(conn, &row, db::now() + lease)? {
-                Some(until) => row.lease_until = Some(until),
-                None => continue,
+            // The lease must outlast the send: renewed unless what is left of it
+            // covers the longest SMTP conversation (most emails of a batch leave in
+            // its first seconds: one write each, not two).
+            let now = db::now();
+            if needs_renewal(row.lease_until, now) {
+                match renew(conn, &row, now + lease)? {
+                    Some(until) => row.lease_until = Some(until),
+                    None => continue,
+                }
             }
             let outcome = message(&row, settings).and_then(|m| transport.send(&m));
             match &outcome {
@@ -175,6 +181,15 @@ pub fn deliver(
             return Ok(report);
         }
     }
+}
+
+/// Whether a lease that ends at `until` must be renewed before a send at `now`: when
+/// less is left of it than the longest SMTP conversation (a dozen steps of at most
+/// `SMTP_TIMEOUT`) and a minute for clocks that differ between replicas. Validation
+/// keeps `reminders.lease_secs` at least 15 timeouts, so a fresh lease needs none.
+pub(super) fn needs_renewal(until: Option<NaiveDateTime>, now: NaiveDateTime) -> bool {
+    let longest_send = Duration::seconds(13 * i64::try_from(SMTP_TIMEOUT.as_secs()).unwrap_or(60));
+    until.is_none_or(|until| until - now < longest_send)
 }
 
 /// Extends this worker's lease on `row` to `until`, if it still holds it (the row is

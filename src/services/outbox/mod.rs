@@ -142,21 +142,38 @@ pub fn notify(
     data: serde_json::Value,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
+    if let Some(email) = composed(conn, templates, kind, dedup_key, recipient, data)? {
+        enqueue(conn, &email, now)?;
+    }
+    Ok(())
+}
+
+/// Composes one event email to `recipient` (named as the directory names them), to be
+/// queued by `enqueue`: composed before a write, it is queued inside it. `None` when a
+/// template fails (logged: it must not undo the change that caused it).
+pub fn composed(
+    conn: &mut DbConnection,
+    templates: &EmailTemplates,
+    kind: Kind,
+    dedup_key: String,
+    recipient: &str,
+    data: serde_json::Value,
+) -> QueryResult<Option<NewEmail>> {
     let name: Option<String> = people::table
         .find(recipient)
         .select(people::name)
         .first::<Option<String>>(conn)
         .optional()?
         .flatten();
-    match compose(templates, kind, dedup_key, recipient, name.as_deref(), data) {
-        Ok(email) => {
-            enqueue(conn, &email, now)?;
-        }
-        Err(e) => {
-            tracing::error!(error = %e, kind = kind.name(), "cannot render an email; it is not sent");
-        }
-    }
-    Ok(())
+    Ok(
+        match compose(templates, kind, dedup_key, recipient, name.as_deref(), data) {
+            Ok(email) => Some(email),
+            Err(e) => {
+                tracing::error!(error = %e, kind = kind.name(), "cannot render an email; it is not sent");
+                None
+            }
+        },
+    )
 }
 
 /// The day of the latest email of `kind` to each recipient on or before `up_to`, read from the
@@ -447,6 +464,24 @@ mod tests {
         record(&mut conn, &stale, &Ok(()), &Settings::default(), later).unwrap();
         let row = list(&mut conn, None, None, None, 10).unwrap().remove(0);
         assert_eq!(row.state, SENDING, "the stale worker changed nothing");
+    }
+
+    #[test]
+    fn a_lease_is_renewed_before_a_send_only_when_the_send_could_outlast_it() {
+        let now = db::now();
+        let fresh = now + Duration::seconds(Settings::default().reminders.lease_secs as i64);
+        assert!(
+            !needs_renewal(Some(fresh), now),
+            "a fresh lease covers a send"
+        );
+        // Less left than a dozen SMTP timeouts and a minute: renewed.
+        assert!(needs_renewal(Some(now + Duration::seconds(779)), now));
+        assert!(!needs_renewal(Some(now + Duration::seconds(780)), now));
+        assert!(
+            needs_renewal(Some(now - Duration::seconds(1)), now),
+            "expired"
+        );
+        assert!(needs_renewal(None, now));
     }
 
     #[test]
