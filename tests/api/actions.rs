@@ -1538,3 +1538,86 @@ async fn tokens_made_for_others_or_for_nobody_cannot_get_round_the_review() {
         .await;
     assert_eq!(status, 200, "{doc}");
 }
+
+/// An action checked (`actions::prepare`, off the writer) for a COE that closes before
+/// it is written (`actions::add`) is refused then: no action, no audit row, no email.
+/// Open again, it is added, its owner told once, and the answer `add` makes without
+/// reading back is what reading it gives.
+#[tokio::test]
+async fn an_action_prepared_for_a_coe_closed_since_is_not_added() {
+    use coe::db::schema::{audit_log, coes, corrective_actions};
+    use coe::services::access::Editor;
+    use coe::services::actions::{self, NewAction};
+
+    let w = World::new().await;
+    let (id, _) = w.written_coe().await;
+    let settings = coe::config::Settings::default();
+    let template = coe::domain::template::Template::default_template();
+    let emails = coe::email::EmailTemplates::load(None, "http://localhost").expect("templates");
+    let env = coe::services::Env {
+        settings: &settings,
+        template: &template,
+        emails: &emails,
+    };
+    let actor = "lead@example.com";
+    let who = Editor {
+        actor,
+        email: Some(actor),
+        principal: actor,
+        is_admin: true,
+    };
+    let input = NewAction {
+        title: Some("Alarm on checkout errors".into()),
+        owner: Some("carol@example.com".into()),
+        due_date: Some((Utc::now().date_naive() + Duration::days(30)).to_string()),
+        priority: Some("high".into()),
+        kind: Some("detect".into()),
+        ..NewAction::default()
+    };
+    let mut conn = w.app.pool.get().expect("conn");
+    let counts = |conn: &mut coe::db::DbConnection| -> (i64, i64, i64) {
+        (
+            corrective_actions::table
+                .count()
+                .get_result(conn)
+                .expect("actions"),
+            audit_log::table.count().get_result(conn).expect("audit"),
+            outbox_emails::table
+                .filter(outbox_emails::recipient.eq("carol@example.com"))
+                .count()
+                .get_result(conn)
+                .expect("emails"),
+        )
+    };
+    let before = counts(&mut conn);
+    let set_state = |conn: &mut coe::db::DbConnection, state: &str| {
+        diesel::update(coes::table.find(&id))
+            .set(coes::state.eq(state))
+            .execute(conn)
+            .expect("state set");
+    };
+
+    let prepared =
+        actions::prepare(&mut conn, &id, &input, &who, settings.clock(), env).expect("checked");
+    set_state(&mut conn, "closed");
+    let refused = coe::db::write_transaction(&mut conn, |conn| actions::add(conn, prepared));
+    assert!(
+        matches!(refused, Err(actions::ActionError::CoeClosed(_))),
+        "{refused:?}"
+    );
+    assert_eq!(counts(&mut conn), before, "nothing written");
+
+    set_state(&mut conn, "draft");
+    let prepared =
+        actions::prepare(&mut conn, &id, &input, &who, settings.clock(), env).expect("checked");
+    let added =
+        coe::db::write_transaction(&mut conn, |conn| actions::add(conn, prepared)).expect("added");
+    let after = counts(&mut conn);
+    assert_eq!(after.0, before.0 + 1);
+    assert_eq!(after.2, before.2 + 1, "the owner told once");
+    let read = actions::get(&mut conn, &added.action.id, settings.clock()).expect("read back");
+    assert_eq!(
+        serde_json::to_value(&added).expect("json"),
+        serde_json::to_value(&read).expect("json")
+    );
+}

@@ -424,4 +424,4 @@ const LOOKUP_CHUNK: usize = 500;
 const INSERT_CHUNK: usize = 500;
 
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;

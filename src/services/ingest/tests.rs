@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 /// A new, migrated database: a SQLite file, or with `postgres` (a server's URL,
 /// from `TEST_POSTGRES_URL`) a new database on that server.
-pub(crate) fn database(postgres: Option<&str>) -> (tempfile::TempDir, crate::db::DbPool) {
+pub(super) fn database(postgres: Option<&str>) -> (tempfile::TempDir, crate::db::DbPool) {
     let dir = tempfile::tempdir().expect("dir");
     let url = match postgres {
         None => format!("sqlite://{}", dir.path().join("t.db").display()),
@@ -40,14 +40,14 @@ pub(crate) fn database(postgres: Option<&str>) -> (tempfile::TempDir, crate::db:
 
 /// What storing needs besides the database: the default settings, COE template
 /// and email templates.
-pub(crate) struct Parts {
+pub(super) struct Parts {
     pub(super) settings: Settings,
     pub(super) template: Template,
     pub(super) emails: EmailTemplates,
 }
 
 impl Parts {
-    pub(crate) fn new() -> Parts {
+    pub(super) fn new() -> Parts {
         Parts {
             settings: Settings::default(),
             template: Template::default_template(),
@@ -55,7 +55,7 @@ impl Parts {
         }
     }
 
-    pub(crate) fn ctx(&self) -> Env<'_> {
+    fn ctx(&self) -> Env<'_> {
         crate::services::Env {
             settings: &self.settings,
             template: &self.template,
