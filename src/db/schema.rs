@@ -315,6 +315,21 @@ diesel::table! {
 }
 
 diesel::table! {
+    outbox_counts (state) {
+        state -> Text,
+        n -> BigInt,
+    }
+}
+
+diesel::table! {
+    outbox_count_changes (id) {
+        id -> BigInt,
+        state -> Text,
+        n -> BigInt,
+    }
+}
+
+diesel::table! {
     sweep_settings (name) {
         name -> Text,
         value -> Text,
@@ -500,6 +515,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     due_date_changes,
     review_comments,
     outbox_emails,
+    outbox_counts,
+    outbox_count_changes,
     sweep_settings,
     kept_forms,
     form_keys,

@@ -305,6 +305,31 @@ impl World {
             .get_json(&format!("/api/v1/outbox{query}"), &self.admin)
             .await
     }
+
+    /// Asserts that the counts the outbox keeps (and `/api/v1/outbox` shows) equal a
+    /// count of its emails, state by state.
+    async fn assert_counts_kept(&self) {
+        use coe::db::schema::outbox_emails;
+        let shown = self.outbox("").await["counts"].clone();
+        let counted: Vec<(String, i64)> = {
+            let mut conn = self.app.pool.get().expect("conn");
+            outbox_emails::table
+                .group_by(outbox_emails::state)
+                .select((outbox_emails::state, diesel::dsl::count_star()))
+                .load(&mut conn)
+                .expect("count")
+        };
+        for state in ["pending", "sending", "sent", "failed"] {
+            let n = counted
+                .iter()
+                .find(|(s, _)| s == state)
+                .map_or(0, |(_, n)| *n);
+            assert_eq!(
+                shown[state], n,
+                "{state}: shown {shown}, counted {counted:?}"
+            );
+        }
+    }
 }
 
 fn today() -> NaiveDate {
@@ -791,6 +816,7 @@ async fn a_permanent_failure_is_marked_failed_with_the_answer_and_shown() {
     // Shown in the stats and in /metrics.
     let stats = w.app.get_json("/api/v1/stats", &w.lead).await;
     assert_eq!(stats["emails_by_state"]["failed"], 1, "{stats}");
+    w.assert_counts_kept().await;
     let metrics = w
         .app
         .get("/metrics", None)
@@ -1087,6 +1113,7 @@ async fn three_replicas_sweeping_at_once_send_each_email_once() {
     assert_eq!(smtp.to("rev@example.com").len(), 1);
     assert_eq!(smtp.to("lead@example.com").len(), 2);
     assert_eq!(w.outbox("").await["counts"]["sent"], expected as i64);
+    w.assert_counts_kept().await;
 }
 
 /// A private certificate authority and a certificate it signed for 127.0.0.1.

@@ -136,6 +136,7 @@ pub fn deliver(
 ) -> QueryResult<DeliveryReport> {
     let lease = Duration::seconds(i64::try_from(settings.reminders.lease_secs).unwrap_or(600));
     let mut report = DeliveryReport::default();
+    super::fold_counts(conn)?;
     loop {
         let rows = claim(conn, db::now(), lease, settings.reminders.batch_size)?;
         let claimed = rows.len();

@@ -367,17 +367,52 @@ pub fn purge_sent(conn: &mut DbConnection, before: NaiveDateTime) -> QueryResult
     })
 }
 
-/// Emails by state (every state present, zero included).
+/// Emails by state (every state present, zero included): the counts the outbox's
+/// writes keep (migration 000036), plus, on PostgreSQL, their changes not yet folded
+/// in (`fold_counts`), read in one statement so that a fold is never seen half done.
 pub fn counts(conn: &mut DbConnection) -> QueryResult<BTreeMap<String, i64>> {
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        state: String,
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
     let mut counts: BTreeMap<String, i64> = STATES.iter().map(|s| ((*s).to_owned(), 0)).collect();
-    for (state, n) in outbox_emails::table
-        .group_by(outbox_emails::state)
-        .select((outbox_emails::state, diesel::dsl::count_star()))
-        .load::<(String, i64)>(conn)?
+    for Count { state, n } in diesel::sql_query(
+        "SELECT state, CAST(SUM(n) AS BIGINT) AS n \
+           FROM (SELECT state, n FROM outbox_counts \
+                 UNION ALL SELECT state, n FROM outbox_count_changes) c \
+          GROUP BY state",
+    )
+    .load::<Count>(conn)?
     {
         counts.insert(state, n);
     }
     Ok(counts)
+}
+
+/// Folds the changes PostgreSQL's triggers appended to the counts (`counts`): each
+/// change deleted and added in one statement, so that it is counted once whichever
+/// replica folds it. The counts' rows are locked first, in order, so that two folds
+/// wait for each other instead of deadlocking. On SQLite the writes keep the counts
+/// themselves and there is nothing to fold.
+pub fn fold_counts(conn: &mut DbConnection) -> QueryResult<()> {
+    if !matches!(conn, DbConnection::Pg(_)) {
+        return Ok(());
+    }
+    db::write_transaction(conn, |conn| {
+        diesel::sql_query("SELECT state FROM outbox_counts ORDER BY state FOR UPDATE")
+            .execute(conn)?;
+        diesel::sql_query(
+            "WITH moved AS (DELETE FROM outbox_count_changes RETURNING state, n) \
+             UPDATE outbox_counts c SET n = c.n + m.n \
+               FROM (SELECT state, CAST(SUM(n) AS BIGINT) AS n FROM moved GROUP BY state) m \
+              WHERE c.state = m.state",
+        )
+        .execute(conn)?;
+        Ok(())
+    })
 }
 
 #[cfg(test)]
@@ -441,6 +476,59 @@ mod tests {
             sent[0]
         );
         assert!(!sent[0].contains("\r\nBcc:"), "the name lost its CR/LF");
+    }
+
+    #[test]
+    fn the_counts_kept_by_every_write_equal_a_count_of_the_emails() {
+        let (_dir, pool) = database();
+        let mut conn = pool.get().expect("conn");
+        let check = |conn: &mut DbConnection, step: &str| {
+            fold_counts(conn).unwrap();
+            let counted: BTreeMap<String, i64> = outbox_emails::table
+                .group_by(outbox_emails::state)
+                .select((outbox_emails::state, diesel::dsl::count_star()))
+                .load::<(String, i64)>(conn)
+                .unwrap()
+                .into_iter()
+                .collect();
+            for (state, n) in counts(conn).unwrap() {
+                assert_eq!(
+                    counted.get(&state).copied().unwrap_or(0),
+                    n,
+                    "{step}: {state}"
+                );
+            }
+        };
+        check(&mut conn, "empty");
+        for i in 0..6 {
+            enqueue(&mut conn, &email(&format!("c{i}")), db::now()).unwrap();
+        }
+        enqueue(&mut conn, &email("c0"), db::now()).unwrap();
+        check(&mut conn, "queued, one twice");
+        let claimed = claim(&mut conn, db::now(), Duration::seconds(600), 2).unwrap();
+        assert_eq!(claimed.len(), 2);
+        check(&mut conn, "two claimed");
+        let settings = Settings::default();
+        let go = AtomicBool::new(false);
+        deliver(&mut conn, &Transport::memory(), &settings, &go).unwrap();
+        check(&mut conn, "delivered");
+        // Written by hand too: a row failed, one deleted, the sent purged.
+        diesel::sql_query(
+            "UPDATE outbox_emails SET state = 'failed' \
+              WHERE id = (SELECT min(id) FROM outbox_emails WHERE state = 'pending')",
+        )
+        .execute(&mut conn)
+        .unwrap();
+        diesel::sql_query(
+            "DELETE FROM outbox_emails WHERE id = (SELECT max(id) FROM outbox_emails)",
+        )
+        .execute(&mut conn)
+        .unwrap();
+        check(&mut conn, "by hand");
+        let purged = purge_sent(&mut conn, db::now() + Duration::days(1)).unwrap();
+        assert!(purged > 0);
+        check(&mut conn, "purged");
+        assert_eq!(counts(&mut conn).unwrap()[SENT], 0);
     }
 
     #[test]
