@@ -1,0 +1,1 @@
+DROP INDEX coes_by_created;
