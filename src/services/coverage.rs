@@ -4,7 +4,7 @@
 //! action that prevents or detects; warnings of the checks left standing). Rules in
 //! `domain::coverage`; an incident's team is its COE owner's, else its service's.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use chrono::{Duration, NaiveDate, NaiveDateTime};
 use diesel::prelude::*;
@@ -320,8 +320,23 @@ pub fn audit_with(
     let wanted = |t: &str| team.is_none_or(|w| w.trim().eq_ignore_ascii_case(t));
     let mut by_team: BTreeMap<String, CoverageFigures> = BTreeMap::new();
 
-    // Incidents of the period that met the policy, and their COEs.
-    let found: Vec<(String, String, Option<String>, Option<NaiveDateTime>)> = incidents::table
+    // Incidents of the period that met the policy, and their COEs, in one statement
+    // (one the connection keeps prepared): the COE an incident was attached to, else
+    // the COE opened for it.
+    let (opened, attached) = diesel::alias!(coes as opened_for, coes as attached_to);
+    type Facts = (String, String, Option<String>, Option<NaiveDateTime>);
+    #[allow(clippy::type_complexity)]
+    let found: Vec<(
+        String,
+        String,
+        Option<String>,
+        Option<NaiveDateTime>,
+        Option<Facts>,
+        Option<Facts>,
+    )> = incidents::table
+        .left_join(opened.on(opened.field(coes::incident_id).eq(incidents::id.nullable())))
+        .left_join(coe_incidents::table.on(coe_incidents::incident_id.eq(incidents::id)))
+        .left_join(attached.on(attached.field(coes::id).eq(coe_incidents::coe_id)))
         .filter(incidents::coe_required_at.is_not_null())
         .filter(incidents::started_at.ge(start))
         .filter(incidents::started_at.lt(end))
@@ -331,37 +346,31 @@ pub fn audit_with(
             incidents::title,
             incidents::service,
             incidents::resolved_at,
+            (
+                opened.field(coes::id),
+                opened.field(coes::state),
+                opened.field(coes::owner_email),
+                opened.field(coes::resolved_at),
+            )
+                .nullable(),
+            (
+                attached.field(coes::id),
+                attached.field(coes::state),
+                attached.field(coes::owner_email),
+                attached.field(coes::resolved_at),
+            )
+                .nullable(),
         ))
         .load(conn)?;
-    let ids: Vec<&str> = found.iter().map(|f| f.0.as_str()).collect();
-    let mut coe_of: BTreeMap<String, String> = coes::table
-        .filter(coes::incident_id.eq_any(&ids))
-        .select((coes::incident_id.assume_not_null(), coes::id))
-        .load::<(String, String)>(conn)?
-        .into_iter()
-        .collect();
-    coe_of.extend(
-        coe_incidents::table
-            .filter(coe_incidents::incident_id.eq_any(&ids))
-            .select((coe_incidents::incident_id, coe_incidents::coe_id))
-            .load::<(String, String)>(conn)?,
-    );
-    let coe_ids: BTreeSet<&String> = coe_of.values().collect();
-    let coe_facts: BTreeMap<String, (String, Option<String>, Option<NaiveDateTime>)> = coes::table
-        .filter(coes::id.eq_any(coe_ids.into_iter().cloned().collect::<Vec<_>>()))
-        .select((coes::id, coes::state, coes::owner_email, coes::resolved_at))
-        .load::<(String, String, Option<String>, Option<NaiveDateTime>)>(conn)?
-        .into_iter()
-        .map(|(id, state, owner, resolved)| (id, (state, owner, resolved)))
-        .collect();
-    for (incident_id, title, service, resolved_at) in found {
-        let coe_id = coe_of.get(&incident_id).cloned();
-        let facts = coe_id.as_ref().and_then(|c| coe_facts.get(c));
+    for (incident_id, title, service, resolved_at, opened, attached) in found {
+        let facts = attached.or(opened);
+        let coe_id = facts.as_ref().map(|(id, _, _, _)| id.clone());
         let state: Option<CoeState> = facts
-            .map(|(s, _, _)| types::read("coes.state", s))
+            .as_ref()
+            .map(|(_, s, _, _)| types::read("coes.state", s))
             .transpose()?;
-        let owner = facts.and_then(|(_, o, _)| o.as_deref());
-        let resolved = facts.and_then(|(_, _, r)| *r).or(resolved_at);
+        let owner = facts.as_ref().and_then(|(_, _, o, _)| o.as_deref());
+        let resolved = facts.as_ref().and_then(|(_, _, _, r)| *r).or(resolved_at);
         let covered = Covered::of(state, resolved, now, settings.coe.writeup_days);
         let team_name = teams.of(owner, service.as_deref());
         if !wanted(&team_name) {

@@ -392,6 +392,16 @@ async fn three_drafts_of_one_outage_are_merged_into_one_coe() {
         "the earliest: {doc}"
     );
     assert_eq!(doc["severity"], "sev1", "the worst: {doc}");
+    // The coverage audit follows each incident to the COE it went into.
+    let stats = app
+        .get_json("/api/v1/stats?from=2026-11-30&to=2026-11-30", &admin)
+        .await;
+    let covered = &stats["coverage"]["overall"];
+    assert_eq!(covered["incidents_at_policy"], 3, "{covered}");
+    assert_eq!(covered["incidents_by_coe_state"]["draft"], 3, "{covered}");
+    for incident in covered["incidents"].as_array().expect("incidents") {
+        assert_eq!(incident["coe_id"], db.as_str(), "{incident}");
+    }
     let impact = doc["sections"]
         .as_array()
         .expect("sections")
