@@ -18,6 +18,19 @@ pub fn lock_coe(conn: &mut DbConnection, coe_id: &str) -> QueryResult<usize> {
         .execute(conn)
 }
 
+/// A COE's state (`None`: no such COE), read under a share lock held for the rest of
+/// the transaction on PostgreSQL: a change that goes through `lock_coe` waits for it,
+/// and it for such a change, but two of these do not wait for each other, so actions
+/// added to one COE side by side commit together instead of one after the other.
+/// SQLite's writers take turns anyway: a plain read.
+pub fn coe_state_shared(conn: &mut DbConnection, coe_id: &str) -> QueryResult<Option<String>> {
+    let query = coes::table.find(coe_id).select(coes::state);
+    match conn {
+        DbConnection::Pg(pg) => query.for_share().first(pg).optional(),
+        conn => query.first(conn).optional(),
+    }
+}
+
 /// Takes transaction-scoped advisory locks on `keys`, sorted, so that two
 /// transactions locking overlapping sets never deadlock (PostgreSQL; a no-op on SQLite).
 pub fn lock_keys(conn: &mut DbConnection, mut keys: Vec<String>) -> QueryResult<()> {

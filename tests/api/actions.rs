@@ -1621,3 +1621,90 @@ async fn an_action_prepared_for_a_coe_closed_since_is_not_added() {
         serde_json::to_value(&read).expect("json")
     );
 }
+
+/// Actions added side by side to one approved COE while its last action is completed
+/// (which closes it): each is added or refused as closed, and the COE never ends
+/// closed with an action open (on PostgreSQL the adds hold a share lock on the COE,
+/// the completion its write lock).
+#[tokio::test]
+async fn actions_added_while_the_last_one_closes_the_coe_never_leave_it_closed_with_one_open() {
+    let w = World::new().await;
+    for round in 0..3 {
+        let (id, _) = w.written_coe().await;
+        let last = w
+            .action(&id, "Validate config in CI", "dev@example.com")
+            .await;
+        for (token, step) in [(&w.owner, "submit"), (&w.reviewer, "approve")] {
+            let (status, doc) = w
+                .send(
+                    token,
+                    "POST",
+                    &format!("/api/v1/coes/{id}/{step}"),
+                    None,
+                    None,
+                )
+                .await;
+            assert_eq!(status, 200, "{step}: {doc}");
+        }
+        let due = (Utc::now() + Duration::days(10)).date_naive();
+        // The completion sent after none, four and all eight adds.
+        let mut tasks = tokio::task::JoinSet::new();
+        let complete = w.app.url(&format!(
+            "/api/v1/actions/{}/complete",
+            last["id"].as_str().expect("id")
+        ));
+        for i in 0..=8 {
+            let client = w.app.client.clone();
+            let token = w.owner.clone();
+            if i == round * 4 {
+                let complete = complete.clone();
+                tasks.spawn(async move {
+                    let res = client
+                        .post(complete)
+                        .bearer_auth(token)
+                        .json(&json!({"note": "CI rejects bad configs",
+                                      "evidence_url": "https://ci.example.com/run/1"}))
+                        .send()
+                        .await
+                        .expect("sent");
+                    ("complete", res.status().as_u16())
+                });
+                continue;
+            }
+            let url = w.app.url(&format!("/api/v1/coes/{id}/actions"));
+            tasks.spawn(async move {
+                let res = client
+                    .post(url)
+                    .bearer_auth(token)
+                    .json(&json!({"title": format!("Follow-up {round}-{i}"), "owner": "ops@example.com",
+                                  "due_date": due, "priority": "medium", "kind": "detect",
+                                  "success_criteria": "An alert fires"}))
+                    .send()
+                    .await
+                    .expect("sent");
+                ("add", res.status().as_u16())
+            });
+        }
+        let mut added = 0;
+        while let Some(done) = tasks.join_next().await {
+            match done.expect("task") {
+                ("complete", status) => assert_eq!(status, 200, "round {round}"),
+                (_, 201) => added += 1,
+                (_, status) => assert_eq!(status, 409, "round {round}: refused as closed"),
+            }
+        }
+        let doc = w.coe(&id).await;
+        let open = doc["actions"]
+            .as_array()
+            .expect("actions")
+            .iter()
+            .filter(|a| a["state"] == "open")
+            .count();
+        assert_eq!(open, added, "round {round}: every action added is there");
+        match doc["state"].as_str() {
+            Some("closed") => assert_eq!(open, 0, "round {round}: closed with open actions"),
+            Some("approved") => assert!(open > 0, "round {round}: approved with nothing left"),
+            other => panic!("round {round}: {other:?}"),
+        }
+    }
+}

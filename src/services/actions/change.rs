@@ -242,8 +242,8 @@ pub fn prepare(
 }
 
 /// Writes a prepared action (`prepare`), its audit row and its owner's email, in the
-/// caller's transaction: the COE locked and asked again whether it is open (it may
-/// have closed since). Gives the new action as `get` would read it after the commit.
+/// caller's transaction: the COE asked again whether it is open (it may have closed
+/// since), under a share lock (`locks::coe_state_shared`). Gives the new action as `get` would read it after the commit.
 pub fn add(conn: &mut DbConnection, prepared: Prepared) -> Result<ActionDetail, ActionError> {
     let Prepared {
         mut row,
@@ -253,13 +253,12 @@ pub fn add(conn: &mut DbConnection, prepared: Prepared) -> Result<ActionDetail, 
         coe_reviewer,
         clock,
     } = prepared;
-    if locks::lock_coe(conn, &row.coe_id)? == 0 {
+    // Held against a transition (which takes `lock_coe`) until the commit, but not
+    // against another action added: a COE may be closed only with every action
+    // closed, and an action is added only to a COE not closed.
+    let Some(state) = locks::coe_state_shared(conn, &row.coe_id)? else {
         return Err(ActionError::CoeNotFound(row.coe_id));
-    }
-    let state: String = coes::table
-        .find(&row.coe_id)
-        .select(coes::state)
-        .first(conn)?;
+    };
     refuse_closed(&state)?;
     let now = db::now();
     (row.created_at, row.updated_at) = (now, now);
