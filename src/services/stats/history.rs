@@ -80,21 +80,20 @@ impl History {
     }
 }
 
+/// An action closed: its state, due date, creation and closing.
+type Closed = (String, NaiveDate, NaiveDateTime, Option<NaiveDateTime>);
+
 /// The figures about the past at `clock`: actions closed in the last 30 and 90 days,
-/// the median days to close, the weeks.
+/// the median days to close, the weeks. The actions closed are read once, from the
+/// earlier of the 90 days' and the weeks' first day, for both.
 pub fn history(conn: &mut DbConnection, clock: Clock, scope: &Scope) -> QueryResult<History> {
     let now = clock.now.naive_utc();
     let since_90 = now - Duration::days(90);
     let since_30 = now - Duration::days(30);
-    type Closed = (
-        String,
-        chrono::NaiveDate,
-        NaiveDateTime,
-        Option<NaiveDateTime>,
-    );
+    let weeks_from = local_midnight(clock, first_day(clock, scope.weeks));
     let closed: Vec<Closed> = corrective_actions::table
         .filter(scope.actions())
-        .filter(corrective_actions::closed_at.ge(since_90))
+        .filter(corrective_actions::closed_at.ge(since_90.min(weeks_from)))
         .select((
             corrective_actions::state,
             corrective_actions::due_date,
@@ -105,20 +104,23 @@ pub fn history(conn: &mut DbConnection, clock: Clock, scope: &Scope) -> QueryRes
     let mut last_30 = OnTimeAndLate::default();
     let mut last_90 = OnTimeAndLate::default();
     let mut days_to_close: Vec<f64> = Vec::new();
-    for (state, due, created, closed_at) in closed {
-        let Some(closed_at) = closed_at else { continue };
-        let state: ActionState = types::read("corrective_actions.state", &state)?;
-        let on_time = closed_on_time(state, due, clock.local_date(closed_at));
+    for (state, due, created, closed_at) in &closed {
+        let Some(closed_at) = *closed_at else { continue };
+        if closed_at < since_90 {
+            continue;
+        }
+        let state: ActionState = types::read("corrective_actions.state", state)?;
+        let on_time = closed_on_time(state, *due, clock.local_date(closed_at));
         last_90.count(on_time);
         if closed_at >= since_30 {
             last_30.count(on_time);
         }
         if on_time.is_some() {
-            days_to_close.push(days_between(created, closed_at));
+            days_to_close.push(days_between(*created, closed_at));
         }
     }
     days_to_close.sort_by(f64::total_cmp);
-    let (weeks, week_days) = weeks(conn, clock, scope)?;
+    let (weeks, week_days) = weeks(conn, clock, scope, &closed)?;
     Ok(History {
         closed_last_30_days: last_30,
         closed_last_90_days: last_90,
@@ -152,11 +154,13 @@ fn days_between(created: NaiveDateTime, closed_at: NaiveDateTime) -> f64 {
 }
 
 /// The weekly figures of the last `scope.weeks` weeks, and each week's days to close
-/// (in order, for its median).
+/// (in order, for its median); `closed`: the scope's actions closed since the first
+/// week began, at least.
 fn weeks(
     conn: &mut DbConnection,
     clock: Clock,
     scope: &Scope,
+    closed: &[Closed],
 ) -> QueryResult<(Vec<Week>, Vec<Vec<f64>>)> {
     let weeks = scope.weeks;
     let first = first_day(clock, weeks);
@@ -205,21 +209,15 @@ fn weeks(
             }
         }
     }
-    let closed: Vec<(String, NaiveDate, NaiveDateTime, Option<NaiveDateTime>)> =
-        corrective_actions::table
-            .filter(scope.actions())
-            .filter(corrective_actions::closed_at.ge(midnight(first)))
-            .filter(corrective_actions::state.eq(ActionState::Done.as_str()))
-            .select((
-                corrective_actions::state,
-                corrective_actions::due_date,
-                corrective_actions::created_at,
-                corrective_actions::closed_at,
-            ))
-            .load(conn)?;
     let mut days: Vec<Vec<f64>> = vec![Vec::new(); weeks];
-    for (state, due, created, closed_at) in closed {
-        let Some(closed_at) = closed_at else { continue };
+    let from = midnight(first);
+    let done = closed
+        .iter()
+        .filter(|(state, ..)| state == ActionState::Done.as_str());
+    for (state, due, created, closed_at) in done {
+        let Some(closed_at) = closed_at.filter(|c| *c >= from) else {
+            continue;
+        };
         let day = clock.local_date(closed_at);
         let Ok(index) = usize::try_from((day - first).num_days() / 7) else {
             continue;
@@ -227,13 +225,13 @@ fn weeks(
         let Some(week) = out.get_mut(index) else {
             continue;
         };
-        let state: ActionState = types::read("corrective_actions.state", &state)?;
-        match closed_on_time(state, due, day) {
+        let state: ActionState = types::read("corrective_actions.state", state)?;
+        match closed_on_time(state, *due, day) {
             Some(true) => week.closed_on_time += 1,
             Some(false) => week.closed_late += 1,
             None => continue,
         }
-        days[index].push(days_between(created, closed_at));
+        days[index].push(days_between(*created, closed_at));
     }
     for (week, days) in out.iter_mut().zip(days.iter_mut()) {
         days.sort_by(f64::total_cmp);
