@@ -105,7 +105,9 @@ pub fn history(conn: &mut DbConnection, clock: Clock, scope: &Scope) -> QueryRes
     let mut last_90 = OnTimeAndLate::default();
     let mut days_to_close: Vec<f64> = Vec::new();
     for (state, due, created, closed_at) in &closed {
-        let Some(closed_at) = *closed_at else { continue };
+        let Some(closed_at) = *closed_at else {
+            continue;
+        };
         if closed_at < since_90 {
             continue;
         }
