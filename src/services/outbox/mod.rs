@@ -14,7 +14,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::db::models::OutboxRow;
-use crate::db::schema::{outbox_emails, people};
+use crate::db::schema::{outbox_count_changes, outbox_emails, people};
 use crate::db::{self, DbConnection};
 use crate::email::{clean_line, EmailTemplates, Kind, TemplateError};
 
@@ -399,6 +399,14 @@ pub fn counts(conn: &mut DbConnection) -> QueryResult<BTreeMap<String, i64>> {
 /// themselves and there is nothing to fold.
 pub fn fold_counts(conn: &mut DbConnection) -> QueryResult<()> {
     if !matches!(conn, DbConnection::Pg(_)) {
+        return Ok(());
+    }
+    // Most passes find nothing to fold: they write nothing (no row lock, no commit).
+    let changed: bool = diesel::select(diesel::dsl::exists(
+        outbox_count_changes::table.select(outbox_count_changes::id),
+    ))
+    .get_result(conn)?;
+    if !changed {
         return Ok(());
     }
     db::write_transaction(conn, |conn| {
