@@ -17,6 +17,8 @@ Scenarios (each a fixed number of seconds):
   mixed          200 connections: COE documents, lists and stats read, sections edited
                  with their version, actions started and reopened (mixed.lua); 409/412
                  (someone saved first) are counted apart from failures
+  change-actions after mixed, 16 connections: PATCH an action's description (change.lua), every
+                 answer a 200 (a write that is kept)
   overdue-query  GET /api/v1/actions?overdue=true (the first 100), 8 connections, and
   sweep          one reminder sweep (`coe sweep --dry-run`: every decision, nothing
                  queued), each at 10,000, 100,000 and 1,000,000 actions seeded with bulk
@@ -185,6 +187,14 @@ def bench(backend, coe, workdir, seconds):
                      f"{mixed['p50_ms']:.1f}", f"{mixed['p99_ms']:.1f}",
                      f"{mixed['fivexx']} 5xx, {mixed['errors']} dropped, {mixed['conflicts']} 409/412",
                      f"{mixed['peak_rss_mib']:.1f}", f"{mixed['cpu_s']:.1f}", f"{rate / floor_rate:.2%}"))
+        # Writes that are kept: the mixed load's edits and transitions are mostly refused
+        # (a stale version; `start` of an action already started).
+        changed = wrk(server, "change.lua", "/", 16, seconds, admin, [",".join(action_ids)],
+                      f"change-actions.{backend}")
+        probe.check(changed["non2xx"] + changed["errors"] == 0,
+                    f"{backend} change-actions: every change answered 200 "
+                    f"({changed['non2xx']} other, {changed['errors']} dropped)")
+        row("change-actions, 16 connections (PATCH, every one kept)", changed)
         rows.append(("idle, after start-up", backend, "—", "—", "—", "—", f"{idle:.1f} (RSS)", "—", "—"))
     finally:
         server.stop()

@@ -1067,6 +1067,74 @@ async fn concurrent_writes_on_one_version_let_exactly_one_through() {
     assert_eq!(version(&c.coe(&id).await), v + 1);
 }
 
+/// Edits of several COEs sent at once (on SQLite they share the writer's commits),
+/// each beside a stale edit of the same COE: every edit based on the current version
+/// is kept with its history, every stale one is refused and leaves nothing behind.
+#[tokio::test]
+async fn edits_sent_together_are_kept_or_refused_each_on_its_own() {
+    let c = Client::new().await;
+    let mut coes = Vec::new();
+    for i in 0..6 {
+        let (_, doc) = c
+            .write(
+                "POST",
+                "/api/v1/coes",
+                None,
+                Some(json!({"title": format!("Together {i}")})),
+            )
+            .await;
+        coes.push((doc["id"].as_str().expect("id").to_owned(), version(&doc)));
+    }
+    let mut tasks = JoinSet::new();
+    for (i, (id, v)) in coes.iter().enumerate() {
+        for (based_on, body) in [(*v, format!("kept {i}")), (v + 5, format!("stale {i}"))] {
+            let client = c.app.client.clone();
+            let url = c.app.url(&format!("/api/v1/coes/{id}/sections/summary"));
+            let token = c.member.clone();
+            tasks.spawn(async move {
+                let status = client
+                    .put(url)
+                    .bearer_auth(token)
+                    .header("if-match", format!("\"{based_on}\""))
+                    .json(&json!({ "body": body }))
+                    .send()
+                    .await
+                    .expect("sent")
+                    .status()
+                    .as_u16();
+                (body, status)
+            });
+        }
+    }
+    while let Some(done) = tasks.join_next().await {
+        let (body, status) = done.expect("task");
+        let expected = if body.starts_with("kept") { 200 } else { 412 };
+        assert_eq!(status, expected, "{body}");
+    }
+    for (i, (id, v)) in coes.iter().enumerate() {
+        let doc = c.coe(id).await;
+        assert_eq!(version(&doc), v + 1, "{id}");
+        let summary = doc["sections"]
+            .as_array()
+            .expect("sections")
+            .iter()
+            .find(|s| s["key"] == "summary")
+            .expect("summary");
+        assert_eq!(summary["body"], format!("kept {i}"));
+        let history = c
+            .app
+            .get_json(&format!("/api/v1/coes/{id}/history"), &c.member)
+            .await;
+        let actions: Vec<&str> = history["changes"]
+            .as_array()
+            .expect("changes")
+            .iter()
+            .map(|h| h["action"].as_str().expect("action"))
+            .collect();
+        assert_eq!(actions, ["opened", "section:summary"], "{id}");
+    }
+}
+
 #[tokio::test]
 async fn nul_characters_are_refused_with_a_clear_error() {
     let c = Client::new().await;

@@ -122,13 +122,20 @@ pub async fn patch(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, patch, acting) = (id.into_inner(), body.0, caller.acting());
-    let detail = with_conn(&state, move |conn, state| {
+    let written = id.clone();
+    with_write(&state, move |conn, state| {
         let clock = state.settings.clock();
-        actions::patch(conn, &id, &patch, &acting.editor(), clock, state.env())?;
-        Ok(actions::get(conn, &id, clock)?)
+        Ok(actions::patch(
+            conn,
+            &written,
+            &patch,
+            &acting.editor(),
+            clock,
+            state.env(),
+        )?)
     })
     .await?;
-    Ok(HttpResponse::Ok().json(detail))
+    Ok(HttpResponse::Ok().json(read_back(&state, id).await?))
 }
 
 /// Deletes an action added by mistake: only while its COE is a draft, by the COE's
@@ -148,7 +155,7 @@ pub async fn delete(
 ) -> Result<HttpResponse, ApiError> {
     let (id, acting) = (id.into_inner(), caller.acting());
     let key = id.clone();
-    let coe_id = with_conn(&state, move |conn, _| {
+    let coe_id = with_write(&state, move |conn, _| {
         Ok(actions::delete(conn, &key, &acting.editor())?)
     })
     .await?;
@@ -183,12 +190,18 @@ pub async fn verify(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, input, acting) = (id.into_inner(), body.0, caller.acting());
-    let detail = with_conn(&state, move |conn, state| {
-        actions::verify(conn, &id, &input, &acting.editor(), state.env())?;
-        Ok(actions::get(conn, &id, state.settings.clock())?)
+    let written = id.clone();
+    with_write(&state, move |conn, state| {
+        Ok(actions::verify(
+            conn,
+            &written,
+            &input,
+            &acting.editor(),
+            state.env(),
+        )?)
     })
     .await?;
-    Ok(HttpResponse::Ok().json(detail))
+    Ok(HttpResponse::Ok().json(read_back(&state, id).await?))
 }
 
 /// Moves an action: `start`, `complete` (note = resolution, optional evidence_url),
@@ -224,21 +237,19 @@ pub async fn transition(
         }
     };
     let (id, input, acting) = (id.into_inner(), body.0.unwrap_or_default(), caller.acting());
-    // (Not through the writer's batches as creating is: under the mixed load they
-    // measured slower there — docs/benchmarks.md.)
-    let detail = with_conn(&state, move |conn, state| {
-        actions::transition(
+    let written = id.clone();
+    with_write(&state, move |conn, state| {
+        Ok(actions::transition(
             conn,
-            &id,
+            &written,
             verb,
             &input,
             &acting.editor(),
             state.settings.coe.verify_actions_from,
-        )?;
-        Ok(actions::get(conn, &id, state.settings.clock())?)
+        )?)
     })
     .await?;
-    Ok(HttpResponse::Ok().json(detail))
+    Ok(HttpResponse::Ok().json(read_back(&state, id).await?))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -350,17 +361,25 @@ async fn review_step(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, comment) = (id.into_inner(), body.0.and_then(|b| b.comment));
-    let doc: CoeDocument = with_conn(&state, move |conn, state| {
+    let written = id.clone();
+    with_write(&state, move |conn, state| {
         let who = Reviewer {
             actor: &caller.actor(),
             email: caller.email.as_deref(),
             is_admin: caller.role == Role::Admin,
             principal: &caller.principal(),
         };
-        review::step(conn, &id, step, comment.as_deref(), &who, state.env())?;
-        Ok(coes::load(conn, &id, &state.settings)?)
+        Ok(review::step(
+            conn,
+            &written,
+            step,
+            comment.as_deref(),
+            &who,
+            state.env(),
+        )?)
     })
     .await?;
+    let doc = show(&state, id).await?;
     Ok(HttpResponse::Ok()
         .insert_header(("ETag", format!("\"{}\"", doc.version)))
         .json(doc))
@@ -413,17 +432,24 @@ pub async fn name_bar_raiser(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, email) = (id.into_inner(), body.0.bar_raiser);
-    let doc: CoeDocument = with_conn(&state, move |conn, state| {
+    let written = id.clone();
+    with_write(&state, move |conn, state| {
         let who = Reviewer {
             actor: &caller.actor(),
             email: caller.email.as_deref(),
             is_admin: true,
             principal: &caller.principal(),
         };
-        review::name_bar_raiser(conn, &id, email.as_str(), &who, state.env())?;
-        Ok(coes::load(conn, &id, &state.settings)?)
+        Ok(review::name_bar_raiser(
+            conn,
+            &written,
+            email.as_str(),
+            &who,
+            state.env(),
+        )?)
     })
     .await?;
+    let doc = show(&state, id).await?;
     Ok(HttpResponse::Ok()
         .insert_header(("ETag", format!("\"{}\"", doc.version)))
         .json(doc))
@@ -465,4 +491,21 @@ pub async fn request_changes(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     review_step(caller, id, Step::RequestChanges, body, state).await
+}
+
+/// Action `id` as stored, read after the write that changed it committed (on a
+/// connection of the pool: the writer reads nothing back).
+async fn read_back(state: &web::Data<AppState>, id: String) -> Result<ActionDetail, ApiError> {
+    with_conn(state, move |conn, state| {
+        Ok(actions::get(conn, &id, state.settings.clock())?)
+    })
+    .await
+}
+
+/// COE `id`'s whole document, read after the write that changed it committed.
+async fn show(state: &web::Data<AppState>, id: String) -> Result<CoeDocument, ApiError> {
+    with_conn(state, move |conn, state| {
+        Ok(coes::load(conn, &id, &state.settings)?)
+    })
+    .await
 }

@@ -15,7 +15,7 @@ use crate::error::{ApiError, ErrorBody, FieldProblem};
 use crate::http::bearer::Member;
 use crate::http::extract::{ids, ApiJson, ApiQuery, IfMatch, PathId};
 use crate::http::pagination::{self, Listed, Page};
-use crate::http::state::{with_conn, AppState};
+use crate::http::state::{with_conn, with_write, AppState};
 use crate::services::access::Editor;
 use crate::services::coes::{
     self, CoeDocument, CoeError, CoePatch, CoeSummary, HistoryEntry, NewCoe, RelatedInput,
@@ -60,9 +60,11 @@ pub(super) fn document_response(status: StatusCode, doc: CoeDocument) -> HttpRes
         .json(doc)
 }
 
-/// Runs a write on the COE `id` by the caller in the blocking pool (the service
-/// checks, inside its transaction, that the caller may change it) and answers with
-/// the whole updated document.
+/// Runs a write on the COE `id` by the caller (the service checks, inside its
+/// transaction, that the caller may change it) and answers with the whole updated
+/// document. The write goes through `with_write` (on SQLite, the writer's next
+/// batch: the edits that wait together share one commit); the document is read
+/// after the commit, on a connection of the pool, so the writer reads nothing.
 pub(super) async fn write_then_show<T: Send + 'static>(
     state: &web::Data<AppState>,
     caller: &Caller,
@@ -73,8 +75,12 @@ pub(super) async fn write_then_show<T: Send + 'static>(
         + 'static,
 ) -> Result<HttpResponse, ApiError> {
     let (id, acting) = (id.into_inner(), caller.acting());
+    let written = id.clone();
+    with_write(state, move |conn, state| {
+        Ok(write(conn, &written, &acting.editor(), state)?)
+    })
+    .await?;
     let doc = with_conn(state, move |conn, state| {
-        write(conn, &id, &acting.editor(), state)?;
         Ok(coes::load(conn, &id, &state.settings)?)
     })
     .await?;
@@ -97,8 +103,11 @@ pub async fn create(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (input, actor) = (body.0, caller.actor());
+    let id = with_write(&state, move |conn, state| {
+        Ok(coes::create(conn, input, &actor, &state.env())?)
+    })
+    .await?;
     let doc = with_conn(&state, move |conn, state| {
-        let id = coes::create(conn, input, &actor, &state.env())?;
         Ok(coes::load(conn, &id, &state.settings)?)
     })
     .await?;

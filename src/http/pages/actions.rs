@@ -9,7 +9,8 @@ use serde_json::{json, Value};
 
 use super::coes::safe_href;
 use super::{
-    as_person, change, keep_form, kept_form, render, CsrfForm, Outcome, Page, PageError, State,
+    as_person, change, keep_form, kept_form, render, write_as_person, CsrfForm, Outcome, Page,
+    PageError, State,
 };
 use crate::domain::action::{self, Transition};
 use crate::http::session::SignedIn;
@@ -192,7 +193,7 @@ pub async fn delete(form: CsrfForm<StepForm>, path: web::Path<String>, state: St
     let who = form.who;
     let id = path.into_inner();
     let key = id.clone();
-    let deleted = as_person(&state, &who, move |conn, _, editor| {
+    let deleted = write_as_person(&state, &who, move |conn, _, editor| {
         match actions::delete(conn, &key, editor) {
             Ok(coe_id) => Ok(Ok(coe_id)),
             Err(e) => Outcome::of(Err(e)).map(Err),

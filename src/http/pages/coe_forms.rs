@@ -109,7 +109,7 @@ impl CoeForm {
         let key = forms::form_key(self.fields.filled("form_key"));
         let print = self.fields.fingerprint();
         let id = self.id.clone();
-        let made = super::as_person(&self.state, &self.who, move |conn, state, editor| {
+        let made = super::write_as_person(&self.state, &self.who, move |conn, state, editor| {
             let made = forms::once(conn, key.as_deref(), editor.actor, &print, |conn| {
                 work(conn, state, editor, &id)
             });

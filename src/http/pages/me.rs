@@ -6,7 +6,7 @@ use actix_web::http::StatusCode;
 use actix_web::web;
 use serde_json::json;
 
-use super::{as_person, render, CsrfForm, Fields, Page, PageError, State};
+use super::{as_person, render, write_as_person, CsrfForm, Fields, Page, PageError, State};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
 use crate::services::auth;
@@ -60,7 +60,7 @@ pub async fn new_calendar(form: CsrfForm<Fields>, state: State) -> Page {
     let email =
         crate::domain::EmailAddress::parse(&who.person.email).map_err(PageError::BadRequest)?;
     let target = email.clone();
-    let secret = as_person(&state, &who, move |conn, _, _| {
+    let secret = write_as_person(&state, &who, move |conn, _, _| {
         Ok(directory::new_feed_token(conn, &target)?)
     })
     .await?;
@@ -78,7 +78,7 @@ pub async fn new_calendar(form: CsrfForm<Fields>, state: State) -> Page {
 pub async fn sign_out_others(form: CsrfForm<Fields>, state: State) -> Page {
     let who = form.who;
     let keep = who.person.session_id.clone();
-    let ended = as_person(&state, &who, move |conn, _, me| {
+    let ended = write_as_person(&state, &who, move |conn, _, me| {
         Ok(auth::end_others(conn, me.actor, &keep)?)
     })
     .await?;

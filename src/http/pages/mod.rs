@@ -48,7 +48,8 @@ pub type Page = Result<HttpResponse, PageError>;
 pub type State = web::Data<AppState>;
 
 pub use outcome::{
-    as_person, as_service, change, keep_form, kept_form, see_other, Again, FormError, Outcome,
+    as_person, as_service, change, keep_form, kept_form, see_other, write_as_person, Again,
+    FormError, Outcome,
 };
 
 macro_rules! embedded {

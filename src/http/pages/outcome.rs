@@ -17,7 +17,7 @@ use super::{Page, PageError};
 use crate::db::DbConnection;
 use crate::error::ApiError;
 use crate::http::session::SignedIn;
-use crate::http::state::{with_conn, AppState};
+use crate::http::state::{with_conn, with_write, AppState};
 use crate::services::access::Editor;
 use crate::services::coes::CoeError;
 
@@ -166,13 +166,28 @@ pub async fn as_service<T: Send + 'static>(
     Ok(with_conn(state, work).await?)
 }
 
+/// Runs `work`, which writes, as the signed-in person through `with_write`, as the
+/// API's changes do (on SQLite, the writer's next batch: one commit for the writes
+/// that wait together).
+pub async fn write_as_person<T: Send + 'static>(
+    state: &web::Data<AppState>,
+    who: &SignedIn,
+    work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, PageError> {
+    let acting = who.person.acting();
+    Ok(with_write(state, move |conn, state| {
+        work(conn, state, &acting.editor())
+    })
+    .await?)
+}
+
 /// Runs a change as the signed-in person and says what it came to.
 pub async fn change<E: FormError>(
     state: &web::Data<AppState>,
     who: &SignedIn,
     work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>) -> Result<(), E> + Send + 'static,
 ) -> Result<Outcome, PageError> {
-    as_person(state, who, move |conn, state, editor| {
+    write_as_person(state, who, move |conn, state, editor| {
         Outcome::of(work(conn, state, editor))
     })
     .await

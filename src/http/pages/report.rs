@@ -9,7 +9,7 @@ use chrono::NaiveDateTime;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{as_person, as_service, keep_form, kept_form, render, see_other, CsrfForm};
+use super::{as_service, keep_form, kept_form, render, see_other, write_as_person, CsrfForm};
 use super::{Fields, Outcome, Page, State};
 use crate::domain::Severity;
 use crate::http::session::SignedIn;
@@ -127,7 +127,7 @@ pub async fn submit(form: CsrfForm<Fields>, state: State) -> Page {
         fields.fingerprint(),
     );
     let made = if problems.is_empty() {
-        as_person(&state, &who, move |conn, state, editor| {
+        write_as_person(&state, &who, move |conn, state, editor| {
             let made = forms::once(conn, key.as_deref(), editor.actor, &print, |conn| {
                 let reported = report::report(conn, &input, editor, state.env())?;
                 Ok::<_, CoeError>(match reported.coe_id {

@@ -18,11 +18,12 @@
 //! written with a few statements per group, instead of four writers' small batches
 //! waiting for each other's group locks.
 //!
-//! Ordinary writes (`Work`: creating an action, through `http::state::with_write`) take the same queue
-//! on SQLite, so they share its commits too: the writer runs each work of what it took
-//! in a savepoint of one transaction (a work that fails — a 409, a 422 — rolls back
-//! alone), commits once, then answers each. They are written after the deliveries
-//! taken with them, in a transaction of their own. A database fault met by any of
+//! Ordinary writes (`Work`: every change people make through the API and the pages,
+//! through `http::state::with_write`) take the same queue on SQLite, so they share its
+//! commits too: the writer runs each work of what it took in a savepoint of one
+//! transaction (a work that fails — a 409, a 412, a 422 — rolls back alone), commits
+//! once, then answers each. They are written before the deliveries taken with them,
+//! in a transaction of their own. A database fault met by any of
 //! them rolls the whole transaction back and answers each of them with it.
 //!
 //! The writers have connections of their own (a pool the size of the writers), so
