@@ -184,7 +184,7 @@ pub async fn save_sections(form: CoeForm) -> Page {
     }
     let coe = id.clone();
     let saved =
-        super::as_person(
+        super::write_as_person(
             &state,
             &who,
             move |conn, state, editor| match service::put_sections(

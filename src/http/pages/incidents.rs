@@ -10,7 +10,9 @@ use serde_json::{json, Value};
 
 use super::coes::safe_href;
 use super::query::{filled, pages, word};
-use super::{as_person, as_service, render, see_other, CsrfForm, Fields, Page, PageError, State};
+use super::{
+    as_service, render, see_other, write_as_person, CsrfForm, Fields, Page, PageError, State,
+};
 use crate::domain::incident::IncidentState;
 use crate::domain::timeline::{self, EventFacts};
 use crate::domain::Severity;
@@ -205,7 +207,7 @@ pub async fn show(who: SignedIn, path: web::Path<String>, state: State) -> Page 
 /// `POST /incidents/{id}/coe`: opens its COE by hand (or goes to the one it has).
 pub async fn open_coe(form: CsrfForm<Fields>, path: web::Path<String>, state: State) -> Page {
     let key = path.into_inner();
-    let opened = as_person(&state, &form.who, move |conn, state, me| {
+    let opened = write_as_person(&state, &form.who, move |conn, state, me| {
         if incidents::get(conn, &key)?.is_none() {
             return Err(ApiError::NotFound(format!("there is no incident {key}")));
         }
