@@ -221,7 +221,9 @@ fn connect_sized(settings: &DatabaseSettings, size: u32) -> Result<DbPool, DbErr
 
 /// How long a request waits for a connection while the database is known to be
 /// unreachable: a refused connection is refused at once, and a request that waits the
-/// whole `connect_timeout_secs` for it only holds a worker.
+/// whole `connect_timeout_secs` for it only holds a worker. Also the slice in which a
+/// request that began waiting before the outage was known looks again (r2d2 wakes a
+/// waiter when a connection is made or given back, not when making one fails).
 const OUTAGE_WAIT: Duration = Duration::from_millis(250);
 
 /// A connection from the pool: waits up to `database.connect_timeout_secs`, or only
@@ -230,25 +232,65 @@ const OUTAGE_WAIT: Duration = Duration::from_millis(250);
 /// (`min_idle`) and drops those that met a fault, so none means the database is
 /// unreachable: each attempt to connect is refused at once, and a request that waits
 /// the whole timeout for it only holds a worker (a database that is back still
-/// connects within the short wait). A failure is logged here outside an outage; an
-/// outage is logged once by the manager (`Outage`).
+/// connects within the short wait). A request that was already waiting when the
+/// outage began gives up within `OUTAGE_WAIT` of it too: it waits in slices and looks
+/// between them. A failure is logged here outside an outage; an outage is logged once
+/// by the manager (`Outage`).
 pub fn checkout(pool: &DbPool) -> Result<PooledConnection, r2d2::PoolError> {
     // A pool that keeps connections and holds none lost them all; a lazy one (the
     // ingest writers') holds none until first asked, and its first connection may take
     // a while on a loaded machine.
     let emptied = pool.state().connections == 0 && pool.min_idle().is_some_and(|m| m > 0);
     let outage = emptied || pool.outage.known();
-    let wait = if outage {
-        OUTAGE_WAIT
-    } else {
-        pool.connection_timeout()
-    };
-    pool.get_timeout(wait).inspect_err(|e| {
+    if outage {
+        return pool.get_timeout(OUTAGE_WAIT);
+    }
+    let deadline = std::time::Instant::now() + pool.connection_timeout();
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let result = pool.get_timeout(left.min(OUTAGE_WAIT));
+        let error = match result {
+            Ok(conn) => return Ok(conn),
+            Err(e) => e,
+        };
         // An outage that began meanwhile is logged once, by the manager.
-        if !outage && !pool.outage.known() {
-            let error = e.to_string();
-            let first_line = error.lines().next().unwrap_or_default().trim();
-            tracing::warn!(error = first_line, "no database connection");
+        if pool.outage.known() {
+            return Err(error);
         }
-    })
+        if left <= OUTAGE_WAIT {
+            let message = error.to_string();
+            let first_line = message.lines().next().unwrap_or_default().trim();
+            tracing::warn!(error = first_line, "no database connection");
+            return Err(error);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request that began waiting before anyone knew the database was down (here the
+    /// first one ever, on a lazy pool) gives up once the first refusal is known, not
+    /// after `connect_timeout_secs`: r2d2 does not wake it when connecting fails.
+    #[test]
+    fn a_waiting_request_gives_up_once_connections_are_refused() {
+        // Port 1 on loopback refuses; the database name keeps this outage this test's.
+        let settings = DatabaseSettings {
+            url: "postgres://coe@127.0.0.1:1/a_waiting_request_gives_up".into(),
+            connect_timeout_secs: 30,
+            ..DatabaseSettings::default()
+        };
+        let pool = lazy_pool(&settings, 2).unwrap();
+        let started = std::time::Instant::now();
+        assert!(checkout(&pool).is_err());
+        let waited = started.elapsed();
+        assert!(pool.outage.known(), "the refusal is known as an outage");
+        // Well under the 30 s timeout: a slice or two, on however loaded a machine.
+        assert!(waited < Duration::from_secs(10), "waited {waited:?}");
+        // The next request knows at once.
+        let started = std::time::Instant::now();
+        assert!(checkout(&pool).is_err());
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
 }
