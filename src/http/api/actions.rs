@@ -1,7 +1,7 @@
 //! Corrective actions: `POST /api/v1/coes/{id}/actions`, `/api/v1/actions…`, and the
 //! review steps of a COE.
 
-use actix_web::{web, HttpResponse};
+use actix_web::{http::StatusCode, web, HttpResponse};
 use chrono::NaiveDate;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
@@ -17,7 +17,9 @@ use crate::services::actions::{
     self, ActionDetail, ActionError, ActionFilter, ActionPatch, ActionSort, ActionView, NewAction,
     TransitionInput, VerifyInput,
 };
-use crate::services::coes::{self, CoeDocument};
+use crate::services::coes::CoeDocument;
+
+use super::coes::{document, document_response};
 use crate::services::review::{self, Reviewer, Step};
 use crate::services::tokens::Caller;
 
@@ -379,10 +381,10 @@ async fn review_step(
         )?)
     })
     .await?;
-    let doc = show(&state, id).await?;
-    Ok(HttpResponse::Ok()
-        .insert_header(("ETag", format!("\"{}\"", doc.version)))
-        .json(doc))
+    Ok(document_response(
+        StatusCode::OK,
+        document(&state, id).await?,
+    ))
 }
 
 /// Submits a draft for review. Refused with every missing piece at once when incomplete.
@@ -449,10 +451,10 @@ pub async fn name_bar_raiser(
         )?)
     })
     .await?;
-    let doc = show(&state, id).await?;
-    Ok(HttpResponse::Ok()
-        .insert_header(("ETag", format!("\"{}\"", doc.version)))
-        .json(doc))
+    Ok(document_response(
+        StatusCode::OK,
+        document(&state, id).await?,
+    ))
 }
 
 /// Approves a COE in review. The reviewer only (or an admin).
@@ -498,14 +500,6 @@ pub async fn request_changes(
 async fn read_back(state: &web::Data<AppState>, id: String) -> Result<ActionDetail, ApiError> {
     with_conn(state, move |conn, state| {
         Ok(actions::get(conn, &id, state.settings.clock())?)
-    })
-    .await
-}
-
-/// COE `id`'s whole document, read after the write that changed it committed.
-async fn show(state: &web::Data<AppState>, id: String) -> Result<CoeDocument, ApiError> {
-    with_conn(state, move |conn, state| {
-        Ok(coes::load(conn, &id, &state.settings)?)
     })
     .await
 }

@@ -80,11 +80,19 @@ pub(super) async fn write_then_show<T: Send + 'static>(
         Ok(write(conn, &written, &acting.editor(), state)?)
     })
     .await?;
-    let doc = with_conn(state, move |conn, state| {
+    Ok(document_response(status, document(state, id).await?))
+}
+
+/// COE `id`'s whole document, read on a connection of the pool (after the write that
+/// changed it committed, when there was one).
+pub(super) async fn document(
+    state: &web::Data<AppState>,
+    id: String,
+) -> Result<CoeDocument, ApiError> {
+    with_conn(state, move |conn, state| {
         Ok(coes::load(conn, &id, &state.settings)?)
     })
-    .await?;
-    Ok(document_response(status, doc))
+    .await
 }
 
 /// Opens a COE by hand: for an incident below the COE policy, or for no incident.
@@ -107,11 +115,10 @@ pub async fn create(
         Ok(coes::create(conn, input, &actor, &state.env())?)
     })
     .await?;
-    let doc = with_conn(&state, move |conn, state| {
-        Ok(coes::load(conn, &id, &state.settings)?)
-    })
-    .await?;
-    Ok(document_response(StatusCode::CREATED, doc))
+    Ok(document_response(
+        StatusCode::CREATED,
+        document(&state, id).await?,
+    ))
 }
 
 /// The whole COE: sections with guidance and completeness, timeline, 5 whys, related
@@ -128,12 +135,10 @@ pub async fn get(
     id: PathId<ids::Coe>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = id.into_inner();
-    let doc = with_conn(&state, move |conn, state| {
-        Ok(coes::load(conn, &id, &state.settings)?)
-    })
-    .await?;
-    Ok(document_response(StatusCode::OK, doc))
+    Ok(document_response(
+        StatusCode::OK,
+        document(&state, id.into_inner()).await?,
+    ))
 }
 
 /// Changes title, owner, reviewer, severity or service. Needs `If-Match`.

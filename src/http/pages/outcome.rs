@@ -150,11 +150,7 @@ pub async fn as_person<T: Send + 'static>(
     who: &SignedIn,
     work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, PageError> {
-    let acting = who.person.acting();
-    Ok(with_conn(state, move |conn, state| {
-        work(conn, state, &acting.editor())
-    })
-    .await?)
+    Ok(with_conn(state, acting_as(who, work)).await?)
 }
 
 /// Runs `work` on a pooled connection for a page that reads, or for an admin's
@@ -174,11 +170,16 @@ pub async fn write_as_person<T: Send + 'static>(
     who: &SignedIn,
     work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, PageError> {
+    Ok(with_write(state, acting_as(who, work)).await?)
+}
+
+/// `work` as a work of `with_conn` or `with_write`, done as the signed-in person.
+fn acting_as<T>(
+    who: &SignedIn,
+    work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>) -> Result<T, ApiError> + Send + 'static,
+) -> impl FnOnce(&mut DbConnection, &AppState) -> Result<T, ApiError> + Send + 'static {
     let acting = who.person.acting();
-    Ok(with_write(state, move |conn, state| {
-        work(conn, state, &acting.editor())
-    })
-    .await?)
+    move |conn, state| work(conn, state, &acting.editor())
 }
 
 /// Runs a change as the signed-in person and says what it came to.
