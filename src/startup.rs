@@ -166,6 +166,7 @@ impl Application {
                 .max_capacity(100_000)
                 .time_to_live(std::time::Duration::from_secs(60))
                 .build(),
+            known_tokens: http::bearer::KnownTokens::new(),
             action_figures: PerChange::new(4),
             action_history: Past::new(4),
             closed_by_team: Past::new(64),

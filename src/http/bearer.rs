@@ -141,8 +141,13 @@ pub async fn authenticate_first(
     Ok(next.call(req).await?.map_into_left_body())
 }
 
-/// The caller behind a presented secret, or 401.
+/// The caller behind a presented secret, or 401: remembered for `KNOWN_FOR` once
+/// looked up (`KnownTokens`).
 async fn caller_of(secret: TokenSecret, state: web::Data<AppState>) -> Result<Caller, ApiError> {
+    let hash = secret.hash();
+    if let Some(caller) = state.known_tokens.0.get(&hash) {
+        return Ok(caller);
+    }
     let caller = with_conn(&state, move |conn, _| {
         tokens::authenticate(conn, &secret).map_err(|e| match e {
             tokens::TokenError::Database(e) => ApiError::from(e),
@@ -150,7 +155,45 @@ async fn caller_of(secret: TokenSecret, state: web::Data<AppState>) -> Result<Ca
         })
     })
     .await?;
-    caller.ok_or_else(|| ApiError::Unauthorized("the token is unknown or revoked".into()))
+    let caller =
+        caller.ok_or_else(|| ApiError::Unauthorized("the token is unknown or revoked".into()))?;
+    state.known_tokens.0.insert(hash, caller.clone());
+    Ok(caller)
+}
+
+/// How long a looked-up token is taken as valid without asking the database again.
+/// A sender posting thousands of events a second costs one lookup a second, not one
+/// per request; a token revoked through this replica is forgotten at once
+/// (`KnownTokens::forget_all`), one revoked elsewhere (another replica, `coe token
+/// revoke`) is refused within this time.
+pub const KNOWN_FOR: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The callers of the tokens looked up in the last `KNOWN_FOR`, by the token's hash.
+/// Unknown tokens are not remembered: each is looked up and counted
+/// (`auth.failed_tokens_per_client`).
+#[derive(Clone)]
+pub struct KnownTokens(moka::sync::Cache<String, Caller>);
+
+impl KnownTokens {
+    pub fn new() -> KnownTokens {
+        KnownTokens(
+            moka::sync::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(KNOWN_FOR)
+                .build(),
+        )
+    }
+
+    /// After a token is revoked: every token is looked up again.
+    pub fn forget_all(&self) {
+        self.0.invalidate_all();
+    }
+}
+
+impl Default for KnownTokens {
+    fn default() -> Self {
+        KnownTokens::new()
+    }
 }
 
 /// The token in `Authorization: Bearer <token>`, or the password of HTTP basic auth

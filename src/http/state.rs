@@ -40,6 +40,8 @@ pub struct AppState {
     /// Unknown or revoked tokens presented per client address in the current minute
     /// (`auth.failed_tokens_per_client`).
     pub token_failures: moka::sync::Cache<String, Arc<std::sync::atomic::AtomicU32>>,
+    /// Tokens looked up in the last second (`bearer::KNOWN_FOR`).
+    pub known_tokens: crate::http::bearer::KnownTokens,
     /// The inspection's figures about actions (`/api/v1/stats`, the dashboard).
     pub action_figures: PerChange<Arc<crate::services::stats::ActionFigures>>,
     /// The inspection's figures about the past (actions closed, the weeks).

@@ -226,3 +226,33 @@ async fn the_bootstrap_admin_token_is_made_once_and_only_when_no_admin_exists() 
     assert_eq!(me["role"], "admin");
     assert_eq!(me["token_name"], "bootstrap-admin");
 }
+
+/// A token revoked by another replica (or `coe token revoke`), whose revocation this
+/// server is not told of, is refused once its lookup expires (`bearer::KNOWN_FOR`,
+/// one second), not only after a restart.
+#[tokio::test]
+async fn a_token_revoked_elsewhere_is_refused_within_a_second_or_so() {
+    let app = spawn_app().await;
+    let secret = app.token("elsewhere", Role::Member);
+    assert_eq!(app.get("/api/v1/me", Some(&secret)).await.status(), 200);
+    // Looked up once: the next requests are answered from what was looked up.
+    assert_eq!(app.get("/api/v1/me", Some(&secret)).await.status(), 200);
+
+    let mut conn = app.pool.get().expect("connection");
+    coe::services::tokens::revoke(&mut conn, "elsewhere").expect("revoked");
+    drop(conn);
+    let revoked = std::time::Instant::now();
+    loop {
+        let status = app.get("/api/v1/me", Some(&secret)).await.status();
+        if status == 401 {
+            break;
+        }
+        assert_eq!(status, 200);
+        assert!(
+            revoked.elapsed() < std::time::Duration::from_secs(10),
+            "the revoked token still works after {:?}",
+            revoked.elapsed()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

@@ -147,6 +147,7 @@ pub async fn revoke(
 ) -> Result<HttpResponse, ApiError> {
     let name = name.into_inner();
     let token = with_conn(&state, move |conn, _| Ok(tokens::revoke(conn, &name)?)).await?;
+    state.known_tokens.forget_all();
     tracing::info!(token = %token.name, by = %caller.actor(), "token revoked");
     Ok(HttpResponse::Ok().json(token))
 }

@@ -212,6 +212,7 @@ pub async fn tokens_revoke(_: AdminForm, path: web::Path<String>, state: State) 
         Ok(tokens::revoke(conn, &name).map(drop)?)
     })
     .await?;
+    state.known_tokens.forget_all();
     Ok(see_other("/admin/tokens"))
 }
 
