@@ -15,7 +15,7 @@
 //! in one order, so two batches never wait on each other in a cycle. Each writer has
 //! a queue of its own, and a delivery goes to the queue its first group key picks:
 //! deliveries about the same groups (an alert storm) meet in one writer's batch,
-//! written with a few statements per group, instead of four writers' small batches
+//! written with a few statements per group, instead of several writers' small batches
 //! waiting for each other's group locks.
 //!
 //! Ordinary writes (`Work`: every change people make through the API and the pages,
@@ -88,8 +88,11 @@ pub const QUEUE: usize = 8_192;
 /// once (one delivery is always taken when nothing waits, whatever its size).
 pub const QUEUE_BYTES: usize = 64 << 20;
 
-/// Writer threads on PostgreSQL.
-pub const POSTGRES_WRITERS: usize = 4;
+/// Writer threads on PostgreSQL. Each batch costs the server about thirty statements
+/// whatever its size, and the server's CPU is what bounds ingest: two writers make
+/// batches twice as large as four do, and wrote 25–60% more single-event deliveries a
+/// second (docs/benchmarks.md, session 22); one writer waits for every commit alone.
+pub const POSTGRES_WRITERS: usize = 2;
 
 /// One delivery to write, and where its answer goes.
 pub struct Job {
