@@ -151,22 +151,26 @@ pub(crate) fn store_all(
         .filter(|(_, again)| again.is_none())
         .flat_map(|(hashes, _)| hashes)
         .collect();
-    // Lists of values: planned for the values (see `db::planned_for_values`).
+    // Lists of values: planned for the values (see `db::planned_for_values`), both
+    // look-ups under one setting (each setting is a statement of its own).
     let lists = asked.len() > 1;
-    let mut seen = db::planned_for_values(conn, lists, |conn| occurrences(conn, &asked))?;
-    // The groups of the new events, asked at once.
-    let mut groups: Vec<KeyHash> = deliveries
-        .iter()
-        .zip(&hashes)
-        .zip(&again)
-        .filter(|(_, again)| again.is_none())
-        .flat_map(|(((_, events), hashes), _)| events.iter().zip(hashes))
-        .filter(|(_, hash)| !seen.contains_key(*hash))
-        .map(|(event, _)| group_hash(&event.group_key))
-        .collect();
-    groups.sort_unstable();
-    groups.dedup();
-    db::planned_for_values(conn, lists, |conn| pending.look_up_groups(conn, &groups))?;
+    let mut seen = db::planned_for_values(conn, lists, |conn| {
+        let seen = occurrences(conn, &asked)?;
+        // The groups of the new events, asked at once.
+        let mut groups: Vec<KeyHash> = deliveries
+            .iter()
+            .zip(&hashes)
+            .zip(&again)
+            .filter(|(_, again)| again.is_none())
+            .flat_map(|(((_, events), hashes), _)| events.iter().zip(hashes))
+            .filter(|(_, hash)| !seen.contains_key(*hash))
+            .map(|(event, _)| group_hash(&event.group_key))
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        pending.look_up_groups(conn, &groups)?;
+        Ok(seen)
+    })?;
 
     let mut outcomes: Vec<IngestOutcome> = Vec::with_capacity(deliveries.len());
     // Keyed deliveries of this batch: (source, key) → their outcome.
