@@ -246,6 +246,9 @@ pub fn checkout(pool: &DbPool) -> Result<PooledConnection, r2d2::PoolError> {
         return pool.get_timeout(OUTAGE_WAIT);
     }
     let deadline = std::time::Instant::now() + pool.connection_timeout();
+    // Each slice that times out takes r2d2's last error: the latest one that said why
+    // is the one logged.
+    let mut why: Option<String> = None;
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         let result = pool.get_timeout(left.min(OUTAGE_WAIT));
@@ -257,9 +260,13 @@ pub fn checkout(pool: &DbPool) -> Result<PooledConnection, r2d2::PoolError> {
         if pool.outage.known() {
             return Err(error);
         }
+        let message = error.to_string();
+        let first_line = message.lines().next().unwrap_or_default().trim();
+        if first_line != "timed out waiting for connection" {
+            why = Some(first_line.to_owned());
+        }
         if left <= OUTAGE_WAIT {
-            let message = error.to_string();
-            let first_line = message.lines().next().unwrap_or_default().trim();
+            let first_line = why.as_deref().unwrap_or(first_line);
             tracing::warn!(error = first_line, "no database connection");
             return Err(error);
         }

@@ -145,9 +145,11 @@ pub async fn authenticate_first(
 /// looked up (`KnownTokens`).
 async fn caller_of(secret: TokenSecret, state: web::Data<AppState>) -> Result<Caller, ApiError> {
     let hash = secret.hash();
-    if let Some(caller) = state.known_tokens.0.get(&hash) {
+    let known = &state.known_tokens;
+    if let Some(caller) = known.callers.get(&hash) {
         return Ok(caller);
     }
+    let generation = known.generation();
     let caller = with_conn(&state, move |conn, _| {
         tokens::authenticate(conn, &secret).map_err(|e| match e {
             tokens::TokenError::Database(e) => ApiError::from(e),
@@ -157,7 +159,7 @@ async fn caller_of(secret: TokenSecret, state: web::Data<AppState>) -> Result<Ca
     .await?;
     let caller =
         caller.ok_or_else(|| ApiError::Unauthorized("the token is unknown or revoked".into()))?;
-    state.known_tokens.0.insert(hash, caller.clone());
+    known.remember(hash, caller.clone(), generation);
     Ok(caller)
 }
 
@@ -172,21 +174,43 @@ pub const KNOWN_FOR: std::time::Duration = std::time::Duration::from_secs(1);
 /// Unknown tokens are not remembered: each is looked up and counted
 /// (`auth.failed_tokens_per_client`).
 #[derive(Clone)]
-pub struct KnownTokens(moka::sync::Cache<String, Caller>);
+pub struct KnownTokens {
+    callers: moka::sync::Cache<String, Caller>,
+    /// Moved on by each `forget_all`: a lookup that began before it remembers nothing.
+    generation: Arc<std::sync::atomic::AtomicU64>,
+}
 
 impl KnownTokens {
     pub fn new() -> KnownTokens {
-        KnownTokens(
-            moka::sync::Cache::builder()
+        KnownTokens {
+            callers: moka::sync::Cache::builder()
                 .max_capacity(10_000)
                 .time_to_live(KNOWN_FOR)
                 .build(),
-        )
+            generation: Arc::default(),
+        }
     }
 
-    /// After a token is revoked: every token is looked up again.
+    /// Which `forget_all` this is after: taken before a lookup, given to `remember`.
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// Remembers a lookup that began at `generation`, unless a token was revoked here
+    /// since (what it read may be from before the revocation). Checked after the
+    /// insert, so a revocation between the check and the insert cannot be missed.
+    fn remember(&self, hash: String, caller: Caller, generation: u64) {
+        self.callers.insert(hash.clone(), caller);
+        if self.generation() != generation {
+            self.callers.invalidate(&hash);
+        }
+    }
+
+    /// After a token is revoked: every token is looked up again, and a lookup under
+    /// way (which may have read the token before its revocation) is not remembered.
     pub fn forget_all(&self) {
-        self.0.invalidate_all();
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        self.callers.invalidate_all();
     }
 }
 
@@ -228,4 +252,45 @@ pub fn presented_secret(req: &HttpRequest) -> Result<TokenSecret, ApiError> {
         }
     }
     Err(missing())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caller() -> Caller {
+        Caller {
+            token_id: "t1".into(),
+            token_name: "grafana".into(),
+            role: Role::Ingest,
+            email: None,
+            created_by: None,
+        }
+    }
+
+    #[test]
+    fn a_lookup_is_remembered_until_a_revocation_here() {
+        let known = KnownTokens::new();
+        known.remember("h".into(), caller(), known.generation());
+        assert_eq!(
+            known.callers.get("h").map(|c| c.token_name),
+            Some("grafana".into())
+        );
+        known.forget_all();
+        assert!(known.callers.get("h").is_none());
+    }
+
+    /// A lookup that read the token before a revocation here, and finishes after it,
+    /// leaves nothing behind.
+    #[test]
+    fn a_lookup_under_way_during_a_revocation_is_not_remembered() {
+        let known = KnownTokens::new();
+        let before = known.generation();
+        known.forget_all();
+        known.remember("h".into(), caller(), before);
+        assert!(known.callers.get("h").is_none());
+        // A lookup begun after the revocation is.
+        known.remember("h".into(), caller(), known.generation());
+        assert!(known.callers.get("h").is_some());
+    }
 }

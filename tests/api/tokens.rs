@@ -235,8 +235,6 @@ async fn a_token_revoked_elsewhere_is_refused_within_a_second_or_so() {
     let app = spawn_app().await;
     let secret = app.token("elsewhere", Role::Member);
     assert_eq!(app.get("/api/v1/me", Some(&secret)).await.status(), 200);
-    // Looked up once: the next requests are answered from what was looked up.
-    assert_eq!(app.get("/api/v1/me", Some(&secret)).await.status(), 200);
 
     let mut conn = app.pool.get().expect("connection");
     coe::services::tokens::revoke(&mut conn, "elsewhere").expect("revoked");
@@ -248,8 +246,9 @@ async fn a_token_revoked_elsewhere_is_refused_within_a_second_or_so() {
             break;
         }
         assert_eq!(status, 200);
+        // One second to live, and a margin for a loaded machine's requests.
         assert!(
-            revoked.elapsed() < std::time::Duration::from_secs(10),
+            revoked.elapsed() < std::time::Duration::from_secs(4),
             "the revoked token still works after {:?}",
             revoked.elapsed()
         );
