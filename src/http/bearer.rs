@@ -15,7 +15,7 @@ use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
 use crate::domain::{Role, TokenSecret};
 use crate::error::ApiError;
 use crate::http::state::{with_conn, AppState};
-use crate::services::tokens::{self, Caller};
+use crate::services::tokens::{self, Caller, TokenInfo};
 
 impl Caller {
     /// Refuses with 403 unless this caller's role allows `role`.
@@ -163,10 +163,18 @@ async fn caller_of(secret: TokenSecret, state: web::Data<AppState>) -> Result<Ca
     Ok(caller)
 }
 
+/// Revokes the active token `name` and forgets every remembered token at once: the one
+/// way the API and the pages revoke, so neither leaves a revoked token remembered.
+pub async fn revoke(state: &web::Data<AppState>, name: String) -> Result<TokenInfo, ApiError> {
+    let token = with_conn(state, move |conn, _| Ok(tokens::revoke(conn, &name)?)).await?;
+    state.known_tokens.forget_all();
+    Ok(token)
+}
+
 /// How long a looked-up token is taken as valid without asking the database again.
 /// A sender posting thousands of events a second costs one lookup a second, not one
 /// per request; a token revoked through this replica is forgotten at once
-/// (`KnownTokens::forget_all`), one revoked elsewhere (another replica, `coe token
+/// (`revoke`), one revoked elsewhere (another replica, `coe token
 /// revoke`) is refused within this time.
 pub const KNOWN_FOR: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -208,7 +216,7 @@ impl KnownTokens {
 
     /// After a token is revoked: every token is looked up again, and a lookup under
     /// way (which may have read the token before its revocation) is not remembered.
-    pub fn forget_all(&self) {
+    fn forget_all(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.callers.invalidate_all();
     }

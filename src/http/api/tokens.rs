@@ -146,8 +146,7 @@ pub async fn revoke(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let name = name.into_inner();
-    let token = with_conn(&state, move |conn, _| Ok(tokens::revoke(conn, &name)?)).await?;
-    state.known_tokens.forget_all();
+    let token = crate::http::bearer::revoke(&state, name).await?;
     tracing::info!(token = %token.name, by = %caller.actor(), "token revoked");
     Ok(HttpResponse::Ok().json(token))
 }

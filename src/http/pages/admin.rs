@@ -208,11 +208,7 @@ pub async fn tokens_create(form: AdminForm, state: State) -> Page {
 /// `POST /admin/tokens/{name}/revoke`.
 pub async fn tokens_revoke(_: AdminForm, path: web::Path<String>, state: State) -> Page {
     let name = path.into_inner();
-    as_service(&state, move |conn, _| {
-        Ok(tokens::revoke(conn, &name).map(drop)?)
-    })
-    .await?;
-    state.known_tokens.forget_all();
+    crate::http::bearer::revoke(&state, name).await?;
     Ok(see_other("/admin/tokens"))
 }
 
