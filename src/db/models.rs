@@ -26,8 +26,13 @@ use super::schema::{failure_events, incident_alerts, incidents, webhook_deliveri
 #[diesel(table_name = incidents, treat_none_as_null = true)]
 pub struct IncidentRow {
     pub id: String,
+    #[diesel(skip_update)]
     pub group_key: String,
+    #[diesel(skip_update)]
     pub group_hash: Vec<u8>,
+    /// The group's name: the id of its first incident (`incident_groups`).
+    #[diesel(skip_update)]
+    pub group_id: String,
     pub source: String,
     pub title: String,
     pub service: Option<String>,

@@ -36,6 +36,14 @@ diesel::table! {
         created_at -> Timestamp,
         updated_at -> Timestamp,
         reported_by -> Nullable<Text>,
+        group_id -> Text,
+    }
+}
+
+diesel::table! {
+    incident_groups (group_hash) {
+        group_hash -> Binary,
+        group_id -> Text,
     }
 }
 
@@ -495,6 +503,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     action_tally_day,
     api_tokens,
     incidents,
+    incident_groups,
     incident_alerts,
     webhook_deliveries,
     failure_events,

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use crate::db::models::{IncidentRow, SectionRow, TimelineRow};
-use crate::db::schema::{coe_sections, coes, incidents, timeline_entries};
+use crate::db::schema::{coe_sections, coes, incident_groups, incidents, timeline_entries};
 use crate::db::{self, DbConnection};
 use crate::domain::coe::{self, TimelineKind};
 use crate::domain::incident::IncidentState;
@@ -127,6 +127,8 @@ pub fn report(
         let detected = input.detected_at.unwrap_or(started);
         let row = IncidentRow {
             group_hash: Sha256::digest(group_key.as_bytes()).to_vec(),
+            // A group of its own, which this incident names.
+            group_id: id.clone(),
             group_key,
             source: "manual".to_owned(),
             title: title.clone(),
@@ -150,6 +152,12 @@ pub fn report(
             updated_at: now,
             id,
         };
+        diesel::insert_into(incident_groups::table)
+            .values((
+                incident_groups::group_hash.eq(&row.group_hash),
+                incident_groups::group_id.eq(&row.id),
+            ))
+            .execute(conn)?;
         diesel::insert_into(incidents::table)
             .values(&row)
             .execute(conn)?;

@@ -162,3 +162,101 @@ fn sqlite_runs_in_wal_mode_with_foreign_keys() {
         .expect("pragma");
     assert_eq!(temp.temp_store, 2, "MEMORY");
 }
+
+/// Reverts migrations, newest first, up to and including `version` (its digits:
+/// diesel names `2026-12-15-000038_x` "20261215000038").
+fn revert_to_before(conn: &mut DbConnection, version: &str) {
+    use diesel_migrations::MigrationHarness;
+    for _ in 0..100 {
+        let reverted = match conn {
+            DbConnection::Sqlite(c) => c.revert_last_migration(db::SQLITE_MIGRATIONS),
+            DbConnection::Pg(c) => c.revert_last_migration(db::POSTGRES_MIGRATIONS),
+        }
+        .expect("revert a migration")
+        .to_string();
+        if reverted.starts_with(version) {
+            return;
+        }
+    }
+    panic!("{version} was never reverted");
+}
+
+#[test]
+fn the_incident_groups_migration_names_every_group_and_goes_back() {
+    use coe::db::schema::{incident_groups, incidents};
+    let test_db = TestDatabase::new();
+    let pool = db::connect(&test_settings(&test_db).database).expect("connect");
+    let mut conn = pool.get().expect("conn");
+    db::migrate(&mut conn).expect("migrate");
+    revert_to_before(&mut conn, "20261215000038");
+
+    // Incidents as the schema before held them: group "a" twice (the first resolved,
+    // the second open), group "b" once.
+    let now = coe::db::now();
+    let mut ids = Vec::new();
+    for (group, state) in [("a", "resolved"), ("b", "resolved"), ("a", "open")] {
+        let id = db::new_id();
+        diesel::insert_into(incidents::table)
+            .values((
+                incidents::id.eq(&id),
+                incidents::group_key.eq(group),
+                incidents::group_hash.eq(group.repeat(32).into_bytes()),
+                incidents::source.eq("generic"),
+                incidents::title.eq(format!("group {group}")),
+                incidents::severity.eq(3),
+                incidents::state.eq(state),
+                incidents::started_at.eq(now),
+                incidents::detected_at.eq(now),
+                incidents::created_at.eq(now),
+                incidents::updated_at.eq(now),
+            ))
+            .execute(&mut conn)
+            .expect("an incident of the schema before");
+        ids.push(id);
+    }
+
+    db::migrate(&mut conn).expect("migrate again");
+    let mut groups: Vec<(Vec<u8>, String)> = incident_groups::table
+        .select((incident_groups::group_hash, incident_groups::group_id))
+        .order(incident_groups::group_id.asc())
+        .load(&mut conn)
+        .expect("groups");
+    groups.sort();
+    assert_eq!(
+        groups,
+        vec![
+            ("a".repeat(32).into_bytes(), ids[0].clone()),
+            ("b".repeat(32).into_bytes(), ids[1].clone()),
+        ],
+        "each group named by its first incident"
+    );
+    let mut named: Vec<(String, String)> = incidents::table
+        .select((incidents::id, incidents::group_id))
+        .load(&mut conn)
+        .expect("incidents");
+    named.sort();
+    let mut expected = vec![
+        (ids[0].clone(), ids[0].clone()),
+        (ids[1].clone(), ids[1].clone()),
+        (ids[2].clone(), ids[0].clone()),
+    ];
+    expected.sort();
+    assert_eq!(named, expected, "each incident in its group");
+    // One open incident per group still holds, now on the group's name.
+    let second_open = diesel::update(incidents::table.find(&ids[0]))
+        .set(incidents::state.eq("open"))
+        .execute(&mut conn);
+    assert!(second_open.is_err(), "a second open incident in group a");
+
+    revert_to_before(&mut conn, "20261215000038");
+    let objects = objects(&mut conn);
+    assert!(!objects.contains("incident_groups"), "{objects:?}");
+    assert!(objects.contains("incidents_one_open_per_group"));
+    let kept: i64 = incidents::table
+        .filter(incidents::group_hash.eq("a".repeat(32).into_bytes()))
+        .count()
+        .get_result(&mut conn)
+        .expect("count");
+    assert_eq!(kept, 2, "the incidents are kept going back");
+    db::migrate(&mut conn).expect("and forth again");
+}

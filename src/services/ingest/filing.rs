@@ -9,7 +9,9 @@ use diesel::prelude::*;
 
 use super::{group_hash, KeyHash, INSERT_CHUNK, LOOKUP_CHUNK};
 use crate::db::models::{DeliveryRow, FailureEventRow, IncidentAlertRow, IncidentRow};
-use crate::db::schema::{failure_events, incident_alerts, incidents, webhook_deliveries};
+use crate::db::schema::{
+    failure_events, incident_alerts, incident_groups, incidents, webhook_deliveries,
+};
 use crate::db::{self, types, DbConnection};
 use crate::domain::incident::{place, GroupState, IncidentPolicy, IncidentState, Placement};
 use crate::domain::{EventKind, EventStatus, FailureEvent};
@@ -113,35 +115,33 @@ impl Pending {
         hashes: &[KeyHash],
     ) -> QueryResult<()> {
         let open = incidents::state.eq(IncidentState::Open.as_str());
+        let select = (incident_groups::group_hash, incident_groups::group_id);
         for chunk in hashes.chunks(LOOKUP_CHUNK) {
             // One value: statements the connection keeps prepared (lists are not).
-            let (open, known): (Vec<IncidentRow>, Vec<KeyHash>) = match chunk {
-                [hash] => (
-                    incidents::table
-                        .filter(incidents::group_hash.eq(hash))
-                        .filter(open)
-                        .select(IncidentRow::as_select())
-                        .load(conn)?,
-                    incidents::table
-                        .filter(incidents::group_hash.eq(hash))
-                        .select(incidents::group_hash)
-                        .distinct()
-                        .load(conn)?,
-                ),
-                _ => (
-                    incidents::table
-                        .filter(incidents::group_hash.eq_any(chunk))
-                        .filter(open)
-                        .select(IncidentRow::as_select())
-                        .load(conn)?,
-                    incidents::table
-                        .filter(incidents::group_hash.eq_any(chunk))
-                        .select(incidents::group_hash)
-                        .distinct()
-                        .load(conn)?,
-                ),
+            let known: Vec<(KeyHash, String)> = match chunk {
+                [hash] => incident_groups::table
+                    .filter(incident_groups::group_hash.eq(hash))
+                    .select(select)
+                    .load(conn)?,
+                _ => incident_groups::table
+                    .filter(incident_groups::group_hash.eq_any(chunk))
+                    .select(select)
+                    .load(conn)?,
             };
-            let known: HashSet<KeyHash> = known.into_iter().collect();
+            let open: Vec<IncidentRow> = match known.as_slice() {
+                [] => Vec::new(),
+                [(_, group)] => incidents::table
+                    .filter(incidents::group_id.eq(group))
+                    .filter(open)
+                    .select(IncidentRow::as_select())
+                    .load(conn)?,
+                _ => incidents::table
+                    .filter(incidents::group_id.eq_any(known.iter().map(|(_, group)| group)))
+                    .filter(open)
+                    .select(IncidentRow::as_select())
+                    .load(conn)?,
+            };
+            let known: HashSet<KeyHash> = known.into_iter().map(|(hash, _)| hash).collect();
             for hash in chunk.iter().filter(|hash| !known.contains(*hash)) {
                 self.groups.insert(hash.clone(), Known::Empty);
             }
@@ -190,6 +190,24 @@ impl Pending {
             }
         }
         db::bulk::update_incidents(conn, &changed, INSERT_CHUNK)?;
+        // A new group is named by its first incident (the groups of the others are
+        // stored already).
+        let groups: Vec<NewGroup> = new
+            .iter()
+            .filter(|row| row.group_id == row.id)
+            .map(|row| NewGroup {
+                group_hash: &row.group_hash,
+                group_id: &row.id,
+            })
+            .collect();
+        for chunk in groups.chunks(INSERT_CHUNK) {
+            match chunk {
+                [row] => diesel::insert_into(incident_groups::table)
+                    .values(row)
+                    .execute(conn)?,
+                _ => crate::insert_rows!(&mut *conn, incident_groups::table, chunk)?,
+            };
+        }
         match new.as_slice() {
             [] => {}
             [row] => {
@@ -316,6 +334,14 @@ impl Pending {
     }
 }
 
+/// A group's first incident names it (`incident_groups`).
+#[derive(Insertable)]
+#[diesel(table_name = incident_groups)]
+struct NewGroup<'a> {
+    group_hash: &'a [u8],
+    group_id: &'a str,
+}
+
 /// The incident an event was filed into.
 pub(super) struct Filed {
     pub(super) id: String,
@@ -359,7 +385,7 @@ pub(super) fn file_into_incident(
                 // without incidents gets a new one.
                 match pending.groups.remove(&hash) {
                     Some(Known::Open(row)) => Touched::stored(*row),
-                    Some(Known::Empty) => Touched::new(new_incident(event, &hash, now)),
+                    Some(Known::Empty) => Touched::new(new_incident(event, &hash, None, now)),
                     None => place_in_group(conn, event, &hash, policy, now)?,
                 }
             };
@@ -436,10 +462,18 @@ fn place_in_group(
     policy: &IncidentPolicy,
     now: NaiveDateTime,
 ) -> Result<Touched, diesel::result::Error> {
-    // The group's latest incident, read whole: usually the open one, or none (a new
-    // group), so that one query is all it takes.
+    let group_id: Option<String> = incident_groups::table
+        .find(hash)
+        .select(incident_groups::group_id)
+        .first(conn)
+        .optional()?;
+    let Some(group_id) = group_id else {
+        return Ok(Touched::new(new_incident(event, hash, None, now)));
+    };
+    // The group's latest incident, read whole: usually the open one, so that one
+    // query is all it takes.
     let latest: Option<IncidentRow> = incidents::table
-        .filter(incidents::group_hash.eq(hash))
+        .filter(incidents::group_id.eq(&group_id))
         .order((incidents::created_at.desc(), incidents::id.desc()))
         .select(IncidentRow::as_select())
         .first(conn)
@@ -449,7 +483,7 @@ fn place_in_group(
         Some(row) if row.state == IncidentState::Open.as_str() => latest.clone(),
         // An older incident reopened after a later one resolved.
         Some(_) => incidents::table
-            .filter(incidents::group_hash.eq(hash))
+            .filter(incidents::group_id.eq(&group_id))
             .filter(incidents::state.eq(IncidentState::Open.as_str()))
             .select(IncidentRow::as_select())
             .first(conn)
@@ -461,7 +495,7 @@ fn place_in_group(
         if open.is_none() && latest.is_some() {
             incidents::table
                 .inner_join(incident_alerts::table)
-                .filter(incidents::group_hash.eq(hash))
+                .filter(incidents::group_id.eq(&group_id))
                 .filter(incidents::state.eq(IncidentState::Resolved.as_str()))
                 .filter(incident_alerts::dedup_key.eq(&event.dedup_key))
                 .order((incidents::resolved_at.desc(), incidents::created_at.desc()))
@@ -491,14 +525,22 @@ fn place_in_group(
             row.reopened_count += 1;
             touched
         }
-        Placement::New => Touched::new(new_incident(event, hash, now)),
+        Placement::New => Touched::new(new_incident(event, hash, Some(group_id), now)),
     })
 }
 
-/// A new incident of `event`'s group (`hash`), not yet stored.
-fn new_incident(event: &FailureEvent, hash: &[u8], now: NaiveDateTime) -> IncidentRow {
+/// A new incident of `event`'s group (`hash`, named `group` when it has incidents;
+/// else the new incident names it), not yet stored.
+fn new_incident(
+    event: &FailureEvent,
+    hash: &[u8],
+    group: Option<String>,
+    now: NaiveDateTime,
+) -> IncidentRow {
+    let id = db::new_id();
     IncidentRow {
-        id: db::new_id(),
+        group_id: group.unwrap_or_else(|| id.clone()),
+        id,
         group_key: event.group_key.clone(),
         group_hash: hash.to_owned(),
         source: event.source.clone(),
