@@ -114,34 +114,53 @@ impl Pending {
         conn: &mut DbConnection,
         hashes: &[KeyHash],
     ) -> QueryResult<()> {
-        let open = incidents::state.eq(IncidentState::Open.as_str());
-        let select = (incident_groups::group_hash, incident_groups::group_id);
+        // Each group known with its open incident, if any, in one statement.
+        let groups = incident_groups::table.left_join(
+            incidents::table.on(incidents::group_id
+                .eq(incident_groups::group_id)
+                .and(incidents::state.eq(IncidentState::Open.as_str()))),
+        );
+        // IncidentRow's columns in its order (`as_select` cannot be made nullable
+        // for a connection of either backend).
+        let row = (
+            incidents::id,
+            incidents::group_key,
+            incidents::group_hash,
+            incidents::group_id,
+            incidents::source,
+            incidents::title,
+            incidents::service,
+            incidents::severity,
+            incidents::state,
+            incidents::started_at,
+            incidents::detected_at,
+            incidents::acknowledged_at,
+            incidents::resolved_at,
+            incidents::reopened_count,
+            incidents::event_count,
+            incidents::coe_required_at,
+            incidents::created_at,
+            incidents::updated_at,
+        );
+        let select = (incident_groups::group_hash, row.nullable());
         for chunk in hashes.chunks(LOOKUP_CHUNK) {
-            // One value: statements the connection keeps prepared (lists are not).
-            let known: Vec<(KeyHash, String)> = match chunk {
-                [hash] => incident_groups::table
+            // One value: a statement the connection keeps prepared (a list is not).
+            let found: Vec<(KeyHash, Option<IncidentRow>)> = match chunk {
+                [hash] => groups
                     .filter(incident_groups::group_hash.eq(hash))
                     .select(select)
                     .load(conn)?,
-                _ => incident_groups::table
+                _ => groups
                     .filter(incident_groups::group_hash.eq_any(chunk))
                     .select(select)
                     .load(conn)?,
             };
-            let open: Vec<IncidentRow> = match known.as_slice() {
-                [] => Vec::new(),
-                [(_, group)] => incidents::table
-                    .filter(incidents::group_id.eq(group))
-                    .filter(open)
-                    .select(IncidentRow::as_select())
-                    .load(conn)?,
-                _ => incidents::table
-                    .filter(incidents::group_id.eq_any(known.iter().map(|(_, group)| group)))
-                    .filter(open)
-                    .select(IncidentRow::as_select())
-                    .load(conn)?,
-            };
-            let known: HashSet<KeyHash> = known.into_iter().map(|(hash, _)| hash).collect();
+            let mut known: HashSet<KeyHash> = HashSet::with_capacity(found.len());
+            let mut open: Vec<IncidentRow> = Vec::new();
+            for (hash, row) in found {
+                known.insert(hash);
+                open.extend(row);
+            }
             for hash in chunk.iter().filter(|hash| !known.contains(*hash)) {
                 self.groups.insert(hash.clone(), Known::Empty);
             }
@@ -163,6 +182,16 @@ impl Pending {
             }
         }
         Ok(())
+    }
+
+    /// What the look-up found for a group: its open incident, or `None` for a group
+    /// without incidents; not looked up (or with incidents, all resolved): nothing.
+    #[cfg(test)]
+    pub(super) fn known(&self, hash: &KeyHash) -> Option<Option<&IncidentRow>> {
+        match self.groups.get(hash)? {
+            Known::Open(row) => Some(Some(row)),
+            Known::Empty => Some(None),
+        }
     }
 
     /// Writes everything pending: deliveries, incidents, alert states, events, then
