@@ -242,6 +242,27 @@ fn the_incident_groups_migration_names_every_group_and_goes_back() {
     ];
     expected.sort();
     assert_eq!(named, expected, "each incident in its group");
+    // An incident without its group's name (as a version from before would write it)
+    // is refused, not stored where no look-up finds it.
+    let unnamed = diesel::insert_into(incidents::table)
+        .values((
+            incidents::id.eq(db::new_id()),
+            incidents::group_key.eq("c"),
+            incidents::group_hash.eq("c".repeat(32).into_bytes()),
+            incidents::source.eq("generic"),
+            incidents::title.eq("group c"),
+            incidents::severity.eq(3),
+            incidents::state.eq("open"),
+            incidents::started_at.eq(now),
+            incidents::detected_at.eq(now),
+            incidents::created_at.eq(now),
+            incidents::updated_at.eq(now),
+        ))
+        .execute(&mut conn);
+    assert!(
+        unnamed.is_err(),
+        "an incident without a group name was stored"
+    );
     // One open incident per group still holds, now on the group's name.
     let second_open = diesel::update(incidents::table.find(&ids[0]))
         .set(incidents::state.eq("open"))

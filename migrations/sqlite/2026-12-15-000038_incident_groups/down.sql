@@ -10,6 +10,7 @@ INSERT INTO incident_alerts_with_rowid (incident_id, dedup_key, status, updated_
 DROP TABLE incident_alerts;
 ALTER TABLE incident_alerts_with_rowid RENAME TO incident_alerts;
 
+DROP TRIGGER incidents_need_a_group;
 DROP INDEX incidents_one_open_per_group;
 DROP INDEX incidents_by_group;
 ALTER TABLE incidents DROP COLUMN group_id;
