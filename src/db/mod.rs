@@ -278,6 +278,49 @@ where
     }
 }
 
+/// Runs `f` on one snapshot of the database: every read in it sees the same committed
+/// writes, none made after its first read. SQLite: a deferred transaction (WAL
+/// readers keep the snapshot their first read took); PostgreSQL: `REPEATABLE READ
+/// READ ONLY`. The second value is false when `conn` was in a transaction already
+/// on PostgreSQL, where `f`'s reads may then see different moments.
+pub fn read_snapshot<T, E, F>(conn: &mut DbConnection, f: F) -> Result<(T, bool), E>
+where
+    F: FnOnce(&mut DbConnection) -> Result<T, E>,
+    E: From<diesel::result::Error>,
+{
+    type Tm = <DbConnection as Connection>::TransactionManager;
+    let outermost = Tm::transaction_manager_status_mut(conn)
+        .transaction_depth()?
+        .is_none();
+    let one_snapshot = match conn {
+        DbConnection::Pg(c) if outermost => {
+            AnsiTransactionManager::begin_transaction_sql(
+                c,
+                "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+            )?;
+            true
+        }
+        DbConnection::Pg(_) => {
+            Tm::begin_transaction(conn)?;
+            false
+        }
+        DbConnection::Sqlite(_) => {
+            Tm::begin_transaction(conn)?;
+            true
+        }
+    };
+    match f(conn) {
+        Ok(value) => {
+            Tm::commit_transaction(conn)?;
+            Ok((value, one_snapshot))
+        }
+        Err(error) => {
+            Tm::rollback_transaction(conn)?;
+            Err(error)
+        }
+    }
+}
+
 /// Loads the rows of `query` that no other transaction has locked, locking them
 /// (`FOR UPDATE SKIP LOCKED`) on PostgreSQL; on SQLite the write transaction already
 /// excludes every other writer, so it is a plain load. The one place that matches on

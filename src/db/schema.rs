@@ -493,11 +493,30 @@ diesel::table! {
         id -> Integer,
         day -> Date,
         history -> BigInt,
+        /// No longer written (migration 000039): kept for a replica of an older version.
         closings -> BigInt,
     }
 }
 
+diesel::table! {
+    action_past_changes (seq) {
+        seq -> BigInt,
+        action_id -> Text,
+        old_owner_email -> Nullable<Text>,
+        old_state -> Nullable<Text>,
+        old_due_date -> Nullable<Date>,
+        old_created_at -> Nullable<Timestamp>,
+        old_closed_at -> Nullable<Timestamp>,
+        new_owner_email -> Nullable<Text>,
+        new_state -> Nullable<Text>,
+        new_due_date -> Nullable<Date>,
+        new_created_at -> Nullable<Timestamp>,
+        new_closed_at -> Nullable<Timestamp>,
+    }
+}
+
 diesel::allow_tables_to_appear_in_same_query!(
+    action_past_changes,
     action_recurrences,
     action_tally,
     action_tally_day,

@@ -21,6 +21,7 @@ use crate::db::{types, DbConnection};
 use crate::domain::action::{closed_on_time, ActionKind, ActionState};
 use crate::domain::coe::CoeState;
 use crate::domain::coverage::{self, Covered};
+use crate::services::actions::tally::PastChange;
 use crate::services::coes::{self as coe_service, CoeError};
 
 /// The team of people and services no team claims.
@@ -59,7 +60,7 @@ pub struct DaysToApproval {
 }
 
 /// Actions closed in the period.
-#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ToSchema)]
 pub struct ClosedActions {
     pub on_time: i64,
     pub late: i64,
@@ -246,47 +247,65 @@ pub fn closed_by_team(
     for (owner, state, due, closed_at) in closed {
         let state: ActionState = types::read("corrective_actions.state", &state)?;
         let counts = out.entry(teams.get(&owner).cloned()).or_default();
-        count_closed(counts, state, due, clock.local_date(closed_at));
+        count_closed(counts, state, due, clock.local_date(closed_at), 1);
     }
     Ok(out)
 }
 
-/// One action closed on `day` counted: on time, late or won't do.
-fn count_closed(counts: &mut ClosedActions, state: ActionState, due: NaiveDate, day: NaiveDate) {
+/// `n` actions closed on `day` counted (taken away when negative): on time, late or
+/// won't do.
+fn count_closed(
+    counts: &mut ClosedActions,
+    state: ActionState,
+    due: NaiveDate,
+    day: NaiveDate,
+    n: i64,
+) {
     match closed_on_time(state, due, day) {
-        Some(true) => counts.on_time += 1,
-        Some(false) => counts.late += 1,
-        None if state == ActionState::WontDo => counts.wont_do += 1,
+        Some(true) => counts.on_time += n,
+        Some(false) => counts.late += n,
+        None if state == ActionState::WontDo => counts.wont_do += n,
         None => {}
     }
 }
 
-/// `closed` (`closed_by_team` of `from` to `to`) with one action closed since added
-/// (`stats::Past`).
-pub fn absorb_closed(
+/// `closed` (`closed_by_team` of `from` to `to`) with one change to an action applied
+/// (`stats::Past`): the action as it was taken away where it counted, as it is added.
+pub fn apply_closed(
     closed: &mut ClosedByTeam,
     conn: &mut DbConnection,
     clock: crate::domain::Clock,
     (from, to): (NaiveDate, NaiveDate),
-    closing: &crate::services::actions::tally::Closing,
+    change: &PastChange,
 ) -> QueryResult<()> {
-    let day = clock.local_date(closing.closed_at);
-    if day < from || day > to {
-        return Ok(());
+    let (start, end) = (clock.midnight(from), clock.midnight(to + Duration::days(1)));
+    for (action, n) in [(&change.old, -1), (&change.new, 1)] {
+        let Some((action, closed_at)) = action
+            .as_ref()
+            .and_then(|a| a.closed_at.map(|c| (a, c)))
+            .filter(|(_, c)| *c >= start && *c < end)
+        else {
+            continue;
+        };
+        let state: ActionState = types::read("corrective_actions.state", &action.state)?;
+        let team: Option<String> = people::table
+            .filter(people::email.eq(&action.owner_email))
+            .select(people::team)
+            .first::<Option<String>>(conn)
+            .optional()?
+            .flatten();
+        let counts = closed.entry(team.clone()).or_default();
+        count_closed(
+            counts,
+            state,
+            action.due_date,
+            clock.local_date(closed_at),
+            n,
+        );
+        if *counts == ClosedActions::default() {
+            closed.remove(&team);
+        }
     }
-    let state: ActionState = types::read("corrective_actions.state", &closing.state)?;
-    let team: Option<String> = people::table
-        .filter(people::email.eq(&closing.owner_email))
-        .select(people::team)
-        .first::<Option<String>>(conn)
-        .optional()?
-        .flatten();
-    count_closed(
-        closed.entry(team).or_default(),
-        state,
-        closing.due_date,
-        day,
-    );
     Ok(())
 }
 

@@ -378,10 +378,10 @@ async fn owner_figures_are_kept_by_every_write_and_agree_with_a_recount() {
         figures_agree(&app, &token, &format!("counted {days} days away")).await;
     }
 
-    // Closings are added to the kept figures about the past, not counted again: three
-    // actions made 20 days ago and overdue (by SQL: a change to the past), then two
-    // closed by the API (counted apart), then one closed by SQL two days ago (outside
-    // what the kept figures look for: counted again).
+    // Every change to the past is kept with the action as it was and as it is, and
+    // applied to the kept figures about the past: three actions made 20 days ago and
+    // overdue (by SQL), then two closed by the API, then one closed by SQL two days
+    // ago.
     let past = |app: &crate::helpers::TestApp| {
         let mut conn = app.pool.get().expect("conn");
         coe::services::actions::tally::past(&mut conn).expect("past")
@@ -402,7 +402,7 @@ async fn owner_figures_are_kept_by_every_write_and_agree_with_a_recount() {
         .expect("made 20 days ago");
     }
     figures_agree(&app, &token, "made 20 days ago").await;
-    let (history, closings) = past(&app);
+    let history = past(&app);
     post(
         format!("/api/v1/actions/{}/complete", ids[9]),
         json!({"note": "Done, late."}),
@@ -413,11 +413,38 @@ async fn owner_figures_are_kept_by_every_write_and_agree_with_a_recount() {
         json!({"note": "Not needed."}),
     )
     .await;
-    assert_eq!(
-        past(&app),
-        (history, closings + 2),
-        "closings counted apart"
-    );
+    assert_eq!(past(&app), history + 2, "each closing is a change");
+    {
+        let mut conn = app.pool.get().expect("conn");
+        let changes = coe::services::actions::tally::changes(&mut conn, history, history + 2)
+            .expect("changes")
+            .expect("both kept");
+        let states: Vec<_> = changes
+            .iter()
+            .map(|c| {
+                (
+                    c.action_id.as_str(),
+                    c.old
+                        .as_ref()
+                        .map(|a| (a.state.as_str(), a.closed_at.is_some())),
+                    c.new
+                        .as_ref()
+                        .map(|a| (a.state.as_str(), a.closed_at.is_some())),
+                )
+            })
+            .collect();
+        assert_eq!(
+            states,
+            [
+                (ids[9].as_str(), Some(("open", false)), Some(("done", true))),
+                (
+                    ids[10].as_str(),
+                    Some(("open", false)),
+                    Some(("wont_do", true))
+                ),
+            ]
+        );
+    }
     figures_agree(&app, &token, "closed late, added to the kept figures").await;
     {
         use coe::db::schema::corrective_actions;
@@ -432,7 +459,7 @@ async fn owner_figures_are_kept_by_every_write_and_agree_with_a_recount() {
             .execute(&mut conn)
             .expect("closed two days ago");
     }
-    assert_eq!(past(&app), (history, closings + 3));
+    assert_eq!(past(&app), history + 3);
     figures_agree(&app, &token, "closed two days ago by SQL").await;
     let stats = app.get_json("/api/v1/stats", &token).await;
     assert_eq!(stats["closed_last_30_days"]["late"], 2, "{stats}");
@@ -464,4 +491,222 @@ async fn owner_figures_are_kept_by_every_write_and_agree_with_a_recount() {
     let statuses = creates.join_all().await;
     assert!(statuses.iter().all(|s| *s == 201), "{statuses:?}");
     figures_agree(&app, &token, "sixteen at once").await;
+}
+
+/// The kept figures about the past take each change to an action — a closing, a
+/// reopening, a delete, a moved due date, a closed action given to another team, an
+/// action backdated or closed in the past by SQL — from the changes the database keeps
+/// and apply it, instead of reading every action again; after each they equal a count
+/// made at the same moment. Changes no longer kept make them count again.
+#[tokio::test]
+async fn kept_figures_about_the_past_apply_each_change_and_equal_a_count() {
+    use coe::db::schema::{action_past_changes, corrective_actions, people};
+    use coe::services::coverage::{self, ClosedByTeam};
+    use coe::services::stats::{self, History, Past, Scope};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let app = spawn_app().await;
+    let token = app.token("lead", Role::Member);
+    let now = Utc::now().naive_utc();
+    {
+        let mut conn = app.pool.get().expect("conn");
+        for (email, team) in [
+            ("ann@example.com", "storage"),
+            ("ben@example.com", "network"),
+        ] {
+            diesel::insert_into(people::table)
+                .values((
+                    people::email.eq(email),
+                    people::team.eq(Some(team)),
+                    people::created_at.eq(now),
+                    people::updated_at.eq(now),
+                ))
+                .execute(&mut conn)
+                .expect("person");
+        }
+    }
+    let coe = json(
+        app.post_json("/api/v1/coes", Some(&token), &json!({"title": "Past"}))
+            .await,
+    )
+    .await;
+    let coe = coe["id"].as_str().expect("id").to_owned();
+    let mut ids = Vec::new();
+    for i in 0..8 {
+        let due = (Utc::now() + Duration::days(2 + i)).date_naive();
+        let owner = ["ann@example.com", "ben@example.com"][i as usize % 2];
+        let res = app
+            .post_json(
+                &format!("/api/v1/coes/{coe}/actions"),
+                Some(&token),
+                &json!({"title": format!("Fix {i}"), "owner": owner, "due_date": due,
+                        "priority": "high", "kind": "process"}),
+            )
+            .await;
+        assert_eq!(res.status(), 201);
+        ids.push(json(res).await["id"].as_str().expect("id").to_owned());
+    }
+    // Some made weeks ago and overdue since, one of them closed late last week.
+    {
+        let mut conn = app.pool.get().expect("conn");
+        diesel::update(corrective_actions::table.filter(corrective_actions::id.eq_any(&ids[4..8])))
+            .set((
+                corrective_actions::created_at.eq(now - Duration::days(30)),
+                corrective_actions::due_date.eq((now - Duration::days(20)).date()),
+            ))
+            .execute(&mut conn)
+            .expect("made weeks ago");
+        diesel::update(corrective_actions::table.find(&ids[7]))
+            .set((
+                corrective_actions::state.eq("done"),
+                corrective_actions::closed_at.eq(now - Duration::days(8)),
+            ))
+            .execute(&mut conn)
+            .expect("closed late");
+    }
+
+    let settings = coe::config::Settings::default();
+    let clock = settings.clock();
+    let scope = Scope::default();
+    let (from, to) = (stats::first_day(clock, scope.weeks), clock.today());
+    let history: Past<History> = Past::new(4);
+    let closed: Past<ClosedByTeam> = Past::new(4);
+    let counts = AtomicUsize::new(0);
+    let figures = |h: &History| {
+        json!([
+            h.closed_last_30_days,
+            h.closed_last_90_days,
+            h.median_days_to_close,
+            h.weeks
+        ])
+    };
+    let agree = |step: &str| {
+        let mut conn = app.pool.get().expect("conn");
+        let kept = history
+            .get(
+                &mut conn,
+                clock,
+                "",
+                |conn| {
+                    counts.fetch_add(1, Ordering::SeqCst);
+                    stats::history(conn, clock, &scope)
+                },
+                |h, _, change| h.apply(clock, change),
+            )
+            .expect("kept history");
+        let counted = stats::history(&mut conn, clock, &scope).expect("history");
+        assert_eq!(figures(&kept), figures(&counted), "{step}");
+        let kept = closed
+            .get(
+                &mut conn,
+                clock,
+                "",
+                |conn| {
+                    counts.fetch_add(1, Ordering::SeqCst);
+                    coverage::closed_by_team(conn, clock, from, to)
+                },
+                |c, conn, change| coverage::apply_closed(c, conn, clock, (from, to), change),
+            )
+            .expect("kept closings");
+        let counted = coverage::closed_by_team(&mut conn, clock, from, to).expect("closed");
+        assert_eq!(*kept, counted, "{step}");
+    };
+    agree("counted");
+    assert_eq!(counts.load(Ordering::SeqCst), 2, "both counted once");
+
+    let post = |path: String, body: serde_json::Value| {
+        let (app, token) = (&app, &token);
+        async move {
+            let res = app.post_json(&path, Some(token), &body).await;
+            assert_eq!(res.status(), 200, "{path}");
+        }
+    };
+    post(
+        format!("/api/v1/actions/{}/complete", ids[0]),
+        json!({"note": "Done."}),
+    )
+    .await;
+    post(
+        format!("/api/v1/actions/{}/complete", ids[4]),
+        json!({"note": "Late."}),
+    )
+    .await;
+    post(
+        format!("/api/v1/actions/{}/wont-do", ids[1]),
+        json!({"note": "No."}),
+    )
+    .await;
+    agree("closed on time, late, won't do");
+    post(
+        format!("/api/v1/actions/{}/reopen", ids[4]),
+        json!({"note": "Again."}),
+    )
+    .await;
+    agree("reopened");
+    let res = app
+        .client
+        .patch(app.url(&format!("/api/v1/actions/{}", ids[5])))
+        .bearer_auth(&token)
+        .json(
+            &json!({"due_date": (Utc::now() + Duration::days(9)).date_naive(),
+                      "reason": "Waits for the new cluster."}),
+        )
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
+    agree("an overdue action's due date moved");
+    let res = app
+        .client
+        .delete(app.url(&format!("/api/v1/actions/{}", ids[1])))
+        .bearer_auth(app.admin_token())
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
+    agree("a closed action deleted");
+    {
+        let mut conn = app.pool.get().expect("conn");
+        diesel::update(corrective_actions::table.find(&ids[0]))
+            .set(corrective_actions::owner_email.eq("ben@example.com"))
+            .execute(&mut conn)
+            .expect("given to another team");
+        diesel::update(corrective_actions::table.find(&ids[6]))
+            .set((
+                corrective_actions::state.eq("done"),
+                corrective_actions::closed_at.eq(now - Duration::days(15)),
+            ))
+            .execute(&mut conn)
+            .expect("closed in the past");
+        diesel::update(corrective_actions::table.find(&ids[2]))
+            .set((
+                corrective_actions::created_at.eq(now - Duration::days(40)),
+                corrective_actions::due_date.eq((now - Duration::days(35)).date()),
+            ))
+            .execute(&mut conn)
+            .expect("backdated");
+    }
+    agree("given to another team, closed in the past, backdated, by SQL");
+    assert_eq!(
+        counts.load(Ordering::SeqCst),
+        2,
+        "every change applied, none counted again"
+    );
+
+    // Changes no longer kept: counted again, and still right.
+    {
+        let mut conn = app.pool.get().expect("conn");
+        diesel::update(corrective_actions::table.find(&ids[3]))
+            .set((
+                corrective_actions::state.eq("done"),
+                corrective_actions::closed_at.eq(now - Duration::days(1)),
+            ))
+            .execute(&mut conn)
+            .expect("closed yesterday");
+        diesel::delete(action_past_changes::table)
+            .execute(&mut conn)
+            .expect("forgotten");
+    }
+    agree("changes no longer kept");
+    assert_eq!(counts.load(Ordering::SeqCst), 4, "both counted again");
 }

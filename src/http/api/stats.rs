@@ -9,6 +9,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::http::bearer::Member;
 use crate::http::extract::ApiQuery;
 use crate::http::state::{with_conn, AppState};
+use crate::services::actions::tally;
 use crate::services::coverage;
 use crate::services::stats::{self, ActionFigures, Scope, Stats};
 use chrono::NaiveDate;
@@ -27,16 +28,20 @@ pub fn current(conn: &mut DbConnection, state: &AppState) -> Result<Stats, ApiEr
 pub fn scoped(conn: &mut DbConnection, state: &AppState, scope: &Scope) -> Result<Stats, ApiError> {
     let clock = state.settings.clock();
     let figures = if scope.owners.is_none() && scope.weeks == stats::WEEKS {
-        // The past (actions closed, the weeks) is read again only when something it
-        // counts changes; open and overdue come from the rows the database keeps.
+        // The past (actions closed, the weeks) is counted once, then kept with the
+        // changes since applied; open and overdue come from the rows the database
+        // keeps. Overdue is counted against the organisation's today, which the
+        // changes the database keeps for the past are dated against (an action
+        // written due before it is one): it is today before the past is counted.
         let today = clock.today();
+        tally::move_day(conn, today)?;
         state.action_figures.get(conn, today, "", |conn| {
             let history = state.action_history.get(
                 conn,
                 clock,
                 "",
                 |conn| stats::history(conn, clock, scope),
-                |history, _, closing, counted_at| history.absorb(clock, closing, counted_at),
+                |history, _, change| history.apply(clock, change),
             )?;
             stats::action_figures_with(conn, clock, scope, stats::History::clone(&history))
                 .map(Arc::new)
@@ -72,9 +77,7 @@ pub fn audited(
         clock,
         &format!("{from}|{to}"),
         |conn| coverage::closed_by_team(conn, clock, from, to),
-        |closed, conn, closing, _| {
-            coverage::absorb_closed(closed, conn, clock, (from, to), closing)
-        },
+        |closed, conn, change| coverage::apply_closed(closed, conn, clock, (from, to), change),
     )?;
     stats.coverage = coverage::audit_with(
         conn,

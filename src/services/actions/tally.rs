@@ -13,7 +13,7 @@ use chrono::{NaiveDate, NaiveDateTime};
 use diesel::prelude::*;
 use diesel::sql_types::{Date, Text};
 
-use crate::db::schema::{action_tally, action_tally_day, corrective_actions};
+use crate::db::schema::{action_tally, action_tally_day};
 use crate::db::DbConnection;
 
 /// One owner's open actions: how many, how many are overdue, and the earliest due
@@ -61,7 +61,7 @@ pub fn owners(
 }
 
 /// Counts `overdue` against `today`: one read when the day is already today.
-fn move_day(conn: &mut DbConnection, today: NaiveDate) -> QueryResult<()> {
+pub fn move_day(conn: &mut DbConnection, today: NaiveDate) -> QueryResult<()> {
     if day(conn)? == today {
         return Ok(());
     }
@@ -111,43 +111,100 @@ fn move_day(conn: &mut DbConnection, today: NaiveDate) -> QueryResult<()> {
     })
 }
 
-/// How many changes were made to what the figures about the past count (actions
-/// reopened or deleted, due dates moved, …; see migrations 000033 and 000035), and how
-/// many plain closings (an open action done or won't do, nothing else changed): a
-/// cache of those figures is current while the first stays the same and it has added
-/// the actions closed since it counted (`stats::cache::Past`).
-pub fn past(conn: &mut DbConnection) -> QueryResult<(i64, i64)> {
+/// How many changes were made to what the figures about the past count: an action
+/// closed, reopened or deleted, a due date moved, … (migrations 000033 and 000039).
+/// Each is kept in `action_past_changes` under its number (`changes`), so a kept
+/// figure about the past applies the changes after the number it was counted at
+/// (`stats::cache::Past`).
+pub fn past(conn: &mut DbConnection) -> QueryResult<i64> {
     action_tally_day::table
         .find(1)
-        .select((action_tally_day::history, action_tally_day::closings))
+        .select(action_tally_day::history)
         .first(conn)
 }
 
-/// An action closed (`closed_since`).
-#[derive(Debug, Clone, Queryable)]
-pub struct Closing {
-    pub id: String,
+/// An action as the figures about the past read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
     pub owner_email: String,
     pub state: String,
     pub due_date: NaiveDate,
     pub created_at: NaiveDateTime,
-    pub closed_at: NaiveDateTime,
+    pub closed_at: Option<NaiveDateTime>,
 }
 
-/// The actions closed from `since` (`corrective_actions_by_closed`): the few a kept
-/// value about the past adds (`stats::Past`).
-pub fn closed_since(conn: &mut DbConnection, since: NaiveDateTime) -> QueryResult<Vec<Closing>> {
-    corrective_actions::table
-        .filter(corrective_actions::closed_at.ge(since))
+/// One change to what the figures about the past count: the action as it was (none
+/// when it was written) and as it is (none when it was deleted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PastChange {
+    pub seq: i64,
+    pub action_id: String,
+    pub old: Option<Image>,
+    pub new: Option<Image>,
+}
+
+type ImageColumns = (
+    Option<String>,
+    Option<String>,
+    Option<NaiveDate>,
+    Option<NaiveDateTime>,
+    Option<NaiveDateTime>,
+);
+
+fn image((owner_email, state, due_date, created_at, closed_at): ImageColumns) -> Option<Image> {
+    Some(Image {
+        owner_email: owner_email?,
+        state: state?,
+        due_date: due_date?,
+        created_at: created_at?,
+        closed_at,
+    })
+}
+
+/// The changes numbered after `after` up to `upto` (`past`), in order: none when some
+/// are no longer kept (only the last 10,000 are), so the caller counts again.
+pub fn changes(
+    conn: &mut DbConnection,
+    after: i64,
+    upto: i64,
+) -> QueryResult<Option<Vec<PastChange>>> {
+    use crate::db::schema::action_past_changes as c;
+    let rows: Vec<(i64, String, ImageColumns, ImageColumns)> = c::table
+        .filter(c::seq.gt(after))
+        .filter(c::seq.le(upto))
+        .order(c::seq)
         .select((
-            corrective_actions::id,
-            corrective_actions::owner_email,
-            corrective_actions::state,
-            corrective_actions::due_date,
-            corrective_actions::created_at,
-            corrective_actions::closed_at.assume_not_null(),
+            c::seq,
+            c::action_id,
+            (
+                c::old_owner_email,
+                c::old_state,
+                c::old_due_date,
+                c::old_created_at,
+                c::old_closed_at,
+            ),
+            (
+                c::new_owner_email,
+                c::new_state,
+                c::new_due_date,
+                c::new_created_at,
+                c::new_closed_at,
+            ),
         ))
-        .load(conn)
+        .load(conn)?;
+    if rows.len() as i64 != upto - after {
+        return Ok(None);
+    }
+    Ok(Some(
+        rows.into_iter()
+            .map(|(seq, action_id, old, new)| PastChange {
+                seq,
+                action_id,
+                old: image(old),
+                new: image(new),
+            })
+            .collect(),
+    ))
 }
 
 /// The day `overdue` is counted against now.

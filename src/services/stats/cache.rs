@@ -2,7 +2,6 @@
 //! generation the database answers in one index read per use, so any change on any
 //! replica makes the next use count again.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,7 +11,7 @@ use diesel::prelude::*;
 use crate::db::schema::{corrective_actions, people};
 use crate::db::DbConnection;
 use crate::domain::Clock;
-use crate::services::actions::tally::{self, Closing};
+use crate::services::actions::tally::{self, PastChange};
 
 /// How long a kept value is used at most, so that sliding windows ("closed in the
 /// last 30 days") move on with the clock.
@@ -20,17 +19,15 @@ const KEPT_FOR: Duration = Duration::from_secs(600);
 
 /// What the figures about actions (and the board's totals) depend on besides the
 /// clock: today, the last change to any action or person, and the changes to the past
-/// and closings the database counts (`tally::past`), each one index read. A cache
+/// the database counts (`tally::past`), each one index read. A cache
 /// keyed on it is current after every change.
 fn generation(conn: &mut DbConnection, today: NaiveDate) -> QueryResult<String> {
     let actions: Option<NaiveDateTime> = corrective_actions::table
         .select(diesel::dsl::max(corrective_actions::updated_at))
         .first(conn)?;
-    let (history, closings) = tally::past(conn)?;
+    let history = tally::past(conn)?;
     let people = people_changed(conn)?;
-    Ok(format!(
-        "{today}|{actions:?}|{people:?}|{history}|{closings}"
-    ))
+    Ok(format!("{today}|{actions:?}|{people:?}|{history}"))
 }
 
 /// The last change to any person (their teams).
@@ -79,30 +76,21 @@ impl<V: Clone + Send + Sync + 'static> PerChange<V> {
     }
 }
 
-/// How far before its counting a kept value looks for actions closed since, so that
-/// a replica whose clock is a little behind cannot close one unseen.
-const CLOSINGS_MARGIN: chrono::Duration = chrono::Duration::seconds(60);
-
-/// Values about the past (actions closed, the weeks), kept until something they count
-/// changes (`tally::past`'s first count, or a person) and at most ten minutes. A plain
-/// closing does not make them count again: the next use reads the actions closed
-/// since (an index range, a few rows) and adds them (`absorb`), when their number is
-/// the number of closings the database counted since; any other number means a
-/// closing it cannot see (a clock far behind, a closing written in the past by SQL)
-/// and the value is counted again.
+/// Values about the past (actions closed, the weeks), kept until a person changes
+/// (their teams) and at most ten minutes. A change to what they count does not make
+/// them count again: the next use reads the changes made since
+/// (`tally::changes`, an index range of a few rows) and applies each (`apply`: it
+/// takes away what the action counted as it was and adds what it counts as it is).
+/// The count reads the changes' number and the actions on one snapshot, so a change
+/// is either in the count or applied after it, never both, never neither.
 pub struct Past<V> {
     cache: moka::sync::Cache<String, Arc<Kept<V>>>,
 }
 
-/// A value about the past and what it has counted.
+/// A value about the past and the last change it counts.
 struct Kept<V> {
     value: Arc<V>,
-    /// The closings the database had counted before the value was read.
-    closings: i64,
-    /// The clock's time when it was counted.
-    counted_at: NaiveDateTime,
-    /// The actions closed from `counted_at - CLOSINGS_MARGIN` that it counts.
-    seen: HashSet<String>,
+    seq: i64,
     born: Instant,
 }
 
@@ -117,84 +105,54 @@ impl<V: Clone + Send + Sync + 'static> Past<V> {
         }
     }
 
-    /// The value for `key` as of `clock`: kept, kept with the actions closed since
-    /// added by `absorb` (given the value, a closing, and when the value was counted),
-    /// or counted by `count`.
+    /// The value for `key` as of `clock`: kept, kept with the changes since applied
+    /// by `apply`, or counted by `count`.
     pub fn get<E: From<diesel::result::Error>>(
         &self,
         conn: &mut DbConnection,
         clock: Clock,
         key: &str,
         count: impl FnOnce(&mut DbConnection) -> Result<V, E>,
-        absorb: impl Fn(&mut V, &mut DbConnection, &Closing, NaiveDateTime) -> Result<(), E>,
+        apply: impl Fn(&mut V, &mut DbConnection, &PastChange) -> Result<(), E>,
     ) -> Result<Arc<V>, E> {
-        // The counts first: whatever is read after them is at least as recent.
-        let (history, closings) = tally::past(conn)?;
-        let key = format!(
-            "{key}|{}|{:?}|{history}",
-            clock.today(),
-            people_changed(conn)?
-        );
+        let seq = tally::past(conn)?;
+        let key = format!("{key}|{}|{:?}", clock.today(), people_changed(conn)?);
         if let Some(kept) = self.cache.get(&key).filter(|k| k.born.elapsed() < KEPT_FOR) {
-            if kept.closings == closings {
+            if kept.seq >= seq {
                 return Ok(kept.value.clone());
             }
-            if let Some(kept) = self.absorbed(conn, &kept, closings, &absorb)? {
-                let value = kept.value.clone();
-                self.cache.insert(key, Arc::new(kept));
+            if let Some(changes) = tally::changes(conn, kept.seq, seq)? {
+                let mut value = V::clone(&kept.value);
+                for change in &changes {
+                    apply(&mut value, conn, change)?;
+                }
+                let value = Arc::new(value);
+                self.cache.insert(
+                    key,
+                    Arc::new(Kept {
+                        value: value.clone(),
+                        seq,
+                        born: kept.born,
+                    }),
+                );
                 return Ok(value);
             }
         }
-        let counted_at = clock.now.naive_utc();
-        let value = Arc::new(count(conn)?);
-        // Read after the count: a closing between the two is seen but not counted, and
-        // then the numbers cannot agree (counted again), never counted twice.
-        let seen = tally::closed_since(conn, counted_at - CLOSINGS_MARGIN)?
-            .into_iter()
-            .map(|c| c.id)
-            .collect();
-        self.cache.insert(
-            key,
-            Arc::new(Kept {
-                value: value.clone(),
-                closings,
-                counted_at,
-                seen,
-                born: Instant::now(),
-            }),
-        );
+        let ((seq, value), one_snapshot) = crate::db::read_snapshot(conn, |conn| {
+            let seq = tally::past(conn)?;
+            Ok::<_, E>((seq, count(conn)?))
+        })?;
+        let value = Arc::new(value);
+        if one_snapshot {
+            self.cache.insert(
+                key,
+                Arc::new(Kept {
+                    value: value.clone(),
+                    seq,
+                    born: Instant::now(),
+                }),
+            );
+        }
         Ok(value)
-    }
-
-    /// `kept` with the actions closed since added, when they are all there is to add
-    /// (`closings` counted now).
-    fn absorbed<E: From<diesel::result::Error>>(
-        &self,
-        conn: &mut DbConnection,
-        kept: &Kept<V>,
-        closings: i64,
-        absorb: &impl Fn(&mut V, &mut DbConnection, &Closing, NaiveDateTime) -> Result<(), E>,
-    ) -> Result<Option<Kept<V>>, E> {
-        let closed = tally::closed_since(conn, kept.counted_at - CLOSINGS_MARGIN)?;
-        let fresh: Vec<Closing> = closed
-            .into_iter()
-            .filter(|c| !kept.seen.contains(&c.id))
-            .collect();
-        if fresh.len() as i64 != closings - kept.closings {
-            return Ok(None);
-        }
-        let mut value = V::clone(&kept.value);
-        let mut seen = kept.seen.clone();
-        for closing in fresh {
-            absorb(&mut value, conn, &closing, kept.counted_at)?;
-            seen.insert(closing.id);
-        }
-        Ok(Some(Kept {
-            value: Arc::new(value),
-            closings,
-            counted_at: kept.counted_at,
-            seen,
-            born: kept.born,
-        }))
     }
 }

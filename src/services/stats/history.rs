@@ -1,6 +1,8 @@
 //! The figures about the past: actions closed in the last 30 and 90 days, the median
-//! days to close, the weeks — counted (`history`), and kept with the actions closed
-//! since added (`History::absorb`, for `Past`).
+//! days to close, the weeks — counted (`history`), and kept with the changes since
+//! applied (`History::apply`, for `Past`). Both go through one reading of what an
+//! action counts for (`Window::closing`, `Window::overdue_weeks`), so a change applied
+//! takes away exactly what the action as it was had counted.
 
 use std::sync::Arc;
 
@@ -13,124 +15,263 @@ use crate::db::types;
 use crate::db::DbConnection;
 use crate::domain::action::{closed_on_time, ActionState};
 use crate::domain::Clock;
-use crate::services::actions::tally::Closing;
+use crate::services::actions::tally::{Image, PastChange};
 
 /// The figures about actions closed and the weeks: the costly part of the inspection
 /// (it reads every action closed in the last 90 days), kept apart so a caller can
-/// reuse it while nothing it counts changes, adding the actions closed since
-/// (`Past`, `History::absorb`).
-#[derive(Debug, Clone, Default)]
+/// reuse it while applying the changes made since (`Past`, `History::apply`).
+#[derive(Debug, Clone)]
 pub struct History {
     pub closed_last_30_days: OnTimeAndLate,
     pub closed_last_90_days: OnTimeAndLate,
     pub median_days_to_close: Option<f64>,
     pub weeks: Vec<Week>,
     /// The days to close behind `median_days_to_close`, in order (shared by the
-    /// clones a view makes; copied when an action closes).
+    /// clones a view makes; copied when a change applies).
     days_to_close: Arc<Vec<f64>>,
     /// Each week's days to close, in order.
     week_days: Arc<Vec<Vec<f64>>>,
+    /// The periods counted, as of the count.
+    window: Arc<Window>,
+}
+
+/// The periods the figures count, fixed when they are counted: a kept value's
+/// sliding windows stay where they were until it is counted again (ten minutes at
+/// most, or the next day).
+#[derive(Debug)]
+struct Window {
+    since_90: NaiveDateTime,
+    since_30: NaiveDateTime,
+    /// The first week's Monday, and its local midnight.
+    first: NaiveDate,
+    from: NaiveDateTime,
+    /// Each week's end and the local date then. The last week ends now, whenever
+    /// that is: its time is the latest there is, so that an action closed after the
+    /// count is no longer overdue at its end.
+    ends: Vec<(NaiveDateTime, NaiveDate)>,
+}
+
+/// What an action closed counts for.
+struct Closed {
+    /// Closed in the last 90 days, and in the last 30.
+    in_90: bool,
+    in_30: bool,
+    /// On time (`Some(true)`), late, or won't do (`None`).
+    on_time: Option<bool>,
+    /// Days from creation to closing.
+    days: f64,
+    /// The week it was done in, when one of the weeks counted.
+    week: Option<usize>,
+}
+
+impl Window {
+    fn new(clock: Clock, weeks: usize) -> Window {
+        let now = clock.now.naive_utc();
+        let first = first_day(clock, weeks);
+        let ends = (0..weeks as i64)
+            .map(|i| {
+                if i + 1 == weeks as i64 {
+                    return (NaiveDateTime::MAX, clock.local_date(now));
+                }
+                let end = local_midnight(clock, first + Duration::weeks(i + 1)).min(now);
+                (end, clock.local_date(end))
+            })
+            .collect();
+        Window {
+            since_90: now - Duration::days(90),
+            since_30: now - Duration::days(30),
+            first,
+            from: local_midnight(clock, first),
+            ends,
+        }
+    }
+
+    /// What `action` counts for as closed, if it is.
+    fn closing(&self, clock: Clock, action: &Image) -> QueryResult<Option<Closed>> {
+        let Some(closed_at) = action.closed_at else {
+            return Ok(None);
+        };
+        let state: ActionState = types::read("corrective_actions.state", &action.state)?;
+        let day = clock.local_date(closed_at);
+        let on_time = closed_on_time(state, action.due_date, day);
+        let week = if state == ActionState::Done && closed_at >= self.from && on_time.is_some() {
+            usize::try_from((day - self.first).num_days().div_euclid(7))
+                .ok()
+                .filter(|w| *w < self.ends.len())
+        } else {
+            None
+        };
+        Ok(Some(Closed {
+            in_90: closed_at >= self.since_90,
+            in_30: closed_at >= self.since_30,
+            on_time,
+            days: days_between(action.created_at, closed_at),
+            week,
+        }))
+    }
+
+    /// The weeks at whose end `action` existed, was past its due date and was not yet
+    /// closed.
+    fn overdue_weeks<'a>(&'a self, action: &'a Image) -> impl Iterator<Item = usize> + 'a {
+        self.ends
+            .iter()
+            .enumerate()
+            .filter(move |(_, (end, end_date))| {
+                action.created_at <= *end
+                    && action.due_date < *end_date
+                    && action.closed_at.is_none_or(|c| c > *end)
+            })
+            .map(|(week, _)| week)
+    }
 }
 
 impl History {
-    /// The figures counted at `counted_at` with one action closed since added, as a
-    /// count at `counted_at` would have them had it been closed then (everyone's
-    /// figures: a scope's are not kept).
-    pub fn absorb(
-        &mut self,
-        clock: Clock,
-        closing: &Closing,
-        counted_at: NaiveDateTime,
-    ) -> QueryResult<()> {
-        let state: ActionState = types::read("corrective_actions.state", &closing.state)?;
-        let closed_at = closing.closed_at;
-        let day = clock.local_date(closed_at);
-        let on_time = closed_on_time(state, closing.due_date, day);
-        if closed_at >= counted_at - Duration::days(90) {
-            self.closed_last_90_days.count(on_time);
-            if on_time.is_some() {
-                let days = Arc::make_mut(&mut self.days_to_close);
-                insert_sorted(days, days_between(closing.created_at, closed_at));
-                self.median_days_to_close = median_of_sorted(days);
+    fn empty(clock: Clock, weeks: usize) -> History {
+        let window = Window::new(clock, weeks);
+        History {
+            closed_last_30_days: OnTimeAndLate::default(),
+            closed_last_90_days: OnTimeAndLate::default(),
+            median_days_to_close: None,
+            weeks: (0..weeks as i64)
+                .map(|i| Week {
+                    starts: window.first + Duration::weeks(i),
+                    overdue_at_end: 0,
+                    closed_on_time: 0,
+                    closed_late: 0,
+                    median_days_to_close: None,
+                })
+                .collect(),
+            days_to_close: Arc::new(Vec::new()),
+            week_days: Arc::new(vec![Vec::new(); weeks]),
+            window: Arc::new(window),
+        }
+    }
+
+    /// The figures with one change applied: what the action counted for as it was
+    /// taken away, what it counts for as it is added (everyone's figures: a scope's
+    /// are not kept).
+    pub fn apply(&mut self, clock: Clock, change: &PastChange) -> QueryResult<()> {
+        for (action, n) in [(&change.old, -1), (&change.new, 1)] {
+            let Some(action) = action else {
+                continue;
+            };
+            let window = self.window.clone();
+            if let Some(closed) = window.closing(clock, action)? {
+                self.count_closed(&closed, n, |days, value| {
+                    if n > 0 {
+                        insert_sorted(days, value)
+                    } else {
+                        remove_sorted(days, value)
+                    }
+                });
+            }
+            for week in window.overdue_weeks(action) {
+                self.weeks[week].overdue_at_end += n;
             }
         }
-        if closed_at >= counted_at - Duration::days(30) {
-            self.closed_last_30_days.count(on_time);
-        }
-        let Some(first) = self.weeks.first().map(|w| w.starts) else {
-            return Ok(());
-        };
-        // Counted open at the last week's end (the counting): overdue then, if it was.
-        let last = self.weeks.len() - 1;
-        if closing.created_at <= counted_at && closing.due_date < clock.local_date(counted_at) {
-            self.weeks[last].overdue_at_end -= 1;
-        }
-        let index = usize::try_from((day - first).num_days().div_euclid(7)).ok();
-        if let (Some(week), Some(on_time)) = (index.filter(|i| *i <= last), on_time) {
-            if on_time {
-                self.weeks[week].closed_on_time += 1;
-            } else {
-                self.weeks[week].closed_late += 1;
-            }
-            let days = &mut Arc::make_mut(&mut self.week_days)[week];
-            insert_sorted(days, days_between(closing.created_at, closed_at));
-            self.weeks[week].median_days_to_close = median_of_sorted(days);
+        self.median_days_to_close = median_of_sorted(&self.days_to_close);
+        for (week, days) in self.weeks.iter_mut().zip(self.week_days.iter()) {
+            week.median_days_to_close = median_of_sorted(days);
         }
         Ok(())
     }
-}
 
-/// An action closed: its state, due date, creation and closing.
-type Closed = (String, NaiveDate, NaiveDateTime, Option<NaiveDateTime>);
-
-/// The figures about the past at `clock`: actions closed in the last 30 and 90 days,
-/// the median days to close, the weeks. The actions closed are read once, from the
-/// earlier of the 90 days' and the weeks' first day, for both.
-pub fn history(conn: &mut DbConnection, clock: Clock, scope: &Scope) -> QueryResult<History> {
-    let now = clock.now.naive_utc();
-    let since_90 = now - Duration::days(90);
-    let since_30 = now - Duration::days(30);
-    let weeks_from = local_midnight(clock, first_day(clock, scope.weeks));
-    let closed: Vec<Closed> = corrective_actions::table
-        .filter(scope.actions())
-        .filter(corrective_actions::closed_at.ge(since_90.min(weeks_from)))
-        .select((
-            corrective_actions::state,
-            corrective_actions::due_date,
-            corrective_actions::created_at,
-            corrective_actions::closed_at,
-        ))
-        .load(conn)?;
-    let mut last_30 = OnTimeAndLate::default();
-    let mut last_90 = OnTimeAndLate::default();
-    let mut days_to_close: Vec<f64> = Vec::new();
-    for (state, due, created, closed_at) in &closed {
-        let Some(closed_at) = *closed_at else {
-            continue;
-        };
-        if closed_at < since_90 {
-            continue;
+    /// Counts `n` of an action closed (`n` negative: takes it away), putting its days
+    /// to close among the others with `put`.
+    fn count_closed(&mut self, closed: &Closed, n: i64, put: impl Fn(&mut Vec<f64>, f64)) {
+        if closed.in_90 {
+            self.closed_last_90_days.add(closed.on_time, n);
+            if closed.in_30 {
+                self.closed_last_30_days.add(closed.on_time, n);
+            }
+            if closed.on_time.is_some() {
+                put(Arc::make_mut(&mut self.days_to_close), closed.days);
+            }
         }
-        let state: ActionState = types::read("corrective_actions.state", state)?;
-        let on_time = closed_on_time(state, *due, clock.local_date(closed_at));
-        last_90.count(on_time);
-        if closed_at >= since_30 {
-            last_30.count(on_time);
-        }
-        if on_time.is_some() {
-            days_to_close.push(days_between(*created, closed_at));
+        if let (Some(week), Some(on_time)) = (closed.week, closed.on_time) {
+            if on_time {
+                self.weeks[week].closed_on_time += n;
+            } else {
+                self.weeks[week].closed_late += n;
+            }
+            put(&mut Arc::make_mut(&mut self.week_days)[week], closed.days);
         }
     }
-    days_to_close.sort_by(f64::total_cmp);
-    let (weeks, week_days) = weeks(conn, clock, scope, &closed)?;
-    Ok(History {
-        closed_last_30_days: last_30,
-        closed_last_90_days: last_90,
-        median_days_to_close: median_of_sorted(&days_to_close),
-        weeks,
-        days_to_close: Arc::new(days_to_close),
-        week_days: Arc::new(week_days),
-    })
+}
+
+/// The figures about the past at `clock`: actions closed in the last 30 and 90 days,
+/// the median days to close, the weeks. Two reads: the actions closed since the
+/// earlier of the 90 days' and the weeks' first day, and the actions that were
+/// overdue at some week's end.
+pub fn history(conn: &mut DbConnection, clock: Clock, scope: &Scope) -> QueryResult<History> {
+    let mut out = History::empty(clock, scope.weeks);
+    let window = out.window.clone();
+    let closed: Vec<(String, NaiveDate, NaiveDateTime, Option<NaiveDateTime>)> =
+        corrective_actions::table
+            .filter(scope.actions())
+            .filter(corrective_actions::closed_at.ge(window.since_90.min(window.from)))
+            .select((
+                corrective_actions::state,
+                corrective_actions::due_date,
+                corrective_actions::created_at,
+                corrective_actions::closed_at,
+            ))
+            .load(conn)?;
+    for (state, due_date, created_at, closed_at) in closed {
+        let action = Image {
+            owner_email: String::new(),
+            state,
+            due_date,
+            created_at,
+            closed_at,
+        };
+        if let Some(closed) = window.closing(clock, &action)? {
+            out.count_closed(&closed, 1, |days, value| days.push(value));
+        }
+    }
+    // One read of the actions that were overdue at some week's end: due before the
+    // last end's date and not closed before the first end.
+    let first_end =
+        local_midnight(clock, window.first + Duration::weeks(1)).min(clock.now.naive_utc());
+    let last_date = window.ends.last().map_or(window.first, |(_, date)| *date);
+    let candidates: Vec<(NaiveDateTime, NaiveDate, Option<NaiveDateTime>)> =
+        corrective_actions::table
+            .filter(scope.actions())
+            .filter(corrective_actions::due_date.lt(last_date))
+            .filter(
+                corrective_actions::closed_at
+                    .is_null()
+                    .or(corrective_actions::closed_at.gt(first_end)),
+            )
+            .select((
+                corrective_actions::created_at,
+                corrective_actions::due_date,
+                corrective_actions::closed_at,
+            ))
+            .load(conn)?;
+    for (created_at, due_date, closed_at) in candidates {
+        let action = Image {
+            owner_email: String::new(),
+            state: String::new(),
+            due_date,
+            created_at,
+            closed_at,
+        };
+        for week in window.overdue_weeks(&action) {
+            out.weeks[week].overdue_at_end += 1;
+        }
+    }
+    Arc::make_mut(&mut out.days_to_close).sort_by(f64::total_cmp);
+    out.median_days_to_close = median_of_sorted(&out.days_to_close);
+    for (week, days) in out
+        .weeks
+        .iter_mut()
+        .zip(Arc::make_mut(&mut out.week_days).iter_mut())
+    {
+        days.sort_by(f64::total_cmp);
+        week.median_days_to_close = median_of_sorted(days);
+    }
+    Ok(out)
 }
 
 /// The median of `values`, in order, to one decimal.
@@ -150,94 +291,15 @@ fn insert_sorted(values: &mut Vec<f64>, value: f64) {
     values.insert(at, value);
 }
 
+/// One `value` taken from `values` (in order), if it is there.
+fn remove_sorted(values: &mut Vec<f64>, value: f64) {
+    let at = values.partition_point(|v| v.total_cmp(&value).is_lt());
+    if values.get(at).is_some_and(|v| v.total_cmp(&value).is_eq()) {
+        values.remove(at);
+    }
+}
+
 /// Days from `created` to `closed_at`, as the medians count them.
 fn days_between(created: NaiveDateTime, closed_at: NaiveDateTime) -> f64 {
     (closed_at - created).num_seconds() as f64 / 86_400.0
-}
-
-/// The weekly figures of the last `scope.weeks` weeks, and each week's days to close
-/// (in order, for its median); `closed`: the scope's actions closed since the first
-/// week began, at least.
-fn weeks(
-    conn: &mut DbConnection,
-    clock: Clock,
-    scope: &Scope,
-    closed: &[Closed],
-) -> QueryResult<(Vec<Week>, Vec<Vec<f64>>)> {
-    let weeks = scope.weeks;
-    let first = first_day(clock, weeks);
-    let midnight = |day: NaiveDate| local_midnight(clock, day);
-    let now = clock.now.naive_utc();
-    // Each week's end: its last moment (now, for this week) and the local date then.
-    let ends: Vec<(NaiveDateTime, NaiveDate)> = (0..weeks as i64)
-        .map(|i| {
-            let end = midnight(first + Duration::weeks(i + 1)).min(now);
-            (end, clock.local_date(end))
-        })
-        .collect();
-    let mut out: Vec<Week> = (0..weeks as i64)
-        .map(|i| Week {
-            starts: first + Duration::weeks(i),
-            overdue_at_end: 0,
-            closed_on_time: 0,
-            closed_late: 0,
-            median_days_to_close: None,
-        })
-        .collect();
-    // One read of the actions that were overdue at some week's end: due before the
-    // last end's date and not closed before the first end. Each is counted in every
-    // week at whose end it existed, was past its due date and was not yet closed.
-    let (first_end, _) = ends[0];
-    let (_, last_date) = ends[weeks - 1];
-    let candidates: Vec<(NaiveDateTime, NaiveDate, Option<NaiveDateTime>)> =
-        corrective_actions::table
-            .filter(scope.actions())
-            .filter(corrective_actions::due_date.lt(last_date))
-            .filter(
-                corrective_actions::closed_at
-                    .is_null()
-                    .or(corrective_actions::closed_at.gt(first_end)),
-            )
-            .select((
-                corrective_actions::created_at,
-                corrective_actions::due_date,
-                corrective_actions::closed_at,
-            ))
-            .load(conn)?;
-    for (created, due, closed_at) in candidates {
-        for (week, (end, end_date)) in out.iter_mut().zip(&ends) {
-            if created <= *end && due < *end_date && closed_at.is_none_or(|c| c > *end) {
-                week.overdue_at_end += 1;
-            }
-        }
-    }
-    let mut days: Vec<Vec<f64>> = vec![Vec::new(); weeks];
-    let from = midnight(first);
-    let done = closed
-        .iter()
-        .filter(|(state, ..)| state == ActionState::Done.as_str());
-    for (state, due, created, closed_at) in done {
-        let Some(closed_at) = closed_at.filter(|c| *c >= from) else {
-            continue;
-        };
-        let day = clock.local_date(closed_at);
-        let Ok(index) = usize::try_from((day - first).num_days() / 7) else {
-            continue;
-        };
-        let Some(week) = out.get_mut(index) else {
-            continue;
-        };
-        let state: ActionState = types::read("corrective_actions.state", state)?;
-        match closed_on_time(state, *due, day) {
-            Some(true) => week.closed_on_time += 1,
-            Some(false) => week.closed_late += 1,
-            None => continue,
-        }
-        days[index].push(days_between(*created, closed_at));
-    }
-    for (week, days) in out.iter_mut().zip(days.iter_mut()) {
-        days.sort_by(f64::total_cmp);
-        week.median_days_to_close = median_of_sorted(days);
-    }
-    Ok((out, days))
 }

@@ -37,12 +37,13 @@ pub struct OnTimeAndLate {
 }
 
 impl OnTimeAndLate {
-    /// One action closed counted: on time (`Some(true)`), late, or won't do (`None`).
-    fn count(&mut self, on_time: Option<bool>) {
+    /// `n` actions closed counted (taken away when negative): on time
+    /// (`Some(true)`), late, or won't do (`None`).
+    fn add(&mut self, on_time: Option<bool>, n: i64) {
         match on_time {
-            Some(true) => self.on_time += 1,
-            Some(false) => self.late += 1,
-            None => self.wont_do += 1,
+            Some(true) => self.on_time += n,
+            Some(false) => self.late += n,
+            None => self.wont_do += n,
         }
     }
 }
@@ -323,7 +324,7 @@ pub fn late_drafts(
 
 /// The figures about actions: open and overdue (kept per owner by the database), and
 /// the past (`History`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ActionFigures {
     pub actions: OpenAndOverdue,
     pub by_team: BTreeMap<String, OpenAndOverdue>,

@@ -1,0 +1,148 @@
+-- Each change to what the figures about the past count (an action closed, reopened,
+-- deleted, its due date moved, a closed action given to another owner, an action
+-- written closed or dated before `day`) is kept with the action as it was and as it
+-- is, numbered by `action_tally_day.history` (which each change moves on by one,
+-- under the day row's lock: the numbers committed have no gaps). A kept figure about
+-- the past takes the changes after the number it was counted at and applies each
+-- (`stats::cache::Past`): it takes away what the action counted as it was and adds
+-- what it counts as it is, instead of reading every action closed in 90 days again.
+-- Only the last 10,000 changes are kept; a figure further behind is counted again.
+--
+-- `closings` is no longer written: a plain closing is a change like the others. The
+-- column stays for a replica of the previous version still running during the
+-- upgrade (it then counts the past again after a closing, as it did after a
+-- reopening).
+CREATE TABLE action_past_changes (
+    -- `action_tally_day.history` after the change.
+    seq             BIGINT PRIMARY KEY,
+    action_id       TEXT NOT NULL,
+    -- The action before the change (all NULL for an action written).
+    old_owner_email TEXT,
+    old_state       TEXT,
+    old_due_date    DATE,
+    old_created_at  TIMESTAMP,
+    old_closed_at   TIMESTAMP,
+    -- The action after it (all NULL for an action deleted).
+    new_owner_email TEXT,
+    new_state       TEXT,
+    new_due_date    DATE,
+    new_created_at  TIMESTAMP,
+    new_closed_at   TIMESTAMP
+);
+
+-- The caller has written `logged` changes numbered after `base` (holding the day row
+-- FOR UPDATE): the day row counts them and the changes older than the last 10,000
+-- go.
+CREATE FUNCTION coe_action_past_logged(base BIGINT, logged BIGINT) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF logged > 0 THEN
+        UPDATE action_tally_day SET history = base + logged WHERE id = 1;
+        DELETE FROM action_past_changes WHERE seq <= base + logged - 10000;
+    END IF;
+END;
+$$;
+
+-- Recounts the owners' rows, in order, so that two statements cannot deadlock on
+-- them; the day row is taken FOR SHARE first unless the caller holds it already.
+CREATE FUNCTION coe_action_tally_apply(owners TEXT[], day_held BOOLEAN) RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    who TEXT;
+BEGIN
+    IF NOT day_held AND cardinality(owners) > 0 THEN
+        PERFORM 1 FROM action_tally_day WHERE id = 1 FOR SHARE;
+    END IF;
+    FOR who IN SELECT DISTINCT o FROM unnest(owners) o ORDER BY o LOOP
+        PERFORM coe_action_tally_recount(who);
+    END LOOP;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION coe_action_tally_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    base BIGINT;
+    logged BIGINT := 0;
+BEGIN
+    IF EXISTS (SELECT 1 FROM new_rows n, action_tally_day d
+                WHERE d.id = 1 AND (n.closed_at IS NOT NULL OR n.due_date < d.day
+                                    OR n.created_at < d.day)) THEN
+        SELECT history INTO base FROM action_tally_day WHERE id = 1 FOR UPDATE;
+        INSERT INTO action_past_changes (seq, action_id, new_owner_email, new_state,
+                                         new_due_date, new_created_at, new_closed_at)
+        SELECT base + row_number() OVER (ORDER BY n.id), n.id, n.owner_email, n.state,
+               n.due_date, n.created_at, n.closed_at
+          FROM new_rows n, action_tally_day d
+         WHERE d.id = 1 AND (n.closed_at IS NOT NULL OR n.due_date < d.day
+                             OR n.created_at < d.day);
+        GET DIAGNOSTICS logged = ROW_COUNT;
+        PERFORM coe_action_past_logged(base, logged);
+    END IF;
+    PERFORM coe_action_tally_apply(ARRAY(SELECT DISTINCT owner_email FROM new_rows), base IS NOT NULL);
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION coe_action_tally_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    base BIGINT;
+    logged BIGINT := 0;
+BEGIN
+    IF EXISTS (SELECT 1 FROM old_rows) THEN
+        SELECT history INTO base FROM action_tally_day WHERE id = 1 FOR UPDATE;
+        INSERT INTO action_past_changes (seq, action_id, old_owner_email, old_state,
+                                         old_due_date, old_created_at, old_closed_at)
+        SELECT base + row_number() OVER (ORDER BY o.id), o.id, o.owner_email, o.state,
+               o.due_date, o.created_at, o.closed_at
+          FROM old_rows o;
+        GET DIAGNOSTICS logged = ROW_COUNT;
+        PERFORM coe_action_past_logged(base, logged);
+    END IF;
+    PERFORM coe_action_tally_apply(ARRAY(SELECT DISTINCT owner_email FROM old_rows), base IS NOT NULL);
+    RETURN NULL;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION coe_action_tally_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    base BIGINT;
+    logged BIGINT := 0;
+BEGIN
+    IF EXISTS (SELECT 1 FROM old_rows o JOIN new_rows n ON n.id = o.id
+                WHERE o.due_date IS DISTINCT FROM n.due_date
+                   OR o.closed_at IS DISTINCT FROM n.closed_at
+                   OR o.created_at IS DISTINCT FROM n.created_at
+                   OR ((o.closed_at IS NOT NULL OR n.closed_at IS NOT NULL)
+                       AND (o.state IS DISTINCT FROM n.state
+                            OR o.owner_email IS DISTINCT FROM n.owner_email))) THEN
+        SELECT history INTO base FROM action_tally_day WHERE id = 1 FOR UPDATE;
+        INSERT INTO action_past_changes (seq, action_id,
+               old_owner_email, old_state, old_due_date, old_created_at, old_closed_at,
+               new_owner_email, new_state, new_due_date, new_created_at, new_closed_at)
+        SELECT base + row_number() OVER (ORDER BY n.id), n.id,
+               o.owner_email, o.state, o.due_date, o.created_at, o.closed_at,
+               n.owner_email, n.state, n.due_date, n.created_at, n.closed_at
+          FROM old_rows o JOIN new_rows n ON n.id = o.id
+         WHERE o.due_date IS DISTINCT FROM n.due_date
+            OR o.closed_at IS DISTINCT FROM n.closed_at
+            OR o.created_at IS DISTINCT FROM n.created_at
+            OR ((o.closed_at IS NOT NULL OR n.closed_at IS NOT NULL)
+                AND (o.state IS DISTINCT FROM n.state
+                     OR o.owner_email IS DISTINCT FROM n.owner_email));
+        GET DIAGNOSTICS logged = ROW_COUNT;
+        PERFORM coe_action_past_logged(base, logged);
+    END IF;
+    PERFORM coe_action_tally_apply(
+        ARRAY(SELECT o.owner_email FROM old_rows o JOIN new_rows n ON n.id = o.id
+               WHERE o.owner_email IS DISTINCT FROM n.owner_email
+                  OR o.state IS DISTINCT FROM n.state OR o.due_date IS DISTINCT FROM n.due_date
+              UNION
+              SELECT n.owner_email FROM old_rows o JOIN new_rows n ON n.id = o.id
+               WHERE o.owner_email IS DISTINCT FROM n.owner_email
+                  OR o.state IS DISTINCT FROM n.state OR o.due_date IS DISTINCT FROM n.due_date),
+        base IS NOT NULL);
+    RETURN NULL;
+END;
+$$;
+
+DROP FUNCTION coe_action_tally_apply(TEXT[], BOOLEAN, BIGINT);

@@ -1,0 +1,89 @@
+-- Each change to what the figures about the past count (an action closed, reopened,
+-- deleted, its due date moved, a closed action given to another owner, an action
+-- written closed or dated before `day`) is kept with the action as it was and as it
+-- is, numbered by `action_tally_day.history` (which the change moves on by one). A
+-- kept figure about the past takes the changes after the number it was counted at
+-- and applies each (`stats::cache::Past`): it takes away what the action counted as
+-- it was and adds what it counts as it is, instead of reading every action closed in
+-- 90 days again. Only the last 10,000 changes are kept; a figure further behind is
+-- counted again.
+--
+-- `closings` is no longer written: a plain closing is a change like the others. The
+-- column stays for a replica of the previous version still running during the
+-- upgrade (it then counts the past again after a closing, as it did after a
+-- reopening).
+CREATE TABLE action_past_changes (
+    -- `action_tally_day.history` after the change (SQLite: the rowid).
+    seq             INTEGER PRIMARY KEY NOT NULL,
+    action_id       TEXT NOT NULL,
+    -- The action before the change (all NULL for an action written).
+    old_owner_email TEXT,
+    old_state       TEXT,
+    old_due_date    DATE,
+    old_created_at  TIMESTAMP,
+    old_closed_at   TIMESTAMP,
+    -- The action after it (all NULL for an action deleted).
+    new_owner_email TEXT,
+    new_state       TEXT,
+    new_due_date    DATE,
+    new_created_at  TIMESTAMP,
+    new_closed_at   TIMESTAMP
+);
+
+DROP TRIGGER action_history_after_insert;
+DROP TRIGGER action_history_after_update;
+DROP TRIGGER action_closing_after_update;
+DROP TRIGGER action_tally_after_delete;
+
+CREATE TRIGGER action_tally_after_delete AFTER DELETE ON corrective_actions
+BEGIN
+    INSERT OR REPLACE INTO action_tally (owner_email, open, overdue, oldest_due)
+    SELECT OLD.owner_email, count(*), count(*) FILTER (WHERE due_date < (SELECT day FROM action_tally_day WHERE id = 1)), min(due_date)
+      FROM corrective_actions WHERE owner_email = OLD.owner_email AND state IN ('open', 'in_progress');
+END;
+
+CREATE TRIGGER action_past_after_insert AFTER INSERT ON corrective_actions
+WHEN NEW.closed_at IS NOT NULL
+  OR NEW.due_date < (SELECT day FROM action_tally_day WHERE id = 1)
+  OR NEW.created_at < (SELECT day FROM action_tally_day WHERE id = 1)
+BEGIN
+    UPDATE action_tally_day SET history = history + 1 WHERE id = 1;
+    INSERT INTO action_past_changes (seq, action_id, new_owner_email, new_state,
+                                     new_due_date, new_created_at, new_closed_at)
+    SELECT history, NEW.id, NEW.owner_email, NEW.state, NEW.due_date, NEW.created_at,
+           NEW.closed_at
+      FROM action_tally_day WHERE id = 1;
+    DELETE FROM action_past_changes
+     WHERE seq <= (SELECT history FROM action_tally_day WHERE id = 1) - 10000;
+END;
+
+CREATE TRIGGER action_past_after_update AFTER UPDATE OF owner_email, state, due_date, created_at, closed_at ON corrective_actions
+WHEN OLD.due_date IS NOT NEW.due_date
+  OR OLD.closed_at IS NOT NEW.closed_at
+  OR OLD.created_at IS NOT NEW.created_at
+  OR ((OLD.closed_at IS NOT NULL OR NEW.closed_at IS NOT NULL)
+      AND (OLD.state IS NOT NEW.state OR OLD.owner_email IS NOT NEW.owner_email))
+BEGIN
+    UPDATE action_tally_day SET history = history + 1 WHERE id = 1;
+    INSERT INTO action_past_changes (seq, action_id,
+                                     old_owner_email, old_state, old_due_date, old_created_at, old_closed_at,
+                                     new_owner_email, new_state, new_due_date, new_created_at, new_closed_at)
+    SELECT history, NEW.id,
+           OLD.owner_email, OLD.state, OLD.due_date, OLD.created_at, OLD.closed_at,
+           NEW.owner_email, NEW.state, NEW.due_date, NEW.created_at, NEW.closed_at
+      FROM action_tally_day WHERE id = 1;
+    DELETE FROM action_past_changes
+     WHERE seq <= (SELECT history FROM action_tally_day WHERE id = 1) - 10000;
+END;
+
+CREATE TRIGGER action_past_after_delete AFTER DELETE ON corrective_actions
+BEGIN
+    UPDATE action_tally_day SET history = history + 1 WHERE id = 1;
+    INSERT INTO action_past_changes (seq, action_id, old_owner_email, old_state,
+                                     old_due_date, old_created_at, old_closed_at)
+    SELECT history, OLD.id, OLD.owner_email, OLD.state, OLD.due_date, OLD.created_at,
+           OLD.closed_at
+      FROM action_tally_day WHERE id = 1;
+    DELETE FROM action_past_changes
+     WHERE seq <= (SELECT history FROM action_tally_day WHERE id = 1) - 10000;
+END;
