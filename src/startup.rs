@@ -172,6 +172,7 @@ impl Application {
             closed_by_team: Past::new(64),
             outbox_bell: outbox_bell.clone(),
         });
+        keep_figures_warm(state.clone());
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
@@ -255,6 +256,24 @@ impl Application {
         }
         served
     }
+}
+
+/// Counts everyone's figures about the past ahead of the views, at start and every
+/// `stats::WARM_EVERY` (`http::api::stats::warm`): the dashboard's first view after
+/// start-up, on a new day or ten minutes after the last count does not wait for a
+/// count of every action closed in 90 days. Ends with the runtime.
+fn keep_figures_warm(state: web::Data<AppState>) {
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(crate::services::stats::WARM_EVERY);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            let warmed = http::state::with_conn(&state, http::api::stats::warm).await;
+            if let Err(error) = warmed {
+                tracing::warn!(%error, "counting the dashboard's figures ahead failed; views count them");
+            }
+        }
+    });
 }
 
 /// 404: a page for a browser outside the API, the API's JSON error otherwise.

@@ -281,8 +281,8 @@ where
 /// Runs `f` on one snapshot of the database: every read in it sees the same committed
 /// writes, none made after its first read. SQLite: a deferred transaction (WAL
 /// readers keep the snapshot their first read took); PostgreSQL: `REPEATABLE READ
-/// READ ONLY`. The second value is false when `conn` was in a transaction already
-/// on PostgreSQL, where `f`'s reads may then see different moments.
+/// READ ONLY`. The second value is false when `conn` was in a transaction already:
+/// its reads may then see different moments (PostgreSQL), or writes it rolls back.
 pub fn read_snapshot<T, E, F>(conn: &mut DbConnection, f: F) -> Result<(T, bool), E>
 where
     F: FnOnce(&mut DbConnection) -> Result<T, E>,
@@ -306,7 +306,7 @@ where
         }
         DbConnection::Sqlite(_) => {
             Tm::begin_transaction(conn)?;
-            true
+            outermost
         }
     };
     match f(conn) {

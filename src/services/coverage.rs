@@ -249,6 +249,8 @@ pub fn closed_by_team(
         let counts = out.entry(teams.get(&owner).cloned()).or_default();
         count_closed(counts, state, due, clock.local_date(closed_at), 1);
     }
+    // As applying leaves them: a team only with something counted.
+    out.retain(|_, counts| *counts != ClosedActions::default());
     Ok(out)
 }
 
@@ -269,6 +271,27 @@ fn count_closed(
     }
 }
 
+/// The owners' teams read while applying changes (`apply_closed`), each read once.
+#[derive(Default)]
+pub struct OwnerTeams(std::cell::RefCell<BTreeMap<String, Option<String>>>);
+
+impl OwnerTeams {
+    /// The team of `owner` in the directory (none without one, or outside it).
+    fn of(&self, conn: &mut DbConnection, owner: &str) -> QueryResult<Option<String>> {
+        if let Some(team) = self.0.borrow().get(owner) {
+            return Ok(team.clone());
+        }
+        let team: Option<String> = people::table
+            .filter(people::email.eq(owner))
+            .select(people::team)
+            .first::<Option<String>>(conn)
+            .optional()?
+            .flatten();
+        self.0.borrow_mut().insert(owner.to_owned(), team.clone());
+        Ok(team)
+    }
+}
+
 /// `closed` (`closed_by_team` of `from` to `to`) with one change to an action applied
 /// (`stats::Past`): the action as it was taken away where it counted, as it is added.
 pub fn apply_closed(
@@ -277,6 +300,7 @@ pub fn apply_closed(
     clock: crate::domain::Clock,
     (from, to): (NaiveDate, NaiveDate),
     change: &PastChange,
+    teams: &OwnerTeams,
 ) -> QueryResult<()> {
     let (start, end) = (clock.midnight(from), clock.midnight(to + Duration::days(1)));
     for (action, n) in [(&change.old, -1), (&change.new, 1)] {
@@ -288,12 +312,7 @@ pub fn apply_closed(
             continue;
         };
         let state: ActionState = types::read("corrective_actions.state", &action.state)?;
-        let team: Option<String> = people::table
-            .filter(people::email.eq(&action.owner_email))
-            .select(people::team)
-            .first::<Option<String>>(conn)
-            .optional()?
-            .flatten();
+        let team = teams.of(conn, &action.owner_email)?;
         let counts = closed.entry(team.clone()).or_default();
         count_closed(
             counts,

@@ -571,6 +571,7 @@ async fn kept_figures_about_the_past_apply_each_change_and_equal_a_count() {
     let (from, to) = (stats::first_day(clock, scope.weeks), clock.today());
     let history: Past<History> = Past::new(4);
     let closed: Past<ClosedByTeam> = Past::new(4);
+    let teams = coverage::OwnerTeams::default();
     let counts = AtomicUsize::new(0);
     let figures = |h: &History| {
         json!([
@@ -580,11 +581,10 @@ async fn kept_figures_about_the_past_apply_each_change_and_equal_a_count() {
             h.weeks
         ])
     };
-    let agree = |step: &str| {
-        let mut conn = app.pool.get().expect("conn");
+    let agree_on = |conn: &mut coe::db::DbConnection, step: &str| {
         let kept = history
             .get(
-                &mut conn,
+                conn,
                 clock,
                 "",
                 |conn| {
@@ -594,23 +594,26 @@ async fn kept_figures_about_the_past_apply_each_change_and_equal_a_count() {
                 |h, _, change| h.apply(clock, change),
             )
             .expect("kept history");
-        let counted = stats::history(&mut conn, clock, &scope).expect("history");
+        let counted = stats::history(conn, clock, &scope).expect("history");
         assert_eq!(figures(&kept), figures(&counted), "{step}");
         let kept = closed
             .get(
-                &mut conn,
+                conn,
                 clock,
                 "",
                 |conn| {
                     counts.fetch_add(1, Ordering::SeqCst);
                     coverage::closed_by_team(conn, clock, from, to)
                 },
-                |c, conn, change| coverage::apply_closed(c, conn, clock, (from, to), change),
+                |c, conn, change| {
+                    coverage::apply_closed(c, conn, clock, (from, to), change, &teams)
+                },
             )
             .expect("kept closings");
-        let counted = coverage::closed_by_team(&mut conn, clock, from, to).expect("closed");
+        let counted = coverage::closed_by_team(conn, clock, from, to).expect("closed");
         assert_eq!(*kept, counted, "{step}");
     };
+    let agree = |step: &str| agree_on(&mut app.pool.get().expect("conn"), step);
     agree("counted");
     assert_eq!(counts.load(Ordering::SeqCst), 2, "both counted once");
 
@@ -687,6 +690,62 @@ async fn kept_figures_about_the_past_apply_each_change_and_equal_a_count() {
             .expect("backdated");
     }
     agree("given to another team, closed in the past, backdated, by SQL");
+    {
+        // Written by SQL: one closed last week by someone outside the directory, one
+        // open and overdue; then one statement changing two at once; a done action
+        // made won't do, its closing kept; a closed action's creation moved.
+        let mut conn = app.pool.get().expect("conn");
+        for (id, owner, state, closed_at) in [
+            (
+                "imported-1",
+                "zed@example.com",
+                "done",
+                Some(now - Duration::days(6)),
+            ),
+            ("imported-2", "ann@example.com", "open", None),
+        ] {
+            diesel::insert_into(corrective_actions::table)
+                .values((
+                    corrective_actions::id.eq(id),
+                    corrective_actions::coe_id.eq(&coe),
+                    corrective_actions::title.eq("Imported"),
+                    corrective_actions::owner_email.eq(owner),
+                    corrective_actions::due_date.eq((now - Duration::days(10)).date()),
+                    corrective_actions::priority.eq("low"),
+                    corrective_actions::kind.eq("process"),
+                    corrective_actions::state.eq(state),
+                    corrective_actions::created_by.eq("import"),
+                    corrective_actions::created_at.eq(now - Duration::days(25)),
+                    corrective_actions::updated_at.eq(now),
+                    corrective_actions::closed_at.eq(closed_at),
+                ))
+                .execute(&mut conn)
+                .expect("written by SQL");
+        }
+        agree_on(&mut conn, "written closed, and overdue, by SQL");
+        diesel::update(
+            corrective_actions::table.filter(corrective_actions::id.eq_any([&ids[3], &ids[5]])),
+        )
+        .set((
+            corrective_actions::state.eq("done"),
+            corrective_actions::closed_at.eq(now - Duration::days(3)),
+        ))
+        .execute(&mut conn)
+        .expect("two closed at once");
+        agree_on(&mut conn, "two closed in one statement");
+        diesel::update(corrective_actions::table.find(&ids[6]))
+            .set(corrective_actions::state.eq("wont_do"))
+            .execute(&mut conn)
+            .expect("made won't do");
+        diesel::update(corrective_actions::table.find(&ids[7]))
+            .set(corrective_actions::created_at.eq(now - Duration::days(60)))
+            .execute(&mut conn)
+            .expect("creation moved");
+        agree_on(
+            &mut conn,
+            "done made won't do; a closed action's creation moved",
+        );
+    }
     assert_eq!(
         counts.load(Ordering::SeqCst),
         2,

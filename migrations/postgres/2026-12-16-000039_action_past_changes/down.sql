@@ -1,4 +1,5 @@
 DROP FUNCTION coe_action_past_logged(BIGINT, BIGINT);
+DROP FUNCTION coe_action_past_skipped(BIGINT);
 
 -- The functions as migration 000035 made them.
 CREATE FUNCTION coe_action_tally_apply(owners TEXT[], past_changed BOOLEAN, closed BIGINT)

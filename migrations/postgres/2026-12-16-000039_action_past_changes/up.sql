@@ -1,12 +1,15 @@
 -- Each change to what the figures about the past count (an action closed, reopened,
--- deleted, its due date moved, a closed action given to another owner, an action
--- written closed or dated before `day`) is kept with the action as it was and as it
+-- deleted, its due date or creation moved, a closed action given to another owner,
+-- an action written closed or due before `day`) is kept with the action as it was and as it
 -- is, numbered by `action_tally_day.history` (which each change moves on by one,
 -- under the day row's lock: the numbers committed have no gaps). A kept figure about
 -- the past takes the changes after the number it was counted at and applies each
 -- (`stats::cache::Past`): it takes away what the action counted as it was and adds
 -- what it counts as it is, instead of reading every action closed in 90 days again.
--- Only the last 10,000 changes are kept; a figure further behind is counted again.
+-- Only the last 10,000 changes are kept; a figure further behind is counted again,
+-- and a statement changing more than 10,000 actions at once (a bulk load) only moves
+-- the number on. (`TRUNCATE`, which fires no row or statement trigger here, is not
+-- seen.)
 --
 -- `closings` is no longer written: a plain closing is a change like the others. The
 -- column stays for a replica of the previous version still running during the
@@ -43,6 +46,15 @@ BEGIN
 END;
 $$;
 
+-- More changes in one statement than are kept: the number moves on past them (with
+-- the day row FOR UPDATE) and none is written; a kept figure then counts again.
+CREATE FUNCTION coe_action_past_skipped(changed BIGINT) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE action_tally_day SET history = history + changed WHERE id = 1;
+END;
+$$;
+
 -- Recounts the owners' rows, in order, so that two statements cannot deadlock on
 -- them; the day row is taken FOR SHARE first unless the caller holds it already.
 CREATE FUNCTION coe_action_tally_apply(owners TEXT[], day_held BOOLEAN) RETURNS void
@@ -62,21 +74,29 @@ $$;
 CREATE OR REPLACE FUNCTION coe_action_tally_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     base BIGINT;
+    changed BIGINT;
     logged BIGINT := 0;
 BEGIN
+    -- An action written open and due from `day` on counts for nothing in the past
+    -- (every week's end is before its due date): not kept.
     IF EXISTS (SELECT 1 FROM new_rows n, action_tally_day d
-                WHERE d.id = 1 AND (n.closed_at IS NOT NULL OR n.due_date < d.day
-                                    OR n.created_at < d.day)) THEN
+                WHERE d.id = 1 AND (n.closed_at IS NOT NULL OR n.due_date < d.day)) THEN
         SELECT history INTO base FROM action_tally_day WHERE id = 1 FOR UPDATE;
-        INSERT INTO action_past_changes (seq, action_id, new_owner_email, new_state,
-                                         new_due_date, new_created_at, new_closed_at)
-        SELECT base + row_number() OVER (ORDER BY n.id), n.id, n.owner_email, n.state,
-               n.due_date, n.created_at, n.closed_at
-          FROM new_rows n, action_tally_day d
-         WHERE d.id = 1 AND (n.closed_at IS NOT NULL OR n.due_date < d.day
-                             OR n.created_at < d.day);
-        GET DIAGNOSTICS logged = ROW_COUNT;
-        PERFORM coe_action_past_logged(base, logged);
+        SELECT count(*) INTO changed FROM new_rows n
+         WHERE n.closed_at IS NOT NULL
+            OR n.due_date < (SELECT day FROM action_tally_day WHERE id = 1);
+        IF changed > 10000 THEN
+            PERFORM coe_action_past_skipped(changed);
+        ELSE
+            INSERT INTO action_past_changes (seq, action_id, new_owner_email, new_state,
+                                             new_due_date, new_created_at, new_closed_at)
+            SELECT base + row_number() OVER (ORDER BY n.id), n.id, n.owner_email, n.state,
+                   n.due_date, n.created_at, n.closed_at
+              FROM new_rows n, action_tally_day d
+             WHERE d.id = 1 AND (n.closed_at IS NOT NULL OR n.due_date < d.day);
+            GET DIAGNOSTICS logged = ROW_COUNT;
+            PERFORM coe_action_past_logged(base, logged);
+        END IF;
     END IF;
     PERFORM coe_action_tally_apply(ARRAY(SELECT DISTINCT owner_email FROM new_rows), base IS NOT NULL);
     RETURN NULL;
@@ -86,17 +106,23 @@ $$;
 CREATE OR REPLACE FUNCTION coe_action_tally_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     base BIGINT;
+    changed BIGINT;
     logged BIGINT := 0;
 BEGIN
-    IF EXISTS (SELECT 1 FROM old_rows) THEN
+    SELECT count(*) INTO changed FROM old_rows;
+    IF changed > 0 THEN
         SELECT history INTO base FROM action_tally_day WHERE id = 1 FOR UPDATE;
-        INSERT INTO action_past_changes (seq, action_id, old_owner_email, old_state,
-                                         old_due_date, old_created_at, old_closed_at)
-        SELECT base + row_number() OVER (ORDER BY o.id), o.id, o.owner_email, o.state,
-               o.due_date, o.created_at, o.closed_at
-          FROM old_rows o;
-        GET DIAGNOSTICS logged = ROW_COUNT;
-        PERFORM coe_action_past_logged(base, logged);
+        IF changed > 10000 THEN
+            PERFORM coe_action_past_skipped(changed);
+        ELSE
+            INSERT INTO action_past_changes (seq, action_id, old_owner_email, old_state,
+                                             old_due_date, old_created_at, old_closed_at)
+            SELECT base + row_number() OVER (ORDER BY o.id), o.id, o.owner_email, o.state,
+                   o.due_date, o.created_at, o.closed_at
+              FROM old_rows o;
+            GET DIAGNOSTICS logged = ROW_COUNT;
+            PERFORM coe_action_past_logged(base, logged);
+        END IF;
     END IF;
     PERFORM coe_action_tally_apply(ARRAY(SELECT DISTINCT owner_email FROM old_rows), base IS NOT NULL);
     RETURN NULL;
@@ -106,16 +132,22 @@ $$;
 CREATE OR REPLACE FUNCTION coe_action_tally_updated() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     base BIGINT;
+    changed BIGINT;
     logged BIGINT := 0;
 BEGIN
-    IF EXISTS (SELECT 1 FROM old_rows o JOIN new_rows n ON n.id = o.id
-                WHERE o.due_date IS DISTINCT FROM n.due_date
-                   OR o.closed_at IS DISTINCT FROM n.closed_at
-                   OR o.created_at IS DISTINCT FROM n.created_at
-                   OR ((o.closed_at IS NOT NULL OR n.closed_at IS NOT NULL)
-                       AND (o.state IS DISTINCT FROM n.state
-                            OR o.owner_email IS DISTINCT FROM n.owner_email))) THEN
+    SELECT count(*) INTO changed FROM old_rows o JOIN new_rows n ON n.id = o.id
+     WHERE o.due_date IS DISTINCT FROM n.due_date
+        OR o.closed_at IS DISTINCT FROM n.closed_at
+        OR o.created_at IS DISTINCT FROM n.created_at
+        OR ((o.closed_at IS NOT NULL OR n.closed_at IS NOT NULL)
+            AND (o.state IS DISTINCT FROM n.state
+                 OR o.owner_email IS DISTINCT FROM n.owner_email));
+    IF changed > 0 THEN
         SELECT history INTO base FROM action_tally_day WHERE id = 1 FOR UPDATE;
+    END IF;
+    IF changed > 10000 THEN
+        PERFORM coe_action_past_skipped(changed);
+    ELSIF changed > 0 THEN
         INSERT INTO action_past_changes (seq, action_id,
                old_owner_email, old_state, old_due_date, old_created_at, old_closed_at,
                new_owner_email, new_state, new_due_date, new_created_at, new_closed_at)

@@ -1,12 +1,13 @@
 -- Each change to what the figures about the past count (an action closed, reopened,
--- deleted, its due date moved, a closed action given to another owner, an action
--- written closed or dated before `day`) is kept with the action as it was and as it
+-- deleted, its due date or creation moved, a closed action given to another owner,
+-- an action written closed or due before `day`) is kept with the action as it was and as it
 -- is, numbered by `action_tally_day.history` (which the change moves on by one). A
 -- kept figure about the past takes the changes after the number it was counted at
 -- and applies each (`stats::cache::Past`): it takes away what the action counted as
 -- it was and adds what it counts as it is, instead of reading every action closed in
 -- 90 days again. Only the last 10,000 changes are kept; a figure further behind is
--- counted again.
+-- counted again. (A write the triggers do not see is not kept either: SQLite's
+-- `REPLACE`, whose delete fires no trigger.)
 --
 -- `closings` is no longer written: a plain closing is a change like the others. The
 -- column stays for a replica of the previous version still running during the
@@ -42,10 +43,11 @@ BEGIN
       FROM corrective_actions WHERE owner_email = OLD.owner_email AND state IN ('open', 'in_progress');
 END;
 
+-- An action written open and due from `day` on counts for nothing in the past (every
+-- week's end is before its due date): not kept.
 CREATE TRIGGER action_past_after_insert AFTER INSERT ON corrective_actions
 WHEN NEW.closed_at IS NOT NULL
   OR NEW.due_date < (SELECT day FROM action_tally_day WHERE id = 1)
-  OR NEW.created_at < (SELECT day FROM action_tally_day WHERE id = 1)
 BEGIN
     UPDATE action_tally_day SET history = history + 1 WHERE id = 1;
     INSERT INTO action_past_changes (seq, action_id, new_owner_email, new_state,

@@ -9,10 +9,11 @@ use crate::error::{ApiError, ErrorBody};
 use crate::http::bearer::Member;
 use crate::http::extract::ApiQuery;
 use crate::http::state::{with_conn, AppState};
-use crate::services::actions::tally;
-use crate::services::coverage;
-use crate::services::stats::{self, ActionFigures, Scope, Stats};
+use crate::services::actions::tally::{self, PastChange};
+use crate::services::coverage::{self, ClosedByTeam};
+use crate::services::stats::{self, ActionFigures, History, Scope, Stats};
 use chrono::NaiveDate;
+use diesel::QueryResult;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -36,13 +37,7 @@ pub fn scoped(conn: &mut DbConnection, state: &AppState, scope: &Scope) -> Resul
         let today = clock.today();
         tally::move_day(conn, today)?;
         state.action_figures.get(conn, today, "", |conn| {
-            let history = state.action_history.get(
-                conn,
-                clock,
-                "",
-                |conn| stats::history(conn, clock, scope),
-                |history, _, change| history.apply(clock, change),
-            )?;
+            let history = past_history(conn, state, Read::View)?;
             stats::action_figures_with(conn, clock, scope, stats::History::clone(&history))
                 .map(Arc::new)
         })?
@@ -72,13 +67,7 @@ pub fn audited(
         .unwrap_or_else(|| (stats::first_day(clock, scope.weeks), clock.today()));
     // The actions closed in the period, kept like the figures about actions: reading
     // every one of them is the audit's costly part.
-    let closed = state.closed_by_team.get(
-        conn,
-        clock,
-        &format!("{from}|{to}"),
-        |conn| coverage::closed_by_team(conn, clock, from, to),
-        |closed, conn, change| coverage::apply_closed(closed, conn, clock, (from, to), change),
-    )?;
+    let closed = past_closed(conn, state, (from, to), Read::View)?;
     stats.coverage = coverage::audit_with(
         conn,
         &state.settings,
@@ -94,6 +83,65 @@ pub fn audited(
         FACTOR_QUARTERS,
     )?;
     Ok(stats)
+}
+
+/// How a kept value is read: as a view reads it, or as the warmer counts it ahead.
+#[derive(Clone, Copy)]
+enum Read {
+    View,
+    Warm,
+}
+
+/// Everyone's figures about the past now.
+fn past_history(
+    conn: &mut DbConnection,
+    state: &AppState,
+    read: Read,
+) -> QueryResult<Arc<History>> {
+    let clock = state.settings.clock();
+    let count = |conn: &mut DbConnection| stats::history(conn, clock, &Scope::default());
+    let apply = |history: &mut History, _: &mut DbConnection, change: &PastChange| {
+        history.apply(clock, change)
+    };
+    match read {
+        Read::View => state.action_history.get(conn, clock, "", count, apply),
+        Read::Warm => state.action_history.warm(conn, clock, "", count, apply),
+    }
+}
+
+/// The actions closed from `from` to `to`, by team (the coverage audit's costly
+/// part), kept like the figures about the past.
+fn past_closed(
+    conn: &mut DbConnection,
+    state: &AppState,
+    (from, to): (NaiveDate, NaiveDate),
+    read: Read,
+) -> QueryResult<Arc<ClosedByTeam>> {
+    let clock = state.settings.clock();
+    // By the owners' teams: counted again when a person changes.
+    let key = format!("{from}|{to}|{:?}", stats::people_changed(conn)?);
+    let teams = coverage::OwnerTeams::default();
+    let count = |conn: &mut DbConnection| coverage::closed_by_team(conn, clock, from, to);
+    let apply = |closed: &mut ClosedByTeam, conn: &mut DbConnection, change: &PastChange| {
+        coverage::apply_closed(closed, conn, clock, (from, to), change, &teams)
+    };
+    match read {
+        Read::View => state.closed_by_team.get(conn, clock, &key, count, apply),
+        Read::Warm => state.closed_by_team.warm(conn, clock, &key, count, apply),
+    }
+}
+
+/// Counts everyone's figures about the past and the dashboard's coverage audit
+/// ahead of the views when they were counted a while ago or on another day (the
+/// server's warmer, every `stats::WARM_EVERY`): at a million actions a count takes
+/// a second or more, which no view then waits for.
+pub fn warm(conn: &mut DbConnection, state: &AppState) -> Result<(), ApiError> {
+    let clock = state.settings.clock();
+    tally::move_day(conn, clock.today())?;
+    past_history(conn, state, Read::Warm)?;
+    let period = (stats::first_day(clock, stats::WEEKS), clock.today());
+    past_closed(conn, state, period, Read::Warm)?;
+    Ok(())
 }
 
 /// How many quarters the contributing factors cover.

@@ -17,6 +17,12 @@ use crate::services::actions::tally::{self, PastChange};
 /// last 30 days") move on with the clock.
 const KEPT_FOR: Duration = Duration::from_secs(600);
 
+/// How often the server counts everyone's figures about the past ahead of the views
+/// (`Past::warm`), so that no view waits for a count: a value older than
+/// `WARM_AFTER` is counted again, long before any view would find it past `KEPT_FOR`.
+pub const WARM_EVERY: Duration = Duration::from_secs(120);
+const WARM_AFTER: Duration = Duration::from_secs(360);
+
 /// What the figures about actions (and the board's totals) depend on besides the
 /// clock: today, the last change to any action or person, and the changes to the past
 /// the database counts (`tally::past`), each one index read. A cache
@@ -30,8 +36,9 @@ fn generation(conn: &mut DbConnection, today: NaiveDate) -> QueryResult<String> 
     Ok(format!("{today}|{actions:?}|{people:?}|{history}"))
 }
 
-/// The last change to any person (their teams).
-fn people_changed(conn: &mut DbConnection) -> QueryResult<Option<NaiveDateTime>> {
+/// The last change to any person (their teams): part of the key of a value that
+/// depends on them.
+pub fn people_changed(conn: &mut DbConnection) -> QueryResult<Option<NaiveDateTime>> {
     people::table
         .select(diesel::dsl::max(people::updated_at))
         .first(conn)
@@ -76,8 +83,9 @@ impl<V: Clone + Send + Sync + 'static> PerChange<V> {
     }
 }
 
-/// Values about the past (actions closed, the weeks), kept until a person changes
-/// (their teams) and at most ten minutes. A change to what they count does not make
+/// Values about the past (actions closed, the weeks), kept for the day and at most
+/// ten minutes (a value that depends on people has their last change in its key:
+/// `people_changed`). A change to what they count does not make
 /// them count again: the next use reads the changes made since
 /// (`tally::changes`, an index range of a few rows) and applies each (`apply`: it
 /// takes away what the action counted as it was and adds what it counts as it is).
@@ -115,9 +123,37 @@ impl<V: Clone + Send + Sync + 'static> Past<V> {
         count: impl FnOnce(&mut DbConnection) -> Result<V, E>,
         apply: impl Fn(&mut V, &mut DbConnection, &PastChange) -> Result<(), E>,
     ) -> Result<Arc<V>, E> {
+        self.counted_within(KEPT_FOR, conn, clock, key, count, apply)
+    }
+
+    /// `get`, counting again a value counted more than `WARM_AFTER` ago: for the
+    /// server's warmer (every `WARM_EVERY`), so that the views find a value counted
+    /// less than `KEPT_FOR` ago, or one of the new day.
+    pub fn warm<E: From<diesel::result::Error>>(
+        &self,
+        conn: &mut DbConnection,
+        clock: Clock,
+        key: &str,
+        count: impl FnOnce(&mut DbConnection) -> Result<V, E>,
+        apply: impl Fn(&mut V, &mut DbConnection, &PastChange) -> Result<(), E>,
+    ) -> Result<Arc<V>, E> {
+        self.counted_within(WARM_AFTER, conn, clock, key, count, apply)
+    }
+
+    /// The value for `key`: kept, if counted less than `age` ago (with the changes
+    /// since applied), else counted.
+    fn counted_within<E: From<diesel::result::Error>>(
+        &self,
+        age: Duration,
+        conn: &mut DbConnection,
+        clock: Clock,
+        key: &str,
+        count: impl FnOnce(&mut DbConnection) -> Result<V, E>,
+        apply: impl Fn(&mut V, &mut DbConnection, &PastChange) -> Result<(), E>,
+    ) -> Result<Arc<V>, E> {
         let seq = tally::past(conn)?;
-        let key = format!("{key}|{}|{:?}", clock.today(), people_changed(conn)?);
-        if let Some(kept) = self.cache.get(&key).filter(|k| k.born.elapsed() < KEPT_FOR) {
+        let key = format!("{key}|{}", clock.today());
+        if let Some(kept) = self.cache.get(&key).filter(|k| k.born.elapsed() < age) {
             if kept.seq >= seq {
                 return Ok(kept.value.clone());
             }
@@ -154,5 +190,61 @@ impl<V: Clone + Send + Sync + 'static> Past<V> {
             );
         }
         Ok(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// A value kept with every change applied is read again only by the warmer, and
+    /// by it only once it is older than `WARM_AFTER`; a change is applied, not
+    /// counted.
+    #[test]
+    fn the_warmer_counts_again_only_a_value_counted_a_while_ago() {
+        let dir = tempfile::tempdir().expect("dir");
+        let settings = crate::config::DatabaseSettings {
+            url: format!("sqlite://{}", dir.path().join("t.db").display()),
+            ..Default::default()
+        };
+        let pool = crate::db::connect(&settings).expect("connect");
+        let mut conn = pool.get().expect("conn");
+        crate::db::migrate(&mut conn).expect("migrate");
+        let clock = crate::config::Settings::default().clock();
+        let past: Past<i64> = Past::new(4);
+        let counts = AtomicUsize::new(0);
+        let read = |conn: &mut DbConnection, age: Duration| {
+            past.counted_within(
+                age,
+                conn,
+                clock,
+                "",
+                |_| {
+                    counts.fetch_add(1, Ordering::SeqCst);
+                    Ok::<_, diesel::result::Error>(0)
+                },
+                |value, _, _| {
+                    *value += 1;
+                    Ok(())
+                },
+            )
+            .expect("read")
+        };
+        assert_eq!(*read(&mut conn, KEPT_FOR), 0);
+        diesel::sql_query("UPDATE action_tally_day SET history = history + 1")
+            .execute(&mut conn)
+            .expect("a change numbered");
+        diesel::sql_query(
+            "INSERT INTO action_past_changes (seq, action_id) \
+             SELECT history, 'a' FROM action_tally_day",
+        )
+        .execute(&mut conn)
+        .expect("a change kept");
+        assert_eq!(*read(&mut conn, WARM_AFTER), 1, "applied");
+        assert_eq!(counts.load(Ordering::SeqCst), 1, "counted once");
+        assert_eq!(*read(&mut conn, Duration::ZERO), 0, "counted again");
+        assert_eq!(counts.load(Ordering::SeqCst), 2);
     }
 }
