@@ -118,8 +118,8 @@ fn past_closed(
     read: Read,
 ) -> QueryResult<Arc<ClosedByTeam>> {
     let clock = state.settings.clock();
-    // By the owners' teams: counted again when a person changes.
-    let key = format!("{from}|{to}|{:?}", stats::people_changed(conn)?);
+    // By the owners' teams: counted again when the teams change.
+    let key = format!("{from}|{to}|{}", stats::teams_changed(conn)?);
     let teams = coverage::OwnerTeams::default();
     let count = |conn: &mut DbConnection| coverage::closed_by_team(conn, clock, from, to);
     let apply = |closed: &mut ClosedByTeam, conn: &mut DbConnection, change: &PastChange| {

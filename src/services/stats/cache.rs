@@ -36,12 +36,25 @@ fn generation(conn: &mut DbConnection, today: NaiveDate) -> QueryResult<String> 
     Ok(format!("{today}|{actions:?}|{people:?}|{history}"))
 }
 
-/// The last change to any person (their teams): part of the key of a value that
-/// depends on them.
-pub fn people_changed(conn: &mut DbConnection) -> QueryResult<Option<NaiveDateTime>> {
+/// The last change to any person (their teams).
+fn people_changed(conn: &mut DbConnection) -> QueryResult<Option<NaiveDateTime>> {
     people::table
         .select(diesel::dsl::max(people::updated_at))
         .first(conn)
+}
+
+/// How many people have a team and the last change to one of them: part of the key
+/// of a value counted by team, which a person added without a team (a new owner,
+/// say) does not change.
+pub fn teams_changed(conn: &mut DbConnection) -> QueryResult<String> {
+    let (people, last): (i64, Option<NaiveDateTime>) = people::table
+        .filter(people::team.is_not_null())
+        .select((
+            diesel::dsl::count_star(),
+            diesel::dsl::max(people::updated_at),
+        ))
+        .first(conn)?;
+    Ok(format!("{people}|{last:?}"))
 }
 
 /// Values counted from actions and people, each kept until the next change they
@@ -84,8 +97,8 @@ impl<V: Clone + Send + Sync + 'static> PerChange<V> {
 }
 
 /// Values about the past (actions closed, the weeks), kept for the day and at most
-/// ten minutes (a value that depends on people has their last change in its key:
-/// `people_changed`). A change to what they count does not make
+/// ten minutes (a value counted by team has their last change in its key:
+/// `teams_changed`). A change to what they count does not make
 /// them count again: the next use reads the changes made since
 /// (`tally::changes`, an index range of a few rows) and applies each (`apply`: it
 /// takes away what the action counted as it was and adds what it counts as it is).
