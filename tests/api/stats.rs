@@ -769,3 +769,71 @@ async fn kept_figures_about_the_past_apply_each_change_and_equal_a_count() {
     agree("changes no longer kept");
     assert_eq!(counts.load(Ordering::SeqCst), 4, "both counted again");
 }
+
+/// A statement changing more actions than the database keeps changes for (a bulk
+/// load of 10,001 closed actions): the kept figures about the past count again, and
+/// equal a count (on PostgreSQL the statement keeps none and only moves the number on;
+/// on SQLite it keeps the last 10,000).
+#[tokio::test]
+async fn a_bulk_load_past_the_kept_changes_makes_the_kept_figures_count_again() {
+    use coe::services::stats::{self, History, Past, Scope};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let app = spawn_app().await;
+    let token = app.token("lead", Role::Member);
+    let coe = json(
+        app.post_json("/api/v1/coes", Some(&token), &json!({"title": "Bulk"}))
+            .await,
+    )
+    .await;
+    let coe = coe["id"].as_str().expect("id").to_owned();
+    let clock = coe::config::Settings::default().clock();
+    let scope = Scope::default();
+    let history: Past<History> = Past::new(4);
+    let counts = AtomicUsize::new(0);
+    let mut conn = app.pool.get().expect("conn");
+    let mut kept = |conn: &mut coe::db::DbConnection| {
+        history
+            .get(
+                conn,
+                clock,
+                "",
+                |conn| {
+                    counts.fetch_add(1, Ordering::SeqCst);
+                    stats::history(conn, clock, &scope)
+                },
+                |h, _, change| h.apply(clock, change),
+            )
+            .expect("kept")
+    };
+    let before = kept(&mut conn).closed_last_30_days.clone();
+    let at = (Utc::now() - Duration::days(2)).naive_utc();
+    let (day, time) = (
+        (at - Duration::days(5)).date().to_string(),
+        at.format("%Y-%m-%d %H:%M:%S").to_string(),
+    );
+    let number = || coe::services::actions::tally::past(&mut app.pool.get().expect("conn"));
+    let from = number().expect("number");
+    diesel::sql_query(format!(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10001) \
+         INSERT INTO corrective_actions (id, coe_id, title, owner_email, due_date, priority, \
+           kind, state, created_by, created_at, updated_at, closed_at) \
+         SELECT 'bulk-' || i, '{coe}', 'Bulk', 'ann@example.com', '{day}', 'low', 'process', \
+           'done', 'bulk', '{time}', '{time}', '{time}' FROM n"
+    ))
+    .execute(&mut conn)
+    .expect("bulk load");
+    assert_eq!(
+        number().expect("number"),
+        from + 10_001,
+        "each change numbered"
+    );
+    let after = kept(&mut conn);
+    assert_eq!(counts.load(Ordering::SeqCst), 2, "counted again");
+    assert_eq!(after.closed_last_30_days.late, before.late + 10_001);
+    let counted = stats::history(&mut conn, clock, &scope).expect("history");
+    assert_eq!(
+        serde_json::to_value(&after.weeks).expect("json"),
+        serde_json::to_value(&counted.weeks).expect("json")
+    );
+}

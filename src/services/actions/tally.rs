@@ -161,14 +161,20 @@ fn image((owner_email, state, due_date, created_at, closed_at): ImageColumns) ->
     })
 }
 
+/// How many changes the database keeps (migration 000039).
+const KEPT_CHANGES: i64 = 10_000;
+
 /// The changes numbered after `after` up to `upto` (`past`), in order: none when some
-/// are no longer kept (only the last 10,000 are), so the caller counts again.
+/// are no longer kept (only the last `KEPT_CHANGES` are), so the caller counts again.
 pub fn changes(
     conn: &mut DbConnection,
     after: i64,
     upto: i64,
 ) -> QueryResult<Option<Vec<PastChange>>> {
     use crate::db::schema::action_past_changes as c;
+    if upto - after > KEPT_CHANGES {
+        return Ok(None);
+    }
     let rows: Vec<(i64, String, ImageColumns, ImageColumns)> = c::table
         .filter(c::seq.gt(after))
         .filter(c::seq.le(upto))
