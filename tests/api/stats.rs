@@ -792,7 +792,7 @@ async fn a_bulk_load_past_the_kept_changes_makes_the_kept_figures_count_again() 
     let history: Past<History> = Past::new(4);
     let counts = AtomicUsize::new(0);
     let mut conn = app.pool.get().expect("conn");
-    let mut kept = |conn: &mut coe::db::DbConnection| {
+    let kept = |conn: &mut coe::db::DbConnection| {
         history
             .get(
                 conn,
