@@ -247,10 +247,7 @@ where
     F: FnOnce(&mut DbConnection) -> Result<T, E>,
     E: From<diesel::result::Error>,
 {
-    type Tm = <DbConnection as Connection>::TransactionManager;
-    let outermost = Tm::transaction_manager_status_mut(conn)
-        .transaction_depth()?
-        .is_none();
+    let outermost = outermost(conn)?;
     let _turn = match conn {
         DbConnection::Sqlite(_) if outermost => {
             Some(SQLITE_WRITER.lock().unwrap_or_else(|p| p.into_inner()))
@@ -263,12 +260,32 @@ where
         }
         _ => Tm::begin_transaction(conn)?,
     }
+    let value = finish(conn, f)?;
+    if outermost {
+        fault::cleared();
+    }
+    Ok(value)
+}
+
+type Tm = <DbConnection as Connection>::TransactionManager;
+
+/// Whether `conn` is outside any transaction (the next one begun is the outermost).
+fn outermost(conn: &mut DbConnection) -> diesel::QueryResult<bool> {
+    Ok(Tm::transaction_manager_status_mut(conn)
+        .transaction_depth()?
+        .is_none())
+}
+
+/// Runs `f` in the transaction just begun on `conn`, then commits it, or rolls it
+/// back when `f` fails.
+fn finish<T, E, F>(conn: &mut DbConnection, f: F) -> Result<T, E>
+where
+    F: FnOnce(&mut DbConnection) -> Result<T, E>,
+    E: From<diesel::result::Error>,
+{
     match f(conn) {
         Ok(value) => {
             Tm::commit_transaction(conn)?;
-            if outermost {
-                fault::cleared();
-            }
             Ok(value)
         }
         Err(error) => {
@@ -288,10 +305,7 @@ where
     F: FnOnce(&mut DbConnection) -> Result<T, E>,
     E: From<diesel::result::Error>,
 {
-    type Tm = <DbConnection as Connection>::TransactionManager;
-    let outermost = Tm::transaction_manager_status_mut(conn)
-        .transaction_depth()?
-        .is_none();
+    let outermost = outermost(conn)?;
     let one_snapshot = match conn {
         DbConnection::Pg(c) if outermost => {
             AnsiTransactionManager::begin_transaction_sql(
@@ -309,16 +323,7 @@ where
             outermost
         }
     };
-    match f(conn) {
-        Ok(value) => {
-            Tm::commit_transaction(conn)?;
-            Ok((value, one_snapshot))
-        }
-        Err(error) => {
-            Tm::rollback_transaction(conn)?;
-            Err(error)
-        }
-    }
+    Ok((finish(conn, f)?, one_snapshot))
 }
 
 /// Loads the rows of `query` that no other transaction has locked, locking them
