@@ -35,6 +35,24 @@ pub struct History {
     window: Arc<Window>,
 }
 
+/// What the figures about the past read of an action besides its state.
+#[derive(Debug, Clone, Copy)]
+struct Dates {
+    due_date: NaiveDate,
+    created_at: NaiveDateTime,
+    closed_at: Option<NaiveDateTime>,
+}
+
+impl Dates {
+    fn of(action: &Image) -> Dates {
+        Dates {
+            due_date: action.due_date,
+            created_at: action.created_at,
+            closed_at: action.closed_at,
+        }
+    }
+}
+
 /// The periods the figures count, fixed when they are counted: a kept value's
 /// sliding windows stay where they were until it is counted again (ten minutes at
 /// most, or the next day).
@@ -86,14 +104,14 @@ impl Window {
         }
     }
 
-    /// What `action` counts for as closed, if it is.
-    fn closing(&self, clock: Clock, action: &Image) -> QueryResult<Option<Closed>> {
-        let Some(closed_at) = action.closed_at else {
+    /// What an action in `state` with `dates` counts for as closed, if it is.
+    fn closing(&self, clock: Clock, state: &str, dates: Dates) -> QueryResult<Option<Closed>> {
+        let Some(closed_at) = dates.closed_at else {
             return Ok(None);
         };
-        let state: ActionState = types::read("corrective_actions.state", &action.state)?;
+        let state: ActionState = types::read("corrective_actions.state", state)?;
         let day = clock.local_date(closed_at);
-        let on_time = closed_on_time(state, action.due_date, day);
+        let on_time = closed_on_time(state, dates.due_date, day);
         let week = if state == ActionState::Done && closed_at >= self.from && on_time.is_some() {
             usize::try_from((day - self.first).num_days().div_euclid(7))
                 .ok()
@@ -105,21 +123,21 @@ impl Window {
             in_90: closed_at >= self.since_90,
             in_30: closed_at >= self.since_30,
             on_time,
-            days: days_between(action.created_at, closed_at),
+            days: days_between(dates.created_at, closed_at),
             week,
         }))
     }
 
-    /// The weeks at whose end `action` existed, was past its due date and was not yet
-    /// closed.
-    fn overdue_weeks<'a>(&'a self, action: &'a Image) -> impl Iterator<Item = usize> + 'a {
+    /// The weeks at whose end an action with `dates` existed, was past its due date
+    /// and was not yet closed.
+    fn overdue_weeks(&self, dates: Dates) -> impl Iterator<Item = usize> + '_ {
         self.ends
             .iter()
             .enumerate()
             .filter(move |(_, (end, end_date))| {
-                action.created_at <= *end
-                    && action.due_date < *end_date
-                    && action.closed_at.is_none_or(|c| c > *end)
+                dates.created_at <= *end
+                    && dates.due_date < *end_date
+                    && dates.closed_at.is_none_or(|c| c > *end)
             })
             .map(|(week, _)| week)
     }
@@ -156,7 +174,8 @@ impl History {
                 continue;
             };
             let window = self.window.clone();
-            if let Some(closed) = window.closing(clock, action)? {
+            let dates = Dates::of(action);
+            if let Some(closed) = window.closing(clock, &action.state, dates)? {
                 self.count_closed(&closed, n, |days, value| {
                     if n > 0 {
                         insert_sorted(days, value)
@@ -165,7 +184,7 @@ impl History {
                     }
                 });
             }
-            for week in window.overdue_weeks(action) {
+            for week in window.overdue_weeks(dates) {
                 self.weeks[week].overdue_at_end += n;
             }
         }
@@ -218,14 +237,12 @@ pub fn history(conn: &mut DbConnection, clock: Clock, scope: &Scope) -> QueryRes
             ))
             .load(conn)?;
     for (state, due_date, created_at, closed_at) in closed {
-        let action = Image {
-            owner_email: String::new(),
-            state,
+        let dates = Dates {
             due_date,
             created_at,
             closed_at,
         };
-        if let Some(closed) = window.closing(clock, &action)? {
+        if let Some(closed) = window.closing(clock, &state, dates)? {
             out.count_closed(&closed, 1, |days, value| days.push(value));
         }
     }
@@ -250,14 +267,12 @@ pub fn history(conn: &mut DbConnection, clock: Clock, scope: &Scope) -> QueryRes
             ))
             .load(conn)?;
     for (created_at, due_date, closed_at) in candidates {
-        let action = Image {
-            owner_email: String::new(),
-            state: String::new(),
+        let dates = Dates {
             due_date,
             created_at,
             closed_at,
         };
-        for week in window.overdue_weeks(&action) {
+        for week in window.overdue_weeks(dates) {
             out.weeks[week].overdue_at_end += 1;
         }
     }
