@@ -31,6 +31,8 @@ a check fails. Bounded: a few minutes per database (the wait for the outbox at m
 --perf DIR records a profile of the server during each ingest scenario, create-actions and mixed
 (`perf record` with DWARF call graphs) into DIR/SCENARIO.BACKEND.data; the profiler's own cost
 lowers the figures of that run.
+--perf-machine records a flat profile of the whole machine instead (`perf record -a`, no call graphs,
+DIR/SCENARIO.BACKEND.machine.data): how the cores divide between coe, PostgreSQL, wrk and the kernel.
 """
 
 import argparse
@@ -66,6 +68,7 @@ def reset_peak(pid):
 
 
 PERF_DIR = None  # --perf DIR: a `perf record` of the server per scenario
+PERF_MACHINE = False  # --perf-machine: with --perf, a flat `perf record -a` of the machine instead
 
 
 def profiled(name, pid):
@@ -74,14 +77,22 @@ def profiled(name, pid):
         return lambda: None
     os.makedirs(PERF_DIR, exist_ok=True)
     data = os.path.join(PERF_DIR, f"{name}.data")
-    rec = subprocess.Popen(["perf", "record", "-q", "-F", "499", "--call-graph", "dwarf,16384", "-p", str(pid),
-                            "-o", data], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if PERF_MACHINE:
+        # The whole machine, flat (no call graphs: recording them would take a core):
+        # how the two cores divide between coe, PostgreSQL, wrk and the kernel.
+        data = os.path.join(PERF_DIR, f"{name}.machine.data")
+        command = ["perf", "record", "-q", "-F", "499", "-a", "-o", data]
+        report = "--sort comm,dso,symbol"
+    else:
+        command = ["perf", "record", "-q", "-F", "499", "--call-graph", "dwarf,16384", "-p", str(pid), "-o", data]
+        report = "--no-children --sort dso,symbol"
+    rec = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)
 
     def stop():
         rec.send_signal(2)
         rec.wait(timeout=120)
-        print(f"profile: perf report -i {data} --no-children --sort dso,symbol", file=sys.stderr)
+        print(f"profile: perf report -i {data} {report}", file=sys.stderr)
     return stop
 
 
@@ -265,10 +276,13 @@ def main():
     parser.add_argument("--no-sizes", action="store_true", help="skip overdue-query and sweep at 10k–1M")
     parser.add_argument("--perf", metavar="DIR",
                         help="record a profile of the server (perf, DWARF call graphs) per ingest scenario, create-actions and mixed into DIR")
+    parser.add_argument("--perf-machine", action="store_true",
+                        help="with --perf, record the whole machine instead (flat, `perf record -a`) per scenario")
     parser.add_argument("backends", nargs="*", default=["sqlite", "postgres"])
     args = parser.parse_args()
-    global PERF_DIR
+    global PERF_DIR, PERF_MACHINE
     PERF_DIR = args.perf
+    PERF_MACHINE = args.perf_machine
     rows = []
     for backend in args.backends:
         with tempfile.TemporaryDirectory(prefix="coe-bench-") as workdir:
