@@ -281,12 +281,7 @@ impl OwnerTeams {
         if let Some(team) = self.0.borrow().get(owner) {
             return Ok(team.clone());
         }
-        let team: Option<String> = people::table
-            .filter(people::email.eq(owner))
-            .select(people::team)
-            .first::<Option<String>>(conn)
-            .optional()?
-            .flatten();
+        let team = crate::services::people::team_of(conn, owner)?;
         self.0.borrow_mut().insert(owner.to_owned(), team.clone());
         Ok(team)
     }

@@ -458,6 +458,16 @@ pub fn names_of(
 }
 
 /// The directory's teams, each once (as first written), by name.
+/// The directory's team of `email`: none without one, or outside the directory.
+pub fn team_of(conn: &mut DbConnection, email: &str) -> QueryResult<Option<String>> {
+    Ok(people::table
+        .find(email)
+        .select(people::team)
+        .first::<Option<String>>(conn)
+        .optional()?
+        .flatten())
+}
+
 pub fn teams(conn: &mut DbConnection) -> QueryResult<Vec<String>> {
     let mut teams: Vec<String> = people::table
         .filter(people::team.is_not_null())

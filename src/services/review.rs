@@ -16,7 +16,7 @@ use crate::email::Kind;
 use crate::services::audit::{self, Change, Subject};
 use crate::services::coes::{self as coe_service, CoeError};
 use crate::services::notify::{self, CoeFacts};
-use crate::services::{access, lifecycle};
+use crate::services::{access, lifecycle, people as people_service};
 
 pub use crate::domain::coe::MAX_COMMENT_BYTES;
 
@@ -44,15 +44,7 @@ fn locked(conn: &mut DbConnection, id: &str) -> Result<CoeRow, CoeError> {
 
 /// The directory's team of `person`, if any.
 fn team_of(conn: &mut DbConnection, person: Option<&str>) -> QueryResult<Option<String>> {
-    let Some(person) = person else {
-        return Ok(None);
-    };
-    Ok(people::table
-        .find(person)
-        .select(people::team)
-        .first(conn)
-        .optional()?
-        .flatten())
+    person.map_or(Ok(None), |person| people_service::team_of(conn, person))
 }
 
 /// Takes one review step in one transaction; returns nothing, the caller reloads.

@@ -164,6 +164,17 @@ fn recount(app: &crate::helpers::TestApp) -> serde_json::Map<String, serde_json:
         .collect()
 }
 
+/// POSTs `body` to `path` as `token`, expecting a 200.
+async fn post_ok(
+    app: &crate::helpers::TestApp,
+    token: &str,
+    path: String,
+    body: serde_json::Value,
+) {
+    let res = app.post_json(&path, Some(token), &body).await;
+    assert_eq!(res.status(), 200, "{path}");
+}
+
 /// The kept rows equal a recount, and the API's figures equal what a person counts.
 async fn figures_agree(app: &crate::helpers::TestApp, token: &str, step: &str) {
     let stats = app.get_json("/api/v1/stats", token).await;
@@ -260,13 +271,7 @@ async fn owner_figures_are_kept_by_every_write_and_agree_with_a_recount() {
     }
     figures_agree(&app, &token, "created").await;
 
-    let post = |path: String, body: serde_json::Value| {
-        let (app, token) = (&app, &token);
-        async move {
-            let res = app.post_json(&path, Some(token), &body).await;
-            assert_eq!(res.status(), 200, "{path}");
-        }
-    };
+    let post = |path: String, body: serde_json::Value| post_ok(&app, &token, path, body);
     post(format!("/api/v1/actions/{}/start", ids[0]), json!({})).await;
     post(
         format!("/api/v1/actions/{}/complete", ids[1]),
@@ -502,7 +507,7 @@ async fn owner_figures_are_kept_by_every_write_and_agree_with_a_recount() {
 async fn kept_figures_about_the_past_apply_each_change_and_equal_a_count() {
     use coe::db::schema::{action_past_changes, corrective_actions, people};
     use coe::services::coverage::{self, ClosedByTeam};
-    use coe::services::stats::{self, History, Past, Scope};
+    use coe::services::stats::{self, History, Past, Read, Scope};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     let app = spawn_app().await;
@@ -584,6 +589,7 @@ async fn kept_figures_about_the_past_apply_each_change_and_equal_a_count() {
     let agree_on = |conn: &mut coe::db::DbConnection, step: &str| {
         let kept = history
             .get(
+                Read::View,
                 conn,
                 clock,
                 "",
@@ -598,6 +604,7 @@ async fn kept_figures_about_the_past_apply_each_change_and_equal_a_count() {
         assert_eq!(figures(&kept), figures(&counted), "{step}");
         let kept = closed
             .get(
+                Read::View,
                 conn,
                 clock,
                 "",
@@ -617,13 +624,7 @@ async fn kept_figures_about_the_past_apply_each_change_and_equal_a_count() {
     agree("counted");
     assert_eq!(counts.load(Ordering::SeqCst), 2, "both counted once");
 
-    let post = |path: String, body: serde_json::Value| {
-        let (app, token) = (&app, &token);
-        async move {
-            let res = app.post_json(&path, Some(token), &body).await;
-            assert_eq!(res.status(), 200, "{path}");
-        }
-    };
+    let post = |path: String, body: serde_json::Value| post_ok(&app, &token, path, body);
     post(
         format!("/api/v1/actions/{}/complete", ids[0]),
         json!({"note": "Done."}),
@@ -776,7 +777,7 @@ async fn kept_figures_about_the_past_apply_each_change_and_equal_a_count() {
 /// on SQLite it keeps the last 10,000).
 #[tokio::test]
 async fn a_bulk_load_past_the_kept_changes_makes_the_kept_figures_count_again() {
-    use coe::services::stats::{self, History, Past, Scope};
+    use coe::services::stats::{self, History, Past, Read, Scope};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     let app = spawn_app().await;
@@ -795,6 +796,7 @@ async fn a_bulk_load_past_the_kept_changes_makes_the_kept_figures_count_again() 
     let kept = |conn: &mut coe::db::DbConnection| {
         history
             .get(
+                Read::View,
                 conn,
                 clock,
                 "",

@@ -11,7 +11,7 @@ use crate::http::extract::ApiQuery;
 use crate::http::state::{with_conn, AppState};
 use crate::services::actions::tally::{self, PastChange};
 use crate::services::coverage::{self, ClosedByTeam};
-use crate::services::stats::{self, ActionFigures, History, Scope, Stats};
+use crate::services::stats::{self, ActionFigures, History, Read, Scope, Stats};
 use chrono::NaiveDate;
 use diesel::QueryResult;
 use serde::Deserialize;
@@ -85,13 +85,6 @@ pub fn audited(
     Ok(stats)
 }
 
-/// How a kept value is read: as a view reads it, or as the warmer counts it ahead.
-#[derive(Clone, Copy)]
-enum Read {
-    View,
-    Warm,
-}
-
 /// Everyone's figures about the past now.
 fn past_history(
     conn: &mut DbConnection,
@@ -103,10 +96,9 @@ fn past_history(
     let apply = |history: &mut History, _: &mut DbConnection, change: &PastChange| {
         history.apply(clock, change)
     };
-    match read {
-        Read::View => state.action_history.get(conn, clock, "", count, apply),
-        Read::Warm => state.action_history.warm(conn, clock, "", count, apply),
-    }
+    state
+        .action_history
+        .get(read, conn, clock, "", count, apply)
 }
 
 /// The actions closed from `from` to `to`, by team (the coverage audit's costly
@@ -125,10 +117,9 @@ fn past_closed(
     let apply = |closed: &mut ClosedByTeam, conn: &mut DbConnection, change: &PastChange| {
         coverage::apply_closed(closed, conn, clock, (from, to), change, &teams)
     };
-    match read {
-        Read::View => state.closed_by_team.get(conn, clock, &key, count, apply),
-        Read::Warm => state.closed_by_team.warm(conn, clock, &key, count, apply),
-    }
+    state
+        .closed_by_team
+        .get(read, conn, clock, &key, count, apply)
 }
 
 /// Counts everyone's figures about the past and the dashboard's coverage audit

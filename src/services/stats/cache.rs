@@ -18,7 +18,7 @@ use crate::services::actions::tally::{self, PastChange};
 const KEPT_FOR: Duration = Duration::from_secs(600);
 
 /// How often the server counts everyone's figures about the past ahead of the views
-/// (`Past::warm`), so that no view waits for a count: a value older than
+/// (`Past::get` with `Read::Warm`), so that no view waits for a count: a value older than
 /// `WARM_AFTER` is counted again, long before any view would find it past `KEPT_FOR`.
 pub const WARM_EVERY: Duration = Duration::from_secs(120);
 const WARM_AFTER: Duration = Duration::from_secs(360);
@@ -108,6 +108,16 @@ pub struct Past<V> {
     cache: moka::sync::Cache<String, Arc<Kept<V>>>,
 }
 
+/// How a value about the past is read: as a view reads it (counted again when counted
+/// more than `KEPT_FOR` ago), or as the server's warmer counts it ahead (every
+/// `WARM_EVERY`, when counted more than `WARM_AFTER` ago), so that the views find a
+/// value counted less than `KEPT_FOR` ago, or one of the new day.
+#[derive(Debug, Clone, Copy)]
+pub enum Read {
+    View,
+    Warm,
+}
+
 /// A value about the past and the last change it counts.
 struct Kept<V> {
     value: Arc<V>,
@@ -127,30 +137,21 @@ impl<V: Clone + Send + Sync + 'static> Past<V> {
     }
 
     /// The value for `key` as of `clock`: kept, kept with the changes since applied
-    /// by `apply`, or counted by `count`.
+    /// by `apply`, or counted by `count` (when counted too long ago for `read`).
     pub fn get<E: From<diesel::result::Error>>(
         &self,
+        read: Read,
         conn: &mut DbConnection,
         clock: Clock,
         key: &str,
         count: impl FnOnce(&mut DbConnection) -> Result<V, E>,
         apply: impl Fn(&mut V, &mut DbConnection, &PastChange) -> Result<(), E>,
     ) -> Result<Arc<V>, E> {
-        self.counted_within(KEPT_FOR, conn, clock, key, count, apply)
-    }
-
-    /// `get`, counting again a value counted more than `WARM_AFTER` ago: for the
-    /// server's warmer (every `WARM_EVERY`), so that the views find a value counted
-    /// less than `KEPT_FOR` ago, or one of the new day.
-    pub fn warm<E: From<diesel::result::Error>>(
-        &self,
-        conn: &mut DbConnection,
-        clock: Clock,
-        key: &str,
-        count: impl FnOnce(&mut DbConnection) -> Result<V, E>,
-        apply: impl Fn(&mut V, &mut DbConnection, &PastChange) -> Result<(), E>,
-    ) -> Result<Arc<V>, E> {
-        self.counted_within(WARM_AFTER, conn, clock, key, count, apply)
+        let age = match read {
+            Read::View => KEPT_FOR,
+            Read::Warm => WARM_AFTER,
+        };
+        self.counted_within(age, conn, clock, key, count, apply)
     }
 
     /// The value for `key`: kept, if counted less than `age` ago (with the changes

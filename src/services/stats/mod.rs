@@ -17,7 +17,7 @@ use diesel::sql_types::Bool;
 
 mod cache;
 mod history;
-pub use cache::{teams_changed, Past, PerChange, WARM_EVERY};
+pub use cache::{teams_changed, Past, PerChange, Read, WARM_EVERY};
 pub use history::{history, History};
 
 #[derive(Debug, Clone, Default, Serialize, ToSchema)]
