@@ -112,7 +112,9 @@ fn main() {
     let mut hits = 0;
     for _ in 0..QUERIES {
         let filter = CoeFilter {
-            text: Some(word(rng.next() % 4096)),
+            text: Some(
+                coe::domain::search::SearchText::parse(&word(rng.next() % 4096)).expect("a word"),
+            ),
             ..CoeFilter::default()
         };
         let t = Instant::now();

@@ -203,6 +203,13 @@ impl ResponseError for ApiError {
 
 impl From<diesel::result::Error> for ApiError {
     fn from(e: diesel::result::Error) -> Self {
+        if crate::db::search::timed_out(&e) {
+            return ApiError::Unavailable(
+                "the search took longer than the server allows: search for fewer or \
+                 rarer words"
+                    .into(),
+            );
+        }
         match crate::db::fault::note(&e) {
             Some(fault) => ApiError::Database(fault),
             None => ApiError::Internal(format!("database: {e}")),

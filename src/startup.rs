@@ -171,6 +171,9 @@ impl Application {
             action_history: Past::new(4),
             closed_by_team: Past::new(64),
             outbox_bell: outbox_bell.clone(),
+            searches: Arc::new(tokio::sync::Semaphore::new(
+                settings.server.searches_at_once,
+            )),
         });
         keep_figures_warm(state.clone());
         let mut server = HttpServer::new(move || {

@@ -44,6 +44,14 @@ pub struct ServerSettings {
     /// that declares more `Content-Length` than it sends) get `408` and the
     /// connection is closed.
     pub body_timeout_secs: u64,
+    /// Milliseconds a full-text search may run before it is stopped and answered
+    /// `503` (a search is words matched against every COE; a few take far longer
+    /// than any page should).
+    pub search_timeout_ms: u64,
+    /// Searches that may run at once; more wait for one to end (as long as a search
+    /// may take), then are answered `503`. Keeps searching from taking the database
+    /// connections every other request needs: keep it below `database.pool_size`.
+    pub searches_at_once: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -108,6 +116,8 @@ impl Default for ServerSettings {
             shutdown_timeout_secs: 30,
             header_timeout_secs: 10,
             body_timeout_secs: 60,
+            search_timeout_ms: 2_000,
+            searches_at_once: 2,
         }
     }
 }

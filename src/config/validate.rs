@@ -62,6 +62,16 @@ impl Settings {
                 return Err(invalid(key, &secs.to_string(), "1 to 3600 seconds"));
             }
         }
+        if !(1..=60_000).contains(&self.server.search_timeout_ms) {
+            return Err(invalid(
+                "server.search_timeout_ms",
+                &self.server.search_timeout_ms.to_string(),
+                "1 to 60000 milliseconds",
+            ));
+        }
+        if self.server.searches_at_once == 0 {
+            return Err(invalid("server.searches_at_once", "0", "at least 1"));
+        }
         if !(1..=3650).contains(&self.webhooks.keep_raw_days) {
             return Err(invalid(
                 "webhooks.keep_raw_days",

@@ -3,6 +3,7 @@
 
 pub mod backup;
 pub mod bulk;
+mod deadline;
 pub mod fault;
 pub mod locks;
 mod migrations;
@@ -24,6 +25,7 @@ use diesel::RunQueryDsl;
 
 use crate::config::database::{Backend, DatabaseUrl};
 
+pub use deadline::Deadline;
 pub use pool::{checkout, connect, lazy_pool, ConnectionManager, DbPool, PooledConnection};
 
 pub use migrations::{
@@ -47,7 +49,8 @@ impl DbConnection {
     }
 }
 
-/// Turns on SQLite's query planner stability guarantee (QPSG) for every connection
+/// Turns on SQLite's query planner stability guarantee (QPSG), and the progress
+/// handler that enforces a `Deadline`, for every connection
 /// this process opens from now on. Without it, SQLite plans a statement for the
 /// values bound to it (`LIMIT ?`, a parameter compared with a partial index's
 /// literal) and marks it to be compiled again each time they are bound: every
@@ -73,8 +76,10 @@ unsafe extern "C" fn enable_qpsg(
     _api: *const libsqlite3_sys::sqlite3_api_routines,
 ) -> std::ffi::c_int {
     // SAFETY: `db` is the connection SQLite is opening; this option takes an int
-    // (1: on) and an optional int pointer for the new setting (none wanted).
+    // (1: on) and an optional int pointer for the new setting (none wanted). The
+    // progress handler that enforces `Deadline` is installed on the same occasion.
     unsafe {
+        deadline::install(db);
         libsqlite3_sys::sqlite3_db_config(
             db,
             libsqlite3_sys::SQLITE_DBCONFIG_ENABLE_QPSG,

@@ -12,6 +12,7 @@ pub mod incident;
 pub mod reminder;
 pub mod review;
 pub mod rules;
+pub mod search;
 pub mod severity;
 pub mod template;
 pub mod timeline;

@@ -50,6 +50,8 @@ pub struct AppState {
     pub closed_by_team: Past<crate::services::coverage::ClosedByTeam>,
     /// Wakes the delivery worker when a request queued an email.
     pub outbox_bell: crate::services::outbox::Bell,
+    /// One permit per search that may run at once (`server.searches_at_once`).
+    pub searches: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
@@ -60,6 +62,18 @@ impl AppState {
             template: &self.template,
             emails: &self.emails,
         }
+    }
+}
+
+/// A turn to search (`server.searches_at_once`), waited for as long as a search may
+/// take; `503` when none came, so that searches never hold every pooled connection.
+pub async fn search_turn(state: &AppState) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
+    let wait = std::time::Duration::from_millis(state.settings.server.search_timeout_ms);
+    match actix_web::rt::time::timeout(wait, state.searches.clone().acquire_owned()).await {
+        Ok(Ok(permit)) => Ok(permit),
+        _ => Err(ApiError::Unavailable(
+            "too many searches are running at once; search again in a moment".into(),
+        )),
     }
 }
 

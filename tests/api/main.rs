@@ -6,6 +6,7 @@ mod helpers;
 
 mod actions;
 mod alertmanager;
+mod attacks;
 mod browser;
 mod chat;
 mod cli;

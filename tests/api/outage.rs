@@ -356,7 +356,10 @@ async fn three_drafts_of_one_outage_are_merged_into_one_coe() {
         .await;
     assert_eq!(res.status(), 201);
 
-    // Ana merges the other two into hers from its page, ticking them.
+    // Ana, an admin (who runs this outage's review), merges the other two into hers
+    // from its page, ticking them. (A member merges only drafts she may change:
+    // `attacks::a_member_cannot_end_another_team_s_draft_by_merging_it`.)
+    crate::ownership::person(&app, "ana@example.com", true).await;
     let ana = sign_in(&app, "ana@example.com").await;
     let page = format!("/coes/{db}");
     let html = get_page(&app, &page, Some(&ana))
@@ -707,9 +710,31 @@ async fn drafts_of_one_outage_are_suggested_to_each_other_and_merged_in_one_clic
     assert!(html.contains("Probably the same outage"), "{html}");
     assert!(html.contains("checkout depends on payments-db"), "{html}");
     assert!(!html.contains("Merge this draft into it"), "{html}");
-    // Ana merges each into hers in one click from her page.
+    // Ana may not end Bo's and Cy's drafts: her page says whom to ask.
     let ana = sign_in(&app, "ana@example.com").await;
     let page = format!("/coes/{db}");
+    let html = get_page(&app, &page, Some(&ana))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert_eq!(html.matches("Merge it into this COE").count(), 0, "{html}");
+    assert_eq!(html.matches("to hand it to you first").count(), 2, "{html}");
+    // Bo and Cy hand theirs to her; she merges each into hers in one click.
+    for (id, who) in [(&checkout, "bo@example.com"), (&gateway, "cy@example.com")] {
+        let token = crate::actions::person_token(&app, who.split('@').next().expect("name"), who);
+        let doc = app.get_json(&format!("/api/v1/coes/{id}"), &token).await;
+        let res = app
+            .client
+            .patch(app.url(&format!("/api/v1/coes/{id}")))
+            .bearer_auth(&token)
+            .header("If-Match", format!("\"{}\"", doc["version"]))
+            .json(&json!({"owner": "ana@example.com"}))
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(res.status(), 200, "{who} hands {id} over");
+    }
     let html = get_page(&app, &page, Some(&ana))
         .await
         .text()

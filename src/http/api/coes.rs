@@ -3,6 +3,8 @@
 //! Every write names the version it is based on in `If-Match` (the `ETag` of the last
 //! read); a stale write is refused with 412 and the current version, never applied.
 
+use std::time::Duration;
+
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpResponse};
 use serde::{Deserialize, Serialize};
@@ -10,12 +12,13 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::db::DbConnection;
 use crate::domain::coe::CoeState;
+use crate::domain::search::SearchText;
 use crate::domain::Severity;
 use crate::error::{ApiError, ErrorBody, FieldProblem};
 use crate::http::bearer::Member;
 use crate::http::extract::{ids, ApiJson, ApiQuery, IfMatch, PathId};
 use crate::http::pagination::{self, Listed, Page};
-use crate::http::state::{with_conn, with_write, AppState};
+use crate::http::state::{search_turn, with_conn, with_write, AppState};
 use crate::services::access::Editor;
 use crate::services::coes::{
     self, CoeDocument, CoeError, CoePatch, CoeSummary, HistoryEntry, NewCoe, RelatedInput,
@@ -568,8 +571,17 @@ pub async fn list(
 ) -> Result<HttpResponse, ApiError> {
     let q = query.0;
     let (limit, offset) = pagination::limits(q.limit, q.offset)?;
+    let text = match q.q.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        Some(text) => Some(
+            SearchText::parse(text).map_err(|refused| ApiError::field("q", refused.to_string()))?,
+        ),
+        None => None,
+    };
     let filter = coes::CoeFilter {
-        text: q.q.filter(|t| !t.trim().is_empty()),
+        text,
+        search_within: Some(Duration::from_millis(
+            state.settings.server.search_timeout_ms,
+        )),
         state: q.state,
         service: q.service,
         severity: q.severity,
@@ -582,6 +594,11 @@ pub async fn list(
             .filter(|t| !t.trim().is_empty())
             .map(|t| t.trim().to_owned()),
         sort: q.sort.unwrap_or_default(),
+    };
+    // A search waits for its turn, so that searches never hold every connection.
+    let _turn = match filter.text {
+        Some(_) => Some(search_turn(&state).await?),
+        None => None,
     };
     let found = with_conn(&state, move |conn, _| {
         Ok(coes::list(conn, &filter, limit, offset)?)

@@ -188,21 +188,26 @@ pub(super) async fn load(
                 ..coes::CoeFilter::default()
             };
             let (found, _) = coes::list(conn, &filter, MERGE_OFFERED, 0)?;
-            found.into_iter().filter(|c| c.id != key).collect()
+            // Only the drafts this person may change: a merge ends the draft.
+            let mut offered = Vec::new();
+            for c in found.into_iter().filter(|c| c.id != key) {
+                if access::coe(conn, &c.id, editor).is_ok() {
+                    offered.push(c);
+                }
+            }
+            offered
         } else {
             Vec::new()
         };
         let mut same_outage = Vec::new();
         for other in &doc.same_outage {
             let here = other.merge_into == key;
-            let may_merge = if here {
-                may_edit
-            } else {
-                access::coe(conn, &other.merge_into, editor).is_ok()
-            };
+            // A merge changes both COEs: it needs the right to change each.
+            let may_merge = may_edit && access::coe(conn, &other.coe_id, editor).is_ok();
             let mut value = json!(other);
             value["merge_here"] = json!(may_merge && here);
             value["merge_there"] = json!(may_merge && !here);
+            value["merge_ask"] = json!(may_edit && !may_merge);
             value["state_words"] = json!(other.state.as_str().replace('_', " "));
             same_outage.push(value);
         }

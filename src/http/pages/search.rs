@@ -11,6 +11,7 @@ use super::markdown::to_plain;
 use super::query::{filled, pages, word};
 use super::{as_service, render, Page, State};
 use crate::domain::coe::CoeState;
+use crate::domain::search::SearchText;
 use crate::domain::Severity;
 use crate::http::session::SignedIn;
 use crate::services::coes::{self, CoeFilter};
@@ -124,10 +125,35 @@ pub fn highlight(text: &str, terms: &[String]) -> String {
     out
 }
 
+/// The byte offset in `text` of the first character of the first match of any term
+/// (as `matched_chars` finds them), reading no further than it must: a writeup may be
+/// a megabyte of the searched word.
+fn first_match(text: &str, terms: &[String]) -> Option<usize> {
+    let (folded, origin) = fold(text);
+    let literal = terms
+        .iter()
+        .filter(|t| !t.is_empty())
+        .filter_map(|t| folded.find(t.as_str()).map(|at| origin[at]))
+        .min();
+    let stems: Vec<String> = terms.iter().map(|t| stem(t)).collect();
+    let by_stem = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .take_while(|w| {
+            literal.is_none_or(|at| (w.as_ptr() as usize - text.as_ptr() as usize) < at)
+        })
+        .find(|w| w.chars().count() >= 2 && stems.contains(&stem(w)))
+        .map(|w| w.as_ptr() as usize - text.as_ptr() as usize);
+    match (literal, by_stem) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// A passage of `body` around the first term found, about 240 characters.
 fn passage(body: &str, terms: &[String]) -> Option<String> {
     // The first match, as an offset of a character of `body` (see `fold`).
-    let at = *matched_chars(body, terms).first()?;
+    let at = first_match(body, terms)?;
     let start = body[..at]
         .char_indices()
         .rev()
@@ -153,24 +179,62 @@ fn passage(body: &str, terms: &[String]) -> Option<String> {
 /// `GET /search`.
 pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State) -> Page {
     let q = query.into_inner();
-    let text = filled(&q.q);
+    let text = match filled(&q.q).map(|t| SearchText::parse(&t)).transpose() {
+        Ok(text) => text,
+        // Refused by name next to the field, the words kept to shorten.
+        Err(refused) => {
+            let data = json!({
+                "query": q,
+                "refused": refused.to_string(),
+                "searched": false,
+                "hits": [],
+                "names": {},
+                "total": 0,
+                "states": CoeState::ALL.map(|s| s.as_str()),
+                "severities": Severity::ALL.map(|s| s.to_string()),
+                "next": null,
+                "previous": null,
+            });
+            return render(
+                &state,
+                Some(&who),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "search",
+                data,
+            );
+        }
+    };
     let coe_state = word::<CoeState>(
         &q.state,
         "COE state",
         "draft, in_review, approved or closed",
     )?;
     let severity = word::<Severity>(&q.severity, "severity", "sev1 to sev5")?;
+    let words: Vec<String> = text.as_ref().map_or_else(Vec::new, |t| {
+        t.words()
+            .iter()
+            .filter(|w| w.chars().count() >= 2)
+            .cloned()
+            .collect()
+    });
     let filter = CoeFilter {
         text: text.clone(),
+        search_within: Some(std::time::Duration::from_millis(
+            state.settings.server.search_timeout_ms,
+        )),
         state: coe_state,
         service: filled(&q.service),
         severity,
         ..CoeFilter::default()
     };
     let offset = q.offset.unwrap_or(0).max(0);
-    let words = terms(text.as_deref().unwrap_or(""));
     let searched =
         text.is_some() || filter.state.is_some() || filter.service.is_some() || severity.is_some();
+    // A search waits for its turn, so that searches never hold every connection.
+    let _turn = match text {
+        Some(_) => Some(crate::http::state::search_turn(&state).await?),
+        None => None,
+    };
     let (hits, total) = if searched {
         as_service(&state, move |conn, _| {
             let (page, total) = coes::list(conn, &filter, PAGE, offset)?;

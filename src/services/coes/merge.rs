@@ -21,7 +21,7 @@ use crate::db::schema::{
 };
 use crate::db::{self, locks, types, DbConnection};
 use crate::domain::coe::{CoeState, TimelineKind};
-use crate::services::access::Editor;
+use crate::services::access::{self, Editor};
 use crate::services::{notify, Env};
 
 /// Most drafts merged at once.
@@ -81,8 +81,18 @@ pub fn merge(
                     state.as_str().replace('_', " ")
                 )));
             }
-            // Whoever may change the COE may fold a draft of the same outage into it:
-            // the draft's owner and reviewer are told, and the merge is in both histories.
+            // Folding a draft in ends it and takes its text and actions: only whoever
+            // may change it too (its owner, its reviewer, an admin; anyone when nobody
+            // owns it). Its owner consents by handing it over first.
+            access::coe(conn, source, who).map_err(|refused| match refused {
+                access::AccessError::Forbidden(_) => CoeError::Forbidden(format!(
+                    "you may not merge “{}” (`{source}`): it is {}'s to change. Ask them \
+                     to merge it, or to hand it to you first",
+                    row.title,
+                    row.owner_email.as_deref().unwrap_or("nobody")
+                )),
+                other => other.into(),
+            })?;
             merged.push(row);
         }
         for source in &merged {

@@ -3,6 +3,7 @@
 //! COE's entry after every edit.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -14,6 +15,7 @@ use crate::db::models::CoeRow;
 use crate::db::schema::{coe_sections, coes, people, timeline_entries, why_chains};
 use crate::db::{self, types, DbConnection};
 use crate::domain::coe::CoeState;
+use crate::domain::search::SearchText;
 use crate::domain::Severity;
 
 /// A COE in a list.
@@ -72,10 +74,12 @@ pub(super) fn reindex(conn: &mut DbConnection, id: &str) -> QueryResult<()> {
     db::search::write(conn, id, &title, &body)
 }
 
-/// Filters of the COE list. `text` searches titles and writeups, ranked.
+/// Filters of the COE list. `text` searches titles and writeups, ranked, for at most
+/// `search_within` (else `DEFAULT_SEARCH_WITHIN`).
 #[derive(Debug, Clone, Default)]
 pub struct CoeFilter {
-    pub text: Option<String>,
+    pub text: Option<SearchText>,
+    pub search_within: Option<Duration>,
     pub state: Option<CoeState>,
     pub service: Option<String>,
     pub severity: Option<Severity>,
@@ -124,6 +128,10 @@ impl CoeSort {
 /// Most search hits ranked before filtering.
 const MAX_SEARCH_HITS: i64 = 1_000;
 
+/// How long a search may run when its filter does not say (`server.search_timeout_ms`
+/// is what the HTTP handlers pass).
+pub const DEFAULT_SEARCH_WITHIN: Duration = Duration::from_secs(2);
+
 fn summary(row: CoeRow, rank: Option<f64>) -> QueryResult<CoeSummary> {
     Ok(CoeSummary {
         severity: types::severity("coes.severity", row.severity)?,
@@ -161,7 +169,12 @@ pub fn list(
     offset: i64,
 ) -> QueryResult<(Vec<CoeSummary>, i64)> {
     let hits = match &filter.text {
-        Some(text) => Some(db::search::find(conn, text, MAX_SEARCH_HITS)?),
+        Some(text) => Some(db::search::find(
+            conn,
+            text,
+            MAX_SEARCH_HITS,
+            filter.search_within.unwrap_or(DEFAULT_SEARCH_WITHIN),
+        )?),
         None => None,
     };
     let filtered = || {
