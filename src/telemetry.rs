@@ -10,6 +10,9 @@ use crate::config::{LogFormat, LogSettings};
 /// Installs the global subscriber. Called once, from `main`.
 pub fn init(settings: &LogSettings) {
     let filter = EnvFilter::try_new(&settings.level).unwrap_or_else(|_| EnvFilter::new("info"));
+    // ureq logs each request's URL at debug level, and a chat webhook's URL is its
+    // secret: whatever level is asked for, ureq says only warnings.
+    let filter = filter.add_directive("ureq=warn".parse().expect("a valid directive"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         // Colour codes only for a person at a terminal, never in files or log collectors.

@@ -60,7 +60,13 @@ pub fn send(channel: &ChannelSettings, message_id: &str, body: &Value, timeout: 
     let answer = request
         .set("Content-Type", "application/json; charset=utf-8")
         .send_string(&text);
-    match answer {
+    let sent = match answer {
+        // Redirects are not followed (the message would go where nobody configured):
+        // a webhook that answers with one is not delivered to.
+        Ok(response) if (300..400).contains(&response.status()) => Sent::Broken(format!(
+            "HTTP {}: the address answered with a redirect, which is not followed",
+            response.status()
+        )),
         Ok(_) => Sent::Delivered,
         Err(ureq::Error::Status(status, response)) => {
             let retry_after = response
@@ -71,9 +77,77 @@ pub fn send(channel: &ChannelSettings, message_id: &str, body: &Value, timeout: 
         }
         Err(ureq::Error::Transport(t)) => Sent::Retry {
             after_secs: None,
-            error: format!("no answer: {t}"),
+            error: format!("no answer: {}", transport_text(&t)),
         },
+    };
+    // What is logged, stored and shown on the admin page never holds the channel's
+    // secrets, even when a platform repeats them in its answer.
+    match sent {
+        Sent::Delivered => Sent::Delivered,
+        Sent::Retry { after_secs, error } => Sent::Retry {
+            after_secs,
+            error: scrub(error, channel),
+        },
+        Sent::Broken(error) => Sent::Broken(scrub(error, channel)),
+        Sent::Refused(error) => Sent::Refused(scrub(error, channel)),
     }
+}
+
+/// What a request that got no answer says, fit for a log, a stored error or a page:
+/// its kind ("Connection Failed"), ureq's message and the causes ("Connection
+/// refused (os error 111)"), never its URL. (ureq's `Display` of an error starts
+/// with the URL, and a webhook's URL is its secret.)
+pub fn transport_text(t: &ureq::Transport) -> String {
+    let mut text = t.kind().to_string();
+    if let Some(message) = t.message() {
+        text.push_str(": ");
+        text.push_str(message);
+    }
+    let mut cause = std::error::Error::source(t);
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+/// What a failed request says, its URL left out (`transport_text`; an error answer
+/// as its status and the first 300 characters of its body).
+pub fn failure_text(error: ureq::Error) -> String {
+    match error {
+        ureq::Error::Status(status, response) => {
+            let said = response.into_string().unwrap_or_default();
+            format!(
+                "HTTP {status}: {}",
+                crate::chat::format::cut(said.trim(), 300)
+            )
+        }
+        ureq::Error::Transport(t) => transport_text(&t),
+    }
+}
+
+/// `text` with the channel's secrets (its webhook URL, the URL's path and query, its
+/// access token) replaced by `***`.
+fn scrub(mut text: String, channel: &ChannelSettings) -> String {
+    let mut secrets: Vec<String> = Vec::new();
+    if let Some(url) = &channel.url {
+        secrets.push(url.expose().to_owned());
+        if let Ok(parsed) = url::Url::parse(url.expose()) {
+            secrets.push(parsed.as_str().to_owned());
+            secrets.push(parsed[url::Position::BeforePath..].to_owned());
+        }
+    }
+    if let Some(token) = &channel.access_token {
+        secrets.push(token.expose().to_owned());
+    }
+    // Longest first, so that a URL goes before its path; a short one ("/") is no
+    // secret and would garble the text.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    for secret in secrets.iter().filter(|s| s.len() >= 8) {
+        text = text.replace(secret.as_str(), "***");
+    }
+    text
 }
 
 /// What an error answer means, by platform.

@@ -17,6 +17,7 @@ impl SubscriptionConfirmer for HttpsConfirmer {
             .timeout(Duration::from_secs(10))
             .call()
             .map(|_| ())
-            .map_err(|e| e.to_string())
+            // Never the URL: its `Token=` is the subscription's secret.
+            .map_err(crate::chat::send::failure_text)
     }
 }

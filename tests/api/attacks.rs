@@ -337,3 +337,131 @@ async fn a_member_cannot_end_another_team_s_draft_by_merging_it() {
         assert!(history.to_string().contains("merge"), "{id}: {history}");
     }
 }
+
+/// Logs written on this thread while it lives, as text.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().expect("lock")).into_owned()
+    }
+}
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Captured {
+        self.clone()
+    }
+}
+
+/// Item 6: a chat webhook that cannot be reached once wrote its secret URL into the
+/// log (at WARN, again at every retry), into the stored errors and onto the admin
+/// page. Now none of them holds any part of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_webhook_s_secret_url_is_not_logged_stored_or_shown() {
+    use coe::config::{ChannelSettings, ChatEvent, ChatKind, Settings};
+    use coe::db::schema::{chat_channels, chat_messages};
+    use diesel::prelude::*;
+
+    // Nothing listens on port 1: the connection is refused at once.
+    let url = "http://127.0.0.1:1/services/T0SECRET/B0SECRET/hookSECRET?sig=SIGSECRET";
+    let chat = vec![ChannelSettings {
+        name: "leaky".into(),
+        kind: ChatKind::Slack,
+        url: Some(url.to_owned().into()),
+        homeserver: None,
+        room_id: None,
+        access_token: None,
+        teams: Vec::new(),
+        services: Vec::new(),
+        events: ChatEvent::ALL.to_vec(),
+    }];
+    let app = spawn_app_with({
+        let chat = chat.clone();
+        move |s| s.chat.channels = chat
+    })
+    .await;
+    let mut settings = Settings::default();
+    settings.chat.channels = chat;
+    settings.public_url = "http://127.0.0.1:8080".into();
+    let admin = app.admin_token();
+    let (status, doc) = send(
+        &app,
+        &admin,
+        "POST",
+        "/api/v1/coes",
+        None,
+        Some(json!({"title": "Disk full", "severity": "sev3"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{doc}");
+
+    let logs = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(logs.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::TRACE)
+        .finish();
+    let report = tracing::subscriber::with_default(subscriber, || {
+        let mut conn = coe::db::checkout(&app.pool).expect("conn");
+        coe::services::chat::deliver(
+            &mut conn,
+            &settings,
+            &std::sync::atomic::AtomicBool::new(false),
+        )
+        .expect("a chat pass")
+    });
+    assert_eq!(report.deferred, 1, "{report:?}");
+    let logged = logs.text();
+    assert!(
+        logged.contains("a chat message will be sent again") && logged.contains("Connection"),
+        "{logged}"
+    );
+    let (message, channel) = {
+        let mut conn = app.pool.get().expect("conn");
+        let message: Option<String> = chat_messages::table
+            .filter(chat_messages::channel.eq("leaky"))
+            .select(chat_messages::last_error)
+            .first(&mut conn)
+            .expect("the message");
+        let channel: Option<String> = chat_channels::table
+            .find("leaky")
+            .select(chat_channels::last_error)
+            .first(&mut conn)
+            .expect("the channel");
+        (message.unwrap_or_default(), channel.unwrap_or_default())
+    };
+    assert!(message.starts_with("no answer: Connection"), "{message}");
+
+    // The admin page, after its test message too (the other writer of the error).
+    crate::ownership::person(&app, "dana@example.com", true).await;
+    let cookie = sign_in(&app, "dana@example.com").await;
+    post_form(&app, &cookie, "/admin/chat", "/admin/chat/leaky/test", &[]).await;
+    let page = get_page(&app, "/admin/chat", Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(page.contains("Connection"), "{page}");
+    for (what, text) in [
+        ("the log", &logged),
+        ("chat_messages", &message),
+        ("chat_channels", &channel),
+        ("/admin/chat", &page),
+    ] {
+        for secret in ["SECRET", "/services/", "127.0.0.1:1/"] {
+            assert!(!text.contains(secret), "{secret} in {what}: {text}");
+        }
+    }
+}
