@@ -126,6 +126,10 @@ pub struct AuthSettings {
     pub mode: AuthMode,
     /// Addresses of these domains may sign in besides the people in the directory.
     pub allowed_domains: Vec<String>,
+    /// Domains whose mail ignores dots in an address's local part (`j.doe@` and
+    /// `jdoe@` are one mailbox): separation of duties treats them as one person, as
+    /// it does `+tag` addresses everywhere.
+    pub dotless_domains: Vec<String>,
     /// Proxies (addresses or CIDR ranges) whose `proxy_header` and `X-Forwarded-For`
     /// are believed; from anywhere else they are refused.
     pub trusted_proxies: Vec<String>,
@@ -151,6 +155,7 @@ impl Default for AuthSettings {
         AuthSettings {
             mode: AuthMode::EmailLink,
             allowed_domains: Vec::new(),
+            dotless_domains: vec!["gmail.com".into(), "googlemail.com".into()],
             trusted_proxies: Vec::new(),
             proxy_header: "X-Forwarded-Email".into(),
             session_idle_secs: 7 * 24 * 3600,

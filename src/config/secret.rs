@@ -95,27 +95,47 @@ impl Settings {
     }
 }
 
-/// Replaces the password of `scheme://user:password@host` with `***`.
+/// Replaces the password of `scheme://user:password@host` with `***`, and the value
+/// of a `password=` query parameter (PostgreSQL's). The user information ends at the
+/// last `@`, not at the first `/`, `?` or `#`: a password may hold those unencoded
+/// (a URL parser would take them for the path), and must still not be printed.
 pub fn mask_url_password(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else {
         return url.to_owned();
     };
     let rest = &url[scheme_end + 3..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    let Some(at) = authority.rfind('@') else {
+    let masked = match rest.rfind('@') {
+        Some(at) => {
+            let userinfo = &rest[..at];
+            match userinfo.find(':') {
+                Some(colon) => format!(
+                    "{}{}:***{}",
+                    &url[..scheme_end + 3],
+                    &userinfo[..colon],
+                    &rest[at..]
+                ),
+                None => url.to_owned(),
+            }
+        }
+        None => url.to_owned(),
+    };
+    mask_password_parameter(&masked)
+}
+
+/// `url` with the value of each `password=` parameter replaced by `***`.
+fn mask_password_parameter(url: &str) -> String {
+    let Some(query_at) = url.find('?') else {
         return url.to_owned();
     };
-    let userinfo = &authority[..at];
-    match userinfo.find(':') {
-        Some(colon) => format!(
-            "{}{}:***{}",
-            &url[..scheme_end + 3],
-            &userinfo[..colon],
-            &rest[at..]
-        ),
-        None => url.to_owned(),
-    }
+    let (head, query) = url.split_at(query_at + 1);
+    let parts: Vec<String> = query
+        .split('&')
+        .map(|part| match part.split_once('=') {
+            Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+            _ => part.to_owned(),
+        })
+        .collect();
+    format!("{head}{}", parts.join("&"))
 }
 
 #[cfg(test)]
@@ -137,6 +157,18 @@ mod tests {
             mask_url_password("postgres://coe@db/coe"),
             "postgres://coe@db/coe"
         );
+        // Unencoded `/`, `?` and `#` in a password are still the password.
+        for (url, masked) in [
+            ("postgres://coe:pa/ss@db/coe", "postgres://coe:***@db/coe"),
+            ("smtp://u:p#q@h:25", "smtp://u:***@h:25"),
+            ("postgres://coe:a?b@db/coe", "postgres://coe:***@db/coe"),
+            (
+                "postgres://db/coe?sslmode=disable&password=x",
+                "postgres://db/coe?sslmode=disable&password=***",
+            ),
+        ] {
+            assert_eq!(mask_url_password(url), masked, "{url}");
+        }
     }
 
     fn settings_with_secrets() -> Settings {

@@ -124,6 +124,7 @@ diesel::table! {
         bar_raiser_email -> Nullable<Text>,
         bar_raiser_assigned_at -> Nullable<Timestamp>,
         approved_by -> Nullable<Text>,
+        approved_version -> Nullable<Integer>,
     }
 }
 

@@ -194,7 +194,7 @@ impl Seeder<'_> {
             return Ok(());
         }
         let v = self.version(conn, id)?;
-        coe_service::add_why_chain(conn, id, &whys(s), Some(v), &as_owner)
+        coe_service::add_why_chain(conn, id, &whys(s), Some(v), &as_owner, self.env())
             .map_err(fail("add the 5 whys"))?;
         let mut made = Vec::new();
         for a in w.actions {
@@ -225,16 +225,18 @@ impl Seeder<'_> {
             .map_err(fail("create an action"))?;
             made.push((action_id, a));
         }
-        review::step(conn, id, Step::Submit, None, &as_owner, self.env())
+        review::step(conn, id, Step::Submit, None, None, &as_owner, self.env())
             .map_err(fail("submit the COE"))?;
         if w.stage == Stage::InReview {
             return self.settle_actions(conn, &made);
         }
+        let read = self.version(conn, id)?;
         review::step(
             conn,
             id,
             Step::Approve,
             Some("Clear root cause and actions that prevent it; approved."),
+            Some(read),
             &as_reviewer,
             self.env(),
         )
@@ -252,7 +254,6 @@ impl Seeder<'_> {
             let address = email(a.owner);
             let acting = Acting::person(&address, false);
             let who = acting.editor();
-            let verify_from = self.settings.coe.verify_actions_from;
             let note = |text: &str| TransitionInput {
                 note: Some(text.to_owned()),
                 evidence_url: None,
@@ -266,7 +267,7 @@ impl Seeder<'_> {
                         Transition::Start,
                         &TransitionInput::default(),
                         &who,
-                        verify_from,
+                        self.env(),
                     )
                     .map_err(fail("start an action"))?;
                 }
@@ -275,7 +276,7 @@ impl Seeder<'_> {
                         note: Some("Shipped and verified in production.".into()),
                         evidence_url: Some(format!("https://grafana.{DOMAIN}/d/verified")),
                     };
-                    actions::transition(conn, id, Transition::Complete, &done, &who, verify_from)
+                    actions::transition(conn, id, Transition::Complete, &done, &who, self.env())
                         .map_err(fail("complete an action"))?;
                 }
                 Outcome::WontDo => {
@@ -285,7 +286,7 @@ impl Seeder<'_> {
                         Transition::WontDo,
                         &note("The queue split removes the need; not worth the risk."),
                         &who,
-                        verify_from,
+                        self.env(),
                     )
                     .map_err(fail("decline an action"))?;
                 }

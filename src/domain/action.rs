@@ -288,6 +288,25 @@ pub fn days_overdue(state: ActionState, due: NaiveDate, now: DateTime<Utc>, tz: 
     }
 }
 
+/// Whether `by`, the COE's reviewer, may verify an action owned by `owner` and
+/// completed by `completed_by`: nobody verifies their own work, under any spelling of
+/// their address (`email::same_person`). The rule broken, in words, when not.
+pub fn may_verify(
+    by: &str,
+    owner: &str,
+    completed_by: Option<&str>,
+    dotless: &[String],
+) -> Result<(), &'static str> {
+    use super::email::{same_person, same_person_opt};
+    if same_person(by, owner, dotless) {
+        return Err("nobody verifies an action they own");
+    }
+    if same_person_opt(Some(by), completed_by, dotless) {
+        return Err("nobody verifies an action they completed");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
 

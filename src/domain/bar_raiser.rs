@@ -29,6 +29,8 @@ pub struct Exclusions<'a> {
     pub owner_team: Option<&'a str>,
     pub reviewer: Option<&'a str>,
     pub submitted_by: Option<&'a str>,
+    /// `auth.dotless_domains`: a `+tag` or dotted spelling of one of them is them.
+    pub dotless_domains: &'a [String],
 }
 
 /// Why nobody could be chosen.
@@ -55,7 +57,7 @@ pub fn choose(candidates: &[Candidate], not: Exclusions<'_>) -> Result<String, N
         [not.owner, not.reviewer, not.submitted_by]
             .into_iter()
             .flatten()
-            .any(|p| p.eq_ignore_ascii_case(&c.email))
+            .any(|p| super::email::same_person(p, &c.email, not.dotless_domains))
     };
     candidates
         .iter()
@@ -101,6 +103,7 @@ mod tests {
             owner_team: Some("Payments"),
             reviewer: Some("bo@example.com"),
             submitted_by: Some("ana@example.com"),
+            dotless_domains: &[],
         }
     }
 

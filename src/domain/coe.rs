@@ -72,7 +72,20 @@ pub fn check_title(title: &str) -> Result<&str, String> {
             title.len()
         ))
     } else {
+        check_one_line(title)?;
         Ok(title)
+    }
+}
+
+/// A title is one line of text: no control characters (a bare carriage return once
+/// reached the calendar feed raw and split its lines).
+pub fn check_one_line(text: &str) -> Result<(), String> {
+    match text.chars().find(|c| c.is_control()) {
+        Some(c) => Err(format!(
+            "must be one line of text, without control characters (it holds U+{:04X})",
+            u32::from(c)
+        )),
+        None => Ok(()),
     }
 }
 

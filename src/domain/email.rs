@@ -60,9 +60,64 @@ impl fmt::Display for EmailAddress {
     }
 }
 
+/// The key that names one person however their address is written: lower-cased,
+/// without a `+tag` (plus-addressing: `chen+review@` reaches `chen@`'s mailbox), and,
+/// for `dotless` domains (`auth.dotless_domains`: mail systems that ignore dots in
+/// the local part, such as Gmail), without dots. Anything that is not an address (a
+/// `token:NAME`) is its own key.
+pub fn person_key(address: &str, dotless: &[String]) -> String {
+    let address = address.trim().to_lowercase();
+    let Some((local, domain)) = address.rsplit_once('@') else {
+        return address;
+    };
+    let local = local.split_once('+').map_or(local, |(base, _)| base);
+    let local = if dotless.iter().any(|d| d.eq_ignore_ascii_case(domain)) {
+        local.replace('.', "")
+    } else {
+        local.to_owned()
+    };
+    format!("{local}@{domain}")
+}
+
+/// Whether `a` and `b` name the same person (`person_key`): what separation of duties
+/// compares, so that nobody reviews, approves or verifies their own work under a
+/// second spelling of their address.
+pub fn same_person(a: &str, b: &str, dotless: &[String]) -> bool {
+    a == b || person_key(a, dotless) == person_key(b, dotless)
+}
+
+/// `same_person` where either may be unknown (never the same then).
+pub fn same_person_opt(a: Option<&str>, b: Option<&str>, dotless: &[String]) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => same_person(a, b, dotless),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plus_tags_and_ignored_dots_are_one_person() {
+        let gmail = ["gmail.com".to_owned()];
+        assert!(same_person(
+            "chen+review@example.com",
+            "chen@example.com",
+            &gmail
+        ));
+        assert!(same_person(
+            "Chen+a+b@Example.com",
+            "chen+c@example.com",
+            &gmail
+        ));
+        assert!(same_person("j.o.e@gmail.com", "joe+x@gmail.com", &gmail));
+        assert!(!same_person("j.o.e@example.com", "joe@example.com", &gmail));
+        assert!(!same_person("chen@example.com", "chen@example.org", &gmail));
+        assert!(!same_person("token:ci", "token:cd", &gmail));
+        assert!(same_person("token:ci", "token:ci", &gmail));
+        assert!(!same_person_opt(None, None, &gmail));
+    }
 
     #[test]
     fn addresses_are_trimmed_and_lower_cased() {

@@ -49,6 +49,15 @@ pub struct ReviewFacts<'a> {
     pub bar_raiser: Option<&'a str>,
     /// Who approved the round under way already, while the other approval waits.
     pub approved_by: Option<&'a str>,
+    /// `auth.dotless_domains`: how addresses are compared as people
+    /// (`email::same_person`).
+    pub dotless_domains: &'a [String],
+}
+
+impl ReviewFacts<'_> {
+    fn same(&self, a: Option<&str>, b: Option<&str>) -> bool {
+        super::email::same_person_opt(a, b, self.dotless_domains)
+    }
 }
 
 /// Why a review step is refused.
@@ -113,7 +122,7 @@ pub fn review(
                     "reviewer".to_owned(),
                     "the COE needs a reviewer before it is submitted (PATCH it)".to_owned(),
                 )),
-                Some(r) if facts.owner == Some(r) => missing.push((
+                Some(r) if facts.same(facts.owner, Some(r)) => missing.push((
                     "reviewer".to_owned(),
                     "must not be the COE's owner".to_owned(),
                 )),
@@ -148,15 +157,16 @@ pub fn review(
             };
             let as_reviewer = Some(by) == facts.reviewer;
             if step == ReviewStep::Approve {
-                if facts.owner.is_some() && facts.owner == facts.reviewer {
+                if facts.same(facts.owner, facts.reviewer) {
                     return Err(reviewer_is_owner());
                 }
-                // Separation of duties: nobody approves a writeup they put up.
-                let refused = if facts.owner == Some(by) {
+                // Separation of duties: nobody approves a writeup they put up, under
+                // any spelling of their address.
+                let refused = if facts.same(facts.owner, Some(by)) {
                     Some("nobody approves a COE they own")
-                } else if facts.submitted_by == Some(by) {
+                } else if facts.same(facts.submitted_by, Some(by)) {
                     Some("nobody approves a review round they submitted")
-                } else if as_reviewer && facts.reviewer_named_by == Some(by) {
+                } else if as_reviewer && facts.same(facts.reviewer_named_by, Some(by)) {
                     Some("nobody approves a COE they named themselves reviewer of")
                 } else {
                     None
@@ -170,20 +180,27 @@ pub fn review(
                 let Some(bar_raiser) = facts.bar_raiser else {
                     return Ok(CoeState::Approved);
                 };
-                return match facts.approved_by {
-                    Some(first) if first == by => Err(ReviewRefusal::WrongState(format!(
-                        "{by} approved this round already; it waits for the {}'s approval ({})",
-                        if as_reviewer {
-                            "bar raiser"
-                        } else {
-                            "reviewer"
-                        },
-                        if as_reviewer {
-                            bar_raiser
-                        } else {
-                            facts.reviewer.unwrap_or("none set")
-                        }
-                    ))),
+                // An approval by whoever owns the COE now (it was handed to them after
+                // they approved) is no approval.
+                let standing = facts
+                    .approved_by
+                    .filter(|first| !facts.same(Some(first), facts.owner));
+                return match standing {
+                    Some(first) if facts.same(Some(first), Some(by)) => {
+                        Err(ReviewRefusal::WrongState(format!(
+                            "{by} approved this round already; it waits for the {}'s approval ({})",
+                            if as_reviewer {
+                                "bar raiser"
+                            } else {
+                                "reviewer"
+                            },
+                            if as_reviewer {
+                                bar_raiser
+                            } else {
+                                facts.reviewer.unwrap_or("none set")
+                            }
+                        )))
+                    }
                     Some(_) => Ok(CoeState::Approved),
                     None => Ok(CoeState::InReview),
                 };
@@ -214,7 +231,41 @@ mod tests {
             has_comment: false,
             bar_raiser: None,
             approved_by: None,
+            dotless_domains: &[],
         }
+    }
+
+    #[test]
+    fn nobody_approves_their_own_coe_under_a_plus_tag_or_after_it_was_handed_to_them() {
+        let puppet = ReviewFacts {
+            owner: Some("chen@example.com"),
+            reviewer: Some("chen+review@example.com"),
+            by: Some("chen+review@example.com"),
+            submitted_by: Some("chen@example.com"),
+            reviewer_named_by: Some("chen@example.com"),
+            ..facts(CoeState::InReview)
+        };
+        assert!(matches!(
+            review(ReviewStep::Approve, &puppet, Vec::new()),
+            Err(ReviewRefusal::Invalid(_))
+        ));
+        let submit = ReviewFacts {
+            state: CoeState::Draft,
+            ..puppet
+        };
+        assert!(review(ReviewStep::Submit, &submit, Vec::new()).is_err());
+        // The bar raiser approved, then became the owner: the reviewer's approval is
+        // the first again.
+        let handed = ReviewFacts {
+            owner: Some("raiser@example.com"),
+            bar_raiser: Some("raiser@example.com"),
+            approved_by: Some("raiser@example.com"),
+            ..facts(CoeState::InReview)
+        };
+        assert_eq!(
+            review(ReviewStep::Approve, &handed, Vec::new()),
+            Ok(CoeState::InReview)
+        );
     }
 
     #[test]

@@ -244,6 +244,7 @@ impl Kind {
                     } else {
                         String::new()
                     },
+                    withdrawn_version: 0,
                 })
             }
             Kind::InspectionDigest => serde_json::to_value(InspectionDigest {
@@ -462,6 +463,9 @@ pub struct ReviewEmail {
     pub as_bar_raiser: bool,
     /// An approval that still waits for another: whose (empty otherwise).
     pub waiting_for: String,
+    /// To an approver whose approval a later change withdrew: the version they
+    /// approved (0 otherwise).
+    pub withdrawn_version: i32,
 }
 
 /// One team's coverage: incidents that needed a COE and where their COEs stand.

@@ -35,8 +35,8 @@ pub fn feed(owner: &str, actions: &[ActionView], public_url: &str) -> String {
         calendar.push(
             Event::new()
                 .uid(&format!("{}@coe", a.id))
-                .summary(&format!("Due: {}{}", a.title, overdue))
-                .description(&description.replace("\\n", "\n"))
+                .summary(&one_line(&format!("Due: {}{}", a.title, overdue)))
+                .description(&text(&description.replace("\\n", "\n")))
                 // A one-day event ends the next day (RFC 5545, 3.8.2.2: DTEND is later
                 // than DTSTART; `all_day` would write the same day twice).
                 .starts(a.due_date)
@@ -46,4 +46,21 @@ pub fn feed(owner: &str, actions: &[ActionView], public_url: &str) -> String {
         );
     }
     calendar.done().to_string()
+}
+
+/// `text` as the feed may carry it: line breaks as `\n` (which the calendar library
+/// escapes), a bare or paired carriage return among them, and no other control
+/// character (stored before titles refused them, or from a success criterion's text
+/// area); RFC 5545 text holds none.
+fn text(text: &str) -> String {
+    text.replace("\r\n", "\n")
+        .replace('\r', "\n")
+        .chars()
+        .filter(|c| *c == '\n' || *c == '\t' || !c.is_control())
+        .collect()
+}
+
+/// `text` on one line (a summary).
+fn one_line(text: &str) -> String {
+    self::text(text).replace('\n', " ")
 }

@@ -8,6 +8,7 @@
 
 pub mod access;
 pub mod actions;
+pub mod approval;
 pub mod audit;
 pub mod auth;
 pub mod board;

@@ -148,9 +148,37 @@ pub fn review_step(
         comment: comment.unwrap_or_default().to_owned(),
         as_bar_raiser: false,
         waiting_for: waiting_for.unwrap_or_default().to_owned(),
+        withdrawn_version: 0,
     });
     let key = format!("{}:{}:{step_id}", kind.name(), coe.id);
     outbox::notify(conn, templates, kind, key, recipient, data, now)
+}
+
+/// Tells `approver` that a change to the COE after their approval (of version
+/// `approved`) withdrew it: they read it again and approve again.
+#[allow(clippy::too_many_arguments)]
+pub fn approval_withdrawn(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    templates: &EmailTemplates,
+    coe: &CoeFacts<'_>,
+    approver: &str,
+    actor: &str,
+    approved: i32,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    let data = json!(ReviewEmail {
+        recipient_name: String::new(),
+        coe: coe_line(settings, coe),
+        actor: actor.to_owned(),
+        comment: String::new(),
+        as_bar_raiser: false,
+        waiting_for: String::new(),
+        withdrawn_version: approved,
+    });
+    let kind = Kind::ReviewRequested;
+    let key = format!("{}:{}:withdrawn:{approved}", kind.name(), coe.id);
+    outbox::notify(conn, templates, kind, key, approver, data, now)
 }
 
 /// Asks a submitted COE's bar raiser for their review (with the reviewer's request).
@@ -172,6 +200,7 @@ pub fn bar_raiser_requested(
         comment: String::new(),
         as_bar_raiser: true,
         waiting_for: String::new(),
+        withdrawn_version: 0,
     });
     let kind = Kind::ReviewRequested;
     let key = format!("{}:{}:{step_id}:bar_raiser", kind.name(), coe.id);

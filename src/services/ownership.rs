@@ -115,7 +115,9 @@ pub fn for_alerts(
     let mapped = service.map(|s| service_row(conn, s)).transpose()?.flatten();
     let reviewer = mapped.as_ref().and_then(|m| m.reviewer.clone());
     let with = |owner: String, by: String| Assigned {
-        reviewer: reviewer.clone().filter(|r| *r != owner),
+        reviewer: reviewer.clone().filter(|r| {
+            !crate::domain::email::same_person(r, &owner, &settings.auth.dotless_domains)
+        }),
         owner: Some(owner),
         by: Some(by),
     };

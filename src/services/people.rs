@@ -215,6 +215,32 @@ pub fn check_assignable(
     )))
 }
 
+/// Whether `email` may review COEs, beyond being assignable: once the directory
+/// holds teams (it was imported or kept by admins), a reviewer is a person in it with
+/// a team, not an address that only signed in (a second mailbox of the owner's, say);
+/// the problem when not.
+pub fn check_reviewer(conn: &mut DbConnection, email: &str) -> QueryResult<Option<String>> {
+    let directory_kept: i64 = people::table
+        .filter(people::team.is_not_null())
+        .count()
+        .get_result(conn)?;
+    if directory_kept == 0 {
+        return Ok(None);
+    }
+    let team: Option<Option<String>> = people::table
+        .find(email)
+        .select(people::team)
+        .first(conn)
+        .optional()?;
+    Ok(match team {
+        Some(Some(_)) => None,
+        _ => Some(format!(
+            "`{email}` is not in the directory with a team: a reviewer is a person the \
+             directory knows (an admin adds them first)"
+        )),
+    })
+}
+
 /// Puts a person referenced by address (an action's owner, a feed's holder) into the
 /// directory with just the address, unless they are there already.
 pub fn ensure(conn: &mut DbConnection, email: &str, now: NaiveDateTime) -> QueryResult<()> {
@@ -447,14 +473,41 @@ pub fn names(conn: &mut DbConnection, limit: i64) -> QueryResult<Vec<(String, Op
 }
 
 /// The names of the people at `emails` who are in the directory: (address, name).
+/// A name another person in the directory also has comes with the address, "Dana
+/// Okafor (dana.o@example.com)": a page never lets one person pass for another.
 pub fn names_of(
     conn: &mut DbConnection,
     emails: &[String],
 ) -> QueryResult<Vec<(String, Option<String>)>> {
-    people::table
+    let found: Vec<(String, Option<String>)> = people::table
         .filter(people::email.eq_any(emails))
         .select((people::email, people::name))
-        .load(conn)
+        .load(conn)?;
+    // Compared without case or surrounding spaces: "dana okafor" passes for "Dana
+    // Okafor" to a reader.
+    let key = |name: &str| name.trim().to_lowercase();
+    let names: Vec<String> = found
+        .iter()
+        .filter_map(|(_, n)| n.as_deref().map(key))
+        .collect();
+    let holders: Vec<String> = people::table
+        .filter(crate::db::lower(people::name).eq_any(&names))
+        .select(people::name.assume_not_null())
+        .load(conn)?;
+    let shared = |name: &str| holders.iter().filter(|n| key(n) == key(name)).count() > 1;
+    Ok(found
+        .into_iter()
+        .map(|(email, name)| {
+            let name = name.map(|n| {
+                if shared(&n) {
+                    format!("{n} ({email})")
+                } else {
+                    n
+                }
+            });
+            (email, name)
+        })
+        .collect())
 }
 
 /// The directory's teams, each once (as first written), by name.

@@ -11,6 +11,7 @@ use crate::db::schema::{coes, people, review_comments};
 use crate::db::{self, locks, types, DbConnection};
 use crate::domain::bar_raiser::{self, Candidate, Exclusions, NoBarRaiser};
 use crate::domain::coe::CoeState;
+use crate::domain::email::{same_person, same_person_opt};
 use crate::domain::review::{self as rules, ReviewFacts, ReviewRefusal};
 use crate::email::Kind;
 use crate::services::audit::{self, Change, Subject};
@@ -53,6 +54,7 @@ pub fn step(
     id: &str,
     step: Step,
     comment: Option<&str>,
+    expected: Option<i32>,
     who: &Reviewer<'_>,
     env: Env<'_>,
 ) -> Result<(), CoeError> {
@@ -72,10 +74,21 @@ pub fn step(
         }
         let state: CoeState = types::read("coes.state", &row.state)?;
         let severity = types::severity("coes.severity", row.severity)?;
-        let (mut bar_raiser, approved_by): (Option<String>, Option<String>) = coes::table
+        let (mut bar_raiser, approved_by, approved_version): (
+            Option<String>,
+            Option<String>,
+            Option<i32>,
+        ) = coes::table
             .find(id)
-            .select((coes::bar_raiser_email, coes::approved_by))
+            .select((
+                coes::bar_raiser_email,
+                coes::approved_by,
+                coes::approved_version,
+            ))
             .first(conn)?;
+        // An approval stands only for the version its approver read.
+        let approved_by = approved_by.filter(|_| approved_version == Some(row.version));
+        let by = who.email.filter(|e| *e == who.principal);
         let comment = comment.map(str::trim).filter(|c| !c.is_empty());
         if comment.is_some_and(|c| c.len() > MAX_COMMENT_BYTES) {
             return Err(CoeError::Invalid(vec![(
@@ -119,38 +132,70 @@ pub fn step(
                 reviewer: row.reviewer_email.as_deref(),
                 // The person who answers for the step (a token made by someone else
                 // for them answers as its maker; a token for nobody, as nobody).
-                by: who.email.filter(|e| *e == who.principal),
+                by,
                 submitted_by: row.submitted_by.as_deref(),
                 reviewer_named_by: row.reviewer_named_by.as_deref(),
                 has_comment: comment.is_some()
                     || (step == Step::RequestChanges && !waiting.is_empty()),
                 bar_raiser: bar_raiser.as_deref(),
                 approved_by: approved_by.as_deref(),
+                dotless_domains: &env.settings.auth.dotless_domains,
             },
             gaps,
         )?;
+        // An approval names the version approved: the one the approver read.
+        if step == Step::Approve {
+            match expected {
+                None => {
+                    return Err(CoeError::VersionRequired {
+                        current: row.version,
+                    })
+                }
+                Some(v) if v != row.version => {
+                    return Err(CoeError::Stale {
+                        expected: v,
+                        current: row.version,
+                    })
+                }
+                Some(_) => {}
+            }
+        }
         let now = db::now();
         // The first of two approvals keeps the COE in review; it is recorded, and a
         // submit or a request for changes starts the next round with none.
         let first_of_two = step == Step::Approve && next == CoeState::InReview;
         if first_of_two {
             diesel::update(coes::table.find(id))
-                .set(coes::approved_by.eq(who.email))
+                .set((
+                    coes::approved_by.eq(by),
+                    coes::approved_version.eq(row.version),
+                ))
                 .execute(conn)?;
         } else {
             lifecycle::move_to(conn, id, state, next, who.actor, comment, now)?;
             diesel::update(coes::table.find(id))
-                .set(coes::approved_by.eq(None::<String>))
+                .set((
+                    coes::approved_by.eq(None::<String>),
+                    coes::approved_version.eq(None::<i32>),
+                ))
                 .execute(conn)?;
         }
         if step == Step::Submit {
             diesel::update(coes::table.find(id))
                 .set(coes::submitted_by.eq(who.principal))
                 .execute(conn)?;
-            if bar_raiser.is_none()
-                && bar_raiser::needed(severity, env.settings.coe.bar_raiser_from)
+            // A severity lowered shortly before the submit keeps the bar raiser the
+            // worst of them needed: lowering sev1 to sev3 is no way round one.
+            let judged = worst_severity_since(
+                conn,
+                id,
+                severity,
+                now - chrono::Duration::days(SEVERITY_REMEMBERED_DAYS),
+            )?;
+            if bar_raiser.is_none() && bar_raiser::needed(judged, env.settings.coe.bar_raiser_from)
             {
-                bar_raiser = assign_bar_raiser(conn, &row, who, now)?;
+                bar_raiser =
+                    assign_bar_raiser(conn, &row, who, &env.settings.auth.dotless_domains, now)?;
             }
         }
         let step_id = db::new_id();
@@ -181,7 +226,7 @@ pub fn step(
         let facts = CoeFacts::of(&row, &severity);
         let actor = who.email.unwrap_or(who.actor);
         let waiting_for = first_of_two.then(|| {
-            if who.email == row.reviewer_email.as_deref() {
+            if by == row.reviewer_email.as_deref() {
                 format!(
                     "{} (bar raiser)",
                     bar_raiser.as_deref().unwrap_or("the bar raiser")
@@ -248,6 +293,47 @@ pub fn step(
     })
 }
 
+/// Days before a submit in which a COE's worst severity still decides whether it needs
+/// a bar raiser.
+pub const SEVERITY_REMEMBERED_DAYS: i64 = 14;
+
+/// The worst of `now` (COE `id`'s severity) and every severity it had since `since`
+/// (its history's changes of severity).
+fn worst_severity_since(
+    conn: &mut DbConnection,
+    id: &str,
+    now: crate::domain::Severity,
+    since: chrono::NaiveDateTime,
+) -> QueryResult<crate::domain::Severity> {
+    use crate::db::schema::audit_log;
+    let befores: Vec<Option<String>> = audit_log::table
+        .filter(audit_log::entity.eq("coe"))
+        .filter(audit_log::entity_id.eq(id))
+        .filter(audit_log::action.eq("update"))
+        .filter(audit_log::at.ge(since))
+        .select(audit_log::before)
+        .load(conn)?;
+    Ok(befores
+        .iter()
+        .flatten()
+        .filter_map(|b| serde_json::from_str::<serde_json::Value>(b).ok())
+        .filter_map(|b| {
+            b["severity"]
+                .as_str()
+                .and_then(|s| s.parse::<crate::domain::Severity>().ok())
+        })
+        .fold(
+            now,
+            |worst: crate::domain::Severity, s| {
+                if s.rank() < worst.rank() {
+                    s
+                } else {
+                    worst
+                }
+            },
+        ))
+}
+
 /// Chooses the bar raiser of submitted COE `row` (`domain::bar_raiser::choose`) and
 /// records it; `None` when the directory has nobody eligible (the audit says why,
 /// when there are bar raisers but none fits).
@@ -255,6 +341,7 @@ fn assign_bar_raiser(
     conn: &mut DbConnection,
     row: &CoeRow,
     who: &Reviewer<'_>,
+    settings_dotless: &[String],
     now: chrono::NaiveDateTime,
 ) -> Result<Option<String>, CoeError> {
     let marked: Vec<(String, Option<String>)> = people::table
@@ -289,6 +376,7 @@ fn assign_bar_raiser(
             owner_team: owner_team.as_deref(),
             reviewer: row.reviewer_email.as_deref(),
             submitted_by: who.email,
+            dotless_domains: settings_dotless,
         },
     );
     let (chosen, after) = match chosen {
@@ -347,6 +435,16 @@ pub fn name_bar_raiser(
             .first(conn)
             .optional()?;
         let invalid = |p: String| CoeError::Invalid(vec![("bar_raiser".into(), p)]);
+        // Whoever names a bar raiser is not one: nobody bar-raises their own choice
+        // of themselves.
+        let dotless = &env.settings.auth.dotless_domains;
+        if same_person(email, who.principal, dotless)
+            || same_person_opt(Some(email), who.email, dotless)
+        {
+            return Err(invalid(
+                "nobody names themselves bar raiser: name another person".to_owned(),
+            ));
+        }
         let Some((true, team)) = person else {
             return Err(invalid(format!(
                 "{email} is not marked bar raiser in the directory (an admin marks them first)"
@@ -363,6 +461,7 @@ pub fn name_bar_raiser(
             owner_team: owner_team.as_deref(),
             reviewer: row.reviewer_email.as_deref(),
             submitted_by: row.submitted_by.as_deref(),
+            dotless_domains: dotless,
         };
         if let Err(NoBarRaiser::NoneEligible(_)) = bar_raiser::choose(&[candidate], not) {
             return Err(invalid(format!(
@@ -385,8 +484,21 @@ pub fn name_bar_raiser(
             .execute(conn)?;
         if approved_by.is_some() && approved_by == former {
             diesel::update(coes::table.find(id))
-                .set(coes::approved_by.eq(None::<String>))
+                .set((
+                    coes::approved_by.eq(None::<String>),
+                    coes::approved_version.eq(None::<i32>),
+                ))
                 .execute(conn)?;
+        } else if approved_by.is_some() {
+            // The reviewer's approval stands: naming a bar raiser changes nothing they
+            // read, so it follows the version on (unless it was stale already).
+            diesel::update(
+                coes::table
+                    .find(id)
+                    .filter(coes::approved_version.eq(row.version)),
+            )
+            .set(coes::approved_version.eq(coes::version.nullable()))
+            .execute(conn)?;
         }
         audit::record(
             conn,

@@ -2,6 +2,7 @@
 //! that found it: a member stalling every request with one search, a member ending
 //! another team's draft by merging it, …. Each passes only with its fix.
 
+use coe::domain::Role;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -464,4 +465,690 @@ async fn an_unreachable_webhook_s_secret_url_is_not_logged_stored_or_shown() {
             assert!(!text.contains(secret), "{secret} in {what}: {text}");
         }
     }
+}
+
+/// The directory of the review attacks: the owner in payments, the reviewer and a
+/// bar raiser (di) in search; an admin token.
+async fn review_world() -> (crate::actions::World, String) {
+    let w = crate::actions::World::new().await;
+    let admin = w.app.admin_token();
+    for (email, body) in [
+        ("owner@example.com", json!({"team": "payments"})),
+        ("reviewer@example.com", json!({"team": "search"})),
+        (
+            "di@example.com",
+            json!({"team": "search", "bar_raiser": true}),
+        ),
+    ] {
+        let (status, person) = w
+            .send(
+                &admin,
+                "PUT",
+                &format!("/api/v1/people/{email}"),
+                None,
+                Some(body),
+            )
+            .await;
+        assert_eq!(status, 200, "{person}");
+    }
+    (w, admin)
+}
+
+/// The COE `id` as its owner reads it.
+async fn read(w: &crate::actions::World, id: &str) -> Value {
+    w.app
+        .get_json(&format!("/api/v1/coes/{id}"), &w.owner)
+        .await
+}
+
+/// The emails to `to` of `kind`, subjects.
+fn emailed(app: &TestApp, kind: &str, to: &str) -> Vec<String> {
+    use coe::db::schema::outbox_emails;
+    use diesel::prelude::*;
+    let mut conn = app.pool.get().expect("conn");
+    outbox_emails::table
+        .filter(outbox_emails::kind.eq(kind))
+        .filter(outbox_emails::recipient.eq(to))
+        .select(outbox_emails::subject)
+        .load(&mut conn)
+        .expect("emails")
+}
+
+/// Item 3: on a sev1 the reviewer approved, then the owner rewrote a section and
+/// marked every action won't do, and the bar raiser's approval made it approved.
+/// Now a change withdraws the approval of the version before (the reviewer is told),
+/// an approval names the version read (412 when stale, 428 without), and the page's
+/// form carries it.
+#[tokio::test]
+async fn an_approval_stands_only_for_the_version_its_approver_read() {
+    let (w, _) = review_world().await;
+    let (id, doc) = crate::mechanism::submitted_sev1(&w).await;
+    assert_eq!(doc["bar_raiser"], "di@example.com", "{doc}");
+    let di = person_token(&w.app, "di", "di@example.com");
+    let approve = format!("/api/v1/coes/{id}/approve");
+
+    let read_at = version(&read(&w, &id).await);
+    let (status, body) = send(&w.app, &w.reviewer, "POST", &approve, None, None).await;
+    assert_eq!(status, 428, "an approval names the version read: {body}");
+    let (status, doc) = w
+        .send(&w.reviewer, "POST", &approve, Some(read_at), None)
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["approved_by"], "reviewer@example.com");
+
+    // The owner rewrites the summary and gives up every action.
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "PUT",
+            &format!("/api/v1/coes/{id}/sections/summary"),
+            Some(version(&doc)),
+            Some(json!({"body": "Nothing much happened."})),
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["approved_by"], Value::Null, "withdrawn: {doc}");
+    assert_eq!(
+        emailed(&w.app, "review_requested", "reviewer@example.com")
+            .iter()
+            .filter(|s| s.contains("Approve again"))
+            .count(),
+        1,
+        "the reviewer is told"
+    );
+    let history = w
+        .app
+        .get_json(&format!("/api/v1/coes/{id}/history"), &w.owner)
+        .await;
+    assert!(
+        history.to_string().contains("approval:withdrawn"),
+        "{history}"
+    );
+    let before_wont_do = version(&read(&w, &id).await);
+    for action in read(&w, &id).await["actions"].as_array().expect("actions") {
+        let (status, body) = w
+            .send(
+                &w.owner,
+                "POST",
+                &format!(
+                    "/api/v1/actions/{}/wont-do",
+                    action["id"].as_str().expect("id")
+                ),
+                None,
+                Some(json!({"note": "Not worth it."})),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let now = version(&read(&w, &id).await);
+    assert!(now > before_wont_do, "an action's change is a new version");
+
+    // The bar raiser approves what is there now: the first approval of this version.
+    let (status, doc) = w.send(&di, "POST", &approve, Some(now), None).await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(
+        doc["state"], "in_review",
+        "still waits for the reviewer: {doc}"
+    );
+    // The reviewer's old reading is refused; read again, it is approved.
+    let (status, body) = w
+        .send(&w.reviewer, "POST", &approve, Some(read_at), None)
+        .await;
+    assert_eq!(status, 412, "{body}");
+    assert_eq!(body["error"]["code"], "version_conflict");
+
+    // From the page: a form loaded before a change is refused, not approved.
+    let cookie = sign_in(&w.app, "reviewer@example.com").await;
+    let page = format!("/coes/{id}");
+    let html = get_page(&w.app, &page, Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    let csrf = crate::pages::csrf_of(&html);
+    let form_version = crate::pages::version_of(&html);
+    assert_eq!(form_version, now.to_string());
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "PUT",
+            &format!("/api/v1/coes/{id}/sections/lessons"),
+            Some(now),
+            Some(json!({"body": "We learned little."})),
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["approved_by"], Value::Null, "di's approval withdrawn");
+    let res = crate::pages::browser()
+        .post(w.app.url(&format!("{page}/review/approve")))
+        .header(reqwest::header::COOKIE, &cookie)
+        .form(&[("csrf", csrf.as_str()), ("version", form_version.as_str())])
+        .send()
+        .await
+        .expect("sent");
+    // Answered with the page again (303 to what was kept), saying it was out of date.
+    let html = crate::pages::landed(&w.app, &cookie, res)
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        html.contains("out of date") || html.contains("changed"),
+        "{html}"
+    );
+    let doc = read(&w, &id).await;
+    assert_eq!(doc["state"], "in_review");
+    assert_eq!(doc["approved_by"], Value::Null);
+    // Both read the last version and approve: approved.
+    let last = version(&doc);
+    let (status, _) = w.send(&di, "POST", &approve, Some(last), None).await;
+    assert_eq!(status, 200);
+    let (status, doc) = w
+        .send(&w.reviewer, "POST", &approve, Some(last), None)
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert!(
+        doc["state"] == "approved" || doc["state"] == "closed",
+        "{doc}"
+    );
+}
+
+/// An approved sev1 COE with one action of dev@ (reviewer@ reviews, di bar-raises).
+async fn approved_sev1(w: &crate::actions::World) -> (String, String) {
+    let (id, _) = crate::mechanism::submitted_sev1(w).await;
+    let di = person_token(&w.app, "di", "di@example.com");
+    let approve = format!("/api/v1/coes/{id}/approve");
+    for token in [&w.reviewer, &di] {
+        let v = version(&read(w, &id).await);
+        let (status, doc) = w.send(token, "POST", &approve, Some(v), None).await;
+        assert_eq!(status, 200, "{doc}");
+    }
+    let doc = read(w, &id).await;
+    assert_eq!(doc["state"], "approved", "{doc}");
+    let action = doc["actions"][0]["id"].as_str().expect("action").to_owned();
+    (id, action)
+}
+
+/// Items 4 and 5: the reviewer of an approved sev1 reassigned an action to herself,
+/// completed it ("done, trust me") and verified it, and the COE closed; a token an
+/// admin made for the reviewer verified as the reviewer. Now whoever owns or
+/// completed an action never verifies it, a token made for someone by another
+/// verifies nothing, and a reassignment of a verified action withdraws the
+/// verification (audited; the COE waits again).
+#[tokio::test]
+async fn nobody_verifies_their_own_work_or_through_a_token_made_for_them() {
+    let (w, _) = review_world().await;
+    let (id, action) = approved_sev1(&w).await;
+    let path = format!("/api/v1/actions/{action}");
+    let (status, body) = w
+        .send(
+            &w.reviewer,
+            "PATCH",
+            &path,
+            None,
+            Some(json!({"owner": "reviewer+ops@example.com"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let done = json!({"note": "done, trust me", "evidence_url": "https://example.com/trust-me"});
+    let (status, body) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("{path}/complete"),
+            None,
+            Some(done),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("{path}/verify"),
+            None,
+            Some(json!({"verified": true})),
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+    let problem = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        problem.contains("nobody verifies an action they own"),
+        "{problem}"
+    );
+    // Handed back to dev@, it is still hers: she completed it.
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &path,
+            None,
+            Some(json!({"owner": "dev@example.com"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("{path}/verify"),
+            None,
+            Some(json!({"verified": true})),
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("nobody verifies an action they completed"),
+        "{body}"
+    );
+    assert_eq!(read(&w, &id).await["state"], "approved", "not closed");
+
+    // Item 5: a token an admin made naming the reviewer verifies nothing.
+    let dev = person_token(&w.app, "dev", "dev@example.com");
+    let (status, body) = w
+        .send(
+            &dev,
+            "POST",
+            &format!("{path}/reopen"),
+            None,
+            Some(json!({"note": "Do it properly"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let done =
+        json!({"note": "CI rejects a bad config", "evidence_url": "https://ci.example.com/run/1"});
+    let (status, body) = w
+        .send(&dev, "POST", &format!("{path}/complete"), None, Some(done))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let boss =
+        crate::actions::person_token_with_role(&w.app, "boss", Role::Admin, "boss@example.com");
+    let res = w
+        .app
+        .post_json(
+            "/api/v1/tokens",
+            Some(&boss),
+            &json!({"name": "as-reviewer", "role": "member", "email": "reviewer@example.com"}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let as_reviewer = crate::helpers::json(res).await["secret"]
+        .as_str()
+        .expect("secret")
+        .to_owned();
+    let (status, body) = w
+        .send(
+            &as_reviewer,
+            "POST",
+            &format!("{path}/verify"),
+            None,
+            Some(json!({"verified": true})),
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+    // The reviewer herself verifies dev's work: it closes, verified by her.
+    let (status, body) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("{path}/verify"),
+            None,
+            Some(json!({"verified": true})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["verified_by"], "reviewer@example.com", "{body}");
+    assert_eq!(read(&w, &id).await["state"], "closed");
+
+    // Item 8: a verified action's success criteria changed after closing: no longer
+    // verified, and the COE waits again; audited.
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &path,
+            None,
+            Some(json!({"success_criteria": "Someone looked at it"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["verified_at"], Value::Null, "{body}");
+    assert_eq!(read(&w, &id).await["state"], "approved");
+    let history = w
+        .app
+        .get_json(&format!("/api/v1/coes/{id}/history"), &w.owner)
+        .await;
+    assert!(
+        history.to_string().contains("action:unverified"),
+        "{history}"
+    );
+}
+
+/// Item 7 (with `auth.allowed_domains`): the owner named `chen+review@` reviewer, the
+/// link reached chen's own mailbox, and chen approved his own COE. Now a `+tag` (and
+/// a dot of a Gmail address) is the same person, and a reviewer is someone the
+/// directory knows (once it holds teams).
+#[tokio::test]
+async fn a_sock_puppet_reviewer_is_refused() {
+    let app = spawn_app_with(|s| s.auth.allowed_domains = vec!["example.com".into()]).await;
+    let admin = app.admin_token();
+    let chen = person_token(&app, "chen", "chen@example.com");
+    let (id, v) = coe_owned_by(&app, &admin, "Chen's outage", "chen@example.com").await;
+    let patch = format!("/api/v1/coes/{id}");
+    for puppet in ["chen+review@example.com", "Chen+x@Example.com"] {
+        let (status, body) = send(
+            &app,
+            &chen,
+            "PATCH",
+            &patch,
+            Some(v),
+            Some(json!({"reviewer": puppet})),
+        )
+        .await;
+        assert_eq!(status, 422, "{puppet}: {body}");
+        assert_eq!(body["error"]["fields"][0]["field"], "reviewer", "{body}");
+    }
+    // Once the directory holds teams, a reviewer is in it.
+    let (status, body) = send(
+        &app,
+        &admin,
+        "PUT",
+        "/api/v1/people/chen@example.com",
+        None,
+        Some(json!({"team": "payments"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = send(
+        &app,
+        &chen,
+        "PATCH",
+        &patch,
+        Some(v),
+        Some(json!({"reviewer": "chen2@example.com"})),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body.to_string()
+            .contains("not in the directory with a team"),
+        "{body}"
+    );
+    let (status, body) = send(
+        &app,
+        &admin,
+        "PUT",
+        "/api/v1/people/lee@example.com",
+        None,
+        Some(json!({"team": "search"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = send(
+        &app,
+        &chen,
+        "PATCH",
+        &patch,
+        Some(v),
+        Some(json!({"reviewer": "lee@example.com"})),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+}
+
+/// Item 8: an admin marked herself bar raiser and named herself; after the bar raiser
+/// approved, the owner handed the COE to the bar raiser. Both refused now.
+#[tokio::test]
+async fn nobody_names_themselves_bar_raiser_or_hands_the_coe_to_its_bar_raiser() {
+    let (w, _) = review_world().await;
+    let (id, _) = crate::mechanism::submitted_sev1(&w).await;
+    let boss =
+        crate::actions::person_token_with_role(&w.app, "boss", Role::Admin, "boss@example.com");
+    let (status, body) = w
+        .send(
+            &boss,
+            "PUT",
+            "/api/v1/people/boss@example.com",
+            None,
+            Some(json!({"team": "ops", "bar_raiser": true})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = w
+        .send(
+            &boss,
+            "PUT",
+            &format!("/api/v1/coes/{id}/bar-raiser"),
+            None,
+            Some(json!({"bar_raiser": "boss@example.com"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body.to_string()
+            .contains("nobody names themselves bar raiser"),
+        "{body}"
+    );
+
+    let di = person_token(&w.app, "di", "di@example.com");
+    let v = version(&read(&w, &id).await);
+    let (status, _) = w
+        .send(
+            &di,
+            "POST",
+            &format!("/api/v1/coes/{id}/approve"),
+            Some(v),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &format!("/api/v1/coes/{id}"),
+            Some(v),
+            Some(json!({"owner": "di@example.com"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["fields"][0]["field"], "owner", "{body}");
+}
+
+/// Item 8: `GET /api/v1/stats?to=-262143-01-05` panicked a worker (date arithmetic
+/// overflow); the dashboard and the review meeting took the same dates. Now 422
+/// naming the field, and the service answers on.
+#[tokio::test]
+async fn dates_at_the_ends_of_the_calendar_are_refused_not_a_panic() {
+    let app = spawn_app().await;
+    let member = app.token("member", Role::Member);
+    for query in [
+        "to=-262143-01-05",
+        "from=-262143-01-01&to=-262143-01-02",
+        "to=%2B262142-12-31",
+        "from=0000-01-01",
+    ] {
+        let res = app
+            .get(&format!("/api/v1/stats?{query}"), Some(&member))
+            .await;
+        let (_, _, fields) = error_of(res, 422).await;
+        assert!(
+            fields[0].1.contains("between 1970-01-01 and 9999-12-31"),
+            "{query}: {fields:?}"
+        );
+    }
+    let cookie = sign_in(&app, "ops@example.com").await;
+    for path in [
+        "/dashboard?to=-262143-01-05",
+        "/review-meeting?since=-262143-01-05",
+    ] {
+        let res = get_page(&app, path, Some(&cookie)).await;
+        assert!(res.status().is_client_error(), "{path}: {}", res.status());
+    }
+    let res = app.get("/api/v1/stats", Some(&member)).await;
+    assert_eq!(res.status(), 200, "still answering");
+}
+
+/// Item 8: a bare carriage return in a title reached the calendar feed raw. Titles
+/// are one line now (422 by name); text areas' line breaks reach the feed escaped.
+#[tokio::test]
+async fn a_control_character_in_a_title_is_refused_and_the_feed_stays_well_formed() {
+    let app = spawn_app().await;
+    let ann = person_token(&app, "ann", "ann@example.com");
+    let admin = app.admin_token();
+    let (status, body) = send(
+        &app,
+        &admin,
+        "POST",
+        "/api/v1/coes",
+        None,
+        Some(json!({"title": "Disk\rDTSTART:19700101", "severity": "sev3"})),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["fields"][0]["field"], "title", "{body}");
+    let (id, _) = coe_owned_by(&app, &admin, "Disk full", "ann@example.com").await;
+    let due = (chrono::Utc::now() + chrono::Duration::days(10)).date_naive();
+    let action = json!({"title": "Alert\ron disk", "owner": "ann@example.com", "due_date": due,
+                        "priority": "high", "kind": "detect"});
+    let (status, body) = send(
+        &app,
+        &ann,
+        "POST",
+        &format!("/api/v1/coes/{id}/actions"),
+        None,
+        Some(action),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    let action = json!({"title": "Alert on disk", "owner": "ann@example.com", "due_date": due,
+                        "priority": "high", "kind": "detect",
+                        "success_criteria": "Fires at 80%\rEND:VEVENT\r\nBEGIN:VEVENT"});
+    let (status, created) = send(
+        &app,
+        &ann,
+        "POST",
+        &format!("/api/v1/coes/{id}/actions"),
+        None,
+        Some(action),
+    )
+    .await;
+    assert_eq!(status, 201, "{created}");
+    let path = format!("/api/v1/actions/{}", created["id"].as_str().expect("id"));
+    let (status, body) = send(
+        &app,
+        &ann,
+        "PATCH",
+        &path,
+        None,
+        Some(json!({"title": "A\u{7}bell"})),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+
+    let (status, feed) = send(
+        &app,
+        &ann,
+        "POST",
+        "/api/v1/people/ann@example.com/feed-token",
+        None,
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(status, 201, "{feed}");
+    let url = feed["url"].as_str().expect("url");
+    let path = url.split_once("127.0.0.1:8080").expect("path").1;
+    let text = app
+        .client
+        .get(app.url(path))
+        .send()
+        .await
+        .expect("sent")
+        .text()
+        .await
+        .expect("text");
+    // Every line of the feed ends with CRLF; no bare CR anywhere; one event.
+    assert!(!text.replace("\r\n", "").contains('\r'), "{text:?}");
+    let lines: Vec<&str> = text.split("\r\n").collect();
+    assert_eq!(
+        lines.iter().filter(|l| **l == "BEGIN:VEVENT").count(),
+        1,
+        "{text}"
+    );
+}
+
+/// Item 8: a member named herself "Dana Okafor", and the pages showed her approval as
+/// Dana's. A name two people share is shown with the address.
+#[tokio::test]
+async fn two_people_of_one_name_are_told_apart_on_the_pages() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    for (email, name) in [
+        ("dana@example.com", "Dana Okafor"),
+        ("mallory@example.com", "dana okafor"),
+    ] {
+        let (status, body) = send(
+            &app,
+            &admin,
+            "PUT",
+            &format!("/api/v1/people/{email}"),
+            None,
+            Some(json!({ "name": name })),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    coe_owned_by(&app, &admin, "Mallory's outage", "mallory@example.com").await;
+    let cookie = sign_in(&app, "dana@example.com").await;
+    let html = get_page(&app, "/coes", Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(html.contains("dana okafor (mallory@example.com)"), "{html}");
+}
+
+/// Item 8: the owner lowered sev1 to sev3 just before submitting, and no bar raiser
+/// was asked. A severity lowered in the two weeks before the submit keeps it.
+#[tokio::test]
+async fn lowering_the_severity_before_submitting_keeps_the_bar_raiser() {
+    let (w, _) = review_world().await;
+    let (id, v) = w.written_coe().await;
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &format!("/api/v1/coes/{id}"),
+            Some(v),
+            Some(json!({"severity": "sev1"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &format!("/api/v1/coes/{id}"),
+            Some(version(&doc)),
+            Some(json!({"severity": "sev3"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    w.action(&id, "Validate config in CI", "dev@example.com")
+        .await;
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["severity"], "sev3");
+    assert_eq!(doc["bar_raiser"], "di@example.com", "{doc}");
 }

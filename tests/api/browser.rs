@@ -245,10 +245,12 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
         .webhook("alertmanager", Some(&ingest), alert.to_string(), &[])
         .await;
     assert_eq!(res.status(), 202);
-    // The directory: Ana in checkout; Bo, of search, raises the bar of the worst outages.
+    // The directory: Ana in checkout, Rev (her reviewer) in platform; Bo, of search,
+    // raises the bar of the worst outages.
     let admin = app.admin_token();
     for (email, body) in [
         ("ana@example.com", json!({"team": "checkout"})),
+        ("rev@example.com", json!({"team": "platform"})),
         (
             "bo@example.com",
             json!({"team": "search", "bar_raiser": true}),

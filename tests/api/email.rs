@@ -886,8 +886,19 @@ async fn a_permanent_failure_is_marked_failed_with_the_answer_and_shown() {
 async fn hostile_titles_stay_inside_their_email() {
     let w = World::new().await;
     let smtp = SmtpServer::start();
+    // A line break that would start a header is refused at the door…
+    let res = w
+        .app
+        .post_json(
+            "/api/v1/coes",
+            Some(&w.lead),
+            &json!({"title": "Disk\r\nBcc: evil@example.com", "owner": "lead@example.com"}),
+        )
+        .await;
+    assert_eq!(res.status(), 422);
+    // …and what is left of a hostile title stays inside its email.
     let title = format!(
-        "<script>alert(1)</script>\r\nBcc: evil@example.com {}",
+        "<script>alert(1)</script> Bcc: evil@example.com {}",
         "long ".repeat(80)
     );
     let res = w

@@ -477,7 +477,7 @@ async fn a_sev1_coe_closes_only_once_its_reviewer_verified_every_done_action() {
 }
 
 /// A sev1 COE written and submitted by the world's owner: its id and document.
-async fn submitted_sev1(w: &crate::actions::World) -> (String, Value) {
+pub(crate) async fn submitted_sev1(w: &crate::actions::World) -> (String, Value) {
     let (id, v) = w.written_coe().await;
     let (status, doc) = w
         .send(
@@ -509,9 +509,11 @@ async fn the_worst_outages_get_a_bar_raiser_from_another_team_and_need_both_appr
     use crate::actions::{person_token, World};
     let w = World::new().await;
     let admin = w.app.admin_token();
-    // The directory: the owner in payments; bar raisers in payments, search and edge.
+    // The directory: the owner in payments, the reviewer in search; bar raisers in
+    // payments, search and edge.
     for (email, body) in [
         ("owner@example.com", json!({"team": "Payments"})),
+        ("reviewer@example.com", json!({"team": "search"})),
         (
             "cy@example.com",
             json!({"team": "payments", "bar_raiser": true}),
@@ -723,16 +725,21 @@ async fn the_coverage_audit_follows_each_outage_to_its_approved_coe_by_team_and_
     let w = World::new().await;
     let admin = w.app.admin_token();
     let ingest = w.app.token("ingest", coe::domain::Role::Ingest);
-    let (status, _) = w
-        .send(
-            &admin,
-            "PUT",
-            "/api/v1/people/owner@example.com",
-            None,
-            Some(json!({"team": "Payments"})),
-        )
-        .await;
-    assert_eq!(status, 200);
+    for (email, team) in [
+        ("owner@example.com", "Payments"),
+        ("reviewer@example.com", "Search"),
+    ] {
+        let (status, _) = w
+            .send(
+                &admin,
+                "PUT",
+                &format!("/api/v1/people/{email}"),
+                None,
+                Some(json!({ "team": team })),
+            )
+            .await;
+        assert_eq!(status, 200);
+    }
     // An outage two days ago, resolved: its draft opens, within its writeup deadline.
     let started = chrono::Utc::now() - chrono::Duration::days(2);
     let at =

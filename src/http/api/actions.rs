@@ -10,7 +10,7 @@ use crate::domain::action::{ActionKind, ActionState, Priority, Transition};
 use crate::domain::Role;
 use crate::error::{ApiError, ErrorBody, FieldProblem};
 use crate::http::bearer::{Admin, Member};
-use crate::http::extract::{ids, ApiJson, ApiQuery, OptionalJson, PathId};
+use crate::http::extract::{ids, ApiJson, ApiQuery, IfMatch, OptionalJson, PathId};
 use crate::http::pagination::{self, Listed, Page};
 use crate::http::state::{with_conn, with_write, AppState};
 use crate::services::actions::{
@@ -84,7 +84,10 @@ pub async fn create(
         )?)
     })
     .await?;
-    let detail = with_write(&state, move |conn, _| Ok(actions::add(conn, prepared)?)).await?;
+    let detail = with_write(&state, move |conn, state| {
+        Ok(actions::add(conn, prepared, state.env())?)
+    })
+    .await?;
     Ok(HttpResponse::Created().json(detail))
 }
 
@@ -247,7 +250,7 @@ pub async fn transition(
             verb,
             &input,
             &acting.editor(),
-            state.settings.coe.verify_actions_from,
+            state.env(),
         )?)
     })
     .await?;
@@ -359,6 +362,7 @@ async fn review_step(
     caller: Caller,
     id: PathId<ids::Coe>,
     step: Step,
+    expected: Option<i32>,
     body: OptionalJson<ReviewInput>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
@@ -376,6 +380,7 @@ async fn review_step(
             &written,
             step,
             comment.as_deref(),
+            expected,
             &who,
             state.env(),
         )?)
@@ -402,7 +407,7 @@ pub async fn submit(
     body: OptionalJson<ReviewInput>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    review_step(caller, id, Step::Submit, body, state).await
+    review_step(caller, id, Step::Submit, None, body, state).await
 }
 
 /// Body of `PUT /api/v1/coes/{id}/bar-raiser`.
@@ -457,22 +462,27 @@ pub async fn name_bar_raiser(
     ))
 }
 
-/// Approves a COE in review. The reviewer only (or an admin).
+/// Approves a COE in review, as of the version read (`If-Match`, required): a COE is
+/// approved only as its approvers read it. The reviewer or bar raiser only.
 #[utoipa::path(operation_id = "approve_coe", post, path = "/api/v1/coes/{id}/approve", tag = "coes", security(("bearer" = [])),
-    params(("id" = String, Path, description = "The COE's id")),
+    params(("id" = String, Path, description = "The COE's id"),
+           ("If-Match" = String, Header, description = "The version approved: the one read")),
     responses(
         (status = 200, description = "Approved (closed at once when every action is already closed)", body = CoeDocument),
         (status = 403, description = "Not the reviewer", body = ErrorBody),
         (status = 404, description = "No such COE", body = ErrorBody),
         (status = 409, description = "Not in review; the allowed steps are named", body = ErrorBody),
+        (status = 412, description = "The COE changed since the version read: read it again", body = ErrorBody),
+        (status = 428, description = "If-Match is missing", body = ErrorBody),
     ))]
 pub async fn approve(
     Member(caller): Member,
     id: PathId<ids::Coe>,
+    IfMatch(expected): IfMatch,
     body: OptionalJson<ReviewInput>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    review_step(caller, id, Step::Approve, body, state).await
+    review_step(caller, id, Step::Approve, expected, body, state).await
 }
 
 /// Sends a COE in review back to draft with a comment. The reviewer only (or an admin).
@@ -492,7 +502,7 @@ pub async fn request_changes(
     body: OptionalJson<ReviewInput>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    review_step(caller, id, Step::RequestChanges, body, state).await
+    review_step(caller, id, Step::RequestChanges, None, body, state).await
 }
 
 /// Action `id` as stored, read after the write that changed it committed (on a

@@ -281,7 +281,9 @@ pub async fn add_timeline(
         &caller,
         id,
         StatusCode::CREATED,
-        move |conn, id, who, _| coes::add_timeline(conn, id, &input, expected, who),
+        move |conn, id, who, state| {
+            coes::add_timeline(conn, id, &input, expected, who, state.env())
+        },
     )
     .await
 }
@@ -313,7 +315,9 @@ pub async fn edit_timeline(
         &caller,
         id,
         StatusCode::OK,
-        move |conn, id, who, _| coes::edit_timeline(conn, id, &entry, &input, expected, who),
+        move |conn, id, who, state| {
+            coes::edit_timeline(conn, id, &entry, &input, expected, who, state.env())
+        },
     )
     .await
 }
@@ -341,7 +345,9 @@ pub async fn delete_timeline(
         &caller,
         id,
         StatusCode::OK,
-        move |conn, id, who, _| coes::delete_timeline(conn, id, &entry, expected, who),
+        move |conn, id, who, state| {
+            coes::delete_timeline(conn, id, &entry, expected, who, state.env())
+        },
     )
     .await
 }
@@ -371,7 +377,9 @@ pub async fn add_whys(
         &caller,
         id,
         StatusCode::CREATED,
-        move |conn, id, who, _| coes::add_why_chain(conn, id, &input, expected, who),
+        move |conn, id, who, state| {
+            coes::add_why_chain(conn, id, &input, expected, who, state.env())
+        },
     )
     .await
 }
@@ -403,7 +411,9 @@ pub async fn replace_whys(
         &caller,
         id,
         StatusCode::OK,
-        move |conn, id, who, _| coes::replace_why_chain(conn, id, &chain, &input, expected, who),
+        move |conn, id, who, state| {
+            coes::replace_why_chain(conn, id, &chain, &input, expected, who, state.env())
+        },
     )
     .await
 }
@@ -431,7 +441,9 @@ pub async fn delete_whys(
         &caller,
         id,
         StatusCode::OK,
-        move |conn, id, who, _| coes::delete_why_chain(conn, id, &chain, expected, who),
+        move |conn, id, who, state| {
+            coes::delete_why_chain(conn, id, &chain, expected, who, state.env())
+        },
     )
     .await
 }
@@ -461,7 +473,7 @@ pub async fn add_related(
         &caller,
         id,
         StatusCode::CREATED,
-        move |conn, id, who, _| coes::add_related(conn, id, &input, expected, who),
+        move |conn, id, who, state| coes::add_related(conn, id, &input, expected, who, state.env()),
     )
     .await
 }
@@ -489,7 +501,9 @@ pub async fn delete_related(
         &caller,
         id,
         StatusCode::OK,
-        move |conn, id, who, _| coes::delete_related(conn, id, &item, expected, who),
+        move |conn, id, who, state| {
+            coes::delete_related(conn, id, &item, expected, who, state.env())
+        },
     )
     .await
 }

@@ -45,7 +45,7 @@ pub async fn attach_incident(
         &caller,
         id,
         StatusCode::OK,
-        move |conn, id, who, _| coes::attach_incident(conn, id, &incident, who),
+        move |conn, id, who, state| coes::attach_incident(conn, id, &incident, who, state.env()),
     )
     .await
 }
@@ -70,7 +70,7 @@ pub async fn detach_incident(
         &caller,
         id,
         StatusCode::OK,
-        move |conn, id, who, _| coes::detach_incident(conn, id, &incident, who),
+        move |conn, id, who, state| coes::detach_incident(conn, id, &incident, who, state.env()),
     )
     .await
 }

@@ -163,14 +163,17 @@ pub fn period(
     let day = |field: &str, v: Option<&str>| -> Result<Option<NaiveDate>, (String, String)> {
         match v.map(str::trim).filter(|v| !v.is_empty()) {
             None => Ok(None),
-            Some(v) => NaiveDate::parse_from_str(v, "%Y-%m-%d")
-                .map(Some)
-                .map_err(|_| {
+            Some(v) => {
+                let date = NaiveDate::parse_from_str(v, "%Y-%m-%d").map_err(|_| {
                     (
                         field.to_owned(),
                         format!("must be a date as YYYY-MM-DD (got {v:?})"),
                     )
-                }),
+                })?;
+                // Dates at chrono's ends overflow the period's arithmetic.
+                crate::domain::action::check_date(date).map_err(|p| (field.to_owned(), p))?;
+                Ok(Some(date))
+            }
         }
     };
     let (from, to) = (day("from", from)?, day("to", to)?);

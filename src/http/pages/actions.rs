@@ -109,9 +109,23 @@ fn page(
         a.coe_severity,
         state.settings.coe.verify_actions_from,
     );
+    let me = who.person.email.as_str();
+    let completed_by = detail
+        .steps
+        .iter()
+        .rev()
+        .find(|s| s.step == "complete")
+        .map(|s| s.by.as_str());
     let may_verify = a.state == crate::domain::action::ActionState::Done
         && a.verified_at.is_none()
-        && detail.coe_reviewer.as_deref() == Some(who.person.email.as_str());
+        && detail.coe_reviewer.as_deref() == Some(me)
+        && crate::domain::action::may_verify(
+            me,
+            &a.owner,
+            completed_by,
+            &state.settings.auth.dotless_domains,
+        )
+        .is_ok();
     let data = json!({
         "state": a.state.as_str().replace('_', " "),
         "ticket": safe_href(a.external_url.as_deref()),
@@ -247,8 +261,7 @@ pub async fn transition(
     };
     let key = id.clone();
     let outcome = change(&state, &who, move |conn, state, editor| {
-        let verify_from = state.settings.coe.verify_actions_from;
-        actions::transition(conn, &key, verb, &input, editor, verify_from)
+        actions::transition(conn, &key, verb, &input, editor, state.env())
     })
     .await?;
     answer(&state, &who, &id, outcome).await

@@ -321,9 +321,9 @@ fn timeline_input(form: &Fields) -> TimelineInput {
 pub async fn add_timeline(form: CoeForm) -> Page {
     let input = timeline_input(&form.fields);
     let kept = typed("timeline", &form.fields);
-    form.create("timeline", kept, move |conn, _, editor, coe| {
+    form.create("timeline", kept, move |conn, state, editor, coe| {
         let version = service::version(conn, coe)?;
-        let entry = service::add_timeline(conn, coe, &input, Some(version), editor)?;
+        let entry = service::add_timeline(conn, coe, &input, Some(version), editor, state.env())?;
         Ok::<_, CoeError>(format!("/coes/{coe}#tl-{entry}"))
     })
     .await
@@ -406,11 +406,19 @@ pub async fn edit_timeline(form: CoeForm) -> Page {
     let (coe_id, entry_id) = (id.clone(), entry.clone());
     let (input, version) = (timeline_input(&fields), fields.version());
     let delete = fields.filled("delete").is_some();
-    let outcome = change(&state, &who, move |conn, _, editor| {
+    let outcome = change(&state, &who, move |conn, state, editor| {
         if delete {
-            service::delete_timeline(conn, &coe_id, &entry_id, version, editor)
+            service::delete_timeline(conn, &coe_id, &entry_id, version, editor, state.env())
         } else {
-            service::edit_timeline(conn, &coe_id, &entry_id, &input, version, editor)
+            service::edit_timeline(
+                conn,
+                &coe_id,
+                &entry_id,
+                &input,
+                version,
+                editor,
+                state.env(),
+            )
         }
     })
     .await?;
@@ -466,9 +474,9 @@ pub async fn add_whys(form: CoeForm) -> Page {
     let input = why_steps(&form.fields);
     let kept =
         kept_whys(json!({"rows": why_rows(&form.fields), "factor": form.fields.text("factor")}));
-    form.create("five_whys", kept, move |conn, _, editor, coe| {
+    form.create("five_whys", kept, move |conn, state, editor, coe| {
         let version = service::version(conn, coe)?;
-        let chain = service::add_why_chain(conn, coe, &input, Some(version), editor)?;
+        let chain = service::add_why_chain(conn, coe, &input, Some(version), editor, state.env())?;
         Ok::<_, CoeError>(format!("/coes/{coe}#chain-{chain}"))
     })
     .await
@@ -489,13 +497,17 @@ pub async fn edit_whys(form: CoeForm) -> Page {
     let kept = kept_whys(
         json!({"chain": chain, "steps": why_rows(&form.fields), "factor": form.fields.text("factor")}),
     );
-    form.change("five_whys", kept, move |conn, _, editor, coe, version| {
-        if delete {
-            service::delete_why_chain(conn, coe, &chain, version, editor)
-        } else {
-            service::replace_why_chain(conn, coe, &chain, &input, version, editor)
-        }
-    })
+    form.change(
+        "five_whys",
+        kept,
+        move |conn, state, editor, coe, version| {
+            if delete {
+                service::delete_why_chain(conn, coe, &chain, version, editor, state.env())
+            } else {
+                service::replace_why_chain(conn, coe, &chain, &input, version, editor, state.env())
+            }
+        },
+    )
     .await
 }
 
@@ -521,9 +533,9 @@ pub async fn add_related(form: CoeForm) -> Page {
         coe_id,
     };
     let kept = typed("related", fields);
-    form.create("related", kept, move |conn, _, editor, coe| {
+    form.create("related", kept, move |conn, state, editor, coe| {
         let version = service::version(conn, coe)?;
-        let item = service::add_related(conn, coe, &input, Some(version), editor)?;
+        let item = service::add_related(conn, coe, &input, Some(version), editor, state.env())?;
         Ok::<_, CoeError>(format!("/coes/{coe}#rel-{item}"))
     })
     .await
@@ -535,8 +547,8 @@ pub async fn delete_related(form: CoeForm) -> Page {
     form.change(
         "related",
         Kept::default(),
-        move |conn, _, editor, coe, version| {
-            service::delete_related(conn, coe, &item, version, editor)
+        move |conn, state, editor, coe, version| {
+            service::delete_related(conn, coe, &item, version, editor, state.env())
         },
     )
     .await
@@ -618,7 +630,9 @@ pub async fn attach_incident(form: CoeForm) -> Page {
     form.change(
         "incidents",
         Kept::default(),
-        move |conn, _, editor, coe, _| service::attach_incident(conn, coe, &incident, editor),
+        move |conn, state, editor, coe, _| {
+            service::attach_incident(conn, coe, &incident, editor, state.env())
+        },
     )
     .await
 }
@@ -629,7 +643,9 @@ pub async fn detach_incident(form: CoeForm) -> Page {
     form.change(
         "incidents",
         Kept::default(),
-        move |conn, _, editor, coe, _| service::detach_incident(conn, coe, &incident, editor),
+        move |conn, state, editor, coe, _| {
+            service::detach_incident(conn, coe, &incident, editor, state.env())
+        },
     )
     .await
 }

@@ -27,11 +27,15 @@ pub async fn review_meeting(who: SignedIn, query: web::Query<MeetingQuery>, stat
     let clock = state.settings.clock();
     let since = match super::query::filled(&query.since) {
         None => clock.today() - Duration::days(7),
-        Some(day) => NaiveDate::parse_from_str(&day, "%Y-%m-%d").map_err(|_| {
-            PageError::BadRequest(format!(
-                "since: {day:?} is not a date (YYYY-MM-DD, the last meeting's day)"
-            ))
-        })?,
+        Some(day) => NaiveDate::parse_from_str(&day, "%Y-%m-%d")
+            .ok()
+            .filter(|d| crate::domain::action::check_date(*d).is_ok())
+            .ok_or_else(|| {
+                PageError::BadRequest(format!(
+                    "since: {day:?} is not a date between 1970 and 9999 (YYYY-MM-DD, the last \
+                     meeting's day)"
+                ))
+            })?,
     };
     let seed = match super::query::filled(&query.pick) {
         None => rand::random::<u32>().into(),

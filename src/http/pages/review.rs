@@ -26,8 +26,18 @@ pub async fn step(form: CoeForm) -> Page {
         forms: [("review".to_owned(), form.fields.to_json())].into(),
         ..Kept::default()
     };
-    form.change("review", kept, move |conn, state, editor, coe, _| {
-        review::step(conn, coe, step, comment.as_deref(), editor, state.env())
+    // An approval names the version the approver read (the page's).
+    form.change("review", kept, move |conn, state, editor, coe, version| {
+        let read = if step == Step::Approve { version } else { None };
+        review::step(
+            conn,
+            coe,
+            step,
+            comment.as_deref(),
+            read,
+            editor,
+            state.env(),
+        )
     })
     .await
 }

@@ -11,7 +11,7 @@ use super::{
     ActionStep, NewAction, TransitionInput,
 };
 use crate::db::models::{ActionRow, DueDateChangeRow};
-use crate::db::schema::{coes, corrective_actions, due_date_changes};
+use crate::db::schema::{audit_log, coes, corrective_actions, due_date_changes};
 use crate::db::types::{self, word};
 use crate::db::{self, locks, DbConnection};
 use crate::domain::action::{self, check_new_due_date, ActionKind, ActionState, Transition};
@@ -22,7 +22,7 @@ use crate::services::audit::{self, Change, Subject};
 use crate::services::notify::{self, ActionFacts};
 use crate::services::outbox::{self, NewEmail};
 use crate::services::Env;
-use crate::services::{lifecycle, people as directory};
+use crate::services::{approval, lifecycle, people as directory};
 
 fn audit(
     conn: &mut DbConnection,
@@ -133,7 +133,7 @@ pub fn create(
 ) -> Result<String, ActionError> {
     db::write_transaction(conn, |conn| {
         let prepared = prepare(conn, coe_id, input, who, clock, mail)?;
-        Ok(add(conn, prepared)?.action.id)
+        Ok(add(conn, prepared, mail)?.action.id)
     })
 }
 
@@ -146,6 +146,8 @@ pub struct Prepared {
     coe_severity: Severity,
     coe_reviewer: Option<String>,
     clock: Clock,
+    /// Its COE was in review when checked: adding changes what its reviewers read.
+    in_review: bool,
 }
 
 /// Checks a new action of COE `coe_id` (the caller may add actions to it; it is open;
@@ -238,13 +240,18 @@ pub fn prepare(
         coe_severity: types::severity("coes.severity", coe_severity)?,
         coe_reviewer,
         clock,
+        in_review: state == CoeState::InReview.as_str(),
     })
 }
 
 /// Writes a prepared action (`prepare`), its audit row and its owner's email, in the
 /// caller's transaction: the COE asked again whether it is open (it may have closed
 /// since), under a share lock (`locks::coe_state_shared`). Gives the new action as `get` would read it after the commit.
-pub fn add(conn: &mut DbConnection, prepared: Prepared) -> Result<ActionDetail, ActionError> {
+pub fn add(
+    conn: &mut DbConnection,
+    prepared: Prepared,
+    env: Env<'_>,
+) -> Result<ActionDetail, ActionError> {
     let Prepared {
         mut row,
         email,
@@ -252,14 +259,32 @@ pub fn add(conn: &mut DbConnection, prepared: Prepared) -> Result<ActionDetail, 
         coe_severity,
         coe_reviewer,
         clock,
+        in_review,
     } = prepared;
     // Held against a transition (which takes `lock_coe`) until the commit, but not
     // against another action added: a COE may be closed only with every action
-    // closed, and an action is added only to a COE not closed.
-    let Some(state) = locks::coe_state_shared(conn, &row.coe_id)? else {
+    // closed, and an action is added only to a COE not closed. A COE in review
+    // takes a new version (`review::touch_in_review`): its row is locked for that
+    // from the start, as a shared lock taken first would deadlock with another's.
+    let state = if in_review {
+        locks::lock_coe(conn, &row.coe_id)?;
+        coes::table
+            .find(&row.coe_id)
+            .select(coes::state)
+            .first::<String>(conn)
+            .optional()?
+    } else {
+        locks::coe_state_shared(conn, &row.coe_id)?
+    };
+    let Some(state) = state else {
         return Err(ActionError::CoeNotFound(row.coe_id));
     };
     refuse_closed(&state)?;
+    if !in_review && state == CoeState::InReview.as_str() {
+        return Err(ActionError::Conflict(
+            "the COE was submitted for review meanwhile: add the action again".into(),
+        ));
+    }
     let now = db::now();
     (row.created_at, row.updated_at) = (now, now);
     directory::ensure(conn, &row.owner_email, now)?;
@@ -280,6 +305,9 @@ pub fn add(conn: &mut DbConnection, prepared: Prepared) -> Result<ActionDetail, 
     )?;
     if let Some(email) = email {
         outbox::enqueue(conn, &email, now)?;
+    }
+    if in_review {
+        approval::touch_in_review(conn, &row.coe_id, &row.created_by, env, now)?;
     }
     // A new open action on a closed COE is refused (above); on an approved COE it
     // keeps the COE approved until it closes. New, it has no history but its creation.
@@ -329,6 +357,10 @@ pub fn patch(
             if title.is_empty() {
                 return Err(invalid("title", "must not be empty"));
             }
+            if title.len() > 500 {
+                return Err(invalid("title", "must be at most 500 bytes"));
+            }
+            crate::domain::coe::check_one_line(title).map_err(|p| invalid("title", p))?;
             row.title = title.to_owned();
             changed = true;
         }
@@ -394,6 +426,18 @@ pub fn patch(
                 "names nothing to change (title, description, owner, due_date with reason, priority, kind, success_criteria, external_url)",
             ));
         }
+        // A verification holds for the action as it was checked, done by whom it
+        // was: another owner, or another title, description, kind or success
+        // criteria, and it is to be verified again (a closed COE waits again).
+        let unverified = row.verified_at.is_some()
+            && (row.owner_email != owner_before
+                || patch.title.is_some()
+                || patch.description.is_some()
+                || patch.kind.is_some()
+                || patch.success_criteria.is_some());
+        if unverified {
+            (row.verified_at, row.verified_by) = (None, None);
+        }
         row.updated_at = now;
         diesel::update(corrective_actions::table.find(id))
             .set(&row)
@@ -404,6 +448,26 @@ pub fn patch(
         if row.owner_email != owner_before {
             tell_owner(conn, &row, actor, mail, now)?;
         }
+        if unverified {
+            audit(
+                conn,
+                &row,
+                actor,
+                "action:unverified",
+                Some(json!({"verified": true})),
+                Some(json!({"verified": false,
+                            "reason": "changed after it was verified: verify it again"})),
+                now,
+            )?;
+            lifecycle::settle(
+                conn,
+                &row.coe_id,
+                mail.settings.coe.verify_actions_from,
+                actor,
+                now,
+            )?;
+        }
+        approval::touch_in_review(conn, &row.coe_id, actor, mail, now)?;
         Ok(())
     })
 }
@@ -416,8 +480,9 @@ pub fn transition(
     verb: Transition,
     input: &TransitionInput,
     who: &Editor<'_>,
-    verify_from: Severity,
+    env: Env<'_>,
 ) -> Result<(), ActionError> {
+    let verify_from = env.settings.coe.verify_actions_from;
     db::write_transaction(conn, |conn| {
         let mut row = load_locked(conn, id)?;
         access::action(conn, id, who)?;
@@ -472,6 +537,7 @@ pub fn transition(
             Some(json!({"state": to.as_str(), "note": note})),
             now,
         )?;
+        approval::touch_in_review(conn, &row.coe_id, actor, env, now)?;
         lifecycle::settle(conn, &row.coe_id, verify_from, actor, now)?;
         Ok(())
     })
@@ -516,10 +582,34 @@ pub fn verify(
             .find(&row.coe_id)
             .select((coes::title, coes::reviewer_email))
             .first(conn)?;
-        if reviewer.is_none() || who.email != reviewer.as_deref() {
+        // The reviewer as a person, as for approving: a token an admin made for
+        // them answers as the admin, and verifies nothing.
+        let by = who.email.filter(|e| *e == who.principal);
+        if reviewer.is_none() || by != reviewer.as_deref() {
             return Err(ActionError::Forbidden(format!(
-                "only the COE's reviewer ({}) verifies its actions",
+                "only the COE's reviewer ({}), signed in or with a token of their own, \
+                 verifies its actions",
                 reviewer.as_deref().unwrap_or("nobody yet")
+            )));
+        }
+        let completed_by: Option<String> = audit_log::table
+            .filter(audit_log::entity.eq("action"))
+            .filter(audit_log::entity_id.eq(id))
+            .filter(audit_log::action.eq("action:complete"))
+            .order((audit_log::at.desc(), audit_log::id.desc()))
+            .select(audit_log::actor)
+            .first(conn)
+            .optional()?;
+        if let Err(rule) = action::may_verify(
+            by.unwrap_or_default(),
+            &row.owner_email,
+            completed_by.as_deref(),
+            &mail.settings.auth.dotless_domains,
+        ) {
+            return Err(ActionError::Forbidden(format!(
+                "{} may not verify this action: {rule}; another person checks it \
+                 (an admin may name another reviewer)",
+                by.unwrap_or_default()
             )));
         }
         let from: ActionState = types::read("corrective_actions.state", &row.state)?;
@@ -533,7 +623,7 @@ pub fn verify(
         let actor = who.actor;
         if verified {
             row.verified_at = Some(now);
-            row.verified_by = Some(actor.to_owned());
+            row.verified_by = by.map(str::to_owned);
         } else {
             row.state = ActionState::InProgress.as_str().to_owned();
             row.closed_at = None;

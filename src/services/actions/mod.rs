@@ -253,7 +253,13 @@ impl NewAction {
                 problem("title", "must be at most 500 bytes".into());
                 None
             }
-            Some(t) => Some(t.to_owned()),
+            Some(t) => match crate::domain::coe::check_one_line(t) {
+                Ok(()) => Some(t.to_owned()),
+                Err(p) => {
+                    problem("title", p);
+                    None
+                }
+            },
         };
         let owner = match self.owner.as_deref() {
             None => {

@@ -6,6 +6,7 @@
 //! alerts of each. Later events of any of them reach the COE as its first incident's
 //! do (`coes_of_incidents` reads this table).
 
+use crate::services::Env;
 use diesel::prelude::*;
 use serde_json::json;
 
@@ -38,8 +39,9 @@ pub fn attach_incident(
     id: &str,
     incident_id: &str,
     who: &Editor<'_>,
+    env: Env<'_>,
 ) -> Result<(), CoeError> {
-    with_current(conn, id, who, |conn, _, now| {
+    with_current(conn, id, who, env, |conn, _, now| {
         let incident: IncidentRow = incidents::table
             .find(incident_id)
             .select(IncidentRow::as_select())
@@ -107,8 +109,9 @@ pub fn detach_incident(
     id: &str,
     incident_id: &str,
     who: &Editor<'_>,
+    env: Env<'_>,
 ) -> Result<(), CoeError> {
-    with_current(conn, id, who, |conn, row, _| {
+    with_current(conn, id, who, env, |conn, row, _| {
         let covered = incidents_of(conn, id)?;
         if !covered.iter().any(|i| i == incident_id) {
             return Err(CoeError::NotFound(format!("{id}/incidents/{incident_id}")));

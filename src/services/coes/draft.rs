@@ -487,7 +487,10 @@ pub fn create(
                     ownership::for_service(conn, ctx.settings, input.service.as_deref())?;
                 if let Some(owner) = &input.owner {
                     assigned.owner = Some(owner.as_str().to_owned());
-                    assigned.reviewer = assigned.reviewer.filter(|r| r != owner.as_str());
+                    let dotless = &ctx.settings.auth.dotless_domains;
+                    assigned.reviewer = assigned
+                        .reviewer
+                        .filter(|r| !crate::domain::email::same_person(r, owner.as_str(), dotless));
                 }
                 let row = new_coe_row(
                     ctx,

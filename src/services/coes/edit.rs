@@ -13,10 +13,12 @@ use crate::db::models::{CoeRow, SectionRow};
 use crate::db::schema::{coe_sections, coes};
 use crate::db::{self, types, DbConnection};
 use crate::domain::coe::{self, CoeState};
+use crate::domain::email::same_person_opt;
 use crate::domain::template::SectionKind;
 use crate::domain::Severity;
 use crate::services::access::{self, Editor};
 use crate::services::notify;
+use crate::services::people;
 use crate::services::Env;
 
 /// What a change is based on: the version of the COE its writer saw (every change but
@@ -94,13 +96,14 @@ pub(super) fn with_change<T>(
     id: &str,
     expected: Option<i32>,
     who: &Editor<'_>,
+    env: Env<'_>,
     change: impl FnOnce(
         &mut DbConnection,
         &CoeRow,
         NaiveDateTime,
     ) -> Result<(T, Option<Recorded>), CoeError>,
 ) -> Result<T, CoeError> {
-    with_claim(conn, id, Based::Version(expected), who, change)
+    with_claim(conn, id, Based::Version(expected), who, env, change)
 }
 
 /// `with_change` for a change that cannot conflict with another's (attaching an
@@ -109,13 +112,14 @@ pub(super) fn with_current<T>(
     conn: &mut DbConnection,
     id: &str,
     who: &Editor<'_>,
+    env: Env<'_>,
     change: impl FnOnce(
         &mut DbConnection,
         &CoeRow,
         NaiveDateTime,
     ) -> Result<(T, Option<Recorded>), CoeError>,
 ) -> Result<T, CoeError> {
-    with_claim(conn, id, Based::Unversioned, who, change)
+    with_claim(conn, id, Based::Unversioned, who, env, change)
 }
 
 /// `with_change`, based on what `based` says.
@@ -124,6 +128,7 @@ fn with_claim<T>(
     id: &str,
     based: Based,
     who: &Editor<'_>,
+    env: Env<'_>,
     change: impl FnOnce(
         &mut DbConnection,
         &CoeRow,
@@ -142,18 +147,26 @@ fn with_claim<T>(
         {
             record_change(conn, id, who.actor, &action, before, after, now)?;
         }
-        finish_change(conn, id, now)?;
+        finish_change(conn, id, who.actor, env, now)?;
         Ok(done)
     })
 }
 
-/// Records the change time (the version was claimed by `begin_change`) and refreshes
-/// the search index.
-fn finish_change(conn: &mut DbConnection, id: &str, now: NaiveDateTime) -> Result<(), CoeError> {
+/// Records the change time (the version was claimed by `begin_change`), refreshes
+/// the search index, and withdraws an approval given to the version before
+/// (`approval::withdraw_stale_approval`).
+fn finish_change(
+    conn: &mut DbConnection,
+    id: &str,
+    actor: &str,
+    env: Env<'_>,
+    now: NaiveDateTime,
+) -> Result<(), CoeError> {
     diesel::update(coes::table.find(id))
         .set(coes::updated_at.eq(now))
         .execute(conn)?;
     reindex(conn, id)?;
+    crate::services::approval::withdraw_stale_approval(conn, id, actor, env, now)?;
     Ok(())
 }
 
@@ -245,7 +258,7 @@ pub fn put_section(
     who: &Editor<'_>,
     ctx: &Env<'_>,
 ) -> Result<(), CoeError> {
-    with_change(conn, id, expected, who, |conn, row, now| {
+    with_change(conn, id, expected, who, *ctx, |conn, row, now| {
         check_section(row, key, body, ctx)?;
         let before = section_bodies(conn, id)?.remove(key);
         let recorded = write_section(conn, id, key, before.as_deref(), body, who.actor, now)?;
@@ -368,7 +381,7 @@ pub fn put_sections(
             conflicts: conflicts_of(&steps, &current),
         });
     }
-    with_claim(conn, id, Based::Unversioned, who, |conn, row, now| {
+    with_claim(conn, id, Based::Unversioned, who, *ctx, |conn, row, now| {
         for e in edits {
             check_section(row, &e.key, &e.body, ctx).map_err(|err| in_section(err, &e.key))?;
         }
@@ -409,11 +422,15 @@ pub fn take_ownership(
     if let Some(owner) = load_row(conn, id)?.owner_email {
         return Err(CoeError::Conflict(format!("{owner} owns this COE already")));
     }
-    with_claim(conn, id, Based::Unversioned, who, |conn, row, now| {
+    with_claim(conn, id, Based::Unversioned, who, mail, |conn, row, now| {
         if let Some(owner) = &row.owner_email {
             return Err(CoeError::Conflict(format!("{owner} owns this COE already")));
         }
-        if row.reviewer_email.as_deref() == Some(me) {
+        if same_person_opt(
+            row.reviewer_email.as_deref(),
+            Some(me),
+            &mail.settings.auth.dotless_domains,
+        ) {
             return Err(CoeError::invalid(
                 "owner",
                 "you review this COE: its owner and reviewer must be two people",
@@ -454,7 +471,7 @@ pub fn patch(
     who: &Editor<'_>,
     mail: Env<'_>,
 ) -> Result<(), CoeError> {
-    with_change(conn, id, expected, who, |conn, row, now| {
+    with_change(conn, id, expected, who, mail, |conn, row, now| {
         let actor = who.actor;
         let mut changes = Vec::new();
         if let Some(title) = &patch.title {
@@ -467,7 +484,12 @@ pub fn patch(
         }
         if let Some(reviewer) = &patch.reviewer {
             super::check_person(conn, mail.settings, "reviewer", reviewer.as_str())?;
+            if let Some(problem) = people::check_reviewer(conn, reviewer.as_str())? {
+                return Err(CoeError::invalid("reviewer", problem));
+            }
         }
+        let dotless = &mail.settings.auth.dotless_domains;
+        let same = |a: Option<&str>, b: Option<&str>| same_person_opt(a, b, dotless);
         let reviewer_named = patch
             .reviewer
             .as_ref()
@@ -478,7 +500,9 @@ pub fn patch(
         // Separation of duties: a reviewer is named by someone else (the owner, an
         // admin), so that nobody approves a writeup they chose to review themselves.
         if let Some(named) = reviewer_named {
-            if who.email == Some(named.as_str()) || who.principal == named.as_str() {
+            if same(who.email, Some(named.as_str()))
+                || same(Some(who.principal), Some(named.as_str()))
+            {
                 return Err(CoeError::invalid(
                     "reviewer",
                     "must not be you: nobody names themselves a COE's reviewer; ask its owner or \
@@ -495,16 +519,27 @@ pub fn patch(
                 ));
             }
         }
-        // The bar raiser's approval is a second person's.
+        // The bar raiser's approval is a second person's, from outside: never the
+        // reviewer's, never the owner's (a COE handed to its bar raiser after they
+        // approved would be approved by its owner).
+        let bar_raiser: Option<String> = coes::table
+            .find(id)
+            .select(coes::bar_raiser_email)
+            .first(conn)?;
         if let Some(reviewer) = &patch.reviewer {
-            let bar_raiser: Option<String> = coes::table
-                .find(id)
-                .select(coes::bar_raiser_email)
-                .first(conn)?;
-            if bar_raiser.as_deref() == Some(reviewer.as_str()) {
+            if same(bar_raiser.as_deref(), Some(reviewer.as_str())) {
                 return Err(CoeError::invalid(
                     "reviewer",
                     "is the COE's bar raiser: its reviewer and its bar raiser must be two people",
+                ));
+            }
+        }
+        if let Some(owner) = &patch.owner {
+            if same(bar_raiser.as_deref(), Some(owner.as_str())) {
+                return Err(CoeError::invalid(
+                    "owner",
+                    "is the COE's bar raiser: its owner and its bar raiser must be two people \
+                     (an admin may name another bar raiser first)",
                 ));
             }
         }
@@ -519,7 +554,7 @@ pub fn patch(
             .as_ref()
             .map(|r| r.as_str().to_owned())
             .or(row.reviewer_email.clone());
-        if final_owner.is_some() && final_owner == final_reviewer {
+        if same(final_owner.as_deref(), final_reviewer.as_deref()) {
             let field = if patch.reviewer.is_some() {
                 "reviewer"
             } else {

@@ -61,7 +61,7 @@ pub fn merge(
         ));
     }
     let merge_id = db::new_id();
-    with_current(conn, id, who, |conn, target, now| {
+    with_current(conn, id, who, env, |conn, target, now| {
         // Each draft as it is, locked (in a fixed order: two merges never wait on each
         // other), checked before anything moves.
         let mut merged: Vec<CoeRow> = Vec::new();

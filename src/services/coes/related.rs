@@ -1,5 +1,6 @@
 //! Related items: links, tickets, runbooks, changes and other COEs.
 
+use crate::services::Env;
 use diesel::prelude::*;
 use serde::Deserialize;
 use serde_json::json;
@@ -36,8 +37,9 @@ pub fn add_related(
     input: &RelatedInput,
     expected: Option<i32>,
     who: &Editor<'_>,
+    env: Env<'_>,
 ) -> Result<String, CoeError> {
-    with_change(conn, id, expected, who, |conn, _, now| {
+    with_change(conn, id, expected, who, env, |conn, _, now| {
         let kind =
             RelatedKind::from_input(&input.kind).map_err(|p| CoeError::invalid("kind", p))?;
         // A blank title counts as none; any other is held to a title's length.
@@ -111,8 +113,9 @@ pub fn delete_related(
     item_id: &str,
     expected: Option<i32>,
     who: &Editor<'_>,
+    env: Env<'_>,
 ) -> Result<(), CoeError> {
-    with_change(conn, id, expected, who, |conn, _, _| {
+    with_change(conn, id, expected, who, env, |conn, _, _| {
         let row: RelatedRow = child_of_coe!(
             conn,
             related_items,

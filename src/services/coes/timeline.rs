@@ -1,6 +1,7 @@
 //! The timeline: entries from events and entries people write. Milestone entries
 //! (started, detected, mitigated, resolved) also set the COE's own times.
 
+use crate::services::Env;
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde::Deserialize;
@@ -123,8 +124,9 @@ pub fn add_timeline(
     input: &TimelineInput,
     expected: Option<i32>,
     who: &Editor<'_>,
+    env: Env<'_>,
 ) -> Result<String, CoeError> {
-    with_change(conn, id, expected, who, |conn, _, now| {
+    with_change(conn, id, expected, who, env, |conn, _, now| {
         let (at, kind) = check_timeline(input)?;
         let entry = TimelineRow {
             id: db::new_id(),
@@ -162,8 +164,9 @@ pub fn edit_timeline(
     input: &TimelineInput,
     expected: Option<i32>,
     who: &Editor<'_>,
+    env: Env<'_>,
 ) -> Result<(), CoeError> {
-    with_change(conn, id, expected, who, |conn, _, _| {
+    with_change(conn, id, expected, who, env, |conn, _, _| {
         let (at, kind) = check_timeline(input)?;
         let existing: TimelineRow = child_of_coe!(
             conn,
@@ -206,8 +209,9 @@ pub fn delete_timeline(
     entry_id: &str,
     expected: Option<i32>,
     who: &Editor<'_>,
+    env: Env<'_>,
 ) -> Result<(), CoeError> {
-    with_change(conn, id, expected, who, |conn, _, _| {
+    with_change(conn, id, expected, who, env, |conn, _, _| {
         let existing: TimelineRow = child_of_coe!(
             conn,
             timeline_entries,

@@ -1,5 +1,6 @@
 //! 5-whys chains: from the symptom down to the root cause, several per COE.
 
+use crate::services::Env;
 use diesel::prelude::*;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -86,8 +87,9 @@ pub fn add_why_chain(
     input: &WhyChainInput,
     expected: Option<i32>,
     who: &Editor<'_>,
+    env: Env<'_>,
 ) -> Result<String, CoeError> {
-    with_change(conn, id, expected, who, |conn, coe, now| {
+    with_change(conn, id, expected, who, env, |conn, coe, now| {
         let steps = check_steps(input)?;
         let factor = check_factor(coe, input)?;
         let position: Option<i32> = why_chains::table
@@ -123,8 +125,9 @@ pub fn replace_why_chain(
     input: &WhyChainInput,
     expected: Option<i32>,
     who: &Editor<'_>,
+    env: Env<'_>,
 ) -> Result<(), CoeError> {
-    with_change(conn, id, expected, who, |conn, coe, now| {
+    with_change(conn, id, expected, who, env, |conn, coe, now| {
         let steps = check_steps(input)?;
         let factor = check_factor(coe, input)?;
         let before: String =
@@ -155,8 +158,9 @@ pub fn delete_why_chain(
     chain_id: &str,
     expected: Option<i32>,
     who: &Editor<'_>,
+    env: Env<'_>,
 ) -> Result<(), CoeError> {
-    with_change(conn, id, expected, who, |conn, _, _| {
+    with_change(conn, id, expected, who, env, |conn, _, _| {
         let before: String =
             child_of_coe!(conn, why_chains, why_chains::steps, id, chain_id, "whys")?;
         diesel::delete(why_chains::table.find(chain_id)).execute(conn)?;

@@ -1,0 +1,1 @@
+ALTER TABLE coes DROP COLUMN approved_version;
