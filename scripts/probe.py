@@ -874,9 +874,27 @@ def trust(coe, workdir):
         status, _ = api(port, "POST", f"/api/v1/coes/{cid}/approve", admin)
         check(status == 403, f"an admin token that stands for nobody approves nothing ({status})")
         api(port, "POST", f"/api/v1/coes/{cid}/request-changes", reviewer, {"comment": "Submit it yourself."})
-        api(port, "POST", f"/api/v1/coes/{cid}/submit", owner)
-        status, doc = api(port, "POST", f"/api/v1/coes/{cid}/approve", reviewer)
-        check(status == 200 and doc["state"] == "approved", f"the reviewer approves the owner's round ({status})")
+        _, doc = api(port, "POST", f"/api/v1/coes/{cid}/submit", owner)
+        read = doc["version"]
+        # 5. An approval stands only for the version read (issue 44, item 3).
+        status, _ = api(port, "POST", f"/api/v1/coes/{cid}/approve", reviewer)
+        check(status == 428, f"an approval without the version read is refused ({status})")
+        status, doc = api(port, "PUT", f"/api/v1/coes/{cid}/sections/summary", owner,
+                          {"body": "Nothing much happened."}, read)
+        check(status == 200, f"the owner rewrites the summary in review ({status})")
+        status, _ = api(port, "POST", f"/api/v1/coes/{cid}/approve", reviewer, version=read)
+        check(status == 412, f"an approval of the version before the rewrite is refused ({status})")
+        status, doc = api(port, "POST", f"/api/v1/coes/{cid}/approve", reviewer, version=doc["version"])
+        check(status == 200 and doc["state"] == "approved", f"the reviewer approves what is there now ({status})")
+
+        # 6. Nobody ends another's draft by merging it (issue 44, item 2).
+        ana = person_token(server, "ana", "member", "ana@example.com")
+        lee = person_token(server, "lee", "member", "lee@example.com")
+        _, mine = api(port, "POST", "/api/v1/coes", ana, {"title": "Ana's outage", "owner": "ana@example.com"})
+        _, theirs = api(port, "POST", "/api/v1/coes", lee, {"title": "Lee's outage", "owner": "lee@example.com"})
+        status, _ = api(port, "POST", f"/api/v1/coes/{mine['id']}/merge", ana, {"coe_ids": [theirs["id"]]})
+        _, after = api(port, "GET", f"/api/v1/coes/{theirs['id']}", lee)
+        check(status == 403 and after["state"] == "draft", f"Ana cannot merge Lee's draft into hers ({status})")
 
         # 7. Search: letters that change length when lower-cased.
         _, doc = api(port, "POST", "/api/v1/coes", admin, {"title": "Unicode outage"})
@@ -885,7 +903,50 @@ def trust(coe, workdir):
         statuses = [raw(port, "GET", f"/search?q={q}", headers={"Cookie": cookie, "Accept": "text/html"})[0]
                     for q in ["%C3%A9%C3%A9", "kelvin", "%C4%B0", "r%C3%A9sum%C3%A9"]]
         check(statuses == [200] * 4, f"search answers 200 for them ({statuses})")
-        rows.append(("an attacker's tries on the release binary (0.0.0.0, no settings)", "5 kinds", 0, 0, "-"))
+
+        # 8. Search cannot stall the service (issue 44, item 1): Ana's COE holds 8 x 100
+        # KiB of `zz ` and another 100 KiB of one stem's four forms.
+        _, doc = api(port, "POST", "/api/v1/coes", ana, {"title": "Ana's notes", "owner": "ana@example.com"})
+        v = doc["version"]
+        for key in ["summary", "impact", "metrics", "detection", "diagnosis", "mitigation", "prevention", "lessons"]:
+            body = "zz " * (100 * 1024 // 3) if key != "lessons" else "fail fails failing failed " * 3900
+            status, doc = api(port, "PUT", f"/api/v1/coes/{doc['id']}/sections/{key}", ana, {"body": body}, v)
+            v = doc["version"]
+        thousand = urllib.parse.quote("zz " * 1000)
+        started = time.monotonic()
+        status, _ = api(port, "GET", f"/api/v1/coes?q={thousand}", ana)
+        check(status == 422 and time.monotonic() - started < 1, f"`zz` a thousand times is refused at once ({status})")
+        worst = urllib.parse.quote("zz fail fails failing failed zz")
+        results, lock = [], threading.Lock()
+
+        def search():
+            t0 = time.monotonic()
+            code, _ = api(port, "GET", f"/api/v1/coes?q={worst}", ana)
+            with lock:
+                results.append((code, time.monotonic() - t0))
+
+        threads = [threading.Thread(target=search) for _ in range(10)]
+        for t in threads:
+            t.start()
+        ready = []
+        while any(t.is_alive() for t in threads):
+            t0 = time.monotonic()
+            code, _ = http(port, "GET", "/readyz", timeout=5)
+            ready.append((code, time.monotonic() - t0))
+        for t in threads:
+            t.join()
+        with open(f"/proc/{server.proc.pid}/status") as f:
+            peak = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+        codes = sorted({c for c, _ in results})
+        slowest = max(t for _, t in results)
+        check(set(codes) <= {200, 503} and 200 in codes, f"ten worst searches at once: {codes}")
+        check(all(c == 200 for c, _ in ready), f"/readyz answers while they run ({len(ready)} times)")
+        print(f"  ten worst searches at once: the slowest {slowest * 1000:.0f} ms; /readyz answered "
+              f"{len(ready)} times, the slowest in {max([t for _, t in ready] or [0]) * 1000:.0f} ms; "
+              f"peak RSS {peak // 1024} MiB", flush=True)
+        rows.append(("ten worst-case searches at once (800 KiB of the word)", "10 requests", 0, 0,
+                     f"slowest {slowest * 1000:.0f} ms, peak RSS {peak // 1024} MiB"))
+        rows.append(("an attacker's tries on the release binary (0.0.0.0, no settings)", "8 kinds", 0, 0, "-"))
     finally:
         server.stop()
 
