@@ -34,6 +34,7 @@ pub mod sns;
 pub mod stats;
 pub mod sweep_settings;
 pub mod tokens;
+pub mod work;
 
 pub use env::Env;
 

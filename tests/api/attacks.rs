@@ -469,7 +469,7 @@ async fn an_unreachable_webhook_s_secret_url_is_not_logged_stored_or_shown() {
 
 /// The directory of the review attacks: the owner in payments, the reviewer and a
 /// bar raiser (di) in search; an admin token.
-async fn review_world() -> (crate::actions::World, String) {
+pub(crate) async fn review_world() -> (crate::actions::World, String) {
     let w = crate::actions::World::new().await;
     let admin = w.app.admin_token();
     for (email, body) in [
@@ -495,7 +495,7 @@ async fn review_world() -> (crate::actions::World, String) {
 }
 
 /// The COE `id` as its owner reads it.
-async fn read(w: &crate::actions::World, id: &str) -> Value {
+pub(crate) async fn read(w: &crate::actions::World, id: &str) -> Value {
     w.app
         .get_json(&format!("/api/v1/coes/{id}"), &w.owner)
         .await

@@ -759,9 +759,8 @@ async fn my_work_lists_what_waits_for_me_and_what_each_coe_still_needs() {
 
     let ana = sign_in(&app, "ana@example.com").await;
     let html = page(&app, "/", &ana).await;
-    let waiting = html
-        .find("Waiting for your review")
-        .expect("a review waits");
+    let waiting = html.find("Your move").expect("a review waits");
+    assert!(html[waiting..].contains("Review <a"), "{html}");
     assert!(html[waiting..].contains("Search slow"), "{html}");
     assert!(html.contains("Queue &lt;backlog&gt;"), "{html}");
     assert!(

@@ -37,3 +37,4 @@ mod tokens;
 mod trust;
 mod webdriver;
 mod webhooks;
+mod work;

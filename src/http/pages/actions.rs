@@ -99,7 +99,7 @@ fn page(
                 "refuse" => "sent it back: not done yet",
                 _ => "changed it",
             };
-            json!({"by": s.by, "what": what, "at": crate::json::format_utc(&s.at)})
+            json!({"by": s.by, "what": what, "at": crate::json::format_utc(&s.at), "note": s.note})
         })
         .collect();
     let (_, names) = super::coes::directory_data(&directory);

@@ -1,6 +1,8 @@
-//! "My work": the signed-in person's open corrective actions, overdue first, with
-//! days overdue and due-date moves; the COEs they review that wait for them; and the
-//! COEs they own or review with what each still needs.
+//! "My work": first every move that waits on the signed-in person (`services::work`:
+//! reviews, bar-raiser reviews, actions to verify, COEs sent back, actions sent
+//! back), each with since when; then their open corrective actions, overdue first,
+//! with days overdue and due-date moves; and the COEs they own or review with what
+//! each still needs.
 
 use actix_web::http::StatusCode;
 use serde_json::{json, Value};
@@ -35,8 +37,14 @@ fn action_line(a: ActionView) -> Value {
 pub async fn home(who: SignedIn, state: State) -> Page {
     let email = who.person.email.clone();
     let is_admin = who.person.is_admin;
-    let (actions, coes, unowned, names) = as_service(&state, move |conn, state| {
+    let (actions, coes, unowned, moves, names) = as_service(&state, move |conn, state| {
         let clock = state.settings.clock();
+        let moves = crate::services::work::moves(
+            conn,
+            &email,
+            state.settings.coe.verify_actions_from,
+            &state.settings.auth.dotless_domains,
+        )?;
         // Open or in progress: the overdue ones, then the rest by due date.
         let mut open = Vec::new();
         for window in [
@@ -107,20 +115,33 @@ pub async fn home(who: SignedIn, state: State) -> Page {
         } else {
             Vec::new()
         };
-        // The names of the owners of the COEs waiting for this person's review.
-        let owners: Vec<String> = lines.iter().filter_map(|(c, _)| c.owner.clone()).collect();
-        let names = crate::services::people::names_of(conn, &owners)?;
-        Ok((open, lines, unowned, names))
+        // The names of the people the page names: owners, who waits, who asked.
+        let named: Vec<String> = lines
+            .iter()
+            .filter_map(|(c, _)| c.owner.clone())
+            .chain(moves.iter().filter_map(|m| m.by.clone()))
+            .collect();
+        let names = crate::services::people::names_of(conn, &named)?;
+        Ok((open, lines, unowned, moves, names))
     })
     .await?;
+    let now = chrono::Utc::now().naive_utc();
+    let moves: Vec<Value> = moves
+        .into_iter()
+        .map(|m| {
+            let days = (now - m.since).num_days().max(0);
+            let mut line = json!(m);
+            line["waiting"] = json!(match days {
+                0 => "since today".to_owned(),
+                1 => "for a day".to_owned(),
+                n => format!("for {n} days"),
+            });
+            line
+        })
+        .collect();
     let (_, names) = super::coes::directory_data(&names);
     let unowned: Vec<Value> = unowned.iter().map(unowned_line).collect();
     let me = who.person.email.as_str();
-    let waiting: Vec<Value> = coes
-        .iter()
-        .filter(|(c, _)| c.state == CoeState::InReview && c.reviewer.as_deref() == Some(me))
-        .map(|(c, _)| json!({"id": c.id, "title": c.title, "owner": c.owner, "severity": c.severity}))
-        .collect();
     let coes: Vec<Value> = coes
         .into_iter()
         .map(|(c, mut needs)| {
@@ -141,7 +162,7 @@ pub async fn home(who: SignedIn, state: State) -> Page {
         Some(&who),
         StatusCode::OK,
         "home",
-        json!({"actions": actions, "coes": coes, "waiting": waiting, "unowned": unowned,
+        json!({"actions": actions, "coes": coes, "moves": moves, "unowned": unowned,
                "names": names}),
     )
 }

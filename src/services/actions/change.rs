@@ -315,6 +315,7 @@ pub fn add(
         step: "create".to_owned(),
         by: row.created_by.clone(),
         at: now,
+        note: None,
     };
     Ok(ActionDetail {
         action: view(row, coe_title, coe_severity, clock)?,

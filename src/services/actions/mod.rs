@@ -180,6 +180,9 @@ pub struct ActionStep {
     #[serde(serialize_with = "crate::json::utc")]
     #[schema(value_type = String, format = DateTime)]
     pub at: NaiveDateTime,
+    /// What the step said: the resolution note, the reason for won't do, for
+    /// reopening or for sending it back at verification.
+    pub note: Option<String>,
 }
 
 /// Input of `POST /api/v1/coes/{id}/actions`. The required fields are read as text
@@ -432,7 +435,7 @@ pub fn get(conn: &mut DbConnection, id: &str, clock: Clock) -> Result<ActionDeta
         .order(due_date_changes::changed_at.asc())
         .select(DueDateChangeRow::as_select())
         .load(conn)?;
-    let steps: Vec<(String, String, NaiveDateTime)> = audit_log::table
+    let steps = audit_log::table
         .filter(audit_log::entity.eq("action"))
         .filter(audit_log::entity_id.eq(id))
         .filter(audit_log::action.eq_any([
@@ -445,8 +448,13 @@ pub fn get(conn: &mut DbConnection, id: &str, clock: Clock) -> Result<ActionDeta
             "action:refuse",
         ]))
         .order((audit_log::at.asc(), audit_log::id.asc()))
-        .select((audit_log::action, audit_log::actor, audit_log::at))
-        .load(conn)?;
+        .select((
+            audit_log::action,
+            audit_log::actor,
+            audit_log::at,
+            audit_log::after,
+        ))
+        .load::<(String, String, NaiveDateTime, Option<String>)>(conn)?;
     let coe_reviewer: Option<String> = coes::table
         .find(&row.coe_id)
         .select(coes::reviewer_email)
@@ -456,10 +464,18 @@ pub fn get(conn: &mut DbConnection, id: &str, clock: Clock) -> Result<ActionDeta
         recurrences: recurrences(conn, id)?,
         steps: steps
             .into_iter()
-            .map(|(step, by, at)| ActionStep {
+            .map(|(step, by, at, after)| ActionStep {
                 step: step.trim_start_matches("action:").to_owned(),
                 by,
                 at,
+                note: after
+                    .and_then(|a| serde_json::from_str::<serde_json::Value>(&a).ok())
+                    .and_then(|a| {
+                        a.get("reason")
+                            .or_else(|| a.get("note"))
+                            .and_then(|n| n.as_str().map(str::to_owned))
+                    })
+                    .filter(|n| !n.trim().is_empty()),
             })
             .collect(),
         action: view(row, title, severity, clock)?,

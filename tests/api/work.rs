@@ -1,0 +1,138 @@
+//! "My work" says whose move it is (issue 51, item 3): a reviewer, a bar raiser, an
+//! owner whose COE came back and an action owner whose action was sent back each find
+//! what waits on them, with since when, and it leaves once they moved.
+
+use serde_json::json;
+
+use crate::actions::person_token;
+use crate::attacks::{read, review_world};
+use crate::pages::{get_page, sign_in};
+
+async fn my_work(app: &crate::helpers::TestApp, email: &str) -> String {
+    let cookie = sign_in(app, email).await;
+    get_page(app, "/", Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html")
+}
+
+/// The part of "My work" that lists the moves (empty when none waits).
+fn moves(html: &str) -> &str {
+    match html.find("id=\"your-move\"") {
+        Some(start) => {
+            let end = html[start..]
+                .find("</section>")
+                .map_or(html.len(), |e| start + e);
+            &html[start..end]
+        }
+        None => "",
+    }
+}
+
+#[tokio::test]
+async fn each_person_finds_the_move_that_waits_on_them_on_my_work() {
+    let (w, _) = review_world().await;
+    let (id, _) = crate::mechanism::submitted_sev1(&w).await;
+    let di = person_token(&w.app, "di", "di@example.com");
+    let dev = person_token(&w.app, "dev", "dev@example.com");
+    let approve = format!("/api/v1/coes/{id}/approve");
+
+    let html = my_work(&w.app, "reviewer@example.com").await;
+    assert!(moves(&html).contains("Review <a"), "{html}");
+    assert!(moves(&html).contains("waiting since today"), "{html}");
+    let html = my_work(&w.app, "di@example.com").await;
+    assert!(moves(&html).contains("Raise the bar on"), "{html}");
+
+    // The reviewer approved: it waits on the bar raiser alone.
+    let (status, _) = w.send(&w.reviewer, "POST", &approve, None, None).await;
+    assert_eq!(status, 200);
+    assert!(!moves(&my_work(&w.app, "reviewer@example.com").await).contains("Payments down"));
+    assert!(moves(&my_work(&w.app, "di@example.com").await).contains("Payments down"));
+
+    // The bar raiser sends it back: the owner's move, with what was asked.
+    let (status, _) = w
+        .send(
+            &di,
+            "POST",
+            &format!("/api/v1/coes/{id}/request-changes"),
+            None,
+            Some(json!({"comment": "Say which check was missing."})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let html = my_work(&w.app, "owner@example.com").await;
+    assert!(
+        moves(&html).contains("with changes asked: “Say which check was missing.”"),
+        "{html}"
+    );
+    assert!(moves(&my_work(&w.app, "di@example.com").await).is_empty());
+
+    // Submitted again and approved by both: the owner's move is gone.
+    let (status, _) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert!(moves(&my_work(&w.app, "owner@example.com").await).is_empty());
+    for token in [&di, &w.reviewer] {
+        let (status, doc) = w.send(token, "POST", &approve, None, None).await;
+        assert_eq!(status, 200, "{doc}");
+    }
+    assert_eq!(read(&w, &id).await["state"], "approved");
+
+    // Dev does the action: the reviewer's move, to verify it.
+    let action = read(&w, &id).await["actions"][0]["id"]
+        .as_str()
+        .expect("action")
+        .to_owned();
+    let (status, body) = w
+        .send(
+            &dev,
+            "POST",
+            &format!("/api/v1/actions/{action}/complete"),
+            None,
+            Some(json!({"note": "CI checks it", "evidence_url": "https://ci.example.com/1"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let html = my_work(&w.app, "reviewer@example.com").await;
+    assert!(moves(&html).contains("does what it promised"), "{html}");
+
+    // Sent back at verification: Dev's move, with the reason.
+    let (status, body) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("/api/v1/actions/{action}/verify"),
+            None,
+            Some(json!({"verified": false, "reason": "The CI run is red."})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let html = my_work(&w.app, "dev@example.com").await;
+    assert!(
+        moves(&html).contains("was sent back at verification")
+            && moves(&html).contains("The CI run is red."),
+        "{html}"
+    );
+    assert!(
+        !moves(&my_work(&w.app, "reviewer@example.com").await).contains("does what it promised")
+    );
+    // The action's page says why too (item 6), not only the email.
+    let cookie = sign_in(&w.app, "dev@example.com").await;
+    let page = get_page(&w.app, &format!("/actions/{action}"), Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        page.contains("sent it back: not done yet: “The CI run is red.”"),
+        "{page}"
+    );
+}
