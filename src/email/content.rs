@@ -41,10 +41,11 @@ pub enum Kind {
     CoeMerged,
     ActionRecurred,
     ActionVerification,
+    VerificationsWaiting,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 14] = [
+    pub const ALL: [Kind; 15] = [
         Kind::OverdueDigest,
         Kind::Escalation,
         Kind::CoeOpened,
@@ -59,6 +60,7 @@ impl Kind {
         Kind::CoeMerged,
         Kind::ActionRecurred,
         Kind::ActionVerification,
+        Kind::VerificationsWaiting,
     ];
 
     /// The template folder name, also stored as the outbox row's kind.
@@ -78,6 +80,7 @@ impl Kind {
             Kind::CoeMerged => "coe_merged",
             Kind::ActionRecurred => "action_recurred",
             Kind::ActionVerification => "action_verification",
+            Kind::VerificationsWaiting => "verifications_waiting",
         }
     }
 
@@ -222,6 +225,12 @@ impl Kind {
                 } else {
                     "192.0.2.7".into()
                 },
+            }),
+            Kind::VerificationsWaiting => serde_json::to_value(VerificationsWaiting {
+                recipient_name: "Bo Reviewer".into(),
+                coes_named: coes_named(["Checkout returned 502 for 40 minutes"]),
+                actions: vec![action(0), action(1)],
+                actions_link: "https://coe.example.com/".into(),
             }),
             Kind::WriteupOverdue => serde_json::to_value(WriteupOverdue {
                 recipient_name: "Ana Lima".into(),
@@ -448,6 +457,16 @@ pub struct WriteupOverdue {
     pub recipient_name: String,
     pub coes_named: String,
     pub coes: Vec<CoeLine>,
+}
+
+/// To a reviewer: the done actions of COEs they review that wait for their
+/// verification (once a day at most).
+#[derive(Debug, Clone, Serialize)]
+pub struct VerificationsWaiting {
+    pub recipient_name: String,
+    pub coes_named: String,
+    pub actions: Vec<ActionLine>,
+    pub actions_link: String,
 }
 
 /// Review requested, changes requested, approved.

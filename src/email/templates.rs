@@ -65,6 +65,9 @@ const DEFAULTS: &[(&str, &str)] = embedded!(
     "action_verification/subject.hbs",
     "action_verification/body.txt.hbs",
     "action_verification/body.html.hbs",
+    "verifications_waiting/subject.hbs",
+    "verifications_waiting/body.txt.hbs",
+    "verifications_waiting/body.html.hbs",
 );
 
 /// Longest subject, in characters; longer ones are cut with an ellipsis.

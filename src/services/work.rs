@@ -134,8 +134,8 @@ fn reviews(conn: &mut DbConnection, me: &str, moves: &mut Vec<Move>) -> QueryRes
     Ok(())
 }
 
-/// A done action: its id, title, owner and closing time; its COE's id, title and
-/// severity.
+/// A done action: its id, title, owner and closing time; its COE's id, title,
+/// severity and reviewer.
 type DoneLine = (
     String,
     String,
@@ -144,6 +144,7 @@ type DoneLine = (
     String,
     String,
     i32,
+    String,
 );
 
 /// Done actions waiting for this person's verification: of COEs they review whose
@@ -155,15 +156,42 @@ fn to_verify(
     dotless: &[String],
     moves: &mut Vec<Move>,
 ) -> QueryResult<()> {
-    let rows: Vec<DoneLine> = corrective_actions::table
+    moves.extend(
+        waiting_verification(conn, Some(me), verify_from, dotless, SHOWN)?
+            .into_iter()
+            .map(|(_, m)| m),
+    );
+    Ok(())
+}
+
+/// Done actions waiting for their COE's reviewer to verify them (the COE's severity
+/// asks for it; the reviewer neither owns nor completed the action), oldest done
+/// first, with their reviewer: of `reviewer` alone, or of everyone. What "My work"
+/// lists and the daily email to each reviewer (`reminders`) says.
+pub fn waiting_verification(
+    conn: &mut DbConnection,
+    reviewer: Option<&str>,
+    verify_from: Severity,
+    dotless: &[String],
+    limit: i64,
+) -> QueryResult<Vec<(String, Move)>> {
+    let mut query = corrective_actions::table
         .inner_join(coes::table)
-        .filter(coes::reviewer_email.eq(me))
+        .filter(coes::reviewer_email.is_not_null())
         .filter(coes::severity.le(verify_from.rank()))
         .filter(coes::state.ne(CoeState::Merged.as_str()))
         .filter(corrective_actions::state.eq(ActionState::Done.as_str()))
         .filter(corrective_actions::verified_at.is_null())
-        .order(corrective_actions::closed_at.asc())
-        .limit(SHOWN)
+        .into_boxed();
+    if let Some(reviewer) = reviewer {
+        query = query.filter(coes::reviewer_email.eq(reviewer.to_owned()));
+    }
+    let rows: Vec<DoneLine> = query
+        .order((
+            corrective_actions::closed_at.asc(),
+            corrective_actions::id.asc(),
+        ))
+        .limit(limit)
         .select((
             corrective_actions::id,
             corrective_actions::title,
@@ -172,9 +200,11 @@ fn to_verify(
             coes::id,
             coes::title,
             coes::severity,
+            coes::reviewer_email.assume_not_null(),
         ))
         .load(conn)?;
-    for (id, title, owner, closed, coe_id, coe_title, severity) in rows {
+    let mut waiting = Vec::new();
+    for (id, title, owner, closed, coe_id, coe_title, severity, reviewer) in rows {
         let completed_by: Option<String> = audit_log::table
             .filter(audit_log::entity.eq("action"))
             .filter(audit_log::entity_id.eq(&id))
@@ -183,22 +213,25 @@ fn to_verify(
             .select(audit_log::actor)
             .first(conn)
             .optional()?;
-        if action::may_verify(me, &owner, completed_by.as_deref(), dotless).is_err() {
+        if action::may_verify(&reviewer, &owner, completed_by.as_deref(), dotless).is_err() {
             continue;
         }
-        moves.push(Move {
-            kind: MoveKind::Verify,
-            coe_id,
-            coe_title,
-            severity: types::severity("coes.severity", severity)?,
-            action_id: Some(id),
-            action_title: Some(title),
-            by: Some(owner),
-            said: None,
-            since: closed.unwrap_or_default(),
-        });
+        waiting.push((
+            reviewer,
+            Move {
+                kind: MoveKind::Verify,
+                coe_id,
+                coe_title,
+                severity: types::severity("coes.severity", severity)?,
+                action_id: Some(id),
+                action_title: Some(title),
+                by: Some(owner),
+                said: None,
+                since: closed.unwrap_or_default(),
+            },
+        ));
     }
-    Ok(())
+    Ok(waiting)
 }
 
 /// Drafts this person owns whose last review step sent them back.

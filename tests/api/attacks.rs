@@ -654,7 +654,7 @@ async fn an_approval_stands_only_for_the_version_its_approver_read() {
 }
 
 /// An approved sev1 COE with one action of dev@ (reviewer@ reviews, di bar-raises).
-async fn approved_sev1(w: &crate::actions::World) -> (String, String) {
+pub(crate) async fn approved_sev1(w: &crate::actions::World) -> (String, String) {
     let (id, _) = crate::mechanism::submitted_sev1(w).await;
     let di = person_token(&w.app, "di", "di@example.com");
     let approve = format!("/api/v1/coes/{id}/approve");

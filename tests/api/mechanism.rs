@@ -887,7 +887,7 @@ async fn review_step(w: &crate::actions::World, token: &str, id: &str, step: &st
 }
 
 /// `coe sweep --at AT` against `app`'s database, delivering to `smtp`.
-fn sweep_at(app: &TestApp, smtp: &str, at: chrono::DateTime<chrono::Utc>) {
+pub(crate) fn sweep_at(app: &TestApp, smtp: &str, at: chrono::DateTime<chrono::Utc>) {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_coe"))
         .args(["sweep", "--at", &at.to_rfc3339()])

@@ -136,3 +136,66 @@ async fn each_person_finds_the_move_that_waits_on_them_on_my_work() {
         "{page}"
     );
 }
+
+/// Done actions waiting for verification reach their reviewer by email too: one a
+/// day at most, listing them all, and none once they are verified (issue 51, item 3).
+#[tokio::test]
+async fn a_reviewer_is_emailed_once_a_day_while_done_actions_wait_for_verification() {
+    use crate::email::SmtpServer;
+    let (w, _) = review_world().await;
+    let (id, action) = crate::attacks::approved_sev1(&w).await;
+    let dev = person_token(&w.app, "dev", "dev@example.com");
+    let (status, body) = w
+        .send(
+            &dev,
+            "POST",
+            &format!("/api/v1/actions/{action}/complete"),
+            None,
+            Some(json!({"note": "CI checks it", "evidence_url": "https://ci.example.com/1"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let smtp = SmtpServer::start();
+    let waiting = |smtp: &SmtpServer| {
+        smtp.to("reviewer@example.com")
+            .into_iter()
+            .filter(|m| m.subject.contains("for your verification"))
+            .collect::<Vec<_>>()
+    };
+    let now = chrono::Utc::now();
+    crate::mechanism::sweep_at(&w.app, &smtp.url(), now);
+    crate::mechanism::sweep_at(&w.app, &smtp.url(), now);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while waiting(&smtp).is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let emails = waiting(&smtp);
+    assert_eq!(
+        emails.len(),
+        1,
+        "one a day: {:?}",
+        emails.iter().map(|m| &m.subject).collect::<Vec<_>>()
+    );
+    assert!(
+        emails[0]
+            .subject
+            .contains("1 done action waits for your verification (Payments down)"),
+        "{}",
+        emails[0].subject
+    );
+    // Verified: the next day's sweep (which delivers what it queued before it exits)
+    // tells the reviewer nothing.
+    let (status, body) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("/api/v1/actions/{action}/verify"),
+            None,
+            Some(json!({"verified": true})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(read(&w, &id).await["state"], "closed");
+    crate::mechanism::sweep_at(&w.app, &smtp.url(), now + chrono::Duration::days(1));
+    assert_eq!(waiting(&smtp).len(), 1, "no second email once verified");
+}

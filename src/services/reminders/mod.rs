@@ -18,7 +18,9 @@ use crate::config::Settings;
 use crate::db::schema::{coes, corrective_actions, people};
 use crate::db::{self, DbConnection};
 use crate::domain::reminder::{self, DueAction, Person};
-use crate::email::content::{coes_named, ActionLine, Escalation, Links, OverdueDigest};
+use crate::email::content::{
+    coes_named, ActionLine, Escalation, Links, OverdueDigest, VerificationsWaiting,
+};
 use crate::email::{EmailTemplates, Kind};
 use crate::services::outbox::{self, NewEmail};
 
@@ -279,6 +281,9 @@ pub fn sweep(
         recipient: e.recipient,
     }));
     decisions.extend(writeups_overdue(conn, settings, at, tz, &links)?);
+    decisions.extend(verifications_waiting(
+        conn, settings, today, &directory, &links,
+    )?);
     if today.weekday() == settings.digest_weekday() && !settings.digest.recipients.is_empty() {
         decisions.extend(inspection_digests(
             conn, settings, at, tz, &actions, &directory, &links,
@@ -325,6 +330,67 @@ pub fn sweep(
         report.already_queued += duplicates;
     }
     Ok(report)
+}
+
+/// Most done actions read for the reviewers' daily emails.
+const MAX_WAITING_VERIFICATION: i64 = 10_000;
+
+/// One email a day to each reviewer with done actions waiting for their verification
+/// (`work::waiting_verification`): nothing waits unseen.
+fn verifications_waiting(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    today: NaiveDate,
+    directory: &HashMap<String, Person>,
+    links: &Links,
+) -> QueryResult<Vec<Decision>> {
+    let waiting = crate::services::work::waiting_verification(
+        conn,
+        None,
+        settings.coe.verify_actions_from,
+        &settings.auth.dotless_domains,
+        MAX_WAITING_VERIFICATION,
+    )?;
+    let mut by_reviewer: std::collections::BTreeMap<String, Vec<ActionLine>> =
+        std::collections::BTreeMap::new();
+    for (reviewer, m) in waiting {
+        let id = m.action_id.unwrap_or_default();
+        let owner = m.by.unwrap_or_default();
+        by_reviewer.entry(reviewer).or_default().push(ActionLine {
+            link: links.action(&id),
+            action_id: id,
+            title: m.action_title.unwrap_or_default(),
+            coe_id: m.coe_id,
+            coe_title: m.coe_title,
+            owner_name: directory
+                .get(&owner)
+                .and_then(|p| p.name.clone())
+                .unwrap_or_default(),
+            owner,
+            due_date: String::new(),
+            days_overdue: 0,
+            days_until_due: 0,
+            newly_escalated: false,
+        });
+    }
+    let kind = Kind::VerificationsWaiting;
+    Ok(by_reviewer
+        .into_iter()
+        .map(|(reviewer, actions)| Decision {
+            kind,
+            key: format!("{}:{today}:{reviewer}", kind.name()),
+            payload: Payload::Ready(
+                serde_json::to_value(VerificationsWaiting {
+                    recipient_name: String::new(),
+                    coes_named: coes_named(actions.iter().map(|a| a.coe_title.as_str())),
+                    actions,
+                    actions_link: links.my_work(),
+                })
+                .unwrap_or_default(),
+            ),
+            recipient: reviewer,
+        })
+        .collect())
 }
 
 fn planned(email: &NewEmail) -> Planned {
