@@ -750,7 +750,10 @@ async fn drafts_of_one_outage_are_suggested_to_each_other_and_merged_in_one_clic
             &[("coe_id", source.as_str())],
         )
         .await;
-        assert_eq!(res.status(), StatusCode::SEE_OTHER, "{source}");
+        // The page the merge lands on confirms it.
+        assert_eq!(res.status(), StatusCode::OK, "{source}");
+        let html = res.text().await.expect("html");
+        assert!(html.contains("Merged into this COE"), "{html}");
     }
     let doc = app
         .get_json(&page.replace("/coes", "/api/v1/coes"), &admin)
@@ -836,7 +839,7 @@ async fn drafts_of_one_outage_are_suggested_to_each_other_and_merged_in_one_clic
         &[("coe_id", cdn.as_str())],
     )
     .await;
-    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(res.status(), StatusCode::OK, "lands on the COE kept");
     let doc = app.get_json(&format!("/api/v1/coes/{db}"), &admin).await;
     assert_eq!(
         doc["incident_ids"].as_array().expect("ids").len(),

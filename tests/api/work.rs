@@ -199,3 +199,89 @@ async fn a_reviewer_is_emailed_once_a_day_while_done_actions_wait_for_verificati
     crate::mechanism::sweep_at(&w.app, &smtp.url(), now + chrono::Duration::days(1));
     assert_eq!(waiting(&smtp).len(), 1, "no second email once verified");
 }
+
+/// Merging an owned, reviewed draft into an unowned one (issue 51, item 5): the COE
+/// kept takes its owner and reviewer (and says so), the page confirms the merge, and
+/// the merged draft leaves its owner's work.
+#[tokio::test]
+async fn a_merge_keeps_the_owner_and_reviewer_and_the_merged_draft_leaves_my_work() {
+    let app = crate::helpers::spawn_app().await;
+    let admin = app.admin_token();
+    let ana = person_token(&app, "ana", "ana@example.com");
+    let boss = crate::actions::person_token_with_role(
+        &app,
+        "boss",
+        coe::domain::Role::Admin,
+        "boss@example.com",
+    );
+    let create = |title: &str| json!({"title": title, "severity": "sev2"});
+    let unowned = crate::helpers::json(
+        app.post_json("/api/v1/coes", Some(&admin), &create("Checkout failing"))
+            .await,
+    )
+    .await;
+    let theirs = crate::helpers::json(
+        app.post_json("/api/v1/coes", Some(&admin), &create("Payments failing"))
+            .await,
+    )
+    .await;
+    let (kept, draft) = (
+        unowned["id"].as_str().expect("id").to_owned(),
+        theirs["id"].as_str().expect("id").to_owned(),
+    );
+    let res = app
+        .client
+        .patch(app.url(&format!("/api/v1/coes/{draft}")))
+        .bearer_auth(&boss)
+        .header("If-Match", format!("\"{}\"", theirs["version"]))
+        .json(&json!({"owner": "ana@example.com", "reviewer": "lee@example.com"}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(
+        res.status(),
+        200,
+        "{}",
+        res.text().await.unwrap_or_default()
+    );
+    assert!(moves_or_coes(&my_work(&app, "ana@example.com").await).contains("Payments failing"));
+
+    // Ana merges her draft into the unowned COE from its page.
+    let cookie = sign_in(&app, "ana@example.com").await;
+    let page = format!("/coes/{kept}");
+    let res = crate::pages::post_form(
+        &app,
+        &cookie,
+        &page,
+        &format!("{page}/merge"),
+        &[("coe_id", draft.as_str())],
+    )
+    .await;
+    let html = res.text().await.expect("html");
+    assert!(
+        html.contains("Merged into this COE: “Payments failing”. It had no owner: ana@example.com owns it now. It had no reviewer: lee@example.com reviews it now."),
+        "{html}"
+    );
+    let doc = app.get_json(&format!("/api/v1/coes/{kept}"), &ana).await;
+    assert_eq!(doc["owner"], "ana@example.com", "{doc}");
+    assert_eq!(doc["reviewer"], "lee@example.com", "{doc}");
+    let history = app
+        .get_json(&format!("/api/v1/coes/{kept}/history"), &ana)
+        .await;
+    assert!(history.to_string().contains("lee@example.com"), "{history}");
+    // The merged draft is no one's work, and its page asks for nothing.
+    let work = my_work(&app, "ana@example.com").await;
+    assert!(!moves_or_coes(&work).contains("Payments failing"), "{work}");
+    assert!(moves_or_coes(&work).contains("Checkout failing"), "{work}");
+    let merged = get_page(&app, &format!("/coes/{draft}"), Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(!merged.contains("Still missing"), "{merged}");
+}
+
+/// "My work" below its heading.
+fn moves_or_coes(html: &str) -> &str {
+    html.find("<h1>My work</h1>").map_or(html, |at| &html[at..])
+}

@@ -651,12 +651,61 @@ pub async fn detach_incident(form: CoeForm) -> Page {
 }
 
 /// `POST /coes/{id}/merge`: folds the drafts ticked (`coe_id`, repeated) into this COE.
+/// Lands on the COE kept, saying what was merged and whom it took as owner or
+/// reviewer.
 pub async fn merge(form: CoeForm) -> Page {
     let sources: Vec<String> = form.fields.all("coe_id").map(str::to_owned).collect();
-    form.change(
-        "merge",
-        Kept::default(),
-        move |conn, state, editor, coe, _| service::merge(conn, coe, &sources, editor, state.env()),
-    )
-    .await
+    let done = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let told = done.clone();
+    let id = form.id.clone();
+    let outcome = change(&form.state, &form.who, move |conn, state, editor| {
+        let merged = service::merge(conn, &id, &sources, editor, state.env())?;
+        *told.lock().unwrap_or_else(|e| e.into_inner()) = Some(merged);
+        Ok::<(), crate::services::coes::CoeError>(())
+    })
+    .await?;
+    let merged = done.lock().unwrap_or_else(|e| e.into_inner()).take();
+    match (outcome, merged) {
+        (Outcome::Done, Some(merged)) => {
+            let mut notice = format!(
+                "Merged into this COE: {}.",
+                merged
+                    .titles
+                    .iter()
+                    .map(|t| format!("“{t}”"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            if let Some(owner) = &merged.took_owner {
+                notice.push_str(&format!(" It had no owner: {owner} owns it now."));
+            }
+            if let Some(reviewer) = &merged.took_reviewer {
+                notice.push_str(&format!(" It had no reviewer: {reviewer} reviews it now."));
+            }
+            let kept = Kept {
+                notice: Some(notice),
+                ..Kept::default()
+            };
+            coe_answer::keep(
+                &form.state,
+                &form.who,
+                &form.id,
+                StatusCode::OK,
+                &kept,
+                "notice",
+            )
+            .await
+        }
+        (outcome, _) => {
+            answer(
+                &form.state,
+                &form.who,
+                &form.id,
+                "merge",
+                outcome,
+                Kept::default(),
+            )
+            .await
+        }
+    }
 }

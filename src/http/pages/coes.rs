@@ -547,7 +547,12 @@ pub(super) fn page(
         "may_approve": may_approve,
 
         "may_submit": may_write && doc.state == CoeState::Draft,
-        "missing": findings(&doc.completeness.missing, &doc.sections),
+        // A merged draft is not to be submitted: nothing is missing from it.
+        "missing": if doc.state == CoeState::Merged {
+            Vec::new()
+        } else {
+            findings(&doc.completeness.missing, &doc.sections)
+        },
         "warnings": findings(&doc.completeness.warnings, &doc.sections),
         "related": related,
         "sections": sections,

@@ -82,6 +82,11 @@ pub async fn home(who: SignedIn, state: State) -> Page {
             },
         ] {
             for c in coes::list(conn, &filter, SHOWN, 0)?.0 {
+                // A merged draft is written, reviewed and reminded of in the COE
+                // it went into: no work of anyone's.
+                if c.state == CoeState::Merged {
+                    continue;
+                }
                 if !mine.iter().any(|m| m.id == c.id) {
                     mine.push(c);
                 }

@@ -21,20 +21,32 @@ use crate::db::schema::{
 };
 use crate::db::{self, locks, types, DbConnection};
 use crate::domain::coe::{CoeState, TimelineKind};
+use crate::domain::email::same_person_opt;
 use crate::services::access::{self, Editor};
 use crate::services::{notify, Env};
 
 /// Most drafts merged at once.
 pub const MAX_MERGED: usize = 50;
 
-/// Folds drafts `sources` into COE `id` (a draft or in review).
+/// What a merge did, for the person who asked: the drafts folded in, and the owner
+/// and reviewer the COE took from them where it had none.
+#[derive(Debug, Clone, Default)]
+pub struct Merged {
+    pub titles: Vec<String>,
+    pub took_owner: Option<String>,
+    pub took_reviewer: Option<String>,
+}
+
+/// Folds drafts `sources` into COE `id` (a draft or in review). A COE with no owner
+/// (or no reviewer) takes the first draft's that has one: the people who were
+/// writing the outage up stay on it.
 pub fn merge(
     conn: &mut DbConnection,
     id: &str,
     sources: &[String],
     who: &Editor<'_>,
     env: Env<'_>,
-) -> Result<(), CoeError> {
+) -> Result<Merged, CoeError> {
     let sources: Vec<String> = sources
         .iter()
         .map(|s| s.trim().to_owned())
@@ -98,6 +110,31 @@ pub fn merge(
         for source in &merged {
             fold(conn, target, source, who, now)?;
         }
+        // The owner and reviewer of the drafts, where the COE kept has none (the first
+        // draft opened that has one; never one person as both).
+        let dotless = &env.settings.auth.dotless_domains;
+        let took_owner = match &target.owner_email {
+            Some(_) => None,
+            None => merged.iter().find_map(|m| m.owner_email.clone()),
+        };
+        let owner_now = target.owner_email.clone().or(took_owner.clone());
+        let took_reviewer = match &target.reviewer_email {
+            Some(_) => None,
+            None => merged
+                .iter()
+                .filter_map(|m| m.reviewer_email.clone())
+                .find(|r| !same_person_opt(Some(r), owner_now.as_deref(), dotless)),
+        };
+        let mut taken = Vec::new();
+        if let Some(owner) = &took_owner {
+            taken.push(("owner", json!(owner)));
+        }
+        if let Some(reviewer) = &took_reviewer {
+            taken.push(("reviewer", json!(reviewer)));
+        }
+        if !taken.is_empty() {
+            super::edit::apply_patch(conn, id, &taken, who.actor, now)?;
+        }
         for kind in [
             TimelineKind::Started,
             TimelineKind::Detected,
@@ -127,6 +164,11 @@ pub fn merge(
             )?;
         }
         tracing::info!(coe = %id, merged = ?sources, by = %who.actor, "drafts merged");
+        let summary = Merged {
+            titles: titles.clone(),
+            took_owner,
+            took_reviewer,
+        };
         let recorded = Recorded {
             action: "merge".into(),
             before: None,
@@ -134,7 +176,7 @@ pub fn merge(
                 .map(|m| json!({"id": m.id, "title": m.title}))
                 .collect::<Vec<_>>()})),
         };
-        Ok(((), Some(recorded)))
+        Ok((summary, Some(recorded)))
     })
 }
 
