@@ -191,6 +191,9 @@ impl Application {
                 .wrap(from_fn(http::bearer::authenticate_first))
                 .wrap(from_fn(http::deadline::body_deadline))
                 .wrap(ErrorHandlers::new().default_handler(render_foreign_error))
+                // Pages and JSON gzipped for a client that accepts it: a COE page is
+                // tens of kilobytes of repeated markup.
+                .wrap(actix_web::middleware::Compress::default())
                 .wrap(from_fn(http::metrics::observe_requests))
         })
         .client_request_timeout(header_timeout)

@@ -62,3 +62,46 @@ async fn readyz_is_503_with_the_reason_when_the_database_is_unreachable() {
     assert_eq!(res.status(), 200);
     handle.stop(false).await;
 }
+
+/// Pages and JSON answers are gzipped for a client that accepts it (issue 51 item 13),
+/// and the same bytes come back uncompressed; without `Accept-Encoding` they are
+/// sent as they are.
+#[tokio::test]
+async fn answers_are_gzipped_for_a_client_that_accepts_it() {
+    use std::io::Read;
+    let app = crate::helpers::spawn_app().await;
+    let client = reqwest::Client::new();
+    for path in ["/sign-in", "/api/openapi.json"] {
+        let plain = client.get(app.url(path)).send().await.expect("sent");
+        assert!(plain.headers().get("content-encoding").is_none(), "{path}");
+        let plain = plain.bytes().await.expect("body");
+        let res = client
+            .get(app.url(path))
+            .header("Accept-Encoding", "gzip")
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(res.status(), 200, "{path}");
+        assert_eq!(
+            res.headers()
+                .get("content-encoding")
+                .and_then(|v| v.to_str().ok()),
+            Some("gzip"),
+            "{path}"
+        );
+        let zipped = res.bytes().await.expect("body");
+        if plain.len() > 10_000 {
+            assert!(
+                zipped.len() * 4 < plain.len(),
+                "{path}: {} of {}",
+                zipped.len(),
+                plain.len()
+            );
+        }
+        let mut unzipped = Vec::new();
+        flate2::read::GzDecoder::new(&zipped[..])
+            .read_to_end(&mut unzipped)
+            .expect("gzip");
+        assert_eq!(unzipped, plain.to_vec(), "{path}");
+    }
+}
