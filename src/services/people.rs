@@ -215,6 +215,14 @@ pub fn check_assignable(
     )))
 }
 
+/// How many people the directory marks bar raiser.
+pub fn bar_raiser_count(conn: &mut DbConnection) -> QueryResult<i64> {
+    people::table
+        .filter(people::bar_raiser.eq(true))
+        .count()
+        .get_result(conn)
+}
+
 /// Whether `email` may review COEs, beyond being assignable: once the directory
 /// holds teams (it was imported or kept by admins), a reviewer is a person in it with
 /// a team, not an address that only signed in (a second mailbox of the owner's, say);

@@ -285,3 +285,60 @@ async fn a_merge_keeps_the_owner_and_reviewer_and_the_merged_draft_leaves_my_wor
 fn moves_or_coes(html: &str) -> &str {
     html.find("<h1>My work</h1>").map_or(html, |at| &html[at..])
 }
+
+/// The bar-raiser rule never lapses unseen (issue 51, item 4): with nobody marked bar
+/// raiser, a sev1's review panel and the admin People page say its reviewer alone
+/// approves it, and the approval text says closing waits for each verification.
+#[tokio::test]
+async fn a_sev1_without_a_bar_raiser_says_so() {
+    let w = crate::actions::World::new().await;
+    let (id, doc) = crate::mechanism::submitted_sev1(&w).await;
+    assert_eq!(doc["bar_raiser"], serde_json::Value::Null, "{doc}");
+    let html = {
+        let cookie = sign_in(&w.app, "reviewer@example.com").await;
+        get_page(&w.app, &format!("/coes/{id}"), Some(&cookie))
+            .await
+            .text()
+            .await
+            .expect("html")
+    };
+    assert!(
+        html.contains(
+            "nobody in the directory is marked bar raiser, so its reviewer alone approves it"
+        ),
+        "{html}"
+    );
+    assert!(
+        html.contains("each action is done and you verified it against its success criteria"),
+        "{html}"
+    );
+    crate::ownership::person(&w.app, "root@example.com", true).await;
+    let cookie = sign_in(&w.app, "root@example.com").await;
+    let people = get_page(&w.app, "/admin/people", Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        people.contains("No bar raiser marked: sev1 COEs are approved by their reviewer alone"),
+        "{people}"
+    );
+    // Once someone is marked, the People page says nothing of it.
+    let admin = w.app.admin_token();
+    let (status, _) = w
+        .send(
+            &admin,
+            "PUT",
+            "/api/v1/people/di@example.com",
+            None,
+            Some(json!({"team": "search", "bar_raiser": true})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let people = get_page(&w.app, "/admin/people", Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(!people.contains("No bar raiser marked"), "{people}");
+}

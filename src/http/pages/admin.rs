@@ -54,11 +54,22 @@ async fn people_page(
     report: Option<Value>,
 ) -> Page {
     let filter = team.clone();
-    let everyone = as_service(state, move |conn, _| {
-        Ok(people::list(conn, filter.as_deref())?)
+    let (everyone, bar_raisers) = as_service(state, move |conn, _| {
+        Ok((
+            people::list(conn, filter.as_deref())?,
+            people::bar_raiser_count(conn)?,
+        ))
     })
     .await?;
-    let data = json!({"people": everyone, "team": team, "report": report});
+    // The bar-raiser rule never lapses unseen: with nobody marked, the worst outages'
+    // COEs are approved by their reviewer alone.
+    let from = state.settings.coe.bar_raiser_from;
+    let unmarked = (bar_raisers == 0).then(|| match from {
+        crate::domain::Severity::Sev1 => "sev1 COEs".to_owned(),
+        other => format!("{other} COEs and worse"),
+    });
+    let data = json!({"people": everyone, "team": team, "report": report,
+                      "no_bar_raiser_from": unmarked});
     page(state, who, status, "admin_people", "people", data)
 }
 

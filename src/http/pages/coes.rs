@@ -90,6 +90,8 @@ pub(super) struct Loaded {
     /// (address, name): the directory, offered in the fields that name people, for
     /// someone who may edit; else the people the page shows.
     pub directory: Vec<(String, Option<String>)>,
+    /// People marked bar raiser in the directory.
+    bar_raisers: i64,
 }
 
 /// How many other drafts a COE's page offers to merge into it.
@@ -211,7 +213,9 @@ pub(super) async fn load(
             value["state_words"] = json!(other.state.as_str().replace('_', " "));
             same_outage.push(value);
         }
+        let bar_raisers = crate::services::people::bar_raiser_count(conn)?;
         Ok(Some(Loaded {
+            bar_raisers,
             incidents,
             drafts,
             same_outage,
@@ -339,6 +343,7 @@ pub(super) fn page(
         may_edit,
         since_last_look,
         directory,
+        bar_raisers,
     } = loaded;
     let (people, names) = directory_data(&directory);
     let related = related_links(&doc);
@@ -607,6 +612,29 @@ pub(super) fn page(
         data.insert("approved_already".into(), json!(approved_already));
         data.insert("awaited".into(), json!(awaited.flatten()));
         data.insert("other_approver".into(), json!(other));
+        // The rules that decide how this COE is approved and closed, said where they
+        // apply, so that none of them vanishes silently: a sev1 with no bar raiser
+        // (nobody in the directory is marked one), and closing that waits for each
+        // action's verification.
+        let settings = &state.settings.coe;
+        let lacks_bar_raiser = doc.bar_raiser.is_none()
+            && crate::domain::bar_raiser::needed(doc.severity, settings.bar_raiser_from)
+            && matches!(doc.state, CoeState::Draft | CoeState::InReview);
+        data.insert(
+            "no_bar_raiser".into(),
+            json!(lacks_bar_raiser && bar_raisers == 0),
+        );
+        data.insert(
+            "no_eligible_bar_raiser".into(),
+            json!(lacks_bar_raiser && bar_raisers > 0 && doc.state == CoeState::InReview),
+        );
+        data.insert(
+            "closes_when_verified".into(),
+            json!(crate::domain::coe::needs_verification(
+                doc.severity,
+                settings.verify_actions_from
+            )),
+        );
     }
     if let Some(actions) = data["coe"]["actions"].as_array_mut() {
         for action in actions {
