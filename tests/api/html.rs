@@ -440,6 +440,86 @@ async fn every_page_is_valid_html() {
     saved.push(file);
 
     assert_valid(&jar, &saved);
+    assert_no_api_words(&saved);
+}
+
+/// Words of the API and the settings that a person reading a page should never meet
+/// (issue 51, item 9): field names, HTTP verbs, raw states.
+const API_WORDS: [&str; 11] = [
+    "PATCH",
+    "If-Match",
+    "evidence_url",
+    "success_criteria",
+    "due_date",
+    "coe_ids",
+    "in_review",
+    "wont_do",
+    "changes_requested",
+    "max_section_bytes",
+    "action verify",
+];
+
+/// The text a person reads on a page: no markup, scripts, styles or `<code>` (which
+/// shows formats on purpose).
+fn readable_text(html: &str) -> String {
+    let cut = |text: &str, open: &str, close: &str| -> String {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(start) = rest.find(open) {
+            out.push_str(&rest[..start]);
+            rest = rest[start..]
+                .find(close)
+                .map_or("", |end| &rest[start + end + close.len()..]);
+        }
+        out.push_str(rest);
+        out
+    };
+    let mut text = cut(html, "<script", "</script>");
+    for (open, close) in [("<style", "</style>"), ("<code", "</code>"), ("<", ">")] {
+        text = cut(&text, open, close);
+    }
+    text
+}
+
+#[test]
+fn readable_text_is_what_a_person_reads() {
+    let text = readable_text(
+        "<p title=\"PATCH\">Save it</p><code>due_date</code><script>in_review</script><b>PATCH it</b>",
+    );
+    assert_eq!(text, "Save itPATCH it");
+}
+
+/// The text a person reads on each saved page holds none of `API_WORDS`.
+fn assert_no_api_words(saved: &[PathBuf]) {
+    let pages: Vec<&PathBuf> = saved
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "html"))
+        .collect();
+    assert!(pages.len() > 30, "{} pages", pages.len());
+    let mut found = Vec::new();
+    for file in pages {
+        let text = readable_text(&std::fs::read_to_string(file).expect("a saved page"));
+        for word in API_WORDS {
+            if let Some(at) = text.find(word) {
+                let from = text[..at]
+                    .char_indices()
+                    .rev()
+                    .nth(60)
+                    .map_or(0, |(i, _)| i);
+                let around: String = text[from..].chars().take(140).collect();
+                found.push(format!(
+                    "{}: `{word}` in “{}”",
+                    file.display(),
+                    around.split_whitespace().collect::<Vec<_>>().join(" ")
+                ));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "API words on pages:\n{}",
+        found.join("\n")
+    );
 }
 
 /// Runs the Nu validator over `saved` (pages and stylesheets): no error, no warning.
