@@ -114,13 +114,15 @@ pub fn review(
             if facts.owner.is_none() {
                 missing.push((
                     "owner".to_owned(),
-                    "the COE needs an owner before it is submitted: name one in its details".to_owned(),
+                    "the COE needs an owner before it is submitted: name one in its details"
+                        .to_owned(),
                 ));
             }
             match facts.reviewer {
                 None => missing.push((
                     "reviewer".to_owned(),
-                    "the COE needs a reviewer before it is submitted: name one in its details".to_owned(),
+                    "the COE needs a reviewer before it is submitted: name one in its details"
+                        .to_owned(),
                 )),
                 Some(r) if facts.same(facts.owner, Some(r)) => missing.push((
                     "reviewer".to_owned(),
