@@ -342,3 +342,33 @@ async fn a_sev1_without_a_bar_raiser_says_so() {
         .expect("html");
     assert!(!people.contains("No bar raiser marked"), "{people}");
 }
+
+/// A "Mark it done" that does not go through keeps what was typed (issue 51, item 6).
+#[tokio::test]
+async fn a_refused_mark_it_done_keeps_the_note_typed() {
+    let w = crate::actions::World::new().await;
+    let (id, _) = w.written_coe().await;
+    let action = w
+        .action(&id, "Validate config in CI", "dev@example.com")
+        .await;
+    let action = action["id"].as_str().expect("id").to_owned();
+    let cookie = sign_in(&w.app, "dev@example.com").await;
+    let page = format!("/actions/{action}");
+    // A prevent action is done with evidence: a note of three words is not.
+    let res = crate::pages::post_form(
+        &w.app,
+        &cookie,
+        &page,
+        &format!("{page}/complete"),
+        &[("note", "Done <now>"), ("evidence_url", "")],
+    )
+    .await;
+    assert_eq!(res.status(), 422);
+    let html = res.text().await.expect("html");
+    assert!(html.contains(">Done &lt;now&gt;</textarea>"), "{html}");
+    let doc = w
+        .app
+        .get_json(&format!("/api/v1/actions/{action}"), &w.owner)
+        .await;
+    assert_eq!(doc["state"], "open", "{doc}");
+}

@@ -47,6 +47,9 @@ fn step(t: Transition) -> Value {
         "evidence": t == Transition::Complete,
         // Giving up is a step apart, opened on purpose and confirmed.
         "secondary": t == Transition::WontDo,
+        // What was typed into it when it did not go through (`page` fills them).
+        "typed_note": "",
+        "typed_evidence": "",
     })
 }
 
@@ -82,6 +85,7 @@ fn page(
     status: StatusCode,
     (detail, (may_change, may_delete), directory): Loaded,
     problems: Vec<String>,
+    typed: Option<Value>,
     notice: Option<String>,
 ) -> Page {
     let a = &detail.action;
@@ -103,7 +107,18 @@ fn page(
         })
         .collect();
     let (_, names) = super::coes::directory_data(&directory);
-    let transitions: Vec<Value> = action::allowed(a.state).iter().map(|t| step(*t)).collect();
+    // A step that did not go through shows again what was typed into it.
+    let transitions: Vec<Value> = action::allowed(a.state)
+        .iter()
+        .map(|t| {
+            let mut form = step(*t);
+            if let Some(typed) = typed.as_ref().filter(|k| k["verb"] == t.name()) {
+                form["typed_note"] = typed["note"].clone();
+                form["typed_evidence"] = typed["evidence_url"].clone();
+            }
+            form
+        })
+        .collect();
     let open = a.state.is_active();
     let needs_verification = crate::domain::coe::needs_verification(
         a.coe_severity,
@@ -171,11 +186,14 @@ pub async fn show(
         query.into_inner().kept,
     )
     .await?;
-    let (status, problems) = kept.map_or((StatusCode::OK, Vec::new()), |(status, body)| {
-        (status, serde_json::from_value(body).unwrap_or_default())
-    });
+    let (status, problems, typed) =
+        kept.map_or((StatusCode::OK, Vec::new(), None), |(status, body)| {
+            let problems = serde_json::from_value(body["problems"].clone()).unwrap_or_default();
+            let typed = Some(body["typed"].clone()).filter(|t| t.is_object());
+            (status, problems, typed)
+        });
     let loaded = load(&state, &path, &who).await?;
-    page(&state, &who, status, loaded, problems, None)
+    page(&state, &who, status, loaded, problems, typed, None)
 }
 
 #[derive(Debug, Deserialize)]
@@ -188,13 +206,20 @@ pub struct StepForm {
 
 /// The answer to a change: back to the page; when it did not go through, back to it
 /// too (303), showing the problems kept for the person.
-async fn answer(state: &web::Data<AppState>, who: &SignedIn, id: &str, outcome: Outcome) -> Page {
+async fn answer(
+    state: &web::Data<AppState>,
+    who: &SignedIn,
+    id: &str,
+    outcome: Outcome,
+    typed: Option<Value>,
+) -> Page {
     let path = format!("/actions/{id}");
     outcome
         .answer(&path, |again| {
             let path = &path;
             async move {
-                let kept = keep_form(state, who, path, again.status, json!(again.problems)).await?;
+                let body = json!({"problems": again.problems, "typed": typed});
+                let kept = keep_form(state, who, path, again.status, body).await?;
                 Ok(super::see_other(&format!("{path}?kept={kept}#state-h")))
             }
         })
@@ -216,7 +241,7 @@ pub async fn delete(form: CsrfForm<StepForm>, path: web::Path<String>, state: St
     .await?;
     match deleted {
         Ok(coe_id) => Ok(super::see_other(&format!("/coes/{coe_id}#part-actions"))),
-        Err(outcome) => answer(&state, &who, &id, outcome).await,
+        Err(outcome) => answer(&state, &who, &id, outcome, None).await,
     }
 }
 
@@ -243,7 +268,7 @@ pub async fn verify(form: CsrfForm<VerifyForm>, path: web::Path<String>, state: 
         actions::verify(conn, &key, &input, editor, state.env())
     })
     .await?;
-    answer(&state, &who, &id, outcome).await
+    answer(&state, &who, &id, outcome, None).await
 }
 
 /// `POST /actions/{id}/{verb}`: start, complete, wont-do, reopen.
@@ -255,6 +280,10 @@ pub async fn transition(
     let CsrfForm { who, fields: form } = form;
     let (id, verb) = path.into_inner();
     let verb = verb_of(&verb).ok_or_else(|| PageError::NotFound(format!("no step {verb:?}")))?;
+    // Kept to show again when the step does not go through (a note too short to be
+    // evidence, say): nothing typed is lost.
+    let typed = json!({"verb": verb.name(), "note": form.note.clone().unwrap_or_default(),
+                       "evidence_url": form.evidence_url.clone().unwrap_or_default()});
     let input = TransitionInput {
         note: form.note.filter(|n| !n.trim().is_empty()),
         evidence_url: form.evidence_url.filter(|u| !u.trim().is_empty()),
@@ -264,7 +293,7 @@ pub async fn transition(
         actions::transition(conn, &key, verb, &input, editor, state.env())
     })
     .await?;
-    answer(&state, &who, &id, outcome).await
+    answer(&state, &who, &id, outcome, Some(typed)).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -293,6 +322,7 @@ pub async fn move_due_date(
             &who,
             &id,
             Outcome::Invalid(vec![("due_date".into(), problem)]),
+            None,
         )
         .await;
     };
@@ -313,5 +343,5 @@ pub async fn move_due_date(
         )
     })
     .await?;
-    answer(&state, &who, &id, outcome).await
+    answer(&state, &who, &id, outcome, None).await
 }
