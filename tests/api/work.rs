@@ -269,6 +269,16 @@ async fn a_merge_keeps_the_owner_and_reviewer_and_the_merged_draft_leaves_my_wor
         .get_json(&format!("/api/v1/coes/{kept}/history"), &ana)
         .await;
     assert!(history.to_string().contains("lee@example.com"), "{history}");
+    // The History page names what changed, from what to what (item 9).
+    let page = get_page(&app, &format!("/coes/{kept}/history"), Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        page.contains("named ana@example.com owner; named lee@example.com reviewer"),
+        "{page}"
+    );
     // The merged draft is no one's work, and its page asks for nothing.
     let work = my_work(&app, "ana@example.com").await;
     assert!(!moves_or_coes(&work).contains("Payments failing"), "{work}");

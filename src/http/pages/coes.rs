@@ -231,6 +231,43 @@ pub(super) async fn load(
     .ok_or_else(|| PageError::NotFound(format!("there is no COE {id}")))
 }
 
+/// What a change in a COE's history did, in words: its audit action (`change_words`),
+/// and for a change of its details, each field from what to what ("changed the
+/// reviewer from maria@example.com to lee@example.com").
+pub(super) fn history_words(h: &HistoryEntry, titles: &[SectionView]) -> String {
+    if h.action != "update" {
+        return change_words(&h.action, titles);
+    }
+    let shown = |v: Option<&Value>| match v {
+        Some(Value::String(s)) if !s.is_empty() => s.clone(),
+        Some(Value::Null) | None => "nobody".to_owned(),
+        Some(other) => other.to_string(),
+    };
+    let fields: Vec<String> = h
+        .after
+        .as_ref()
+        .and_then(Value::as_object)
+        .map(|after| {
+            after
+                .iter()
+                .map(|(field, to)| {
+                    let from = h.before.as_ref().and_then(|b| b.get(field));
+                    let (from, to) = (shown(from), shown(Some(to)));
+                    match field.as_str() {
+                        "owner" | "reviewer" if from == "nobody" => format!("named {to} {field}"),
+                        _ => format!("changed the {field} from {from} to {to}"),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if fields.is_empty() {
+        change_words(&h.action, titles)
+    } else {
+        fields.join("; ")
+    }
+}
+
 /// What an audit action (`section:impact`, `timeline:add`) means, in words.
 pub(super) fn change_words(action: &str, titles: &[SectionView]) -> String {
     let (what, detail) = action.split_once(':').unwrap_or((action, ""));
@@ -519,7 +556,7 @@ pub(super) fn page(
             .iter()
             .map(|h| {
                 json!({"at": crate::json::format_utc(&h.at), "actor": h.actor,
-                       "what": change_words(&h.action, &doc.sections)})
+                       "what": history_words(h, &doc.sections)})
             })
             .collect();
         json!({"seen": crate::json::format_utc(&seen), "changes": lines, "count": changes.len(),

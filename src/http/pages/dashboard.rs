@@ -429,7 +429,7 @@ const PERIODS: [(usize, &str); 4] = [
     (4, "4 weeks"),
     (12, "12 weeks"),
     (26, "26 weeks"),
-    (52, "a year"),
+    (52, "year"),
 ];
 
 /// `GET /dashboard`.

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use super::coe_answer::Kept;
 use super::coe_forms::CoeForm;
-use super::coes::{self, change_words, related_links};
+use super::coes::{self, history_words, related_links};
 use super::{render, Page, PageError, State};
 use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;
@@ -75,7 +75,7 @@ pub async fn history(who: SignedIn, path: web::Path<String>, state: State) -> Pa
             json!({
                 "at": crate::json::format_utc(&h.at),
                 "actor": h.actor,
-                "what": change_words(&h.action, &loaded.doc.sections),
+                "what": history_words(h, &loaded.doc.sections),
                 "text": text,
             })
         })
