@@ -205,14 +205,7 @@ pub fn waiting_verification(
         .load(conn)?;
     let mut waiting = Vec::new();
     for (id, title, owner, closed, coe_id, coe_title, severity, reviewer) in rows {
-        let completed_by: Option<String> = audit_log::table
-            .filter(audit_log::entity.eq("action"))
-            .filter(audit_log::entity_id.eq(&id))
-            .filter(audit_log::action.eq("action:complete"))
-            .order((audit_log::at.desc(), audit_log::id.desc()))
-            .select(audit_log::actor)
-            .first(conn)
-            .optional()?;
+        let completed_by = crate::services::actions::completed_by(conn, &id)?;
         if action::may_verify(&reviewer, &owner, completed_by.as_deref(), dotless).is_err() {
             continue;
         }

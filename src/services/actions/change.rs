@@ -11,7 +11,7 @@ use super::{
     ActionStep, NewAction, TransitionInput,
 };
 use crate::db::models::{ActionRow, DueDateChangeRow};
-use crate::db::schema::{audit_log, coes, corrective_actions, due_date_changes};
+use crate::db::schema::{coes, corrective_actions, due_date_changes};
 use crate::db::types::{self, word};
 use crate::db::{self, locks, DbConnection};
 use crate::domain::action::{self, check_new_due_date, ActionKind, ActionState, Transition};
@@ -593,14 +593,7 @@ pub fn verify(
                 reviewer.as_deref().unwrap_or("nobody yet")
             )));
         }
-        let completed_by: Option<String> = audit_log::table
-            .filter(audit_log::entity.eq("action"))
-            .filter(audit_log::entity_id.eq(id))
-            .filter(audit_log::action.eq("action:complete"))
-            .order((audit_log::at.desc(), audit_log::id.desc()))
-            .select(audit_log::actor)
-            .first(conn)
-            .optional()?;
+        let completed_by = super::completed_by(conn, id)?;
         if let Err(rule) = action::may_verify(
             by.unwrap_or_default(),
             &row.owner_email,

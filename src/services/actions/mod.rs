@@ -118,6 +118,19 @@ pub struct DueDateChange {
     pub at: NaiveDateTime,
 }
 
+/// Who last marked action `id` done (its audit's last `action:complete`): what
+/// separation of duties asks of a verification.
+pub fn completed_by(conn: &mut DbConnection, id: &str) -> QueryResult<Option<String>> {
+    audit_log::table
+        .filter(audit_log::entity.eq("action"))
+        .filter(audit_log::entity_id.eq(id))
+        .filter(audit_log::action.eq("action:complete"))
+        .order((audit_log::at.desc(), audit_log::id.desc()))
+        .select(audit_log::actor)
+        .first(conn)
+        .optional()
+}
+
 /// One action with the history of its due date.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ActionDetail {
