@@ -1,6 +1,9 @@
 // What only script can add to coe's pages; every page works without it.
-// - A warning before leaving a page with typed text that is not saved.
+// - A warning before leaving a page with typed text that is not saved (a page whose
+//   form came back with text kept, `data-unsaved`, counts from the start).
 // - Ctrl+S / Cmd+S saves the form being typed in (its own Save button).
+// - Enter in a one-line field presses the button of the part it is in (a page that is
+//   one form would otherwise press its first button).
 // - After a save, the section saved is shown where it was on the screen.
 (function () {
   "use strict";
@@ -10,6 +13,10 @@
   function formOf(field) {
     return field.form || null;
   }
+
+  document.querySelectorAll("form[data-unsaved]").forEach(function (form) {
+    dirty.add(form);
+  });
 
   document.addEventListener("input", function (event) {
     var form = formOf(event.target);
@@ -46,6 +53,20 @@
   });
 
   document.addEventListener("keydown", function (event) {
+    var target = event.target;
+    if (
+      event.key === "Enter" &&
+      target.tagName === "INPUT" &&
+      !/^(checkbox|radio|submit|button)$/.test(target.type)
+    ) {
+      var part = target.closest("[data-part]");
+      var own = part && part.querySelector('button[type="submit"]');
+      if (own) {
+        event.preventDefault();
+        own.click();
+      }
+      return;
+    }
     if (!(event.ctrlKey || event.metaKey) || event.key.toLowerCase() !== "s") {
       return;
     }
@@ -57,8 +78,10 @@
     event.preventDefault();
     // The Save button of the section typed in, else the form's first button.
     var section = field.closest("section[id]");
+    var part = field.closest("[data-part]");
     var button =
-      (section && section.querySelector('button[name="save"][form="' + form.id + '"]')) ||
+      (part && part.querySelector('button[type="submit"]')) ||
+      (section && section.querySelector('button[name="save"]')) ||
       form.querySelector('button[type="submit"]:not([name="preview"])');
     if (button) {
       button.click();

@@ -404,7 +404,7 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
         .type_into("#c-impact", "Say how many customers retried.")
         .await;
     browser
-        .click_to_load("#impact form[action$='/comments'] button")
+        .click_to_load("#impact button[formaction$='/comments']")
         .await;
     browser.wait_for_url("#impact").await;
     assert!(browser
@@ -412,7 +412,7 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
         .await
         .contains("Say how many customers retried."));
     browser
-        .click_to_load("#review form[action$='/request-changes'] button")
+        .click_to_load("#review button[formaction$='/request-changes']")
         .await;
     browser.wait_for_url("#review").await;
     assert!(browser.text(".facts").await.contains("draft"));
@@ -429,12 +429,12 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     browser.screenshot("coe-sent-back").await;
     browser
         .type_into(
-            "#impact textarea[name=answer]",
+            "#impact textarea[name$='.answer']",
             "Added to Impact: 300 retried, 900 gave up.",
         )
         .await;
     browser
-        .click_to_load("#impact form[action*='/answer'] button")
+        .click_to_load("#impact button[formaction*='/answer']")
         .await;
     browser.wait_for_url("#impact").await;
     browser
@@ -461,7 +461,7 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     browser.screenshot("review-view").await;
     browser.set_size(1280, 900).await;
     browser.goto(&app.url(&coe_path)).await;
-    browser.click_to_load("#review form.approve button").await;
+    browser.click_to_load("#review .approve button").await;
     browser.wait_for_url("#review").await;
     // A sev1: the bar raiser approves too.
     let facts = browser.text(".facts").await;
@@ -489,7 +489,7 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     browser.set_size(1280, 1400).await;
     browser.screenshot("review-bar-raiser").await;
     browser.set_size(1280, 900).await;
-    browser.click_to_load("#review form.approve button").await;
+    browser.click_to_load("#review .approve button").await;
     browser.wait_for_url("#review").await;
     assert!(browser.text(".facts").await.contains("approved"));
     sign_out(&browser).await;

@@ -813,16 +813,16 @@ async fn a_recurring_coe_shows_the_earlier_coes_open_actions() {
     );
 }
 
-/// The value of the hidden `form_key` field of the form that posts to `action`.
+/// The value of the hidden `form_key` field of the part of the page whose button posts
+/// to `action` (the page is one form; each part's key comes before its button).
 fn form_key_of(html: &str, action: &str) -> String {
-    let form = html
-        .find(&format!("action=\"{action}\""))
-        .expect("the form");
-    let start = html[form..]
-        .find("name=\"form_key\" value=\"")
+    let button = html
+        .find(&format!("formaction=\"{action}\""))
+        .expect("the part's button");
+    let start = html[..button]
+        .rfind(".form_key\" value=\"")
         .expect("a form key")
-        + form
-        + 23;
+        + 19;
     html[start..].split('"').next().expect("value").to_owned()
 }
 
@@ -1075,11 +1075,11 @@ async fn a_reviewer_reads_comments_on_sections_and_the_owner_answers_each() {
         "{html}"
     );
     assert!(
-        html.contains("<textarea id=\"rv-comment\" name=\"comment\" rows=\"4\"></textarea>\n  <div class=\"buttons\"><button type=\"submit\">Request changes</button>"),
+        html.contains("<textarea id=\"rv-comment\" name=\"review.comment\" rows=\"4\"></textarea>"),
         "{html}"
     );
     assert!(
-        html.contains("<button type=\"submit\" class=\"secondary\">Approve it as written</button>"),
+        html.contains("<button type=\"submit\" class=\"secondary\" formaction=\"/coes/"),
         "{html}"
     );
     assert!(html.contains("4,100 payments failed."), "rendered: {html}");

@@ -18,6 +18,7 @@ mod events;
 mod health;
 mod html;
 mod inspection_pages;
+mod keeping;
 mod mechanism;
 mod migrations;
 mod oidc;

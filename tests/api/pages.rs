@@ -827,7 +827,7 @@ async fn text_sections_are_saved_together_and_checked_section_by_section() {
         .await
         .expect("html");
     assert!(
-        first.contains("form=\"sections-form\" name=\"text:impact\""),
+        first.contains("<textarea id=\"body-impact\" name=\"text:impact\""),
         "{first}"
     );
 

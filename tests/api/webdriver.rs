@@ -40,6 +40,15 @@ pub struct Browser {
 
 impl Browser {
     pub async fn start() -> Browser {
+        Self::start_with(true).await
+    }
+
+    /// A browser with script off, as some people (and some locked-down machines) use.
+    pub async fn start_without_script() -> Browser {
+        Self::start_with(false).await
+    }
+
+    async fn start_with(script: bool) -> Browser {
         let driver = binary("CHROMEDRIVER", "/usr/bin/chromedriver");
         let chromium = binary("CHROMIUM", "/usr/bin/chromium");
         let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -88,7 +97,9 @@ impl Browser {
             .post(format!("{base}/session"))
             .json(&json!({"capabilities": {"alwaysMatch": {
                 "browserName": "chrome",
-                "goog:chromeOptions": {"binary": chromium, "args": args},
+                "goog:chromeOptions": {"binary": chromium, "args": args, "prefs": {
+                    "profile.managed_default_content_settings.javascript": if script { 1 } else { 2 },
+                }},
             }}}))
             .send()
             .await

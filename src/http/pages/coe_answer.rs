@@ -11,10 +11,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::coes::{change_words, load, section_of};
-use super::{see_other, Outcome, Page, PageError};
+use super::{see_other, Fields, Outcome, Page, PageError};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
-use crate::services::coes::{HistoryEntry, SectionConflict, SectionView};
+use crate::services::coes::{self as service, HistoryEntry, SectionConflict, SectionView};
 use crate::services::forms;
 
 /// What a page shows besides the document after a change that did not go through
@@ -37,6 +37,155 @@ pub(super) struct Kept {
     pub seen: BTreeMap<String, String>,
     /// The sections saved by the same save.
     pub saved: Vec<String>,
+}
+
+impl Kept {
+    /// Whether it holds nothing to show.
+    pub fn is_empty(&self) -> bool {
+        self.notice.is_none()
+            && self.texts.is_empty()
+            && self.problems.is_empty()
+            && self.forms.is_empty()
+            && self.previews.is_empty()
+            && self.conflicts.is_empty()
+            && self.saved.is_empty()
+    }
+}
+
+/// The fields of the parts of a COE's page that start filled in (the details, a 5-whys
+/// chain) as a fingerprint: what the page sends as `{part}.shown`, so that a part is
+/// kept as typed only when the person changed something in it.
+pub(super) fn shown(values: &Value) -> String {
+    forms::fingerprint(values)
+}
+
+/// The details as the page shows them and as a form sends them back.
+pub(super) fn details_print(
+    title: &str,
+    owner: &str,
+    reviewer: &str,
+    severity: &str,
+    service: &str,
+) -> String {
+    shown(&serde_json::json!([
+        title.trim(),
+        owner.trim(),
+        reviewer.trim(),
+        severity,
+        service.trim()
+    ]))
+}
+
+/// A 5-whys chain as the page shows it and as a form sends it back (rows left empty
+/// are not part of it).
+pub(super) fn chain_print<'a>(
+    rows: impl Iterator<Item = (&'a str, &'a str)>,
+    factor: Option<&str>,
+) -> String {
+    let rows: Vec<(&str, &str)> = rows
+        .map(|(w, b)| (w.trim(), b.trim()))
+        .filter(|(w, b)| !w.is_empty() || !b.is_empty())
+        .collect();
+    shown(&serde_json::json!([rows, factor.unwrap_or_default()]))
+}
+
+/// The rows of a 5-whys form as typed, to show again.
+pub(super) fn why_rows(form: &Fields) -> Value {
+    form.all("why")
+        .zip(form.all("because"))
+        .map(|(why, because)| serde_json::json!({"why": why, "because": because}))
+        .collect()
+}
+
+/// Part `part` of the page as typed, in the shape its form shows again.
+fn part_typed(part: &str, fields: &Fields) -> Value {
+    if part == "whys" || part.starts_with("chain:") {
+        serde_json::json!({"rows": why_rows(fields), "factor": fields.text("factor")})
+    } else {
+        fields.to_json()
+    }
+}
+
+/// Whether part `part`, sent as `fields`, holds something the person typed: a part
+/// that starts filled in, when it differs from what the page showed.
+fn part_changed(part: &str, fields: &Fields) -> bool {
+    let Some(shown) = fields.filled("shown") else {
+        return !fields.is_blank();
+    };
+    let now = if part == "details" {
+        details_print(
+            &fields.text("title"),
+            &fields.text("owner"),
+            &fields.text("reviewer"),
+            &fields.text("severity"),
+            &fields.text("service"),
+        )
+    } else {
+        let factor = fields.filled("factor");
+        chain_print(
+            fields.all("why").zip(fields.all("because")),
+            factor.as_deref(),
+        )
+    };
+    now != shown
+}
+
+/// Everything typed on a COE's page but the part `own` whose button was pressed: every
+/// text section changed since the page was loaded (`text:{key}` against `seen:{key}`)
+/// unless `own` is `sections`, and every other part (`{part}.{field}`: `details`,
+/// `timeline`, `whys`, `chain:{id}`, `related`, `actions`, `comment:{section}`,
+/// `answer:{comment}`, `review`, `incidents`) that holds something typed. The page is
+/// one form, so every button sends all of it; what the button's own change does not
+/// use is kept (`keep`) and shown again on the page it lands on, not saved: no button
+/// loses what was typed elsewhere on the page.
+pub(super) fn typed_elsewhere(fields: &Fields, own: &str) -> Kept {
+    let mut kept = Kept::default();
+    if own != "sections" {
+        keep_texts(fields, &mut kept);
+    }
+    let mut parts: Vec<&str> = fields
+        .names()
+        .filter_map(|n| n.split_once('.').map(|(part, _)| part))
+        .filter(|part| *part != own)
+        .collect();
+    parts.dedup();
+    parts.sort_unstable();
+    parts.dedup();
+    for part in parts {
+        let typed = fields.part(part);
+        if part_changed(part, &typed) {
+            kept.forms.insert(part.to_owned(), part_typed(part, &typed));
+        }
+    }
+    kept
+}
+
+/// Every text section changed since the page was loaded (`text:{key}` against
+/// `seen:{key}`), into `kept` with the revision it started from.
+pub(super) fn keep_texts(fields: &Fields, kept: &mut Kept) {
+    for (key, body) in fields.prefixed("text:") {
+        let seen = fields.text(&format!("seen:{key}"));
+        if service::revision(body) != seen {
+            kept.texts.insert(key.to_owned(), body.to_owned());
+            kept.seen.insert(key.to_owned(), seen);
+        }
+    }
+}
+
+/// Everything typed on the page, part `own` included (sent in its `own.` fields, or
+/// unprefixed by a form of that part alone): what a change that did not go through
+/// shows again.
+pub(super) fn typed_on_page(fields: &Fields, own: &str) -> Kept {
+    let mut kept = typed_elsewhere(fields, own);
+    if own == "sections" {
+        keep_texts(fields, &mut kept);
+    } else {
+        let typed = fields.part(own);
+        if !typed.is_blank() {
+            kept.forms.insert(own.to_owned(), part_typed(own, &typed));
+        }
+    }
+    kept
 }
 
 /// Who changed the COE lately, in words: "ana@example.com wrote Impact at 10:03 UTC".
@@ -98,7 +247,12 @@ pub(super) async fn answer(
     outcome: Outcome,
     mut kept: Kept,
 ) -> Page {
-    let anchor = anchor_of(part);
+    // A form that adds to a part shows its problems in the form, and the page lands there.
+    let anchor = if matches!(part, "timeline" | "related" | "actions") {
+        format!("problem-{part}")
+    } else {
+        anchor_of(part)
+    };
     outcome
         .answer(&format!("/coes/{id}#{anchor}"), |again| async move {
             if let Some((expected, current)) = again.stale {

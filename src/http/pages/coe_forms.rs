@@ -12,7 +12,7 @@ use actix_web::http::StatusCode;
 use actix_web::{web, FromRequest, HttpRequest};
 use serde_json::{json, Value};
 
-use super::coe_answer::{self, answer, Kept};
+use super::coe_answer::{self, answer};
 use super::coes;
 use super::{change, CsrfForm, Fields, FormError, Outcome, Page, PageError, State};
 use crate::db::DbConnection;
@@ -69,13 +69,15 @@ impl FromRequest for CoeForm {
 }
 
 impl CoeForm {
-    /// Runs `work` on the COE (its id and the form's version given) as the signed-in
-    /// person; answers on part `part` of its page, with `kept` shown again when the
-    /// change did not go through.
+    /// Runs `work` on the COE (its id and the page's version given) as the signed-in
+    /// person: the change of part `own` of its page (the button's; see
+    /// `coe_answer::typed_elsewhere`). Answers on part `part` of the page: when it went
+    /// through, with what was typed in the page's other parts kept and shown again;
+    /// when it did not, with all of it, `own` included.
     pub async fn change<E: FormError + Send + 'static>(
         &self,
         part: &str,
-        kept: Kept,
+        own: &str,
         work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>, &str, Option<i32>) -> Result<(), E>
             + Send
             + 'static,
@@ -85,20 +87,53 @@ impl CoeForm {
             work(conn, state, editor, &id, version)
         })
         .await?;
-        answer(&self.state, &self.who, &self.id, part, outcome, kept).await
+        self.answer(part, own, outcome).await
+    }
+
+    /// The answer to the change of part `own`, made from part `part` of the page.
+    async fn answer(&self, part: &str, own: &str, outcome: Outcome) -> Page {
+        match outcome {
+            Outcome::Done => {
+                let landed = format!("/coes/{}#{}", self.id, coe_answer::anchor_of(part));
+                self.landed(&landed, own).await
+            }
+            outcome => {
+                let kept = coe_answer::typed_on_page(&self.fields, own);
+                answer(&self.state, &self.who, &self.id, part, outcome, kept).await
+            }
+        }
+    }
+
+    /// Lands on `path` (on this COE's page) after the change of part `own` went
+    /// through, with what was typed elsewhere on the page kept and shown again.
+    async fn landed(&self, path: &str, own: &str) -> Page {
+        let rest = coe_answer::typed_elsewhere(&self.fields, own);
+        if rest.is_empty() {
+            return Ok(super::see_other(path));
+        }
+        let anchor = path.split_once('#').map_or("", |(_, a)| a);
+        coe_answer::keep(
+            &self.state,
+            &self.who,
+            &self.id,
+            StatusCode::OK,
+            &rest,
+            anchor,
+        )
+        .await
     }
 }
 
 impl CoeForm {
-    /// Runs `work`, which makes a record of the COE (given its id) and answers the page
-    /// address it lands on, under the form's one-time key (`form_key`): a repeat of
-    /// the same form (a retry on a slow link, a double click) lands where the first
-    /// did and makes nothing. Answers on part `part` of the page, with `kept` shown
-    /// again, when it did not go through.
+    /// Runs `work`, which makes a record of the COE (given its id) from part `own` of
+    /// its page and answers the page address it lands on, under the part's one-time
+    /// key (`form_key`): a repeat of the same form (a retry on a slow link, a double
+    /// click) lands where the first did and makes nothing. Answers on part `part` of
+    /// the page, with what was typed kept as `change` does.
     pub async fn create<E>(
         &self,
         part: &str,
-        kept: Kept,
+        own: &str,
         work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>, &str) -> Result<String, E>
             + Send
             + 'static,
@@ -106,8 +141,9 @@ impl CoeForm {
     where
         E: FormError + From<diesel::result::Error> + Send + 'static,
     {
-        let key = forms::form_key(self.fields.filled("form_key"));
-        let print = self.fields.fingerprint();
+        let fields = self.fields.part(own);
+        let key = forms::form_key(fields.filled("form_key"));
+        let print = fields.fingerprint();
         let id = self.id.clone();
         let made = super::write_as_person(&self.state, &self.who, move |conn, state, editor| {
             let made = forms::once(conn, key.as_deref(), editor.actor, &print, |conn| {
@@ -121,8 +157,8 @@ impl CoeForm {
         })
         .await?;
         match made {
-            Ok(landed) => Ok(super::see_other(&landed)),
-            Err(outcome) => answer(&self.state, &self.who, &self.id, part, outcome, kept).await,
+            Ok(landed) => self.landed(&landed, own).await,
+            Err(outcome) => self.answer(part, own, outcome).await,
         }
     }
 }
@@ -131,28 +167,16 @@ impl CoeForm {
 const REUSED: &str = "This form was sent before with other contents (from a page kept by the \
                       browser?): nothing was added. What you typed is kept: send it again to add it.";
 
-/// `kept` with the form of `part` as typed.
-fn typed(part: &str, form: &Fields) -> Kept {
-    Kept {
-        forms: [(part.to_owned(), form.to_json())].into(),
-        ..Kept::default()
-    }
-}
-
 /// `POST /coes/{id}/sections`: every text section as typed (`text:{key}`, with the
 /// revision it started from in `seen:{key}`), saved together; the button pressed says
 /// where the person is (`save={key}`), or asks for a section rendered and nothing
 /// saved (`preview={key}`). Each section is checked on its own: the sections someone
-/// else saved meanwhile come back side by side with what was typed, the others are
-/// saved. Every answer is a `303`, so Back never posts the form again.
+/// else saved meanwhile come back side by side with what was typed, a section refused
+/// (too long) comes back with its problem at it, the others are saved. What was typed
+/// in the page's other parts is kept. Every answer is a `303`, so Back never posts
+/// the form again.
 pub async fn save_sections(form: CoeForm) -> Page {
-    let CoeForm {
-        who,
-        state,
-        id,
-        fields,
-        ..
-    } = form;
+    let fields = &form.fields;
     let edits: Vec<SectionEdit> = fields
         .prefixed("text:")
         .map(|(key, body)| SectionEdit {
@@ -167,26 +191,21 @@ pub async fn save_sections(form: CoeForm) -> Page {
         .or_else(|| fields.filled("save"))
         .or_else(|| edits.first().map(|e| e.key.clone()))
         .unwrap_or_default();
-    // What was typed, kept with the revision it started from, for every section the
-    // person changed.
-    let mut kept = Kept::default();
-    for e in edits
-        .iter()
-        .filter(|e| service::revision(&e.body) != e.based_on)
-    {
-        kept.texts.insert(e.key.clone(), e.body.clone());
-        kept.seen.insert(e.key.clone(), e.based_on.clone());
-    }
+    // What was typed in the other parts of the page, and in every section the person
+    // changed, with the revision it started from.
+    let mut kept = coe_answer::typed_elsewhere(fields, "sections");
+    coe_answer::keep_texts(fields, &mut kept);
+    let (state, who, id) = (&form.state, &form.who, &form.id);
     if let Some(key) = preview {
         kept.previews
             .insert(key.clone(), fields.text(&format!("text:{key}")));
-        return coe_answer::keep(&state, &who, &id, StatusCode::OK, &kept, &key).await;
+        return coe_answer::keep(state, who, id, StatusCode::OK, &kept, &key).await;
     }
     let coe = id.clone();
     let saved =
         super::write_as_person(
-            &state,
-            &who,
+            state,
+            who,
             move |conn, state, editor| match service::put_sections(
                 conn,
                 &coe,
@@ -200,9 +219,6 @@ pub async fn save_sections(form: CoeForm) -> Page {
         )
         .await?;
     let saved = match saved {
-        Ok(saved) if saved.conflicts.is_empty() => {
-            return Ok(super::see_other(&format!("/coes/{id}?saved={at}#{at}")));
-        }
         Ok(saved) => saved,
         Err(Outcome::Invalid(problems)) => {
             for (field, problem) in problems {
@@ -213,40 +229,78 @@ pub async fn save_sections(form: CoeForm) -> Page {
                 };
                 kept.problems.entry(part).or_default().push(problem);
             }
-            return coe_answer::keep(
-                &state,
-                &who,
-                &id,
-                StatusCode::UNPROCESSABLE_ENTITY,
-                &kept,
-                &at,
-            )
-            .await;
+            return coe_answer::keep(state, who, id, StatusCode::UNPROCESSABLE_ENTITY, &kept, &at)
+                .await;
         }
         Err(outcome) => {
-            return coe_answer::answer(&state, &who, &id, &at, outcome, kept).await;
+            return coe_answer::answer(state, who, id, &at, outcome, kept).await;
         }
     };
     // The sections saved are no longer "typed"; the ones in conflict are shown with
-    // theirs, and are based on theirs, so that saving the merge goes through.
+    // theirs, and are based on theirs, so that saving the merge goes through; the ones
+    // refused are shown as typed with their problem.
     for key in &saved.saved {
         kept.texts.remove(key);
         kept.seen.remove(key);
     }
-    let first = saved.conflicts.first().map(|c| c.key.clone()).unwrap_or(at);
+    if saved.conflicts.is_empty() && saved.refused.is_empty() {
+        if kept.is_empty() {
+            return Ok(super::see_other(&format!("/coes/{id}?saved={at}#{at}")));
+        }
+        kept.saved = saved.saved;
+        return coe_answer::keep(state, who, id, StatusCode::OK, &kept, &at).await;
+    }
+    // The page lands on the first section that needs the person, in the page's order.
+    let first = saved
+        .refused
+        .first()
+        .map(|(key, _)| key.clone())
+        .or_else(|| saved.conflicts.first().map(|c| c.key.clone()))
+        .unwrap_or(at);
+    let status = if saved.refused.is_empty() {
+        StatusCode::CONFLICT
+    } else {
+        StatusCode::UNPROCESSABLE_ENTITY
+    };
+    let mut notice = Vec::new();
+    if !saved.refused.is_empty() {
+        notice.push(format!(
+            "{} not saved: {} says why. {}",
+            if saved.refused.len() == 1 {
+                "A section was"
+            } else {
+                "Some sections were"
+            },
+            if saved.refused.len() == 1 {
+                "the problem at it"
+            } else {
+                "the problem at each"
+            },
+            if saved.saved.is_empty() {
+                "What you typed is kept below."
+            } else {
+                "Every other section you changed was saved."
+            }
+        ));
+    }
+    for (key, problem) in saved.refused {
+        kept.problems.entry(key).or_default().push(problem);
+    }
+    if !saved.conflicts.is_empty() {
+        notice.push(
+            "Someone else saved a section you changed while you were writing: theirs and yours \
+             are side by side below. Yours is not saved yet: merge them and save."
+                .into(),
+        );
+    }
     for conflict in saved.conflicts {
         kept.seen
             .insert(conflict.key.clone(), conflict.revision.clone());
         kept.conflicts.insert(conflict.key.clone(), conflict);
     }
-    kept.notice = Some(
-        "Someone else saved a section you changed while you were writing: theirs and yours are \
-         side by side below. Yours is not saved yet: merge them and save. Every other section \
-         you changed was saved."
-            .into(),
-    );
+    kept.notice = Some(notice.join(" "));
     kept.saved = saved.saved;
-    coe_answer::keep(&state, &who, &id, StatusCode::CONFLICT, &kept, &first).await
+    coe_answer::keep(state, who, id, status, &kept, &first).await
 }
 
 /// An email address field: the value, or the problem with it.
@@ -265,7 +319,7 @@ fn email_field(
 /// what differs from the COE as it is is sent, so nobody is told of an assignment
 /// that did not change.
 pub async fn details(form: CoeForm) -> Page {
-    let fields = &form.fields;
+    let fields = &form.fields.part("details");
     let mut problems = Vec::new();
     let owner = email_field(fields, "owner", &mut problems);
     let reviewer = email_field(fields, "reviewer", &mut problems);
@@ -275,28 +329,31 @@ pub async fn details(form: CoeForm) -> Page {
             .ok()
     });
     let (title, service_name) = (fields.filled("title"), fields.filled("service"));
-    let kept = typed("details", fields);
-    form.change("details", kept, move |conn, state, editor, coe, version| {
-        if !problems.is_empty() {
-            return Err(CoeError::Invalid(problems));
-        }
-        let now = service::load(conn, coe, &state.settings)?;
-        let patch = CoePatch {
-            title: title.filter(|t| *t != now.title),
-            owner: owner.filter(|o| now.owner.as_deref() != Some(o.as_str())),
-            reviewer: reviewer.filter(|r| now.reviewer.as_deref() != Some(r.as_str())),
-            severity: severity.filter(|s| *s != now.severity),
-            service: service_name.filter(|s| now.service.as_deref() != Some(s.as_str())),
-        };
-        service::patch(conn, coe, patch, version, editor, state.env())
-    })
+    form.change(
+        "details",
+        "details",
+        move |conn, state, editor, coe, version| {
+            if !problems.is_empty() {
+                return Err(CoeError::Invalid(problems));
+            }
+            let now = service::load(conn, coe, &state.settings)?;
+            let patch = CoePatch {
+                title: title.filter(|t| *t != now.title),
+                owner: owner.filter(|o| now.owner.as_deref() != Some(o.as_str())),
+                reviewer: reviewer.filter(|r| now.reviewer.as_deref() != Some(r.as_str())),
+                severity: severity.filter(|s| *s != now.severity),
+                service: service_name.filter(|s| now.service.as_deref() != Some(s.as_str())),
+            };
+            service::patch(conn, coe, patch, version, editor, state.env())
+        },
+    )
     .await
 }
 
 /// `POST /coes/{id}/take`: the signed-in person becomes the owner of a COE nobody
 /// owns (the button beside "nobody yet").
 pub async fn take_ownership(form: CoeForm) -> Page {
-    form.change("details", Kept::default(), |conn, state, editor, coe, _| {
+    form.change("details", "take", |conn, state, editor, coe, _| {
         service::take_ownership(conn, coe, editor, state.env())
     })
     .await
@@ -319,9 +376,8 @@ fn timeline_input(form: &Fields) -> TimelineInput {
 
 /// `POST /coes/{id}/timeline`: adds an entry.
 pub async fn add_timeline(form: CoeForm) -> Page {
-    let input = timeline_input(&form.fields);
-    let kept = typed("timeline", &form.fields);
-    form.create("timeline", kept, move |conn, state, editor, coe| {
+    let input = timeline_input(&form.fields.part("timeline"));
+    form.create("timeline", "timeline", move |conn, state, editor, coe| {
         let version = service::version(conn, coe)?;
         let entry = service::add_timeline(conn, coe, &input, Some(version), editor, state.env())?;
         Ok::<_, CoeError>(format!("/coes/{coe}#tl-{entry}"))
@@ -461,20 +517,10 @@ fn why_steps(form: &Fields) -> WhyChainInput {
     }
 }
 
-/// The rows of a 5-whys form as typed, to show again.
-fn why_rows(form: &Fields) -> Value {
-    form.all("why")
-        .zip(form.all("because"))
-        .map(|(why, because)| json!({"why": why, "because": because}))
-        .collect()
-}
-
 /// `POST /coes/{id}/whys`: adds a chain.
 pub async fn add_whys(form: CoeForm) -> Page {
-    let input = why_steps(&form.fields);
-    let kept =
-        kept_whys(json!({"rows": why_rows(&form.fields), "factor": form.fields.text("factor")}));
-    form.create("five_whys", kept, move |conn, state, editor, coe| {
+    let input = why_steps(&form.fields.part("whys"));
+    form.create("five_whys", "whys", move |conn, state, editor, coe| {
         let version = service::version(conn, coe)?;
         let chain = service::add_why_chain(conn, coe, &input, Some(version), editor, state.env())?;
         Ok::<_, CoeError>(format!("/coes/{coe}#chain-{chain}"))
@@ -482,24 +528,15 @@ pub async fn add_whys(form: CoeForm) -> Page {
     .await
 }
 
-/// What a 5-whys form that did not go through shows again (see `coes::page`).
-fn kept_whys(typed: Value) -> Kept {
-    Kept {
-        forms: [("five_whys".to_owned(), typed)].into(),
-        ..Kept::default()
-    }
-}
-
 /// `POST /coes/{id}/whys/{chain}`: replaces a chain, or deletes it.
 pub async fn edit_whys(form: CoeForm) -> Page {
-    let (chain, input) = (form.item.clone(), why_steps(&form.fields));
-    let delete = form.fields.filled("delete").is_some();
-    let kept = kept_whys(
-        json!({"chain": chain, "steps": why_rows(&form.fields), "factor": form.fields.text("factor")}),
-    );
+    let chain = form.item.clone();
+    let own = format!("chain:{chain}");
+    let fields = form.fields.part(&own);
+    let (input, delete) = (why_steps(&fields), fields.filled("delete").is_some());
     form.change(
         "five_whys",
-        kept,
+        &own,
         move |conn, state, editor, coe, version| {
             if delete {
                 service::delete_why_chain(conn, coe, &chain, version, editor, state.env())
@@ -514,7 +551,7 @@ pub async fn edit_whys(form: CoeForm) -> Page {
 /// `POST /coes/{id}/related`: links an item (a web page, or another COE by its id or
 /// its page's address).
 pub async fn add_related(form: CoeForm) -> Page {
-    let fields = &form.fields;
+    let fields = &form.fields.part("related");
     let kind = fields.text("kind");
     let target = fields.filled("target");
     let (url, coe_id) = if kind == "coe" {
@@ -532,8 +569,7 @@ pub async fn add_related(form: CoeForm) -> Page {
         url,
         coe_id,
     };
-    let kept = typed("related", fields);
-    form.create("related", kept, move |conn, state, editor, coe| {
+    form.create("related", "related", move |conn, state, editor, coe| {
         let version = service::version(conn, coe)?;
         let item = service::add_related(conn, coe, &input, Some(version), editor, state.env())?;
         Ok::<_, CoeError>(format!("/coes/{coe}#rel-{item}"))
@@ -546,7 +582,7 @@ pub async fn delete_related(form: CoeForm) -> Page {
     let item = form.item.clone();
     form.change(
         "related",
-        Kept::default(),
+        "remove",
         move |conn, state, editor, coe, version| {
             service::delete_related(conn, coe, &item, version, editor, state.env())
         },
@@ -557,7 +593,7 @@ pub async fn delete_related(form: CoeForm) -> Page {
 /// `POST /coes/{id}/actions`: a new corrective action; every missing or invalid
 /// field is named at once and what was typed stays in the form.
 pub async fn add_action(form: CoeForm) -> Page {
-    let fields = &form.fields;
+    let fields = &form.fields.part("actions");
     let input = NewAction {
         title: fields.filled("title"),
         description: fields.filled("description"),
@@ -568,8 +604,7 @@ pub async fn add_action(form: CoeForm) -> Page {
         success_criteria: fields.filled("success_criteria"),
         external_url: fields.filled("external_url"),
     };
-    let kept = typed("actions", fields);
-    form.create("actions", kept, move |conn, state, editor, coe| {
+    form.create("actions", "actions", move |conn, state, editor, coe| {
         let clock = state.settings.clock();
         let action = actions::create(conn, coe, &input, editor, clock, state.env())?;
         Ok::<_, actions::ActionError>(format!("/coes/{coe}#action-{action}"))
@@ -580,16 +615,13 @@ pub async fn add_action(form: CoeForm) -> Page {
 /// `POST /coes/{id}/comments`: the reviewer's comment on a section (`section`, `body`);
 /// back at that section.
 pub async fn add_comment(form: CoeForm) -> Page {
+    let section = form.fields.text("section");
+    let own = format!("comment:{section}");
     let input = CommentInput {
-        section: form.fields.text("section"),
-        body: form.fields.text("body"),
+        body: form.fields.part(&own).text("body"),
+        section: section.clone(),
     };
-    let kept = Kept {
-        forms: [("comment".to_owned(), form.fields.to_json())].into(),
-        ..Kept::default()
-    };
-    let part = input.section.clone();
-    form.change(&part, kept, move |conn, _, editor, coe, _| {
+    form.change(&section, &own, move |conn, _, editor, coe, _| {
         service::add_comment(conn, coe, &input, editor).map(drop)
     })
     .await
@@ -599,17 +631,12 @@ pub async fn add_comment(form: CoeForm) -> Page {
 /// (`answer`; `section`, the comment's, says where on the page to come back to).
 pub async fn answer_comment(form: CoeForm) -> Page {
     let comment = form.item.clone();
+    let own = format!("answer:{comment}");
     let input = AnswerInput {
-        answer: form.fields.text("answer"),
-    };
-    let mut typed = form.fields.to_json();
-    typed["comment"] = json!(comment);
-    let kept = Kept {
-        forms: [("answer".to_owned(), typed)].into(),
-        ..Kept::default()
+        answer: form.fields.part(&own).text("answer"),
     };
     let part = form.fields.text("section");
-    form.change(&part, kept, move |conn, _, editor, coe, _| {
+    form.change(&part, &own, move |conn, _, editor, coe, _| {
         service::answer_comment(conn, coe, &comment, &input, editor)
     })
     .await
@@ -618,7 +645,7 @@ pub async fn answer_comment(form: CoeForm) -> Page {
 /// `POST /coes/{id}/incidents`: attaches another incident of the same outage (`incident`:
 /// its id, or its page's address); back at the COE's incidents.
 pub async fn attach_incident(form: CoeForm) -> Page {
-    let typed = form.fields.text("incident");
+    let typed = form.fields.part("incidents").text("incident");
     // An address (`…/incidents/{id}`, with or without the site) names its last segment.
     let incident = typed
         .trim()
@@ -629,7 +656,7 @@ pub async fn attach_incident(form: CoeForm) -> Page {
         .to_owned();
     form.change(
         "incidents",
-        Kept::default(),
+        "incidents",
         move |conn, state, editor, coe, _| {
             service::attach_incident(conn, coe, &incident, editor, state.env())
         },
@@ -640,13 +667,9 @@ pub async fn attach_incident(form: CoeForm) -> Page {
 /// `POST /coes/{id}/incidents/{incident}/detach`.
 pub async fn detach_incident(form: CoeForm) -> Page {
     let incident = form.item.clone();
-    form.change(
-        "incidents",
-        Kept::default(),
-        move |conn, state, editor, coe, _| {
-            service::detach_incident(conn, coe, &incident, editor, state.env())
-        },
-    )
+    form.change("incidents", "detach", move |conn, state, editor, coe, _| {
+        service::detach_incident(conn, coe, &incident, editor, state.env())
+    })
     .await
 }
 
@@ -654,7 +677,14 @@ pub async fn detach_incident(form: CoeForm) -> Page {
 /// Lands on the COE kept, saying what was merged and whom it took as owner or
 /// reviewer.
 pub async fn merge(form: CoeForm) -> Page {
-    let sources: Vec<String> = form.fields.all("coe_id").map(str::to_owned).collect();
+    // The drafts ticked ("Merge them into this COE"), or the one beside its button.
+    let ticked = form.fields.filled("merge.go").is_some();
+    let chosen = if ticked {
+        form.fields.part("merge")
+    } else {
+        form.fields.clone()
+    };
+    let sources: Vec<String> = chosen.all("coe_id").map(str::to_owned).collect();
     let done = std::sync::Arc::new(std::sync::Mutex::new(None));
     let told = done.clone();
     let id = form.id.clone();
@@ -682,10 +712,8 @@ pub async fn merge(form: CoeForm) -> Page {
             if let Some(reviewer) = &merged.took_reviewer {
                 notice.push_str(&format!(" It had no reviewer: {reviewer} reviews it now."));
             }
-            let kept = Kept {
-                notice: Some(notice),
-                ..Kept::default()
-            };
+            let mut kept = coe_answer::typed_elsewhere(&form.fields, "merge");
+            kept.notice = Some(notice);
             coe_answer::keep(
                 &form.state,
                 &form.who,
@@ -696,16 +724,6 @@ pub async fn merge(form: CoeForm) -> Page {
             )
             .await
         }
-        (outcome, _) => {
-            answer(
-                &form.state,
-                &form.who,
-                &form.id,
-                "merge",
-                outcome,
-                Kept::default(),
-            )
-            .await
-        }
+        (outcome, _) => form.answer("merge", "merge", outcome).await,
     }
 }

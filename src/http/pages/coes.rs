@@ -12,7 +12,7 @@ use chrono::NaiveDateTime;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::coe_answer::Kept;
+use super::coe_answer::{self, Kept};
 use super::{as_person, render, Page, PageError, State};
 use crate::domain::action::{ActionKind, Priority};
 use crate::domain::coe::{CoeState, TimelineKind};
@@ -437,10 +437,15 @@ pub(super) fn page(
             v["seen"] = json!(kept.seen.get(&s.key).unwrap_or(&s.revision));
             v["conflict"] = json!(kept.conflicts.get(&s.key));
             v["saved"] = json!(kept.saved.contains(&s.key));
+            v["unsaved"] =
+                json!(kept.texts.contains_key(&s.key) && !kept.conflicts.contains_key(&s.key));
             v["preview"] = json!(kept.previews.get(&s.key));
             let problems = kept.problems.get(&s.key).or(kept.problems.get(part));
             v["save_problems"] = json!(problems);
-            v["form"] = form_of(part, kept.forms.get(part));
+            // The part's own form, as typed when it was kept (`five_whys`' new chain is `whys`).
+            let typed_as = if part == "five_whys" { "whys" } else { part };
+            v["form"] = form_of(part, kept.forms.get(typed_as));
+            v["form_typed"] = json!(kept.forms.contains_key(typed_as));
             let changed = changed_keys.contains(&s.key);
             v["changed"] = json!(changed);
             if let (true, Some(seen)) = (changed && s.kind == SectionKind::Text, seen_at) {
@@ -452,19 +457,13 @@ pub(super) fn page(
                 .filter(|c| c.section == s.key)
                 .map(|c| {
                     let mut v = serde_json::to_value(c).unwrap_or_default();
-                    let typed = kept
-                        .forms
-                        .get("answer")
-                        .filter(|k| k["comment"] == json!(c.id));
+                    let typed = kept.forms.get(&format!("answer:{}", c.id));
                     v["typed"] = json!(typed.map(|k| &k["answer"]));
                     v
                 })
                 .collect();
             v["comments"] = json!(comments);
-            let typed = kept
-                .forms
-                .get("comment")
-                .filter(|k| k["section"] == json!(s.key));
+            let typed = kept.forms.get(&format!("comment:{}", s.key));
             v["comment_typed"] = json!(typed.map(|k| &k["body"]));
             v
         })
@@ -499,15 +498,13 @@ pub(super) fn page(
         .collect();
     // A 5-whys form that did not go through shows what was typed: a chain's change
     // in that chain's form, a new chain in the form that adds one.
-    let kept_whys = kept.forms.get("five_whys");
     let whys: Vec<Value> = doc
         .five_whys
         .iter()
         .enumerate()
         .map(|(i, chain)| {
-            let typed = kept_whys
-                .filter(|k| k["chain"] == json!(chain.id))
-                .map(|k| k["steps"].clone());
+            let kept_chain = kept.forms.get(&format!("chain:{}", chain.id));
+            let typed = kept_chain.map(|k| k["rows"].clone());
             let typed_some = typed.is_some();
             // Each step of the chain's form numbered from 1, as the form that adds one.
             let steps_input: Vec<Value> = typed
@@ -520,15 +517,19 @@ pub(super) fn page(
                     json!({"number": n + 1, "why": step["why"], "because": step["because"]})
                 })
                 .collect();
-            let chosen = kept_whys
-                .filter(|k| k["chain"] == json!(chain.id))
+            let chosen = kept_chain
                 .and_then(|k| k["factor"].as_str().map(str::to_owned))
                 .or_else(|| chain.factor.clone());
-            json!({"id": chain.id, "number": i + 1, "steps": chain.steps,
+            let shown = coe_answer::chain_print(
+                chain.steps.iter().map(|s| (s.why.as_str(), s.because.as_str())),
+                chain.factor.as_deref(),
+            );
+            json!({"id": chain.id, "number": i + 1, "steps": chain.steps, "shown": shown,
                    "kept": typed_some, "steps_input": steps_input, "factor": chain.factor,
                    "factors": factor_options(&doc.template.contributing_factors, chosen.as_deref())})
         })
         .collect();
+    let kept_whys = kept.forms.get("whys");
     let typed_rows = kept_whys
         .and_then(|k| k["rows"].as_array())
         .cloned()
@@ -543,9 +544,7 @@ pub(super) fn page(
         .collect();
     let new_chain_factors = factor_options(
         &doc.template.contributing_factors,
-        kept_whys
-            .filter(|k| k.get("rows").is_some())
-            .and_then(|k| k["factor"].as_str()),
+        kept_whys.and_then(|k| k["factor"].as_str()),
     );
     let kinds: Vec<Value> = TimelineKind::ALL
         .iter()
@@ -614,6 +613,7 @@ pub(super) fn page(
         "forms": {
             "details": kept.forms.get("details").map(|k| form_of("details", Some(k))),
             "review": form_of("review", kept.forms.get("review")),
+            "incidents": kept.forms.get("incidents").map_or(json!(""), |k| k["incident"].clone()),
         },
         "last_look": last_look,
         "form_key": forms::new_key(),
@@ -625,6 +625,23 @@ pub(super) fn page(
     });
     // The outage's parts: its incidents and the drafts that could be merged into it.
     let outage = json!({
+        // Whether the page holds something typed and not saved yet (the leave-page
+        // warning counts it from the start).
+        "unsaved": !kept.texts.is_empty() || !kept.forms.is_empty(),
+        // The details as shown, to tell a change typed in them from none.
+        "details_shown": coe_answer::details_print(
+            &doc.title,
+            doc.owner.as_deref().unwrap_or_default(),
+            doc.reviewer.as_deref().unwrap_or_default(),
+            &doc.severity.to_string(),
+            doc.service.as_deref().unwrap_or_default(),
+        ),
+        "today": state.settings.clock().today().to_string(),
+        "details_severity": kept
+            .forms
+            .get("details")
+            .and_then(|k| k["severity"].as_str().map(str::to_owned))
+            .unwrap_or_else(|| doc.severity.to_string()),
         "incidents": incidents
             .iter()
             .map(|(id, title, state)| json!({"id": id, "title": title, "state": state}))

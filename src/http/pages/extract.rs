@@ -158,11 +158,55 @@ where
 }
 
 /// A submitted form's fields, in order (a name may repeat: the 5 whys' steps).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(transparent)]
 pub struct Fields(Vec<(String, String)>);
 
 impl Fields {
+    /// The fields of part `part` of a page that is one form (`{part}.{name}`), named
+    /// without the prefix, with the page's version; a form of that part alone (its
+    /// fields unprefixed, as the API's callers and older pages send it) as it is.
+    pub fn part(&self, part: &str) -> Fields {
+        let prefix = format!("{part}.");
+        let own: Vec<(String, String)> = self
+            .0
+            .iter()
+            .filter_map(|(n, v)| Some((n.strip_prefix(&prefix)?.to_owned(), v.clone())))
+            .collect();
+        if own.is_empty() {
+            return self.clone();
+        }
+        let shared = self.0.iter().filter(|(n, _)| n == "version").cloned();
+        Fields(own.into_iter().chain(shared).collect())
+    }
+
+    /// The names of the fields sent, in order (a repeated name as often as sent).
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(n, _)| n.as_str())
+    }
+
+    /// Whether nothing was typed in them: every field but the page's own (its token,
+    /// version and keys) and the choices a form starts with (a kind, a priority, a
+    /// factor, a severity) is empty.
+    pub fn is_blank(&self) -> bool {
+        self.0
+            .iter()
+            .filter(|(n, _)| {
+                !matches!(
+                    n.as_str(),
+                    "csrf"
+                        | "version"
+                        | "form_key"
+                        | "shown"
+                        | "kind"
+                        | "priority"
+                        | "factor"
+                        | "severity"
+                )
+            })
+            .all(|(_, v)| v.trim().is_empty())
+    }
+
     /// The field's value as sent, or "".
     pub fn text(&self, name: &str) -> String {
         self.all(name).next().unwrap_or_default().to_owned()

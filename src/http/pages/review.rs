@@ -6,38 +6,87 @@ use actix_web::http::StatusCode;
 use actix_web::web;
 use serde_json::{json, Value};
 
-use super::coe_answer::Kept;
 use super::coe_forms::CoeForm;
 use super::coes::{self, history_words, related_links};
 use super::{render, Page, PageError, State};
 use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;
+use crate::services::coes::{self as coes_service, CoeError, CommentInput, SectionEdit};
 use crate::services::review::{self, Step};
 
-/// `POST /coes/{id}/review/{step}`: submit, approve or request-changes.
+/// `POST /coes/{id}/review/{step}`: submit, approve or request-changes. What was typed
+/// elsewhere on the page goes with the step it belongs to: submitting saves the
+/// sections typed first (what is submitted is what the owner sees), requesting changes
+/// adds the comments typed at the sections first; the rest is kept.
 pub async fn step(form: CoeForm) -> Page {
     let name = form.item.clone();
     let step = [Step::Submit, Step::Approve, Step::RequestChanges]
         .into_iter()
         .find(|s| s.name() == name)
         .ok_or_else(|| PageError::NotFound(format!("no review step {name:?}")))?;
-    let comment = form.fields.filled("comment");
-    let kept = Kept {
-        forms: [("review".to_owned(), form.fields.to_json())].into(),
-        ..Kept::default()
+    let comment = form.fields.part("review").filled("comment");
+    let fields = &form.fields;
+    let edits: Vec<SectionEdit> = match step {
+        Step::Submit => fields
+            .prefixed("text:")
+            .map(|(key, body)| SectionEdit {
+                based_on: fields.text(&format!("seen:{key}")),
+                key: key.to_owned(),
+                body: body.to_owned(),
+            })
+            .filter(|e| coes_service::revision(&e.body) != e.based_on)
+            .collect(),
+        _ => Vec::new(),
+    };
+    let comments: Vec<CommentInput> = match step {
+        Step::RequestChanges => fields
+            .names()
+            .filter_map(|n| n.strip_prefix("comment:")?.strip_suffix(".body"))
+            .map(|section| CommentInput {
+                section: section.to_owned(),
+                body: fields.text(&format!("comment:{section}.body")),
+            })
+            .filter(|c| !c.body.trim().is_empty())
+            .collect(),
+        _ => Vec::new(),
+    };
+    // What the step takes along is part of it; nothing else is.
+    let own = match step {
+        Step::Submit if !edits.is_empty() => "sections",
+        _ => "review",
     };
     // An approval names the version the approver read (the page's).
-    form.change("review", kept, move |conn, state, editor, coe, version| {
+    form.change("review", own, move |conn, state, editor, coe, version| {
         let read = if step == Step::Approve { version } else { None };
-        review::step(
-            conn,
-            coe,
-            step,
-            comment.as_deref(),
-            read,
-            editor,
-            state.env(),
-        )
+        crate::db::write_transaction(conn, |conn| {
+            if !edits.is_empty() {
+                let saved = coes_service::put_sections(conn, coe, &edits, editor, &state.env())?;
+                let mut problems = saved.refused;
+                problems.extend(saved.conflicts.into_iter().map(|c| {
+                    (
+                        c.key,
+                        "someone else saved it while you were writing: merge theirs into yours, \
+                         save it, then submit"
+                            .to_owned(),
+                    )
+                }));
+                if !problems.is_empty() {
+                    return Err(CoeError::Invalid(problems));
+                }
+            }
+            for c in &comments {
+                coes_service::add_comment(conn, coe, c, editor)?;
+            }
+            review::step(
+                conn,
+                coe,
+                step,
+                comment.as_deref(),
+                read,
+                editor,
+                state.env(),
+            )
+        })
     })
     .await
 }

@@ -191,17 +191,28 @@ fn check_section(row: &CoeRow, key: &str, body: &str, ctx: &Env<'_>) -> Result<(
             ),
         ));
     }
-    if body.len() > ctx.settings.coe.max_section_bytes {
+    let limit = ctx.settings.coe.max_section_bytes;
+    if body.len() > limit {
         return Err(CoeError::invalid(
             "body",
             format!(
-                "must be at most {} bytes (coe.max_section_bytes; got {})",
-                ctx.settings.coe.max_section_bytes,
-                body.len()
+                "is {} and a section holds at most {}: keep the lines that matter and link \
+                 the rest (the whole log, a dashboard) instead of pasting it",
+                kilobytes(body.len()),
+                kilobytes(limit)
             ),
         ));
     }
     Ok(())
+}
+
+/// A size in words a writer reads: "160 KB" (rounded up), or "900 bytes".
+fn kilobytes(bytes: usize) -> String {
+    if bytes < 1024 {
+        format!("{bytes} bytes")
+    } else {
+        format!("{} KB", bytes.div_ceil(1024))
+    }
 }
 
 /// The text sections of COE `id` as stored, by key (a section never written is absent).
@@ -284,11 +295,21 @@ pub struct SectionConflict {
     pub revision: String,
 }
 
-/// What saving sections came to: the keys saved, and the sections in conflict.
+/// What saving sections came to: the keys saved, the sections in conflict, and the
+/// sections refused (each key with its problem; the others were saved all the same).
 #[derive(Debug, Default)]
 pub struct SavedSections {
     pub saved: Vec<String>,
     pub conflicts: Vec<SectionConflict>,
+    pub refused: Vec<(String, String)>,
+}
+
+/// The problems of a section refused, each named by the section's key.
+fn refusals(error: CoeError, key: &str) -> Result<Vec<(String, String)>, CoeError> {
+    match in_section(error, key) {
+        CoeError::Invalid(problems) => Ok(problems),
+        other => Err(other),
+    }
 }
 
 /// A section's body's problem, named by the section's key (several are saved at once).
@@ -368,28 +389,42 @@ pub fn put_sections(
         };
     // A save that writes nothing (nothing typed, or only conflicts) leaves the COE
     // and its version as they are.
+    // A section refused (too long, say) is named with its problem; the others are saved.
+    let refused_of = |row: &CoeRow| -> Result<Vec<(String, String)>, CoeError> {
+        let mut refused = Vec::new();
+        for e in edits {
+            if let Err(err) = check_section(row, &e.key, &e.body, ctx) {
+                refused.extend(refusals(err, &e.key)?);
+            }
+        }
+        Ok(refused)
+    };
     access::coe(conn, id, who)?;
     let current = section_bodies(conn, id)?;
     let steps = decide(&current);
-    if !steps.iter().any(|(_, s)| *s == Step::Write) {
-        let row = load_row(conn, id)?;
-        for (e, _) in &steps {
-            check_section(&row, &e.key, &e.body, ctx).map_err(|err| in_section(err, &e.key))?;
-        }
+    let row = load_row(conn, id)?;
+    let refused = refused_of(&row)?;
+    let writes = |steps: &[(&SectionEdit, Step)], refused: &[(String, String)]| {
+        steps
+            .iter()
+            .filter(|(e, s)| *s == Step::Write && !refused.iter().any(|(k, _)| *k == e.key))
+            .map(|(e, _)| (*e).clone())
+            .collect::<Vec<SectionEdit>>()
+    };
+    if writes(&steps, &refused).is_empty() {
         return Ok(SavedSections {
             saved: Vec::new(),
             conflicts: conflicts_of(&steps, &current),
+            refused,
         });
     }
     with_claim(conn, id, Based::Unversioned, who, *ctx, |conn, row, now| {
-        for e in edits {
-            check_section(row, &e.key, &e.body, ctx).map_err(|err| in_section(err, &e.key))?;
-        }
+        let refused = refused_of(row)?;
         // Decided again under the COE's lock: what was read above may have moved.
         let current = section_bodies(conn, id)?;
         let steps = decide(&current);
         let mut saved = Vec::new();
-        for (e, _) in steps.iter().filter(|(_, s)| *s == Step::Write) {
+        for e in writes(&steps, &refused) {
             let before = current.get(&e.key).map(String::as_str);
             let Recorded {
                 action,
@@ -400,7 +435,14 @@ pub fn put_sections(
             saved.push(e.key.clone());
         }
         let conflicts = conflicts_of(&steps, &current);
-        Ok((SavedSections { saved, conflicts }, None))
+        Ok((
+            SavedSections {
+                saved,
+                conflicts,
+                refused,
+            },
+            None,
+        ))
     })
 }
 
