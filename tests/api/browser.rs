@@ -217,7 +217,7 @@ async fn complete(browser: &Browser) {
         .type_into("#note-complete", "Live since today; tested by a game day.")
         .await;
     browser
-        .click_to_load("form[action$='/complete'] button")
+        .click_to_load("button[formaction$='/complete']")
         .await;
     assert!(browser.text(".facts").await.contains("done"));
 }
@@ -537,9 +537,7 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
         if n == 0 {
             browser.screenshot("action-verify").await;
         }
-        browser
-            .click_to_load("#verification form.inline button")
-            .await;
+        browser.click_to_load("#verification .inline button").await;
         assert!(
             browser
                 .text("#verification")
@@ -675,7 +673,7 @@ async fn a_leader_inspects_the_board_and_an_owner_moves_a_due_date_that_it_then_
         .type_into("#reason", "CI runners arrive this week")
         .await;
     browser
-        .click_to_load("form[action$='/due-date'] button")
+        .click_to_load("button[formaction$='/due-date']")
         .await;
     assert!(browser
         .text("main")

@@ -370,3 +370,65 @@ async fn one_section_too_long_is_refused_at_itself_and_the_others_are_saved() {
     assert_eq!(body("mitigation"), "Restarted the indexer.");
     assert_eq!(body("detection"), "", "the refused section is not saved");
 }
+
+/// On an action's page too: a note typed for "Mark it done" survives moving the due
+/// date, and a refused step keeps the new due date typed beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_button_on_the_action_page_loses_the_note_typed() {
+    let w = World::new().await;
+    let (id, _) = w.written_coe().await;
+    let action = w
+        .action(&id, "Validate config in CI", "dev@example.com")
+        .await;
+    let action_id = action["id"].as_str().expect("id").to_owned();
+    let page = format!("/actions/{action_id}");
+    let browser = Browser::start().await;
+    sign_in_to(&browser, &w.app, "dev@example.com", &page).await;
+
+    browser
+        .type_into("#note-complete", "The CI job rejects a bad config.")
+        .await;
+    let soon = (chrono::Utc::now() + chrono::Duration::days(20))
+        .date_naive()
+        .to_string();
+    browser.set_value("#due", &soon).await;
+    browser
+        .type_into("#reason", "The CI runners arrive later")
+        .await;
+    browser
+        .click_to_load("button[formaction$='/due-date']")
+        .await;
+    browser.wait_for_url("?kept=").await;
+    assert_eq!(
+        browser.value("#note-complete").await,
+        "The CI job rejects a bad config."
+    );
+    let stored = w
+        .app
+        .get_json(&format!("/api/v1/actions/{action_id}"), &w.owner)
+        .await;
+    assert_eq!(stored["due_date"], soon.as_str(), "{stored}");
+    browser.screenshot("action-kept-after-due-date").await;
+
+    // "Mark it done" with its note emptied is refused: the due date and the reason
+    // typed meanwhile stay on the page, and so does the refusal's reason.
+    let later = (chrono::Utc::now() + chrono::Duration::days(30))
+        .date_naive()
+        .to_string();
+    browser.set_value("#note-complete", "").await;
+    browser.set_value("#due", &later).await;
+    browser.type_into("#reason", "Moved again").await;
+    browser
+        .click_to_load("button[formaction$='/complete']")
+        .await;
+    assert!(browser.text(".error").await.contains("note is required"));
+    assert_eq!(browser.value("#reason").await, "Moved again");
+    assert_eq!(browser.value("#due").await, later);
+    let stored = w
+        .app
+        .get_json(&format!("/api/v1/actions/{action_id}"), &w.owner)
+        .await;
+    assert_ne!(stored["state"], "done", "{stored}");
+    assert_eq!(stored["due_date"], soon.as_str(), "{stored}");
+    browser.screenshot("action-kept-after-refusal").await;
+}

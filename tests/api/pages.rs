@@ -1054,7 +1054,8 @@ async fn an_action_owner_moves_the_due_date_with_a_reason_and_closes_it_with_a_n
         "Mark it done",
         // Giving up is a step apart, opened on purpose, confirmed, not a blue button.
         "<summary>It will not be done…</summary>",
-        "class=\"danger\">Confirm: it will not be done</button>",
+        "class=\"danger\" formaction=\"/actions/",
+        ">Confirm: it will not be done</button>",
         "Move the due date",
         "href=\"https://tickets.example.com/OPS-1\"",
     ] {

@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 
 use super::coes::safe_href;
 use super::{
-    as_person, change, keep_form, kept_form, render, write_as_person, CsrfForm, Outcome, Page,
-    PageError, State,
+    as_person, change, keep_form, kept_form, render, write_as_person, CsrfForm, Fields, Outcome,
+    Page, PageError, State,
 };
 use crate::domain::action::{self, Transition};
 use crate::http::session::SignedIn;
@@ -50,6 +50,7 @@ fn step(t: Transition) -> Value {
         // What was typed into it when it did not go through (`page` fills them).
         "typed_note": "",
         "typed_evidence": "",
+        "typed": false,
     })
 }
 
@@ -112,9 +113,10 @@ fn page(
         .iter()
         .map(|t| {
             let mut form = step(*t);
-            if let Some(typed) = typed.as_ref().filter(|k| k["verb"] == t.name()) {
+            if let Some(typed) = typed.as_ref().and_then(|k| k.get(t.name())) {
                 form["typed_note"] = typed["note"].clone();
                 form["typed_evidence"] = typed["evidence_url"].clone();
+                form["typed"] = json!(true);
             }
             form
         })
@@ -160,6 +162,13 @@ fn page(
         "names": names,
         "problems": problems,
         "notice": notice,
+        // What was typed in the verification's and the due date's forms, kept.
+        "verify_typed": typed.as_ref().and_then(|k| k.get("verify")).map(|k| k["reason"].clone()),
+        "due_typed": typed.as_ref().and_then(|k| k.get("due")).map(|k| {
+            json!({"due_date": k.get("due_date").unwrap_or(&json!("")),
+                   "reason": k.get("reason").unwrap_or(&json!(""))})
+        }),
+        "unsaved": typed.as_ref().is_some_and(|k| k.as_object().is_some_and(|o| !o.is_empty())),
         "action": a,
     });
     render(state, Some(who), status, "action", data)
@@ -196,24 +205,58 @@ pub async fn show(
     page(&state, &who, status, loaded, problems, typed, None)
 }
 
-#[derive(Debug, Deserialize)]
-pub struct StepForm {
-    #[serde(default)]
-    note: Option<String>,
-    #[serde(default)]
-    evidence_url: Option<String>,
+/// What was typed on an action's page in its parts other than `own` (the page is one
+/// form: each step's note and evidence `{verb}.…`, the verification's reason
+/// `verify.reason`, the due date's `due.…`): kept and shown again, so no button
+/// loses what was typed for another.
+fn typed_elsewhere(fields: &Fields, own: &str) -> serde_json::Map<String, Value> {
+    let mut parts: Vec<&str> = fields
+        .names()
+        .filter_map(|n| n.split_once('.').map(|(part, _)| part))
+        .filter(|part| *part != own)
+        .collect();
+    parts.sort_unstable();
+    parts.dedup();
+    let mut typed = serde_json::Map::new();
+    for part in parts {
+        let f = fields.part(part);
+        // The due date starts filled in: typed when it differs, or a reason is given.
+        let changed = match f.filled("shown") {
+            Some(shown) => f.text("due_date").trim() != shown || f.filled("reason").is_some(),
+            None => !f.is_blank(),
+        };
+        if changed {
+            typed.insert(part.to_owned(), f.to_json());
+        }
+    }
+    typed
 }
 
-/// The answer to a change: back to the page; when it did not go through, back to it
-/// too (303), showing the problems kept for the person.
+/// The answer to the change of part `own` of action `id`'s page: back to the page,
+/// with what was typed elsewhere kept when there is any; when it did not go through,
+/// back to it too (303), showing the problems and all that was typed, `own` included.
 async fn answer(
     state: &web::Data<AppState>,
     who: &SignedIn,
     id: &str,
     outcome: Outcome,
-    typed: Option<Value>,
+    fields: &Fields,
+    own: &str,
 ) -> Page {
     let path = format!("/actions/{id}");
+    let mut typed = typed_elsewhere(fields, own);
+    if let Outcome::Done = outcome {
+        if typed.is_empty() {
+            return Ok(super::see_other(&path));
+        }
+        let body = json!({"problems": [], "typed": typed});
+        let kept = keep_form(state, who, &path, StatusCode::OK, body).await?;
+        return Ok(super::see_other(&format!("{path}?kept={kept}")));
+    }
+    let mine = fields.part(own);
+    if !mine.is_blank() {
+        typed.insert(own.to_owned(), mine.to_json());
+    }
     outcome
         .answer(&path, |again| {
             let path = &path;
@@ -228,8 +271,8 @@ async fn answer(
 
 /// `POST /actions/{id}/delete`: deletes an action added by mistake (the COE's owner,
 /// while it is a draft); back to the COE.
-pub async fn delete(form: CsrfForm<StepForm>, path: web::Path<String>, state: State) -> Page {
-    let who = form.who;
+pub async fn delete(form: CsrfForm<Fields>, path: web::Path<String>, state: State) -> Page {
+    let CsrfForm { who, fields } = form;
     let id = path.into_inner();
     let key = id.clone();
     let deleted = write_as_person(&state, &who, move |conn, _, editor| {
@@ -241,94 +284,65 @@ pub async fn delete(form: CsrfForm<StepForm>, path: web::Path<String>, state: St
     .await?;
     match deleted {
         Ok(coe_id) => Ok(super::see_other(&format!("/coes/{coe_id}#part-actions"))),
-        Err(outcome) => answer(&state, &who, &id, outcome, None).await,
+        Err(outcome) => answer(&state, &who, &id, outcome, &fields, "delete").await,
     }
-}
-
-#[derive(Debug, Deserialize)]
-pub struct VerifyForm {
-    /// `true` (verified) or `false` (not: back to in progress, with the reason).
-    #[serde(default)]
-    verified: Option<String>,
-    #[serde(default)]
-    reason: Option<String>,
 }
 
 /// `POST /actions/{id}/verify`: the COE's reviewer verifies a done action, or sends
 /// it back with the reason.
-pub async fn verify(form: CsrfForm<VerifyForm>, path: web::Path<String>, state: State) -> Page {
-    let CsrfForm { who, fields: form } = form;
+pub async fn verify(form: CsrfForm<Fields>, path: web::Path<String>, state: State) -> Page {
+    let CsrfForm { who, fields } = form;
     let id = path.into_inner();
+    // `verified`: `true`, or `false` (back to in progress, with the reason).
+    let mine = fields.part("verify");
     let input = actions::VerifyInput {
-        verified: form.verified.as_deref().map(|v| v == "true"),
-        reason: form.reason.filter(|r| !r.trim().is_empty()),
+        verified: mine.filled("verified").map(|v| v == "true"),
+        reason: mine.filled("reason"),
     };
     let key = id.clone();
     let outcome = change(&state, &who, move |conn, state, editor| {
         actions::verify(conn, &key, &input, editor, state.env())
     })
     .await?;
-    answer(&state, &who, &id, outcome, None).await
+    answer(&state, &who, &id, outcome, &fields, "verify").await
 }
 
 /// `POST /actions/{id}/{verb}`: start, complete, wont-do, reopen.
 pub async fn transition(
-    form: CsrfForm<StepForm>,
+    form: CsrfForm<Fields>,
     path: web::Path<(String, String)>,
     state: State,
 ) -> Page {
-    let CsrfForm { who, fields: form } = form;
+    let CsrfForm { who, fields } = form;
     let (id, verb) = path.into_inner();
     let verb = verb_of(&verb).ok_or_else(|| PageError::NotFound(format!("no step {verb:?}")))?;
-    // Kept to show again when the step does not go through (a note too short to be
-    // evidence, say): nothing typed is lost.
-    let typed = json!({"verb": verb.name(), "note": form.note.clone().unwrap_or_default(),
-                       "evidence_url": form.evidence_url.clone().unwrap_or_default()});
+    let mine = fields.part(verb.name());
     let input = TransitionInput {
-        note: form.note.filter(|n| !n.trim().is_empty()),
-        evidence_url: form.evidence_url.filter(|u| !u.trim().is_empty()),
+        note: mine.filled("note"),
+        evidence_url: mine.filled("evidence_url"),
     };
     let key = id.clone();
     let outcome = change(&state, &who, move |conn, state, editor| {
         actions::transition(conn, &key, verb, &input, editor, state.env())
     })
     .await?;
-    answer(&state, &who, &id, outcome, Some(typed)).await
-}
-
-#[derive(Debug, Deserialize)]
-pub struct DueDateForm {
-    #[serde(default)]
-    due_date: String,
-    #[serde(default)]
-    reason: Option<String>,
+    answer(&state, &who, &id, outcome, &fields, verb.name()).await
 }
 
 /// `POST /actions/{id}/due-date`: a new due date with the reason for it.
-pub async fn move_due_date(
-    form: CsrfForm<DueDateForm>,
-    path: web::Path<String>,
-    state: State,
-) -> Page {
-    let CsrfForm { who, fields: form } = form;
+pub async fn move_due_date(form: CsrfForm<Fields>, path: web::Path<String>, state: State) -> Page {
+    let CsrfForm { who, fields } = form;
     let id = path.into_inner();
-    let Ok(due) = form.due_date.trim().parse::<NaiveDate>() else {
-        let problem = format!(
-            "must be a date such as 2026-12-24 (got {:?})",
-            form.due_date
-        );
-        return answer(
-            &state,
-            &who,
-            &id,
-            Outcome::Invalid(vec![("due_date".into(), problem)]),
-            None,
-        )
-        .await;
+    let mine = fields.part("due");
+    let typed_due = mine.text("due_date");
+    let Ok(due) = typed_due.trim().parse::<NaiveDate>() else {
+        let problem = format!("must be a date such as 2026-12-24 (got {typed_due:?})");
+        let refused = Outcome::Invalid(vec![("due_date".into(), problem)]);
+        return answer(&state, &who, &id, refused, &fields, "due").await;
     };
     let patch = ActionPatch {
         due_date: Some(due),
-        reason: form.reason.filter(|r| !r.trim().is_empty()),
+        reason: mine.filled("reason"),
         ..ActionPatch::default()
     };
     let key = id.clone();
@@ -343,5 +357,5 @@ pub async fn move_due_date(
         )
     })
     .await?;
-    answer(&state, &who, &id, outcome, None).await
+    answer(&state, &who, &id, outcome, &fields, "due").await
 }
