@@ -432,3 +432,46 @@ async fn no_button_on_the_action_page_loses_the_note_typed() {
     assert_eq!(stored["due_date"], soon.as_str(), "{stored}");
     browser.screenshot("action-kept-after-refusal").await;
 }
+
+/// Item 8: the reviewer who sent a COE back sees whose move it is, not the owner's
+/// controls: no "Answer" under her own comment, no "Submit for review", no banner
+/// telling her to answer; the owner sees all three.
+#[tokio::test]
+async fn the_reviewer_sees_that_the_owner_moves_next() {
+    use crate::pages::{get_page, sign_in};
+    let w = World::new().await;
+    let id = sent_back(&w).await;
+    let page = format!("/coes/{id}");
+    let html = |who: String| {
+        let (app, page) = (&w.app, page.clone());
+        async move {
+            get_page(app, &page, Some(&who))
+                .await
+                .text()
+                .await
+                .expect("html")
+        }
+    };
+    let reviewer = html(sign_in(&w.app, "reviewer@example.com").await).await;
+    assert!(
+        reviewer.contains("Waiting for")
+            && reviewer.contains("to answer 1 comment, change what you asked and submit it again"),
+        "{reviewer}"
+    );
+    assert!(
+        !reviewer.contains("/answer\""),
+        "no Answer under her own comment"
+    );
+    assert!(
+        !reviewer.contains("/review/submit\""),
+        "no Submit for review"
+    );
+    assert!(
+        !reviewer.contains("Answer each comment at its section"),
+        "no owner's banner"
+    );
+    let owner = html(sign_in(&w.app, "owner@example.com").await).await;
+    assert!(owner.contains("/answer\"") && owner.contains("/review/submit\""));
+    assert!(owner.contains("Answer each comment at its section"));
+    assert!(!owner.contains("id=\"whose-move\""));
+}

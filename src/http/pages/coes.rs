@@ -459,6 +459,8 @@ pub(super) fn page(
                     let mut v = serde_json::to_value(c).unwrap_or_default();
                     let typed = kept.forms.get(&format!("answer:{}", c.id));
                     v["typed"] = json!(typed.map(|k| &k["answer"]));
+                    // Who commented does not answer: the owner does.
+                    v["may_answer_it"] = json!(may_write && c.author != me);
                     v
                 })
                 .collect();
@@ -487,6 +489,9 @@ pub(super) fn page(
         .review
         .last()
         .filter(|r| r.verdict == "changes_requested" && doc.state == CoeState::Draft);
+    // A COE sent back waits on its owner: the reviewer (not its owner) is told so.
+    let waits_on_owner =
+        sent_back.is_some() && is_reviewer && doc.owner.as_deref().is_some_and(|o| o != me);
     let timeline: Vec<Value> = doc
         .timeline
         .iter()
@@ -587,7 +592,9 @@ pub(super) fn page(
         "may_review": is_reviewer && doc.state == CoeState::InReview,
         "may_approve": may_approve,
 
-        "may_submit": may_write && doc.state == CoeState::Draft,
+        // The reviewer who sent it back does not submit it again: its owner does.
+        "may_submit": may_write && doc.state == CoeState::Draft && !waits_on_owner,
+        "waits_on_owner": waits_on_owner,
         // A merged draft is not to be submitted: nothing is missing from it.
         "missing": if doc.state == CoeState::Merged {
             Vec::new()
