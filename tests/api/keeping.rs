@@ -58,26 +58,26 @@ async fn typed(browser: &Browser) -> (String, String) {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn no_button_on_the_coe_page_loses_the_sections_typed() {
+/// The owner of a COE sent back, signed in on its page in `browser`, who edits Impact
+/// as the reviewer asked and Detection, saving neither: the world, the COE's id, and
+/// what the two sections hold on the page.
+async fn owner_has_typed(browser: &Browser) -> (World, String, (String, String)) {
     let w = World::new().await;
     let id = sent_back(&w).await;
-    let page = format!("/coes/{id}");
-    let browser = Browser::start().await;
-    sign_in_to(&browser, &w.app, "owner@example.com", &page).await;
-
-    // The owner edits Impact as the reviewer asked, and Detection, saving neither.
+    sign_in_to(browser, &w.app, "owner@example.com", &format!("/coes/{id}")).await;
     browser
         .type_into("#body-impact", " 300 customers retried; 900 gave up.")
         .await;
     browser
         .type_into("#body-detection", " The pager fired at 10:02.")
         .await;
-    let before = typed(&browser).await;
+    let before = typed(browser).await;
     assert!(before.0.ends_with("900 gave up."), "{before:?}");
-    let unchanged = stored(&w, &id, "impact").await;
+    (w, id, before)
+}
 
-    // She answers the comment: the answer is recorded, both edits are still there.
+/// Answers the reviewer's comment on Impact; the answer is recorded.
+async fn answer_the_comment(browser: &Browser) {
     browser
         .type_into("#impact textarea[name$='.answer']", "Added to Impact.")
         .await;
@@ -85,10 +85,31 @@ async fn no_button_on_the_coe_page_loses_the_sections_typed() {
         .click_to_load("#impact button[formaction*='/answer']")
         .await;
     browser.wait_for_url("?kept=").await;
-    assert!(browser
-        .text("#impact .thread")
-        .await
-        .contains("Added to Impact."));
+    let thread = browser.text("#impact .thread").await;
+    assert!(thread.contains("Added to Impact."), "{thread}");
+}
+
+/// Links the runbook as a related item; the link is made.
+async fn link_the_runbook(browser: &Browser) {
+    browser.click("#part-related > details.box summary").await;
+    browser
+        .type_into("#r-target", "https://runbooks.example.com/payments")
+        .await;
+    browser
+        .click_to_load("#part-related button[formaction$='/related']")
+        .await;
+    let related = browser.text("#part-related").await;
+    assert!(related.contains("runbooks.example.com"), "{related}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_button_on_the_coe_page_loses_the_sections_typed() {
+    let browser = Browser::start().await;
+    let (w, id, before) = owner_has_typed(&browser).await;
+    let unchanged = stored(&w, &id, "impact").await;
+
+    // She answers the comment: the answer is recorded, both edits are still there.
+    answer_the_comment(&browser).await;
     assert_eq!(typed(&browser).await, before, "the edits survive an answer");
     assert!(browser.text("#impact").await.contains("Not saved yet"));
     assert_eq!(
@@ -135,17 +156,7 @@ async fn no_button_on_the_coe_page_loses_the_sections_typed() {
     browser.screenshot("kept-after-refused-action").await;
 
     // A related link, a 5-whys chain, the details, an unknown incident, a preview.
-    browser.click("#part-related > details.box summary").await;
-    browser
-        .type_into("#r-target", "https://runbooks.example.com/payments")
-        .await;
-    browser
-        .click_to_load("#part-related button[formaction$='/related']")
-        .await;
-    assert!(browser
-        .text("#part-related")
-        .await
-        .contains("runbooks.example.com"));
+    link_the_runbook(&browser).await;
     assert_eq!(typed(&browser).await, before, "the edits survive a link");
     browser.click("#part-five_whys > details.box summary").await;
     browser.type_into("#nw-1", "Why did payments fail?").await;
@@ -247,38 +258,13 @@ async fn no_button_on_the_coe_page_loses_the_sections_typed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_script_the_typed_sections_survive_every_other_button() {
-    let w = World::new().await;
-    let id = sent_back(&w).await;
-    let page = format!("/coes/{id}");
     let browser = Browser::start_without_script().await;
-    sign_in_to(&browser, &w.app, "owner@example.com", &page).await;
-    browser
-        .type_into("#body-impact", " 300 customers retried.")
-        .await;
-    browser
-        .type_into("#body-detection", " The pager fired at 10:02.")
-        .await;
-    let before = typed(&browser).await;
+    let (w, id, before) = owner_has_typed(&browser).await;
 
     // The answer, then a link: each goes through, the sections stay as typed.
-    browser
-        .type_into("#impact textarea[name$='.answer']", "Added to Impact.")
-        .await;
-    browser
-        .click_to_load("#impact button[formaction*='/answer']")
-        .await;
-    assert!(browser
-        .text("#impact .thread")
-        .await
-        .contains("Added to Impact."));
+    answer_the_comment(&browser).await;
     assert_eq!(typed(&browser).await, before);
-    browser.click("#part-related > details.box summary").await;
-    browser
-        .type_into("#r-target", "https://runbooks.example.com/payments")
-        .await;
-    browser
-        .click_to_load("#part-related button[formaction$='/related']")
-        .await;
+    link_the_runbook(&browser).await;
     assert_eq!(typed(&browser).await, before);
     browser.screenshot("kept-without-script").await;
 

@@ -165,6 +165,23 @@ async fn a_reviewer_is_emailed_once_a_day_while_done_actions_wait_for_verificati
     let now = chrono::Utc::now();
     crate::mechanism::sweep_at(&w.app, &smtp.url(), now);
     crate::mechanism::sweep_at(&w.app, &smtp.url(), now);
+    // Both sweeps got that far: every verification email they queued was handed to
+    // the SMTP server before they exited, so what the server holds is all there is.
+    let queued: Vec<(String, String)> = {
+        use coe::db::schema::outbox_emails;
+        use diesel::prelude::*;
+        let mut conn = w.app.pool.get().expect("conn");
+        outbox_emails::table
+            .filter(outbox_emails::kind.eq("verifications_waiting"))
+            .select((outbox_emails::recipient, outbox_emails::state))
+            .load(&mut conn)
+            .expect("outbox")
+    };
+    assert_eq!(
+        queued,
+        vec![("reviewer@example.com".to_owned(), "sent".to_owned())],
+        "one queued, and sent"
+    );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while waiting(&smtp).is_empty() && std::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;

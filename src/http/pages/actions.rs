@@ -210,15 +210,8 @@ pub async fn show(
 /// `verify.reason`, the due date's `due.…`): kept and shown again, so no button
 /// loses what was typed for another.
 fn typed_elsewhere(fields: &Fields, own: &str) -> serde_json::Map<String, Value> {
-    let mut parts: Vec<&str> = fields
-        .names()
-        .filter_map(|n| n.split_once('.').map(|(part, _)| part))
-        .filter(|part| *part != own)
-        .collect();
-    parts.sort_unstable();
-    parts.dedup();
     let mut typed = serde_json::Map::new();
-    for part in parts {
+    for part in fields.parts(own) {
         let f = fields.part(part);
         // The due date starts filled in: typed when it differs, or a reason is given.
         let changed = match f.filled("shown") {

@@ -14,7 +14,9 @@ use super::coes::{change_words, load, section_of};
 use super::{see_other, Fields, Outcome, Page, PageError};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
-use crate::services::coes::{self as service, HistoryEntry, SectionConflict, SectionView};
+use crate::services::coes::{
+    self as service, HistoryEntry, SectionConflict, SectionEdit, SectionView,
+};
 use crate::services::forms;
 
 /// What a page shows besides the document after a change that did not go through
@@ -143,15 +145,7 @@ pub(super) fn typed_elsewhere(fields: &Fields, own: &str) -> Kept {
     if own != "sections" {
         keep_texts(fields, &mut kept);
     }
-    let mut parts: Vec<&str> = fields
-        .names()
-        .filter_map(|n| n.split_once('.').map(|(part, _)| part))
-        .filter(|part| *part != own)
-        .collect();
-    parts.dedup();
-    parts.sort_unstable();
-    parts.dedup();
-    for part in parts {
+    for part in fields.parts(own) {
         let typed = fields.part(part);
         if part_changed(part, &typed) {
             kept.forms.insert(part.to_owned(), part_typed(part, &typed));
@@ -160,15 +154,30 @@ pub(super) fn typed_elsewhere(fields: &Fields, own: &str) -> Kept {
     kept
 }
 
-/// Every text section changed since the page was loaded (`text:{key}` against
-/// `seen:{key}`), into `kept` with the revision it started from.
+/// Every text section as sent (`text:{key}`, with the revision it started from in
+/// `seen:{key}`).
+pub(super) fn section_edits(fields: &Fields) -> Vec<SectionEdit> {
+    fields
+        .prefixed("text:")
+        .map(|(key, body)| SectionEdit {
+            based_on: fields.text(&format!("seen:{key}")),
+            key: key.to_owned(),
+            body: body.to_owned(),
+        })
+        .collect()
+}
+
+/// Whether the person changed the section since the page showed it.
+pub(super) fn changed(edit: &SectionEdit) -> bool {
+    service::revision(&edit.body) != edit.based_on
+}
+
+/// Every text section changed since the page was loaded, into `kept` with the
+/// revision it started from.
 pub(super) fn keep_texts(fields: &Fields, kept: &mut Kept) {
-    for (key, body) in fields.prefixed("text:") {
-        let seen = fields.text(&format!("seen:{key}"));
-        if service::revision(body) != seen {
-            kept.texts.insert(key.to_owned(), body.to_owned());
-            kept.seen.insert(key.to_owned(), seen);
-        }
+    for edit in section_edits(fields).into_iter().filter(changed) {
+        kept.seen.insert(edit.key.clone(), edit.based_on);
+        kept.texts.insert(edit.key, edit.body);
     }
 }
 

@@ -22,8 +22,8 @@ use crate::http::state::AppState;
 use crate::services::access::Editor;
 use crate::services::actions::{self, NewAction};
 use crate::services::coes::{
-    self as service, AnswerInput, CoeError, CoePatch, CommentInput, RelatedInput, SectionEdit,
-    TimelineInput, Why, WhyChainInput,
+    self as service, AnswerInput, CoeError, CoePatch, CommentInput, RelatedInput, TimelineInput,
+    Why, WhyChainInput,
 };
 use crate::services::forms::{self, Once};
 
@@ -177,14 +177,7 @@ const REUSED: &str = "This form was sent before with other contents (from a page
 /// the form again.
 pub async fn save_sections(form: CoeForm) -> Page {
     let fields = &form.fields;
-    let edits: Vec<SectionEdit> = fields
-        .prefixed("text:")
-        .map(|(key, body)| SectionEdit {
-            based_on: fields.text(&format!("seen:{key}")),
-            key: key.to_owned(),
-            body: body.to_owned(),
-        })
-        .collect();
+    let edits = coe_answer::section_edits(fields);
     let preview = fields.filled("preview");
     let at = preview
         .clone()

@@ -185,6 +185,19 @@ impl Fields {
         self.0.iter().map(|(n, _)| n.as_str())
     }
 
+    /// The parts of a page that is one form (the `{part}` of each `{part}.{name}`),
+    /// each once, but `except`.
+    pub fn parts(&self, except: &str) -> Vec<&str> {
+        let mut parts: Vec<&str> = self
+            .names()
+            .filter_map(|n| n.split_once('.').map(|(part, _)| part))
+            .filter(|part| *part != except)
+            .collect();
+        parts.sort_unstable();
+        parts.dedup();
+        parts
+    }
+
     /// Whether nothing was typed in them: every field but the page's own (its token,
     /// version and keys) and the choices a form starts with (a kind, a priority, a
     /// factor, a severity) is empty.

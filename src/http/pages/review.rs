@@ -6,6 +6,7 @@ use actix_web::http::StatusCode;
 use actix_web::web;
 use serde_json::{json, Value};
 
+use super::coe_answer;
 use super::coe_forms::CoeForm;
 use super::coes::{self, history_words, related_links};
 use super::{render, Page, PageError, State};
@@ -27,21 +28,17 @@ pub async fn step(form: CoeForm) -> Page {
     let comment = form.fields.part("review").filled("comment");
     let fields = &form.fields;
     let edits: Vec<SectionEdit> = match step {
-        Step::Submit => fields
-            .prefixed("text:")
-            .map(|(key, body)| SectionEdit {
-                based_on: fields.text(&format!("seen:{key}")),
-                key: key.to_owned(),
-                body: body.to_owned(),
-            })
-            .filter(|e| coes_service::revision(&e.body) != e.based_on)
+        Step::Submit => coe_answer::section_edits(fields)
+            .into_iter()
+            .filter(coe_answer::changed)
             .collect(),
         _ => Vec::new(),
     };
     let comments: Vec<CommentInput> = match step {
         Step::RequestChanges => fields
-            .names()
-            .filter_map(|n| n.strip_prefix("comment:")?.strip_suffix(".body"))
+            .parts("review")
+            .into_iter()
+            .filter_map(|part| part.strip_prefix("comment:"))
             .map(|section| CommentInput {
                 section: section.to_owned(),
                 body: fields.text(&format!("comment:{section}.body")),
