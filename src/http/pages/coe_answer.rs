@@ -10,7 +10,8 @@ use actix_web::web;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::coes::{change_words, load, section_of};
+use super::coe_history::change_words;
+use super::coes::{load, section_of};
 use super::{see_other, Fields, Outcome, Page, PageError};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;

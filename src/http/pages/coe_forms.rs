@@ -1,6 +1,7 @@
 //! The forms of a COE's page: a text section (save or preview), the COE's details
-//! (title, owner, reviewer, severity, service), timeline entries, 5-whys chains,
-//! related items and new corrective actions. Each calls the service the API calls,
+//! (title, owner, reviewer, severity, service), a new timeline entry (an entry's own
+//! page is `coe_timeline`), 5-whys chains, related items, new corrective actions,
+//! comments and their answers, the outage's incidents and merges. Each calls the service the API calls,
 //! with the version the page was loaded with; `coe_answer::answer` turns the outcome into
 //! the next page, with what was typed kept when it did not go through.
 
@@ -10,10 +11,9 @@ use std::pin::Pin;
 use actix_web::dev::Payload;
 use actix_web::http::StatusCode;
 use actix_web::{web, FromRequest, HttpRequest};
-use serde_json::{json, Value};
 
 use super::coe_answer::{self, answer};
-use super::coes;
+use super::coe_timeline::timeline_input;
 use super::{change, CsrfForm, Fields, FormError, Outcome, Page, PageError, State};
 use crate::db::DbConnection;
 use crate::domain::{EmailAddress, Severity};
@@ -22,8 +22,8 @@ use crate::http::state::AppState;
 use crate::services::access::Editor;
 use crate::services::actions::{self, NewAction};
 use crate::services::coes::{
-    self as service, AnswerInput, CoeError, CoePatch, CommentInput, RelatedInput, TimelineInput,
-    Why, WhyChainInput,
+    self as service, AnswerInput, CoeError, CoePatch, CommentInput, RelatedInput, Why,
+    WhyChainInput,
 };
 use crate::services::forms::{self, Once};
 
@@ -31,9 +31,9 @@ use crate::services::forms::{self, Once};
 /// of the COE it is about (`/coes/{id}/timeline/{entry}`), the version the page was
 /// loaded with and the app's state.
 pub struct CoeForm {
-    who: SignedIn,
-    state: State,
-    id: String,
+    pub(super) who: SignedIn,
+    pub(super) state: State,
+    pub(super) id: String,
     pub item: String,
     pub fields: Fields,
 }
@@ -352,21 +352,6 @@ pub async fn take_ownership(form: CoeForm) -> Page {
     .await
 }
 
-/// A timeline entry from the form: a `datetime-local` time is UTC.
-fn timeline_input(form: &Fields) -> TimelineInput {
-    let at = form.text("at");
-    let at = match at.len() {
-        16 => format!("{at}:00Z"),
-        19 => format!("{at}Z"),
-        _ => at,
-    };
-    TimelineInput {
-        at,
-        kind: form.text("kind"),
-        text: form.text("text"),
-    }
-}
-
 /// `POST /coes/{id}/timeline`: adds an entry.
 pub async fn add_timeline(form: CoeForm) -> Page {
     let input = timeline_input(&form.fields.part("timeline"));
@@ -376,120 +361,6 @@ pub async fn add_timeline(form: CoeForm) -> Page {
         Ok::<_, CoeError>(format!("/coes/{coe}#tl-{entry}"))
     })
     .await
-}
-
-/// `GET /coes/{id}/timeline/{entry}`: the form that changes or deletes one entry (a
-/// page of its own, so that a COE with a hundred entries does not carry a hundred
-/// forms).
-pub async fn timeline_entry(
-    who: SignedIn,
-    path: web::Path<(String, String)>,
-    query: web::Query<KeptQuery>,
-    state: State,
-) -> Page {
-    let (id, entry_id) = path.into_inner();
-    let page = format!("/coes/{id}/timeline/{entry_id}");
-    let kept = super::kept_form(&state, &who, &page, query.into_inner().kept).await?;
-    let (status, typed, problems) = match kept {
-        Some((status, body)) => (
-            status,
-            Some(body["typed"].clone()),
-            serde_json::from_value(body["problems"].clone()).unwrap_or_default(),
-        ),
-        None => (StatusCode::OK, None, Vec::new()),
-    };
-    entry_page(&state, &who, &id, &entry_id, status, typed, problems).await
-}
-
-/// What a page's address may carry: a form that did not go through, kept.
-#[derive(Debug, serde::Deserialize)]
-pub struct KeptQuery {
-    kept: Option<String>,
-}
-
-/// The page of one timeline entry: as it is, or as `typed` with `problems`.
-async fn entry_page(
-    state: &web::Data<AppState>,
-    who: &SignedIn,
-    id: &str,
-    entry_id: &str,
-    status: StatusCode,
-    typed: Option<Value>,
-    problems: Vec<String>,
-) -> Page {
-    let loaded = coes::load(state, id, who, false).await?;
-    let doc = &loaded.doc;
-    let entry = doc
-        .timeline
-        .iter()
-        .find(|t| t.id == entry_id)
-        .ok_or_else(|| PageError::NotFound(format!("the COE has no timeline entry {entry_id}")))?;
-    let kinds: Vec<Value> = crate::domain::coe::TimelineKind::ALL
-        .iter()
-        .map(|k| json!({"value": k.as_str(), "milestone": k.is_milestone()}))
-        .collect();
-    let entry = typed.unwrap_or_else(|| {
-        json!({"kind": entry.kind, "text": entry.text,
-               "at": entry.at.format("%Y-%m-%dT%H:%M").to_string()})
-    });
-    let data = json!({
-        "coe": {"id": doc.id, "title": doc.title, "version": doc.version},
-        "entry_id": entry_id,
-        "entry": entry,
-        "kinds": kinds,
-        "problems": problems,
-    });
-    super::render(state, Some(who), status, "timeline_entry", data)
-}
-
-/// `POST /coes/{id}/timeline/{entry}`: changes an entry, or deletes it (the delete
-/// button). When it does not go through, the entry's page again with what was typed.
-pub async fn edit_timeline(form: CoeForm) -> Page {
-    let CoeForm {
-        who,
-        state,
-        id,
-        item: entry,
-        fields,
-    } = form;
-    let (coe_id, entry_id) = (id.clone(), entry.clone());
-    let (input, version) = (timeline_input(&fields), fields.version());
-    let delete = fields.filled("delete").is_some();
-    let outcome = change(&state, &who, move |conn, state, editor| {
-        if delete {
-            service::delete_timeline(conn, &coe_id, &entry_id, version, editor, state.env())
-        } else {
-            service::edit_timeline(
-                conn,
-                &coe_id,
-                &entry_id,
-                &input,
-                version,
-                editor,
-                state.env(),
-            )
-        }
-    })
-    .await?;
-    outcome
-        .answer(&format!("/coes/{id}#part-timeline"), |again| {
-            let mut problems = again.problems;
-            if let Some((expected, current)) = again.stale {
-                problems.push(format!(
-                    "Someone saved this COE after you opened it (version {expected} → {current}); \
-                     what you typed is kept below, not saved: check the entry and save again."
-                ));
-            }
-            let typed = json!({"kind": fields.text("kind"), "text": fields.text("text"),
-                               "at": fields.text("at")});
-            let page = format!("/coes/{id}/timeline/{entry}");
-            let body = json!({"typed": typed, "problems": problems});
-            async move {
-                let kept = super::keep_form(&state, &who, &page, again.status, body).await?;
-                Ok(super::see_other(&format!("{page}?kept={kept}")))
-            }
-        })
-        .await
 }
 
 /// The steps of a chain from the form's repeated `why` and `because` fields; rows

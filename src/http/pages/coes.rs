@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::coe_answer::{self, Kept};
+use super::coe_history::{history_words, text_at};
 use super::{as_person, render, Page, PageError, State};
 use crate::domain::action::{ActionKind, Priority};
 use crate::domain::coe::{CoeState, TimelineKind};
@@ -229,93 +230,6 @@ pub(super) async fn load(
     })
     .await?
     .ok_or_else(|| PageError::NotFound(format!("there is no COE {id}")))
-}
-
-/// What a change in a COE's history did, in words: its audit action (`change_words`),
-/// and for a change of its details, each field from what to what ("changed the
-/// reviewer from maria@example.com to lee@example.com").
-pub(super) fn history_words(h: &HistoryEntry, titles: &[SectionView]) -> String {
-    if h.action != "update" {
-        return change_words(&h.action, titles);
-    }
-    let shown = |v: Option<&Value>| match v {
-        Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        Some(Value::Null) | None => "nobody".to_owned(),
-        Some(other) => other.to_string(),
-    };
-    let fields: Vec<String> = h
-        .after
-        .as_ref()
-        .and_then(Value::as_object)
-        .map(|after| {
-            after
-                .iter()
-                .map(|(field, to)| {
-                    let from = h.before.as_ref().and_then(|b| b.get(field));
-                    let (from, to) = (shown(from), shown(Some(to)));
-                    match field.as_str() {
-                        "owner" | "reviewer" if from == "nobody" => format!("named {to} {field}"),
-                        _ => format!("changed the {field} from {from} to {to}"),
-                    }
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    if fields.is_empty() {
-        change_words(&h.action, titles)
-    } else {
-        fields.join("; ")
-    }
-}
-
-/// What an audit action (`section:impact`, `timeline:add`) means, in words.
-pub(super) fn change_words(action: &str, titles: &[SectionView]) -> String {
-    let (what, detail) = action.split_once(':').unwrap_or((action, ""));
-    let section = |key: &str| {
-        titles
-            .iter()
-            .find(|s| s.key == key)
-            .map_or_else(|| key.to_owned(), |s| s.title.clone())
-    };
-    match (what, detail) {
-        ("section", key) => format!("wrote {}", section(key)),
-        ("timeline", "add") => "added a timeline entry".into(),
-        ("timeline", "edit") => "changed a timeline entry".into(),
-        ("timeline", "delete") => "deleted a timeline entry".into(),
-        ("five_whys", "add") => "added a 5-whys chain".into(),
-        ("five_whys", "edit") => "changed a 5-whys chain".into(),
-        ("five_whys", _) => "deleted a 5-whys chain".into(),
-        ("update", _) => "changed its title, owner, reviewer, severity or service".into(),
-        ("merge", _) => "merged drafts of the same outage into it".into(),
-        ("incident", "attach") => "attached an incident".into(),
-        ("incident", "detach") => "detached an incident".into(),
-        ("comment", key) => format!("commented on {}", section(key)),
-        ("answer", key) => format!("answered a comment on {}", section(key)),
-        ("opened", _) => "opened it".into(),
-        ("related", "add") => "linked a related item".into(),
-        ("related", _) => "removed a related item".into(),
-        ("state", to) => format!("moved it to {}", to.replace('_', " ")),
-        _ => action.replace([':', '_'], " "),
-    }
-}
-
-/// Section `key`'s text as it was at `seen` (from its history: the last save before
-/// then, else what the first save after then replaced; empty when never written).
-fn text_at(history: &[HistoryEntry], key: &str, seen: NaiveDateTime) -> String {
-    let action = format!("section:{key}");
-    let body = |v: &Option<Value>| {
-        v.as_ref()
-            .and_then(|v| v.get("body"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
-    let mut saves = history.iter().filter(|h| h.action == action);
-    let before = saves.clone().rfind(|h| h.at <= seen);
-    match before {
-        Some(h) => body(&h.after),
-        None => saves.find(|h| h.at > seen).and_then(|h| body(&h.before)),
-    }
-    .unwrap_or_default()
 }
 
 /// An entry's time as a `datetime-local` field holds it (UTC).

@@ -8,7 +8,9 @@ mod admin;
 mod board;
 mod coe_answer;
 mod coe_forms;
+mod coe_history;
 mod coe_list;
+mod coe_timeline;
 mod coes;
 mod dashboard;
 mod diff;
@@ -636,13 +638,13 @@ page_routes! {
     get "/coes" => coe_list::list,
     get "/coes/{id}" => coes::show,
     get "/coes/{id}/print" => review::print,
-    get "/coes/{id}/history" => review::history,
+    get "/coes/{id}/history" => coe_history::history,
     post "/coes/{id}/sections" => coe_forms::save_sections,
     post "/coes/{id}/details" => coe_forms::details,
     post "/coes/{id}/take" => coe_forms::take_ownership,
     post "/coes/{id}/timeline" => coe_forms::add_timeline,
-    get "/coes/{id}/timeline/{entry}" => coe_forms::timeline_entry,
-    post "/coes/{id}/timeline/{entry}" => coe_forms::edit_timeline,
+    get "/coes/{id}/timeline/{entry}" => coe_timeline::timeline_entry,
+    post "/coes/{id}/timeline/{entry}" => coe_timeline::edit_timeline,
     post "/coes/{id}/whys" => coe_forms::add_whys,
     post "/coes/{id}/whys/{chain}" => coe_forms::edit_whys,
     post "/coes/{id}/related" => coe_forms::add_related,

@@ -1,14 +1,14 @@
 //! The review of a COE from its page: submit (every missing piece listed at once),
 //! approve, request changes with a comment; the whole COE as one printable document
-//! for the start of the review meeting; and its history.
+//! for the start of the review meeting (its history is `coe_history`).
 
 use actix_web::http::StatusCode;
 use actix_web::web;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::coe_answer;
 use super::coe_forms::CoeForm;
-use super::coes::{self, history_words, related_links};
+use super::coes::{self, related_links};
 use super::{render, Page, PageError, State};
 use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;
@@ -103,31 +103,4 @@ pub async fn print(who: SignedIn, path: web::Path<String>, state: State) -> Page
         "coe": doc,
     });
     render(&state, Some(&who), StatusCode::OK, "coe_print", data)
-}
-
-/// `GET /coes/{id}/history`: every change, newest first, in words.
-pub async fn history(who: SignedIn, path: web::Path<String>, state: State) -> Page {
-    let loaded = coes::load(&state, &path, &who, false).await?;
-    let entries: Vec<Value> = loaded
-        .history
-        .iter()
-        .rev()
-        .map(|h| {
-            let text = h
-                .after
-                .as_ref()
-                .and_then(|a| a.get("body").or_else(|| a.get("text")))
-                .and_then(Value::as_str);
-            json!({
-                "at": crate::json::format_utc(&h.at),
-                "actor": h.actor,
-                "what": history_words(h, &loaded.doc.sections),
-                "text": text,
-            })
-        })
-        .collect();
-    let (_, names) = coes::directory_data(&loaded.directory);
-    let data = json!({"coe": {"id": loaded.doc.id, "title": loaded.doc.title}, "entries": entries,
-                      "names": names});
-    render(&state, Some(&who), StatusCode::OK, "coe_history", data)
 }

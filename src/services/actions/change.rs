@@ -1,5 +1,5 @@
 //! Writing corrective actions: create, change fields (a moved due date needs a reason
-//! and is recorded), and move through the life cycle. Each write locks the action's
+//! and is recorded), and move through the life cycle (its verification is `verify`). Each write locks the action's
 //! COE first and is audited.
 
 use chrono::NaiveDateTime;
@@ -24,7 +24,7 @@ use crate::services::outbox::{self, NewEmail};
 use crate::services::Env;
 use crate::services::{approval, lifecycle, people as directory};
 
-fn audit(
+pub(super) fn audit(
     conn: &mut DbConnection,
     action: &ActionRow,
     actor: &str,
@@ -62,7 +62,7 @@ fn tell_owner(
 }
 
 /// What the emails tell of action `row` of the COE titled `coe_title`.
-fn facts<'a>(row: &'a ActionRow, coe_title: &'a str) -> ActionFacts<'a> {
+pub(super) fn facts<'a>(row: &'a ActionRow, coe_title: &'a str) -> ActionFacts<'a> {
     ActionFacts {
         id: &row.id,
         title: &row.title,
@@ -85,7 +85,11 @@ fn invalid_fields(e: ActionError) -> Vec<(String, String)> {
 /// Longest note on a transition or reason for a due-date move, in bytes.
 pub const MAX_NOTE_BYTES: usize = 10_000;
 
-fn clean_text(field: &str, text: Option<&str>, max: usize) -> Result<Option<String>, ActionError> {
+pub(super) fn clean_text(
+    field: &str,
+    text: Option<&str>,
+    max: usize,
+) -> Result<Option<String>, ActionError> {
     match text.map(str::trim).filter(|t| !t.is_empty()) {
         None => Ok(None),
         Some(t) if t.len() > max => Err(invalid(field, format!("must be at most {max} bytes"))),
@@ -110,7 +114,7 @@ fn web_url(field: &str, url: Option<&str>) -> Result<Option<String>, ActionError
 }
 
 /// Locks the action's COE, then loads the action as it now is.
-fn load_locked(conn: &mut DbConnection, id: &str) -> Result<ActionRow, ActionError> {
+pub(super) fn load_locked(conn: &mut DbConnection, id: &str) -> Result<ActionRow, ActionError> {
     let coe_id: String = corrective_actions::table
         .find(id)
         .select(corrective_actions::coe_id)
@@ -540,119 +544,6 @@ pub fn transition(
         )?;
         approval::touch_in_review(conn, &row.coe_id, actor, env, now)?;
         lifecycle::settle(conn, &row.coe_id, verify_from, actor, now)?;
-        Ok(())
-    })
-}
-
-/// The COE's reviewer's verdict on a done action: verified, or not (with the reason:
-/// it goes back to in progress).
-#[derive(Debug, Clone, Default, serde::Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct VerifyInput {
-    pub verified: Option<bool>,
-    /// Why it is not verified: required when `verified` is false.
-    pub reason: Option<String>,
-}
-
-/// The COE's reviewer verifies done action `id` against its success criteria, or
-/// refuses it (back to in progress, with the reason). Audited, and the action's
-/// owner is emailed; a COE that waited only for this closes.
-pub fn verify(
-    conn: &mut DbConnection,
-    id: &str,
-    input: &VerifyInput,
-    who: &Editor<'_>,
-    mail: Env<'_>,
-) -> Result<(), ActionError> {
-    let Some(verified) = input.verified else {
-        return Err(invalid(
-            "verified",
-            "say whether it is verified: true or false",
-        ));
-    };
-    let reason = clean_text("reason", input.reason.as_deref(), MAX_NOTE_BYTES)?;
-    if !verified && reason.is_none() {
-        return Err(invalid(
-            "reason",
-            "say why it is not verified: the owner reads it",
-        ));
-    }
-    db::write_transaction(conn, |conn| {
-        let mut row = load_locked(conn, id)?;
-        let (coe_title, reviewer): (String, Option<String>) = coes::table
-            .find(&row.coe_id)
-            .select((coes::title, coes::reviewer_email))
-            .first(conn)?;
-        // The reviewer as a person, as for approving: a token an admin made for
-        // them answers as the admin, and verifies nothing.
-        let by = who.email.filter(|e| *e == who.principal);
-        if reviewer.is_none() || by != reviewer.as_deref() {
-            return Err(ActionError::Forbidden(format!(
-                "only the COE's reviewer ({}), signed in or with a token of their own, \
-                 verifies its actions",
-                reviewer.as_deref().unwrap_or("nobody yet")
-            )));
-        }
-        let completed_by = super::completed_by(conn, id)?;
-        if let Err(rule) = action::may_verify(
-            by.unwrap_or_default(),
-            &row.owner_email,
-            completed_by.as_deref(),
-            &mail.settings.auth.dotless_domains,
-        ) {
-            return Err(ActionError::Forbidden(format!(
-                "{} may not verify this action: {rule}; another person checks it \
-                 (an admin may name another reviewer)",
-                by.unwrap_or_default()
-            )));
-        }
-        let from: ActionState = types::read("corrective_actions.state", &row.state)?;
-        if from != ActionState::Done {
-            return Err(ActionError::Conflict(format!(
-                "the action is {}: only a done action is verified",
-                from.as_str().replace('_', " ")
-            )));
-        }
-        let now = db::now();
-        let actor = who.actor;
-        if verified {
-            row.verified_at = Some(now);
-            row.verified_by = by.map(str::to_owned);
-        } else {
-            row.state = ActionState::InProgress.as_str().to_owned();
-            row.closed_at = None;
-            (row.verified_at, row.verified_by) = (None, None);
-        }
-        row.updated_at = now;
-        diesel::update(corrective_actions::table.find(id))
-            .set(&row)
-            .execute(conn)?;
-        let step = if verified { "verify" } else { "refuse" };
-        audit(
-            conn,
-            &row,
-            actor,
-            &format!("action:{step}"),
-            Some(json!({"state": from.as_str()})),
-            Some(json!({"state": row.state, "verified": verified, "reason": reason})),
-            now,
-        )?;
-        notify::action_verification(
-            conn,
-            mail,
-            &facts(&row, &coe_title),
-            actor,
-            reason.as_deref(),
-            &db::new_id(),
-            now,
-        )?;
-        lifecycle::settle(
-            conn,
-            &row.coe_id,
-            mail.settings.coe.verify_actions_from,
-            actor,
-            now,
-        )?;
         Ok(())
     })
 }

@@ -8,6 +8,7 @@
 mod change;
 mod list;
 pub mod tally;
+mod verify;
 
 use chrono::{NaiveDate, NaiveDateTime};
 use diesel::prelude::*;
@@ -24,11 +25,10 @@ use crate::domain::coe::CoeState;
 use crate::domain::{Clock, EmailAddress, Severity};
 use crate::services::access::AccessError;
 
-pub use change::{
-    add, create, delete, may_delete, patch, prepare, transition, verify, Prepared, VerifyInput,
-};
+pub use change::{add, create, delete, may_delete, patch, prepare, transition, Prepared};
 pub use list::{count, for_coe, list, page, ActionFilter, ActionSort};
 pub(crate) use list::{filtered, look_up};
+pub use verify::{verify, VerifyInput};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ActionError {

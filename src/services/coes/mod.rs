@@ -20,6 +20,7 @@ mod recurred;
 mod related;
 mod same_outage;
 mod search;
+mod sections;
 mod timeline;
 mod whys;
 
@@ -47,15 +48,13 @@ pub use draft::{
     coe_of_incident, coes_of_incidents, create, follow_incident, open_draft_for_incident,
     record_events, NewCoe,
 };
-pub use edit::{
-    patch, put_section, put_sections, take_ownership, CoePatch, SavedSections, SectionConflict,
-    SectionEdit,
-};
+pub use edit::{patch, take_ownership, CoePatch};
 pub use merge::{merge, MAX_MERGED};
 pub use recurred::{meant_to_prevent, of_earlier_coe, RecurredAction};
 pub use related::{add_related, delete_related, RelatedInput};
 pub use same_outage::SameOutage;
 pub use search::{list, section_texts, services, unowned, CoeFilter, CoeSort, CoeSummary};
+pub use sections::{put_section, put_sections, SavedSections, SectionConflict, SectionEdit};
 pub use timeline::{add_timeline, delete_timeline, edit_timeline, TimelineInput};
 pub use whys::{add_why_chain, delete_why_chain, replace_why_chain, WhyChainInput};
 
