@@ -729,6 +729,27 @@ async fn a_leader_inspects_the_board_and_an_owner_moves_a_due_date_that_it_then_
     browser.set_size(390, 844).await;
     browser.goto(&app.url("/board")).await;
     browser.screenshot("board-phone").await;
+    // Nothing scrolls sideways; the filters fold away, so the first screen reaches
+    // the overdue actions; every link of the header is in its menu.
+    let wide = browser
+        .eval("return document.documentElement.scrollWidth - window.innerWidth")
+        .await;
+    assert!(
+        wide.as_f64().is_some_and(|w| w <= 0.0),
+        "{wide} px sideways"
+    );
+    let top = browser
+        .eval("return document.querySelector('table.board').getBoundingClientRect().top")
+        .await;
+    assert!(
+        top.as_f64().is_some_and(|t| t < 844.0),
+        "the list starts at {top} px"
+    );
+    browser.click(".menu summary").await;
+    browser.screenshot("board-phone-menu").await;
+    browser.click_to_load(".menu a[href='/report']").await;
+    browser.wait_for_heading("Report a failure").await;
+    browser.goto(&app.url("/board")).await;
     // On a phone the header takes one line, and the stacked rows keep their labels.
     // (One line is about 45px; desktop Chromium adds a 15px scrollbar under the links,
     // where a phone's overlays.)

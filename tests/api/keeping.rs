@@ -107,6 +107,10 @@ async fn no_button_on_the_coe_page_loses_the_sections_typed() {
     let browser = Browser::start().await;
     let (w, id, before) = owner_has_typed(&browser).await;
     let unchanged = stored(&w, &id, "impact").await;
+    // The editor offers a jump list of its sections.
+    browser.click(".jump summary").await;
+    browser.click(".jump a[href='#lessons']").await;
+    browser.wait_for_url("#lessons").await;
 
     // She answers the comment: the answer is recorded, both edits are still there.
     answer_the_comment(&browser).await;

@@ -314,6 +314,16 @@ impl Browser {
         .to_owned()
     }
 
+    /// What `script` (a function body: `return …`) answers in the page.
+    pub async fn eval(&self, script: &str) -> Value {
+        self.call(
+            reqwest::Method::POST,
+            "/execute/sync",
+            Some(json!({"script": script, "args": []})),
+        )
+        .await
+    }
+
     /// Sets a form field's value as a script would (date and time fields, whose
     /// typing depends on the browser's locale).
     pub async fn set_value(&self, css: &str, value: &str) {

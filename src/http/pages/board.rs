@@ -172,6 +172,18 @@ pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -
     })
     .collect();
     let (previous, next) = pages(offset, PAGE, total, |o| q.url(|n| n.offset = Some(o)));
+    // The filters fold away unless one is set, so that a phone's first screen shows
+    // the overdue actions.
+    let filtered = [
+        &q.team,
+        &q.owner,
+        &q.service,
+        &q.severity,
+        &q.priority,
+        &q.kind,
+    ]
+    .iter()
+    .any(|f| f.as_deref().is_some_and(|v| !v.trim().is_empty()));
     let data = json!({
         "filter": q,
         "totals": {"overdue": totals.overdue, "due_soon": totals.due_soon},
@@ -191,6 +203,7 @@ pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -
         "overdue_href": q.url(|n| { n.show = None; n.offset = None; }),
         "due_soon_href": q.url(|n| { n.show = Some("due-soon".into()); n.offset = None; }),
         "clear_href": "/board",
+        "filtered": filtered,
         "next": next,
         "previous": previous,
         "from": offset + 1,

@@ -93,10 +93,11 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "admin_chat",
     "admin_ownership",
     "form_errors",
+    "nav_links",
 );
 
 /// The templates other templates include (`{{> layout}}`), not pages of their own.
-const PARTIALS: &[&str] = &["layout", "admin_tabs", "form_errors"];
+const PARTIALS: &[&str] = &["layout", "admin_tabs", "form_errors", "nav_links"];
 
 const APP_CSS: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
