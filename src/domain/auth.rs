@@ -33,21 +33,27 @@ pub fn may_sign_in(
 /// address or domain may be from a known one to be taken for a slip of the keyboard.
 const SLIP: usize = 2;
 
-/// The address in `directory` nearest to `email`, when it is a slip away (and not
-/// `email` itself): `maria@exmaple.com` → `maria@example.com`.
-pub fn nearest_address<'a>(email: &str, directory: &'a [String]) -> Option<&'a str> {
-    let email = email.to_ascii_lowercase();
-    directory
+/// The name in `known` nearest to `typed` (case aside), when it is a slip away (and
+/// not `typed` itself): an address (`maria@exmaple.com` → `maria@example.com`), a
+/// team (`paymnts` → `payments`).
+pub fn nearest<'a>(typed: &str, known: &'a [String]) -> Option<&'a str> {
+    let typed = typed.trim().to_ascii_lowercase();
+    known
         .iter()
-        .map(|known| {
+        .map(|k| {
             (
-                strsim::damerau_levenshtein(&email, &known.to_ascii_lowercase()),
-                known,
+                strsim::damerau_levenshtein(&typed, &k.to_ascii_lowercase()),
+                k,
             )
         })
         .filter(|(d, _)| (1..=SLIP).contains(d))
         .min_by_key(|(d, _)| *d)
-        .map(|(_, known)| known.as_str())
+        .map(|(_, k)| k.as_str())
+}
+
+/// The address in `directory` nearest to `email`, when it is a slip away.
+pub fn nearest_address<'a>(email: &str, directory: &'a [String]) -> Option<&'a str> {
+    nearest(email, directory)
 }
 
 /// `email` with its domain replaced by the known domain it is a slip away from, when

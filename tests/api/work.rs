@@ -399,3 +399,120 @@ async fn a_refused_mark_it_done_keeps_the_note_typed() {
         .await;
     assert_eq!(doc["state"], "open", "{doc}");
 }
+
+/// Item 11: a team the directory does not know, typed on the board, is said to be
+/// unknown, with the team it is a slip away from, not "Nothing is overdue".
+#[tokio::test]
+async fn the_board_names_an_unknown_team_and_offers_the_nearest() {
+    let (w, _) = review_world().await;
+    let lead = sign_in(&w.app, "owner@example.com").await;
+    let page = |path: &'static str| {
+        let (app, lead) = (&w.app, lead.clone());
+        async move {
+            let res = get_page(app, path, Some(&lead)).await;
+            assert_eq!(res.status(), 200, "{path}");
+            res.text().await.expect("html")
+        }
+    };
+    let html = page("/board?team=paymnts").await;
+    assert!(
+        html.contains("No team in the directory is called “paymnts”: did you mean <a href=\"/board?team=payments\">payments</a>?"),
+        "{html}"
+    );
+    let html = page("/board?team=zzzz").await;
+    assert!(
+        html.contains(
+            "No team in the directory is called “zzzz”. <a href=\"/board\">See every team</a>."
+        ),
+        "{html}"
+    );
+    for known in ["/board?team=payments", "/board?team=Payments", "/board"] {
+        assert!(
+            !page(known).await.contains("id=\"unknown-team\""),
+            "{known}"
+        );
+    }
+}
+
+/// Item 11: a leader (anyone's manager, or an admin) finds on their home what waits
+/// across the organisation, with links; someone who leads nobody does not.
+#[tokio::test]
+async fn a_leaders_home_shows_what_waits_across_the_organisation() {
+    use coe::db::schema::{coes, corrective_actions};
+    use diesel::prelude::*;
+    let (w, admin) = review_world().await;
+    let (status, body) = w
+        .send(
+            &admin,
+            "PUT",
+            "/api/v1/people/owner@example.com",
+            None,
+            Some(json!({"team": "payments", "manager_email": "lead@example.com"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // In review: a COE written and submitted. Past its deadline: a draft resolved a
+    // month ago. Overdue: an action due a week ago.
+    let (reviewed, _) = w.written_coe().await;
+    let action = w
+        .action(&reviewed, "Validate config in CI", "dev@example.com")
+        .await;
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{reviewed}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (late, _) = w.written_coe().await;
+    {
+        let mut conn = w.app.pool.get().expect("conn");
+        let month_ago = (chrono::Utc::now() - chrono::Duration::days(30)).naive_utc();
+        diesel::update(coes::table.find(&late))
+            .set(coes::resolved_at.eq(Some(month_ago)))
+            .execute(&mut conn)
+            .expect("resolved long ago");
+        let week_ago = chrono::Utc::now().date_naive() - chrono::Duration::days(7);
+        diesel::update(corrective_actions::table.find(action["id"].as_str().expect("id")))
+            .set(corrective_actions::due_date.eq(week_ago))
+            .execute(&mut conn)
+            .expect("overdue");
+    }
+    let lead = sign_in(&w.app, "lead@example.com").await;
+    let html = get_page(&w.app, "/", Some(&lead))
+        .await
+        .text()
+        .await
+        .expect("html");
+    let at = html
+        .find("id=\"organisation\"")
+        .expect("the organisation's figures");
+    let part = &html[at..at + html[at..].find("</section>").expect("its end")];
+    assert!(
+        part.contains("<a href=\"/board\"><strong>1</strong> corrective action overdue</a>"),
+        "{part}"
+    );
+    assert!(
+        part.contains("<strong>1</strong> draft past the writeup deadline"),
+        "{part}"
+    );
+    assert!(part.contains(&format!("href=\"/coes/{late}\"")), "{part}");
+    assert!(
+        part.contains("<strong>1</strong> COE waiting for review"),
+        "{part}"
+    );
+    assert!(
+        part.contains(&format!("href=\"/coes/{reviewed}\"")),
+        "{part}"
+    );
+    let owner = sign_in(&w.app, "owner@example.com").await;
+    let html = get_page(&w.app, "/", Some(&owner))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(!html.contains("id=\"organisation\""), "leads nobody");
+}

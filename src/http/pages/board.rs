@@ -184,7 +184,21 @@ pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -
     ]
     .iter()
     .any(|f| f.as_deref().is_some_and(|v| !v.trim().is_empty()));
+    // A team the directory does not know ("paymnts") is said to be unknown, with the
+    // team it is a slip away from, not answered with "Nothing is overdue".
+    let unknown_team = q
+        .team
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty() && !team_names.iter().any(|n| n.eq_ignore_ascii_case(t)))
+        .map(|t| {
+            let meant = crate::domain::auth::nearest(t, &team_names).map(|m| {
+                json!({"team": m, "href": q.url(|n| { n.team = Some(m.to_owned()); n.offset = None; })})
+            });
+            json!({"typed": t, "meant": meant})
+        });
     let data = json!({
+        "unknown_team": unknown_team,
         "filter": q,
         "totals": {"overdue": totals.overdue, "due_soon": totals.due_soon},
         "teams": teams,

@@ -37,7 +37,7 @@ fn action_line(a: ActionView) -> Value {
 pub async fn home(who: SignedIn, state: State) -> Page {
     let email = who.person.email.clone();
     let is_admin = who.person.is_admin;
-    let (actions, coes, unowned, moves, names) = as_service(&state, move |conn, state| {
+    let (actions, coes, unowned, moves, names, leader) = as_service(&state, move |conn, state| {
         let clock = state.settings.clock();
         let moves = crate::services::work::moves(
             conn,
@@ -126,8 +126,23 @@ pub async fn home(who: SignedIn, state: State) -> Page {
             .filter_map(|(c, _)| c.owner.clone())
             .chain(moves.iter().filter_map(|m| m.by.clone()))
             .collect();
+        // A leader (an admin, or anyone's manager) sees the organisation's figures.
+        let leader = if is_admin || crate::services::people::manages_anyone(conn, &email)? {
+            Some(organisation(conn, state)?)
+        } else {
+            None
+        };
+        let listed = leader.iter().flat_map(|l| {
+            ["first_late_drafts", "first_reviews"]
+                .iter()
+                .flat_map(move |list| l[*list].as_array().into_iter().flatten())
+                .flat_map(|c| [c["owner"].as_str(), c["reviewer"].as_str()])
+                .flatten()
+                .map(str::to_owned)
+        });
+        let named: Vec<String> = named.into_iter().chain(listed).collect();
         let names = crate::services::people::names_of(conn, &named)?;
-        Ok((open, lines, unowned, moves, names))
+        Ok((open, lines, unowned, moves, names, leader))
     })
     .await?;
     let now = chrono::Utc::now().naive_utc();
@@ -168,8 +183,44 @@ pub async fn home(who: SignedIn, state: State) -> Page {
         StatusCode::OK,
         "home",
         json!({"actions": actions, "coes": coes, "moves": moves, "unowned": unowned,
-               "names": names}),
+               "names": names, "leader": leader}),
     )
+}
+
+/// How many of each a leader's home lists (the rest are on the board and the dashboard).
+const LEADER_SHOWN: usize = 5;
+
+/// What waits across the organisation: overdue actions, drafts past their writeup
+/// deadline, COEs waiting for review (the longest waiting first).
+fn organisation(
+    conn: &mut crate::db::DbConnection,
+    state: &crate::http::state::AppState,
+) -> Result<Value, crate::error::ApiError> {
+    let clock = state.settings.clock();
+    let overdue = actions::count(
+        conn,
+        &ActionFilter {
+            overdue: Some(true),
+            ..ActionFilter::default()
+        },
+        clock,
+    )?;
+    let waiting = crate::services::stats::waiting(
+        conn,
+        clock,
+        state.settings.coe.writeup_days,
+        &crate::services::stats::Scope::default(),
+    )?;
+    let first = |all: &[crate::services::stats::WaitingCoe]| {
+        json!(all.iter().take(LEADER_SHOWN).collect::<Vec<_>>())
+    };
+    Ok(json!({
+        "overdue": overdue,
+        "late_drafts": waiting.drafts_past_deadline.len(),
+        "first_late_drafts": first(&waiting.drafts_past_deadline),
+        "reviews": waiting.for_review.len(),
+        "first_reviews": first(&waiting.for_review),
+    }))
 }
 
 /// A COE nobody owns, as the pages list it for someone to take.

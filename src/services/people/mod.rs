@@ -521,6 +521,15 @@ pub fn names_of(
         .collect())
 }
 
+/// Whether anyone in the directory names `email` their manager (a leader, whose
+/// home shows the organisation's figures).
+pub fn manages_anyone(conn: &mut DbConnection, email: &str) -> QueryResult<bool> {
+    diesel::select(diesel::dsl::exists(
+        people::table.filter(people::manager_email.eq(email)),
+    ))
+    .get_result(conn)
+}
+
 /// The directory's teams, each once (as first written), by name.
 /// The directory's team of `email`: none without one, or outside the directory.
 pub fn team_of(conn: &mut DbConnection, email: &str) -> QueryResult<Option<String>> {

@@ -391,32 +391,22 @@ pub fn action_figures_with(
     })
 }
 
-/// All the inspection figures at `clock`, with the figures about actions given.
-pub fn with_action_figures(
+/// The COEs that wait on someone: in review (since submitted), and drafts past their
+/// writeup deadline (resolved more than `writeup_days` ago), longest waiting first.
+pub struct Waiting {
+    pub for_review: Vec<WaitingCoe>,
+    pub drafts_past_deadline: Vec<WaitingCoe>,
+}
+
+/// The COEs of `scope` that wait on someone at `clock` (the stats' lists, and a
+/// leader's home).
+pub fn waiting(
     conn: &mut DbConnection,
     clock: Clock,
     writeup_days: i64,
-    figures: ActionFigures,
     scope: &Scope,
-) -> QueryResult<Stats> {
+) -> QueryResult<Waiting> {
     let now = clock.now.naive_utc();
-    // Outages, not drafts folded into another: a merged draft is counted in the COE
-    // it went into.
-    let mut coes_by_state: BTreeMap<String, i64> = CoeState::ALL
-        .iter()
-        .filter(|s| **s != CoeState::Merged)
-        .map(|s| (s.as_str().to_owned(), 0))
-        .collect();
-    for (state, n) in coes::table
-        .filter(scope.coes())
-        .filter(coes::state.ne(CoeState::Merged.as_str()))
-        .group_by(coes::state)
-        .select((coes::state, diesel::dsl::count_star()))
-        .load::<(String, i64)>(conn)?
-    {
-        coes_by_state.insert(state, n);
-    }
-
     let in_review: Vec<WaitRow<NaiveDateTime>> = coes::table
         .filter(scope.coes())
         .filter(coes::state.eq(CoeState::InReview.as_str()))
@@ -464,6 +454,42 @@ pub fn with_action_figures(
         })
         .collect();
     drafts_past_deadline.sort_by_key(|w| w.since);
+
+    Ok(Waiting {
+        for_review: waiting_for_review,
+        drafts_past_deadline,
+    })
+}
+
+/// All the inspection figures at `clock`, with the figures about actions given.
+pub fn with_action_figures(
+    conn: &mut DbConnection,
+    clock: Clock,
+    writeup_days: i64,
+    figures: ActionFigures,
+    scope: &Scope,
+) -> QueryResult<Stats> {
+    // Outages, not drafts folded into another: a merged draft is counted in the COE
+    // it went into.
+    let mut coes_by_state: BTreeMap<String, i64> = CoeState::ALL
+        .iter()
+        .filter(|s| **s != CoeState::Merged)
+        .map(|s| (s.as_str().to_owned(), 0))
+        .collect();
+    for (state, n) in coes::table
+        .filter(scope.coes())
+        .filter(coes::state.ne(CoeState::Merged.as_str()))
+        .group_by(coes::state)
+        .select((coes::state, diesel::dsl::count_star()))
+        .load::<(String, i64)>(conn)?
+    {
+        coes_by_state.insert(state, n);
+    }
+
+    let Waiting {
+        for_review: waiting_for_review,
+        drafts_past_deadline,
+    } = waiting(conn, clock, writeup_days, scope)?;
 
     let (actions_recurred_after_done, recurrence_after_approval) =
         recurrence_figures(conn, clock, scope)?;
