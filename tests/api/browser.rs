@@ -712,6 +712,20 @@ async fn a_leader_inspects_the_board_and_an_owner_moves_a_due_date_that_it_then_
     let url = browser.wait_for_url("team=Payments").await;
     assert!(url.contains("weeks=26"), "{url}");
     assert_eq!(browser.find_all("#chart-overdue rect").await.len(), 26);
+    // Over 26 weeks a figure stands over the labelled weeks only, and no label runs
+    // off the chart's right edge.
+    assert!(browser.find_all("#chart-overdue text.value").await.len() <= 13);
+    let overflow = browser
+        .eval(
+            "const svg = document.querySelector('#chart-overdue svg').getBoundingClientRect();\
+             return Math.max(...[...document.querySelectorAll('#chart-overdue text.label')]\
+             .map(t => t.getBoundingClientRect().right - svg.right));",
+        )
+        .await;
+    assert!(
+        overflow.as_f64().is_some_and(|o| o <= 0.5),
+        "{overflow} px past the edge"
+    );
     browser.screenshot("dashboard-team").await;
     // Every COE, the worst first; then a search by a word form.
     browser.goto(&app.url("/coes?sort=severity")).await;

@@ -42,7 +42,13 @@ struct Label {
     x: f64,
     y: f64,
     text: String,
+    /// `middle`; `start` or `end` at the chart's edges, so that no label is cut off.
+    anchor: &'static str,
 }
+
+/// How close (in the chart's units) to an edge a label's middle may be before it is
+/// drawn from that edge inwards.
+const EDGE: f64 = 24.0;
 
 /// A bar chart ready to draw: its bars, its labels, and its figures as rows.
 #[derive(Debug, Serialize)]
@@ -130,16 +136,30 @@ fn bars(
                 title: what.clone(),
             });
         }
+        let middle = x + w / 2.0;
+        let (at, anchor) = if middle > WIDTH - EDGE {
+            (x + w, "end")
+        } else if middle < EDGE {
+            (x, "start")
+        } else {
+            (middle, "middle")
+        };
         chart.labels.push(Label {
-            x: round(x + w / 2.0),
+            x: round(at),
             y: HEIGHT - 8.0,
             text: label.clone(),
+            anchor,
         });
-        chart.values.push(Label {
-            x: round(x + w / 2.0),
-            y: round(top - 4.0),
-            text: figure(total),
-        });
+        // Beyond 13 columns a figure stands over the labelled ones only (the table
+        // under the chart holds them all): 52 figures side by side are unreadable.
+        if columns.len() <= 13 || !label.is_empty() {
+            chart.values.push(Label {
+                x: round(middle),
+                y: round(top - 4.0),
+                text: figure(total),
+                anchor: "middle",
+            });
+        }
     }
     chart
 }
