@@ -46,6 +46,17 @@ impl Severity {
         }
     }
 
+    /// What the severity means, in a line a person reporting under pressure reads.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Severity::Sev1 => "customers cannot use a core service, or data is lost or exposed",
+            Severity::Sev2 => "a core service is degraded or down for many customers",
+            Severity::Sev3 => "part of a service fails for some customers; a workaround exists",
+            Severity::Sev4 => "little customer impact: an internal tool, a slow page",
+            Severity::Sev5 => "no customer impact: a near miss worth learning from",
+        }
+    }
+
     /// The worse of two severities.
     pub fn worst(self, other: Severity) -> Severity {
         self.min(other)

@@ -939,19 +939,52 @@ async fn typed_text_survives_a_save_and_a_conflict_shows_both_texts_in_the_brows
 #[tokio::test]
 async fn a_person_reports_a_failure_from_the_page_and_lands_on_its_draft() {
     let app = spawn_app().await;
+    // Dee lives in Paris: the form takes her times in her own time zone, says so,
+    // and stores them in UTC.
+    let admin = app.admin_token();
+    let res = app
+        .client
+        .put(app.url("/api/v1/people/dee@example.com"))
+        .bearer_auth(&admin)
+        .json(&json!({"timezone": "Europe/Paris"}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
     let browser = Browser::start().await;
     sign_in_to(&browser, &app, "dee@example.com", "/").await;
     browser.click_to_load("nav a[href='/report']").await;
     browser.wait_for_heading("Report a failure").await;
+    assert!(browser
+        .text("label[for=r-started]")
+        .await
+        .contains("Europe/Paris time"));
+    assert!(browser
+        .text("#severity-help")
+        .await
+        .contains("sev2: a core service is degraded or down for many customers"));
     browser
         .type_into("#r-title", "Paid orders missing from accounts")
         .await;
     browser.type_into("#r-service", "orders").await;
     browser.click("#r-severity option[value=sev2]").await;
-    let started = (chrono::Utc::now() - chrono::Duration::hours(3))
+    let paris = chrono_tz::Europe::Paris;
+    let three_hours_ago = chrono::Utc::now() - chrono::Duration::hours(3);
+    let started = three_hours_ago
+        .with_timezone(&paris)
         .format("%Y-%m-%dT%H:%M")
         .to_string();
     browser.set_value("#r-started", &started).await;
+    // "Now" beside "noticed": the form comes back with it set, nothing else lost.
+    browser
+        .click_to_load("button[name=now][value=detected_at]")
+        .await;
+    assert!(!browser.value("#r-detected").await.is_empty());
+    assert_eq!(
+        browser.value("#r-title").await,
+        "Paid orders missing from accounts"
+    );
+    assert_eq!(browser.value("#r-started").await, started);
     browser
         .type_into(
             "#r-saw",
@@ -960,7 +993,7 @@ async fn a_person_reports_a_failure_from_the_page_and_lands_on_its_draft() {
         .await;
     browser.screenshot("report-a-failure").await;
     browser
-        .click_to_load("form[action='/report'] button[type=submit]")
+        .click_to_load("form[action='/report'] button[type=submit]:not([hidden]):not([name])")
         .await;
     browser.wait_for_url("/coes/").await;
     browser
@@ -971,10 +1004,24 @@ async fn a_person_reports_a_failure_from_the_page_and_lands_on_its_draft() {
         facts.contains("dee@example.com") && facts.contains("draft"),
         "{facts}"
     );
+    let notice = browser.text("#notice").await;
+    assert!(
+        notice.contains("Reported: the incident is open") && notice.contains("Write these first"),
+        "{notice}"
+    );
     assert!(browser
         .text("#impact")
         .await
         .contains("the order never appeared"));
+    let coes = app.get_json("/api/v1/coes", &admin).await;
+    let id = coes["coes"][0]["id"].as_str().expect("the draft");
+    let doc = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
+    let stored = doc["started_at"].as_str().expect("started");
+    assert_eq!(
+        &stored[..16],
+        three_hours_ago.format("%Y-%m-%dT%H:%M").to_string(),
+        "stored in UTC"
+    );
     browser.set_size(1280, 1600).await;
     browser.screenshot("report-landed-on-draft").await;
 }

@@ -626,6 +626,8 @@ pub(super) fn page(
 pub struct ShowQuery {
     kept: Option<String>,
     saved: Option<String>,
+    /// The draft was just opened by "Report a failure": say so, and what to write first.
+    reported: Option<String>,
     /// The reading mode, or the editor, for someone who may edit it.
     view: Option<View>,
 }
@@ -647,7 +649,12 @@ pub async fn show(
     query: web::Query<ShowQuery>,
     state: State,
 ) -> Page {
-    let ShowQuery { kept, saved, view } = query.into_inner();
+    let ShowQuery {
+        kept,
+        saved,
+        reported,
+        view,
+    } = query.into_inner();
     let (status, mut kept) = match kept {
         Some(kept_id) => {
             let (id, person) = (path.clone(), who.person.email.as_str().to_owned());
@@ -666,7 +673,37 @@ pub async fn show(
     };
     kept.saved.extend(saved);
     let loaded = load(&state, &path, &who, kept.texts.is_empty()).await?;
+    if reported.is_some() && kept.notice.is_none() {
+        kept.notice = Some(reported_notice(&loaded.doc));
+    }
     page(&state, &who, status, loaded, kept, view)
+}
+
+/// What a draft just opened by "Report a failure" says: that it is reported, who owns
+/// it, and the sections to write first (the first three still missing).
+fn reported_notice(doc: &CoeDocument) -> String {
+    let mut first: Vec<&str> = Vec::new();
+    for finding in &doc.completeness.missing {
+        let key = section_of(&finding.at);
+        if let Some(s) = doc.sections.iter().find(|s| s.key == key) {
+            if !first.contains(&s.title.as_str()) && first.len() < 3 {
+                first.push(&s.title);
+            }
+        }
+    }
+    let owner = doc
+        .owner
+        .as_deref()
+        .map_or_else(|| "nobody yet".to_owned(), str::to_owned);
+    let mut notice =
+        format!("Reported: the incident is open, and this is its COE draft (owner: {owner}). ");
+    if !first.is_empty() {
+        notice.push_str(&format!(
+            "Write these first, while it is fresh: {}. The rest can follow.",
+            first.join(", ")
+        ));
+    }
+    notice
 }
 
 /// The template's contributing factors as a select offers them, `chosen` selected.

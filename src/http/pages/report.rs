@@ -5,7 +5,8 @@
 
 use actix_web::http::StatusCode;
 use actix_web::web;
-use chrono::NaiveDateTime;
+use chrono::{NaiveDateTime, TimeZone};
+use chrono_tz::Tz;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -15,6 +16,7 @@ use crate::domain::Severity;
 use crate::http::session::SignedIn;
 use crate::services::coes::{self, CoeError};
 use crate::services::forms::{self, Once};
+use crate::services::people;
 use crate::services::report::{self, FailureReport};
 
 /// The page's own address: where what a report kept is shown.
@@ -51,44 +53,87 @@ pub async fn form(who: SignedIn, query: web::Query<ReportQuery>, state: State) -
             typed.get(field).cloned().unwrap_or(json!("")),
         );
     }
-    let services = as_service(&state, |conn, _| Ok(coes::services(conn, 500)?)).await?;
+    let me = who.person.email.clone();
+    let (services, zone) = as_service(&state, move |conn, state| {
+        let zone = people::time_zone(conn, &me, state.settings.org_timezone())?;
+        Ok((coes::services(conn, 500)?, zone))
+    })
+    .await?;
     let policy = state.settings.incident_policy().coe_at_or_above.to_string();
+    let severities: Vec<Value> = Severity::ALL
+        .iter()
+        .map(|s| json!({"value": s.to_string(), "meaning": s.meaning()}))
+        .collect();
     let data = json!({
+        "zone": zone.name(),
         "form": shown,
         "problems": problems,
         "services": services,
-        "severities": Severity::ALL.map(|s| s.to_string()),
+        "severities": severities,
         "policy": policy,
         "form_key": forms::new_key(),
     });
     render(&state, Some(&who), status, "report", data)
 }
 
-/// A `datetime-local` field (UTC), when filled: `None` when empty, else the time or
-/// the problem.
-fn time_field(fields: &Fields, name: &str) -> Result<Option<NaiveDateTime>, (String, String)> {
+/// A `datetime-local` field, typed in the person's time zone `zone`, when filled:
+/// `None` when empty, else the time in UTC or the problem.
+fn time_field(
+    fields: &Fields,
+    name: &str,
+    zone: Tz,
+) -> Result<Option<NaiveDateTime>, (String, String)> {
     let Some(text) = fields.filled(name) else {
         return Ok(None);
     };
-    ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"]
+    let local = ["%Y-%m-%dT%H:%M", "%Y-%m-%dT%H:%M:%S"]
         .iter()
         .find_map(|f| NaiveDateTime::parse_from_str(&text, f).ok())
-        .map(Some)
         .ok_or_else(|| {
             (
                 name.to_owned(),
                 format!("must be a date and time such as 2026-12-01T14:30 (got {text:?})"),
             )
+        })?;
+    // A time the clocks skipped (spring forward) is named; one they passed twice is
+    // taken the first time.
+    zone.from_local_datetime(&local)
+        .earliest()
+        .map(|t| Some(t.naive_utc()))
+        .ok_or_else(|| {
+            (
+                name.to_owned(),
+                format!("{text} did not happen in {zone}: the clocks moved forward then"),
+            )
         })
 }
+
+/// The time fields a "Now" button may fill.
+const TIMES: [&str; 3] = ["started_at", "detected_at", "resolved_at"];
 
 /// `POST /report`: files the report; lands on its COE (or, below the policy, on its
 /// incident), or back on the form with every problem named.
 pub async fn submit(form: CsrfForm<Fields>, state: State) -> Page {
     let CsrfForm { who, fields } = form;
+    let me = who.person.email.clone();
+    let zone = as_service(&state, move |conn, state| {
+        Ok(people::time_zone(conn, &me, state.settings.org_timezone())?)
+    })
+    .await?;
+    // "Now" beside a time: the form again, with that time set to now in the person's
+    // time zone and everything typed kept; nothing is reported.
+    if let Some(field) = fields.filled("now").filter(|f| TIMES.contains(&f.as_str())) {
+        let mut typed = fields.to_json();
+        let now = chrono::Utc::now().with_timezone(&zone);
+        typed[field.as_str()] = json!(now.format("%Y-%m-%dT%H:%M").to_string());
+        let body = json!({"typed": typed, "problems": []});
+        let kept = keep_form(&state, &who, PAGE, StatusCode::OK, body).await?;
+        let anchor = field.trim_end_matches("_at");
+        return Ok(see_other(&format!("{PAGE}?kept={kept}#r-{anchor}")));
+    }
     let mut problems = Vec::new();
     let mut time = |name: &str| {
-        time_field(&fields, name).unwrap_or_else(|p| {
+        time_field(&fields, name, zone).unwrap_or_else(|p| {
             problems.push(p);
             None
         })
@@ -131,7 +176,7 @@ pub async fn submit(form: CsrfForm<Fields>, state: State) -> Page {
             let made = forms::once(conn, key.as_deref(), editor.actor, &print, |conn| {
                 let reported = report::report(conn, &input, editor, state.env())?;
                 Ok::<_, CoeError>(match reported.coe_id {
-                    Some(coe) => format!("/coes/{coe}"),
+                    Some(coe) => format!("/coes/{coe}?reported=1#notice"),
                     None => format!("/incidents/{}", reported.incident_id),
                 })
             });

@@ -521,6 +521,24 @@ pub fn names_of(
         .collect())
 }
 
+/// The time zone `email` lives in, from the directory; `fallback` (the
+/// organisation's) when the directory does not say or says something unknown.
+pub fn time_zone(
+    conn: &mut DbConnection,
+    email: &str,
+    fallback: chrono_tz::Tz,
+) -> QueryResult<chrono_tz::Tz> {
+    let zone: Option<Option<String>> = people::table
+        .find(email)
+        .select(people::timezone)
+        .first(conn)
+        .optional()?;
+    Ok(zone
+        .flatten()
+        .and_then(|z| z.trim().parse().ok())
+        .unwrap_or(fallback))
+}
+
 /// Whether anyone in the directory names `email` their manager (a leader, whose
 /// home shows the organisation's figures).
 pub fn manages_anyone(conn: &mut DbConnection, email: &str) -> QueryResult<bool> {
