@@ -24,8 +24,96 @@ fn lower(level: HeadingLevel) -> HeadingLevel {
     }
 }
 
-/// `text` rendered as safe HTML.
+/// Whether a line reads like a line of a log: it starts with a date or a time, names
+/// a log level, or is a frame of a stack trace.
+fn log_line(line: &str) -> bool {
+    let t = line.trim_start();
+    let digits = |s: &str, pattern: &str| {
+        s.len() >= pattern.len()
+            && s.bytes().zip(pattern.bytes()).all(|(c, p)| {
+                if p == b'9' {
+                    c.is_ascii_digit()
+                } else {
+                    c == p
+                }
+            })
+    };
+    let stamp = t.trim_start_matches('[');
+    digits(stamp, "9999-99-99")
+        || digits(stamp, "99:99:99")
+        || [
+            "ERROR",
+            "WARN",
+            "INFO",
+            "DEBUG",
+            "TRACE",
+            "FATAL",
+            "Traceback",
+            "Exception",
+        ]
+        .iter()
+        .any(|level| t.contains(level))
+        || (line.starts_with(char::is_whitespace)
+            && (t.starts_with("at ") || t.starts_with("File \"")))
+}
+
+/// `text` with each paragraph that reads as a pasted log (two lines or more, two
+/// thirds of them log lines) fenced as code, so that it shows as it was pasted, line
+/// by line, not run together as prose. Text already fenced is left as it is.
+fn fence_logs(text: &str) -> std::borrow::Cow<'_, str> {
+    let mut out = String::with_capacity(text.len() + 16);
+    let (mut fenced, mut changed) = (false, false);
+    let mut paragraph: Vec<&str> = Vec::new();
+    let flush = |paragraph: &mut Vec<&str>, out: &mut String, changed: &mut bool| {
+        let logs = paragraph.iter().filter(|l| log_line(l)).count();
+        // Markdown's own blocks (a list, a table, a quote, a heading) stay Markdown.
+        let markdown = paragraph.iter().any(|l| {
+            let t = l.trim_start();
+            ["- ", "* ", "+ ", "|", ">", "#"]
+                .iter()
+                .any(|m| t.starts_with(m))
+                || t.split_once(". ")
+                    .is_some_and(|(n, _)| n.parse::<u32>().is_ok())
+        });
+        let is_log = !markdown && paragraph.len() >= 2 && logs * 3 >= paragraph.len() * 2;
+        if is_log {
+            out.push_str("```\n");
+            *changed = true;
+        }
+        for line in paragraph.drain(..) {
+            out.push_str(line);
+            out.push('\n');
+        }
+        if is_log {
+            out.push_str("```\n");
+        }
+    };
+    for line in text.lines() {
+        let t = line.trim_start();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            flush(&mut paragraph, &mut out, &mut changed);
+            fenced = !fenced;
+            out.push_str(line);
+            out.push('\n');
+        } else if fenced || line.trim().is_empty() {
+            flush(&mut paragraph, &mut out, &mut changed);
+            out.push_str(line);
+            out.push('\n');
+        } else {
+            paragraph.push(line);
+        }
+    }
+    flush(&mut paragraph, &mut out, &mut changed);
+    if changed {
+        std::borrow::Cow::Owned(out)
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
+/// `text` rendered as safe HTML (a pasted log as a preformatted block).
 pub fn to_html(text: &str) -> String {
+    let text = &*fence_logs(text);
     let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
     // Links that may not be followed and images lose their tag and keep their text;
     // raw HTML becomes text.
@@ -104,6 +192,36 @@ pub fn to_plain(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pasted_log_shows_line_by_line_and_prose_stays_prose() {
+        let log = "The pool ran dry:\n\n2026-12-01T10:02:11Z ERROR pool exhausted (50/50)\n\
+                   2026-12-01T10:02:12Z WARN retrying in 2s\n2026-12-01T10:02:14Z ERROR pool exhausted (50/50)";
+        let html = to_html(log);
+        assert!(html.contains("<p>The pool ran dry:</p>"), "{html}");
+        assert!(
+            html.contains("<pre><code>2026-12-01T10:02:11Z ERROR pool exhausted (50/50)\n2026-12-01T10:02:12Z WARN"),
+            "{html}"
+        );
+        let trace =
+            "Traceback (most recent call last):\n  File \"app.py\", line 3\nValueError: bad";
+        assert!(
+            to_html(trace).contains("<pre><code>Traceback"),
+            "{}",
+            to_html(trace)
+        );
+        // Prose, lists and logs already fenced are left alone.
+        for text in [
+            "We saw an ERROR rate of 5%.\nIt fell after the rollback.\nThen it rose.",
+            "- ERROR rate rose\n- WARN count doubled",
+            "```\n10:02:11 ERROR x\n10:02:12 ERROR y\n```",
+        ] {
+            assert!(
+                matches!(fence_logs(text), std::borrow::Cow::Borrowed(_)),
+                "{text}"
+            );
+        }
+    }
 
     #[test]
     fn plain_text_keeps_the_words_and_drops_the_markdown() {
