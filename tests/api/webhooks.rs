@@ -1070,3 +1070,56 @@ async fn an_outage_is_detected_when_its_first_alert_started_not_when_coe_heard_o
         "{html}"
     );
 }
+
+/// Issue 51 item 12: an alert storm (the same alert from twenty instances) reads on
+/// its incident's page as one alert of twenty instances, each named by what sets it
+/// apart, not as twenty entries of the same name.
+#[tokio::test]
+async fn an_alert_storm_reads_as_one_alert_of_many_instances() {
+    let app = spawn_app().await;
+    let ingest = app.token("ingest", Role::Ingest);
+    let admin = app.admin_token();
+    let starts = (chrono::Utc::now() - chrono::Duration::minutes(10))
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    for n in 0..20 {
+        let res = app
+            .webhook(
+                "alertmanager",
+                Some(&ingest),
+                alertmanager_alert("PaymentsDbFailover", &format!("db-{n}"), &starts),
+                &[],
+            )
+            .await;
+        assert_eq!(res.status(), 202);
+    }
+    let incidents = app.get_json("/api/v1/incidents", &admin).await;
+    let incidents = incidents["incidents"]
+        .as_array()
+        .expect("incidents")
+        .clone();
+    assert_eq!(incidents.len(), 1, "one incident for the group");
+    let cookie = crate::pages::sign_in(&app, "ana@example.com").await;
+    let id = incidents[0]["id"].as_str().expect("id");
+    let html = crate::pages::get_page(&app, &format!("/incidents/{id}"), Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert_eq!(
+        html.matches("class=\"box alert-said\"").count(),
+        1,
+        "{html}"
+    );
+    assert!(html.contains("(20 alerts)"), "{html}");
+    for n in 0..20 {
+        assert!(
+            html.contains(&format!("<li><code>instance=db-{n}</code></li>")),
+            "db-{n}"
+        );
+    }
+    assert!(
+        html.contains("Shared by all: <code>alertname=PaymentsDbFailover</code>"),
+        "{html}"
+    );
+}

@@ -123,32 +123,66 @@ fn facts(event: &Event) -> EventFacts {
 /// How many distinct alerts the incident page shows the labels and annotations of.
 const ALERTS_DESCRIBED: usize = 20;
 
-/// What each alert (by its dedup key, first seen first) said of itself: its labels,
-/// its summary and description, and its links (runbook, dashboard, the generator's
-/// URL) — only http(s) ones are links.
+/// What each alert said of itself, one entry per alert name, first seen first (an
+/// alert storm of twenty `HighErrorRate`s is one entry naming its twenty instances,
+/// not twenty entries of the same name): its summary and description, its links
+/// (runbook, dashboard, the generator's URL; only http(s) ones are links), the labels
+/// all its instances share, and for each instance the labels that set it apart.
 fn alert_context(events: &[Event]) -> Vec<Value> {
     let mut seen = std::collections::HashSet::new();
-    events
-        .iter()
-        .filter(|e| seen.insert(e.dedup_key.clone()))
-        .take(ALERTS_DESCRIBED)
-        .map(|e| {
-            let labels: Vec<Value> = e
+    let mut groups: Vec<(String, Vec<&Event>)> = Vec::new();
+    for e in events.iter().filter(|e| seen.insert(e.dedup_key.clone())) {
+        let name = timeline::alert_name(&e.title, &e.labels);
+        if let Some((_, instances)) = groups.iter_mut().find(|(n, _)| *n == name) {
+            instances.push(e);
+        } else if groups.len() < ALERTS_DESCRIBED {
+            groups.push((name.to_owned(), vec![e]));
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(name, instances)| {
+            let first = instances[0];
+            let shared =
+                |k: &String, v: &String| instances.iter().all(|i| i.labels.get(k) == Some(v));
+            let labels: Vec<Value> = first
                 .labels
                 .iter()
+                .filter(|(k, v)| shared(k, v))
                 .map(|(k, v)| json!({"name": k, "value": v}))
                 .collect();
-            let annotations: Vec<Value> = e
+            let apart: Vec<String> = if instances.len() > 1 {
+                instances
+                    .iter()
+                    .map(|i| {
+                        i.labels
+                            .iter()
+                            .filter(|(k, v)| !shared(k, v))
+                            .map(|(k, v)| format!("{k}={v}"))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            let annotations: Vec<Value> = first
                 .annotations
                 .iter()
                 .filter(|(k, _)| !matches!(k.as_str(), "summary" | "description"))
                 .map(|(k, v)| json!({"name": k, "value": v, "href": safe_href(Some(v))}))
                 .collect();
-            let links: Vec<String> = e.links.iter().filter_map(|l| safe_href(Some(l))).collect();
+            let links: Vec<String> = first
+                .links
+                .iter()
+                .filter_map(|l| safe_href(Some(l)))
+                .collect();
             json!({
-                "name": timeline::alert_name(&e.title, &e.labels),
-                "summary": e.annotations.get("summary"),
-                "description": e.annotations.get("description").or(e.description.as_ref()),
+                "name": name,
+                "count": instances.len(),
+                "instances": apart,
+                "summary": first.annotations.get("summary"),
+                "description": first.annotations.get("description").or(first.description.as_ref()),
                 "labels": labels,
                 "annotations": annotations,
                 "links": links,
