@@ -516,3 +516,57 @@ async fn a_leaders_home_shows_what_waits_across_the_organisation() {
         .expect("html");
     assert!(!html.contains("id=\"organisation\""), "leads nobody");
 }
+
+/// Item 5: "Merge other drafts" offers the drafts probably of the same outage first,
+/// marked so, before newer drafts of other outages.
+#[tokio::test]
+async fn merging_offers_the_probable_drafts_first() {
+    let app = crate::helpers::spawn_app().await;
+    let ingest = app.token("ingest", coe::domain::Role::Ingest);
+    let admin = app.admin_token();
+    // Checkout and payments-db fail in one cluster within a minute; search, later
+    // and elsewhere, is the newest draft.
+    for (group, at, labels) in [
+        (
+            "checkout",
+            "2026-11-30T10:00:00Z",
+            json!({"cluster": "eu-1"}),
+        ),
+        (
+            "payments-db",
+            "2026-11-30T10:01:00Z",
+            json!({"cluster": "eu-1"}),
+        ),
+        ("search", "2026-11-30T16:00:00Z", json!({})),
+    ] {
+        let event = json!({"dedup_key": format!("{group}-alert"), "group_key": group,
+                           "severity": "sev2", "service": group, "started_at": at,
+                           "title": format!("{group} failing"), "labels": labels});
+        let res = app.post_json("/api/v1/events", Some(&ingest), &event).await;
+        assert_eq!(res.status(), 202);
+    }
+    let list = app.get_json("/api/v1/coes?sort=oldest", &admin).await;
+    let checkout = list["coes"][0]["id"].as_str().expect("a draft").to_owned();
+    let eve = sign_in(&app, "eve@example.com").await;
+    let html = get_page(&app, &format!("/coes/{checkout}"), Some(&eve))
+        .await
+        .text()
+        .await
+        .expect("html");
+    let at = html.find("id=\"merge\"").expect("the merge form");
+    let form = &html[at..at + html[at..].find("</fieldset>").expect("its end")];
+    let payments = form
+        .find("payments-db failing")
+        .expect("payments-db offered");
+    let search = form.find("search failing").expect("search offered");
+    assert!(payments < search, "the probable one first: {form}");
+    assert_eq!(
+        form.matches("probably the same outage").count(),
+        1,
+        "{form}"
+    );
+    assert!(
+        form[payments..search].contains("probably the same outage"),
+        "{form}"
+    );
+}

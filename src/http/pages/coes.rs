@@ -82,7 +82,8 @@ pub(super) struct Loaded {
     since_last_look: Option<(NaiveDateTime, Vec<HistoryEntry>)>,
     /// The incidents it covers: (id, title, state).
     incidents: Vec<(String, String, String)>,
-    /// Other drafts, newest first, that someone who may edit could merge into it.
+    /// Other drafts that someone who may edit could merge into it: those probably of
+    /// the same outage first, then the newest.
     drafts: Vec<coes::CoeSummary>,
     /// The document's `same_outage`, each with the merge this person may make of it
     /// in one click: `merge_here` (it into this COE) or `merge_there` (this draft
@@ -198,6 +199,9 @@ pub(super) async fn load(
                     offered.push(c);
                 }
             }
+            // The drafts probably of the same outage first (a COE reported by hand
+            // has no alert to match, but its times and service do).
+            offered.sort_by_key(|c| !doc.same_outage.iter().any(|o| o.coe_id == c.id));
             offered
         } else {
             Vec::new()
@@ -298,6 +302,8 @@ pub(super) fn page(
     } = loaded;
     let (people, names) = directory_data(&directory);
     let related = related_links(&doc);
+    // The drafts offered to merge that are probably of the same outage, marked so.
+    let probable: Vec<String> = doc.same_outage.iter().map(|o| o.coe_id.clone()).collect();
     let may_write = may_edit && doc.state.is_editable();
     let may_add_actions = may_edit && !matches!(doc.state, CoeState::Closed | CoeState::Merged);
     let me = who.person.email.as_str();
@@ -569,7 +575,14 @@ pub(super) fn page(
             .collect::<Vec<_>>(),
         "may_detach": may_write && incidents.len() > 1,
         "incident_count": incidents.len(),
-        "drafts": drafts,
+        "drafts": drafts
+            .iter()
+            .map(|c| {
+                let mut v = json!(c);
+                v["probable"] = json!(probable.contains(&c.id));
+                v
+            })
+            .collect::<Vec<_>>(),
         "same_outage": same_outage,
         "same_outage_minutes": state.settings.incidents.same_outage_window_secs / 60,
     });
