@@ -39,6 +39,10 @@ use story::{
 
 const DOMAIN: &str = "example.com";
 
+/// The people marked bar raiser: two leads, so that every team's sev1 finds one
+/// outside its own team (`coe.bar_raiser_from`).
+const BAR_RAISERS: [&str; 2] = ["lee", "sam"];
+
 /// What `seed` made, for the command to print.
 #[derive(Debug)]
 pub struct DemoReport {
@@ -225,8 +229,16 @@ impl Seeder<'_> {
             .map_err(fail("create an action"))?;
             made.push((action_id, a));
         }
-        review::step(conn, id, Step::Submit, None, None, &as_owner, self.env())
-            .map_err(fail("submit the COE"))?;
+        review::step(
+            conn,
+            id,
+            Step::Submit,
+            review::Said::default(),
+            None,
+            &as_owner,
+            self.env(),
+        )
+        .map_err(fail("submit the COE"))?;
         if w.stage == Stage::InReview {
             return self.settle_actions(conn, &made);
         }
@@ -235,12 +247,35 @@ impl Seeder<'_> {
             conn,
             id,
             Step::Approve,
-            Some("Clear root cause and actions that prevent it; approved."),
+            review::Said::comment(Some(
+                "Clear root cause and actions that prevent it; approved.",
+            )),
             Some(read),
             &as_reviewer,
             self.env(),
         )
         .map_err(fail("approve the COE"))?;
+        // A COE that got a bar raiser is approved when the bar raiser approves too.
+        let bar_raiser: Option<String> = coes::table
+            .find(id)
+            .select(coes::bar_raiser_email)
+            .first(conn)
+            .map_err(fail("read the COE's bar raiser"))?;
+        if let Some(bar_raiser) = bar_raiser {
+            let acting = Acting::person(&bar_raiser, false);
+            review::step(
+                conn,
+                id,
+                Step::Approve,
+                review::Said::comment(Some(
+                    "Read it as an outsider: the actions stop a repeat; approved.",
+                )),
+                Some(read),
+                &acting.editor(),
+                self.env(),
+            )
+            .map_err(fail("approve the COE as its bar raiser"))?;
+        }
         self.settle_actions(conn, &made)
     }
 
@@ -355,7 +390,7 @@ pub fn seed(
                 .transpose()
                 .map_err(fail("an address"))?,
             timezone: None,
-            bar_raiser: None,
+            bar_raiser: Some(BAR_RAISERS.contains(&login)),
         };
         directory::put(conn, &address, &input).map_err(fail("add a person"))?;
     }

@@ -287,6 +287,7 @@ impl Kind {
                     approved: 2,
                     without_prevention: 1,
                     with_warnings: 0,
+                    without_bar_raiser: 1,
                 }],
                 coverage_from: "2026-11-04".into(),
             }),
@@ -499,6 +500,8 @@ pub struct CoverageLine {
     /// COEs approved in the period with no action of kind prevent or detect.
     pub without_prevention: i64,
     pub with_warnings: i64,
+    /// COEs approved in the period that needed a bar raiser and had none.
+    pub without_bar_raiser: i64,
 }
 
 #[derive(Debug, Clone, Serialize)]

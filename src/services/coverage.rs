@@ -19,10 +19,23 @@ use crate::db::schema::{
 };
 use crate::db::{types, DbConnection};
 use crate::domain::action::{closed_on_time, ActionKind, ActionState};
+use crate::domain::bar_raiser;
 use crate::domain::coe::CoeState;
 use crate::domain::coverage::{self, Covered};
 use crate::services::actions::tally::PastChange;
 use crate::services::coes::{self as coe_service, CoeError};
+
+/// An approved COE's title, owner, service, resolution, incident, severity and bar
+/// raiser.
+type ApprovedFacts = (
+    String,
+    Option<String>,
+    Option<String>,
+    Option<NaiveDateTime>,
+    Option<String>,
+    i32,
+    Option<String>,
+);
 
 /// The team of people and services no team claims.
 pub const NO_TEAM: &str = "(none)";
@@ -50,6 +63,9 @@ pub struct ApprovedCoe {
     /// Warnings of the checks it was approved with: intentions instead of mechanisms,
     /// 5-whys chains ending in human error.
     pub warnings: usize,
+    /// Its severity needed a bar raiser (`coe.bar_raiser_from`), yet it was approved
+    /// by its reviewer alone: nobody was marked bar raiser, or none fitted.
+    pub without_bar_raiser: bool,
 }
 
 /// Days from resolution to approval over the COEs approved in the period.
@@ -84,6 +100,8 @@ pub struct CoverageFigures {
     pub approved_without_prevention: i64,
     /// How many of them carry warnings of the checks.
     pub approved_with_warnings: i64,
+    /// How many of them needed a bar raiser and were approved without one.
+    pub approved_without_bar_raiser: i64,
 }
 
 /// The coverage audit of a period: overall (or the team asked for) and by team.
@@ -425,22 +443,20 @@ pub fn audit_with(
 
     // COEs approved in the period.
     for (coe_id, approved_at) in approvals(conn, start, Some(end))? {
-        let (title, owner, service, resolved, incident): (
-            String,
-            Option<String>,
-            Option<String>,
-            Option<NaiveDateTime>,
-            Option<String>,
-        ) = coes::table
-            .find(&coe_id)
-            .select((
-                coes::title,
-                coes::owner_email,
-                coes::service,
-                coes::resolved_at,
-                coes::incident_id,
-            ))
-            .first(conn)?;
+        let (title, owner, service, resolved, incident, severity, bar_raiser): ApprovedFacts =
+            coes::table
+                .find(&coe_id)
+                .select((
+                    coes::title,
+                    coes::owner_email,
+                    coes::service,
+                    coes::resolved_at,
+                    coes::incident_id,
+                    coes::severity,
+                    coes::bar_raiser_email,
+                ))
+                .first(conn)?;
+        let severity = types::severity("coes.severity", severity)?;
         let team_name = teams.of(owner.as_deref(), service.as_deref());
         if !wanted(&team_name) {
             continue;
@@ -475,6 +491,8 @@ pub fn audit_with(
             days_to_approval: resolved.map(|r| coverage::days_to_approval(r, approved_at)),
             lacks_prevention: coverage::lacks_prevention(&kinds),
             warnings,
+            without_bar_raiser: bar_raiser.is_none()
+                && bar_raiser::needed(severity, settings.coe.bar_raiser_from),
         });
     }
 
@@ -541,6 +559,11 @@ fn settle(figures: &mut CoverageFigures) {
         .count() as i64;
     figures.approved_with_warnings =
         figures.approved.iter().filter(|a| a.warnings > 0).count() as i64;
+    figures.approved_without_bar_raiser = figures
+        .approved
+        .iter()
+        .filter(|a| a.without_bar_raiser)
+        .count() as i64;
 }
 
 /// Who is in which team: people by the directory, services by their owners.

@@ -48,12 +48,58 @@ fn team_of(conn: &mut DbConnection, person: Option<&str>) -> QueryResult<Option<
     person.map_or(Ok(None), |person| people_service::team_of(conn, person))
 }
 
+/// What a person says with a review step.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Said<'a> {
+    /// Required to request changes (unless comments at the sections wait); kept and
+    /// shown with the COE.
+    pub comment: Option<&'a str>,
+    /// The approver knows that the COE's incidents are still open: a COE of the worst
+    /// outages (`coe.bar_raiser_from`) is approved while its outage may go on only so.
+    pub open_incidents_acknowledged: bool,
+}
+
+impl<'a> Said<'a> {
+    /// A step with `comment` alone.
+    pub fn comment(comment: Option<&'a str>) -> Said<'a> {
+        Said {
+            comment,
+            ..Said::default()
+        }
+    }
+}
+
+/// The field a refused approval names when the COE's incidents are still open.
+pub const OPEN_INCIDENTS_FIELD: &str = "acknowledge_open_incidents";
+
+/// The incidents of COE `id` that are still open: (id, title).
+pub fn open_incidents(conn: &mut DbConnection, id: &str) -> QueryResult<Vec<(String, String)>> {
+    use crate::db::schema::{coe_incidents, incidents};
+    use crate::domain::incident::IncidentState;
+    coe_incidents::table
+        .inner_join(incidents::table)
+        .filter(coe_incidents::coe_id.eq(id))
+        .filter(incidents::state.eq(IncidentState::Open.as_str()))
+        .order(incidents::started_at.asc())
+        .select((incidents::id, incidents::title))
+        .load(conn)
+}
+
+/// Whether approving a COE of `severity` while its incidents are open needs the
+/// approver's acknowledgment (`coe.bar_raiser_from`: the worst outages).
+pub fn approval_needs_closed_incidents(
+    severity: crate::domain::Severity,
+    settings: &crate::config::Settings,
+) -> bool {
+    bar_raiser::needed(severity, settings.coe.bar_raiser_from)
+}
+
 /// Takes one review step in one transaction; returns nothing, the caller reloads.
 pub fn step(
     conn: &mut DbConnection,
     id: &str,
     step: Step,
-    comment: Option<&str>,
+    said: Said<'_>,
     expected: Option<i32>,
     who: &Reviewer<'_>,
     env: Env<'_>,
@@ -89,7 +135,7 @@ pub fn step(
         // An approval stands only for the version its approver read.
         let approved_by = approved_by.filter(|_| approved_version == Some(row.version));
         let by = who.email.filter(|e| *e == who.principal);
-        let comment = comment.map(str::trim).filter(|c| !c.is_empty());
+        let comment = said.comment.map(str::trim).filter(|c| !c.is_empty());
         if comment.is_some_and(|c| c.len() > MAX_COMMENT_BYTES) {
             return Err(CoeError::Invalid(vec![(
                 "comment".into(),
@@ -160,7 +206,50 @@ pub fn step(
                 Some(_) => {}
             }
         }
+        // A COE of the worst outages approved while its outage may go on: only when
+        // the approver says they know (its timeline and impact may still change).
+        let open =
+            if step == Step::Approve && approval_needs_closed_incidents(severity, env.settings) {
+                open_incidents(conn, id)?
+            } else {
+                Vec::new()
+            };
+        if !open.is_empty() && !said.open_incidents_acknowledged {
+            let names = open
+                .iter()
+                .map(|(_, title)| format!("“{title}”"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let (its, is) = if open.len() == 1 {
+                ("its incident", "is")
+            } else {
+                ("its incidents", "are")
+            };
+            return Err(CoeError::Invalid(vec![(
+                OPEN_INCIDENTS_FIELD.into(),
+                format!(
+                    "{its} {names} {is} still open, so its timeline and impact may still \
+                     change: a {severity} COE is approved before its outage ends only when you \
+                     acknowledge that"
+                ),
+            )]));
+        }
         let now = db::now();
+        if !open.is_empty() {
+            audit::record(
+                conn,
+                Change {
+                    subject: Subject::Coe(id),
+                    actor: who.actor,
+                    action: "open_incidents:acknowledged",
+                    before: None,
+                    after: Some(serde_json::json!({
+                        "incidents": open.iter().map(|(i, _)| i).collect::<Vec<_>>()
+                    })),
+                },
+                now,
+            )?;
+        }
         // The first of two approvals keeps the COE in review; it is recorded, and a
         // submit or a request for changes starts the next round with none.
         let first_of_two = step == Step::Approve && next == CoeState::InReview;

@@ -461,6 +461,25 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     browser.screenshot("review-view").await;
     browser.set_size(1280, 900).await;
     browser.goto(&app.url(&coe_path)).await;
+    // The alert still fires: approving a sev1 before its outage ends takes the
+    // reviewer's word that she knows.
+    let open = browser.text("#open-incidents").await;
+    assert!(
+        open.contains("Its incident is still open: “Checkout error rate above 5%”"),
+        "{open}"
+    );
+    browser.click_to_load("#review .approve button").await;
+    browser.wait_for_url("#review").await;
+    let refused = browser.text("#review .findings").await;
+    assert!(
+        refused.contains("Not approved: its incident “Checkout error rate above 5%” is still open"),
+        "{refused}"
+    );
+    assert!(browser.text(".facts").await.contains("in review"));
+    browser.set_size(1280, 1400).await;
+    browser.screenshot("review-open-incident").await;
+    browser.set_size(1280, 900).await;
+    browser.click("#open-incidents input[type=checkbox]").await;
     browser.click_to_load("#review .approve button").await;
     browser.wait_for_url("#review").await;
     // A sev1: the bar raiser approves too.
@@ -489,6 +508,7 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     browser.set_size(1280, 1400).await;
     browser.screenshot("review-bar-raiser").await;
     browser.set_size(1280, 900).await;
+    browser.click("#open-incidents input[type=checkbox]").await;
     browser.click_to_load("#review .approve button").await;
     browser.wait_for_url("#review").await;
     assert!(browser.text(".facts").await.contains("approved"));

@@ -707,6 +707,25 @@ fn demo_fills_an_empty_database_with_an_organisation_to_look_at_and_refuses_one_
         "{feed}"
     );
 
+    // Bar raisers are marked, so the demo's sev1 was approved by its reviewer and a
+    // bar raiser from another team, not by its reviewer alone.
+    let sev1 = coes["coes"]
+        .as_array()
+        .expect("coes")
+        .iter()
+        .find(|c| c["severity"] == "sev1" && c["state"] == "approved")
+        .unwrap_or_else(|| panic!("no approved sev1: {coes}"));
+    let doc = body_json(&http_get(
+        served.port,
+        &format!("/api/v1/coes/{}", sev1["id"].as_str().expect("id")),
+        Some(&token),
+    ));
+    assert_eq!(doc["bar_raiser"], "lee@example.com", "{doc}");
+    assert_eq!(
+        stats["coverage"]["overall"]["approved_without_bar_raiser"], 0,
+        "{stats}"
+    );
+
     let dana = body_json(&http_get(served.port, "/api/v1/me", Some(&token)));
     assert_eq!(dana["email"], "dana@example.com", "{dana}");
     drop(served);

@@ -846,7 +846,12 @@ async fn the_coverage_audit_follows_each_outage_to_its_approved_coe_by_team_and_
 
 /// Takes draft `id` as owner@, sets its severity, writes it up and adds an action of
 /// dev@; returns the action's id.
-async fn prepare(w: &crate::actions::World, admin: &str, id: &str, severity: &str) -> String {
+pub(crate) async fn prepare(
+    w: &crate::actions::World,
+    admin: &str,
+    id: &str,
+    severity: &str,
+) -> String {
     let doc = w.app.get_json(&format!("/api/v1/coes/{id}"), admin).await;
     let (status, doc) = w
         .send(
@@ -1022,6 +1027,28 @@ async fn a_simulated_quarter_judges_the_actions_raises_the_bar_and_verifies_the_
         doc["bar_raiser"], "cy@example.com",
         "not pay@, of the owner's team: {doc}"
     );
+    // The alert still fires: a sev1 is not approved before its outage ends unless
+    // the reviewer says she knows. It ends an hour after it began.
+    let (status, refused) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("/api/v1/coes/{second}/approve"),
+            None,
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(
+        refused["error"]["fields"][0]["field"], "acknowledge_open_incidents",
+        "{refused}"
+    );
+    send(
+        &w.app,
+        &ingest,
+        failover(&at(day(35)), Some(&at(day(35) + Duration::hours(1)))),
+    )
+    .await;
     let doc = review_step(&w, &w.reviewer, &second, "approve").await;
     assert_eq!(doc["state"], "in_review", "waits for the bar raiser");
     let doc = review_step(&w, &cy, &second, "approve").await;

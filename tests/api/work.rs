@@ -570,3 +570,219 @@ async fn merging_offers_the_probable_drafts_first() {
         "{form}"
     );
 }
+
+/// A sev1 whose outage still goes on is approved only when each approver says they
+/// know (issue 51, item 4): the approval is refused naming the open incident, goes
+/// through with the acknowledgment, and the history says so. A sev2 needs none.
+#[tokio::test]
+async fn a_sev1_whose_outage_goes_on_is_approved_only_when_the_approver_acknowledges_it() {
+    use crate::mechanism::{failover, prepare};
+    let (w, admin) = review_world().await;
+    let ingest = w.app.token("ingest", coe::domain::Role::Ingest);
+    let started = (chrono::Utc::now() - chrono::Duration::hours(1))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    crate::outage::send(&w.app, &ingest, failover(&started, None)).await;
+    let list = w.app.get_json("/api/v1/coes", &admin).await;
+    let id = list["coes"][0]["id"].as_str().expect("id").to_owned();
+    prepare(&w, &admin, &id, "sev1").await;
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["bar_raiser"], "di@example.com", "{doc}");
+    let di = person_token(&w.app, "di", "di@example.com");
+    let approve = format!("/api/v1/coes/{id}/approve");
+
+    for (token, after) in [(&w.reviewer, "in_review"), (&di, "approved")] {
+        // Without the acknowledgment: refused, naming the incident; nothing recorded.
+        for body in [None, Some(json!({"acknowledge_open_incidents": false}))] {
+            let (status, refused) = w.send(token, "POST", &approve, None, body).await;
+            assert_eq!(status, 422, "{refused}");
+            let field = &refused["error"]["fields"][0];
+            assert_eq!(field["field"], "acknowledge_open_incidents", "{refused}");
+            let problem = field["problem"].as_str().unwrap_or_default();
+            assert!(
+                problem.contains("its incident “Payments database failed over” is still open"),
+                "{problem}"
+            );
+        }
+        let doc = read(&w, &id).await;
+        assert_eq!(doc["state"], "in_review", "{doc}");
+        // With it: the approval goes through.
+        let (status, doc) = w
+            .send(
+                token,
+                "POST",
+                &approve,
+                None,
+                Some(json!({"acknowledge_open_incidents": true})),
+            )
+            .await;
+        assert_eq!(status, 200, "{doc}");
+        assert_eq!(doc["state"], after, "{doc}");
+    }
+    let cookie = sign_in(&w.app, "owner@example.com").await;
+    let history = get_page(&w.app, &format!("/coes/{id}/history"), Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert_eq!(
+        history
+            .matches("approved it knowing its incidents were still open")
+            .count(),
+        2,
+        "{history}"
+    );
+
+    // A wrong type is a clear 422, not a 500.
+    let (status, body) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &approve,
+            None,
+            Some(json!({"acknowledge_open_incidents": "yes"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+
+    // A sev2 whose alert still fires is approved by its reviewer as before.
+    let later = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let mut other = failover(&later, None);
+    other["group_key"] = json!("search-down");
+    other["dedup_key"] = json!("search-down");
+    other["title"] = json!("Search is down");
+    other["service"] = json!("search");
+    crate::outage::send(&w.app, &ingest, other).await;
+    let list = w.app.get_json("/api/v1/coes?sort=newest", &admin).await;
+    let sev2 = list["coes"][0]["id"].as_str().expect("id").to_owned();
+    assert_ne!(sev2, id);
+    prepare(&w, &admin, &sev2, "sev2").await;
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{sev2}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    let (status, doc) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("/api/v1/coes/{sev2}/approve"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["state"], "approved", "{doc}");
+}
+
+/// The coverage audit lists the COEs approved without the bar raiser their severity
+/// needed (issue 51, item 4): a sev1 approved while nobody was marked bar raiser is
+/// counted and marked, a sev1 approved by its bar raiser too is not.
+#[tokio::test]
+async fn the_coverage_audit_names_coes_approved_without_the_bar_raiser_they_needed() {
+    let w = crate::actions::World::new().await;
+    let admin = w.app.admin_token();
+    for (email, team) in [
+        ("owner@example.com", "payments"),
+        ("reviewer@example.com", "search"),
+    ] {
+        let (status, _) = w
+            .send(
+                &admin,
+                "PUT",
+                &format!("/api/v1/people/{email}"),
+                None,
+                Some(json!({ "team": team })),
+            )
+            .await;
+        assert_eq!(status, 200);
+    }
+    // Nobody is marked bar raiser: the reviewer alone approves it.
+    let (alone, _) = crate::mechanism::submitted_sev1(&w).await;
+    let (status, doc) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("/api/v1/coes/{alone}/approve"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    assert_eq!(doc["state"], "approved", "{doc}");
+    // Now someone is: the next sev1 gets a bar raiser, and both approve it.
+    let (status, _) = w
+        .send(
+            &admin,
+            "PUT",
+            "/api/v1/people/di@example.com",
+            None,
+            Some(json!({"team": "search", "bar_raiser": true})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (raised, doc) = crate::mechanism::submitted_sev1(&w).await;
+    assert_eq!(doc["bar_raiser"], "di@example.com", "{doc}");
+    let di = person_token(&w.app, "di", "di@example.com");
+    for token in [&w.reviewer, &di] {
+        let (status, doc) = w
+            .send(
+                token,
+                "POST",
+                &format!("/api/v1/coes/{raised}/approve"),
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{doc}");
+    }
+
+    let stats = w.app.get_json("/api/v1/stats", &admin).await;
+    let overall = &stats["coverage"]["overall"];
+    assert_eq!(overall["approved_without_bar_raiser"], 1, "{overall}");
+    let approved = overall["approved"].as_array().expect("approved");
+    let flag = |id: &str| {
+        approved
+            .iter()
+            .find(|a| a["coe_id"] == id)
+            .map(|a| a["without_bar_raiser"].clone())
+    };
+    assert_eq!(flag(&alone), Some(json!(true)), "{overall}");
+    assert_eq!(flag(&raised), Some(json!(false)), "{overall}");
+
+    let cookie = sign_in(&w.app, "owner@example.com").await;
+    let html = get_page(&w.app, "/dashboard", Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    let coverage = &html[html.find("id=\"cov-approved\"").expect("the approved list")..];
+    let row = |id: &str| {
+        let at = coverage
+            .find(&format!("/coes/{id}"))
+            .unwrap_or_else(|| panic!("{id} not listed: {coverage}"));
+        let end = coverage[at..]
+            .find("</tr>")
+            .map_or(coverage.len(), |e| at + e);
+        coverage[at..end].to_owned()
+    };
+    assert!(row(&alone).contains("needed, none"), "{}", row(&alone));
+    assert!(!row(&raised).contains("needed, none"), "{}", row(&raised));
+    assert!(
+        html.contains("Approved without the bar raiser needed"),
+        "the audit's table has the column"
+    );
+}

@@ -356,6 +356,10 @@ pub struct ReviewInput {
     /// Required to request changes; kept and shown with the COE.
     #[serde(default)]
     pub comment: Option<String>,
+    /// Approving a COE at or above `coe.bar_raiser_from` while one of its incidents is
+    /// still open: `true` says the approver knows (refused with 422 otherwise).
+    #[serde(default)]
+    pub acknowledge_open_incidents: bool,
 }
 
 async fn review_step(
@@ -366,7 +370,8 @@ async fn review_step(
     body: OptionalJson<ReviewInput>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let (id, comment) = (id.into_inner(), body.0.and_then(|b| b.comment));
+    let id = id.into_inner();
+    let body = body.0.unwrap_or_default();
     let written = id.clone();
     with_write(&state, move |conn, state| {
         let who = Reviewer {
@@ -379,7 +384,10 @@ async fn review_step(
             conn,
             &written,
             step,
-            comment.as_deref(),
+            review::Said {
+                comment: body.comment.as_deref(),
+                open_incidents_acknowledged: body.acknowledge_open_incidents,
+            },
             expected,
             &who,
             state.env(),
@@ -463,16 +471,20 @@ pub async fn name_bar_raiser(
 }
 
 /// Approves a COE in review, as of the version read (`If-Match`, required): a COE is
-/// approved only as its approvers read it. The reviewer or bar raiser only.
+/// approved only as its approvers read it. The reviewer or bar raiser only. A COE of the
+/// worst outages (`coe.bar_raiser_from`) whose incidents are still open is approved only
+/// with `acknowledge_open_incidents: true`.
 #[utoipa::path(operation_id = "approve_coe", post, path = "/api/v1/coes/{id}/approve", tag = "coes", security(("bearer" = [])),
     params(("id" = String, Path, description = "The COE's id"),
            ("If-Match" = String, Header, description = "The version approved: the one read")),
+    request_body(content = Option<ReviewInput>, description = "Optional: a comment, the acknowledgment of incidents still open"),
     responses(
         (status = 200, description = "Approved (closed at once when every action is already closed)", body = CoeDocument),
         (status = 403, description = "Not the reviewer", body = ErrorBody),
         (status = 404, description = "No such COE", body = ErrorBody),
         (status = 409, description = "Not in review; the allowed steps are named", body = ErrorBody),
         (status = 412, description = "The COE changed since the version read: read it again", body = ErrorBody),
+        (status = 422, description = "Its incidents are still open and the approval does not acknowledge it (`acknowledge_open_incidents`)", body = ErrorBody),
         (status = 428, description = "If-Match is missing", body = ErrorBody),
     ))]
 pub async fn approve(

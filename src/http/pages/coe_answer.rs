@@ -280,6 +280,9 @@ pub(super) async fn answer(
                     .fields
                     .iter()
                     .map(|(field, problem)| {
+                        if field == crate::services::review::OPEN_INCIDENTS_FIELD {
+                            return format!("Not approved: {problem}.");
+                        }
                         let title = loaded
                             .doc
                             .sections

@@ -616,6 +616,22 @@ pub(super) fn page(
             "no_eligible_bar_raiser".into(),
             json!(lacks_bar_raiser && bar_raisers > 0 && doc.state == CoeState::InReview),
         );
+        // Approving the worst outages while an incident is still open: the approver
+        // acknowledges it (`services::review::step`).
+        let open: Vec<&str> = incidents
+            .iter()
+            .filter(|(_, _, state)| state == "open")
+            .map(|(_, title, _)| title.as_str())
+            .collect();
+        let acknowledge = doc.state == CoeState::InReview
+            && crate::services::review::approval_needs_closed_incidents(
+                doc.severity,
+                &state.settings,
+            );
+        data.insert(
+            "open_incidents".into(),
+            json!(if acknowledge { open } else { Vec::new() }),
+        );
         data.insert(
             "closes_when_verified".into(),
             json!(crate::domain::coe::needs_verification(

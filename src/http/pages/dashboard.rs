@@ -588,6 +588,7 @@ fn coverage_view(
             "approved_coes": f.approved.len(),
             "without_prevention": f.approved_without_prevention,
             "with_warnings": f.approved_with_warnings,
+            "without_bar_raiser": f.approved_without_bar_raiser,
             "links": {
                 "incidents": link(team, "incidents"),
                 "approved": link(team, "approved"),

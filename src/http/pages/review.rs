@@ -26,6 +26,11 @@ pub async fn step(form: CoeForm) -> Page {
         .find(|s| s.name() == name)
         .ok_or_else(|| PageError::NotFound(format!("no review step {name:?}")))?;
     let comment = form.fields.part("review").filled("comment");
+    let acknowledged = form
+        .fields
+        .part("review")
+        .filled(review::OPEN_INCIDENTS_FIELD)
+        .is_some();
     let fields = &form.fields;
     let edits: Vec<SectionEdit> = match step {
         Step::Submit => coe_answer::section_edits(fields)
@@ -78,7 +83,10 @@ pub async fn step(form: CoeForm) -> Page {
                 conn,
                 coe,
                 step,
-                comment.as_deref(),
+                review::Said {
+                    comment: comment.as_deref(),
+                    open_incidents_acknowledged: acknowledged,
+                },
                 read,
                 editor,
                 state.env(),

@@ -203,6 +203,7 @@ fn coverage_lines(audit: &coverage::Coverage) -> Vec<crate::email::content::Cove
             approved: state("approved"),
             without_prevention: f.approved_without_prevention,
             with_warnings: f.approved_with_warnings,
+            without_bar_raiser: f.approved_without_bar_raiser,
         }
     };
     std::iter::once(line("Everyone", &audit.overall))
