@@ -68,6 +68,8 @@ fn main() {
         emails: &emails,
     };
     let mut rng = Lcg(42);
+    // Two words side by side in some COE's summary, for the searches of several words.
+    let mut pairs: Vec<(String, String)> = Vec::new();
     let start = Instant::now();
     for i in 0..COES {
         let title = format!(
@@ -90,6 +92,9 @@ fn main() {
         )
         .expect("create");
         let body: Vec<String> = (0..80).map(|_| word(rng.next() % 4096)).collect();
+        if i % 50 == 0 {
+            pairs.push((body[10].clone(), body[11].clone()));
+        }
         coes::put_section(
             &mut conn,
             &id,
@@ -124,6 +129,40 @@ fn main() {
         assert!(page.len() <= 50);
     }
     timings.sort();
+    // Two words typed side by side (ranked: as typed, near, apart), and quoted.
+    let mut measure = |text: &dyn Fn(&(String, String)) -> String| {
+        let mut timings = Vec::with_capacity(pairs.len());
+        let mut hits = 0;
+        for pair in &pairs {
+            let filter = CoeFilter {
+                text: Some(coe::domain::search::SearchText::parse(&text(pair)).expect("words")),
+                ..CoeFilter::default()
+            };
+            let t = Instant::now();
+            let (_, total) = coes::list(&mut conn, &filter, 50, 0).expect("search");
+            timings.push(t.elapsed());
+            hits += total;
+        }
+        timings.sort();
+        (timings, hits as f64 / pairs.len() as f64)
+    };
+    let (two, two_hits) = measure(&|(a, b)| format!("{a} {b}"));
+    let (quoted, quoted_hits) = measure(&|(a, b)| format!("\"{a} {b}\""));
+    // A typo that finds nothing, answered with the word meant.
+    let mut typos = Vec::with_capacity(QUERIES);
+    let mut offered = 0;
+    for _ in 0..QUERIES {
+        let meant = word(rng.next() % 4096);
+        let mut typed: Vec<char> = meant.chars().collect();
+        typed.swap(1, 2);
+        let typed: String = typed.into_iter().collect();
+        let text = coe::domain::search::SearchText::parse(&typed).expect("a word");
+        let t = Instant::now();
+        let fixed = coes::did_you_mean(&mut conn, &text).expect("did you mean");
+        typos.push(t.elapsed());
+        offered += usize::from(fixed.is_some());
+    }
+    typos.sort();
     let mut plain = Vec::with_capacity(QUERIES);
     for i in 0..QUERIES {
         let filter = CoeFilter {
@@ -146,6 +185,26 @@ fn main() {
         percentile(&timings, 0.5).as_secs_f64() * 1e3,
         percentile(&timings, 0.95).as_secs_f64() * 1e3,
         timings[QUERIES - 1].as_secs_f64() * 1e3
+    );
+    let row = |what: String, t: &[Duration]| {
+        println!(
+            "| {what} | {:.2} ms | {:.2} ms | {:.2} ms |",
+            percentile(t, 0.5).as_secs_f64() * 1e3,
+            percentile(t, 0.95).as_secs_f64() * 1e3,
+            t[t.len() - 1].as_secs_f64() * 1e3
+        );
+    };
+    row(
+        format!("search `q=<two words>`, first 50 (avg {two_hits:.0} hits)"),
+        &two,
+    );
+    row(
+        format!("search `q=\"<two words>\"`, first 50 (avg {quoted_hits:.1} hits)"),
+        &quoted,
+    );
+    row(
+        format!("did you mean, a typo ({offered} of {QUERIES} answered)"),
+        &typos,
     );
     println!(
         "| list by service, first 50 | {:.2} ms | {:.2} ms | {:.2} ms |",

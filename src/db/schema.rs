@@ -164,6 +164,13 @@ diesel::table! {
 }
 
 diesel::table! {
+    /// The search index's own words (`db::search`), for "did you mean".
+    search_words (word) {
+        word -> Text,
+    }
+}
+
+diesel::table! {
     why_chains (id) {
         id -> Text,
         coe_id -> Text,

@@ -31,6 +31,7 @@ mod page_routes;
 mod pages;
 mod people;
 mod report;
+mod search;
 mod security;
 mod stats;
 mod storm;

@@ -165,7 +165,7 @@ fn sqlite_runs_in_wal_mode_with_foreign_keys() {
 
 /// Reverts migrations, newest first, up to and including `version` (its digits:
 /// diesel names `2026-12-15-000038_x` "20261215000038").
-fn revert_to_before(conn: &mut DbConnection, version: &str) {
+pub(crate) fn revert_to_before(conn: &mut DbConnection, version: &str) {
     use diesel_migrations::MigrationHarness;
     for _ in 0..100 {
         let reverted = match conn {

@@ -535,7 +535,10 @@ pub async fn history(
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct CoeQuery {
-    /// Words to find in titles and in the writeup (sections, timeline, 5 whys); ranked.
+    /// Words to find in titles, writeups (sections, timeline, 5 whys) and corrective
+    /// actions (title, description, success criteria, closing notes), each or a form of
+    /// it; words in double quotes must stand together as typed. Ranked: the words
+    /// typed side by side first, then each near the next, then the rest.
     pub q: Option<String>,
     /// draft, in_review, approved or closed.
     #[param(value_type = Option<String>)]

@@ -41,22 +41,6 @@ pub fn terms(query: &str) -> Vec<String> {
         .collect()
 }
 
-/// `text` lower-cased, with the byte offset in `text` of the character each of its
-/// bytes came from. Lower-casing changes lengths (`İ` becomes two characters, the
-/// Kelvin sign one byte), so an offset found in the folded text means nothing in
-/// `text` until mapped back through this.
-fn fold(text: &str) -> (String, Vec<usize>) {
-    let mut folded = String::with_capacity(text.len());
-    let mut origin = Vec::with_capacity(text.len());
-    for (at, c) in text.char_indices() {
-        for lower in c.to_lowercase() {
-            folded.push(lower);
-            origin.resize(folded.len(), at);
-        }
-    }
-    (folded, origin)
-}
-
 /// A word's stem (English, Porter's: "failing" and "failed" are "fail"), as both
 /// databases' full-text search stem the words they index.
 fn stem(word: &str) -> String {
@@ -67,43 +51,36 @@ fn stem(word: &str) -> String {
     STEMMER.with(|s| s.stem(&word.to_lowercase()).into_owned())
 }
 
-/// The byte offsets in `text` of the characters inside a match of any term: the
-/// term itself anywhere (any case), and every word of the same stem (the word forms
-/// the search found it by).
-fn matched_chars(text: &str, terms: &[String]) -> std::collections::BTreeSet<usize> {
-    let (folded, origin) = fold(text);
-    let mut marked = std::collections::BTreeSet::new();
-    for term in terms.iter().filter(|t| !t.is_empty()) {
-        for (start, found) in folded.match_indices(term.as_str()) {
-            marked.extend(origin[start..start + found.len()].iter().copied());
-        }
-    }
-    let stems: Vec<String> = terms.iter().map(|t| stem(t)).collect();
-    let mut word_start: Option<usize> = None;
-    let mark_word = |from: usize, to: usize, marked: &mut std::collections::BTreeSet<usize>| {
-        let word = &text[from..to];
-        if word.chars().count() >= 2 && stems.contains(&stem(word)) {
-            marked.extend(word.char_indices().map(|(i, _)| from + i));
-        }
-    };
-    for (i, c) in text.char_indices() {
-        match (c.is_alphanumeric(), word_start) {
-            (true, None) => word_start = Some(i),
-            (false, Some(from)) => {
-                mark_word(from, i, &mut marked);
-                word_start = None;
-            }
-            _ => {}
-        }
-    }
-    if let Some(from) = word_start {
-        mark_word(from, text.len(), &mut marked);
-    }
-    marked
+/// The words of `text` (runs of letters and digits) with their byte offsets.
+fn words_at(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(move |w| (w.as_ptr() as usize - text.as_ptr() as usize, w))
 }
 
-/// `text` as HTML with every occurrence of a term (case-insensitive) in `<mark>`;
-/// everything else escaped.
+/// Whether `word` is a term or a form of one: the whole word, any case, or a word of
+/// the same stem (the forms the search found it by). Never a part of a word: "out"
+/// marks nothing in "checkout".
+fn is_match(word: &str, terms: &[String], stems: &[String]) -> bool {
+    if word.chars().count() < 2 {
+        return false;
+    }
+    let lower = word.to_lowercase();
+    terms.contains(&lower) || stems.contains(&stem(&lower))
+}
+
+/// The byte offsets in `text` of the characters of the words that match a term
+/// (`is_match`).
+fn matched_chars(text: &str, terms: &[String]) -> std::collections::BTreeSet<usize> {
+    let stems: Vec<String> = terms.iter().map(|t| stem(t)).collect();
+    words_at(text)
+        .filter(|(_, w)| is_match(w, terms, &stems))
+        .flat_map(|(at, w)| w.char_indices().map(move |(i, _)| at + i))
+        .collect()
+}
+
+/// `text` as HTML with every word that matches a term (the word itself in any case,
+/// or a form of it) in `<mark>`; everything else escaped.
 pub fn highlight(text: &str, terms: &[String]) -> String {
     let marked = matched_chars(text, terms);
     let mut out = String::with_capacity(text.len() + 16);
@@ -125,29 +102,13 @@ pub fn highlight(text: &str, terms: &[String]) -> String {
     out
 }
 
-/// The byte offset in `text` of the first character of the first match of any term
-/// (as `matched_chars` finds them), reading no further than it must: a writeup may be
-/// a megabyte of the searched word.
+/// The byte offset in `text` of the first word that matches a term (`is_match`),
+/// reading no further than it must: a writeup may be a megabyte of the searched word.
 fn first_match(text: &str, terms: &[String]) -> Option<usize> {
-    let (folded, origin) = fold(text);
-    let literal = terms
-        .iter()
-        .filter(|t| !t.is_empty())
-        .filter_map(|t| folded.find(t.as_str()).map(|at| origin[at]))
-        .min();
     let stems: Vec<String> = terms.iter().map(|t| stem(t)).collect();
-    let by_stem = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .take_while(|w| {
-            literal.is_none_or(|at| (w.as_ptr() as usize - text.as_ptr() as usize) < at)
-        })
-        .find(|w| w.chars().count() >= 2 && stems.contains(&stem(w)))
-        .map(|w| w.as_ptr() as usize - text.as_ptr() as usize);
-    match (literal, by_stem) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
+    words_at(text)
+        .find(|(_, w)| is_match(w, terms, &stems))
+        .map(|(at, _)| at)
 }
 
 /// A passage of `body` around the first term found, about 240 characters.
@@ -186,6 +147,7 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
             let data = json!({
                 "query": q,
                 "refused": refused.to_string(),
+                "did_you_mean": null,
                 "searched": false,
                 "hits": [],
                 "names": {},
@@ -235,21 +197,38 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
         Some(_) => Some(crate::http::state::search_turn(&state).await?),
         None => None,
     };
-    let (hits, total) = if searched {
+    let (hits, total, did_you_mean) = if searched {
         as_service(&state, move |conn, _| {
             let (page, total) = coes::list(conn, &filter, PAGE, offset)?;
             let ids: Vec<String> = page.iter().map(|c| c.id.clone()).collect();
             let texts = coes::section_texts(conn, &ids)?;
+            let actions = coes::action_texts(conn, &ids)?;
             let hits = page
                 .into_iter()
                 .map(|coe| {
+                    // Quoted from the writeup, else from the corrective action found.
                     let found = texts.get(&coe.id).and_then(|bodies| {
                         bodies.iter().find_map(|b| passage(&to_plain(b), &words))
                     });
-                    json!({"coe": coe, "passage": found})
+                    let action = found
+                        .is_none()
+                        .then(|| actions.get(&coe.id))
+                        .flatten()
+                        .and_then(|list| {
+                            list.iter().find_map(|(id, title, text)| {
+                                passage(text, &words)
+                                    .map(|p| json!({"id": id, "title": title, "passage": p}))
+                            })
+                        });
+                    json!({"coe": coe, "passage": found, "action": action})
                 })
                 .collect::<Vec<_>>();
-            Ok((hits, total))
+            // Nothing found: a word the index does not hold may be a typo.
+            let did_you_mean = match (&filter.text, total) {
+                (Some(text), 0) => coes::did_you_mean(conn, text)?,
+                _ => None,
+            };
+            Ok((hits, total, did_you_mean))
         })
         .await?
     } else {
@@ -260,7 +239,7 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
                 .into_iter()
                 .map(|coe| json!({"coe": coe, "passage": null}))
                 .collect::<Vec<_>>();
-            Ok((hits, 0))
+            Ok((hits, 0, None))
         })
         .await?
     };
@@ -282,7 +261,21 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
         )
     };
     let (previous, next) = pages(offset, PAGE, total, page_url);
+    // The same search with the typo put right, filters kept.
+    let did_you_mean = did_you_mean.map(|fixed| {
+        let mut again = q.clone();
+        again.q = Some(fixed.clone());
+        again.offset = None;
+        json!({
+            "text": fixed,
+            "link": format!(
+                "/search?{}",
+                serde_urlencoded::to_string(&again).unwrap_or_default()
+            ),
+        })
+    });
     let data = json!({
+        "did_you_mean": did_you_mean,
         "query": q,
         "searched": searched,
         "hits": hits,
@@ -317,6 +310,20 @@ mod tests {
             p.starts_with("… ") && p.ends_with(" …") && p.contains("the pool ran dry"),
             "{p}"
         );
+    }
+
+    #[test]
+    fn only_whole_words_and_their_forms_are_marked() {
+        let t = terms("\"timed out\"");
+        assert_eq!(
+            highlight("Checkout timed out; the timeout is outdated", &t),
+            "Checkout <mark>timed</mark> <mark>out</mark>; the timeout is outdated"
+        );
+        assert_eq!(
+            passage("a checkout, then it timed out", &t).as_deref(),
+            Some("a checkout, then it timed out")
+        );
+        assert_eq!(first_match("checkout outage out", &t), Some(16));
     }
 
     #[test]

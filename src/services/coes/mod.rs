@@ -53,7 +53,10 @@ pub use merge::{merge, MAX_MERGED};
 pub use recurred::{meant_to_prevent, of_earlier_coe, RecurredAction};
 pub use related::{add_related, delete_related, RelatedInput};
 pub use same_outage::SameOutage;
-pub use search::{list, section_texts, services, unowned, CoeFilter, CoeSort, CoeSummary};
+pub use search::{
+    action_texts, did_you_mean, list, section_texts, services, unowned, CoeFilter, CoeSort,
+    CoeSummary,
+};
 pub use sections::{put_section, put_sections, SavedSections, SectionConflict, SectionEdit};
 pub use timeline::{add_timeline, delete_timeline, edit_timeline, TimelineInput};
 pub use whys::{add_why_chain, delete_why_chain, replace_why_chain, WhyChainInput};

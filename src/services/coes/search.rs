@@ -1,6 +1,6 @@
 //! The COE list and its full-text search. The index (`db::search`) holds each COE's
-//! title and, as its body, the sections, timeline and 5 whys; `reindex` rebuilds a
-//! COE's entry after every edit.
+//! title and, as its body, the sections, timeline, 5 whys and corrective actions;
+//! `reindex` rebuilds a COE's entry after every edit of it or of its actions' words.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -12,7 +12,9 @@ use utoipa::ToSchema;
 
 use super::Why;
 use crate::db::models::CoeRow;
-use crate::db::schema::{coe_sections, coes, people, timeline_entries, why_chains};
+use crate::db::schema::{
+    coe_sections, coes, corrective_actions, people, timeline_entries, why_chains,
+};
 use crate::db::{self, types, DbConnection};
 use crate::domain::coe::CoeState;
 use crate::domain::search::SearchText;
@@ -71,7 +73,105 @@ pub(super) fn reindex(conn: &mut DbConnection, id: &str) -> QueryResult<()> {
             body.push('\n');
         }
     }
+    // Its corrective actions: found by their words, their COE shown.
+    let actions: Vec<ActionWords> = corrective_actions::table
+        .filter(corrective_actions::coe_id.eq(id))
+        .order((
+            corrective_actions::created_at.asc(),
+            corrective_actions::id.asc(),
+        ))
+        .select(ACTION_WORDS)
+        .load(conn)?;
+    for action in &actions {
+        body.push_str(&action_text(action));
+        body.push('\n');
+    }
     db::search::write(conn, id, &title, &body)
+}
+
+/// An action's id, title, description, success criteria and closing notes.
+type ActionWords = (
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
+
+const ACTION_WORDS: (
+    corrective_actions::id,
+    corrective_actions::title,
+    corrective_actions::description,
+    corrective_actions::success_criteria,
+    corrective_actions::resolution_note,
+    corrective_actions::wont_do_reason,
+) = (
+    corrective_actions::id,
+    corrective_actions::title,
+    corrective_actions::description,
+    corrective_actions::success_criteria,
+    corrective_actions::resolution_note,
+    corrective_actions::wont_do_reason,
+);
+
+/// The words of an action the index holds: its title, then the rest.
+fn action_text((_, title, description, criteria, note, reason): &ActionWords) -> String {
+    [
+        Some(title),
+        description.as_ref(),
+        criteria.as_ref(),
+        note.as_ref(),
+        reason.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .map(String::as_str)
+    .collect::<Vec<_>>()
+    .join(" ")
+}
+
+/// A corrective action as a search result quotes it: its id, title and words.
+pub type ActionText = (String, String, String);
+
+/// The corrective actions of each of `ids` as a search result quotes them, by COE,
+/// oldest first.
+pub fn action_texts(
+    conn: &mut DbConnection,
+    ids: &[String],
+) -> QueryResult<BTreeMap<String, Vec<ActionText>>> {
+    let rows: Vec<(String, ActionWords)> = corrective_actions::table
+        .filter(corrective_actions::coe_id.eq_any(ids))
+        .order((
+            corrective_actions::created_at.asc(),
+            corrective_actions::id.asc(),
+        ))
+        .select((corrective_actions::coe_id, ACTION_WORDS))
+        .load(conn)?;
+    let mut texts: BTreeMap<String, Vec<ActionText>> = BTreeMap::new();
+    for (coe, action) in rows {
+        let text = action_text(&action);
+        texts
+            .entry(coe)
+            .or_default()
+            .push((action.0, action.1, text));
+    }
+    Ok(texts)
+}
+
+/// The search `text` with each word the index does not hold put right, when a word
+/// it holds is a slip away ("memroy" → "memory"): what a search that found nothing
+/// offers instead. `None` when no word is near.
+pub fn did_you_mean(conn: &mut DbConnection, text: &SearchText) -> QueryResult<Option<String>> {
+    let fixes = db::search::did_you_mean(conn, text)?;
+    if fixes.is_empty() {
+        return Ok(None);
+    }
+    let mut fixed = text.clone();
+    for (typed, meant) in &fixes {
+        fixed = SearchText::parse(&fixed.replaced(typed, meant)).unwrap_or(fixed);
+    }
+    Ok(Some(fixed.to_string()))
 }
 
 /// Filters of the COE list. `text` searches titles and writeups, ranked, for at most
