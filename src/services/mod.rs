@@ -30,6 +30,7 @@ pub mod people;
 pub mod reminders;
 pub mod report;
 pub mod review;
+pub mod search_index;
 pub mod sns;
 pub mod stats;
 pub mod sweep_settings;

@@ -296,7 +296,7 @@ pub fn add(
         .values(&row)
         .execute(conn)?;
     // Its words are found by the search, its COE shown.
-    crate::services::coes::reindex_coe(conn, &row.coe_id)?;
+    crate::services::search_index::reindex(conn, &row.coe_id)?;
     audit(
         conn,
         &row,
@@ -453,7 +453,7 @@ pub fn patch(
             serde_json::to_value(view(row.clone(), String::new(), Severity::Sev3, clock)?).ok();
         if patch.title.is_some() || patch.description.is_some() || patch.success_criteria.is_some()
         {
-            crate::services::coes::reindex_coe(conn, &row.coe_id)?;
+            crate::services::search_index::reindex(conn, &row.coe_id)?;
         }
         audit(conn, &row, actor, "action:update", before, after, now)?;
         if row.owner_email != owner_before {
@@ -541,7 +541,7 @@ pub fn transition(
             .execute(conn)?;
         if note.is_some() {
             // Its closing note is found by the search.
-            crate::services::coes::reindex_coe(conn, &row.coe_id)?;
+            crate::services::search_index::reindex(conn, &row.coe_id)?;
         }
         audit(
             conn,
@@ -608,7 +608,7 @@ pub fn delete(conn: &mut DbConnection, id: &str, who: &Editor<'_>) -> Result<Str
         diesel::delete(due_date_changes::table.filter(due_date_changes::action_id.eq(id)))
             .execute(conn)?;
         diesel::delete(corrective_actions::table.find(id)).execute(conn)?;
-        crate::services::coes::reindex_coe(conn, &row.coe_id)?;
+        crate::services::search_index::reindex(conn, &row.coe_id)?;
         audit(
             conn,
             &row,

@@ -10,7 +10,6 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use super::alert_entries;
-use super::search::reindex;
 use super::timeline::recompute_milestone;
 use super::{edit, record_change, Actor, CoeError, SYSTEM_ACTOR};
 use crate::db::models::{CoeRow, FailureEventRow, IncidentRow};
@@ -18,6 +17,7 @@ use crate::db::schema::{coe_incidents, coe_recurrences, coes, failure_events, in
 use crate::db::{self, locks, types, DbConnection};
 use crate::domain::coe::{self, CoeState, TimelineKind};
 use crate::domain::Severity;
+use crate::services::search_index::reindex;
 use crate::services::Env;
 use crate::services::{notify, ownership};
 

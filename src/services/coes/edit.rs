@@ -7,7 +7,6 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use utoipa::ToSchema;
 
-use super::search::reindex;
 use super::{load_row, record_change, Actor, CoeError};
 use crate::db::models::CoeRow;
 use crate::db::schema::coes;
@@ -18,6 +17,7 @@ use crate::domain::Severity;
 use crate::services::access::{self, Editor};
 use crate::services::notify;
 use crate::services::people;
+use crate::services::search_index::reindex;
 use crate::services::Env;
 
 /// What a change is based on: the version of the COE its writer saw (every change but

@@ -358,6 +358,6 @@ fn fold(
         Some(json!({"state": "merged", "merged_into": t})),
         now,
     )?;
-    super::search::reindex(conn, s)?;
+    crate::services::search_index::reindex(conn, s)?;
     Ok(())
 }

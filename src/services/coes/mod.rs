@@ -36,6 +36,7 @@ use crate::domain::template::Template;
 use crate::services::access::AccessError;
 use crate::services::audit::{self, Change, Subject};
 
+pub use crate::services::search_index::action_texts;
 pub use comments::{
     add_comment, answer_comment, unanswered, AnswerInput, CommentInput, SectionComment,
 };
@@ -54,8 +55,7 @@ pub use recurred::{meant_to_prevent, of_earlier_coe, RecurredAction};
 pub use related::{add_related, delete_related, RelatedInput};
 pub use same_outage::SameOutage;
 pub use search::{
-    action_texts, did_you_mean, list, section_texts, services, unowned, CoeFilter, CoeSort,
-    CoeSummary,
+    did_you_mean, list, section_texts, services, unowned, CoeFilter, CoeSort, CoeSummary,
 };
 pub use sections::{put_section, put_sections, SavedSections, SectionConflict, SectionEdit};
 pub use timeline::{add_timeline, delete_timeline, edit_timeline, TimelineInput};
@@ -64,7 +64,7 @@ pub use whys::{add_why_chain, delete_why_chain, replace_why_chain, WhyChainInput
 /// Rebuilds COE `id`'s row in the full-text index, after a change written outside
 /// this module's edits (a reported failure's first text).
 pub fn reindex_coe(conn: &mut DbConnection, id: &str) -> QueryResult<()> {
-    search::reindex(conn, id)
+    crate::services::search_index::reindex(conn, id)
 }
 
 /// Who is changing things: the token's person, or `token:<name>`, or `coe` itself.

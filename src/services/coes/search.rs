@@ -1,6 +1,6 @@
-//! The COE list and its full-text search. The index (`db::search`) holds each COE's
-//! title and, as its body, the sections, timeline, 5 whys and corrective actions;
-//! `reindex` rebuilds a COE's entry after every edit of it or of its actions' words.
+//! The COE list and its full-text search. The index (`db::search`, written by
+//! `services::search_index`) holds each COE's title and, as its body, the sections,
+//! timeline, 5 whys and corrective actions.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -10,11 +10,8 @@ use diesel::prelude::*;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::Why;
 use crate::db::models::CoeRow;
-use crate::db::schema::{
-    coe_sections, coes, corrective_actions, people, timeline_entries, why_chains,
-};
+use crate::db::schema::{coe_sections, coes, people};
 use crate::db::{self, types, DbConnection};
 use crate::domain::coe::CoeState;
 use crate::domain::search::SearchText;
@@ -38,125 +35,6 @@ pub struct CoeSummary {
     pub updated_at: NaiveDateTime,
     /// Search rank when `q` was given (higher is better).
     pub rank: Option<f64>,
-}
-
-/// Rebuilds the COE's row in the full-text index: its title, and its sections,
-/// timeline and 5 whys as the body.
-pub(super) fn reindex(conn: &mut DbConnection, id: &str) -> QueryResult<()> {
-    let title: String = coes::table.find(id).select(coes::title).first(conn)?;
-    let mut body = String::new();
-    for text in coe_sections::table
-        .filter(coe_sections::coe_id.eq(id))
-        .select(coe_sections::body)
-        .load::<String>(conn)?
-    {
-        body.push_str(&text);
-        body.push('\n');
-    }
-    for text in timeline_entries::table
-        .filter(timeline_entries::coe_id.eq(id))
-        .select(timeline_entries::text)
-        .load::<String>(conn)?
-    {
-        body.push_str(&text);
-        body.push('\n');
-    }
-    for steps in why_chains::table
-        .filter(why_chains::coe_id.eq(id))
-        .select(why_chains::steps)
-        .load::<String>(conn)?
-    {
-        for step in serde_json::from_str::<Vec<Why>>(&steps).unwrap_or_default() {
-            body.push_str(&step.why);
-            body.push(' ');
-            body.push_str(&step.because);
-            body.push('\n');
-        }
-    }
-    // Its corrective actions: found by their words, their COE shown.
-    let actions: Vec<ActionWords> = corrective_actions::table
-        .filter(corrective_actions::coe_id.eq(id))
-        .order((
-            corrective_actions::created_at.asc(),
-            corrective_actions::id.asc(),
-        ))
-        .select(ACTION_WORDS)
-        .load(conn)?;
-    for action in &actions {
-        body.push_str(&action_text(action));
-        body.push('\n');
-    }
-    db::search::write(conn, id, &title, &body)
-}
-
-/// An action's id, title, description, success criteria and closing notes.
-type ActionWords = (
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-);
-
-const ACTION_WORDS: (
-    corrective_actions::id,
-    corrective_actions::title,
-    corrective_actions::description,
-    corrective_actions::success_criteria,
-    corrective_actions::resolution_note,
-    corrective_actions::wont_do_reason,
-) = (
-    corrective_actions::id,
-    corrective_actions::title,
-    corrective_actions::description,
-    corrective_actions::success_criteria,
-    corrective_actions::resolution_note,
-    corrective_actions::wont_do_reason,
-);
-
-/// The words of an action the index holds: its title, then the rest.
-fn action_text((_, title, description, criteria, note, reason): &ActionWords) -> String {
-    [
-        Some(title),
-        description.as_ref(),
-        criteria.as_ref(),
-        note.as_ref(),
-        reason.as_ref(),
-    ]
-    .into_iter()
-    .flatten()
-    .map(String::as_str)
-    .collect::<Vec<_>>()
-    .join(" ")
-}
-
-/// A corrective action as a search result quotes it: its id, title and words.
-pub type ActionText = (String, String, String);
-
-/// The corrective actions of each of `ids` as a search result quotes them, by COE,
-/// oldest first.
-pub fn action_texts(
-    conn: &mut DbConnection,
-    ids: &[String],
-) -> QueryResult<BTreeMap<String, Vec<ActionText>>> {
-    let rows: Vec<(String, ActionWords)> = corrective_actions::table
-        .filter(corrective_actions::coe_id.eq_any(ids))
-        .order((
-            corrective_actions::created_at.asc(),
-            corrective_actions::id.asc(),
-        ))
-        .select((corrective_actions::coe_id, ACTION_WORDS))
-        .load(conn)?;
-    let mut texts: BTreeMap<String, Vec<ActionText>> = BTreeMap::new();
-    for (coe, action) in rows {
-        let text = action_text(&action);
-        texts
-            .entry(coe)
-            .or_default()
-            .push((action.0, action.1, text));
-    }
-    Ok(texts)
 }
 
 /// The search `text` with each word the index does not hold put right, when a word
