@@ -95,9 +95,13 @@ const ACTION_WORDS: (
 );
 
 /// The words of an action the index holds: its title, then the rest.
-fn action_text((_, title, description, criteria, note, reason): &ActionWords) -> String {
+fn action_text(action: &ActionWords) -> String {
+    format!("{} {}", action.1, action_words(action))
+}
+
+/// The words of an action besides its title: description, success criteria, notes.
+fn action_words((_, _, description, criteria, note, reason): &ActionWords) -> String {
     [
-        Some(title),
         description.as_ref(),
         criteria.as_ref(),
         note.as_ref(),
@@ -110,7 +114,8 @@ fn action_text((_, title, description, criteria, note, reason): &ActionWords) ->
     .join(" ")
 }
 
-/// A corrective action as a search result quotes it: its id, title and words.
+/// A corrective action as a search result quotes it: its id, title, and its other words
+/// (description, success criteria, notes).
 pub type ActionText = (String, String, String);
 
 /// The corrective actions of each of `ids` as a search result quotes them, by COE,
@@ -129,7 +134,7 @@ pub fn action_texts(
         .load(conn)?;
     let mut texts: BTreeMap<String, Vec<ActionText>> = BTreeMap::new();
     for (coe, action) in rows {
-        let text = action_text(&action);
+        let text = action_words(&action);
         texts
             .entry(coe)
             .or_default()

@@ -760,6 +760,22 @@ async fn a_leader_inspects_the_board_and_an_owner_moves_a_due_date_that_it_then_
     let marked = browser.text(".hit mark").await;
     assert_eq!(marked, "deploy", "the word form is found and marked");
     browser.screenshot("search-word-forms").await;
+    // A typo finds nothing, says so, and offers the word meant; following it finds
+    // the COE, the whole word marked.
+    browser.goto(&app.url("/search?q=chekout")).await;
+    let said = browser.text("#no-match").await;
+    assert_eq!(
+        said, "No COE matches “chekout”. Did you mean checkout?",
+        "{said}"
+    );
+    browser.screenshot("search-did-you-mean").await;
+    browser.click_to_load("#no-match a").await;
+    let marked = browser.text(".hit h2 mark").await;
+    assert_eq!(marked, "Checkout", "the whole word, as written");
+    assert!(browser
+        .text(".hit h2")
+        .await
+        .contains("Checkout 502s after deploy 42"));
     browser.set_size(390, 844).await;
     browser.goto(&app.url("/board")).await;
     browser.screenshot("board-phone").await;

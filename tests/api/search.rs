@@ -178,6 +178,12 @@ async fn corrective_actions_are_found_with_their_coe() {
         "{html}"
     );
     assert!(html.contains("<mark>bulkhead</mark>"), "{html}");
+    // Found by its title: the title, marked, and no passage repeating it.
+    let html = search_page(&w, &cookie, "circuit").await;
+    assert!(
+        html.contains("Put a <mark>circuit</mark> breaker in the ledger client</a></p>"),
+        "{html}"
+    );
 }
 
 #[tokio::test]

@@ -148,6 +148,7 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
                 "query": q,
                 "refused": refused.to_string(),
                 "did_you_mean": null,
+                "several_words": false,
                 "searched": false,
                 "hits": [],
                 "names": {},
@@ -179,6 +180,7 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
             .cloned()
             .collect()
     });
+    let several_words = words.len() > 1;
     let filter = CoeFilter {
         text: text.clone(),
         search_within: Some(std::time::Duration::from_millis(
@@ -215,9 +217,12 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
                         .then(|| actions.get(&coe.id))
                         .flatten()
                         .and_then(|list| {
+                            // Its title, and a passage of its other words when the
+                            // match is there.
                             list.iter().find_map(|(id, title, text)| {
-                                passage(text, &words)
-                                    .map(|p| json!({"id": id, "title": title, "passage": p}))
+                                let quoted = passage(text, &words);
+                                (quoted.is_some() || first_match(title, &words).is_some())
+                                    .then(|| json!({"id": id, "title": title, "passage": quoted}))
                             })
                         });
                     json!({"coe": coe, "passage": found, "action": action})
@@ -276,6 +281,8 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
     });
     let data = json!({
         "did_you_mean": did_you_mean,
+        // Several words: the order says the COEs holding them together come first.
+        "several_words": several_words,
         "query": q,
         "searched": searched,
         "hits": hits,
