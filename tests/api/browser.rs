@@ -89,8 +89,10 @@ async fn an_action_owner_signs_in_with_the_emailed_link_and_sees_their_overdue_a
         "{coes}"
     );
     browser.screenshot("my-work").await;
+    crate::html::assert_accessible_now(&browser).await;
     browser.set_size(390, 844).await;
     browser.screenshot("my-work-phone").await;
+    crate::html::assert_accessible_now(&browser).await;
 
     browser.set_size(1280, 900).await;
 
@@ -427,6 +429,7 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
         "{banner}"
     );
     browser.screenshot("coe-sent-back").await;
+    crate::html::assert_accessible_now(&browser).await;
     browser
         .type_into(
             "#impact textarea[name$='.answer']",
@@ -478,6 +481,7 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     assert!(browser.text(".facts").await.contains("in review"));
     browser.set_size(1280, 1400).await;
     browser.screenshot("review-open-incident").await;
+    crate::html::assert_accessible_now(&browser).await;
     browser.set_size(1280, 900).await;
     browser.click("#open-incidents input[type=checkbox]").await;
     browser.click_to_load("#review .approve button").await;
@@ -507,6 +511,7 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     );
     browser.set_size(1280, 1400).await;
     browser.screenshot("review-bar-raiser").await;
+    crate::html::assert_accessible_now(&browser).await;
     browser.set_size(1280, 900).await;
     browser.click("#open-incidents input[type=checkbox]").await;
     browser.click_to_load("#review .approve button").await;
@@ -556,6 +561,7 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
         browser.goto(&app.url(&format!("/actions/{id}"))).await;
         if n == 0 {
             browser.screenshot("action-verify").await;
+            crate::html::assert_accessible_now(&browser).await;
         }
         browser.click_to_load("#verification .inline button").await;
         assert!(
@@ -593,6 +599,7 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     assert!(browser.text("#factors").await.contains("deployment"));
     browser.set_size(1280, 5000).await;
     browser.screenshot("dashboard-coverage").await;
+    crate::html::assert_accessible_now(&browser).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -657,6 +664,7 @@ async fn a_leader_inspects_the_board_and_an_owner_moves_a_due_date_that_it_then_
     sign_in_to(&browser, &app, "lead@example.com", "/").await;
     browser.set_size(1280, 1000).await;
     browser.screenshot("home").await;
+    crate::html::assert_accessible_now(&browser).await;
     browser.click_to_load("a[href='/board']").await;
     browser.wait_for_heading("Overdue board").await;
     browser.screenshot("board").await;
@@ -769,6 +777,7 @@ async fn a_leader_inspects_the_board_and_an_owner_moves_a_due_date_that_it_then_
         "{said}"
     );
     browser.screenshot("search-did-you-mean").await;
+    crate::html::assert_accessible_now(&browser).await;
     browser.click_to_load("#no-match a").await;
     let marked = browser.text(".hit h2 mark").await;
     assert_eq!(marked, "Checkout", "the whole word, as written");
@@ -779,6 +788,7 @@ async fn a_leader_inspects_the_board_and_an_owner_moves_a_due_date_that_it_then_
     browser.set_size(390, 844).await;
     browser.goto(&app.url("/board")).await;
     browser.screenshot("board-phone").await;
+    crate::html::assert_accessible_now(&browser).await;
     // Nothing scrolls sideways; the filters fold away, so the first screen reaches
     // the overdue actions; every link of the header is in its menu.
     let wide = browser
@@ -1060,6 +1070,7 @@ async fn a_person_reports_a_failure_from_the_page_and_lands_on_its_draft() {
     );
     browser.set_size(1280, 1600).await;
     browser.screenshot("report-landed-on-draft").await;
+    crate::html::assert_accessible_now(&browser).await;
 }
 
 /// One outage, three drafts: the page names the one probably of the same outage

@@ -344,6 +344,8 @@ async fn every_page_is_valid_html() {
         ("dashboard", "/dashboard"),
         ("search-empty", "/search"),
         ("search", "/search?q=disk+full"),
+        ("search-no-match", "/search?q=dsik"),
+        ("report", "/report"),
         ("me", "/me"),
         ("admin-people", "/admin/people"),
         ("admin-tokens", "/admin/tokens"),
@@ -441,6 +443,120 @@ async fn every_page_is_valid_html() {
 
     assert_valid(&jar, &saved);
     assert_no_api_words(&saved);
+    assert_accessible(&app, &saved).await;
+}
+
+/// Deque's axe-core (`tests/axe`, installed by `scripts/setup`): the checks, as
+/// Chromium runs them.
+fn axe_source() -> String {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/axe/node_modules/axe-core/axe.min.js");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "axe-core is missing ({}: {e}): run scripts/setup (npm ci in tests/axe)",
+            path.display()
+        )
+    })
+}
+
+/// The violations of axe-core's checks on `html`, drawn by `browser` in a page of
+/// `app`'s origin (its document replaced by `html`: the stylesheet and script load from
+/// the app as they do for a person).
+async fn violations(
+    browser: &crate::webdriver::Browser,
+    app: &TestApp,
+    axe: &str,
+    html: &str,
+) -> Vec<String> {
+    browser.goto(&app.url("/sign-in")).await;
+    browser
+        .eval_with(
+            "document.open(); document.write(arguments[0]); document.close(); return 1",
+            json!([html]),
+        )
+        .await;
+    run_axe(browser, axe).await
+}
+
+/// The violations of axe-core's checks on the page `browser` shows now.
+async fn run_axe(browser: &crate::webdriver::Browser, axe: &str) -> Vec<String> {
+    browser
+        .eval(&format!(
+            "{axe}\n;window.__axe = null; \
+             axe.run(document, {{resultTypes: ['violations']}}).then(r => {{ \
+               window.__axe = r.violations.map(v => v.impact + ' ' + v.id + ': ' + v.help + \
+                 ' — ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(', ')); }}, \
+               e => {{ window.__axe = ['axe failed: ' + e]; }}); return 1"
+        ))
+        .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let got = browser.eval("return window.__axe").await;
+        if let Some(list) = got.as_array() {
+            return list
+                .iter()
+                .map(|v| v.as_str().unwrap_or_default().to_owned())
+                .collect();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "axe-core gave no answer in 30 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// Runs axe-core's checks on the page `browser` shows now (a journey's screen, as the
+/// person sees it): no violation.
+pub(crate) async fn assert_accessible_now(browser: &crate::webdriver::Browser) {
+    let found = run_axe(browser, &axe_source()).await;
+    assert!(
+        found.is_empty(),
+        "axe-core found {} problems on {}:\n{}",
+        found.len(),
+        browser.url().await,
+        found.join("\n")
+    );
+}
+
+/// Runs axe-core's checks (WCAG 2.x A and AA, and its best practices) over each saved
+/// page, as Chromium draws it with the app's stylesheet: no violation.
+pub(crate) async fn assert_accessible(app: &TestApp, saved: &[PathBuf]) {
+    let axe = axe_source();
+    let browser = crate::webdriver::Browser::start().await;
+    // The checks run, or this would pass on nothing: a page with an image without a
+    // text and a button without a name fails them.
+    let bad = violations(
+        &browser,
+        app,
+        &axe,
+        "<!doctype html><html lang=\"en\"><head><title>Bad</title></head>\
+         <body><main><img src=\"/static/app.css\"><button></button></main></body></html>",
+    )
+    .await;
+    assert!(
+        bad.iter().any(|v| v.contains("image-alt"))
+            && bad.iter().any(|v| v.contains("button-name")),
+        "{bad:?}"
+    );
+    let mut found = Vec::new();
+    let pages: Vec<&PathBuf> = saved
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "html"))
+        .collect();
+    for file in &pages {
+        let html = std::fs::read_to_string(file).expect("a saved page");
+        for v in violations(&browser, app, &axe, &html).await {
+            found.push(format!("{}: {v}", file.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "axe-core found {} problems on {} pages:\n{}",
+        found.len(),
+        pages.len(),
+        found.join("\n")
+    );
 }
 
 /// Words of the API and the settings that a person reading a page should never meet

@@ -122,6 +122,7 @@ async fn no_button_on_the_coe_page_loses_the_sections_typed() {
         "kept, not saved"
     );
     browser.screenshot("kept-after-answer").await;
+    crate::html::assert_accessible_now(&browser).await;
 
     // A timeline entry.
     browser.click("#part-timeline > details.box summary").await;
@@ -421,6 +422,7 @@ async fn no_button_on_the_action_page_loses_the_note_typed() {
     assert_ne!(stored["state"], "done", "{stored}");
     assert_eq!(stored["due_date"], soon.as_str(), "{stored}");
     browser.screenshot("action-kept-after-refusal").await;
+    crate::html::assert_accessible_now(&browser).await;
 }
 
 /// Item 8: the reviewer who sent a COE back sees whose move it is, not the owner's

@@ -316,10 +316,15 @@ impl Browser {
 
     /// What `script` (a function body: `return …`) answers in the page.
     pub async fn eval(&self, script: &str) -> Value {
+        self.eval_with(script, json!([])).await
+    }
+
+    /// `eval` with `args` (a JSON array) as the script's `arguments`.
+    pub async fn eval_with(&self, script: &str, args: Value) -> Value {
         self.call(
             reqwest::Method::POST,
             "/execute/sync",
-            Some(json!({"script": script, "args": []})),
+            Some(json!({"script": script, "args": args})),
         )
         .await
     }
