@@ -217,6 +217,16 @@ impl From<diesel::result::Error> for ApiError {
     }
 }
 
+impl From<crate::services::people::FindError> for ApiError {
+    fn from(e: crate::services::people::FindError) -> Self {
+        use crate::services::people::FindError;
+        match e {
+            FindError::Refused(refused) => ApiError::field("q", refused.to_string()),
+            FindError::Database(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::services::ingest::writer::WriteError> for ApiError {
     fn from(e: crate::services::ingest::writer::WriteError) -> Self {
         use crate::services::ingest::writer::WriteError;

@@ -5,6 +5,8 @@
 // - Enter in a one-line field presses the button of the part it is in (a page that is
 //   one form would otherwise press its first button).
 // - After a save, the section saved is shown where it was on the screen.
+// - A field for a person (`data-people`) offers, as a person types, the people of the
+//   directory who match (`/people/find`); without script it takes an address.
 (function () {
   "use strict";
   var dirty = new Set();
@@ -86,6 +88,48 @@
     if (button) {
       button.click();
     }
+  });
+
+  document.querySelectorAll("input[data-people]").forEach(function (field) {
+    var list = document.createElement("datalist");
+    list.id = field.id + "-found";
+    field.setAttribute("list", list.id);
+    field.insertAdjacentElement("afterend", list);
+    var asked = "";
+    var timer = null;
+    field.addEventListener("input", function () {
+      clearTimeout(timer);
+      timer = setTimeout(function () {
+        var text = field.value.trim();
+        if (text.length < 2 || text === asked) {
+          return;
+        }
+        asked = text;
+        fetch("/people/find?q=" + encodeURIComponent(text), {
+          credentials: "same-origin",
+          headers: { Accept: "application/json" },
+        })
+          .then(function (answer) {
+            return answer.ok ? answer.json() : { people: [] };
+          })
+          .then(function (answer) {
+            if (asked !== text) {
+              return;
+            }
+            list.textContent = "";
+            (answer.people || []).forEach(function (person) {
+              var option = document.createElement("option");
+              option.value = person.email;
+              option.label =
+                (person.name || person.email) + (person.team ? " · " + person.team : "");
+              list.appendChild(option);
+            });
+          })
+          .catch(function () {
+            // Offline or signed out: the field still takes an address.
+          });
+      }, 150);
+    });
   });
 
   window.addEventListener("DOMContentLoaded", function () {

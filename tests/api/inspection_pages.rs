@@ -30,7 +30,13 @@ async fn person(app: &TestApp, admin: &str, email: &str, team: &str) {
     assert_eq!(res.status(), 200);
 }
 
-async fn coe(app: &TestApp, admin: &str, title: &str, service: &str, severity: &str) -> String {
+pub(crate) async fn coe(
+    app: &TestApp,
+    admin: &str,
+    title: &str,
+    service: &str,
+    severity: &str,
+) -> String {
     let body = body_json(
         app.post_json(
             "/api/v1/coes",
@@ -48,7 +54,7 @@ async fn coe(app: &TestApp, admin: &str, title: &str, service: &str, severity: &
 
 /// An action due `due_in` days from today; a negative value backdates it after
 /// creation (due dates must be in the future when made).
-async fn action(
+pub(crate) async fn action(
     app: &TestApp,
     admin: &str,
     coe: &str,

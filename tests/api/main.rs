@@ -30,6 +30,7 @@ mod ownership;
 mod page_routes;
 mod pages;
 mod people;
+mod picker;
 mod report;
 mod search;
 mod security;

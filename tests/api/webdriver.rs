@@ -290,6 +290,18 @@ impl Browser {
         .await;
     }
 
+    /// Empties a form field, as a person selecting its text and deleting it (works
+    /// with script off, unlike `set_value`).
+    pub async fn clear(&self, css: &str) {
+        let id = self.find(css).await;
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{id}/clear"),
+            Some(json!({})),
+        )
+        .await;
+    }
+
     /// The visible text of the first element matching `css`.
     pub async fn text(&self, css: &str) -> String {
         let id = self.find(css).await;

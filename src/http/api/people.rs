@@ -72,28 +72,63 @@ pub async fn put(
 pub struct PeopleQuery {
     /// Only this team.
     pub team: Option<String>,
+    /// A part of a name, an address or a team (any case; at most 100 characters): the
+    /// people who match, those whose address or name starts with it first, at most
+    /// `limit`. Answers `found` instead of `people`.
+    pub q: Option<String>,
+    /// With `q`: 1 to 50, default 20.
+    #[param(minimum = 1, maximum = 50)]
+    pub limit: Option<i64>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct PeopleList {
-    pub people: Vec<Person>,
+    /// Everyone, or one team's (without `q`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub people: Option<Vec<Person>>,
+    /// The people matching `q`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub found: Option<Vec<people::Found>>,
 }
 
 /// Lists the directory, by email.
 #[utoipa::path(operation_id = "list_people", get, path = "/api/v1/people", tag = "people", security(("bearer" = [])),
     params(PeopleQuery),
-    responses((status = 200, description = "Everyone, or one team", body = PeopleList)))]
+    responses(
+        (status = 200, description = "Everyone, or one team; with `q`, the people found", body = PeopleList),
+        (status = 422, description = "`q` too long, or `limit` out of range", body = ErrorBody),
+    ))]
 pub async fn list(
     _: Member,
     query: ApiQuery<PeopleQuery>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let team = query.0.team;
+    let PeopleQuery { team, q, limit } = query.0;
+    if let Some(text) = q {
+        let limit = match limit {
+            None => 20,
+            Some(n) if (1..=people::MAX_FOUND).contains(&n) => n,
+            Some(_) => {
+                return Err(ApiError::field(
+                    "limit",
+                    format!("must be from 1 to {}", people::MAX_FOUND),
+                ))
+            }
+        };
+        let found = with_conn(&state, move |conn, _| Ok(people::find(conn, &text, limit)?)).await?;
+        return Ok(HttpResponse::Ok().json(PeopleList {
+            people: None,
+            found: Some(found),
+        }));
+    }
     let people = with_conn(&state, move |conn, _| {
         Ok(people::list(conn, team.as_deref())?)
     })
     .await?;
-    Ok(HttpResponse::Ok().json(PeopleList { people }))
+    Ok(HttpResponse::Ok().json(PeopleList {
+        people: Some(people),
+        found: None,
+    }))
 }
 
 /// Imports people from CSV (admins only): a header `email,name,team,manager_email,timezone`

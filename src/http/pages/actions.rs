@@ -107,7 +107,7 @@ fn page(
             json!({"by": s.by, "what": what, "at": crate::json::format_utc(&s.at), "note": s.note})
         })
         .collect();
-    let (_, names) = super::coes::directory_data(&directory);
+    let names = super::coes::names_data(&directory);
     // A step that did not go through shows again what was typed into it.
     let transitions: Vec<Value> = action::allowed(a.state)
         .iter()

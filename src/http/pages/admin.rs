@@ -354,14 +354,21 @@ async fn ownership_page(
     typed: Value,
 ) -> Page {
     let (services, teams, directory) = as_service(state, |conn, _| {
-        Ok((
-            ownership::service_map(conn)?,
-            ownership::team_owners(conn)?,
-            people::names(conn, super::coes::OFFERED_PEOPLE)?,
-        ))
+        let services = ownership::service_map(conn)?;
+        let teams = ownership::team_owners(conn)?;
+        // The names of the people the map shows (a field for a person finds the
+        // others as they are typed).
+        let shown: Vec<String> = services
+            .iter()
+            .flat_map(|s| [s.owner.clone(), s.reviewer.clone()])
+            .flatten()
+            .chain(teams.iter().map(|t| t.owner.clone()))
+            .collect();
+        let directory = people::names_of(conn, &shown)?;
+        Ok((services, teams, directory))
     })
     .await?;
-    let (offered, names) = super::coes::directory_data(&directory);
+    let names = super::coes::names_data(&directory);
     // Every form's fields and problems, as typed or empty (the templates are strict).
     let field = |part: &str, name: &str| typed[part][name].as_str().unwrap_or_default().to_owned();
     let typed = json!({
@@ -387,7 +394,6 @@ async fn ownership_page(
         "configured": configured,
         "default_owner": state.settings.ownership.default_owner,
         "same_outage_minutes": state.settings.incidents.same_outage_window_secs / 60,
-        "people": offered,
         "names": names,
         "problems": problems,
         "typed": typed,

@@ -19,7 +19,7 @@ use crate::http::session::SignedIn;
 use crate::services::actions::{ActionFilter, ActionSort};
 use crate::services::board::{self, Totals};
 
-const PAGE: i64 = 100;
+const PAGE: i64 = 50;
 
 /// The board's URL query: every field optional, empty means "any".
 #[derive(Debug, Default, Clone, Deserialize, Serialize)]
@@ -141,14 +141,16 @@ pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -
         } else {
             totals.overdue
         };
-        // The directory's teams and people, offered in the filter fields.
+        // The directory's teams, offered in the team filter; the names of the owners
+        // the rows show (the owner filter finds people as they are typed).
         let teams = crate::services::people::teams(conn)?;
-        let people = crate::services::people::names(conn, super::coes::OFFERED_PEOPLE)?;
+        let owners: Vec<String> = rows.iter().map(|r| r.action.owner.clone()).collect();
+        let people = crate::services::people::names_of(conn, &owners)?;
         Ok((totals, rows, total, (teams, people)))
     })
     .await?;
     let (team_names, directory) = directory;
-    let (offered, names) = super::coes::directory_data(&directory);
+    let names = super::coes::names_data(&directory);
     let teams: Vec<_> = totals
         .by_team
         .iter()
@@ -197,6 +199,7 @@ pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -
             });
             json!({"typed": t, "meant": meant})
         });
+    let past_end = rows.is_empty() && total > 0;
     let data = json!({
         "unknown_team": unknown_team,
         "filter": q,
@@ -204,7 +207,6 @@ pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -
         "teams": teams,
         "owners": owners,
         "team_names": team_names,
-        "people": offered,
         "names": names,
         "more_owners": totals.by_owner.len().saturating_sub(50),
         "rows": rows,
@@ -220,6 +222,9 @@ pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -
         "filtered": filtered,
         "next": next,
         "previous": previous,
+        // An offset past the last action (an old bookmark): said, with the way back.
+        "past_end": past_end,
+        "first_href": q.url(|n| n.offset = None),
         "from": offset + 1,
         "to": (offset + PAGE).min(total),
     });

@@ -120,7 +120,7 @@ pub async fn history(who: SignedIn, path: web::Path<String>, state: State) -> Pa
             })
         })
         .collect();
-    let (_, names) = coes::directory_data(&loaded.directory);
+    let names = coes::names_data(&loaded.directory);
     let data = json!({"coe": {"id": loaded.doc.id, "title": loaded.doc.title}, "entries": entries,
                       "names": names});
     render(&state, Some(&who), StatusCode::OK, "coe_history", data)

@@ -64,7 +64,7 @@ pub async fn list(who: SignedIn, query: web::Query<ListQuery>, state: State) -> 
         ))
     })
     .await?;
-    let (_, names) = super::coes::directory_data(&names);
+    let names = super::coes::names_data(&names);
     let page_url = |offset: i64| {
         let mut next = q.clone();
         next.offset = Some(offset);

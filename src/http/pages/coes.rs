@@ -99,21 +99,15 @@ pub(super) struct Loaded {
 /// How many other drafts a COE's page offers to merge into it.
 const MERGE_OFFERED: i64 = 20;
 
-/// How many of the directory's people a page offers in its fields (a `datalist`).
-pub(super) const OFFERED_PEOPLE: i64 = 5_000;
-
-/// The directory as a page shows it: the people to offer (`people`, for a
-/// `datalist`) and their names by address (`names`, for `{{person address}}`).
-pub(super) fn directory_data(directory: &[(String, Option<String>)]) -> (Value, Value) {
-    let people: Vec<Value> = directory
-        .iter()
-        .map(|(email, name)| json!({"email": email, "name": name}))
-        .collect();
+/// The names of the people a page shows, by address (`names`, for
+/// `{{person address}}`). No page carries the directory: a field for a person finds
+/// people as they are typed (`pages::people_find`).
+pub(super) fn names_data(directory: &[(String, Option<String>)]) -> Value {
     let names: serde_json::Map<String, Value> = directory
         .iter()
         .filter_map(|(email, name)| Some((email.clone(), json!(name.as_ref()?))))
         .collect();
-    (json!(people), Value::Object(names))
+    Value::Object(names)
 }
 
 /// The document, its history, and whether `who` may change it (the services'
@@ -166,11 +160,9 @@ pub(super) async fn load(
         } else {
             None
         };
-        // Someone who may name people is offered the directory; anyone else needs
-        // only the names of the people the page shows.
-        let directory = if may_edit {
-            crate::services::people::names(conn, OFFERED_PEOPLE)?
-        } else {
+        // The names of the people the page shows (a field for a person finds the
+        // others as they are typed).
+        let directory = {
             let shown: Vec<String> = [&doc.owner, &doc.reviewer, &doc.bar_raiser]
                 .into_iter()
                 .flatten()
@@ -300,7 +292,7 @@ pub(super) fn page(
         directory,
         bar_raisers,
     } = loaded;
-    let (people, names) = directory_data(&directory);
+    let names = names_data(&directory);
     let related = related_links(&doc);
     // The drafts offered to merge that are probably of the same outage, marked so.
     let probable: Vec<String> = doc.same_outage.iter().map(|o| o.coe_id.clone()).collect();
@@ -544,7 +536,6 @@ pub(super) fn page(
         },
         "last_look": last_look,
         "form_key": forms::new_key(),
-        "people": people,
         "names": names,
         "changes": history.len(),
         "earlier_open": earlier_open,

@@ -499,7 +499,7 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
     })
     .await?;
     let (teams, names) = teams;
-    let (_, names) = super::coes::directory_data(&names);
+    let names = super::coes::names_data(&names);
     let unowned: Vec<Value> = unowned.iter().map(super::home::unowned_line).collect();
     // The lists show their longest waiting; the rest are a search away. (The figures
     // by owner stay in the API: the board shows them.)

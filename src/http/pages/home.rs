@@ -159,7 +159,7 @@ pub async fn home(who: SignedIn, state: State) -> Page {
             line
         })
         .collect();
-    let (_, names) = super::coes::directory_data(&names);
+    let names = super::coes::names_data(&names);
     let unowned: Vec<Value> = unowned.iter().map(unowned_line).collect();
     let me = who.person.email.as_str();
     let coes: Vec<Value> = coes

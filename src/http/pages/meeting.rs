@@ -63,7 +63,7 @@ pub async fn review_meeting(who: SignedIn, query: web::Query<MeetingQuery>, stat
         Ok((agenda, names))
     })
     .await?;
-    let (_, names) = super::coes::directory_data(&names);
+    let names = super::coes::names_data(&names);
     // Another pick: a new number, never the same one (the same list, a new COE when
     // there is more than one).
     let another = (seed + 1 + u64::from(rand::random::<u16>())) % 1_000_000;

@@ -22,6 +22,7 @@ mod me;
 mod meeting;
 mod oidc;
 mod outcome;
+mod people_find;
 mod query;
 mod report;
 mod review;
@@ -111,9 +112,10 @@ const APP_JS: &str = include_str!(concat!(
 
 /// What a page response carries besides its body: no caching of pages (they show
 /// who is signed in), and a content security policy that allows nothing from
-/// elsewhere and no inline script or style.
+/// elsewhere and no inline script or style (the script may ask this site only: the
+/// people picker's `/people/find`).
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; \
-                   form-action 'self'; \
+                   connect-src 'self'; form-action 'self'; \
                    frame-ancestors 'none'; base-uri 'none'";
 
 handlebars::handlebars_helper!(time: |at: str| readable_time(at));
@@ -609,6 +611,7 @@ page_routes! {
     get "/dashboard" => dashboard::dashboard,
     get "/review-meeting" => meeting::review_meeting,
     get "/search" => search::search,
+    get "/people/find" => people_find::find,
     get "/me" => me::show,
     post "/me/calendar" => me::new_calendar,
     post "/me/sign-out-others" => me::sign_out_others,

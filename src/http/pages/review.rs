@@ -102,7 +102,7 @@ pub async fn print(who: SignedIn, path: web::Path<String>, state: State) -> Page
     let loaded = coes::load(&state, &path, &who, false).await?;
     let doc = &loaded.doc;
     let related = related_links(doc);
-    let (_, names) = coes::directory_data(&loaded.directory);
+    let names = coes::names_data(&loaded.directory);
     let data = json!({
         "names": names,
         "state": doc.state.as_str().replace('_', " "),

@@ -256,7 +256,7 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
         Ok(crate::services::people::names_of(conn, &owners)?)
     })
     .await?;
-    let (_, names) = super::coes::directory_data(&names);
+    let names = super::coes::names_data(&names);
     let page_url = |offset: i64| {
         let mut next = q.clone();
         next.offset = Some(offset);

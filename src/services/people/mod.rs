@@ -10,7 +10,9 @@ use crate::db::schema::people;
 use crate::db::{self, DbConnection};
 use crate::domain::{EmailAddress, TokenSecret};
 
+mod find;
 mod import;
+pub use find::{find, FindError, FindRefusal, Found, MAX_FIND_CHARS, MAX_FOUND};
 pub use import::{import_csv, ImportReport, RejectedLine};
 
 /// A person as the API shows them.
@@ -243,13 +245,20 @@ pub fn check_reviewer(conn: &mut DbConnection, email: &str) -> QueryResult<Optio
         .select(people::team)
         .first(conn)
         .optional()?;
-    Ok(match team {
-        Some(Some(_)) => None,
-        _ => Some(format!(
-            "`{email}` is not in the directory with a team: a reviewer is a person the \
-             directory knows (an admin adds them first)"
-        )),
-    })
+    if let Some(Some(_)) = team {
+        return Ok(None);
+    }
+    // A slip of a person's address is answered with theirs.
+    let with_teams: Vec<String> = people::table
+        .filter(people::team.is_not_null())
+        .select(people::email)
+        .load(conn)?;
+    let meant = crate::domain::auth::nearest_address(email, &with_teams)
+        .map_or_else(String::new, |m| format!("; did you mean {m}?"));
+    Ok(Some(format!(
+        "`{email}` is not in the directory with a team: a reviewer is a person the \
+         directory knows (an admin adds them first){meant}"
+    )))
 }
 
 /// Puts a person referenced by address (an action's owner, a feed's holder) into the

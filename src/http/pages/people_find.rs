@@ -1,0 +1,37 @@
+//! `GET /people/find?q=`: the people picker's search, for the pages' script
+//! (`templates/static/app.js` fills a field's suggestions from it as a person types).
+//! It answers JSON to a signed-in person; without script, a field takes an address and
+//! a near miss is answered with the nearest person in the directory.
+
+use actix_web::{web, HttpResponse};
+use serde::Deserialize;
+
+use crate::error::ApiError;
+use crate::http::session::SignedIn;
+use crate::http::state::{with_conn, AppState};
+use crate::services::people;
+
+/// How many people the picker offers at once.
+const OFFERED: i64 = 10;
+
+#[derive(Debug, Deserialize)]
+pub struct FindQuery {
+    #[serde(default)]
+    q: Option<String>,
+}
+
+/// `GET /people/find?q=`: `{"people": [{"email", "name", "team"}]}`, at most ten.
+pub async fn find(
+    _: SignedIn,
+    query: web::Query<FindQuery>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let text = query.into_inner().q.unwrap_or_default();
+    let found = with_conn(&state, move |conn, _| {
+        Ok(people::find(conn, &text, OFFERED)?)
+    })
+    .await?;
+    Ok(HttpResponse::Ok()
+        .insert_header((actix_web::http::header::CACHE_CONTROL, "no-store"))
+        .json(serde_json::json!({ "people": found })))
+}
