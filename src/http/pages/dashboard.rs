@@ -486,11 +486,12 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
         let unowned = crate::services::coes::unowned(conn, i64::try_from(LISTED).unwrap_or(20))?;
         let teams = crate::services::people::teams(conn)?;
         let figures = crate::http::api::stats::audited(conn, state, &scope)?;
-        // The names of the people the lists show.
+        // The names of the people the lists show (their first `LISTED`).
         let shown: Vec<String> = figures
             .drafts_past_deadline
             .iter()
-            .chain(&figures.waiting_for_review)
+            .take(LISTED)
+            .chain(figures.waiting_for_review.iter().take(LISTED))
             .flat_map(|w| [w.owner.clone(), w.reviewer.clone()])
             .flatten()
             .collect();

@@ -514,7 +514,12 @@ pub fn names_of(
         .filter(crate::db::lower(people::name).eq_any(&names))
         .select(people::name.assume_not_null())
         .load(conn)?;
-    let shared = |name: &str| holders.iter().filter(|n| key(n) == key(name)).count() > 1;
+    // How many hold each name: counted once (a page may name thousands of people).
+    let mut holding: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for name in &holders {
+        *holding.entry(key(name)).or_default() += 1;
+    }
+    let shared = |name: &str| holding.get(&key(name)).is_some_and(|n| *n > 1);
     Ok(found
         .into_iter()
         .map(|(email, name)| {
