@@ -6,7 +6,8 @@
 //   one form would otherwise press its first button).
 // - After a save, the section saved is shown where it was on the screen.
 // - A field for a person (`data-people`) offers, as a person types, the people of the
-//   directory who match (`/people/find`); without script it takes an address.
+//   directory who match (`/people/find`); without script it takes an address. A field
+//   for a team (`data-teams`) offers the teams (`/teams/find`).
 (function () {
   "use strict";
   var dirty = new Set();
@@ -90,7 +91,8 @@
     }
   });
 
-  document.querySelectorAll("input[data-people]").forEach(function (field) {
+  document.querySelectorAll("input[data-people], input[data-teams]").forEach(function (field) {
+    var teams = field.hasAttribute("data-teams");
     var list = document.createElement("datalist");
     list.id = field.id + "-found";
     field.setAttribute("list", list.id);
@@ -101,11 +103,11 @@
       clearTimeout(timer);
       timer = setTimeout(function () {
         var text = field.value.trim();
-        if (text.length < 2 || text === asked) {
+        if (text.length < (teams ? 1 : 2) || text === asked) {
           return;
         }
         asked = text;
-        fetch("/people/find?q=" + encodeURIComponent(text), {
+        fetch((teams ? "/teams/find?q=" : "/people/find?q=") + encodeURIComponent(text), {
           credentials: "same-origin",
           headers: { Accept: "application/json" },
         })
@@ -117,6 +119,11 @@
               return;
             }
             list.textContent = "";
+            (answer.teams || []).forEach(function (team) {
+              var option = document.createElement("option");
+              option.value = team;
+              list.appendChild(option);
+            });
             (answer.people || []).forEach(function (person) {
               var option = document.createElement("option");
               option.value = person.email;

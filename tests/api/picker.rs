@@ -129,6 +129,29 @@ async fn the_people_search_finds_anyone_among_ten_thousand() {
         .unwrap_or_default()
         .starts_with("/sign-in"));
 
+    // Teams, for the board's team filter: those starting with the text first.
+    let res = get_page(&app, "/teams/find?q=team-4", Some(&cookie)).await;
+    assert_eq!(res.status(), 200);
+    let teams: Value = res.json().await.expect("json");
+    let teams: Vec<&str> = teams["teams"]
+        .as_array()
+        .expect("teams")
+        .iter()
+        .map(|t| t.as_str().expect("a name"))
+        .collect();
+    assert_eq!(teams.len(), 10, "{teams:?}");
+    assert_eq!(teams[0], "team-4");
+    assert!(teams.iter().all(|t| t.starts_with("team-4")), "{teams:?}");
+    let res = get_page(&app, "/teams/find?q=TEAM-99", Some(&cookie)).await;
+    let teams: Value = res.json().await.expect("json");
+    assert_eq!(teams["teams"], json!(["team-99"]));
+    let long = format!("/teams/find?q={}", "a".repeat(101));
+    assert_eq!(get_page(&app, &long, Some(&cookie)).await.status(), 422);
+    assert_eq!(
+        get_page(&app, "/teams/find?q=team", None).await.status(),
+        303
+    );
+
     // The API's: a member's token; `limit`; its bounds; no token, no answer.
     let token = crate::actions::person_token(&app, "p1", "person.00001@example.com");
     let found = app
@@ -195,6 +218,7 @@ async fn pages_carry_no_directory() {
         assert!(html.len() < 60_000, "{path}: {} bytes", html.len());
         assert!(!html.contains("Given9999"), "{path} carries the directory");
         assert!(html.contains("data-people"), "{path}: its picker");
+        assert!(!html.contains("team-99"), "{path} carries the teams");
     }
 }
 
@@ -345,6 +369,34 @@ async fn an_owner_picks_a_reviewer_by_typing_part_of_a_name() {
     assert!(facts.contains("Maria Lopez"), "{facts}");
     browser.screenshot("picker-picked").await;
     crate::html::assert_accessible_now(&browser).await;
+    // The board's filters find owners and teams the same way.
+    browser.goto(&app.url("/board")).await;
+    browser.click(".filters-fold summary").await;
+    for (field, typed, offered) in [
+        ("#b-team", "team-42", "team-42"),
+        ("#b-owner", "lopez", "maria.lopez@example.com"),
+    ] {
+        browser.type_into(field, typed).await;
+        let script = format!(
+            "return [...document.querySelectorAll('{field}-found option')].map(o => o.value)"
+        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let got = browser.eval(&script).await;
+            if got
+                .as_array()
+                .is_some_and(|o| o.iter().any(|v| v == offered))
+            {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{field} offered {got}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+    browser.screenshot("picker-board-filters").await;
     drop(browser);
 
     // Without script: the field takes an address; a slip is answered by name.

@@ -206,7 +206,6 @@ pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -
         "totals": {"overdue": totals.overdue, "due_soon": totals.due_soon},
         "teams": teams,
         "owners": owners,
-        "team_names": team_names,
         "names": names,
         "more_owners": totals.by_owner.len().saturating_sub(50),
         "rows": rows,

@@ -612,6 +612,7 @@ page_routes! {
     get "/review-meeting" => meeting::review_meeting,
     get "/search" => search::search,
     get "/people/find" => people_find::find,
+    get "/teams/find" => people_find::find_teams,
     get "/me" => me::show,
     post "/me/calendar" => me::new_calendar,
     post "/me/sign-out-others" => me::sign_out_others,

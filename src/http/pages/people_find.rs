@@ -1,4 +1,5 @@
-//! `GET /people/find?q=`: the people picker's search, for the pages' script
+//! `GET /people/find?q=` and `GET /teams/find?q=`: the people and team pickers'
+//! searches, for the pages' script
 //! (`templates/static/app.js` fills a field's suggestions from it as a person types).
 //! It answers JSON to a signed-in person; without script, a field takes an address and
 //! a near miss is answered with the nearest person in the directory.
@@ -34,4 +35,20 @@ pub async fn find(
     Ok(HttpResponse::Ok()
         .insert_header((actix_web::http::header::CACHE_CONTROL, "no-store"))
         .json(serde_json::json!({ "people": found })))
+}
+
+/// `GET /teams/find?q=`: `{"teams": [name]}`, at most ten.
+pub async fn find_teams(
+    _: SignedIn,
+    query: web::Query<FindQuery>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let text = query.into_inner().q.unwrap_or_default();
+    let found = with_conn(&state, move |conn, _| {
+        Ok(people::find_teams(conn, &text, OFFERED)?)
+    })
+    .await?;
+    Ok(HttpResponse::Ok()
+        .insert_header((actix_web::http::header::CACHE_CONTROL, "no-store"))
+        .json(serde_json::json!({ "teams": found })))
 }

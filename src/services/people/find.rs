@@ -99,6 +99,37 @@ pub fn find(conn: &mut DbConnection, text: &str, limit: i64) -> Result<Vec<Found
     Ok(found)
 }
 
+/// The directory's teams whose name holds `text` (any case), those starting with it
+/// first, at most `limit` (up to `MAX_FOUND`), each once whatever its spellings.
+pub fn find_teams(
+    conn: &mut DbConnection,
+    text: &str,
+    limit: i64,
+) -> Result<Vec<String>, FindError> {
+    let chars = text.chars().count();
+    if chars > MAX_FIND_CHARS {
+        return Err(FindError::Refused(FindRefusal::TooLong(chars)));
+    }
+    let text = text.trim().to_lowercase();
+    if text.is_empty() {
+        return Ok(Vec::new());
+    }
+    let limit = usize::try_from(limit.clamp(1, MAX_FOUND)).unwrap_or(10);
+    let mut teams: Vec<String> = people::table
+        .filter(
+            db::lower(people::team)
+                .like(format!("%{}%", literal(&text)))
+                .escape('\\'),
+        )
+        .select(people::team.assume_not_null())
+        .distinct()
+        .load(conn)?;
+    teams.sort_by_key(|t| (!t.to_lowercase().starts_with(&text), t.to_lowercase()));
+    teams.dedup_by(|a, b| a.eq_ignore_ascii_case(b));
+    teams.truncate(limit);
+    Ok(teams)
+}
+
 impl From<(String, Option<String>, Option<String>)> for Found {
     fn from((email, name, team): (String, Option<String>, Option<String>)) -> Self {
         Found { email, name, team }

@@ -12,7 +12,7 @@ use crate::domain::{EmailAddress, TokenSecret};
 
 mod find;
 mod import;
-pub use find::{find, FindError, FindRefusal, Found, MAX_FIND_CHARS, MAX_FOUND};
+pub use find::{find, find_teams, FindError, FindRefusal, Found, MAX_FIND_CHARS, MAX_FOUND};
 pub use import::{import_csv, ImportReport, RejectedLine};
 
 /// A person as the API shows them.
