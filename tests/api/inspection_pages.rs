@@ -194,7 +194,7 @@ async fn the_board_shows_what_is_overdue_by_team_and_owner_with_its_filters_in_t
     assert!(!html.contains("Index warm-up"), "{html}");
     assert!(
         html.contains(
-            "id=\"b-team\" name=\"team\" type=\"text\" list=\"team-names\" autocomplete=\"off\" value=\"payments\""
+            "id=\"b-team\" name=\"team\" type=\"text\" data-teams autocomplete=\"off\" value=\"payments\""
         ),
         "{html}"
     );
