@@ -165,6 +165,7 @@ async fn the_people_search_finds_anyone_among_ten_thousand() {
         ("q=a&limit=0", "limit"),
         ("q=a&limit=51", "limit"),
         ("q=a&limit=x", "limit"),
+        ("limit=0", "limit"),
     ] {
         let res = app
             .get(&format!("/api/v1/people?{query}"), Some(&token))

@@ -75,6 +75,7 @@ pub struct PeopleQuery {
     /// A part of a name, an address or a team (any case; at most 100 characters): the
     /// people who match, those whose address or name starts with it first, at most
     /// `limit`. Answers `found` instead of `people`.
+    #[param(max_length = 100)]
     pub q: Option<String>,
     /// With `q`: 1 to 50, default 20.
     #[param(minimum = 1, maximum = 50)]
@@ -104,17 +105,18 @@ pub async fn list(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let PeopleQuery { team, q, limit } = query.0;
+    // Checked whenever given, so that a wrong one is never silently ignored.
+    let limit = match limit {
+        None => 20,
+        Some(n) if (1..=people::MAX_FOUND).contains(&n) => n,
+        Some(_) => {
+            return Err(ApiError::field(
+                "limit",
+                format!("must be from 1 to {}", people::MAX_FOUND),
+            ))
+        }
+    };
     if let Some(text) = q {
-        let limit = match limit {
-            None => 20,
-            Some(n) if (1..=people::MAX_FOUND).contains(&n) => n,
-            Some(_) => {
-                return Err(ApiError::field(
-                    "limit",
-                    format!("must be from 1 to {}", people::MAX_FOUND),
-                ))
-            }
-        };
         let found = with_conn(&state, move |conn, _| Ok(people::find(conn, &text, limit)?)).await?;
         return Ok(HttpResponse::Ok().json(PeopleList {
             people: None,
