@@ -591,45 +591,12 @@ pub(super) fn page(
         data.insert("approved_already".into(), json!(approved_already));
         data.insert("awaited".into(), json!(awaited.flatten()));
         data.insert("other_approver".into(), json!(other));
-        // The rules that decide how this COE is approved and closed, said where they
-        // apply, so that none of them vanishes silently: a sev1 with no bar raiser
-        // (nobody in the directory is marked one), and closing that waits for each
-        // action's verification.
-        let settings = &state.settings.coe;
-        let lacks_bar_raiser = doc.bar_raiser.is_none()
-            && crate::domain::bar_raiser::needed(doc.severity, settings.bar_raiser_from)
-            && matches!(doc.state, CoeState::Draft | CoeState::InReview);
-        data.insert(
-            "no_bar_raiser".into(),
-            json!(lacks_bar_raiser && bar_raisers == 0),
-        );
-        data.insert(
-            "no_eligible_bar_raiser".into(),
-            json!(lacks_bar_raiser && bar_raisers > 0 && doc.state == CoeState::InReview),
-        );
-        // Approving the worst outages while an incident is still open: the approver
-        // acknowledges it (`services::review::step`).
-        let open: Vec<&str> = incidents
-            .iter()
-            .filter(|(_, _, state)| state == "open")
-            .map(|(_, title, _)| title.as_str())
-            .collect();
-        let acknowledge = doc.state == CoeState::InReview
-            && crate::services::review::approval_needs_closed_incidents(
-                doc.severity,
-                &state.settings,
-            );
-        data.insert(
-            "open_incidents".into(),
-            json!(if acknowledge { open } else { Vec::new() }),
-        );
-        data.insert(
-            "closes_when_verified".into(),
-            json!(crate::domain::coe::needs_verification(
-                doc.severity,
-                settings.verify_actions_from
-            )),
-        );
+        data.extend(super::review::rules(
+            &doc,
+            bar_raisers,
+            &incidents,
+            &state.settings,
+        ));
     }
     if let Some(actions) = data["coe"]["actions"].as_array_mut() {
         for action in actions {
@@ -694,36 +661,9 @@ pub async fn show(
     kept.saved.extend(saved);
     let loaded = load(&state, &path, &who, kept.texts.is_empty()).await?;
     if reported.is_some() && kept.notice.is_none() {
-        kept.notice = Some(reported_notice(&loaded.doc));
+        kept.notice = Some(super::report::reported_notice(&loaded.doc));
     }
     page(&state, &who, status, loaded, kept, view)
-}
-
-/// What a draft just opened by "Report a failure" says: that it is reported, who owns
-/// it, and the sections to write first (the first three still missing).
-fn reported_notice(doc: &CoeDocument) -> String {
-    let mut first: Vec<&str> = Vec::new();
-    for finding in &doc.completeness.missing {
-        let key = section_of(&finding.at);
-        if let Some(s) = doc.sections.iter().find(|s| s.key == key) {
-            if !first.contains(&s.title.as_str()) && first.len() < 3 {
-                first.push(&s.title);
-            }
-        }
-    }
-    let owner = doc
-        .owner
-        .as_deref()
-        .map_or_else(|| "nobody yet".to_owned(), str::to_owned);
-    let mut notice =
-        format!("Reported: the incident is open, and this is its COE draft (owner: {owner}). ");
-    if !first.is_empty() {
-        notice.push_str(&format!(
-            "Write these first, while it is fresh: {}. The rest can follow.",
-            first.join(", ")
-        ));
-    }
-    notice
 }
 
 /// The template's contributing factors as a select offers them, `chosen` selected.

@@ -210,3 +210,30 @@ pub async fn submit(form: CsrfForm<Fields>, state: State) -> Page {
         })
         .await
 }
+
+/// What a draft just opened by "Report a failure" says: that it is reported, who owns
+/// it, and the sections to write first (the first three still missing).
+pub(super) fn reported_notice(doc: &crate::services::coes::CoeDocument) -> String {
+    let mut first: Vec<&str> = Vec::new();
+    for finding in &doc.completeness.missing {
+        let key = super::coes::section_of(&finding.at);
+        if let Some(s) = doc.sections.iter().find(|s| s.key == key) {
+            if !first.contains(&s.title.as_str()) && first.len() < 3 {
+                first.push(&s.title);
+            }
+        }
+    }
+    let owner = doc
+        .owner
+        .as_deref()
+        .map_or_else(|| "nobody yet".to_owned(), str::to_owned);
+    let mut notice =
+        format!("Reported: the incident is open, and this is its COE draft (owner: {owner}). ");
+    if !first.is_empty() {
+        notice.push_str(&format!(
+            "Write these first, while it is fresh: {}. The rest can follow.",
+            first.join(", ")
+        ));
+    }
+    notice
+}

@@ -96,6 +96,54 @@ pub async fn step(form: CoeForm) -> Page {
     .await
 }
 
+/// The rules that decide how COE `doc` is approved and closed, as its review panel
+/// says them, so that none of them vanishes silently: a sev1 with no bar raiser
+/// (nobody in the directory is marked one, `bar_raisers`), the open incidents (of
+/// `incidents`: id, title, state) its approver must acknowledge, and closing that
+/// waits for each action's verification.
+pub(super) fn rules(
+    doc: &crate::services::coes::CoeDocument,
+    bar_raisers: i64,
+    incidents: &[(String, String, String)],
+    settings: &crate::config::Settings,
+) -> serde_json::Map<String, serde_json::Value> {
+    use crate::domain::incident::IncidentState;
+    let mut out = serde_json::Map::new();
+    let coe = &settings.coe;
+    let lacks_bar_raiser = doc.bar_raiser.is_none()
+        && crate::domain::bar_raiser::needed(doc.severity, coe.bar_raiser_from)
+        && matches!(doc.state, CoeState::Draft | CoeState::InReview);
+    out.insert(
+        "no_bar_raiser".into(),
+        json!(lacks_bar_raiser && bar_raisers == 0),
+    );
+    out.insert(
+        "no_eligible_bar_raiser".into(),
+        json!(lacks_bar_raiser && bar_raisers > 0 && doc.state == CoeState::InReview),
+    );
+    // Approving the worst outages while an incident is still open: the approver
+    // acknowledges it (`services::review::step`).
+    let open: Vec<&str> = incidents
+        .iter()
+        .filter(|(_, _, state)| state == IncidentState::Open.as_str())
+        .map(|(_, title, _)| title.as_str())
+        .collect();
+    let acknowledge = doc.state == CoeState::InReview
+        && crate::services::review::approval_needs_closed_incidents(doc.severity, settings);
+    out.insert(
+        "open_incidents".into(),
+        json!(if acknowledge { open } else { Vec::new() }),
+    );
+    out.insert(
+        "closes_when_verified".into(),
+        json!(crate::domain::coe::needs_verification(
+            doc.severity,
+            coe.verify_actions_from
+        )),
+    );
+    out
+}
+
 /// `GET /coes/{id}/print`: the whole COE as one document, without forms, laid out
 /// for reading and printing.
 pub async fn print(who: SignedIn, path: web::Path<String>, state: State) -> Page {
