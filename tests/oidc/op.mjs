@@ -1,8 +1,10 @@
 // A real, certified OpenID Provider for coe's sign-in tests: panva's oidc-provider on
 // loopback, plain http. Started by tests/api/oidc.rs:
-//   node op.mjs --port P --redirect URI --post-logout URI --keys DIR --kids k2,k1
-// Signing keys are RSA keys kept in DIR/<kid>.json (made when missing), so a restart
-// with `--kids k2,k1` rotates to k2 while still publishing k1. The first kid signs.
+//   node op.mjs --port P --redirect URI --post-logout URI --keys DIR --kids k1
+// Signing keys are RSA keys kept in DIR/<kid>.json (made when missing); the first kid
+// signs. `POST /test/rotate?kids=k2,k1` makes the provider afresh with those keys (as
+// a restart with a new configuration would: k2 signs, k1 is still published) behind
+// the same listening socket, so the test need not win its port back.
 // Prints "OP READY <issuer>" once listening.
 //
 // Accounts: the login typed on its login page is the account (any password). Some
@@ -13,6 +15,7 @@
 // noverify has no email_verified claim.
 import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import Provider from 'oidc-provider';
@@ -48,7 +51,10 @@ function keptKey(kid) {
   return JSON.parse(readFileSync(path, 'utf8'));
 }
 
-const jwks = { keys: args.kids.split(',').map(keptKey) };
+// The keys published now (the first signs), and what coe asked by path since the
+// provider was last made.
+let jwks;
+let counts;
 // Never published: what a forger would sign with.
 const forgersKey = rsaKey('forger');
 step('keys ready');
@@ -70,7 +76,7 @@ const ACCOUNTS = {
   noverify: { email: 'nv@example.com', name: 'No Verified Claim', groups: [] },
 };
 
-const configuration = {
+const configuration = () => ({
   clients: [{
     client_id: args['client-id'],
     client_secret: args['client-secret'],
@@ -105,60 +111,75 @@ const configuration = {
     const { tamper, ...claims } = account;
     return { accountId: id, async claims() { return { sub: id, ...claims }; } };
   },
-};
+});
 
-const provider = new Provider(issuer, configuration);
+// The provider with the keys `kids`, as a request handler.
+function made(kids) {
+  jwks = { keys: kids.split(',').map(keptKey) };
+  counts = {};
+  const provider = new Provider(issuer, configuration());
+  // What coe asked of the provider, by path: GET /test/counts (a test checks that a
+  // sign-in costs one token request, and that keys are fetched again only when needed).
+  provider.use(async (ctx, next) => {
+    counts[ctx.path] = (counts[ctx.path] ?? 0) + 1;
+    await next();
+  });
+
+  // The built-in pages @import a web font: strip it, so the browser only talks to loopback.
+  provider.use(async (ctx, next) => {
+    await next();
+    if (typeof ctx.body === 'string' && ctx.body.includes('fonts.googleapis.com')) {
+      ctx.body = ctx.body.replace(/@import url\(https:\/\/fonts\.googleapis\.com[^)]*\);?/g, '');
+    }
+  });
+
+  // After the token endpoint: doctor the ID token of the negative-test accounts.
+  provider.use(async (ctx, next) => {
+    await next();
+    if (ctx.path !== '/token' || ctx.status !== 200 || !ctx.body?.id_token) return;
+    const payload = decodeJwt(ctx.body.id_token);
+    const tamper = ACCOUNTS[payload.sub]?.tamper;
+    if (!tamper) return;
+    const header = decodeProtectedHeader(ctx.body.id_token);
+    let key = jwks.keys[0];
+    let kid = header.kid;
+    if (tamper.aud) payload.aud = tamper.aud;
+    if (tamper.iss) payload.iss = tamper.iss;
+    if (tamper.nonce) payload.nonce = tamper.nonce;
+    if (tamper.expOffset) {
+      const now = Math.floor(Date.now() / 1000);
+      payload.exp = now + tamper.expOffset;
+      payload.iat = payload.exp - 3600;
+    }
+    if (tamper.forge) {
+      key = forgersKey;
+      if (tamper.forge === 'new-kid') kid = 'never-published';
+    }
+    const signed = await new SignJWT(payload)
+      .setProtectedHeader({ alg: header.alg, kid })
+      .sign(await importJWK(key, header.alg));
+    ctx.body = { ...ctx.body, id_token: signed };
+  });
+
+  return provider.callback();
+}
+
+let handle = made(args.kids);
 step('provider made');
 
-// What coe asked of the provider, by path: GET /test/counts (a test checks that a
-// sign-in costs one token request, and that keys are fetched again only when needed).
-const counts = {};
-provider.use(async (ctx, next) => {
-  if (ctx.path === '/test/counts') {
-    ctx.body = counts;
-    return;
-  }
-  counts[ctx.path] = (counts[ctx.path] ?? 0) + 1;
-  await next();
-});
-
-// The built-in pages @import a web font: strip it, so the browser only talks to loopback.
-provider.use(async (ctx, next) => {
-  await next();
-  if (typeof ctx.body === 'string' && ctx.body.includes('fonts.googleapis.com')) {
-    ctx.body = ctx.body.replace(/@import url\(https:\/\/fonts\.googleapis\.com[^)]*\);?/g, '');
+const server = createServer((req, res) => {
+  const url = new URL(req.url, issuer);
+  if (url.pathname === '/test/counts') {
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify(counts));
+  } else if (url.pathname === '/test/rotate' && req.method === 'POST') {
+    handle = made(url.searchParams.get('kids'));
+    res.end('rotated');
+  } else {
+    handle(req, res);
   }
 });
-
-// After the token endpoint: doctor the ID token of the negative-test accounts.
-provider.use(async (ctx, next) => {
-  await next();
-  if (ctx.path !== '/token' || ctx.status !== 200 || !ctx.body?.id_token) return;
-  const payload = decodeJwt(ctx.body.id_token);
-  const tamper = ACCOUNTS[payload.sub]?.tamper;
-  if (!tamper) return;
-  const header = decodeProtectedHeader(ctx.body.id_token);
-  let key = jwks.keys[0];
-  let kid = header.kid;
-  if (tamper.aud) payload.aud = tamper.aud;
-  if (tamper.iss) payload.iss = tamper.iss;
-  if (tamper.nonce) payload.nonce = tamper.nonce;
-  if (tamper.expOffset) {
-    const now = Math.floor(Date.now() / 1000);
-    payload.exp = now + tamper.expOffset;
-    payload.iat = payload.exp - 3600;
-  }
-  if (tamper.forge) {
-    key = forgersKey;
-    if (tamper.forge === 'new-kid') kid = 'never-published';
-  }
-  const signed = await new SignJWT(payload)
-    .setProtectedHeader({ alg: header.alg, kid })
-    .sign(await importJWK(key, header.alg));
-  ctx.body = { ...ctx.body, id_token: signed };
-});
-
-provider.listen(Number(args.port), '127.0.0.1', () => {
+server.listen(Number(args.port), '127.0.0.1', () => {
   step('listening');
   console.log(`OP READY ${issuer}`);
 });
