@@ -11,6 +11,7 @@ pub mod email;
 pub mod error;
 pub mod http;
 pub mod ingest;
+pub mod jobs;
 pub mod json;
 pub mod oidc;
 pub mod scheduler;

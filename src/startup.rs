@@ -13,8 +13,8 @@ use crate::db::{self, DbPool};
 use crate::email::{EmailTemplates, TemplateError};
 use crate::error::{render_foreign_error, ApiError};
 use crate::http::{self, extract::BodyLimit, metrics::Metrics, state::AppState};
+use crate::services::actions::totals_cache::TotalsCache;
 use crate::services::sns::{HttpsConfirmer, SubscriptionConfirmer};
-use crate::services::stats::{Past, PerChange};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -160,22 +160,18 @@ impl Application {
                 .map_err(StartupError::Oidc)?
                 .map(Arc::new),
             ingest_writer: ingest_writer.clone(),
-            board_totals: PerChange::new(256),
-            action_counts: PerChange::new(1_024),
+            board_totals: TotalsCache::new(256),
+            action_counts: TotalsCache::new(1_024),
             token_failures: moka::sync::Cache::builder()
                 .max_capacity(100_000)
                 .time_to_live(std::time::Duration::from_secs(60))
                 .build(),
             known_tokens: http::bearer::KnownTokens::new(),
-            action_figures: PerChange::new(4),
-            action_history: Past::new(4),
-            closed_by_team: Past::new(64),
             outbox_bell: outbox_bell.clone(),
             searches: Arc::new(tokio::sync::Semaphore::new(
                 settings.server.searches_at_once,
             )),
         });
-        keep_figures_warm(state.clone());
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
@@ -262,24 +258,6 @@ impl Application {
         }
         served
     }
-}
-
-/// Counts everyone's figures about the past ahead of the views, at start and every
-/// `stats::WARM_EVERY` (`http::api::stats::warm`): the dashboard's first view after
-/// start-up, on a new day or ten minutes after the last count does not wait for a
-/// count of every action closed in 90 days. Ends with the runtime.
-fn keep_figures_warm(state: web::Data<AppState>) {
-    tokio::spawn(async move {
-        let mut every = tokio::time::interval(crate::services::stats::WARM_EVERY);
-        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            every.tick().await;
-            let warmed = http::state::with_conn(&state, http::api::stats::warm).await;
-            if let Err(error) = warmed {
-                tracing::warn!(%error, "counting the dashboard's figures ahead failed; views count them");
-            }
-        }
-    });
 }
 
 /// 404: a page for a browser outside the API, the API's JSON error otherwise.

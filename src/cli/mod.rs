@@ -307,10 +307,20 @@ fn serve(settings: Settings, migrations: startup::Migrations) -> Result<(), Fail
             tracing::info!("reminders.enabled is false: no sweeps or deliveries in this process");
             None
         };
+        let job_metrics = crate::jobs::JobMetrics::default();
+        app.metrics().with_registry(|r| job_metrics.register(r));
+        let jobs = crate::jobs::Jobs::start(
+            crate::jobs::figures::job(app.settings().clone(), app.pool().clone())
+                .into_iter()
+                .collect(),
+            &job_metrics,
+        )
+        .map_err(Failure::runtime)?;
         let served = app.run_until_stopped().await;
         if let Some(scheduler) = scheduler {
             scheduler.stop();
         }
+        jobs.stop();
         served.map_err(Failure::runtime)?;
         tracing::info!("stopped");
         Ok(())

@@ -52,6 +52,11 @@ pub struct ServerSettings {
     /// may take), then are answered `503`. Keeps searching from taking the database
     /// connections every other request needs: keep it below `database.pool_size`.
     pub searches_at_once: usize,
+    /// How often the figures job counts the figures about the past (actions closed,
+    /// the weeks, the coverage audit's closings) ahead of the views, which read that
+    /// count with the live counters and say when it was made; 0: no job, every view
+    /// counts them itself (always current, and as slow as a count).
+    pub figures_every_secs: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -118,6 +123,7 @@ impl Default for ServerSettings {
             body_timeout_secs: 60,
             search_timeout_ms: 2_000,
             searches_at_once: 2,
+            figures_every_secs: 300,
         }
     }
 }

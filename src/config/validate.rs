@@ -69,6 +69,15 @@ impl Settings {
                 "1 to 60000 milliseconds",
             ));
         }
+        if !(self.server.figures_every_secs == 0
+            || (10..=86_400).contains(&self.server.figures_every_secs))
+        {
+            return Err(invalid(
+                "server.figures_every_secs",
+                &self.server.figures_every_secs.to_string(),
+                "0 (no figures job) or 10 to 86400",
+            ));
+        }
         if self.server.searches_at_once == 0 {
             return Err(invalid("server.searches_at_once", "0", "at least 1"));
         }

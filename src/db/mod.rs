@@ -12,6 +12,7 @@ mod pool;
 pub mod rules;
 pub mod schema;
 pub mod search;
+pub mod snapshots;
 pub mod types;
 
 use std::time::Duration;

@@ -507,27 +507,18 @@ diesel::table! {
 }
 
 diesel::table! {
-    action_past_changes (seq) {
-        seq -> BigInt,
-        action_id -> Text,
-        old_owner_email -> Nullable<Text>,
-        old_state -> Nullable<Text>,
-        old_due_date -> Nullable<Date>,
-        old_created_at -> Nullable<Timestamp>,
-        old_closed_at -> Nullable<Timestamp>,
-        new_owner_email -> Nullable<Text>,
-        new_state -> Nullable<Text>,
-        new_due_date -> Nullable<Date>,
-        new_created_at -> Nullable<Timestamp>,
-        new_closed_at -> Nullable<Timestamp>,
+    figure_snapshots (name) {
+        name -> Text,
+        counted_at -> Timestamp,
+        figures -> Text,
     }
 }
 
 diesel::allow_tables_to_appear_in_same_query!(
-    action_past_changes,
     action_recurrences,
     action_tally,
     action_tally_day,
+    figure_snapshots,
     api_tokens,
     incidents,
     incident_groups,

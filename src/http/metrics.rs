@@ -368,7 +368,14 @@ pub async fn metrics(req: actix_web::HttpRequest, state: web::Data<AppState>) ->
         }
     }
     if state.metrics.inspection_is_stale() {
-        match with_conn(&state, crate::http::api::stats::current).await {
+        match with_conn(&state, |conn, state| {
+            Ok(crate::services::stats::inspect::current(
+                conn,
+                &state.settings,
+            )?)
+        })
+        .await
+        {
             Ok(stats) => state.metrics.set_inspection(&stats),
             Err(e) => tracing::warn!(error = %e, "cannot refresh the inspection gauges"),
         }

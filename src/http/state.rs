@@ -11,8 +11,8 @@ use crate::domain::template::Template;
 use crate::email::EmailTemplates;
 use crate::error::ApiError;
 use crate::http::metrics::Metrics;
+use crate::services::actions::totals_cache::TotalsCache;
 use crate::services::sns::SubscriptionConfirmer;
-use crate::services::stats::{Past, PerChange};
 
 /// What every handler can reach.
 pub struct AppState {
@@ -34,20 +34,14 @@ pub struct AppState {
     /// Writes deliveries with group commit (`services::ingest::writer`).
     pub ingest_writer: Arc<crate::services::ingest::writer::IngestWriter>,
     /// The overdue board's totals by filter, for views between two changes.
-    pub board_totals: PerChange<Arc<crate::services::board::Totals>>,
+    pub board_totals: TotalsCache<Arc<crate::services::board::Totals>>,
     /// `/api/v1/actions` totals by filter.
-    pub action_counts: PerChange<i64>,
+    pub action_counts: TotalsCache<i64>,
     /// Unknown or revoked tokens presented per client address in the current minute
     /// (`auth.failed_tokens_per_client`).
     pub token_failures: moka::sync::Cache<String, Arc<std::sync::atomic::AtomicU32>>,
     /// Tokens looked up in the last second (`bearer::KNOWN_FOR`).
     pub known_tokens: crate::http::bearer::KnownTokens,
-    /// The inspection's figures about actions (`/api/v1/stats`, the dashboard).
-    pub action_figures: PerChange<Arc<crate::services::stats::ActionFigures>>,
-    /// The inspection's figures about the past (actions closed, the weeks).
-    pub action_history: Past<crate::services::stats::History>,
-    /// The coverage audit's actions closed in a period, by team, by period.
-    pub closed_by_team: Past<crate::services::coverage::ClosedByTeam>,
     /// Wakes the delivery worker when a request queued an email.
     pub outbox_bell: crate::services::outbox::Bell,
     /// One permit per search that may run at once (`server.searches_at_once`).

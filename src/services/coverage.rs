@@ -22,7 +22,6 @@ use crate::domain::action::{closed_on_time, ActionKind, ActionState};
 use crate::domain::bar_raiser;
 use crate::domain::coe::CoeState;
 use crate::domain::coverage::{self, Covered};
-use crate::services::actions::tally::PastChange;
 use crate::services::coes::{self as coe_service, CoeError};
 
 /// An approved COE's title, owner, service, resolution, incident, severity and bar
@@ -76,7 +75,7 @@ pub struct DaysToApproval {
 }
 
 /// Actions closed in the period.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize, ToSchema)]
 pub struct ClosedActions {
     pub on_time: i64,
     pub late: i64,
@@ -235,9 +234,8 @@ pub fn approvals(
 pub type ClosedByTeam = BTreeMap<Option<String>, ClosedActions>;
 
 /// The actions closed from `from` to `to` (both included, the organisation's days),
-/// by their owner's team. It reads every action closed in the period and depends on
-/// actions and people only, so a caller may keep it as the action figures are kept
-/// (`stats::PerChange`).
+/// by their owner's team. It reads every action closed in the period: the figures job
+/// counts the default period's ahead of the views (`stats::snapshot`).
 pub fn closed_by_team(
     conn: &mut DbConnection,
     clock: crate::domain::Clock,
@@ -265,80 +263,21 @@ pub fn closed_by_team(
     for (owner, state, due, closed_at) in closed {
         let state: ActionState = types::read("corrective_actions.state", &state)?;
         let counts = out.entry(teams.get(&owner).cloned()).or_default();
-        count_closed(counts, state, due, clock.local_date(closed_at), 1);
+        count_closed(counts, state, due, clock.local_date(closed_at));
     }
-    // As applying leaves them: a team only with something counted.
+    // A team only with something counted.
     out.retain(|_, counts| *counts != ClosedActions::default());
     Ok(out)
 }
 
-/// `n` actions closed on `day` counted (taken away when negative): on time, late or
-/// won't do.
-fn count_closed(
-    counts: &mut ClosedActions,
-    state: ActionState,
-    due: NaiveDate,
-    day: NaiveDate,
-    n: i64,
-) {
+/// An action closed on `day` counted: on time, late or won't do.
+fn count_closed(counts: &mut ClosedActions, state: ActionState, due: NaiveDate, day: NaiveDate) {
     match closed_on_time(state, due, day) {
-        Some(true) => counts.on_time += n,
-        Some(false) => counts.late += n,
-        None if state == ActionState::WontDo => counts.wont_do += n,
+        Some(true) => counts.on_time += 1,
+        Some(false) => counts.late += 1,
+        None if state == ActionState::WontDo => counts.wont_do += 1,
         None => {}
     }
-}
-
-/// The owners' teams read while applying changes (`apply_closed`), each read once.
-#[derive(Default)]
-pub struct OwnerTeams(std::cell::RefCell<BTreeMap<String, Option<String>>>);
-
-impl OwnerTeams {
-    /// The team of `owner` in the directory (none without one, or outside it).
-    fn of(&self, conn: &mut DbConnection, owner: &str) -> QueryResult<Option<String>> {
-        if let Some(team) = self.0.borrow().get(owner) {
-            return Ok(team.clone());
-        }
-        let team = crate::services::people::team_of(conn, owner)?;
-        self.0.borrow_mut().insert(owner.to_owned(), team.clone());
-        Ok(team)
-    }
-}
-
-/// `closed` (`closed_by_team` of `from` to `to`) with one change to an action applied
-/// (`stats::Past`): the action as it was taken away where it counted, as it is added.
-pub fn apply_closed(
-    closed: &mut ClosedByTeam,
-    conn: &mut DbConnection,
-    clock: crate::domain::Clock,
-    (from, to): (NaiveDate, NaiveDate),
-    change: &PastChange,
-    teams: &OwnerTeams,
-) -> QueryResult<()> {
-    let (start, end) = (clock.midnight(from), clock.midnight(to + Duration::days(1)));
-    for (action, n) in [(&change.old, -1), (&change.new, 1)] {
-        let Some((action, closed_at)) = action
-            .as_ref()
-            .and_then(|a| a.closed_at.map(|c| (a, c)))
-            .filter(|(_, c)| *c >= start && *c < end)
-        else {
-            continue;
-        };
-        let state: ActionState = types::read("corrective_actions.state", &action.state)?;
-        let team = teams.of(conn, &action.owner_email)?;
-        let counts = closed.entry(team.clone()).or_default();
-        count_closed(
-            counts,
-            state,
-            action.due_date,
-            clock.local_date(closed_at),
-            n,
-        );
-        if *counts == ClosedActions::default() {
-            closed.remove(&team);
-        }
-    }
-    Ok(())
 }
 
 /// The audit of the days `from` to `to` (both included); only `team`'s (any case)

@@ -418,7 +418,10 @@ fn metrics_and_request_logs_tell_an_operator_what_they_need() {
     let metrics = loop {
         let res = http_get(served.port, "/metrics", None);
         // The sample's own line: the metric's HELP text also begins "… 1 when".
-        if res.lines().any(|l| l == "coe_sweep_last_success 1") || Instant::now() > deadline {
+        let ran = |line: &str| res.lines().any(|l| l == line);
+        if (ran("coe_sweep_last_success 1") && ran("coe_job_last_success{job=\"figures\"} 1"))
+            || Instant::now() > deadline
+        {
             break res;
         }
         std::thread::sleep(Duration::from_millis(200));
@@ -431,6 +434,10 @@ fn metrics_and_request_logs_tell_an_operator_what_they_need() {
         "coe_sweep_last_run_timestamp_seconds ",
         "\ncoe_sweep_last_success 1\n",
         "coe_sweeps_total{outcome=\"ok\"}",
+        // The figures job counted at start.
+        "\ncoe_job_last_success{job=\"figures\"} 1\n",
+        "coe_job_runs_total{job=\"figures\",outcome=\"ok\"} ",
+        "coe_job_last_duration_milliseconds{job=\"figures\"} ",
     ] {
         assert!(
             metrics.contains(line),

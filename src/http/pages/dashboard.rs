@@ -470,9 +470,8 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
             })?,
     };
     let today = state.settings.clock().today();
-    let audit_period =
-        crate::http::api::stats::period(query.from.as_deref(), query.to.as_deref(), today)
-            .map_err(|(field, problem)| PageError::BadRequest(format!("{field}: {problem}")))?;
+    let audit_period = stats::inspect::period(query.from.as_deref(), query.to.as_deref(), today)
+        .map_err(|(field, problem)| PageError::BadRequest(format!("{field}: {problem}")))?;
     let asked = team.clone();
     let (figures, unowned, teams) = as_service(&state, move |conn, state| {
         let mut scope = match &asked {
@@ -485,7 +484,7 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
         scope.period = audit_period;
         let unowned = crate::services::coes::unowned(conn, i64::try_from(LISTED).unwrap_or(20))?;
         let teams = crate::services::people::teams(conn)?;
-        let figures = crate::http::api::stats::audited(conn, state, &scope)?;
+        let figures = stats::inspect::audited(conn, &state.settings, &scope)?;
         // The names of the people the lists show (their first `LISTED`).
         let shown: Vec<String> = figures
             .drafts_past_deadline
@@ -532,6 +531,11 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
         "charts": charts(&figures),
         "actions": figures.actions,
         "done_in_period": {"on_time": on_time, "late": late},
+        "past_as_of": figures.past_counted_at.map(|at| {
+            use chrono::TimeZone;
+            let clock = state.settings.clock();
+            clock.tz.from_utc_datetime(&at).format("%H:%M").to_string()
+        }),
         "drafts_past_deadline": first(&figures.drafts_past_deadline),
         "waiting_for_review": first(&figures.waiting_for_review),
     });

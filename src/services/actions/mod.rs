@@ -8,6 +8,7 @@
 mod change;
 mod list;
 pub mod tally;
+pub mod totals_cache;
 mod verify;
 
 use chrono::{NaiveDate, NaiveDateTime};

@@ -7,9 +7,9 @@
 //! `overdue` is counted against `action_tally_day.day`; `owners` first moves that day
 //! to the organisation's today (once a day, or when a clock dated elsewhere asks),
 //! recounting only the owners with open actions due between the two days. The same
-//! triggers count the changes to what the figures about the past read (`history`).
+//! triggers number the changes a write's `updated_at` may not show (`change_number`).
 
-use chrono::{NaiveDate, NaiveDateTime};
+use chrono::NaiveDate;
 use diesel::prelude::*;
 use diesel::sql_types::{Date, Text};
 
@@ -111,106 +111,15 @@ pub fn move_day(conn: &mut DbConnection, today: NaiveDate) -> QueryResult<()> {
     })
 }
 
-/// How many changes were made to what the figures about the past count: an action
-/// closed, reopened or deleted, a due date moved, … (migrations 000033 and 000039).
-/// Each is kept in `action_past_changes` under its number (`changes`), so a kept
-/// figure about the past applies the changes after the number it was counted at
-/// (`stats::cache::Past`).
-pub fn past(conn: &mut DbConnection) -> QueryResult<i64> {
+/// How many changes to actions their `updated_at` may not show were made: an action
+/// deleted, written with past dates, closed, reopened, its due date, creation or
+/// owner moved (triggers of migrations 000033 and 000042 number them). Part of the
+/// generation of totals kept between changes (`totals_cache`).
+pub fn change_number(conn: &mut DbConnection) -> QueryResult<i64> {
     action_tally_day::table
         .find(1)
         .select(action_tally_day::history)
         .first(conn)
-}
-
-/// An action as the figures about the past read it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Image {
-    pub owner_email: String,
-    pub state: String,
-    pub due_date: NaiveDate,
-    pub created_at: NaiveDateTime,
-    pub closed_at: Option<NaiveDateTime>,
-}
-
-/// One change to what the figures about the past count: the action as it was (none
-/// when it was written) and as it is (none when it was deleted).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PastChange {
-    pub seq: i64,
-    pub action_id: String,
-    pub old: Option<Image>,
-    pub new: Option<Image>,
-}
-
-type ImageColumns = (
-    Option<String>,
-    Option<String>,
-    Option<NaiveDate>,
-    Option<NaiveDateTime>,
-    Option<NaiveDateTime>,
-);
-
-fn image((owner_email, state, due_date, created_at, closed_at): ImageColumns) -> Option<Image> {
-    Some(Image {
-        owner_email: owner_email?,
-        state: state?,
-        due_date: due_date?,
-        created_at: created_at?,
-        closed_at,
-    })
-}
-
-/// How many changes the database keeps (migration 000039).
-const KEPT_CHANGES: i64 = 10_000;
-
-/// The changes numbered after `after` up to `upto` (`past`), in order: none when some
-/// are no longer kept (only the last `KEPT_CHANGES` are), so the caller counts again.
-pub fn changes(
-    conn: &mut DbConnection,
-    after: i64,
-    upto: i64,
-) -> QueryResult<Option<Vec<PastChange>>> {
-    use crate::db::schema::action_past_changes as c;
-    if upto - after > KEPT_CHANGES {
-        return Ok(None);
-    }
-    let rows: Vec<(i64, String, ImageColumns, ImageColumns)> = c::table
-        .filter(c::seq.gt(after))
-        .filter(c::seq.le(upto))
-        .order(c::seq)
-        .select((
-            c::seq,
-            c::action_id,
-            (
-                c::old_owner_email,
-                c::old_state,
-                c::old_due_date,
-                c::old_created_at,
-                c::old_closed_at,
-            ),
-            (
-                c::new_owner_email,
-                c::new_state,
-                c::new_due_date,
-                c::new_created_at,
-                c::new_closed_at,
-            ),
-        ))
-        .load(conn)?;
-    if rows.len() as i64 != upto - after {
-        return Ok(None);
-    }
-    Ok(Some(
-        rows.into_iter()
-            .map(|(seq, action_id, old, new)| PastChange {
-                seq,
-                action_id,
-                old: image(old),
-                new: image(new),
-            })
-            .collect(),
-    ))
 }
 
 /// The day `overdue` is counted against now.

@@ -1,13 +1,10 @@
 //! The figures about the past: actions closed in the last 30 and 90 days, the median
-//! days to close, the weeks — counted (`history`), and kept with the changes since
-//! applied (`History::apply`, for `Past`). Both go through one reading of what an
-//! action counts for (`Window::closing`, `Window::overdue_weeks`), so a change applied
-//! takes away exactly what the action as it was had counted.
-
-use std::sync::Arc;
+//! days to close, the weeks. Counted by the figures job for everyone (`snapshot`),
+//! and on request for a team or a number of weeks it does not count.
 
 use chrono::{Duration, NaiveDate, NaiveDateTime};
 use diesel::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use super::{first_day, local_midnight, OnTimeAndLate, Scope, Week};
 use crate::db::schema::corrective_actions;
@@ -15,24 +12,16 @@ use crate::db::types;
 use crate::db::DbConnection;
 use crate::domain::action::{closed_on_time, ActionState};
 use crate::domain::Clock;
-use crate::services::actions::tally::{Image, PastChange};
 
 /// The figures about actions closed and the weeks: the costly part of the inspection
-/// (it reads every action closed in the last 90 days), kept apart so a caller can
-/// reuse it while applying the changes made since (`Past`, `History::apply`).
-#[derive(Debug, Clone)]
+/// (it reads every action closed in the last 90 days), which the figures job counts
+/// ahead of the views.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct History {
     pub closed_last_30_days: OnTimeAndLate,
     pub closed_last_90_days: OnTimeAndLate,
     pub median_days_to_close: Option<f64>,
     pub weeks: Vec<Week>,
-    /// The days to close behind `median_days_to_close`, in order (shared by the
-    /// clones a view makes; copied when a change applies).
-    days_to_close: Arc<Vec<f64>>,
-    /// Each week's days to close, in order.
-    week_days: Arc<Vec<Vec<f64>>>,
-    /// The periods counted, as of the count.
-    window: Arc<Window>,
 }
 
 /// What the figures about the past read of an action besides its state.
@@ -43,29 +32,15 @@ struct Dates {
     closed_at: Option<NaiveDateTime>,
 }
 
-impl Dates {
-    fn of(action: &Image) -> Dates {
-        Dates {
-            due_date: action.due_date,
-            created_at: action.created_at,
-            closed_at: action.closed_at,
-        }
-    }
-}
-
-/// The periods the figures count, fixed when they are counted: a kept value's
-/// sliding windows stay where they were until it is counted again (ten minutes at
-/// most, or the next day).
-#[derive(Debug)]
+/// The periods the figures count, as of the count.
 struct Window {
     since_90: NaiveDateTime,
     since_30: NaiveDateTime,
     /// The first week's Monday, and its local midnight.
     first: NaiveDate,
     from: NaiveDateTime,
-    /// Each week's end and the local date then. The last week ends now, whenever
-    /// that is: its time is the latest there is, so that an action closed after the
-    /// count is no longer overdue at its end.
+    /// Each week's end and the local date then. The last week ends now: its time is
+    /// the latest there is.
     ends: Vec<(NaiveDateTime, NaiveDate)>,
 }
 
@@ -143,78 +118,63 @@ impl Window {
     }
 }
 
-impl History {
-    fn empty(clock: Clock, weeks: usize) -> History {
-        let window = Window::new(clock, weeks);
-        History {
-            closed_last_30_days: OnTimeAndLate::default(),
-            closed_last_90_days: OnTimeAndLate::default(),
-            median_days_to_close: None,
-            weeks: (0..weeks as i64)
-                .map(|i| Week {
-                    starts: window.first + Duration::weeks(i),
-                    overdue_at_end: 0,
-                    closed_on_time: 0,
-                    closed_late: 0,
-                    median_days_to_close: None,
-                })
-                .collect(),
-            days_to_close: Arc::new(Vec::new()),
-            week_days: Arc::new(vec![Vec::new(); weeks]),
-            window: Arc::new(window),
+/// Counts one action closed into the figures, its days to close into `days` (the
+/// median's) and `week_days` (each week's).
+struct Tally {
+    out: History,
+    days: Vec<f64>,
+    week_days: Vec<Vec<f64>>,
+}
+
+impl Tally {
+    fn new(window: &Window) -> Tally {
+        let weeks = window.ends.len();
+        Tally {
+            out: History {
+                closed_last_30_days: OnTimeAndLate::default(),
+                closed_last_90_days: OnTimeAndLate::default(),
+                median_days_to_close: None,
+                weeks: (0..weeks as i64)
+                    .map(|i| Week {
+                        starts: window.first + Duration::weeks(i),
+                        overdue_at_end: 0,
+                        closed_on_time: 0,
+                        closed_late: 0,
+                        median_days_to_close: None,
+                    })
+                    .collect(),
+            },
+            days: Vec::new(),
+            week_days: vec![Vec::new(); weeks],
         }
     }
 
-    /// The figures with one change applied: what the action counted for as it was
-    /// taken away, what it counts for as it is added (everyone's figures: a scope's
-    /// are not kept).
-    pub fn apply(&mut self, clock: Clock, change: &PastChange) -> QueryResult<()> {
-        for (action, n) in [(&change.old, -1), (&change.new, 1)] {
-            let Some(action) = action else {
-                continue;
-            };
-            let window = self.window.clone();
-            let dates = Dates::of(action);
-            if let Some(closed) = window.closing(clock, &action.state, dates)? {
-                self.count_closed(&closed, n, |days, value| {
-                    if n > 0 {
-                        insert_sorted(days, value)
-                    } else {
-                        remove_sorted(days, value)
-                    }
-                });
-            }
-            for week in window.overdue_weeks(dates) {
-                self.weeks[week].overdue_at_end += n;
-            }
-        }
-        self.median_days_to_close = median_of_sorted(&self.days_to_close);
-        for (week, days) in self.weeks.iter_mut().zip(self.week_days.iter()) {
-            week.median_days_to_close = median_of_sorted(days);
-        }
-        Ok(())
-    }
-
-    /// Counts `n` of an action closed (`n` negative: takes it away), putting its days
-    /// to close among the others with `put`.
-    fn count_closed(&mut self, closed: &Closed, n: i64, put: impl Fn(&mut Vec<f64>, f64)) {
+    fn closed(&mut self, closed: &Closed) {
         if closed.in_90 {
-            self.closed_last_90_days.add(closed.on_time, n);
+            self.out.closed_last_90_days.add(closed.on_time, 1);
             if closed.in_30 {
-                self.closed_last_30_days.add(closed.on_time, n);
+                self.out.closed_last_30_days.add(closed.on_time, 1);
             }
             if closed.on_time.is_some() {
-                put(Arc::make_mut(&mut self.days_to_close), closed.days);
+                self.days.push(closed.days);
             }
         }
         if let (Some(week), Some(on_time)) = (closed.week, closed.on_time) {
             if on_time {
-                self.weeks[week].closed_on_time += n;
+                self.out.weeks[week].closed_on_time += 1;
             } else {
-                self.weeks[week].closed_late += n;
+                self.out.weeks[week].closed_late += 1;
             }
-            put(&mut Arc::make_mut(&mut self.week_days)[week], closed.days);
+            self.week_days[week].push(closed.days);
         }
+    }
+
+    fn done(mut self) -> History {
+        self.out.median_days_to_close = median(&mut self.days);
+        for (week, days) in self.out.weeks.iter_mut().zip(&mut self.week_days) {
+            week.median_days_to_close = median(days);
+        }
+        self.out
     }
 }
 
@@ -223,8 +183,8 @@ impl History {
 /// earlier of the 90 days' and the weeks' first day, and the actions that were
 /// overdue at some week's end.
 pub fn history(conn: &mut DbConnection, clock: Clock, scope: &Scope) -> QueryResult<History> {
-    let mut out = History::empty(clock, scope.weeks);
-    let window = out.window.clone();
+    let window = Window::new(clock, scope.weeks);
+    let mut tally = Tally::new(&window);
     let closed: Vec<(String, NaiveDate, NaiveDateTime, Option<NaiveDateTime>)> =
         corrective_actions::table
             .filter(scope.actions())
@@ -243,7 +203,7 @@ pub fn history(conn: &mut DbConnection, clock: Clock, scope: &Scope) -> QueryRes
             closed_at,
         };
         if let Some(closed) = window.closing(clock, &state, dates)? {
-            out.count_closed(&closed, 1, |days, value| days.push(value));
+            tally.closed(&closed);
         }
     }
     // One read of the actions that were overdue at some week's end: due before the
@@ -273,24 +233,15 @@ pub fn history(conn: &mut DbConnection, clock: Clock, scope: &Scope) -> QueryRes
             closed_at,
         };
         for week in window.overdue_weeks(dates) {
-            out.weeks[week].overdue_at_end += 1;
+            tally.out.weeks[week].overdue_at_end += 1;
         }
     }
-    Arc::make_mut(&mut out.days_to_close).sort_by(f64::total_cmp);
-    out.median_days_to_close = median_of_sorted(&out.days_to_close);
-    for (week, days) in out
-        .weeks
-        .iter_mut()
-        .zip(Arc::make_mut(&mut out.week_days).iter_mut())
-    {
-        days.sort_by(f64::total_cmp);
-        week.median_days_to_close = median_of_sorted(days);
-    }
-    Ok(out)
+    Ok(tally.done())
 }
 
-/// The median of `values`, in order, to one decimal.
-fn median_of_sorted(values: &[f64]) -> Option<f64> {
+/// The median of `values` (put in order here), to one decimal.
+fn median(values: &mut [f64]) -> Option<f64> {
+    values.sort_by(f64::total_cmp);
     let n = values.len();
     let m = match n {
         0 => return None,
@@ -298,20 +249,6 @@ fn median_of_sorted(values: &[f64]) -> Option<f64> {
         n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
     };
     Some((m * 10.0).round() / 10.0)
-}
-
-/// `value` put in its place among `values` (in order).
-fn insert_sorted(values: &mut Vec<f64>, value: f64) {
-    let at = values.partition_point(|v| v.total_cmp(&value).is_lt());
-    values.insert(at, value);
-}
-
-/// One `value` taken from `values` (in order), if it is there.
-fn remove_sorted(values: &mut Vec<f64>, value: f64) {
-    let at = values.partition_point(|v| v.total_cmp(&value).is_lt());
-    if values.get(at).is_some_and(|v| v.total_cmp(&value).is_eq()) {
-        values.remove(at);
-    }
 }
 
 /// Days from `created` to `closed_at`, as the medians count them.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime};
 use diesel::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::db::schema::{coe_recurrences, coes, corrective_actions, people, review_comments};
@@ -15,9 +15,9 @@ use crate::domain::Clock;
 use diesel::dsl::AsExprOf;
 use diesel::sql_types::Bool;
 
-mod cache;
 mod history;
-pub use cache::{teams_changed, Past, PerChange, Read, WARM_EVERY};
+pub mod inspect;
+pub mod snapshot;
 pub use history::{history, History};
 
 #[derive(Debug, Clone, Default, Serialize, ToSchema)]
@@ -26,7 +26,7 @@ pub struct OpenAndOverdue {
     pub overdue: i64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct OnTimeAndLate {
     /// Done on or before the due date.
     pub on_time: i64,
@@ -74,6 +74,12 @@ pub struct Stats {
     /// Median days from creation to done, over actions done in the last 90 days, to one
     /// decimal.
     pub median_days_to_close: Option<f64>,
+    /// When the figures about the past (actions closed, the median, the weeks, the
+    /// coverage audit's actions closed) were counted by the figures job
+    /// (`server.figures_every_secs`); none when counted for this answer. Open and
+    /// overdue are always as of now.
+    #[serde(serialize_with = "crate::json::utc_option")]
+    pub past_counted_at: Option<NaiveDateTime>,
     pub coes_by_state: BTreeMap<String, i64>,
     /// COEs in review, longest waiting first.
     pub waiting_for_review: Vec<WaitingCoe>,
@@ -118,7 +124,7 @@ pub struct Recurrence {
 }
 
 /// One week's figures.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Week {
     /// The Monday the week starts on.
     #[schema(value_type = String, format = Date)]
@@ -503,6 +509,7 @@ pub fn with_action_figures(
         actions: figures.actions,
         actions_by_team: figures.by_team,
         actions_by_owner: figures.by_owner,
+        past_counted_at: None,
         closed_last_30_days: figures.history.closed_last_30_days,
         closed_last_90_days: figures.history.closed_last_90_days,
         median_days_to_close: figures.history.median_days_to_close,
