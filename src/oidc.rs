@@ -46,7 +46,7 @@ const DISCOVERY_MAX_AGE: StdDuration = StdDuration::from_secs(3600);
 const DISCOVERY_RETRY: StdDuration = StdDuration::from_secs(5);
 
 /// An unknown signing key fetches the key set again at most this often.
-const KEYS_REFETCH_MIN: StdDuration = StdDuration::from_secs(2);
+pub const KEYS_REFETCH_MIN: StdDuration = StdDuration::from_secs(2);
 
 /// How long the provider may take to answer one request.
 const PROVIDER_TIMEOUT: StdDuration = StdDuration::from_secs(10);

@@ -62,6 +62,8 @@ pub struct Metrics {
     inspection: InspectionGauges,
     /// The pool's connections by state (`in_use`, `idle`), read at each scrape.
     connections: Family<StateLabels, Gauge>,
+    /// Requests begun and not yet answered (what a graceful stop waits for).
+    in_flight: Gauge,
     /// When the inspection gauges were last computed; they are costly on big databases,
     /// so scrapes within `INSPECTION_MAX_AGE` reuse them.
     inspected_at: Mutex<Option<Instant>>,
@@ -139,12 +141,19 @@ impl Metrics {
             "This process's database connections by state (in_use, idle)",
             connections.clone(),
         );
+        let in_flight = Gauge::default();
+        registry.register(
+            "http_requests_in_flight",
+            "HTTP requests this process has begun and not yet answered",
+            in_flight.clone(),
+        );
         Metrics {
             registry: Mutex::new(registry),
             requests,
             latency,
             inspection,
             connections,
+            in_flight,
             inspected_at: Mutex::new(None),
         }
     }
@@ -309,6 +318,10 @@ pub async fn observe_requests(
     let id = forwarded_request_id(req.request(), trusted)
         .unwrap_or_else(|| uuid::Uuid::now_v7().simple().to_string());
     let span = tracing::info_span!("request", id = %id);
+    // Counted while it runs, and no longer once answered or dropped (a client gone).
+    let _in_flight = state
+        .as_ref()
+        .map(|s| InFlight::begin(&s.metrics.in_flight));
     let mut result = next.call(req).instrument(span.clone()).await;
     let elapsed = start.elapsed();
     let (status, route) = match &mut result {
@@ -344,6 +357,22 @@ pub async fn observe_requests(
         tracing::info!(%method, %route, status, latency_ms, %client, "request");
     }
     result
+}
+
+/// One request counted in `http_requests_in_flight` until dropped.
+struct InFlight(Gauge);
+
+impl InFlight {
+    fn begin(gauge: &Gauge) -> InFlight {
+        gauge.inc();
+        InFlight(gauge.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 /// `GET /metrics`: request metrics, and the inspection figures refreshed from the

@@ -30,13 +30,6 @@ fn alertmanager_binary() -> PathBuf {
     );
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 /// A running Alertmanager, stopped on drop.
 struct Alertmanager {
     child: Child,
@@ -76,7 +69,7 @@ receivers:
         );
         let config_path = dir.path().join("alertmanager.yml");
         std::fs::write(&config_path, config).expect("write config");
-        let port = free_port();
+        let port = crate::helpers::free_port();
         let child = Command::new(alertmanager_binary())
             .arg(format!("--config.file={}", config_path.display()))
             .arg(format!(

@@ -357,6 +357,45 @@ pub(crate) fn serve_with(db_url: &str, args: &[&str], extra: &[(&str, &str)]) ->
     }
 }
 
+impl Served {
+    /// Waits until a request besides the scrape's own is in flight: the server read
+    /// its head and waits for the rest (up to 30 s).
+    pub(crate) fn until_a_request_is_in_flight(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let metrics = http_get(self.port, "/metrics", None);
+            let in_flight = metrics
+                .lines()
+                .find_map(|l| l.strip_prefix("coe_http_requests_in_flight "))
+                .and_then(|n| n.trim().parse::<i64>().ok())
+                .unwrap_or(0);
+            if in_flight >= 2 {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no request in flight:\n{metrics}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits until it logged a line containing `text` (up to 30 s).
+    pub(crate) fn until_logged(&self, text: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self
+            .logs
+            .lock()
+            .expect("logs")
+            .iter()
+            .any(|l| l.contains(text))
+        {
+            assert!(Instant::now() < deadline, "never logged {text:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
 pub(crate) fn sigterm(pid: u32) {
     let status = Command::new("kill")
         .args(["-TERM", &pid.to_string()])
@@ -411,12 +450,14 @@ fn serve_prints_a_first_admin_token_once_then_never_again() {
     let mut second = serve(&db.url, &[]);
     let res = http_get(second.port, "/healthz", None);
     assert!(res.starts_with("HTTP/1.1 200"), "{res}");
-    assert!(second
-        .stdout
-        .recv_timeout(Duration::from_millis(300))
-        .is_err());
     sigterm(second.child.id());
     assert!(wait_exit(&mut second.child, Duration::from_secs(30)).success());
+    // Once it exited, all it wrote has been read: nothing.
+    assert_eq!(
+        second.stdout.recv_timeout(Duration::from_secs(10)),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected),
+        "nothing printed on standard output"
+    );
 }
 
 #[test]
@@ -447,9 +488,9 @@ fn sigterm_lets_an_in_flight_request_finish() {
     )
     .expect("write head");
     stream.flush().expect("flush");
-    std::thread::sleep(Duration::from_millis(300));
+    served.until_a_request_is_in_flight();
     sigterm(served.child.id());
-    std::thread::sleep(Duration::from_millis(300));
+    served.until_logged("shutting down: finishing in-flight requests");
     stream
         .write_all(&body.as_bytes()[10..])
         .expect("write rest");

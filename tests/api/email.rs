@@ -2,7 +2,6 @@
 //! (aiosmtpd, `tests/support/smtp_server.py`). Received messages are parsed as MIME.
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration as StdDuration, Instant};
@@ -16,13 +15,6 @@ use crate::helpers::{json, spawn_app_with, Replica, TestApp};
 
 /// Where links in test emails point; the tests map it back to the app's address.
 const PUBLIC_URL: &str = "https://coe.example.test";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
 
 /// The Python that has aiosmtpd (Debian's `python3-aiosmtpd`, installed by scripts/setup).
 fn python() -> String {
@@ -53,7 +45,7 @@ pub(crate) struct Received {
 
 impl SmtpServer {
     pub(crate) fn start() -> SmtpServer {
-        Self::start_on(free_port())
+        Self::start_on(crate::helpers::free_port())
     }
 
     fn start_on(port: u16) -> SmtpServer {
@@ -170,6 +162,25 @@ struct World {
 }
 
 impl World {
+    /// Waits until every email waiting is due again: the backoff after its last
+    /// failed attempt is over (by the time the outbox names, up to 30 s).
+    async fn until_every_email_is_due(&self) {
+        use coe::db::schema::outbox_emails;
+        let deadline = Instant::now() + StdDuration::from_secs(30);
+        loop {
+            let latest: Option<chrono::NaiveDateTime> = outbox_emails::table
+                .filter(outbox_emails::state.eq("pending"))
+                .select(diesel::dsl::max(outbox_emails::next_attempt_at))
+                .first(&mut self.app.pool.get().expect("conn"))
+                .expect("the outbox");
+            if latest.is_none_or(|at| at < Utc::now().naive_utc()) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "emails due again by {latest:?}");
+            tokio::time::sleep(StdDuration::from_millis(50)).await;
+        }
+    }
+
     async fn new() -> World {
         // An install reached from a network: people are named from its domain.
         let app = spawn_app_with(|s| {
@@ -729,7 +740,7 @@ async fn owners_and_reviewers_are_told_when_something_is_assigned_to_them() {
 #[tokio::test]
 async fn emails_wait_while_the_smtp_server_is_down_and_go_out_once_when_it_is_back() {
     let w = World::new().await;
-    let port = free_port();
+    let port = crate::helpers::free_port();
     let url = format!("smtp://127.0.0.1:{port}");
     let coe = w.coe("Queue backlog", "lead@example.com", None).await;
     for (owner, days) in [
@@ -762,13 +773,13 @@ async fn emails_wait_while_the_smtp_server_is_down_and_go_out_once_when_it_is_ba
     );
 
     // Still down: more sweeps and passes lose nothing and add nothing.
-    tokio::time::sleep(StdDuration::from_millis(1100)).await;
+    w.until_every_email_is_due().await;
     w.sweep(&url, &[]);
     assert_eq!(w.outbox("").await["counts"]["pending"], pending);
 
     // Back up: each email is delivered exactly once.
     let smtp = SmtpServer::start_on(port);
-    tokio::time::sleep(StdDuration::from_millis(2100)).await;
+    w.until_every_email_is_due().await;
     let out = w.sweep(&url, &[]);
     assert!(
         stdout(&out).contains(&format!("{pending} sent")),
@@ -1090,12 +1101,10 @@ async fn three_replicas_sweeping_at_once_send_each_email_once() {
     // The COE-opened email, 12 digests, and escalations (days 7, 8, 9) to the COE's
     // owner and reviewer (the owners have no manager).
     let expected = 1 + 12 + 2;
-    let dir = tempfile::tempdir().expect("dir");
     let smtp_url = smtp.url();
     let replicas: Vec<Replica> = (0..3)
         .map(|_| {
             Replica::start(
-                dir.path(),
                 &w.database_url(),
                 &[
                     ("COE_SMTP_URL", &smtp_url),
@@ -1109,8 +1118,22 @@ async fn three_replicas_sweeping_at_once_send_each_email_once() {
         .collect();
     let messages = smtp.wait_for(expected).await;
     assert_eq!(messages.len(), expected, "{messages:?}");
-    // Let the replicas sweep and deliver a few more times: nothing more goes out.
-    tokio::time::sleep(StdDuration::from_secs(4)).await;
+    // Each replica sweeps and delivers twice more (a sweep is counted once done, and
+    // a delivery pass follows it): nothing more goes out.
+    let sweeps = |replica: &Replica| -> i64 {
+        let metrics = crate::cli::http_get(replica.served.port, "/metrics", None);
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("coe_sweeps_total{outcome=\"ok\"} "))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    let before: Vec<i64> = replicas.iter().map(sweeps).collect();
+    let deadline = Instant::now() + StdDuration::from_secs(60);
+    while replicas.iter().zip(&before).any(|(r, b)| sweeps(r) < b + 2) {
+        assert!(Instant::now() < deadline, "the replicas sweep on");
+        tokio::time::sleep(StdDuration::from_millis(100)).await;
+    }
     drop(replicas);
     let messages = smtp.messages();
     assert_eq!(messages.len(), expected);
@@ -1208,7 +1231,7 @@ impl TestCa {
 async fn starttls_with_a_login_reaches_a_relay_signed_by_a_private_ca() {
     let w = World::new().await;
     let ca = TestCa::new();
-    let port = free_port();
+    let port = crate::helpers::free_port();
     let smtp = SmtpServer::start_with(
         port,
         &[
@@ -1300,8 +1323,15 @@ fn a_sign_in_link_leaves_at_once() {
     let mut response = String::new();
     stream.read_to_string(&mut response).expect("read");
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    // Let the start-up pass go by: the next one is a minute away.
-    std::thread::sleep(StdDuration::from_secs(2));
+    // Let the start-up sweep and delivery pass go by (the sweep is counted once done;
+    // its pass follows at once): the next pass is a minute away.
+    let deadline = Instant::now() + StdDuration::from_secs(60);
+    while !crate::cli::http_get(served.port, "/metrics", None)
+        .contains("coe_sweeps_total{outcome=\"ok\"} ")
+    {
+        assert!(Instant::now() < deadline, "the start-up sweep ran");
+        std::thread::sleep(StdDuration::from_millis(50));
+    }
 
     let form = "email=ana%40example.com&next=%2F";
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", served.port)).expect("connect");

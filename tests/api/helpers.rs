@@ -19,6 +19,18 @@ use serde_json::Value;
 pub struct TestDatabase {
     pub url: String,
     _dir: Option<tempfile::TempDir>,
+    /// On PostgreSQL, the database's name, dropped with it.
+    pg_name: Option<String>,
+}
+
+/// A loopback port nothing listened on a moment ago: bound, read and let go. Another
+/// process may take it meanwhile, so use it only where that cannot matter or is
+/// retried (a port that must stay closed, a server started again on another).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
 }
 
 pub fn postgres_admin_url() -> Option<String> {
@@ -44,6 +56,7 @@ impl TestDatabase {
                 TestDatabase {
                     url: with_database_name(&admin, &name),
                     _dir: None,
+                    pg_name: Some(name),
                 }
             }
             None => {
@@ -52,8 +65,27 @@ impl TestDatabase {
                 TestDatabase {
                     url: format!("sqlite://{}", path.display()),
                     _dir: Some(dir),
+                    pg_name: None,
                 }
             }
+        }
+    }
+}
+
+impl Drop for TestDatabase {
+    /// Drops a PostgreSQL test database (the connections a server still holds are
+    /// ended), so that a run leaves the server as it found it.
+    fn drop(&mut self) {
+        let (Some(name), Some(admin)) = (&self.pg_name, postgres_admin_url()) else {
+            return;
+        };
+        let dropped = diesel::PgConnection::establish(&admin).and_then(|mut conn| {
+            diesel::sql_query(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .execute(&mut conn)
+                .map_err(diesel::ConnectionError::CouldntSetupConfiguration)
+        });
+        if let Err(e) = dropped {
+            eprintln!("the test database {name} was not dropped: {e}");
         }
     }
 }
@@ -321,33 +353,20 @@ fn postgres_urls_get_the_test_database_name() {
 /// A `coe serve` process on a test's database, listening on a free loopback port;
 /// stopped on drop.
 pub struct Replica {
-    child: std::process::Child,
+    /// The `coe serve` process (stopped when dropped) and its logs.
+    pub served: crate::cli::Served,
     pub address: String,
 }
 
 impl Replica {
-    /// Starts `coe serve` in `dir` on `database_url`, with only `env` added to the
-    /// `COE_` settings (the process starts with an empty environment).
-    pub fn start(dir: &std::path::Path, database_url: &str, env: &[(&str, &str)]) -> Replica {
-        // A free port: bound, read, let go (the server binds it again at once).
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_coe"))
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .env_clear()
-            .current_dir(dir)
-            .env("COE_DATABASE_URL", database_url)
-            .env("COE_LOG_LEVEL", "warn")
-            .envs(env.iter().copied())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::inherit())
-            .spawn()
-            .expect("coe serve starts");
+    /// Starts `coe serve` on `database_url` on a port the system gives it, with only
+    /// `env` added to the `COE_` settings (the process starts with an empty
+    /// environment).
+    pub fn start(database_url: &str, env: &[(&str, &str)]) -> Replica {
+        let served = crate::cli::serve(database_url, env);
         Replica {
-            child,
-            address: format!("http://127.0.0.1:{port}"),
+            address: format!("http://127.0.0.1:{}", served.port),
+            served,
         }
     }
 
@@ -365,12 +384,5 @@ impl Replica {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
         panic!("the replica at {} did not become ready", self.address);
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }

@@ -80,7 +80,7 @@ async fn post(
 
 /// Posts the sections form of the COE page `page_html` and follows the answer as a
 /// browser would.
-async fn post_sections(
+async fn post_sections_and_follow(
     app: &TestApp,
     cookie: &str,
     page_html: &str,
@@ -194,7 +194,7 @@ async fn every_page_is_valid_html() {
     let html = keep(&app, &mut saved, "coe-draft", &coe_path, Some(&ana)).await;
 
     // The COE page in its other states: a preview, a form with problems, a conflict.
-    let res = post_sections(
+    let res = post_sections_and_follow(
         &app,
         &ana,
         &html,
@@ -228,7 +228,7 @@ async fn every_page_is_valid_html() {
         "coe-submit-gaps",
         &res.text().await.expect("html"),
     );
-    let res = post_sections(
+    let res = post_sections_and_follow(
         &app,
         &ana,
         &html,
@@ -238,7 +238,8 @@ async fn every_page_is_valid_html() {
     )
     .await;
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
-    let res = post_sections(&app, &ana, &html, &coe_path, &[("impact", "stale")], &[]).await;
+    let res =
+        post_sections_and_follow(&app, &ana, &html, &coe_path, &[("impact", "stale")], &[]).await;
     assert_eq!(res.status(), StatusCode::CONFLICT);
     save(&mut saved, "coe-conflict", &res.text().await.expect("html"));
     let html = keep(&app, &mut saved, "coe-written", &coe_path, Some(&ana)).await;

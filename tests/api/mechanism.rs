@@ -287,19 +287,6 @@ fn section<'a>(html: &'a str, id: &str) -> &'a str {
     &html[start..end]
 }
 
-/// A token that stands for `email`.
-fn token_of(app: &TestApp, name: &str, email: &str) -> String {
-    let mut conn = app.pool.get().expect("conn");
-    let (_, secret) = coe::services::tokens::create(
-        &mut conn,
-        &coe::domain::TokenName::parse(name).expect("name"),
-        coe::domain::Role::Member,
-        Some(&coe::domain::EmailAddress::parse(email).expect("email")),
-    )
-    .expect("token");
-    secret.expose().to_owned()
-}
-
 #[tokio::test]
 async fn a_sev1_coe_closes_only_once_its_reviewer_verified_every_done_action() {
     let app = spawn_app().await;
@@ -342,8 +329,8 @@ async fn a_sev1_coe_closes_only_once_its_reviewer_verified_every_done_action() {
             .expect("approved");
     }
     let (bo, rev) = (
-        token_of(&app, "bo", "bo@example.com"),
-        token_of(&app, "rev", "rev@example.com"),
+        crate::actions::person_token(&app, "bo", "bo@example.com"),
+        crate::actions::person_token(&app, "rev", "rev@example.com"),
     );
     let verify = format!("/api/v1/actions/{action}/verify");
     // Nothing to verify before it is done.

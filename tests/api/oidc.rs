@@ -24,13 +24,6 @@ use crate::webdriver::Browser;
 
 const CALLBACK: &str = "/sign-in/oidc/callback";
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
-
 /// The test provider: a `node` process serving `http://127.0.0.1:<port>`.
 struct Provider {
     child: Child,
@@ -57,7 +50,8 @@ impl Provider {
         // (any other failure stops the test).
         let mut logs = Vec::new();
         for _ in 0..3 {
-            match Provider::try_start_on(free_port(), coe_port, keys.clone(), kids) {
+            match Provider::try_start_on(crate::helpers::free_port(), coe_port, keys.clone(), kids)
+            {
                 Ok(provider) => return provider,
                 Err(log) if log.contains("EADDRINUSE") || log.contains("Timeout") => {
                     eprintln!("{log}\n(trying again on another port)");
@@ -304,7 +298,7 @@ fn person(app: &TestApp, email: &str) -> Option<(Option<String>, bool)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn people_sign_in_through_the_provider_and_admin_follows_their_groups() {
-    let coe_port = free_port();
+    let coe_port = crate::helpers::free_port();
     let provider = Provider::start(coe_port, "k1");
     let app = coe_with(coe_port, &provider.issuer(), |_| {}).await;
 
@@ -406,7 +400,7 @@ async fn people_sign_in_through_the_provider_and_admin_follows_their_groups() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replayed_or_forged_callback_signs_nobody_in() {
-    let coe_port = free_port();
+    let coe_port = crate::helpers::free_port();
     let provider = Provider::start(coe_port, "k1");
     let app = coe_with(coe_port, &provider.issuer(), |_| {}).await;
 
@@ -489,7 +483,7 @@ fn no_session_cookie(answer: &reqwest::Response) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_token_that_fails_its_checks_or_an_unverified_address_signs_nobody_in() {
-    let coe_port = free_port();
+    let coe_port = crate::helpers::free_port();
     let provider = Provider::start(coe_port, "k1");
     let app = coe_with(coe_port, &provider.issuer(), |_| {}).await;
 
@@ -547,8 +541,8 @@ async fn a_token_that_fails_its_checks_or_an_unverified_address_signs_nobody_in(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_that_cannot_be_reached_is_a_page_with_a_way_to_try_again() {
     // Nothing listens where the provider should be.
-    let coe_port = free_port();
-    let gone = format!("http://127.0.0.1:{}", free_port());
+    let coe_port = crate::helpers::free_port();
+    let gone = format!("http://127.0.0.1:{}", crate::helpers::free_port());
     let app = coe_with(coe_port, &gone, |_| {}).await;
     let answer = Visitor::new()
         .get(&app.url("/sign-in/oidc?next=%2Fboard"))
@@ -565,7 +559,7 @@ async fn a_provider_that_cannot_be_reached_is_a_page_with_a_way_to_try_again() {
 
     // The provider goes away between the login and the callback: the code cannot be
     // exchanged.
-    let coe_port = free_port();
+    let coe_port = crate::helpers::free_port();
     let mut provider = Provider::start(coe_port, "k1");
     let app = coe_with(coe_port, &provider.issuer(), |_| {}).await;
     let visitor = Visitor::new();
@@ -582,7 +576,7 @@ async fn a_provider_that_cannot_be_reached_is_a_page_with_a_way_to_try_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sign_in_pages_of_oidc_mode_are_valid_html() {
-    let coe_port = free_port();
+    let coe_port = crate::helpers::free_port();
     let provider = Provider::start(coe_port, "k1");
     let app = coe_with(coe_port, &provider.issuer(), |s| {
         s.auth.oidc.email_link_fallback = true;
@@ -625,11 +619,13 @@ fn csrf_in(page: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rotated_signing_key_is_fetched_and_trusted() {
-    let coe_port = free_port();
+    let coe_port = crate::helpers::free_port();
     let provider = Provider::start(coe_port, "k1");
     let app = coe_with(coe_port, &provider.issuer(), |_| {}).await;
     let first = Visitor::new().sign_in(&app, "alice").await;
     assert_eq!(first.status(), StatusCode::SEE_OTHER);
+    // The keys were fetched during that sign-in, so before now.
+    let keys_fetched_by = tokio::time::Instant::now();
     let once = provider.counts().await;
     assert_eq!(once["/.well-known/openid-configuration"], 1, "{once}");
     assert_eq!(once["/jwks"], 1, "{once}");
@@ -644,8 +640,9 @@ async fn a_rotated_signing_key_is_fetched_and_trusted() {
 
     // The provider now signs with k2 (k1 still published); coe kept only k1.
     provider.rotate("k2,k1").await;
-    // Keys are fetched again at most every few seconds.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // Keys are fetched again at most every `KEYS_REFETCH_MIN`: once that has passed
+    // since they were fetched, a token signed with the new key fetches them.
+    tokio::time::sleep_until(keys_fetched_by + coe::oidc::KEYS_REFETCH_MIN).await;
     let after = Visitor::new().sign_in(&app, "alice").await;
     assert_eq!(
         after.status(),
@@ -667,7 +664,7 @@ async fn a_rotated_signing_key_is_fetched_and_trusted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn signing_out_ends_the_session_and_goes_through_the_providers_sign_out() {
-    let coe_port = free_port();
+    let coe_port = crate::helpers::free_port();
     let provider = Provider::start(coe_port, "k1");
     let app = coe_with(coe_port, &provider.issuer(), |s| {
         s.auth.oidc.email_link_fallback = true;
@@ -731,7 +728,7 @@ async fn signing_out_ends_the_session_and_goes_through_the_providers_sign_out() 
 
 #[test]
 fn check_config_says_whether_the_provider_is_usable() {
-    let provider = Provider::start(free_port(), "k1");
+    let provider = Provider::start(crate::helpers::free_port(), "k1");
     let issuer = provider.issuer();
     let env = [
         ("COE_AUTH_MODE", "oidc"),
@@ -756,7 +753,7 @@ fn check_config_says_whether_the_provider_is_usable() {
     );
     assert!(text.contains("# usable"), "{text}");
 
-    let elsewhere = format!("http://127.0.0.1:{}", free_port());
+    let elsewhere = format!("http://127.0.0.1:{}", crate::helpers::free_port());
     let env = [
         ("COE_AUTH_MODE", "oidc"),
         ("COE_AUTH_OIDC_ISSUER", elsewhere.as_str()),
@@ -784,7 +781,7 @@ fn check_config_says_whether_the_provider_is_usable() {
 /// work" as that person with Admin, and out through the provider's sign-out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_admin_signs_in_and_out_through_the_provider_in_a_browser() {
-    let coe_port = free_port();
+    let coe_port = crate::helpers::free_port();
     let provider = Provider::start(coe_port, "k1");
     let app = coe_with(coe_port, &provider.issuer(), |_| {}).await;
     let browser = Browser::start().await;

@@ -269,8 +269,11 @@ fn a_corrupt_database_is_reported_by_readyz_and_refused_by_restore() {
     let out = coe(&["restore", &sound.to_string_lossy()], &env);
     assert!(out.status.success(), "{}", stderr(&out));
     let served = serve(&db.url, &[]);
-    std::thread::sleep(Duration::from_millis(500));
-    assert!(http_get(served.port, "/readyz", None).starts_with("HTTP/1.1 200"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !http_get(served.port, "/readyz", None).starts_with("HTTP/1.1 200") {
+        assert!(Instant::now() < deadline, "the mended database serves");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// Marks the database as migrated by a newer version (a migration this one lacks).
@@ -359,13 +362,13 @@ fn sighup_is_logged_and_ignored() {
     )
     .expect("write head");
     stream.flush().expect("flush");
-    std::thread::sleep(Duration::from_millis(300));
+    served.until_a_request_is_in_flight();
     let status = std::process::Command::new("kill")
         .args(["-HUP", &served.child.id().to_string()])
         .status()
         .expect("kill");
     assert!(status.success());
-    std::thread::sleep(Duration::from_millis(300));
+    served.until_logged("SIGHUP ignored");
     stream
         .write_all(&body.as_bytes()[10..])
         .expect("write rest");
@@ -377,23 +380,6 @@ fn sighup_is_logged_and_ignored() {
         "still running"
     );
     assert!(http_get(served.port, "/healthz", None).starts_with("HTTP/1.1 200"));
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while served
-        .logs
-        .lock()
-        .expect("logs")
-        .iter()
-        .all(|l| !l.contains("SIGHUP ignored"))
-        && Instant::now() < deadline
-    {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(served
-        .logs
-        .lock()
-        .expect("logs")
-        .iter()
-        .any(|l| l.contains("SIGHUP ignored")));
     sigterm(served.child.id());
     assert!(wait_exit(&mut served.child, Duration::from_secs(30)).success());
 }

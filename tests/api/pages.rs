@@ -24,7 +24,6 @@ pub(crate) fn browser() -> reqwest::Client {
         .expect("client")
 }
 
-/// The newest sign-in link emailed to `email`.
 /// The newest sign-in link emailed to `email`. The link is made after the page
 /// answered (so that the answer takes as long for anyone): wait for it, up to 10 s.
 pub(crate) fn emailed_link(app: &TestApp, email: &str) -> Option<String> {
@@ -38,10 +37,28 @@ pub(crate) fn emailed_link(app: &TestApp, email: &str) -> Option<String> {
     }
 }
 
-/// No sign-in link went to `email`, once the work after the answer had time to run.
+/// No sign-in link was emailed to `email`, after a request that got as far as
+/// writing one: the link is written after the answer (one expired at birth for an
+/// address that may not sign in) in the transaction that queues its email, so once
+/// the link is there (waited for, up to 10 s) an email would be too.
 pub(crate) fn no_link_emailed(app: &TestApp, email: &str) -> bool {
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    newest_link(app, email).is_none()
+    use coe::db::schema::sign_in_links;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let links: i64 = sign_in_links::table
+            .filter(sign_in_links::email.eq(email))
+            .count()
+            .get_result(&mut app.pool.get().expect("conn"))
+            .expect("links");
+        if links > 0 {
+            return newest_link(app, email).is_none();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no sign-in link was written for {email}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 fn newest_link(app: &TestApp, email: &str) -> Option<String> {
@@ -345,10 +362,24 @@ async fn nobody_can_lock_another_person_out_of_signing_in() {
         s.auth.sign_in_per_client = 100;
     })
     .await;
-    let emails_to = |email: &str| {
-        // The emails are made after the answers.
-        std::thread::sleep(std::time::Duration::from_millis(500));
+    // The emails are made after the answers, by the requests the limit let through
+    // (decided before the answer: the others start nothing). Each of those writes a
+    // link and queues its email in one transaction: once there are as many links as
+    // requests let through, every email that will be queued is.
+    let emails_to = |email: &str, let_through: i64| {
+        use coe::db::schema::sign_in_links;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         let mut conn = app.pool.get().expect("conn");
+        while sign_in_links::table
+            .filter(sign_in_links::email.eq(email))
+            .count()
+            .get_result::<i64>(&mut conn)
+            .expect("links")
+            < let_through
+        {
+            assert!(std::time::Instant::now() < deadline, "links for {email}");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         outbox_emails::table
             .filter(outbox_emails::kind.eq("sign_in"))
             .filter(outbox_emails::recipient.eq(email))
@@ -372,7 +403,7 @@ async fn nobody_can_lock_another_person_out_of_signing_in() {
         assert!(!html.contains("too many"), "{html}");
     }
     assert_eq!(
-        emails_to("ana@example.com"),
+        emails_to("ana@example.com", 3),
         3,
         "no more emails than the limit"
     );
@@ -389,7 +420,7 @@ async fn nobody_can_lock_another_person_out_of_signing_in() {
         ask_for_link(&app, "bo@example.com").await.status(),
         StatusCode::OK
     );
-    assert_eq!(emails_to("bo@example.com"), 1);
+    assert_eq!(emails_to("bo@example.com", 1), 1);
 }
 
 #[tokio::test]
@@ -1332,7 +1363,11 @@ async fn sign_in_forms_refuse_cross_site_posts() {
         .expect("sent");
         assert_eq!(res.status(), StatusCode::FORBIDDEN, "{headers:?}");
     }
-    assert!(no_link_emailed(&app, "ana@example.com"), "no link sent");
+    // Refused before the answer: nothing runs after it.
+    assert!(
+        newest_link(&app, "ana@example.com").is_none(),
+        "no link sent"
+    );
 
     // The attacker's own link, posted from their page: refused, no cookie, still
     // unused (it was not redeemed).

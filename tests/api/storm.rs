@@ -47,9 +47,8 @@ async fn an_alert_storm_ends_as_one_incident_per_group_with_every_event_once() {
 async fn three_replicas_share_a_storm_and_still_open_one_incident_per_group() {
     let app = spawn_app().await;
     let ingest = app.token("storm", Role::Ingest);
-    let dir = tempfile::tempdir().expect("dir");
     let replicas: Vec<Replica> = (0..2)
-        .map(|_| Replica::start(dir.path(), app.database_url(), &[]))
+        .map(|_| Replica::start(app.database_url(), &[]))
         .collect();
     let mut urls = vec![app.url("/api/v1/events")];
     for replica in &replicas {

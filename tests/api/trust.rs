@@ -10,11 +10,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use coe::config::AuthMode;
-use coe::domain::{EmailAddress, Role, TokenName};
+use coe::domain::Role;
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::helpers::{error_of, spawn_app, spawn_app_with, TestApp, TestDatabase};
+use crate::helpers::{error_of, spawn_app, spawn_app_with, TestDatabase};
 use crate::pages::{browser, get_page, sign_in};
 
 /// A raw HTTP/1.1 request to 127.0.0.1:`port`; the whole response.
@@ -41,12 +41,8 @@ fn http(port: u16, head: &str, body: &str) -> String {
 fn an_install_reachable_from_a_network_signs_in_only_the_directory() {
     let db = TestDatabase::new();
     let dir = tempfile::tempdir().expect("dir");
-    let port = std::net::TcpListener::bind("0.0.0.0:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_coe"))
-        .args(["serve", "--listen", &format!("0.0.0.0:{port}")])
+        .args(["serve", "--listen", "0.0.0.0:0"])
         .env_clear()
         .env("COE_DATABASE_URL", &db.url)
         .env("COE_LOG_FORMAT", "json")
@@ -75,7 +71,25 @@ fn an_install_reachable_from_a_network_signs_in_only_the_directory() {
     let admin = token_rx
         .recv_timeout(Duration::from_secs(60))
         .expect("the admin token");
+    // Where it listens: the port the system gave it, in its "listening" line.
     let deadline = Instant::now() + Duration::from_secs(30);
+    let port = loop {
+        let port = logs.lock().expect("logs").iter().find_map(|l| {
+            let line: serde_json::Value = serde_json::from_str(l).ok()?;
+            (line["message"] == "listening").then_some(())?;
+            line["address"]
+                .as_str()?
+                .rsplit(':')
+                .next()?
+                .parse::<u16>()
+                .ok()
+        });
+        if let Some(port) = port {
+            break port;
+        }
+        assert!(Instant::now() < deadline, "it says where it listens");
+        std::thread::sleep(Duration::from_millis(20));
+    };
     while !http(port, "GET /readyz HTTP/1.1", "").starts_with("HTTP/1.1 200") {
         assert!(Instant::now() < deadline, "ready");
         std::thread::sleep(Duration::from_millis(50));
@@ -105,18 +119,36 @@ fn an_install_reachable_from_a_network_signs_in_only_the_directory() {
         assert!(!page.contains("/sign-in/confirm"), "no link on the page");
     }
     // The emails queued (after the answers): one sign-in link, to Ana.
-    let outbox = loop {
+    loop {
         let outbox = http(
             port,
             &format!("GET /api/v1/outbox HTTP/1.1\r\nAuthorization: Bearer {admin}"),
             "",
         );
         if outbox.contains("ana@example.com") || Instant::now() > deadline {
-            break outbox;
+            break;
         }
         std::thread::sleep(Duration::from_millis(50));
-    };
-    std::thread::sleep(Duration::from_millis(300));
+    }
+    // The outsider's request was refused after its answer, in the transaction that
+    // would have queued its email: once its log line is there, nothing more comes.
+    while !logs
+        .lock()
+        .expect("logs")
+        .iter()
+        .any(|l| l.contains("may not sign in") && l.contains("outsider@attacker.test"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the outsider's request was refused"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let outbox = http(
+        port,
+        &format!("GET /api/v1/outbox HTTP/1.1\r\nAuthorization: Bearer {admin}"),
+        "",
+    );
     let _ = child.kill();
     let _ = child.wait();
     assert!(outbox.starts_with("HTTP/1.1 200"), "{outbox}");
@@ -148,25 +180,13 @@ async fn a_local_trial_still_lets_anyone_sign_in() {
     assert_eq!(res.status(), StatusCode::OK);
 }
 
-fn person_token(app: &TestApp, name: &str, role: Role, email: &str) -> String {
-    let mut conn = app.pool.get().expect("conn");
-    let (_, secret) = coe::services::tokens::create(
-        &mut conn,
-        &TokenName::parse(name).expect("name"),
-        role,
-        Some(&EmailAddress::parse(email).expect("email")),
-    )
-    .expect("token");
-    secret.expose().to_owned()
-}
-
 /// The directory decides who may sign in and where escalations go: admins write it; a
 /// member changes only their own name and time zone.
 #[tokio::test]
 async fn a_member_writes_only_their_own_name_and_time_zone() {
     let app = spawn_app().await;
     let admin = app.admin_token();
-    let ana = person_token(&app, "ana", Role::Member, "ana@example.com");
+    let ana = crate::actions::person_token_with_role(&app, "ana", Role::Member, "ana@example.com");
     let put = |token: &str, email: &str, body: serde_json::Value| {
         app.client
             .put(app.url(&format!("/api/v1/people/{email}")))
@@ -221,7 +241,12 @@ async fn a_member_writes_only_their_own_name_and_time_zone() {
 
     // A member not in the directory cannot add themselves (who may sign in is an
     // admin's to decide).
-    let newcomer = person_token(&app, "newcomer", Role::Member, "newcomer@example.com");
+    let newcomer = crate::actions::person_token_with_role(
+        &app,
+        "newcomer",
+        Role::Member,
+        "newcomer@example.com",
+    );
     error_of(
         put(&newcomer, "newcomer@example.com", json!({"name": "New"}))
             .await
