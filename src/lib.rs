@@ -1,6 +1,8 @@
 //! `coe`, the Correction of Errors service: failure events in, structured root-cause
 //! writeups and corrective actions tracked to closure out. See `docs/architecture.md`.
 
+#[cfg(test)]
+mod architecture_tests;
 pub mod chat;
 pub mod cli;
 pub mod config;

@@ -8,11 +8,13 @@ pub mod fault;
 pub mod locks;
 mod migrations;
 pub mod models;
+pub mod outbox_counts;
 mod pool;
 pub mod rules;
 pub mod schema;
 pub mod search;
 pub mod snapshots;
+pub mod tally;
 pub mod types;
 
 use std::time::Duration;

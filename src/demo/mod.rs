@@ -473,8 +473,7 @@ pub fn seed(
         .load(conn)
         .map_err(fail("count COEs"))?;
     let overdue_actions: i64 = corrective_actions::table
-        .filter(crate::db::rules::action_is_active())
-        .filter(corrective_actions::due_date.lt(seeder.today))
+        .filter(crate::db::rules::action_is_overdue(seeder.today))
         .count()
         .get_result(conn)
         .map_err(fail("count actions"))?;

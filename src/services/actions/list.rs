@@ -71,18 +71,8 @@ pub(crate) fn filtered<'a>(
         q = q.filter(corrective_actions::state.eq(state.as_str()));
     }
     match filter.overdue {
-        Some(true) => {
-            q = q
-                .filter(crate::db::rules::action_is_active())
-                .filter(corrective_actions::due_date.lt(today));
-        }
-        Some(false) => {
-            q = q.filter(
-                corrective_actions::state
-                    .ne_all(ActionState::ACTIVE_NAMES)
-                    .or(corrective_actions::due_date.ge(today)),
-            );
-        }
+        Some(true) => q = q.filter(crate::db::rules::action_is_overdue(today)),
+        Some(false) => q = q.filter(crate::db::rules::action_is_not_overdue(today)),
         None => {}
     }
     if filter.due_from_today {

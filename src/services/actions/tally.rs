@@ -11,7 +11,6 @@
 
 use chrono::NaiveDate;
 use diesel::prelude::*;
-use diesel::sql_types::{Date, Text};
 
 use crate::db::schema::{action_tally, action_tally_day};
 use crate::db::DbConnection;
@@ -66,47 +65,14 @@ pub fn move_day(conn: &mut DbConnection, today: NaiveDate) -> QueryResult<()> {
         return Ok(());
     }
     crate::db::write_transaction(conn, |conn| {
-        // Taken FOR UPDATE on PostgreSQL: the triggers hold it FOR SHARE, so no
-        // action write is half-counted against either day.
-        let was: NaiveDate = match conn {
-            DbConnection::Pg(c) => action_tally_day::table
-                .find(1)
-                .select(action_tally_day::day)
-                .for_update()
-                .first(c)?,
-            DbConnection::Sqlite(c) => action_tally_day::table
-                .find(1)
-                .select(action_tally_day::day)
-                .first(c)?,
-        };
+        let was = crate::db::tally::day_for_update(conn)?;
         if was == today {
             return Ok(());
         }
         diesel::update(action_tally_day::table.find(1))
             .set(action_tally_day::day.eq(today))
             .execute(conn)?;
-        let (from, to) = (was.min(today), was.max(today));
-        let recount = |p: fn(usize) -> String| {
-            format!(
-                "UPDATE action_tally SET overdue = (SELECT count(*) FROM corrective_actions c \
-                 WHERE c.owner_email = action_tally.owner_email \
-                 AND c.state IN ('open', 'in_progress') AND c.due_date < {}) \
-                 WHERE owner_email IN (SELECT c.owner_email FROM corrective_actions c \
-                 WHERE c.state IN ('open', 'in_progress') AND c.due_date >= {} AND c.due_date < {})",
-                p(1),
-                p(2),
-                p(3)
-            )
-        };
-        let query = match conn {
-            DbConnection::Pg(_) => recount(|i| format!("${i}")),
-            DbConnection::Sqlite(_) => recount(|_| "?".to_owned()),
-        };
-        diesel::sql_query(query)
-            .bind::<Date, _>(today)
-            .bind::<Date, _>(from)
-            .bind::<Date, _>(to)
-            .execute(conn)?;
+        crate::db::tally::recount_overdue(conn, today, (was.min(today), was.max(today)))?;
         Ok::<_, diesel::result::Error>(())
     })
 }
@@ -130,28 +96,8 @@ fn day(conn: &mut DbConnection) -> QueryResult<NaiveDate> {
         .first(conn)
 }
 
-/// An owner whose kept row differs from a count of their actions now.
-#[derive(Debug, PartialEq, Eq, QueryableByName)]
-pub struct Drift {
-    #[diesel(sql_type = Text)]
-    pub owner_email: String,
-}
-
 /// The owners whose kept row differs from a count of the actions as they stand
-/// (none, unless a write bypassed the triggers). Reads every action: for the tests,
-/// not for pages.
+/// (`db::tally::drift`): for the tests.
 pub fn drift(conn: &mut DbConnection) -> QueryResult<Vec<String>> {
-    let rows: Vec<Drift> = diesel::sql_query(
-        "SELECT c.owner_email FROM action_tally_counted c \
-         LEFT JOIN action_tally t ON t.owner_email = c.owner_email \
-         WHERE c.open > 0 AND (t.owner_email IS NULL OR t.open <> c.open \
-           OR t.overdue <> c.overdue OR t.oldest_due <> c.oldest_due \
-           OR (t.oldest_due IS NULL) <> (c.oldest_due IS NULL)) \
-         UNION ALL \
-         SELECT t.owner_email FROM action_tally t \
-         WHERE t.open > 0 AND NOT EXISTS (SELECT 1 FROM corrective_actions a \
-           WHERE a.owner_email = t.owner_email AND a.state IN ('open', 'in_progress'))",
-    )
-    .load(conn)?;
-    Ok(rows.into_iter().map(|d| d.owner_email).collect())
+    crate::db::tally::drift(conn)
 }

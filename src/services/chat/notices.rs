@@ -143,8 +143,7 @@ pub fn overdue_daily(
     let overdue: Vec<Overdue> = corrective_actions::table
         .inner_join(coes::table.on(coes::id.eq(corrective_actions::coe_id)))
         .left_join(people::table.on(people::email.eq(corrective_actions::owner_email)))
-        .filter(corrective_actions::closed_at.is_null())
-        .filter(corrective_actions::due_date.lt(today))
+        .filter(crate::db::rules::action_is_overdue(today))
         .order((
             corrective_actions::due_date.asc(),
             corrective_actions::id.asc(),

@@ -14,7 +14,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::db::models::OutboxRow;
-use crate::db::schema::{outbox_count_changes, outbox_emails, people};
+use crate::db::schema::{outbox_emails, people};
 use crate::db::{self, DbConnection};
 use crate::email::{clean_line, EmailTemplates, Kind, TemplateError};
 
@@ -368,59 +368,17 @@ pub fn purge_sent(conn: &mut DbConnection, before: NaiveDateTime) -> QueryResult
 }
 
 /// Emails by state (every state present, zero included): the counts the outbox's
-/// writes keep (migration 000036), plus, on PostgreSQL, their changes not yet folded
-/// in (`fold_counts`), read in one statement so that a fold is never seen half done.
+/// writes keep (migration 000036), with their changes not yet folded in.
 pub fn counts(conn: &mut DbConnection) -> QueryResult<BTreeMap<String, i64>> {
-    #[derive(QueryableByName)]
-    struct Count {
-        #[diesel(sql_type = diesel::sql_types::Text)]
-        state: String,
-        #[diesel(sql_type = diesel::sql_types::BigInt)]
-        n: i64,
-    }
     let mut counts: BTreeMap<String, i64> = STATES.iter().map(|s| ((*s).to_owned(), 0)).collect();
-    for Count { state, n } in diesel::sql_query(
-        "SELECT state, CAST(SUM(n) AS BIGINT) AS n \
-           FROM (SELECT state, n FROM outbox_counts \
-                 UNION ALL SELECT state, n FROM outbox_count_changes) c \
-          GROUP BY state",
-    )
-    .load::<Count>(conn)?
-    {
-        counts.insert(state, n);
-    }
+    counts.extend(db::outbox_counts::read(conn)?);
     Ok(counts)
 }
 
-/// Folds the changes PostgreSQL's triggers appended to the counts (`counts`): each
-/// change deleted and added in one statement, so that it is counted once whichever
-/// replica folds it. The counts' rows are locked first, in order, so that two folds
-/// wait for each other instead of deadlocking. On SQLite the writes keep the counts
-/// themselves and there is nothing to fold.
+/// Folds the changes PostgreSQL's triggers appended to the counts
+/// (`db::outbox_counts::fold`); on SQLite the writes keep the counts themselves.
 pub fn fold_counts(conn: &mut DbConnection) -> QueryResult<()> {
-    if !matches!(conn, DbConnection::Pg(_)) {
-        return Ok(());
-    }
-    // Most passes find nothing to fold: they write nothing (no row lock, no commit).
-    let changed: bool = diesel::select(diesel::dsl::exists(
-        outbox_count_changes::table.select(outbox_count_changes::id),
-    ))
-    .get_result(conn)?;
-    if !changed {
-        return Ok(());
-    }
-    db::write_transaction(conn, |conn| {
-        diesel::sql_query("SELECT state FROM outbox_counts ORDER BY state FOR UPDATE")
-            .execute(conn)?;
-        diesel::sql_query(
-            "WITH moved AS (DELETE FROM outbox_count_changes RETURNING state, n) \
-             UPDATE outbox_counts c SET n = c.n + m.n \
-               FROM (SELECT state, CAST(SUM(n) AS BIGINT) AS n FROM moved GROUP BY state) m \
-              WHERE c.state = m.state",
-        )
-        .execute(conn)?;
-        Ok(())
-    })
+    db::outbox_counts::fold(conn)
 }
 
 #[cfg(test)]
