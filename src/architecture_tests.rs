@@ -68,3 +68,33 @@ fn per_backend_sql_lives_in_db() {
         found.join("\n")
     );
 }
+
+/// A COE's state is written by `services::lifecycle` alone (its moves are the life
+/// cycle's, each with its version bump and audit record).
+#[test]
+fn only_the_life_cycle_writes_a_coes_state() {
+    let mut writers = Vec::new();
+    for (path, text) in sources(&src()) {
+        let Some(code) = code_outside_tests(&path, &text) else {
+            continue;
+        };
+        // A write sets the column (`.set(… coes::state.eq(…) …)`); a read filters on it.
+        for (at, _) in code.match_indices("coes::state.eq(") {
+            let before = &code[at.saturating_sub(120)..at];
+            let set = before.rfind(".set(");
+            let filter = before
+                .rfind(".filter(")
+                .max(before.rfind("filter("))
+                .max(before.rfind(".or("));
+            if set.is_some_and(|s| filter.is_none_or(|f| f < s)) {
+                writers.push(path.display().to_string());
+            }
+        }
+    }
+    writers.dedup();
+    assert_eq!(
+        writers,
+        [src().join("services/lifecycle.rs").display().to_string()],
+        "coes.state written outside services::lifecycle"
+    );
+}

@@ -14,8 +14,7 @@ use utoipa::ToSchema;
 
 use crate::config::Settings;
 use crate::db::schema::{
-    audit_log, coe_incidents, coes, corrective_actions, incidents, people, service_owners,
-    why_chains,
+    audit_log, coe_incidents, coes, corrective_actions, incidents, people, why_chains,
 };
 use crate::db::{types, DbConnection};
 use crate::domain::action::{closed_on_time, ActionKind, ActionState};
@@ -152,7 +151,7 @@ pub fn factors(
     let today = clock.today();
     let first = coverage::quarter_start(today, quarters.saturating_sub(1));
     let since = clock.midnight(first);
-    let teams = Teams::load(conn)?;
+    let teams = crate::services::ownership::Teams::load(conn)?;
     let rows: Vec<ChainFacts> = why_chains::table
         .inner_join(coes::table)
         .filter(coes::state.ne(CoeState::Merged.as_str()))
@@ -176,7 +175,9 @@ pub fn factors(
         })
         .collect();
     for (owner, service, started, created, factor) in rows {
-        let team_name = teams.of(owner.as_deref(), service.as_deref());
+        let team_name = teams
+            .of(owner.as_deref(), service.as_deref())
+            .unwrap_or_else(|| NO_TEAM.to_owned());
         if team.is_some_and(|w| !w.trim().eq_ignore_ascii_case(&team_name)) {
             continue;
         }
@@ -306,7 +307,7 @@ pub fn audit_with(
     let clock = settings.clock();
     let now = clock.now.naive_utc();
     let (start, end) = (clock.midnight(from), clock.midnight(to + Duration::days(1)));
-    let teams = Teams::load(conn)?;
+    let teams = crate::services::ownership::Teams::load(conn)?;
     let wanted = |t: &str| team.is_none_or(|w| w.trim().eq_ignore_ascii_case(t));
     let mut by_team: BTreeMap<String, CoverageFigures> = BTreeMap::new();
 
@@ -362,7 +363,9 @@ pub fn audit_with(
         let owner = facts.as_ref().and_then(|(_, _, o, _)| o.as_deref());
         let resolved = facts.as_ref().and_then(|(_, _, _, r)| *r).or(resolved_at);
         let covered = Covered::of(state, resolved, now, settings.coe.writeup_days);
-        let team_name = teams.of(owner, service.as_deref());
+        let team_name = teams
+            .of(owner, service.as_deref())
+            .unwrap_or_else(|| NO_TEAM.to_owned());
         if !wanted(&team_name) {
             continue;
         }
@@ -396,7 +399,9 @@ pub fn audit_with(
                 ))
                 .first(conn)?;
         let severity = types::severity("coes.severity", severity)?;
-        let team_name = teams.of(owner.as_deref(), service.as_deref());
+        let team_name = teams
+            .of(owner.as_deref(), service.as_deref())
+            .unwrap_or_else(|| NO_TEAM.to_owned());
         if !wanted(&team_name) {
             continue;
         }
@@ -503,62 +508,4 @@ fn settle(figures: &mut CoverageFigures) {
         .iter()
         .filter(|a| a.without_bar_raiser)
         .count() as i64;
-}
-
-/// Who is in which team: people by the directory, services by their owners.
-struct Teams {
-    people: BTreeMap<String, String>,
-    services: BTreeMap<String, String>,
-    /// Each team, lower-cased, as it is named: the first of its spellings.
-    names: BTreeMap<String, String>,
-}
-
-impl Teams {
-    fn load(conn: &mut DbConnection) -> QueryResult<Teams> {
-        let mut teams = Teams {
-            names: BTreeMap::new(),
-            people: people::table
-                .filter(people::team.is_not_null())
-                .select((people::email, people::team.assume_not_null()))
-                .load::<(String, String)>(conn)?
-                .into_iter()
-                .collect(),
-            services: service_owners::table
-                .filter(service_owners::team.is_not_null())
-                .select((
-                    service_owners::service,
-                    service_owners::team.assume_not_null(),
-                ))
-                .load::<(String, String)>(conn)?
-                .into_iter()
-                .collect(),
-        };
-        for team in teams.people.values().chain(teams.services.values()) {
-            let name = teams
-                .names
-                .entry(team.to_lowercase())
-                .or_insert_with(|| team.clone());
-            if team < name {
-                name.clone_from(team);
-            }
-        }
-        Ok(teams)
-    }
-
-    /// The team of an owner, else of a service; `(none)` when neither has one. Teams
-    /// are named as the directory first wrote them, whatever the case.
-    fn of(&self, owner: Option<&str>, service: Option<&str>) -> String {
-        owner
-            .and_then(|o| self.people.get(o))
-            .or_else(|| service.and_then(|s| self.services.get(s)))
-            .map(|t| self.canonical(t))
-            .unwrap_or_else(|| NO_TEAM.to_owned())
-    }
-
-    fn canonical(&self, team: &str) -> String {
-        self.names
-            .get(&team.to_lowercase())
-            .cloned()
-            .unwrap_or_else(|| team.to_owned())
-    }
 }

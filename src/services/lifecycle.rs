@@ -45,6 +45,36 @@ pub fn move_to(
     )
 }
 
+/// Ends draft `coe_id` merged into COE `into` (`coes::merge` moved everything over):
+/// the state, the COE it went into, a new version, and the audit record.
+pub fn merge(
+    conn: &mut DbConnection,
+    coe_id: &str,
+    into: &str,
+    actor: &str,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    diesel::update(coes::table.find(coe_id))
+        .set((
+            coes::state.eq(CoeState::Merged.as_str()),
+            coes::merged_into.eq(into),
+            coes::version.eq(coes::version + 1),
+            coes::updated_at.eq(now),
+        ))
+        .execute(conn)?;
+    audit::record(
+        conn,
+        Change {
+            subject: Subject::Coe(coe_id),
+            actor,
+            action: "state:merged",
+            before: Some(json!({ "state": CoeState::Draft.as_str() })),
+            after: Some(json!({ "state": CoeState::Merged.as_str(), "merged_into": into })),
+        },
+        now,
+    )
+}
+
 /// Applies the closing rule (`domain::coe::settle`) after a change to the COE's
 /// actions or its approval: a COE at or above `verify_from` (`coe.verify_actions_from`)
 /// also waits for its reviewer to verify each done action. The caller holds the

@@ -12,35 +12,6 @@ use crate::config::{ChannelSettings, ChatEvent, Settings};
 use crate::db::schema::chat_messages;
 use crate::db::DbConnection;
 
-/// The team a COE belongs to for its channels: its owner's, else its service's.
-fn team_of_coe(
-    conn: &mut DbConnection,
-    owner: Option<&str>,
-    service: Option<&str>,
-) -> QueryResult<Option<String>> {
-    use crate::db::schema::{people, service_owners};
-    if let Some(owner) = owner {
-        let team: Option<String> = people::table
-            .find(owner)
-            .select(people::team)
-            .first::<Option<String>>(conn)
-            .optional()?
-            .flatten();
-        if team.is_some() {
-            return Ok(team);
-        }
-    }
-    match service {
-        Some(service) => Ok(service_owners::table
-            .find(service)
-            .select(service_owners::team)
-            .first::<Option<String>>(conn)
-            .optional()?
-            .flatten()),
-        None => Ok(None),
-    }
-}
-
 /// A COE as its notices name it.
 pub struct CoeLine<'a> {
     pub id: &'a str,
@@ -67,7 +38,7 @@ pub fn coe_notice(
     if settings.chat.channels.is_empty() {
         return Ok(0);
     }
-    let team = team_of_coe(conn, coe.owner, coe.service)?;
+    let team = crate::services::ownership::team_of_coe(conn, coe.owner, coe.service)?;
     let mut facts = vec![
         ("Severity".to_owned(), coe.severity.to_owned()),
         (

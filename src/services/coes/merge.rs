@@ -13,7 +13,7 @@ use serde_json::json;
 
 use super::edit::{with_current, Recorded};
 use super::timeline::recompute_milestone;
-use super::{load_row, record_change, CoeError};
+use super::{load_row, CoeError};
 use crate::db::models::{CoeRow, SectionRow};
 use crate::db::schema::{
     action_recurrences, coe_incidents, coe_recurrences, coe_sections, coes, corrective_actions,
@@ -341,23 +341,7 @@ fn fold(
         .filter(coes::severity.gt(source.severity))
         .set(coes::severity.eq(source.severity))
         .execute(conn)?;
-    diesel::update(coes::table.find(s))
-        .set((
-            coes::state.eq(CoeState::Merged.as_str()),
-            coes::merged_into.eq(t),
-            coes::version.eq(coes::version + 1),
-            coes::updated_at.eq(now),
-        ))
-        .execute(conn)?;
-    record_change(
-        conn,
-        s,
-        who.actor,
-        "state:merged",
-        Some(json!({"state": "draft"})),
-        Some(json!({"state": "merged", "merged_into": t})),
-        now,
-    )?;
+    crate::services::lifecycle::merge(conn, s, t, who.actor, now)?;
     crate::services::search_index::reindex(conn, s)?;
     Ok(())
 }
