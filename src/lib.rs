@@ -16,7 +16,6 @@ pub mod ingest;
 pub mod jobs;
 pub mod json;
 pub mod oidc;
-pub mod scheduler;
 pub mod services;
 pub mod startup;
 pub mod telemetry;

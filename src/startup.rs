@@ -69,7 +69,6 @@ impl Application {
     ) -> Result<Application, StartupError> {
         let database = settings.database.clone();
         let url = settings.database_url();
-        let checked = url.clone();
         let pool = web::block(move || -> Result<DbPool, db::DbError> {
             let pool = db::connect(&database)?;
             let mut conn = pool
@@ -89,7 +88,6 @@ impl Application {
         .await
         .map_err(|e| db::DbError::Connect(e.to_string()))?
         .map_err(|e| e.explained(&url))?;
-        db::backup::check_in_background(&checked, settings.database.busy_timeout_ms);
         Self::with_pool(settings, pool)
     }
 
@@ -226,7 +224,7 @@ impl Application {
         &self.emails
     }
 
-    /// The bell the delivery worker answers (`Scheduler::start` connects it).
+    /// The bell the delivery job answers (`jobs::serve` connects it).
     pub fn outbox_bell(&self) -> &crate::services::outbox::Bell {
         &self.outbox_bell
     }

@@ -11,7 +11,6 @@ use crate::config::{LogFormat, Overrides, Settings};
 use crate::db;
 use crate::domain::{EmailAddress, Role, TokenName};
 use crate::email::{EmailTemplates, Transport};
-use crate::scheduler::{Scheduler, SweepMetrics};
 use crate::services::{outbox, reminders, sweep_settings, tokens};
 use crate::startup::{self, Application};
 use crate::telemetry;
@@ -289,37 +288,16 @@ fn serve(settings: Settings, migrations: startup::Migrations) -> Result<(), Fail
             );
         }
         startup::stop_on_signals(app.handle(), grace);
-        let scheduler = if app.settings().reminders.enabled {
-            let sweeps = SweepMetrics::default();
-            app.metrics().with_registry(|r| sweeps.register(r));
-            Some(
-                Scheduler::start(
-                    app.settings().clone(),
-                    app.pool().clone(),
-                    app.emails().clone(),
-                    transport,
-                    sweeps,
-                    app.outbox_bell(),
-                )
-                .map_err(Failure::runtime)?,
-            )
-        } else {
-            tracing::info!("reminders.enabled is false: no sweeps or deliveries in this process");
-            None
-        };
-        let job_metrics = crate::jobs::JobMetrics::default();
-        app.metrics().with_registry(|r| job_metrics.register(r));
-        let jobs = crate::jobs::Jobs::start(
-            crate::jobs::figures::job(app.settings().clone(), app.pool().clone())
-                .into_iter()
-                .collect(),
-            &job_metrics,
-        )
+        let jobs = crate::jobs::serve(crate::jobs::Parts {
+            settings: app.settings().clone(),
+            pool: app.pool().clone(),
+            templates: app.emails().clone(),
+            transport,
+            bell: app.outbox_bell().clone(),
+            registry: app.metrics().clone(),
+        })
         .map_err(Failure::runtime)?;
         let served = app.run_until_stopped().await;
-        if let Some(scheduler) = scheduler {
-            scheduler.stop();
-        }
         jobs.stop();
         served.map_err(Failure::runtime)?;
         tracing::info!("stopped");

@@ -226,7 +226,7 @@ pub(crate) fn parse_proxy(text: &str) -> Option<ipnet::IpNet> {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ReminderSettings {
-    /// Whether `coe serve` runs the scheduler (sweeps and deliveries). Turn it off
+    /// Whether `coe serve` runs the reminder jobs (sweeps, email and chat delivery). Turn it off
     /// when an outside cron runs `coe sweep` instead.
     pub enabled: bool,
     /// Seconds between two sweeps of `coe serve`.

@@ -79,45 +79,30 @@ pub fn problems(conn: &mut SqliteConnection, check: Check) -> diesel::QueryResul
         .collect())
 }
 
-/// Checks the database at `url` in a thread of its own, with a connection of its own,
-/// once: SQLite then reads every page, so a file it calls corrupt is reported by
-/// `/readyz` (`database_corrupt`) before a request meets it. Nothing on PostgreSQL.
-pub fn check_in_background(url: &DatabaseUrl, busy_timeout_ms: u32) {
-    let DatabaseUrl::Sqlite(path) = url else {
-        return;
-    };
-    if path.as_os_str() == ":memory:" {
-        return;
-    }
-    let url = url.clone();
-    let spawned = std::thread::Builder::new()
-        .name("coe-quick-check".into())
-        .spawn(move || {
-            let started = Instant::now();
-            let found = super::establish(&url, busy_timeout_ms)
-                .map_err(|e| e.to_string())
-                .and_then(|conn| match conn {
-                    DbConnection::Sqlite(mut c) => {
-                        problems(&mut c, Check::Quick).map_err(|e| e.to_string())
-                    }
-                    DbConnection::Pg(_) => Ok(Vec::new()),
-                });
-            match found {
-                Ok(found) if found.is_empty() => tracing::info!(
-                    took_ms = started.elapsed().as_millis() as u64,
-                    "database integrity checked (PRAGMA quick_check): ok"
-                ),
-                Ok(found) => super::fault::corrupt_found(&found.join("; ")),
-                Err(e)
-                    if super::fault::classify_message(&e) == Some(super::fault::Fault::Corrupt) =>
-                {
-                    super::fault::corrupt_found(&e)
-                }
-                Err(e) => tracing::warn!(error = %e, "cannot check the database's integrity"),
+/// Checks the database at `url` once with a connection of its own (`PRAGMA
+/// quick_check`: SQLite reads every page): `None` when sound; what it found, reported
+/// to `/readyz` (`database_corrupt`), when not. The start-up integrity job runs it.
+pub fn quick_check(url: &DatabaseUrl, busy_timeout_ms: u32) -> Result<Option<String>, String> {
+    let found = super::establish(url, busy_timeout_ms)
+        .map_err(|e| e.to_string())
+        .and_then(|conn| match conn {
+            DbConnection::Sqlite(mut c) => {
+                problems(&mut c, Check::Quick).map_err(|e| e.to_string())
             }
+            DbConnection::Pg(_) => Ok(Vec::new()),
         });
-    if let Err(e) = spawned {
-        tracing::warn!(error = %e, "cannot start the database's integrity check");
+    match found {
+        Ok(found) if found.is_empty() => Ok(None),
+        Ok(found) => {
+            let found = found.join("; ");
+            super::fault::corrupt_found(&found);
+            Ok(Some(found))
+        }
+        Err(e) if super::fault::classify_message(&e) == Some(super::fault::Fault::Corrupt) => {
+            super::fault::corrupt_found(&e);
+            Ok(Some(e))
+        }
+        Err(e) => Err(e),
     }
 }
 

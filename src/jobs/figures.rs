@@ -20,12 +20,12 @@ pub fn job(settings: Arc<Settings>, pool: DbPool) -> Option<Job> {
     let at = settings.clone();
     Some(Job {
         name: "figures",
-        run: Box::new(move || {
+        run: Box::new(move |_| {
             let mut conn = crate::db::checkout(&pool).map_err(|e| e.to_string())?;
             crate::services::stats::snapshot::count(&mut conn, at.clock())
                 .map_err(|e| e.to_string())
         }),
-        next_in: Box::new(move || every.min(until_next_day(&settings))),
+        next_in: Box::new(move || Some(every.min(until_next_day(&settings)))),
     })
 }
 

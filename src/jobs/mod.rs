@@ -1,14 +1,24 @@
-//! Background jobs: work that runs on a schedule beside the requests, each on a
-//! thread of its own (diesel blocks), with one way to start, to stop at shutdown, to
-//! report in `/metrics` and to log. Started by `coe serve`.
+//! Background jobs: every task that runs beside the requests on a schedule or when
+//! woken — the reminder sweep, email delivery, chat delivery, the figures, the
+//! start-up integrity check — each on a thread of its own (diesel and the SMTP client
+//! block), with one way to start (`Jobs::start`), to be woken (`Jobs::waker`), to
+//! stop at shutdown (`Jobs::stop`: each finishes its step), to report in `/metrics`
+//! (`job_*`) and to log. `coe serve` starts them (`serve`); several replicas may run
+//! them side by side: the outbox's keys and claims keep every email single, and a
+//! count of figures older than the one kept is not kept.
 //!
-//! Jobs here: `figures` (the figures about the past, counted ahead of the views). The
-//! reminder sweep and the deliveries still run in `scheduler`.
+//! Not jobs: the ingest writer (`services::ingest::writer`, the group commit every
+//! write request waits on) with its SQLite checkpointer, and the sign-in link written
+//! after its page answered (`http::pages::sign_in`), which are part of a request.
 
 pub mod figures;
+pub mod integrity;
+pub mod reminders;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -17,6 +27,10 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+
+use crate::config::Settings;
+use crate::db::DbPool;
+use crate::email::{EmailTemplates, Transport};
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct JobLabels {
@@ -63,6 +77,8 @@ impl JobMetrics {
         );
     }
 
+    /// The count first and the success gauge last, so that a scrape that sees
+    /// `job_last_success 1` also sees the run counted.
     fn record(&self, job: &'static str, ok: bool, took: Duration) {
         let outcome = if ok { "ok" } else { "failed" };
         self.runs
@@ -79,72 +95,142 @@ impl JobMetrics {
     }
 }
 
-/// A job: its name (in logs and metrics), what one run does, and how long to wait
-/// after a run before the next.
+/// One run of a job; `stopping` is set when the service stops (a long run, a delivery
+/// pass, ends after its current step).
+pub type Run = Box<dyn FnMut(&AtomicBool) -> Result<(), String> + Send>;
+
+/// A job: its name (in logs and metrics, `job="…"`), what one run does, and how long
+/// to wait after a run before the next (none: it ran once and is done). A job is
+/// also run early when woken (`Jobs::waker`).
 pub struct Job {
     pub name: &'static str,
-    pub run: Box<dyn FnMut() -> Result<(), String> + Send>,
-    pub next_in: Box<dyn Fn() -> Duration + Send>,
+    pub run: Run,
+    pub next_in: Box<dyn Fn() -> Option<Duration> + Send>,
 }
 
 /// The jobs running, until `stop`.
 pub struct Jobs {
-    stopping: Arc<(Mutex<bool>, Condvar)>,
-    threads: Vec<JoinHandle<()>>,
+    stopping: Arc<AtomicBool>,
+    running: Vec<(&'static str, mpsc::Sender<()>, JoinHandle<()>)>,
 }
 
 impl Jobs {
-    /// Starts each job on a thread of its own: a run at once, then one after each wait.
+    /// Starts each job on a thread of its own: a run at once, then one after each wait
+    /// or wake-up.
     pub fn start(jobs: Vec<Job>, metrics: &JobMetrics) -> std::io::Result<Jobs> {
-        let stopping = Arc::new((Mutex::new(false), Condvar::new()));
-        let mut threads = Vec::new();
+        let stopping = Arc::new(AtomicBool::new(false));
+        let mut running = Vec::new();
         for job in jobs {
-            let (stopping, metrics) = (stopping.clone(), metrics.clone());
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("coe-job-{}", job.name))
-                    .spawn(move || run(job, &stopping, &metrics))?,
-            );
+            let (wake, woken) = mpsc::channel();
+            let (name, stopping, metrics) = (job.name, stopping.clone(), metrics.clone());
+            let thread = std::thread::Builder::new()
+                .name(format!("coe-job-{name}"))
+                .spawn(move || run(job, &woken, &stopping, &metrics))?;
+            running.push((name, wake, thread));
         }
-        Ok(Jobs { stopping, threads })
+        Ok(Jobs { stopping, running })
     }
 
-    /// Stops every job after its current run and waits for them.
+    /// What wakes job `name` for a run now (none: no such job runs).
+    pub fn waker(&self, name: &str) -> Option<mpsc::Sender<()>> {
+        self.running
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map(|(_, wake, _)| wake.clone())
+    }
+
+    /// Stops every job after its current step and waits for them.
     pub fn stop(self) {
-        let (lock, woken) = &*self.stopping;
-        *lock
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
-        woken.notify_all();
-        for thread in self.threads {
-            let _ = thread.join();
+        self.stopping.store(true, Ordering::Relaxed);
+        for (_, wake, _) in &self.running {
+            let _ = wake.send(());
+        }
+        for (name, _, thread) in self.running {
+            if thread.join().is_err() {
+                tracing::error!(job = name, "a job's thread panicked");
+            }
         }
     }
 }
 
-fn run(mut job: Job, stopping: &(Mutex<bool>, Condvar), metrics: &JobMetrics) {
-    let (lock, woken) = stopping;
+fn run(mut job: Job, woken: &mpsc::Receiver<()>, stopping: &AtomicBool, metrics: &JobMetrics) {
+    tracing::debug!(job = job.name, "job started");
     loop {
         let began = std::time::Instant::now();
-        let ran = catch_unwind(AssertUnwindSafe(|| (job.run)()))
+        // A bug in one run must not stop the job for good: counted as failed, and the
+        // next run goes ahead as planned.
+        let ran = catch_unwind(AssertUnwindSafe(|| (job.run)(stopping)))
             .unwrap_or_else(|_| Err("the job panicked".to_owned()));
         let took = began.elapsed();
-        match &ran {
-            Ok(()) => tracing::debug!(job = job.name, ms = took.as_millis(), "job ran"),
-            Err(error) => {
-                tracing::warn!(job = job.name, %error, "job failed; it runs again at its next turn")
-            }
+        if let Err(error) = &ran {
+            tracing::error!(job = job.name, %error, "job failed; its next run goes ahead as planned");
         }
         metrics.record(job.name, ran.is_ok(), took);
-        let wait = (job.next_in)();
-        let stopped = lock
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let (stopped, _) = woken
-            .wait_timeout_while(stopped, wait, |stopped| !*stopped)
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if *stopped {
+        let Some(wait) = (job.next_in)() else {
+            return;
+        };
+        if stopping.load(Ordering::Relaxed) {
+            return;
+        }
+        match woken.recv_timeout(wait) {
+            // One run answers every wake-up so far.
+            Ok(()) => while woken.try_recv().is_ok() {},
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+        if stopping.load(Ordering::Relaxed) {
             return;
         }
     }
+}
+
+/// What `coe serve` runs besides the requests.
+pub struct Parts {
+    pub settings: Arc<Settings>,
+    pub pool: DbPool,
+    pub templates: Arc<EmailTemplates>,
+    pub transport: Transport,
+    /// Rung by a request that queued an email: wakes the delivery job.
+    pub bell: crate::services::outbox::Bell,
+    pub registry: Arc<crate::http::metrics::Metrics>,
+}
+
+/// Starts the jobs of `coe serve`: the figures and the start-up integrity check
+/// always; the sweep, email delivery and chat delivery unless `reminders.enabled` is
+/// false (a cron job runs `coe sweep` instead).
+pub fn serve(parts: Parts) -> std::io::Result<Jobs> {
+    let metrics = JobMetrics::default();
+    parts.registry.with_registry(|r| metrics.register(r));
+    let mut jobs: Vec<Job> = Vec::new();
+    jobs.extend(integrity::job(&parts.settings));
+    jobs.extend(figures::job(parts.settings.clone(), parts.pool.clone()));
+    if parts.settings.reminders.enabled {
+        tracing::info!(
+            sweep_every_secs = parts.settings.reminders.interval_secs,
+            transport = %parts.transport.describe(),
+            "reminder jobs started"
+        );
+        let sweeps = reminders::SweepMetrics::default();
+        parts.registry.with_registry(|r| sweeps.register(r));
+        jobs.push(reminders::sweep(
+            parts.settings.clone(),
+            parts.pool.clone(),
+            parts.templates.clone(),
+            parts.bell.clone(),
+            sweeps,
+        ));
+        jobs.extend(reminders::chat(parts.settings.clone(), parts.pool.clone()));
+        jobs.push(reminders::delivery(
+            parts.settings.clone(),
+            parts.pool.clone(),
+            parts.transport,
+        ));
+    } else {
+        tracing::info!("reminders.enabled is false: no sweeps or deliveries in this process");
+    }
+    let started = Jobs::start(jobs, &metrics)?;
+    if let Some(wake) = started.waker(reminders::DELIVERY) {
+        parts.bell.connect(wake);
+    }
+    Ok(started)
 }

@@ -18,7 +18,7 @@ fn current(settings: &Settings) -> [(&'static str, String); 2] {
     ]
 }
 
-/// Records what a server sweep runs with. Called by the scheduler of `coe serve`.
+/// Records what a server sweep runs with. Called by the sweep job of `coe serve`.
 pub fn record(conn: &mut DbConnection, settings: &Settings, now: NaiveDateTime) -> QueryResult<()> {
     for (name, value) in current(settings) {
         let updated = diesel::update(sweep_settings::table.find(name))

@@ -1118,19 +1118,32 @@ async fn three_replicas_sweeping_at_once_send_each_email_once() {
         .collect();
     let messages = smtp.wait_for(expected).await;
     assert_eq!(messages.len(), expected, "{messages:?}");
-    // Each replica sweeps and delivers twice more (a sweep is counted once done, and
-    // a delivery pass follows it): nothing more goes out.
-    let sweeps = |replica: &Replica| -> i64 {
+    // Each replica sweeps and delivers twice more: nothing more goes out.
+    let runs = |replica: &Replica| -> (i64, i64) {
         let metrics = crate::cli::http_get(replica.served.port, "/metrics", None);
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix("coe_sweeps_total{outcome=\"ok\"} "))
-            .and_then(|n| n.trim().parse().ok())
-            .unwrap_or(0)
+        let count = |job: &str| {
+            metrics
+                .lines()
+                .find_map(|l| {
+                    l.strip_prefix(&format!(
+                        "coe_job_runs_total{{job=\"{job}\",outcome=\"ok\"}} "
+                    ))
+                })
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        (count("sweep"), count("delivery"))
     };
-    let before: Vec<i64> = replicas.iter().map(sweeps).collect();
+    let before: Vec<(i64, i64)> = replicas.iter().map(runs).collect();
     let deadline = Instant::now() + StdDuration::from_secs(60);
-    while replicas.iter().zip(&before).any(|(r, b)| sweeps(r) < b + 2) {
+    while replicas
+        .iter()
+        .zip(&before)
+        .any(|(r, (sweeps, deliveries))| {
+            let (s, d) = runs(r);
+            s < sweeps + 2 || d < deliveries + 2
+        })
+    {
         assert!(Instant::now() < deadline, "the replicas sweep on");
         tokio::time::sleep(StdDuration::from_millis(100)).await;
     }
@@ -1323,11 +1336,10 @@ fn a_sign_in_link_leaves_at_once() {
     let mut response = String::new();
     stream.read_to_string(&mut response).expect("read");
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    // Let the start-up sweep and delivery pass go by (the sweep is counted once done;
-    // its pass follows at once): the next pass is a minute away.
+    // Let the start-up delivery pass go by: the next is a minute away.
     let deadline = Instant::now() + StdDuration::from_secs(60);
     while !crate::cli::http_get(served.port, "/metrics", None)
-        .contains("coe_sweeps_total{outcome=\"ok\"} ")
+        .contains("coe_job_runs_total{job=\"delivery\",outcome=\"ok\"} ")
     {
         assert!(Instant::now() < deadline, "the start-up sweep ran");
         std::thread::sleep(StdDuration::from_millis(50));

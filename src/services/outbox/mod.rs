@@ -104,19 +104,20 @@ pub fn enqueue(conn: &mut DbConnection, email: &NewEmail, now: NaiveDateTime) ->
 
 thread_local! {
     /// Set when this thread queued an email: whoever called the service rings the
-    /// delivery worker's bell afterwards (`Bell::ring_if_queued`).
+    /// delivery job's bell afterwards (`Bell::ring_if_queued`).
     static QUEUED_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Wakes the delivery worker when an email was queued, so that it leaves at once
+/// Wakes the delivery job when an email was queued, so that it leaves at once
 /// instead of at the next pass (`reminders.delivery_interval_secs`): a sign-in link
-/// reaches the SMTP server within a second. Connected to the worker when it starts;
-/// until then (and with `reminders.enabled = false`) ringing does nothing.
+/// reaches the SMTP server within a second. Connected to the delivery job when it
+/// starts (`jobs::serve`); until then (and with `reminders.enabled = false`) ringing
+/// does nothing.
 #[derive(Clone, Default)]
 pub struct Bell(std::sync::Arc<std::sync::Mutex<Option<std::sync::mpsc::Sender<()>>>>);
 
 impl Bell {
-    /// Gives the bell the worker's wake-up channel.
+    /// Gives the bell the delivery job's wake-up channel.
     pub fn connect(&self, worker: std::sync::mpsc::Sender<()>) {
         *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(worker);
     }

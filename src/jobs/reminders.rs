@@ -1,0 +1,175 @@
+//! The reminder jobs: a sweep every `reminders.interval_secs` (it decides and queues
+//! the reminders, and purges what is no longer of use), email delivery every
+//! `reminders.delivery_interval_secs` and at once when a request or a sweep queues an
+//! email (`outbox::Bell`), and chat delivery (`[[chat.channels]]`) on a job of its
+//! own, so that a slow or silent platform never holds up email.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+use super::Job;
+use crate::config::Settings;
+use crate::db::DbPool;
+use crate::email::{EmailTemplates, Transport};
+use crate::services::{outbox, reminders, sweep_settings};
+
+/// The delivery job's name (the bell wakes it).
+pub const DELIVERY: &str = "delivery";
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
+/// What `/metrics` has told of this process's sweeps since before the jobs had
+/// metrics of their own (`job_*{job="sweep"}` says the same): kept for the alerts
+/// written against them.
+#[derive(Default, Clone)]
+pub struct SweepMetrics {
+    last_run: Gauge,
+    last_ok: Gauge,
+    runs: Family<OutcomeLabels, Counter>,
+}
+
+impl SweepMetrics {
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "sweep_last_run_timestamp_seconds",
+            "When this process's last reminder sweep ended (Unix time)",
+            self.last_run.clone(),
+        );
+        registry.register(
+            "sweep_last_success",
+            "1 when this process's last reminder sweep succeeded, 0 when it failed",
+            self.last_ok.clone(),
+        );
+        registry.register(
+            "sweeps",
+            "Reminder sweeps run by this process, by outcome (ok, failed)",
+            self.runs.clone(),
+        );
+    }
+
+    /// The count first and the success gauge last, so a scrape that sees
+    /// `sweep_last_success 1` also sees the sweep counted.
+    fn record(&self, ok: bool) {
+        let outcome = if ok { "ok" } else { "failed" };
+        self.runs.get_or_create(&OutcomeLabels { outcome }).inc();
+        self.last_run.set(chrono::Utc::now().timestamp());
+        self.last_ok.set(i64::from(ok));
+    }
+}
+
+/// The sweep: what this server sweeps with (so that a `coe sweep` with other settings
+/// warns), the purge of sign-in links and sessions of no more use, and the reminders
+/// (`reminders::sweep`); then the delivery job is woken for what it queued.
+pub fn sweep(
+    settings: Arc<Settings>,
+    pool: DbPool,
+    templates: Arc<EmailTemplates>,
+    bell: outbox::Bell,
+    metrics: SweepMetrics,
+) -> Job {
+    let every = Duration::from_secs(settings.reminders.interval_secs);
+    Job {
+        name: "sweep",
+        run: Box::new(move |_| {
+            let swept = sweep_once(&settings, &pool, &templates);
+            metrics.record(swept.is_ok());
+            bell.ring_if_queued();
+            swept
+        }),
+        next_in: Box::new(move || Some(every)),
+    }
+}
+
+fn sweep_once(
+    settings: &Settings,
+    pool: &DbPool,
+    templates: &EmailTemplates,
+) -> Result<(), String> {
+    // `db::checkout` logged why (or the outage it belongs to).
+    let mut conn = crate::db::checkout(pool).map_err(|_| "no database connection".to_owned())?;
+    sweep_settings::record(&mut conn, settings, crate::db::now()).map_err(|e| e.to_string())?;
+    crate::services::auth::purge(&mut conn, settings, crate::db::now())
+        .map_err(|e| e.to_string())?;
+    let report = reminders::sweep(&mut conn, settings, templates, chrono::Utc::now(), false)
+        .map_err(|e| e.to_string())?;
+    if report.queued.is_empty() {
+        tracing::debug!(already_queued = report.already_queued, "sweep: nothing new");
+    } else {
+        tracing::info!(
+            queued = report.queued.len(),
+            already_queued = report.already_queued,
+            purged = report.purged,
+            raw_bodies_purged = report.raw_bodies_purged,
+            "sweep queued emails"
+        );
+    }
+    Ok(())
+}
+
+/// Email delivery: the emails due, each claimed, sent and marked (`outbox::deliver`);
+/// a stop ends the pass after the email being sent.
+pub fn delivery(settings: Arc<Settings>, pool: DbPool, transport: Transport) -> Job {
+    let every = Duration::from_secs(settings.reminders.delivery_interval_secs);
+    Job {
+        name: DELIVERY,
+        run: Box::new(move |stopping: &AtomicBool| {
+            let mut conn =
+                crate::db::checkout(&pool).map_err(|_| "no database connection".to_owned())?;
+            let report = outbox::deliver(&mut conn, &transport, &settings, stopping)
+                .map_err(|e| e.to_string())?;
+            if report != outbox::DeliveryReport::default() {
+                tracing::info!(
+                    sent = report.sent,
+                    deferred = report.deferred,
+                    failed = report.failed,
+                    "delivery pass"
+                );
+            }
+            Ok(())
+        }),
+        next_in: Box::new(move || Some(every)),
+    }
+}
+
+/// Chat delivery, when channels are configured: a pass every
+/// `reminders.delivery_interval_secs` (a notice decided meanwhile waits at most that
+/// long).
+pub fn chat(settings: Arc<Settings>, pool: DbPool) -> Option<Job> {
+    if settings.chat.channels.is_empty() {
+        return None;
+    }
+    let every = Duration::from_secs(settings.reminders.delivery_interval_secs);
+    tracing::info!(
+        channels = settings.chat.channels.len(),
+        "chat delivery started"
+    );
+    Some(Job {
+        name: "chat",
+        run: Box::new(move |stopping: &AtomicBool| {
+            let mut conn =
+                crate::db::checkout(&pool).map_err(|_| "no database connection".to_owned())?;
+            let report = crate::services::chat::deliver(&mut conn, &settings, stopping)
+                .map_err(|e| e.to_string())?;
+            if report != crate::services::chat::ChatReport::default() {
+                tracing::info!(
+                    sent = report.sent,
+                    deferred = report.deferred,
+                    failed = report.failed,
+                    "chat delivery pass"
+                );
+            }
+            Ok(())
+        }),
+        next_in: Box::new(move || Some(every)),
+    })
+}
