@@ -233,3 +233,50 @@ fn the_architecture_page_names_what_exists() {
         "docs/architecture.md has {lines} lines; a newcomer reads 250"
     );
 }
+
+/// The checks on who the caller is live in `services::access`: no service or handler
+/// reads the caller's admin flag, compares the caller's address or asks whether a
+/// person answers, outside it (the places that make an `Acting` from a session or a
+/// token, and those that hand `access` the caller's role, are what remain).
+#[test]
+fn checks_on_the_caller_live_in_access() {
+    let needles = [
+        "who.email.filter(",
+        "who.principal.contains(",
+        "who.is_admin",
+        "who.email ==",
+        "== who.email",
+        "caller.email.as_deref() !=",
+        "caller.email.as_deref() ==",
+        "role != Role::Admin",
+        "domain::action::may_verify(",
+    ];
+    let (mut in_access, mut found) = (0, Vec::new());
+    for dir in ["services", "http"] {
+        for (path, text) in sources(&src().join(dir)) {
+            let Some(code) = code_outside_tests(&path, &text) else {
+                continue;
+            };
+            for (n, line) in code.lines().enumerate() {
+                let hit = needles.iter().find(|needle| line.contains(**needle));
+                let Some(needle) = hit else {
+                    continue;
+                };
+                if path.ends_with("services/access.rs") {
+                    in_access += 1;
+                } else {
+                    found.push(format!("{}:{}: {needle}", path.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        in_access >= 3,
+        "the reader found no check even in access.rs"
+    );
+    assert!(
+        found.is_empty(),
+        "checks on the caller outside services::access:\n{}",
+        found.join("\n")
+    );
+}

@@ -1,9 +1,17 @@
-//! Who may change what. One rule per kind of thing, called by the services inside the
-//! write transaction that makes the change, so the answer holds for the change itself.
+//! Who may change what: the one home of the checks on the caller. Each rule is called
+//! by the service inside the write transaction that makes the change, so the answer
+//! holds for the change itself; the pages ask the same rules to show their buttons.
+//! A leaf: the rules that read the database read only what they decide on, the others
+//! take the facts as arguments.
 //!
 //! - A COE: its owner, its reviewer, and admins; a COE nobody owns yet, any member
 //!   (someone has to take it).
-//! - A corrective action: its owner, and whoever may change its COE.
+//! - A corrective action: its owner, and whoever may change its COE; its deletion:
+//!   the COE's owner and admins; its verification: the COE's reviewer, as themselves,
+//!   never its owner or the person who completed it.
+//! - Comments on a COE's sections: its reviewer or bar raiser, as themselves.
+//! - The directory: an admin writes anyone's entry; a member only their own name and
+//!   time zone (`directory_entry`, `own_entry_change`).
 
 use diesel::prelude::*;
 
@@ -35,6 +43,21 @@ pub struct Acting {
     pub email: Option<String>,
     pub principal: String,
     pub is_admin: bool,
+}
+
+impl<'a> Editor<'a> {
+    /// The person acting as themselves: the email, when they also answer for the
+    /// change (not a token an admin made for them, which answers as the admin).
+    pub fn person(&self) -> Option<&'a str> {
+        self.email.filter(|e| *e == self.principal)
+    }
+
+    /// Whether a person answers for the change: a token that stands for nobody (an
+    /// integration's) may not submit a COE or name its reviewer, which someone must
+    /// be held to.
+    pub fn is_person(&self) -> bool {
+        self.principal.contains('@')
+    }
 }
 
 impl Acting {
@@ -115,4 +138,132 @@ pub fn action(
         )),
         other => other,
     })
+}
+
+/// Whether `who` may delete the actions of a COE owned by `coe_owner`: its owner, and
+/// admins.
+pub fn delete_actions(who: &Editor<'_>, coe_owner: Option<&str>) -> Result<(), AccessError> {
+    let is_owner = coe_owner.is_some() && who.email == coe_owner;
+    if who.is_admin || is_owner {
+        return Ok(());
+    }
+    Err(AccessError::Forbidden(format!(
+        "only the COE's owner ({}) may delete its actions",
+        coe_owner.unwrap_or("nobody yet")
+    )))
+}
+
+/// Whether `who` may verify (or send back) an action owned by `owner` and completed by
+/// `completed_by`, of a COE reviewed by `reviewer`: the reviewer, signed in or with a
+/// token of their own, who neither owns nor completed it (`domain::action::may_verify`).
+/// The person who verifies.
+pub fn verify_action<'a>(
+    who: &Editor<'a>,
+    reviewer: Option<&str>,
+    owner: &str,
+    completed_by: Option<&str>,
+    dotless_domains: &[String],
+) -> Result<&'a str, AccessError> {
+    let by = who.person();
+    let Some(by) = by.filter(|by| reviewer == Some(*by)) else {
+        return Err(AccessError::Forbidden(format!(
+            "only the COE's reviewer ({}), signed in or with a token of their own, \
+             verifies its actions",
+            reviewer.unwrap_or("nobody yet")
+        )));
+    };
+    crate::domain::action::may_verify(by, owner, completed_by, dotless_domains).map_err(
+        |rule| {
+            AccessError::Forbidden(format!(
+                "{by} may not verify this action: {rule}; another person checks it \
+                 (an admin may name another reviewer)"
+            ))
+        },
+    )?;
+    Ok(by)
+}
+
+/// Whether `who` may comment on the sections of a COE in review reviewed by
+/// `reviewer`, with bar raiser `bar_raiser`: either, as themselves. The person who
+/// comments.
+pub fn comment_on_sections<'a>(
+    who: &Editor<'a>,
+    reviewer: Option<&str>,
+    bar_raiser: Option<&str>,
+) -> Result<&'a str, AccessError> {
+    match who.person() {
+        Some(by) if reviewer == Some(by) || bar_raiser == Some(by) => Ok(by),
+        _ => Err(AccessError::Forbidden(
+            "only the COE's reviewer (or its bar raiser) comments on its sections during \
+             the review"
+                .into(),
+        )),
+    }
+}
+
+/// What a caller may write of a person's entry in the directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EntryAccess {
+    /// An admin: anyone's, every field.
+    Any,
+    /// The person themselves: their name and time zone (`own_entry_change`).
+    Own,
+}
+
+/// Whether a caller (`caller_email`, an admin or not) may `what` (e.g. "change") the
+/// directory entry of `email`: the directory decides who may sign in and where
+/// escalations go, so only admins write it; a member writes their own.
+pub fn directory_entry(
+    caller_email: Option<&str>,
+    is_admin: bool,
+    email: &str,
+    refusal: &str,
+) -> Result<EntryAccess, AccessError> {
+    if is_admin {
+        Ok(EntryAccess::Any)
+    } else if caller_email == Some(email) {
+        Ok(EntryAccess::Own)
+    } else {
+        Err(AccessError::Forbidden(refusal.to_owned()))
+    }
+}
+
+/// The fields of a directory entry only an admin changes: a member's own change may
+/// leave each as it is (`None` asked: kept), never change it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AdminFields<'a> {
+    pub team: Option<&'a str>,
+    pub manager_email: Option<&'a str>,
+    pub bar_raiser: Option<bool>,
+}
+
+/// What a member asks of their own entry (`EntryAccess::Own`): an entry that exists
+/// (`stored`; joining the directory is an admin's), and `asked` changing nothing an
+/// admin decides.
+pub fn own_entry_change(
+    address: &str,
+    stored: Option<AdminFields<'_>>,
+    asked: AdminFields<'_>,
+) -> Result<(), AccessError> {
+    let Some(stored) = stored else {
+        return Err(AccessError::Forbidden(format!(
+            "{address} is not in the directory: only an admin may add a person"
+        )));
+    };
+    for (field, asked, stored) in [
+        ("team", asked.team, stored.team),
+        ("manager_email", asked.manager_email, stored.manager_email),
+    ] {
+        if asked.is_some() && asked != stored {
+            return Err(AccessError::Forbidden(format!(
+                "field `{field}`: only an admin may change a person's team or manager"
+            )));
+        }
+    }
+    if asked.bar_raiser.is_some() && asked.bar_raiser != stored.bar_raiser {
+        return Err(AccessError::Forbidden(
+            "field `bar_raiser`: only an admin may make a person a bar raiser".into(),
+        ));
+    }
+    Ok(())
 }

@@ -110,7 +110,7 @@ pub fn step(
             access::coe(conn, id, who)?;
             // The submitter may not approve the round: it must be a person who can be
             // held to it, not a token for nobody.
-            if !who.principal.contains('@') {
+            if !who.is_person() {
                 return Err(CoeError::Forbidden(
                     "a token that stands for no person cannot submit a COE for review: use a \
                      token of your own (one that names you) or the COE's page"
@@ -134,7 +134,7 @@ pub fn step(
             .first(conn)?;
         // An approval stands only for the version its approver read.
         let approved_by = approved_by.filter(|_| approved_version == Some(row.version));
-        let by = who.email.filter(|e| *e == who.principal);
+        let by = who.person();
         let comment = said.comment.map(str::trim).filter(|c| !c.is_empty());
         if comment.is_some_and(|c| c.len() > MAX_COMMENT_BYTES) {
             return Err(CoeError::Invalid(vec![(

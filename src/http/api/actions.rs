@@ -7,7 +7,6 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::domain::action::{ActionKind, ActionState, Priority, Transition};
-use crate::domain::Role;
 use crate::error::{ApiError, ErrorBody, FieldProblem};
 use crate::http::bearer::{Admin, Member};
 use crate::http::extract::{ids, ApiJson, ApiQuery, IfMatch, OptionalJson, PathId};
@@ -20,7 +19,7 @@ use crate::services::actions::{
 use crate::services::coes::CoeDocument;
 
 use super::coes::{document, document_response};
-use crate::services::review::{self, Reviewer, Step};
+use crate::services::review::{self, Step};
 use crate::services::tokens::Caller;
 
 impl From<ActionError> for ApiError {
@@ -374,12 +373,8 @@ async fn review_step(
     let body = body.0.unwrap_or_default();
     let written = id.clone();
     with_write(&state, move |conn, state| {
-        let who = Reviewer {
-            actor: &caller.actor(),
-            email: caller.email.as_deref(),
-            is_admin: caller.role == Role::Admin,
-            principal: &caller.principal(),
-        };
+        let acting = caller.acting();
+        let who = acting.editor();
         Ok(review::step(
             conn,
             &written,
@@ -449,12 +444,8 @@ pub async fn name_bar_raiser(
     let (id, email) = (id.into_inner(), body.0.bar_raiser);
     let written = id.clone();
     with_write(&state, move |conn, state| {
-        let who = Reviewer {
-            actor: &caller.actor(),
-            email: caller.email.as_deref(),
-            is_admin: true,
-            principal: &caller.principal(),
-        };
+        let acting = caller.acting();
+        let who = acting.editor();
         Ok(review::name_bar_raiser(
             conn,
             &written,

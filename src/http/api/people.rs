@@ -9,6 +9,7 @@ use crate::error::{ApiError, ErrorBody, FieldProblem};
 use crate::http::bearer::{Admin, Member};
 use crate::http::extract::{ApiJson, ApiQuery};
 use crate::http::state::{with_conn, AppState};
+use crate::services::access;
 use crate::services::auth::{self, SessionView};
 use crate::services::people::{self, ImportReport, PeopleError, Person, PersonInput};
 
@@ -49,12 +50,14 @@ pub async fn put(
     let input = body.0;
     // The directory decides who may sign in and where escalations go: only admins
     // write it; a member may change their own name and time zone.
-    let admin = caller.role == Role::Admin;
-    if !admin && caller.email.as_deref() != Some(email.as_str()) {
-        return Err(ApiError::Forbidden(
-            "only an admin may change another person's entry in the directory".into(),
-        ));
-    }
+    let admin = access::directory_entry(
+        caller.email.as_deref(),
+        caller.role == Role::Admin,
+        email.as_str(),
+        "only an admin may change another person's entry in the directory",
+    )
+    .map_err(|e| ApiError::Forbidden(e.to_string()))?
+        == access::EntryAccess::Any;
     let person = with_conn(&state, move |conn, _| {
         Ok(if admin {
             people::put(conn, &email, &input)?
@@ -177,11 +180,13 @@ pub async fn new_feed_token(
 ) -> Result<HttpResponse, ApiError> {
     let email =
         EmailAddress::parse(&email.into_inner()).map_err(|p| ApiError::field("email", p))?;
-    if caller.role != Role::Admin && caller.email.as_deref() != Some(email.as_str()) {
-        return Err(ApiError::Forbidden(
-            "only the person themselves or an admin may make their calendar feed URL".into(),
-        ));
-    }
+    access::directory_entry(
+        caller.email.as_deref(),
+        caller.role == Role::Admin,
+        email.as_str(),
+        "only the person themselves or an admin may make their calendar feed URL",
+    )
+    .map_err(|e| ApiError::Forbidden(e.to_string()))?;
     let base = state.settings.public_url.trim_end_matches('/').to_owned();
     let target = email.clone();
     let secret = with_conn(&state, move |conn, _| {

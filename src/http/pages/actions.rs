@@ -126,18 +126,18 @@ fn page(
         a.coe_severity,
         state.settings.coe.verify_actions_from,
     );
-    let me = who.person.email.as_str();
     let completed_by = detail
         .steps
         .iter()
         .rev()
         .find(|s| s.step == "complete")
         .map(|s| s.by.as_str());
+    let acting = who.person.acting();
     let may_verify = a.state == crate::domain::action::ActionState::Done
         && a.verified_at.is_none()
-        && detail.coe_reviewer.as_deref() == Some(me)
-        && crate::domain::action::may_verify(
-            me,
+        && crate::services::access::verify_action(
+            &acting.editor(),
+            detail.coe_reviewer.as_deref(),
             &a.owner,
             completed_by,
             &state.settings.auth.dotless_domains,

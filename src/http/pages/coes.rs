@@ -302,7 +302,14 @@ pub(super) fn page(
     // Only the reviewer decides; they may not approve what they own, submitted or
     // named themselves reviewer of (`domain::review::review` refuses it anyway).
     // With a bar raiser (the worst outages), both decide.
-    let is_reviewer = doc.reviewer.as_deref() == Some(me) || doc.bar_raiser.as_deref() == Some(me);
+    let acting = who.person.acting();
+    // The review's people: who comments on its sections may decide it.
+    let is_reviewer = crate::services::access::comment_on_sections(
+        &acting.editor(),
+        doc.reviewer.as_deref(),
+        doc.bar_raiser.as_deref(),
+    )
+    .is_ok();
     let as_bar_raiser = doc.bar_raiser.as_deref() == Some(me);
     let approved_already = doc.approved_by.as_deref() == Some(me);
     // Who still has to approve this round, when one of two approved.

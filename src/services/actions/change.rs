@@ -570,13 +570,7 @@ fn deletable(
         .select((coes::state, coes::owner_email))
         .first(conn)?;
     let state: CoeState = types::read("coes.state", &state)?;
-    let is_owner = owner.is_some() && who.email == owner.as_deref();
-    if !(who.is_admin || is_owner) {
-        return Err(ActionError::Forbidden(format!(
-            "only the COE's owner ({}) may delete its actions",
-            owner.as_deref().unwrap_or("nobody yet")
-        )));
-    }
+    access::delete_actions(who, owner.as_deref())?;
     if state != CoeState::Draft {
         return Err(ActionError::NotDeletable(state));
     }

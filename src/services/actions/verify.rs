@@ -10,8 +10,8 @@ use super::{invalid, ActionError};
 use crate::db::schema::{coes, corrective_actions};
 use crate::db::types;
 use crate::db::{self, DbConnection};
-use crate::domain::action::{self, ActionState};
-use crate::services::access::Editor;
+use crate::domain::action::ActionState;
+use crate::services::access::{self, Editor};
 use crate::services::lifecycle;
 use crate::services::notify;
 use crate::services::Env;
@@ -57,27 +57,14 @@ pub fn verify(
             .first(conn)?;
         // The reviewer as a person, as for approving: a token an admin made for
         // them answers as the admin, and verifies nothing.
-        let by = who.email.filter(|e| *e == who.principal);
-        if reviewer.is_none() || by != reviewer.as_deref() {
-            return Err(ActionError::Forbidden(format!(
-                "only the COE's reviewer ({}), signed in or with a token of their own, \
-                 verifies its actions",
-                reviewer.as_deref().unwrap_or("nobody yet")
-            )));
-        }
         let completed_by = super::completed_by(conn, id)?;
-        if let Err(rule) = action::may_verify(
-            by.unwrap_or_default(),
+        let by = access::verify_action(
+            who,
+            reviewer.as_deref(),
             &row.owner_email,
             completed_by.as_deref(),
             &mail.settings.auth.dotless_domains,
-        ) {
-            return Err(ActionError::Forbidden(format!(
-                "{} may not verify this action: {rule}; another person checks it \
-                 (an admin may name another reviewer)",
-                by.unwrap_or_default()
-            )));
-        }
+        )?;
         let from: ActionState = types::read("corrective_actions.state", &row.state)?;
         if from != ActionState::Done {
             return Err(ActionError::Conflict(format!(
@@ -89,7 +76,7 @@ pub fn verify(
         let actor = who.actor;
         if verified {
             row.verified_at = Some(now);
-            row.verified_by = by.map(str::to_owned);
+            row.verified_by = Some(by.to_owned());
         } else {
             row.state = ActionState::InProgress.as_str().to_owned();
             row.closed_at = None;

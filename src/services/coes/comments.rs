@@ -108,18 +108,11 @@ pub fn add_comment(
                 state.as_str().replace('_', " ")
             )));
         }
-        let by = who.email.filter(|e| *e == who.principal);
         let bar_raiser: Option<String> = coes::table
             .find(id)
             .select(coes::bar_raiser_email)
             .first(conn)?;
-        if by.is_none() || (row.reviewer_email.as_deref() != by && bar_raiser.as_deref() != by) {
-            return Err(CoeError::Forbidden(
-                "only the COE's reviewer (or its bar raiser) comments on its sections during \
-                 the review"
-                    .into(),
-            ));
-        }
+        access::comment_on_sections(who, row.reviewer_email.as_deref(), bar_raiser.as_deref())?;
         let template = template_of(&row);
         if template.section(&input.section).is_none() {
             return Err(CoeError::invalid(

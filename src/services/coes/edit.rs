@@ -276,7 +276,7 @@ pub fn patch(
             }
             // Whoever names a reviewer must be a person who can be held to it: a token
             // for nobody could name its holder unseen.
-            if !who.principal.contains('@') {
+            if !who.is_person() {
                 return Err(CoeError::invalid(
                     "reviewer",
                     "a token that stands for no person cannot name a reviewer: use a token of \

@@ -363,30 +363,35 @@ pub fn put_own(
             .select(PersonRow::as_select())
             .first(conn)
             .optional()?;
-        // Joining the directory is an admin's (it decides who may sign in).
+        // Joining the directory, teams, managers and bar raisers are an admin's.
+        let (asked_team, new_manager) = (
+            clean(&input.team),
+            input.manager_email.as_ref().map(|m| m.as_str().to_owned()),
+        );
+        crate::services::access::own_entry_change(
+            email.as_str(),
+            current
+                .as_ref()
+                .map(|c| crate::services::access::AdminFields {
+                    team: c.team.as_deref(),
+                    manager_email: c.manager_email.as_deref(),
+                    bar_raiser: Some(c.bar_raiser),
+                }),
+            crate::services::access::AdminFields {
+                team: asked_team.as_deref(),
+                manager_email: new_manager.as_deref(),
+                bar_raiser: input.bar_raiser,
+            },
+        )
+        .map_err(|refused| PeopleError::Forbidden(refused.to_string()))?;
+        // (Refused above when there is none.)
         let Some(current) = current else {
             return Err(PeopleError::Forbidden(format!(
-                "{address} is not in the directory: only an admin may add a person",
-                address = email.as_str()
+                "{} is not in the directory",
+                email.as_str()
             )));
         };
         let (team, manager) = (current.team.clone(), current.manager_email.clone());
-        let new_manager = input.manager_email.as_ref().map(|m| m.as_str().to_owned());
-        for (field, asked, stored) in [
-            ("team", clean(&input.team), team.clone()),
-            ("manager_email", new_manager, manager.clone()),
-        ] {
-            if asked.is_some() && asked != stored {
-                return Err(PeopleError::Forbidden(format!(
-                    "field `{field}`: only an admin may change a person's team or manager"
-                )));
-            }
-        }
-        if input.bar_raiser.is_some_and(|b| b != current.bar_raiser) {
-            return Err(PeopleError::Forbidden(
-                "field `bar_raiser`: only an admin may make a person a bar raiser".into(),
-            ));
-        }
         let own = PersonInput {
             bar_raiser: None,
             name: input.name.clone(),
