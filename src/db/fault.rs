@@ -196,6 +196,35 @@ pub(super) fn met_here() -> bool {
     CONNECTION_FAULTED.with(|f| f.replace(false))
 }
 
+/// The first of a SQLite database's files (or, for a `-wal` or `-shm` not there,
+/// its folder) that this process may not write. Asked with `access(2)`, which opens
+/// nothing: opening and closing any descriptor of the database file would drop every
+/// POSIX lock SQLite holds on it for this process, and another process (a backup, a
+/// second `coe`) could then delete the live write-ahead log or write beside us.
+pub fn read_only_file(path: &std::path::Path) -> Option<std::path::PathBuf> {
+    use rustix::fs::{access, Access};
+    if path.as_os_str() == ":memory:" {
+        return None;
+    }
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let files = ["", "-wal", "-shm"].into_iter().map(|suffix| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        std::path::PathBuf::from(name)
+    });
+    for file in files {
+        // `exists` is a stat: it opens nothing either.
+        let target = if file.exists() { file } else { folder.clone() };
+        if access(&target, Access::WRITE_OK).is_err() {
+            return Some(target);
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -53,7 +53,7 @@ pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError
         let mut conn = crate::db::checkout(&pool).map_err(|e| unreachable(&e))?;
         conn.ping().map_err(|e| unreachable(&e))?;
         if let DatabaseUrl::Sqlite(path) = &url {
-            if let Some(file) = read_only_file(path) {
+            if let Some(file) = crate::db::fault::read_only_file(path) {
                 tracing::warn!(file = %file.display(), "readiness check: the database file cannot be written");
                 return Err(ApiError::Database(Fault::ReadOnly));
             }
@@ -68,33 +68,4 @@ pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError
         status: "ready",
         database: Some(backend.to_string()),
     }))
-}
-
-/// The first of a SQLite database's files (or, for a `-wal` or `-shm` not there,
-/// its folder) that this process may not write. Asked with `access(2)`, which opens
-/// nothing: opening and closing any descriptor of the database file would drop every
-/// POSIX lock SQLite holds on it for this process, and another process (a backup, a
-/// second `coe`) could then delete the live write-ahead log or write beside us.
-fn read_only_file(path: &std::path::Path) -> Option<std::path::PathBuf> {
-    use rustix::fs::{access, Access};
-    if path.as_os_str() == ":memory:" {
-        return None;
-    }
-    let folder = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let files = ["", "-wal", "-shm"].into_iter().map(|suffix| {
-        let mut name = path.as_os_str().to_owned();
-        name.push(suffix);
-        std::path::PathBuf::from(name)
-    });
-    for file in files {
-        // `exists` is a stat: it opens nothing either.
-        let target = if file.exists() { file } else { folder.clone() };
-        if access(&target, Access::WRITE_OK).is_err() {
-            return Some(target);
-        }
-    }
-    None
 }

@@ -111,24 +111,69 @@ pub struct Job {
 /// The jobs running, until `stop`.
 pub struct Jobs {
     stopping: Arc<AtomicBool>,
+    /// Whose first run it is (`Turn`).
+    turn: Arc<Turn>,
     running: Vec<(&'static str, mpsc::Sender<()>, JoinHandle<()>)>,
 }
 
+/// The jobs' first runs go one after another, in the order given: a server that
+/// starts opens one database connection for them, not one each, and its first
+/// seconds are not spent on every job at once.
+#[derive(Default)]
+struct Turn {
+    next: std::sync::Mutex<usize>,
+    moved: std::sync::Condvar,
+}
+
+impl Turn {
+    /// Waits until it is job `i`'s turn (or the service stops).
+    fn wait_for(&self, i: usize, stopping: &AtomicBool) {
+        let mut next = self
+            .next
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *next < i && !stopping.load(Ordering::Relaxed) {
+            next = self
+                .moved
+                .wait(next)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// Gives the turn to the next job.
+    fn pass(&self) {
+        *self
+            .next
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) += 1;
+        self.moved.notify_all();
+    }
+}
+
 impl Jobs {
-    /// Starts each job on a thread of its own: a run at once, then one after each wait
-    /// or wake-up.
+    /// Starts each job on a thread of its own: a first run when the job before it
+    /// ran its first (`Turn`), then one after each wait or wake-up.
     pub fn start(jobs: Vec<Job>, metrics: &JobMetrics) -> std::io::Result<Jobs> {
         let stopping = Arc::new(AtomicBool::new(false));
+        let turn = Arc::new(Turn::default());
         let mut running = Vec::new();
-        for job in jobs {
+        for (i, job) in jobs.into_iter().enumerate() {
             let (wake, woken) = mpsc::channel();
             let (name, stopping, metrics) = (job.name, stopping.clone(), metrics.clone());
+            let turn = turn.clone();
             let thread = std::thread::Builder::new()
                 .name(format!("coe-job-{name}"))
-                .spawn(move || run(job, &woken, &stopping, &metrics))?;
+                .spawn(move || {
+                    turn.wait_for(i, &stopping);
+                    run(job, &woken, &stopping, &metrics, &turn);
+                })?;
             running.push((name, wake, thread));
         }
-        Ok(Jobs { stopping, running })
+        Ok(Jobs {
+            stopping,
+            turn,
+            running,
+        })
     }
 
     /// What wakes job `name` for a run now (none: no such job runs).
@@ -142,6 +187,8 @@ impl Jobs {
     /// Stops every job after its current step and waits for them.
     pub fn stop(self) {
         self.stopping.store(true, Ordering::Relaxed);
+        // A job still waiting for its first turn stops waiting.
+        self.turn.moved.notify_all();
         for (_, wake, _) in &self.running {
             let _ = wake.send(());
         }
@@ -153,8 +200,18 @@ impl Jobs {
     }
 }
 
-fn run(mut job: Job, woken: &mpsc::Receiver<()>, stopping: &AtomicBool, metrics: &JobMetrics) {
+fn run(
+    mut job: Job,
+    woken: &mpsc::Receiver<()>,
+    stopping: &AtomicBool,
+    metrics: &JobMetrics,
+    turn: &Turn,
+) {
+    if stopping.load(Ordering::Relaxed) {
+        return;
+    }
     tracing::debug!(job = job.name, "job started");
+    let mut first = true;
     loop {
         let began = std::time::Instant::now();
         // A bug in one run must not stop the job for good: counted as failed, and the
@@ -166,6 +223,9 @@ fn run(mut job: Job, woken: &mpsc::Receiver<()>, stopping: &AtomicBool, metrics:
             tracing::error!(job = job.name, %error, "job failed; its next run goes ahead as planned");
         }
         metrics.record(job.name, ran.is_ok(), took);
+        if std::mem::take(&mut first) {
+            turn.pass();
+        }
         let Some(wait) = (job.next_in)() else {
             return;
         };
@@ -201,9 +261,8 @@ pub struct Parts {
 pub fn serve(parts: Parts) -> std::io::Result<Jobs> {
     let metrics = JobMetrics::default();
     parts.registry.with_registry(|r| metrics.register(r));
+    // In the order of their first runs: reminders, then the figures, then the check.
     let mut jobs: Vec<Job> = Vec::new();
-    jobs.extend(integrity::job(&parts.settings));
-    jobs.extend(figures::job(parts.settings.clone(), parts.pool.clone()));
     if parts.settings.reminders.enabled {
         tracing::info!(
             sweep_every_secs = parts.settings.reminders.interval_secs,
@@ -219,15 +278,17 @@ pub fn serve(parts: Parts) -> std::io::Result<Jobs> {
             parts.bell.clone(),
             sweeps,
         ));
-        jobs.extend(reminders::chat(parts.settings.clone(), parts.pool.clone()));
         jobs.push(reminders::delivery(
             parts.settings.clone(),
             parts.pool.clone(),
             parts.transport,
         ));
+        jobs.extend(reminders::chat(parts.settings.clone(), parts.pool.clone()));
     } else {
         tracing::info!("reminders.enabled is false: no sweeps or deliveries in this process");
     }
+    jobs.extend(figures::job(parts.settings.clone(), parts.pool.clone()));
+    jobs.extend(integrity::job(&parts.settings));
     let started = Jobs::start(jobs, &metrics)?;
     if let Some(wake) = started.waker(reminders::DELIVERY) {
         parts.bell.connect(wake);

@@ -372,6 +372,18 @@ fn write_batch(batch: &[Job], shared: &Shared) -> Vec<Result<IngestOutcome, Writ
         .iter()
         .flat_map(|job| keys_of(job.delivery(), &job.events))
         .collect();
+    // A SQLite file that cannot be written (its permissions changed under the server)
+    // is refused at once, as `/readyz` reports it: a connection opened before could
+    // still write into the log, one opened after could not, and the answer must not
+    // depend on which one the pool hands out.
+    if let crate::config::database::DatabaseUrl::Sqlite(path) = shared.settings.database_url() {
+        if crate::db::fault::read_only_file(&path).is_some() {
+            return batch
+                .iter()
+                .map(|_| Err(WriteError::Fault(Fault::ReadOnly)))
+                .collect();
+        }
+    }
     let written = crate::db::checkout(&shared.pool)
         .map_err(|_| {
             // `db::checkout` logged it.
