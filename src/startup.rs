@@ -160,6 +160,7 @@ impl Application {
             ingest_writer: ingest_writer.clone(),
             board_totals: TotalsCache::new(256),
             action_counts: TotalsCache::new(1_024),
+            live_figures: TotalsCache::new(4),
             token_failures: moka::sync::Cache::builder()
                 .max_capacity(100_000)
                 .time_to_live(std::time::Duration::from_secs(60))

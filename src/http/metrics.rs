@@ -401,6 +401,7 @@ pub async fn metrics(req: actix_web::HttpRequest, state: web::Data<AppState>) ->
             Ok(crate::services::stats::inspect::current(
                 conn,
                 &state.settings,
+                &state.live_figures,
             )?)
         })
         .await

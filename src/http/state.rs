@@ -35,6 +35,8 @@ pub struct AppState {
     pub ingest_writer: Arc<crate::services::ingest::writer::IngestWriter>,
     /// The overdue board's totals by filter, for views between two changes.
     pub board_totals: TotalsCache<Arc<crate::services::board::Totals>>,
+    /// Everyone's open and overdue figures (the dashboard, `/api/v1/stats`, `/metrics`).
+    pub live_figures: crate::services::stats::inspect::LiveCache,
     /// `/api/v1/actions` totals by filter.
     pub action_counts: TotalsCache<i64>,
     /// Unknown or revoked tokens presented per client address in the current minute

@@ -55,7 +55,12 @@ pub async fn get(
             None => Scope::default(),
         };
         scope.period = period;
-        Ok(inspect::audited(conn, &state.settings, &scope)?)
+        Ok(inspect::audited(
+            conn,
+            &state.settings,
+            &state.live_figures,
+            &scope,
+        )?)
     })
     .await?;
     Ok(HttpResponse::Ok().json(figures))

@@ -484,7 +484,7 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
         scope.period = audit_period;
         let unowned = crate::services::coes::unowned(conn, i64::try_from(LISTED).unwrap_or(20))?;
         let teams = crate::services::people::teams(conn)?;
-        let figures = stats::inspect::audited(conn, &state.settings, &scope)?;
+        let figures = stats::inspect::audited(conn, &state.settings, &state.live_figures, &scope)?;
         // The names of the people the lists show (their first `LISTED`).
         let shown: Vec<String> = figures
             .drafts_past_deadline

@@ -6,12 +6,20 @@
 use chrono::{Duration, NaiveDate};
 use diesel::QueryResult;
 
+use std::sync::Arc;
+
 use super::{
-    action_figures_with, first_day, history, snapshot, with_action_figures, Scope, Stats, WEEKS,
+    first_day, history, live_figures, snapshot, with_action_figures, with_history, LiveFigures,
+    Scope, Stats, WEEKS,
 };
 use crate::config::Settings;
 use crate::db::DbConnection;
+use crate::services::actions::totals_cache::TotalsCache;
 use crate::services::coverage;
+
+/// Everyone's open and overdue figures, kept between the changes they count (summing
+/// 10,000 owners' kept rows by team costs a view more than the rest of the figures).
+pub type LiveCache = TotalsCache<Arc<LiveFigures>>;
 
 /// How many quarters the contributing factors cover.
 const FACTOR_QUARTERS: u32 = 4;
@@ -26,13 +34,22 @@ fn max_age(settings: &Settings) -> Option<Duration> {
 }
 
 /// The inspection figures now, for everyone.
-pub fn current(conn: &mut DbConnection, settings: &Settings) -> QueryResult<Stats> {
-    scoped(conn, settings, &Scope::default())
+pub fn current(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    live: &LiveCache,
+) -> QueryResult<Stats> {
+    scoped(conn, settings, live, &Scope::default())
 }
 
 /// The inspection figures now, for `scope`: everyone's figures about the past as the
 /// figures job counted them (when it did, today and recently), else counted now.
-pub fn scoped(conn: &mut DbConnection, settings: &Settings, scope: &Scope) -> QueryResult<Stats> {
+pub fn scoped(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    live: &LiveCache,
+    scope: &Scope,
+) -> QueryResult<Stats> {
     let clock = settings.clock();
     let kept = match max_age(settings) {
         Some(age) if scope.owners.is_none() && scope.weeks == WEEKS => {
@@ -44,7 +61,13 @@ pub fn scoped(conn: &mut DbConnection, settings: &Settings, scope: &Scope) -> Qu
         Some(kept) => (kept.figures, Some(kept.at)),
         None => (history(conn, clock, scope)?, None),
     };
-    let figures = action_figures_with(conn, clock, scope, past)?;
+    let now = match scope.owners {
+        None => live.get(conn, clock.today(), "everyone", |conn| {
+            live_figures(conn, clock, scope).map(Arc::new)
+        })?,
+        Some(_) => Arc::new(live_figures(conn, clock, scope)?),
+    };
+    let figures = with_history(LiveFigures::clone(&now), past);
     let mut stats = with_action_figures(conn, clock, settings.coe.writeup_days, figures, scope)?;
     stats.past_counted_at = counted_at;
     Ok(stats)
@@ -52,9 +75,14 @@ pub fn scoped(conn: &mut DbConnection, settings: &Settings, scope: &Scope) -> Qu
 
 /// `scoped`, with the audits a person reads (the API, the dashboard) and `/metrics`
 /// does not scrape: the coverage of the scope's period and the contributing factors.
-pub fn audited(conn: &mut DbConnection, settings: &Settings, scope: &Scope) -> QueryResult<Stats> {
+pub fn audited(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    live: &LiveCache,
+    scope: &Scope,
+) -> QueryResult<Stats> {
     let clock = settings.clock();
-    let mut stats = scoped(conn, settings, scope)?;
+    let mut stats = scoped(conn, settings, live, scope)?;
     let default_period = snapshot::default_period(clock);
     let (from, to) = scope
         .period

@@ -355,14 +355,21 @@ pub fn action_figures(
     action_figures_with(conn, clock, scope, history)
 }
 
-/// The figures about actions at `clock`, with the past given (`history` of the same
-/// scope).
-pub fn action_figures_with(
+/// Open and overdue actions now, in all, by team and by owner: what the database keeps
+/// per owner (`actions::tally`), summed.
+#[derive(Debug, Clone)]
+pub struct LiveFigures {
+    pub actions: OpenAndOverdue,
+    pub by_team: BTreeMap<String, OpenAndOverdue>,
+    pub by_owner: BTreeMap<String, OpenAndOverdue>,
+}
+
+/// The open and overdue actions of `scope` at `clock`.
+pub fn live_figures(
     conn: &mut DbConnection,
     clock: Clock,
     scope: &Scope,
-    history: History,
-) -> QueryResult<ActionFigures> {
+) -> QueryResult<LiveFigures> {
     let today = clock.today();
     // Kept per owner by the database (`actions::tally`), not counted here.
     let tallies = crate::services::actions::tally::owners(conn, today, scope.owners.as_deref())?;
@@ -389,12 +396,32 @@ pub fn action_figures_with(
         t.overdue += overdue;
         by_owner.insert(owner, OpenAndOverdue { open, overdue });
     }
-    Ok(ActionFigures {
+    Ok(LiveFigures {
         actions,
         by_team,
         by_owner,
-        history,
     })
+}
+
+/// The figures about actions at `clock`, with the past given (`history` of the same
+/// scope).
+pub fn action_figures_with(
+    conn: &mut DbConnection,
+    clock: Clock,
+    scope: &Scope,
+    history: History,
+) -> QueryResult<ActionFigures> {
+    Ok(with_history(live_figures(conn, clock, scope)?, history))
+}
+
+/// Live figures and the past together.
+pub fn with_history(live: LiveFigures, history: History) -> ActionFigures {
+    ActionFigures {
+        actions: live.actions,
+        by_team: live.by_team,
+        by_owner: live.by_owner,
+        history,
+    }
 }
 
 /// The COEs that wait on someone: in review (since submitted), and drafts past their
