@@ -1,6 +1,7 @@
 //! Checks of how the code is laid out, as docs/architecture.md promises it: they read
 //! the sources, so that a change that breaks a promise fails here, not in review.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Every `.rs` file under `dir`, with its text.
@@ -278,5 +279,265 @@ fn checks_on_the_caller_live_in_access() {
         found.is_empty(),
         "checks on the caller outside services::access:\n{}",
         found.join("\n")
+    );
+}
+
+/// The modules of `src/http` by path (`http::pages::coes`), each with the modules of
+/// `src/http` it names: through `crate::http::…`, `super::…` and `self::…`, and, in a
+/// folder's `mod.rs`, its children by name. Tests, comments and inline modules are left
+/// out (an inline module's `super` is its own file).
+fn http_import_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let root = src().join("http");
+    let module_of = |path: &Path| -> Vec<String> {
+        let relative = path.strip_prefix(&root).expect("under src/http");
+        let mut parts: Vec<String> = vec!["http".into()];
+        parts.extend(relative.components().map(|c| {
+            c.as_os_str()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_owned()
+        }));
+        if parts.last().is_some_and(|p| p == "mod") {
+            parts.pop();
+        }
+        parts
+    };
+    let files: Vec<(Vec<String>, bool, String)> = sources(&root)
+        .into_iter()
+        .filter_map(|(path, text)| {
+            let code = code_outside_tests(&path, &text)?;
+            let is_folder = path.file_name().is_some_and(|n| n == "mod.rs");
+            let code: String = code
+                .lines()
+                .map(|line| line.split("//").next().unwrap_or_default())
+                .collect::<Vec<_>>()
+                .join("\n");
+            Some((module_of(&path), is_folder, without_inline_modules(&code)))
+        })
+        .collect();
+    let modules: BTreeSet<String> = files.iter().map(|(m, _, _)| m.join("::")).collect();
+    // The longest module that `segments` starts with.
+    let module_in = |segments: &[String]| -> Option<String> {
+        (1..=segments.len())
+            .rev()
+            .map(|n| segments[..n].join("::"))
+            .find(|m| modules.contains(m))
+    };
+    let mut graph = BTreeMap::new();
+    for (module, is_folder, code) in &files {
+        let name = module.join("::");
+        let mut named = BTreeSet::new();
+        for path in paths_in(code) {
+            let mut base: Vec<String> = match path[0].as_str() {
+                "crate" => Vec::new(),
+                "self" => module.clone(),
+                "super" => module[..module.len() - 1].to_vec(),
+                _ if *is_folder => module.clone(),
+                _ => continue,
+            };
+            let mut rest =
+                &path[usize::from(path[0] == "crate" || path[0] == "self" || path[0] == "super")..];
+            while rest.first().is_some_and(|s| s == "super") {
+                base.pop();
+                rest = &rest[1..];
+            }
+            base.extend(rest.iter().cloned());
+            if let Some(target) = module_in(&base) {
+                if target != name && target.starts_with("http") {
+                    named.insert(target);
+                }
+            }
+        }
+        graph.insert(name, named);
+    }
+    graph
+}
+
+/// `code` without its inline modules (`mod ids { … }`).
+fn without_inline_modules(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(at) = rest.find("mod ") {
+        let (before, after) = rest.split_at(at);
+        let name_end = after[4..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map_or(after.len(), |n| n + 4);
+        let opens = after[name_end..].trim_start().starts_with('{');
+        let word_start = before
+            .chars()
+            .last()
+            .is_none_or(|c| !c.is_ascii_alphanumeric() && c != '_');
+        if !(opens && word_start) {
+            out.push_str(&rest[..at + 4]);
+            rest = &rest[at + 4..];
+            continue;
+        }
+        out.push_str(before);
+        let mut depth = 0usize;
+        let mut end = after.len();
+        for (i, c) in after.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Every path in `code` (`a::b::c`, and `a::{b, c::d}` as `a::b` and `a::c::d`), as
+/// its segments; a path's first segment is not preceded by `::`.
+fn paths_in(code: &str) -> Vec<Vec<String>> {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let bytes: Vec<char> = code.chars().collect();
+    let mut paths = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts =
+            is_ident(bytes[i]) && (i == 0 || (!is_ident(bytes[i - 1]) && bytes[i - 1] != ':'));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let mut segments = Vec::new();
+        let mut j = i;
+        loop {
+            let from = j;
+            while j < bytes.len() && is_ident(bytes[j]) {
+                j += 1;
+            }
+            segments.push(bytes[from..j].iter().collect::<String>());
+            let more = bytes.get(j) == Some(&':') && bytes.get(j + 1) == Some(&':');
+            if !more {
+                break;
+            }
+            j += 2;
+            if bytes.get(j) == Some(&'{') {
+                let close = bytes[j..]
+                    .iter()
+                    .position(|&c| c == '}')
+                    .map_or(bytes.len(), |n| j + n);
+                let group: String = bytes[j + 1..close].iter().collect();
+                for item in group.split(',') {
+                    let item: Vec<String> = item
+                        .trim()
+                        .split(" as ")
+                        .next()
+                        .unwrap_or_default()
+                        .split("::")
+                        .map(|s| s.trim().to_owned())
+                        .filter(|s| !s.is_empty() && s != "self")
+                        .collect();
+                    let mut path = segments.clone();
+                    path.extend(item);
+                    paths.push(path);
+                }
+                j = close;
+                segments.clear();
+                break;
+            }
+            if !bytes.get(j).copied().is_some_and(is_ident) {
+                break;
+            }
+        }
+        if segments.len() > 1 {
+            paths.push(segments);
+        }
+        i = j.max(i + 1);
+    }
+    paths
+}
+
+/// A circle in `graph`, as the path that closes it, if there is one.
+pub(crate) fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(start) = path.iter().position(|n| n == node) {
+            let mut cycle = path[start..].to_vec();
+            cycle.push(node.to_owned());
+            return Some(cycle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        path.push(node.to_owned());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(cycle) = visit(next, graph, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        done.insert(node.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|node| visit(node, graph, &mut Vec::new(), &mut done))
+}
+
+/// The HTTP layer imports as a tree: the pages' route table (`pages/mod.rs`) reaches
+/// every handler and no handler reaches back; the kit (`pages::kit`, `error`,
+/// `templates`) reaches no handler; `state` names no module that reaches `state`.
+/// The API's route table and its OpenAPI document share one macro, and are the one
+/// pair allowed to name each other.
+#[test]
+fn http_imports_have_no_circle() {
+    let mut graph = http_import_graph();
+    // The reader must see the known edges, or this test would pass on nothing.
+    for (from, to) in [
+        ("http::pages", "http::pages::coes"),
+        ("http::pages::coes", "http::pages::kit"),
+        ("http::pages::kit", "http::state"),
+        ("http::pages::coe_forms", "http::pages::extract"),
+        ("http::state", "http::pages::templates"),
+        ("http::routes", "http::openapi"),
+    ] {
+        assert!(
+            graph[from].contains(to),
+            "{from} → {to} not seen: {graph:#?}"
+        );
+    }
+    graph
+        .get_mut("http::openapi")
+        .expect("http::openapi")
+        .remove("http::routes");
+    if let Some(cycle) = find_cycle(&graph) {
+        panic!(
+            "src/http imports in a circle: {}\nthe whole graph: {graph:#?}",
+            cycle.join(" → ")
+        );
+    }
+}
+
+#[test]
+fn the_import_reader_sees_paths_groups_and_no_inline_modules() {
+    let code = "use super::{kit::render, error::PageError as E};\nlet x = crate::http::state::with_conn(a::b);\n\
+                pub mod ids { use super::IdOf; }\nfn f() {}";
+    let code = without_inline_modules(code);
+    assert!(!code.contains("IdOf") && code.contains("fn f()"), "{code}");
+    let paths = paths_in(&code);
+    let joined: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
+    assert_eq!(
+        joined,
+        [
+            "super::kit::render",
+            "super::error::PageError",
+            "crate::http::state::with_conn",
+            "a::b"
+        ]
     );
 }

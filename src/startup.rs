@@ -152,7 +152,7 @@ impl Application {
             sns,
             template: template.clone(),
             emails: emails.clone(),
-            pages: http::pages::PageTemplates::load().map_err(StartupError::Pages)?,
+            pages: http::pages::templates::PageTemplates::load().map_err(StartupError::Pages)?,
             proxies: Arc::new(settings.auth.proxies()),
             oidc: crate::oidc::Provider::from_settings(&settings)
                 .map_err(StartupError::Oidc)?
@@ -165,7 +165,7 @@ impl Application {
                 .max_capacity(100_000)
                 .time_to_live(std::time::Duration::from_secs(60))
                 .build(),
-            known_tokens: http::bearer::KnownTokens::new(),
+            known_tokens: http::known_tokens::KnownTokens::new(),
             outbox_bell: outbox_bell.clone(),
             searches: Arc::new(tokio::sync::Semaphore::new(
                 settings.server.searches_at_once,
@@ -189,7 +189,7 @@ impl Application {
                 // Pages and JSON gzipped for a client that accepts it: a COE page is
                 // tens of kilobytes of repeated markup.
                 .wrap(actix_web::middleware::Compress::default())
-                .wrap(from_fn(http::metrics::observe_requests))
+                .wrap(from_fn(http::observe::observe_requests))
         })
         .client_request_timeout(header_timeout)
         .disable_signals()
@@ -268,10 +268,11 @@ async fn not_found(req: actix_web::HttpRequest) -> Result<actix_web::HttpRespons
         .is_some_and(|a| a.contains("text/html"));
     if browser && !req.path().starts_with("/api/") {
         use actix_web::ResponseError;
-        return Ok(
-            http::pages::PageError::NotFound(format!("there is no page at {}", req.path()))
-                .error_response(),
-        );
+        return Ok(http::pages::error::PageError::NotFound(format!(
+            "there is no page at {}",
+            req.path()
+        ))
+        .error_response());
     }
     Err(ApiError::NotFound(format!(
         "no such resource: {} {}",

@@ -146,7 +146,7 @@ pub async fn authenticate_first(
 async fn caller_of(secret: TokenSecret, state: web::Data<AppState>) -> Result<Caller, ApiError> {
     let hash = secret.hash();
     let known = &state.known_tokens;
-    if let Some(caller) = known.callers.get(&hash) {
+    if let Some(caller) = known.get(&hash) {
         return Ok(caller);
     }
     let generation = known.generation();
@@ -169,63 +169,6 @@ pub async fn revoke(state: &web::Data<AppState>, name: String) -> Result<TokenIn
     let token = with_conn(state, move |conn, _| Ok(tokens::revoke(conn, &name)?)).await?;
     state.known_tokens.forget_all();
     Ok(token)
-}
-
-/// How long a looked-up token is taken as valid without asking the database again.
-/// A sender posting thousands of events a second costs one lookup a second, not one
-/// per request; a token revoked through this replica is forgotten at once
-/// (`revoke`), one revoked elsewhere (another replica, `coe token
-/// revoke`) is refused within this time.
-pub const KNOWN_FOR: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// The callers of the tokens looked up in the last `KNOWN_FOR`, by the token's hash.
-/// Unknown tokens are not remembered: each is looked up and counted
-/// (`auth.failed_tokens_per_client`).
-#[derive(Clone)]
-pub struct KnownTokens {
-    callers: moka::sync::Cache<String, Caller>,
-    /// Moved on by each `forget_all`: a lookup that began before it remembers nothing.
-    generation: Arc<std::sync::atomic::AtomicU64>,
-}
-
-impl KnownTokens {
-    pub fn new() -> KnownTokens {
-        KnownTokens {
-            callers: moka::sync::Cache::builder()
-                .max_capacity(10_000)
-                .time_to_live(KNOWN_FOR)
-                .build(),
-            generation: Arc::default(),
-        }
-    }
-
-    /// Which `forget_all` this is after: taken before a lookup, given to `remember`.
-    fn generation(&self) -> u64 {
-        self.generation.load(Ordering::SeqCst)
-    }
-
-    /// Remembers a lookup that began at `generation`, unless a token was revoked here
-    /// since (what it read may be from before the revocation). Checked after the
-    /// insert, so a revocation between the check and the insert cannot be missed.
-    fn remember(&self, hash: String, caller: Caller, generation: u64) {
-        self.callers.insert(hash.clone(), caller);
-        if self.generation() != generation {
-            self.callers.invalidate(&hash);
-        }
-    }
-
-    /// After a token is revoked: every token is looked up again, and a lookup under
-    /// way (which may have read the token before its revocation) is not remembered.
-    fn forget_all(&self) {
-        self.generation.fetch_add(1, Ordering::SeqCst);
-        self.callers.invalidate_all();
-    }
-}
-
-impl Default for KnownTokens {
-    fn default() -> Self {
-        KnownTokens::new()
-    }
 }
 
 /// The token in `Authorization: Bearer <token>`, or the password of HTTP basic auth
@@ -265,6 +208,7 @@ pub fn presented_secret(req: &HttpRequest) -> Result<TokenSecret, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::known_tokens::KnownTokens;
 
     fn caller() -> Caller {
         Caller {

@@ -5,7 +5,9 @@ pub mod bearer;
 pub mod deadline;
 pub mod extract;
 pub mod health;
+pub mod known_tokens;
 pub mod metrics;
+pub mod observe;
 pub mod openapi;
 pub mod pages;
 pub mod pagination;
@@ -31,7 +33,8 @@ pub fn page_query_error(
     err: actix_web::error::QueryPayloadError,
     _: &actix_web::HttpRequest,
 ) -> actix_web::Error {
-    pages::PageError::BadRequest(format!("this page's address is not understood: {err}")).into()
+    pages::error::PageError::BadRequest(format!("this page's address is not understood: {err}"))
+        .into()
 }
 
 /// An optional RFC 3339 query parameter.

@@ -8,7 +8,7 @@
 
 use actix_web::web;
 
-use crate::http::{api, health, metrics, openapi};
+use crate::http::{api, health, observe, openapi};
 
 /// Hands the route table to the macro `$then` (see `serve` below and `api_doc` in
 /// `openapi.rs`). One line per path: its methods and their handlers, in the order the
@@ -74,7 +74,7 @@ macro_rules! route_table {
             }
             undocumented {
                 // Prometheus text, and the document itself.
-                "/metrics" => { get: metrics::metrics }
+                "/metrics" => { get: observe::metrics }
                 "/api/openapi.json" => { get: openapi::spec }
             }
         }

@@ -13,7 +13,7 @@ use subtle::ConstantTimeEq;
 use crate::config::AuthMode;
 use crate::domain::{EmailAddress, TokenSecret};
 use crate::error::ApiError;
-use crate::http::pages::PageError;
+use crate::http::pages::error::PageError;
 use crate::http::state::{with_conn, AppState};
 use crate::services::auth::{self, AuthError, SessionPerson};
 

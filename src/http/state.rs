@@ -26,7 +26,7 @@ pub struct AppState {
     /// The email templates, compiled and checked at start-up.
     pub emails: Arc<EmailTemplates>,
     /// The web pages' templates, compiled at start-up.
-    pub pages: Arc<crate::http::pages::PageTemplates>,
+    pub pages: Arc<crate::http::pages::templates::PageTemplates>,
     /// The OpenID Provider people sign in through (`auth.mode = "oidc"`).
     pub oidc: Option<Arc<crate::oidc::Provider>>,
     /// `auth.trusted_proxies`, parsed.
@@ -42,8 +42,8 @@ pub struct AppState {
     /// Unknown or revoked tokens presented per client address in the current minute
     /// (`auth.failed_tokens_per_client`).
     pub token_failures: moka::sync::Cache<String, Arc<std::sync::atomic::AtomicU32>>,
-    /// Tokens looked up in the last second (`bearer::KNOWN_FOR`).
-    pub known_tokens: crate::http::bearer::KnownTokens,
+    /// Tokens looked up in the last second (`known_tokens::KNOWN_FOR`).
+    pub known_tokens: crate::http::known_tokens::KnownTokens,
     /// Wakes the delivery worker when a request queued an email.
     pub outbox_bell: crate::services::outbox::Bell,
     /// One permit per search that may run at once (`server.searches_at_once`).

@@ -44,6 +44,8 @@ mod tests {
     use std::collections::{BTreeMap, BTreeSet};
     use std::path::Path;
 
+    use crate::architecture_tests::find_cycle;
+
     /// The services each module of `src/services/` names (`services::x`, or
     /// `services::{x, y as z}`), by module: `services/coes/edit.rs` counts as `coes`.
     fn import_graph() -> BTreeMap<String, BTreeSet<String>> {
@@ -107,38 +109,6 @@ mod tests {
         }
         names.retain(|n| !n.is_empty() && n != "self" && n != "super");
         names
-    }
-
-    /// A cycle in `graph`, as the path that closes it, if there is one.
-    fn find_cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
-        fn visit(
-            node: &str,
-            graph: &BTreeMap<String, BTreeSet<String>>,
-            path: &mut Vec<String>,
-            done: &mut BTreeSet<String>,
-        ) -> Option<Vec<String>> {
-            if let Some(start) = path.iter().position(|n| n == node) {
-                let mut cycle = path[start..].to_vec();
-                cycle.push(node.to_owned());
-                return Some(cycle);
-            }
-            if done.contains(node) {
-                return None;
-            }
-            path.push(node.to_owned());
-            for next in graph.get(node).into_iter().flatten() {
-                if let Some(cycle) = visit(next, graph, path, done) {
-                    return Some(cycle);
-                }
-            }
-            path.pop();
-            done.insert(node.to_owned());
-            None
-        }
-        let mut done = BTreeSet::new();
-        graph
-            .keys()
-            .find_map(|node| visit(node, graph, &mut Vec::new(), &mut done))
     }
 
     #[test]

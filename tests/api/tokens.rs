@@ -228,7 +228,7 @@ async fn the_bootstrap_admin_token_is_made_once_and_only_when_no_admin_exists() 
 }
 
 /// A token revoked by another replica (or `coe token revoke`), whose revocation this
-/// server is not told of, is refused once its lookup expires (`bearer::KNOWN_FOR`,
+/// server is not told of, is refused once its lookup expires (`known_tokens::KNOWN_FOR`,
 /// one second), not only after a restart.
 #[tokio::test]
 async fn a_token_revoked_elsewhere_is_refused_within_a_second_or_so() {

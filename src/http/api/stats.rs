@@ -50,17 +50,9 @@ pub async fn get(
         .map(|t| t.trim().to_owned())
         .filter(|t| !t.is_empty());
     let figures = with_conn(&state, move |conn, state| {
-        let mut scope = match &team {
-            Some(team) => Scope::team(conn, team, stats::WEEKS)?,
-            None => Scope::default(),
-        };
-        scope.period = period;
-        Ok(inspect::audited(
-            conn,
-            &state.settings,
-            &state.live_figures,
-            &scope,
-        )?)
+        let scope = Scope::asked(conn, team.as_deref(), stats::WEEKS, period)?;
+        let live = &state.live_figures;
+        Ok(inspect::audited(conn, &state.settings, live, &scope)?)
     })
     .await?;
     Ok(HttpResponse::Ok().json(figures))

@@ -7,11 +7,11 @@ use chrono::NaiveDate;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::coes::safe_href;
-use super::{
-    as_person, change, keep_form, kept_form, render, write_as_person, CsrfForm, Fields, Outcome,
-    Page, PageError, State,
-};
+use super::error::PageError;
+use super::extract::{CsrfForm, Fields};
+use super::kit::safe_href;
+use super::kit::{render, Page, State};
+use super::outcome::{as_person, change, keep_form, kept_form, write_as_person, Outcome};
 use crate::domain::action::{self, Transition};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
@@ -107,7 +107,7 @@ fn page(
             json!({"by": s.by, "what": what, "at": crate::json::format_utc(&s.at), "note": s.note})
         })
         .collect();
-    let names = super::coes::names_data(&directory);
+    let names = super::kit::names_data(&directory);
     // A step that did not go through shows again what was typed into it.
     let transitions: Vec<Value> = action::allowed(a.state)
         .iter()
@@ -240,11 +240,11 @@ async fn answer(
     let mut typed = typed_elsewhere(fields, own);
     if let Outcome::Done = outcome {
         if typed.is_empty() {
-            return Ok(super::see_other(&path));
+            return Ok(super::outcome::see_other(&path));
         }
         let body = json!({"problems": [], "typed": typed});
         let kept = keep_form(state, who, &path, StatusCode::OK, body).await?;
-        return Ok(super::see_other(&format!("{path}?kept={kept}")));
+        return Ok(super::outcome::see_other(&format!("{path}?kept={kept}")));
     }
     let mine = fields.part(own);
     if !mine.is_blank() {
@@ -256,7 +256,9 @@ async fn answer(
             async move {
                 let body = json!({"problems": again.problems, "typed": typed});
                 let kept = keep_form(state, who, path, again.status, body).await?;
-                Ok(super::see_other(&format!("{path}?kept={kept}#state-h")))
+                Ok(super::outcome::see_other(&format!(
+                    "{path}?kept={kept}#state-h"
+                )))
             }
         })
         .await
@@ -276,7 +278,9 @@ pub async fn delete(form: CsrfForm<Fields>, path: web::Path<String>, state: Stat
     })
     .await?;
     match deleted {
-        Ok(coe_id) => Ok(super::see_other(&format!("/coes/{coe_id}#part-actions"))),
+        Ok(coe_id) => Ok(super::outcome::see_other(&format!(
+            "/coes/{coe_id}#part-actions"
+        ))),
         Err(outcome) => answer(&state, &who, &id, outcome, &fields, "delete").await,
     }
 }

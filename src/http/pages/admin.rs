@@ -9,9 +9,10 @@ use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{
-    as_service, render, see_other, Admin, CsrfForm, Fields, Outcome, Page, PageError, State,
-};
+use super::error::PageError;
+use super::extract::{Admin, CsrfForm, Fields};
+use super::kit::{render, Page, State};
+use super::outcome::{as_service, see_other, Outcome};
 use crate::domain::{EmailAddress, Role, TokenName};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
@@ -368,7 +369,7 @@ async fn ownership_page(
         Ok((services, teams, directory))
     })
     .await?;
-    let names = super::coes::names_data(&directory);
+    let names = super::kit::names_data(&directory);
     // Every form's fields and problems, as typed or empty (the templates are strict).
     let field = |part: &str, name: &str| typed[part][name].as_str().unwrap_or_default().to_owned();
     let typed = json!({

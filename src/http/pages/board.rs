@@ -11,8 +11,10 @@ use chrono::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::error::PageError;
+use super::kit::{render, Page, State};
+use super::outcome::as_service;
 use super::query::{filled, pages, word};
-use super::{as_service, render, Page, PageError, State};
 use crate::domain::action::{ActionKind, Priority};
 use crate::domain::Severity;
 use crate::http::session::SignedIn;
@@ -150,7 +152,7 @@ pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -
     })
     .await?;
     let (team_names, directory) = directory;
-    let names = super::coes::names_data(&directory);
+    let names = super::kit::names_data(&directory);
     let teams: Vec<_> = totals
         .by_team
         .iter()

@@ -11,14 +11,21 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::coe_history::change_words;
-use super::coes::{load, section_of};
-use super::{see_other, Fields, Outcome, Page, PageError};
+use super::coe_load::{load, section_of};
+use super::error::PageError;
+use super::extract::CoeForm;
+use super::extract::Fields;
+use super::kit::Page;
+use super::outcome::{change, FormError};
+use super::outcome::{see_other, Outcome};
+use crate::db::DbConnection;
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
+use crate::services::access::Editor;
 use crate::services::coes::{
     self as service, HistoryEntry, SectionConflict, SectionEdit, SectionView,
 };
-use crate::services::forms;
+use crate::services::forms::{self, Once};
 
 /// What a page shows besides the document after a change that did not go through
 /// (kept between the POST and the GET after it, `forms::keep`): a notice, and per part
@@ -229,7 +236,7 @@ pub(super) async fn keep(
 ) -> Page {
     let body = serde_json::to_value(kept).map_err(|e| PageError::Internal(e.to_string()))?;
     let (person, coe) = (who.person.email.as_str().to_owned(), id.to_owned());
-    let kept_id = super::as_service(state, move |conn, _| {
+    let kept_id = super::outcome::as_service(state, move |conn, _| {
         Ok(forms::keep(conn, &person, &coe, status.as_u16(), &body)?)
     })
     .await?;
@@ -300,3 +307,103 @@ pub(super) async fn answer(
         })
         .await
 }
+
+impl CoeForm {
+    /// Runs `work` on the COE (its id and the page's version given) as the signed-in
+    /// person: the change of part `own` of its page (the button's; see
+    /// `typed_elsewhere`). Answers on part `part` of the page: when it went
+    /// through, with what was typed in the page's other parts kept and shown again;
+    /// when it did not, with all of it, `own` included.
+    pub async fn change<E: FormError + Send + 'static>(
+        &self,
+        part: &str,
+        own: &str,
+        work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>, &str, Option<i32>) -> Result<(), E>
+            + Send
+            + 'static,
+    ) -> Page {
+        let (id, version) = (self.id.clone(), self.fields.version());
+        let outcome = change(&self.state, &self.who, move |conn, state, editor| {
+            work(conn, state, editor, &id, version)
+        })
+        .await?;
+        self.answer(part, own, outcome).await
+    }
+
+    /// The answer to the change of part `own`, made from part `part` of the page.
+    pub(super) async fn answer(&self, part: &str, own: &str, outcome: Outcome) -> Page {
+        match outcome {
+            Outcome::Done => {
+                let landed = format!("/coes/{}#{}", self.id, anchor_of(part));
+                self.landed(&landed, own).await
+            }
+            outcome => {
+                let kept = typed_on_page(&self.fields, own);
+                answer(&self.state, &self.who, &self.id, part, outcome, kept).await
+            }
+        }
+    }
+
+    /// Lands on `path` (on this COE's page) after the change of part `own` went
+    /// through, with what was typed elsewhere on the page kept and shown again.
+    async fn landed(&self, path: &str, own: &str) -> Page {
+        let rest = typed_elsewhere(&self.fields, own);
+        if rest.is_empty() {
+            return Ok(super::outcome::see_other(path));
+        }
+        let anchor = path.split_once('#').map_or("", |(_, a)| a);
+        keep(
+            &self.state,
+            &self.who,
+            &self.id,
+            StatusCode::OK,
+            &rest,
+            anchor,
+        )
+        .await
+    }
+}
+
+impl CoeForm {
+    /// Runs `work`, which makes a record of the COE (given its id) from part `own` of
+    /// its page and answers the page address it lands on, under the part's one-time
+    /// key (`form_key`): a repeat of the same form (a retry on a slow link, a double
+    /// click) lands where the first did and makes nothing. Answers on part `part` of
+    /// the page, with what was typed kept as `change` does.
+    pub async fn create<E>(
+        &self,
+        part: &str,
+        own: &str,
+        work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>, &str) -> Result<String, E>
+            + Send
+            + 'static,
+    ) -> Page
+    where
+        E: FormError + From<diesel::result::Error> + Send + 'static,
+    {
+        let fields = self.fields.part(own);
+        let key = forms::form_key(fields.filled("form_key"));
+        let print = fields.fingerprint();
+        let id = self.id.clone();
+        let made =
+            super::outcome::write_as_person(&self.state, &self.who, move |conn, state, editor| {
+                let made = forms::once(conn, key.as_deref(), editor.actor, &print, |conn| {
+                    work(conn, state, editor, &id)
+                });
+                match made {
+                    Ok(Once::Landed(path)) => Ok(Ok(path)),
+                    Ok(Once::Reused) => Ok(Err(Outcome::Refused(REUSED.into()))),
+                    Err(e) => Outcome::of::<E>(Err(e)).map(Err),
+                }
+            })
+            .await?;
+        match made {
+            Ok(landed) => self.landed(&landed, own).await,
+            Err(outcome) => self.answer(part, own, outcome).await,
+        }
+    }
+}
+
+/// Why a create form's key that was sent with other fields makes nothing.
+const REUSED: &str = "This form was sent before with other contents (from a page kept by the \
+                      browser?): nothing was added. What you typed is kept: send it again to add it.";

@@ -5,167 +5,20 @@
 //! with the version the page was loaded with; `coe_answer::answer` turns the outcome into
 //! the next page, with what was typed kept when it did not go through.
 
-use std::future::Future;
-use std::pin::Pin;
-
-use actix_web::dev::Payload;
 use actix_web::http::StatusCode;
-use actix_web::{web, FromRequest, HttpRequest};
 
-use super::coe_answer::{self, answer};
+use super::coe_answer::{self};
 use super::coe_timeline::timeline_input;
-use super::{change, CsrfForm, Fields, FormError, Outcome, Page, PageError, State};
-use crate::db::DbConnection;
+use super::extract::CoeForm;
+use super::extract::Fields;
+use super::kit::Page;
+use super::outcome::{change, Outcome};
 use crate::domain::{EmailAddress, Severity};
-use crate::http::session::SignedIn;
-use crate::http::state::AppState;
-use crate::services::access::Editor;
 use crate::services::actions::{self, NewAction};
 use crate::services::coes::{
     self as service, AnswerInput, CoeError, CoePatch, CommentInput, RelatedInput, Why,
     WhyChainInput,
 };
-use crate::services::forms::{self, Once};
-
-/// A form of a COE's page (`/coes/{id}/…`): a `CsrfForm` with the COE's id, the item
-/// of the COE it is about (`/coes/{id}/timeline/{entry}`), the version the page was
-/// loaded with and the app's state.
-pub struct CoeForm {
-    pub(super) who: SignedIn,
-    pub(super) state: State,
-    pub(super) id: String,
-    pub item: String,
-    pub fields: Fields,
-}
-
-impl FromRequest for CoeForm {
-    type Error = PageError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, PageError>>>>;
-
-    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let form = CsrfForm::<Fields>::from_request(req, payload);
-        let state = req.app_data::<web::Data<AppState>>().cloned();
-        let path = req.match_info();
-        let id = path.get("id").unwrap_or_default().to_owned();
-        let item = [
-            "key", "entry", "chain", "item", "step", "comment", "incident",
-        ]
-        .iter()
-        .find_map(|name| path.get(name))
-        .unwrap_or_default()
-        .to_owned();
-        Box::pin(async move {
-            let CsrfForm { who, fields } = form.await?;
-            let state = state.ok_or_else(|| PageError::Internal("no application state".into()))?;
-            Ok(CoeForm {
-                who,
-                state,
-                id,
-                item,
-                fields,
-            })
-        })
-    }
-}
-
-impl CoeForm {
-    /// Runs `work` on the COE (its id and the page's version given) as the signed-in
-    /// person: the change of part `own` of its page (the button's; see
-    /// `coe_answer::typed_elsewhere`). Answers on part `part` of the page: when it went
-    /// through, with what was typed in the page's other parts kept and shown again;
-    /// when it did not, with all of it, `own` included.
-    pub async fn change<E: FormError + Send + 'static>(
-        &self,
-        part: &str,
-        own: &str,
-        work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>, &str, Option<i32>) -> Result<(), E>
-            + Send
-            + 'static,
-    ) -> Page {
-        let (id, version) = (self.id.clone(), self.fields.version());
-        let outcome = change(&self.state, &self.who, move |conn, state, editor| {
-            work(conn, state, editor, &id, version)
-        })
-        .await?;
-        self.answer(part, own, outcome).await
-    }
-
-    /// The answer to the change of part `own`, made from part `part` of the page.
-    async fn answer(&self, part: &str, own: &str, outcome: Outcome) -> Page {
-        match outcome {
-            Outcome::Done => {
-                let landed = format!("/coes/{}#{}", self.id, coe_answer::anchor_of(part));
-                self.landed(&landed, own).await
-            }
-            outcome => {
-                let kept = coe_answer::typed_on_page(&self.fields, own);
-                answer(&self.state, &self.who, &self.id, part, outcome, kept).await
-            }
-        }
-    }
-
-    /// Lands on `path` (on this COE's page) after the change of part `own` went
-    /// through, with what was typed elsewhere on the page kept and shown again.
-    async fn landed(&self, path: &str, own: &str) -> Page {
-        let rest = coe_answer::typed_elsewhere(&self.fields, own);
-        if rest.is_empty() {
-            return Ok(super::see_other(path));
-        }
-        let anchor = path.split_once('#').map_or("", |(_, a)| a);
-        coe_answer::keep(
-            &self.state,
-            &self.who,
-            &self.id,
-            StatusCode::OK,
-            &rest,
-            anchor,
-        )
-        .await
-    }
-}
-
-impl CoeForm {
-    /// Runs `work`, which makes a record of the COE (given its id) from part `own` of
-    /// its page and answers the page address it lands on, under the part's one-time
-    /// key (`form_key`): a repeat of the same form (a retry on a slow link, a double
-    /// click) lands where the first did and makes nothing. Answers on part `part` of
-    /// the page, with what was typed kept as `change` does.
-    pub async fn create<E>(
-        &self,
-        part: &str,
-        own: &str,
-        work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>, &str) -> Result<String, E>
-            + Send
-            + 'static,
-    ) -> Page
-    where
-        E: FormError + From<diesel::result::Error> + Send + 'static,
-    {
-        let fields = self.fields.part(own);
-        let key = forms::form_key(fields.filled("form_key"));
-        let print = fields.fingerprint();
-        let id = self.id.clone();
-        let made = super::write_as_person(&self.state, &self.who, move |conn, state, editor| {
-            let made = forms::once(conn, key.as_deref(), editor.actor, &print, |conn| {
-                work(conn, state, editor, &id)
-            });
-            match made {
-                Ok(Once::Landed(path)) => Ok(Ok(path)),
-                Ok(Once::Reused) => Ok(Err(Outcome::Refused(REUSED.into()))),
-                Err(e) => Outcome::of::<E>(Err(e)).map(Err),
-            }
-        })
-        .await?;
-        match made {
-            Ok(landed) => self.landed(&landed, own).await,
-            Err(outcome) => self.answer(part, own, outcome).await,
-        }
-    }
-}
-
-/// Why a create form's key that was sent with other fields makes nothing.
-const REUSED: &str = "This form was sent before with other contents (from a page kept by the \
-                      browser?): nothing was added. What you typed is kept: send it again to add it.";
 
 /// `POST /coes/{id}/sections`: every text section as typed (`text:{key}`, with the
 /// revision it started from in `seen:{key}`), saved together; the button pressed says
@@ -195,22 +48,13 @@ pub async fn save_sections(form: CoeForm) -> Page {
         return coe_answer::keep(state, who, id, StatusCode::OK, &kept, &key).await;
     }
     let coe = id.clone();
-    let saved =
-        super::write_as_person(
-            state,
-            who,
-            move |conn, state, editor| match service::put_sections(
-                conn,
-                &coe,
-                &edits,
-                editor,
-                &state.env(),
-            ) {
-                Ok(saved) => Ok(Ok(saved)),
-                Err(e) => Outcome::of(Err(e)).map(Err),
-            },
-        )
-        .await?;
+    let saved = super::outcome::write_as_person(state, who, move |conn, state, editor| {
+        match service::put_sections(conn, &coe, &edits, editor, &state.env()) {
+            Ok(saved) => Ok(Ok(saved)),
+            Err(e) => Outcome::of(Err(e)).map(Err),
+        }
+    })
+    .await?;
     let saved = match saved {
         Ok(saved) => saved,
         Err(Outcome::Invalid(problems)) => {
@@ -238,7 +82,9 @@ pub async fn save_sections(form: CoeForm) -> Page {
     }
     if saved.conflicts.is_empty() && saved.refused.is_empty() {
         if kept.is_empty() {
-            return Ok(super::see_other(&format!("/coes/{id}?saved={at}#{at}")));
+            return Ok(super::outcome::see_other(&format!(
+                "/coes/{id}?saved={at}#{at}"
+            )));
         }
         kept.saved = saved.saved;
         return coe_answer::keep(state, who, id, StatusCode::OK, &kept, &at).await;

@@ -7,7 +7,7 @@ use actix_web::web;
 use chrono::NaiveDateTime;
 use serde_json::{json, Value};
 
-use super::{coes, render, Page, State};
+use super::kit::{render, Page, State};
 use crate::http::session::SignedIn;
 use crate::services::coes::{HistoryEntry, SectionView};
 
@@ -101,7 +101,7 @@ pub(super) fn text_at(history: &[HistoryEntry], key: &str, seen: NaiveDateTime) 
 
 /// `GET /coes/{id}/history`: every change, newest first, in words.
 pub async fn history(who: SignedIn, path: web::Path<String>, state: State) -> Page {
-    let loaded = coes::load(&state, &path, &who, false).await?;
+    let loaded = super::coe_load::load(&state, &path, &who, false).await?;
     let entries: Vec<Value> = loaded
         .history
         .iter()
@@ -120,7 +120,7 @@ pub async fn history(who: SignedIn, path: web::Path<String>, state: State) -> Pa
             })
         })
         .collect();
-    let names = coes::names_data(&loaded.directory);
+    let names = super::kit::names_data(&loaded.directory);
     let data = json!({"coe": {"id": loaded.doc.id, "title": loaded.doc.title}, "entries": entries,
                       "names": names});
     render(&state, Some(&who), StatusCode::OK, "coe_history", data)

@@ -6,8 +6,9 @@ use actix_web::web;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
+use super::kit::{render, Page, State};
+use super::outcome::as_service;
 use super::query::{filled, pages, word};
-use super::{as_service, render, Page, State};
 use crate::domain::coe::CoeState;
 use crate::domain::Severity;
 use crate::http::session::SignedIn;
@@ -64,7 +65,7 @@ pub async fn list(who: SignedIn, query: web::Query<ListQuery>, state: State) -> 
         ))
     })
     .await?;
-    let names = super::coes::names_data(&names);
+    let names = super::kit::names_data(&names);
     let page_url = |offset: i64| {
         let mut next = q.clone();
         next.offset = Some(offset);

@@ -6,8 +6,11 @@ use actix_web::http::StatusCode;
 use actix_web::web;
 use serde_json::{json, Value};
 
-use super::coe_forms::CoeForm;
-use super::{change, coes, Fields, Page, PageError, State};
+use super::error::PageError;
+use super::extract::CoeForm;
+use super::extract::Fields;
+use super::kit::{Page, State};
+use super::outcome::change;
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
 use crate::services::coes::{self as service, TimelineInput};
@@ -38,7 +41,7 @@ pub async fn timeline_entry(
 ) -> Page {
     let (id, entry_id) = path.into_inner();
     let page = format!("/coes/{id}/timeline/{entry_id}");
-    let kept = super::kept_form(&state, &who, &page, query.into_inner().kept).await?;
+    let kept = super::outcome::kept_form(&state, &who, &page, query.into_inner().kept).await?;
     let (status, typed, problems) = match kept {
         Some((status, body)) => (
             status,
@@ -66,7 +69,7 @@ async fn entry_page(
     typed: Option<Value>,
     problems: Vec<String>,
 ) -> Page {
-    let loaded = coes::load(state, id, who, false).await?;
+    let loaded = super::coe_load::load(state, id, who, false).await?;
     let doc = &loaded.doc;
     let entry = doc
         .timeline
@@ -88,7 +91,7 @@ async fn entry_page(
         "kinds": kinds,
         "problems": problems,
     });
-    super::render(state, Some(who), status, "timeline_entry", data)
+    super::kit::render(state, Some(who), status, "timeline_entry", data)
 }
 
 /// `POST /coes/{id}/timeline/{entry}`: changes an entry, or deletes it (the delete
@@ -134,8 +137,9 @@ pub async fn edit_timeline(form: CoeForm) -> Page {
             let page = format!("/coes/{id}/timeline/{entry}");
             let body = json!({"typed": typed, "problems": problems});
             async move {
-                let kept = super::keep_form(&state, &who, &page, again.status, body).await?;
-                Ok(super::see_other(&format!("{page}?kept={kept}")))
+                let kept =
+                    super::outcome::keep_form(&state, &who, &page, again.status, body).await?;
+                Ok(super::outcome::see_other(&format!("{page}?kept={kept}")))
             }
         })
         .await

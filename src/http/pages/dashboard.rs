@@ -10,7 +10,9 @@ use actix_web::web;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::{as_service, render, Page, PageError, State};
+use super::error::PageError;
+use super::kit::{render, Page, State};
+use super::outcome::as_service;
 use crate::http::session::SignedIn;
 use crate::services::stats::{self, Scope, Stats, WaitingCoe};
 
@@ -474,14 +476,7 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
         .map_err(|(field, problem)| PageError::BadRequest(format!("{field}: {problem}")))?;
     let asked = team.clone();
     let (figures, unowned, teams) = as_service(&state, move |conn, state| {
-        let mut scope = match &asked {
-            Some(team) => Scope::team(conn, team, weeks)?,
-            None => Scope {
-                weeks,
-                ..Scope::default()
-            },
-        };
-        scope.period = audit_period;
+        let scope = Scope::asked(conn, asked.as_deref(), weeks, audit_period)?;
         let unowned = crate::services::coes::unowned(conn, i64::try_from(LISTED).unwrap_or(20))?;
         let teams = crate::services::people::teams(conn)?;
         let figures = stats::inspect::audited(conn, &state.settings, &state.live_figures, &scope)?;
@@ -499,7 +494,7 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
     })
     .await?;
     let (teams, names) = teams;
-    let names = super::coes::names_data(&names);
+    let names = super::kit::names_data(&names);
     let unowned: Vec<Value> = unowned.iter().map(super::home::unowned_line).collect();
     // The lists show their longest waiting; the rest are a search away. (The figures
     // by owner stay in the API: the board shows them.)

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use similar::{ChangeTag, TextDiff};
 
-use super::escape_html;
+use super::html::escape_html;
 
 /// Unchanged words kept on each side of a change; a longer unchanged stretch between
 /// two changes is cut to this many at each end, with " … " between.

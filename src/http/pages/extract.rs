@@ -14,7 +14,8 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::PageError;
+use super::error::PageError;
+use super::kit::State;
 use crate::http::session::{same_origin_only, SignedIn};
 use crate::http::state::AppState;
 
@@ -142,7 +143,7 @@ macro_rules! guarded {
     };
 }
 guarded!();
-impl Guarded for (super::coe_forms::CoeForm,) {}
+impl Guarded for (CoeForm,) {}
 guarded!(A);
 guarded!(A, B);
 guarded!(A, B, C);
@@ -276,5 +277,46 @@ impl Fields {
                 .or_insert_with(|| Value::String(value.clone()));
         }
         Value::Object(map)
+    }
+}
+
+/// A form of a COE's page (`/coes/{id}/…`): a `CsrfForm` with the COE's id, the item
+/// of the COE it is about (`/coes/{id}/timeline/{entry}`), the version the page was
+/// loaded with and the app's state.
+pub struct CoeForm {
+    pub(super) who: SignedIn,
+    pub(super) state: State,
+    pub(super) id: String,
+    pub item: String,
+    pub fields: Fields,
+}
+
+impl FromRequest for CoeForm {
+    type Error = PageError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, PageError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let form = CsrfForm::<Fields>::from_request(req, payload);
+        let state = req.app_data::<web::Data<AppState>>().cloned();
+        let path = req.match_info();
+        let id = path.get("id").unwrap_or_default().to_owned();
+        let item = [
+            "key", "entry", "chain", "item", "step", "comment", "incident",
+        ]
+        .iter()
+        .find_map(|name| path.get(name))
+        .unwrap_or_default()
+        .to_owned();
+        Box::pin(async move {
+            let CsrfForm { who, fields } = form.await?;
+            let state = state.ok_or_else(|| PageError::Internal("no application state".into()))?;
+            Ok(CoeForm {
+                who,
+                state,
+                id,
+                item,
+                fields,
+            })
+        })
     }
 }

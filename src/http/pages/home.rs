@@ -7,7 +7,8 @@
 use actix_web::http::StatusCode;
 use serde_json::{json, Value};
 
-use super::{as_service, render, Page, State};
+use super::kit::{render, Page, State};
+use super::outcome::as_service;
 use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;
 use crate::services::actions::{self, ActionFilter, ActionSort, ActionView};
@@ -159,7 +160,7 @@ pub async fn home(who: SignedIn, state: State) -> Page {
             line
         })
         .collect();
-    let names = super::coes::names_data(&names);
+    let names = super::kit::names_data(&names);
     let unowned: Vec<Value> = unowned.iter().map(unowned_line).collect();
     let me = who.person.email.as_str();
     let coes: Vec<Value> = coes

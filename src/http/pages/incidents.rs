@@ -8,11 +8,12 @@ use actix_web::web;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::coes::safe_href;
+use super::error::PageError;
+use super::extract::{CsrfForm, Fields};
+use super::kit::safe_href;
+use super::kit::{render, Page, State};
+use super::outcome::{as_service, see_other, write_as_person};
 use super::query::{filled, pages, word};
-use super::{
-    as_service, render, see_other, write_as_person, CsrfForm, Fields, Page, PageError, State,
-};
 use crate::domain::incident::IncidentState;
 use crate::domain::timeline::{self, EventFacts};
 use crate::domain::Severity;

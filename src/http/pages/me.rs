@@ -6,7 +6,10 @@ use actix_web::http::StatusCode;
 use actix_web::web;
 use serde_json::json;
 
-use super::{as_person, render, write_as_person, CsrfForm, Fields, Page, PageError, State};
+use super::error::PageError;
+use super::extract::{CsrfForm, Fields};
+use super::kit::{render, Page, State};
+use super::outcome::{as_person, write_as_person};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
 use crate::services::auth;

@@ -9,7 +9,9 @@ use chrono::{Duration, NaiveDate};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{as_service, render, Page, PageError, State};
+use super::error::PageError;
+use super::kit::{render, Page, State};
+use super::outcome::as_service;
 use crate::http::session::SignedIn;
 use crate::services::meeting;
 
@@ -63,7 +65,7 @@ pub async fn review_meeting(who: SignedIn, query: web::Query<MeetingQuery>, stat
         Ok((agenda, names))
     })
     .await?;
-    let names = super::coes::names_data(&names);
+    let names = super::kit::names_data(&names);
     // Another pick: a new number, never the same one (the same list, a new COE when
     // there is more than one).
     let another = (seed + 1 + u64::from(rand::random::<u16>())) % 1_000_000;

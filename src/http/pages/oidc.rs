@@ -10,7 +10,9 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{as_service, render, Page, PageError, State};
+use super::error::PageError;
+use super::kit::{render, Page, State};
+use super::outcome::as_service;
 use crate::domain::auth::{admin_by_groups, safe_next, vouched_address};
 use crate::http::session::{client_ip, session_cookie, session_secret};
 use crate::http::state::AppState;

@@ -13,7 +13,8 @@ use actix_web::http::header;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse};
 
-use super::{Page, PageError};
+use super::error::PageError;
+use super::kit::Page;
 use crate::db::DbConnection;
 use crate::error::ApiError;
 use crate::http::session::SignedIn;

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use serde_json::json;
 
-use super::PageError;
+use super::error::PageError;
 
 /// The value, trimmed, when it is not empty.
 pub fn filled(value: &Option<String>) -> Option<String> {

@@ -10,8 +10,12 @@ use chrono_tz::Tz;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{as_service, keep_form, kept_form, render, see_other, write_as_person, CsrfForm};
-use super::{Fields, Outcome, Page, State};
+use super::extract::CsrfForm;
+use super::extract::Fields;
+use super::kit::render;
+use super::kit::{Page, State};
+use super::outcome::Outcome;
+use super::outcome::{as_service, keep_form, kept_form, see_other, write_as_person};
 use crate::domain::Severity;
 use crate::http::session::SignedIn;
 use crate::services::coes::{self, CoeError};
@@ -216,7 +220,7 @@ pub async fn submit(form: CsrfForm<Fields>, state: State) -> Page {
 pub(super) fn reported_notice(doc: &crate::services::coes::CoeDocument) -> String {
     let mut first: Vec<&str> = Vec::new();
     for finding in &doc.completeness.missing {
-        let key = super::coes::section_of(&finding.at);
+        let key = super::coe_load::section_of(&finding.at);
         if let Some(s) = doc.sections.iter().find(|s| s.key == key) {
             if !first.contains(&s.title.as_str()) && first.len() < 3 {
                 first.push(&s.title);

@@ -7,9 +7,10 @@ use actix_web::web;
 use serde_json::json;
 
 use super::coe_answer;
-use super::coe_forms::CoeForm;
-use super::coes::{self, related_links};
-use super::{render, Page, PageError, State};
+use super::coe_load::related_links;
+use super::error::PageError;
+use super::extract::CoeForm;
+use super::kit::{render, Page, State};
 use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;
 use crate::services::coes::{self as coes_service, CoeError, CommentInput, SectionEdit};
@@ -147,10 +148,10 @@ pub(super) fn rules(
 /// `GET /coes/{id}/print`: the whole COE as one document, without forms, laid out
 /// for reading and printing.
 pub async fn print(who: SignedIn, path: web::Path<String>, state: State) -> Page {
-    let loaded = coes::load(&state, &path, &who, false).await?;
+    let loaded = super::coe_load::load(&state, &path, &who, false).await?;
     let doc = &loaded.doc;
     let related = related_links(doc);
-    let names = coes::names_data(&loaded.directory);
+    let names = super::kit::names_data(&loaded.directory);
     let data = json!({
         "names": names,
         "state": doc.state.as_str().replace('_', " "),

@@ -7,9 +7,11 @@ use actix_web::web;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::highlight::first_match;
+use super::kit::{render, Page, State};
 use super::markdown::to_plain;
+use super::outcome::as_service;
 use super::query::{filled, pages, word};
-use super::{as_service, render, Page, State};
 use crate::domain::coe::CoeState;
 use crate::domain::search::SearchText;
 use crate::domain::Severity;
@@ -30,85 +32,6 @@ pub struct SearchQuery {
     severity: Option<String>,
     #[serde(default)]
     offset: Option<i64>,
-}
-
-/// The words of a query that a highlight looks for (two letters or more).
-pub fn terms(query: &str) -> Vec<String> {
-    query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.chars().count() >= 2)
-        .map(str::to_lowercase)
-        .collect()
-}
-
-/// A word's stem (English, Porter's: "failing" and "failed" are "fail"), as both
-/// databases' full-text search stem the words they index.
-fn stem(word: &str) -> String {
-    thread_local! {
-        static STEMMER: rust_stemmers::Stemmer =
-            rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
-    }
-    STEMMER.with(|s| s.stem(&word.to_lowercase()).into_owned())
-}
-
-/// The words of `text` (runs of letters and digits) with their byte offsets.
-fn words_at(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(move |w| (w.as_ptr() as usize - text.as_ptr() as usize, w))
-}
-
-/// Whether `word` is a term or a form of one: the whole word, any case, or a word of
-/// the same stem (the forms the search found it by). Never a part of a word: "out"
-/// marks nothing in "checkout".
-fn is_match(word: &str, terms: &[String], stems: &[String]) -> bool {
-    if word.chars().count() < 2 {
-        return false;
-    }
-    let lower = word.to_lowercase();
-    terms.contains(&lower) || stems.contains(&stem(&lower))
-}
-
-/// The byte offsets in `text` of the characters of the words that match a term
-/// (`is_match`).
-fn matched_chars(text: &str, terms: &[String]) -> std::collections::BTreeSet<usize> {
-    let stems: Vec<String> = terms.iter().map(|t| stem(t)).collect();
-    words_at(text)
-        .filter(|(_, w)| is_match(w, terms, &stems))
-        .flat_map(|(at, w)| w.char_indices().map(move |(i, _)| at + i))
-        .collect()
-}
-
-/// `text` as HTML with every word that matches a term (the word itself in any case,
-/// or a form of it) in `<mark>`; everything else escaped.
-pub fn highlight(text: &str, terms: &[String]) -> String {
-    let marked = matched_chars(text, terms);
-    let mut out = String::with_capacity(text.len() + 16);
-    let mut open = false;
-    for (i, c) in text.char_indices() {
-        let inside = marked.contains(&i);
-        if inside && !open {
-            out.push_str("<mark>");
-            open = true;
-        } else if !inside && open {
-            out.push_str("</mark>");
-            open = false;
-        }
-        out.push_str(&super::escape_html(c.encode_utf8(&mut [0; 4])));
-    }
-    if open {
-        out.push_str("</mark>");
-    }
-    out
-}
-
-/// The byte offset in `text` of the first word that matches a term (`is_match`),
-/// reading no further than it must: a writeup may be a megabyte of the searched word.
-fn first_match(text: &str, terms: &[String]) -> Option<usize> {
-    let stems: Vec<String> = terms.iter().map(|t| stem(t)).collect();
-    words_at(text)
-        .find(|(_, w)| is_match(w, terms, &stems))
-        .map(|(at, _)| at)
 }
 
 /// A passage of `body` around the first term found, about 240 characters.
@@ -256,7 +179,7 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
         Ok(crate::services::people::names_of(conn, &owners)?)
     })
     .await?;
-    let names = super::coes::names_data(&names);
+    let names = super::kit::names_data(&names);
     let page_url = |offset: i64| {
         let mut next = q.clone();
         next.offset = Some(offset);
@@ -298,6 +221,7 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
 
 #[cfg(test)]
 mod tests {
+    use super::super::highlight::{highlight, terms};
     use super::*;
 
     #[test]
@@ -369,7 +293,7 @@ mod tests {
             let t = terms(&query);
             let html = highlight(&body, &t);
             let plain = html.replace("<mark>", "").replace("</mark>", "");
-            proptest::prop_assert_eq!(plain, super::super::escape_html(&body));
+            proptest::prop_assert_eq!(plain, super::super::html::escape_html(&body));
             let _ = passage(&body, &t);
         }
 

@@ -6,7 +6,10 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{as_service, render, CsrfForm, Fields, Page, PageError, SameOrigin, State};
+use super::error::PageError;
+use super::extract::{CsrfForm, Fields, SameOrigin};
+use super::kit::{render, Page, State};
+use super::outcome::as_service;
 use crate::config::AuthMode;
 use crate::domain::auth::{safe_next, LinkAllowance, LINK_LIFETIME_MINUTES};
 use crate::domain::EmailAddress;

@@ -137,6 +137,31 @@ struct Shared {
     emails: Arc<EmailTemplates>,
     /// Rung after a batch that queued emails ("COE opened").
     outbox_bell: crate::services::outbox::Bell,
+    /// The SQLite file written (none on PostgreSQL or in memory).
+    sqlite_file: Option<std::path::PathBuf>,
+}
+
+impl Shared {
+    /// Whether the SQLite file (or its folder) cannot be written, its permissions
+    /// changed under the server: then every write is refused at once, as `/readyz`
+    /// reports it. A connection opened before could still write into the log, one
+    /// opened after could not, and the answer must not depend on which one the pool
+    /// hands out.
+    fn read_only(&self) -> bool {
+        self.sqlite_file
+            .as_deref()
+            .is_some_and(|path| crate::db::fault::read_only_file(path).is_some())
+    }
+}
+
+/// The SQLite file `settings` name, if any.
+fn sqlite_file(settings: &Settings) -> Option<std::path::PathBuf> {
+    match settings.database_url() {
+        crate::config::database::DatabaseUrl::Sqlite(path) if path.as_os_str() != ":memory:" => {
+            Some(path)
+        }
+        _ => None,
+    }
 }
 
 /// The queues in front of the writer threads.
@@ -181,6 +206,7 @@ impl IngestWriter {
             waiting_bytes: AtomicUsize::new(0),
             batch_sizes: batch_sizes.clone(),
             pool,
+            sqlite_file: sqlite_file(&settings),
             settings,
             template,
             emails,
@@ -366,24 +392,18 @@ fn write_batch(batch: &[Job], shared: &Shared) -> Vec<Result<IngestOutcome, Writ
         template: &shared.template,
         emails: &shared.emails,
     };
+    if shared.read_only() {
+        return batch
+            .iter()
+            .map(|_| Err(WriteError::Fault(Fault::ReadOnly)))
+            .collect();
+    }
     // Every group and delivery key of the batch, locked in one order at the start of
     // each transaction (PostgreSQL; SQLite's write lock already excludes other writers).
     let keys: Vec<String> = batch
         .iter()
         .flat_map(|job| keys_of(job.delivery(), &job.events))
         .collect();
-    // A SQLite file that cannot be written (its permissions changed under the server)
-    // is refused at once, as `/readyz` reports it: a connection opened before could
-    // still write into the log, one opened after could not, and the answer must not
-    // depend on which one the pool hands out.
-    if let crate::config::database::DatabaseUrl::Sqlite(path) = shared.settings.database_url() {
-        if crate::db::fault::read_only_file(&path).is_some() {
-            return batch
-                .iter()
-                .map(|_| Err(WriteError::Fault(Fault::ReadOnly)))
-                .collect();
-        }
-    }
     let written = crate::db::checkout(&shared.pool)
         .map_err(|_| {
             // `db::checkout` logged it.
@@ -457,6 +477,7 @@ impl Shared {
             template: Arc::new(parts.template),
             emails: Arc::new(parts.emails),
             outbox_bell: Default::default(),
+            sqlite_file: None,
         }
     }
 }

@@ -186,6 +186,26 @@ impl Scope {
         })
     }
 
+    /// What a person asks for (the dashboard, `GET /api/v1/stats`): one team's
+    /// figures (any case) or everyone's, over `weeks` weeks, with the coverage audit
+    /// of `period` (the last `weeks` weeks when none).
+    pub fn asked(
+        conn: &mut DbConnection,
+        team: Option<&str>,
+        weeks: usize,
+        period: Option<(chrono::NaiveDate, chrono::NaiveDate)>,
+    ) -> QueryResult<Scope> {
+        let mut scope = match team {
+            Some(team) => Scope::team(conn, team, weeks)?,
+            None => Scope {
+                weeks: weeks.clamp(1, MAX_WEEKS),
+                ..Scope::default()
+            },
+        };
+        scope.period = period;
+        Ok(scope)
+    }
+
     /// Whether an owner is counted.
     fn counts(&self, owner: Option<&str>) -> bool {
         match &self.owners {

@@ -62,6 +62,9 @@ impl IngestWriter {
 pub(super) fn write_works(works: Vec<Work>, shared: &Shared) {
     shared.batch_sizes.observe(works.len() as f64);
     let mut answers: Vec<Answer> = Vec::with_capacity(works.len());
+    // A file that cannot be written (`Shared::read_only`) fails them all: they run,
+    // for their answers, and are rolled back.
+    let read_only = shared.read_only();
     let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut conn = crate::db::checkout(&shared.pool).map_err(|_| {
             // `db::checkout` logged it.
@@ -75,14 +78,20 @@ pub(super) fn write_works(works: Vec<Work>, shared: &Shared) {
                     return Err(diesel::result::Error::RollbackTransaction);
                 }
             }
+            if read_only {
+                return Err(diesel::result::Error::RollbackTransaction);
+            }
             Ok(())
         })
-        .map_err(
-            |error| match fault::latest().filter(|_| fault::faulted_here()) {
+        .map_err(|error| {
+            if read_only {
+                return WriteError::Fault(fault::Fault::ReadOnly);
+            }
+            match fault::latest().filter(|_| fault::faulted_here()) {
                 Some(fault) => WriteError::Fault(fault),
                 None => WriteError::of(&error),
-            },
-        )
+            }
+        })
     }));
     let failed = match written {
         Ok(Ok(())) => None,
