@@ -502,7 +502,7 @@ fn http_imports_have_no_circle() {
         ("http::pages", "http::pages::coes"),
         ("http::pages::coes", "http::pages::kit"),
         ("http::pages::kit", "http::state"),
-        ("http::pages::coe_forms", "http::pages::extract"),
+        ("http::pages::coe_forms", "http::pages::guard"),
         ("http::state", "http::pages::templates"),
         ("http::routes", "http::openapi"),
     ] {

@@ -55,8 +55,8 @@ pub struct Application {
     settings: Arc<Settings>,
     emails: Arc<EmailTemplates>,
     metrics: Arc<Metrics>,
-    outbox_bell: crate::services::outbox::Bell,
-    ingest_writer: Arc<crate::services::ingest::writer::IngestWriter>,
+    delivery_waker: crate::services::outbox::DeliveryWaker,
+    group_commit: Arc<crate::services::ingest::writer::GroupCommit>,
 }
 
 impl Application {
@@ -125,15 +125,15 @@ impl Application {
         let header_timeout = std::time::Duration::from_secs(settings.server.header_timeout_secs);
         let body_timeout = std::time::Duration::from_secs(settings.server.body_timeout_secs);
         let settings = Arc::new(settings);
-        let outbox_bell = crate::services::outbox::Bell::default();
-        let ingest_writer = Arc::new(
-            crate::services::ingest::writer::IngestWriter::start(
+        let delivery_waker = crate::services::outbox::DeliveryWaker::default();
+        let group_commit = Arc::new(
+            crate::services::ingest::writer::GroupCommit::start(
                 &settings.database,
                 pool.clone(),
                 settings.clone(),
                 template.clone(),
                 emails.clone(),
-                outbox_bell.clone(),
+                delivery_waker.clone(),
             )
             .map_err(StartupError::Writer)?,
         );
@@ -142,7 +142,7 @@ impl Application {
             registry.register(
                 "ingest_batch_deliveries",
                 "Deliveries written per transaction (group commit)",
-                ingest_writer.batch_sizes(),
+                group_commit.batch_sizes(),
             )
         });
         let state = web::Data::new(AppState {
@@ -157,7 +157,7 @@ impl Application {
             oidc: crate::oidc::Provider::from_settings(&settings)
                 .map_err(StartupError::Oidc)?
                 .map(Arc::new),
-            ingest_writer: ingest_writer.clone(),
+            group_commit: group_commit.clone(),
             board_totals: TotalsCache::new(256),
             action_counts: TotalsCache::new(1_024),
             live_figures: TotalsCache::new(4),
@@ -166,7 +166,7 @@ impl Application {
                 .time_to_live(std::time::Duration::from_secs(60))
                 .build(),
             known_tokens: http::known_tokens::KnownTokens::new(),
-            outbox_bell: outbox_bell.clone(),
+            delivery_waker: delivery_waker.clone(),
             searches: Arc::new(tokio::sync::Semaphore::new(
                 settings.server.searches_at_once,
             )),
@@ -211,8 +211,8 @@ impl Application {
             settings,
             emails,
             metrics,
-            outbox_bell,
-            ingest_writer,
+            delivery_waker,
+            group_commit,
         })
     }
 
@@ -226,8 +226,8 @@ impl Application {
     }
 
     /// The bell the delivery job answers (`jobs::serve` connects it).
-    pub fn outbox_bell(&self) -> &crate::services::outbox::Bell {
-        &self.outbox_bell
+    pub fn delivery_waker(&self) -> &crate::services::outbox::DeliveryWaker {
+        &self.delivery_waker
     }
 
     /// The metrics `/metrics` serves, for other parts of the process to add theirs.
@@ -251,7 +251,7 @@ impl Application {
     /// Serves until stopped; then the ingest writers write what is queued and stop.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let served = self.server.await;
-        let writer = self.ingest_writer.clone();
+        let writer = self.group_commit.clone();
         if let Err(e) = actix_web::rt::task::spawn_blocking(move || writer.stop()).await {
             tracing::error!(error = %e, "stopping the ingest writers failed");
         }

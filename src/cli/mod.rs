@@ -293,7 +293,7 @@ fn serve(settings: Settings, migrations: startup::Migrations) -> Result<(), Fail
             pool: app.pool().clone(),
             templates: app.emails().clone(),
             transport,
-            bell: app.outbox_bell().clone(),
+            bell: app.delivery_waker().clone(),
             registry: app.metrics().clone(),
         })
         .map_err(Failure::runtime)?;

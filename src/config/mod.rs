@@ -27,8 +27,8 @@ use serde::{Deserialize, Serialize};
 pub use self::chat::{ChannelSettings, ChatEvent, ChatKind, ChatSettings};
 use self::database::DatabaseUrl;
 use self::secret::Secret;
+use crate::domain::assessment::DEFAULT_INTENTION_PHRASES;
 use crate::domain::incident::IncidentPolicy;
-use crate::domain::rules::DEFAULT_INTENTION_PHRASES;
 use crate::domain::template::{Template, TemplateError};
 use crate::domain::{Severity, SeverityMap};
 

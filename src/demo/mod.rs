@@ -184,14 +184,14 @@ impl Seeder<'_> {
         } else {
             written.len()
         };
-        let ctx = crate::services::Env {
+        let env = crate::services::Env {
             settings: self.settings,
             template: self.template,
             emails: self.emails,
         };
         for (key, body) in written.into_iter().take(take) {
             let v = self.version(conn, id)?;
-            coe_service::put_section(conn, id, key, &body, Some(v), &as_owner, &ctx)
+            coe_service::put_section(conn, id, key, &body, Some(v), &as_owner, &env)
                 .map_err(fail("write a section"))?;
         }
         if w.stage == Stage::Started {
@@ -395,7 +395,7 @@ pub fn seed(
         directory::put(conn, &address, &input).map_err(fail("add a person"))?;
     }
 
-    let ctx = crate::services::Env {
+    let env = crate::services::Env {
         settings,
         template,
         emails,
@@ -414,7 +414,7 @@ pub fn seed(
                 body: &body,
             },
             &batch,
-            &ctx,
+            &env,
         )
         .map_err(fail("ingest the events"))?;
         let incident_id = outcome

@@ -1,6 +1,7 @@
 //! Pure types and rules of the product. Nothing here knows about HTTP or the database.
 
 pub mod action;
+pub mod assessment;
 pub mod auth;
 pub mod bar_raiser;
 pub mod clock;
@@ -11,7 +12,6 @@ pub mod event;
 pub mod incident;
 pub mod reminder;
 pub mod review;
-pub mod rules;
 pub mod search;
 pub mod severity;
 pub mod template;

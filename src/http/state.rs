@@ -32,7 +32,7 @@ pub struct AppState {
     /// `auth.trusted_proxies`, parsed.
     pub proxies: Arc<Vec<ipnet::IpNet>>,
     /// Writes deliveries with group commit (`services::ingest::writer`).
-    pub ingest_writer: Arc<crate::services::ingest::writer::IngestWriter>,
+    pub group_commit: Arc<crate::services::ingest::writer::GroupCommit>,
     /// The overdue board's totals by filter, for views between two changes.
     pub board_totals: TotalsCache<Arc<crate::services::board::Totals>>,
     /// Everyone's open and overdue figures (the dashboard, `/api/v1/stats`, `/metrics`).
@@ -45,7 +45,7 @@ pub struct AppState {
     /// Tokens looked up in the last second (`known_tokens::KNOWN_FOR`).
     pub known_tokens: crate::http::known_tokens::KnownTokens,
     /// Wakes the delivery worker when a request queued an email.
-    pub outbox_bell: crate::services::outbox::Bell,
+    pub delivery_waker: crate::services::outbox::DeliveryWaker,
     /// One permit per search that may run at once (`server.searches_at_once`).
     pub searches: Arc<tokio::sync::Semaphore>,
 }
@@ -84,14 +84,14 @@ pub async fn with_conn<T: Send + 'static>(
     web::block(move || {
         let mut conn = crate::db::checkout(&state.pool)?;
         let done = work(&mut conn, &state);
-        state.outbox_bell.ring_if_queued();
+        state.delivery_waker.wake_if_queued();
         done
     })
     .await?
 }
 
 /// Runs `work`, which writes, where writes are cheapest: on SQLite in the writer's
-/// next batch (`IngestWriter::submit`: one commit for every write that waited with
+/// next batch (`GroupCommit::submit`: one commit for every write that waited with
 /// it, `work` in a savepoint of its own so that an error rolls back its writes
 /// alone), answered once committed; on PostgreSQL, whose commits run side by side, in
 /// a transaction of its own on a connection of the pool. Either way `work` runs in a
@@ -100,7 +100,7 @@ pub async fn with_write<T: Send + 'static>(
     state: &web::Data<AppState>,
     work: impl FnOnce(&mut DbConnection, &AppState) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
-    if !state.ingest_writer.takes_work() {
+    if !state.group_commit.takes_work() {
         return with_conn(state, move |conn, state| {
             crate::db::write_transaction(conn, |conn| work(conn, state))
         })
@@ -108,7 +108,7 @@ pub async fn with_write<T: Send + 'static>(
     }
     let (reply, answer) = tokio::sync::oneshot::channel();
     let shared = state.clone();
-    let job: crate::services::ingest::writer::Work = Box::new(move |conn| {
+    let job: crate::services::ingest::writer::OrdinaryWrite = Box::new(move |conn| {
         let done = crate::db::write_transaction(conn, |conn| work(conn, &shared));
         Box::new(move |failed| {
             let _ = reply.send(match failed {
@@ -117,7 +117,7 @@ pub async fn with_write<T: Send + 'static>(
             });
         })
     });
-    if let Err((_, error)) = state.ingest_writer.submit(job) {
+    if let Err((_, error)) = state.group_commit.submit(job) {
         return Err(error.into());
     }
     answer.await.map_err(|_| {

@@ -1,7 +1,7 @@
 //! The reminder jobs: a sweep every `reminders.interval_secs` (it decides and queues
 //! the reminders, and purges what is no longer of use), email delivery every
 //! `reminders.delivery_interval_secs` and at once when a request or a sweep queues an
-//! email (`outbox::Bell`), and chat delivery (`[[chat.channels]]`) on a job of its
+//! email (`outbox::DeliveryWaker`), and chat delivery (`[[chat.channels]]`) on a job of its
 //! own, so that a slow or silent platform never holds up email.
 
 use std::sync::atomic::AtomicBool;
@@ -74,7 +74,7 @@ pub fn sweep(
     settings: Arc<Settings>,
     pool: DbPool,
     templates: Arc<EmailTemplates>,
-    bell: outbox::Bell,
+    bell: outbox::DeliveryWaker,
     metrics: SweepMetrics,
 ) -> Job {
     let every = Duration::from_secs(settings.reminders.interval_secs);
@@ -83,7 +83,7 @@ pub fn sweep(
         run: Box::new(move |_| {
             let swept = sweep_once(&settings, &pool, &templates);
             metrics.record(swept.is_ok());
-            bell.ring_if_queued();
+            bell.wake_if_queued();
             swept
         }),
         next_in: Box::new(move || Some(every)),

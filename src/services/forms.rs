@@ -93,7 +93,7 @@ enum Claim {
     /// The key is new: this POST makes the record (and then [`land`]s the key).
     First,
     /// The same form was sent before: the record it made is at this page address.
-    Landed(String),
+    Made(String),
     /// The key was sent before with other fields (a page from before, kept by the
     /// browser and filled in again): not a repeat, and not to be made under this key.
     Reused,
@@ -133,7 +133,7 @@ fn claim(
         .first(conn)
         .optional()?;
     Ok(match first {
-        Some((landed, sent)) if sent == fingerprint => Claim::Landed(landed),
+        Some((landed, sent)) if sent == fingerprint => Claim::Made(landed),
         // Another person's key (never made for them), or other fields.
         _ => Claim::Reused,
     })
@@ -151,7 +151,7 @@ fn land(conn: &mut DbConnection, key: &str, landed: &str) -> QueryResult<()> {
 #[derive(Debug, PartialEq, Eq)]
 pub enum Once {
     /// Made now, or by an earlier POST of the same form: the record's page address.
-    Landed(String),
+    Made(String),
     /// The key came before with other fields: nothing made.
     Reused,
 }
@@ -171,7 +171,7 @@ pub fn once<E: From<diesel::result::Error>>(
         if let Some(key) = key {
             match claim(conn, key, person, fingerprint)? {
                 Claim::First => {}
-                Claim::Landed(path) => return Ok(Once::Landed(path)),
+                Claim::Made(path) => return Ok(Once::Made(path)),
                 Claim::Reused => return Ok(Once::Reused),
             }
         }
@@ -179,6 +179,6 @@ pub fn once<E: From<diesel::result::Error>>(
         if let Some(key) = key {
             land(conn, key, &landed)?;
         }
-        Ok(Once::Landed(landed))
+        Ok(Once::Made(landed))
     })
 }

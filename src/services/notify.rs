@@ -103,7 +103,7 @@ pub fn coe_unowned(
 /// it any more, and who does now (the COE went back to draft).
 pub fn reviewer_replaced(
     conn: &mut DbConnection,
-    mail: Env<'_>,
+    env: Env<'_>,
     row: &CoeRow,
     former: &str,
     actor: &str,
@@ -113,7 +113,7 @@ pub fn reviewer_replaced(
         .reviewer_email
         .clone()
         .unwrap_or_else(|| "nobody".into());
-    assignment(conn, mail, row, former, true, Some(successor), actor, now)
+    assignment(conn, env, row, former, true, Some(successor), actor, now)
 }
 
 /// Tells the reviewer (submitted) or the owner (changes requested, approved) of a
@@ -286,12 +286,12 @@ impl ActionFacts<'_> {
 /// unless they assigned it to themselves. Each assignment is its own email.
 pub fn action_assigned(
     conn: &mut DbConnection,
-    mail: Env<'_>,
+    env: Env<'_>,
     action: &ActionFacts<'_>,
     actor: &str,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
-    if let Some(email) = action_assigned_email(conn, mail, action, actor)? {
+    if let Some(email) = action_assigned_email(conn, env, action, actor)? {
         outbox::enqueue(conn, &email, now)?;
     }
     Ok(())
@@ -302,14 +302,14 @@ pub fn action_assigned(
 /// failed, logged).
 pub fn action_assigned_email(
     conn: &mut DbConnection,
-    mail: Env<'_>,
+    env: Env<'_>,
     action: &ActionFacts<'_>,
     actor: &str,
 ) -> QueryResult<Option<outbox::NewEmail>> {
     if action.owner == actor {
         return Ok(None);
     }
-    let links = Links::new(&mail.settings.public_url);
+    let links = Links::new(&env.settings.public_url);
     let data = json!(ActionAssigned {
         recipient_name: String::new(),
         actor: actor.to_owned(),
@@ -325,7 +325,7 @@ pub fn action_assigned_email(
     );
     outbox::composed(
         conn,
-        mail.emails,
+        env.emails,
         Kind::ActionAssigned,
         key,
         action.owner,
@@ -337,14 +337,14 @@ pub fn action_assigned_email(
 /// unless they did it themselves.
 pub fn coe_assigned(
     conn: &mut DbConnection,
-    mail: Env<'_>,
+    env: Env<'_>,
     row: &CoeRow,
     recipient: &str,
     as_reviewer: bool,
     actor: &str,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
-    assignment(conn, mail, row, recipient, as_reviewer, None, actor, now)
+    assignment(conn, env, row, recipient, as_reviewer, None, actor, now)
 }
 
 /// Tells `recipient` that drafts (`merged`, their titles) were merged into COE `row`
@@ -352,7 +352,7 @@ pub fn coe_assigned(
 #[allow(clippy::too_many_arguments)]
 pub fn coe_merged(
     conn: &mut DbConnection,
-    mail: Env<'_>,
+    env: Env<'_>,
     row: &CoeRow,
     merged: &[String],
     recipient: &str,
@@ -367,7 +367,7 @@ pub fn coe_merged(
     let data = json!(CoeMerged {
         recipient_name: String::new(),
         actor: actor.to_owned(),
-        coe: coe_line(mail.settings, &CoeFacts::of(row, &severity)),
+        coe: coe_line(env.settings, &CoeFacts::of(row, &severity)),
         merged: merged
             .iter()
             .map(|title| MergedLine {
@@ -380,29 +380,21 @@ pub fn coe_merged(
         Kind::CoeMerged.name(),
         row.id
     );
-    outbox::notify(
-        conn,
-        mail.emails,
-        Kind::CoeMerged,
-        key,
-        recipient,
-        data,
-        now,
-    )
+    outbox::notify(conn, env.emails, Kind::CoeMerged, key, recipient, data, now)
 }
 
 /// Tells an action's owner that the COE's reviewer (`actor`) verified it, or did not
 /// (`reason`): each verdict its own email (`verdict_id`).
 pub fn action_verification(
     conn: &mut DbConnection,
-    mail: Env<'_>,
+    env: Env<'_>,
     action: &ActionFacts<'_>,
     actor: &str,
     reason: Option<&str>,
     verdict_id: &str,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
-    let links = Links::new(&mail.settings.public_url);
+    let links = Links::new(&env.settings.public_url);
     let data = json!(ActionVerification {
         recipient_name: String::new(),
         actor: actor.to_owned(),
@@ -417,7 +409,7 @@ pub fn action_verification(
     );
     outbox::notify(
         conn,
-        mail.emails,
+        env.emails,
         Kind::ActionVerification,
         key,
         action.owner,
@@ -441,7 +433,7 @@ pub struct DoneAction<'a> {
 #[allow(clippy::too_many_arguments)]
 pub fn action_recurred(
     conn: &mut DbConnection,
-    mail: Env<'_>,
+    env: Env<'_>,
     row: &CoeRow,
     recurrence: (&str, &str),
     incident_id: &str,
@@ -451,9 +443,9 @@ pub fn action_recurred(
     now: NaiveDateTime,
 ) -> QueryResult<()> {
     let severity = types::severity("coes.severity", row.severity)?.to_string();
-    let links = Links::new(&mail.settings.public_url);
-    let tz = mail.settings.org_timezone();
-    let coe = coe_line(mail.settings, &CoeFacts::of(row, &severity));
+    let links = Links::new(&env.settings.public_url);
+    let tz = env.settings.org_timezone();
+    let coe = coe_line(env.settings, &CoeFacts::of(row, &severity));
     let data = json!(ActionRecurred {
         recipient_name: String::new(),
         recurrence: CoeLine {
@@ -487,7 +479,7 @@ pub fn action_recurred(
     );
     outbox::notify(
         conn,
-        mail.emails,
+        env.emails,
         Kind::ActionRecurred,
         key,
         recipient,
@@ -501,7 +493,7 @@ pub fn action_recurred(
 #[allow(clippy::too_many_arguments)]
 fn assignment(
     conn: &mut DbConnection,
-    mail: Env<'_>,
+    env: Env<'_>,
     row: &CoeRow,
     recipient: &str,
     as_reviewer: bool,
@@ -521,9 +513,9 @@ fn assignment(
     let data = json!(CoeAssigned {
         recipient_name: String::new(),
         actor: actor.to_owned(),
-        coe: coe_line(mail.settings, &CoeFacts::of(row, &severity)),
+        coe: coe_line(env.settings, &CoeFacts::of(row, &severity)),
         as_reviewer,
-        writeup_days: mail.settings.coe.writeup_days,
+        writeup_days: env.settings.coe.writeup_days,
         replaced_by,
     });
     let key = format!(
@@ -534,7 +526,7 @@ fn assignment(
     );
     outbox::notify(
         conn,
-        mail.emails,
+        env.emails,
         Kind::CoeAssigned,
         key,
         recipient,

@@ -127,7 +127,7 @@ pub async fn post_events(
         content_type: content_type.as_deref(),
         body: &body,
     };
-    let outcome = state.ingest_writer.write(delivery, events).await?;
+    let outcome = state.group_commit.write(delivery, events).await?;
     Ok(respond(IngestResponse {
         delivery_id: outcome.delivery_id,
         duplicate: outcome.duplicate,
@@ -227,7 +227,7 @@ pub async fn receive_webhook(
             body: &body,
         };
         let events = std::mem::take(&mut parsed.events);
-        let outcome = state.ingest_writer.write(delivery, events).await?;
+        let outcome = state.group_commit.write(delivery, events).await?;
         return Ok(respond(IngestResponse {
             delivery_id: outcome.delivery_id,
             duplicate: outcome.duplicate,

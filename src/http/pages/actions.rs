@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::error::PageError;
-use super::extract::{CsrfForm, Fields};
+use super::guard::{CsrfForm, Fields};
 use super::kit::safe_href;
 use super::kit::{render, Page, State};
 use super::outcome::{as_person, change, keep_form, kept_form, write_as_person, Outcome};

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::error::PageError;
-use super::extract::{Admin, CsrfForm, Fields};
+use super::guard::{Admin, CsrfForm, Fields};
 use super::kit::{render, Page, State};
 use super::outcome::{as_service, see_other, Outcome};
 use crate::domain::{EmailAddress, Role, TokenName};

@@ -13,8 +13,8 @@ use serde_json::Value;
 use super::coe_history::change_words;
 use super::coe_load::{load, section_of};
 use super::error::PageError;
-use super::extract::CoeForm;
-use super::extract::Fields;
+use super::guard::CoeForm;
+use super::guard::Fields;
 use super::kit::Page;
 use super::outcome::{change, FormError};
 use super::outcome::{see_other, Outcome};
@@ -33,7 +33,7 @@ use crate::services::forms::{self, Once};
 /// `details`, `review`) the problems and what the person typed.
 #[derive(Default, Serialize, Deserialize)]
 #[serde(default)]
-pub(super) struct Kept {
+pub(super) struct Unsaved {
     pub notice: Option<String>,
     pub texts: BTreeMap<String, String>,
     pub problems: BTreeMap<String, Vec<String>>,
@@ -49,7 +49,7 @@ pub(super) struct Kept {
     pub saved: Vec<String>,
 }
 
-impl Kept {
+impl Unsaved {
     /// Whether it holds nothing to show.
     pub fn is_empty(&self) -> bool {
         self.notice.is_none()
@@ -148,8 +148,8 @@ fn part_changed(part: &str, fields: &Fields) -> bool {
 /// one form, so every button sends all of it; what the button's own change does not
 /// use is kept (`keep`) and shown again on the page it lands on, not saved: no button
 /// loses what was typed elsewhere on the page.
-pub(super) fn typed_elsewhere(fields: &Fields, own: &str) -> Kept {
-    let mut kept = Kept::default();
+pub(super) fn typed_elsewhere(fields: &Fields, own: &str) -> Unsaved {
+    let mut kept = Unsaved::default();
     if own != "sections" {
         keep_texts(fields, &mut kept);
     }
@@ -182,7 +182,7 @@ pub(super) fn changed(edit: &SectionEdit) -> bool {
 
 /// Every text section changed since the page was loaded, into `kept` with the
 /// revision it started from.
-pub(super) fn keep_texts(fields: &Fields, kept: &mut Kept) {
+pub(super) fn keep_texts(fields: &Fields, kept: &mut Unsaved) {
     for edit in section_edits(fields).into_iter().filter(changed) {
         kept.seen.insert(edit.key.clone(), edit.based_on);
         kept.texts.insert(edit.key, edit.body);
@@ -192,7 +192,7 @@ pub(super) fn keep_texts(fields: &Fields, kept: &mut Kept) {
 /// Everything typed on the page, part `own` included (sent in its `own.` fields, or
 /// unprefixed by a form of that part alone): what a change that did not go through
 /// shows again.
-pub(super) fn typed_on_page(fields: &Fields, own: &str) -> Kept {
+pub(super) fn typed_on_page(fields: &Fields, own: &str) -> Unsaved {
     let mut kept = typed_elsewhere(fields, own);
     if own == "sections" {
         keep_texts(fields, &mut kept);
@@ -231,7 +231,7 @@ pub(super) async fn keep(
     who: &SignedIn,
     id: &str,
     status: StatusCode,
-    kept: &Kept,
+    kept: &Unsaved,
     anchor: &str,
 ) -> Page {
     let body = serde_json::to_value(kept).map_err(|e| PageError::Internal(e.to_string()))?;
@@ -262,7 +262,7 @@ pub(super) async fn answer(
     id: &str,
     part: &str,
     outcome: Outcome,
-    mut kept: Kept,
+    mut kept: Unsaved,
 ) -> Page {
     // A form that adds to a part shows its problems in the form, and the page lands there.
     let anchor = if matches!(part, "timeline" | "related" | "actions") {
@@ -391,7 +391,7 @@ impl CoeForm {
                     work(conn, state, editor, &id)
                 });
                 match made {
-                    Ok(Once::Landed(path)) => Ok(Ok(path)),
+                    Ok(Once::Made(path)) => Ok(Ok(path)),
                     Ok(Once::Reused) => Ok(Err(Outcome::Refused(REUSED.into()))),
                     Err(e) => Outcome::of::<E>(Err(e)).map(Err),
                 }

@@ -9,8 +9,8 @@ use actix_web::http::StatusCode;
 
 use super::coe_answer::{self};
 use super::coe_timeline::timeline_input;
-use super::extract::CoeForm;
-use super::extract::Fields;
+use super::guard::CoeForm;
+use super::guard::Fields;
 use super::kit::Page;
 use super::outcome::{change, Outcome};
 use crate::domain::{EmailAddress, Severity};

@@ -7,8 +7,8 @@ use actix_web::web;
 use serde_json::{json, Value};
 
 use super::error::PageError;
-use super::extract::CoeForm;
-use super::extract::Fields;
+use super::guard::CoeForm;
+use super::guard::Fields;
 use super::kit::{Page, State};
 use super::outcome::change;
 use crate::http::session::SignedIn;

@@ -10,13 +10,13 @@ use chrono::NaiveDateTime;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::coe_answer::{self, Kept};
+use super::coe_answer::{self, Unsaved};
 use super::coe_history::{history_words, text_at};
 use super::coe_load::{load, related_links, section_of, Loaded};
 use super::kit::{names_data, render, Page, State};
 use crate::domain::action::{ActionKind, Priority};
+use crate::domain::assessment::Finding;
 use crate::domain::coe::{CoeState, TimelineKind};
-use crate::domain::rules::Finding;
 use crate::domain::template::SectionKind;
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
@@ -86,7 +86,7 @@ pub(super) fn page(
     who: &SignedIn,
     status: StatusCode,
     loaded: Loaded,
-    kept: Kept,
+    kept: Unsaved,
     view: Option<View>,
 ) -> Page {
     let Loaded {
@@ -472,7 +472,7 @@ pub async fn show(
                 })
                 .unwrap_or_default()
         }
-        None => (StatusCode::OK, Kept::default()),
+        None => (StatusCode::OK, Unsaved::default()),
     };
     kept.saved.extend(saved);
     let loaded = load(&state, &path, &who, kept.texts.is_empty()).await?;

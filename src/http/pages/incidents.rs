@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::error::PageError;
-use super::extract::{CsrfForm, Fields};
+use super::guard::{CsrfForm, Fields};
 use super::kit::safe_href;
 use super::kit::{render, Page, State};
 use super::outcome::{as_service, see_other, write_as_person};

@@ -7,7 +7,7 @@ use actix_web::web;
 use serde_json::json;
 
 use super::error::PageError;
-use super::extract::{CsrfForm, Fields};
+use super::guard::{CsrfForm, Fields};
 use super::kit::{render, Page, State};
 use super::outcome::{as_person, write_as_person};
 use crate::http::session::SignedIn;

@@ -20,7 +20,7 @@ mod coes;
 mod dashboard;
 mod diff;
 pub mod error;
-mod extract;
+mod guard;
 mod highlight;
 mod home;
 mod html;
@@ -41,7 +41,7 @@ pub mod templates;
 
 use actix_web::web;
 
-use extract::form;
+use guard::form;
 
 /// The page routes and `ROUTES`, their list (not part of the API's route table or its
 /// OpenAPI document). A POST is registered through `extract::form`: its handler must

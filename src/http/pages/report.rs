@@ -10,8 +10,8 @@ use chrono_tz::Tz;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::extract::CsrfForm;
-use super::extract::Fields;
+use super::guard::CsrfForm;
+use super::guard::Fields;
 use super::kit::render;
 use super::kit::{Page, State};
 use super::outcome::Outcome;
@@ -185,7 +185,7 @@ pub async fn submit(form: CsrfForm<Fields>, state: State) -> Page {
                 })
             });
             match made {
-                Ok(Once::Landed(path)) => Ok(Ok(path)),
+                Ok(Once::Made(path)) => Ok(Ok(path)),
                 Ok(Once::Reused) => Ok(Err(Outcome::Refused(
                     "This form was sent before with other contents: nothing was reported. \
                      What you typed is kept: send it again to report it."

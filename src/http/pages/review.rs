@@ -9,7 +9,7 @@ use serde_json::json;
 use super::coe_answer;
 use super::coe_load::related_links;
 use super::error::PageError;
-use super::extract::CoeForm;
+use super::guard::CoeForm;
 use super::kit::{render, Page, State};
 use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;

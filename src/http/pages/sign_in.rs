@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::error::PageError;
-use super::extract::{CsrfForm, Fields, SameOrigin};
+use super::guard::{CsrfForm, Fields, SameOrigin};
 use super::kit::{render, Page, State};
 use super::outcome::as_service;
 use crate::config::AuthMode;

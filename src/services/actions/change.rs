@@ -54,11 +54,11 @@ fn tell_owner(
     conn: &mut DbConnection,
     row: &ActionRow,
     actor: &str,
-    mail: Env<'_>,
+    env: Env<'_>,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
     let (coe_title, _) = coe_title_and_severity(conn, &row.coe_id)?;
-    notify::action_assigned(conn, mail, &facts(row, &coe_title), actor, now)
+    notify::action_assigned(conn, env, &facts(row, &coe_title), actor, now)
 }
 
 /// What the emails tell of action `row` of the COE titled `coe_title`.
@@ -133,11 +133,11 @@ pub fn create(
     input: &NewAction,
     who: &Editor<'_>,
     clock: Clock,
-    mail: Env<'_>,
+    env: Env<'_>,
 ) -> Result<String, ActionError> {
     db::write_transaction(conn, |conn| {
-        let prepared = prepare(conn, coe_id, input, who, clock, mail)?;
-        Ok(add(conn, prepared, mail)?.action.id)
+        let prepared = prepare(conn, coe_id, input, who, clock, env)?;
+        Ok(add(conn, prepared, env)?.action.id)
     })
 }
 
@@ -163,7 +163,7 @@ pub fn prepare(
     input: &NewAction,
     who: &Editor<'_>,
     clock: Clock,
-    mail: Env<'_>,
+    env: Env<'_>,
 ) -> Result<Prepared, ActionError> {
     access::coe(conn, coe_id, who).map_err(|e| match e {
         AccessError::NotFound(id) => ActionError::CoeNotFound(id),
@@ -202,7 +202,7 @@ pub fn prepare(
         .flatten();
     if let Ok(checked) = &checked {
         if let Some(problem) =
-            directory::check_assignable(conn, mail.settings, checked.owner.as_str())?
+            directory::check_assignable(conn, env.settings, checked.owner.as_str())?
         {
             problems.push(("owner".to_owned(), problem));
         }
@@ -236,7 +236,7 @@ pub fn prepare(
         verified_at: None,
         verified_by: None,
     };
-    let email = notify::action_assigned_email(conn, mail, &facts(&row, &coe_title), who.actor)?;
+    let email = notify::action_assigned_email(conn, env, &facts(&row, &coe_title), who.actor)?;
     Ok(Prepared {
         row,
         email,
@@ -348,7 +348,7 @@ pub fn patch(
     patch: &ActionPatch,
     who: &Editor<'_>,
     clock: Clock,
-    mail: Env<'_>,
+    env: Env<'_>,
 ) -> Result<(), ActionError> {
     db::write_transaction(conn, |conn| {
         let mut row = load_locked(conn, id)?;
@@ -376,7 +376,7 @@ pub fn patch(
             changed = true;
         }
         if let Some(owner) = &patch.owner {
-            if let Some(problem) = directory::check_assignable(conn, mail.settings, owner.as_str())?
+            if let Some(problem) = directory::check_assignable(conn, env.settings, owner.as_str())?
             {
                 return Err(invalid("owner", problem));
             }
@@ -457,7 +457,7 @@ pub fn patch(
         }
         audit(conn, &row, actor, "action:update", before, after, now)?;
         if row.owner_email != owner_before {
-            tell_owner(conn, &row, actor, mail, now)?;
+            tell_owner(conn, &row, actor, env, now)?;
         }
         if unverified {
             audit(
@@ -473,12 +473,12 @@ pub fn patch(
             lifecycle::settle(
                 conn,
                 &row.coe_id,
-                mail.settings.coe.verify_actions_from,
+                env.settings.coe.verify_actions_from,
                 actor,
                 now,
             )?;
         }
-        approval::touch_in_review(conn, &row.coe_id, actor, mail, now)?;
+        approval::touch_in_review(conn, &row.coe_id, actor, env, now)?;
         Ok(())
     })
 }

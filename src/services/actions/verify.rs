@@ -34,7 +34,7 @@ pub fn verify(
     id: &str,
     input: &VerifyInput,
     who: &Editor<'_>,
-    mail: Env<'_>,
+    env: Env<'_>,
 ) -> Result<(), ActionError> {
     let Some(verified) = input.verified else {
         return Err(invalid(
@@ -63,7 +63,7 @@ pub fn verify(
             reviewer.as_deref(),
             &row.owner_email,
             completed_by.as_deref(),
-            &mail.settings.auth.dotless_domains,
+            &env.settings.auth.dotless_domains,
         )?;
         let from: ActionState = types::read("corrective_actions.state", &row.state)?;
         if from != ActionState::Done {
@@ -98,7 +98,7 @@ pub fn verify(
         )?;
         notify::action_verification(
             conn,
-            mail,
+            env,
             &facts(&row, &coe_title),
             actor,
             reason.as_deref(),
@@ -108,7 +108,7 @@ pub fn verify(
         lifecycle::settle(
             conn,
             &row.coe_id,
-            mail.settings.coe.verify_actions_from,
+            env.settings.coe.verify_actions_from,
             actor,
             now,
         )?;

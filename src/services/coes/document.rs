@@ -18,8 +18,8 @@ use crate::db::schema::{
 };
 use crate::db::{types, DbConnection};
 use crate::domain::action::ActionState;
+use crate::domain::assessment::{self, Assessment, CoeContent, Finding, WhyStep};
 use crate::domain::coe::{CoeState, RelatedKind, TimelineKind};
-use crate::domain::rules::{self, Assessment, CoeContent, Finding, WhyStep};
 use crate::domain::template::SectionKind;
 use crate::domain::Severity;
 use crate::services::actions::{self, ActionView};
@@ -222,7 +222,7 @@ pub struct CoeDocument {
     pub updated_at: NaiveDateTime,
 }
 
-/// The checks of `domain::rules` over a COE's parts.
+/// The checks of `domain::assessment` over a COE's parts.
 fn assess(
     template: &crate::domain::template::Template,
     sections: &BTreeMap<String, String>,
@@ -265,7 +265,7 @@ fn assess(
             })
             .collect(),
     };
-    rules::assess(template, &content, phrases)
+    assessment::assess(template, &content, phrases)
 }
 
 /// Only the completeness report of COE `id` (what is missing, what the checks warn

@@ -27,13 +27,13 @@ use crate::services::{notify, ownership};
 pub fn open_draft_for_incident(
     conn: &mut DbConnection,
     incident: &IncidentRow,
-    ctx: &Env<'_>,
+    env: &Env<'_>,
     now: NaiveDateTime,
 ) -> QueryResult<Option<String>> {
-    let id = insert_draft_for_incident(conn, incident, ctx, now)?;
+    let id = insert_draft_for_incident(conn, incident, env, now)?;
     if let Some(id) = &id {
-        tell_owner(conn, id, ctx, now)?;
-        super::recurred::judge(conn, id, &incident.id, incident.started_at, ctx, now)?;
+        tell_owner(conn, id, env, now)?;
+        super::recurred::judge(conn, id, &incident.id, incident.started_at, env, now)?;
     }
     Ok(id)
 }
@@ -44,7 +44,7 @@ pub fn open_draft_for_incident(
 fn tell_owner(
     conn: &mut DbConnection,
     id: &str,
-    ctx: &Env<'_>,
+    env: &Env<'_>,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
     let row: CoeRow = coes::table
@@ -52,7 +52,7 @@ fn tell_owner(
         .select(CoeRow::as_select())
         .first(conn)?;
     if row.owner_email.is_some() {
-        notify::coe_opened_row(conn, ctx.settings, ctx.emails, &row, now)?;
+        notify::coe_opened_row(conn, env.settings, env.emails, &row, now)?;
     } else {
         let admins: Vec<String> = people::table
             .filter(people::is_admin.eq(true))
@@ -62,16 +62,16 @@ fn tell_owner(
             tracing::warn!(coe = %row.id, "a COE opened with no owner and there is no admin in the directory to tell");
         }
         for admin in &admins {
-            notify::coe_unowned(conn, ctx.settings, ctx.emails, &row, admin, now)?;
+            notify::coe_unowned(conn, env.settings, env.emails, &row, admin, now)?;
         }
     }
     if let Some(reviewer) = row.reviewer_email.as_deref() {
-        notify::coe_assigned(conn, *ctx, &row, reviewer, true, SYSTEM_ACTOR, now)?;
+        notify::coe_assigned(conn, *env, &row, reviewer, true, SYSTEM_ACTOR, now)?;
     }
     let severity = crate::db::types::severity("coes.severity", row.severity)?.to_string();
     crate::services::chat::coe_notice(
         conn,
-        ctx.settings,
+        env.settings,
         crate::config::ChatEvent::CoeOpened,
         &notify::CoeFacts::of(&row, &severity).chat_line(),
         "COE opened",
@@ -86,7 +86,7 @@ fn tell_owner(
 fn insert_draft_for_incident(
     conn: &mut DbConnection,
     incident: &IncidentRow,
-    ctx: &Env<'_>,
+    env: &Env<'_>,
     now: NaiveDateTime,
 ) -> QueryResult<Option<String>> {
     // An incident that has a COE already — its own, or one it was attached to — opens
@@ -115,9 +115,9 @@ fn insert_draft_for_incident(
         .iter()
         .filter_map(|e| serde_json::from_str(&e.labels).ok())
         .collect();
-    let assigned = ownership::for_alerts(conn, ctx.settings, &labels, incident.service.as_deref())?;
+    let assigned = ownership::for_alerts(conn, env.settings, &labels, incident.service.as_deref())?;
     let row = new_coe_row(
-        ctx,
+        env,
         Some(incident.id.clone()),
         incident.title.clone(),
         incident.service.clone(),
@@ -165,7 +165,7 @@ fn insert_draft_for_incident(
 
 #[allow(clippy::too_many_arguments)]
 fn new_coe_row(
-    ctx: &Env<'_>,
+    env: &Env<'_>,
     incident_id: Option<String>,
     title: String,
     service: Option<String>,
@@ -183,9 +183,9 @@ fn new_coe_row(
         state: CoeState::Draft.as_str().to_owned(),
         owner_email: assigned.owner.clone(),
         reviewer_email: assigned.reviewer.clone(),
-        template: serde_json::to_string(ctx.template).unwrap_or_else(|_| "{}".into()),
-        template_name: ctx.template.name.clone(),
-        template_version: i32::try_from(ctx.template.version).unwrap_or(i32::MAX),
+        template: serde_json::to_string(env.template).unwrap_or_else(|_| "{}".into()),
+        template_name: env.template.name.clone(),
+        template_version: i32::try_from(env.template.version).unwrap_or(i32::MAX),
         started_at: None,
         detected_at: None,
         mitigated_at: None,
@@ -407,7 +407,7 @@ pub fn create(
     conn: &mut DbConnection,
     input: NewCoe,
     actor: Actor<'_>,
-    ctx: &Env<'_>,
+    env: &Env<'_>,
 ) -> Result<String, CoeError> {
     // Sizes first: nothing is written for input that cannot be stored.
     let mut problems = Vec::new();
@@ -426,7 +426,7 @@ pub fn create(
     }
     db::write_transaction(conn, |conn| {
         if let Some(owner) = &input.owner {
-            super::check_person(conn, ctx.settings, "owner", owner.as_str())?;
+            super::check_person(conn, env.settings, "owner", owner.as_str())?;
         }
         let now = db::now();
         let id = match &input.incident_id {
@@ -453,7 +453,7 @@ pub fn create(
                         "incident `{incident_id}` already has COE `{existing}`"
                     )));
                 }
-                let id = insert_draft_for_incident(conn, &incident, ctx, now)?
+                let id = insert_draft_for_incident(conn, &incident, env, now)?
                     .ok_or_else(|| CoeError::Conflict("the incident already has a COE".into()))?;
                 let mut changes = Vec::new();
                 if let Some(title) = input.title.as_ref().filter(|t| !t.trim().is_empty()) {
@@ -484,16 +484,16 @@ pub fn create(
                         CoeError::invalid("title", "is required without an incident_id")
                     })?;
                 let mut assigned =
-                    ownership::for_service(conn, ctx.settings, input.service.as_deref())?;
+                    ownership::for_service(conn, env.settings, input.service.as_deref())?;
                 if let Some(owner) = &input.owner {
                     assigned.owner = Some(owner.as_str().to_owned());
-                    let dotless = &ctx.settings.auth.dotless_domains;
+                    let dotless = &env.settings.auth.dotless_domains;
                     assigned.reviewer = assigned
                         .reviewer
                         .filter(|r| !crate::domain::email::same_person(r, owner.as_str(), dotless));
                 }
                 let row = new_coe_row(
-                    ctx,
+                    env,
                     None,
                     title.to_owned(),
                     input.service.clone(),
@@ -518,7 +518,7 @@ pub fn create(
                 row.id
             }
         };
-        tell_owner(conn, &id, ctx, now)?;
+        tell_owner(conn, &id, env, now)?;
         Ok(id)
     })
     .map_err(|e| match e {

@@ -175,7 +175,7 @@ pub fn take_ownership(
     conn: &mut DbConnection,
     id: &str,
     who: &Editor<'_>,
-    mail: Env<'_>,
+    env: Env<'_>,
 ) -> Result<(), CoeError> {
     let Some(me) = who.email else {
         return Err(CoeError::Forbidden(
@@ -187,14 +187,14 @@ pub fn take_ownership(
     if let Some(owner) = load_row(conn, id)?.owner_email {
         return Err(CoeError::Conflict(format!("{owner} owns this COE already")));
     }
-    with_claim(conn, id, Based::Unversioned, who, mail, |conn, row, now| {
+    with_claim(conn, id, Based::Unversioned, who, env, |conn, row, now| {
         if let Some(owner) = &row.owner_email {
             return Err(CoeError::Conflict(format!("{owner} owns this COE already")));
         }
         if same_person_opt(
             row.reviewer_email.as_deref(),
             Some(me),
-            &mail.settings.auth.dotless_domains,
+            &env.settings.auth.dotless_domains,
         ) {
             return Err(CoeError::invalid(
                 "owner",
@@ -203,7 +203,7 @@ pub fn take_ownership(
         }
         apply_patch(conn, id, &[("owner", json!(me))], who.actor, now)?;
         let after = load_row(conn, id)?;
-        notify::coe_assigned(conn, mail, &after, me, false, who.actor, now)?;
+        notify::coe_assigned(conn, env, &after, me, false, who.actor, now)?;
         Ok(((), None))
     })
 }
@@ -234,9 +234,9 @@ pub fn patch(
     patch: CoePatch,
     expected: Option<i32>,
     who: &Editor<'_>,
-    mail: Env<'_>,
+    env: Env<'_>,
 ) -> Result<(), CoeError> {
-    with_change(conn, id, expected, who, mail, |conn, row, now| {
+    with_change(conn, id, expected, who, env, |conn, row, now| {
         let actor = who.actor;
         let mut changes = Vec::new();
         if let Some(title) = &patch.title {
@@ -244,16 +244,16 @@ pub fn patch(
             changes.push(("title", json!(title)));
         }
         if let Some(owner) = &patch.owner {
-            super::check_person(conn, mail.settings, "owner", owner.as_str())?;
+            super::check_person(conn, env.settings, "owner", owner.as_str())?;
             changes.push(("owner", json!(owner.as_str())));
         }
         if let Some(reviewer) = &patch.reviewer {
-            super::check_person(conn, mail.settings, "reviewer", reviewer.as_str())?;
+            super::check_person(conn, env.settings, "reviewer", reviewer.as_str())?;
             if let Some(problem) = people::check_reviewer(conn, reviewer.as_str())? {
                 return Err(CoeError::invalid("reviewer", problem));
             }
         }
-        let dotless = &mail.settings.auth.dotless_domains;
+        let dotless = &env.settings.auth.dotless_domains;
         let same = |a: Option<&str>, b: Option<&str>| same_person_opt(a, b, dotless);
         let reviewer_named = patch
             .reviewer
@@ -375,14 +375,14 @@ pub fn patch(
         // Whoever becomes the owner or the reviewer now is told so.
         let after = load_row(conn, id)?;
         if let (true, Some(former)) = (replaced, row.reviewer_email.as_deref()) {
-            notify::reviewer_replaced(conn, mail, &after, former, actor, now)?;
+            notify::reviewer_replaced(conn, env, &after, former, actor, now)?;
         }
         for (before, now_set, as_reviewer) in [
             (&row.owner_email, &after.owner_email, false),
             (&row.reviewer_email, &after.reviewer_email, true),
         ] {
             if let Some(person) = now_set.as_deref().filter(|p| Some(*p) != before.as_deref()) {
-                notify::coe_assigned(conn, mail, &after, person, as_reviewer, actor, now)?;
+                notify::coe_assigned(conn, env, &after, person, as_reviewer, actor, now)?;
             }
         }
         Ok(((), None))

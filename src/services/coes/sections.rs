@@ -18,7 +18,7 @@ use crate::services::access::{self, Editor};
 use crate::services::Env;
 
 /// Checks that `key` is a text section of the COE's template and that `body` fits.
-fn check_section(row: &CoeRow, key: &str, body: &str, ctx: &Env<'_>) -> Result<(), CoeError> {
+fn check_section(row: &CoeRow, key: &str, body: &str, env: &Env<'_>) -> Result<(), CoeError> {
     let template = template_of(row);
     let spec = template.section(key).ok_or_else(|| {
         CoeError::invalid(
@@ -38,7 +38,7 @@ fn check_section(row: &CoeRow, key: &str, body: &str, ctx: &Env<'_>) -> Result<(
             ),
         ));
     }
-    let limit = ctx.settings.coe.max_section_bytes;
+    let limit = env.settings.coe.max_section_bytes;
     if body.len() > limit {
         return Err(CoeError::invalid(
             "body",
@@ -114,10 +114,10 @@ pub fn put_section(
     body: &str,
     expected: Option<i32>,
     who: &Editor<'_>,
-    ctx: &Env<'_>,
+    env: &Env<'_>,
 ) -> Result<(), CoeError> {
-    with_change(conn, id, expected, who, *ctx, |conn, row, now| {
-        check_section(row, key, body, ctx)?;
+    with_change(conn, id, expected, who, *env, |conn, row, now| {
+        check_section(row, key, body, env)?;
         let before = section_bodies(conn, id)?.remove(key);
         let recorded = write_section(conn, id, key, before.as_deref(), body, who.actor, now)?;
         Ok(((), Some(recorded)))
@@ -208,7 +208,7 @@ pub fn put_sections(
     id: &str,
     edits: &[SectionEdit],
     who: &Editor<'_>,
-    ctx: &Env<'_>,
+    env: &Env<'_>,
 ) -> Result<SavedSections, CoeError> {
     let decide = |current: &std::collections::BTreeMap<String, String>| {
         edits
@@ -240,7 +240,7 @@ pub fn put_sections(
     let refused_of = |row: &CoeRow| -> Result<Vec<(String, String)>, CoeError> {
         let mut refused = Vec::new();
         for e in edits {
-            if let Err(err) = check_section(row, &e.key, &e.body, ctx) {
+            if let Err(err) = check_section(row, &e.key, &e.body, env) {
                 refused.extend(refusals(err, &e.key)?);
             }
         }
@@ -265,7 +265,7 @@ pub fn put_sections(
             refused,
         });
     }
-    with_claim(conn, id, Based::Unversioned, who, *ctx, |conn, row, now| {
+    with_claim(conn, id, Based::Unversioned, who, *env, |conn, row, now| {
         let refused = refused_of(row)?;
         // Decided again under the COE's lock: what was read above may have moved.
         let current = section_bodies(conn, id)?;

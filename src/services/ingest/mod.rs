@@ -97,11 +97,11 @@ pub fn ingest(
     conn: &mut DbConnection,
     delivery: Delivery<'_>,
     events: &[FailureEvent],
-    ctx: &Env<'_>,
+    env: &Env<'_>,
 ) -> Result<IngestOutcome, diesel::result::Error> {
     db::write_transaction(conn, |conn| {
         locks::lock_keys(conn, keys_of(delivery, events))?;
-        store(conn, delivery, events, ctx)
+        store(conn, delivery, events, env)
     })
 }
 
@@ -111,9 +111,9 @@ pub(crate) fn store(
     conn: &mut DbConnection,
     delivery: Delivery<'_>,
     events: &[FailureEvent],
-    ctx: &Env<'_>,
+    env: &Env<'_>,
 ) -> Result<IngestOutcome, diesel::result::Error> {
-    store_all(conn, &[(delivery, events)], ctx)?
+    store_all(conn, &[(delivery, events)], env)?
         .pop()
         .ok_or(diesel::result::Error::NotFound)
 }
@@ -127,9 +127,9 @@ pub(crate) fn store(
 pub(crate) fn store_all(
     conn: &mut DbConnection,
     deliveries: &[(Delivery<'_>, &[FailureEvent])],
-    ctx: &Env<'_>,
+    env: &Env<'_>,
 ) -> Result<Vec<IngestOutcome>, diesel::result::Error> {
-    let policy = &ctx.settings.incident_policy();
+    let policy = &env.settings.incident_policy();
     let mut pending = Pending::new(db::now());
     // A delivery its sender sent before is answered as it was; nothing is written.
     let mut again: Vec<Option<IngestOutcome>> = Vec::with_capacity(deliveries.len());
@@ -192,7 +192,7 @@ pub(crate) fn store_all(
                 hashes,
                 &mut seen,
                 policy,
-                ctx,
+                env,
             )?,
         };
         if let Some(key) = delivery.key {
@@ -301,7 +301,7 @@ fn store_one(
     hashes: &[KeyHash],
     seen: &mut HashMap<KeyHash, (String, String)>,
     policy: &IncidentPolicy,
-    ctx: &Env<'_>,
+    env: &Env<'_>,
 ) -> Result<IngestOutcome, diesel::result::Error> {
     let now = pending.now;
     let mut delivery_id: Option<String> = None;
@@ -383,7 +383,7 @@ fn store_one(
             None if filed.coe_required => {
                 pending.flush(conn)?;
                 let incident = pending.incident(&incident_id)?.clone();
-                if let Some(id) = coes::open_draft_for_incident(conn, &incident, ctx, now)? {
+                if let Some(id) = coes::open_draft_for_incident(conn, &incident, env, now)? {
                     pending.coes.insert(incident_id.clone(), Some((id, true)));
                 }
             }

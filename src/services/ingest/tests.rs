@@ -55,7 +55,7 @@ impl Parts {
         }
     }
 
-    fn ctx(&self) -> Env<'_> {
+    fn env(&self) -> Env<'_> {
         crate::services::Env {
             settings: &self.settings,
             template: &self.template,
@@ -286,14 +286,14 @@ fn a_batch_is_stored_as_its_deliveries_one_by_one_would_be() {
 
 fn a_batch_is_stored_as_one_by_one(postgres: Option<&str>) {
     let parts = Parts::new();
-    let ctx = parts.ctx();
+    let env = parts.env();
     let deliveries = deliveries();
 
     let (_one_dir, one) = database(postgres);
     let mut conn = one.get().expect("conn");
     let one_by_one: Vec<IngestOutcome> = deliveries
         .iter()
-        .map(|(key, events)| ingest(&mut conn, delivery(*key), events, &ctx).expect("stored"))
+        .map(|(key, events)| ingest(&mut conn, delivery(*key), events, &env).expect("stored"))
         .collect();
     let expected = snapshot(&mut conn);
     let expected_answers = answers(&mut conn, &one_by_one);
@@ -309,7 +309,7 @@ fn a_batch_is_stored_as_one_by_one(postgres: Option<&str>) {
     let mut together = Vec::new();
     for part in [&all[..1], &all[1..]] {
         together.extend(
-            db::write_transaction(&mut conn, |conn| store_all(conn, part, &ctx)).expect("stored"),
+            db::write_transaction(&mut conn, |conn| store_all(conn, part, &env)).expect("stored"),
         );
     }
 
@@ -333,12 +333,12 @@ fn a_batch_is_stored_as_one_by_one(postgres: Option<&str>) {
 fn a_draft_that_drifted_from_its_incident_follows_it_again() {
     use Severity::*;
     let parts = Parts::new();
-    let ctx = parts.ctx();
+    let env = parts.env();
     let delivery = delivery(None);
     let (_dir, pool) = database(None);
     let mut conn = pool.get().expect("conn");
     let store = |conn: &mut DbConnection, events: &[FailureEvent]| {
-        db::write_transaction(conn, |conn| store_all(conn, &[(delivery, events)], &ctx))
+        db::write_transaction(conn, |conn| store_all(conn, &[(delivery, events)], &env))
             .expect("stored");
     };
     store(&mut conn, &[event("Cpu1", "g1", false, Sev1, 1)]);
@@ -383,12 +383,12 @@ fn hashes_survive_the_migration(postgres: Option<&str>) {
     use diesel_migrations::MigrationHarness;
     use Severity::*;
     let parts = Parts::new();
-    let ctx = parts.ctx();
+    let env = parts.env();
     let delivery = delivery(None);
     let (_dir, pool) = database(postgres);
     let mut conn = pool.get().expect("conn");
     let first = event("Cpu1", "g1", false, Sev3, 1);
-    let stored = ingest(&mut conn, delivery, std::slice::from_ref(&first), &ctx).expect("stored");
+    let stored = ingest(&mut conn, delivery, std::slice::from_ref(&first), &env).expect("stored");
 
     // Back to the migration before: the hashes are the hexadecimal text the
     // versions before it compute. (The migrations after it are reverted first.)
@@ -428,7 +428,7 @@ fn hashes_survive_the_migration(postgres: Option<&str>) {
         &mut conn,
         delivery,
         &[first.clone(), event("Cpu2", "g1", false, Sev3, 2)],
-        &ctx,
+        &env,
     )
     .expect("stored");
     assert_eq!(again.events[0].id, stored.events[0].id);
@@ -470,12 +470,12 @@ fn a_group_look_up_reads_the_open_incident_as_stored() {
 fn a_group_look_up_reads_the_open_incident(postgres: Option<&str>) {
     use Severity::*;
     let parts = Parts::new();
-    let ctx = parts.ctx();
+    let env = parts.env();
     let (_dir, pool) = database(postgres);
     let mut conn = pool.get().expect("conn");
     let mut first = event("disk", "hosts", false, Sev3, 1);
     first.kind = EventKind::Acknowledged;
-    ingest(&mut conn, delivery(None), &[first], &ctx).expect("stored");
+    ingest(&mut conn, delivery(None), &[first], &env).expect("stored");
     let stored: IncidentRow = incidents::table
         .select(IncidentRow::as_select())
         .first(&mut conn)

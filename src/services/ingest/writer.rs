@@ -18,7 +18,7 @@
 //! written with a few statements per group, instead of several writers' small batches
 //! waiting for each other's group locks.
 //!
-//! Ordinary writes (`Work`: every change people make through the API and the pages,
+//! Ordinary writes (`OrdinaryWrite`: every change people make through the API and the pages,
 //! through `http::state::with_write`) take the same queue on SQLite, so they share its
 //! commits too: the writer runs each work of what it took in a savepoint of one
 //! transaction (a work that fails — a 409, a 412, a 422 — rolls back alone), commits
@@ -49,9 +49,9 @@ use crate::domain::template::Template;
 use crate::domain::FailureEvent;
 use crate::email::EmailTemplates;
 
-mod works;
-use works::write_works;
-pub use works::{Answer, Work};
+mod ordinary;
+use ordinary::write_ordinary;
+pub use ordinary::{Answer, OrdinaryWrite};
 
 /// Why a delivery was not written.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -119,7 +119,7 @@ impl Job {
 /// finish and stop.
 enum Message {
     Job(Job),
-    Work(Work),
+    Ordinary(OrdinaryWrite),
     Stop,
 }
 
@@ -136,7 +136,7 @@ struct Shared {
     template: Arc<Template>,
     emails: Arc<EmailTemplates>,
     /// Rung after a batch that queued emails ("COE opened").
-    outbox_bell: crate::services::outbox::Bell,
+    delivery_waker: crate::services::outbox::DeliveryWaker,
     /// The SQLite file written (none on PostgreSQL or in memory).
     sqlite_file: Option<std::path::PathBuf>,
 }
@@ -165,7 +165,7 @@ fn sqlite_file(settings: &Settings) -> Option<std::path::PathBuf> {
 }
 
 /// The queues in front of the writer threads.
-pub struct IngestWriter {
+pub struct GroupCommit {
     /// One queue per writer thread (each can hold all of `QUEUE`).
     queues: Vec<SyncSender<Message>>,
     /// The writer threads, until `stop` joins them.
@@ -176,7 +176,7 @@ pub struct IngestWriter {
     _checkpointer: Option<db::Checkpointer>,
 }
 
-impl IngestWriter {
+impl GroupCommit {
     /// Starts the writer threads, each with a connection of its own from a pool
     /// opened for them (`database` is `pool`'s); they end with `stop`.
     pub fn start(
@@ -185,8 +185,8 @@ impl IngestWriter {
         settings: Arc<Settings>,
         template: Arc<Template>,
         emails: Arc<EmailTemplates>,
-        outbox_bell: crate::services::outbox::Bell,
-    ) -> std::io::Result<IngestWriter> {
+        delivery_waker: crate::services::outbox::DeliveryWaker,
+    ) -> std::io::Result<GroupCommit> {
         let checkpointer =
             db::Checkpointer::start(&settings.database_url(), settings.database.busy_timeout_ms)?;
         let writers = match settings.database_url().backend() {
@@ -210,7 +210,7 @@ impl IngestWriter {
             settings,
             template,
             emails,
-            outbox_bell,
+            delivery_waker,
         });
         let mut queues = Vec::with_capacity(writers);
         let mut threads = Vec::with_capacity(writers);
@@ -224,7 +224,7 @@ impl IngestWriter {
             );
             queues.push(queue);
         }
-        Ok(IngestWriter {
+        Ok(GroupCommit {
             queues,
             threads: Mutex::new(threads),
             shared,
@@ -321,7 +321,7 @@ fn too_much_waiting(waiting: usize, waiting_bytes: usize, bytes: usize) -> Optio
     }
 }
 
-impl Drop for IngestWriter {
+impl Drop for GroupCommit {
     fn drop(&mut self) {
         self.stop();
     }
@@ -337,13 +337,13 @@ fn run(queue: &Receiver<Message>, shared: &Shared) {
         let (mut batch, mut works) = (Vec::new(), Vec::new());
         match first {
             Message::Job(job) => batch.push(job),
-            Message::Work(work) => works.push(work),
+            Message::Ordinary(work) => works.push(work),
             Message::Stop => break,
         }
         while batch.len() + works.len() < MAX_BATCH {
             match queue.try_recv() {
                 Ok(Message::Job(job)) => batch.push(job),
-                Ok(Message::Work(work)) => works.push(work),
+                Ok(Message::Ordinary(work)) => works.push(work),
                 Ok(Message::Stop) => {
                     stopping = true;
                     break;
@@ -355,10 +355,10 @@ fn run(queue: &Receiver<Message>, shared: &Shared) {
             .waiting
             .fetch_sub(batch.len() + works.len(), Ordering::SeqCst);
         if !works.is_empty() {
-            write_works(works, shared);
+            write_ordinary(works, shared);
         }
         if batch.is_empty() {
-            shared.outbox_bell.ring_if_queued();
+            shared.delivery_waker.wake_if_queued();
             continue;
         }
         let bytes = batch.iter().map(|job| job.body.len()).sum();
@@ -379,7 +379,7 @@ fn run(queue: &Receiver<Message>, shared: &Shared) {
         for (job, outcome) in batch.into_iter().zip(outcomes) {
             let _ = job.reply.send(outcome);
         }
-        shared.outbox_bell.ring_if_queued();
+        shared.delivery_waker.wake_if_queued();
     }
 }
 
@@ -387,7 +387,7 @@ fn run(queue: &Receiver<Message>, shared: &Shared) {
 /// came to, in order.
 fn write_batch(batch: &[Job], shared: &Shared) -> Vec<Result<IngestOutcome, WriteError>> {
     shared.batch_sizes.observe(batch.len() as f64);
-    let ctx = crate::services::Env {
+    let env = crate::services::Env {
         settings: &shared.settings,
         template: &shared.template,
         emails: &shared.emails,
@@ -416,13 +416,13 @@ fn write_batch(batch: &[Job], shared: &Shared) -> Vec<Result<IngestOutcome, Writ
             let together = db::write_transaction(&mut conn, |conn| {
                 locks::lock_keys(conn, keys.clone())?;
                 match batch {
-                    [job] => store(conn, job.delivery(), &job.events, &ctx).map(|one| vec![one]),
+                    [job] => store(conn, job.delivery(), &job.events, &env).map(|one| vec![one]),
                     _ => {
                         let all: Vec<_> = batch
                             .iter()
                             .map(|job| (job.delivery(), job.events.as_slice()))
                             .collect();
-                        store_all(conn, &all, &ctx)
+                        store_all(conn, &all, &env)
                     }
                 }
             });
@@ -447,7 +447,7 @@ fn write_batch(batch: &[Job], shared: &Shared) -> Vec<Result<IngestOutcome, Writ
                 let mut outcomes = Vec::with_capacity(batch.len());
                 for job in batch {
                     let stored = db::write_transaction(conn, |conn| {
-                        store(conn, job.delivery(), &job.events, &ctx)
+                        store(conn, job.delivery(), &job.events, &env)
                     });
                     match stored {
                         Err(error) if fault::classify(&error).is_some() => return Err(error),
@@ -476,7 +476,7 @@ impl Shared {
             settings: Arc::new(parts.settings),
             template: Arc::new(parts.template),
             emails: Arc::new(parts.emails),
-            outbox_bell: Default::default(),
+            delivery_waker: Default::default(),
             sqlite_file: None,
         }
     }
@@ -577,7 +577,7 @@ mod tests {
         let parts = Parts::new();
         let mut settings = parts.settings;
         settings.database = database.clone();
-        let writer = IngestWriter::start(
+        let writer = GroupCommit::start(
             &database,
             pool.clone(),
             Arc::new(settings),

@@ -104,7 +104,7 @@ pub fn enqueue(conn: &mut DbConnection, email: &NewEmail, now: NaiveDateTime) ->
 
 thread_local! {
     /// Set when this thread queued an email: whoever called the service rings the
-    /// delivery job's bell afterwards (`Bell::ring_if_queued`).
+    /// delivery job's bell afterwards (`DeliveryWaker::wake_if_queued`).
     static QUEUED_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
@@ -114,16 +114,16 @@ thread_local! {
 /// starts (`jobs::serve`); until then (and with `reminders.enabled = false`) ringing
 /// does nothing.
 #[derive(Clone, Default)]
-pub struct Bell(std::sync::Arc<std::sync::Mutex<Option<std::sync::mpsc::Sender<()>>>>);
+pub struct DeliveryWaker(std::sync::Arc<std::sync::Mutex<Option<std::sync::mpsc::Sender<()>>>>);
 
-impl Bell {
+impl DeliveryWaker {
     /// Gives the bell the delivery job's wake-up channel.
     pub fn connect(&self, worker: std::sync::mpsc::Sender<()>) {
         *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(worker);
     }
 
     /// Rings if this thread queued an email since it last asked (and forgets it).
-    pub fn ring_if_queued(&self) {
+    pub fn wake_if_queued(&self) {
         if QUEUED_HERE.with(|q| q.replace(false)) {
             if let Some(worker) = self.0.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
                 let _ = worker.send(());

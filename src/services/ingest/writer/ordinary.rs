@@ -1,23 +1,23 @@
-//! Ordinary writes on the writer's queue (`Work`, from `http::state::with_write`):
+//! Ordinary writes on the writer's queue (`OrdinaryWrite`, from `http::state::with_write`):
 //! the writer runs the ones it took in one transaction of their own, each in a
 //! savepoint, commits once, then answers each.
 
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::TrySendError;
 
-use super::{fault, IngestWriter, Message, Shared, WriteError, QUEUE};
+use super::{fault, GroupCommit, Message, Shared, WriteError, QUEUE};
 use crate::config::database::Backend;
 use crate::db;
 
 /// An ordinary write: run on the writer thread inside the batch's transaction (the
 /// caller's own savepoint around what it writes), it gives back whether it failed and
 /// what to answer once the transaction is over (`None`: committed; else why not).
-pub type Work = Box<dyn FnOnce(&mut db::DbConnection) -> Answer + Send>;
+pub type OrdinaryWrite = Box<dyn FnOnce(&mut db::DbConnection) -> Answer + Send>;
 
 /// A work's answer, sent after the commit (or the rollback) of its transaction.
 pub type Answer = Box<dyn FnOnce(Option<WriteError>) + Send>;
 
-impl IngestWriter {
+impl GroupCommit {
     /// Whether ordinary writes go through the writer (`submit`): on SQLite, whose one
     /// writer at a time makes a commit per request the limit.
     pub fn takes_work(&self) -> bool {
@@ -27,13 +27,13 @@ impl IngestWriter {
     /// Queues an ordinary write for the writer (`takes_work`); its answer comes once
     /// the transaction that holds it is over. Refused when too much waits or the
     /// service is stopping: then `work` is given back, not run.
-    pub fn submit(&self, work: Work) -> Result<(), (Work, WriteError)> {
+    pub fn submit(&self, work: OrdinaryWrite) -> Result<(), (OrdinaryWrite, WriteError)> {
         let waiting = self.shared.waiting.fetch_add(1, Ordering::SeqCst);
         let refused = if waiting >= QUEUE {
-            Err(Message::Work(work))
+            Err(Message::Ordinary(work))
         } else {
             self.queues[0]
-                .try_send(Message::Work(work))
+                .try_send(Message::Ordinary(work))
                 .map_err(|e| match e {
                     TrySendError::Full(m) | TrySendError::Disconnected(m) => m,
                 })
@@ -42,7 +42,7 @@ impl IngestWriter {
             Ok(()) => Ok(()),
             Err(message) => {
                 self.shared.waiting.fetch_sub(1, Ordering::SeqCst);
-                let Message::Work(work) = message else {
+                let Message::Ordinary(work) = message else {
                     unreachable!("a work was sent")
                 };
                 Err((
@@ -59,7 +59,7 @@ impl IngestWriter {
 /// Runs `works` in one transaction, each in a savepoint of its own, and answers each
 /// once it is over: committed, or why not (every one of them, when the database meets
 /// a fault or the writer a bug).
-pub(super) fn write_works(works: Vec<Work>, shared: &Shared) {
+pub(super) fn write_ordinary(works: Vec<OrdinaryWrite>, shared: &Shared) {
     shared.batch_sizes.observe(works.len() as f64);
     let mut answers: Vec<Answer> = Vec::with_capacity(works.len());
     // A file that cannot be written (`Shared::read_only`) fails them all: they run,
@@ -130,7 +130,7 @@ mod tests {
         let (answers, answered) = mpsc::channel::<(String, Option<String>)>();
         // Each work adds a person and then fails or not; its answer says whether it
         // was committed (with the work's own result).
-        let work = |email: &'static str, fails: bool, panics: bool| -> Work {
+        let work = |email: &'static str, fails: bool, panics: bool| -> OrdinaryWrite {
             let answers = answers.clone();
             Box::new(move |conn| {
                 let result = db::write_transaction(conn, |conn| {
@@ -163,7 +163,7 @@ mod tests {
                 .load(&mut pool.get().expect("conn"))
                 .expect("people")
         };
-        write_works(
+        write_ordinary(
             vec![
                 work("a@example.com", false, false),
                 work("b@example.com", true, false),
@@ -186,7 +186,7 @@ mod tests {
         );
         assert_eq!(people(&pool), ["a@example.com", "c@example.com"]);
 
-        write_works(
+        write_ordinary(
             vec![
                 work("d@example.com", false, false),
                 work("e@example.com", false, true),
