@@ -52,6 +52,14 @@ impl<'a> Editor<'a> {
         self.email.filter(|e| *e == self.principal)
     }
 
+    /// Whether `email` is this caller: the person a token names or the one it was made
+    /// by (`domain::email::same_person`). Nobody names themselves a COE's reviewer or
+    /// bar raiser: the edits of a COE and the review ask this.
+    pub fn is_same_person(&self, email: &str, dotless: &[String]) -> bool {
+        crate::domain::email::same_person(email, self.principal, dotless)
+            || crate::domain::email::same_person_opt(Some(email), self.email, dotless)
+    }
+
     /// Whether a person answers for the change: a token that stands for nobody (an
     /// integration's) may not submit a COE or name its reviewer, which someone must
     /// be held to.

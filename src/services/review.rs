@@ -11,7 +11,6 @@ use crate::db::schema::{coes, people, review_comments};
 use crate::db::{self, locks, types, DbConnection};
 use crate::domain::bar_raiser::{self, Candidate, Exclusions, NoBarRaiser};
 use crate::domain::coe::CoeState;
-use crate::domain::email::{same_person, same_person_opt};
 use crate::domain::review::{self as rules, ReviewFacts, ReviewRefusal};
 use crate::email::Kind;
 use crate::services::audit::{self, Change, Subject};
@@ -527,9 +526,7 @@ pub fn name_bar_raiser(
         // Whoever names a bar raiser is not one: nobody bar-raises their own choice
         // of themselves.
         let dotless = &env.settings.auth.dotless_domains;
-        if same_person(email, who.principal, dotless)
-            || same_person_opt(Some(email), who.email, dotless)
-        {
+        if who.is_same_person(email, dotless) {
             return Err(invalid(
                 "nobody names themselves bar raiser: name another person".to_owned(),
             ));

@@ -265,9 +265,7 @@ pub fn patch(
         // Separation of duties: a reviewer is named by someone else (the owner, an
         // admin), so that nobody approves a writeup they chose to review themselves.
         if let Some(named) = reviewer_named {
-            if same(who.email, Some(named.as_str()))
-                || same(Some(who.principal), Some(named.as_str()))
-            {
+            if who.is_same_person(named.as_str(), dotless) {
                 return Err(CoeError::invalid(
                     "reviewer",
                     "must not be you: nobody names themselves a COE's reviewer; ask its owner or \
