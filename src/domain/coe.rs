@@ -270,6 +270,20 @@ pub fn recurred_after_approval(
     recurred_at >= approved_at && recurred_at - approved_at <= chrono::Duration::days(days)
 }
 
+/// A COE as its notices name it, in email and in chat (`services::notify`,
+/// `services::chat`).
+#[derive(Debug, Clone, Copy)]
+pub struct CoeFacts<'a> {
+    pub id: &'a str,
+    pub title: &'a str,
+    pub owner: Option<&'a str>,
+    pub reviewer: Option<&'a str>,
+    pub severity: &'a str,
+    pub service: Option<&'a str>,
+    /// When its outage was resolved: the writeup's deadline counts from it.
+    pub resolved_at: Option<chrono::NaiveDateTime>,
+}
+
 #[cfg(test)]
 mod tests {
 

@@ -12,6 +12,7 @@ use crate::config::Settings;
 use crate::db::models::CoeRow;
 use crate::db::{types, DbConnection};
 use crate::domain::clock::local_date;
+pub use crate::domain::coe::CoeFacts;
 use crate::domain::reminder::writeup_deadline;
 use crate::email::content::{
     ActionAssigned, ActionLine, ActionRecurred, ActionVerification, CoeAssigned, CoeLine,
@@ -19,17 +20,6 @@ use crate::email::content::{
 };
 use crate::email::{EmailTemplates, Kind};
 use crate::services::outbox;
-
-/// What an event email needs to know of its COE.
-pub struct CoeFacts<'a> {
-    pub id: &'a str,
-    pub title: &'a str,
-    pub owner: Option<&'a str>,
-    pub reviewer: Option<&'a str>,
-    pub severity: &'a str,
-    pub service: Option<&'a str>,
-    pub resolved_at: Option<NaiveDateTime>,
-}
 
 fn coe_line(settings: &Settings, coe: &CoeFacts<'_>) -> CoeLine {
     CoeLine {
@@ -208,18 +198,6 @@ pub fn bar_raiser_requested(
 }
 
 impl CoeFacts<'_> {
-    /// The COE as a chat notice names it.
-    pub fn chat_line(&self) -> crate::services::chat::CoeLine<'_> {
-        crate::services::chat::CoeLine {
-            id: self.id,
-            title: self.title,
-            owner: self.owner,
-            reviewer: self.reviewer,
-            severity: self.severity,
-            service: self.service,
-        }
-    }
-
     /// The facts of a stored COE; `severity` is its label (`sev2`).
     pub fn of<'a>(row: &'a CoeRow, severity: &'a str) -> CoeFacts<'a> {
         CoeFacts {

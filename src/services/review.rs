@@ -22,6 +22,25 @@ pub use crate::domain::coe::MAX_COMMENT_BYTES;
 
 pub use crate::domain::review::ReviewStep as Step;
 
+/// Whether `person` may approve `doc` now: the review's own rule
+/// (`domain::review::review`) asked with the document's facts, so that the COE's page
+/// offers the approval exactly when the step would be taken.
+pub fn may_approve(doc: &coe_service::CoeDocument, person: &str, dotless: &[String]) -> bool {
+    let facts = ReviewFacts {
+        state: doc.state,
+        owner: doc.owner.as_deref(),
+        reviewer: doc.reviewer.as_deref(),
+        by: Some(person),
+        submitted_by: doc.submitted_by.as_deref(),
+        reviewer_named_by: doc.reviewer_named_by.as_deref(),
+        has_comment: false,
+        bar_raiser: doc.bar_raiser.as_deref(),
+        approved_by: doc.approved_by.as_deref(),
+        dotless_domains: dotless,
+    };
+    rules::review(Step::Approve, &facts, Vec::new()).is_ok()
+}
+
 /// Who takes a review step: submitting needs the right to change the COE
 /// (`services::access`), approving and sending back are the reviewer's.
 pub use crate::services::access::Editor as Reviewer;
@@ -348,7 +367,7 @@ pub fn step(
             conn,
             env.settings,
             crate::config::ChatEvent::Review,
-            &facts.chat_line(),
+            &facts,
             what,
             Some(actor),
             &format!("review:{}:{step_id}", row.id),

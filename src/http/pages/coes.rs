@@ -108,9 +108,8 @@ pub(super) fn page(
     let may_write = may_edit && doc.state.is_editable();
     let may_add_actions = may_edit && !matches!(doc.state, CoeState::Closed | CoeState::Merged);
     let me = who.person.email.as_str();
-    // Only the reviewer decides; they may not approve what they own, submitted or
-    // named themselves reviewer of (`domain::review::review` refuses it anyway).
-    // With a bar raiser (the worst outages), both decide.
+    // Only the reviewer decides (with a bar raiser, for the worst outages, both);
+    // nobody approves what they own, submitted or named themselves reviewer of.
     let acting = who.person.acting();
     // The review's people: who comments on its sections may decide it.
     let is_reviewer = crate::services::access::comment_on_sections(
@@ -137,13 +136,9 @@ pub(super) fn page(
         } else {
             View::Edit
         }) == View::Read;
-    let named_themselves = !as_bar_raiser && doc.reviewer_named_by.as_deref() == Some(me);
-    let may_approve = is_reviewer
-        && !approved_already
-        && !named_themselves
-        && ![&doc.owner, &doc.submitted_by]
-            .iter()
-            .any(|p| p.as_deref() == Some(me));
+    // The review's own rule decides (`services::review::may_approve`).
+    let may_approve =
+        crate::services::review::may_approve(&doc, me, &state.settings.auth.dotless_domains);
     let seen_at = since_last_look.as_ref().map(|(seen, _)| *seen);
     let changed_keys: Vec<String> = since_last_look
         .as_ref()

@@ -12,7 +12,7 @@
 mod notices;
 
 pub use notices::{
-    coe_notice, escalations, inspection_due, inspection_weekly, overdue_daily, CoeLine, Escalated,
+    coe_notice, escalations, inspection_due, inspection_weekly, overdue_daily, Escalated,
     WeeklyFigures,
 };
 

@@ -11,16 +11,7 @@ use crate::chat::{self, Notice};
 use crate::config::{ChannelSettings, ChatEvent, Settings};
 use crate::db::schema::chat_messages;
 use crate::db::DbConnection;
-
-/// A COE as its notices name it.
-pub struct CoeLine<'a> {
-    pub id: &'a str,
-    pub title: &'a str,
-    pub owner: Option<&'a str>,
-    pub reviewer: Option<&'a str>,
-    pub severity: &'a str,
-    pub service: Option<&'a str>,
-}
+use crate::domain::coe::CoeFacts;
 
 /// A COE's notice (opened, a review step) to the channels of its team and service.
 /// `what` heads it ("COE opened"); `key` makes it once per channel.
@@ -29,7 +20,7 @@ pub fn coe_notice(
     conn: &mut DbConnection,
     settings: &Settings,
     event: ChatEvent,
-    coe: &CoeLine<'_>,
+    coe: &CoeFacts<'_>,
     what: &str,
     by: Option<&str>,
     key: &str,

@@ -73,7 +73,7 @@ fn tell_owner(
         conn,
         env.settings,
         crate::config::ChatEvent::CoeOpened,
-        &notify::CoeFacts::of(&row, &severity).chat_line(),
+        &notify::CoeFacts::of(&row, &severity),
         "COE opened",
         None,
         &format!("coe_opened:{}", row.id),
