@@ -78,7 +78,8 @@ fn main() {
     reset_peak();
     let t = Instant::now();
     let go = std::sync::atomic::AtomicBool::new(false);
-    let delivered = outbox::deliver(&mut conn, &transport, settings, &go).expect("deliver");
+    let delivered =
+        outbox::deliver(&mut conn, &transport, settings, "bench", &go).expect("deliver");
     let deliver_time = t.elapsed();
     let deliver_peak = peak_mib();
 

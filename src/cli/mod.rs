@@ -380,8 +380,10 @@ fn sweep(
     }
     if let Some(transport) = transport {
         let go = std::sync::atomic::AtomicBool::new(false);
-        let delivered =
-            outbox::deliver(&mut conn, &transport, settings, &go).map_err(Failure::runtime)?;
+        // A command's claims are its own: no later process gives them back early.
+        let claimant = format!("{}/cli/{}", settings.replica_name(), std::process::id());
+        let delivered = outbox::deliver(&mut conn, &transport, settings, &claimant, &go)
+            .map_err(Failure::runtime)?;
         println!(
             "delivery via {}: {} sent, {} deferred, {} failed",
             transport.describe(),
@@ -390,7 +392,7 @@ fn sweep(
             delivered.failed
         );
         if !settings.chat.channels.is_empty() {
-            let chat = crate::services::chat::deliver(&mut conn, settings, &go)
+            let chat = crate::services::chat::deliver(&mut conn, settings, &claimant, &go)
                 .map_err(Failure::runtime)?;
             println!(
                 "chat: {} sent, {} deferred, {} failed",

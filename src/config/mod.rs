@@ -593,6 +593,24 @@ impl Settings {
         crate::domain::Clock::now_in(self.org_timezone())
     }
 
+    /// The name this process claims what it sends under (`server.replica_name`): the
+    /// setting, else the host's name and the address it listens on. A server on port
+    /// 0 (a test's) adds its process id: no later process shares that name.
+    pub fn replica_name(&self) -> String {
+        let set = self.server.replica_name.trim();
+        if !set.is_empty() {
+            return set.to_owned();
+        }
+        let host = rustix::system::uname()
+            .nodename()
+            .to_string_lossy()
+            .into_owned();
+        if self.listen.ends_with(":0") {
+            return format!("{host}/{}/{}", self.listen, std::process::id());
+        }
+        format!("{host}/{}", self.listen)
+    }
+
     /// The parsed database URL; `validate` has already accepted it.
     pub fn database_url(&self) -> DatabaseUrl {
         DatabaseUrl::parse(&self.database.url).unwrap_or(DatabaseUrl::Sqlite("coe.db".into()))

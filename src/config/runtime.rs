@@ -57,6 +57,11 @@ pub struct ServerSettings {
     /// count with the live counters and say when it was made; 0: no job, every view
     /// counts them itself (always current, and as slow as a count).
     pub figures_every_secs: u64,
+    /// The name this process claims the emails and chat messages it sends under, so
+    /// that when it starts again after a crash it gives back at once what it was
+    /// sending (instead of leaving it to `reminders.lease_secs`). Unique per replica;
+    /// empty: the host's name and the address the server listens on.
+    pub replica_name: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -124,6 +129,7 @@ impl Default for ServerSettings {
             search_timeout_ms: 2_000,
             searches_at_once: 2,
             figures_every_secs: 300,
+            replica_name: String::new(),
         }
     }
 }

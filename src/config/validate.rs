@@ -81,6 +81,14 @@ impl Settings {
         if self.server.searches_at_once == 0 {
             return Err(invalid("server.searches_at_once", "0", "at least 1"));
         }
+        let replica = &self.server.replica_name;
+        if replica.chars().count() > 200 || replica.chars().any(char::is_control) {
+            return Err(invalid(
+                "server.replica_name",
+                replica,
+                "at most 200 characters, with no control characters",
+            ));
+        }
         if !(1..=3650).contains(&self.webhooks.keep_raw_days) {
             return Err(invalid(
                 "webhooks.keep_raw_days",

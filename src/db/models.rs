@@ -283,4 +283,6 @@ pub struct OutboxRow {
     pub created_at: NaiveDateTime,
     pub updated_at: NaiveDateTime,
     pub sent_at: Option<NaiveDateTime>,
+    /// The replica that claimed it while `sending` (`server.replica_name`).
+    pub claimed_by: Option<String>,
 }

@@ -296,6 +296,7 @@ diesel::table! {
         created_at -> Timestamp,
         updated_at -> Timestamp,
         sent_at -> Nullable<Timestamp>,
+        claimed_by -> Nullable<Text>,
     }
 }
 
@@ -327,6 +328,7 @@ diesel::table! {
         created_at -> Timestamp,
         updated_at -> Timestamp,
         sent_at -> Nullable<Timestamp>,
+        claimed_by -> Nullable<Text>,
     }
 }
 

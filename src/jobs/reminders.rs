@@ -120,12 +120,28 @@ fn sweep_once(
 /// a stop ends the pass after the email being sent.
 pub fn delivery(settings: Arc<Settings>, pool: DbPool, transport: Transport) -> Job {
     let every = Duration::from_secs(settings.reminders.delivery_interval_secs);
+    let claimant = settings.replica_name();
+    let mut started = false;
     Job {
         name: DELIVERY,
         run: Box::new(move |stopping: &AtomicBool| {
             let mut conn =
                 crate::db::checkout(&pool).map_err(|_| "no database connection".to_owned())?;
-            let report = outbox::deliver(&mut conn, &transport, &settings, stopping)
+            if !started {
+                // What this replica's earlier process was sending when it died.
+                let back = outbox::reclaim(&mut conn, &claimant, crate::db::now())
+                    .map_err(|e| e.to_string())?;
+                if back > 0 {
+                    tracing::warn!(
+                        emails = back,
+                        replica = %claimant,
+                        "emails this replica was sending when it stopped are sent again (one the \
+                         SMTP server had taken just before may arrive twice, with the same Message-ID)"
+                    );
+                }
+                started = true;
+            }
+            let report = outbox::deliver(&mut conn, &transport, &settings, &claimant, stopping)
                 .map_err(|e| e.to_string())?;
             if report != outbox::DeliveryReport::default() {
                 tracing::info!(
@@ -153,12 +169,26 @@ pub fn chat(settings: Arc<Settings>, pool: DbPool) -> Option<Job> {
         channels = settings.chat.channels.len(),
         "chat delivery started"
     );
+    let claimant = settings.replica_name();
+    let mut started = false;
     Some(Job {
         name: "chat",
         run: Box::new(move |stopping: &AtomicBool| {
             let mut conn =
                 crate::db::checkout(&pool).map_err(|_| "no database connection".to_owned())?;
-            let report = crate::services::chat::deliver(&mut conn, &settings, stopping)
+            if !started {
+                let back = crate::services::chat::reclaim(&mut conn, &claimant, crate::db::now())
+                    .map_err(|e| e.to_string())?;
+                if back > 0 {
+                    tracing::warn!(
+                        messages = back,
+                        replica = %claimant,
+                        "chat messages this replica was sending when it stopped are sent again"
+                    );
+                }
+                started = true;
+            }
+            let report = crate::services::chat::deliver(&mut conn, &settings, &claimant, stopping)
                 .map_err(|e| e.to_string())?;
             if report != crate::services::chat::ChatReport::default() {
                 tracing::info!(

@@ -419,6 +419,7 @@ async fn an_unreachable_webhook_s_secret_url_is_not_logged_stored_or_shown() {
         coe::services::chat::deliver(
             &mut conn,
             &settings,
+            "test",
             &std::sync::atomic::AtomicBool::new(false),
         )
         .expect("a chat pass")

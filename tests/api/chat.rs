@@ -270,7 +270,8 @@ async fn app_with_chat(base: &str) -> (TestApp, Settings) {
 
 fn deliver(app: &TestApp, settings: &Settings) -> coe::services::chat::ChatReport {
     let mut conn = coe::db::checkout(&app.pool).expect("conn");
-    coe::services::chat::deliver(&mut conn, settings, &AtomicBool::new(false)).expect("a chat pass")
+    coe::services::chat::deliver(&mut conn, settings, "test", &AtomicBool::new(false))
+        .expect("a chat pass")
 }
 
 async fn person(app: &TestApp, admin: &str, email: &str, team: &str) {

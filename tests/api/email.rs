@@ -39,7 +39,7 @@ pub(crate) struct Received {
     pub(crate) subject: String,
     text: String,
     html: String,
-    message_id: String,
+    pub(crate) message_id: String,
     has_bcc: bool,
 }
 
@@ -52,8 +52,9 @@ impl SmtpServer {
         Self::start_with(port, &[])
     }
 
-    /// With extra options of `tests/support/smtp_server.py` (`--starttls`, `--auth`).
-    fn start_with(port: u16, options: &[&str]) -> SmtpServer {
+    /// With extra options of `tests/support/smtp_server.py` (`--starttls`, `--auth`,
+    /// `--delay-ms`).
+    pub(crate) fn start_with(port: u16, options: &[&str]) -> SmtpServer {
         let dir = tempfile::tempdir().expect("temp dir");
         let maildir = dir.path().join("mail");
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/smtp_server.py");

@@ -12,6 +12,7 @@ mod chat;
 mod cli;
 mod coe_pages;
 mod coes;
+mod delivery_crash;
 mod email;
 mod errors;
 mod events;

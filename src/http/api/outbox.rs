@@ -17,7 +17,7 @@ impl From<RetryError> for ApiError {
     fn from(e: RetryError) -> Self {
         match e {
             RetryError::NotFound(id) => ApiError::NotFound(format!("no email with id `{id}`")),
-            e @ RetryError::NotFailed(_) => ApiError::Conflict {
+            e @ (RetryError::NotFailed(_) | RetryError::BeingSent { .. }) => ApiError::Conflict {
                 message: e.to_string(),
                 fields: Vec::new(),
             },

@@ -111,6 +111,7 @@ fn claim(
     lease: Duration,
     limit: i64,
     usable: &[String],
+    claimant: &str,
 ) -> QueryResult<Vec<Claimed>> {
     db::write_transaction(conn, |conn| {
         let rows: Vec<Claimed> = crate::load_skip_locked!(
@@ -142,6 +143,7 @@ fn claim(
             .set((
                 chat_messages::state.eq(SENDING),
                 chat_messages::lease_until.eq(now + lease),
+                chat_messages::claimed_by.eq(claimant),
                 chat_messages::attempts.eq(chat_messages::attempts + 1),
                 chat_messages::updated_at.eq(now),
             ))
@@ -170,6 +172,7 @@ fn broken(conn: &mut DbConnection) -> QueryResult<Vec<String>> {
 pub fn deliver(
     conn: &mut DbConnection,
     settings: &Settings,
+    claimant: &str,
     stop: &AtomicBool,
 ) -> QueryResult<ChatReport> {
     let mut report = ChatReport::default();
@@ -185,49 +188,47 @@ pub fn deliver(
         .filter(|n| !broken.contains(n))
         .collect();
     let lease = Duration::seconds(i64::try_from(settings.reminders.lease_secs).unwrap_or(600));
-    loop {
-        let rows = claim(
-            conn,
-            db::now(),
-            lease,
-            settings.reminders.batch_size,
-            &usable,
-        )?;
-        if rows.is_empty() {
-            return Ok(report);
-        }
-        for (id, name, body, attempts) in rows {
-            // Stopping, or its channel broke earlier in this batch: put back untouched.
-            if stop.load(Ordering::Relaxed) || !usable.contains(&name) {
-                release(conn, &id)?;
-                continue;
-            }
-            let Some(channel) = settings.chat.channels.iter().find(|c| c.name == name) else {
-                continue;
-            };
-            let body: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-            let outcome = chat::send(channel, &id, &body, timeout(settings));
-            record(conn, settings, &id, &name, attempts, &outcome, &mut report)?;
-            if matches!(outcome, Sent::Broken(_)) {
-                // Its other messages wait for the channel to be mended.
-                usable.retain(|n| *n != name);
-            }
-        }
-        if stop.load(Ordering::Relaxed) {
-            return Ok(report);
+    // One message claimed at a time: a worker that dies holds only the one it was
+    // sending (given back when its replica starts again: `reclaim`).
+    while !stop.load(Ordering::Relaxed) {
+        let Some((id, name, body, attempts)) =
+            claim(conn, db::now(), lease, 1, &usable, claimant)?.pop()
+        else {
+            break;
+        };
+        let Some(channel) = settings.chat.channels.iter().find(|c| c.name == name) else {
+            continue;
+        };
+        let body: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+        let outcome = chat::send(channel, &id, &body, timeout(settings));
+        record(conn, settings, &id, &name, attempts, &outcome, &mut report)?;
+        if matches!(outcome, Sent::Broken(_)) {
+            // Its other messages wait for the channel to be mended.
+            usable.retain(|n| *n != name);
         }
     }
+    Ok(report)
 }
 
-fn release(conn: &mut DbConnection, id: &str) -> QueryResult<()> {
-    diesel::update(chat_messages::table.find(id))
+/// Gives back the chat messages `claimant`'s earlier process was sending when it
+/// stopped (see `outbox::reclaim`). Returns how many.
+pub fn reclaim(conn: &mut DbConnection, claimant: &str, now: NaiveDateTime) -> QueryResult<usize> {
+    db::write_transaction(conn, |conn| {
+        diesel::update(
+            chat_messages::table
+                .filter(chat_messages::state.eq(SENDING))
+                .filter(chat_messages::claimed_by.eq(claimant)),
+        )
         .set((
             chat_messages::state.eq(PENDING),
             chat_messages::lease_until.eq(None::<NaiveDateTime>),
+            chat_messages::claimed_by.eq(None::<String>),
+            chat_messages::next_attempt_at.eq(now),
             chat_messages::attempts.eq(chat_messages::attempts - 1),
+            chat_messages::updated_at.eq(now),
         ))
         .execute(conn)
-        .map(drop)
+    })
 }
 
 fn record(

@@ -1,5 +1,7 @@
-//! Delivering the outbox: claim due rows under a lease, send each with no transaction
-//! open, and record each outcome only while the lease is still ours.
+//! Delivering the outbox: claim one due row at a time under a lease and the replica's
+//! name, send it with no transaction open, and record the outcome only while the lease
+//! is still ours. A replica that starts again gives back what it held when it died
+//! (`reclaim`); a replica that never comes back leaves one email to its lease.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -10,7 +12,7 @@ use lettre::Message;
 use serde::Serialize;
 
 use super::{FAILED, PENDING, SENDING, SENT};
-use crate::config::{Settings, SMTP_TIMEOUT};
+use crate::config::Settings;
 use crate::db::models::OutboxRow;
 use crate::db::schema::outbox_emails;
 use crate::db::{self, DbConnection};
@@ -26,13 +28,16 @@ pub struct DeliveryReport {
     pub failed: usize,
 }
 
-/// Claims due emails: pending ones whose time has come, and `sending` ones whose
-/// lease expired (their worker died). Each claim counts as an attempt.
+/// Claims due emails for `claimant` (`Settings::replica_name`): pending ones whose
+/// time has come, and `sending` ones whose lease expired (their worker died). Each
+/// claim counts as an attempt. Delivery claims one at a time, so that a worker that
+/// dies holds only the email it was sending.
 pub fn claim(
     conn: &mut DbConnection,
     now: NaiveDateTime,
     lease: Duration,
     limit: i64,
+    claimant: &str,
 ) -> QueryResult<Vec<OutboxRow>> {
     db::write_transaction(conn, |conn| {
         // Replicas claim different rows instead of waiting for each other.
@@ -60,6 +65,7 @@ pub fn claim(
             .set((
                 outbox_emails::state.eq(SENDING),
                 outbox_emails::lease_until.eq(until),
+                outbox_emails::claimed_by.eq(claimant),
                 outbox_emails::attempts.eq(outbox_emails::attempts + 1),
                 outbox_emails::updated_at.eq(now),
             ))
@@ -67,9 +73,33 @@ pub fn claim(
         for row in &mut rows {
             row.state = SENDING.into();
             row.lease_until = Some(until);
+            row.claimed_by = Some(claimant.to_owned());
             row.attempts += 1;
         }
         Ok(rows)
+    })
+}
+
+/// Gives back what `claimant`'s earlier process was sending when it stopped (a
+/// process that starts holds nothing yet): due now, its attempt not counted. An email
+/// the SMTP server had taken just before the crash is sent again (the one duplicate a
+/// crash can make, with the same Message-ID). Returns how many.
+pub fn reclaim(conn: &mut DbConnection, claimant: &str, now: NaiveDateTime) -> QueryResult<usize> {
+    db::write_transaction(conn, |conn| {
+        diesel::update(
+            outbox_emails::table
+                .filter(outbox_emails::state.eq(SENDING))
+                .filter(outbox_emails::claimed_by.eq(claimant)),
+        )
+        .set((
+            outbox_emails::state.eq(PENDING),
+            outbox_emails::lease_until.eq(None::<NaiveDateTime>),
+            outbox_emails::claimed_by.eq(None::<String>),
+            outbox_emails::next_attempt_at.eq(now),
+            outbox_emails::attempts.eq(outbox_emails::attempts - 1),
+            outbox_emails::updated_at.eq(now),
+        ))
+        .execute(conn)
     })
 }
 
@@ -124,97 +154,47 @@ pub fn message(row: &OutboxRow, settings: &Settings) -> Result<Message, SendErro
         .map_err(|e| SendError::Permanent(format!("cannot build the message: {e}")))
 }
 
-/// One delivery pass: claims due emails batch by batch and sends them, recording each
-/// outcome at once. Before each email the worker renews its lease on it, and skips it if
-/// another worker took it over (its lease had expired). When the server cannot be
-/// reached, or `stop` is set, the rest of the batch is put back untouched and the pass ends.
+/// One delivery pass for `claimant` (`Settings::replica_name`): claims the due emails
+/// one at a time and sends each, recording its outcome at once (only while the claim is
+/// still this worker's). When the server cannot be reached, or `stop` is set, the pass
+/// ends; what is left waits for the next.
 pub fn deliver(
     conn: &mut DbConnection,
     transport: &Transport,
     settings: &Settings,
+    claimant: &str,
     stop: &AtomicBool,
 ) -> QueryResult<DeliveryReport> {
     let lease = Duration::seconds(i64::try_from(settings.reminders.lease_secs).unwrap_or(600));
     let mut report = DeliveryReport::default();
     super::fold_counts(conn)?;
-    loop {
-        let rows = claim(conn, db::now(), lease, settings.reminders.batch_size)?;
-        let claimed = rows.len();
-        let mut rows = rows.into_iter().peekable();
-        let mut interrupted = false;
-        while let Some(mut row) = rows.next_if(|_| !interrupted) {
-            if stop.load(Ordering::Relaxed) {
-                release(conn, std::slice::from_ref(&row))?;
-                interrupted = true;
-                continue;
-            }
-            // The lease must outlast the send: renewed unless what is left of it
-            // covers the longest SMTP conversation (most emails of a batch leave in
-            // its first seconds: one write each, not two).
-            let now = db::now();
-            if needs_renewal(row.lease_until, now) {
-                match renew(conn, &row, now + lease)? {
-                    Some(until) => row.lease_until = Some(until),
-                    None => continue,
-                }
-            }
-            let outcome = message(&row, settings).and_then(|m| transport.send(&m));
-            match &outcome {
-                Ok(()) => report.sent += 1,
-                Err(SendError::Permanent(_)) => report.failed += 1,
-                Err(SendError::Transient(_)) => {
-                    if row.attempts >= settings.reminders.max_attempts {
-                        report.failed += 1;
-                    } else {
-                        report.deferred += 1;
-                    }
-                }
-                Err(SendError::Unreachable(_)) => {
+    // One email claimed at a time: a worker that dies holds only the one it was
+    // sending. The pass ends when none is due, on a stop, or when the server is down.
+    while !stop.load(Ordering::Relaxed) {
+        let Some(row) = claim(conn, db::now(), lease, 1, claimant)?.pop() else {
+            break;
+        };
+        let outcome = message(&row, settings).and_then(|m| transport.send(&m));
+        let unreachable = matches!(outcome, Err(SendError::Unreachable(_)));
+        match &outcome {
+            Ok(()) => report.sent += 1,
+            Err(SendError::Permanent(_)) => report.failed += 1,
+            Err(SendError::Transient(_)) => {
+                if row.attempts >= settings.reminders.max_attempts {
+                    report.failed += 1;
+                } else {
                     report.deferred += 1;
-                    interrupted = true;
                 }
             }
-            record(conn, &row, &outcome, settings, db::now())?;
+            Err(SendError::Unreachable(_)) => report.deferred += 1,
         }
-        let rest: Vec<OutboxRow> = rows.collect();
-        release(conn, &rest)?;
-        if interrupted || claimed < usize::try_from(settings.reminders.batch_size).unwrap_or(1) {
-            return Ok(report);
+        record(conn, &row, &outcome, settings, db::now())?;
+        if unreachable {
+            // The server is down: the rest waits for the next pass.
+            break;
         }
     }
-}
-
-/// Whether a lease that ends at `until` must be renewed before a send at `now`: when
-/// less is left of it than the longest SMTP conversation (a dozen steps of at most
-/// `SMTP_TIMEOUT`) and a minute for clocks that differ between replicas. Validation
-/// keeps `reminders.lease_secs` at least 15 timeouts, so a fresh lease needs none.
-pub(super) fn needs_renewal(until: Option<NaiveDateTime>, now: NaiveDateTime) -> bool {
-    let longest_send = Duration::seconds(13 * i64::try_from(SMTP_TIMEOUT.as_secs()).unwrap_or(60));
-    until.is_none_or(|until| until - now < longest_send)
-}
-
-/// Extends this worker's lease on `row` to `until`, if it still holds it (the row is
-/// `sending` under the lease this worker set). Returns the new lease, or `None` when
-/// another worker has taken the email over.
-pub(super) fn renew(
-    conn: &mut DbConnection,
-    row: &OutboxRow,
-    until: NaiveDateTime,
-) -> QueryResult<Option<NaiveDateTime>> {
-    let Some(lease) = row.lease_until else {
-        return Ok(None);
-    };
-    let renewed = db::write_transaction(conn, |conn| {
-        diesel::update(
-            outbox_emails::table
-                .filter(outbox_emails::id.eq(&row.id))
-                .filter(outbox_emails::state.eq(SENDING))
-                .filter(outbox_emails::lease_until.eq(lease)),
-        )
-        .set(outbox_emails::lease_until.eq(until))
-        .execute(conn)
-    })?;
-    Ok((renewed == 1).then_some(until))
+    Ok(report)
 }
 
 /// Writes the outcome of one attempt.
@@ -239,6 +219,7 @@ pub(super) fn record(
                         outbox_emails::state.eq(SENT),
                         outbox_emails::sent_at.eq(now),
                         outbox_emails::lease_until.eq(None::<NaiveDateTime>),
+                        outbox_emails::claimed_by.eq(None::<String>),
                         outbox_emails::last_error.eq(None::<String>),
                         outbox_emails::updated_at.eq(now),
                     ))
@@ -258,6 +239,7 @@ pub(super) fn record(
                         .set((
                             outbox_emails::state.eq(FAILED),
                             outbox_emails::lease_until.eq(None::<NaiveDateTime>),
+                            outbox_emails::claimed_by.eq(None::<String>),
                             outbox_emails::last_error.eq(message),
                             outbox_emails::updated_at.eq(now),
                         ))
@@ -272,6 +254,7 @@ pub(super) fn record(
                             outbox_emails::state.eq(PENDING),
                             outbox_emails::next_attempt_at.eq(next),
                             outbox_emails::lease_until.eq(None::<NaiveDateTime>),
+                            outbox_emails::claimed_by.eq(None::<String>),
                             outbox_emails::attempts.eq(outbox_emails::attempts - 1 + spent),
                             outbox_emails::last_error.eq(message),
                             outbox_emails::updated_at.eq(now),
@@ -279,30 +262,6 @@ pub(super) fn record(
                         .execute(conn)?;
                 }
             }
-        }
-        Ok(())
-    })
-}
-
-/// Puts claimed, unattempted emails back as they were (those this worker still holds).
-fn release(conn: &mut DbConnection, rows: &[OutboxRow]) -> QueryResult<()> {
-    if rows.is_empty() {
-        return Ok(());
-    }
-    db::write_transaction(conn, |conn| {
-        for row in rows {
-            diesel::update(
-                outbox_emails::table
-                    .filter(outbox_emails::id.eq(&row.id))
-                    .filter(outbox_emails::state.eq(SENDING))
-                    .filter(outbox_emails::lease_until.eq(row.lease_until)),
-            )
-            .set((
-                outbox_emails::state.eq(PENDING),
-                outbox_emails::lease_until.eq(None::<NaiveDateTime>),
-                outbox_emails::attempts.eq(outbox_emails::attempts - 1),
-            ))
-            .execute(conn)?;
         }
         Ok(())
     })

@@ -20,7 +20,7 @@ use crate::email::{clean_line, EmailTemplates, Kind, TemplateError};
 
 mod delivery;
 
-pub use delivery::{backoff, claim, deliver, message, DeliveryReport};
+pub use delivery::{backoff, claim, deliver, message, reclaim, DeliveryReport};
 
 pub const PENDING: &str = "pending";
 pub const SENDING: &str = "sending";
@@ -90,6 +90,7 @@ pub fn enqueue(conn: &mut DbConnection, email: &NewEmail, now: NaiveDateTime) ->
         created_at: now,
         updated_at: now,
         sent_at: None,
+        claimed_by: None,
     };
     let inserted = crate::insert_or_ignore!(
         conn,
@@ -246,10 +247,20 @@ pub struct OutboxEmail {
     pub created_at: NaiveDateTime,
     #[serde(serialize_with = "crate::json::utc_option")]
     pub sent_at: Option<NaiveDateTime>,
+    /// While `sending`: the replica that claimed it (`server.replica_name`) and until
+    /// when its claim holds.
+    pub claimed_by: Option<String>,
+    #[serde(serialize_with = "crate::json::utc_option")]
+    pub lease_until: Option<NaiveDateTime>,
+    /// `sending`, and the claim has run out: the replica that was sending it stopped
+    /// and has not started again. Delivery takes it again by itself; an admin may
+    /// retry it at once.
+    pub stranded: bool,
 }
 
 impl From<OutboxRow> for OutboxEmail {
     fn from(r: OutboxRow) -> Self {
+        let stranded = r.state == SENDING && r.lease_until.is_none_or(|until| until < db::now());
         OutboxEmail {
             id: r.id,
             kind: r.kind,
@@ -262,6 +273,9 @@ impl From<OutboxRow> for OutboxEmail {
             last_error: r.last_error,
             created_at: r.created_at,
             sent_at: r.sent_at,
+            stranded,
+            claimed_by: r.claimed_by,
+            lease_until: r.lease_until,
         }
     }
 }
@@ -309,14 +323,23 @@ pub fn get(conn: &mut DbConnection, id: &str) -> QueryResult<Option<(OutboxEmail
 pub enum RetryError {
     #[error("no email with id {0}")]
     NotFound(String),
-    #[error("the email is {0}; only failed (or pending) emails can be retried")]
+    #[error(
+        "the email is {0}; only failed or pending emails, and those whose sender stopped \
+         while sending them, can be retried"
+    )]
     NotFailed(String),
+    #[error(
+        "the email is being sent by {by} (its claim runs until {until} UTC); it can be \
+         retried once that has run out"
+    )]
+    BeingSent { by: String, until: NaiveDateTime },
     #[error(transparent)]
     Db(#[from] diesel::result::Error),
 }
 
 /// Queues a failed email again, with a fresh count of attempts; a pending one is
-/// brought forward to now.
+/// brought forward to now; one whose claim ran out while it was being sent (its
+/// replica stopped) is taken back from that claim.
 pub fn retry(conn: &mut DbConnection, id: &str) -> Result<OutboxEmail, RetryError> {
     db::write_transaction(conn, |conn| {
         let row: OutboxRow = outbox_emails::table
@@ -325,20 +348,33 @@ pub fn retry(conn: &mut DbConnection, id: &str) -> Result<OutboxEmail, RetryErro
             .first(conn)
             .optional()?
             .ok_or_else(|| RetryError::NotFound(id.to_owned()))?;
-        if row.state != FAILED && row.state != PENDING {
+        let now = db::now();
+        if row.state == SENDING {
+            if let Some(until) = row.lease_until.filter(|until| *until >= now) {
+                return Err(RetryError::BeingSent {
+                    by: row.claimed_by.clone().unwrap_or_else(|| "a replica".into()),
+                    until,
+                });
+            }
+        } else if row.state != FAILED && row.state != PENDING {
             return Err(RetryError::NotFailed(row.state));
         }
-        let now = db::now();
-        // Only if it is still failed or pending: a worker may have claimed it meanwhile.
+        // Only if it is still as read: a worker may have claimed it meanwhile.
         let changed = diesel::update(
-            outbox_emails::table
-                .find(id)
-                .filter(outbox_emails::state.eq_any([FAILED, PENDING])),
+            outbox_emails::table.find(id).filter(
+                outbox_emails::state
+                    .eq_any([FAILED, PENDING])
+                    .or(outbox_emails::state
+                        .eq(SENDING)
+                        .and(outbox_emails::lease_until.lt(now))),
+            ),
         )
         .set((
             outbox_emails::state.eq(PENDING),
             outbox_emails::attempts.eq(0),
             outbox_emails::next_attempt_at.eq(now),
+            outbox_emails::lease_until.eq(None::<NaiveDateTime>),
+            outbox_emails::claimed_by.eq(None::<String>),
             outbox_emails::updated_at.eq(now),
         ))
         .execute(conn)?;
@@ -349,6 +385,9 @@ pub fn retry(conn: &mut DbConnection, id: &str) -> Result<OutboxEmail, RetryErro
             state: PENDING.into(),
             attempts: 0,
             next_attempt_at: now,
+            claimed_by: None,
+            lease_until: None,
+            stranded: false,
             ..row.into()
         })
     })
@@ -427,10 +466,12 @@ mod tests {
 
         let transport = Transport::memory();
         let go = AtomicBool::new(false);
-        let report = deliver(&mut conn, &transport, &settings, &go).unwrap();
+        let report = deliver(&mut conn, &transport, &settings, "a", &go).unwrap();
         assert_eq!(report.sent, 1);
         assert_eq!(
-            deliver(&mut conn, &transport, &settings, &go).unwrap().sent,
+            deliver(&mut conn, &transport, &settings, "a", &go)
+                .unwrap()
+                .sent,
             0
         );
         let sent = transport.sent();
@@ -472,12 +513,12 @@ mod tests {
         }
         enqueue(&mut conn, &email("c0"), db::now()).unwrap();
         check(&mut conn, "queued, one twice");
-        let claimed = claim(&mut conn, db::now(), Duration::seconds(600), 2).unwrap();
+        let claimed = claim(&mut conn, db::now(), Duration::seconds(600), 2, "a").unwrap();
         assert_eq!(claimed.len(), 2);
         check(&mut conn, "two claimed");
         let settings = Settings::default();
         let go = AtomicBool::new(false);
-        deliver(&mut conn, &Transport::memory(), &settings, &go).unwrap();
+        deliver(&mut conn, &Transport::memory(), &settings, "b", &go).unwrap();
         check(&mut conn, "delivered");
         // Written by hand too: a row failed, one deleted, the sent purged.
         diesel::sql_query(
@@ -505,38 +546,52 @@ mod tests {
         enqueue(&mut conn, &email("k2"), db::now()).unwrap();
         let now = db::now();
         let lease = Duration::seconds(600);
-        assert_eq!(claim(&mut conn, now, lease, 10).unwrap().len(), 1);
-        assert!(claim(&mut conn, now, lease, 10).unwrap().is_empty());
+        assert_eq!(claim(&mut conn, now, lease, 10, "a").unwrap().len(), 1);
+        assert!(claim(&mut conn, now, lease, 10, "b").unwrap().is_empty());
         // The worker died: after the lease, another one takes the email again.
         let later = now + Duration::seconds(601);
-        let again = claim(&mut conn, later, lease, 10).unwrap();
+        let again = claim(&mut conn, later, lease, 10, "b").unwrap();
         assert_eq!(again.len(), 1);
         assert_eq!(again[0].attempts, 2);
+        assert_eq!(again[0].claimed_by.as_deref(), Some("b"));
         // The first worker wakes up: it no longer holds the email and may not record it.
         let mut stale = again[0].clone();
         stale.lease_until = Some(now + lease);
-        assert_eq!(renew(&mut conn, &stale, later + lease).unwrap(), None);
         record(&mut conn, &stale, &Ok(()), &Settings::default(), later).unwrap();
         let row = list(&mut conn, None, None, None, 10).unwrap().remove(0);
         assert_eq!(row.state, SENDING, "the stale worker changed nothing");
     }
 
     #[test]
-    fn a_lease_is_renewed_before_a_send_only_when_the_send_could_outlast_it() {
+    fn a_replica_that_starts_again_gives_back_only_what_it_held() {
+        let (_dir, pool) = database();
+        let mut conn = pool.get().expect("conn");
+        for key in ["mine", "theirs", "waiting"] {
+            enqueue(&mut conn, &email(key), db::now()).unwrap();
+        }
         let now = db::now();
-        let fresh = now + Duration::seconds(Settings::default().reminders.lease_secs as i64);
-        assert!(
-            !needs_renewal(Some(fresh), now),
-            "a fresh lease covers a send"
+        let lease = Duration::seconds(900);
+        let mine = claim(&mut conn, now, lease, 1, "host/a").unwrap().remove(0);
+        let theirs = claim(&mut conn, now, lease, 1, "host/b").unwrap().remove(0);
+        // host/a died while sending and starts again: its email is due at once, its
+        // attempt not counted; host/b's stays claimed, the last one pending.
+        assert_eq!(reclaim(&mut conn, "host/a", now).unwrap(), 1);
+        let rows = list(&mut conn, None, None, None, 10).unwrap();
+        let state = |id: &str| {
+            rows.iter()
+                .find(|r| r.id == id)
+                .map(|r| (r.state.clone(), r.attempts))
+        };
+        assert_eq!(state(&mine.id), Some((PENDING.to_owned(), 0)));
+        assert_eq!(state(&theirs.id), Some((SENDING.to_owned(), 1)));
+        assert_eq!(
+            reclaim(&mut conn, "host/a", now).unwrap(),
+            0,
+            "nothing twice"
         );
-        // Less left than a dozen SMTP timeouts and a minute: renewed.
-        assert!(needs_renewal(Some(now + Duration::seconds(779)), now));
-        assert!(!needs_renewal(Some(now + Duration::seconds(780)), now));
-        assert!(
-            needs_renewal(Some(now - Duration::seconds(1)), now),
-            "expired"
-        );
-        assert!(needs_renewal(None, now));
+        // The next claim takes it again under the new process.
+        let again = claim(&mut conn, now, lease, 10, "host/a").unwrap();
+        assert_eq!(again.len(), 2, "the given-back email and the pending one");
     }
 
     #[test]
@@ -547,7 +602,14 @@ mod tests {
             enqueue(&mut conn, &email(key), db::now()).unwrap();
         }
         let stop = AtomicBool::new(true);
-        let report = deliver(&mut conn, &Transport::memory(), &Settings::default(), &stop).unwrap();
+        let report = deliver(
+            &mut conn,
+            &Transport::memory(),
+            &Settings::default(),
+            "a",
+            &stop,
+        )
+        .unwrap();
         assert_eq!(report, DeliveryReport::default());
         let rows = list(&mut conn, None, None, None, 10).unwrap();
         assert!(
