@@ -51,6 +51,7 @@ pub enum Migrations {
 pub struct Application {
     port: u16,
     server: Server,
+    stopping: Arc<std::sync::atomic::AtomicBool>,
     pool: DbPool,
     settings: Arc<Settings>,
     emails: Arc<EmailTemplates>,
@@ -125,6 +126,7 @@ impl Application {
         let header_timeout = std::time::Duration::from_secs(settings.server.header_timeout_secs);
         let body_timeout = std::time::Duration::from_secs(settings.server.body_timeout_secs);
         let settings = Arc::new(settings);
+        let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let delivery_waker = crate::services::outbox::DeliveryWaker::default();
         let group_commit = Arc::new(
             crate::services::ingest::writer::GroupCommit::start(
@@ -170,6 +172,7 @@ impl Application {
             searches: Arc::new(tokio::sync::Semaphore::new(
                 settings.server.searches_at_once,
             )),
+            stopping: stopping.clone(),
         });
         let mut server = HttpServer::new(move || {
             App::new()
@@ -207,6 +210,7 @@ impl Application {
         Ok(Application {
             port,
             server,
+            stopping,
             pool,
             settings,
             emails,
@@ -248,6 +252,11 @@ impl Application {
         self.server.handle()
     }
 
+    /// Set at SIGTERM, while the server drains (`stop_on_signals`).
+    pub fn stopping(&self) -> &Arc<std::sync::atomic::AtomicBool> {
+        &self.stopping
+    }
+
     /// Serves until stopped; then the ingest writers write what is queued and stop.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let served = self.server.await;
@@ -281,12 +290,32 @@ async fn not_found(req: actix_web::HttpRequest) -> Result<actix_web::HttpRespons
     )))
 }
 
-/// Stops the server gracefully on SIGTERM or SIGINT (Ctrl-C). (SIGHUP — a closed
-/// terminal, or an operator expecting a reload — is logged and ignored from the start
-/// of `serve`: `ignore_hangups`.)
-pub fn stop_on_signals(handle: ServerHandle, grace: Duration) {
+/// Stops the server gracefully on SIGTERM or SIGINT (Ctrl-C): first it drains for
+/// `drain` (`/readyz` answers 503, `stopping` set, everything else served as before;
+/// a second signal ends the wait), then it closes its listener and gives requests in
+/// flight `grace` to finish. (SIGHUP — a closed terminal, or an operator expecting a
+/// reload — is logged and ignored from the start of `serve`: `ignore_hangups`.)
+pub fn stop_on_signals(
+    handle: ServerHandle,
+    stopping: Arc<std::sync::atomic::AtomicBool>,
+    drain: Duration,
+    grace: Duration,
+) {
     actix_web::rt::spawn(async move {
-        wait_for_signal().await;
+        next_signal().await;
+        stopping.store(true, std::sync::atomic::Ordering::SeqCst);
+        if !drain.is_zero() {
+            let again = next_signal();
+            tracing::info!(
+                drain_secs = drain.as_secs(),
+                "stopping: /readyz answers 503 while requests are still served; then the \
+                 listener closes"
+            );
+            tokio::select! {
+                _ = actix_web::rt::time::sleep(drain) => {}
+                _ = again => tracing::info!("a second signal: no more draining"),
+            }
+        }
         tracing::info!(
             grace_secs = grace.as_secs(),
             "shutting down: finishing in-flight requests"
@@ -296,18 +325,24 @@ pub fn stop_on_signals(handle: ServerHandle, grace: Duration) {
 }
 
 #[cfg(unix)]
-async fn wait_for_signal() {
+fn next_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{signal, SignalKind};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
+    // Listened for from now, not from the first poll: a signal that comes in between
+    // is not missed.
+    let term = signal(SignalKind::terminate())
+        .map_err(|e| tracing::warn!(error = %e, "cannot listen for SIGTERM"))
+        .ok();
+    async move {
+        match term {
+            Some(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
             }
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot listen for SIGTERM");
-            let _ = tokio::signal::ctrl_c().await;
+            None => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
         }
     }
 }
@@ -338,6 +373,8 @@ pub fn ignore_hangups() {
 pub fn ignore_hangups() {}
 
 #[cfg(not(unix))]
-async fn wait_for_signal() {
-    let _ = tokio::signal::ctrl_c().await;
+fn next_signal() -> impl std::future::Future<Output = ()> {
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

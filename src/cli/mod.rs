@@ -287,7 +287,12 @@ fn serve(settings: Settings, migrations: startup::Migrations) -> Result<(), Fail
                  proxy's addresses"
             );
         }
-        startup::stop_on_signals(app.handle(), grace);
+        startup::stop_on_signals(
+            app.handle(),
+            app.stopping().clone(),
+            Duration::from_secs(app.settings().server.drain_secs),
+            grace,
+        );
         let jobs = crate::jobs::serve(crate::jobs::Parts {
             settings: app.settings().clone(),
             pool: app.pool().clone(),

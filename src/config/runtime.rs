@@ -37,6 +37,11 @@ pub struct ServerSettings {
     pub workers: usize,
     /// Seconds in-flight requests get to finish after SIGTERM/SIGINT.
     pub shutdown_timeout_secs: u64,
+    /// Seconds between SIGTERM and closing the listener, while `/readyz` answers 503 and
+    /// every other request is served as before: a load balancer or proxy that checks
+    /// readiness stops sending requests here, and one that does not (nginx) still finds
+    /// the replica up until its peers have been told. 0: close at once.
+    pub drain_secs: u64,
     /// Seconds a client has to send a request's head (line and headers) once
     /// connected; slower ones get `408` and the connection is closed.
     pub header_timeout_secs: u64,
@@ -124,6 +129,7 @@ impl Default for ServerSettings {
             max_body_bytes: 2 * 1024 * 1024,
             workers: 0,
             shutdown_timeout_secs: 30,
+            drain_secs: 5,
             header_timeout_secs: 10,
             body_timeout_secs: 60,
             search_timeout_ms: 2_000,

@@ -81,6 +81,13 @@ impl Settings {
         if self.server.searches_at_once == 0 {
             return Err(invalid("server.searches_at_once", "0", "at least 1"));
         }
+        if self.server.drain_secs > 300 {
+            return Err(invalid(
+                "server.drain_secs",
+                &self.server.drain_secs.to_string(),
+                "0 to 300 seconds",
+            ));
+        }
         let replica = &self.server.replica_name;
         if replica.chars().count() > 200 || replica.chars().any(char::is_control) {
             return Err(invalid(

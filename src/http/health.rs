@@ -37,9 +37,14 @@ pub async fn healthz() -> HttpResponse {
 #[utoipa::path(operation_id = "readyz", get, path = "/readyz", tag = "health",
     responses(
         (status = 200, description = "Ready to serve", body = Health),
-        (status = 503, description = "The database is not reachable (`unavailable`; the reason is logged, not told), cannot be written (`database_read_only`), its disk is full (`disk_full`) or SQLite calls it corrupt (`database_corrupt`)", body = ErrorBody),
+        (status = 503, description = "The replica is stopping (`unavailable`, during `server.drain_secs` after SIGTERM), the database is not reachable (`unavailable`; the reason is logged, not told), cannot be written (`database_read_only`), its disk is full (`disk_full`) or SQLite calls it corrupt (`database_corrupt`)", body = ErrorBody),
     ))]
 pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    if state.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+        return Err(ApiError::Unavailable(
+            "this replica is stopping: send requests to another".into(),
+        ));
+    }
     let pool = state.pool.clone();
     let url = state.settings.database_url();
     let backend = url.backend();

@@ -460,6 +460,30 @@ fn serve_prints_a_first_admin_token_once_then_never_again() {
     );
 }
 
+/// On SIGTERM a server drains first (`server.drain_secs`): `/readyz` answers 503 at
+/// once, so that a load balancer stops sending requests here, while every other request
+/// is still served; a second signal ends the wait, and it exits 0.
+#[test]
+fn sigterm_drains_with_readyz_unready_while_requests_are_still_served() {
+    let db = TestDatabase::new();
+    let mut served = serve(&db.url, &[("COE_SERVER_DRAIN_SECS", "60")]);
+    let ready = http_get(served.port, "/readyz", None);
+    assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
+    sigterm(served.child.id());
+    served.until_logged("stopping: /readyz answers 503 while requests are still served");
+    let ready = http_get(served.port, "/readyz", None);
+    assert!(ready.starts_with("HTTP/1.1 503"), "{ready}");
+    assert!(ready.contains("this replica is stopping"), "{ready}");
+    let health = http_get(served.port, "/healthz", None);
+    assert!(health.starts_with("HTTP/1.1 200"), "still served: {health}");
+    let page = http_get(served.port, "/sign-in", None);
+    assert!(page.starts_with("HTTP/1.1 200"), "still served: {page}");
+    // The drain would last a minute: a second signal ends it.
+    sigterm(served.child.id());
+    assert!(wait_exit(&mut served.child, Duration::from_secs(30)).success());
+    served.until_logged("a second signal: no more draining");
+}
+
 #[test]
 fn sigterm_lets_an_in_flight_request_finish() {
     let db = TestDatabase::new();
