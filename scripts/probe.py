@@ -504,6 +504,13 @@ def disk_full(coe, workdir, rounds=2):
         finally:
             load.stop()
         lost = count_lost(sqlite_query(f"{disk}/coe.db"), load.acked)
+        server.log.flush()
+        with open(server.log.name, "rb") as f:
+            lines = f.read().decode(errors="replace").splitlines()
+        logged = [l for l in lines if "database fault" in l and "disk_full" in l and "same episode" not in l]
+        check(1 <= len(logged) <= rounds,
+              f"the full disk is logged once per episode, not per request: {len(logged)} warnings "
+              f"for {rounds} episodes of {len(load.acked)}+ requests")
         rows.append(("SQLite's disk filled up, then freed", f"{rounds} times", len(load.acked), lost,
                      f"{longest:.1f} s after space is freed"))
     finally:

@@ -72,6 +72,21 @@ pub(super) fn backup(settings: &Settings, path: &Path) -> Result<(), Failure> {
         copied.migrations.applied.len(),
         copied.took.as_millis()
     );
+    if !copied.migrations.unknown.is_empty() {
+        println!(
+            "the database holds {} migration(s) newer than this coe ({}): it was written by a \
+             newer version, and only that version (or a later one) can serve this backup",
+            copied.migrations.unknown.len(),
+            copied.migrations.unknown.join(", ")
+        );
+    }
+    if !copied.migrations.pending.is_empty() {
+        println!(
+            "the database lacks {} migration(s) of this coe: `coe migrate` (or `coe serve`) \
+             applies them",
+            copied.migrations.pending.len()
+        );
+    }
     Ok(())
 }
 

@@ -188,9 +188,18 @@ pub fn run(cli: Cli) -> ExitCode {
         database_url: cli.global.database_url.clone(),
         log_format: cli.global.log_format,
     };
+    // How a fatal error is written: as the log is, once the settings say; before that
+    // (unusable settings), as the flag or COE_LOG_FORMAT asks.
+    let log_format = std::cell::Cell::new(cli.global.log_format.or_else(|| {
+        std::env::var("COE_LOG_FORMAT")
+            .ok()
+            .filter(|v| v.trim().eq_ignore_ascii_case("json"))
+            .map(|_| LogFormat::Json)
+    }));
     let result = Settings::load(cli.global.config.as_deref(), &overrides)
         .map_err(Failure::settings)
         .and_then(|settings| {
+            log_format.set(Some(settings.log.format));
             if !matches!(cli.command, Command::CheckConfig | Command::Openapi) {
                 telemetry::init(&settings.log);
             }
@@ -226,7 +235,20 @@ pub fn run(cli: Cli) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("error: {}", failure.message);
+            if log_format.get() == Some(LogFormat::Json) {
+                // One line in the log's own shape, for a collector that reads JSON only.
+                let line = serde_json::json!({
+                    "timestamp": chrono::Utc::now()
+                        .to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+                    "level": "ERROR",
+                    "message": failure.message,
+                    "exit_code": failure.code,
+                    "target": "coe::cli",
+                });
+                eprintln!("{line}");
+            } else {
+                eprintln!("error: {}", failure.message);
+            }
             ExitCode::from(failure.code)
         }
     }

@@ -129,8 +129,10 @@ pub const REPORTED_FOR: Duration = Duration::from_secs(30);
 
 /// Classifies `error` and, when it is a fault, remembers it: the connection in use
 /// on this thread is dropped when given back, and `/readyz` reports it. Logged once
-/// for the connection: the query that met it (`watch`) and the error's conversion to
-/// an answer both note it.
+/// per episode (from the first fault of a kind until a write succeeds: "database
+/// writable again"), not once per request that meets it; the rest at debug. The line
+/// carries the request's id when a request met it (its span is entered where the
+/// request's database work runs: `http::state`).
 pub fn note(error: &Error) -> Option<Fault> {
     let fault = classify(error)?;
     if fault == Fault::Corrupt {
@@ -138,9 +140,15 @@ pub fn note(error: &Error) -> Option<Fault> {
     }
     let known = CONNECTION_FAULTED.with(|f| f.replace(true));
     PENDING.store(true, Ordering::SeqCst);
-    *LATEST.lock().unwrap_or_else(|p| p.into_inner()) = Some((fault, Instant::now()));
-    if !known {
+    let before = LATEST
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .replace((fault, Instant::now()));
+    let new_episode = before.is_none_or(|(kind, _)| kind != fault);
+    if new_episode {
         tracing::warn!(error = %error, code = fault.code(), "database fault");
+    } else if !known {
+        tracing::debug!(error = %error, code = fault.code(), "database fault (the same episode)");
     }
     Some(fault)
 }

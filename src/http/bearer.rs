@@ -1,9 +1,9 @@
 //! Bearer-token authentication as extractors: `Caller` for any valid token, and
 //! `Member`, `Admin`, `Ingest` for a token whose role allows that much.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use actix_web::body::{EitherBody, MessageBody};
@@ -82,8 +82,10 @@ role_extractors! {
 }
 
 /// The caller behind the request's token: 401 without a known one, 429 for a client
-/// that presented `auth.failed_tokens_per_client` unknown ones this minute (so a
-/// token cannot be guessed by trying many).
+/// that presented `auth.failed_tokens_per_client` different unknown ones this minute
+/// (so a token cannot be guessed by trying many). A sender that repeats one wrong
+/// token (a mistyped setting) is refused each time but never locks out the other
+/// senders of its address.
 pub async fn authenticate(
     req: &HttpRequest,
     state: web::Data<AppState>,
@@ -92,27 +94,36 @@ pub async fn authenticate(
         return Ok(caller.clone()); // authenticated before the handler (`authenticate_first`)
     }
     let client = crate::http::session::client_ip(req, &state.proxies);
-    let limit = state.settings.auth.failed_tokens_per_client;
-    let failures = state.token_failures.get(&client);
-    if failures
-        .as_ref()
-        .is_some_and(|n| n.load(Ordering::Relaxed) >= limit)
-    {
+    let limit = usize::try_from(state.settings.auth.failed_tokens_per_client).unwrap_or(usize::MAX);
+    let secret = presented_secret(req)?;
+    let hash = secret.hash();
+    let refused = state.token_failures.get(&client);
+    let guessing = refused.as_ref().is_some_and(|seen| {
+        let seen = seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        seen.len() >= limit && !seen.contains(&hash)
+    });
+    if guessing {
         return Err(ApiError::TooManyRequests {
             message: format!(
-                "too many unknown tokens from this client ({limit} a minute, \
+                "too many different unknown tokens from this client ({limit} a minute, \
                  auth.failed_tokens_per_client); try again in a minute"
             ),
             retry_after: 60,
         });
     }
-    let secret = presented_secret(req)?;
     let result = caller_of(secret, state.clone()).await;
     if let Err(ApiError::Unauthorized(_)) = &result {
-        state
+        let seen = state
             .token_failures
-            .get_with(client, || Arc::new(AtomicU32::new(0)))
-            .fetch_add(1, Ordering::Relaxed);
+            .get_with(client, || Arc::new(std::sync::Mutex::new(HashSet::new())));
+        let mut seen = seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if seen.len() < limit {
+            seen.insert(hash);
+        }
     }
     result
 }

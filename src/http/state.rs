@@ -39,9 +39,10 @@ pub struct AppState {
     pub live_figures: crate::services::stats::inspect::LiveCache,
     /// `/api/v1/actions` totals by filter.
     pub action_counts: TotalsCache<i64>,
-    /// Unknown or revoked tokens presented per client address in the current minute
-    /// (`auth.failed_tokens_per_client`).
-    pub token_failures: moka::sync::Cache<String, Arc<std::sync::atomic::AtomicU32>>,
+    /// The hashes of the different unknown or revoked tokens each client address
+    /// presented in the current minute (`auth.failed_tokens_per_client`).
+    pub token_failures:
+        moka::sync::Cache<String, Arc<std::sync::Mutex<std::collections::HashSet<String>>>>,
     /// Tokens looked up in the last second (`known_tokens::KNOWN_FOR`).
     pub known_tokens: crate::http::known_tokens::KnownTokens,
     /// Wakes the delivery worker when a request queued an email.
@@ -84,7 +85,10 @@ pub async fn with_conn<T: Send + 'static>(
     work: impl FnOnce(&mut DbConnection, &AppState) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
     let state = state.clone();
+    // The request's span (its id) on what the work logs, on the blocking thread.
+    let span = tracing::Span::current();
     web::block(move || {
+        let _request = span.enter();
         let mut conn = crate::db::checkout(&state.pool)?;
         let done = work(&mut conn, &state);
         state.delivery_waker.wake_if_queued();
@@ -111,7 +115,9 @@ pub async fn with_write<T: Send + 'static>(
     }
     let (reply, answer) = tokio::sync::oneshot::channel();
     let shared = state.clone();
+    let span = tracing::Span::current();
     let job: crate::services::ingest::writer::OrdinaryWrite = Box::new(move |conn| {
+        let _request = span.enter();
         let done = crate::db::write_transaction(conn, |conn| work(conn, &shared));
         Box::new(move |failed| {
             let _ = reply.send(match failed {

@@ -418,6 +418,34 @@ pub(crate) fn wait_exit(
     }
 }
 
+/// With `COE_LOG_FORMAT=json` a fatal start-up error is one JSON line in the log's
+/// shape (for a collector that reads JSON only), not plain text; without it, text.
+#[test]
+fn a_fatal_start_up_error_is_a_json_line_when_the_log_is_json() {
+    let out = coe(
+        &["serve"],
+        &[
+            ("COE_LOG_FORMAT", "json"),
+            ("COE_SERVER_DRAIN_SECS", "9999"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let text = stderr(&out);
+    let line: serde_json::Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("not one JSON line ({e}): {text}"));
+    assert_eq!(line["level"], "ERROR", "{line}");
+    assert_eq!(line["exit_code"], 2, "{line}");
+    assert!(
+        line["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("server.drain_secs")),
+        "{line}"
+    );
+    let out = coe(&["serve"], &[("COE_SERVER_DRAIN_SECS", "9999")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).starts_with("error: "), "{}", stderr(&out));
+}
+
 #[test]
 fn serve_prints_a_first_admin_token_once_then_never_again() {
     let db = TestDatabase::new();

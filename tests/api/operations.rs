@@ -339,6 +339,17 @@ fn upgrades_are_checked_migrations_listed_and_a_newer_schema_refused() {
         "{}",
         stdout(&out)
     );
+    // A backup of it says which version can serve the copy (SQLite: `coe backup`).
+    if let Some(path) = sqlite_path(&db) {
+        let copy = path.with_file_name("newer.db");
+        let out = coe(&["backup", &copy.to_string_lossy()], &env);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(
+            stdout(&out).contains("1 migration(s) newer than this coe (29991231000000)"),
+            "{}",
+            stdout(&out)
+        );
+    }
 }
 
 /// SIGHUP (a closed terminal, an operator expecting a reload) neither kills the

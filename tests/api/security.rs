@@ -94,6 +94,33 @@ async fn every_protected_operation_refuses_no_token_an_unknown_one_and_a_lower_r
     assert!(refused_for_role > 25, "{refused_for_role}");
 }
 
+/// A sender with one wrong token (a mistyped setting) sends it again and again: each
+/// is refused, and the other senders of its address are never locked out.
+#[tokio::test]
+async fn one_wrong_token_sent_again_and_again_locks_nobody_out() {
+    let app = spawn_app().await;
+    let member = app.token("member", Role::Member);
+    for i in 0..45 {
+        let res = app
+            .get("/api/v1/me", Some("coe_mistyped-in-a-sender"))
+            .await;
+        assert_eq!(res.status(), 401, "attempt {i}");
+    }
+    assert_eq!(app.get("/api/v1/me", Some(&member)).await.status(), 200);
+    // Guessing (different tokens) is still bounded: 29 more different ones, then 429.
+    for i in 0..29 {
+        let res = app.get("/api/v1/me", Some(&format!("coe_guess-{i}"))).await;
+        assert_eq!(res.status(), 401, "guess {i}");
+    }
+    let res = app.get("/api/v1/me", Some("coe_guess-29")).await;
+    assert_eq!(res.status(), 429);
+    // The mistyped one is still told it is unknown (it was counted already).
+    let res = app
+        .get("/api/v1/me", Some("coe_mistyped-in-a-sender"))
+        .await;
+    assert_eq!(res.status(), 401);
+}
+
 #[tokio::test]
 async fn a_client_guessing_tokens_is_told_to_wait_and_others_are_not() {
     let app = spawn_app().await;
@@ -102,7 +129,8 @@ async fn a_client_guessing_tokens_is_told_to_wait_and_others_are_not() {
         let res = app.get("/api/v1/me", Some(&format!("coe_guess-{i}"))).await;
         assert_eq!(res.status(), 401, "guess {i}");
     }
-    // The 31st unknown token from this address, and even a good one, wait a minute.
+    // The 31st different unknown token from this address, and even a good one, wait a
+    // minute.
     let res = app.get("/api/v1/me", Some("coe_guess-30")).await;
     assert_eq!(res.status(), 429);
     assert_eq!(
