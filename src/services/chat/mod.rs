@@ -114,17 +114,13 @@ fn claim(
     claimant: &str,
 ) -> QueryResult<Vec<Claimed>> {
     db::write_transaction(conn, |conn| {
-        let rows: Vec<Claimed> = crate::load_skip_locked!(
+        // Two queries on the index `(state, next_attempt_at)` (see `outbox::claim`):
+        // the messages whose claim ran out first, then the pending ones due.
+        let mut rows: Vec<Claimed> = crate::load_skip_locked!(
             conn,
             chat_messages::table
-                .filter(
-                    chat_messages::state
-                        .eq(PENDING)
-                        .and(chat_messages::next_attempt_at.le(now))
-                        .or(chat_messages::state
-                            .eq(SENDING)
-                            .and(chat_messages::lease_until.lt(now))),
-                )
+                .filter(chat_messages::state.eq(SENDING))
+                .filter(chat_messages::lease_until.lt(now))
                 .filter(chat_messages::channel.eq_any(usable))
                 .order((
                     chat_messages::next_attempt_at.asc(),
@@ -138,6 +134,28 @@ fn claim(
                     chat_messages::attempts,
                 ))
         )?;
+        let more = limit - i64::try_from(rows.len()).unwrap_or(limit);
+        if more > 0 {
+            let due: Vec<Claimed> = crate::load_skip_locked!(
+                conn,
+                chat_messages::table
+                    .filter(chat_messages::state.eq(PENDING))
+                    .filter(chat_messages::next_attempt_at.le(now))
+                    .filter(chat_messages::channel.eq_any(usable))
+                    .order((
+                        chat_messages::next_attempt_at.asc(),
+                        chat_messages::id.asc(),
+                    ))
+                    .limit(more)
+                    .select((
+                        chat_messages::id,
+                        chat_messages::channel,
+                        chat_messages::body,
+                        chat_messages::attempts,
+                    ))
+            )?;
+            rows.extend(due);
+        }
         let ids: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
         diesel::update(chat_messages::table.filter(chat_messages::id.eq_any(&ids)))
             .set((

@@ -40,18 +40,15 @@ pub fn claim(
     claimant: &str,
 ) -> QueryResult<Vec<OutboxRow>> {
     db::write_transaction(conn, |conn| {
-        // Replicas claim different rows instead of waiting for each other.
+        // Replicas claim different rows instead of waiting for each other. Two queries,
+        // each on the index `(state, next_attempt_at)`: one with an `OR` of the two
+        // states reads and sorts the whole outbox, for every email claimed.
+        // Those whose claim ran out (their worker died) first: they waited longest.
         let mut rows: Vec<OutboxRow> = crate::load_skip_locked!(
             conn,
             outbox_emails::table
-                .filter(
-                    outbox_emails::state
-                        .eq(PENDING)
-                        .and(outbox_emails::next_attempt_at.le(now))
-                        .or(outbox_emails::state
-                            .eq(SENDING)
-                            .and(outbox_emails::lease_until.lt(now))),
-                )
+                .filter(outbox_emails::state.eq(SENDING))
+                .filter(outbox_emails::lease_until.lt(now))
                 .order((
                     outbox_emails::next_attempt_at.asc(),
                     outbox_emails::id.asc(),
@@ -59,6 +56,22 @@ pub fn claim(
                 .limit(limit)
                 .select(OutboxRow::as_select())
         )?;
+        let more = limit - i64::try_from(rows.len()).unwrap_or(limit);
+        if more > 0 {
+            let due: Vec<OutboxRow> = crate::load_skip_locked!(
+                conn,
+                outbox_emails::table
+                    .filter(outbox_emails::state.eq(PENDING))
+                    .filter(outbox_emails::next_attempt_at.le(now))
+                    .order((
+                        outbox_emails::next_attempt_at.asc(),
+                        outbox_emails::id.asc(),
+                    ))
+                    .limit(more)
+                    .select(OutboxRow::as_select())
+            )?;
+            rows.extend(due);
+        }
         let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
         let until = now + lease;
         diesel::update(outbox_emails::table.filter(outbox_emails::id.eq_any(&ids)))
