@@ -119,6 +119,11 @@ static PENDING: AtomicBool = AtomicBool::new(false);
 /// The latest fault, until a write succeeds after it.
 static LATEST: Mutex<Option<(Fault, Instant)>> = Mutex::new(None);
 
+/// The last fault noted and when: a fault of the same kind within `REPORTED_FOR` of
+/// it belongs to the same episode and is not logged again, even when a write got
+/// through in between (a full disk lets a small one through now and then).
+static LAST_NOTED: Mutex<Option<(Fault, Instant)>> = Mutex::new(None);
+
 /// Set once SQLite called the database corrupt: a write that succeeds elsewhere in
 /// the file does not mend it.
 static CORRUPT: AtomicBool = AtomicBool::new(false);
@@ -129,8 +134,8 @@ pub const REPORTED_FOR: Duration = Duration::from_secs(30);
 
 /// Classifies `error` and, when it is a fault, remembers it: the connection in use
 /// on this thread is dropped when given back, and `/readyz` reports it. Logged once
-/// per episode (from the first fault of a kind until a write succeeds: "database
-/// writable again"), not once per request that meets it; the rest at debug. The line
+/// per episode (faults of one kind with no gap over `REPORTED_FOR` between them:
+/// `LAST_NOTED`), not once per request that meets it; the rest at debug. The line
 /// carries the request's id when a request met it (its span is entered where the
 /// request's database work runs: `http::state`).
 pub fn note(error: &Error) -> Option<Fault> {
@@ -140,11 +145,14 @@ pub fn note(error: &Error) -> Option<Fault> {
     }
     let known = CONNECTION_FAULTED.with(|f| f.replace(true));
     PENDING.store(true, Ordering::SeqCst);
-    let before = LATEST
+    let now = Instant::now();
+    *LATEST.lock().unwrap_or_else(|p| p.into_inner()) = Some((fault, now));
+    let before = LAST_NOTED
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .replace((fault, Instant::now()));
-    let new_episode = before.is_none_or(|(kind, _)| kind != fault);
+        .replace((fault, now));
+    let new_episode =
+        before.is_none_or(|(kind, at)| kind != fault || now.duration_since(at) > REPORTED_FOR);
     if new_episode {
         tracing::warn!(error = %error, code = fault.code(), "database fault");
     } else if !known {

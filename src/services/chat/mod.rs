@@ -105,6 +105,19 @@ type Claimed = (String, String, String, i32);
 
 /// Claims due messages (pending and due, or sending with an expired lease) of
 /// channels that are not broken. Each claim counts as an attempt.
+/// What a claim reads of a message: id, channel, body, attempts.
+const CLAIMED: (
+    chat_messages::id,
+    chat_messages::channel,
+    chat_messages::body,
+    chat_messages::attempts,
+) = (
+    chat_messages::id,
+    chat_messages::channel,
+    chat_messages::body,
+    chat_messages::attempts,
+);
+
 fn claim(
     conn: &mut DbConnection,
     now: NaiveDateTime,
@@ -127,12 +140,7 @@ fn claim(
                     chat_messages::id.asc(),
                 ))
                 .limit(limit)
-                .select((
-                    chat_messages::id,
-                    chat_messages::channel,
-                    chat_messages::body,
-                    chat_messages::attempts,
-                ))
+                .select(CLAIMED)
         )?;
         let more = limit - i64::try_from(rows.len()).unwrap_or(limit);
         if more > 0 {
@@ -147,12 +155,7 @@ fn claim(
                         chat_messages::id.asc(),
                     ))
                     .limit(more)
-                    .select((
-                        chat_messages::id,
-                        chat_messages::channel,
-                        chat_messages::body,
-                        chat_messages::attempts,
-                    ))
+                    .select(CLAIMED)
             )?;
             rows.extend(due);
         }
