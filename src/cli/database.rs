@@ -106,10 +106,17 @@ pub(super) fn restore(settings: &Settings, path: &Path, force: bool) -> Result<(
             previous.display()
         );
     }
+    if copied.held > 0 {
+        println!(
+            "{} email(s) were being sent when the backup was taken and may have gone out \
+             already: they are held, not sent again; an admin sends each again or drops it on \
+             the outbox page (/admin/outbox?state=held)",
+            copied.held
+        );
+    }
     if !copied.migrations.pending.is_empty() {
         println!(
-            "the backup lacks {} migration(s) of this version: `coe serve` (or `coe migrate`) \
-             applies them",
+            "the backup lacked {} migration(s) of this version: applied",
             copied.migrations.pending.len()
         );
     }

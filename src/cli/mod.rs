@@ -390,6 +390,12 @@ fn sweep(
         report.queued.len(),
         report.already_queued
     );
+    if report.held > 0 {
+        println!(
+            "held {} email(s) their recipients' notification settings pause or leave out",
+            report.held
+        );
+    }
     if report.purged > 0 {
         println!(
             "deleted {} sent email(s) older than reminders.keep_sent_days ({})",
@@ -409,6 +415,7 @@ fn sweep(
         let go = std::sync::atomic::AtomicBool::new(false);
         // A command's claims are its own: no later process gives them back early.
         let claimant = format!("{}/cli/{}", settings.replica_name(), std::process::id());
+        crate::jobs::reminders::hold_if_restored(&mut conn).map_err(Failure::runtime)?;
         let delivered = outbox::deliver(&mut conn, &transport, settings, &claimant, &go)
             .map_err(Failure::runtime)?;
         println!(

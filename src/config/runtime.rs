@@ -110,6 +110,9 @@ pub struct EmailSettings {
     /// A folder of email templates overriding the built-in ones, laid out like
     /// `templates/email/` (`<name>/subject.hbs`, `partials/header.html.hbs`, …).
     pub templates_dir: Option<PathBuf>,
+    /// The `Reply-To:` of every email, when replies should reach people (a team's
+    /// list) rather than `from`.
+    pub reply_to: Option<String>,
 }
 
 impl Default for DatabaseSettings {
@@ -155,6 +158,7 @@ impl Default for EmailSettings {
             from: "coe <coe@localhost>".into(),
             file_dir: PathBuf::from("outbox"),
             templates_dir: None,
+            reply_to: None,
         }
     }
 }

@@ -488,6 +488,15 @@ impl Settings {
                 &format!("an address such as `coe <coe@example.com>` ({e})"),
             ));
         }
+        if let Some(reply_to) = &self.email.reply_to {
+            if let Err(e) = reply_to.parse::<lettre::message::Mailbox>() {
+                return Err(invalid(
+                    "email.reply_to",
+                    reply_to,
+                    &format!("an address such as `SRE team <sre@example.com>` ({e})"),
+                ));
+            }
+        }
         let r = &self.reminders;
         if r.interval_secs == 0 {
             return Err(invalid("reminders.interval_secs", "0", "at least 1"));

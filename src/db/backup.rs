@@ -47,6 +47,8 @@ pub struct Copied {
     pub took: Duration,
     /// For a restore: the database it replaced, kept under this name.
     pub previous: Option<PathBuf>,
+    /// For a restore: the emails that were being sent when the backup was taken, held.
+    pub held: usize,
 }
 
 #[derive(QueryableByName)]
@@ -172,6 +174,7 @@ pub fn backup(url: &DatabaseUrl, dest: &Path, busy_timeout_ms: u32) -> Result<Co
         migrations,
         took: started.elapsed(),
         previous: None,
+        held: 0,
     })
 }
 
@@ -245,6 +248,15 @@ pub fn restore(url: &DatabaseUrl, source: &Path, force: bool) -> Result<Copied, 
             return Err(e);
         }
     };
+    // What was being sent when the backup was taken may have gone out since: held for
+    // an admin (`services::outbox::restored`), never sent again by itself.
+    let held = match hold_in_flight_in(&incoming) {
+        Ok(held) => held,
+        Err(e) => {
+            let _ = std::fs::remove_file(&incoming);
+            return Err(CopyError::Failed(e));
+        }
+    };
     let previous = target.exists().then(|| {
         sibling(
             target,
@@ -278,6 +290,7 @@ pub fn restore(url: &DatabaseUrl, source: &Path, force: bool) -> Result<Copied, 
         migrations,
         took: started.elapsed(),
         previous,
+        held,
     })
 }
 
@@ -361,6 +374,30 @@ fn inspect(copy: &Path, shown: &Path) -> Result<MigrationStatus, String> {
     }
     let mut conn = DbConnection::Sqlite(conn);
     super::migration_status(&mut conn).map_err(|e| e.to_string())
+}
+
+/// What a held email's last error says (`services::outbox::restored`).
+pub const HELD_BECAUSE: &str = "it was being sent when the backup this database was restored \
+     from was taken, so it may have gone out already: send it again or drop it";
+
+/// Brings `copy` to this version's migrations (a backup of an older version) and holds
+/// the emails it has being sent. Returns how many.
+fn hold_in_flight_in(copy: &Path) -> Result<usize, String> {
+    use super::schema::outbox_emails;
+    use diesel::prelude::*;
+    let conn = SqliteConnection::establish(&copy.to_string_lossy())
+        .map_err(|e| format!("cannot open the copy: {e}"))?;
+    let mut conn = DbConnection::Sqlite(conn);
+    super::migrate(&mut conn).map_err(|e| format!("cannot migrate the copy: {e}"))?;
+    diesel::update(outbox_emails::table.filter(outbox_emails::state.eq("sending")))
+        .set((
+            outbox_emails::state.eq("held"),
+            outbox_emails::lease_until.eq(None::<chrono::NaiveDateTime>),
+            outbox_emails::last_error.eq(HELD_BECAUSE),
+            outbox_emails::updated_at.eq(super::now()),
+        ))
+        .execute(&mut conn)
+        .map_err(|e| format!("cannot hold the emails the backup has being sent: {e}"))
 }
 
 /// `path` with `suffix` appended to its file name (`coe.db` → `coe.db-wal`).

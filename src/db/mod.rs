@@ -6,6 +6,7 @@ pub mod bulk;
 mod deadline;
 pub mod fault;
 pub mod locks;
+pub mod marks;
 mod migrations;
 pub mod models;
 pub mod outbox_counts;

@@ -285,4 +285,6 @@ pub struct OutboxRow {
     pub sent_at: Option<NaiveDateTime>,
     /// The replica that claimed it while `sending` (`server.replica_name`).
     pub claimed_by: Option<String>,
+    /// The token of its `List-Unsubscribe` link (reminders and digests).
+    pub unsubscribe_token: Option<String>,
 }

@@ -329,6 +329,7 @@ diesel::table! {
         updated_at -> Timestamp,
         sent_at -> Nullable<Timestamp>,
         claimed_by -> Nullable<Text>,
+        unsubscribe_token -> Nullable<Text>,
     }
 }
 
@@ -344,6 +345,30 @@ diesel::table! {
         id -> BigInt,
         state -> Text,
         n -> BigInt,
+    }
+}
+
+diesel::table! {
+    database_marks (name) {
+        name -> Text,
+        value -> Text,
+    }
+}
+
+diesel::table! {
+    notification_settings (email) {
+        email -> Text,
+        mode -> Text,
+        paused_until -> Nullable<Timestamp>,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    unsubscribe_links (token_hash) {
+        token_hash -> Text,
+        email -> Text,
+        created_at -> Timestamp,
     }
 }
 
@@ -547,6 +572,9 @@ diesel::allow_tables_to_appear_in_same_query!(
     outbox_counts,
     outbox_count_changes,
     sweep_settings,
+    notification_settings,
+    unsubscribe_links,
+    database_marks,
     kept_forms,
     form_keys,
     service_owners,

@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::domain::notifications::Class;
+
 /// The COEs an email is about, as its subject names them: "Checkout 502s", or
 /// "Checkout 502s and 2 other COEs".
 pub fn coes_named<'a>(titles: impl IntoIterator<Item = &'a str>) -> String {
@@ -86,6 +88,27 @@ impl Kind {
 
     pub fn parse(name: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// Why it is sent, as far as a person's notification settings go: escalations,
+    /// assignments and requests always go; reminders and digests carry `List-Id` and
+    /// `List-Unsubscribe`; notices only inform.
+    pub fn class(self) -> Class {
+        match self {
+            Kind::Escalation
+            | Kind::CoeOpened
+            | Kind::ReviewRequested
+            | Kind::ChangesRequested
+            | Kind::ActionAssigned
+            | Kind::CoeAssigned
+            | Kind::SignIn
+            | Kind::ActionVerification => Class::Essential,
+            Kind::OverdueDigest
+            | Kind::WriteupOverdue
+            | Kind::InspectionDigest
+            | Kind::VerificationsWaiting => Class::Digest,
+            Kind::Approved | Kind::CoeMerged | Kind::ActionRecurred => Class::Notice,
+        }
     }
 
     /// Realistic data for this kind, with a hostile title when `hostile` is set.

@@ -153,6 +153,17 @@ impl EmailTemplates {
         let mut data = data.clone();
         if let Value::Object(map) = &mut data {
             map.insert("public_url".into(), Value::String(self.public_url.clone()));
+            map.insert(
+                "essential".into(),
+                Value::Bool(kind.class() == crate::domain::notifications::Class::Essential),
+            );
+            map.insert(
+                "notifications_link".into(),
+                Value::String(format!(
+                    "{}/me/notifications",
+                    self.public_url.trim_end_matches('/')
+                )),
+            );
         }
         let subject = self
             .text

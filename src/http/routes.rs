@@ -71,6 +71,7 @@ macro_rules! route_table {
                 "/api/v1/stats" => { get: api::stats::get }
                 "/api/v1/outbox" => { get: api::outbox::list }
                 "/api/v1/outbox/{id}/retry" => { post: api::outbox::retry }
+                "/api/v1/outbox/{id}/drop" => { post: api::outbox::drop_held }
             }
             undocumented {
                 // Prometheus text, and the document itself.

@@ -116,6 +116,23 @@ fn sweep_once(
     Ok(())
 }
 
+/// On a database restored from a dump since a coe last started on it (PostgreSQL), the
+/// emails that were being sent when the dump was taken are held for an admin, not sent
+/// again by themselves (`outbox::restored`).
+pub fn hold_if_restored(conn: &mut crate::db::DbConnection) -> Result<(), String> {
+    let held =
+        outbox::restored::hold_if_restored(conn, crate::db::now()).map_err(|e| e.to_string())?;
+    if held > 0 {
+        tracing::warn!(
+            emails = held,
+            "this database was restored from a dump: the emails that were being sent when it \
+             was taken may have gone out already, so they are held, not sent again; an admin \
+             sends each again or drops it on the outbox page (/admin/outbox?state=held)"
+        );
+    }
+    Ok(())
+}
+
 /// Email delivery: the emails due, each claimed, sent and marked (`outbox::deliver`);
 /// a stop ends the pass after the email being sent.
 pub fn delivery(settings: Arc<Settings>, pool: DbPool, transport: Transport) -> Job {
@@ -128,6 +145,7 @@ pub fn delivery(settings: Arc<Settings>, pool: DbPool, transport: Transport) -> 
             let mut conn =
                 crate::db::checkout(&pool).map_err(|_| "no database connection".to_owned())?;
             if !started {
+                hold_if_restored(&mut conn)?;
                 // What this replica's earlier process was sending when it died.
                 let back = outbox::reclaim(&mut conn, &claimant, crate::db::now())
                     .map_err(|e| e.to_string())?;

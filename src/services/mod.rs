@@ -23,6 +23,7 @@ pub mod incidents;
 pub mod ingest;
 pub mod lifecycle;
 pub mod meeting;
+pub mod notifications;
 pub mod notify;
 pub mod outbox;
 pub mod ownership;

@@ -576,6 +576,23 @@ pub(crate) fn http_get(port: u16, path: &str, token: Option<&str>) -> String {
     response
 }
 
+/// A plain HTTP/1.1 POST of an empty JSON object, returning the whole response.
+pub(crate) fn http_post(port: u16, path: &str, token: &str) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+    )
+    .expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    response
+}
+
 #[test]
 fn production_mode_refuses_to_start_without_an_smtp_server() {
     let out = coe(&["check-config"], &[("COE_MODE", "production")]);

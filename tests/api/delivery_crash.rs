@@ -253,3 +253,171 @@ async fn an_admin_retries_an_email_whose_sender_stopped() {
         "no retry while it is being sent: {page}"
     );
 }
+
+/// The PostgreSQL tool `name` (`pg_dump`, `pg_restore`) of the newest server installed.
+fn pg_tool(name: &str) -> String {
+    let bin = std::env::var("PG_BIN").ok().unwrap_or_else(|| {
+        let mut dirs: Vec<_> = std::fs::read_dir("/usr/lib/postgresql")
+            .expect("PostgreSQL is installed")
+            .flatten()
+            .map(|e| e.path().join("bin"))
+            .collect();
+        dirs.sort();
+        dirs.last()
+            .expect("a PostgreSQL version")
+            .display()
+            .to_string()
+    });
+    format!("{bin}/{name}")
+}
+
+/// Runs `program` with `args`, which must succeed; its standard output.
+fn run(program: &str, args: &[&str], env: &[(&str, &str)]) -> String {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Emails by id: each one's state.
+fn state_of(pool: &coe::db::DbPool, id: &str) -> String {
+    outbox_emails::table
+        .find(id)
+        .select(outbox_emails::state)
+        .first(&mut pool.get().expect("conn"))
+        .expect("the email")
+}
+
+/// A backup taken while two emails were being sent, restored (`coe restore` on
+/// SQLite; `pg_dump` and `pg_restore --clean` on PostgreSQL): neither is sent again
+/// by itself — they may have gone out after the backup — but held for an admin, who
+/// sends one again and drops the other. The replica that starts has the name that
+/// held them, so giving back its own would have sent them.
+#[test]
+fn a_restore_holds_what_was_in_flight_for_an_admin() {
+    let db = TestDatabase::new();
+    let env = [("COE_DATABASE_URL", db.url.as_str())];
+    crate::cli::coe(&["migrate"], &env);
+    let setup = pool(&db);
+    let now = coe::db::now();
+    let mut ids = Vec::new();
+    for key in ["in-flight-1", "in-flight-2", "waiting"] {
+        let email = coe::services::outbox::NewEmail {
+            kind: coe::email::Kind::ActionAssigned,
+            dedup_key: key.into(),
+            recipient: format!("{key}@example.com"),
+            recipient_name: None,
+            subject: format!("Assigned ({key})"),
+            text: "An action is yours.".into(),
+            html: "<p>An action is yours.</p>".into(),
+        };
+        let mut conn = setup.get().expect("conn");
+        coe::services::outbox::enqueue(&mut conn, &email, now).expect("queue");
+        ids.push(
+            outbox_emails::table
+                .filter(outbox_emails::dedup_key.eq(key))
+                .select(outbox_emails::id)
+                .first::<String>(&mut conn)
+                .expect("id"),
+        );
+    }
+    diesel::update(outbox_emails::table.filter(outbox_emails::id.eq_any(&ids[..2])))
+        .set((
+            outbox_emails::state.eq("sending"),
+            outbox_emails::attempts.eq(1),
+            outbox_emails::claimed_by.eq("replica-a"),
+            outbox_emails::lease_until.eq(now - chrono::Duration::seconds(60)),
+        ))
+        .execute(&mut setup.get().expect("conn"))
+        .expect("claimed");
+    drop(setup);
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    if db.url.starts_with("sqlite://") {
+        let backup = dir.path().join("backup.db");
+        let out = crate::cli::coe(&["backup", &backup.to_string_lossy()], &env);
+        assert!(out.status.success(), "{}", crate::cli::stderr(&out));
+        let out = crate::cli::coe(&["restore", &backup.to_string_lossy()], &env);
+        assert!(out.status.success(), "{}", crate::cli::stderr(&out));
+        let said = crate::cli::stdout(&out);
+        assert!(
+            said.contains("2 email(s) were being sent when the backup was taken"),
+            "{said}"
+        );
+    } else {
+        let dump = dir.path().join("coe.dump");
+        let dump = dump.to_string_lossy();
+        run(
+            &pg_tool("pg_dump"),
+            &["--format=custom", "--file", &dump, &db.url],
+            &[],
+        );
+        run(
+            &pg_tool("pg_restore"),
+            &["--clean", "--if-exists", "--dbname", &db.url, &dump],
+            &[],
+        );
+    }
+
+    let smtp = SmtpServer::start();
+    let served = start(&db, &smtp);
+    let pool = pool(&db);
+    // The waiting email goes out: the delivery job ran, after the hold.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while smtp.to("waiting@example.com").is_empty() {
+        assert!(Instant::now() < deadline, "the waiting email was not sent");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for id in &ids[..2] {
+        assert_eq!(state_of(&pool, id), "held");
+    }
+    assert_eq!(smtp.messages().len(), 1, "nothing held was sent");
+    if !db.url.starts_with("sqlite://") {
+        served.until_logged("this database was restored from a dump");
+    }
+
+    let admin = served.admin_token();
+    let listed = crate::cli::http_get(served.port, "/api/v1/outbox?state=held", Some(&admin));
+    assert!(listed.contains("may have gone out already"), "{listed}");
+    assert!(listed.contains(r#""held":2"#), "{listed}");
+    let dropped = crate::cli::http_post(
+        served.port,
+        &format!("/api/v1/outbox/{}/drop", ids[0]),
+        &admin,
+    );
+    assert!(dropped.starts_with("HTTP/1.1 200"), "{dropped}");
+    assert!(dropped.contains(r#""state":"dropped""#), "{dropped}");
+    let again = crate::cli::http_post(
+        served.port,
+        &format!("/api/v1/outbox/{}/drop", ids[0]),
+        &admin,
+    );
+    assert!(again.starts_with("HTTP/1.1 409"), "{again}");
+    let unknown = crate::cli::http_post(
+        served.port,
+        "/api/v1/outbox/0190d2a0-0000-7000-8000-000000000000/drop",
+        &admin,
+    );
+    assert!(unknown.starts_with("HTTP/1.1 404"), "{unknown}");
+    let sent = crate::cli::http_post(
+        served.port,
+        &format!("/api/v1/outbox/{}/retry", ids[1]),
+        &admin,
+    );
+    assert!(sent.starts_with("HTTP/1.1 200"), "{sent}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while smtp.to("in-flight-2@example.com").is_empty() {
+        assert!(Instant::now() < deadline, "the email sent again did not go");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(state_of(&pool, &ids[0]), "dropped");
+    assert!(smtp.to("in-flight-1@example.com").is_empty());
+    assert_eq!(smtp.messages().len(), 2);
+}

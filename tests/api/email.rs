@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use crate::helpers::{json, spawn_app_with, Replica, TestApp};
 
 /// Where links in test emails point; the tests map it back to the app's address.
-const PUBLIC_URL: &str = "https://coe.example.test";
+pub(crate) const PUBLIC_URL: &str = "https://coe.example.test";
 
 /// The Python that has aiosmtpd (Debian's `python3-aiosmtpd`, installed by scripts/setup).
 fn python() -> String {
@@ -34,13 +34,32 @@ pub(crate) struct SmtpServer {
 #[derive(Debug, Clone)]
 pub(crate) struct Received {
     /// The SMTP envelope's recipients.
-    rcpt_to: Vec<String>,
-    to: String,
+    pub(crate) rcpt_to: Vec<String>,
+    pub(crate) to: String,
     pub(crate) subject: String,
-    text: String,
-    html: String,
+    pub(crate) text: String,
+    pub(crate) html: String,
     pub(crate) message_id: String,
     has_bcc: bool,
+    /// The header block as received.
+    pub(crate) headers: String,
+}
+
+impl Received {
+    /// The value of header `name` (folded lines joined), if the message has it.
+    pub(crate) fn header(&self, name: &str) -> Option<String> {
+        let unfolded = self
+            .headers
+            .replace("\r\n", "\n")
+            .replace("\n ", " ")
+            .replace("\n\t", " ");
+        let prefix = format!("{}:", name.to_ascii_lowercase());
+        unfolded.lines().find_map(|line| {
+            line.to_ascii_lowercase()
+                .starts_with(&prefix)
+                .then(|| line[prefix.len()..].trim().to_owned())
+        })
+    }
 }
 
 impl SmtpServer {
@@ -123,6 +142,16 @@ impl SmtpServer {
                 html: m.body_html(0).unwrap_or_default().into_owned(),
                 message_id: m.message_id().unwrap_or_default().to_owned(),
                 has_bcc: m.header_raw("Bcc").is_some(),
+                headers: {
+                    let text = String::from_utf8_lossy(&raw);
+                    text.split("\r\n\r\n")
+                        .next()
+                        .unwrap_or_default()
+                        .split("\n\n")
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned()
+                },
             });
         }
         out
@@ -156,16 +185,16 @@ impl Drop for SmtpServer {
 }
 
 /// The app, a member token acting for lead@example.com, and an admin token.
-struct World {
-    app: TestApp,
-    lead: String,
-    admin: String,
+pub(crate) struct World {
+    pub(crate) app: TestApp,
+    pub(crate) lead: String,
+    pub(crate) admin: String,
 }
 
 impl World {
     /// Waits until every email waiting is due again: the backoff after its last
     /// failed attempt is over (by the time the outbox names, up to 30 s).
-    async fn until_every_email_is_due(&self) {
+    pub(crate) async fn until_every_email_is_due(&self) {
         use coe::db::schema::outbox_emails;
         let deadline = Instant::now() + StdDuration::from_secs(30);
         loop {
@@ -182,7 +211,7 @@ impl World {
         }
     }
 
-    async fn new() -> World {
+    pub(crate) async fn new() -> World {
         // An install reached from a network: people are named from its domain.
         let app = spawn_app_with(|s| {
             s.public_url = PUBLIC_URL.into();
@@ -204,11 +233,11 @@ impl World {
         World { app, lead, admin }
     }
 
-    fn database_url(&self) -> String {
+    pub(crate) fn database_url(&self) -> String {
         self.app.database_url().to_owned()
     }
 
-    async fn person(&self, email: &str, name: &str, manager: Option<&str>) {
+    pub(crate) async fn person(&self, email: &str, name: &str, manager: Option<&str>) {
         let res = self
             .app
             .client
@@ -222,7 +251,7 @@ impl World {
     }
 
     /// A COE owned by `owner`, with `reviewer` set.
-    async fn coe(&self, title: &str, owner: &str, reviewer: Option<&str>) -> String {
+    pub(crate) async fn coe(&self, title: &str, owner: &str, reviewer: Option<&str>) -> String {
         let res = self
             .app
             .post_json(
@@ -246,7 +275,13 @@ impl World {
 
     /// An action owned by `owner`, then moved to `days_overdue` days past due
     /// (negative: due in that many days), as if it had been set long ago.
-    async fn action(&self, coe: &str, title: &str, owner: &str, days_overdue: i64) -> String {
+    pub(crate) async fn action(
+        &self,
+        coe: &str,
+        title: &str,
+        owner: &str,
+        days_overdue: i64,
+    ) -> String {
         let due = (Utc::now() + Duration::days(10)).date_naive();
         let res = self
             .app
@@ -266,7 +301,7 @@ impl World {
     /// Drops the queued "assigned to you" emails, so that a test about reminders
     /// counts reminders (`owners_and_reviewers_are_told_when_something_is_assigned_to_them`
     /// tests those emails).
-    fn forget_assignment_emails(&self) {
+    pub(crate) fn forget_assignment_emails(&self) {
         use coe::db::schema::outbox_emails;
         let mut conn = self.app.pool.get().expect("conn");
         diesel::delete(outbox_emails::table.filter(outbox_emails::kind.eq("action_assigned")))
@@ -274,7 +309,7 @@ impl World {
             .expect("forget assignment emails");
     }
 
-    fn set_due(&self, action: &str, due: NaiveDate) {
+    pub(crate) fn set_due(&self, action: &str, due: NaiveDate) {
         use coe::db::schema::corrective_actions;
         let mut conn = self.app.pool.get().expect("conn");
         diesel::update(corrective_actions::table.find(action))
@@ -284,12 +319,12 @@ impl World {
     }
 
     /// `coe sweep ARGS` against this world's database and `smtp`.
-    fn sweep(&self, smtp: &str, args: &[&str]) -> Output {
+    pub(crate) fn sweep(&self, smtp: &str, args: &[&str]) -> Output {
         self.sweep_with(smtp, &[], args)
     }
 
     /// `coe sweep ARGS` with more environment variables.
-    fn sweep_with(&self, smtp: &str, env: &[(&str, &str)], args: &[&str]) -> Output {
+    pub(crate) fn sweep_with(&self, smtp: &str, env: &[(&str, &str)], args: &[&str]) -> Output {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_coe"));
         let dir = tempfile::tempdir().expect("temp dir");
         cmd.arg("sweep")
@@ -312,7 +347,7 @@ impl World {
         out
     }
 
-    async fn outbox(&self, query: &str) -> Value {
+    pub(crate) async fn outbox(&self, query: &str) -> Value {
         self.app
             .get_json(&format!("/api/v1/outbox{query}"), &self.admin)
             .await
@@ -320,7 +355,7 @@ impl World {
 
     /// Asserts that the counts the outbox keeps (and `/api/v1/outbox` shows) equal a
     /// count of its emails, state by state.
-    async fn assert_counts_kept(&self) {
+    pub(crate) async fn assert_counts_kept(&self) {
         use coe::db::schema::outbox_emails;
         let shown = self.outbox("").await["counts"].clone();
         let counted: Vec<(String, i64)> = {
@@ -344,12 +379,12 @@ impl World {
     }
 }
 
-fn today() -> NaiveDate {
+pub(crate) fn today() -> NaiveDate {
     Utc::now().date_naive()
 }
 
 /// An RFC 3339 time `days` after now.
-fn days_from_now(days: i64) -> String {
+pub(crate) fn days_from_now(days: i64) -> String {
     (Utc::now() + Duration::days(days)).to_rfc3339()
 }
 

@@ -22,6 +22,7 @@ mod inspection_pages;
 mod keeping;
 mod mechanism;
 mod migrations;
+mod notifications;
 mod oidc;
 mod openapi;
 mod operations;

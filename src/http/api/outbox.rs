@@ -17,7 +17,9 @@ impl From<RetryError> for ApiError {
     fn from(e: RetryError) -> Self {
         match e {
             RetryError::NotFound(id) => ApiError::NotFound(format!("no email with id `{id}`")),
-            e @ (RetryError::NotFailed(_) | RetryError::BeingSent { .. }) => ApiError::Conflict {
+            e @ (RetryError::NotFailed(_)
+            | RetryError::NotHeld(_)
+            | RetryError::BeingSent { .. }) => ApiError::Conflict {
                 message: e.to_string(),
                 fields: Vec::new(),
             },
@@ -30,7 +32,7 @@ impl From<RetryError> for ApiError {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct OutboxQuery {
-    /// Only emails in this state: pending, sending, sent or failed.
+    /// Only emails in this state: pending, sending, sent, failed, held or dropped.
     pub state: Option<String>,
     /// Only emails to this address.
     pub recipient: Option<String>,
@@ -71,7 +73,7 @@ pub async fn list(
         if !outbox::STATES.contains(&s.as_str()) {
             return Err(ApiError::field(
                 "state",
-                format!("must be one of pending, sending, sent, failed (got {s:?})"),
+                format!("must be one of {} (got {s:?})", outbox::STATES.join(", ")),
             ));
         }
     }
@@ -105,7 +107,7 @@ pub async fn list(
 }
 
 /// Queues a failed email again with a fresh count of attempts (a pending one is
-/// brought forward). Admin only.
+/// brought forward; a held one is sent after all). Admin only.
 #[utoipa::path(operation_id = "retry_outbox_email", post, path = "/api/v1/outbox/{id}/retry", tag = "outbox", security(("bearer" = [])),
     params(("id" = String, Path, description = "The email's id")),
     responses(
@@ -123,5 +125,30 @@ pub async fn retry(
     let id = id.into_inner();
     let email = with_conn(&state, move |conn, _| Ok(outbox::retry(conn, &id)?)).await?;
     tracing::info!(email = %email.id, by = %caller.actor(), "email queued again");
+    Ok(HttpResponse::Ok().json(email))
+}
+
+/// Drops a held email (one that was being sent when the backup a restore put back was
+/// taken, and may have gone out already): it is not sent. Admin only.
+#[utoipa::path(operation_id = "drop_outbox_email", post, path = "/api/v1/outbox/{id}/drop", tag = "outbox", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The email's id")),
+    responses(
+        (status = 200, description = "Dropped", body = OutboxEmail),
+        (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
+        (status = 403, description = "Not an admin token", body = ErrorBody),
+        (status = 404, description = "No such email", body = ErrorBody),
+        (status = 409, description = "The email is not held", body = ErrorBody),
+    ))]
+pub async fn drop_held(
+    Admin(caller): Admin,
+    id: PathId<ids::Email>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id = id.into_inner();
+    let email = with_conn(&state, move |conn, _| {
+        Ok(outbox::restored::drop_held(conn, &id)?)
+    })
+    .await?;
+    tracing::info!(email = %email.id, by = %caller.actor(), "held email dropped");
     Ok(HttpResponse::Ok().json(email))
 }

@@ -235,7 +235,7 @@ pub async fn outbox_list(Admin(who): Admin, query: web::Query<OutboxQuery>, stat
     let filter = query
         .into_inner()
         .state
-        .filter(|s| ["pending", "sending", "sent", "failed"].contains(&s.as_str()));
+        .filter(|s| outbox::STATES.contains(&s.as_str()));
     let shown = filter.clone();
     let (counts, emails) = as_service(&state, move |conn, _| {
         Ok((
@@ -258,6 +258,16 @@ pub async fn outbox_email(Admin(who): Admin, path: web::Path<String>, state: Sta
         found.ok_or_else(|| PageError::NotFound(format!("there is no email {id}")))?;
     let data = json!({"email": email, "body": body});
     page(&state, &who, StatusCode::OK, "admin_email", "outbox", data)
+}
+
+/// `POST /admin/outbox/{id}/drop`: a held email is not sent.
+pub async fn outbox_drop(_: AdminForm, path: web::Path<String>, state: State) -> Page {
+    let id = path.into_inner();
+    as_service(&state, move |conn, _| {
+        Ok(outbox::restored::drop_held(conn, &id).map(drop)?)
+    })
+    .await?;
+    Ok(see_other("/admin/outbox?state=held"))
 }
 
 /// `POST /admin/outbox/{id}/retry`.

@@ -1,8 +1,9 @@
 //! What a page handler takes, with the rules made types: a form that changes something
 //! is a `CsrfForm` (its token checked against the session's before the handler runs),
-//! an admin page takes an `Admin`, a sign-in form a `SameOrigin`. The routes of
+//! an admin page takes an `Admin`, a sign-in form a `SameOrigin`, a form posted to a
+//! link that carries its own secret a `LinkForm`. The routes of
 //! `pages::configure` register every POST through [`form`], which accepts only a
-//! handler whose first argument is one of the two guarded forms: a POST page route
+//! handler whose first argument is one of the guarded forms: a POST page route
 //! without the check does not compile.
 
 use std::future::Future;
@@ -133,6 +134,32 @@ impl<T: DeserializeOwned + 'static> FromRequest for SameOrigin<T> {
     }
 }
 
+/// A form posted to an address that carries its own secret (an unsubscribe link):
+/// whoever holds the link may use it, signed in or not, from any site (RFC 8058's
+/// one-click POST comes from the mail provider's servers). The handler checks the
+/// secret; nothing of a session is used. `fields` is the form as `T`.
+pub struct LinkForm<T> {
+    pub fields: T,
+}
+
+impl<T: DeserializeOwned + 'static> FromRequest for LinkForm<T> {
+    type Error = PageError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, PageError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let body = web::Bytes::from_request(req, payload);
+        Box::pin(async move {
+            let bytes = body
+                .await
+                .map_err(|e| PageError::BadRequest(format!("the form could not be read: {e}")))?;
+            let fields = serde_urlencoded::from_bytes(&bytes).map_err(|e| {
+                PageError::BadRequest(format!("the form's fields are not as expected: {e}"))
+            })?;
+            Ok(LinkForm { fields })
+        })
+    }
+}
+
 /// The argument lists of handlers whose first argument is a guarded form.
 pub trait Guarded {}
 
@@ -140,6 +167,7 @@ macro_rules! guarded {
     ($($rest:ident),*) => {
         impl<T, W, $($rest,)*> Guarded for (CsrfForm<T, W>, $($rest,)*) {}
         impl<T, $($rest,)*> Guarded for (SameOrigin<T>, $($rest,)*) {}
+        impl<T, $($rest,)*> Guarded for (LinkForm<T>, $($rest,)*) {}
     };
 }
 guarded!();

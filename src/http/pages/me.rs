@@ -10,10 +10,11 @@ use super::error::PageError;
 use super::guard::{CsrfForm, Fields};
 use super::kit::{render, Page, State};
 use super::outcome::{as_person, write_as_person};
+use crate::domain::notifications::Mode;
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
-use crate::services::auth;
 use crate::services::people as directory;
+use crate::services::{auth, notifications};
 
 async fn page(
     state: &web::Data<AppState>,
@@ -21,13 +22,24 @@ async fn page(
     feed_url: Option<String>,
     notice: Option<String>,
 ) -> Page {
-    let (person, sessions) = as_person(state, who, move |conn, _, me| {
+    let (person, sessions, choice) = as_person(state, who, move |conn, _, me| {
         Ok((
             directory::get(conn, me.actor)?,
             auth::sessions_of(conn, Some(me.actor), 100)?,
+            notifications::choice(conn, me.actor)?,
         ))
     })
     .await?;
+    let paused = choice.paused_until.filter(|t| *t > crate::db::now());
+    let notifications = match (paused, choice.mode) {
+        (Some(until), _) => format!(
+            "Paused until {} (then as you chose).",
+            until.format("%-d %b %Y, %H:%M UTC")
+        ),
+        (None, Mode::Every) => "You get every email.".to_owned(),
+        (None, Mode::Digests) => "You get reminders and digests, not single notices.".to_owned(),
+        (None, Mode::Essential) => "You get only what needs you.".to_owned(),
+    };
     let current = &who.person.session_id;
     let sessions: Vec<_> = sessions
         .iter()
@@ -48,6 +60,7 @@ async fn page(
         "others": sessions.len() > 1,
         "sessions": sessions,
         "notice": notice,
+        "notifications": notifications,
     });
     render(state, Some(who), StatusCode::OK, "me", data)
 }

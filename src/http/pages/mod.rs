@@ -29,6 +29,7 @@ mod kit;
 mod markdown;
 mod me;
 mod meeting;
+mod notifications;
 mod oidc;
 mod outcome;
 mod people_find;
@@ -79,6 +80,10 @@ page_routes! {
     get "/me" => me::show,
     post "/me/calendar" => me::new_calendar,
     post "/me/sign-out-others" => me::sign_out_others,
+    get "/me/notifications" => notifications::show,
+    post "/me/notifications" => notifications::change,
+    get "/notifications/{token}" => notifications::show_by_link,
+    post "/notifications/{token}" => notifications::change_by_link,
     get "/admin" => admin::home,
     get "/admin/people" => admin::people_list,
     post "/admin/people/import" => admin::people_import,
@@ -91,6 +96,7 @@ page_routes! {
     get "/admin/outbox" => admin::outbox_list,
     get "/admin/outbox/{id}" => admin::outbox_email,
     post "/admin/outbox/{id}/retry" => admin::outbox_retry,
+    post "/admin/outbox/{id}/drop" => admin::outbox_drop,
     get "/admin/sessions" => admin::sessions_list,
     get "/admin/ownership" => admin::ownership_list,
     post "/admin/ownership/services" => admin::ownership_service,

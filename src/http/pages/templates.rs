@@ -42,6 +42,7 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "review_meeting",
     "search",
     "me",
+    "notifications",
     "admin_tabs",
     "admin_people",
     "admin_tokens",

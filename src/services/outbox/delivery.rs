@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use chrono::{Duration, NaiveDateTime};
 use diesel::prelude::*;
-use lettre::message::{header::ContentType, Mailbox, MultiPart, SinglePart};
+use lettre::message::header::{ContentType, HeaderName, HeaderValue};
+use lettre::message::{Mailbox, MultiPart, SinglePart};
 use lettre::Message;
 use serde::Serialize;
 
@@ -146,11 +147,41 @@ pub fn message(row: &OutboxRow, settings: &Settings) -> Result<Message, SendErro
         .map(clean_line)
         .filter(|n| !n.is_empty());
     let domain = from.email.domain().to_owned();
-    Message::builder()
+    let mut builder = Message::builder()
         .from(from)
         .to(Mailbox::new(name, address))
         .subject(clean_line(&row.subject))
         .message_id(Some(format!("<{}.{}@{domain}>", row.id, row.kind)))
+        // RFC 3834: sent by a program, so out-of-office replies stay away (and
+        // Exchange's, which reads its own header).
+        .raw_header(header("Auto-Submitted", "auto-generated"))
+        .raw_header(header("X-Auto-Response-Suppress", "All"));
+    if let Some(reply_to) = &settings.email.reply_to {
+        let reply_to: Mailbox = reply_to
+            .parse()
+            .map_err(|e| SendError::Permanent(format!("email.reply_to: {e}")))?;
+        builder = builder.reply_to(reply_to);
+    }
+    if let Some(token) = &row.unsubscribe_token {
+        // RFC 2369 and RFC 8058: the list is coe's reminders to this organisation; the
+        // link opens the person's notification settings, and a POST to it with
+        // `List-Unsubscribe=One-Click` unsubscribes without a page.
+        let link = format!(
+            "{}/notifications/{token}",
+            settings.public_url.trim_end_matches('/')
+        );
+        builder = builder
+            .raw_header(header(
+                "List-Id",
+                &format!("coe reminders <reminders.{domain}>"),
+            ))
+            .raw_header(header("List-Unsubscribe", &format!("<{link}>")))
+            .raw_header(header(
+                "List-Unsubscribe-Post",
+                "List-Unsubscribe=One-Click",
+            ));
+    }
+    builder
         .multipart(
             MultiPart::alternative()
                 .singlepart(
@@ -165,6 +196,11 @@ pub fn message(row: &OutboxRow, settings: &Settings) -> Result<Message, SendErro
                 ),
         )
         .map_err(|e| SendError::Permanent(format!("cannot build the message: {e}")))
+}
+
+/// A header lettre has no type for.
+fn header(name: &'static str, value: &str) -> HeaderValue {
+    HeaderValue::new(HeaderName::new_from_ascii_str(name), value.to_owned())
 }
 
 /// One delivery pass for `claimant` (`Settings::replica_name`): claims the due emails

@@ -16,9 +16,12 @@ use utoipa::ToSchema;
 use crate::db::models::OutboxRow;
 use crate::db::schema::{outbox_emails, people};
 use crate::db::{self, DbConnection};
+use crate::domain::notifications::Class;
 use crate::email::{clean_line, EmailTemplates, Kind, TemplateError};
+use crate::services::notifications;
 
 mod delivery;
+pub mod restored;
 
 pub use delivery::{backoff, claim, deliver, message, reclaim, DeliveryReport};
 
@@ -26,7 +29,11 @@ pub const PENDING: &str = "pending";
 pub const SENDING: &str = "sending";
 pub const SENT: &str = "sent";
 pub const FAILED: &str = "failed";
-pub const STATES: [&str; 4] = [PENDING, SENDING, SENT, FAILED];
+/// Being sent when the backup a restore put back was taken (`restored`).
+pub const HELD: &str = "held";
+/// Held, and an admin chose not to send it.
+pub const DROPPED: &str = "dropped";
+pub const STATES: [&str; 6] = [PENDING, SENDING, SENT, FAILED, HELD, DROPPED];
 
 /// An email decided on, rendered, not yet queued.
 #[derive(Debug, Clone, Serialize)]
@@ -70,9 +77,31 @@ pub fn compose(
     })
 }
 
-/// Queues `email` unless one with its deduplication key exists. Returns whether it
-/// was queued. Call it inside the transaction that made the decision.
+/// Queues `email` unless one with its deduplication key exists, or it is a notice its
+/// recipient's notification settings leave out (`domain::notifications`; the sweep
+/// holds reminders and digests itself, at the time it decides for). Returns whether
+/// it was queued. Call it inside the transaction that made the decision.
 pub fn enqueue(conn: &mut DbConnection, email: &NewEmail, now: NaiveDateTime) -> QueryResult<bool> {
+    let class = email.kind.class();
+    if class == Class::Notice && !notifications::choice(conn, &email.recipient)?.allows(class, now)
+    {
+        return Ok(false);
+    }
+    // Reminders and digests carry a link that unsubscribes in one click (RFC 8058),
+    // made only for an email not queued already.
+    let unsubscribe_token = match class {
+        Class::Digest => {
+            let queued: bool = diesel::select(diesel::dsl::exists(
+                outbox_emails::table.filter(outbox_emails::dedup_key.eq(&email.dedup_key)),
+            ))
+            .get_result(conn)?;
+            if queued {
+                return Ok(false);
+            }
+            Some(notifications::new_link(conn, &email.recipient, now)?)
+        }
+        Class::Essential | Class::Notice => None,
+    };
     let row = OutboxRow {
         id: db::new_id(),
         kind: email.kind.name().to_owned(),
@@ -91,6 +120,7 @@ pub fn enqueue(conn: &mut DbConnection, email: &NewEmail, now: NaiveDateTime) ->
         updated_at: now,
         sent_at: None,
         claimed_by: None,
+        unsubscribe_token,
     };
     let inserted = crate::insert_or_ignore!(
         conn,
@@ -236,7 +266,8 @@ pub struct OutboxEmail {
     pub dedup_key: String,
     pub recipient: String,
     pub subject: String,
-    /// pending, sending, sent or failed.
+    /// pending, sending, sent, failed, held (being sent when the backup a restore put
+    /// back was taken: an admin sends it again or drops it) or dropped.
     pub state: String,
     pub attempts: i32,
     #[serde(serialize_with = "crate::json::utc")]
@@ -324,10 +355,12 @@ pub enum RetryError {
     #[error("no email with id {0}")]
     NotFound(String),
     #[error(
-        "the email is {0}; only failed or pending emails, and those whose sender stopped \
-         while sending them, can be retried"
+        "the email is {0}; only failed, pending or held emails, and those whose sender \
+         stopped while sending them, can be retried"
     )]
     NotFailed(String),
+    #[error("the email is {0}; only a held email can be dropped")]
+    NotHeld(String),
     #[error(
         "the email is being sent by {by} (its claim runs until {until} UTC); it can be \
          retried once that has run out"
@@ -356,14 +389,14 @@ pub fn retry(conn: &mut DbConnection, id: &str) -> Result<OutboxEmail, RetryErro
                     until,
                 });
             }
-        } else if row.state != FAILED && row.state != PENDING {
+        } else if ![FAILED, PENDING, HELD].contains(&row.state.as_str()) {
             return Err(RetryError::NotFailed(row.state));
         }
         // Only if it is still as read: a worker may have claimed it meanwhile.
         let changed = diesel::update(
             outbox_emails::table.find(id).filter(
                 outbox_emails::state
-                    .eq_any([FAILED, PENDING])
+                    .eq_any([FAILED, PENDING, HELD])
                     .or(outbox_emails::state
                         .eq(SENDING)
                         .and(outbox_emails::lease_until.lt(now))),
@@ -393,17 +426,24 @@ pub fn retry(conn: &mut DbConnection, id: &str) -> Result<OutboxEmail, RetryErro
     })
 }
 
-/// Deletes emails sent before `before`; returns how many. Failed and pending emails
-/// stay. Their deduplication keys go with them, so `before` must be older than the
-/// longest reminder period (the settings check it).
+/// Deletes emails sent (or dropped) before `before`; returns how many. Failed, held
+/// and pending emails stay. Their deduplication keys go with them, so `before` must be
+/// older than the longest reminder period (the settings check it).
 pub fn purge_sent(conn: &mut DbConnection, before: NaiveDateTime) -> QueryResult<usize> {
     db::write_transaction(conn, |conn| {
-        diesel::delete(
+        let sent = diesel::delete(
             outbox_emails::table
                 .filter(outbox_emails::state.eq(SENT))
                 .filter(outbox_emails::sent_at.lt(before)),
         )
-        .execute(conn)
+        .execute(conn)?;
+        let dropped = diesel::delete(
+            outbox_emails::table
+                .filter(outbox_emails::state.eq(DROPPED))
+                .filter(outbox_emails::updated_at.lt(before)),
+        )
+        .execute(conn)?;
+        Ok(sent + dropped)
     })
 }
 

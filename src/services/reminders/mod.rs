@@ -22,6 +22,7 @@ use crate::email::content::{
     coes_named, ActionLine, Escalation, Links, OverdueDigest, VerificationsWaiting,
 };
 use crate::email::{EmailTemplates, Kind};
+use crate::services::notifications;
 use crate::services::outbox::{self, NewEmail};
 
 mod inspection;
@@ -53,6 +54,9 @@ pub struct SweepReport {
     pub queued: Vec<Planned>,
     /// Emails due but queued already (by an earlier sweep or another replica).
     pub already_queued: usize,
+    /// Emails due that their recipients' notification settings hold (a pause, digests
+    /// only, only what needs them).
+    pub held: usize,
     /// Sent emails older than `reminders.keep_sent_days`, deleted by this sweep.
     pub purged: usize,
     /// Raw webhook bodies older than `webhooks.keep_raw_days`, emptied by this sweep.
@@ -166,6 +170,7 @@ pub fn sweep(
         before_send_hour: local.hour() < settings.reminders.send_hour,
         queued: Vec::new(),
         already_queued: 0,
+        held: 0,
         purged: 0,
         raw_bodies_purged: 0,
     };
@@ -177,6 +182,7 @@ pub fn sweep(
         let keep_raw = Duration::days(settings.webhooks.keep_raw_days);
         report.raw_bodies_purged =
             crate::services::ingest::purge_raw_bodies(conn, db::now() - keep_raw)?;
+        notifications::prune_links(conn, db::now())?;
     }
     if report.before_send_hour {
         return Ok(report);
@@ -294,6 +300,15 @@ pub fn sweep(
     let before = decisions.len();
     decisions.retain(|d| !existing.contains(&d.key));
     report.already_queued = before - decisions.len();
+    // Whoever paused or left out reminders and digests is held, as of the sweep's time.
+    let choices = notifications::choices(conn)?;
+    let before = decisions.len();
+    decisions.retain(|d| {
+        choices
+            .get(&d.recipient)
+            .is_none_or(|c| c.allows(d.kind.class(), at.naive_utc()))
+    });
+    report.held = before - decisions.len();
 
     let lines = Lines {
         actions: &actions,

@@ -1,0 +1,3 @@
+ALTER TABLE outbox_emails DROP COLUMN unsubscribe_token;
+DROP TABLE unsubscribe_links;
+DROP TABLE notification_settings;
