@@ -14,6 +14,7 @@ mod pool;
 pub mod rules;
 pub mod schema;
 pub mod search;
+pub mod size;
 pub mod snapshots;
 pub mod tally;
 pub mod types;

@@ -141,11 +141,17 @@ pub async fn authenticate_first(
     let api = req.path().starts_with("/api/v1/") && !req.path().starts_with("/api/v1/webhooks/");
     if api && req.headers().contains_key(header::AUTHORIZATION) {
         if let Some(state) = req.app_data::<web::Data<AppState>>().cloned() {
-            match authenticate(req.request(), state).await {
+            match authenticate(req.request(), state.clone()).await {
                 Ok(caller) => {
                     req.extensions_mut().insert(caller);
                 }
-                Err(error) => return Ok(req.error_response(error).map_into_right_body()),
+                Err(error) => {
+                    if req.path() == "/api/v1/events" {
+                        // An event sender with a wrong token: what operators alert on.
+                        state.metrics.refused("api", error.code());
+                    }
+                    return Ok(req.error_response(error).map_into_right_body());
+                }
             }
         }
     }

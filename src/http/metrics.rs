@@ -36,6 +36,28 @@ struct TeamLabels {
     team: String,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabels {
+    source: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RefusalLabels {
+    source: String,
+    reason: String,
+}
+
+/// What an operator pages on (`services::stats::operator`), read at every scrape.
+#[derive(Default)]
+struct OperatorGauges {
+    email_oldest_waiting: Gauge,
+    chat_oldest_waiting: Gauge,
+    email_last_sent: Gauge,
+    database_bytes: Gauge,
+    disk_free_bytes: Gauge,
+    database_up: Gauge,
+}
+
 /// The inspection figures as gauges, refreshed at each scrape.
 #[derive(Default)]
 struct InspectionGauges {
@@ -58,6 +80,9 @@ pub struct Metrics {
     connections: Family<StateLabels, Gauge>,
     /// Requests begun and not yet answered (what a graceful stop waits for).
     in_flight: Gauge,
+    events_ingested: Family<SourceLabels, Counter>,
+    events_refused: Family<RefusalLabels, Counter>,
+    operator: OperatorGauges,
     /// When the inspection gauges were last computed; they are costly on big databases,
     /// so scrapes within `INSPECTION_MAX_AGE` reuse them.
     inspected_at: Mutex<Option<Instant>>,
@@ -114,7 +139,7 @@ impl Metrics {
         );
         registry.register(
             "emails",
-            "Emails in the outbox by state (pending, sending, sent, failed)",
+            "Emails in the outbox by state (pending, sending, sent, failed, held, dropped)",
             inspection.emails.clone(),
         );
         let build = Family::<BuildLabels, Gauge>::default();
@@ -141,8 +166,58 @@ impl Metrics {
             "HTTP requests this process has begun and not yet answered",
             in_flight.clone(),
         );
+        let events_ingested = Family::<SourceLabels, Counter>::default();
+        registry.register(
+            "events_ingested",
+            "Failure events this process stored, by source (api, alertmanager, grafana, …); \
+             a re-delivery stores nothing",
+            events_ingested.clone(),
+        );
+        let events_refused = Family::<RefusalLabels, Counter>::default();
+        registry.register(
+            "events_refused",
+            "Event posts and webhooks this process refused, by source and reason (the error \
+             code: unauthorized, malformed_json, invalid, payload_too_large, unavailable, …)",
+            events_refused.clone(),
+        );
+        let operator = OperatorGauges::default();
+        registry.register(
+            "email_oldest_waiting_seconds",
+            "Age of the oldest email waiting to be sent (pending or being sent); 0 when none waits",
+            operator.email_oldest_waiting.clone(),
+        );
+        registry.register(
+            "chat_oldest_waiting_seconds",
+            "Age of the oldest chat message waiting to be sent; 0 when none waits",
+            operator.chat_oldest_waiting.clone(),
+        );
+        registry.register(
+            "email_last_sent_timestamp_seconds",
+            "When the last email was sent, by any replica (Unix time; 0 when none was)",
+            operator.email_last_sent.clone(),
+        );
+        registry.register(
+            "database_size_bytes",
+            "The database's size (SQLite: its pages; PostgreSQL: pg_database_size)",
+            operator.database_bytes.clone(),
+        );
+        if database == crate::config::database::Backend::Sqlite {
+            registry.register(
+                "database_disk_free_bytes",
+                "Room left on the file system of the SQLite database",
+                operator.disk_free_bytes.clone(),
+            );
+        }
+        registry.register(
+            "database_up",
+            "1 when the last scrape could read the database, 0 when it could not",
+            operator.database_up.clone(),
+        );
         Metrics {
             registry: Mutex::new(registry),
+            events_ingested,
+            events_refused,
+            operator,
             requests,
             latency,
             inspection,
@@ -216,6 +291,50 @@ impl Metrics {
                 })
                 .set(*n);
         }
+    }
+
+    /// Counts `n` events stored from `source`.
+    pub fn ingested(&self, source: &str, n: usize) {
+        self.events_ingested
+            .get_or_create(&SourceLabels {
+                source: source.to_owned(),
+            })
+            .inc_by(u64::try_from(n).unwrap_or(u64::MAX));
+    }
+
+    /// Counts a post from `source` refused for `reason` (the error's code).
+    pub fn refused(&self, source: &str, reason: &str) {
+        self.events_refused
+            .get_or_create(&RefusalLabels {
+                source: source.to_owned(),
+                reason: reason.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Sets the operator's gauges; `None`: the database could not be read.
+    pub fn set_operator(
+        &self,
+        figures: Option<&crate::services::stats::operator::OperatorFigures>,
+    ) {
+        let g = &self.operator;
+        let Some(f) = figures else {
+            g.database_up.set(0);
+            return;
+        };
+        let now = chrono::Utc::now().naive_utc();
+        let age =
+            |t: Option<chrono::NaiveDateTime>| t.map_or(0, |t| (now - t).num_seconds().max(0));
+        g.email_oldest_waiting.set(age(f.email_oldest_waiting));
+        g.chat_oldest_waiting.set(age(f.chat_oldest_waiting));
+        g.email_last_sent
+            .set(f.email_last_sent.map_or(0, |t| t.and_utc().timestamp()));
+        g.database_bytes.set(f.database_bytes);
+        if let Some(free) = f.disk_free_bytes {
+            g.disk_free_bytes
+                .set(i64::try_from(free).unwrap_or(i64::MAX));
+        }
+        g.database_up.set(1);
     }
 
     /// The text exposition of every metric.

@@ -186,6 +186,21 @@ pub async fn metrics(req: actix_web::HttpRequest, state: web::Data<AppState>) ->
             Err(e) => tracing::warn!(error = %e, "cannot refresh the inspection gauges"),
         }
     }
+    // Cheap (four indexed queries): read at every scrape, as an alert wants them.
+    match with_conn(&state, |conn, state| {
+        Ok(crate::services::stats::operator::figures(
+            conn,
+            &state.settings,
+        )?)
+    })
+    .await
+    {
+        Ok(figures) => state.metrics.set_operator(Some(&figures)),
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the database for /metrics");
+            state.metrics.set_operator(None);
+        }
+    }
     state.metrics.set_pool(state.pool.state());
     HttpResponse::Ok()
         .content_type("application/openmetrics-text; version=1.0.0; charset=utf-8")

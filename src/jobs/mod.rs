@@ -278,10 +278,13 @@ pub fn serve(parts: Parts) -> std::io::Result<Jobs> {
             parts.bell.clone(),
             sweeps,
         ));
+        let deliveries = reminders::DeliveryMetrics::default();
+        parts.registry.with_registry(|r| deliveries.register(r));
         jobs.push(reminders::delivery(
             parts.settings.clone(),
             parts.pool.clone(),
             parts.transport,
+            deliveries,
         ));
         jobs.extend(reminders::chat(parts.settings.clone(), parts.pool.clone()));
     } else {

@@ -67,6 +67,48 @@ impl SweepMetrics {
     }
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+/// What `/metrics` tells of this process's email deliveries.
+#[derive(Default, Clone)]
+pub struct DeliveryMetrics {
+    sent: Counter,
+    failures: Family<ReasonLabels, Counter>,
+}
+
+impl DeliveryMetrics {
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "emails_sent",
+            "Emails this process handed to the SMTP server",
+            self.sent.clone(),
+        );
+        registry.register(
+            "email_delivery_failures",
+            "Failed attempts to send an email by this process, by reason: rejected (the \
+             server refused it for good: 5xx, an invalid address), temporary (4xx: retried), \
+             unreachable (no connection, TLS: retried)",
+            self.failures.clone(),
+        );
+    }
+
+    fn record(&self, report: &outbox::DeliveryReport) {
+        self.sent.inc_by(report.sent as u64);
+        for (reason, n) in [
+            ("rejected", report.rejected),
+            ("temporary", report.temporary),
+            ("unreachable", report.unreachable),
+        ] {
+            self.failures
+                .get_or_create(&ReasonLabels { reason })
+                .inc_by(n as u64);
+        }
+    }
+}
+
 /// The sweep: what this server sweeps with (so that a `coe sweep` with other settings
 /// warns), the purge of sign-in links and sessions of no more use, and the reminders
 /// (`reminders::sweep`); then the delivery job is woken for what it queued.
@@ -135,7 +177,12 @@ pub fn hold_if_restored(conn: &mut crate::db::DbConnection) -> Result<(), String
 
 /// Email delivery: the emails due, each claimed, sent and marked (`outbox::deliver`);
 /// a stop ends the pass after the email being sent.
-pub fn delivery(settings: Arc<Settings>, pool: DbPool, transport: Transport) -> Job {
+pub fn delivery(
+    settings: Arc<Settings>,
+    pool: DbPool,
+    transport: Transport,
+    metrics: DeliveryMetrics,
+) -> Job {
     let every = Duration::from_secs(settings.reminders.delivery_interval_secs);
     let claimant = settings.replica_name();
     let mut started = false;
@@ -161,6 +208,7 @@ pub fn delivery(settings: Arc<Settings>, pool: DbPool, transport: Transport) -> 
             }
             let report = outbox::deliver(&mut conn, &transport, &settings, &claimant, stopping)
                 .map_err(|e| e.to_string())?;
+            metrics.record(&report);
             if report != outbox::DeliveryReport::default() {
                 tracing::info!(
                     sent = report.sent,

@@ -555,3 +555,145 @@ fn restore_over_an_unreadable_database_needs_force() {
         stdout(&out)
     );
 }
+
+/// The metric names `docs/deploy/alerts.yml` uses (Prometheus's own `up` aside).
+fn alerted_metrics() -> Vec<String> {
+    let rules = include_str!("../../docs/deploy/alerts.yml");
+    let mut names: Vec<String> = rules
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("coe_"))
+        .map(str::to_owned)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// A POST of `body` to `path` with `token`; the whole response.
+fn post(port: u16, path: &str, token: &str, body: &str) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    response
+}
+
+/// The value of the sample `line` starts (a name with its labels), if any.
+fn sample(metrics: &str, line: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(line)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Every metric the shipped alerting rules use is served by a real coe, and moves
+/// with what it measures: an event stored and one refused for a wrong token, an
+/// email waiting while the SMTP server is down, the database's size.
+#[test]
+fn every_metric_the_alert_rules_use_is_served_and_moves() {
+    let db = TestDatabase::new();
+    let dead_smtp = crate::helpers::free_port();
+    let served = serve(
+        &db.url,
+        &[
+            ("COE_SMTP_URL", &format!("smtp://127.0.0.1:{dead_smtp}")),
+            ("COE_REMINDERS_DELIVERY_INTERVAL_SECS", "1"),
+            ("COE_AUTH_ALLOWED_DOMAINS", r#"["example.com"]"#),
+        ],
+    );
+    let admin = served.admin_token();
+    let ingest = {
+        let out = coe(
+            &["token", "create", "--name", "pager", "--role", "ingest"],
+            &[("COE_DATABASE_URL", db.url.as_str())],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+            .split_whitespace()
+            .find(|w| w.starts_with("coe_"))
+            .expect("a token")
+            .to_owned()
+    };
+    let event = r#"{"source":"prometheus","dedup_key":"db-down","title":"Database down","severity":"sev2","status":"firing"}"#;
+    let stored = post(served.port, "/api/v1/events", &ingest, event);
+    assert!(stored.starts_with("HTTP/1.1 202"), "{stored}");
+    let refused = post(served.port, "/api/v1/events", "coe_wrong", event);
+    assert!(refused.starts_with("HTTP/1.1 401"), "{refused}");
+    // A COE opened for Ana queues an email the dead SMTP server cannot take.
+    let opened = post(
+        served.port,
+        "/api/v1/coes",
+        &admin,
+        r#"{"title":"Database down","owner":"ana@example.com"}"#,
+    );
+    assert!(opened.starts_with("HTTP/1.1 201"), "{opened}");
+
+    // Polled: the delivery job tries (and fails) after the email was queued, and the
+    // operator's gauges are read at most every 30 s.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let metrics = loop {
+        let m = http_get(served.port, "/metrics", None);
+        let tried = sample(
+            &m,
+            "coe_email_delivery_failures_total{reason=\"unreachable\"}",
+        )
+        .is_some_and(|n| n >= 1.0);
+        let waiting = sample(&m, "coe_email_oldest_waiting_seconds").is_some_and(|s| s >= 1.0);
+        if (tried && waiting) || Instant::now() > deadline {
+            break m;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let on_sqlite = db.url.starts_with("sqlite://");
+    for name in alerted_metrics() {
+        if name == "coe_database_disk_free_bytes" && !on_sqlite {
+            continue;
+        }
+        assert!(
+            metrics
+                .lines()
+                .any(|l| l.starts_with(&format!("{name} ")) || l.starts_with(&format!("{name}{{"))),
+            "/metrics lacks {name}, which docs/deploy/alerts.yml uses:\n{metrics}"
+        );
+    }
+    assert_eq!(
+        sample(&metrics, "coe_events_ingested_total{source=\"api\"}"),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        sample(
+            &metrics,
+            "coe_events_refused_total{source=\"api\",reason=\"unauthorized\"}"
+        ),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert_eq!(sample(&metrics, "coe_database_up"), Some(1.0));
+    assert!(sample(&metrics, "coe_database_size_bytes").is_some_and(|b| b > 100_000.0));
+    assert!(
+        sample(
+            &metrics,
+            "coe_email_delivery_failures_total{reason=\"unreachable\"}"
+        )
+        .is_some_and(|n| n >= 1.0),
+        "{metrics}"
+    );
+    assert!(
+        sample(&metrics, "coe_email_oldest_waiting_seconds").is_some_and(|s| s >= 1.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        sample(&metrics, "coe_email_last_sent_timestamp_seconds"),
+        Some(0.0)
+    );
+    if on_sqlite {
+        assert!(sample(&metrics, "coe_database_disk_free_bytes").is_some_and(|b| b > 0.0));
+    }
+}

@@ -103,11 +103,42 @@ fn respond(outcome: IngestResponse) -> HttpResponse {
         (status = 422, description = "A field is missing or invalid", body = ErrorBody),
     ))]
 pub async fn post_events(
-    _: Ingest,
+    caller: Result<Ingest, ApiError>,
     req: HttpRequest,
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
+    let answered = async {
+        caller?;
+        store_events(req, payload, &state).await
+    }
+    .await;
+    counted(&state, "api", answered)
+}
+
+/// Counts what a post stored, or why it was refused, in `/metrics`.
+fn counted(
+    state: &AppState,
+    source: &str,
+    answered: Result<(HttpResponse, usize), ApiError>,
+) -> Result<HttpResponse, ApiError> {
+    match answered {
+        Ok((response, stored)) => {
+            state.metrics.ingested(source, stored);
+            Ok(response)
+        }
+        Err(e) => {
+            state.metrics.refused(source, e.code());
+            Err(e)
+        }
+    }
+}
+
+async fn store_events(
+    req: HttpRequest,
+    payload: web::Payload,
+    state: &web::Data<AppState>,
+) -> Result<(HttpResponse, usize), ApiError> {
     let body = read_body(
         payload,
         state.settings.webhooks.max_body_bytes,
@@ -128,13 +159,21 @@ pub async fn post_events(
         body: &body,
     };
     let outcome = state.group_commit.write(delivery, events).await?;
-    Ok(respond(IngestResponse {
-        delivery_id: outcome.delivery_id,
-        duplicate: outcome.duplicate,
-        events: outcome.events,
-        ignored: None,
-        subscription_confirmed: None,
-    }))
+    let stored = if outcome.duplicate {
+        0
+    } else {
+        outcome.events.len()
+    };
+    Ok((
+        respond(IngestResponse {
+            delivery_id: outcome.delivery_id,
+            duplicate: outcome.duplicate,
+            events: outcome.events,
+            ignored: None,
+            subscription_confirmed: None,
+        }),
+        stored,
+    ))
 }
 
 /// Receives a webhook exactly as the sender sends it. Sources: `alertmanager`,
@@ -162,13 +201,24 @@ pub async fn receive_webhook(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let name = source.into_inner();
-    let source = Source::parse(&name).ok_or_else(|| {
-        ApiError::NotFound(format!(
+    let Some(source) = Source::parse(&name) else {
+        // Not a source: not counted under a name anybody can choose.
+        return Err(ApiError::NotFound(format!(
             "unknown webhook source `{}`; known sources: {}",
             name.escape_default(),
             Source::names()
-        ))
-    })?;
+        )));
+    };
+    let answered = receive(req, source, payload, &state).await;
+    counted(&state, source.as_str(), answered)
+}
+
+async fn receive(
+    req: HttpRequest,
+    source: Source,
+    payload: web::Payload,
+    state: &web::Data<AppState>,
+) -> Result<(HttpResponse, usize), ApiError> {
     let hooks = &state.settings.webhooks;
     let secret = match source {
         Source::Pagerduty => hooks.pagerduty_secret.as_ref().map(Secret::expose),
@@ -228,13 +278,21 @@ pub async fn receive_webhook(
         };
         let events = std::mem::take(&mut parsed.events);
         let outcome = state.group_commit.write(delivery, events).await?;
-        return Ok(respond(IngestResponse {
-            delivery_id: outcome.delivery_id,
-            duplicate: outcome.duplicate,
-            events: outcome.events,
-            ignored: None,
-            subscription_confirmed: None,
-        }));
+        let stored = if outcome.duplicate {
+            0
+        } else {
+            outcome.events.len()
+        };
+        return Ok((
+            respond(IngestResponse {
+                delivery_id: outcome.delivery_id,
+                duplicate: outcome.duplicate,
+                events: outcome.events,
+                ignored: None,
+                subscription_confirmed: None,
+            }),
+            stored,
+        ));
     }
     if let Some(url) = parsed.confirm_subscription {
         if !is_sns_url(&url) {
@@ -250,7 +308,7 @@ pub async fn receive_webhook(
                 ApiError::BadGateway(format!("cannot confirm the SNS subscription: {e}"))
             })?;
         tracing::info!("confirmed an SNS subscription");
-        return Ok(respond(IngestResponse::nothing(None, Some(true))));
+        return Ok((respond(IngestResponse::nothing(None, Some(true))), 0));
     }
-    Ok(respond(IngestResponse::nothing(parsed.ignored, None)))
+    Ok((respond(IngestResponse::nothing(parsed.ignored, None)), 0))
 }

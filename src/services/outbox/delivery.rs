@@ -27,6 +27,11 @@ pub struct DeliveryReport {
     pub deferred: usize,
     /// Permanent failures (or attempts used up), now `failed`.
     pub failed: usize,
+    /// The attempts that failed, by why: the server refused the message for good
+    /// (5xx, an invalid address), for now (4xx), or could not be reached.
+    pub rejected: usize,
+    pub temporary: usize,
+    pub unreachable: usize,
 }
 
 /// Claims due emails for `claimant` (`Settings::replica_name`): pending ones whose
@@ -227,15 +232,22 @@ pub fn deliver(
         let unreachable = matches!(outcome, Err(SendError::Unreachable(_)));
         match &outcome {
             Ok(()) => report.sent += 1,
-            Err(SendError::Permanent(_)) => report.failed += 1,
+            Err(SendError::Permanent(_)) => {
+                report.failed += 1;
+                report.rejected += 1;
+            }
             Err(SendError::Transient(_)) => {
+                report.temporary += 1;
                 if row.attempts >= settings.reminders.max_attempts {
                     report.failed += 1;
                 } else {
                     report.deferred += 1;
                 }
             }
-            Err(SendError::Unreachable(_)) => report.deferred += 1,
+            Err(SendError::Unreachable(_)) => {
+                report.deferred += 1;
+                report.unreachable += 1;
+            }
         }
         record(conn, &row, &outcome, settings, db::now())?;
         if unreachable {

@@ -17,6 +17,7 @@ use diesel::sql_types::Bool;
 
 mod history;
 pub mod inspect;
+pub mod operator;
 pub mod snapshot;
 pub use history::{history, History};
 
