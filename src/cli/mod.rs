@@ -584,25 +584,37 @@ fn token(settings: &Settings, command: TokenCommand) -> Result<(), Failure> {
                 t.map(|t| t.format("%Y-%m-%d %H:%M").to_string())
                     .unwrap_or_else(|| "-".into())
             };
-            println!(
-                "{:<24} {:<7} {:<28} {:<16} {:<16} STATE",
-                "NAME", "ROLE", "EMAIL", "CREATED (UTC)", "LAST USED"
+            let rows: Vec<[String; 6]> = list
+                .into_iter()
+                .map(|t| {
+                    [
+                        t.name.clone(),
+                        t.role.to_string(),
+                        t.email.clone().unwrap_or_else(|| "-".into()),
+                        fmt_time(Some(t.created_at)),
+                        fmt_time(t.last_used_at),
+                        if t.revoked_at.is_some() {
+                            "revoked".into()
+                        } else {
+                            "active".into()
+                        },
+                    ]
+                })
+                .collect();
+            print!(
+                "{}",
+                columns(
+                    [
+                        "NAME",
+                        "ROLE",
+                        "EMAIL",
+                        "CREATED (UTC)",
+                        "LAST USED",
+                        "STATE"
+                    ],
+                    &rows
+                )
             );
-            for t in list {
-                println!(
-                    "{:<24} {:<7} {:<28} {:<16} {:<16} {}",
-                    t.name,
-                    t.role,
-                    t.email.as_deref().unwrap_or("-"),
-                    fmt_time(Some(t.created_at)),
-                    fmt_time(t.last_used_at),
-                    if t.revoked_at.is_some() {
-                        "revoked"
-                    } else {
-                        "active"
-                    }
-                );
-            }
         }
         TokenCommand::Revoke { name } => {
             let info = tokens::revoke(&mut conn, &name).map_err(Failure::runtime)?;
@@ -610,4 +622,56 @@ fn token(settings: &Settings, command: TokenCommand) -> Result<(), Failure> {
         }
     }
     Ok(())
+}
+
+/// Rows under a header, each column as wide as its widest cell (the last unpadded).
+fn columns<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
+    let mut widths = header.map(|h| h.chars().count());
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i + 1 == N {
+                out.push_str(cell);
+            } else {
+                let pad = widths[i] - cell.chars().count();
+                out.push_str(cell);
+                out.push_str(&" ".repeat(pad + 2));
+            }
+        }
+        out.push('\n');
+        out
+    };
+    let mut out = line(header.to_vec());
+    for row in rows {
+        out.push_str(&line(row.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::columns;
+
+    #[test]
+    fn columns_are_as_wide_as_their_widest_cell() {
+        let rows = [
+            [
+                "a-very-long-token-name-for-grafana".to_owned(),
+                "ingest".to_owned(),
+                "x".to_owned(),
+            ],
+            ["ci".to_owned(), "admin".to_owned(), "y".to_owned()],
+        ];
+        let text = columns(["NAME", "ROLE", "STATE"], &rows);
+        let lines: Vec<&str> = text.lines().collect();
+        let at = |line: &str, word: &str| line.find(word).expect(word);
+        assert_eq!(at(lines[0], "ROLE"), at(lines[1], "ingest"));
+        assert_eq!(at(lines[0], "ROLE"), at(lines[2], "admin"));
+        assert_eq!(at(lines[0], "STATE"), at(lines[2], "y"));
+    }
 }

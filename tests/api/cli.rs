@@ -233,6 +233,14 @@ fn tokens_are_created_listed_and_revoked_from_the_command_line() {
         "{list}"
     );
     assert!(!list.contains(&secret));
+    // The columns line up under their headings.
+    let lines: Vec<&str> = list.lines().collect();
+    let row = lines
+        .iter()
+        .find(|l| l.starts_with("grafana"))
+        .expect("grafana's row");
+    assert_eq!(lines[0].find("ROLE"), row.find("ingest"), "{list}");
+    assert_eq!(lines[0].find("STATE"), row.find("active"), "{list}");
 
     let out = coe(&["token", "revoke", "grafana"], &env);
     assert!(out.status.success(), "{}", stderr(&out));
