@@ -511,6 +511,9 @@ def disk_full(coe, workdir, rounds=2):
         check(1 <= len(logged) <= rounds,
               f"the full disk is logged once per episode, not per request: {len(logged)} warnings "
               f"for {rounds} fills of {len(load.acked)}+ requests")
+        # Met by an event's write (the group commit's batch), it names that request.
+        check(all("request{id=" in l for l in logged),
+              f"each database fault line carries the request id: {logged}")
         rows.append(("SQLite's disk filled up, then freed", f"{rounds} times", len(load.acked), lost,
                      f"{longest:.1f} s after space is freed"))
     finally:

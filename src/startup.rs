@@ -84,6 +84,13 @@ impl Application {
                 }
                 Migrations::RequireCurrent => db::require_current(&mut conn)?,
             }
+            if !db::size::can_give_back(&mut conn).unwrap_or(true) {
+                tracing::info!(
+                    "this SQLite database was made before it could shrink: the space events \
+                     dropped after events.keep_days leave is reused, not given back; run \
+                     `coe vacuum` once with coe stopped to make it shrink from then on"
+                );
+            }
             Ok(pool)
         })
         .await

@@ -123,6 +123,19 @@ pub(super) fn restore(settings: &Settings, path: &Path, force: bool) -> Result<(
     Ok(())
 }
 
+/// `coe vacuum`.
+pub(super) fn vacuum(settings: &Settings) -> Result<(), Failure> {
+    let done = db::backup::vacuum(&settings.database_url()).map_err(failure)?;
+    println!(
+        "vacuumed: {} bytes before, {} after, in {} ms; freed pages now go back to the file \
+         system at each sweep",
+        done.before,
+        done.after,
+        done.took.as_millis()
+    );
+    Ok(())
+}
+
 fn failure(error: CopyError) -> Failure {
     match error {
         CopyError::Postgres(_) | CopyError::Refused(_) => Failure::settings(error),

@@ -94,6 +94,10 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// SQLite: rewrite the database compact and let it shrink by itself from then on
+    /// (auto_vacuum = INCREMENTAL, which a database made before version 0.1's
+    /// retention lacks). Run once with every coe process stopped.
+    Vacuum,
     /// Validate the settings and print the effective configuration, secrets masked.
     CheckConfig,
     /// Create, list and revoke API tokens.
@@ -221,6 +225,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 Command::Migrate { status } => database::migrate(&settings, status),
                 Command::Backup { path } => database::backup(&settings, &path),
                 Command::Restore { path, force } => database::restore(&settings, &path, force),
+                Command::Vacuum => database::vacuum(&settings),
                 Command::CheckConfig => check_config(&settings),
                 Command::Token(command) => token(&settings, command),
                 Command::Sweep { dry_run, at } => sweep(&settings, dry_run, at),
@@ -390,6 +395,17 @@ fn sweep(
         report.queued.len(),
         report.already_queued
     );
+    if report.pruned.incidents > 0 || report.pruned.deliveries > 0 {
+        println!(
+            "dropped the {} event(s) of {} incident(s) past events.keep_days ({}) and {} \
+             delivery(ies); {} page(s) given back to the file system",
+            report.pruned.events,
+            report.pruned.incidents,
+            settings.events.keep_days,
+            report.pruned.deliveries,
+            report.pages_given_back
+        );
+    }
     if report.held > 0 {
         println!(
             "held {} email(s) their recipients' notification settings pause or leave out",

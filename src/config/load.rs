@@ -20,6 +20,7 @@ const SECTIONS: &[&str] = &[
     "policy",
     "incidents",
     "webhooks",
+    "events",
     "severity",
     "coe",
     "ownership",

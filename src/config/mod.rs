@@ -50,6 +50,7 @@ pub struct Settings {
     pub policy: PolicySettings,
     pub incidents: IncidentSettings,
     pub webhooks: WebhookSettings,
+    pub events: EventSettings,
     /// How each source's severity words map to `sev1`…`sev5`.
     pub severity: SeverityMap,
     pub coe: CoeSettings,
@@ -431,6 +432,22 @@ pub struct WebhookSettings {
     pub keep_raw_days: i64,
 }
 
+/// How long single failure events are kept.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, default)]
+pub struct EventSettings {
+    /// Days after an incident's last event before its single events are dropped
+    /// (`services::retention`): the incident, its counts, times, alerts and its page
+    /// stay; an incident with a COE keeps every event. 0: kept for ever.
+    pub keep_days: i64,
+}
+
+impl Default for EventSettings {
+    fn default() -> Self {
+        EventSettings { keep_days: 400 }
+    }
+}
+
 impl Default for WebhookSettings {
     fn default() -> Self {
         WebhookSettings {
@@ -484,6 +501,7 @@ impl Default for Settings {
             policy: PolicySettings::default(),
             incidents: IncidentSettings::default(),
             webhooks: WebhookSettings::default(),
+            events: EventSettings::default(),
             severity: SeverityMap::default(),
             coe: CoeSettings::default(),
             ownership: OwnershipSettings::default(),

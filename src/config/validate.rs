@@ -96,6 +96,14 @@ impl Settings {
                 "at most 200 characters, with no control characters",
             ));
         }
+        let keep = self.events.keep_days;
+        if keep != 0 && !(30..=36_500).contains(&keep) {
+            return Err(invalid(
+                "events.keep_days",
+                &keep.to_string(),
+                "0 (keep every event) or 30 to 36500 days",
+            ));
+        }
         if !(1..=3650).contains(&self.webhooks.keep_raw_days) {
             return Err(invalid(
                 "webhooks.keep_raw_days",

@@ -376,6 +376,71 @@ fn inspect(copy: &Path, shown: &Path) -> Result<MigrationStatus, String> {
     super::migration_status(&mut conn).map_err(|e| e.to_string())
 }
 
+/// What `coe vacuum` did.
+#[derive(Debug)]
+pub struct Vacuumed {
+    pub before: u64,
+    pub after: u64,
+    pub took: Duration,
+}
+
+/// `coe vacuum`: makes a SQLite database able to give freed pages back
+/// (`auto_vacuum = INCREMENTAL`, which an older database lacks) and rewrites it
+/// compact, with every other process kept out (refused while one holds it).
+pub fn vacuum(url: &DatabaseUrl) -> Result<Vacuumed, CopyError> {
+    let started = Instant::now();
+    let path = match url {
+        DatabaseUrl::Postgres(_) => {
+            return Err(CopyError::Postgres(
+                "the database is PostgreSQL: its autovacuum reuses the space events left; \
+                 `VACUUM FULL` (which locks each table while it runs) gives it back to the \
+                 file system"
+                    .into(),
+            ))
+        }
+        DatabaseUrl::Sqlite(path) if !path.exists() => {
+            return Err(CopyError::Refused(format!(
+                "there is no database at {}",
+                path.display()
+            )))
+        }
+        DatabaseUrl::Sqlite(path) => path,
+    };
+    let size = || {
+        [path.to_path_buf(), with_suffix(path, "-wal")]
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum::<u64>()
+    };
+    let before = size();
+    let mut conn = SqliteConnection::establish(&path.to_string_lossy())
+        .map_err(|e| CopyError::Failed(format!("cannot open {}: {e}", path.display())))?;
+    let done = conn.batch_execute(
+        "PRAGMA busy_timeout = 0;
+         PRAGMA locking_mode = EXCLUSIVE;
+         BEGIN EXCLUSIVE;
+         COMMIT;
+         PRAGMA auto_vacuum = INCREMENTAL;
+         VACUUM;
+         PRAGMA wal_checkpoint(TRUNCATE);",
+    );
+    if let Err(e) = done {
+        let message = e.to_string().to_ascii_lowercase();
+        return Err(if message.contains("locked") || message.contains("busy") {
+            CopyError::InUse(path.to_path_buf())
+        } else {
+            CopyError::Failed(format!("cannot vacuum {}: {e}", path.display()))
+        });
+    }
+    drop(conn);
+    Ok(Vacuumed {
+        before,
+        after: size(),
+        took: started.elapsed(),
+    })
+}
+
 /// What a held email's last error says (`services::outbox::restored`).
 pub const HELD_BECAUSE: &str = "it was being sent when the backup this database was restored \
      from was taken, so it may have gone out already: send it again or drop it";

@@ -108,8 +108,19 @@ fn establish(
             // WAL at every commit: an event answered 2xx survives a power cut, not just a
             // crash of the process. temp_store = MEMORY keeps the savepoint journals (one
             // per delivery in a group commit) in memory, not in a temporary file.
+            // A new database (no table yet) is made able to shrink after retention
+            // prunes (`db::size::give_back`); an older one needs `coe vacuum` once. First
+            // (WAL mode writes the file's header, after which it takes a VACUUM), and
+            // only then: on a database in use the pragma would write its header, a write
+            // that waits on every other writer.
+            let new = if sqlite::is_empty(&mut conn) {
+                "PRAGMA auto_vacuum = INCREMENTAL;"
+            } else {
+                ""
+            };
             conn.batch_execute(&format!(
-                "PRAGMA busy_timeout = {busy_timeout_ms};
+                "{new}
+                 PRAGMA busy_timeout = {busy_timeout_ms};
                  PRAGMA journal_mode = WAL;
                  PRAGMA synchronous = FULL;
                  PRAGMA foreign_keys = ON;
@@ -120,6 +131,23 @@ fn establish(
             Ok(DbConnection::Sqlite(conn))
         }
         DatabaseUrl::Postgres(url) => Ok(DbConnection::Pg(PgConnection::establish(url)?)),
+    }
+}
+
+mod sqlite {
+    use diesel::prelude::*;
+
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        n: i64,
+    }
+
+    /// Whether the database has no table yet (a new file).
+    pub fn is_empty(conn: &mut SqliteConnection) -> bool {
+        diesel::sql_query("SELECT count(*) AS n FROM sqlite_master")
+            .get_result::<Count>(conn)
+            .is_ok_and(|c| c.n == 0)
     }
 }
 

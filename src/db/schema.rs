@@ -37,6 +37,8 @@ diesel::table! {
         updated_at -> Timestamp,
         reported_by -> Nullable<Text>,
         group_id -> Text,
+        digest -> Nullable<Text>,
+        events_pruned_at -> Nullable<Timestamp>,
     }
 }
 

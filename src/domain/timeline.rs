@@ -190,6 +190,12 @@ pub fn collapse(events: &[EventFacts]) -> Vec<Collapsed> {
     entries
 }
 
+/// `url` as a link a page may show: http(s) only (no `javascript:`, no `data:`).
+pub fn web_href(url: Option<&str>) -> Option<String> {
+    let parsed = url::Url::parse(url?).ok()?;
+    matches!(parsed.scheme(), "http" | "https").then(|| parsed.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -144,6 +144,16 @@ fn sweep_once(
         .map_err(|e| e.to_string())?;
     let report = reminders::sweep(&mut conn, settings, templates, chrono::Utc::now(), false)
         .map_err(|e| e.to_string())?;
+    if report.pruned.incidents > 0 || report.pruned.deliveries > 0 {
+        tracing::info!(
+            incidents = report.pruned.incidents,
+            events = report.pruned.events,
+            deliveries = report.pruned.deliveries,
+            pages_given_back = report.pages_given_back,
+            keep_days = settings.events.keep_days,
+            "dropped the events past events.keep_days (the incidents and their pages stay)"
+        );
+    }
     if report.queued.is_empty() {
         tracing::debug!(already_queued = report.already_queued, "sweep: nothing new");
     } else {

@@ -86,6 +86,11 @@ pub struct IncidentDetail {
     /// Its first `DETAIL_EVENTS` events, oldest first; all `event_count` of them
     /// page by page at `/api/v1/incidents/{id}/events`.
     pub events: Vec<Event>,
+    /// When its events were dropped, `events.keep_days` after its last one (it had no
+    /// COE): its counts and times stay, its events are gone from here and the events
+    /// pages, its web page shows what they said.
+    #[serde(serialize_with = "crate::json::utc_option")]
+    pub events_dropped_at: Option<NaiveDateTime>,
 }
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -229,10 +234,11 @@ pub fn get(conn: &mut DbConnection, id: &str) -> QueryResult<Option<IncidentDeta
     else {
         return Ok(None);
     };
-    let reported_by: Option<String> = incidents::table
-        .find(id)
-        .select(incidents::reported_by)
-        .first(conn)?;
+    let (reported_by, events_dropped_at): (Option<String>, Option<NaiveDateTime>) =
+        incidents::table
+            .find(id)
+            .select((incidents::reported_by, incidents::events_pruned_at))
+            .first(conn)?;
     let events: Vec<FailureEventRow> = failure_events::table
         .filter(failure_events::incident_id.eq(id))
         .order((failure_events::received_at.asc(), failure_events::id.asc()))
@@ -242,6 +248,7 @@ pub fn get(conn: &mut DbConnection, id: &str) -> QueryResult<Option<IncidentDeta
     Ok(Some(IncidentDetail {
         incident: row.try_into()?,
         reported_by,
+        events_dropped_at,
         events: events
             .into_iter()
             .map(Event::try_from)

@@ -30,6 +30,7 @@ pub mod ownership;
 pub mod people;
 pub mod reminders;
 pub mod report;
+pub mod retention;
 pub mod review;
 pub mod search_index;
 pub mod sns;

@@ -34,6 +34,7 @@ mod pages;
 mod people;
 mod picker;
 mod report;
+mod retention;
 mod search;
 mod security;
 mod stats;

@@ -697,3 +697,57 @@ fn every_metric_the_alert_rules_use_is_served_and_moves() {
         assert!(sample(&metrics, "coe_database_disk_free_bytes").is_some_and(|b| b > 0.0));
     }
 }
+
+/// A SQLite database made before coe made them able to shrink (`auto_vacuum` off) is
+/// named at start; `coe vacuum` refuses while the server holds it, then makes it
+/// shrinkable. On PostgreSQL it says what to do instead and changes nothing.
+#[test]
+fn coe_vacuum_makes_an_older_sqlite_database_shrinkable() {
+    let db = TestDatabase::new();
+    let env = [("COE_DATABASE_URL", db.url.as_str())];
+    let Some(path) = sqlite_path(&db) else {
+        coe(&["migrate"], &env);
+        let out = coe(&["vacuum"], &env);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains("autovacuum"), "{}", stderr(&out));
+        return;
+    };
+    let auto_vacuum = |path: &Path| -> i64 {
+        #[derive(diesel::QueryableByName)]
+        struct Mode {
+            #[diesel(sql_type = diesel::sql_types::BigInt)]
+            auto_vacuum: i64,
+        }
+        let mut conn = diesel::SqliteConnection::establish(&path.to_string_lossy()).expect("open");
+        diesel::sql_query(
+            "SELECT CAST(auto_vacuum AS BIGINT) AS auto_vacuum FROM pragma_auto_vacuum()",
+        )
+        .get_result::<Mode>(&mut conn)
+        .expect("the pragma")
+        .auto_vacuum
+    };
+    {
+        // As a database made by an older coe: its first table before any pragma.
+        use diesel::connection::SimpleConnection;
+        let mut conn =
+            diesel::SqliteConnection::establish(&path.to_string_lossy()).expect("create");
+        conn.batch_execute("PRAGMA auto_vacuum = NONE; CREATE TABLE made_before (a INTEGER);")
+            .expect("an older database");
+    }
+    assert!(coe(&["migrate"], &env).status.success());
+    assert_eq!(auto_vacuum(&path), 0);
+
+    let mut served = serve(&db.url, &[]);
+    served.until_logged("run `coe vacuum` once with coe stopped");
+    let out = coe(&["vacuum"], &env);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stderr(&out).contains("in use"), "{}", stderr(&out));
+    sigterm(served.child.id());
+    assert!(wait_exit(&mut served.child, Duration::from_secs(30)).success());
+    drop(served);
+
+    let out = coe(&["vacuum"], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("vacuumed"), "{}", stdout(&out));
+    assert_eq!(auto_vacuum(&path), 2, "incremental from now on");
+}

@@ -1,8 +1,6 @@
 //! Incidents: the list with filters, one incident with its alerts collapsed, and
 //! opening a COE for it by hand.
 
-use std::collections::BTreeMap;
-
 use actix_web::http::StatusCode;
 use actix_web::web;
 use serde::Deserialize;
@@ -10,22 +8,18 @@ use serde_json::{json, Value};
 
 use super::error::PageError;
 use super::guard::{CsrfForm, Fields};
-use super::kit::safe_href;
 use super::kit::{render, Page, State};
 use super::outcome::{as_service, see_other, write_as_person};
 use super::query::{filled, pages, word};
 use crate::domain::incident::IncidentState;
-use crate::domain::timeline::{self, EventFacts};
 use crate::domain::Severity;
 use crate::error::ApiError;
 use crate::http::session::SignedIn;
 use crate::services::coes::{self, CoeError, NewCoe};
-use crate::services::incidents::{self, Event, IncidentFilter};
+use crate::services::incidents::{self, IncidentFilter};
+use crate::services::retention;
 
 const PAGE: i64 = 50;
-
-/// How many of an incident's events its page collapses.
-const COLLAPSED: i64 = 500;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct ListQuery {
@@ -104,94 +98,6 @@ pub async fn list(who: SignedIn, query: web::Query<ListQuery>, state: State) -> 
     )
 }
 
-fn facts(event: &Event) -> EventFacts {
-    let at = match event.kind.as_str() {
-        "resolved" => event.ended_at.unwrap_or(event.received_at),
-        "fired" => event.started_at,
-        _ => event.received_at,
-    };
-    let labels: &BTreeMap<String, String> = &event.labels;
-    EventFacts {
-        event_id: event.id.clone(),
-        kind: event.kind.as_str().to_owned(),
-        title: event.title.clone(),
-        name: timeline::alert_name(&event.title, labels).to_owned(),
-        host: timeline::host(labels, &event.dedup_key),
-        at,
-    }
-}
-
-/// How many distinct alerts the incident page shows the labels and annotations of.
-const ALERTS_DESCRIBED: usize = 20;
-
-/// What each alert said of itself, one entry per alert name, first seen first (an
-/// alert storm of twenty `HighErrorRate`s is one entry naming its twenty instances,
-/// not twenty entries of the same name): its summary and description, its links
-/// (runbook, dashboard, the generator's URL; only http(s) ones are links), the labels
-/// all its instances share, and for each instance the labels that set it apart.
-fn alert_context(events: &[Event]) -> Vec<Value> {
-    let mut seen = std::collections::HashSet::new();
-    let mut groups: Vec<(String, Vec<&Event>)> = Vec::new();
-    for e in events.iter().filter(|e| seen.insert(e.dedup_key.clone())) {
-        let name = timeline::alert_name(&e.title, &e.labels);
-        if let Some((_, instances)) = groups.iter_mut().find(|(n, _)| *n == name) {
-            instances.push(e);
-        } else if groups.len() < ALERTS_DESCRIBED {
-            groups.push((name.to_owned(), vec![e]));
-        }
-    }
-    groups
-        .into_iter()
-        .map(|(name, instances)| {
-            let first = instances[0];
-            let shared =
-                |k: &String, v: &String| instances.iter().all(|i| i.labels.get(k) == Some(v));
-            let labels: Vec<Value> = first
-                .labels
-                .iter()
-                .filter(|(k, v)| shared(k, v))
-                .map(|(k, v)| json!({"name": k, "value": v}))
-                .collect();
-            let apart: Vec<String> = if instances.len() > 1 {
-                instances
-                    .iter()
-                    .map(|i| {
-                        i.labels
-                            .iter()
-                            .filter(|(k, v)| !shared(k, v))
-                            .map(|(k, v)| format!("{k}={v}"))
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    })
-                    .collect()
-            } else {
-                Vec::new()
-            };
-            let annotations: Vec<Value> = first
-                .annotations
-                .iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "summary" | "description"))
-                .map(|(k, v)| json!({"name": k, "value": v, "href": safe_href(Some(v))}))
-                .collect();
-            let links: Vec<String> = first
-                .links
-                .iter()
-                .filter_map(|l| safe_href(Some(l)))
-                .collect();
-            json!({
-                "name": name,
-                "count": instances.len(),
-                "instances": apart,
-                "summary": first.annotations.get("summary"),
-                "description": first.annotations.get("description").or(first.description.as_ref()),
-                "labels": labels,
-                "annotations": annotations,
-                "links": links,
-            })
-        })
-        .collect()
-}
-
 /// `GET /incidents/{id}`.
 pub async fn show(who: SignedIn, path: web::Path<String>, state: State) -> Page {
     let id = path.into_inner();
@@ -200,28 +106,23 @@ pub async fn show(who: SignedIn, path: web::Path<String>, state: State) -> Page 
         let Some(detail) = incidents::get(conn, &key)? else {
             return Ok(None);
         };
-        let events = incidents::events(conn, &key, COLLAPSED, 0)?
-            .map(|(events, _)| events)
-            .unwrap_or_default();
+        // What the page shows of the events: kept when they were dropped, else read.
+        let digest = match retention::kept_digest(conn, &key)? {
+            Some(digest) => digest,
+            None => {
+                let events = incidents::events(conn, &key, retention::COLLAPSED, 0)?
+                    .map(|(events, _)| events)
+                    .unwrap_or_default();
+                retention::digest(&events)
+            }
+        };
         let coe = incidents::coe_of(conn, &key)?;
-        Ok(Some((detail, events, coe)))
+        Ok(Some((detail, digest, coe)))
     })
     .await?;
-    let (detail, events, coe_id) =
+    let (detail, digest, coe_id) =
         found.ok_or_else(|| PageError::NotFound(format!("there is no incident {id}")))?;
-    let all: Vec<EventFacts> = events.iter().map(facts).collect();
-    let said = alert_context(&events);
-    let alerts: Vec<_> = timeline::collapse(&all)
-        .into_iter()
-        .map(|c| {
-            json!({
-                "first": crate::json::format_utc(&c.tally.first),
-                "last": crate::json::format_utc(&c.tally.last),
-                "text": c.tally.text(),
-            })
-        })
-        .collect();
-    let shown = all.len();
+    let shown = digest.shown;
     render(
         &state,
         Some(&who),
@@ -230,8 +131,8 @@ pub async fn show(who: SignedIn, path: web::Path<String>, state: State) -> Page 
         json!({
             "incident": detail.incident,
             "reported_by": detail.reported_by,
-            "alerts": alerts,
-            "said": said,
+            "alerts": digest.alerts,
+            "said": digest.said,
             "coe_id": coe_id,
             "shown": shown,
             "more": i64::from(detail.incident.event_count) > i64::try_from(shown).unwrap_or(0),

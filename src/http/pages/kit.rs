@@ -60,6 +60,5 @@ pub fn names_data(directory: &[(String, Option<String>)]) -> Value {
 
 /// A link shown as a link only when it is http(s): anything else is shown as text.
 pub fn safe_href(url: Option<&str>) -> Option<String> {
-    let parsed = url::Url::parse(url?).ok()?;
-    matches!(parsed.scheme(), "http" | "https").then(|| parsed.to_string())
+    crate::domain::timeline::web_href(url)
 }

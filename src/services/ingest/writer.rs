@@ -102,6 +102,8 @@ pub struct Job {
     pub body: Vec<u8>,
     pub events: Vec<FailureEvent>,
     reply: oneshot::Sender<Result<IngestOutcome, WriteError>>,
+    /// The request's span (its id), for what the writer logs of the batch.
+    span: tracing::Span,
 }
 
 impl Job {
@@ -272,6 +274,7 @@ impl GroupCommit {
             body: delivery.body.to_vec(),
             events,
             reply,
+            span: tracing::Span::current(),
         };
         // The writer its first group key picks (`queues` is never empty).
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
@@ -387,6 +390,9 @@ fn run(queue: &Receiver<Message>, shared: &Shared) {
 /// came to, in order.
 fn write_batch(batch: &[Job], shared: &Shared) -> Vec<Result<IngestOutcome, WriteError>> {
     shared.batch_sizes.observe(batch.len() as f64);
+    // What the batch logs (a database fault among it) carries the request id of its
+    // first delivery; every delivery of the batch is answered the same.
+    let _request = batch.first().map(|job| job.span.enter());
     let env = crate::services::Env {
         settings: &shared.settings,
         template: &shared.template,
@@ -534,6 +540,7 @@ mod tests {
                     body: b"[]".to_vec(),
                     events: vec![event(alert, &format!("g{n}"), false, Severity::Sev3, 1)],
                     reply,
+                    span: tracing::Span::none(),
                 }
             })
             .collect();

@@ -61,6 +61,10 @@ pub struct SweepReport {
     pub purged: usize,
     /// Raw webhook bodies older than `webhooks.keep_raw_days`, emptied by this sweep.
     pub raw_bodies_purged: usize,
+    /// Events past `events.keep_days` dropped by this sweep (`services::retention`).
+    pub pruned: crate::services::retention::Pruned,
+    /// SQLite pages given back to the file system after pruning.
+    pub pages_given_back: i64,
 }
 
 /// One decision to send: the email's kind, key, recipient and what it says. Lists
@@ -154,6 +158,9 @@ impl Lines<'_> {
     }
 }
 
+/// The most pages (4 KiB each) a sweep gives back to the file system after pruning.
+const GIVE_BACK_PAGES: u32 = 25_000;
+
 /// Decides the emails due at `at` and queues them (unless `dry_run`).
 pub fn sweep(
     conn: &mut DbConnection,
@@ -173,6 +180,8 @@ pub fn sweep(
         held: 0,
         purged: 0,
         raw_bodies_purged: 0,
+        pruned: Default::default(),
+        pages_given_back: 0,
     };
     if !dry_run {
         // Counted from the real now, not `at`: a sweep evaluated in the future must not
@@ -183,6 +192,10 @@ pub fn sweep(
         report.raw_bodies_purged =
             crate::services::ingest::purge_raw_bodies(conn, db::now() - keep_raw)?;
         notifications::prune_links(conn, db::now())?;
+        report.pruned = crate::services::retention::prune(conn, settings, db::now())?;
+        if report.pruned.events > 0 || report.pruned.deliveries > 0 {
+            report.pages_given_back = db::size::give_back(conn, GIVE_BACK_PAGES)?;
+        }
     }
     if report.before_send_hour {
         return Ok(report);
