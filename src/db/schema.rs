@@ -424,6 +424,15 @@ diesel::table! {
         ended_at -> Nullable<Timestamp>,
         ended_by -> Nullable<Text>,
         id_token -> Nullable<Text>,
+        oidc_sub -> Nullable<Text>,
+        oidc_sid -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    logout_tokens (jti) {
+        jti -> Text,
+        seen_at -> Timestamp,
     }
 }
 
@@ -577,6 +586,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     notification_settings,
     unsubscribe_links,
     database_marks,
+    logout_tokens,
     kept_forms,
     form_keys,
     service_owners,

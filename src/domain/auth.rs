@@ -152,7 +152,7 @@ pub fn session_alive(
 /// Why an OpenID Provider's word about a person is not enough to sign them in.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unvouched {
-    #[error("the provider's ID token carries no email address (ask for the `email` scope, and have the provider put the claim in the ID token)")]
+    #[error("the provider names no email address, neither in the ID token nor at its UserInfo endpoint (ask for the `email` scope)")]
     NoEmail,
     #[error("the provider has not verified {0} (email_verified is false)")]
     Unverified(String),

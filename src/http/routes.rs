@@ -77,6 +77,8 @@ macro_rules! route_table {
                 // Prometheus text, and the document itself.
                 "/metrics" => { get: observe::metrics }
                 "/api/openapi.json" => { get: openapi::spec }
+                // Posted by the OpenID Provider, form-encoded (docs/operations.md).
+                "/sign-in/oidc/back-channel-logout" => { post: api::backchannel::logout }
             }
         }
     };

@@ -42,16 +42,28 @@ fn provider_dir() -> PathBuf {
 }
 
 impl Provider {
-    /// A provider for a coe on `coe_port`, signing with the first of `kids`.
+    /// A provider for a coe on `coe_port`, signing with the first of `kids`, as
+    /// shipped: the scopes' claims at UserInfo only.
     fn start(coe_port: u16, kids: &str) -> Provider {
+        Provider::start_with(coe_port, kids, &[])
+    }
+
+    /// The same with more options of `op.mjs` (`--claims-in-id-token`,
+    /// `--userinfo-signed`, `--no-kid`).
+    fn start_with(coe_port: u16, kids: &str, options: &[&str]) -> Provider {
         let keys = Arc::new(tempfile::tempdir().expect("a key folder"));
         // The free port may be taken by another test's server before node binds it,
         // and once in CI node stayed silent for 90 s: then again, on another port
         // (any other failure stops the test).
         let mut logs = Vec::new();
         for _ in 0..3 {
-            match Provider::try_start_on(crate::helpers::free_port(), coe_port, keys.clone(), kids)
-            {
+            match Provider::try_start_on(
+                crate::helpers::free_port(),
+                coe_port,
+                keys.clone(),
+                kids,
+                options,
+            ) {
                 Ok(provider) => return provider,
                 Err(log) if log.contains("EADDRINUSE") || log.contains("Timeout") => {
                     eprintln!("{log}\n(trying again on another port)");
@@ -72,6 +84,7 @@ impl Provider {
         coe_port: u16,
         keys: Arc<tempfile::TempDir>,
         kids: &str,
+        options: &[&str],
     ) -> Result<Provider, String> {
         let coe_base = format!("http://127.0.0.1:{coe_port}");
         let mut child = Command::new("node")
@@ -83,6 +96,7 @@ impl Provider {
             .arg("--keys")
             .arg(keys.path())
             .args(["--kids", kids])
+            .args(options)
             .stdout(Stdio::piped())
             .stderr(Stdio::from(
                 std::fs::File::create(keys.path().join("op.log")).expect("a log file"),
@@ -113,6 +127,11 @@ impl Provider {
             port,
             _keys: keys,
         })
+    }
+
+    /// What the provider wrote to its log.
+    fn log(&self) -> String {
+        std::fs::read_to_string(self._keys.path().join("op.log")).unwrap_or_default()
     }
 
     fn issuer(&self) -> String {
@@ -630,13 +649,17 @@ async fn a_rotated_signing_key_is_fetched_and_trusted() {
     assert_eq!(once["/.well-known/openid-configuration"], 1, "{once}");
     assert_eq!(once["/jwks"], 1, "{once}");
     assert_eq!(once["/token"], 1, "{once}");
-    // Discovery and keys are kept: the next sign-in costs one request (the token).
+    // As shipped, the provider gives the address and groups at UserInfo only.
+    assert_eq!(once["/me"], 1, "{once}");
+    // Discovery and keys are kept: the next sign-in costs two requests (the token,
+    // UserInfo).
     let second = Visitor::new().sign_in(&app, "carol").await;
     assert_eq!(second.status(), StatusCode::SEE_OTHER);
     let twice = provider.counts().await;
     assert_eq!(twice["/.well-known/openid-configuration"], 1, "{twice}");
     assert_eq!(twice["/jwks"], 1, "{twice}");
     assert_eq!(twice["/token"], 2, "{twice}");
+    assert_eq!(twice["/me"], 2, "{twice}");
 
     // The provider now signs with k2 (k1 still published); coe kept only k1.
     provider.rotate("k2,k1").await;
@@ -826,4 +849,245 @@ async fn an_admin_signs_in_and_out_through_the_provider_in_a_browser() {
         problem.contains("has not verified bob@example.com"),
         "{problem}"
     );
+}
+
+/// Okta, Entra ID, Google and Keycloak put the address and groups in the ID token
+/// itself: then coe asks nothing more (no UserInfo request).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_in_the_id_token_need_no_userinfo_request() {
+    let coe_port = crate::helpers::free_port();
+    let provider = Provider::start_with(coe_port, "k1", &["--claims-in-id-token"]);
+    let app = coe_with(coe_port, &provider.issuer(), |_| {}).await;
+    let alice = Visitor::new();
+    let answer = alice.sign_in(&app, "alice").await;
+    assert_eq!(
+        answer.status(),
+        StatusCode::SEE_OTHER,
+        "{}",
+        body(answer).await
+    );
+    assert_eq!(
+        person(&app, "alice@example.com"),
+        Some((Some("Alice Admin".into()), true)),
+        "named and an admin by her groups, from the ID token"
+    );
+    let counts = provider.counts().await;
+    assert_eq!(counts["/token"], 1, "{counts}");
+    assert!(counts["/me"].is_null(), "no UserInfo request: {counts}");
+}
+
+/// UserInfo's answer must be about the person of the ID token (OpenID Connect Core
+/// 5.3.2): one naming another `sub` signs nobody in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_userinfo_answer_about_someone_else_signs_nobody_in() {
+    let coe_port = crate::helpers::free_port();
+    let provider = Provider::start(coe_port, "k1");
+    let app = coe_with(coe_port, &provider.issuer(), |_| {}).await;
+    let visitor = Visitor::new();
+    let answer = visitor.sign_in(&app, "other-sub").await;
+    assert_eq!(answer.status(), StatusCode::UNAUTHORIZED);
+    assert!(no_session_cookie(&answer));
+    let page = body(answer).await;
+    assert!(page.contains("about someone else"), "{page}");
+    assert!(live_sessions(&app).is_empty());
+    assert_eq!(person(&app, "os@example.com"), None);
+    let counts = provider.counts().await;
+    assert_eq!(counts["/me"], 1, "{counts}");
+}
+
+/// A provider that answers UserInfo with a signed JWT (its `jwtUserinfo` feature):
+/// the signature is checked with its published keys, and the person signs in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_userinfo_answer_is_checked_and_used() {
+    let coe_port = crate::helpers::free_port();
+    let provider = Provider::start_with(coe_port, "k1", &["--userinfo-signed"]);
+    let app = coe_with(coe_port, &provider.issuer(), |_| {}).await;
+    let carol = Visitor::new();
+    let answer = carol.sign_in(&app, "carol").await;
+    assert_eq!(
+        answer.status(),
+        StatusCode::SEE_OTHER,
+        "{}",
+        body(answer).await
+    );
+    assert_eq!(
+        person(&app, "carol@example.com"),
+        Some((Some("Carol Member".into()), false))
+    );
+    let counts = provider.counts().await;
+    assert_eq!(counts["/me"], 1, "{counts}");
+}
+
+/// A provider with one key that rotates it and signs without `kid`: the kept key
+/// fails the signature, so the keys are fetched again and the new one is trusted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_rotated_without_a_kid_is_fetched_and_trusted() {
+    let coe_port = crate::helpers::free_port();
+    let provider = Provider::start_with(coe_port, "k1", &["--no-kid", "--claims-in-id-token"]);
+    let app = coe_with(coe_port, &provider.issuer(), |_| {}).await;
+    let first = Visitor::new().sign_in(&app, "alice").await;
+    assert_eq!(
+        first.status(),
+        StatusCode::SEE_OTHER,
+        "{}",
+        body(first).await
+    );
+    let keys_fetched_by = tokio::time::Instant::now();
+    // Only k2 published now, and tokens still carry no kid.
+    provider.rotate("k2").await;
+    tokio::time::sleep_until(keys_fetched_by + coe::oidc::KEYS_REFETCH_MIN).await;
+    let after = Visitor::new().sign_in(&app, "carol").await;
+    assert_eq!(
+        after.status(),
+        StatusCode::SEE_OTHER,
+        "{}",
+        body(after).await
+    );
+    let rotated = provider.counts().await;
+    assert_eq!(rotated["/jwks"], 1, "the keys fetched once more: {rotated}");
+    assert_eq!(live_sessions(&app).len(), 2);
+}
+
+/// A logout token the test provider signs as it would its own (`/test/logout-token`),
+/// with `query` shaping it.
+async fn minted(provider: &Provider, query: &str) -> String {
+    reqwest::Client::new()
+        .post(format!("{}/test/logout-token?{query}", provider.issuer()))
+        .send()
+        .await
+        .expect("the provider answers")
+        .text()
+        .await
+        .expect("a token")
+}
+
+async fn post_logout(app: &TestApp, token: &str) -> reqwest::Response {
+    app.client
+        .post(app.url("/sign-in/oidc/back-channel-logout"))
+        .form(&[("logout_token", token)])
+        .send()
+        .await
+        .expect("posted")
+}
+
+/// OpenID Connect Back-Channel Logout 1.0: signing out at the provider ends the coe
+/// session begun in that provider session (the provider posts a logout token); a
+/// token that fails any check of section 2.6, or is sent twice, ends nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signing_out_at_the_provider_ends_the_coe_session() {
+    let coe_port = crate::helpers::free_port();
+    let backchannel = format!("http://127.0.0.1:{coe_port}/sign-in/oidc/back-channel-logout");
+    let provider = Provider::start_with(coe_port, "k1", &["--backchannel", &backchannel]);
+    let app = coe_with(coe_port, &provider.issuer(), |_| {}).await;
+    let alice = Visitor::new();
+    let answer = alice.sign_in(&app, "alice").await;
+    assert_eq!(
+        answer.status(),
+        StatusCode::SEE_OTHER,
+        "{}",
+        body(answer).await
+    );
+    let carol = Visitor::new();
+    assert_eq!(
+        carol.sign_in(&app, "carol").await.status(),
+        StatusCode::SEE_OTHER
+    );
+    assert_eq!(live_sessions(&app).len(), 2);
+
+    // Alice signs out at the provider itself (its own sign-out page).
+    let page = body(
+        alice
+            .get(&format!("{}/session/end", provider.issuer()))
+            .await,
+    )
+    .await;
+    let xsrf = page
+        .split("name=\"xsrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("the provider's sign-out form: {page}"))
+        .to_owned();
+    let done = alice
+        .client
+        .post(format!("{}/session/end/confirm", provider.issuer()))
+        .form(&[("xsrf", xsrf.as_str()), ("logout", "yes")])
+        .send()
+        .await
+        .expect("signed out at the provider");
+    assert!(
+        done.status().is_success() || done.status().is_redirection(),
+        "{}",
+        done.status()
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while live_sessions(&app).len() != 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "alice's coe session still alive; the provider's log:\n{}",
+            provider.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        live_sessions(&app),
+        vec![("carol@example.com".to_owned(), "oidc".to_owned())]
+    );
+    let ended_by: Option<String> = sessions::table
+        .filter(sessions::person_email.eq("alice@example.com"))
+        .select(sessions::ended_by)
+        .first(&mut app.pool.get().expect("conn"))
+        .expect("her session");
+    assert_eq!(
+        ended_by.as_deref(),
+        Some(coe::services::auth::SIGNED_OUT_AT_PROVIDER)
+    );
+    let me = alice.get(&app.url("/me")).await;
+    assert!(
+        me.url().path().starts_with("/sign-in") || me.url().path().starts_with("/interaction"),
+        "{}",
+        me.url()
+    );
+
+    // What section 2.6 refuses: each answered 400 invalid_request, Carol still in.
+    let id_token: String = sessions::table
+        .filter(sessions::person_email.eq("carol@example.com"))
+        .select(sessions::id_token)
+        .first::<Option<String>>(&mut app.pool.get().expect("conn"))
+        .expect("her session")
+        .expect("its ID token");
+    let mut refused = vec![
+        ("not a JWT".to_owned(), "garbage".to_owned()),
+        ("an ID token".to_owned(), id_token),
+    ];
+    for (what, query) in [
+        ("signed with a key never published", "sub=carol&key=forger"),
+        ("for another client", "sub=carol&aud=someone-else"),
+        ("with a nonce", "sub=carol&nonce=1"),
+        ("without the logout event", "sub=carol&noevent=1"),
+        ("an hour old", "sub=carol&iat=-3600"),
+        ("naming nobody", "jti=nobody"),
+    ] {
+        refused.push((what.to_owned(), minted(&provider, query).await));
+    }
+    for (what, token) in refused {
+        let answer = post_logout(&app, &token).await;
+        assert_eq!(answer.status(), StatusCode::BAD_REQUEST, "{what}");
+        assert_eq!(answer.headers()["cache-control"], "no-store", "{what}");
+        let said: serde_json::Value = answer.json().await.expect("json");
+        assert_eq!(said["error"], "invalid_request", "{what}: {said}");
+    }
+    assert_eq!(
+        live_sessions(&app).len(),
+        1,
+        "nothing ended by a refused token"
+    );
+
+    // A good token by subject ends Carol's session; the same token again is refused.
+    let token = minted(&provider, "sub=carol&jti=once").await;
+    let answer = post_logout(&app, &token).await;
+    assert_eq!(answer.status(), StatusCode::OK);
+    assert!(live_sessions(&app).is_empty());
+    let again = post_logout(&app, &token).await;
+    assert_eq!(again.status(), StatusCode::BAD_REQUEST);
+    assert!(body(again).await.contains("taken already"));
 }

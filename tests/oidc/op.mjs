@@ -12,7 +12,11 @@
 // negative tests: wrong-aud, expired, forged (signed with a key the provider never
 // published, under its published kid), unknown-key (the same, under an unknown kid),
 // bad-nonce, wrong-iss; and skewed (expired 30 s ago: within coe's allowance).
-// noverify has no email_verified claim.
+// noverify has no email_verified claim; other-sub's UserInfo answer names another sub.
+//
+// Claims: as shipped, the scopes' claims come from UserInfo (/me) only;
+// --claims-in-id-token puts them in the ID token too; --userinfo-signed answers /me
+// with a signed JWT; --no-kid signs ID tokens with no `kid` in their header.
 import { generateKeyPairSync } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -30,6 +34,17 @@ const { values: args } = parseArgs({
     kids: { type: 'string', default: 'k1' },
     'client-id': { type: 'string', default: 'coe' },
     'client-secret': { type: 'string', default: 'coe-test-secret' },
+    // Off: oidc-provider as shipped puts the scopes' claims (email, profile, groups)
+    // at UserInfo only, not in the ID token (OpenID Connect Core 5.4). On: in the ID
+    // token too, as Okta, Entra ID, Google and Keycloak do.
+    'claims-in-id-token': { type: 'boolean', default: false },
+    // The UserInfo answer as a signed JWT (oidc-provider's jwtUserinfo feature).
+    'userinfo-signed': { type: 'boolean', default: false },
+    // ID tokens signed with no `kid` in their header (allowed with one published key).
+    'no-kid': { type: 'boolean', default: false },
+    // coe's back-channel logout URI: the provider posts a logout token there when a
+    // person signs out at the provider (its backchannelLogout feature).
+    backchannel: { type: 'string' },
   },
 });
 
@@ -74,6 +89,7 @@ const ACCOUNTS = {
   skewed: { email: 'sk@example.com', email_verified: true, name: 'Skewed Clock', groups: [], tamper: { expOffset: -30 } },
   // A provider that never says whether it verified the address (Entra ID).
   noverify: { email: 'nv@example.com', name: 'No Verified Claim', groups: [] },
+  'other-sub': { email: 'os@example.com', email_verified: true, name: 'Other Sub', groups: [] },
 };
 
 const configuration = () => ({
@@ -85,15 +101,31 @@ const configuration = () => ({
     grant_types: ['authorization_code'],
     response_types: ['code'],
     token_endpoint_auth_method: 'client_secret_basic',
+    ...(args['userinfo-signed'] ? { userinfo_signed_response_alg: 'RS256' } : {}),
+    ...(args.backchannel
+      ? { backchannel_logout_uri: args.backchannel, backchannel_logout_session_required: true }
+      : {}),
   }],
   jwks,
+  // The provider refuses to post to special-use addresses, loopback included (its SSRF
+  // protection, which hands `fetch` a guarded dispatcher); here coe is on loopback, so
+  // the test provider's back-channel logout posts skip that guard. Nothing else of its
+  // behaviour changes; a real provider reaches coe at its public address.
+  ...(args.backchannel
+    ? { fetch: (url, options) => globalThis.fetch(url, { ...options, dispatcher: undefined }) }
+    : {}),
   cookies: { keys: ['test-cookie-key-not-secret'] },
   pkce: { required: () => true },
-  // Claims of the requested scopes in the ID token too, not only at /me.
-  conformIdTokenClaims: false,
+  // The shipped default unless asked: the scopes' claims at /me (UserInfo) only.
+  ...(args['claims-in-id-token'] ? { conformIdTokenClaims: false } : {}),
   claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'], groups: ['groups'] },
   scopes: ['openid', 'email', 'profile', 'groups'],
-  features: { devInteractions: { enabled: true }, rpInitiatedLogout: { enabled: true } },
+  features: {
+    devInteractions: { enabled: true },
+    rpInitiatedLogout: { enabled: true },
+    jwtUserinfo: { enabled: args['userinfo-signed'] },
+    backchannelLogout: { enabled: Boolean(args.backchannel) },
+  },
   // Grant every requested scope at once: the browser sees the login page only.
   async loadExistingGrant(ctx) {
     const grantId = ctx.oidc.result?.consent?.grantId
@@ -118,6 +150,13 @@ function made(kids) {
   jwks = { keys: kids.split(',').map(keptKey) };
   counts = {};
   const provider = new Provider(issuer, configuration());
+  // What became of each back-channel logout, in op.log.
+  provider.on('backchannel.success', (ctx, client, accountId, sid) => {
+    console.error(`op: back-channel logout of ${accountId} (sid ${sid}) delivered to ${client.clientId}`);
+  });
+  provider.on('backchannel.error', (ctx, err, client, accountId, sid) => {
+    console.error(`op: back-channel logout of ${accountId} (sid ${sid}) failed: ${err.message}`);
+  });
   // What coe asked of the provider, by path: GET /test/counts (a test checks that a
   // sign-in costs one token request, and that keys are fetched again only when needed).
   provider.use(async (ctx, next) => {
@@ -133,14 +172,29 @@ function made(kids) {
     }
   });
 
+  // After UserInfo: the account `other-sub` is answered about someone else.
+  provider.use(async (ctx, next) => {
+    await next();
+    if (ctx.path === '/me' && ctx.status === 200 && ctx.body?.sub === 'other-sub') {
+      ctx.body = { ...ctx.body, sub: 'someone-else' };
+    }
+  });
+
   // After the token endpoint: doctor the ID token of the negative-test accounts.
   provider.use(async (ctx, next) => {
     await next();
     if (ctx.path !== '/token' || ctx.status !== 200 || !ctx.body?.id_token) return;
     const payload = decodeJwt(ctx.body.id_token);
-    const tamper = ACCOUNTS[payload.sub]?.tamper;
-    if (!tamper) return;
     const header = decodeProtectedHeader(ctx.body.id_token);
+    const tamper = ACCOUNTS[payload.sub]?.tamper;
+    if (!tamper && args['no-kid']) {
+      const signed = await new SignJWT(payload)
+        .setProtectedHeader({ alg: header.alg })
+        .sign(await importJWK(jwks.keys[0], header.alg));
+      ctx.body = { ...ctx.body, id_token: signed };
+      return;
+    }
+    if (!tamper) return;
     let key = jwks.keys[0];
     let kid = header.kid;
     if (tamper.aud) payload.aud = tamper.aud;
@@ -172,6 +226,27 @@ const server = createServer((req, res) => {
   if (url.pathname === '/test/counts') {
     res.setHeader('content-type', 'application/json');
     res.end(JSON.stringify(counts));
+  } else if (url.pathname === '/test/logout-token' && req.method === 'POST') {
+    // A logout token as the provider would sign one (for the tests of what coe
+    // refuses): ?sub=&sid=&jti=&aud=&key=forger&nonce=1&noevent=1&iat=<offset s>.
+    const q = url.searchParams;
+    const now = Math.floor(Date.now() / 1000);
+    const claims = {
+      iss: issuer,
+      aud: q.get('aud') ?? args['client-id'],
+      iat: now + Number(q.get('iat') ?? 0),
+      jti: q.get('jti') ?? `jti-${Math.random()}`,
+      ...(q.get('noevent') ? {} : { events: { 'http://schemas.openid.net/event/backchannel-logout': {} } }),
+      ...(q.get('sub') ? { sub: q.get('sub') } : {}),
+      ...(q.get('sid') ? { sid: q.get('sid') } : {}),
+      ...(q.get('nonce') ? { nonce: 'n' } : {}),
+    };
+    const key = q.get('key') === 'forger' ? forgersKey : jwks.keys[0];
+    importJWK(key, 'RS256')
+      .then((signing) => new SignJWT(claims)
+        .setProtectedHeader({ alg: 'RS256', kid: jwks.keys[0].kid, typ: 'logout+jwt' })
+        .sign(signing))
+      .then((token) => res.end(token));
   } else if (url.pathname === '/test/rotate' && req.method === 'POST') {
     handle = made(url.searchParams.get('kids'));
     res.end('rotated');

@@ -1,6 +1,7 @@
 //! JSON API handlers: extract, call a service, respond.
 
 pub mod actions;
+pub mod backchannel;
 pub mod coes;
 pub mod comments;
 pub mod incidents;

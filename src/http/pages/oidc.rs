@@ -211,6 +211,8 @@ async fn finish(
             name: identity.name.as_deref(),
             admin,
             id_token: &identity.id_token,
+            subject: &identity.subject,
+            provider_session: identity.session.as_deref(),
         };
         Ok(auth::oidc_session(
             conn,

@@ -2,6 +2,10 @@
 //! sessions kept in the database (so every replica knows them), and the rate limits
 //! on sign-in requests. The rules are `domain::auth`; roles come from the directory.
 
+mod provider;
+
+pub use provider::{end_provider_sessions, oidc_session, Vouched, SIGNED_OUT_AT_PROVIDER};
+
 use crate::services::Env;
 use chrono::{Duration, NaiveDateTime};
 use diesel::prelude::*;
@@ -397,74 +401,6 @@ pub fn proxy_session(
     let person =
         session(conn, secret.expose(), settings)?.ok_or(diesel::result::Error::NotFound)?;
     Ok(Some((person, Some(secret))))
-}
-
-/// What an OpenID Provider says of the person signing in, once its ID token passed
-/// its checks (`oidc::Provider::finish`) and its address is one it vouches for
-/// (`domain::auth::vouched_address`).
-pub struct Vouched<'a> {
-    pub email: &'a EmailAddress,
-    pub name: Option<&'a str>,
-    /// Admin by the provider's groups (`domain::auth::admin_by_groups`); `None`
-    /// leaves it to the directory.
-    pub admin: Option<bool>,
-    /// The ID token, handed back to the provider on sign-out.
-    pub id_token: &'a str,
-}
-
-/// Starts a session for the person an OpenID Provider vouches for, when they may
-/// sign in (the directory or `auth.allowed_domains`, as for the emailed link): they
-/// join the directory if new, with the provider's name for them when the directory
-/// has none, and are an admin or not by their groups when `auth.oidc.admin_groups`
-/// names any. A session this browser held before (`previous`) ends. `None` when the
-/// address may not sign in.
-pub fn oidc_session(
-    conn: &mut DbConnection,
-    person: &Vouched<'_>,
-    client: &str,
-    previous: Option<&str>,
-    settings: &Settings,
-) -> QueryResult<Option<TokenSecret>> {
-    let address = person.email.as_str();
-    if !may_sign_in(conn, address, settings)? {
-        tracing::info!(email = %address, "the sign-in provider vouched for an address that may not sign in");
-        return Ok(None);
-    }
-    if let Some(secret) = previous {
-        if let Some(before) = session(conn, secret, settings)? {
-            end(conn, &before.session_id, "signed in again")?;
-        }
-    }
-    db::write_transaction(conn, |conn| {
-        let now = db::now();
-        directory::ensure(conn, address, now)?;
-        if let Some(name) = person.name.map(str::trim).filter(|n| !n.is_empty()) {
-            diesel::update(people::table.find(address).filter(people::name.is_null()))
-                .set((people::name.eq(name), people::updated_at.eq(now)))
-                .execute(conn)?;
-        }
-        if let Some(admin) = person.admin {
-            let changed = diesel::update(
-                people::table
-                    .find(address)
-                    .filter(people::is_admin.ne(admin)),
-            )
-            .set((people::is_admin.eq(admin), people::updated_at.eq(now)))
-            .execute(conn)?;
-            if changed > 0 {
-                tracing::info!(email = %address, admin, "admin by the sign-in provider's groups");
-            }
-        }
-        start_session(
-            conn,
-            address,
-            Method::Oidc,
-            client,
-            now,
-            Some(person.id_token),
-        )
-        .map(Some)
-    })
 }
 
 /// The ID token a session began with (an OpenID sign-in's), for the provider's

@@ -23,16 +23,24 @@ use openidconnect::core::{
 };
 use openidconnect::{
     reqwest, AdditionalClaims, AuthorizationCode, ClaimsVerificationError, Client, ClientId,
-    ClientSecret, CsrfToken, DiscoveryError, EmptyExtraTokenFields, EndpointMaybeSet,
-    EndpointNotSet, EndpointSet, HttpClientError, IdTokenClaims, IdTokenFields, IssuerUrl,
-    JsonWebKeySet, LogoutRequest, Nonce, PkceCodeChallenge, PkceCodeVerifier,
-    PostLogoutRedirectUrl, ProviderMetadataWithLogout, RedirectUrl, RequestTokenError, Scope,
-    SignatureVerificationError, StandardErrorResponse, StandardTokenResponse, TokenResponse,
+    ClientSecret, CsrfToken, EmptyExtraTokenFields, EndpointMaybeSet, EndpointNotSet, EndpointSet,
+    IdTokenClaims, IdTokenFields, IssuerUrl, JsonWebKeySet, LogoutRequest, Nonce,
+    OAuth2TokenResponse, PkceCodeChallenge, PkceCodeVerifier, PostLogoutRedirectUrl,
+    ProviderMetadataWithLogout, RedirectUrl, Scope, SignatureVerificationError,
+    StandardErrorResponse, StandardTokenResponse, TokenResponse,
 };
 use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
 use crate::config::Settings;
+
+mod logout;
+mod problems;
+mod user_info;
+
+use problems::{chain, discovery_problem, token_problem, HttpError};
+
+pub use logout::Logout;
 
 /// The clock difference allowed between coe and the provider.
 pub const CLOCK_SKEW_SECS: i64 = 60;
@@ -126,6 +134,8 @@ pub enum OidcError {
 #[derive(Debug, Clone)]
 pub struct Identity {
     pub subject: String,
+    /// The ID token's `iss`.
+    pub issuer: String,
     pub email: Option<String>,
     pub email_verified: Option<bool>,
     pub name: Option<String>,
@@ -133,6 +143,12 @@ pub struct Identity {
     /// many (Entra ID's "overage": `_claim_names` points elsewhere for them), so
     /// that they cannot be known from the token.
     pub groups: Option<Vec<String>>,
+    /// The provider's session (the ID token's `sid`), which its back-channel logout
+    /// names.
+    pub session: Option<String>,
+    /// Whether the ID token listed the groups (else UserInfo is asked, when admins
+    /// follow groups).
+    pub groups_in_token: bool,
     /// The ID token itself, handed back to the provider on sign-out.
     pub id_token: String,
 }
@@ -196,6 +212,13 @@ struct Discovered {
     keys_fetched: Instant,
 }
 
+impl Discovered {
+    /// The provider's published keys, as JSON (for `jsonwebtoken`).
+    fn keys_json(&self) -> String {
+        serde_json::to_string(self.metadata.jwks()).unwrap_or_default()
+    }
+}
+
 /// The provider, as this replica knows it. Built at start-up without contacting it:
 /// discovery happens at the first sign-in (an unreachable provider does not stop the
 /// service; its pages say so).
@@ -208,6 +231,9 @@ pub struct Provider {
     post_logout: String,
     scopes: Vec<String>,
     groups_claim: String,
+    /// Whether admins follow groups (`auth.oidc.admin_groups`): then they are read
+    /// from UserInfo when the ID token does not list them.
+    wants_groups: bool,
     current: RwLock<Option<Arc<Discovered>>>,
     /// The last failed discovery: when, and why.
     failed: RwLock<Option<(Instant, OidcError)>>,
@@ -239,6 +265,7 @@ impl Provider {
             post_logout: format!("{base}/sign-in"),
             scopes: o.scopes.clone(),
             groups_claim: o.groups_claim.clone(),
+            wants_groups: !o.admin_groups.is_empty(),
             current: RwLock::new(None),
             failed: RwLock::new(None),
         }))
@@ -380,24 +407,53 @@ impl Provider {
             .ok_or_else(|| OidcError::Token("the provider's answer has no ID token".into()))?;
         let nonce = Nonce::new(pending.nonce.clone());
         let checked = id_token
-            .claims(&verifier(&discovered.client), &nonce)
+            .claims(&self.verifier(&discovered.client), &nonce)
             .map(|c| self.identity(c, id_token));
-        match checked {
-            Ok(identity) => Ok(identity),
-            // Signed with a key not in the kept set: the provider may have rotated its
-            // keys. Fetch them again (not too often) and check once more.
+        let identity = match checked {
+            Ok(identity) => identity,
+            // A signature that fails with the keys kept: the provider may have rotated
+            // its keys (a new `kid`, or none at all, when every kept key is tried and
+            // fails). Fetch them again (not too often) and check once more.
             Err(ClaimsVerificationError::SignatureVerification(
-                SignatureVerificationError::NoMatchingKey,
+                SignatureVerificationError::NoMatchingKey
+                | SignatureVerificationError::CryptoError(_),
             )) => {
                 let fresh = self.refetch_keys(&discovered).await?;
                 let rechecked = id_token
-                    .claims(&verifier(&fresh.client), &nonce)
+                    .claims(&self.verifier(&fresh.client), &nonce)
                     .map(|c| self.identity(c, id_token))
                     .map_err(|e| OidcError::Token(e.to_string()));
-                rechecked
+                rechecked?
             }
-            Err(e) => Err(OidcError::Token(e.to_string())),
+            Err(e) => return Err(OidcError::Token(e.to_string())),
+        };
+        if !self.issuer_accepted(&identity.issuer) {
+            return Err(OidcError::Token(format!(
+                "issued by {:?}, not by the configured issuer {:?}",
+                identity.issuer, self.issuer
+            )));
         }
+        if self.needs_user_info(&identity) {
+            return self
+                .with_user_info(&discovered, response.access_token(), identity)
+                .await;
+        }
+        Ok(identity)
+    }
+
+    /// Google documents its issuer as `https://accounts.google.com` and says ID tokens
+    /// may carry `accounts.google.com`: for that issuer only, both are accepted.
+    fn google(&self) -> bool {
+        self.issuer.trim_end_matches('/') == "https://accounts.google.com"
+    }
+
+    fn issuer_accepted(&self, iss: &str) -> bool {
+        !self.google() || matches!(iss, "https://accounts.google.com" | "accounts.google.com")
+    }
+
+    fn verifier<'a>(&self, client: &'a OidcClient) -> CoreIdTokenVerifier<'a> {
+        // For Google the issuer is checked by `issuer_accepted`, both spellings.
+        verifier(client).require_issuer_match(!self.google())
     }
 
     async fn refetch_keys(&self, seen: &Arc<Discovered>) -> Result<Arc<Discovered>, OidcError> {
@@ -406,7 +462,7 @@ impl Provider {
         }
         if seen.keys_fetched.elapsed() < KEYS_REFETCH_MIN {
             return Err(OidcError::Token(
-                "signed with a key the provider does not publish (its keys were fetched moments ago)"
+                "signed with a key the provider does not publish, or its signature does not verify (the keys were fetched moments ago)"
                     .into(),
             ));
         }
@@ -435,6 +491,7 @@ impl Provider {
     ) -> Identity {
         Identity {
             subject: claims.subject().as_str().to_owned(),
+            issuer: claims.issuer().as_str().to_owned(),
             email: claims.email().map(|e| e.as_str().to_owned()),
             email_verified: claims.email_verified(),
             name: claims
@@ -442,6 +499,16 @@ impl Provider {
                 .and_then(|n| n.get(None))
                 .map(|n| n.as_str().to_owned()),
             groups: self.groups(claims.additional_claims()),
+            session: claims
+                .additional_claims()
+                .claims
+                .get("sid")
+                .and_then(|v| v.as_str())
+                .map(str::to_owned),
+            groups_in_token: claims
+                .additional_claims()
+                .claims
+                .contains_key(&self.groups_claim),
             id_token: id_token.to_string(),
         }
     }
@@ -566,54 +633,6 @@ fn groups_of(claim: Option<&serde_json::Value>) -> Vec<String> {
     }
 }
 
-type HttpError = HttpClientError<reqwest::Error>;
-
-fn discovery_problem(e: &DiscoveryError<HttpError>) -> String {
-    match e {
-        DiscoveryError::Request(e) => format!("no answer ({})", chain(e)),
-        DiscoveryError::Response(status, _, _) => {
-            format!("its discovery document answered HTTP {status}")
-        }
-        DiscoveryError::Parse(e) => format!("its discovery document cannot be read: {e}"),
-        DiscoveryError::Validation(e) => format!("its discovery document is not usable: {e}"),
-        other => chain(other),
-    }
-}
-
-fn token_problem(
-    e: &RequestTokenError<HttpError, StandardErrorResponse<CoreErrorResponseType>>,
-) -> OidcError {
-    match e {
-        RequestTokenError::ServerResponse(answer) => OidcError::Refused(format!(
-            "its token endpoint answered {}{}",
-            answer.error().as_ref(),
-            answer
-                .error_description()
-                .map(|d| format!(" ({d})"))
-                .unwrap_or_default()
-        )),
-        RequestTokenError::Request(e) => {
-            OidcError::Unreachable(format!("its token endpoint did not answer ({})", chain(e)))
-        }
-        RequestTokenError::Parse(e, _) => {
-            OidcError::Token(format!("its token endpoint's answer cannot be read: {e}"))
-        }
-        RequestTokenError::Other(e) => OidcError::Token(e.clone()),
-    }
-}
-
-/// An error with its causes, on one line.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -636,6 +655,28 @@ mod tests {
         assert!(pending.state_matches("s-1_A"));
         assert!(!pending.state_matches("s-1_B"));
         assert!(!pending.state_matches(""));
+    }
+
+    fn provider_of(issuer: &str) -> Provider {
+        let mut settings = Settings::default();
+        settings.auth.mode = crate::config::AuthMode::Oidc;
+        settings.auth.oidc.issuer = issuer.into();
+        settings.auth.oidc.client_id = "coe".into();
+        Provider::from_settings(&settings)
+            .expect("settings")
+            .expect("a provider")
+    }
+
+    #[test]
+    fn googles_issuer_is_accepted_in_both_its_spellings_for_google_only() {
+        let google = provider_of("https://accounts.google.com");
+        assert!(google.issuer_accepted("https://accounts.google.com"));
+        assert!(google.issuer_accepted("accounts.google.com"));
+        assert!(!google.issuer_accepted("https://accounts.google.com.evil.example"));
+        assert!(!google.issuer_accepted("https://login.microsoftonline.com/x/v2.0"));
+        // Any other issuer is matched exactly by the ID token verifier.
+        let other = provider_of("https://login.example.com");
+        assert!(!other.google());
     }
 
     #[test]
