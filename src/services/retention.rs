@@ -1,5 +1,5 @@
 //! Retention (`events.keep_days`): an incident whose last event is older than that,
-//! that is not open and has no COE, keeps what its page shows of its events — the
+//! that is not open and has no COE (nor events a COE's timeline points at), keeps what its page shows of its events — the
 //! alerts collapsed and what each alert said (`Digest`) — and drops the events
 //! themselves, and the deliveries left with none. Its counts, times and alerts stay,
 //! and its page reads the digest: it shows the same. An incident with a COE keeps
@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::config::Settings;
-use crate::db::schema::{coe_incidents, failure_events, incidents, webhook_deliveries};
+use crate::db::schema::{
+    coe_incidents, failure_events, incidents, timeline_entries, webhook_deliveries,
+};
 use crate::db::{self, DbConnection};
 use crate::domain::timeline::{self, EventFacts};
 use crate::services::incidents as incident_service;
@@ -124,13 +126,22 @@ fn prune_batch(
     now: NaiveDateTime,
 ) -> QueryResult<(usize, usize)> {
     // Neither an open incident (an event may still come) nor one with a COE (its
-    // events are the COE's evidence).
+    // events are the COE's evidence), nor one whose events a COE's timeline points at
+    // (an entry someone edited stays when its incident is detached).
     let ids: Vec<String> = incidents::table
         .filter(incidents::events_pruned_at.is_null())
         .filter(incidents::updated_at.lt(before))
         .filter(incidents::state.ne("open"))
         .filter(diesel::dsl::not(diesel::dsl::exists(
             coe_incidents::table.filter(coe_incidents::incident_id.eq(incidents::id)),
+        )))
+        .filter(diesel::dsl::not(diesel::dsl::exists(
+            failure_events::table
+                .inner_join(
+                    timeline_entries::table
+                        .on(timeline_entries::event_id.eq(failure_events::id.nullable())),
+                )
+                .filter(failure_events::incident_id.eq(incidents::id)),
         )))
         .order(incidents::updated_at.asc())
         .limit(BATCH)

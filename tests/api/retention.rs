@@ -178,6 +178,38 @@ async fn a_year_of_events_is_pruned_and_every_page_stays_the_same() {
         .select(coe_incidents::coe_id)
         .load(&mut app.pool.get().expect("conn"))
         .expect("COEs");
+    // A COE's timeline entry pointing at an event of an old incident it no longer
+    // covers (an entry someone edited stays when its incident is detached): that
+    // incident keeps its events.
+    let pointed_at = ages
+        .iter()
+        .find(|(id, days)| **days > 200 && !with_coe.contains(id))
+        .map(|(id, _)| id.clone())
+        .expect("an old incident without a COE");
+    {
+        use coe::db::schema::timeline_entries;
+        let mut conn = app.pool.get().expect("conn");
+        let event: String = failure_events::table
+            .filter(failure_events::incident_id.eq(&pointed_at))
+            .select(failure_events::id)
+            .first(&mut conn)
+            .expect("an event");
+        let now = chrono::Utc::now().naive_utc();
+        diesel::insert_into(timeline_entries::table)
+            .values((
+                timeline_entries::id.eq(format!("kept-{event}")),
+                timeline_entries::coe_id.eq(&coes[0]),
+                timeline_entries::at.eq(now),
+                timeline_entries::kind.eq("note"),
+                timeline_entries::text.eq("The first alert, as the on-call saw it"),
+                timeline_entries::event_id.eq(&event),
+                timeline_entries::created_at.eq(now),
+                timeline_entries::occurrences.eq(1),
+                timeline_entries::hosts.eq(1),
+            ))
+            .execute(&mut conn)
+            .expect("an entry pointing at an old event");
+    }
 
     let res = app
         .client
@@ -230,7 +262,7 @@ async fn a_year_of_events_is_pruned_and_every_page_stays_the_same() {
     let mut pruned = 0;
     for (id, days) in &ages {
         let kept = events_of(&app, id);
-        if *days >= 90 && !with_coe.contains(id) {
+        if *days >= 90 && !with_coe.contains(id) && *id != pointed_at {
             assert_eq!(kept, 0, "{id}, {days} days old");
             pruned += 1;
         } else {

@@ -192,9 +192,19 @@ pub fn sweep(
         report.raw_bodies_purged =
             crate::services::ingest::purge_raw_bodies(conn, db::now() - keep_raw)?;
         notifications::prune_links(conn, db::now())?;
-        report.pruned = crate::services::retention::prune(conn, settings, db::now())?;
+        // Retention never stops the reminders: a failure is logged, the sweep goes on.
+        match crate::services::retention::prune(conn, settings, db::now()) {
+            Ok(pruned) => report.pruned = pruned,
+            Err(e) => {
+                tracing::error!(error = %e, "dropping the events past events.keep_days failed; the reminders go on")
+            }
+        }
         if report.pruned.events > 0 || report.pruned.deliveries > 0 {
-            report.pages_given_back = db::size::give_back(conn, GIVE_BACK_PAGES)?;
+            report.pages_given_back =
+                db::size::give_back(conn, GIVE_BACK_PAGES).unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "cannot give freed pages back to the file system");
+                    0
+                });
         }
     }
     if report.before_send_hour {

@@ -1,0 +1,1 @@
+DROP INDEX timeline_entries_by_event;
