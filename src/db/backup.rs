@@ -458,6 +458,7 @@ fn hold_in_flight_in(copy: &Path) -> Result<usize, String> {
         .set((
             outbox_emails::state.eq("held"),
             outbox_emails::lease_until.eq(None::<chrono::NaiveDateTime>),
+            outbox_emails::claimed_by.eq(None::<String>),
             outbox_emails::last_error.eq(HELD_BECAUSE),
             outbox_emails::updated_at.eq(super::now()),
         ))

@@ -387,6 +387,10 @@ fn a_restore_holds_what_was_in_flight_for_an_admin() {
     let listed = crate::cli::http_get(served.port, "/api/v1/outbox?state=held", Some(&admin));
     assert!(listed.contains("may have gone out already"), "{listed}");
     assert!(listed.contains(r#""held":2"#), "{listed}");
+    assert!(
+        !listed.contains("replica-a"),
+        "a held email names no sender: {listed}"
+    );
     let dropped = crate::cli::http_post(
         served.port,
         &format!("/api/v1/outbox/{}/drop", ids[0]),
