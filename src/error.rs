@@ -94,9 +94,18 @@ pub enum ApiError {
     /// A service we depend on (outside the database) failed.
     #[error("{0}")]
     BadGateway(String),
+    /// A refusal of the SCIM endpoints (`/scim/v2`), answered in SCIM's own shape.
+    #[error("{}", .0.detail)]
+    Scim(crate::scim::ScimError),
     /// A fault of ours. The detail is logged, never sent.
     #[error("internal error")]
     Internal(String),
+}
+
+impl From<crate::scim::ScimError> for ApiError {
+    fn from(e: crate::scim::ScimError) -> Self {
+        ApiError::Scim(e)
+    }
 }
 
 impl ApiError {
@@ -124,6 +133,7 @@ impl ApiError {
             ApiError::Unavailable(_) => "unavailable",
             ApiError::Database(fault) => fault.code(),
             ApiError::BadGateway(_) => "bad_gateway",
+            ApiError::Scim(_) => "scim",
             ApiError::Internal(_) => "internal",
         }
     }
@@ -177,6 +187,7 @@ impl ResponseError for ApiError {
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unavailable(_) | ApiError::Database(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::BadGateway(_) => StatusCode::BAD_GATEWAY,
+            ApiError::Scim(e) => StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST),
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -196,6 +207,11 @@ impl ResponseError for ApiError {
             // Basic too: AWS SNS sends its credentials only after a Basic challenge.
             response.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
             response.append_header((header::WWW_AUTHENTICATE, "Basic realm=\"coe\""));
+        }
+        if let ApiError::Scim(e) = self {
+            return response
+                .content_type("application/scim+json")
+                .body(e.body().to_string());
         }
         response.json(self.body())
     }
@@ -261,8 +277,13 @@ pub fn render_foreign_error<B: MessageBody + 'static>(
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json") || v.starts_with("text/html"));
-    // JSON is the API's, HTML the pages' own error page: both are ours already.
+        .is_some_and(|v| {
+            ["application/json", "text/html", "application/scim+json"]
+                .iter()
+                .any(|ours| v.starts_with(ours))
+        });
+    // JSON is the API's, HTML the pages' own error page, SCIM's the SCIM endpoints':
+    // all are ours already.
     if is_json {
         return Ok(ErrorHandlerResponse::Response(res.map_into_left_body()));
     }

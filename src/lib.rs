@@ -16,6 +16,7 @@ pub mod ingest;
 pub mod jobs;
 pub mod json;
 pub mod oidc;
+pub mod scim;
 pub mod services;
 pub mod startup;
 pub mod telemetry;

@@ -131,7 +131,7 @@ pub enum TokenCommand {
         #[arg(long)]
         name: String,
         /// admin: everything; member: read and write COEs and actions; ingest: post events only
-        #[arg(long, value_parser = ["admin", "member", "ingest"])]
+        #[arg(long, value_parser = ["admin", "member", "ingest", "scim"])]
         role: String,
         /// The person the token acts for (recorded as the actor of changes)
         #[arg(long, value_name = "PERSON")]

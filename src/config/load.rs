@@ -29,6 +29,7 @@ const SECTIONS: &[&str] = &[
     "digest",
     "metrics",
     "chat",
+    "scim",
 ];
 
 /// Environment variables with the `COE_` prefix that are not settings.

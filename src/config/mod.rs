@@ -12,6 +12,7 @@ mod chat;
 pub mod database;
 mod intake;
 mod load;
+mod people;
 mod runtime;
 pub mod secret;
 mod validate;
@@ -28,6 +29,7 @@ use serde::{Deserialize, Serialize};
 pub use self::chat::{ChannelSettings, ChatEvent, ChatKind, ChatSettings};
 use self::database::DatabaseUrl;
 pub use self::intake::{EventSettings, IncidentSettings, PolicySettings, WebhookSettings};
+pub use self::people::ScimSettings;
 use self::secret::Secret;
 use crate::domain::assessment::DEFAULT_INTENTION_PHRASES;
 use crate::domain::incident::IncidentPolicy;
@@ -63,6 +65,7 @@ pub struct Settings {
     pub metrics: MetricsSettings,
     pub auth: AuthSettings,
     pub chat: ChatSettings,
+    pub scim: ScimSettings,
 }
 
 /// How people sign in to the web pages (the API keeps its bearer tokens).
@@ -422,6 +425,7 @@ impl Default for Settings {
             reminders: ReminderSettings::default(),
             digest: DigestSettings::default(),
             metrics: MetricsSettings::default(),
+            scim: ScimSettings::default(),
             auth: AuthSettings::default(),
             chat: ChatSettings::default(),
         }

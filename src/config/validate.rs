@@ -152,6 +152,15 @@ impl Settings {
                 "label names of 1 to 200 characters, without control characters",
             ));
         }
+        if let Some(pattern) = self.scim.team_groups.iter().find(|g| {
+            g.trim().is_empty() || g.trim() == "*" || g.len() > 200 || g.chars().any(char::is_control)
+        }) {
+            return Err(invalid(
+                "scim.team_groups",
+                pattern,
+                "group names (or prefixes ending in *) of 1 to 200 characters",
+            ));
+        }
         if self.webhooks.max_body_bytes < 1024 {
             return Err(invalid(
                 "webhooks.max_body_bytes",

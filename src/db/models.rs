@@ -209,6 +209,11 @@ pub struct PersonRow {
     pub is_admin: bool,
     /// Reviews the worst outages' COEs from outside their owner's team.
     pub bar_raiser: bool,
+    /// The SCIM resource's id when the identity provider provisions them.
+    pub scim_id: Option<String>,
+    /// Still works here (false: they left, at `left_at`).
+    pub active: bool,
+    pub left_at: Option<NaiveDateTime>,
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable, AsChangeset)]

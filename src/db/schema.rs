@@ -231,6 +231,31 @@ diesel::table! {
         feed_token_hash -> Nullable<Text>,
         is_admin -> Bool,
         bar_raiser -> Bool,
+        scim_id -> Nullable<Text>,
+        scim_user_name -> Nullable<Text>,
+        scim_external_id -> Nullable<Text>,
+        scim_doc -> Nullable<Text>,
+        scim_manager_ref -> Nullable<Text>,
+        active -> Bool,
+        left_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    scim_groups (id) {
+        id -> Text,
+        display_name -> Text,
+        external_id -> Nullable<Text>,
+        doc -> Text,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    scim_group_members (group_id, member_id) {
+        group_id -> Text,
+        member_id -> Text,
     }
 }
 
@@ -591,6 +616,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     form_keys,
     service_owners,
     team_owners,
+    scim_groups,
+    scim_group_members,
     section_comments,
     coe_incidents
 );

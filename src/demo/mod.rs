@@ -392,7 +392,7 @@ pub fn seed(
             timezone: None,
             bar_raiser: Some(BAR_RAISERS.contains(&login)),
         };
-        directory::put(conn, &address, &input).map_err(fail("add a person"))?;
+        directory::put(conn, &address, &input, false).map_err(fail("add a person"))?;
     }
 
     let env = crate::services::Env {

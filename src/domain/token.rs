@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 /// What a token may do. `admin` may do everything; `member` reads and writes COEs and
-/// actions; `ingest` may only post failure events.
+/// actions; `ingest` may only post failure events; `scim` may only provision people
+/// (the identity provider's SCIM client, `/scim/v2`).
 ///
 /// Deserialized through a string, so that a wrong type (`"role": 7`) is reported as a
 /// problem with the field rather than as malformed JSON.
@@ -18,16 +19,18 @@ pub enum Role {
     Admin,
     Member,
     Ingest,
+    Scim,
 }
 
 impl Role {
-    pub const ALL: [Role; 3] = [Role::Admin, Role::Member, Role::Ingest];
+    pub const ALL: [Role; 4] = [Role::Admin, Role::Member, Role::Ingest, Role::Scim];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Role::Admin => "admin",
             Role::Member => "member",
             Role::Ingest => "ingest",
+            Role::Scim => "scim",
         }
     }
 
@@ -49,7 +52,7 @@ impl FromStr for Role {
         Role::ALL
             .into_iter()
             .find(|r| r.as_str() == s)
-            .ok_or_else(|| format!("must be one of admin, member, ingest (got {s:?})"))
+            .ok_or_else(|| format!("must be one of admin, member, ingest, scim (got {s:?})"))
     }
 }
 

@@ -79,6 +79,8 @@ role_extractors! {
     Admin => Role::Admin;
     /// A caller whose token may post events: an `ingest` or `admin` token.
     Ingest => Role::Ingest;
+    /// The identity provider's SCIM client: a `scim` or `admin` token.
+    Scim => Role::Scim;
 }
 
 /// The caller behind the request's token: 401 without a known one, 429 for a client

@@ -12,6 +12,7 @@ pub mod openapi;
 pub mod pages;
 pub mod pagination;
 pub mod routes;
+pub mod scim;
 pub mod session;
 pub mod state;
 

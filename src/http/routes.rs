@@ -8,7 +8,7 @@
 
 use actix_web::web;
 
-use crate::http::{api, health, observe, openapi};
+use crate::http::{api, health, observe, openapi, scim};
 
 /// Hands the route table to the macro `$then` (see `serve` below and `api_doc` in
 /// `openapi.rs`). One line per path: its methods and their handlers, in the order the
@@ -79,6 +79,36 @@ macro_rules! route_table {
                 "/api/openapi.json" => { get: openapi::spec }
                 // Posted by the OpenID Provider, form-encoded (docs/operations.md).
                 "/sign-in/oidc/back-channel-logout" => { post: api::backchannel::logout }
+                // SCIM 2.0 provisioning (RFC 7644), application/scim+json: docs/operations.md.
+                "/scim/v2/ServiceProviderConfig" => { get: scim::service_provider_config }
+                "/scim/v2/ResourceTypes" => { get: scim::resource_types }
+                "/scim/v2/ResourceTypes/{id}" => { get: scim::resource_type }
+                "/scim/v2/Schemas" => { get: scim::schemas }
+                "/scim/v2/Schemas/{id}" => { get: scim::schema_one }
+                "/scim/v2/Users" => { get: scim::user_routes::list, post: scim::user_routes::create }
+                "/scim/v2/Users/.search" => { post: scim::user_routes::search }
+                "/scim/v2/Users/{id}" => {
+                    get: scim::user_routes::get,
+                    put: scim::user_routes::replace,
+                    patch: scim::user_routes::patch,
+                    delete: scim::user_routes::delete
+                }
+                "/scim/v2/Groups" => { get: scim::group_routes::list, post: scim::group_routes::create }
+                "/scim/v2/Groups/.search" => { post: scim::group_routes::search }
+                "/scim/v2/Groups/{id}" => {
+                    get: scim::group_routes::get,
+                    put: scim::group_routes::replace,
+                    patch: scim::group_routes::patch,
+                    delete: scim::group_routes::delete
+                }
+                "/scim/v2/.search" => { post: scim::search_all }
+                "/scim/v2/{rest:.*}" => {
+                    get: scim::not_found,
+                    post: scim::not_found,
+                    put: scim::not_found,
+                    patch: scim::not_found,
+                    delete: scim::not_found
+                }
             }
         }
     };

@@ -35,6 +35,7 @@ mod people;
 mod picker;
 mod report;
 mod retention;
+mod scim;
 mod search;
 mod security;
 mod stats;

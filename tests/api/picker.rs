@@ -34,6 +34,9 @@ fn fill_directory(app: &TestApp, n: usize) {
             feed_token_hash: None,
             is_admin: false,
             bar_raiser: false,
+            scim_id: None,
+            active: true,
+            left_at: None,
         })
         .collect();
     for chunk in rows.chunks(500) {

@@ -78,7 +78,7 @@ async fn every_protected_operation_refuses_no_token_an_unknown_one_and_a_lower_r
         let lower = match needs(&method, &path) {
             Role::Admin => Some(&member),
             Role::Member => Some(&ingest),
-            Role::Ingest => None,
+            Role::Ingest | Role::Scim => None,
         };
         if let Some(lower) = lower {
             let res = send(Some(lower)).await.expect("sent");

@@ -23,6 +23,10 @@ impl From<PeopleError> for ApiError {
                     .collect(),
             ),
             PeopleError::Forbidden(m) => ApiError::Forbidden(m),
+            PeopleError::Provisioned(field, problem) => ApiError::Conflict {
+                message: problem.clone(),
+                fields: vec![FieldProblem::new(field, problem)],
+            },
             PeopleError::Database(e) => e.into(),
         }
     }
@@ -58,9 +62,10 @@ pub async fn put(
     )
     .map_err(|e| ApiError::Forbidden(e.to_string()))?
         == access::EntryAccess::Any;
-    let person = with_conn(&state, move |conn, _| {
+    let person = with_conn(&state, move |conn, state| {
+        let teams_from_groups = !state.settings.scim.team_groups.is_empty();
         Ok(if admin {
-            people::put(conn, &email, &input)?
+            people::put(conn, &email, &input, teams_from_groups)?
         } else {
             people::put_own(conn, &email, &input)?
         })
@@ -155,7 +160,11 @@ pub async fn import(
     let bytes = crate::http::extract::read_body(payload, limit, "server.max_body_bytes").await?;
     let text = String::from_utf8(bytes.to_vec())
         .map_err(|e| ApiError::field("body", format!("must be UTF-8 text ({e})")))?;
-    let report = with_conn(&state, move |conn, _| Ok(people::import_csv(conn, &text)?)).await?;
+    let report = with_conn(&state, move |conn, state| {
+        let teams_from_groups = !state.settings.scim.team_groups.is_empty();
+        Ok(people::import_csv(conn, &text, teams_from_groups)?)
+    })
+    .await?;
     Ok(HttpResponse::Ok().json(report))
 }
 

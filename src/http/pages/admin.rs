@@ -21,7 +21,7 @@ use crate::services::{auth, outbox, ownership, people, tokens};
 type AdminForm = CsrfForm<Fields, Admin>;
 
 /// The roles a new token may have, the least powerful first (the form's default).
-const TOKEN_ROLES: [Role; 3] = [Role::Member, Role::Ingest, Role::Admin];
+const TOKEN_ROLES: [Role; 4] = [Role::Member, Role::Ingest, Role::Scim, Role::Admin];
 
 /// `GET /admin`: the first tab.
 pub async fn home() -> HttpResponse {
@@ -84,8 +84,9 @@ pub async fn people_list(Admin(who): Admin, query: web::Query<PeopleQuery>, stat
 /// created and updated and every rejected line with why.
 pub async fn people_import(form: AdminForm, state: State) -> Page {
     let (Admin(who), csv) = (form.who, form.fields.text("csv"));
-    let imported = as_service(&state, move |conn, _| {
-        match people::import_csv(conn, &csv) {
+    let imported = as_service(&state, move |conn, state| {
+        let teams_from_groups = !state.settings.scim.team_groups.is_empty();
+        match people::import_csv(conn, &csv, teams_from_groups) {
             Ok(report) => Ok(Ok(report)),
             Err(e) => Outcome::of(Err(e)).map(Err),
         }

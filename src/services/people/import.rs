@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{check, upsert_checked, PeopleError, PersonInput};
+use super::{check, set_by_provider, upsert_checked, PeopleError, PersonInput};
 use crate::db::{self, DbConnection};
 use crate::domain::EmailAddress;
 
@@ -53,7 +53,11 @@ fn yes_no(value: Option<&str>) -> Result<Option<bool>, String> {
 /// Imports `email,name,team,manager_email,timezone` lines (with that header, and an
 /// optional `bar_raiser` column of yes/no). Good
 /// lines are stored, in one transaction; every bad line is reported with its problem.
-pub fn import_csv(conn: &mut DbConnection, text: &str) -> Result<ImportReport, PeopleError> {
+pub fn import_csv(
+    conn: &mut DbConnection,
+    text: &str,
+    teams_from_groups: bool,
+) -> Result<ImportReport, PeopleError> {
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
         .flexible(false)
@@ -192,7 +196,16 @@ pub fn import_csv(conn: &mut DbConnection, text: &str) -> Result<ImportReport, P
         let now = db::now();
         let mut created = 0;
         let mut updated = 0;
-        for (_, email, input) in &good {
+        for (line, email, input) in &good {
+            if let Some((_, problem)) =
+                set_by_provider(conn, email.as_str(), input, teams_from_groups)?
+            {
+                rejected.push(RejectedLine {
+                    line: *line,
+                    problem,
+                });
+                continue;
+            }
             if upsert_checked(conn, email, input, now)? {
                 created += 1;
             } else {

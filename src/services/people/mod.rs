@@ -12,8 +12,12 @@ use crate::domain::{EmailAddress, TokenSecret};
 
 mod find;
 mod import;
+mod provider;
+mod rename;
 pub use find::{find, find_teams, FindError, FindRefusal, Found, MAX_FIND_CHARS, MAX_FOUND};
 pub use import::{import_csv, ImportReport, RejectedLine};
+use provider::set_by_provider;
+pub use rename::rename;
 
 /// A person as the API shows them.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -29,6 +33,15 @@ pub struct Person {
     /// Reviews the worst outages' COEs from outside their owner's team, beside the
     /// reviewer (`coe.bar_raiser_from`).
     pub bar_raiser: bool,
+    /// The identity provider manages them (SCIM): their name, team, manager and time
+    /// zone are changed there, not here.
+    pub provisioned: bool,
+    /// Still works here; false once the identity provider (or an admin) says they left.
+    pub active: bool,
+    /// When they left.
+    #[serde(serialize_with = "crate::json::utc_option")]
+    #[schema(value_type = Option<String>)]
+    pub left_at: Option<NaiveDateTime>,
     #[serde(serialize_with = "crate::json::utc")]
     pub created_at: NaiveDateTime,
     #[serde(serialize_with = "crate::json::utc")]
@@ -45,6 +58,9 @@ impl From<PersonRow> for Person {
             timezone: r.timezone,
             is_admin: r.is_admin,
             bar_raiser: r.bar_raiser,
+            provisioned: r.scim_id.is_some(),
+            active: r.active,
+            left_at: r.left_at,
             created_at: r.created_at,
             updated_at: r.updated_at,
         }
@@ -149,6 +165,9 @@ pub(super) fn upsert_checked(
             feed_token_hash: None,
             is_admin: false,
             bar_raiser: input.bar_raiser.unwrap_or(false),
+            scim_id: None,
+            active: true,
+            left_at: None,
         },
     )?;
     if !inserted {
@@ -277,6 +296,9 @@ pub fn ensure(conn: &mut DbConnection, email: &str, now: NaiveDateTime) -> Query
             feed_token_hash: None,
             is_admin: false,
             bar_raiser: false,
+            scim_id: None,
+            active: true,
+            left_at: None,
         },
     )
     .map(|_| ())
@@ -321,21 +343,32 @@ pub enum PeopleError {
     /// The caller may not make this change (the text says why).
     #[error("{0}")]
     Forbidden(String),
+    /// The identity provider manages this field of this person (SCIM): the field, and
+    /// where to change it.
+    #[error("{1}")]
+    Provisioned(String, String),
     #[error(transparent)]
     Database(#[from] diesel::result::Error),
 }
 
-/// Creates or replaces one person.
+/// Creates or replaces one person. `teams_from_groups`: the identity provider's
+/// groups set provisioned people's teams (`scim.team_groups`).
 pub fn put(
     conn: &mut DbConnection,
     email: &EmailAddress,
     input: &PersonInput,
+    teams_from_groups: bool,
 ) -> Result<Person, PeopleError> {
     let problems = check(email, input);
     if !problems.is_empty() {
         return Err(PeopleError::Invalid(problems));
     }
     db::write_transaction(conn, |conn| {
+        if let Some((field, problem)) =
+            set_by_provider(conn, email.as_str(), input, teams_from_groups)?
+        {
+            return Err(PeopleError::Provisioned(field, problem));
+        }
         upsert_checked(conn, email, input, db::now())?;
         Ok(people::table
             .find(email.as_str())
@@ -404,6 +437,9 @@ pub fn put_own(
                 None => None,
             },
         };
+        if let Some((field, problem)) = set_by_provider(conn, email.as_str(), &own, false)? {
+            return Err(PeopleError::Provisioned(field, problem));
+        }
         upsert_checked(conn, email, &own, db::now())?;
         Ok(people::table
             .find(email.as_str())

@@ -1,0 +1,16 @@
+DELETE FROM api_tokens WHERE role = 'scim';
+ALTER TABLE api_tokens DROP CONSTRAINT api_tokens_role_check;
+ALTER TABLE api_tokens ADD CONSTRAINT api_tokens_role_check CHECK (role IN ('admin', 'member', 'ingest'));
+DROP TABLE scim_group_members;
+DROP TABLE scim_groups;
+DROP INDEX people_by_scim_manager_ref;
+DROP INDEX people_by_scim_external_id;
+DROP INDEX people_by_scim_user_name;
+DROP INDEX people_by_scim_id;
+ALTER TABLE people DROP COLUMN left_at;
+ALTER TABLE people DROP COLUMN active;
+ALTER TABLE people DROP COLUMN scim_manager_ref;
+ALTER TABLE people DROP COLUMN scim_doc;
+ALTER TABLE people DROP COLUMN scim_external_id;
+ALTER TABLE people DROP COLUMN scim_user_name;
+ALTER TABLE people DROP COLUMN scim_id;

@@ -1,0 +1,45 @@
+//! People from the identity provider: which SCIM groups are teams.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScimSettings {
+    /// The SCIM groups that are teams: a group's name, or a prefix ending in `*`
+    /// (`"team-*"`: the group `team-payments` is the team `payments`). A person's team
+    /// follows the team group they are in (the first by name if several); other
+    /// groups are kept for the provider but mean nothing to coe. Empty: groups set no
+    /// team, and teams stay as the directory has them.
+    pub team_groups: Vec<String>,
+}
+
+impl ScimSettings {
+    /// The team a SCIM group of this name is, if it is one.
+    pub fn team_of_group(&self, group: &str) -> Option<String> {
+        self.team_groups
+            .iter()
+            .find_map(|pattern| match pattern.strip_suffix('*') {
+                Some(prefix) => group
+                    .strip_prefix(prefix)
+                    .filter(|rest| !rest.trim().is_empty())
+                    .map(|rest| rest.trim().to_owned()),
+                None => (pattern == group).then(|| group.to_owned()),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_are_teams_by_name_or_prefix() {
+        let s = ScimSettings {
+            team_groups: vec!["team-*".into(), "SRE".into()],
+        };
+        assert_eq!(s.team_of_group("team-payments"), Some("payments".into()));
+        assert_eq!(s.team_of_group("SRE"), Some("SRE".into()));
+        assert_eq!(s.team_of_group("team-"), None);
+        assert_eq!(s.team_of_group("everyone"), None);
+    }
+}

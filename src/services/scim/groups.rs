@@ -1,0 +1,250 @@
+//! SCIM Groups: every group the provider sends is kept as it wrote it, with its
+//! members (Users of this service) in `scim_group_members`; a change of a group's
+//! name or members moves its members' teams (`teams::follow_groups`).
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+use serde_json::{json, Map, Value};
+
+use super::{at_page, resource_meta, teams, Ctx};
+use crate::db::schema::{people, scim_group_members, scim_groups};
+use crate::db::{self, DbConnection};
+use crate::error::ApiError;
+use crate::scim::filter::{demanded, matches};
+use crate::scim::{self, clean_resource, ListQuery, ResourceKind, ScimError, GROUP};
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = scim_groups)]
+struct GroupRow {
+    id: String,
+    display_name: String,
+    external_id: Option<String>,
+    doc: String,
+    created_at: NaiveDateTime,
+    updated_at: NaiveDateTime,
+}
+
+fn doc_of(row: &GroupRow) -> Map<String, Value> {
+    serde_json::from_str(&row.doc).unwrap_or_default()
+}
+
+fn resource(ctx: &Ctx, row: &GroupRow) -> Value {
+    let mut doc = doc_of(row);
+    doc.insert("schemas".into(), json!([GROUP]));
+    doc.insert(
+        "meta".into(),
+        resource_meta(ctx, "Group", &row.id, row.created_at, row.updated_at),
+    );
+    doc.insert("id".into(), json!(row.id));
+    Value::Object(doc)
+}
+
+fn by_id(conn: &mut DbConnection, id: &str) -> QueryResult<Option<GroupRow>> {
+    scim_groups::table
+        .find(id)
+        .select(GroupRow::as_select())
+        .first(conn)
+        .optional()
+}
+
+fn not_found(id: &str) -> ApiError {
+    ScimError::not_found(format!("no Group has the id {id:?}")).into()
+}
+
+fn member_ids(doc: &Map<String, Value>) -> Vec<String> {
+    let mut ids: Vec<String> = doc
+        .get("members")
+        .and_then(Value::as_array)
+        .map(|m| {
+            m.iter()
+                .filter_map(|m| m.get("value").and_then(Value::as_str))
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    ids.sort();
+    ids.dedup();
+    ids
+}
+
+fn write(
+    conn: &mut DbConnection,
+    ctx: &Ctx,
+    id: Option<&str>,
+    doc: Map<String, Value>,
+) -> Result<Value, ApiError> {
+    let members = member_ids(&doc);
+    let known: Vec<String> = people::table
+        .filter(people::scim_id.eq_any(&members))
+        .select(people::scim_id.assume_not_null())
+        .load(conn)?;
+    if let Some(stranger) = members.iter().find(|m| !known.contains(m)) {
+        return Err(ScimError::bad(
+            "invalidValue",
+            format!("members: no User has the id {stranger:?} (groups of groups are not kept)"),
+        )
+        .into());
+    }
+    let display_name = doc
+        .get("displayName")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    let external_id = doc
+        .get("externalId")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let now = ctx.now;
+    let (id, before) = match id {
+        Some(id) => {
+            let old = by_id(conn, id)?.ok_or_else(|| not_found(id))?;
+            diesel::update(scim_groups::table.find(id))
+                .set((
+                    scim_groups::display_name.eq(&display_name),
+                    scim_groups::external_id.eq(&external_id),
+                    scim_groups::doc.eq(Value::Object(doc).to_string()),
+                    scim_groups::updated_at.eq(now),
+                ))
+                .execute(conn)?;
+            (id.to_owned(), member_ids(&doc_of(&old)))
+        }
+        None => {
+            let id = db::new_id();
+            diesel::insert_into(scim_groups::table)
+                .values(GroupRow {
+                    id: id.clone(),
+                    display_name,
+                    external_id,
+                    doc: Value::Object(doc).to_string(),
+                    created_at: now,
+                    updated_at: now,
+                })
+                .execute(conn)?;
+            (id, Vec::new())
+        }
+    };
+    diesel::delete(scim_group_members::table.filter(scim_group_members::group_id.eq(&id)))
+        .execute(conn)?;
+    for m in &members {
+        diesel::insert_into(scim_group_members::table)
+            .values((
+                scim_group_members::group_id.eq(&id),
+                scim_group_members::member_id.eq(m),
+            ))
+            .execute(conn)?;
+    }
+    let mut touched = before;
+    touched.extend(members);
+    touched.sort();
+    touched.dedup();
+    teams::follow_groups(conn, ctx, &touched)?;
+    let written = by_id(conn, &id)?.ok_or_else(|| not_found(&id))?;
+    Ok(resource(ctx, &written))
+}
+
+/// `POST /Groups`.
+pub fn create(conn: &mut DbConnection, ctx: &Ctx, body: &Value) -> Result<Value, ApiError> {
+    let doc = clean_resource(ResourceKind::Group, super::object(body)?)?;
+    write(conn, ctx, None, doc)
+}
+
+/// `GET /Groups/{id}`.
+pub fn get_one(conn: &mut DbConnection, ctx: &Ctx, id: &str) -> Result<Value, ApiError> {
+    let row = by_id(conn, id)?.ok_or_else(|| not_found(id))?;
+    Ok(resource(ctx, &row))
+}
+
+/// `PUT /Groups/{id}`.
+pub fn replace(
+    conn: &mut DbConnection,
+    ctx: &Ctx,
+    id: &str,
+    body: &Value,
+) -> Result<Value, ApiError> {
+    let doc = clean_resource(ResourceKind::Group, super::object(body)?)?;
+    write(conn, ctx, Some(id), doc)
+}
+
+/// `PATCH /Groups/{id}`.
+pub fn patch(
+    conn: &mut DbConnection,
+    ctx: &Ctx,
+    id: &str,
+    body: &Value,
+) -> Result<Value, ApiError> {
+    let row = by_id(conn, id)?.ok_or_else(|| not_found(id))?;
+    let ops = super::patch_ops(body)?;
+    let mut doc = doc_of(&row);
+    scim::patch::apply(&mut doc, &ops)?;
+    let doc = clean_resource(ResourceKind::Group, &doc)?;
+    write(conn, ctx, Some(id), doc)
+}
+
+/// `DELETE /Groups/{id}`: its members' teams follow the groups they are still in.
+pub fn delete(conn: &mut DbConnection, ctx: &Ctx, id: &str) -> Result<(), ApiError> {
+    let row = by_id(conn, id)?.ok_or_else(|| not_found(id))?;
+    diesel::delete(scim_groups::table.find(id)).execute(conn)?;
+    diesel::delete(scim_group_members::table.filter(scim_group_members::group_id.eq(id)))
+        .execute(conn)?;
+    teams::follow_groups(conn, ctx, &member_ids(&doc_of(&row)))?;
+    Ok(())
+}
+
+/// Takes a deleted User out of every group's member list.
+pub fn forget_member(conn: &mut DbConnection, ctx: &Ctx, user_id: &str) -> QueryResult<()> {
+    let rows: Vec<GroupRow> = scim_groups::table
+        .filter(
+            scim_groups::id.eq_any(
+                scim_group_members::table
+                    .filter(scim_group_members::member_id.eq(user_id))
+                    .select(scim_group_members::group_id),
+            ),
+        )
+        .select(GroupRow::as_select())
+        .load(conn)?;
+    for row in rows {
+        let mut doc = doc_of(&row);
+        if let Some(Value::Array(members)) = doc.get_mut("members") {
+            members.retain(|m| m.get("value").and_then(Value::as_str) != Some(user_id));
+        }
+        diesel::update(scim_groups::table.find(&row.id))
+            .set((
+                scim_groups::doc.eq(Value::Object(doc).to_string()),
+                scim_groups::updated_at.eq(ctx.now),
+            ))
+            .execute(conn)?;
+    }
+    Ok(())
+}
+
+/// `GET /Groups` and `POST /Groups/.search`.
+pub fn list(conn: &mut DbConnection, ctx: &Ctx, q: &ListQuery) -> Result<Value, ApiError> {
+    let mut query = scim_groups::table
+        .select(GroupRow::as_select())
+        .order((scim_groups::created_at, scim_groups::id))
+        .into_boxed();
+    if let Some((attr, v)) = q
+        .filter
+        .as_ref()
+        .and_then(|f| demanded(f, &["externalId", "id"]))
+    {
+        query = match attr {
+            "externalId" => query.filter(scim_groups::external_id.eq(v)),
+            _ => query.filter(scim_groups::id.eq(v)),
+        };
+    }
+    let found: Vec<Value> = query
+        .load(conn)?
+        .iter()
+        .map(|g| resource(ctx, g))
+        .filter(|r| q.filter.as_ref().is_none_or(|f| matches(f, r)))
+        .collect();
+    let total = found.len();
+    let page = found
+        .into_iter()
+        .skip(q.start_index - 1)
+        .take(q.count)
+        .collect();
+    Ok(at_page(total, q, page))
+}

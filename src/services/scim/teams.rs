@@ -1,0 +1,29 @@
+//! A provisioned person's team follows the team group they are in
+//! (`scim.team_groups`): the first such group by name, or none.
+
+use diesel::prelude::*;
+
+use super::Ctx;
+use crate::db::schema::{people, scim_group_members, scim_groups};
+use crate::db::DbConnection;
+
+/// Sets the team of each User in `ids` from their groups (nothing when no groups are
+/// teams: the directory's teams stay as they are).
+pub fn follow_groups(conn: &mut DbConnection, ctx: &Ctx, ids: &[String]) -> QueryResult<()> {
+    if ctx.settings.team_groups.is_empty() {
+        return Ok(());
+    }
+    for id in ids {
+        let mut names: Vec<String> = scim_group_members::table
+            .inner_join(scim_groups::table.on(scim_groups::id.eq(scim_group_members::group_id)))
+            .filter(scim_group_members::member_id.eq(id))
+            .select(scim_groups::display_name)
+            .load(conn)?;
+        names.sort();
+        let team = names.iter().find_map(|n| ctx.settings.team_of_group(n));
+        diesel::update(people::table.filter(people::scim_id.eq(id)))
+            .set((people::team.eq(team), people::updated_at.eq(ctx.now)))
+            .execute(conn)?;
+    }
+    Ok(())
+}
