@@ -1,5 +1,5 @@
 //! The fields of a provisioned person that the identity provider sets, and the
-//! refusal of a manual edit of them (SCIM: `services::scim`).
+//! refusal of a manual edit of them (provisioning by SCIM).
 
 use diesel::prelude::*;
 
