@@ -172,6 +172,8 @@ pub fn fill(b: &Bench, people: bool) -> Duration {
                     closed_at: None,
                     verified_at: None,
                     verified_by: None,
+                    handed_over_from: None,
+                    handed_over_at: None,
                 }
             })
             .collect();

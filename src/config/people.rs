@@ -1,4 +1,5 @@
-//! People from the identity provider: which SCIM groups are teams.
+//! People from the identity provider: which SCIM groups are teams, and who takes over
+//! the work of a person who left.
 
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +12,10 @@ pub struct ScimSettings {
     /// groups are kept for the provider but mean nothing to coe. Empty: groups set no
     /// team, and teams stay as the directory has them.
     pub team_groups: Vec<String>,
+    /// Who takes over the open work of a person who left (SCIM deactivation or
+    /// deletion, or an admin's "left the company") when neither their manager nor
+    /// their team's lead can: this address. Unset: the first admin by address.
+    pub leavers_work_to: Option<String>,
 }
 
 impl ScimSettings {
@@ -36,6 +41,7 @@ mod tests {
     fn groups_are_teams_by_name_or_prefix() {
         let s = ScimSettings {
             team_groups: vec!["team-*".into(), "SRE".into()],
+            ..ScimSettings::default()
         };
         assert_eq!(s.team_of_group("team-payments"), Some("payments".into()));
         assert_eq!(s.team_of_group("SRE"), Some("SRE".into()));

@@ -153,13 +153,21 @@ impl Settings {
             ));
         }
         if let Some(pattern) = self.scim.team_groups.iter().find(|g| {
-            g.trim().is_empty() || g.trim() == "*" || g.len() > 200 || g.chars().any(char::is_control)
+            g.trim().is_empty()
+                || g.trim() == "*"
+                || g.len() > 200
+                || g.chars().any(char::is_control)
         }) {
             return Err(invalid(
                 "scim.team_groups",
                 pattern,
                 "group names (or prefixes ending in *) of 1 to 200 characters",
             ));
+        }
+        if let Some(to) = &self.scim.leavers_work_to {
+            if let Err(problem) = crate::domain::EmailAddress::parse(to) {
+                return Err(invalid("scim.leavers_work_to", to, &problem));
+            }
         }
         if self.webhooks.max_body_bytes < 1024 {
             return Err(invalid(

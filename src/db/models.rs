@@ -242,6 +242,9 @@ pub struct ActionRow {
     /// verified it done, and who.
     pub verified_at: Option<NaiveDateTime>,
     pub verified_by: Option<String>,
+    /// Whose it was before it passed on, when its owner left, and when.
+    pub handed_over_from: Option<String>,
+    pub handed_over_at: Option<NaiveDateTime>,
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]

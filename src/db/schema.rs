@@ -127,6 +127,10 @@ diesel::table! {
         bar_raiser_assigned_at -> Nullable<Timestamp>,
         approved_by -> Nullable<Text>,
         approved_version -> Nullable<Integer>,
+        owner_handed_over_from -> Nullable<Text>,
+        owner_handed_over_at -> Nullable<Timestamp>,
+        reviewer_handed_over_from -> Nullable<Text>,
+        reviewer_handed_over_at -> Nullable<Timestamp>,
     }
 }
 
@@ -282,6 +286,8 @@ diesel::table! {
         closed_at -> Nullable<Timestamp>,
         verified_at -> Nullable<Timestamp>,
         verified_by -> Nullable<Text>,
+        handed_over_from -> Nullable<Text>,
+        handed_over_at -> Nullable<Timestamp>,
     }
 }
 

@@ -44,10 +44,11 @@ pub enum Kind {
     ActionRecurred,
     ActionVerification,
     VerificationsWaiting,
+    WorkHandedOver,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 15] = [
+    pub const ALL: [Kind; 16] = [
         Kind::OverdueDigest,
         Kind::Escalation,
         Kind::CoeOpened,
@@ -63,6 +64,7 @@ impl Kind {
         Kind::ActionRecurred,
         Kind::ActionVerification,
         Kind::VerificationsWaiting,
+        Kind::WorkHandedOver,
     ];
 
     /// The template folder name, also stored as the outbox row's kind.
@@ -83,6 +85,7 @@ impl Kind {
             Kind::ActionRecurred => "action_recurred",
             Kind::ActionVerification => "action_verification",
             Kind::VerificationsWaiting => "verifications_waiting",
+            Kind::WorkHandedOver => "work_handed_over",
         }
     }
 
@@ -102,7 +105,8 @@ impl Kind {
             | Kind::ActionAssigned
             | Kind::CoeAssigned
             | Kind::SignIn
-            | Kind::ActionVerification => Class::Essential,
+            | Kind::ActionVerification
+            | Kind::WorkHandedOver => Class::Essential,
             Kind::OverdueDigest
             | Kind::WriteupOverdue
             | Kind::InspectionDigest
@@ -254,6 +258,15 @@ impl Kind {
                 coes_named: coes_named(["Checkout returned 502 for 40 minutes"]),
                 actions: vec![action(0), action(1)],
                 actions_link: "https://coe.example.com/".into(),
+            }),
+            Kind::WorkHandedOver => serde_json::to_value(WorkHandedOver {
+                recipient_name: "Bo Manager".into(),
+                leaver: "Chen Li (chen@example.com)".into(),
+                left_on: "2026-12-04".into(),
+                actions: vec![action(0), action(1)],
+                owned: vec![coe.clone()],
+                reviews: vec![coe.clone()],
+                count: 4,
             }),
             Kind::WriteupOverdue => serde_json::to_value(WriteupOverdue {
                 recipient_name: "Ana Lima".into(),
@@ -491,6 +504,23 @@ pub struct VerificationsWaiting {
     pub coes_named: String,
     pub actions: Vec<ActionLine>,
     pub actions_link: String,
+}
+
+/// To whoever takes over a person's work when they leave (their manager, else their
+/// team's lead, else `scim.leavers_work_to`, else an admin): everything they received.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkHandedOver {
+    pub recipient_name: String,
+    /// Who left: their name and address, or the address alone.
+    pub leaver: String,
+    pub left_on: String,
+    /// Their open corrective actions, now the recipient's.
+    pub actions: Vec<ActionLine>,
+    /// The COEs they owned before approval, now the recipient's to write.
+    pub owned: Vec<CoeLine>,
+    /// The COEs they were to review, now the recipient's to review.
+    pub reviews: Vec<CoeLine>,
+    pub count: usize,
 }
 
 /// Review requested, changes requested, approved.

@@ -68,6 +68,9 @@ const DEFAULTS: &[(&str, &str)] = embedded!(
     "verifications_waiting/subject.hbs",
     "verifications_waiting/body.txt.hbs",
     "verifications_waiting/body.html.hbs",
+    "work_handed_over/subject.hbs",
+    "work_handed_over/body.txt.hbs",
+    "work_handed_over/body.html.hbs",
 );
 
 /// Longest subject, in characters; longer ones are cut with an ellipsis.

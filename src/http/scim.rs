@@ -156,7 +156,7 @@ async fn read(
     with_conn(&state, move |conn, state| {
         let ctx = Ctx {
             base: base(state),
-            settings: &state.settings.scim,
+            env: state.env(),
             now: crate::db::now(),
         };
         work(conn, &ctx)
@@ -175,7 +175,7 @@ async fn write<T: Send + 'static>(
     let done = with_write(&state, move |conn, state| {
         let ctx = Ctx {
             base: base(state),
-            settings: &state.settings.scim,
+            env: state.env(),
             now: crate::db::now(),
         };
         work(conn, &ctx)

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use chrono::{Duration, NaiveDate};
+use chrono::{Duration, NaiveDate, NaiveDateTime};
 use diesel::prelude::*;
 use serde::Serialize;
 
@@ -25,6 +25,9 @@ pub struct OwnerLine {
     pub due_soon: i64,
     /// Days overdue of their oldest overdue action.
     pub most_days_overdue: i64,
+    /// The day they left the organisation, when they have: their actions wait for
+    /// someone to take them over.
+    pub left_on: Option<String>,
 }
 
 /// One team's line on the board.
@@ -118,6 +121,7 @@ pub fn totals(
         overdue: 0,
         due_soon: 0,
         most_days_overdue: 0,
+        left_on: None,
     };
     for (owner, (n, oldest)) in overdue_by_owner {
         let line = lines.entry(owner.clone()).or_insert_with(|| blank(&owner));
@@ -133,13 +137,30 @@ pub fn totals(
     }
     let owners: Vec<String> = lines.keys().cloned().collect();
     for chunk in owners.chunks(500) {
-        let found: Vec<(String, Option<String>, Option<String>)> = people::table
+        type Found = (
+            String,
+            Option<String>,
+            Option<String>,
+            bool,
+            Option<NaiveDateTime>,
+        );
+        let found: Vec<Found> = people::table
             .filter(people::email.eq_any(chunk))
-            .select((people::email, people::name, people::team))
+            .select((
+                people::email,
+                people::name,
+                people::team,
+                people::active,
+                people::left_at,
+            ))
             .load(conn)?;
-        for (email, name, team) in found {
+        for (email, name, team, active, left_at) in found {
             if let Some(line) = lines.get_mut(&email) {
                 line.name = name;
+                if !active {
+                    line.left_on =
+                        Some(left_at.map_or_else(|| "?".into(), |t| t.date().to_string()));
+                }
                 if let Some(team) = team {
                     line.team = team;
                 }

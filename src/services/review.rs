@@ -453,6 +453,7 @@ fn assign_bar_raiser(
 ) -> Result<Option<String>, CoeError> {
     let marked: Vec<(String, Option<String>)> = people::table
         .filter(people::bar_raiser.eq(true))
+        .filter(people::active.eq(true))
         .select((people::email, people::team))
         .load(conn)?;
     let emails: Vec<&str> = marked.iter().map(|(e, _)| e.as_str()).collect();
@@ -535,6 +536,9 @@ pub fn name_bar_raiser(
                 "the COE is {}: its review is over",
                 state.as_str().replace('_', " ")
             )));
+        }
+        if let Some(left) = crate::services::people::has_left(conn, email)? {
+            return Err(CoeError::Invalid(vec![("bar_raiser".into(), left)]));
         }
         let person: Option<(bool, Option<String>)> = people::table
             .find(email)

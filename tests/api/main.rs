@@ -20,6 +20,7 @@ mod health;
 mod html;
 mod inspection_pages;
 mod keeping;
+mod leaving;
 mod mechanism;
 mod migrations;
 mod notifications;

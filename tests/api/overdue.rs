@@ -64,6 +64,8 @@ async fn the_overdue_filter_in_sql_and_the_rust_rule_agree_on_every_case() {
             closed_at: None,
             verified_at: None,
             verified_by: None,
+            handed_over_from: None,
+            handed_over_at: None,
         };
         diesel::insert_into(corrective_actions::table)
             .values(&row)

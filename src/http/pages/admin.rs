@@ -135,6 +135,50 @@ pub async fn people_bar_raiser(form: AdminForm, path: web::Path<String>, state: 
     Ok(see_other("/admin/people"))
 }
 
+/// `POST /admin/people/{email}/left`: the person left the organisation
+/// (`services::leaving`): their sessions and tokens end, their open work passes to
+/// their manager (else their team's lead, else `scim.leavers_work_to`, else an admin),
+/// who is emailed the list. Refused for people the identity provider manages (it says
+/// when they leave) and for the admin themselves.
+pub async fn people_left(form: AdminForm, path: web::Path<String>, state: State) -> Page {
+    let Admin(who) = form.who;
+    let email = EmailAddress::parse(&path.into_inner()).map_err(PageError::BadRequest)?;
+    if email.as_str() == who.person.email {
+        return Err(PageError::BadRequest(
+            "you cannot mark yourself as having left; ask another admin".into(),
+        ));
+    }
+    let by = format!("admin {}", who.person.email);
+    as_service(&state, move |conn, state| {
+        crate::db::write_transaction(conn, |conn| {
+            let Some((person, _)) = people::get(conn, email.as_str())? else {
+                return Err(crate::error::ApiError::NotFound(format!(
+                    "{email} is not in the directory"
+                )));
+            };
+            if person.provisioned {
+                return Err(crate::error::ApiError::Conflict {
+                    message: format!(
+                        "{email} is provisioned by the identity provider: deactivate them \
+                         there, and coe follows"
+                    ),
+                    fields: Vec::new(),
+                });
+            }
+            let now = crate::db::now();
+            Ok(crate::services::leaving::leave(
+                conn,
+                state.env(),
+                email.as_str(),
+                now,
+                &by,
+            )?)
+        })
+    })
+    .await?;
+    Ok(see_other("/admin/people"))
+}
+
 /// `POST /admin/people/{email}/sign-out`: ends every session of the person.
 pub async fn people_sign_out(form: AdminForm, path: web::Path<String>, state: State) -> Page {
     let Admin(who) = form.who;

@@ -90,6 +90,7 @@ page_routes! {
     post "/admin/people/{email}/admin" => admin::people_admin,
     post "/admin/people/{email}/bar-raiser" => admin::people_bar_raiser,
     post "/admin/people/{email}/sign-out" => admin::people_sign_out,
+    post "/admin/people/{email}/left" => admin::people_left,
     get "/admin/tokens" => admin::tokens_list,
     post "/admin/tokens" => admin::tokens_create,
     post "/admin/tokens/{name}/revoke" => admin::tokens_revoke,

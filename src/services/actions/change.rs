@@ -235,6 +235,8 @@ pub fn prepare(
         closed_at: None,
         verified_at: None,
         verified_by: None,
+        handed_over_from: None,
+        handed_over_at: None,
     };
     let email = notify::action_assigned_email(conn, env, &facts(&row, &coe_title), who.actor)?;
     Ok(Prepared {

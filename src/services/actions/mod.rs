@@ -106,6 +106,14 @@ pub struct ActionView {
     #[serde(serialize_with = "crate::json::utc_option")]
     pub verified_at: Option<NaiveDateTime>,
     pub verified_by: Option<String>,
+    /// Whose it was before its owner left and it passed to `owner`, and when.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handed_over_from: Option<String>,
+    #[serde(
+        serialize_with = "crate::json::utc_option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub handed_over_at: Option<NaiveDateTime>,
 }
 
 /// A moved due date.
@@ -417,6 +425,8 @@ fn view(
         closed_at: row.closed_at,
         verified_at: row.verified_at,
         verified_by: row.verified_by,
+        handed_over_from: row.handed_over_from,
+        handed_over_at: row.handed_over_at,
     })
 }
 

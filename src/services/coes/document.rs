@@ -152,6 +152,19 @@ pub struct TemplateRef {
 }
 
 /// The whole COE document.
+/// Who held a COE before they left the organisation (`services::leaving`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct HandedOver {
+    /// Its owner before, and when it passed to the present owner.
+    pub owner_from: Option<String>,
+    #[serde(serialize_with = "crate::json::utc_option")]
+    pub owner_at: Option<NaiveDateTime>,
+    /// Its reviewer before, and when the review passed on.
+    pub reviewer_from: Option<String>,
+    #[serde(serialize_with = "crate::json::utc_option")]
+    pub reviewer_at: Option<NaiveDateTime>,
+}
+
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct CoeDocument {
     pub id: String,
@@ -179,6 +192,9 @@ pub struct CoeDocument {
     pub reviewer: Option<String>,
     /// Who named the current reviewer (a person's email, or `token:NAME`).
     pub reviewer_named_by: Option<String>,
+    /// Whose the COE (its writing, its review) was before they left and it passed on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub handed_over: Option<HandedOver>,
     /// For the worst outages (`coe.bar_raiser_from`): a second reviewer from outside
     /// the owner's team, chosen on submit. Both must approve.
     pub bar_raiser: Option<String>,
@@ -439,6 +455,27 @@ pub fn load(
         .find(id)
         .select((coes::merged_into, coes::bar_raiser_email, coes::approved_by))
         .first(conn)?;
+    type Was = (
+        Option<String>,
+        Option<NaiveDateTime>,
+        Option<String>,
+        Option<NaiveDateTime>,
+    );
+    let was: Was = coes::table
+        .find(id)
+        .select((
+            coes::owner_handed_over_from,
+            coes::owner_handed_over_at,
+            coes::reviewer_handed_over_from,
+            coes::reviewer_handed_over_at,
+        ))
+        .first(conn)?;
+    let handed_over = (was.0.is_some() || was.2.is_some()).then_some(HandedOver {
+        owner_from: was.0,
+        owner_at: was.1,
+        reviewer_from: was.2,
+        reviewer_at: was.3,
+    });
     Ok(CoeDocument {
         duration_seconds: match (row.started_at, row.resolved_at) {
             (Some(s), Some(r)) => Some((r - s).num_seconds().max(0)),
@@ -488,6 +525,7 @@ pub fn load(
         comments: super::comments::of_coe(conn, id)?,
         incident_ids: super::covered::incidents_of(conn, id)?,
         merged_into: extra.0,
+        handed_over,
         bar_raiser: extra.1,
         approved_by: extra.2,
         meant_to_prevent: super::meant_to_prevent(conn, id)?,

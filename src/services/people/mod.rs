@@ -195,6 +195,20 @@ pub fn insert_if_missing(conn: &mut DbConnection, row: &PersonRow) -> QueryResul
     Ok(n == 1)
 }
 
+/// The refusal for naming someone who left the organisation, if `email` has.
+pub fn has_left(conn: &mut DbConnection, email: &str) -> QueryResult<Option<String>> {
+    let left: Option<Option<NaiveDateTime>> = people::table
+        .find(email)
+        .filter(people::active.eq(false))
+        .select(people::left_at)
+        .first(conn)
+        .optional()?;
+    Ok(left.map(|at| {
+        let on = at.map_or_else(String::new, |t| format!(" on {}", t.date()));
+        format!("{email} left the organisation{on}: name someone who works here")
+    }))
+}
+
 /// Whether `email` may be named a COE's owner or reviewer, or an action's owner: the
 /// problem, naming the known address nearest to it, when it may not. People in the
 /// directory may, and addresses of `auth.allowed_domains`; others are refused (where
@@ -208,6 +222,9 @@ pub fn check_assignable(
     use crate::domain::auth::{nearest_address, with_nearest_domain};
     let allowed = &settings.auth.allowed_domains;
     let domain = email.rsplit_once('@').map_or("", |(_, d)| d);
+    if let Some(left) = has_left(conn, email)? {
+        return Ok(Some(left));
+    }
     let in_directory: i64 = people::table
         .filter(people::email.eq(email))
         .count()
@@ -252,6 +269,9 @@ pub fn bar_raiser_count(conn: &mut DbConnection) -> QueryResult<i64> {
 /// a team, not an address that only signed in (a second mailbox of the owner's, say);
 /// the problem when not.
 pub fn check_reviewer(conn: &mut DbConnection, email: &str) -> QueryResult<Option<String>> {
+    if let Some(left) = has_left(conn, email)? {
+        return Ok(Some(left));
+    }
     let directory_kept: i64 = people::table
         .filter(people::team.is_not_null())
         .count()

@@ -6,7 +6,6 @@
 use chrono::NaiveDateTime;
 use serde_json::{json, Map, Value};
 
-use crate::config::ScimSettings;
 use crate::error::ApiError;
 use crate::scim::{list_response, project, ListQuery, ScimError, PATCH_OP};
 use scim_v2::models::others::{PatchOp, PatchOperation};
@@ -18,11 +17,12 @@ pub mod users;
 /// Who the audit and the ended sessions name for the provider's changes.
 pub const BY: &str = "the identity provider (SCIM)";
 
-/// What every SCIM write needs: where resources live, the settings, the time.
+/// What every SCIM write needs: where resources live, the settings and email
+/// templates (a leaver's work passes on with a notice), the time.
 pub struct Ctx<'a> {
     /// `PUBLIC_URL/scim/v2`.
     pub base: String,
-    pub settings: &'a ScimSettings,
+    pub env: crate::services::Env<'a>,
     pub now: NaiveDateTime,
 }
 

@@ -10,7 +10,7 @@ use crate::db::DbConnection;
 /// Sets the team of each User in `ids` from their groups (nothing when no groups are
 /// teams: the directory's teams stay as they are).
 pub fn follow_groups(conn: &mut DbConnection, ctx: &Ctx, ids: &[String]) -> QueryResult<()> {
-    if ctx.settings.team_groups.is_empty() {
+    if ctx.env.settings.scim.team_groups.is_empty() {
         return Ok(());
     }
     for id in ids {
@@ -20,7 +20,9 @@ pub fn follow_groups(conn: &mut DbConnection, ctx: &Ctx, ids: &[String]) -> Quer
             .select(scim_groups::display_name)
             .load(conn)?;
         names.sort();
-        let team = names.iter().find_map(|n| ctx.settings.team_of_group(n));
+        let team = names
+            .iter()
+            .find_map(|n| ctx.env.settings.scim.team_of_group(n));
         diesel::update(people::table.filter(people::scim_id.eq(id)))
             .set((people::team.eq(team), people::updated_at.eq(ctx.now)))
             .execute(conn)?;

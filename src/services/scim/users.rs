@@ -261,7 +261,7 @@ fn write(
     if d.active {
         crate::services::leaving::rejoin(conn, &d.address, now)?;
     } else {
-        crate::services::leaving::leave(conn, &d.address, now, super::BY)?;
+        crate::services::leaving::leave(conn, ctx.env, &d.address, now, super::BY)?;
     }
     super::teams::follow_groups(conn, ctx, std::slice::from_ref(&scim_id))?;
     let written = by_id(conn, &scim_id)?.ok_or_else(|| not_found(&scim_id))?;
@@ -335,7 +335,7 @@ pub fn patch(
 /// on what they wrote) but are no longer the provider's.
 pub fn delete(conn: &mut DbConnection, ctx: &Ctx, id: &str) -> Result<(), ApiError> {
     let p = by_id(conn, id)?.ok_or_else(|| not_found(id))?;
-    crate::services::leaving::leave(conn, &p.email, ctx.now, super::BY)?;
+    crate::services::leaving::leave(conn, ctx.env, &p.email, ctx.now, super::BY)?;
     diesel::update(people::table.find(&p.email))
         .set((
             people::scim_id.eq(None::<String>),

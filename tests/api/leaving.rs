@@ -1,0 +1,388 @@
+//! A person leaving (SCIM deactivation, or an admin's "left the company"): their open
+//! actions, the COEs they own before approval and the reviews they hold pass to their
+//! manager with one email (a real SMTP server) and an audit record each; they can no
+//! longer be named; work nobody can take stays flagged on the board. Both databases.
+
+use coe::domain::Role;
+use serde_json::{json, Value};
+
+use crate::email::{SmtpServer, World};
+use crate::helpers::json;
+use crate::pages::{get_page, post_form, sign_in};
+
+async fn provision(world: &World, idp: &str, user: Value) -> String {
+    let res = world
+        .app
+        .client
+        .post(world.app.url("/scim/v2/Users"))
+        .bearer_auth(idp)
+        .header("content-type", "application/scim+json")
+        .body(user.to_string())
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 201);
+    json(res).await["id"].as_str().expect("an id").to_owned()
+}
+
+/// An action on `coe` owned by `owner`, added with the admin token (the COE's owner
+/// may have left), its due date `days_overdue` days past.
+async fn add_action(
+    world: &World,
+    coe: &str,
+    title: &str,
+    owner: &str,
+    days_overdue: i64,
+) -> String {
+    let due = (chrono::Utc::now() + chrono::Duration::days(10)).date_naive();
+    let res = world
+        .app
+        .post_json(
+            &format!("/api/v1/coes/{coe}/actions"),
+            Some(&world.admin),
+            &json!({"title": title, "owner": owner, "due_date": due, "priority": "high", "kind": "prevent"}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let id = json(res).await["id"].as_str().expect("an id").to_owned();
+    world.set_due(
+        &id,
+        crate::email::today() - chrono::Duration::days(days_overdue),
+    );
+    id
+}
+
+async fn get(world: &World, path: &str) -> Value {
+    world.app.get_json(path, &world.admin).await
+}
+
+#[tokio::test]
+async fn a_leaver_s_actions_drafts_and_reviews_pass_to_their_manager_with_one_email() {
+    let (world, smtp) = (World::new().await, SmtpServer::start());
+    let idp = world.app.token("okta", Role::Scim);
+    let maria = provision(
+        &world,
+        &idp,
+        json!({"userName": "maria@example.com", "displayName": "Maria Manager",
+               "emails": [{"value": "maria@example.com", "primary": true}]}),
+    )
+    .await;
+    let chen = provision(
+        &world,
+        &idp,
+        json!({"userName": "chen@example.com", "displayName": "Chen Li",
+               "emails": [{"value": "chen@example.com", "primary": true}],
+               "urn:ietf:params:scim:schemas:extension:enterprise:2.0:User": {"manager": {"value": maria}}}),
+    )
+    .await;
+    let draft = world
+        .coe("Checkout returned 502", "chen@example.com", None)
+        .await;
+    let action = add_action(
+        &world,
+        &draft,
+        "Add a canary to checkout deploys",
+        "chen@example.com",
+        -5,
+    )
+    .await;
+    let reviewed = world
+        .coe(
+            "Search was slow",
+            "lead@example.com",
+            Some("chen@example.com"),
+        )
+        .await;
+    let done = add_action(&world, &reviewed, "Already done", "chen@example.com", -3).await;
+    let res = world
+        .app
+        .post_json(
+            &format!("/api/v1/actions/{done}/start"),
+            Some(&world.admin),
+            &json!({}),
+        )
+        .await;
+    assert!(res.status().is_success());
+    world.sweep(&smtp.url(), &[]);
+    let before = smtp.messages().len();
+
+    // Okta deactivates Chen.
+    let res = world
+        .app
+        .client
+        .patch(world.app.url(&format!("/scim/v2/Users/{chen}")))
+        .bearer_auth(&idp)
+        .header("content-type", "application/scim+json")
+        .body(
+            json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                   "Operations": [{"op": "replace", "value": {"active": false}}]})
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
+
+    let a = get(&world, &format!("/api/v1/actions/{action}")).await;
+    assert_eq!(a["owner"], "maria@example.com", "{a}");
+    assert_eq!(a["handed_over_from"], "chen@example.com");
+    assert!(a["handed_over_at"].is_string());
+    // Started work moves too: it is still open.
+    let d = get(&world, &format!("/api/v1/actions/{done}")).await;
+    assert_eq!(d["owner"], "maria@example.com");
+    let c = get(&world, &format!("/api/v1/coes/{draft}")).await;
+    assert_eq!(c["owner"], "maria@example.com");
+    assert_eq!(c["handed_over"]["owner_from"], "chen@example.com");
+    let r = get(&world, &format!("/api/v1/coes/{reviewed}")).await;
+    assert_eq!(r["reviewer"], "maria@example.com");
+    assert_eq!(r["handed_over"]["reviewer_from"], "chen@example.com");
+    let history = get(&world, &format!("/api/v1/coes/{draft}/history"))
+        .await
+        .to_string();
+    assert!(history.contains("owner:left"), "{history}");
+
+    // One email to Maria, listing all four.
+    world.sweep(&smtp.url(), &[]);
+    let to_maria: Vec<_> = smtp
+        .to("maria@example.com")
+        .into_iter()
+        .filter(|m| m.subject.contains("left"))
+        .collect();
+    assert_eq!(to_maria.len(), 1, "{to_maria:#?}");
+    let mail = &to_maria[0];
+    assert!(
+        mail.subject.contains("Chen Li (chen@example.com) left"),
+        "{}",
+        mail.subject
+    );
+    assert!(mail.subject.contains("4 items"), "{}", mail.subject);
+    for title in [
+        "Add a canary to checkout deploys",
+        "Already done",
+        "Checkout returned 502",
+        "Search was slow",
+    ] {
+        assert!(mail.text.contains(title), "{title}: {}", mail.text);
+        assert!(mail.html.contains(title), "{title}");
+    }
+    assert!(smtp.messages().len() > before);
+    assert!(smtp
+        .to("chen@example.com")
+        .iter()
+        .all(|m| !m.subject.contains("left")));
+
+    // Chen can no longer be given work.
+    let res = world
+        .app
+        .post_json(
+            &format!("/api/v1/coes/{draft}/actions"),
+            Some(&world.admin),
+            &json!({"title": "More", "owner": "chen@example.com", "due_date": (chrono::Utc::now() + chrono::Duration::days(9)).date_naive(),
+                    "priority": "high", "kind": "prevent"}),
+        )
+        .await;
+    assert_eq!(res.status(), 422);
+    let body = json(res).await.to_string();
+    assert!(body.contains("left the organisation"), "{body}");
+
+    // Reactivated: named again, but what passed on stays passed.
+    let res = world
+        .app
+        .client
+        .patch(world.app.url(&format!("/scim/v2/Users/{chen}")))
+        .bearer_auth(&idp)
+        .header("content-type", "application/scim+json")
+        .body(
+            json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                   "Operations": [{"op": "replace", "path": "active", "value": true}]})
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
+    assert_eq!(
+        get(&world, &format!("/api/v1/actions/{action}")).await["owner"],
+        "maria@example.com"
+    );
+}
+
+#[tokio::test]
+async fn an_admin_marks_someone_left_and_work_nobody_can_take_is_flagged_on_the_board() {
+    let world = World::new().await;
+    // Dana has no manager and no team lead: the admin who says she left takes it.
+    world.person("dana@example.com", "Dana Doe", None).await;
+    let coe = world.coe("Queue backed up", "lead@example.com", None).await;
+    let action = add_action(&world, &coe, "Alert on queue depth", "dana@example.com", 3).await;
+    world.person("admin@example.com", "Ada Admin", None).await;
+    let set_admin = |flag: bool| {
+        world
+            .app
+            .client
+            .put(world.app.url("/api/v1/people/admin@example.com/admin"))
+            .bearer_auth(&world.admin)
+            .json(&json!({ "is_admin": flag }))
+            .send()
+    };
+    assert!(set_admin(true).await.expect("sent").status().is_success());
+    let cookie = sign_in(&world.app, "admin@example.com").await;
+    let html = get_page(&world.app, "/admin/people", Some(&cookie))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("left the company?"), "{html}");
+    let res = post_form(
+        &world.app,
+        &cookie,
+        "/admin/people",
+        "/admin/people/dana@example.com/left",
+        &[],
+    )
+    .await;
+    assert_eq!(res.status(), 303, "back to the people page");
+    let a = get(&world, &format!("/api/v1/actions/{action}")).await;
+    assert_eq!(
+        (a["owner"].clone(), a["handed_over_from"].clone()),
+        (json!("admin@example.com"), json!("dana@example.com")),
+        "{a}"
+    );
+    let html = get_page(&world.app, "/admin/people", Some(&cookie))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("<strong>left</strong> on"), "{html}");
+    let page = get_page(&world.app, &format!("/actions/{action}"), Some(&cookie))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("who left on"), "{page}");
+    // The admin cannot say they left themselves.
+    let res = post_form(
+        &world.app,
+        &cookie,
+        "/admin/people",
+        "/admin/people/admin@example.com/left",
+        &[],
+    )
+    .await;
+    assert_eq!(res.status(), 400);
+
+    // Eve, provisioned with no manager, leaves when no admin is a person: nobody can
+    // take her action, and the board says so.
+    let idp = world.app.token("okta", Role::Scim);
+    let eve = provision(
+        &world,
+        &idp,
+        json!({"userName": "eve@example.com", "emails": [{"value": "eve@example.com"}]}),
+    )
+    .await;
+    let other = add_action(&world, &coe, "Page the owner", "eve@example.com", 2).await;
+    // The identity provider decides when a provisioned person leaves.
+    let res = post_form(
+        &world.app,
+        &cookie,
+        "/admin/people",
+        "/admin/people/eve@example.com/left",
+        &[],
+    )
+    .await;
+    assert_eq!(res.status(), 409);
+    assert!(set_admin(false).await.expect("sent").status().is_success());
+    let res = world
+        .app
+        .client
+        .delete(world.app.url(&format!("/scim/v2/Users/{eve}")))
+        .bearer_auth(&idp)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 204);
+    assert_eq!(
+        get(&world, &format!("/api/v1/actions/{other}")).await["owner"],
+        "eve@example.com"
+    );
+    let board = get_page(&world.app, "/board", Some(&cookie))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(board.contains("their actions need a new owner"), "{board}");
+}
+
+/// The People page's "left the company", in Chromium: the question, the answer, and
+/// the action that says whose it was (screenshots `people-left-*.png`, `action-was-theirs.png`).
+#[tokio::test]
+async fn an_admin_says_someone_left_on_the_people_page_in_a_browser() {
+    let app = crate::helpers::spawn_app().await;
+    let admin = app.admin_token();
+    for (email, name, manager) in [
+        ("maria@example.com", "Maria Manager", None),
+        ("dana@example.com", "Dana Doe", Some("maria@example.com")),
+        ("admin@example.com", "Ada Admin", None),
+    ] {
+        let res = app
+            .client
+            .put(app.url(&format!("/api/v1/people/{email}")))
+            .bearer_auth(&admin)
+            .json(&json!({"name": name, "manager_email": manager}))
+            .send()
+            .await
+            .expect("sent");
+        assert!(res.status().is_success());
+    }
+    let res = app
+        .client
+        .put(app.url("/api/v1/people/admin@example.com/admin"))
+        .bearer_auth(&admin)
+        .json(&json!({"is_admin": true}))
+        .send()
+        .await
+        .expect("sent");
+    assert!(res.status().is_success());
+    let res = app
+        .post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Queue backed up", "owner": "admin@example.com"}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let coe = json(res).await["id"].as_str().expect("an id").to_owned();
+    let due = (chrono::Utc::now() + chrono::Duration::days(10)).date_naive();
+    let res = app
+        .post_json(
+            &format!("/api/v1/coes/{coe}/actions"),
+            Some(&admin),
+            &json!({"title": "Alert on queue depth", "owner": "dana@example.com", "due_date": due,
+                    "priority": "high", "kind": "detect"}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let action = json(res).await["id"].as_str().expect("an id").to_owned();
+
+    let browser = crate::webdriver::Browser::start().await;
+    crate::browser::sign_in_to(&browser, &app, "admin@example.com", "/admin/people").await;
+    browser
+        .click(r#"details[data-left="dana@example.com"] summary"#)
+        .await;
+    browser.screenshot("people-left-ask").await;
+    browser
+        .click_to_load(r#"details[data-left="dana@example.com"] button[type=submit]"#)
+        .await;
+    browser.wait_for_heading("People").await;
+    browser.screenshot("people-left-done").await;
+    let main = browser.text("main").await;
+    assert!(main.contains("left on"), "{main}");
+    browser.goto(&app.url(&format!("/actions/{action}"))).await;
+    browser.wait_for_heading("Alert on queue depth").await;
+    browser.screenshot("action-was-theirs").await;
+    let main = browser.text("main").await;
+    assert!(main.contains("who left on"), "{main}");
+    assert!(
+        main.contains("Maria Manager"),
+        "the manager owns it now: {main}"
+    );
+}
