@@ -246,6 +246,16 @@ diesel::table! {
 }
 
 diesel::table! {
+    team_changes (id) {
+        id -> Text,
+        person_email -> Text,
+        old_team -> Text,
+        new_team -> Nullable<Text>,
+        changed_at -> Timestamp,
+    }
+}
+
+diesel::table! {
     scim_groups (id) {
         id -> Text,
         display_name -> Text,
@@ -624,6 +634,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     team_owners,
     scim_groups,
     scim_group_members,
+    team_changes,
     section_comments,
     coe_incidents
 );

@@ -176,7 +176,11 @@ pub fn factors(
         .collect();
     for (owner, service, started, created, factor) in rows {
         let team_name = teams
-            .of(owner.as_deref(), service.as_deref())
+            .of_at(
+                owner.as_deref(),
+                service.as_deref(),
+                started.unwrap_or(created),
+            )
             .unwrap_or_else(|| NO_TEAM.to_owned());
         if team.is_some_and(|w| !w.trim().eq_ignore_ascii_case(&team_name)) {
             continue;
@@ -250,6 +254,8 @@ pub fn closed_by_team(
         .load::<(String, String)>(conn)?
         .into_iter()
         .collect();
+    // A team change moves nothing done before it.
+    let history = crate::services::ownership::TeamHistory::load(conn)?;
     let closed: Vec<(String, String, NaiveDate, NaiveDateTime)> = corrective_actions::table
         .filter(corrective_actions::closed_at.ge(start))
         .filter(corrective_actions::closed_at.lt(end))
@@ -263,7 +269,8 @@ pub fn closed_by_team(
     let mut out = ClosedByTeam::new();
     for (owner, state, due, closed_at) in closed {
         let state: ActionState = types::read("corrective_actions.state", &state)?;
-        let counts = out.entry(teams.get(&owner).cloned()).or_default();
+        let team = history.at(&owner, closed_at, teams.get(&owner).map(String::as_str));
+        let counts = out.entry(team).or_default();
         count_closed(counts, state, due, clock.local_date(closed_at));
     }
     // A team only with something counted.
@@ -363,8 +370,9 @@ pub fn audit_with(
         let owner = facts.as_ref().and_then(|(_, _, o, _)| o.as_deref());
         let resolved = facts.as_ref().and_then(|(_, _, _, r)| *r).or(resolved_at);
         let covered = Covered::of(state, resolved, now, settings.coe.writeup_days);
+        // The owner's team when the outage was (a later team change moves nothing).
         let team_name = teams
-            .of(owner, service.as_deref())
+            .of_at(owner, service.as_deref(), resolved.unwrap_or(now))
             .unwrap_or_else(|| NO_TEAM.to_owned());
         if !wanted(&team_name) {
             continue;
@@ -400,7 +408,7 @@ pub fn audit_with(
                 .first(conn)?;
         let severity = types::severity("coes.severity", severity)?;
         let team_name = teams
-            .of(owner.as_deref(), service.as_deref())
+            .of_at(owner.as_deref(), service.as_deref(), approved_at)
             .unwrap_or_else(|| NO_TEAM.to_owned());
         if !wanted(&team_name) {
             continue;

@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::config::Settings;
-use crate::db::schema::{people, service_owners, team_owners};
+use crate::db::schema::{people, service_owners, team_changes, team_owners};
 use crate::db::{lower, DbConnection};
 use crate::domain::EmailAddress;
 use crate::services::people::PeopleError;
@@ -420,6 +420,7 @@ pub fn team_of_coe(
 /// coverage audit's teams).
 pub struct Teams {
     people: BTreeMap<String, String>,
+    history: TeamHistory,
     services: BTreeMap<String, String>,
     /// Each team, lower-cased, as it is named: the first of its spellings.
     names: BTreeMap<String, String>,
@@ -428,6 +429,7 @@ pub struct Teams {
 impl Teams {
     pub fn load(conn: &mut DbConnection) -> QueryResult<Teams> {
         let mut teams = Teams {
+            history: TeamHistory::load(conn)?,
             names: BTreeMap::new(),
             people: people::table
                 .filter(people::team.is_not_null())
@@ -469,11 +471,70 @@ impl Teams {
         .map(|t| self.canonical(t))
     }
 
+    /// `of`, with the owner's team as it was at `at` (a team change moves nothing
+    /// done before it: `TeamHistory`).
+    pub fn of_at(
+        &self,
+        owner: Option<&str>,
+        service: Option<&str>,
+        at: NaiveDateTime,
+    ) -> Option<String> {
+        let owner_team = owner.and_then(|o| {
+            self.history
+                .at(o, at, self.people.get(o).map(String::as_str))
+        });
+        first_team(
+            owner_team.as_deref(),
+            service
+                .and_then(|s| self.services.get(s))
+                .map(String::as_str),
+        )
+        .map(|t| self.canonical(t))
+    }
+
     /// `team` as the directory first wrote it, whatever the case.
     pub fn canonical(&self, team: &str) -> String {
         self.names
             .get(&team.to_lowercase())
             .cloned()
             .unwrap_or_else(|| team.to_owned())
+    }
+}
+
+/// Every team change (`people::team_changed`), by person and in order: a person's team
+/// at a moment is the team they left at the first change after it, else their team
+/// now. A first team (from none) is not a change, so it counts from the start.
+#[derive(Debug, Default)]
+pub struct TeamHistory {
+    changes: BTreeMap<String, Vec<(NaiveDateTime, String)>>,
+}
+
+impl TeamHistory {
+    pub fn load(conn: &mut DbConnection) -> QueryResult<TeamHistory> {
+        let mut history = TeamHistory::default();
+        let rows: Vec<(String, NaiveDateTime, String)> = team_changes::table
+            .order((team_changes::person_email, team_changes::changed_at))
+            .select((
+                team_changes::person_email,
+                team_changes::changed_at,
+                team_changes::old_team,
+            ))
+            .load(conn)?;
+        for (email, at, old) in rows {
+            history.changes.entry(email).or_default().push((at, old));
+        }
+        Ok(history)
+    }
+
+    /// The team `email` was in at `at`, given their team `now`.
+    pub fn at(&self, email: &str, at: NaiveDateTime, now: Option<&str>) -> Option<String> {
+        match self
+            .changes
+            .get(email)
+            .and_then(|changes| changes.iter().find(|(changed, _)| *changed > at))
+        {
+            Some((_, before)) => Some(before.clone()),
+            None => now.map(str::to_owned),
+        }
     }
 }

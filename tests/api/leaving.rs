@@ -386,3 +386,90 @@ async fn an_admin_says_someone_left_on_the_people_page_in_a_browser() {
         "the manager owns it now: {main}"
     );
 }
+
+/// A team change moves nothing: the coverage audit counts what a person closed before
+/// it under the team they were in, and what they close after under the new one.
+#[tokio::test]
+async fn a_team_change_moves_nothing_and_counts_from_that_day_in_the_coverage_audit() {
+    let app = crate::helpers::spawn_app().await;
+    let admin = app.admin_token();
+    let put_team = |team: &'static str| {
+        app.client
+            .put(app.url("/api/v1/people/ana@example.com"))
+            .bearer_auth(&admin)
+            .json(&json!({"name": "Ana Lima", "team": team}))
+            .send()
+    };
+    assert!(put_team("Payments")
+        .await
+        .expect("sent")
+        .status()
+        .is_success());
+    let res = app
+        .post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Checkout down", "owner": "ana@example.com"}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let coe = json(res).await["id"].as_str().expect("an id").to_owned();
+    let close = |title: &'static str| {
+        let (app, admin, coe) = (&app, &admin, &coe);
+        async move {
+            let due = (chrono::Utc::now() + chrono::Duration::days(10)).date_naive();
+            let res = app
+                .post_json(
+                    &format!("/api/v1/coes/{coe}/actions"),
+                    Some(admin),
+                    &json!({"title": title, "owner": "ana@example.com", "due_date": due,
+                            "priority": "high", "kind": "prevent"}),
+                )
+                .await;
+            assert_eq!(res.status(), 201);
+            let id = json(res).await["id"].as_str().expect("an id").to_owned();
+            let res = app
+                .post_json(
+                    &format!("/api/v1/actions/{id}/complete"),
+                    Some(admin),
+                    &json!({"note": "done", "evidence_url": "https://ci.example.com/run/1"}),
+                )
+                .await;
+            assert_eq!(res.status(), 200);
+            id
+        }
+    };
+    let before = close("Alert on checkout errors").await;
+    {
+        // Closed yesterday, as far as the audit goes.
+        use coe::db::schema::corrective_actions;
+        use diesel::prelude::*;
+        let mut conn = app.pool.get().expect("conn");
+        diesel::update(corrective_actions::table.find(&before))
+            .set(corrective_actions::closed_at.eq(Some(
+                chrono::Utc::now().naive_utc() - chrono::Duration::days(1),
+            )))
+            .execute(&mut conn)
+            .expect("backdated");
+    }
+    assert!(put_team("Search")
+        .await
+        .expect("sent")
+        .status()
+        .is_success());
+    close("Canary the search deploys").await;
+
+    let stats = app.get_json("/api/v1/stats", &admin).await;
+    let by_team = &stats["coverage"]["by_team"];
+    assert_eq!(
+        by_team["Payments"]["actions_closed"]["on_time"], 1,
+        "{by_team}"
+    );
+    assert_eq!(
+        by_team["Search"]["actions_closed"]["on_time"], 1,
+        "{by_team}"
+    );
+    // Nothing of theirs moved: the COE is still hers.
+    let doc = app.get_json(&format!("/api/v1/coes/{coe}"), &admin).await;
+    assert_eq!(doc["owner"], "ana@example.com");
+}

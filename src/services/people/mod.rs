@@ -127,6 +127,32 @@ fn clean(value: &Option<String>) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// Records that `email`'s team went from `before` to `after` at `at` (nothing for a
+/// first team, or none changed): the coverage audit reads it
+/// (`ownership::TeamHistory`).
+pub fn team_changed(
+    conn: &mut DbConnection,
+    email: &str,
+    before: Option<String>,
+    after: Option<String>,
+    at: NaiveDateTime,
+) -> QueryResult<()> {
+    use crate::db::schema::team_changes;
+    let Some(old) = before.filter(|b| Some(b) != after.as_ref()) else {
+        return Ok(());
+    };
+    diesel::insert_into(team_changes::table)
+        .values((
+            team_changes::id.eq(db::new_id()),
+            team_changes::person_email.eq(email),
+            team_changes::old_team.eq(old),
+            team_changes::new_team.eq(after),
+            team_changes::changed_at.eq(at),
+        ))
+        .execute(conn)?;
+    Ok(())
+}
+
 /// Creates or replaces a person; returns true when they were new. The caller checked the input.
 pub(super) fn upsert_checked(
     conn: &mut DbConnection,
@@ -141,9 +167,17 @@ pub(super) fn upsert_checked(
         people::timezone.eq(clean(&input.timezone)),
         people::updated_at.eq(now),
     );
+    let team_before: Option<Option<String>> = people::table
+        .find(email.as_str())
+        .select(people::team)
+        .first(conn)
+        .optional()?;
     let updated = diesel::update(people::table.find(email.as_str()))
         .set(fields.clone())
         .execute(conn)?;
+    if let Some(before) = team_before {
+        team_changed(conn, email.as_str(), before, clean(&input.team), now)?;
+    }
     if let (true, Some(flag)) = (updated > 0, input.bar_raiser) {
         diesel::update(people::table.find(email.as_str()))
             .set(people::bar_raiser.eq(flag))

@@ -52,6 +52,7 @@ pub fn rename(conn: &mut DbConnection, old: &str, new: &str) -> QueryResult<()> 
         section_comments.answered_by,
         coe_incidents.attached_by,
         action_tally.owner_email,
+        team_changes.person_email,
     );
     Ok(())
 }
