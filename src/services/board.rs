@@ -214,6 +214,9 @@ pub struct BoardRow {
     pub action: ActionView,
     pub team: Option<String>,
     pub last_move_reason: Option<String>,
+    /// The day the owner left the organisation, when they have and the action is
+    /// still theirs (nobody could take it over).
+    pub owner_left_on: Option<String>,
 }
 
 /// A page of the board's actions (how many match in all is in its `Totals`).
@@ -237,16 +240,22 @@ pub fn rows(
         reasons.insert(id, reason);
     }
     let owners: Vec<&str> = page.iter().map(|a| a.owner.as_str()).collect();
-    let teams: HashMap<String, Option<String>> = people::table
+    type Owner = (Option<String>, bool, Option<NaiveDateTime>);
+    let teams: HashMap<String, Owner> = people::table
         .filter(people::email.eq_any(&owners))
-        .select((people::email, people::team))
-        .load::<(String, Option<String>)>(conn)?
+        .select((people::email, people::team, people::active, people::left_at))
+        .load::<(String, Option<String>, bool, Option<NaiveDateTime>)>(conn)?
         .into_iter()
+        .map(|(email, team, active, left_at)| (email, (team, active, left_at)))
         .collect();
     Ok(page
         .into_iter()
         .map(|a| BoardRow {
-            team: teams.get(&a.owner).cloned().flatten(),
+            team: teams.get(&a.owner).and_then(|(t, _, _)| t.clone()),
+            owner_left_on: teams
+                .get(&a.owner)
+                .filter(|(_, active, _)| !active)
+                .map(|(_, _, at)| at.map_or_else(|| "?".into(), |t| t.date().to_string())),
             last_move_reason: reasons.remove(&a.id),
             action: a,
         })

@@ -310,6 +310,13 @@ async fn an_admin_marks_someone_left_and_work_nobody_can_take_is_flagged_on_the_
         .await
         .unwrap();
     assert!(board.contains("their actions need a new owner"), "{board}");
+    assert!(
+        board.contains("needs a new owner</strong>"),
+        "Eve's row: {board}"
+    );
+    // Dana's action, now the admin's, says whose it was.
+    assert!(board.contains("Alert on queue depth"), "{board}");
+    assert!(board.contains("(left on "), "{board}");
 }
 
 /// The People page's "left the company", in Chromium: the question, the answer, and
