@@ -306,13 +306,14 @@ fn hand_over(
             review_lines.push(line(id, title));
         }
     }
-    // A bar raiser who left: the COE's next submission chooses another.
-    let raised: Vec<String> = coes::table
+    // A bar raiser who left: in review, another is chosen at once (as on submit: a
+    // review never loses its bar raiser); in a draft, the next submission chooses.
+    let raised: Vec<(String, String)> = coes::table
         .filter(coes::bar_raiser_email.eq(leaver))
         .filter(coes::state.eq_any(BEFORE_APPROVAL))
-        .select(coes::id)
+        .select((coes::id, coes::state))
         .load(conn)?;
-    for id in &raised {
+    for (id, state) in &raised {
         diesel::update(coes::table.find(id))
             .set(coes::bar_raiser_email.eq(None::<String>))
             .execute(conn)?;
@@ -323,6 +324,17 @@ fn hand_over(
             json!({ "bar_raiser": leaver }),
             json!({ "bar_raiser": null, "why": format!("{leaver} left") }),
         )?;
+        if state == "in_review" {
+            match crate::services::review::replace_bar_raiser(conn, env, id, now) {
+                Ok(_) => {}
+                Err(crate::services::coes::CoeError::Database(e)) => return Err(e),
+                // Not a fault of the data: the leaving goes on, the COE keeps no bar
+                // raiser (its page and audit say so) until an admin names one.
+                Err(other) => {
+                    tracing::warn!(coe = %id, error = %other, "no bar raiser could be chosen");
+                }
+            }
+        }
     }
 
     let count = action_lines.len() + owned_lines.len() + review_lines.len();

@@ -301,8 +301,13 @@ pub fn step(
             )?;
             if bar_raiser.is_none() && bar_raiser::needed(judged, env.settings.coe.bar_raiser_from)
             {
-                bar_raiser =
-                    assign_bar_raiser(conn, &row, who, &env.settings.auth.dotless_domains, now)?;
+                bar_raiser = assign_bar_raiser(
+                    conn,
+                    &row,
+                    who.email,
+                    &env.settings.auth.dotless_domains,
+                    now,
+                )?;
             }
         }
         let step_id = db::new_id();
@@ -447,7 +452,7 @@ fn worst_severity_since(
 fn assign_bar_raiser(
     conn: &mut DbConnection,
     row: &CoeRow,
-    who: &Reviewer<'_>,
+    submitted_by: Option<&str>,
     settings_dotless: &[String],
     now: chrono::NaiveDateTime,
 ) -> Result<Option<String>, CoeError> {
@@ -483,7 +488,7 @@ fn assign_bar_raiser(
             owner: row.owner_email.as_deref(),
             owner_team: owner_team.as_deref(),
             reviewer: row.reviewer_email.as_deref(),
-            submitted_by: who.email,
+            submitted_by,
             dotless_domains: settings_dotless,
         },
     );
@@ -514,6 +519,40 @@ fn assign_bar_raiser(
         },
         now,
     )?;
+    Ok(chosen)
+}
+
+/// A bar raiser who left during COE `id`'s review (a person leaving): another is
+/// chosen as on submit, told as on submit, and recorded; `None` when nobody is
+/// eligible (as on submit: the reviewer's approval then suffices, and the audit says
+/// why).
+pub fn replace_bar_raiser(
+    conn: &mut DbConnection,
+    env: Env<'_>,
+    id: &str,
+    now: chrono::NaiveDateTime,
+) -> Result<Option<String>, CoeError> {
+    let row = locked(conn, id)?;
+    let chosen = assign_bar_raiser(
+        conn,
+        &row,
+        row.submitted_by.as_deref(),
+        &env.settings.auth.dotless_domains,
+        now,
+    )?;
+    if let Some(email) = &chosen {
+        let severity = types::severity("coes.severity", row.severity)?.to_string();
+        notify::bar_raiser_requested(
+            conn,
+            env.settings,
+            env.emails,
+            &CoeFacts::of(&row, &severity),
+            email,
+            coe_service::SYSTEM_ACTOR,
+            &db::new_id(),
+            now,
+        )?;
+    }
     Ok(chosen)
 }
 

@@ -103,6 +103,38 @@ async fn a_leaver_s_actions_drafts_and_reviews_pass_to_their_manager_with_one_em
         )
         .await;
     assert!(res.status().is_success());
+    // A sev1 COE in review whose bar raiser is Chen; Bea is another bar raiser.
+    let raised = world
+        .coe(
+            "Payments fell over",
+            "lead@example.com",
+            Some("maria@example.com"),
+        )
+        .await;
+    {
+        use coe::db::schema::coes;
+        use diesel::prelude::*;
+        let mut conn = world.app.pool.get().expect("conn");
+        diesel::update(coes::table.find(&raised))
+            .set((
+                coes::state.eq("in_review"),
+                coes::severity.eq(1),
+                coes::bar_raiser_email.eq("chen@example.com"),
+                coes::submitted_by.eq("lead@example.com"),
+            ))
+            .execute(&mut conn)
+            .expect("in review");
+    }
+    let res = world
+        .app
+        .client
+        .put(world.app.url("/api/v1/people/bea@example.com"))
+        .bearer_auth(&world.admin)
+        .json(&json!({"name": "Bea Raiser", "team": "Search", "bar_raiser": true}))
+        .send()
+        .await
+        .expect("sent");
+    assert!(res.status().is_success());
     world.sweep(&smtp.url(), &[]);
     let before = smtp.messages().len();
 
@@ -166,6 +198,12 @@ async fn a_leaver_s_actions_drafts_and_reviews_pass_to_their_manager_with_one_em
         assert!(mail.html.contains(title), "{title}");
     }
     assert!(smtp.messages().len() > before);
+    assert!(
+        smtp.to("bea@example.com")
+            .iter()
+            .any(|m| m.subject.contains("Payments fell over")),
+        "Bea is asked to review"
+    );
     assert!(smtp
         .to("chen@example.com")
         .iter()
@@ -184,6 +222,10 @@ async fn a_leaver_s_actions_drafts_and_reviews_pass_to_their_manager_with_one_em
     assert_eq!(res.status(), 422);
     let body = json(res).await.to_string();
     assert!(body.contains("left the organisation"), "{body}");
+
+    // Nor is Chen offered when an owner is being picked.
+    let found = get(&world, "/api/v1/people?q=chen").await;
+    assert_eq!(found["found"], json!([]), "{found}");
 
     // Reactivated: named again, but what passed on stays passed.
     let res = world

@@ -152,7 +152,7 @@ pub struct TemplateRef {
 }
 
 /// The whole COE document.
-/// Who held a COE before they left the organisation (`services::leaving`).
+/// Who held a COE before they left the organisation and it passed on.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct HandedOver {
     /// Its owner before, and when it passed to the present owner.

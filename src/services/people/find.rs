@@ -65,7 +65,9 @@ pub fn find(conn: &mut DbConnection, text: &str, limit: i64) -> Result<Vec<Found
     let name = || db::lower(people::name);
     let team = || db::lower(people::team);
     let columns = (people::email, people::name, people::team);
+    // Someone who left cannot be named: they are not offered.
     let first: Vec<(String, Option<String>, Option<String>)> = people::table
+        .filter(people::active.eq(true))
         .filter(
             email()
                 .like(starts.clone())
@@ -82,6 +84,7 @@ pub fn find(conn: &mut DbConnection, text: &str, limit: i64) -> Result<Vec<Found
     if more > 0 {
         let seen: Vec<String> = found.iter().map(|f| f.email.clone()).collect();
         let rest: Vec<(String, Option<String>, Option<String>)> = people::table
+            .filter(people::active.eq(true))
             .filter(people::email.ne_all(seen))
             .filter(
                 email()
