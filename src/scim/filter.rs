@@ -114,6 +114,15 @@ fn case_exact(path: &AttrPath) -> bool {
 
 fn holds(exp: &AttrExp, resource: &Value) -> bool {
     match exp {
+        // A complex attribute (`name pr`) is present when it is there at all.
+        AttrExp::Present(path) if path.sub_attr.is_none() => {
+            elements(resource, path).iter().any(|v| match v {
+                Value::String(s) => !s.is_empty(),
+                Value::Object(o) => !o.is_empty(),
+                Value::Null => false,
+                _ => true,
+            })
+        }
         AttrExp::Present(path) => values(resource, path).iter().any(|v| match v {
             Value::String(s) => !s.is_empty(),
             Value::Array(a) => !a.is_empty(),
@@ -121,6 +130,9 @@ fn holds(exp: &AttrExp, resource: &Value) -> bool {
         }),
         AttrExp::Comparison(path, op, expected) => {
             let found = values(resource, path);
+            if *op == CompareOp::Ne && matches!(expected, CompValue::Null) {
+                return !found.is_empty();
+            }
             if *op == CompareOp::Ne {
                 return !found
                     .iter()
@@ -203,6 +215,10 @@ mod tests {
         assert!(check(r#"externalId pr or userName pr"#));
         assert!(!check(r#"externalId pr"#));
         assert!(check(r#"displayName ne "Chen""#));
+        assert!(check(r#"emails pr and userName ne null"#));
+        assert!(!check(r#"name pr"#), "no name");
+        let named = json!({"name": {"givenName": "Chen"}});
+        assert!(matches(&"name pr".parse::<Filter>().unwrap(), &named));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde_json::json;
 
-use crate::db::schema::{api_tokens, coes, corrective_actions, people, team_owners};
+use crate::db::schema::{api_tokens, coes, corrective_actions, people, sign_in_links, team_owners};
 use crate::db::DbConnection;
 use crate::email::content::{ActionLine, CoeLine, Kind, Links, WorkHandedOver};
 use crate::services::audit::{self, Change, Subject};
@@ -57,6 +57,8 @@ pub fn leave(
     )
     .set(api_tokens::revoked_at.eq(Some(now)))
     .execute(conn)?;
+    // A sign-in link sent before they left is no use any more.
+    diesel::delete(sign_in_links::table.filter(sign_in_links::email.eq(email))).execute(conn)?;
     if marked == 0 {
         return Ok(None);
     }
@@ -126,7 +128,7 @@ pub fn successor(
         .unwrap_or_default();
     let lead: Option<String> = match &team {
         Some(team) => team_owners::table
-            .find(team)
+            .filter(crate::db::lower(team_owners::team.nullable()).eq(team.to_lowercase()))
             .select(team_owners::owner_email)
             .first(conn)
             .optional()?,
@@ -164,6 +166,7 @@ fn hand_over(
     now: NaiveDateTime,
     by: &str,
 ) -> QueryResult<Handover> {
+    replace_bar_raiser(conn, env, leaver, now, by)?;
     let Some(to) = successor(conn, env, leaver)? else {
         tracing::warn!(
             person = leaver,
@@ -259,6 +262,14 @@ fn hand_over(
             diesel::update(coes::table.find(id))
                 .set(coes::reviewer_email.eq(None::<String>))
                 .execute(conn)?;
+            audit(
+                conn,
+                Subject::Coe(id),
+                "reviewer:left",
+                json!({ "reviewer": to }),
+                json!({ "reviewer": null,
+                        "why": format!("{to} owns it now ({leaver} left): name another reviewer") }),
+            )?;
         }
         diesel::update(coes::table.find(id))
             .set((
@@ -306,37 +317,6 @@ fn hand_over(
             review_lines.push(line(id, title));
         }
     }
-    // A bar raiser who left: in review, another is chosen at once (as on submit: a
-    // review never loses its bar raiser); in a draft, the next submission chooses.
-    let raised: Vec<(String, String)> = coes::table
-        .filter(coes::bar_raiser_email.eq(leaver))
-        .filter(coes::state.eq_any(BEFORE_APPROVAL))
-        .select((coes::id, coes::state))
-        .load(conn)?;
-    for (id, state) in &raised {
-        diesel::update(coes::table.find(id))
-            .set(coes::bar_raiser_email.eq(None::<String>))
-            .execute(conn)?;
-        audit(
-            conn,
-            Subject::Coe(id),
-            "bar_raiser:left",
-            json!({ "bar_raiser": leaver }),
-            json!({ "bar_raiser": null, "why": format!("{leaver} left") }),
-        )?;
-        if state == "in_review" {
-            match crate::services::review::replace_bar_raiser(conn, env, id, now) {
-                Ok(_) => {}
-                Err(crate::services::coes::CoeError::Database(e)) => return Err(e),
-                // Not a fault of the data: the leaving goes on, the COE keeps no bar
-                // raiser (its page and audit say so) until an admin names one.
-                Err(other) => {
-                    tracing::warn!(coe = %id, error = %other, "no bar raiser could be chosen");
-                }
-            }
-        }
-    }
-
     let count = action_lines.len() + owned_lines.len() + review_lines.len();
     let handover = Handover {
         to: Some(to.clone()),
@@ -374,4 +354,51 @@ fn hand_over(
         )?;
     }
     Ok(handover)
+}
+
+/// The COEs before approval whose bar raiser is `leaver`: the seat is cleared; in
+/// review, another is chosen at once (as on submit: a review never loses its bar
+/// raiser); in a draft, the next submission chooses. Whether or not anyone takes the
+/// leaver's other work.
+fn replace_bar_raiser(
+    conn: &mut DbConnection,
+    env: Env<'_>,
+    leaver: &str,
+    now: NaiveDateTime,
+    by: &str,
+) -> QueryResult<()> {
+    let raised: Vec<(String, String)> = coes::table
+        .filter(coes::bar_raiser_email.eq(leaver))
+        .filter(coes::state.eq_any(BEFORE_APPROVAL))
+        .select((coes::id, coes::state))
+        .load(conn)?;
+    for (id, state) in &raised {
+        diesel::update(coes::table.find(id))
+            .set(coes::bar_raiser_email.eq(None::<String>))
+            .execute(conn)?;
+        audit::record(
+            conn,
+            Change {
+                subject: Subject::Coe(id),
+                actor: by,
+                action: "bar_raiser:left",
+                before: Some(json!({ "bar_raiser": leaver })),
+                after: Some(json!({ "bar_raiser": null, "why": format!("{leaver} left") })),
+            },
+            now,
+        )?;
+        if state == "in_review" {
+            match crate::services::review::replace_bar_raiser(conn, env, id, now) {
+                Ok(_) => {}
+                Err(crate::services::coes::CoeError::Database(e)) => return Err(e),
+                // Not a fault of the data: the leaving goes on, the COE keeps no bar
+                // raiser (its page and audit say so) until an admin names one.
+                Err(other) => {
+                    tracing::warn!(coe = %id, error = %other, "no bar raiser could be chosen");
+                }
+            }
+        }
+    }
+
+    Ok(())
 }

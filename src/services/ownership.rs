@@ -104,6 +104,17 @@ pub struct TeamOwner {
     pub updated_at: NaiveDateTime,
 }
 
+/// Whether `email` has not left the organisation (someone outside the directory has
+/// not).
+fn works_here(conn: &mut DbConnection, email: &str) -> QueryResult<bool> {
+    let active: Option<bool> = people::table
+        .find(email)
+        .select(people::active)
+        .first(conn)
+        .optional()?;
+    Ok(active.unwrap_or(true))
+}
+
 /// The owner (and default reviewer) of a COE about alerts with `labels` (the first
 /// alert's first) on `service`, by the chain above.
 pub fn for_alerts(
@@ -127,24 +138,32 @@ pub fn for_alerts(
         };
         let known: i64 = people::table
             .filter(people::email.eq(address.as_str()))
+            .filter(people::active.eq(true))
             .count()
             .get_result(conn)?;
         if known > 0 {
             return Ok(with(address.into(), "the alert's owner label".into()));
         }
     }
+    // Someone who left owns nothing new: the chain goes on past them.
     for team in labels.iter().filter_map(|l| l.get("team")) {
         if let Some(owner) = team_owner(conn, team)? {
-            return Ok(with(owner, format!("team {team}'s default owner")));
+            if works_here(conn, &owner)? {
+                return Ok(with(owner, format!("team {team}'s default owner")));
+            }
         }
     }
     if let Some(mapped) = &mapped {
         if let Some(owner) = &mapped.owner {
-            return Ok(with(owner.clone(), "the service map".into()));
+            if works_here(conn, owner)? {
+                return Ok(with(owner.clone(), "the service map".into()));
+            }
         }
         if let Some(team) = &mapped.team {
             if let Some(owner) = team_owner(conn, team)? {
-                return Ok(with(owner, format!("team {team}'s default owner")));
+                if works_here(conn, &owner)? {
+                    return Ok(with(owner, format!("team {team}'s default owner")));
+                }
             }
         }
     }

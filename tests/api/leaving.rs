@@ -223,6 +223,47 @@ async fn a_leaver_s_actions_drafts_and_reviews_pass_to_their_manager_with_one_em
     let body = json(res).await.to_string();
     assert!(body.contains("left the organisation"), "{body}");
 
+    // Nor can Chen sign in: the request is answered as any other, and the link
+    // written for it is expired at birth, with no email.
+    let res = crate::pages::ask_for_link(&world.app, "chen@example.com").await;
+    assert_eq!(res.status(), 200);
+    let link = {
+        use coe::db::schema::sign_in_links;
+        use diesel::prelude::*;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let mut conn = world.app.pool.get().expect("conn");
+            let found: Option<(chrono::NaiveDateTime, chrono::NaiveDateTime)> =
+                sign_in_links::table
+                    .filter(sign_in_links::email.eq("chen@example.com"))
+                    .select((sign_in_links::created_at, sign_in_links::expires_at))
+                    .first(&mut conn)
+                    .optional()
+                    .expect("links");
+            if let Some(found) = found {
+                break found;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the request was never handled"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    assert!(link.1 <= link.0, "expired at birth: {link:?}");
+    {
+        use coe::db::schema::outbox_emails;
+        use diesel::prelude::*;
+        let mut conn = world.app.pool.get().expect("conn");
+        let emailed: i64 = outbox_emails::table
+            .filter(outbox_emails::kind.eq("sign_in"))
+            .filter(outbox_emails::recipient.eq("chen@example.com"))
+            .count()
+            .get_result(&mut conn)
+            .expect("outbox");
+        assert_eq!(emailed, 0, "no sign-in email for someone who left");
+    }
+
     // Nor is Chen offered when an owner is being picked.
     let found = get(&world, "/api/v1/people?q=chen").await;
     assert_eq!(found["found"], json!([]), "{found}");

@@ -268,8 +268,64 @@ async fn entra_provisions_renames_and_deletes_a_person() {
     let (idp, admin) = (app.token("entra", Role::Scim), app.admin_token());
     let mut entra = Sequence::load("entra.json");
     entra
+        .run(
+            &app,
+            &idp,
+            Some("change the work email and the family name"),
+        )
+        .await;
+    // Chen owns a COE and an action under the old address.
+    let res = app
+        .post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Login failed", "owner": "test_user_fd0ea13b@contoso.com"}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let coe = json(res).await["id"].as_str().expect("an id").to_owned();
+    let due = (chrono::Utc::now() + chrono::Duration::days(10)).date_naive();
+    let res = app
+        .post_json(
+            &format!("/api/v1/coes/{coe}/actions"),
+            Some(&admin),
+            &json!({"title": "Rate-limit logins", "owner": "test_user_fd0ea13b@contoso.com",
+                    "due_date": due, "priority": "high", "kind": "prevent"}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let action = json(res).await["id"].as_str().expect("an id").to_owned();
+    // And is an admin of coe: the flag must not follow an address the provider sets.
+    let res = app
+        .client
+        .put(app.url("/api/v1/people/test_user_fd0ea13b@contoso.com/admin"))
+        .bearer_auth(&admin)
+        .json(&json!({"is_admin": true}))
+        .send()
+        .await
+        .expect("sent");
+    assert!(res.status().is_success());
+    entra
         .run(&app, &idp, Some("a filter that does not parse"))
         .await;
+    assert_eq!(
+        person(&app, &admin, "chen.li@contoso.com").await["is_admin"],
+        false
+    );
+    let a = app
+        .get_json(&format!("/api/v1/actions/{action}"), &admin)
+        .await;
+    assert_eq!(
+        a["owner"], "chen.li@contoso.com",
+        "the action followed: {a}"
+    );
+    let c = app.get_json(&format!("/api/v1/coes/{coe}"), &admin).await;
+    assert_eq!(c["owner"], "chen.li@contoso.com");
+    let mine = app
+        .get_json("/api/v1/actions?owner=chen.li@contoso.com", &admin)
+        .await
+        .to_string();
+    assert!(mine.contains(&action), "{mine}");
     // The work address changed: the person moved to it, with their manager.
     let p = person(&app, &admin, "chen.li@contoso.com").await;
     assert_eq!(p["manager_email"], "test_manager_ab6490ee@contoso.com");

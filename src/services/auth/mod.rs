@@ -78,10 +78,16 @@ fn open(settings: &Settings) -> bool {
 /// Whether `address` may sign in (`domain::auth::may_sign_in`): the same rule for the
 /// emailed link and the proxy's header.
 fn may_sign_in(conn: &mut DbConnection, address: &str, settings: &Settings) -> QueryResult<bool> {
-    let in_directory: i64 = people::table
-        .filter(people::email.eq(address))
-        .count()
-        .get_result(conn)?;
+    let found: Option<bool> = people::table
+        .find(address)
+        .select(people::active)
+        .first(conn)
+        .optional()?;
+    // Someone who left the organisation may not.
+    if found == Some(false) {
+        return Ok(false);
+    }
+    let in_directory: i64 = i64::from(found.is_some());
     Ok(auth::may_sign_in(
         address,
         in_directory > 0,
@@ -355,12 +361,16 @@ pub fn session(
             .set(sessions::last_seen_at.eq(now))
             .execute(conn)?;
     }
-    let (name, is_admin): (Option<String>, bool) = people::table
+    let (name, is_admin, active): (Option<String>, bool, bool) = people::table
         .find(&email)
-        .select((people::name, people::is_admin))
+        .select((people::name, people::is_admin, people::active))
         .first(conn)
         .optional()?
-        .unwrap_or((None, false));
+        .unwrap_or((None, false, true));
+    // Someone who left is signed in nowhere, whatever a link made before said.
+    if !active {
+        return Ok(None);
+    }
     Ok(Some(SessionPerson {
         session_id: id,
         email,

@@ -20,6 +20,7 @@ pub fn rename(conn: &mut DbConnection, old: &str, new: &str) -> QueryResult<()> 
     follow!(
         people.email,
         people.manager_email,
+        people.scim_manager_ref,
         api_tokens.person_email,
         api_tokens.created_by,
         incidents.reported_by,
@@ -30,16 +31,21 @@ pub fn rename(conn: &mut DbConnection, old: &str, new: &str) -> QueryResult<()> 
         coes.reviewer_named_by,
         coes.bar_raiser_email,
         coes.approved_by,
+        coes.owner_handed_over_from,
+        coes.reviewer_handed_over_from,
         coe_sections.updated_by,
         audit_log.actor,
         corrective_actions.owner_email,
         corrective_actions.created_by,
         corrective_actions.verified_by,
+        corrective_actions.handed_over_from,
         due_date_changes.changed_by,
         review_comments.author,
         notification_settings.email,
         unsubscribe_links.email,
         sessions.person_email,
+        sign_in_links.email,
+        sign_in_requests.email,
         coe_reads.person_email,
         kept_forms.person,
         form_keys.person,
@@ -51,8 +57,10 @@ pub fn rename(conn: &mut DbConnection, old: &str, new: &str) -> QueryResult<()> 
         section_comments.author,
         section_comments.answered_by,
         coe_incidents.attached_by,
-        action_tally.owner_email,
         team_changes.person_email,
     );
+    // The owners' counts followed the actions (their triggers count both addresses):
+    // the old address's row is left empty.
+    diesel::delete(action_tally::table.filter(action_tally::owner_email.eq(old))).execute(conn)?;
     Ok(())
 }

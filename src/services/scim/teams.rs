@@ -23,7 +23,19 @@ pub fn follow_groups(conn: &mut DbConnection, ctx: &Ctx, ids: &[String]) -> Quer
         let team = names
             .iter()
             .find_map(|n| ctx.env.settings.scim.team_of_group(n));
-        diesel::update(people::table.filter(people::scim_id.eq(id)))
+        let before: Option<(String, Option<String>)> = people::table
+            .filter(people::scim_id.eq(id))
+            .select((people::email, people::team))
+            .first(conn)
+            .optional()?;
+        let Some((email, before)) = before else {
+            continue;
+        };
+        if before == team {
+            continue;
+        }
+        crate::services::people::team_changed(conn, &email, before, team.clone(), ctx.now)?;
+        diesel::update(people::table.find(&email))
             .set((people::team.eq(team), people::updated_at.eq(ctx.now)))
             .execute(conn)?;
     }

@@ -87,6 +87,23 @@ fn text(v: Option<&Value>) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// At most one primary email (RFC 7643 2.4): the last one marked keeps it (a PATCH
+/// `add` of a primary address appends it after the old one).
+fn one_primary(doc: &mut Map<String, Value>) {
+    if let Some(Value::Array(emails)) = doc.get_mut("emails") {
+        let last = emails
+            .iter()
+            .rposition(|e| e.get("primary") == Some(&json!(true)));
+        for (i, e) in emails.iter_mut().enumerate() {
+            if let (Some(obj), Some(last)) = (e.as_object_mut(), last) {
+                if i != last && obj.get("primary") == Some(&json!(true)) {
+                    obj.insert("primary".into(), json!(false));
+                }
+            }
+        }
+    }
+}
+
 fn derive(doc: &Map<String, Value>) -> Result<Derived, ScimError> {
     let user_name = text(doc.get("userName")).unwrap_or_default();
     let emails: Vec<&Value> = doc
@@ -168,8 +185,9 @@ fn write(
     conn: &mut DbConnection,
     ctx: &Ctx,
     id: Option<&str>,
-    doc: Map<String, Value>,
+    mut doc: Map<String, Value>,
 ) -> Result<Value, ApiError> {
+    one_primary(&mut doc);
     let d = derive(&doc)?;
     let existing = match id {
         Some(id) => Some(by_id(conn, id)?.ok_or_else(|| not_found(id))?),
@@ -215,6 +233,22 @@ fn write(
                     .into());
                 }
                 directory::rename(conn, &e.email, &d.address)?;
+                // The admin flag does not follow an address the provider changes: a
+                // provider (or its token) must not make an admin of whoever holds the
+                // new address. Another admin gives it back.
+                let dropped = diesel::update(
+                    people::table
+                        .find(&d.address)
+                        .filter(people::is_admin.eq(true)),
+                )
+                .set(people::is_admin.eq(false))
+                .execute(conn)?;
+                if dropped > 0 {
+                    tracing::warn!(
+                        from = %e.email, to = %d.address,
+                        "an admin's address changed by SCIM: the admin flag was not carried over"
+                    );
+                }
             }
             own_id.clone().unwrap_or_default()
         }
@@ -263,7 +297,7 @@ fn write(
     } else {
         crate::services::leaving::leave(conn, ctx.env, &d.address, now, super::BY)?;
     }
-    super::teams::follow_groups(conn, ctx, std::slice::from_ref(&scim_id))?;
+    // A User's teams come from its groups, which a User's own write does not change.
     let written = by_id(conn, &scim_id)?.ok_or_else(|| not_found(&scim_id))?;
     Ok(resource(ctx, &written))
 }
@@ -371,13 +405,13 @@ pub fn list(conn: &mut DbConnection, ctx: &Ctx, q: &ListQuery) -> Result<Value, 
         let page = page.iter().map(|p| resource(ctx, p)).collect();
         return Ok(at_page(total as usize, q, page));
     };
-    let names = ["userName", "externalId", "id", "emails.value"];
+    // `emails.value` is not looked up by the address kept: a secondary one matches too.
+    let names = ["userName", "externalId", "id"];
     if let Some((attr, v)) = demanded(filter, &names) {
         query = match attr {
             "userName" => query.filter(people::scim_user_name.eq(v.to_lowercase())),
             "externalId" => query.filter(people::scim_external_id.eq(v)),
-            "id" => query.filter(people::scim_id.eq(v)),
-            _ => query.filter(people::email.eq(v.to_lowercase())),
+            _ => query.filter(people::scim_id.eq(v)),
         };
     }
     let found: Vec<Value> = query
