@@ -278,7 +278,19 @@ fn write(
             people::timezone.eq(d.timezone.clone().or(old_zone)),
             people::updated_at.eq(now),
         ))
-        .execute(conn)?;
+        .execute(conn)
+        .map_err(|e| match e {
+            // Another request took the userName between our check and this write
+            // (PostgreSQL, two at once): the same answer as the check's.
+            diesel::result::Error::DatabaseError(
+                diesel::result::DatabaseErrorKind::UniqueViolation,
+                _,
+            ) => ApiError::from(ScimError::conflict(format!(
+                "userName {:?} is another User's",
+                d.user_name
+            ))),
+            other => other.into(),
+        })?;
     if let Some(manager) = manager {
         diesel::update(people::table.find(&d.address))
             .set(people::manager_email.eq(manager))
