@@ -563,3 +563,49 @@ async fn a_team_change_moves_nothing_and_counts_from_that_day_in_the_coverage_au
     let doc = app.get_json(&format!("/api/v1/coes/{coe}"), &admin).await;
     assert_eq!(doc["owner"], "ana@example.com");
 }
+
+/// A manager who left is passed over: their reports' escalations go to the manager
+/// above them (who still works here), and nothing to the leaver.
+#[tokio::test]
+async fn escalations_pass_over_a_manager_who_left() {
+    let (world, smtp) = (World::new().await, SmtpServer::start());
+    world.person("vp@example.com", "Vera Vp", None).await;
+    world
+        .person("carla@example.com", "Carla Manager", Some("vp@example.com"))
+        .await;
+    world
+        .person("ana@example.com", "Ana Lima", Some("carla@example.com"))
+        .await;
+    let coe = world
+        .coe(
+            "Search was down",
+            "lead@example.com",
+            Some("rev@example.com"),
+        )
+        .await;
+    add_action(&world, &coe, "Shard the index", "ana@example.com", 8).await;
+    {
+        use coe::db::schema::people;
+        use diesel::prelude::*;
+        let mut conn = world.app.pool.get().expect("conn");
+        diesel::update(people::table.find("carla@example.com"))
+            .set((
+                people::active.eq(false),
+                people::left_at.eq(Some(chrono::Utc::now().naive_utc())),
+            ))
+            .execute(&mut conn)
+            .expect("Carla left");
+    }
+    world.sweep(&smtp.url(), &[]);
+    let to_vp: Vec<_> = smtp
+        .to("vp@example.com")
+        .into_iter()
+        .filter(|m| m.subject.starts_with("[coe] Escalation"))
+        .collect();
+    assert_eq!(to_vp.len(), 1, "the manager above is told");
+    assert!(to_vp[0].text.contains("Shard the index"));
+    assert!(
+        smtp.to("carla@example.com").is_empty(),
+        "nothing to the leaver"
+    );
+}

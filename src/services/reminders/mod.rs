@@ -518,17 +518,40 @@ fn due_actions(conn: &mut DbConnection, horizon: NaiveDate) -> QueryResult<Vec<D
         .collect())
 }
 
+/// Everyone's name and the manager escalations go to. A manager who left the
+/// organisation is passed over for their own manager (who still works here), else
+/// nobody: the escalation then goes to the COE's owner and reviewer.
 fn directory(conn: &mut DbConnection) -> QueryResult<HashMap<String, Person>> {
-    Ok(people::table
-        .select((people::email, people::name, people::manager_email))
-        .load::<(String, Option<String>, Option<String>)>(conn)?
+    let rows: Vec<(String, Option<String>, Option<String>, bool)> = people::table
+        .select((
+            people::email,
+            people::name,
+            people::manager_email,
+            people::active,
+        ))
+        .load(conn)?;
+    let known: HashMap<String, (Option<String>, bool)> = rows
+        .iter()
+        .map(|(email, _, manager, active)| (email.clone(), (manager.clone(), *active)))
+        .collect();
+    let works_here = |m: &str| known.get(m).is_none_or(|(_, active)| *active);
+    Ok(rows
         .into_iter()
-        .map(|(email, name, manager)| {
+        .map(|(email, name, manager, _)| {
+            let manager = manager.filter(|m| !m.trim().is_empty()).and_then(|m| {
+                if works_here(&m) {
+                    return Some(m);
+                }
+                known
+                    .get(&m)
+                    .and_then(|(above, _)| above.clone())
+                    .filter(|above| works_here(above) && *above != email)
+            });
             (
                 email,
                 Person {
                     name: name.filter(|n| !n.trim().is_empty()),
-                    manager: manager.filter(|m| !m.trim().is_empty()),
+                    manager,
                 },
             )
         })
