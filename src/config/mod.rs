@@ -16,6 +16,7 @@ mod people;
 mod runtime;
 pub mod secret;
 mod validate;
+mod validate_sign_in;
 
 pub use runtime::{
     DatabaseSettings, EmailSettings, LogFormat, LogSettings, Mode, ServerSettings, SmtpSettings,

@@ -124,11 +124,7 @@ pub async fn resource_type(
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    schema::resource_types(&base(&state))
-        .into_iter()
-        .find(|r| r["id"] == id.as_str())
-        .map(ok)
-        .ok_or_else(|| ScimError::not_found(format!("no resource type {:?}", id.as_str())).into())
+    by_id(schema::resource_types(&base(&state)), &id, "resource type")
 }
 
 pub async fn schemas(_: Scim, state: web::Data<AppState>) -> HttpResponse {
@@ -141,11 +137,15 @@ pub async fn schema_one(
     id: web::Path<String>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    schema::schemas(&base(&state))
-        .into_iter()
-        .find(|r| r["id"] == id.as_str())
+    by_id(schema::schemas(&base(&state)), &id, "schema")
+}
+
+/// The discovery resource of `all` whose id is `id`, else a SCIM 404 naming `what`.
+fn by_id(all: Vec<Value>, id: &str, what: &str) -> Result<HttpResponse, ApiError> {
+    all.into_iter()
+        .find(|r| r["id"] == id)
         .map(ok)
-        .ok_or_else(|| ScimError::not_found(format!("no schema {:?}", id.as_str())).into())
+        .ok_or_else(|| ScimError::not_found(format!("no {what} {id:?}")).into())
 }
 
 /// Reads on a connection.
@@ -158,31 +158,37 @@ async fn read(
             base: base(state),
             env: state.env(),
             now: crate::db::now(),
+            someone_left: Default::default(),
         };
         work(conn, &ctx)
     })
     .await
 }
 
-/// Writes in a transaction: a refusal leaves nothing half-written. A person who left
-/// has had their tokens revoked: the tokens this replica remembers are forgotten, so
-/// theirs is refused at once here (and within `KNOWN_FOR` on the others).
+/// Writes in a transaction: a refusal leaves nothing half-written. When a person left,
+/// their tokens were revoked: the tokens this replica remembers are then forgotten, so
+/// theirs is refused at once here (and within `KNOWN_FOR` on the others); other
+/// writes (a provider pushing thousands of users) keep them.
 async fn write<T: Send + 'static>(
     state: web::Data<AppState>,
     work: impl FnOnce(&mut crate::db::DbConnection, &Ctx) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
     let known = state.known_tokens.clone();
-    let done = with_write(&state, move |conn, state| {
+    let (done, someone_left) = with_write(&state, move |conn, state| {
         let ctx = Ctx {
             base: base(state),
             env: state.env(),
             now: crate::db::now(),
+            someone_left: Default::default(),
         };
-        work(conn, &ctx)
+        let done = work(conn, &ctx)?;
+        Ok((done, ctx.someone_left.get()))
     })
-    .await;
-    known.forget_all();
-    done
+    .await?;
+    if someone_left {
+        known.forget_all();
+    }
+    Ok(done)
 }
 
 macro_rules! resource_handlers {

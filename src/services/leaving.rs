@@ -12,7 +12,7 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde_json::json;
 
-use crate::db::schema::{api_tokens, coes, corrective_actions, people, sign_in_links, team_owners};
+use crate::db::schema::{api_tokens, coes, corrective_actions, people, sign_in_links};
 use crate::db::DbConnection;
 use crate::email::content::{ActionLine, CoeLine, Kind, Links, WorkHandedOver};
 use crate::services::audit::{self, Change, Subject};
@@ -91,27 +91,6 @@ pub fn rejoin(conn: &mut DbConnection, email: &str, now: NaiveDateTime) -> Query
     Ok(n > 0)
 }
 
-/// Whether `email` has left, and when.
-pub fn left_at(conn: &mut DbConnection, email: &str) -> QueryResult<Option<NaiveDateTime>> {
-    Ok(people::table
-        .find(email)
-        .filter(people::active.eq(false))
-        .select(people::left_at)
-        .first::<Option<NaiveDateTime>>(conn)
-        .optional()?
-        .flatten())
-}
-
-fn active(conn: &mut DbConnection, email: &str) -> QueryResult<bool> {
-    // Someone outside the directory has not left it.
-    let found: Option<bool> = people::table
-        .find(email)
-        .select(people::active)
-        .first(conn)
-        .optional()?;
-    Ok(found.unwrap_or(true))
-}
-
 /// Who takes over `leaver`'s work: their manager, else their team's lead, else
 /// `scim.leavers_work_to`, else the first admin — the first of these who still works
 /// here and is not the leaver.
@@ -126,12 +105,8 @@ pub fn successor(
         .first(conn)
         .optional()?
         .unwrap_or_default();
-    let lead: Option<String> = match &team {
-        Some(team) => team_owners::table
-            .filter(crate::db::lower(team_owners::team.nullable()).eq(team.to_lowercase()))
-            .select(team_owners::owner_email)
-            .first(conn)
-            .optional()?,
+    let lead = match &team {
+        Some(team) => crate::services::ownership::team_owner(conn, team)?,
         None => None,
     };
     let admin: Option<String> = people::table
@@ -149,7 +124,7 @@ pub fn successor(
         admin,
     ];
     for candidate in chain.into_iter().flatten() {
-        if candidate != leaver && active(conn, &candidate)? {
+        if candidate != leaver && crate::services::people::works_here(conn, &candidate)? {
             return Ok(Some(candidate));
         }
     }

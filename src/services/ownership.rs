@@ -104,17 +104,6 @@ pub struct TeamOwner {
     pub updated_at: NaiveDateTime,
 }
 
-/// Whether `email` has not left the organisation (someone outside the directory has
-/// not).
-fn works_here(conn: &mut DbConnection, email: &str) -> QueryResult<bool> {
-    let active: Option<bool> = people::table
-        .find(email)
-        .select(people::active)
-        .first(conn)
-        .optional()?;
-    Ok(active.unwrap_or(true))
-}
-
 /// The owner (and default reviewer) of a COE about alerts with `labels` (the first
 /// alert's first) on `service`, by the chain above.
 pub fn for_alerts(
@@ -148,20 +137,20 @@ pub fn for_alerts(
     // Someone who left owns nothing new: the chain goes on past them.
     for team in labels.iter().filter_map(|l| l.get("team")) {
         if let Some(owner) = team_owner(conn, team)? {
-            if works_here(conn, &owner)? {
+            if crate::services::people::works_here(conn, &owner)? {
                 return Ok(with(owner, format!("team {team}'s default owner")));
             }
         }
     }
     if let Some(mapped) = &mapped {
         if let Some(owner) = &mapped.owner {
-            if works_here(conn, owner)? {
+            if crate::services::people::works_here(conn, owner)? {
                 return Ok(with(owner.clone(), "the service map".into()));
             }
         }
         if let Some(team) = &mapped.team {
             if let Some(owner) = team_owner(conn, team)? {
-                if works_here(conn, &owner)? {
+                if crate::services::people::works_here(conn, &owner)? {
                     return Ok(with(owner, format!("team {team}'s default owner")));
                 }
             }
@@ -199,7 +188,7 @@ fn service_row(conn: &mut DbConnection, service: &str) -> QueryResult<Option<Ser
         .map(|row| row.map(ServiceOwner::from))
 }
 
-fn team_owner(conn: &mut DbConnection, team: &str) -> QueryResult<Option<String>> {
+pub fn team_owner(conn: &mut DbConnection, team: &str) -> QueryResult<Option<String>> {
     team_owners::table
         .filter(lower(team_owners::team.nullable()).eq(team.to_lowercase()))
         .select(team_owners::owner_email)

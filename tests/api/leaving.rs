@@ -7,7 +7,7 @@ use coe::domain::Role;
 use serde_json::{json, Value};
 
 use crate::email::{SmtpServer, World};
-use crate::helpers::json;
+use crate::helpers::{json, TestApp};
 use crate::pages::{get_page, post_form, sign_in};
 
 async fn provision(world: &World, idp: &str, user: Value) -> String {
@@ -50,6 +50,67 @@ async fn add_action(
         crate::email::today() - chrono::Duration::days(days_overdue),
     );
     id
+}
+
+/// A SCIM PATCH of User `id` with `operations`; its status.
+pub(crate) async fn scim_patch(app: &TestApp, idp: &str, id: &str, operations: Value) -> u16 {
+    app.client
+        .patch(app.url(&format!("/scim/v2/Users/{id}")))
+        .bearer_auth(idp)
+        .header("content-type", "application/scim+json")
+        .body(
+            json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                   "Operations": operations})
+            .to_string(),
+        )
+        .send()
+        .await
+        .expect("sent")
+        .status()
+        .as_u16()
+}
+
+/// Sets or clears `email`'s admin flag with the admin token `admin`.
+pub(crate) async fn set_admin(app: &TestApp, admin: &str, email: &str, flag: bool) {
+    let res = app
+        .client
+        .put(app.url(&format!("/api/v1/people/{email}/admin")))
+        .bearer_auth(admin)
+        .json(&json!({ "is_admin": flag }))
+        .send()
+        .await
+        .expect("sent");
+    assert!(res.status().is_success(), "{}", res.status());
+}
+
+/// A COE owned by `coe_owner` with one action owned by `owner`, due in ten days, made
+/// with `token`: their ids.
+pub(crate) async fn coe_with_action(
+    app: &TestApp,
+    token: &str,
+    (coe_title, coe_owner): (&str, &str),
+    (title, owner): (&str, &str),
+) -> (String, String) {
+    let res = app
+        .post_json(
+            "/api/v1/coes",
+            Some(token),
+            &json!({"title": coe_title, "owner": coe_owner}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let coe = json(res).await["id"].as_str().expect("an id").to_owned();
+    let due = (chrono::Utc::now() + chrono::Duration::days(10)).date_naive();
+    let res = app
+        .post_json(
+            &format!("/api/v1/coes/{coe}/actions"),
+            Some(token),
+            &json!({"title": title, "owner": owner, "due_date": due, "priority": "high", "kind": "prevent"}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let action = json(res).await["id"].as_str().expect("an id").to_owned();
+    (coe, action)
 }
 
 async fn get(world: &World, path: &str) -> Value {
@@ -139,21 +200,8 @@ async fn a_leaver_s_actions_drafts_and_reviews_pass_to_their_manager_with_one_em
     let before = smtp.messages().len();
 
     // Okta deactivates Chen.
-    let res = world
-        .app
-        .client
-        .patch(world.app.url(&format!("/scim/v2/Users/{chen}")))
-        .bearer_auth(&idp)
-        .header("content-type", "application/scim+json")
-        .body(
-            json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
-                   "Operations": [{"op": "replace", "value": {"active": false}}]})
-            .to_string(),
-        )
-        .send()
-        .await
-        .expect("sent");
-    assert_eq!(res.status(), 200);
+    let deactivate = json!([{"op": "replace", "value": {"active": false}}]);
+    assert_eq!(scim_patch(&world.app, &idp, &chen, deactivate).await, 200);
 
     let a = get(&world, &format!("/api/v1/actions/{action}")).await;
     assert_eq!(a["owner"], "maria@example.com", "{a}");
@@ -269,21 +317,8 @@ async fn a_leaver_s_actions_drafts_and_reviews_pass_to_their_manager_with_one_em
     assert_eq!(found["found"], json!([]), "{found}");
 
     // Reactivated: named again, but what passed on stays passed.
-    let res = world
-        .app
-        .client
-        .patch(world.app.url(&format!("/scim/v2/Users/{chen}")))
-        .bearer_auth(&idp)
-        .header("content-type", "application/scim+json")
-        .body(
-            json!({"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
-                   "Operations": [{"op": "replace", "path": "active", "value": true}]})
-            .to_string(),
-        )
-        .send()
-        .await
-        .expect("sent");
-    assert_eq!(res.status(), 200);
+    let reactivate = json!([{"op": "replace", "path": "active", "value": true}]);
+    assert_eq!(scim_patch(&world.app, &idp, &chen, reactivate).await, 200);
     assert_eq!(
         get(&world, &format!("/api/v1/actions/{action}")).await["owner"],
         "maria@example.com"
@@ -298,16 +333,7 @@ async fn an_admin_marks_someone_left_and_work_nobody_can_take_is_flagged_on_the_
     let coe = world.coe("Queue backed up", "lead@example.com", None).await;
     let action = add_action(&world, &coe, "Alert on queue depth", "dana@example.com", 3).await;
     world.person("admin@example.com", "Ada Admin", None).await;
-    let set_admin = |flag: bool| {
-        world
-            .app
-            .client
-            .put(world.app.url("/api/v1/people/admin@example.com/admin"))
-            .bearer_auth(&world.admin)
-            .json(&json!({ "is_admin": flag }))
-            .send()
-    };
-    assert!(set_admin(true).await.expect("sent").status().is_success());
+    set_admin(&world.app, &world.admin, "admin@example.com", true).await;
     let cookie = sign_in(&world.app, "admin@example.com").await;
     let html = get_page(&world.app, "/admin/people", Some(&cookie))
         .await
@@ -373,7 +399,7 @@ async fn an_admin_marks_someone_left_and_work_nobody_can_take_is_flagged_on_the_
     )
     .await;
     assert_eq!(res.status(), 409);
-    assert!(set_admin(false).await.expect("sent").status().is_success());
+    set_admin(&world.app, &world.admin, "admin@example.com", false).await;
     let res = world
         .app
         .client
@@ -423,35 +449,14 @@ async fn an_admin_says_someone_left_on_the_people_page_in_a_browser() {
             .expect("sent");
         assert!(res.status().is_success());
     }
-    let res = app
-        .client
-        .put(app.url("/api/v1/people/admin@example.com/admin"))
-        .bearer_auth(&admin)
-        .json(&json!({"is_admin": true}))
-        .send()
-        .await
-        .expect("sent");
-    assert!(res.status().is_success());
-    let res = app
-        .post_json(
-            "/api/v1/coes",
-            Some(&admin),
-            &json!({"title": "Queue backed up", "owner": "admin@example.com"}),
-        )
-        .await;
-    assert_eq!(res.status(), 201);
-    let coe = json(res).await["id"].as_str().expect("an id").to_owned();
-    let due = (chrono::Utc::now() + chrono::Duration::days(10)).date_naive();
-    let res = app
-        .post_json(
-            &format!("/api/v1/coes/{coe}/actions"),
-            Some(&admin),
-            &json!({"title": "Alert on queue depth", "owner": "dana@example.com", "due_date": due,
-                    "priority": "high", "kind": "detect"}),
-        )
-        .await;
-    assert_eq!(res.status(), 201);
-    let action = json(res).await["id"].as_str().expect("an id").to_owned();
+    set_admin(&app, &admin, "admin@example.com", true).await;
+    let (_, action) = coe_with_action(
+        &app,
+        &admin,
+        ("Queue backed up", "admin@example.com"),
+        ("Alert on queue depth", "dana@example.com"),
+    )
+    .await;
 
     let browser = crate::webdriver::Browser::start().await;
     crate::browser::sign_in_to(&browser, &app, "admin@example.com", "/admin/people").await;

@@ -275,36 +275,15 @@ async fn entra_provisions_renames_and_deletes_a_person() {
         )
         .await;
     // Chen owns a COE and an action under the old address.
-    let res = app
-        .post_json(
-            "/api/v1/coes",
-            Some(&admin),
-            &json!({"title": "Login failed", "owner": "test_user_fd0ea13b@contoso.com"}),
-        )
-        .await;
-    assert_eq!(res.status(), 201);
-    let coe = json(res).await["id"].as_str().expect("an id").to_owned();
-    let due = (chrono::Utc::now() + chrono::Duration::days(10)).date_naive();
-    let res = app
-        .post_json(
-            &format!("/api/v1/coes/{coe}/actions"),
-            Some(&admin),
-            &json!({"title": "Rate-limit logins", "owner": "test_user_fd0ea13b@contoso.com",
-                    "due_date": due, "priority": "high", "kind": "prevent"}),
-        )
-        .await;
-    assert_eq!(res.status(), 201);
-    let action = json(res).await["id"].as_str().expect("an id").to_owned();
+    let (coe, action) = crate::leaving::coe_with_action(
+        &app,
+        &admin,
+        ("Login failed", "test_user_fd0ea13b@contoso.com"),
+        ("Rate-limit logins", "test_user_fd0ea13b@contoso.com"),
+    )
+    .await;
     // And is an admin of coe: the flag must not follow an address the provider sets.
-    let res = app
-        .client
-        .put(app.url("/api/v1/people/test_user_fd0ea13b@contoso.com/admin"))
-        .bearer_auth(&admin)
-        .json(&json!({"is_admin": true}))
-        .send()
-        .await
-        .expect("sent");
-    assert!(res.status().is_success());
+    crate::leaving::set_admin(&app, &admin, "test_user_fd0ea13b@contoso.com", true).await;
     entra
         .run(&app, &idp, Some("a filter that does not parse"))
         .await;

@@ -229,6 +229,17 @@ pub fn insert_if_missing(conn: &mut DbConnection, row: &PersonRow) -> QueryResul
     Ok(n == 1)
 }
 
+/// Whether `email` still works here: in the directory and active, or not in it at
+/// all (someone outside the directory has not left it).
+pub fn works_here(conn: &mut DbConnection, email: &str) -> QueryResult<bool> {
+    let active: Option<bool> = people::table
+        .find(email)
+        .select(people::active)
+        .first(conn)
+        .optional()?;
+    Ok(active.unwrap_or(true))
+}
+
 /// The refusal for naming someone who left the organisation, if `email` has.
 pub fn has_left(conn: &mut DbConnection, email: &str) -> QueryResult<Option<String>> {
     let left: Option<Option<NaiveDateTime>> = people::table

@@ -6,11 +6,11 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde_json::{json, Map, Value};
 
-use super::{at_page, resource_meta, teams, Ctx};
+use super::{matching_page, resource_meta, teams, Ctx};
 use crate::db::schema::{people, scim_group_members, scim_groups};
 use crate::db::{self, DbConnection};
 use crate::error::ApiError;
-use crate::scim::filter::{demanded, matches};
+use crate::scim::filter::demanded;
 use crate::scim::{self, clean_resource, ListQuery, ResourceKind, ScimError, GROUP};
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
@@ -234,17 +234,6 @@ pub fn list(conn: &mut DbConnection, ctx: &Ctx, q: &ListQuery) -> Result<Value, 
             _ => query.filter(scim_groups::id.eq(v)),
         };
     }
-    let found: Vec<Value> = query
-        .load(conn)?
-        .iter()
-        .map(|g| resource(ctx, g))
-        .filter(|r| q.filter.as_ref().is_none_or(|f| matches(f, r)))
-        .collect();
-    let total = found.len();
-    let page = found
-        .into_iter()
-        .skip(q.start_index - 1)
-        .take(q.count)
-        .collect();
-    Ok(at_page(total, q, page))
+    let found: Vec<GroupRow> = query.load(conn)?;
+    Ok(matching_page(found.iter().map(|g| resource(ctx, g)), q))
 }

@@ -24,6 +24,8 @@ pub struct Ctx<'a> {
     pub base: String,
     pub env: crate::services::Env<'a>,
     pub now: NaiveDateTime,
+    /// Set when a write made someone leave (their tokens were revoked).
+    pub someone_left: std::cell::Cell<bool>,
 }
 
 /// The body as a JSON object, or a refusal naming what it is instead.
@@ -70,6 +72,25 @@ fn resource_meta(
 ) -> Value {
     json!({"resourceType": kind, "created": stamp(created), "lastModified": stamp(modified),
            "location": format!("{}/{kind}s/{id}", ctx.base)})
+}
+
+/// A ListResponse of the resources of `found` that match the query's filter: the page
+/// asked for, each projected.
+fn matching_page(found: impl Iterator<Item = Value>, q: &ListQuery) -> Value {
+    let matching: Vec<Value> = found
+        .filter(|r| {
+            q.filter
+                .as_ref()
+                .is_none_or(|f| crate::scim::filter::matches(f, r))
+        })
+        .collect();
+    let total = matching.len();
+    let page = matching
+        .into_iter()
+        .skip(q.start_index - 1)
+        .take(q.count)
+        .collect();
+    at_page(total, q, page)
 }
 
 /// A ListResponse of `page` (already the page asked for), each projected.

@@ -8,13 +8,12 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde_json::{json, Map, Value};
 
-use super::{at_page, resource_meta, Ctx};
-use crate::db::models::PersonRow;
+use super::{at_page, matching_page, resource_meta, Ctx};
 use crate::db::schema::{people, scim_group_members};
 use crate::db::{self, DbConnection};
 use crate::domain::EmailAddress;
 use crate::error::ApiError;
-use crate::scim::filter::{demanded, matches};
+use crate::scim::filter::demanded;
 use crate::scim::{self, clean_resource, ListQuery, ResourceKind, ScimError, ENTERPRISE, USER};
 use crate::services::people as directory;
 
@@ -220,7 +219,7 @@ fn write(
         }
         (None, Some((_, None))) => db::new_id(),
         (None, None) => {
-            directory::insert_if_missing(conn, &new_person(&d.address, now))?;
+            directory::ensure(conn, &d.address, now)?;
             db::new_id()
         }
         (Some(e), at) => {
@@ -307,29 +306,13 @@ fn write(
     if d.active {
         crate::services::leaving::rejoin(conn, &d.address, now)?;
     } else {
-        crate::services::leaving::leave(conn, ctx.env, &d.address, now, super::BY)?;
+        if crate::services::leaving::leave(conn, ctx.env, &d.address, now, super::BY)?.is_some() {
+            ctx.someone_left.set(true);
+        }
     }
     // A User's teams come from its groups, which a User's own write does not change.
     let written = by_id(conn, &scim_id)?.ok_or_else(|| not_found(&scim_id))?;
     Ok(resource(ctx, &written))
-}
-
-fn new_person(address: &str, now: NaiveDateTime) -> PersonRow {
-    PersonRow {
-        email: address.to_owned(),
-        name: None,
-        team: None,
-        manager_email: None,
-        timezone: None,
-        created_at: now,
-        updated_at: now,
-        feed_token_hash: None,
-        is_admin: false,
-        bar_raiser: false,
-        scim_id: None,
-        active: true,
-        left_at: None,
-    }
 }
 
 /// `POST /Users`.
@@ -381,7 +364,9 @@ pub fn patch(
 /// on what they wrote) but are no longer the provider's.
 pub fn delete(conn: &mut DbConnection, ctx: &Ctx, id: &str) -> Result<(), ApiError> {
     let p = by_id(conn, id)?.ok_or_else(|| not_found(id))?;
-    crate::services::leaving::leave(conn, ctx.env, &p.email, ctx.now, super::BY)?;
+    if crate::services::leaving::leave(conn, ctx.env, &p.email, ctx.now, super::BY)?.is_some() {
+        ctx.someone_left.set(true);
+    }
     diesel::update(people::table.find(&p.email))
         .set((
             people::scim_id.eq(None::<String>),
@@ -426,17 +411,6 @@ pub fn list(conn: &mut DbConnection, ctx: &Ctx, q: &ListQuery) -> Result<Value, 
             _ => query.filter(people::scim_id.eq(v)),
         };
     }
-    let found: Vec<Value> = query
-        .load(conn)?
-        .iter()
-        .map(|p| resource(ctx, p))
-        .filter(|r| matches(filter, r))
-        .collect();
-    let total = found.len();
-    let page = found
-        .into_iter()
-        .skip(q.start_index - 1)
-        .take(q.count)
-        .collect();
-    Ok(at_page(total, q, page))
+    let found: Vec<Provisioned> = query.load(conn)?;
+    Ok(matching_page(found.iter().map(|p| resource(ctx, p)), q))
 }
