@@ -20,3 +20,4 @@ pub mod scim;
 pub mod services;
 pub mod startup;
 pub mod telemetry;
+pub mod trackers;

@@ -15,6 +15,7 @@ mod load;
 mod people;
 mod runtime;
 pub mod secret;
+mod trackers;
 mod validate;
 mod validate_sign_in;
 
@@ -32,6 +33,9 @@ use self::database::DatabaseUrl;
 pub use self::intake::{EventSettings, IncidentSettings, PolicySettings, WebhookSettings};
 pub use self::people::ScimSettings;
 use self::secret::Secret;
+pub use self::trackers::{
+    destination, CreateWhen, Destination, Meaning, TrackerKind, TrackerRoute, TrackerSettings,
+};
 use crate::domain::assessment::DEFAULT_INTENTION_PHRASES;
 use crate::domain::incident::IncidentPolicy;
 use crate::domain::template::{Template, TemplateError};
@@ -67,6 +71,8 @@ pub struct Settings {
     pub auth: AuthSettings,
     pub chat: ChatSettings,
     pub scim: ScimSettings,
+    /// Issue trackers corrective actions are kept in step with (`[[trackers]]`).
+    pub trackers: Vec<TrackerSettings>,
 }
 
 /// How people sign in to the web pages (the API keeps its bearer tokens).
@@ -429,6 +435,7 @@ impl Default for Settings {
             scim: ScimSettings::default(),
             auth: AuthSettings::default(),
             chat: ChatSettings::default(),
+            trackers: Vec::new(),
         }
     }
 }

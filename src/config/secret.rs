@@ -88,6 +88,10 @@ impl Settings {
             hide(&mut channel.url);
             hide(&mut channel.access_token);
         }
+        for tracker in &mut masked.trackers {
+            tracker.token = Secret::from("***");
+            hide(&mut tracker.webhook_secret);
+        }
         if !masked.auth.oidc.client_secret.expose().is_empty() {
             masked.auth.oidc.client_secret = Secret::from("***");
         }

@@ -494,6 +494,7 @@ impl Settings {
         }
         self.validate_auth()?;
         self.validate_chat()?;
+        super::trackers::validate(&self.trackers)?;
         if let Some(dir) = &self.email.templates_dir {
             if !dir.is_dir() {
                 return Err(invalid(

@@ -593,7 +593,74 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    tickets (action_id) {
+        action_id -> Text,
+        tracker -> Text,
+        place -> Text,
+        ticket_key -> Nullable<Text>,
+        remote_id -> Nullable<Text>,
+        url -> Nullable<Text>,
+        status -> Nullable<Text>,
+        meaning -> Nullable<Text>,
+        asks -> Nullable<Text>,
+        asks_since -> Nullable<Timestamp>,
+        pushed -> Nullable<Text>,
+        pushed_at -> Nullable<Timestamp>,
+        assignee_note -> Nullable<Text>,
+        synced_at -> Nullable<Timestamp>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    tracker_jobs (id) {
+        id -> Text,
+        tracker -> Text,
+        action_id -> Text,
+        what -> Text,
+        detail -> Text,
+        dedup_key -> Text,
+        state -> Text,
+        attempts -> Integer,
+        next_attempt_at -> Timestamp,
+        lease_until -> Nullable<Timestamp>,
+        claimed_by -> Nullable<Text>,
+        last_error -> Nullable<Text>,
+        created_at -> Timestamp,
+        updated_at -> Timestamp,
+        sent_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    tracker_deliveries (tracker, delivery_id) {
+        tracker -> Text,
+        delivery_id -> Text,
+        received_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    tracker_states (name) {
+        name -> Text,
+        last_out_at -> Nullable<Timestamp>,
+        last_in_at -> Nullable<Timestamp>,
+        last_error -> Nullable<Text>,
+        last_error_at -> Nullable<Timestamp>,
+        unmapped -> Text,
+        reconciled_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::joinable!(tickets -> corrective_actions (action_id));
+
 diesel::allow_tables_to_appear_in_same_query!(
+    tickets,
+    tracker_jobs,
+    tracker_deliveries,
+    tracker_states,
     action_recurrences,
     action_tally,
     action_tally_day,

@@ -45,10 +45,11 @@ pub enum Kind {
     ActionVerification,
     VerificationsWaiting,
     WorkHandedOver,
+    TicketClosed,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 16] = [
+    pub const ALL: [Kind; 17] = [
         Kind::OverdueDigest,
         Kind::Escalation,
         Kind::CoeOpened,
@@ -65,6 +66,7 @@ impl Kind {
         Kind::ActionVerification,
         Kind::VerificationsWaiting,
         Kind::WorkHandedOver,
+        Kind::TicketClosed,
     ];
 
     /// The template folder name, also stored as the outbox row's kind.
@@ -86,6 +88,7 @@ impl Kind {
             Kind::ActionVerification => "action_verification",
             Kind::VerificationsWaiting => "verifications_waiting",
             Kind::WorkHandedOver => "work_handed_over",
+            Kind::TicketClosed => "ticket_closed",
         }
     }
 
@@ -106,7 +109,8 @@ impl Kind {
             | Kind::CoeAssigned
             | Kind::SignIn
             | Kind::ActionVerification
-            | Kind::WorkHandedOver => Class::Essential,
+            | Kind::WorkHandedOver
+            | Kind::TicketClosed => Class::Essential,
             Kind::OverdueDigest
             | Kind::WriteupOverdue
             | Kind::InspectionDigest
@@ -267,6 +271,15 @@ impl Kind {
                 owned: vec![coe.clone()],
                 reviews: vec![coe.clone()],
                 count: 4,
+            }),
+            Kind::TicketClosed => serde_json::to_value(TicketClosed {
+                recipient_name: "Ana Lima".into(),
+                action: action(0),
+                tracker: "Jira".into(),
+                ticket: "OPS-12".into(),
+                ticket_url: "https://acme.atlassian.net/browse/OPS-12".into(),
+                status: "Done".into(),
+                wont_do: false,
             }),
             Kind::WriteupOverdue => serde_json::to_value(WriteupOverdue {
                 recipient_name: "Ana Lima".into(),
@@ -521,6 +534,22 @@ pub struct WorkHandedOver {
     /// The COEs they were to review, now the recipient's to review.
     pub reviews: Vec<CoeLine>,
     pub count: usize,
+}
+
+/// To an action's owner, when its ticket was closed in the tracker: coe asks for the
+/// evidence (done) or the reason (won't do) before the action closes.
+#[derive(Debug, Clone, Serialize)]
+pub struct TicketClosed {
+    pub recipient_name: String,
+    pub action: ActionLine,
+    /// The tracker as people call it ("Jira").
+    pub tracker: String,
+    pub ticket: String,
+    pub ticket_url: String,
+    /// The ticket's status there.
+    pub status: String,
+    /// Closed as not to be done (else done).
+    pub wont_do: bool,
 }
 
 /// Review requested, changes requested, approved.

@@ -71,6 +71,9 @@ const DEFAULTS: &[(&str, &str)] = embedded!(
     "work_handed_over/subject.hbs",
     "work_handed_over/body.txt.hbs",
     "work_handed_over/body.html.hbs",
+    "ticket_closed/subject.hbs",
+    "ticket_closed/body.txt.hbs",
+    "ticket_closed/body.html.hbs",
 );
 
 /// Longest subject, in characters; longer ones are cut with an ellipsis.

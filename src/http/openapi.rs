@@ -34,6 +34,7 @@ macro_rules! api_doc {
                 (name = "outbox", description = "Emails: queued, sent and failed, with retries"),
                 (name = "people", description = "The people directory: teams, managers, time zones"),
                 (name = "actions", description = "Corrective actions, tracked to closure"),
+                (name = "trackers", description = "Issue trackers (Jira, Linear, GitHub): their webhooks and health"),
                 (name = "coes", description = "COE writeups: sections, timeline, 5 whys, related items, history, export"),
             )
         )]

@@ -59,6 +59,7 @@ macro_rules! route_table {
                 "/api/v1/actions/{id}" => { get: api::actions::get, patch: api::actions::patch, delete: api::actions::delete }
                 // Before `/api/v1/actions/{id}/{transition}`, which would otherwise take it.
                 "/api/v1/actions/{id}/verify" => { post: api::actions::verify }
+                "/api/v1/actions/{id}/ticket" => { post: api::trackers::ticket }
                 "/api/v1/actions/{id}/{transition}" => { post: api::actions::transition }
                 "/api/v1/people" => { get: api::people::list }
                 // Before `/api/v1/people/{email}`, which would otherwise take it.
@@ -72,6 +73,8 @@ macro_rules! route_table {
                 "/api/v1/outbox" => { get: api::outbox::list }
                 "/api/v1/outbox/{id}/retry" => { post: api::outbox::retry }
                 "/api/v1/outbox/{id}/drop" => { post: api::outbox::drop_held }
+                "/api/v1/trackers" => { get: api::trackers::list }
+                "/api/v1/trackers/{name}/webhook" => { post: api::trackers::webhook }
             }
             undocumented {
                 // Prometheus text, and the document itself.

@@ -116,6 +116,27 @@ pub fn verify_sentry(
         .ok_or(SignatureError::Mismatch(NAME))
 }
 
+/// A header `name` holding `prefix` and the hex HMAC-SHA256 of the body (GitHub's
+/// `X-Hub-Signature-256: sha256=…`, Jira's `X-Hub-Signature`, Linear's
+/// `Linear-Signature` with no prefix).
+pub fn verify_prefixed(
+    name: &'static str,
+    prefix: &str,
+    secret: &str,
+    body: &[u8],
+    header: Option<&str>,
+) -> Result<(), SignatureError> {
+    let header = header.ok_or(SignatureError::Missing(name))?;
+    let signature = header
+        .trim()
+        .strip_prefix(prefix)
+        .ok_or(SignatureError::Mismatch(name))?;
+    mac(secret.as_bytes(), &[body])
+        .is_some_and(|e| matches(&e, signature))
+        .then_some(())
+        .ok_or(SignatureError::Mismatch(name))
+}
+
 /// HMAC-SHA256 hex of `message` (for tests and for documentation examples).
 pub fn sign_hex(secret: &str, message: &[u8]) -> String {
     // HMAC takes keys of any length, so this cannot fail; an empty answer would

@@ -287,6 +287,11 @@ pub fn serve(parts: Parts) -> std::io::Result<Jobs> {
             deliveries,
         ));
         jobs.extend(reminders::chat(parts.settings.clone(), parts.pool.clone()));
+        jobs.extend(reminders::trackers(
+            parts.settings.clone(),
+            parts.pool.clone(),
+            parts.templates.clone(),
+        ));
     } else {
         tracing::info!("reminders.enabled is false: no sweeps or deliveries in this process");
     }

@@ -279,3 +279,56 @@ pub fn chat(settings: Arc<Settings>, pool: DbPool) -> Option<Job> {
         next_in: Box::new(move || Some(every)),
     })
 }
+
+/// Issue trackers, when any is set up: each pass tells the trackers what waits
+/// (`services::trackers::deliver`) and reads back the linked tickets of each tracker
+/// whose round is due (`services::trackers::reconcile`). A pass every
+/// `reminders.delivery_interval_secs`.
+pub fn trackers(settings: Arc<Settings>, pool: DbPool, emails: Arc<EmailTemplates>) -> Option<Job> {
+    if settings.trackers.is_empty() {
+        return None;
+    }
+    let template = match settings.template() {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::error!(error = %e, "the COE template cannot be read: tracker sync is not started");
+            return None;
+        }
+    };
+    let every = Duration::from_secs(settings.reminders.delivery_interval_secs);
+    tracing::info!(trackers = settings.trackers.len(), "tracker sync started");
+    let claimant = settings.replica_name();
+    let mut started = false;
+    Some(Job {
+        name: "trackers",
+        run: Box::new(move |stopping: &AtomicBool| {
+            let mut conn =
+                crate::db::checkout(&pool).map_err(|_| "no database connection".to_owned())?;
+            if !started {
+                crate::services::trackers::reclaim(&mut conn, &claimant, crate::db::now())
+                    .map_err(|e| e.to_string())?;
+                started = true;
+            }
+            let report =
+                crate::services::trackers::deliver(&mut conn, &settings, &claimant, stopping)
+                    .map_err(|e| e.to_string())?;
+            if report != crate::services::trackers::TrackerReport::default() {
+                tracing::info!(
+                    sent = report.sent,
+                    deferred = report.deferred,
+                    failed = report.failed,
+                    "tracker delivery pass"
+                );
+            }
+            let env = crate::services::Env {
+                settings: &settings,
+                template: &template,
+                emails: &emails,
+            };
+            crate::services::trackers::reconcile(&mut conn, env, stopping)
+                .map_err(|e| e.to_string())?;
+            Ok(())
+        }),
+        next_in: Box::new(move || Some(every)),
+    })
+}

@@ -69,6 +69,17 @@ impl<'a> Editor<'a> {
 }
 
 impl Acting {
+    /// An issue tracker (`tracker:NAME`) moving an action it holds the ticket of:
+    /// it stands for nobody, and may move any action it was given.
+    pub fn tracker(actor: &str) -> Acting {
+        Acting {
+            actor: actor.to_owned(),
+            email: None,
+            principal: actor.to_owned(),
+            is_admin: true,
+        }
+    }
+
     /// A person acting as themselves (signed in to the pages; the demo's people).
     pub fn person(email: &str, is_admin: bool) -> Acting {
         Acting {

@@ -38,7 +38,9 @@ pub mod search_index;
 pub mod sns;
 pub mod stats;
 pub mod sweep_settings;
+pub mod tickets;
 pub mod tokens;
+pub mod trackers;
 pub mod work;
 
 pub use env::Env;

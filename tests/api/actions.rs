@@ -1628,7 +1628,7 @@ async fn an_action_prepared_for_a_coe_closed_since_is_not_added() {
     let after = counts(&mut conn);
     assert_eq!(after.0, before.0 + 1);
     assert_eq!(after.2, before.2 + 1, "the owner told once");
-    let read = actions::get(&mut conn, &added.action.id, settings.clock()).expect("read back");
+    let read = actions::get(&mut conn, &added.action.id, settings.clock(), &[]).expect("read back");
     assert_eq!(
         serde_json::to_value(&added).expect("json"),
         serde_json::to_value(&read).expect("json")

@@ -104,7 +104,12 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     let detail = with_conn(&state, move |conn, state| {
-        Ok(actions::get(conn, &id, state.settings.clock())?)
+        Ok(actions::get(
+            conn,
+            &id,
+            state.settings.clock(),
+            &state.settings.trackers,
+        )?)
     })
     .await?;
     Ok(HttpResponse::Ok().json(detail))
@@ -512,7 +517,12 @@ pub async fn request_changes(
 /// connection of the pool: the writer reads nothing back).
 async fn read_back(state: &web::Data<AppState>, id: String) -> Result<ActionDetail, ApiError> {
     with_conn(state, move |conn, state| {
-        Ok(actions::get(conn, &id, state.settings.clock())?)
+        Ok(actions::get(
+            conn,
+            &id,
+            state.settings.clock(),
+            &state.settings.trackers,
+        )?)
     })
     .await
 }

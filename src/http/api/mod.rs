@@ -11,3 +11,4 @@ pub mod outbox;
 pub mod people;
 pub mod stats;
 pub mod tokens;
+pub mod trackers;

@@ -57,11 +57,12 @@ fn step(t: Transition) -> Value {
 async fn load(state: &web::Data<AppState>, id: &str, who: &SignedIn) -> Result<Loaded, PageError> {
     let key = id.to_owned();
     as_person(state, who, move |conn, state, editor| {
-        let detail = match actions::get(conn, &key, state.settings.clock()) {
-            Ok(d) => d,
-            Err(ActionError::NotFound(_)) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
+        let detail =
+            match actions::get(conn, &key, state.settings.clock(), &state.settings.trackers) {
+                Ok(d) => d,
+                Err(ActionError::NotFound(_)) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
         let may_change = access::action(conn, &key, editor).is_ok();
         let may_delete = actions::may_delete(conn, &key, editor)?;
         // The names of the people the page shows: the owner, and who moved it on.
@@ -146,6 +147,8 @@ fn page(
     let data = json!({
         "state": a.state.as_str().replace('_', " "),
         "ticket": safe_href(a.external_url.as_deref()),
+        "tracked": tracked(&detail, state),
+        "may_make_ticket": may_change && detail.ticket.is_none() && !state.settings.trackers.is_empty(),
         "evidence": safe_href(a.evidence_url.as_deref()),
         "may_change": may_change,
         "may_delete": may_delete,
@@ -172,6 +175,57 @@ fn page(
         "action": a,
     });
     render(state, Some(who), status, "action", data)
+}
+
+/// The action's ticket as the page says it: where it is, what its status there
+/// means here, and whose move it is when the tracker closed it.
+fn tracked(detail: &ActionDetail, state: &AppState) -> Option<Value> {
+    let t = detail.ticket.as_ref()?;
+    let reads_as = match t.meaning.as_deref() {
+        Some("open") => "open",
+        Some("in_progress") => "in progress",
+        Some("done") => "done",
+        Some("wont_do") => "will not be done",
+        Some("ignore") => "left alone by coe",
+        Some(_) => "a status coe cannot read: an admin maps it in the settings",
+        None => "not read yet",
+    };
+    let href = t.url.as_deref().and_then(|u| safe_href(Some(u)));
+    Some(json!({
+        "kind": t.tracker_kind,
+        "key": t.key,
+        "href": href,
+        "status": t.status,
+        "reads_as": reads_as,
+        "unmapped": t.meaning.as_deref() == Some(crate::services::tickets::UNMAPPED),
+        "awaiting_evidence": t.awaiting.as_deref() == Some("evidence"),
+        "awaiting_reason": t.awaiting.as_deref() == Some("reason"),
+        "assignee_note": t.assignee_note,
+        "waiting": t.waiting,
+        "last_error": t.last_error,
+        "owner": detail.action.owner,
+        "tracker_count": state.settings.trackers.len(),
+    }))
+}
+
+/// `POST /actions/{id}/ticket`: makes the action's ticket in the tracker that takes
+/// it (queued: the page says it is being made).
+pub async fn make_ticket(form: CsrfForm<Fields>, path: web::Path<String>, state: State) -> Page {
+    let CsrfForm { who, fields } = form;
+    let id = path.into_inner();
+    let key = id.clone();
+    let outcome = as_person(&state, &who, move |conn, state, editor| {
+        let ask = crate::services::trackers::TicketRequest::default();
+        Outcome::of(crate::services::trackers::request(
+            conn,
+            state.env(),
+            &key,
+            &ask,
+            editor,
+        ))
+    })
+    .await?;
+    answer(&state, &who, &id, outcome, &fields, "ticket").await
 }
 
 /// What `GET /actions/{id}` may carry: a form that did not go through, kept.

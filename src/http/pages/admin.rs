@@ -18,7 +18,7 @@ use crate::http::session::SignedIn;
 use crate::http::state::AppState;
 use crate::services::{auth, outbox, ownership, people, tokens};
 
-type AdminForm = CsrfForm<Fields, Admin>;
+pub(super) type AdminForm = CsrfForm<Fields, Admin>;
 
 /// The roles a new token may have, the least powerful first (the form's default).
 const TOKEN_ROLES: [Role; 4] = [Role::Member, Role::Ingest, Role::Scim, Role::Admin];
@@ -29,7 +29,7 @@ pub async fn home() -> HttpResponse {
 }
 
 /// Renders an admin page with its tab marked.
-fn page(
+pub(super) fn page(
     state: &AppState,
     who: &SignedIn,
     status: StatusCode,

@@ -8,6 +8,7 @@
 
 mod actions;
 mod admin;
+mod admin_trackers;
 mod assets;
 mod board;
 mod coe_answer;
@@ -105,6 +106,8 @@ page_routes! {
     post "/admin/sessions/{id}/end" => admin::sessions_end,
     get "/admin/chat" => admin::chat_list,
     post "/admin/chat/{name}/test" => admin::chat_test,
+    get "/admin/trackers" => admin_trackers::list,
+    post "/admin/trackers/{name}/check" => admin_trackers::check,
     get "/report" => report::form,
     post "/report" => report::submit,
     get "/incidents" => incidents::list,
@@ -135,6 +138,7 @@ page_routes! {
     post "/actions/{id}/due-date" => actions::move_due_date,
     post "/actions/{id}/delete" => actions::delete,
     post "/actions/{id}/verify" => actions::verify,
+    post "/actions/{id}/ticket" => actions::make_ticket,
     post "/actions/{id}/{verb}" => actions::transition,
     get "/static/app.css" => assets::stylesheet,
     get "/static/app.js" => assets::script,

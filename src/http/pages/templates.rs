@@ -50,6 +50,7 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "admin_email",
     "admin_sessions",
     "admin_chat",
+    "admin_trackers",
     "admin_ownership",
     "form_errors",
     "nav_links",

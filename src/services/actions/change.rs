@@ -21,6 +21,7 @@ use crate::services::access::{self, AccessError, Editor};
 use crate::services::audit::{self, Change, Subject};
 use crate::services::notify::{self, ActionFacts};
 use crate::services::outbox::{self, NewEmail};
+use crate::services::tickets::{self, Push};
 use crate::services::Env;
 use crate::services::{approval, lifecycle, people as directory};
 
@@ -314,11 +315,13 @@ pub fn add(
     if let Some(email) = email {
         outbox::enqueue(conn, &email, now)?;
     }
+    tickets::created(conn, env.settings, &row.id, now)?;
     if in_review {
         approval::touch_in_review(conn, &row.coe_id, &row.created_by, env, now)?;
     }
     // A new open action on a closed COE is refused (above); on an approved COE it
     // keeps the COE approved until it closes. New, it has no history but its creation.
+    let ticket = tickets::of(conn, &env.settings.trackers, &row.id)?;
     let step = ActionStep {
         step: "create".to_owned(),
         by: row.created_by.clone(),
@@ -331,6 +334,7 @@ pub fn add(
         steps: vec![step],
         recurrences: Vec::new(),
         coe_reviewer,
+        ticket,
     })
 }
 
@@ -411,6 +415,12 @@ pub fn patch(
                 let reason = clean_text("reason", patch.reason.as_deref(), MAX_NOTE_BYTES)?
                     .ok_or_else(|| invalid("reason", "is required to move the due date"))?;
                 check_new_due_date(due, clock.now, clock.tz).map_err(|p| invalid("due_date", p))?;
+                let push = Push::Due {
+                    from: row.due_date,
+                    to: due,
+                    reason: &reason,
+                };
+                tickets::changed(conn, id, push, actor, now)?;
                 diesel::insert_into(due_date_changes::table)
                     .values(DueDateChangeRow {
                         id: db::new_id(),
@@ -460,6 +470,11 @@ pub fn patch(
         audit(conn, &row, actor, "action:update", before, after, now)?;
         if row.owner_email != owner_before {
             tell_owner(conn, &row, actor, env, now)?;
+            let push = Push::Owner {
+                from: &owner_before,
+                to: &row.owner_email,
+            };
+            tickets::changed(conn, id, push, actor, now)?;
         }
         if unverified {
             audit(
@@ -541,6 +556,20 @@ pub fn transition(
         diesel::update(corrective_actions::table.find(id))
             .set(&row)
             .execute(conn)?;
+        let push = match verb {
+            Transition::Start => Push::Start,
+            Transition::Complete => Push::Done {
+                note: note.as_deref(),
+                evidence: row.evidence_url.as_deref(),
+            },
+            Transition::WontDo => Push::WontDo {
+                reason: note.as_deref(),
+            },
+            Transition::Reopen => Push::Reopen {
+                note: note.as_deref(),
+            },
+        };
+        tickets::changed(conn, id, push, actor, now)?;
         if note.is_some() {
             // Its closing note is found by the search.
             crate::services::search_index::reindex(conn, &row.coe_id)?;

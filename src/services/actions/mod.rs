@@ -154,6 +154,8 @@ pub struct ActionDetail {
     pub recurrences: Vec<ActionRecurrence>,
     /// The COE's reviewer: who verifies it once done.
     pub coe_reviewer: Option<String>,
+    /// Its ticket in an issue tracker (`[[trackers]]`), if it has one.
+    pub ticket: Option<crate::services::tickets::TicketView>,
 }
 
 /// One recurrence of an action's outage after it was done (recorded as the
@@ -451,7 +453,12 @@ pub(super) fn coe_title_and_severity(
 }
 
 /// One action with the history of its due date.
-pub fn get(conn: &mut DbConnection, id: &str, clock: Clock) -> Result<ActionDetail, ActionError> {
+pub fn get(
+    conn: &mut DbConnection,
+    id: &str,
+    clock: Clock,
+    trackers: &[crate::config::TrackerSettings],
+) -> Result<ActionDetail, ActionError> {
     let row = load(conn, id)?;
     let (title, severity) = coe_title_and_severity(conn, &row.coe_id)?;
     let changes: Vec<DueDateChangeRow> = due_date_changes::table
@@ -485,6 +492,7 @@ pub fn get(conn: &mut DbConnection, id: &str, clock: Clock) -> Result<ActionDeta
         .first(conn)?;
     Ok(ActionDetail {
         coe_reviewer,
+        ticket: crate::services::tickets::of(conn, trackers, id)?,
         recurrences: recurrences(conn, id)?,
         steps: steps
             .into_iter()

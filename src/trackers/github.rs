@@ -1,0 +1,173 @@
+//! GitHub's REST API (and GitHub Enterprise Server's): issues in a repository, open
+//! or closed with a reason, a token in `Authorization`. Issues have no due date and
+//! no progress: the due date is in the body and moves by comment.
+
+use serde_json::{json, Value};
+
+use super::{Answer, Client, Failure, NewTicket, Remote, Status};
+use crate::config::Meaning;
+
+fn request(client: &Client<'_>, method: &str, path: &str) -> ureq::Request {
+    client
+        .agent
+        .request(method, &client.url(path))
+        .set("Accept", "application/vnd.github+json")
+        .set("X-GitHub-Api-Version", "2022-11-28")
+        .set(
+            "Authorization",
+            &format!("Bearer {}", client.tracker.token.expose()),
+        )
+}
+
+fn enc(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// `owner/repo#12` as the repository and the number.
+fn split(key: &str) -> Answer<(&str, &str)> {
+    key.rsplit_once('#')
+        .filter(|(repo, n)| repo.contains('/') && n.parse::<u64>().is_ok())
+        .ok_or_else(|| Failure::Refused(format!("{key} is not a GitHub issue (owner/repo#12)")))
+}
+
+fn remote(repo: &str, issue: &Value) -> Remote {
+    let number = issue["number"].as_u64().unwrap_or_default().to_string();
+    let state = issue["state"].as_str().unwrap_or_default();
+    Remote {
+        key: format!("{repo}#{number}"),
+        id: number,
+        url: issue["html_url"].as_str().unwrap_or_default().into(),
+        status: Status {
+            name: state.into(),
+            category: state.into(),
+            reason: issue["state_reason"].as_str().map(Into::into),
+        },
+    }
+}
+
+/// The issue carrying the label `marker`, read from the repository itself (the
+/// search lags behind a write).
+pub(super) fn find(client: &Client<'_>, place: &str, marker: &str) -> Answer<Option<Remote>> {
+    let found = client.call(
+        request(
+            client,
+            "GET",
+            &format!("/repos/{place}/issues?labels={}&state=all", enc(marker)),
+        ),
+        None,
+    )?;
+    Ok(found
+        .as_array()
+        .and_then(|items| items.first())
+        .map(|issue| remote(place, issue)))
+}
+
+/// GitHub finds a user by email only when they made it public, and its search does
+/// not say the address: the user's profile is read to be sure.
+pub(super) fn user(client: &Client<'_>, email: &str) -> Answer<Option<String>> {
+    let q = format!("{email} in:email");
+    let found = client.call(
+        request(client, "GET", &format!("/search/users?q={}", enc(&q))),
+        None,
+    )?;
+    let Some(login) = found["items"]
+        .as_array()
+        .and_then(|items| items.first())
+        .and_then(|u| u["login"].as_str())
+    else {
+        return Ok(None);
+    };
+    let profile = client.call(
+        request(client, "GET", &format!("/users/{}", enc(login))),
+        None,
+    )?;
+    let same = profile["email"]
+        .as_str()
+        .is_some_and(|e| e.eq_ignore_ascii_case(email));
+    Ok(same.then(|| login.to_owned()))
+}
+
+pub(super) fn create(
+    client: &Client<'_>,
+    new: &NewTicket,
+    assignee: Option<&str>,
+) -> Answer<Remote> {
+    let mut body = super::linear::markdown(new);
+    body.insert_str(0, &format!("**Due:** {}\n\n", new.due.format("%Y-%m-%d")));
+    let mut issue = json!({
+        "title": crate::chat::format::cut(&new.title, 256),
+        "body": body,
+        "labels": [format!("priority: {}", new.priority), new.marker.clone()],
+    });
+    if let Some(login) = assignee {
+        issue["assignees"] = json!([login]);
+    }
+    let made = client.call(
+        request(client, "POST", &format!("/repos/{}/issues", new.place)),
+        Some(&issue),
+    )?;
+    Ok(remote(&new.place, &made))
+}
+
+pub(super) fn get(client: &Client<'_>, key: &str) -> Answer<Remote> {
+    let (repo, number) = split(key)?;
+    let issue = client.call(
+        request(client, "GET", &format!("/repos/{repo}/issues/{number}")),
+        None,
+    )?;
+    Ok(remote(repo, &issue))
+}
+
+pub(super) fn comment(client: &Client<'_>, remote: &Remote, text: &str) -> Answer<()> {
+    let (repo, number) = split(&remote.key)?;
+    client.call(
+        request(
+            client,
+            "POST",
+            &format!("/repos/{repo}/issues/{number}/comments"),
+        ),
+        Some(&json!({"body": text})),
+    )?;
+    Ok(())
+}
+
+pub(super) fn assign(client: &Client<'_>, remote: &Remote, assignee: Option<&str>) -> Answer<()> {
+    let (repo, number) = split(&remote.key)?;
+    client.call(
+        request(client, "PATCH", &format!("/repos/{repo}/issues/{number}")),
+        Some(&json!({"assignees": assignee.into_iter().collect::<Vec<_>>()})),
+    )?;
+    Ok(())
+}
+
+pub(super) fn move_to(client: &Client<'_>, remote: &Remote, to: Meaning) -> Answer<()> {
+    let (repo, number) = split(&remote.key)?;
+    let change = match to {
+        Meaning::Open => json!({"state": "open", "state_reason": "reopened"}),
+        Meaning::Done => json!({"state": "closed", "state_reason": "completed"}),
+        Meaning::WontDo => json!({"state": "closed", "state_reason": "not_planned"}),
+        Meaning::InProgress | Meaning::Ignore => return Ok(()),
+    };
+    client.call(
+        request(client, "PATCH", &format!("/repos/{repo}/issues/{number}")),
+        Some(&change),
+    )?;
+    Ok(())
+}
+
+pub(super) fn check(client: &Client<'_>, place: &str) -> Answer<Vec<Status>> {
+    let repo = client.call(request(client, "GET", &format!("/repos/{place}")), None)?;
+    if repo["has_issues"] == false {
+        return Err(Failure::Broken(format!("{place} has issues turned off")));
+    }
+    let status = |name: &str, category: &str, reason: Option<&str>| Status {
+        name: name.into(),
+        category: category.into(),
+        reason: reason.map(Into::into),
+    };
+    Ok(vec![
+        status("open", "open", None),
+        status("closed", "closed", Some("completed")),
+        status("closed", "closed", Some("not_planned")),
+    ])
+}
