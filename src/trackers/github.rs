@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Answer, Client, Failure, NewTicket, Remote, Status};
+use super::{query_value, segment, Answer, Client, Failure, NewTicket, Remote, Status};
 use crate::config::Meaning;
 
 fn request(client: &Client<'_>, method: &str, path: &str) -> ureq::Request {
@@ -17,10 +17,6 @@ fn request(client: &Client<'_>, method: &str, path: &str) -> ureq::Request {
             "Authorization",
             &format!("Bearer {}", client.tracker.token.expose()),
         )
-}
-
-fn enc(s: &str) -> String {
-    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
 /// `owner/repo#12` as the repository and the number.
@@ -52,7 +48,10 @@ pub(super) fn find(client: &Client<'_>, place: &str, marker: &str) -> Answer<Opt
         request(
             client,
             "GET",
-            &format!("/repos/{place}/issues?labels={}&state=all", enc(marker)),
+            &format!(
+                "/repos/{place}/issues?labels={}&state=all",
+                query_value(marker)
+            ),
         ),
         None,
     )?;
@@ -67,7 +66,11 @@ pub(super) fn find(client: &Client<'_>, place: &str, marker: &str) -> Answer<Opt
 pub(super) fn user(client: &Client<'_>, email: &str) -> Answer<Option<String>> {
     let q = format!("{email} in:email");
     let found = client.call(
-        request(client, "GET", &format!("/search/users?q={}", enc(&q))),
+        request(
+            client,
+            "GET",
+            &format!("/search/users?q={}", query_value(&q)),
+        ),
         None,
     )?;
     let Some(login) = found["items"]
@@ -78,7 +81,7 @@ pub(super) fn user(client: &Client<'_>, email: &str) -> Answer<Option<String>> {
         return Ok(None);
     };
     let profile = client.call(
-        request(client, "GET", &format!("/users/{}", enc(login))),
+        request(client, "GET", &format!("/users/{}", segment(login))),
         None,
     )?;
     let same = profile["email"]

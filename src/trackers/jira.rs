@@ -6,12 +6,8 @@ use base64::Engine;
 use chrono::NaiveDate;
 use serde_json::{json, Value};
 
-use super::{Answer, Client, Failure, NewTicket, Remote, Status};
+use super::{query_value, segment, Answer, Client, Failure, NewTicket, Remote, Status};
 use crate::config::Meaning;
-
-fn enc(s: &str) -> String {
-    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
-}
 
 fn request(client: &Client<'_>, method: &str, path: &str) -> ureq::Request {
     let t = client.tracker;
@@ -76,7 +72,7 @@ pub(super) fn find(client: &Client<'_>, place: &str, marker: &str) -> Answer<Opt
             "GET",
             &format!(
                 "/rest/api/3/search/jql?jql={}&fields=status,resolution",
-                enc(&jql)
+                query_value(&jql)
             ),
         ),
         None,
@@ -92,7 +88,7 @@ pub(super) fn user(client: &Client<'_>, email: &str) -> Answer<Option<String>> {
         request(
             client,
             "GET",
-            &format!("/rest/api/3/user/search?query={}", enc(email)),
+            &format!("/rest/api/3/user/search?query={}", query_value(email)),
         ),
         None,
     )?;
@@ -145,7 +141,10 @@ pub(super) fn get(client: &Client<'_>, key: &str) -> Answer<Remote> {
         request(
             client,
             "GET",
-            &format!("/rest/api/3/issue/{}?fields=status,resolution", enc(key)),
+            &format!(
+                "/rest/api/3/issue/{}?fields=status,resolution",
+                segment(key)
+            ),
         ),
         None,
     )?;
@@ -157,7 +156,7 @@ pub(super) fn comment(client: &Client<'_>, remote: &Remote, text: &str) -> Answe
         request(
             client,
             "POST",
-            &format!("/rest/api/3/issue/{}/comment", enc(&remote.key)),
+            &format!("/rest/api/3/issue/{}/comment", segment(&remote.key)),
         ),
         Some(&json!({"body": document(&[text.to_owned()], &[])})),
     )?;
@@ -169,7 +168,7 @@ pub(super) fn set_due(client: &Client<'_>, remote: &Remote, due: NaiveDate) -> A
         request(
             client,
             "PUT",
-            &format!("/rest/api/3/issue/{}", enc(&remote.key)),
+            &format!("/rest/api/3/issue/{}", segment(&remote.key)),
         ),
         Some(&json!({"fields": {"duedate": due.format("%Y-%m-%d").to_string()}})),
     )?;
@@ -181,7 +180,7 @@ pub(super) fn assign(client: &Client<'_>, remote: &Remote, assignee: Option<&str
         request(
             client,
             "PUT",
-            &format!("/rest/api/3/issue/{}/assignee", enc(&remote.key)),
+            &format!("/rest/api/3/issue/{}/assignee", segment(&remote.key)),
         ),
         Some(&json!({"accountId": assignee})),
     )?;
@@ -189,7 +188,7 @@ pub(super) fn assign(client: &Client<'_>, remote: &Remote, assignee: Option<&str
 }
 
 pub(super) fn move_to(client: &Client<'_>, remote: &Remote, to: Meaning) -> Answer<()> {
-    let path = format!("/rest/api/3/issue/{}/transitions", enc(&remote.key));
+    let path = format!("/rest/api/3/issue/{}/transitions", segment(&remote.key));
     let offered = client.call(request(client, "GET", &path), None)?;
     let transitions = offered["transitions"]
         .as_array()
@@ -238,7 +237,7 @@ pub(super) fn check(client: &Client<'_>, place: &str) -> Answer<Vec<Status>> {
         request(
             client,
             "GET",
-            &format!("/rest/api/3/project/{}", enc(place)),
+            &format!("/rest/api/3/project/{}", segment(place)),
         ),
         None,
     )?;
@@ -246,7 +245,7 @@ pub(super) fn check(client: &Client<'_>, place: &str) -> Answer<Vec<Status>> {
         request(
             client,
             "GET",
-            &format!("/rest/api/3/project/{}/statuses", enc(place)),
+            &format!("/rest/api/3/project/{}/statuses", segment(place)),
         ),
         None,
     )?;

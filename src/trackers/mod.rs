@@ -16,6 +16,30 @@ use serde_json::Value;
 
 use crate::config::{Meaning, TrackerKind, TrackerSettings};
 
+/// What a path segment (a key, a login) has encoded: what would end or escape it.
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'/')
+    .add(b'?')
+    .add(b'<')
+    .add(b'>')
+    .add(b'`')
+    .add(b'{')
+    .add(b'}');
+
+/// `s` as one path segment.
+fn segment(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, SEGMENT).to_string()
+}
+
+/// `s` as a query parameter's value.
+fn query_value(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
 /// A ticket as the tracker knows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Remote {

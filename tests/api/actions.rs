@@ -6,7 +6,7 @@ use coe::domain::{EmailAddress, Role, TokenName};
 use diesel::prelude::*;
 use serde_json::{json, Value};
 
-use crate::helpers::{error_of, spawn_app, TestApp};
+use crate::helpers::{error_of, TestApp};
 
 pub(crate) struct World {
     pub(crate) app: TestApp,
@@ -34,7 +34,12 @@ pub(crate) fn person_token_with_role(app: &TestApp, name: &str, role: Role, emai
 
 impl World {
     pub(crate) async fn new() -> World {
-        let app = spawn_app().await;
+        World::with(|_| {}).await
+    }
+
+    /// A world whose app has settings of the test's own.
+    pub(crate) async fn with(configure: impl FnOnce(&mut coe::config::Settings)) -> World {
+        let app = crate::helpers::spawn_app_with(configure).await;
         let owner = person_token(&app, "owner", "owner@example.com");
         let reviewer = person_token(&app, "reviewer", "reviewer@example.com");
         let stranger = person_token(&app, "stranger", "stranger@example.com");

@@ -471,7 +471,14 @@ async fn an_unreachable_webhook_s_secret_url_is_not_logged_stored_or_shown() {
 /// The directory of the review attacks: the owner in payments, the reviewer and a
 /// bar raiser (di) in search; an admin token.
 pub(crate) async fn review_world() -> (crate::actions::World, String) {
-    let w = crate::actions::World::new().await;
+    review_world_with(|_| {}).await
+}
+
+/// `review_world` with settings of the test's own.
+pub(crate) async fn review_world_with(
+    configure: impl FnOnce(&mut coe::config::Settings),
+) -> (crate::actions::World, String) {
+    let w = crate::actions::World::with(configure).await;
     let admin = w.app.admin_token();
     for (email, body) in [
         ("owner@example.com", json!({"team": "payments"})),

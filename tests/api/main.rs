@@ -42,6 +42,8 @@ mod security;
 mod stats;
 mod storm;
 mod tokens;
+mod tracker_double;
+mod trackers;
 mod trust;
 mod webdriver;
 mod webhooks;

@@ -138,6 +138,12 @@ async fn every_route_in_the_table_is_served_by_its_method() {
             .send()
             .await
             .expect("sent");
+        if path.ends_with("/trackers/{name}/webhook") {
+            // Served, and it says that no tracker is named so (this app has none).
+            let text = res.text().await.expect("a body");
+            assert!(text.contains("no tracker is named"), "{path}: {text}");
+            continue;
+        }
         assert_ne!(res.status(), 404, "{method} {path} is not served");
         assert_ne!(res.status(), 405, "{method} {path} is not served");
     }

@@ -56,7 +56,8 @@ pub async fn ticket(
     request_body(content = Object, description = "The tracker's own payload", content_type = "application/json"),
     responses(
         (status = 200, description = "Taken (or a duplicate, said so)", body = Object),
-        (status = 400, description = "Not a payload this tracker sends", body = ErrorBody),
+        (status = 400, description = "Not JSON", body = ErrorBody),
+        (status = 422, description = "JSON, but lacking what this tracker always sends (the field is named)", body = ErrorBody),
         (status = 401, description = "Unsigned, wrongly signed or too old; nothing changed", body = ErrorBody),
         (status = 404, description = "No tracker of that name", body = ErrorBody),
         (status = 413, description = "Body over 1 MiB", body = ErrorBody),
@@ -89,6 +90,10 @@ pub async fn webhook(
     .await?;
     let (delivery, tracker) = delivery.map_err(|e| match e {
         Refused::Signature(why) => ApiError::Unauthorized(why),
+        Refused::Malformed {
+            field: "body",
+            problem,
+        } => ApiError::BadRequest(format!("the body is {problem}")),
         Refused::Malformed { field, problem } => ApiError::field(field, problem),
     })?;
     let received = with_conn(&state, move |conn, state| {

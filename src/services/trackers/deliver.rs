@@ -190,7 +190,10 @@ fn perform(
             }),
         "owner" => {
             let to = d["to"].as_str().unwrap_or_default();
-            let (assignee, note) = assignee(&client, to)?;
+            let (assignee, note) = match assignee(&client, to) {
+                Ok(found) => found,
+                Err(f) => return Ok(Outcome::Failed(f)),
+            };
             let mut comment = format!("coe: {by} made {to} the owner of this action.");
             if let Some(note) = &note {
                 comment.push(' ');
@@ -289,8 +292,9 @@ fn move_to(
     moved
 }
 
-/// The tracker's user for the owner `email`, or why there is none.
-fn assignee(client: &Client<'_>, email: &str) -> QueryResult<(Option<String>, Option<String>)> {
+/// The tracker's user for the owner `email`, or why there is none. A tracker that
+/// is down or rate limited is waited for (the ticket is not made unassigned for it).
+fn assignee(client: &Client<'_>, email: &str) -> Result<(Option<String>, Option<String>), Failure> {
     let label = client.tracker.kind.label();
     Ok(match client.user(email) {
         Ok(Some(id)) => (Some(id), None),
@@ -300,6 +304,7 @@ fn assignee(client: &Client<'_>, email: &str) -> QueryResult<(Option<String>, Op
                 "{label} has nobody with the address {email}: the ticket is unassigned."
             )),
         ),
+        Err(f @ Failure::Retry { .. }) => return Err(f),
         Err(f) => (
             None,
             Some(format!(
@@ -368,7 +373,10 @@ fn create(
             Err(f) => return Ok(Outcome::Failed(f)),
         }
     }
-    let (assignee, note) = assignee(client, &owner)?;
+    let (assignee, note) = match assignee(client, &owner) {
+        Ok(found) => found,
+        Err(f) => return Ok(Outcome::Failed(f)),
+    };
     let public = settings.public_url.trim_end_matches('/');
     let mut paragraphs = vec![format!(
         "A corrective action from a COE, owned by {owner} and due {due}. coe keeps it in step \
