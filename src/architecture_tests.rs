@@ -161,6 +161,7 @@ fn the_architecture_page_names_what_exists() {
         "ingest",
         "jobs",
         "services",
+        "trackers",
     ];
     let (mut checked, mut wrong) = (0, Vec::new());
     for token in backticked(&page) {

@@ -186,6 +186,11 @@ fn hand_over(
                 corrective_actions::updated_at.eq(now),
             ))
             .execute(conn)?;
+        let push = crate::services::tickets::Push::Owner {
+            from: leaver,
+            to: &to,
+        };
+        crate::services::tickets::changed(conn, id, push, by, now)?;
         let subject = Subject::Action { id, coe_id };
         audit(
             conn,

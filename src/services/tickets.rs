@@ -342,3 +342,12 @@ fn queue(
     )?;
     Ok(())
 }
+
+/// Forgets action `action_id`'s ticket and what the tracker was still to be told
+/// (the action is deleted: it was added by mistake).
+pub fn forget(conn: &mut DbConnection, action_id: &str) -> QueryResult<()> {
+    diesel::delete(tracker_jobs::table.filter(tracker_jobs::action_id.eq(action_id)))
+        .execute(conn)?;
+    diesel::delete(tickets::table.find(action_id)).execute(conn)?;
+    Ok(())
+}

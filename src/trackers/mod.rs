@@ -119,19 +119,22 @@ pub fn meaning(tracker: &TrackerSettings, status: &Status) -> Option<Meaning> {
         return Some(*m);
     }
     let reason = status.reason.as_deref().unwrap_or("").to_ascii_lowercase();
+    let declined = |s: &str| {
+        [
+            "won't do",
+            "won't fix",
+            "declined",
+            "duplicate",
+            "cannot reproduce",
+        ]
+        .contains(&s)
+    };
     match (tracker.kind, status.category.as_str()) {
         (TrackerKind::Jira, "new") => Some(Meaning::Open),
         (TrackerKind::Jira, "indeterminate") => Some(Meaning::InProgress),
+        // A done status whose resolution (or whose own name) says it was declined.
         (TrackerKind::Jira, "done") => Some(
-            if [
-                "won't do",
-                "won't fix",
-                "declined",
-                "duplicate",
-                "cannot reproduce",
-            ]
-            .contains(&reason.as_str())
-            {
+            if declined(&reason) || declined(&status.name.to_ascii_lowercase()) {
                 Meaning::WontDo
             } else {
                 Meaning::Done
@@ -394,6 +397,10 @@ mod tests {
         assert_eq!(
             meaning(&jira, &status("blocked", "new", None)),
             Some(Meaning::InProgress)
+        );
+        assert_eq!(
+            meaning(&jira, &status("Won't Do", "done", None)),
+            Some(Meaning::WontDo)
         );
         assert_eq!(meaning(&jira, &status("Limbo", "undefined", None)), None);
         let linear = tracker(TrackerKind::Linear);

@@ -1075,3 +1075,104 @@ async fn tickets_asked_for_and_webhooks_refuse_bad_input_and_a_ticket_follows_on
     assert_eq!(status, 413);
     assert!(double.problems().is_empty(), "{:?}", double.problems());
 }
+
+/// In Chromium: an action's "Create the ticket", the ticket on the action's page, the
+/// banner when it is done in Jira, and the Trackers admin page with a tracker that
+/// refuses coe's token and the same one mended (screenshots `action-create-ticket`,
+/// `action-ticket`, `action-ticket-done`, `trackers-broken`, `trackers-mended`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_action_s_ticket_and_the_trackers_page_in_a_browser() {
+    let (base, double) = tracker_double::start().await;
+    let mut jira = tracker(TrackerKind::Jira, &base);
+    jira.create = CreateWhen::OnRequest;
+    let (app, settings) = app_with(vec![jira]).await;
+    let admin = app.admin_token();
+    person(&app, &admin, "admin@example.com", "payments").await;
+    crate::leaving::set_admin(&app, &admin, "admin@example.com", true).await;
+    let (_, id) = coe_with_action(
+        &app,
+        &admin,
+        ("Checkout returned 502", "admin@example.com"),
+        ("Add a canary stage", "admin@example.com"),
+    )
+    .await;
+
+    let browser = crate::webdriver::Browser::start().await;
+    crate::browser::sign_in_to(
+        &browser,
+        &app,
+        "admin@example.com",
+        &format!("/actions/{id}"),
+    )
+    .await;
+    browser.wait_for_heading("Add a canary stage").await;
+    let ticket = browser.text("#ticket").await;
+    assert!(ticket.contains("Create the ticket in Jira"), "{ticket}");
+    browser.screenshot("action-create-ticket").await;
+    browser
+        .click_to_load(r#"form[action$="/ticket"] button"#)
+        .await;
+    browser.wait_for_heading("Add a canary stage").await;
+    let ticket = browser.text("#ticket").await;
+    assert!(ticket.contains("being made in Jira"), "{ticket}");
+    assert_eq!(deliver(&app, &settings).sent, 1);
+    browser.goto(&app.url(&format!("/actions/{id}"))).await;
+    browser.wait_for_heading("Add a canary stage").await;
+    let ticket = browser.text("#ticket").await;
+    assert!(
+        ticket.contains("OPS-1 in Jira") && ticket.contains("reads here as open"),
+        "{ticket}"
+    );
+    assert!(browser
+        .find_all(r#"form[action$="/ticket"]"#)
+        .await
+        .is_empty());
+    browser.screenshot("action-ticket").await;
+
+    double.set_status("OPS-1", "Done", "done", Some("Done"));
+    let (body, headers) = jira_update(&double.issue("OPS-1"), "browser-1");
+    let (status, _) = webhook(&app, "jira", &body, &headers).await;
+    assert_eq!(status, 200);
+    browser.goto(&app.url(&format!("/actions/{id}"))).await;
+    browser.wait_for_heading("Add a canary stage").await;
+    let banner = browser.text("#ticket-closed").await;
+    assert!(
+        banner.contains("Done in Jira") && banner.contains("evidence"),
+        "{banner}"
+    );
+    browser.screenshot("action-ticket-done").await;
+
+    // The tracker refuses coe's token, then takes it again.
+    double.will_answer(401, None);
+    browser.goto(&app.url("/admin/trackers")).await;
+    browser.wait_for_heading("Issue trackers").await;
+    browser
+        .click_to_load("#tracker-jira button[type=submit]")
+        .await;
+    browser.wait_for_heading("Issue trackers").await;
+    let checked = browser.text("#tracker-checked").await;
+    assert!(
+        checked.contains("does not answer") && checked.contains("401"),
+        "{checked}"
+    );
+    let health = browser.text("#tracker-jira").await;
+    assert!(health.contains("401"), "{health}");
+    browser.screenshot("trackers-broken").await;
+    browser
+        .click_to_load("#tracker-jira button[type=submit]")
+        .await;
+    browser.wait_for_heading("Issue trackers").await;
+    let checked = browser.text("#tracker-checked").await;
+    assert!(
+        checked.contains("jira answers") && checked.contains("In Progress: in progress"),
+        "{checked}"
+    );
+    assert!(checked.contains("Limbo: coe cannot read it"), "{checked}");
+    assert!(checked.contains("Won't Do: will not be done"), "{checked}");
+    let health = browser.text("#tracker-jira").await;
+    assert!(
+        health.contains("Last error\nnone") || health.contains("Last error none"),
+        "{health}"
+    );
+    browser.screenshot("trackers-mended").await;
+}

@@ -72,20 +72,33 @@ async fn load(state: &web::Data<AppState>, id: &str, who: &SignedIn) -> Result<L
             .chain(detail.action.verified_by.clone())
             .collect();
         let names = crate::services::people::names_of(conn, &shown)?;
-        Ok(Some((detail, (may_change, may_delete), names)))
+        // Which tracker would take its ticket, when it has none and may get one.
+        let takes = match &detail.ticket {
+            None if may_change => {
+                crate::services::tickets::destination(conn, &state.settings, &key)?
+                    .map(|d| d.tracker.kind.label().to_owned())
+            }
+            _ => None,
+        };
+        Ok(Some((detail, (may_change, may_delete, takes), names)))
     })
     .await?
     .ok_or_else(|| PageError::NotFound(format!("there is no corrective action {id}")))
 }
 
-/// The action, whether the person may change it, and the directory's names.
-type Loaded = (ActionDetail, (bool, bool), Vec<(String, Option<String>)>);
+/// The action, whether the person may change and delete it, the tracker that would
+/// take its ticket, and the directory's names.
+type Loaded = (
+    ActionDetail,
+    (bool, bool, Option<String>),
+    Vec<(String, Option<String>)>,
+);
 
 fn page(
     state: &AppState,
     who: &SignedIn,
     status: StatusCode,
-    (detail, (may_change, may_delete), directory): Loaded,
+    (detail, (may_change, may_delete, takes), directory): Loaded,
     problems: Vec<String>,
     typed: Option<Value>,
     notice: Option<String>,
@@ -148,7 +161,7 @@ fn page(
         "state": a.state.as_str().replace('_', " "),
         "ticket": safe_href(a.external_url.as_deref()),
         "tracked": tracked(&detail, state),
-        "may_make_ticket": may_change && detail.ticket.is_none() && !state.settings.trackers.is_empty(),
+        "ticket_in": takes,
         "evidence": safe_href(a.evidence_url.as_deref()),
         "may_change": may_change,
         "may_delete": may_delete,

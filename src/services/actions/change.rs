@@ -632,6 +632,8 @@ pub fn delete(conn: &mut DbConnection, id: &str, who: &Editor<'_>) -> Result<Str
         let now = db::now();
         diesel::delete(due_date_changes::table.filter(due_date_changes::action_id.eq(id)))
             .execute(conn)?;
+        // Its ticket (a tracker's issue stays there) and what was still to be told.
+        tickets::forget(conn, id)?;
         diesel::delete(corrective_actions::table.find(id)).execute(conn)?;
         crate::services::search_index::reindex(conn, &row.coe_id)?;
         audit(
