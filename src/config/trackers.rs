@@ -207,6 +207,19 @@ impl TrackerSettings {
     }
 }
 
+impl TrackerSettings {
+    /// Every place it sends actions to: its `place` and its routes'.
+    pub fn places(&self) -> Vec<&str> {
+        let mut places: Vec<&str> = self.place.iter().map(String::as_str).collect();
+        for r in &self.routes {
+            if !places.iter().any(|p| p.eq_ignore_ascii_case(&r.place)) {
+                places.push(&r.place);
+            }
+        }
+        places
+    }
+}
+
 /// Where an action of `team` and `service` goes: the first tracker that takes it.
 pub fn destination<'a>(
     trackers: &'a [TrackerSettings],
@@ -260,15 +273,15 @@ pub fn validate(trackers: &[TrackerSettings]) -> Result<(), ConfigError> {
                 "the email of the Jira account whose API token this is",
             ));
         }
-        if t.kind != TrackerKind::Jira
-            && t.webhook_secret
-                .as_ref()
-                .is_none_or(|s| s.expose().trim().is_empty())
+        if t.webhook_secret
+            .as_ref()
+            .is_none_or(|s| s.expose().trim().len() < 16)
         {
             return Err(invalid(
                 at("webhook_secret"),
                 "",
-                "the secret its webhook deliveries are signed with (required for Linear and GitHub)",
+                "the secret its webhook deliveries are signed with, 16 characters or more \
+                 (Jira: the secret of an admin webhook; Linear and GitHub: the webhook's secret)",
             ));
         }
         let places = t.place.iter().map(|p| (at("place"), p)).chain(
@@ -330,7 +343,7 @@ mod tests {
             base_url: Some("https://acme.atlassian.net".into()),
             user: Some("bot@acme.test".into()),
             token: Secret::from("token"),
-            webhook_secret: Some(Secret::from("secret")),
+            webhook_secret: Some(Secret::from("a-secret-of-16-chars")),
             place: Some("OPS".into()),
             issue_type: "Task".into(),
             create: CreateWhen::Automatic,
@@ -376,6 +389,12 @@ mod tests {
         let mut jira = tracker(TrackerKind::Jira);
         jira.user = None;
         assert!(validate(&[jira]).is_err());
+        let mut jira = tracker(TrackerKind::Jira);
+        jira.webhook_secret = None;
+        assert!(
+            validate(&[jira]).is_err(),
+            "unsigned deliveries would move actions"
+        );
         let mut jira = tracker(TrackerKind::Jira);
         jira.base_url = Some("http://jira.example.com".into());
         assert!(validate(&[jira]).is_err());

@@ -60,6 +60,8 @@ pub struct TicketView {
     pub waiting: i64,
     /// The last error the tracker answered, while something waits or failed.
     pub last_error: Option<String>,
+    /// It could not be made (the tracker refused it): asking again tries again.
+    pub stuck: bool,
 }
 
 /// The ticket of action `action_id`, if it has one.
@@ -113,6 +115,7 @@ pub fn of(
         .iter()
         .find(|t| t.name == tracker)
         .map_or("a tracker", |t| t.kind.label());
+    let stuck = key.is_none() && waiting == 0;
     Ok(Some(TicketView {
         tracker_kind: kind.to_owned(),
         tracker,
@@ -123,6 +126,7 @@ pub fn of(
         synced_at,
         awaiting: asks,
         assignee_note,
+        stuck,
         waiting,
         last_error,
     }))
@@ -231,6 +235,10 @@ pub enum Push<'a> {
     Reopen {
         note: Option<&'a str>,
     },
+    /// The COE's reviewer sent a done action back: not done yet.
+    SentBack {
+        reason: Option<&'a str>,
+    },
 }
 
 impl Push<'_> {
@@ -242,6 +250,7 @@ impl Push<'_> {
             Push::Done { .. } => "done",
             Push::WontDo { .. } => "wont_do",
             Push::Reopen { .. } => "reopen",
+            Push::SentBack { .. } => "sent_back",
         }
     }
 
@@ -252,6 +261,7 @@ impl Push<'_> {
             Push::Done { .. } => Some(Meaning::Done),
             Push::WontDo { .. } => Some(Meaning::WontDo),
             Push::Reopen { .. } => Some(Meaning::Open),
+            Push::SentBack { .. } => Some(Meaning::InProgress),
             Push::Due { .. } | Push::Owner { .. } => None,
         }
     }
@@ -300,6 +310,7 @@ pub fn changed(
         Push::Done { note, evidence } => json!({"note": note, "evidence": evidence}),
         Push::WontDo { reason } => json!({"reason": reason}),
         Push::Reopen { note } => json!({"note": note}),
+        Push::SentBack { reason } => json!({"reason": reason}),
     };
     let what = push.what();
     let actor_detail = json!({"by": actor, "detail": detail});
@@ -350,4 +361,28 @@ pub fn forget(conn: &mut DbConnection, action_id: &str) -> QueryResult<()> {
         .execute(conn)?;
     diesel::delete(tickets::table.find(action_id)).execute(conn)?;
     Ok(())
+}
+
+/// Queues the making of a ticket that could not be made (the tracker refused it)
+/// again, with a fresh count of attempts. Returns whether there was one.
+pub fn retry_making(
+    conn: &mut DbConnection,
+    action_id: &str,
+    now: NaiveDateTime,
+) -> QueryResult<bool> {
+    let again = diesel::update(
+        tracker_jobs::table
+            .filter(tracker_jobs::action_id.eq(action_id))
+            .filter(tracker_jobs::what.eq("create"))
+            .filter(tracker_jobs::state.eq(FAILED)),
+    )
+    .set((
+        tracker_jobs::state.eq(PENDING),
+        tracker_jobs::attempts.eq(0),
+        tracker_jobs::next_attempt_at.eq(now),
+        tracker_jobs::last_error.eq(None::<String>),
+        tracker_jobs::updated_at.eq(now),
+    ))
+    .execute(conn)?;
+    Ok(again > 0)
 }

@@ -19,10 +19,27 @@ fn request(client: &Client<'_>, method: &str, path: &str) -> ureq::Request {
         )
 }
 
-/// `owner/repo#12` as the repository and the number.
+/// Whether `repo` is `owner/repo` of the characters GitHub allows in them.
+pub(super) fn is_repo(repo: &str) -> bool {
+    let word = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 100
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            && s != "."
+            && s != ".."
+    };
+    repo.split_once('/')
+        .is_some_and(|(owner, name)| word(owner) && word(name))
+}
+
+/// `owner/repo#12` as the repository and the number; anything else (a path, a
+/// query) is refused before it reaches a URL.
 fn split(key: &str) -> Answer<(&str, &str)> {
     key.rsplit_once('#')
-        .filter(|(repo, n)| repo.contains('/') && n.parse::<u64>().is_ok())
+        .filter(|(repo, n)| {
+            is_repo(repo) && !n.is_empty() && n.len() <= 12 && n.bytes().all(|b| b.is_ascii_digit())
+        })
         .ok_or_else(|| Failure::Refused(format!("{key} is not a GitHub issue (owner/repo#12)")))
 }
 
@@ -30,7 +47,8 @@ fn remote(repo: &str, issue: &Value) -> Remote {
     let number = issue["number"].as_u64().unwrap_or_default().to_string();
     let state = issue["state"].as_str().unwrap_or_default();
     Remote {
-        key: format!("{repo}#{number}"),
+        // GitHub's names are not case-sensitive: keys are kept in lower case.
+        key: format!("{}#{number}", repo.to_ascii_lowercase()),
         id: number,
         url: issue["html_url"].as_str().unwrap_or_default().into(),
         status: Status {

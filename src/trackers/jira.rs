@@ -133,7 +133,13 @@ pub(super) fn create(
             crate::chat::format::cut(&made.to_string(), 200)
         )));
     }
-    get(client, key)
+    // Made: its status is read after, and a failure to read it is no failure to make.
+    Ok(get(client, key).unwrap_or_else(|_| Remote {
+        key: key.to_owned(),
+        id: made["id"].as_str().unwrap_or_default().to_owned(),
+        url: client.url(&format!("/browse/{key}")),
+        status: Status::default(),
+    }))
 }
 
 pub(super) fn get(client: &Client<'_>, key: &str) -> Answer<Remote> {

@@ -104,9 +104,17 @@ pub(super) fn find(client: &Client<'_>, _place: &str, marker: &str) -> Answer<Op
     }
 }
 
-/// The id coe gives the issue of the action `marker` names.
-fn issue_id(marker: &str) -> &str {
-    marker.strip_prefix("coe-action-").unwrap_or(marker)
+/// The id coe gives the issue of the action `marker` names: the action's id with the
+/// version and variant bits of a UUID v4, which is what Linear takes (the same
+/// action, the same id, whichever replica asks).
+fn issue_id(marker: &str) -> String {
+    let action = marker.strip_prefix("coe-action-").unwrap_or(marker);
+    match uuid::Uuid::parse_str(action) {
+        Ok(id) => uuid::Builder::from_random_bytes(*id.as_bytes())
+            .into_uuid()
+            .to_string(),
+        Err(_) => action.to_owned(),
+    }
 }
 
 pub(super) fn user(client: &Client<'_>, email: &str) -> Answer<Option<String>> {

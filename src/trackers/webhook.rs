@@ -174,9 +174,13 @@ fn linear(json: &Value) -> Result<Option<Told>, Refused> {
     }))
 }
 
-/// The `issues` event: the issue and its repository.
+/// The `issues` event: the issue and its repository (a deleted or transferred
+/// issue tells no status).
 fn github(json: &Value) -> Result<Option<Told>, Refused> {
-    let repo = text(&json["repository"]["full_name"]);
+    if matches!(json["action"].as_str(), Some("deleted" | "transferred")) {
+        return Ok(None);
+    }
+    let repo = text(&json["repository"]["full_name"]).to_ascii_lowercase();
     let number = text(&json["issue"]["number"]);
     if repo.is_empty() || number.is_empty() {
         return Err(malformed(

@@ -504,8 +504,8 @@ fn linear(double: &Double, body: &Value) -> HttpResponse {
     if query.contains("issueCreate") {
         let input = &vars["input"];
         let id = input["id"].as_str().unwrap_or_default();
-        if uuid::Uuid::parse_str(id).is_err() {
-            return double.refuse(format!("Linear: id {id:?} is not a UUID"));
+        if uuid::Uuid::parse_str(id).map_or(true, |u| u.get_version_num() != 4) {
+            return double.refuse(format!("Linear: id {id:?} is not a UUID v4"));
         }
         if find(id).is_some() {
             return gql_error("Entity already exists", "INVALID_INPUT");

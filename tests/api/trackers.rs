@@ -416,6 +416,30 @@ async fn done_in_jira_asks_for_the_evidence_and_the_reviewer_s_verification_clos
     let (status, body) = send(&w.app, &dev, "POST", &format!("/api/v1/actions/{id}/complete"),
         json!({"note": "Bad configs now fail the CI run", "evidence_url": "https://ci.example.com/runs/42"})).await;
     assert_eq!(status, 200, "{body}");
+    // Sent back by the reviewer: Jira hears it (back in progress, with why).
+    let (status, body) = send(
+        &w.app,
+        &w.reviewer,
+        "POST",
+        &format!("/api/v1/actions/{id}/verify"),
+        json!({"verified": false, "reason": "The CI run linked is for another repository"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(deliver(&w.app, &settings).sent, 2, "done, then sent back");
+    let issue = double.issue("OPS-1");
+    assert_eq!(issue.status, "In Progress");
+    assert!(
+        issue
+            .comments
+            .iter()
+            .any(|c| c.contains("another repository")),
+        "{:?}",
+        issue.comments
+    );
+    let (status, body) = send(&w.app, &dev, "POST", &format!("/api/v1/actions/{id}/complete"),
+        json!({"note": "Bad configs now fail the CI run of this repository", "evidence_url": "https://ci.example.com/runs/42"})).await;
+    assert_eq!(status, 200, "{body}");
     let (status, body) = send(
         &w.app,
         &w.reviewer,
@@ -430,7 +454,7 @@ async fn done_in_jira_asks_for_the_evidence_and_the_reviewer_s_verification_clos
         .get_json(&format!("/api/v1/coes/{coe}"), &w.owner)
         .await;
     assert_eq!(doc["state"], "closed", "{doc}");
-    // Jira hears of the evidence; the ticket is done already: no transition.
+    // Jira hears of the evidence again: the ticket moves to done once more.
     assert_eq!(deliver(&w.app, &settings).sent, 1);
     let issue = double.issue("OPS-1");
     assert!(
@@ -441,9 +465,12 @@ async fn done_in_jira_asks_for_the_evidence_and_the_reviewer_s_verification_clos
         "{:?}",
         issue.comments
     );
+    assert_eq!(double.issue("OPS-1").status, "Done");
+    // The first completion found the ticket done already; the send-back and the
+    // second completion each moved it once.
     assert_eq!(
         double.requests_to("POST /rest/api/3/issue/OPS-1/transitions"),
-        0
+        2
     );
     assert_eq!(
         action(&w.app, &dev, &id).await["ticket"]["awaiting"],
@@ -542,6 +569,10 @@ async fn reopened_in_jira_reopens_the_action_an_unmapped_status_is_shown_and_a_r
             .contains("not valid"),
         "{now}"
     );
+    // The ticket never left its status: reading it back reopens nothing.
+    double.set_status("OPS-1", "In Progress", "indeterminate", None);
+    assert_eq!(reconcile(&app, &settings), 0);
+    assert_eq!(action(&app, &admin, &id).await["state"], "wont_do");
     assert!(double.problems().is_empty(), "{:?}", double.problems());
 }
 
@@ -691,7 +722,12 @@ async fn linear_gets_a_ticket_of_coe_s_id_canceled_asks_for_the_reason_and_signa
     let issues = double.issues("linear");
     assert_eq!(issues.len(), 1);
     let issue = &issues[0];
-    assert_eq!(issue.id, id, "coe chose the issue's id");
+    let chosen = uuid::Uuid::parse_str(&issue.id).expect("a UUID");
+    assert_eq!(
+        chosen.get_version_num(),
+        4,
+        "coe chose the issue's id, a UUID v4"
+    );
     assert_eq!(issue.priority, 2);
     assert_eq!(issue.assignee.as_deref(), Some("user-ana"));
     assert!(issue.due.is_some());
@@ -709,7 +745,8 @@ async fn linear_gets_a_ticket_of_coe_s_id_canceled_asks_for_the_reason_and_signa
 
     // Canceled in Linear, as Linear signs it.
     let mut body = fixture("linear/COMPOSED-issue-update-completed.json");
-    body["data"]["id"] = json!(id);
+    double.set_status("ENG-1", "Canceled", "canceled", None);
+    body["data"]["id"] = json!(double.issue("ENG-1").id);
     body["data"]["identifier"] = json!("ENG-1");
     body["data"]["state"] = json!({"id": "st-canceled", "name": "Canceled", "type": "canceled"});
     body["webhookTimestamp"] = json!(chrono::Utc::now().timestamp_millis());
@@ -857,6 +894,7 @@ async fn github_issues_follow_won_t_do_and_a_close_as_completed_asks_for_the_evi
     );
 
     // Closed as completed on GitHub: the evidence is asked for.
+    double.set_status("acme/api#1", "closed", "closed", Some("completed"));
     let mut body = fixture("github/issues-closed.json");
     body["repository"]["full_name"] = json!("acme/api");
     body["issue"]["number"] = json!(1);
@@ -907,6 +945,25 @@ async fn github_issues_follow_won_t_do_and_a_close_as_completed_asks_for_the_evi
         "evidence"
     );
     // Reopened on GitHub before the owner answered: nothing is asked any more.
+    // Issue #1 of another repository is not this ticket.
+    let mut other = fixture("github/issues-closed.json");
+    other["repository"]["full_name"] = json!("acme/web");
+    other["issue"]["number"] = json!(2);
+    let other = serde_json::to_vec(&other).expect("JSON");
+    let (status, answer) = webhook(
+        &app,
+        "github",
+        &other,
+        &signed(&other, "github-webhook-secret", "g-9", "issues"),
+    )
+    .await;
+    assert_eq!(
+        (status, &answer["changed"]),
+        (200, &Value::Null),
+        "{answer}"
+    );
+    assert_eq!(action(&app, &admin, &bo).await["state"], "wont_do");
+    double.set_status("acme/api#1", "open", "open", Some("reopened"));
     let mut reopened = fixture("github/issues-reopened.json");
     reopened["repository"]["full_name"] = json!("acme/api");
     reopened["issue"]["number"] = json!(1);
@@ -1022,11 +1079,24 @@ async fn tickets_asked_for_and_webhooks_refuse_bad_input_and_a_ticket_follows_on
         .expect("sent");
     assert_eq!(res.status(), 401);
 
+    // Jira refuses it (a field not on its screen, say): it can be asked for again.
+    let (status, body) = send(&app, &admin, "POST", &path(&a), json!({})).await;
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["waiting"], 1);
+    double.will_answer(400, None);
+    assert_eq!(deliver(&app, &settings).failed, 1);
+    let now = action(&app, &admin, &a).await;
+    assert_eq!(
+        (&now["ticket"]["stuck"], &now["ticket"]["key"]),
+        (&json!(true), &Value::Null),
+        "{now}"
+    );
     // Made on request; linking it to another action is refused.
     let (status, body) = send(&app, &admin, "POST", &path(&a), json!({})).await;
     assert_eq!(status, 202, "{body}");
     assert_eq!(body["waiting"], 1);
     assert_eq!(deliver(&app, &settings).sent, 1);
+    assert_eq!(action(&app, &admin, &a).await["ticket"]["key"], "OPS-1");
     let (status, body) = send(&app, &admin, "POST", &path(&a), json!({})).await;
     assert_eq!(status, 409, "{body}");
     let (status, body) = send(&app, &admin, "POST", &path(&b), json!({"key": "OPS-1"})).await;
@@ -1054,6 +1124,49 @@ async fn tickets_asked_for_and_webhooks_refuse_bad_input_and_a_ticket_follows_on
         (&json!("OPS-2"), &json!("in_progress")),
         "{body}"
     );
+
+    // A closed action gets no ticket.
+    let (_, c) = coe_with_action(
+        &app,
+        &admin,
+        ("Cache cold", "ana@example.com"),
+        ("Warm it", "ana@example.com"),
+    )
+    .await;
+    let (status, _) = send(
+        &app,
+        &admin,
+        "POST",
+        &format!("/api/v1/actions/{c}/wont-do"),
+        json!({"note": "The cache is going away"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let (status, body) = send(&app, &admin, "POST", &path(&c), json!({})).await;
+    assert_eq!(status, 409, "{body}");
+    // A ticket outside the tracker's places is not linked (coe would write there).
+    {
+        let mut all = double.issues.lock().expect("lock");
+        all.push(tracker_double::Issue {
+            platform: "jira",
+            key: "HR-4".into(),
+            id: "30004".into(),
+            place: "HR".into(),
+            status: "To Do".into(),
+            category: "new".into(),
+            ..Default::default()
+        });
+    }
+    let (_, d) = coe_with_action(
+        &app,
+        &admin,
+        ("Cache hot", "ana@example.com"),
+        ("Shard it", "ana@example.com"),
+    )
+    .await;
+    let (status, body) = send(&app, &admin, "POST", &path(&d), json!({"key": "HR-4"})).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(body.to_string().contains("not in a place"), "{body}");
 
     // Webhooks: unknown tracker, not JSON, too big.
     let (status, _) = webhook(&app, "nope", b"{}", &[]).await;

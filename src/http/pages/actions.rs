@@ -215,6 +215,7 @@ fn tracked(detail: &ActionDetail, state: &AppState) -> Option<Value> {
         "awaiting_reason": t.awaiting.as_deref() == Some("reason"),
         "assignee_note": t.assignee_note,
         "waiting": t.waiting,
+        "stuck": t.stuck,
         "last_error": t.last_error,
         "owner": detail.action.owner,
         "tracker_count": state.settings.trackers.len(),

@@ -86,6 +86,12 @@ pub fn verify(
         diesel::update(corrective_actions::table.find(id))
             .set(&row)
             .execute(conn)?;
+        if !verified {
+            let push = crate::services::tickets::Push::SentBack {
+                reason: reason.as_deref(),
+            };
+            crate::services::tickets::changed(conn, id, push, actor, now)?;
+        }
         let step = if verified { "verify" } else { "refuse" };
         audit(
             conn,

@@ -33,13 +33,17 @@ pub struct TrackerReport {
 /// A claimed job: id, tracker, action, what, detail, attempts (this one counted).
 type Claimed = (String, String, String, String, String, i32);
 
-const CLAIMED: (
+/// A job that may be claimed, with its place in its action's order.
+type Candidate = (String, String, String, String, String, i32, NaiveDateTime);
+
+const CANDIDATE: (
     tracker_jobs::id,
     tracker_jobs::tracker,
     tracker_jobs::action_id,
     tracker_jobs::what,
     tracker_jobs::detail,
     tracker_jobs::attempts,
+    tracker_jobs::created_at,
 ) = (
     tracker_jobs::id,
     tracker_jobs::tracker,
@@ -47,38 +51,68 @@ const CLAIMED: (
     tracker_jobs::what,
     tracker_jobs::detail,
     tracker_jobs::attempts,
+    tracker_jobs::created_at,
 );
 
+/// How many due jobs a claim looks at to find one whose action has no older job
+/// still to send.
+const LOOK_AT: i64 = 50;
+
 /// Claims the next due job (one whose claim ran out first, then the oldest pending
-/// one due); the claim counts as an attempt.
+/// one due) of a tracker not in `skipped`, and only when no older job of its action
+/// is still to send: an action's changes reach the tracker in the order they were
+/// made. The claim counts as an attempt.
 fn claim(
     conn: &mut DbConnection,
     now: NaiveDateTime,
     lease: Duration,
     claimant: &str,
+    skipped: &[String],
 ) -> QueryResult<Option<Claimed>> {
     db::write_transaction(conn, |conn| {
-        let mut rows: Vec<Claimed> = crate::load_skip_locked!(
+        let mut rows: Vec<Candidate> = crate::load_skip_locked!(
             conn,
             tracker_jobs::table
                 .filter(tracker_jobs::state.eq(SENDING))
                 .filter(tracker_jobs::lease_until.lt(now))
+                .filter(tracker_jobs::tracker.ne_all(skipped))
                 .order((tracker_jobs::next_attempt_at.asc(), tracker_jobs::id.asc()))
-                .limit(1)
-                .select(CLAIMED)
+                .limit(LOOK_AT)
+                .select(CANDIDATE)
         )?;
-        if rows.is_empty() {
-            rows = crate::load_skip_locked!(
-                conn,
-                tracker_jobs::table
-                    .filter(tracker_jobs::state.eq(PENDING))
-                    .filter(tracker_jobs::next_attempt_at.le(now))
-                    .order((tracker_jobs::next_attempt_at.asc(), tracker_jobs::id.asc()))
-                    .limit(1)
-                    .select(CLAIMED)
-            )?;
+        let due: Vec<Candidate> = crate::load_skip_locked!(
+            conn,
+            tracker_jobs::table
+                .filter(tracker_jobs::state.eq(PENDING))
+                .filter(tracker_jobs::next_attempt_at.le(now))
+                .filter(tracker_jobs::tracker.ne_all(skipped))
+                .order((tracker_jobs::next_attempt_at.asc(), tracker_jobs::id.asc()))
+                .limit(LOOK_AT)
+                .select(CANDIDATE)
+        )?;
+        rows.extend(due);
+        let mut chosen = None;
+        for row in rows {
+            let (id, created) = (&row.0, row.6);
+            let older: i64 = tracker_jobs::table
+                .filter(tracker_jobs::action_id.eq(&row.2))
+                .filter(tracker_jobs::state.eq_any([PENDING, SENDING]))
+                .filter(tracker_jobs::id.ne(id))
+                .filter(
+                    tracker_jobs::created_at
+                        .lt(created)
+                        .or(tracker_jobs::created_at
+                            .eq(created)
+                            .and(tracker_jobs::id.lt(id))),
+                )
+                .count()
+                .get_result(conn)?;
+            if older == 0 {
+                chosen = Some(row);
+                break;
+            }
         }
-        let Some(row) = rows.pop() else {
+        let Some(row) = chosen else {
             return Ok(None);
         };
         diesel::update(tracker_jobs::table.find(&row.0))
@@ -114,23 +148,30 @@ pub fn deliver(
         return Ok(report);
     }
     let lease = Duration::seconds(i64::try_from(settings.reminders.lease_secs).unwrap_or(600));
+    // A tracker that is down or refuses coe's credentials is left for this pass: its
+    // other jobs would only wait for the same timeout.
+    let mut skipped: Vec<String> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         let Some((id, name, action_id, what, detail, attempts)) =
-            claim(conn, db::now(), lease, claimant)?
+            claim(conn, db::now(), lease, claimant, &skipped)?
         else {
             break;
         };
         let outcome = match settings.trackers.iter().find(|t| t.name == name) {
             Some(tracker) => {
                 let detail: Value = serde_json::from_str(&detail).unwrap_or_default();
-                perform(
-                    conn, settings, tracker, &action_id, &what, &detail, attempts,
-                )?
+                perform(conn, settings, tracker, &action_id, &what, &detail)?
             }
             None => Outcome::Failed(Failure::Refused(format!(
                 "no tracker is named {name} in the settings any more"
             ))),
         };
+        if matches!(
+            outcome,
+            Outcome::Failed(Failure::Retry { .. } | Failure::Broken(_))
+        ) {
+            skipped.push(name.clone());
+        }
         record(conn, settings, &id, &name, attempts, outcome, &mut report)?;
     }
     Ok(report)
@@ -144,11 +185,10 @@ fn perform(
     action_id: &str,
     what: &str,
     detail: &Value,
-    attempts: i32,
 ) -> QueryResult<Outcome> {
     let client = Client::new(tracker);
     if what == "create" {
-        return create(conn, settings, &client, action_id, detail, attempts);
+        return create(conn, settings, &client, action_id, detail);
     }
     let Some(remote) = load_remote(conn, action_id)? else {
         let making: i64 = tracker_jobs::table
@@ -202,9 +242,18 @@ fn perform(
             diesel::update(tickets::table.find(action_id))
                 .set(tickets::assignee_note.eq(&note))
                 .execute(conn)?;
-            client
-                .assign(&remote, assignee.as_deref())
-                .and_then(|()| client.comment(&remote, &comment))
+            // The comment says who owns it even when the tracker refuses the
+            // assignment (a person it may not assign in that project).
+            match client.assign(&remote, assignee.as_deref()) {
+                Err(Failure::Refused(e)) => {
+                    comment.push_str(&format!(
+                        " {} refused the assignment: {e}",
+                        client.tracker.kind.label()
+                    ));
+                    client.comment(&remote, &comment)
+                }
+                other => other.and_then(|()| client.comment(&remote, &comment)),
+            }
         }
         "start" => move_to(conn, &client, action_id, &remote, Meaning::InProgress, None),
         "done" => {
@@ -235,6 +284,20 @@ fn perform(
                 action_id,
                 &remote,
                 Meaning::WontDo,
+                Some(&comment),
+            )
+        }
+        "sent_back" => {
+            let comment = format!(
+                "coe: the COE's reviewer, {by}, sent the action back: it is not done yet. {}",
+                text("reason").unwrap_or("")
+            );
+            move_to(
+                conn,
+                &client,
+                action_id,
+                &remote,
+                Meaning::InProgress,
                 Some(&comment),
             )
         }
@@ -323,7 +386,6 @@ fn create(
     client: &Client<'_>,
     action_id: &str,
     detail: &Value,
-    attempts: i32,
 ) -> QueryResult<Outcome> {
     type Row = (
         String,
@@ -362,16 +424,16 @@ fn create(
     if key.is_some() {
         return Ok(Outcome::Done);
     }
+    // An earlier attempt may have made it and lost the answer (or its replica
+    // stopped before it could record it): looked for first, every time.
     let mark = marker(action_id);
-    if attempts > 1 {
-        match client.find(&place, &mark) {
-            Ok(Some(remote)) => {
-                save_remote(conn, client.tracker, action_id, &remote, None)?;
-                return Ok(Outcome::Done);
-            }
-            Ok(None) => {}
-            Err(f) => return Ok(Outcome::Failed(f)),
+    match client.find(&place, &mark) {
+        Ok(Some(remote)) => {
+            save_remote(conn, client.tracker, action_id, &remote, None)?;
+            return Ok(Outcome::Done);
         }
+        Ok(None) => {}
+        Err(f) => return Ok(Outcome::Failed(f)),
     }
     let (assignee, note) = match assignee(client, &owner) {
         Ok(found) => found,
@@ -428,14 +490,23 @@ fn record(
         Outcome::Done => (SENT, now, None, true),
         Outcome::Hold => (PENDING, now + Duration::seconds(5), None, false),
         Outcome::Failed(Failure::Retry { after_secs, error }) if attempts < MAX_ATTEMPTS => {
-            let wait = after_secs
+            // The tracker's `Retry-After`, but never sooner than the back-off: a
+            // short one repeated does not spend every attempt in minutes.
+            let backoff = crate::services::outbox::backoff(settings, attempts);
+            let asked = after_secs
                 .map(|s| Duration::seconds(i64::try_from(s.min(86_400)).unwrap_or(60)))
-                .unwrap_or_else(|| crate::services::outbox::backoff(settings, attempts));
-            (PENDING, now + wait, Some(error.as_str()), true)
+                .unwrap_or(backoff);
+            (
+                PENDING,
+                now + asked.max(backoff),
+                Some(error.as_str()),
+                true,
+            )
         }
         // Wrong credentials or a project gone: kept, and tried again on the
-        // back-off until an admin mends the tracker (the admin page says so).
-        Outcome::Failed(Failure::Broken(error)) if attempts < MAX_ATTEMPTS => (
+        // back-off (its cap, once there) until an admin mends the tracker (the admin
+        // page says so); never failed for it.
+        Outcome::Failed(Failure::Broken(error)) => (
             PENDING,
             now + crate::services::outbox::backoff(settings, attempts),
             Some(error.as_str()),

@@ -59,9 +59,24 @@ pub fn receive(
     if first == 0 {
         return Ok(Received::Duplicate);
     }
-    match &delivery.ticket {
-        Some(told) => apply(conn, env, tracker, told),
-        None => Ok(Received::Nothing),
+    let Some(told) = &delivery.ticket else {
+        return Ok(Received::Nothing);
+    };
+    let Some(action_id) = action_of(conn, tracker, told)? else {
+        return Ok(Received::Nothing);
+    };
+    // A delivery is a prompt, not the truth: the ticket is read from the tracker
+    // now, so that a delivery late, replayed or out of order moves nothing.
+    let Some(remote) = super::load_remote(conn, &action_id)? else {
+        return Ok(Received::Nothing);
+    };
+    match Client::new(tracker).get(&remote.key) {
+        Ok(now) => apply_status(conn, env, tracker, &action_id, &now.status),
+        Err(f) => {
+            // The reconcile reads it later.
+            state::failed(conn, &tracker.name, f.text(), db::now())?;
+            Ok(Received::Nothing)
+        }
     }
 }
 
@@ -74,7 +89,10 @@ fn action_of(
     let mut q = tickets::table
         .filter(tickets::tracker.eq(&tracker.name))
         .into_boxed();
-    q = if told.key.is_empty() {
+    q = if tracker.kind == crate::config::TrackerKind::Github {
+        // An issue's number is only unique in its repository.
+        q.filter(tickets::ticket_key.eq(&told.key))
+    } else if told.key.is_empty() {
         q.filter(tickets::remote_id.eq(&told.id))
     } else {
         q.filter(
@@ -84,19 +102,6 @@ fn action_of(
         )
     };
     q.select(tickets::action_id).first(conn).optional()
-}
-
-/// What coe does when the tracker says ticket `told` has its status.
-fn apply(
-    conn: &mut DbConnection,
-    env: Env<'_>,
-    tracker: &TrackerSettings,
-    told: &Told,
-) -> Result<Received, ActionError> {
-    let Some(action_id) = action_of(conn, tracker, told)? else {
-        return Ok(Received::Nothing);
-    };
-    apply_status(conn, env, tracker, &action_id, &told.status)
 }
 
 /// What coe does when the tracker says action `action_id`'s ticket has `status`.
@@ -109,9 +114,21 @@ fn apply_status(
 ) -> Result<Received, ActionError> {
     let now = db::now();
     let decided = db::write_transaction(conn, |conn| {
+        let before: Option<String> = tickets::table
+            .find(action_id)
+            .select(tickets::meaning)
+            .first::<Option<String>>(conn)
+            .optional()?
+            .flatten();
         let Some(meaning) = save_status(conn, tracker, action_id, status, now)? else {
             return Ok(None);
         };
+        // Only a move in the tracker moves the action: a status it had already
+        // (coe's own change come back, a comment, a read after a move coe could
+        // not make) changes nothing.
+        if before.as_deref() == Some(meaning.as_str()) {
+            return Ok(None);
+        }
         // A change of coe's not yet told wins: the tracker hears it next.
         let telling: i64 = tracker_jobs::table
             .filter(tracker_jobs::action_id.eq(action_id))
@@ -137,11 +154,14 @@ fn apply_status(
             .select(corrective_actions::state)
             .first(conn)?;
         let state: ActionState = types::read("corrective_actions.state", &state)?;
-        Ok::<_, diesel::result::Error>(Some((meaning, state, asks)))
+        Ok::<_, diesel::result::Error>(Some((meaning, before, state, asks)))
     })?;
-    let Some((meaning, state, asks)) = decided else {
+    let Some((meaning, before, state, asks)) = decided else {
         return Ok(Received::Nothing);
     };
+    // Leaving done (or won't do) in the tracker reopens; a ticket that never was
+    // (coe's own move refused, say) reopens nothing.
+    let was_closed = matches!(before.as_deref(), Some("done" | "wont_do"));
     let closed = matches!(state, ActionState::Done | ActionState::WontDo);
     let label = tracker.kind.label();
     let acting = Acting::tracker(&actor_of(&tracker.name));
@@ -161,7 +181,8 @@ fn apply_status(
                 clear_asks(conn, action_id, now)?;
             }
             let mut said = Vec::new();
-            if closed {
+            let reopen = closed && was_closed;
+            if reopen {
                 move_on(
                     conn,
                     Transition::Reopen,
@@ -169,7 +190,7 @@ fn apply_status(
                 )?;
                 said.push("reopened");
             }
-            if meaning == Meaning::InProgress && (closed || state == ActionState::Open) {
+            if meaning == Meaning::InProgress && (reopen || state == ActionState::Open) {
                 move_on(
                     conn,
                     Transition::Start,
@@ -189,10 +210,11 @@ fn apply_status(
             } else {
                 "reason"
             };
-            if asks.as_deref() == Some(wants) {
+            if asks.as_deref() == Some(wants)
+                || !ask_owner(conn, env, tracker, action_id, &key, status, meaning, now)?
+            {
                 return Ok(Received::Nothing);
             }
-            ask_owner(conn, env, tracker, action_id, &key, status, meaning, now)?;
             Ok(Received::Changed(format!(
                 "the owner is asked for the {wants}"
             )))
@@ -224,17 +246,25 @@ fn ask_owner(
     status: &Status,
     meaning: Meaning,
     now: NaiveDateTime,
-) -> QueryResult<()> {
+) -> QueryResult<bool> {
     let wont_do = meaning == Meaning::WontDo;
     let wants = if wont_do { "reason" } else { "evidence" };
     db::write_transaction(conn, |conn| {
-        diesel::update(tickets::table.find(action_id))
-            .set((
-                tickets::asks.eq(wants),
-                tickets::asks_since.eq(now),
-                tickets::updated_at.eq(now),
-            ))
-            .execute(conn)?;
+        // Once: a webhook and the reconcile at one moment ask one of them.
+        let asked = diesel::update(
+            tickets::table
+                .find(action_id)
+                .filter(tickets::asks.is_null().or(tickets::asks.ne(wants))),
+        )
+        .set((
+            tickets::asks.eq(wants),
+            tickets::asks_since.eq(now),
+            tickets::updated_at.eq(now),
+        ))
+        .execute(conn)?;
+        if asked == 0 {
+            return Ok(false);
+        }
         let (title, owner, due, coe_id, coe_title, url): (
             String,
             String,
@@ -297,7 +327,7 @@ fn ask_owner(
         {
             outbox::enqueue(conn, &email, now)?;
         }
-        Ok(())
+        Ok(true)
     })
 }
 
@@ -312,18 +342,22 @@ pub fn reconcile(
 ) -> Result<usize, ActionError> {
     let now = db::now();
     let mut changed = 0;
+    let mut rounds = 0;
     for tracker in &env.settings.trackers {
         if !state::take_round(conn, &tracker.name, tracker.reconcile_secs, now)? {
             continue;
         }
+        rounds += 1;
         changed += reconcile_tracker(conn, env, tracker, stop)?;
     }
-    // Delivery ids are kept a week: trackers redeliver within days.
-    diesel::delete(
-        tracker_deliveries::table
-            .filter(tracker_deliveries::received_at.lt(now - chrono::Duration::days(7))),
-    )
-    .execute(conn)?;
+    if rounds > 0 {
+        // Delivery ids are kept a week: trackers redeliver within days.
+        diesel::delete(
+            tracker_deliveries::table
+                .filter(tracker_deliveries::received_at.lt(now - chrono::Duration::days(7))),
+        )
+        .execute(conn)?;
+    }
     Ok(changed)
 }
 
@@ -344,6 +378,7 @@ pub fn reconcile_tracker(
                 .eq_any([ActionState::Open.as_str(), ActionState::InProgress.as_str()])
                 .or(corrective_actions::closed_at.ge(since)),
         )
+        .order((tickets::synced_at.asc(), tickets::action_id.asc()))
         .select((tickets::action_id, tickets::ticket_key.assume_not_null()))
         .load(conn)?;
     let client = Client::new(tracker);
@@ -353,20 +388,32 @@ pub fn reconcile_tracker(
             break;
         }
         match client.get(&key) {
-            Ok(remote) => {
-                if let Received::Changed(_) =
-                    apply_status(conn, env, tracker, &action_id, &remote.status)?
-                {
-                    changed += 1;
+            Ok(remote) => match apply_status(conn, env, tracker, &action_id, &remote.status) {
+                Ok(Received::Changed(_)) => changed += 1,
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(tracker = %tracker.name, ticket = %key, error = %e, "a ticket read back could not be applied");
                 }
-            }
+            },
             Err(f) => {
-                state::failed(conn, &tracker.name, f.text(), db::now())?;
-                if !matches!(f, api::Failure::Refused(_)) {
-                    // The tracker is down or the credentials are wrong: the next
-                    // round tries again.
+                state::failed(
+                    conn,
+                    &tracker.name,
+                    &format!("{key}: {}", f.text()),
+                    db::now(),
+                )?;
+                let whole_tracker = match &f {
+                    api::Failure::Retry { .. } => true,
+                    api::Failure::Broken(e) => {
+                        e.starts_with("HTTP 401") || e.starts_with("HTTP 403")
+                    }
+                    api::Failure::Refused(_) => false,
+                };
+                if whole_tracker {
+                    // Down, or the credentials are wrong: the next round tries again.
                     break;
                 }
+                // This ticket alone (deleted, moved): the others are read.
             }
         }
     }

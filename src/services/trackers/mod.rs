@@ -58,7 +58,21 @@ pub fn request(
             "no tracker is set up: an admin adds one to the settings ([[trackers]])".into(),
         ));
     }
+    let state: String = corrective_actions::table
+        .find(action_id)
+        .select(corrective_actions::state)
+        .first(conn)?;
+    if matches!(state.as_str(), "done" | "wont_do") {
+        return Err(ActionError::Conflict(
+            "the action is closed: a ticket is for work still to do (reopen it first)".into(),
+        ));
+    }
     if let Some(existing) = queue::of(conn, &settings.trackers, action_id)? {
+        if existing.stuck && ask.key.is_none() {
+            // It could not be made: asked again, it is tried again.
+            db::write_transaction(conn, |conn| queue::retry_making(conn, action_id, db::now()))?;
+            return Ok(());
+        }
         return Err(ActionError::Conflict(format!(
             "the action has a ticket already{}",
             existing
@@ -180,14 +194,32 @@ fn link(
             tracker.kind.label()
         )),
     })?;
+    // Only a ticket in one of the tracker's places: coe writes to what it links.
+    let place = match tracker.kind {
+        crate::config::TrackerKind::Github => remote.key.rsplit_once('#').map(|(r, _)| r),
+        _ => remote.key.rsplit_once('-').map(|(p, _)| p),
+    }
+    .unwrap_or_default()
+    .to_owned();
+    if !tracker
+        .places()
+        .iter()
+        .any(|p| p.eq_ignore_ascii_case(&place))
+    {
+        return Err(invalid(
+            "key",
+            format!(
+                "{} is not in a place {} sends actions to ({})",
+                remote.key,
+                tracker.name,
+                tracker.places().join(", ")
+            ),
+        ));
+    }
     if let Some(other) = taken(conn, &remote.key)? {
         return Err(refuse(other));
     }
     let now = db::now();
-    let place = remote
-        .key
-        .rsplit_once(['-', '#'])
-        .map_or(remote.key.clone(), |(p, _)| p.to_owned());
     let inserted = db::write_transaction(conn, |conn| {
         diesel::insert_into(tickets::table)
             .values((
