@@ -1254,6 +1254,7 @@ async fn an_action_s_ticket_and_the_trackers_page_in_a_browser() {
         "{banner}"
     );
     browser.screenshot("action-ticket-done").await;
+    crate::html::assert_accessible_now(&browser).await;
 
     // The tracker refuses coe's token, then takes it again.
     double.will_answer(401, None);
@@ -1288,4 +1289,222 @@ async fn an_action_s_ticket_and_the_trackers_page_in_a_browser() {
         "{health}"
     );
     browser.screenshot("trackers-mended").await;
+    crate::html::assert_accessible_now(&browser).await;
+    // Both pages as served are valid HTML.
+    let cookie = crate::pages::sign_in(&app, "admin@example.com").await;
+    let mut saved = Vec::new();
+    for (name, path) in [
+        ("action-with-ticket", format!("/actions/{id}")),
+        ("admin-trackers", "/admin/trackers".to_owned()),
+    ] {
+        let html = crate::pages::get_page(&app, &path, Some(&cookie))
+            .await
+            .text()
+            .await
+            .expect("html");
+        crate::html::save(&mut saved, name, &html);
+    }
+    crate::html::assert_valid(&crate::html::vnu_jar(), &saved);
+}
+
+/// A delivery of `issue` as its tracker sends and signs it (the fixtures' bodies).
+fn delivery_of(
+    kind: TrackerKind,
+    issue: &tracker_double::Issue,
+    id: &str,
+) -> (Vec<u8>, Vec<(&'static str, String)>) {
+    match kind {
+        TrackerKind::Jira => jira_update(issue, id),
+        TrackerKind::Linear => {
+            let mut body = fixture("linear/COMPOSED-issue-update-completed.json");
+            body["data"]["id"] = json!(issue.id);
+            body["data"]["identifier"] = json!(issue.key);
+            body["data"]["state"] =
+                json!({"id": "x", "name": issue.status, "type": issue.category});
+            body["webhookTimestamp"] = json!(chrono::Utc::now().timestamp_millis());
+            let bytes = serde_json::to_vec(&body).expect("JSON");
+            let signature = sign("linear-webhook-secret", &bytes);
+            (
+                bytes,
+                vec![
+                    ("Linear-Signature", signature),
+                    ("Linear-Delivery", id.to_owned()),
+                ],
+            )
+        }
+        TrackerKind::Github => {
+            let mut body = fixture("github/issues-closed.json");
+            body["action"] = json!(if issue.category == "open" {
+                "reopened"
+            } else {
+                "closed"
+            });
+            body["repository"]["full_name"] = json!(issue.place);
+            body["issue"]["number"] = json!(issue.number);
+            body["issue"]["state"] = json!(issue.category);
+            body["issue"]["state_reason"] = json!(issue.reason);
+            let bytes = serde_json::to_vec(&body).expect("JSON");
+            let signature = format!("sha256={}", sign("github-webhook-secret", &bytes));
+            (
+                bytes,
+                vec![
+                    ("X-Hub-Signature-256", signature),
+                    ("X-GitHub-Delivery", id.to_owned()),
+                    ("X-GitHub-Event", "issues".to_owned()),
+                ],
+            )
+        }
+    }
+}
+
+/// The same life for each tracker: one ticket from two replicas; a moved due date
+/// kept through an outage and told once after; done in the tracker with its webhook
+/// missed, caught by the reconcile (the owner asked for the evidence, once);
+/// reopened there, with the delivery duplicated and a forged one refused; done
+/// again, and the evidence given in coe told to the ticket.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_tracker_lives_the_same_life() {
+    for kind in [TrackerKind::Jira, TrackerKind::Linear, TrackerKind::Github] {
+        let (base, double) = tracker_double::start().await;
+        let (app, settings) = app_with(vec![tracker(kind, &base)]).await;
+        let name = kind.as_str();
+        let admin = app.admin_token();
+        let (_, id) = coe_with_action(
+            &app,
+            &admin,
+            ("Checkout returned 502", "ana@example.com"),
+            ("Add a canary stage", "ana@example.com"),
+        )
+        .await;
+        let (a, b) = std::thread::scope(|scope| {
+            let one = scope.spawn(|| deliver_as(&app, &settings, "replica-a"));
+            let two = scope.spawn(|| deliver_as(&app, &settings, "replica-b"));
+            (one.join().expect("a"), two.join().expect("b"))
+        });
+        assert_eq!(a.sent + b.sent, 1, "{name}: {a:?} {b:?}");
+        let issues = double.issues(name);
+        assert_eq!(issues.len(), 1, "{name}");
+        let key = issues[0].key.clone();
+        assert_eq!(action(&app, &admin, &id).await["ticket"]["key"], json!(key));
+
+        // The tracker down: the moved due date waits, and goes once after.
+        double.down.store(true, Ordering::Relaxed);
+        let due = (chrono::Utc::now() + chrono::Duration::days(30)).date_naive();
+        let (status, _) = send(
+            &app,
+            &admin,
+            "PATCH",
+            &format!("/api/v1/actions/{id}"),
+            json!({"due_date": due, "reason": "The vendor ships the fix in January"}),
+        )
+        .await;
+        assert_eq!(status, 200);
+        for _ in 0..3 {
+            assert_eq!(deliver(&app, &settings).sent, 0, "{name}");
+            due_now(&app);
+        }
+        double.down.store(false, Ordering::Relaxed);
+        assert_eq!(deliver(&app, &settings).sent, 1, "{name}");
+        assert_eq!(deliver(&app, &settings), TrackerReport::default(), "{name}");
+        let issue = double.issue(&key);
+        let told: Vec<&String> = issue
+            .comments
+            .iter()
+            .filter(|c| c.contains("ships the fix in January"))
+            .collect();
+        assert_eq!(told.len(), 1, "{name}: {:?}", issue.comments);
+        if kind != TrackerKind::Github {
+            assert_eq!(issue.due, Some(due.to_string()), "{name}");
+        }
+
+        // Done there, its webhook missed: the reconcile asks the owner, once.
+        let done = match kind {
+            TrackerKind::Jira => ("Done", "done", Some("Done")),
+            TrackerKind::Linear => ("Done", "completed", None),
+            TrackerKind::Github => ("closed", "closed", Some("completed")),
+        };
+        double.set_status(&key, done.0, done.1, done.2);
+        assert_eq!(reconcile(&app, &settings), 1, "{name}");
+        let now = action(&app, &admin, &id).await;
+        assert_eq!(
+            (&now["state"], &now["ticket"]["awaiting"]),
+            (&json!("open"), &json!("evidence")),
+            "{name}: {now}"
+        );
+        assert_eq!(
+            emails_of_kind(&app, "ticket_closed", "ana@example.com"),
+            1,
+            "{name}"
+        );
+
+        // Reopened there: nothing asked any more; the delivery twice, a forgery.
+        let open = match kind {
+            TrackerKind::Jira => ("To Do", "new", None),
+            TrackerKind::Linear => ("Todo", "unstarted", None),
+            TrackerKind::Github => ("open", "open", Some("reopened")),
+        };
+        double.set_status(&key, open.0, open.1, open.2);
+        let (body, headers) = delivery_of(kind, &double.issue(&key), "reopen-1");
+        let mut forged = headers.clone();
+        let wrong = sign("not-the-webhook-secret", &body);
+        forged[0].1 = if kind == TrackerKind::Linear {
+            wrong
+        } else {
+            format!("sha256={wrong}")
+        };
+        let (status, _) = webhook(&app, name, &body, &forged).await;
+        assert_eq!(status, 401, "{name}");
+        assert_eq!(
+            action(&app, &admin, &id).await["ticket"]["awaiting"],
+            "evidence",
+            "{name}: the forgery changed nothing"
+        );
+        let (status, answer) = webhook(&app, name, &body, &headers).await;
+        assert_eq!(
+            (status, &answer["duplicate"]),
+            (200, &json!(false)),
+            "{name}: {answer}"
+        );
+        assert_eq!(
+            action(&app, &admin, &id).await["ticket"]["awaiting"],
+            Value::Null,
+            "{name}"
+        );
+        let (status, answer) = webhook(&app, name, &body, &headers).await;
+        assert_eq!(
+            (status, &answer["duplicate"]),
+            (200, &json!(true)),
+            "{name}: {answer}"
+        );
+
+        // Done again, told by its webhook; the evidence given in coe reaches it.
+        double.set_status(&key, done.0, done.1, done.2);
+        let (body, headers) = delivery_of(kind, &double.issue(&key), "done-2");
+        let (status, answer) = webhook(&app, name, &body, &headers).await;
+        assert_eq!(status, 200, "{name}: {answer}");
+        assert_eq!(
+            action(&app, &admin, &id).await["ticket"]["awaiting"],
+            "evidence",
+            "{name}"
+        );
+        let (status, body) = send(&app, &admin, "POST", &format!("/api/v1/actions/{id}/complete"),
+            json!({"note": "Deploys stop at the canary on errors", "evidence_url": "https://ci.example.com/runs/9"})).await;
+        assert_eq!(status, 200, "{name}: {body}");
+        assert_eq!(deliver(&app, &settings).sent, 1, "{name}");
+        let issue = double.issue(&key);
+        assert_eq!(issue.category, done.1, "{name}: still done there");
+        assert!(
+            issue
+                .comments
+                .iter()
+                .any(|c| c.contains("https://ci.example.com/runs/9")),
+            "{name}: {:?}",
+            issue.comments
+        );
+        assert!(
+            double.problems().is_empty(),
+            "{name}: {:?}",
+            double.problems()
+        );
+    }
 }
