@@ -15,6 +15,7 @@ mod load;
 mod people;
 mod runtime;
 pub mod secret;
+mod templates;
 mod trackers;
 mod validate;
 mod validate_sign_in;
@@ -33,6 +34,7 @@ use self::database::DatabaseUrl;
 pub use self::intake::{EventSettings, IncidentSettings, PolicySettings, WebhookSettings};
 pub use self::people::ScimSettings;
 use self::secret::Secret;
+pub use self::templates::{TemplateFacts, TemplateRule};
 pub use self::trackers::{
     destination, CreateWhen, Destination, Meaning, TrackerKind, TrackerRoute, TrackerSettings,
 };
@@ -345,6 +347,9 @@ impl Default for OrgSettings {
 pub struct CoeSettings {
     /// An organisation's own COE template (TOML); unset means the built-in default.
     pub template: Option<PathBuf>,
+    /// Templates chosen by rule (`[[coe.templates]]`): the first that matches a new
+    /// COE's severity, service, team and labels, else `template`.
+    pub templates: Vec<TemplateRule>,
     /// Phrases that state an intention rather than a mechanism; flagged as warnings.
     pub intention_phrases: Vec<String>,
     /// Largest section body, in bytes.
@@ -363,6 +368,7 @@ impl Default for CoeSettings {
     fn default() -> Self {
         CoeSettings {
             template: None,
+            templates: Vec::new(),
             intention_phrases: DEFAULT_INTENTION_PHRASES
                 .iter()
                 .map(|s| (*s).to_owned())

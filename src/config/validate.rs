@@ -221,6 +221,7 @@ impl Settings {
             ));
         }
         self.template()?;
+        self.validate_templates()?;
         if let Some(url) = &self.smtp.url {
             let parsed = url::Url::parse(url).ok();
             let tls = parsed.as_ref().and_then(|u| {

@@ -10,6 +10,20 @@ use serde::{Deserialize, Serialize};
 /// The default template, embedded in the binary.
 pub const DEFAULT_TEMPLATE: &str = include_str!("../../templates/coe/default.toml");
 
+/// The templates that ship with coe, by the name `[[coe.templates]]` gives them
+/// (`builtin = "security"`): the default, a security incident's, a data loss's.
+pub const BUILTIN: [(&str, &str); 3] = [
+    ("default", DEFAULT_TEMPLATE),
+    (
+        "security",
+        include_str!("../../templates/coe/security.toml"),
+    ),
+    (
+        "data-loss",
+        include_str!("../../templates/coe/data-loss.toml"),
+    ),
+];
+
 /// What a section holds.
 #[derive(
     Debug,
@@ -126,6 +140,14 @@ impl Template {
             toml::from_str(text).map_err(|e| TemplateError::Syntax(e.to_string()))?;
         template.validate()?;
         Ok(template)
+    }
+
+    /// A template that ships with coe, by name (`BUILTIN`).
+    pub fn builtin(name: &str) -> Option<Template> {
+        BUILTIN
+            .iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, text)| Template::parse(text).ok())
     }
 
     /// The built-in default template.
@@ -256,6 +278,21 @@ mod tests {
         assert_eq!(optional, ["metrics", "related"]);
         assert_eq!(t.section("impact").map(|s| s.min_numbers), Some(1));
         assert_eq!(t.section("five_whys").map(|s| s.min_whys), Some(3));
+    }
+
+    #[test]
+    fn the_shipped_templates_are_valid_and_keep_the_default_s_keys() {
+        let default = Template::default_template();
+        for (name, text) in BUILTIN {
+            let t = Template::parse(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(t.name, name);
+            for s in &default.sections {
+                assert!(t.section(&s.key).is_some(), "{name} lacks {}", s.key);
+            }
+        }
+        let security = Template::builtin("security").expect("shipped");
+        assert!(security.section("exposure").is_some_and(|s| s.required));
+        assert!(Template::builtin("poetry").is_none());
     }
 
     #[test]

@@ -182,6 +182,31 @@ pub async fn details(form: CoeForm) -> Page {
                 reviewer: reviewer.filter(|r| now.reviewer.as_deref() != Some(r.as_str())),
                 severity: severity.filter(|s| *s != now.severity),
                 service: service_name.filter(|s| now.service.as_deref() != Some(s.as_str())),
+                template: None,
+            };
+            service::patch(conn, coe, patch, version, editor, state.env())
+        },
+    )
+    .await
+}
+
+/// `POST /coes/{id}/template`: a draft takes another template; its text stays under
+/// the sections both have, and the rest is shown apart.
+pub async fn switch_template(form: CoeForm) -> Page {
+    let name = form.fields.part("template").filled("name");
+    form.change(
+        "template",
+        "template",
+        move |conn, state, editor, coe, version| {
+            let Some(name) = name else {
+                return Err(CoeError::Invalid(vec![(
+                    "template".into(),
+                    "choose a template".into(),
+                )]));
+            };
+            let patch = CoePatch {
+                template: Some(name),
+                ..CoePatch::default()
             };
             service::patch(conn, coe, patch, version, editor, state.env())
         },

@@ -332,6 +332,12 @@ pub(super) fn page(
         "timeline_kinds": kinds,
         "related_kinds": crate::domain::coe::RelatedKind::ALL.map(|k| k.as_str()),
         "severities": crate::domain::Severity::ALL.map(|s| s.to_string()),
+        // A draft's owner may switch its template (`coe.templates`).
+        "template_choices": if doc.state == CoeState::Draft {
+            state.settings.templates().map(|ts| ts.into_iter().map(|t| t.name).collect()).unwrap_or_default()
+        } else {
+            Vec::<String>::new()
+        },
         "priorities": Priority::ALL.map(Priority::as_str),
         "action_kinds": ActionKind::ALL.map(ActionKind::as_str),
         "why_rows": why_rows,

@@ -119,6 +119,7 @@ page_routes! {
     get "/coes/{id}/history" => coe_history::history,
     post "/coes/{id}/sections" => coe_forms::save_sections,
     post "/coes/{id}/details" => coe_forms::details,
+    post "/coes/{id}/template" => coe_forms::switch_template,
     post "/coes/{id}/take" => coe_forms::take_ownership,
     post "/coes/{id}/timeline" => coe_forms::add_timeline,
     get "/coes/{id}/timeline/{entry}" => coe_timeline::timeline_entry,

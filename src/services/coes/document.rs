@@ -219,6 +219,9 @@ pub struct CoeDocument {
     /// Links gathered from the events (runbooks, dashboards).
     pub links: Vec<String>,
     pub sections: Vec<SectionView>,
+    /// Text written under sections its template (switched while a draft) no longer
+    /// has: kept, shown apart, to be moved by hand.
+    pub from_previous_template: Vec<EarlierSection>,
     pub timeline: Vec<TimelineEntry>,
     pub five_whys: Vec<WhyChain>,
     pub related: Vec<RelatedItem>,
@@ -308,6 +311,13 @@ pub fn assessment(
         &actions,
         &settings.coe.intention_phrases,
     ))
+}
+
+/// Text kept from a template a draft switched away from.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct EarlierSection {
+    pub key: String,
+    pub body: String,
 }
 
 /// A COE's text sections by key.
@@ -451,6 +461,19 @@ pub fn load(
             }
         })
         .collect();
+    let from_previous_template: Vec<EarlierSection> = sections
+        .iter()
+        .filter(|(key, body)| {
+            !body.trim().is_empty()
+                && template
+                    .section(key)
+                    .is_none_or(|s| s.kind != crate::domain::template::SectionKind::Text)
+        })
+        .map(|(key, body)| EarlierSection {
+            key: key.clone(),
+            body: body.clone(),
+        })
+        .collect();
     let extra: (Option<String>, Option<String>, Option<String>) = coes::table
         .find(id)
         .select((coes::merged_into, coes::bar_raiser_email, coes::approved_by))
@@ -490,6 +513,7 @@ pub fn load(
             version: row.template_version,
         },
         sections: section_views,
+        from_previous_template,
         timeline: timeline
             .into_iter()
             .map(|t| {

@@ -12,10 +12,12 @@ use utoipa::ToSchema;
 use super::alert_entries;
 use super::timeline::recompute_milestone;
 use super::{edit, record_change, Actor, CoeError, SYSTEM_ACTOR};
+use crate::config::TemplateFacts;
 use crate::db::models::{CoeRow, FailureEventRow, IncidentRow};
 use crate::db::schema::{coe_incidents, coe_recurrences, coes, failure_events, incidents, people};
 use crate::db::{self, locks, types, DbConnection};
 use crate::domain::coe::{self, CoeState, TimelineKind};
+use crate::domain::template::Template;
 use crate::domain::Severity;
 use crate::services::search_index::reindex;
 use crate::services::Env;
@@ -116,12 +118,25 @@ fn insert_draft_for_incident(
         .filter_map(|e| serde_json::from_str(&e.labels).ok())
         .collect();
     let assigned = ownership::for_alerts(conn, env.settings, &labels, incident.service.as_deref())?;
-    let row = new_coe_row(
+    let severity = types::severity("incidents.severity", incident.severity)?;
+    let flat: Vec<(String, String)> = labels
+        .iter()
+        .flat_map(|l| l.iter().map(|(k, v)| (k.clone(), v.clone())))
+        .collect();
+    let template = template_for(
+        conn,
         env,
+        severity,
+        incident.service.as_deref(),
+        assigned.owner.as_deref(),
+        &flat,
+    )?;
+    let row = new_coe_row(
+        &template,
         Some(incident.id.clone()),
         incident.title.clone(),
         incident.service.clone(),
-        types::severity("incidents.severity", incident.severity)?,
+        severity,
         &assigned,
         SYSTEM_ACTOR,
         now,
@@ -163,9 +178,37 @@ fn insert_draft_for_incident(
     Ok(Some(row.id))
 }
 
+/// The template a new COE opens with: the first of `coe.templates` whose rule its
+/// severity, service, team (its owner's, else its service's) and labels match, else
+/// the organisation's. A rule's file that cannot be read now gives the
+/// organisation's, and says so in the log.
+fn template_for(
+    conn: &mut DbConnection,
+    env: &Env<'_>,
+    severity: Severity,
+    service: Option<&str>,
+    owner: Option<&str>,
+    labels: &[(String, String)],
+) -> QueryResult<Template> {
+    if env.settings.coe.templates.is_empty() {
+        return Ok(env.template.clone());
+    }
+    let team = ownership::team_of_coe(conn, owner, service)?;
+    let facts = TemplateFacts {
+        severity: Some(severity),
+        service,
+        team: team.as_deref(),
+        labels,
+    };
+    Ok(env.settings.template_for(&facts).unwrap_or_else(|e| {
+        tracing::error!(error = %e, "a template of coe.templates cannot be read: the organisation's is used");
+        env.template.clone()
+    }))
+}
+
 #[allow(clippy::too_many_arguments)]
 fn new_coe_row(
-    env: &Env<'_>,
+    template: &Template,
     incident_id: Option<String>,
     title: String,
     service: Option<String>,
@@ -183,9 +226,9 @@ fn new_coe_row(
         state: CoeState::Draft.as_str().to_owned(),
         owner_email: assigned.owner.clone(),
         reviewer_email: assigned.reviewer.clone(),
-        template: serde_json::to_string(env.template).unwrap_or_else(|_| "{}".into()),
-        template_name: env.template.name.clone(),
-        template_version: i32::try_from(env.template.version).unwrap_or(i32::MAX),
+        template: serde_json::to_string(template).unwrap_or_else(|_| "{}".into()),
+        template_name: template.name.clone(),
+        template_version: i32::try_from(template.version).unwrap_or(i32::MAX),
         started_at: None,
         detected_at: None,
         mitigated_at: None,
@@ -492,12 +535,21 @@ pub fn create(
                         .reviewer
                         .filter(|r| !crate::domain::email::same_person(r, owner.as_str(), dotless));
                 }
-                let row = new_coe_row(
+                let severity = input.severity.unwrap_or(Severity::Sev3);
+                let template = template_for(
+                    conn,
                     env,
+                    severity,
+                    input.service.as_deref(),
+                    assigned.owner.as_deref(),
+                    &[],
+                )?;
+                let row = new_coe_row(
+                    &template,
                     None,
                     title.to_owned(),
                     input.service.clone(),
-                    input.severity.unwrap_or(Severity::Sev3),
+                    severity,
                     &assigned,
                     actor,
                     now,

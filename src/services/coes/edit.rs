@@ -225,9 +225,14 @@ pub struct CoePatch {
     pub severity: Option<Severity>,
     #[serde(default)]
     pub service: Option<String>,
+    /// While a draft: another template by name (`coe.template`'s, or one of
+    /// `coe.templates`). Text under the keys both have stays; the rest is kept and
+    /// shown apart (`from_previous_template`).
+    #[serde(default)]
+    pub template: Option<String>,
 }
 
-/// Changes title, owner, reviewer, severity or service.
+/// Changes title, owner, reviewer, severity, service or (a draft's) template.
 pub fn patch(
     conn: &mut DbConnection,
     id: &str,
@@ -336,11 +341,29 @@ pub fn patch(
                 coe::check_service(service).map_err(|p| CoeError::invalid("service", p))?;
             changes.push(("service", json!(service)));
         }
-        if changes.is_empty() {
+        let switched = match &patch.template {
+            Some(name) => Some(switch_template(conn, row, name, env)?),
+            None => None,
+        };
+        if changes.is_empty() && switched.is_none() {
             return Err(CoeError::invalid(
                 "body",
-                "names nothing to change (title, owner, reviewer, severity, service)",
+                "names nothing to change (title, owner, reviewer, severity, service, template)",
             ));
+        }
+        if let Some((from, to)) = switched {
+            record_change(
+                conn,
+                id,
+                actor,
+                "template",
+                Some(json!({"template": from})),
+                Some(json!({"template": to})),
+                now,
+            )?;
+        }
+        if changes.is_empty() {
+            return Ok(((), None));
         }
         // Recorded field by field (`apply_patch`), not as one change.
         apply_patch(conn, id, &changes, actor, now)?;
@@ -385,6 +408,50 @@ pub fn patch(
         }
         Ok(((), None))
     })
+}
+
+/// Gives draft `row` the template named `name`: refused for a COE past draft (its
+/// sections were reviewed as they are) and for a name no template has. Returns the
+/// names before and after.
+fn switch_template(
+    conn: &mut DbConnection,
+    row: &CoeRow,
+    name: &str,
+    env: Env<'_>,
+) -> Result<(String, String), CoeError> {
+    let state: CoeState = types::read("coes.state", &row.state)?;
+    if state != CoeState::Draft {
+        return Err(CoeError::Conflict(format!(
+            "the COE is {}: its template is chosen while it is a draft",
+            state.as_str().replace('_', " ")
+        )));
+    }
+    let templates = env.settings.templates().unwrap_or_else(|e| {
+        tracing::error!(error = %e, "coe.templates cannot be read: only the organisation's template is offered");
+        vec![env.template.clone()]
+    });
+    let Some(template) = templates.into_iter().find(|t| t.name == name.trim()) else {
+        let names: Vec<String> = env
+            .settings
+            .templates()
+            .map(|ts| ts.into_iter().map(|t| t.name).collect())
+            .unwrap_or_default();
+        return Err(CoeError::invalid(
+            "template",
+            format!(
+                "no template is named {name:?}; there are: {}",
+                names.join(", ")
+            ),
+        ));
+    };
+    diesel::update(coes::table.find(&row.id))
+        .set((
+            coes::template.eq(serde_json::to_string(&template).unwrap_or_else(|_| "{}".into())),
+            coes::template_name.eq(&template.name),
+            coes::template_version.eq(i32::try_from(template.version).unwrap_or(i32::MAX)),
+        ))
+        .execute(conn)?;
+    Ok((row.template_name.clone(), template.name))
 }
 
 pub(super) fn apply_patch(
