@@ -295,5 +295,11 @@ async fn a_draft_s_owner_switches_its_template_in_a_browser() {
         .eval("document.getElementById('from-previous-template').scrollIntoView(); return 1")
         .await;
     browser.screenshot("coe-template-kept-text").await;
+    // Its history says what happened, in words.
+    browser
+        .goto(&app.url(&format!("/coes/{coe}/history")))
+        .await;
+    let history = browser.text("main").await;
+    assert!(history.contains("switched its template"), "{history}");
     crate::html::assert_accessible_now(&browser).await;
 }

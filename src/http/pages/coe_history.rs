@@ -67,6 +67,7 @@ pub(super) fn change_words(action: &str, titles: &[SectionView]) -> String {
         ("five_whys", _) => "deleted a 5-whys chain".into(),
         ("update", _) => "changed its title, owner, reviewer, severity or service".into(),
         ("merge", _) => "merged drafts of the same outage into it".into(),
+        ("template", _) => "switched its template".into(),
         ("incident", "attach") => "attached an incident".into(),
         ("incident", "detach") => "detached an incident".into(),
         ("comment", key) => format!("commented on {}", section(key)),
