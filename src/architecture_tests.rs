@@ -205,7 +205,11 @@ fn the_architecture_page_names_what_exists() {
         }
     }
     // The data model's tables.
-    let schema = std::fs::read_to_string(src().join("db/schema.rs")).expect("the schema");
+    // `db/schema.rs` and the files of its submodules (`db/schema/`).
+    let mut schema = std::fs::read_to_string(src().join("db/schema.rs")).expect("the schema");
+    for (_, text) in sources(&src().join("db/schema")) {
+        schema.push_str(&text);
+    }
     let model = page
         .split("## Data model")
         .nth(1)

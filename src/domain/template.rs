@@ -142,12 +142,19 @@ impl Template {
         Ok(template)
     }
 
-    /// A template that ships with coe, by name (`BUILTIN`).
+    /// A template that ships with coe, by name (`BUILTIN`): parsed once per process.
     pub fn builtin(name: &str) -> Option<Template> {
-        BUILTIN
+        static PARSED: std::sync::OnceLock<Vec<Template>> = std::sync::OnceLock::new();
+        PARSED
+            .get_or_init(|| {
+                BUILTIN
+                    .iter()
+                    .filter_map(|(_, text)| Template::parse(text).ok())
+                    .collect()
+            })
             .iter()
-            .find(|(n, _)| *n == name)
-            .and_then(|(_, text)| Template::parse(text).ok())
+            .find(|t| t.name == name)
+            .cloned()
     }
 
     /// The built-in default template.

@@ -12,7 +12,7 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use crate::config::{self, Meaning, Settings};
-use crate::db::schema::{coes, people, tickets, tracker_jobs};
+use crate::db::schema::{coes, corrective_actions, people, tickets, tracker_jobs};
 use crate::db::{self, DbConnection};
 
 pub const PENDING: &str = "pending";
@@ -141,13 +141,24 @@ pub fn destination<'s>(
     if settings.trackers.is_empty() {
         return Ok(None);
     }
-    let (owner, service): (String, Option<String>) = crate::db::schema::corrective_actions::table
+    let (team, service) = team_and_service(conn, action_id)?;
+    Ok(config::destination(
+        &settings.trackers,
+        team.as_deref(),
+        service.as_deref(),
+    ))
+}
+
+/// What routes action `action_id` to a tracker: its owner's team and its COE's
+/// service.
+pub fn team_and_service(
+    conn: &mut DbConnection,
+    action_id: &str,
+) -> QueryResult<(Option<String>, Option<String>)> {
+    let (owner, service): (String, Option<String>) = corrective_actions::table
         .inner_join(coes::table)
-        .filter(crate::db::schema::corrective_actions::id.eq(action_id))
-        .select((
-            crate::db::schema::corrective_actions::owner_email,
-            coes::service,
-        ))
+        .filter(corrective_actions::id.eq(action_id))
+        .select((corrective_actions::owner_email, coes::service))
         .first(conn)?;
     let team: Option<String> = people::table
         .find(&owner)
@@ -155,11 +166,7 @@ pub fn destination<'s>(
         .first::<Option<String>>(conn)
         .optional()?
         .flatten();
-    Ok(config::destination(
-        &settings.trackers,
-        team.as_deref(),
-        service.as_deref(),
-    ))
+    Ok((team, service))
 }
 
 /// Queues the making of action `action_id`'s ticket at `destination` (once: a second

@@ -274,7 +274,7 @@ fn deliver(app: &TestApp, settings: &Settings) -> coe::services::chat::ChatRepor
         .expect("a chat pass")
 }
 
-async fn person(app: &TestApp, admin: &str, email: &str, team: &str) {
+pub(crate) async fn person(app: &TestApp, admin: &str, email: &str, team: &str) {
     let res = app
         .client
         .put(app.url(&format!("/api/v1/people/{email}")))

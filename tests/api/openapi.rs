@@ -113,7 +113,11 @@ async fn every_route_is_documented_by_the_same_method_and_path_and_nothing_else_
 
 #[tokio::test]
 async fn every_route_in_the_table_is_served_by_its_method() {
-    let app = spawn_app().await;
+    // A tracker named as the paths' `{name}` is, so that its webhook answers too.
+    let mut tracker =
+        crate::trackers::tracker(coe::config::TrackerKind::Jira, "http://127.0.0.1:9");
+    tracker.name = "x".into();
+    let app = crate::helpers::spawn_app_with(move |s| s.trackers = vec![tracker]).await;
     for Route { method, path, .. } in ROUTES {
         let concrete = path
             .replace("{name}", "x")
@@ -138,12 +142,6 @@ async fn every_route_in_the_table_is_served_by_its_method() {
             .send()
             .await
             .expect("sent");
-        if path.ends_with("/trackers/{name}/webhook") {
-            // Served, and it says that no tracker is named so (this app has none).
-            let text = res.text().await.expect("a body");
-            assert!(text.contains("no tracker is named"), "{path}: {text}");
-            continue;
-        }
         assert_ne!(res.status(), 404, "{method} {path} is not served");
         assert_ne!(res.status(), 405, "{method} {path} is not served");
     }

@@ -209,6 +209,17 @@ fn maybe_lost(double: &Double, made: bool, answer: HttpResponse) -> HttpResponse
     answer
 }
 
+/// The strings of a JSON array (none when it is not one).
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|l| {
+            l.iter()
+                .filter_map(|x| x.as_str().map(Into::into))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn param(query: &str, name: &str) -> Option<String> {
     form_urlencoded::parse(query.as_bytes())
         .find(|(k, _)| k == name)
@@ -285,14 +296,7 @@ fn jira(double: &Double, method: &str, path: &str, query: &str, body: &Value) ->
             if !["Highest", "High", "Medium", "Low", "Lowest"].contains(&priority) {
                 return double.refuse(format!("Jira: priority {}", f["priority"]));
             }
-            let labels: Vec<String> = f["labels"]
-                .as_array()
-                .map(|l| {
-                    l.iter()
-                        .filter_map(|x| x.as_str().map(Into::into))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let labels = strings(&f["labels"]);
             if labels
                 .iter()
                 .any(|l: &String| l.contains(' ') || l.len() > 255)
@@ -624,14 +628,7 @@ fn github(double: &Double, method: &str, path: &str, query: &str, body: &Value) 
             if title.is_empty() || title.chars().count() > 256 {
                 return double.refuse(format!("GitHub: title {title:?}"));
             }
-            let labels: Vec<String> = body["labels"]
-                .as_array()
-                .map(|l| {
-                    l.iter()
-                        .filter_map(|x| x.as_str().map(Into::into))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let labels = strings(&body["labels"]);
             let assignee = body["assignees"]
                 .as_array()
                 .and_then(|a| a.first())

@@ -13,6 +13,7 @@ use coe::services::trackers::TrackerReport;
 use diesel::prelude::*;
 use serde_json::{json, Value};
 
+use crate::chat::person;
 use crate::helpers::{spawn_app_with, TestApp};
 use crate::leaving::coe_with_action;
 use crate::tracker_double::{self, GITHUB_TOKEN, JIRA_TOKEN, JIRA_USER, LINEAR_KEY};
@@ -87,18 +88,6 @@ fn reconcile(app: &TestApp, settings: &Settings) -> usize {
         emails: &emails,
     };
     coe::services::trackers::reconcile(&mut conn, env, &AtomicBool::new(false)).expect("reconcile")
-}
-
-async fn person(app: &TestApp, admin: &str, email: &str, team: &str) {
-    let res = app
-        .client
-        .put(app.url(&format!("/api/v1/people/{email}")))
-        .bearer_auth(admin)
-        .json(&json!({"name": email, "team": team}))
-        .send()
-        .await
-        .expect("sent");
-    assert!(res.status().is_success(), "{}", res.status());
 }
 
 async fn action(app: &TestApp, token: &str, id: &str) -> Value {

@@ -207,7 +207,11 @@ fn perform(
     };
     let by = detail["by"].as_str().unwrap_or("someone");
     let d = &detail["detail"];
-    let text = |k: &str| d[k].as_str().filter(|s| !s.trim().is_empty());
+    let text = |k: &str| {
+        d[k].as_str()
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_owned)
+    };
     let said = match what {
         "due" => client
             .set_due(
@@ -224,7 +228,7 @@ fn perform(
                         "coe: {by} moved the due date from {} to {}. Reason: {}",
                         d["from"].as_str().unwrap_or("?"),
                         d["to"].as_str().unwrap_or("?"),
-                        text("reason").unwrap_or("none given")
+                        text("reason").as_deref().unwrap_or("none given")
                     ),
                 )
             }),
@@ -255,7 +259,31 @@ fn perform(
                 other => other.and_then(|()| client.comment(&remote, &comment)),
             }
         }
-        "start" => move_to(conn, &client, action_id, &remote, Meaning::InProgress, None),
+        moving => match moves(moving, by, &text) {
+            Some((to, comment)) => {
+                move_to(conn, &client, action_id, &remote, to, comment.as_deref())
+            }
+            None => Err(Failure::Refused(format!(
+                "coe does not know the job {moving}"
+            ))),
+        },
+    };
+    Ok(match said {
+        Ok(()) => Outcome::Done,
+        Err(f) => Outcome::Failed(f),
+    })
+}
+
+/// Where a job that moves the ticket takes it, and what it says there (`by`: who in
+/// coe; `text`: the job's note, reason or evidence); `None` for a job that moves
+/// nothing.
+fn moves(
+    what: &str,
+    by: &str,
+    text: &dyn Fn(&str) -> Option<String>,
+) -> Option<(Meaning, Option<String>)> {
+    Some(match what {
+        "start" => (Meaning::InProgress, None),
         "done" => {
             let mut comment = format!("coe: {by} completed the corrective action.");
             if let Some(note) = text("note") {
@@ -264,64 +292,30 @@ fn perform(
             if let Some(evidence) = text("evidence") {
                 comment.push_str(&format!(" Evidence: {evidence}"));
             }
-            move_to(
-                conn,
-                &client,
-                action_id,
-                &remote,
-                Meaning::Done,
-                Some(&comment),
-            )
+            (Meaning::Done, Some(comment))
         }
-        "wont_do" => {
-            let comment = format!(
+        "wont_do" => (
+            Meaning::WontDo,
+            Some(format!(
                 "coe: {by} decided not to do this corrective action. Reason: {}",
-                text("reason").unwrap_or("none given")
-            );
-            move_to(
-                conn,
-                &client,
-                action_id,
-                &remote,
-                Meaning::WontDo,
-                Some(&comment),
-            )
-        }
-        "sent_back" => {
-            let comment = format!(
+                text("reason").as_deref().unwrap_or("none given")
+            )),
+        ),
+        "sent_back" => (
+            Meaning::InProgress,
+            Some(format!(
                 "coe: the COE's reviewer, {by}, sent the action back: it is not done yet. {}",
-                text("reason").unwrap_or("")
-            );
-            move_to(
-                conn,
-                &client,
-                action_id,
-                &remote,
-                Meaning::InProgress,
-                Some(&comment),
-            )
-        }
-        "reopen" => {
-            let comment = format!(
+                text("reason").unwrap_or_default()
+            )),
+        ),
+        "reopen" => (
+            Meaning::Open,
+            Some(format!(
                 "coe: {by} reopened the corrective action. Note: {}",
-                text("note").unwrap_or("none given")
-            );
-            move_to(
-                conn,
-                &client,
-                action_id,
-                &remote,
-                Meaning::Open,
-                Some(&comment),
-            )
-        }
-        other => Err(Failure::Refused(format!(
-            "coe does not know the job {other}"
-        ))),
-    };
-    Ok(match said {
-        Ok(()) => Outcome::Done,
-        Err(f) => Outcome::Failed(f),
+                text("note").as_deref().unwrap_or("none given")
+            )),
+        ),
+        _ => return None,
     })
 }
 

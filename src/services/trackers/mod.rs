@@ -17,7 +17,7 @@ use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::config::TrackerSettings;
-use crate::db::schema::{coes, corrective_actions, people, tickets};
+use crate::db::schema::{corrective_actions, tickets};
 use crate::db::{self, DbConnection};
 use crate::services::access::{self, Editor};
 use crate::services::actions::ActionError;
@@ -107,7 +107,7 @@ pub fn request(
         None => {
             let destination = match named {
                 Some(t) => {
-                    let (team, service) = team_and_service(conn, action_id)?;
+                    let (team, service) = queue::team_and_service(conn, action_id)?;
                     t.destination(team.as_deref(), service.as_deref())
                         .ok_or_else(|| {
                             invalid(
@@ -137,24 +137,6 @@ fn names(trackers: &[TrackerSettings]) -> String {
         .map(|t| t.name.as_str())
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-fn team_and_service(
-    conn: &mut DbConnection,
-    action_id: &str,
-) -> QueryResult<(Option<String>, Option<String>)> {
-    let (owner, service): (String, Option<String>) = corrective_actions::table
-        .inner_join(coes::table)
-        .filter(corrective_actions::id.eq(action_id))
-        .select((corrective_actions::owner_email, coes::service))
-        .first(conn)?;
-    let team = people::table
-        .find(owner)
-        .select(people::team)
-        .first::<Option<String>>(conn)
-        .optional()?
-        .flatten();
-    Ok((team, service))
 }
 
 /// Links the existing ticket `key` of `tracker` to the action, after reading it
