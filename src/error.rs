@@ -243,6 +243,20 @@ impl From<crate::services::people::FindError> for ApiError {
     }
 }
 
+impl From<crate::services::templates::SaveError> for ApiError {
+    fn from(e: crate::services::templates::SaveError) -> Self {
+        use crate::services::templates::SaveError;
+        match e {
+            SaveError::Invalid(field, problem) => ApiError::field(field, problem),
+            SaveError::Conflict(message) => ApiError::Conflict {
+                message,
+                fields: vec![],
+            },
+            SaveError::Database(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::services::ingest::writer::WriteError> for ApiError {
     fn from(e: crate::services::ingest::writer::WriteError) -> Self {
         use crate::services::ingest::writer::WriteError;

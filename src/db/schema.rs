@@ -505,6 +505,16 @@ diesel::table! {
 }
 
 diesel::table! {
+    coe_templates (name, version) {
+        name -> Text,
+        version -> Integer,
+        body -> Text,
+        saved_by -> Text,
+        saved_at -> Timestamp,
+    }
+}
+
+diesel::table! {
     figure_snapshots (name) {
         name -> Text,
         counted_at -> Timestamp,
@@ -523,6 +533,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     action_tally,
     action_tally_day,
     figure_snapshots,
+    coe_templates,
     api_tokens,
     incidents,
     incident_groups,

@@ -168,6 +168,22 @@ impl Template {
         })
     }
 
+    /// The template, when it is one coe can open COEs with (what `parse` checks of a
+    /// file; the admin page's saves are checked the same).
+    pub fn checked(self) -> Result<Template, TemplateError> {
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// Whether `name` may name a template: 1 to 40 of a-z, 0-9, '-' and '_'.
+    pub fn name_ok(name: &str) -> bool {
+        !name.is_empty()
+            && name.len() <= 40
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+    }
+
     fn validate(&self) -> Result<(), TemplateError> {
         if self.sections.is_empty() {
             return Err(TemplateError::Empty);

@@ -73,6 +73,8 @@ macro_rules! route_table {
                 "/api/v1/outbox" => { get: api::outbox::list }
                 "/api/v1/outbox/{id}/retry" => { post: api::outbox::retry }
                 "/api/v1/outbox/{id}/drop" => { post: api::outbox::drop_held }
+                "/api/v1/templates" => { get: api::templates::list }
+                "/api/v1/templates/{name}" => { post: api::templates::save }
                 "/api/v1/trackers" => { get: api::trackers::list }
                 "/api/v1/trackers/{name}/webhook" => { post: api::trackers::webhook }
             }

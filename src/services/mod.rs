@@ -38,6 +38,7 @@ pub mod search_index;
 pub mod sns;
 pub mod stats;
 pub mod sweep_settings;
+pub mod templates;
 pub mod tickets;
 pub mod tokens;
 pub mod trackers;

@@ -41,6 +41,7 @@ mod search;
 mod security;
 mod stats;
 mod storm;
+mod template_versions;
 mod templates_by_rule;
 mod tokens;
 mod tracker_double;

@@ -10,5 +10,6 @@ pub mod outage;
 pub mod outbox;
 pub mod people;
 pub mod stats;
+pub mod templates;
 pub mod tokens;
 pub mod trackers;

@@ -65,6 +65,8 @@ pub(super) struct Loaded {
     pub(super) directory: Vec<(String, Option<String>)>,
     /// People marked bar raiser in the directory.
     pub(super) bar_raisers: i64,
+    /// For a draft: the names of the templates it may switch to.
+    pub(super) template_choices: Vec<String>,
 }
 
 /// How many other drafts a COE's page offers to merge into it.
@@ -171,7 +173,16 @@ pub(super) async fn load(
             same_outage.push(value);
         }
         let bar_raisers = crate::services::people::bar_raiser_count(conn)?;
+        let template_choices = if doc.state == CoeState::Draft {
+            crate::services::templates::all(conn, &state.settings, &state.template)?
+                .into_iter()
+                .map(|t| t.name)
+                .collect()
+        } else {
+            Vec::new()
+        };
         Ok(Some(Loaded {
+            template_choices,
             bar_raisers,
             incidents,
             drafts,

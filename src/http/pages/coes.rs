@@ -100,6 +100,7 @@ pub(super) fn page(
         since_last_look,
         directory,
         bar_raisers,
+        template_choices,
     } = loaded;
     let names = names_data(&directory);
     let related = related_links(&doc);
@@ -333,11 +334,7 @@ pub(super) fn page(
         "related_kinds": crate::domain::coe::RelatedKind::ALL.map(|k| k.as_str()),
         "severities": crate::domain::Severity::ALL.map(|s| s.to_string()),
         // A draft's owner may switch its template (`coe.templates`).
-        "template_choices": if doc.state == CoeState::Draft {
-            state.settings.templates().map(|ts| ts.into_iter().map(|t| t.name).collect()).unwrap_or_default()
-        } else {
-            Vec::<String>::new()
-        },
+        "template_choices": template_choices,
         "priorities": Priority::ALL.map(Priority::as_str),
         "action_kinds": ActionKind::ALL.map(ActionKind::as_str),
         "why_rows": why_rows,

@@ -8,6 +8,7 @@
 
 mod actions;
 mod admin;
+mod admin_templates;
 mod admin_trackers;
 mod assets;
 mod board;
@@ -106,6 +107,10 @@ page_routes! {
     post "/admin/sessions/{id}/end" => admin::sessions_end,
     get "/admin/chat" => admin::chat_list,
     post "/admin/chat/{name}/test" => admin::chat_test,
+    get "/admin/templates" => admin_templates::list,
+    get "/admin/templates/new" => admin_templates::new,
+    get "/admin/templates/{name}" => admin_templates::show,
+    post "/admin/templates/{name}" => admin_templates::save,
     get "/admin/trackers" => admin_trackers::list,
     post "/admin/trackers/{name}/check" => admin_trackers::check,
     get "/report" => report::form,

@@ -51,6 +51,8 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "admin_sessions",
     "admin_chat",
     "admin_trackers",
+    "admin_templates",
+    "admin_template",
     "admin_ownership",
     "form_errors",
     "nav_links",

@@ -181,7 +181,8 @@ fn insert_draft_for_incident(
 /// The template a new COE opens with: the first of `coe.templates` whose rule its
 /// severity, service, team (its owner's, else its service's) and labels match, else
 /// the organisation's. A rule's file that cannot be read now gives the
-/// organisation's, and says so in the log.
+/// organisation's, and says so in the log. A newer version saved on the admin page
+/// takes the place of the one picked.
 fn template_for(
     conn: &mut DbConnection,
     env: &Env<'_>,
@@ -191,7 +192,7 @@ fn template_for(
     labels: &[(String, String)],
 ) -> QueryResult<Template> {
     if env.settings.coe.templates.is_empty() {
-        return Ok(env.template.clone());
+        return crate::services::templates::newest(conn, env.template.clone());
     }
     let team = ownership::team_of_coe(conn, owner, service)?;
     let facts = TemplateFacts {
@@ -200,10 +201,11 @@ fn template_for(
         team: team.as_deref(),
         labels,
     };
-    Ok(env.settings.template_for(&facts).unwrap_or_else(|e| {
+    let picked = env.settings.template_for(&facts).unwrap_or_else(|e| {
         tracing::error!(error = %e, "a template of coe.templates cannot be read: the organisation's is used");
         env.template.clone()
-    }))
+    });
+    crate::services::templates::newest(conn, picked)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -426,16 +426,9 @@ fn switch_template(
             state.as_str().replace('_', " ")
         )));
     }
-    let templates = env.settings.templates().unwrap_or_else(|e| {
-        tracing::error!(error = %e, "coe.templates cannot be read: only the organisation's template is offered");
-        vec![env.template.clone()]
-    });
+    let templates = crate::services::templates::all(conn, env.settings, env.template)?;
+    let names: Vec<String> = templates.iter().map(|t| t.name.clone()).collect();
     let Some(template) = templates.into_iter().find(|t| t.name == name.trim()) else {
-        let names: Vec<String> = env
-            .settings
-            .templates()
-            .map(|ts| ts.into_iter().map(|t| t.name).collect())
-            .unwrap_or_default();
         return Err(CoeError::invalid(
             "template",
             format!(
