@@ -57,7 +57,32 @@ pub fn render(kind: ChatKind, notice: &Notice) -> Value {
         ChatKind::GoogleChat => google_chat(notice),
         ChatKind::Mattermost => mattermost(notice),
         ChatKind::Matrix => matrix(notice),
+        // Where summaries are published hears only them (`publication`); what else
+        // reaches it is an admin's test, said plainly.
+        ChatKind::Statuspage | ChatKind::Webhook => json!({
+            "test": true,
+            "text": notice.headline,
+            "url": notice.link_url,
+        }),
     }
+}
+
+/// A summary for customers, as a Statuspage channel or a webhook is sent it: the
+/// Statuspage incident it is the postmortem of (when one was named), its Markdown,
+/// and the public page's address (which shows it as HTML).
+pub fn publication(
+    incident: Option<&str>,
+    markdown: &str,
+    public_url: &str,
+    published_at: &str,
+) -> Value {
+    json!({
+        "event": "published",
+        "statuspage_incident": incident,
+        "markdown": markdown,
+        "url": public_url,
+        "published_at": published_at,
+    })
 }
 
 /// At most `max` characters of `text`, ending in "…" when cut.

@@ -5,5 +5,5 @@
 pub mod format;
 pub mod send;
 
-pub use format::{render, Notice};
+pub use format::{publication, render, Notice};
 pub use send::{send, Sent};

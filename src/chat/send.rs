@@ -55,12 +55,94 @@ pub fn send(channel: &ChannelSettings, message_id: &str, body: &Value, timeout: 
                 ))
                 .set("Authorization", &format!("Bearer {token}"))
         }
+        ChatKind::Statuspage => return scrubbed(statuspage(&agent, channel, body), channel),
         _ => agent.post(channel.url.as_ref().map(|u| u.expose()).unwrap_or_default()),
+    };
+    let request = match (channel.kind, &channel.access_token) {
+        (ChatKind::Webhook, Some(secret)) => {
+            request.set("X-Coe-Signature-256", &signature(secret.expose(), &text))
+        }
+        _ => request,
     };
     let answer = request
         .set("Content-Type", "application/json; charset=utf-8")
         .send_string(&text);
-    let sent = match answer {
+    scrubbed(answered(channel.kind, answer), channel)
+}
+
+/// `sha256=` and the hex HMAC-SHA256 of `body` under `secret`, as GitHub signs.
+pub fn signature(secret: &str, body: &str) -> String {
+    use hmac::Mac;
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes())
+        .unwrap_or_else(|_| unreachable!("HMAC takes a key of any length"));
+    mac.update(body.as_bytes());
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+/// A summary as the postmortem of its Statuspage incident: the draft written, then
+/// published (both `PUT`s may be repeated). Without an incident (an admin's test),
+/// the page is read, which checks the key.
+fn statuspage(agent: &ureq::Agent, channel: &ChannelSettings, body: &Value) -> Sent {
+    let base = channel
+        .api_url
+        .as_deref()
+        .unwrap_or("https://api.statuspage.io/v1")
+        .trim_end_matches('/');
+    let segment = |v: &str| {
+        percent_encoding::utf8_percent_encode(v, percent_encoding::NON_ALPHANUMERIC).to_string()
+    };
+    let page = segment(channel.page_id.as_deref().unwrap_or_default());
+    let key = format!(
+        "OAuth {}",
+        channel
+            .access_token
+            .as_ref()
+            .map(|t| t.expose())
+            .unwrap_or_default()
+    );
+    let Some(incident) = body["statuspage_incident"].as_str() else {
+        return answered(
+            ChatKind::Statuspage,
+            agent
+                .get(&format!("{base}/pages/{page}"))
+                .set("Authorization", &key)
+                .call(),
+        );
+    };
+    let postmortem = format!(
+        "{base}/pages/{page}/incidents/{}/postmortem",
+        segment(incident)
+    );
+    let draft = serde_json::json!({"postmortem": {"body_draft": body["markdown"]}});
+    let sent = answered(
+        ChatKind::Statuspage,
+        agent
+            .put(&postmortem)
+            .set("Authorization", &key)
+            .set("Content-Type", "application/json; charset=utf-8")
+            .send_string(&draft.to_string()),
+    );
+    match sent {
+        Sent::Delivered => {}
+        // No such incident: this summary's mistake, not the page's.
+        Sent::Broken(e) if e.starts_with("HTTP 404") => return Sent::Refused(e),
+        other => return other,
+    }
+    let publish =
+        serde_json::json!({"postmortem": {"notify_twitter": false, "notify_subscribers": false}});
+    answered(
+        ChatKind::Statuspage,
+        agent
+            .put(&format!("{postmortem}/publish"))
+            .set("Authorization", &key)
+            .set("Content-Type", "application/json; charset=utf-8")
+            .send_string(&publish.to_string()),
+    )
+}
+
+/// What an answer means.
+fn answered(kind: ChatKind, answer: Result<ureq::Response, ureq::Error>) -> Sent {
+    match answer {
         // Redirects are not followed (the message would go where nobody configured):
         // a webhook that answers with one is not delivered to.
         Ok(response) if (300..400).contains(&response.status()) => Sent::Broken(format!(
@@ -73,15 +155,18 @@ pub fn send(channel: &ChannelSettings, message_id: &str, body: &Value, timeout: 
                 .header("retry-after")
                 .and_then(|v| v.trim().parse::<u64>().ok());
             let said = response.into_string().unwrap_or_default();
-            judge(channel.kind, status, retry_after, &said)
+            judge(kind, status, retry_after, &said)
         }
         Err(ureq::Error::Transport(t)) => Sent::Retry {
             after_secs: None,
             error: format!("no answer: {}", transport_text(&t)),
         },
-    };
-    // What is logged, stored and shown on the admin page never holds the channel's
-    // secrets, even when a platform repeats them in its answer.
+    }
+}
+
+/// What is logged, stored and shown on the admin page never holds the channel's
+/// secrets, even when a platform repeats them in its answer.
+fn scrubbed(sent: Sent, channel: &ChannelSettings) -> Sent {
     match sent {
         Sent::Delivered => Sent::Delivered,
         Sent::Retry { after_secs, error } => Sent::Retry {
@@ -162,7 +247,8 @@ pub fn judge(kind: ChatKind, status: u16, retry_after: Option<u64>, said: &str) 
             .map(|ms| ms.div_ceil(1000))
     };
     match status {
-        429 => Sent::Retry {
+        // Statuspage's own "slow down".
+        420 | 429 => Sent::Retry {
             after_secs: retry_after.or_else(matrix_wait),
             error,
         },

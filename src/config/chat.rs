@@ -40,6 +40,13 @@ pub enum ChatKind {
     Mattermost,
     /// A bot user's access token in a room; `m.room.message` with HTML.
     Matrix,
+    /// Atlassian Statuspage: a published summary for customers becomes the
+    /// postmortem of the Statuspage incident named when publishing (`page_id`, the
+    /// API key in `access_token`). Hears only `published`.
+    Statuspage,
+    /// Any HTTP endpoint: a published summary for customers as JSON, signed with
+    /// `access_token` when set (`X-Coe-Signature-256`). Hears only `published`.
+    Webhook,
 }
 
 impl ChatKind {
@@ -50,7 +57,14 @@ impl ChatKind {
             ChatKind::GoogleChat => "google-chat",
             ChatKind::Mattermost => "mattermost",
             ChatKind::Matrix => "matrix",
+            ChatKind::Statuspage => "statuspage",
+            ChatKind::Webhook => "webhook",
         }
+    }
+
+    /// Whether it is where summaries for customers are published (not a chat).
+    pub fn publishes(self) -> bool {
+        matches!(self, ChatKind::Statuspage | ChatKind::Webhook)
     }
 }
 
@@ -68,6 +82,9 @@ pub enum ChatEvent {
     Escalation,
     /// Once a week: the inspection's summary.
     InspectionWeekly,
+    /// A COE's summary for customers published (only Statuspage and webhook
+    /// channels hear it).
+    Published,
 }
 
 impl ChatEvent {
@@ -86,6 +103,7 @@ impl ChatEvent {
             ChatEvent::OverdueDaily => "overdue_daily",
             ChatEvent::Escalation => "escalation",
             ChatEvent::InspectionWeekly => "inspection_weekly",
+            ChatEvent::Published => "published",
         }
     }
 }
@@ -111,9 +129,16 @@ pub struct ChannelSettings {
     /// `matrix`: the room's id (`!abc…`).
     #[serde(default)]
     pub room_id: Option<String>,
-    /// `matrix`: the bot user's access token.
+    /// `matrix`: the bot user's access token; `statuspage`: the API key;
+    /// `webhook`: the secret its deliveries are signed with (optional).
     #[serde(default)]
     pub access_token: Option<Secret>,
+    /// `statuspage`: the page's id.
+    #[serde(default)]
+    pub page_id: Option<String>,
+    /// `statuspage`: the API's base URL (Atlassian's by default).
+    #[serde(default)]
+    pub api_url: Option<String>,
     /// The teams whose COEs and actions it hears about; with `services`, empty
     /// means the whole organisation.
     #[serde(default)]
@@ -131,7 +156,12 @@ impl ChannelSettings {
     /// an organisation-wide channel (no teams, no services) hears everything it
     /// subscribed to.
     pub fn wants(&self, event: ChatEvent, team: Option<&str>, service: Option<&str>) -> bool {
-        if !self.events.contains(&event) {
+        // Where summaries are published hears of nothing else; a chat, of everything
+        // it subscribed to but that.
+        if self.kind.publishes() != (event == ChatEvent::Published) {
+            return false;
+        }
+        if !self.kind.publishes() && !self.events.contains(&event) {
             return false;
         }
         if self.teams.is_empty() && self.services.is_empty() {

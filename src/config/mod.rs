@@ -362,7 +362,20 @@ pub struct CoeSettings {
     /// COEs at or above this severity get a bar raiser on submit (when the directory
     /// has any), and are approved only when both the reviewer and it approve.
     pub bar_raiser_from: crate::domain::Severity,
+    /// Patterns (regular expressions, any case) of what must not reach customers: the
+    /// organisation's internal host names and addresses. The section written for
+    /// customers is refused while it matches one (or names a person).
+    pub internal_patterns: Vec<String>,
 }
+
+/// Internal hosts, by default: private IPv4 addresses and names under the usual
+/// internal domains.
+pub const DEFAULT_INTERNAL_PATTERNS: [&str; 4] = [
+    r"\b10\.\d{1,3}\.\d{1,3}\.\d{1,3}\b",
+    r"\b192\.168\.\d{1,3}\.\d{1,3}\b",
+    r"\b172\.(1[6-9]|2\d|3[01])\.\d{1,3}\.\d{1,3}\b",
+    r"\b[a-z0-9-]+(\.[a-z0-9-]+)*\.(internal|local|lan|corp|intranet)\b",
+];
 
 impl Default for CoeSettings {
     fn default() -> Self {
@@ -377,6 +390,10 @@ impl Default for CoeSettings {
             writeup_days: 7,
             verify_actions_from: crate::domain::Severity::Sev1,
             bar_raiser_from: crate::domain::Severity::Sev1,
+            internal_patterns: DEFAULT_INTERNAL_PATTERNS
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
         }
     }
 }

@@ -127,6 +127,19 @@ impl Settings {
 
     /// `[[coe.templates]]`: each rule names one template that reads, and says when.
     pub(super) fn validate_templates(&self) -> Result<(), ConfigError> {
+        for (i, pattern) in self.coe.internal_patterns.iter().enumerate() {
+            if let Err(e) = regex::RegexBuilder::new(pattern)
+                .case_insensitive(true)
+                .build()
+            {
+                return Err(ConfigError::Invalid {
+                    key: "coe.internal_patterns",
+                    origin: String::new(),
+                    value: format!("[{i}] {pattern:?}"),
+                    expected: format!("a regular expression ({e})"),
+                });
+            }
+        }
         for (i, rule) in self.coe.templates.iter().enumerate() {
             if rule.criteria() == 0 {
                 return Err(ConfigError::Invalid {

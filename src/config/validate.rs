@@ -305,7 +305,34 @@ impl Settings {
             if c.events.is_empty() {
                 return Err(invalid(at("events"), "[]", "at least one of coe_opened, review, overdue_daily, escalation, inspection_weekly (or leave it out for all)"));
             }
-            if c.kind == super::ChatKind::Matrix {
+            if c.kind == super::ChatKind::Statuspage {
+                if !c.page_id.as_deref().is_some_and(|p| {
+                    !p.trim().is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric())
+                }) {
+                    return Err(invalid(
+                        at("page_id"),
+                        c.page_id.as_deref().unwrap_or(""),
+                        "the Statuspage page's id, for kind = \"statuspage\"",
+                    ));
+                }
+                if c.api_url.as_deref().is_some_and(|u| !web_url(u)) {
+                    return Err(invalid(
+                        at("api_url"),
+                        c.api_url.as_deref().unwrap_or(""),
+                        "the API's https URL (plain http only on loopback)",
+                    ));
+                }
+                if c.access_token
+                    .as_ref()
+                    .is_none_or(|t| t.expose().trim().is_empty())
+                {
+                    return Err(invalid(
+                        at("access_token"),
+                        "",
+                        "the Statuspage API key, for kind = \"statuspage\"",
+                    ));
+                }
+            } else if c.kind == super::ChatKind::Matrix {
                 if !c.homeserver.as_deref().is_some_and(web_url) {
                     return Err(invalid(at("homeserver"), c.homeserver.as_deref().unwrap_or(""), "the homeserver's https URL (plain http only on loopback), for kind = \"matrix\""));
                 }

@@ -515,6 +515,19 @@ diesel::table! {
 }
 
 diesel::table! {
+    publications (coe_id) {
+        coe_id -> Text,
+        token -> Text,
+        body -> Text,
+        statuspage_incident -> Nullable<Text>,
+        published_by -> Text,
+        published_at -> Timestamp,
+        revoked_by -> Nullable<Text>,
+        revoked_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
     figure_snapshots (name) {
         name -> Text,
         counted_at -> Timestamp,
@@ -523,6 +536,7 @@ diesel::table! {
 }
 
 diesel::joinable!(tickets -> corrective_actions (action_id));
+diesel::joinable!(publications -> coes (coe_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     tickets,
@@ -534,6 +548,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     action_tally_day,
     figure_snapshots,
     coe_templates,
+    publications,
     api_tokens,
     incidents,
     incident_groups,

@@ -81,6 +81,11 @@ pub struct SectionSpec {
     /// For the 5-whys section: how long at least one chain must be.
     #[serde(default = "default_min_whys")]
     pub min_whys: u32,
+    /// A text section written for customers (what happened, when, who was affected,
+    /// what we are changing): checked to name no person and no internal host, and
+    /// once the COE is approved, the one part of it that may be published.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub for_customers: bool,
 }
 
 fn default_min_whys() -> u32 {
@@ -232,6 +237,12 @@ impl Template {
             if s.min_numbers > 0 && s.kind != SectionKind::Text {
                 return Err(fail("min_numbers applies to text sections only".into()));
             }
+            if s.for_customers && s.kind != SectionKind::Text {
+                return Err(fail("only a text section is written for customers".into()));
+            }
+            if s.for_customers && self.sections[..index].iter().any(|e| e.for_customers) {
+                return Err(fail("only one section may be written for customers".into()));
+            }
             if s.kind == SectionKind::FiveWhys && s.min_whys == 0 {
                 return Err(fail("min_whys must be at least 1".into()));
             }
@@ -241,6 +252,11 @@ impl Template {
 
     pub fn section(&self, key: &str) -> Option<&SectionSpec> {
         self.sections.iter().find(|s| s.key == key)
+    }
+
+    /// The section written for customers, if the template has one.
+    pub fn for_customers(&self) -> Option<&SectionSpec> {
+        self.sections.iter().find(|s| s.for_customers)
     }
 
     /// The section of a given kind, if the template has one.

@@ -29,6 +29,7 @@ pub mod notify;
 pub mod outbox;
 pub mod ownership;
 pub mod people;
+pub mod publishing;
 pub mod reminders;
 pub mod report;
 pub mod retention;

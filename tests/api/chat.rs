@@ -202,6 +202,8 @@ fn channel(
         homeserver: None,
         room_id: None,
         access_token: None,
+        page_id: None,
+        api_url: None,
         teams: teams.iter().map(|t| (*t).to_owned()).collect(),
         services: services.iter().map(|s| (*s).to_owned()).collect(),
         events: ChatEvent::ALL.to_vec(),
@@ -713,6 +715,8 @@ async fn a_matrix_room_reads_the_notices_in_html_once_each() {
         homeserver: Some(synapse.base.clone()),
         room_id: Some(synapse.room_id.clone()),
         access_token: Some(synapse.bot_token.clone().into()),
+        page_id: None,
+        api_url: None,
         teams: vec!["payments".into()],
         services: Vec::new(),
         events: ChatEvent::ALL.to_vec(),
@@ -770,6 +774,8 @@ async fn a_matrix_room_reads_the_notices_in_html_once_each() {
     // A revoked token: the channel breaks and its message waits.
     let bad = ChannelSettings {
         access_token: Some("not-a-token".into()),
+        page_id: None,
+        api_url: None,
         ..matrix.clone()
     };
     settings.chat.channels = vec![bad];

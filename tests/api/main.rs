@@ -34,6 +34,7 @@ mod page_routes;
 mod pages;
 mod people;
 mod picker;
+mod publishing;
 mod report;
 mod retention;
 mod scim;

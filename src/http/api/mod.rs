@@ -9,6 +9,7 @@ pub mod ingest;
 pub mod outage;
 pub mod outbox;
 pub mod people;
+pub mod publishing;
 pub mod stats;
 pub mod templates;
 pub mod tokens;

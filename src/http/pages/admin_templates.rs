@@ -230,6 +230,7 @@ fn editor_with_preview(
             "sections": t.sections.iter().map(|s| json!({
                 "title": s.title,
                 "required": s.required,
+                "customers": s.for_customers,
                 "guidance": s.guidance,
                 "kind": kind_words(s.kind),
                 "text": s.kind == SectionKind::Text,
@@ -252,6 +253,7 @@ fn editor_data(template: &Template, listing: Option<&Listing>, problem: Option<S
             "title": s.map(|s| s.title.clone()),
             "guidance": s.map(|s| s.guidance.clone()),
             "required": s.is_some_and(|s| s.required),
+            "customers": s.is_some_and(|s| s.for_customers),
             "figures": s.map_or(0, |s| s.min_numbers),
             "whys": s.map_or(3, |s| s.min_whys),
             "five_whys": kind == SectionKind::FiveWhys,
@@ -328,6 +330,7 @@ fn read_form(fields: &Fields) -> TemplateDraft {
                     0
                 },
                 min_whys: f("whys").trim().parse().unwrap_or(3),
+                for_customers: f("customers") == "on",
             },
         ));
     }

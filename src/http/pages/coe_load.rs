@@ -67,6 +67,8 @@ pub(super) struct Loaded {
     pub(super) bar_raisers: i64,
     /// For a draft: the names of the templates it may switch to.
     pub(super) template_choices: Vec<String>,
+    /// Its summary for customers' publication, if it was ever published.
+    pub(super) publication: Option<crate::services::publishing::PublicationView>,
 }
 
 /// How many other drafts a COE's page offers to merge into it.
@@ -181,7 +183,9 @@ pub(super) async fn load(
         } else {
             Vec::new()
         };
+        let publication = crate::services::publishing::of(conn, &state.settings, &key)?;
         Ok(Some(Loaded {
+            publication,
             template_choices,
             bar_raisers,
             incidents,

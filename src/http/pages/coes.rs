@@ -101,7 +101,18 @@ pub(super) fn page(
         directory,
         bar_raisers,
         template_choices,
+        publication,
     } = loaded;
+    let customers = doc.sections.iter().find(|s| s.for_customers).map(|s| {
+        json!({
+            "title": s.title,
+            "key": s.key,
+            "approved": matches!(doc.state, CoeState::Approved | CoeState::Closed),
+            "written": !s.body.trim().is_empty(),
+            "publication": publication,
+            "statuspage": state.settings.chat.channels.iter().any(|c| c.kind == crate::config::ChatKind::Statuspage),
+        })
+    });
     let names = names_data(&directory);
     let related = related_links(&doc);
     // The drafts offered to merge that are probably of the same outage, marked so.
@@ -335,6 +346,7 @@ pub(super) fn page(
         "severities": crate::domain::Severity::ALL.map(|s| s.to_string()),
         // A draft's owner may switch its template (`coe.templates`).
         "template_choices": template_choices,
+        "customers": customers,
         "priorities": Priority::ALL.map(Priority::as_str),
         "action_kinds": ActionKind::ALL.map(ActionKind::as_str),
         "why_rows": why_rows,

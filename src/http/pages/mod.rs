@@ -35,6 +35,7 @@ mod notifications;
 mod oidc;
 mod outcome;
 mod people_find;
+mod publishing;
 mod query;
 mod report;
 mod review;
@@ -121,6 +122,12 @@ page_routes! {
     get "/coes" => coe_list::list,
     get "/coes/{id}" => coes::show,
     get "/coes/{id}/print" => review::print,
+    get "/coes/{id}/for-customers.md" => publishing::export_markdown,
+    get "/coes/{id}/for-customers.html" => publishing::export_html,
+    post "/coes/{id}/publish" => publishing::publish,
+    post "/coes/{id}/unpublish" => publishing::unpublish,
+    get "/summaries/{token}" => publishing::public,
+    get "/summaries/{token}/summary.md" => publishing::public_markdown,
     get "/coes/{id}/history" => coe_history::history,
     post "/coes/{id}/sections" => coe_forms::save_sections,
     post "/coes/{id}/details" => coe_forms::details,

@@ -53,6 +53,7 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "admin_trackers",
     "admin_templates",
     "admin_template",
+    "summary",
     "admin_ownership",
     "form_errors",
     "nav_links",

@@ -74,7 +74,26 @@ pub fn enqueue(
     notice: &Notice,
     now: NaiveDateTime,
 ) -> QueryResult<usize> {
-    let body = chat::render(channel.kind, notice).to_string();
+    enqueue_body(
+        conn,
+        channel,
+        event,
+        key,
+        &chat::render(channel.kind, notice),
+        now,
+    )
+}
+
+/// Queues `body`, as the platform takes it, for one channel (once per `key`).
+pub fn enqueue_body(
+    conn: &mut DbConnection,
+    channel: &ChannelSettings,
+    event: ChatEvent,
+    key: &str,
+    body: &serde_json::Value,
+    now: NaiveDateTime,
+) -> QueryResult<usize> {
+    let body = body.to_string();
     crate::insert_or_ignore!(
         conn,
         diesel::insert_into(chat_messages::table).values((

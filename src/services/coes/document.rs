@@ -33,6 +33,10 @@ pub struct SectionView {
     pub kind: SectionKind,
     pub required: bool,
     pub guidance: String,
+    /// Written for customers: checked to name no person and no internal host, and
+    /// once the COE is approved, the one part of it that may be published.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub for_customers: bool,
     /// Markdown as written; empty until someone writes it. Text sections only.
     pub body: String,
     /// The body's revision (a short hash of it): a save based on it
@@ -303,14 +307,40 @@ pub fn assessment(
         .get_result(conn)?;
     let five_whys = chains_of(conn, id)?;
     let actions = actions::for_coe(conn, id, settings.clock())?;
-    Ok(assess(
+    let mut completeness = assess(
         &template,
         &sections,
         usize::try_from(timeline_entries).unwrap_or(0),
         &five_whys,
         &actions,
         &settings.coe.intention_phrases,
-    ))
+    );
+    for_customers(conn, settings, &template, &sections, &mut completeness)?;
+    Ok(completeness)
+}
+
+/// The section written for customers, when the template has one and it is written:
+/// what names a person or an internal host is missing work, like an empty section
+/// (`customers::problems`).
+fn for_customers(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    template: &crate::domain::template::Template,
+    sections: &BTreeMap<String, String>,
+    completeness: &mut Assessment,
+) -> QueryResult<()> {
+    let Some(spec) = template.for_customers() else {
+        return Ok(());
+    };
+    let text = sections.get(&spec.key).map_or("", String::as_str);
+    for problem in super::customers::problems(conn, settings, text)? {
+        completeness.missing.push(Finding {
+            at: spec.key.clone(),
+            problem,
+        });
+        completeness.complete = false;
+    }
+    Ok(())
 }
 
 /// Text kept from a template a draft switched away from.
@@ -427,7 +457,7 @@ pub fn load(
         });
     }
     let five_whys = chains_of(conn, id)?;
-    let completeness = assess(
+    let mut completeness = assess(
         &template,
         &sections,
         timeline.len(),
@@ -435,6 +465,7 @@ pub fn load(
         &action_views,
         phrases,
     );
+    for_customers(conn, settings, &template, &sections, &mut completeness)?;
     let problems_of = |key: &str| -> Vec<String> {
         completeness
             .missing
@@ -454,6 +485,7 @@ pub fn load(
                 kind: s.kind,
                 required: s.required,
                 guidance: s.guidance.clone(),
+                for_customers: s.for_customers,
                 revision: super::revision(sections.get(&s.key).map_or("", String::as_str)),
                 body: sections.get(&s.key).cloned().unwrap_or_default(),
                 complete: problems.is_empty(),

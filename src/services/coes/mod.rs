@@ -12,6 +12,7 @@
 mod alert_entries;
 mod comments;
 mod covered;
+pub mod customers;
 mod document;
 mod draft;
 mod edit;
@@ -105,7 +106,7 @@ pub enum CoeError {
 }
 
 impl CoeError {
-    fn invalid(field: impl Into<String>, problem: impl Into<String>) -> Self {
+    pub fn invalid(field: impl Into<String>, problem: impl Into<String>) -> Self {
         CoeError::Invalid(vec![(field.into(), problem.into())])
     }
 }
