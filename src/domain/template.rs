@@ -332,6 +332,26 @@ mod tests {
         let security = Template::builtin("security").expect("shipped");
         assert!(security.section("exposure").is_some_and(|s| s.required));
         assert!(Template::builtin("poetry").is_none());
+        assert_eq!(
+            security
+                .for_customers()
+                .map(|s| (s.key.as_str(), s.required)),
+            Some(("customer_summary", false))
+        );
+    }
+
+    #[test]
+    fn one_text_section_at_most_is_written_for_customers() {
+        let two = "name='x'\nversion=1\n[[sections]]\nkey='a'\ntitle='A'\nkind='text'\nfor_customers=true\n[[sections]]\nkey='b'\ntitle='B'\nkind='text'\nfor_customers=true\n";
+        assert!(Template::parse(two)
+            .unwrap_err()
+            .to_string()
+            .contains("only one section may be written for customers"));
+        let timeline = "name='x'\nversion=1\n[[sections]]\nkey='a'\ntitle='A'\nkind='timeline'\nfor_customers=true\n";
+        assert!(Template::parse(timeline)
+            .unwrap_err()
+            .to_string()
+            .contains("only a text section"));
     }
 
     #[test]

@@ -463,3 +463,134 @@ async fn an_approved_summary_is_published_alone_and_revoked() {
         "{history}"
     );
 }
+
+/// A sev1 COE with its summary for customers written, approved by its reviewer and
+/// bar raiser.
+async fn approved_with_summary(w: &World, admin: &str) -> String {
+    customer_template(w, admin).await;
+    let (id, _) = w.written_coe().await;
+    write(w, &id, FIT).await;
+    let v = version(&read(w, &id).await);
+    let (status, _) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &format!("/api/v1/coes/{id}"),
+            Some(v),
+            Some(json!({"severity": "sev1"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    w.action(&id, "Validate config in CI", "dev@example.com")
+        .await;
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "POST",
+            &format!("/api/v1/coes/{id}/submit"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let di = crate::actions::person_token(&w.app, "di", "di@example.com");
+    for token in [&w.reviewer, &di] {
+        let v = version(&read(w, &id).await);
+        let (status, doc) = w
+            .send(
+                token,
+                "POST",
+                &format!("/api/v1/coes/{id}/approve"),
+                Some(v),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{doc}");
+    }
+    id
+}
+
+/// In Chromium: the owner of an approved COE publishes its summary for customers,
+/// opens the public page, and takes it down (screenshots `coe-for-customers`,
+/// `summary-public`, `coe-for-customers-published`, `summary-revoked`).
+#[tokio::test]
+async fn the_owner_publishes_the_summary_in_a_browser() {
+    let (w, admin) = review_world_with(|_| {}).await;
+    let id = approved_with_summary(&w, &admin).await;
+    let browser = crate::webdriver::Browser::start().await;
+    crate::browser::sign_in_to(
+        &browser,
+        &w.app,
+        "owner@example.com",
+        &format!("/coes/{id}"),
+    )
+    .await;
+    browser.wait_for_heading("sev1 Payments down").await;
+    let box_text = browser.text("#for-customers").await;
+    assert!(
+        box_text.contains("Whose move: yours") && !box_text.contains("Statuspage"),
+        "{box_text}"
+    );
+    browser
+        .eval("document.getElementById('for-customers').scrollIntoView(); return 1")
+        .await;
+    browser.screenshot("coe-for-customers").await;
+    browser
+        .click_to_load("#for-customers button[type=submit]")
+        .await;
+    browser.wait_for_heading("sev1 Payments down").await;
+    let published = browser.text("#published").await;
+    assert!(published.contains("is public at"), "{published}");
+    browser
+        .eval("document.getElementById('for-customers').scrollIntoView(); return 1")
+        .await;
+    browser.screenshot("coe-for-customers-published").await;
+    crate::html::assert_accessible_now(&browser).await;
+    let url = browser
+        .eval("return document.querySelector('#published a').href")
+        .await;
+    // The address is under the settings' public URL; the test's server is elsewhere.
+    let token = url
+        .as_str()
+        .and_then(|u| u.split_once("/summaries/"))
+        .map(|(_, t)| t.to_owned())
+        .expect("the public address");
+    let url = w.app.url(&format!("/summaries/{token}"));
+    browser.goto(&url).await;
+    browser.wait_for_heading("Incident summary").await;
+    let page = browser.text("main").await;
+    assert!(page.contains("12% of card payments failed"), "{page}");
+    assert!(!page.contains("Payments down"), "{page}");
+    browser.screenshot("summary-public").await;
+    crate::html::assert_accessible_now(&browser).await;
+    let html = reqwest::get(&url)
+        .await
+        .expect("sent")
+        .text()
+        .await
+        .expect("html");
+    let mut saved = Vec::new();
+    crate::html::save(&mut saved, "summary-public", &html);
+    crate::html::assert_valid(&crate::html::vnu_jar(), &saved);
+
+    browser.goto(&w.app.url(&format!("/coes/{id}"))).await;
+    browser.wait_for_heading("sev1 Payments down").await;
+    browser
+        .click_to_load("#for-customers button[type=submit]")
+        .await;
+    browser.wait_for_heading("sev1 Payments down").await;
+    let box_text = browser.text("#for-customers").await;
+    assert!(box_text.contains("was taken down"), "{box_text}");
+    assert_eq!(reqwest::get(&url).await.expect("sent").status(), 404);
+    browser.goto(&url).await;
+    browser.screenshot("summary-revoked").await;
+    browser
+        .goto(&w.app.url(&format!("/coes/{id}/history")))
+        .await;
+    let history = browser.text("main").await;
+    assert!(
+        history.contains("published its summary for customers")
+            && history.contains("took its public summary down"),
+        "{history}"
+    );
+}

@@ -122,6 +122,10 @@ fn part_changed(part: &str, fields: &Fields) -> bool {
     let Some(shown) = fields.filled("shown") else {
         return !fields.is_blank();
     };
+    if part == "template" {
+        // A choice that starts on the COE's own template: changed when another is chosen.
+        return fields.text("name") != shown;
+    }
     let now = if part == "details" {
         details_print(
             &fields.text("title"),

@@ -68,6 +68,8 @@ pub(super) fn change_words(action: &str, titles: &[SectionView]) -> String {
         ("update", _) => "changed its title, owner, reviewer, severity or service".into(),
         ("merge", _) => "merged drafts of the same outage into it".into(),
         ("template", _) => "switched its template".into(),
+        ("publication", "published") => "published its summary for customers".into(),
+        ("publication", _) => "took its public summary down".into(),
         ("incident", "attach") => "attached an incident".into(),
         ("incident", "detach") => "detached an incident".into(),
         ("comment", key) => format!("commented on {}", section(key)),

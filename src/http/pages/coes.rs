@@ -111,6 +111,8 @@ pub(super) fn page(
             "written": !s.body.trim().is_empty(),
             "publication": publication,
             "statuspage": state.settings.chat.channels.iter().any(|c| c.kind == crate::config::ChatKind::Statuspage),
+            // Its owner, reviewer or an admin publishes it (and takes it down).
+            "may_publish": may_edit,
         })
     });
     let names = names_data(&directory);
