@@ -257,6 +257,18 @@ impl From<crate::services::templates::SaveError> for ApiError {
     }
 }
 
+impl From<crate::services::chat::import::ImportError> for ApiError {
+    fn from(e: crate::services::chat::import::ImportError) -> Self {
+        use crate::services::chat::import::ImportError;
+        match e {
+            ImportError::Invalid(field, problem) => ApiError::field(field, problem),
+            ImportError::Platform(said) => ApiError::BadGateway(format!(
+                "the chat platform did not answer as it should: {said}"
+            )),
+        }
+    }
+}
+
 impl From<crate::services::ingest::writer::WriteError> for ApiError {
     fn from(e: crate::services::ingest::writer::WriteError) -> Self {
         use crate::services::ingest::writer::WriteError;

@@ -3,6 +3,7 @@
 //! the outbox of chat messages and its delivery are `services::chat`.
 
 pub mod format;
+pub mod read;
 pub mod send;
 
 pub use format::{publication, render, Notice};

@@ -136,9 +136,19 @@ pub struct ChannelSettings {
     /// `statuspage`: the page's id.
     #[serde(default)]
     pub page_id: Option<String>,
-    /// `statuspage`: the API's base URL (Atlassian's by default).
+    /// `statuspage`: the API's base URL (Atlassian's by default); `slack`: the Web
+    /// API's (https://slack.com/api by default); `mattermost`: the server's, to read
+    /// a channel back.
     #[serde(default)]
     pub api_url: Option<String>,
+    /// `slack`, `mattermost`: a token that may read channels (a Slack bot token with
+    /// `channels:history` and `users:read`; a Mattermost bot's or person's token), for
+    /// "Import from chat". Without it, coe only posts there.
+    #[serde(default)]
+    pub read_token: Option<Secret>,
+    /// `slack`, `mattermost`: the channel read when the import names none (its id).
+    #[serde(default)]
+    pub read_channel: Option<String>,
     /// The teams whose COEs and actions it hears about; with `services`, empty
     /// means the whole organisation.
     #[serde(default)]

@@ -332,6 +332,15 @@ impl Settings {
                         "the Statuspage API key, for kind = \"statuspage\"",
                     ));
                 }
+            } else if c.kind == super::ChatKind::Mattermost
+                && c.read_token.is_some()
+                && !c.api_url.as_deref().is_some_and(web_url)
+            {
+                return Err(invalid(
+                    at("api_url"),
+                    c.api_url.as_deref().unwrap_or(""),
+                    "the Mattermost server's https URL, to read channels with read_token",
+                ));
             } else if c.kind == super::ChatKind::Matrix {
                 if !c.homeserver.as_deref().is_some_and(web_url) {
                     return Err(invalid(at("homeserver"), c.homeserver.as_deref().unwrap_or(""), "the homeserver's https URL (plain http only on loopback), for kind = \"matrix\""));

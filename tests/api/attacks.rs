@@ -386,6 +386,8 @@ async fn an_unreachable_webhook_s_secret_url_is_not_logged_stored_or_shown() {
         access_token: None,
         page_id: None,
         api_url: None,
+        read_token: None,
+        read_channel: None,
         teams: Vec::new(),
         services: Vec::new(),
         events: ChatEvent::ALL.to_vec(),

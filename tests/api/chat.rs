@@ -204,6 +204,8 @@ fn channel(
         access_token: None,
         page_id: None,
         api_url: None,
+        read_token: None,
+        read_channel: None,
         teams: teams.iter().map(|t| (*t).to_owned()).collect(),
         services: services.iter().map(|s| (*s).to_owned()).collect(),
         events: ChatEvent::ALL.to_vec(),
@@ -606,17 +608,17 @@ async fn admins_see_each_channel_and_mend_a_broken_one_with_a_test_message() {
 
 /// A real Matrix homeserver (Synapse, from PyPI; `tests/matrix/`), on loopback, with
 /// a bot and a reader in one room.
-struct Synapse {
+pub(crate) struct Synapse {
     child: std::process::Child,
-    base: String,
-    room_id: String,
-    bot_token: String,
-    reader_token: String,
+    pub(crate) base: String,
+    pub(crate) room_id: String,
+    pub(crate) bot_token: String,
+    pub(crate) reader_token: String,
     _dir: tempfile::TempDir,
 }
 
 impl Synapse {
-    fn start() -> Synapse {
+    pub(crate) fn start() -> Synapse {
         use std::io::BufRead;
         let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/matrix");
         let dir = tempfile::tempdir().expect("a folder");
@@ -717,6 +719,8 @@ async fn a_matrix_room_reads_the_notices_in_html_once_each() {
         access_token: Some(synapse.bot_token.clone().into()),
         page_id: None,
         api_url: None,
+        read_token: None,
+        read_channel: None,
         teams: vec!["payments".into()],
         services: Vec::new(),
         events: ChatEvent::ALL.to_vec(),
@@ -776,6 +780,8 @@ async fn a_matrix_room_reads_the_notices_in_html_once_each() {
         access_token: Some("not-a-token".into()),
         page_id: None,
         api_url: None,
+        read_token: None,
+        read_channel: None,
         ..matrix.clone()
     };
     settings.chat.channels = vec![bad];

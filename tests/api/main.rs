@@ -9,6 +9,7 @@ mod alertmanager;
 mod attacks;
 mod browser;
 mod chat;
+mod chat_import;
 mod cli;
 mod coe_pages;
 mod coes;

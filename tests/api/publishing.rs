@@ -99,6 +99,8 @@ fn channels(base: &str) -> Vec<ChannelSettings> {
         access_token: Some(token.to_owned().into()),
         page_id: (kind == ChatKind::Statuspage).then(|| "pg1".into()),
         api_url: (kind == ChatKind::Statuspage).then(|| format!("{base}/v1")),
+        read_token: None,
+        read_channel: None,
         teams: Vec::new(),
         services: Vec::new(),
         events: vec![coe::config::ChatEvent::Published],

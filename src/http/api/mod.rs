@@ -2,6 +2,7 @@
 
 pub mod actions;
 pub mod backchannel;
+pub mod chat_import;
 pub mod coes;
 pub mod comments;
 pub mod incidents;

@@ -62,6 +62,7 @@ pub(super) fn change_words(action: &str, titles: &[SectionView]) -> String {
         ("timeline", "add") => "added a timeline entry".into(),
         ("timeline", "edit") => "changed a timeline entry".into(),
         ("timeline", "delete") => "deleted a timeline entry".into(),
+        ("timeline", "import") => "added timeline entries from chat".into(),
         ("five_whys", "add") => "added a 5-whys chain".into(),
         ("five_whys", "edit") => "changed a 5-whys chain".into(),
         ("five_whys", _) => "deleted a 5-whys chain".into(),

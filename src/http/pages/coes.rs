@@ -103,6 +103,8 @@ pub(super) fn page(
         template_choices,
         publication,
     } = loaded;
+    let chat_import = doc.state == CoeState::Draft
+        && !crate::services::chat::import::channels(&state.settings).is_empty();
     let customers = doc.sections.iter().find(|s| s.for_customers).map(|s| {
         json!({
             "title": s.title,
@@ -369,6 +371,7 @@ pub(super) fn page(
         "earlier_open": earlier_open,
         "coe": doc,
     });
+    data["chat_import"] = json!(chat_import);
     // The outage's parts: its incidents and the drafts that could be merged into it.
     let outage = json!({
         // Whether the page holds something typed and not saved yet (the leave-page

@@ -12,6 +12,7 @@ mod admin_templates;
 mod admin_trackers;
 mod assets;
 mod board;
+mod chat_import;
 mod coe_answer;
 mod coe_forms;
 mod coe_history;
@@ -122,6 +123,8 @@ page_routes! {
     get "/coes" => coe_list::list,
     get "/coes/{id}" => coes::show,
     get "/coes/{id}/print" => review::print,
+    get "/coes/{id}/import" => chat_import::form,
+    post "/coes/{id}/import" => chat_import::import,
     get "/coes/{id}/for-customers.md" => publishing::export_markdown,
     get "/coes/{id}/for-customers.html" => publishing::export_html,
     post "/coes/{id}/publish" => publishing::publish,

@@ -54,6 +54,7 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "admin_templates",
     "admin_template",
     "summary",
+    "chat_import",
     "admin_ownership",
     "form_errors",
     "nav_links",

@@ -9,6 +9,7 @@
 //!
 //! What each event says, and to which channels, is `notices`.
 
+pub mod import;
 mod notices;
 
 pub use notices::{

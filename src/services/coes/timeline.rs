@@ -237,3 +237,68 @@ pub fn delete_timeline(
         Ok(((), Some(recorded)))
     })
 }
+
+/// One message chosen from an incident channel for the timeline.
+#[derive(Debug, Clone)]
+pub struct ChosenMessage {
+    pub at: NaiveDateTime,
+    pub author: String,
+    pub text: String,
+}
+
+/// Adds the messages the owner chose from channel `source` (its settings name) as
+/// notes of the timeline, "author: text" at the time each was said, in one change.
+/// Returns how many.
+pub fn import_timeline(
+    conn: &mut DbConnection,
+    id: &str,
+    chosen: &[ChosenMessage],
+    source: &str,
+    who: &Editor<'_>,
+    env: Env<'_>,
+) -> Result<usize, CoeError> {
+    if chosen.is_empty() {
+        return Err(CoeError::invalid(
+            "keep",
+            "tick the messages to add to the timeline",
+        ));
+    }
+    super::edit::with_current(conn, id, who, env, |conn, _, now| {
+        let mut added = Vec::new();
+        for m in chosen {
+            let text = format!("{}: {}", m.author.trim(), m.text.trim());
+            if m.text.trim().is_empty() || text.len() > 10_000 {
+                return Err(CoeError::invalid(
+                    "keep",
+                    "a message is empty or longer than 10,000 characters",
+                ));
+            }
+            let entry = TimelineRow {
+                id: db::new_id(),
+                coe_id: id.to_owned(),
+                at: m.at,
+                kind: TimelineKind::Note.as_str().to_owned(),
+                text,
+                source: Some(format!("chat:{source}")),
+                event_id: None,
+                created_at: now,
+                alert_key: None,
+                alert_name: None,
+                occurrences: 1,
+                hosts: 1,
+                last_at: None,
+            };
+            diesel::insert_into(timeline_entries::table)
+                .values(&entry)
+                .execute(conn)?;
+            added.push(json!({"id": entry.id, "at": entry.at, "text": entry.text}));
+        }
+        let count = added.len();
+        let recorded = Recorded {
+            action: "timeline:import".into(),
+            before: None,
+            after: Some(json!({"from": source, "entries": added})),
+        };
+        Ok((count, Some(recorded)))
+    })
+}
