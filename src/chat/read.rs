@@ -3,7 +3,7 @@
 //! platform's own messages left out. Matrix with the channel's bot token
 //! (`/rooms/{room}/messages`), Slack with a bot token that may read
 //! (`conversations.history`, by cursor), Mattermost with a bot's or a person's token
-//! (`/api/v4/channels/{id}/posts?since=`).
+//! (`/api/v4/channels/{id}/posts`, by page).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -177,10 +177,12 @@ fn matrix(
         }
         match page["end"].as_str() {
             Some(end) if !older => page_from = Some(end.to_owned()),
-            _ => break,
+            _ => return Ok(said),
         }
     }
-    Ok(said)
+    Err(format!(
+        "the room has more than {MAX_MESSAGES} messages after the window's start: choose a later or shorter window"
+    ))
 }
 
 fn slack(
@@ -206,7 +208,7 @@ fn slack(
     let seconds = |t: NaiveDateTime| format!("{}.000000", t.and_utc().timestamp());
     let mut raw: Vec<Value> = Vec::new();
     let mut cursor = String::new();
-    while raw.len() < MAX_MESSAGES {
+    for _ in 0..(MAX_MESSAGES / 200 + 1) {
         let mut url = format!(
             "{base}/conversations.history?channel={}&oldest={}&latest={}&inclusive=true&limit=200",
             segment(conversation),
@@ -223,9 +225,13 @@ fn slack(
                 page["error"].as_str().unwrap_or("no reason given")
             ));
         }
-        raw.extend(page["messages"].as_array().cloned().unwrap_or_default());
+        let messages = page["messages"].as_array().cloned().unwrap_or_default();
+        let empty = messages.is_empty();
+        raw.extend(messages);
         match page["response_metadata"]["next_cursor"].as_str() {
-            Some(next) if !next.is_empty() && page["has_more"] == true => cursor = next.to_owned(),
+            Some(next) if !empty && next != cursor && page["has_more"] == true => {
+                next.clone_into(&mut cursor);
+            }
             _ => break,
         }
     }
@@ -236,11 +242,14 @@ fn slack(
         if names.contains_key(user) || names.len() >= 200 {
             continue;
         }
-        let found = get(agent
+        // A refusal (a missing scope, a 429) leaves the rest as their ids.
+        let Ok(u) = get(agent
             .get(&format!("{base}/users.info?user={}", segment(user)))
             .set("Authorization", &token))
-        .ok()
-        .and_then(|u| {
+        else {
+            break;
+        };
+        let found = Some(u).and_then(|u| {
             let p = &u["user"]["profile"];
             [&p["display_name"], &p["real_name"], &u["user"]["name"]]
                 .into_iter()
@@ -327,18 +336,41 @@ fn mattermost(
             .map(|t| t.expose())
             .unwrap_or_default()
     );
-    let since = from.and_utc().timestamp_millis();
-    let page = get(agent
-        .get(&format!(
-            "{base}/api/v4/channels/{}/posts?since={since}",
-            segment(conversation)
-        ))
-        .set("Authorization", &token))?;
-    let posts: Vec<&Value> = page["order"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|id| page["posts"].get(id.as_str()?))
+    // Newest first, 200 a page, back to the window's start.
+    let start = from.and_utc().timestamp_millis();
+    let mut all: Vec<Value> = Vec::new();
+    let mut reached = false;
+    for number in 0..(MAX_MESSAGES / 200 + 1) {
+        let page = get(agent
+            .get(&format!(
+                "{base}/api/v4/channels/{}/posts?page={number}&per_page=200",
+                segment(conversation)
+            ))
+            .set("Authorization", &token))?;
+        let order: Vec<&str> = page["order"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        for id in &order {
+            if let Some(post) = page["posts"].get(*id) {
+                reached |= post["create_at"].as_i64().unwrap_or(0) < start;
+                all.push(post.clone());
+            }
+        }
+        if order.len() < 200 || reached {
+            reached = true;
+            break;
+        }
+    }
+    if !reached {
+        return Err(format!(
+            "the channel has more than {MAX_MESSAGES} messages after the window's start: choose a later or shorter window"
+        ));
+    }
+    let posts: Vec<&Value> = all
+        .iter()
         .filter(|p| {
             p["delete_at"].as_i64().unwrap_or(0) == 0
                 && p["type"].as_str().unwrap_or_default().is_empty()

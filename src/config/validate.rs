@@ -332,6 +332,14 @@ impl Settings {
                         "the Statuspage API key, for kind = \"statuspage\"",
                     ));
                 }
+            } else if c.kind == super::ChatKind::Slack
+                && c.api_url.as_deref().is_some_and(|u| !web_url(u))
+            {
+                return Err(invalid(
+                    at("api_url"),
+                    c.api_url.as_deref().unwrap_or(""),
+                    "Slack's Web API https URL (plain http only on loopback)",
+                ));
             } else if c.kind == super::ChatKind::Mattermost
                 && c.read_token.is_some()
                 && !c.api_url.as_deref().is_some_and(web_url)

@@ -135,6 +135,41 @@ pub fn coe(conn: &mut DbConnection, coe_id: &str, who: &Editor<'_>) -> Result<()
     )))
 }
 
+/// Whether `who` may read an incident channel into COE `coe_id` ("Import from
+/// chat"), and name a conversation other than the channel's own: what a chat token
+/// reads is more than the COE, so an unowned COE is no open door here (only its
+/// owner, its reviewer or an admin), and only an admin points the token elsewhere.
+pub fn read_chat(
+    conn: &mut DbConnection,
+    coe_id: &str,
+    who: &Editor<'_>,
+    elsewhere: bool,
+) -> Result<(), AccessError> {
+    let (owner, reviewer): (Option<String>, Option<String>) = coes::table
+        .find(coe_id)
+        .select((coes::owner_email, coes::reviewer_email))
+        .first(conn)
+        .optional()?
+        .ok_or_else(|| AccessError::NotFound(coe_id.to_owned()))?;
+    if who.is_admin {
+        return Ok(());
+    }
+    let named = who
+        .email
+        .is_some_and(|e| owner.as_deref() == Some(e) || reviewer.as_deref() == Some(e));
+    if !named {
+        return Err(AccessError::Forbidden(
+            "only the COE's owner, its reviewer or an admin may read a chat channel into it".into(),
+        ));
+    }
+    if elsewhere {
+        return Err(AccessError::Forbidden(
+            "only an admin may read another room or channel than the one the settings give".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Whether `who` may change corrective action `action_id`.
 pub fn action(
     conn: &mut DbConnection,

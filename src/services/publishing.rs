@@ -114,8 +114,10 @@ pub fn publish(
             "a Statuspage incident's id: letters and digits, as its address shows it",
         ));
     }
-    conn.transaction(|conn| {
+    crate::db::write_transaction(conn, |conn| {
         access::coe(conn, id, editor)?;
+        // One publication at a time for this COE: the row lock, on PostgreSQL.
+        crate::db::locks::lock_coe(conn, id)?;
         let body = publishable(conn, settings, id)?;
         let current = of(conn, settings, id)?;
         if current.as_ref().is_some_and(|p| p.revoked_at.is_none()) {
@@ -148,14 +150,15 @@ pub fn publish(
             },
             now,
         )?;
-        let service: Option<String> = coe_rows::table
+        let (service, owner): (Option<String>, Option<String>) = coe_rows::table
             .find(id)
-            .select(coe_rows::service)
+            .select((coe_rows::service, coe_rows::owner_email))
             .first(conn)?;
+        let team = super::ownership::team_of_coe(conn, owner.as_deref(), service.as_deref())?;
         let url = public_url(settings, &token);
         let post = crate::chat::publication(incident, &body, &url, &crate::json::format_utc(&now));
         for channel in settings.chat.channels.iter().filter(|c| {
-            c.wants(ChatEvent::Published, None, service.as_deref())
+            c.wants(ChatEvent::Published, team.as_deref(), service.as_deref())
                 && (incident.is_some() || c.kind != crate::config::ChatKind::Statuspage)
         }) {
             super::chat::enqueue_body(
@@ -179,8 +182,14 @@ pub fn revoke(
     editor: &Editor<'_>,
     now: NaiveDateTime,
 ) -> Result<PublicationView, CoeError> {
-    conn.transaction(|conn| {
+    crate::db::write_transaction(conn, |conn| {
         access::coe(conn, id, editor)?;
+        let token: Option<String> = publications::table
+            .find(id)
+            .filter(publications::revoked_at.is_null())
+            .select(publications::token)
+            .first(conn)
+            .optional()?;
         let taken = diesel::update(
             publications::table
                 .find(id)
@@ -191,9 +200,16 @@ pub fn revoke(
             publications::revoked_by.eq(editor.actor),
         ))
         .execute(conn)?;
-        if taken == 0 {
+        let (Some(token), 1) = (token, taken) else {
             return Err(CoeError::Conflict("its summary is not published".into()));
-        }
+        };
+        // What was not sent yet to a status page or webhook is not sent at all.
+        super::chat::cancel(
+            conn,
+            &format!("published:{id}:{token}"),
+            "the summary was taken down before it was sent",
+            now,
+        )?;
         audit::record(
             conn,
             Change {

@@ -62,6 +62,10 @@ pub struct TemplateDraft {
     pub contributing_factors: Vec<String>,
     #[schema(value_type = Vec<Object>)]
     pub sections: Vec<SectionSpec>,
+    /// The version this one was made from (0 for a new name): refused (409) when
+    /// someone saved another since. Left out, the save is made on whatever is newest.
+    #[serde(default)]
+    pub based_on: Option<u32>,
 }
 
 /// Why a template was not saved.
@@ -249,11 +253,16 @@ pub fn save(
             "a template's name is 1 to 40 of a-z, 0-9, '-' and '_'".into(),
         ));
     }
-    conn.transaction(|conn| {
+    crate::db::write_transaction(conn, |conn| {
         let known = listings(conn, settings, org)?
             .into_iter()
             .find(|l| l.template.name == name)
             .map_or(0, |l| l.template.version);
+        if let Some(base) = draft.based_on.filter(|b| *b != known) {
+            return Err(SaveError::Conflict(format!(
+                "{name} is at version {known} now, not {base} as when it was read: read it again and make the change there"
+            )));
+        }
         let template = Template {
             name: name.to_owned(),
             version: known + 1,
@@ -263,6 +272,11 @@ pub fn save(
         .checked()
         .map_err(|e| {
             let field = match &e {
+                TemplateError::Section { index, key, .. }
+                    if key.starts_with("contributing_factors") =>
+                {
+                    format!("contributing_factors[{}]", index - 1)
+                }
                 TemplateError::Section { index, .. } => format!("sections[{}]", index - 1),
                 _ => "sections".into(),
             };

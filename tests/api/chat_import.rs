@@ -3,7 +3,7 @@
 //! platform's notes left out); only what the owner ticks is added. Matrix against the
 //! real Synapse; Slack and Mattermost against loopback doubles of their published
 //! shapes (`conversations.history` with cursors and a 429; `/api/v4/channels/{id}/posts`
-//! with `since`).
+//! by page).
 
 use std::sync::{Arc, Mutex};
 
@@ -143,7 +143,7 @@ async fn slack(req: HttpRequest, asked: web::Data<Arc<Asked>>) -> HttpResponse {
     }))
 }
 
-/// Mattermost's API v4 as published: `/channels/{id}/posts?since=` (`order` newest
+/// Mattermost's API v4 as published: `/channels/{id}/posts?page=&per_page=` (`order` newest
 /// first, `posts` by id; system posts, bots' and deleted ones among them) and
 /// `POST /users/ids`.
 async fn mattermost(
@@ -179,9 +179,9 @@ async fn mattermost(
     if req.path() != "/api/v4/channels/ch1/posts" {
         return HttpResponse::NotFound().json(json!({"id": "app.channel.get.existing.app_error", "message": "Unable to find the existing channel.", "detailed_error": "", "request_id": "r2", "status_code": 404}));
     }
-    let since: i64 = q(req.query_string(), "since")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+    // Newest first, `per_page` a page (all of them fit in one here).
+    assert_eq!(q(req.query_string(), "per_page"), Some("200"));
+    let since: i64 = 0;
     let base = 1_796_119_200_000_i64;
     let posts = [
         json!({"id": "p1", "create_at": base - 3_600_000, "update_at": base - 3_600_000, "delete_at": 0, "user_id": "u1", "channel_id": "ch1", "message": "An hour before", "type": "", "props": {}}),
@@ -311,7 +311,7 @@ async fn slack_and_mattermost_channels_are_proposed_people_s_messages_in_the_win
     assert_eq!(status, 502, "{body}");
     assert!(body.to_string().contains("not_in_channel"), "{body}");
 
-    // Mattermost: since the window's start; no system, webhook or deleted posts.
+    // Mattermost: back to the window's start; no system, webhook or deleted posts.
     let (status, body) = proposed(&app, &admin, &id, &format!("channel=ops&{window}")).await;
     assert_eq!(status, 200, "{body}");
     let texts: Vec<String> = body["messages"]
@@ -335,7 +335,7 @@ async fn slack_and_mattermost_channels_are_proposed_people_s_messages_in_the_win
         ]
     );
     assert!(mm_asked.got.lock().expect("lock").iter().any(|(p, a)| p
-        == "/api/v4/channels/ch1/posts?since=1796119200000"
+        == "/api/v4/channels/ch1/posts?page=0&per_page=200"
         && a == "Bearer mm-read"));
     let (status, body) = proposed(
         &app,
@@ -376,6 +376,18 @@ async fn slack_and_mattermost_channels_are_proposed_people_s_messages_in_the_win
     )
     .await;
     assert_eq!(status, 404);
+    // Its owner (not an admin) reads the channel the settings give, and no other.
+    let owner = crate::actions::person_token(&app, "owner", "admin@example.com");
+    let (status, _) = proposed(&app, &owner, &id, &format!("channel=ops&{window}")).await;
+    assert_eq!(status, 200);
+    let (status, body) = proposed(
+        &app,
+        &owner,
+        &id,
+        &format!("channel=ops&conversation=town-square&{window}"),
+    )
+    .await;
+    assert_eq!(status, 403, "{body}");
     let other = crate::actions::person_token(&app, "eve", "eve@example.com");
     let (status, _) = proposed(&app, &other, &id, &format!("channel=ops&{window}")).await;
     assert_eq!(status, 403, "not the COE's owner");

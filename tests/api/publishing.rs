@@ -194,6 +194,22 @@ async fn an_approved_summary_is_published_alone_and_revoked() {
         problems.contains("names Ana Lima, a person in the directory"),
         "{problems}"
     );
+    let (status, _) = w
+        .send(
+            &admin,
+            "PUT",
+            "/api/v1/people/elodie@example.com",
+            None,
+            Some(json!({"name": "Élodie Martin"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let doc = write(&w, &id, "ÉLODIE MARTIN and o’brien@example.com were paged.").await;
+    let problems = doc["completeness"]["missing"].to_string();
+    assert!(
+        problems.contains("names Élodie Martin"),
+        "any case, any letters: {problems}"
+    );
     let doc = write(
         &w,
         &id,
@@ -446,6 +462,27 @@ async fn an_approved_summary_is_published_alone_and_revoked() {
     let (status, again) = w.send(&w.owner, "POST", &publication, None, None).await;
     assert_eq!(status, 201, "{again}");
     assert_ne!(again["url"], published["url"]);
+    // Taken down before its post went: the webhook is not told.
+    let (status, _) = w.send(&w.owner, "DELETE", &publication, None, None).await;
+    assert_eq!(status, 200);
+    let hooks = double
+        .got
+        .lock()
+        .expect("lock")
+        .iter()
+        .filter(|g| g.1 == "/hook")
+        .count();
+    assert_eq!(deliver(&w.app, &settings).sent, 0);
+    assert_eq!(
+        double
+            .got
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|g| g.1 == "/hook")
+            .count(),
+        hooks
+    );
     assert_eq!(
         anonymous
             .get(w.app.url(&path))

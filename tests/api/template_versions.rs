@@ -128,6 +128,14 @@ async fn a_new_version_changes_only_the_coes_opened_after_it() {
         "nothing saved"
     );
 
+    // Based on a version that is no longer the newest: refused.
+    let mut stale = draft.clone();
+    stale["based_on"] = json!(v1 - 1);
+    let (status, body) = post(&app, &admin, "/api/v1/templates/default", stale.to_string()).await;
+    assert_eq!(status, 409, "{body}");
+    let mut fresh = draft.clone();
+    fresh["based_on"] = json!(v1);
+    let draft = fresh;
     // Saved: version 2.
     let (status, saved) = post(&app, &admin, "/api/v1/templates/default", draft.to_string()).await;
     assert_eq!(status, 201, "{saved}");
@@ -166,6 +174,7 @@ async fn a_new_version_changes_only_the_coes_opened_after_it() {
 
     // A new name starts at version 1, and drafts may switch to it.
     let mut lite = draft.clone();
+    lite["based_on"] = json!(0); // a new name
     lite["sections"] = json!(draft["sections"]
         .as_array()
         .expect("s")

@@ -62,8 +62,13 @@ pub async fn messages(
     let (id, q, acting) = (id.into_inner(), query.0, caller.acting());
     let from = time("from", q.from.as_deref())?;
     let to = time("to", q.to.as_deref())?;
+    let elsewhere = q
+        .conversation
+        .as_deref()
+        .is_some_and(|c| !c.trim().is_empty());
     let window = with_conn(&state, move |conn, _| {
-        access::coe(conn, &id, &acting.editor()).map_err(crate::services::coes::CoeError::from)?;
+        access::read_chat(conn, &id, &acting.editor(), elsewhere)
+            .map_err(crate::services::coes::CoeError::from)?;
         Ok(import::window(conn, &id)?)
     })
     .await?

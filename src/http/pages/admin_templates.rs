@@ -344,6 +344,8 @@ fn read_form(fields: &Fields) -> TemplateDraft {
             .map(str::to_owned)
             .collect(),
         sections: rows.into_iter().map(|(_, _, s)| s).collect(),
+        // The version the page showed: another admin's save since is not overwritten.
+        based_on: fields.filled("shown").and_then(|v| v.parse().ok()),
     }
 }
 

@@ -48,10 +48,12 @@ async fn coe_facts(
     state: &State,
     who: &SignedIn,
     id: &str,
+    elsewhere: bool,
 ) -> Result<(String, CoeState, (NaiveDateTime, Option<NaiveDateTime>)), PageError> {
     let key = id.to_owned();
     as_person(state, who, move |conn, state, editor| {
-        crate::services::access::coe(conn, &key, editor).map_err(coes::CoeError::from)?;
+        crate::services::access::read_chat(conn, &key, editor, elsewhere)
+            .map_err(coes::CoeError::from)?;
         let doc = coes::load(conn, &key, &state.settings)?;
         let window = import::window(conn, &key)?.unwrap_or((doc.created_at, None));
         Ok((doc.title, doc.state, window))
@@ -111,7 +113,11 @@ pub async fn form(
 ) -> Page {
     let id = path.into_inner();
     let asked = query.into_inner();
-    let (title, coe_state, window) = coe_facts(&state, &who, &id).await?;
+    let elsewhere = asked
+        .conversation
+        .as_deref()
+        .is_some_and(|c| !c.trim().is_empty());
+    let (title, coe_state, window) = coe_facts(&state, &who, &id, elsewhere).await?;
     let from = parse_field(asked.from.as_deref()).unwrap_or(window.0);
     let to = parse_field(asked.to.as_deref()).or(window.1);
     let Some(channel) = asked
@@ -231,7 +237,7 @@ pub async fn import(form: CsrfForm<Fields>, path: web::Path<String>, state: Stat
     match added {
         Ok(_) => Ok(see_other(&format!("/coes/{id}#timeline"))),
         Err(problem) => {
-            let (title, coe_state, window) = coe_facts(&state, &who, &id).await?;
+            let (title, coe_state, window) = coe_facts(&state, &who, &id, false).await?;
             let asked = ImportQuery {
                 channel: Some(source),
                 conversation: fields.filled("conversation"),

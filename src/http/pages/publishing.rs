@@ -34,12 +34,18 @@ async fn published(state: &State, token: String) -> Result<PublicSummary, PageEr
 /// `GET /summaries/{token}`: the public page (404 once revoked).
 pub async fn public(path: web::Path<String>, state: State) -> Page {
     let found = published(&state, path.into_inner()).await?;
-    summary_page(
+    let mut page = summary_page(
         &state,
         None,
         &found.body,
         Some(crate::json::format_utc(&found.published_at)),
-    )
+    )?;
+    // Taken down means gone: no cache keeps serving it.
+    page.headers_mut().insert(
+        actix_web::http::header::CACHE_CONTROL,
+        actix_web::http::header::HeaderValue::from_static("no-store"),
+    );
+    Ok(page)
 }
 
 /// `GET /summaries/{token}/summary.md`: the same, as Markdown.
@@ -52,6 +58,7 @@ fn markdown(body: String) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/markdown; charset=utf-8")
         .insert_header(("X-Content-Type-Options", "nosniff"))
+        .insert_header(("Cache-Control", "no-store"))
         .body(body)
 }
 

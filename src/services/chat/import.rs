@@ -84,6 +84,12 @@ pub fn propose(
         ));
     }
     let conversation = conversation.map(str::trim).filter(|c| !c.is_empty());
+    if conversation.is_none() && read::default_conversation(channel).is_none() {
+        return Err(ImportError::Invalid(
+            "conversation",
+            format!("{name} has no channel of its own to read (read_channel): name one"),
+        ));
+    }
     if conversation.is_some_and(|c| c.len() > 255) {
         return Err(ImportError::Invalid(
             "conversation",

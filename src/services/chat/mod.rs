@@ -113,6 +113,32 @@ pub fn enqueue_body(
     )
 }
 
+/// Fails, without sending, every message of `key` (on any channel) not sent yet:
+/// what was queued for something taken back. Returns how many.
+pub fn cancel(
+    conn: &mut DbConnection,
+    key: &str,
+    why: &str,
+    now: NaiveDateTime,
+) -> QueryResult<usize> {
+    diesel::update(
+        chat_messages::table
+            .filter(
+                chat_messages::dedup_key
+                    .like(format!("%:{}", key.replace('%', "\\%").replace('_', "\\_")))
+                    .escape('\\'),
+            )
+            .filter(chat_messages::state.ne(SENT)),
+    )
+    .set((
+        chat_messages::state.eq(FAILED),
+        chat_messages::last_error.eq(why),
+        chat_messages::lease_until.eq(None::<NaiveDateTime>),
+        chat_messages::updated_at.eq(now),
+    ))
+    .execute(conn)
+}
+
 /// What one delivery pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ChatReport {

@@ -9,7 +9,7 @@ use diesel::prelude::*;
 
 use crate::config::Settings;
 use crate::db::schema::people;
-use crate::db::{lower, DbConnection};
+use crate::db::DbConnection;
 
 /// Longest run of words a directory name is looked for as ("Ana Maria da Silva").
 const NAME_WORDS: usize = 4;
@@ -25,12 +25,22 @@ pub fn problems(
     if text.trim().is_empty() {
         return Ok(found);
     }
-    // Each run of one to four words, as a directory name would be written.
-    let words: Vec<String> = text
-        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '-' || c == '.' || c == '@'))
+    // Each run of one to four words, as a directory name would be written, compared
+    // in Rust (SQLite's lower() folds ASCII only: "Élodie" must match "élodie").
+    let fold = |t: &str| t.to_lowercase().replace(['\u{2019}', '\u{2018}'], "'");
+    let words: Vec<String> = fold(text)
+        .split(|c: char| {
+            !(c.is_alphanumeric()
+                || c == '\''
+                || c == '-'
+                || c == '.'
+                || c == '@'
+                || c == '_'
+                || c == '+')
+        })
         .map(|w| {
             w.trim_matches(|c: char| c == '.' || c == '\'' || c == '-')
-                .to_lowercase()
+                .to_owned()
         })
         .filter(|w| !w.is_empty())
         .collect();
@@ -40,22 +50,19 @@ pub fn problems(
             runs.insert(run.join(" "));
         }
     }
-    let addresses: Vec<&String> = runs.iter().filter(|r| r.contains('@')).collect();
-    let runs: Vec<Option<String>> = runs.iter().cloned().map(Some).collect();
+    let directory: Vec<(String, Option<String>)> = people::table
+        .select((people::email, people::name))
+        .load(conn)?;
     let mut named: Vec<String> = Vec::new();
-    for chunk in runs.chunks(500) {
-        let hits: Vec<(String, Option<String>)> = people::table
-            .filter(lower(people::name.nullable()).eq_any(chunk))
-            .select((people::email, people::name))
-            .load(conn)?;
-        named.extend(hits.into_iter().filter_map(|(_, name)| name));
-    }
-    for chunk in addresses.chunks(500) {
-        let hits: Vec<String> = people::table
-            .filter(people::email.eq_any(chunk.iter().map(|a| a.as_str())))
-            .select(people::email)
-            .load(conn)?;
-        named.extend(hits);
+    for (email, name) in directory {
+        if runs.contains(&email.to_lowercase()) {
+            named.push(email);
+        } else if let Some(name) = name {
+            let folded = fold(&name).split_whitespace().collect::<Vec<_>>().join(" ");
+            if !folded.is_empty() && runs.contains(&folded) {
+                named.push(name);
+            }
+        }
     }
     named.sort();
     named.dedup();
