@@ -17,6 +17,7 @@ use crate::services::chat::import;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ChatQuery {
     /// A chat channel of the settings that coe may read.
     pub channel: String,
