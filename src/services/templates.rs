@@ -23,7 +23,11 @@ pub enum Source {
     /// The settings file (`coe.template` or a `[[coe.templates]]` rule's `file`).
     Settings,
     /// Saved on the admin page (or by the API).
-    Saved { by: String, at: NaiveDateTime },
+    Saved {
+        by: String,
+        #[serde(serialize_with = "crate::json::utc")]
+        at: NaiveDateTime,
+    },
 }
 
 /// One template as the admin page and `GET /api/v1/templates` show it.
@@ -50,7 +54,14 @@ pub struct Opened {
 pub struct Saved {
     pub version: u32,
     pub by: String,
+    #[serde(serialize_with = "crate::json::utc")]
     pub at: NaiveDateTime,
+}
+
+/// `GET /api/v1/templates`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct TemplateList {
+    pub templates: Vec<Listing>,
 }
 
 /// What an admin saves: the template's sections and contributing factors (its name

@@ -3,19 +3,18 @@
 //! admin page saves it.
 
 use actix_web::{web, HttpResponse};
-use serde_json::json;
 
 use crate::error::{ApiError, ErrorBody};
 use crate::http::bearer::{Admin, Member};
 use crate::http::extract::ApiJson;
 use crate::http::state::{with_conn, AppState};
-use crate::services::templates::{self, Listing, TemplateDraft};
+use crate::services::templates::{self, TemplateDraft, TemplateList};
 
 /// Every template a COE may be opened with, each at its newest version, with where
 /// that comes from, the versions saved here and how many COEs each version opened.
 #[utoipa::path(operation_id = "list_templates", get, path = "/api/v1/templates", tag = "coes", security(("bearer" = [])),
     responses(
-        (status = 200, description = "The templates", body = Vec<Listing>),
+        (status = 200, description = "The templates", body = TemplateList),
         (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
     ))]
 pub async fn list(_: Member, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
@@ -23,7 +22,7 @@ pub async fn list(_: Member, state: web::Data<AppState>) -> Result<HttpResponse,
         Ok(templates::listings(conn, &state.settings, &state.template)?)
     })
     .await?;
-    Ok(HttpResponse::Ok().json(json!({"templates": all})))
+    Ok(HttpResponse::Ok().json(TemplateList { templates: all }))
 }
 
 /// Saves a new version of template `name` (a new name starts at version 1). COEs
