@@ -112,6 +112,14 @@ fn get(request: ureq::Request) -> Result<Value, String> {
     }
 }
 
+/// `Bearer <token>` for a channel's secret (empty when unset: the platform says 401).
+fn bearer(token: &Option<crate::config::secret::Secret>) -> String {
+    format!(
+        "Bearer {}",
+        token.as_ref().map(|t| t.expose()).unwrap_or_default()
+    )
+}
+
 fn at_millis(ms: i64) -> Option<NaiveDateTime> {
     DateTime::from_timestamp_millis(ms).map(|t| t.naive_utc())
 }
@@ -128,14 +136,7 @@ fn matrix(
         .as_deref()
         .unwrap_or_default()
         .trim_end_matches('/');
-    let token = format!(
-        "Bearer {}",
-        channel
-            .access_token
-            .as_ref()
-            .map(|t| t.expose())
-            .unwrap_or_default()
-    );
+    let token = bearer(&channel.access_token);
     let room = segment(room);
     let members = get(agent
         .get(&format!(
@@ -197,14 +198,7 @@ fn slack(
         .as_deref()
         .unwrap_or("https://slack.com/api")
         .trim_end_matches('/');
-    let token = format!(
-        "Bearer {}",
-        channel
-            .read_token
-            .as_ref()
-            .map(|t| t.expose())
-            .unwrap_or_default()
-    );
+    let token = bearer(&channel.read_token);
     let seconds = |t: NaiveDateTime| format!("{}.000000", t.and_utc().timestamp());
     let mut raw: Vec<Value> = Vec::new();
     let mut cursor = String::new();
@@ -328,14 +322,7 @@ fn mattermost(
         .as_deref()
         .unwrap_or_default()
         .trim_end_matches('/');
-    let token = format!(
-        "Bearer {}",
-        channel
-            .read_token
-            .as_ref()
-            .map(|t| t.expose())
-            .unwrap_or_default()
-    );
+    let token = bearer(&channel.read_token);
     // Newest first, 200 a page, back to the window's start.
     let start = from.and_utc().timestamp_millis();
     let mut all: Vec<Value> = Vec::new();

@@ -139,6 +139,33 @@ pub fn all(
         .collect())
 }
 
+/// The names of every template a draft may switch to (what a COE page offers), without
+/// reading each one's versions and counts as `listings` does.
+pub fn names(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    org: &Template,
+) -> QueryResult<Vec<String>> {
+    let mut names = vec![org.name.clone()];
+    let rules = settings.coe.templates.iter().filter_map(|rule| {
+        rule.builtin
+            .clone()
+            .or_else(|| rule.template().ok().map(|t| t.name))
+    });
+    let shipped = BUILTIN.iter().map(|(n, _)| (*n).to_owned());
+    let saved: Vec<String> = coe_templates::table
+        .select(coe_templates::name)
+        .distinct()
+        .order(coe_templates::name.asc())
+        .load(conn)?;
+    for name in rules.chain(shipped).chain(saved) {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    Ok(names)
+}
+
 /// Every template with where its newest version comes from, its saved versions and
 /// how many COEs each version opened.
 pub fn listings(

@@ -219,42 +219,14 @@ async fn an_approved_summary_is_published_alone_and_revoked() {
     let problems = doc["completeness"]["missing"].to_string();
     assert!(problems.contains("db-7.payments.internal"), "{problems}");
     assert!(problems.contains("10.1.2.3"), "{problems}");
-    let v = version(&read(&w, &id).await);
-    let (status, _) = w
-        .send(
-            &w.owner,
-            "PATCH",
-            &format!("/api/v1/coes/{id}"),
-            Some(v),
-            Some(json!({"severity": "sev1"})),
-        )
-        .await;
-    assert_eq!(status, 200);
-    w.action(&id, "Validate config in CI", "dev@example.com")
-        .await;
-    let (status, body) = w
-        .send(
-            &w.owner,
-            "POST",
-            &format!("/api/v1/coes/{id}/submit"),
-            None,
-            None,
-        )
-        .await;
+    make_sev1(&w, &id).await;
+    let (status, body) = submit(&w, &id).await;
     assert_eq!(status, 422, "{body}");
     assert!(body.to_string().contains("customer_summary"), "{body}");
 
     // Fit: submitted; not published before it is approved.
     write(&w, &id, FIT).await;
-    let (status, body) = w
-        .send(
-            &w.owner,
-            "POST",
-            &format!("/api/v1/coes/{id}/submit"),
-            None,
-            None,
-        )
-        .await;
+    let (status, body) = submit(&w, &id).await;
     assert_eq!(status, 200, "{body}");
     let publication = format!("/api/v1/coes/{id}/publication");
     let (status, body) = w.send(&w.owner, "POST", &publication, None, None).await;
@@ -263,20 +235,7 @@ async fn an_approved_summary_is_published_alone_and_revoked() {
         body.to_string().contains("once the COE is approved"),
         "{body}"
     );
-    let di = crate::actions::person_token(&w.app, "di", "di@example.com");
-    for token in [&w.reviewer, &di] {
-        let v = version(&read(&w, &id).await);
-        let (status, doc) = w
-            .send(
-                token,
-                "POST",
-                &format!("/api/v1/coes/{id}/approve"),
-                Some(v),
-                None,
-            )
-            .await;
-        assert_eq!(status, 200, "{doc}");
-    }
+    approve(&w, &id).await;
 
     // Bad asks change nothing.
     let (status, _) = w
@@ -503,13 +462,9 @@ async fn an_approved_summary_is_published_alone_and_revoked() {
     );
 }
 
-/// A sev1 COE with its summary for customers written, approved by its reviewer and
-/// bar raiser.
-async fn approved_with_summary(w: &World, admin: &str) -> String {
-    customer_template(w, admin).await;
-    let (id, _) = w.written_coe().await;
-    write(w, &id, FIT).await;
-    let v = version(&read(w, &id).await);
+/// Makes COE `id` a sev1 with one corrective action, ready to submit.
+async fn make_sev1(w: &World, id: &str) {
+    let v = version(&read(w, id).await);
     let (status, _) = w
         .send(
             &w.owner,
@@ -520,21 +475,27 @@ async fn approved_with_summary(w: &World, admin: &str) -> String {
         )
         .await;
     assert_eq!(status, 200);
-    w.action(&id, "Validate config in CI", "dev@example.com")
+    w.action(id, "Validate config in CI", "dev@example.com")
         .await;
-    let (status, body) = w
-        .send(
-            &w.owner,
-            "POST",
-            &format!("/api/v1/coes/{id}/submit"),
-            None,
-            None,
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
+}
+
+/// Its owner submits COE `id`: the answer.
+async fn submit(w: &World, id: &str) -> (u16, Value) {
+    w.send(
+        &w.owner,
+        "POST",
+        &format!("/api/v1/coes/{id}/submit"),
+        None,
+        None,
+    )
+    .await
+}
+
+/// Its reviewer and bar raiser approve COE `id`.
+async fn approve(w: &World, id: &str) {
     let di = crate::actions::person_token(&w.app, "di", "di@example.com");
     for token in [&w.reviewer, &di] {
-        let v = version(&read(w, &id).await);
+        let v = version(&read(w, id).await);
         let (status, doc) = w
             .send(
                 token,
@@ -546,6 +507,18 @@ async fn approved_with_summary(w: &World, admin: &str) -> String {
             .await;
         assert_eq!(status, 200, "{doc}");
     }
+}
+
+/// A sev1 COE with its summary for customers written, approved by its reviewer and
+/// bar raiser.
+async fn approved_with_summary(w: &World, admin: &str) -> String {
+    customer_template(w, admin).await;
+    let (id, _) = w.written_coe().await;
+    write(w, &id, FIT).await;
+    make_sev1(w, &id).await;
+    let (status, body) = submit(w, &id).await;
+    assert_eq!(status, 200, "{body}");
+    approve(w, &id).await;
     id
 }
 

@@ -176,10 +176,7 @@ pub(super) async fn load(
         }
         let bar_raisers = crate::services::people::bar_raiser_count(conn)?;
         let template_choices = if doc.state == CoeState::Draft {
-            crate::services::templates::all(conn, &state.settings, &state.template)?
-                .into_iter()
-                .map(|t| t.name)
-                .collect()
+            crate::services::templates::names(conn, &state.settings, &state.template)?
         } else {
             Vec::new()
         };
