@@ -209,6 +209,9 @@ impl ResponseError for ApiError {
             response.append_header((header::WWW_AUTHENTICATE, "Basic realm=\"coe\""));
         }
         if let ApiError::Scim(e) = self {
+            if e.status == 429 {
+                response.insert_header((header::RETRY_AFTER, "1"));
+            }
             return response
                 .content_type("application/scim+json")
                 .body(e.body().to_string());

@@ -179,6 +179,7 @@ impl Application {
             searches: Arc::new(tokio::sync::Semaphore::new(
                 settings.server.searches_at_once,
             )),
+            scim_turns: Arc::new(tokio::sync::Semaphore::new(settings.scim.requests_at_once)),
             stopping: stopping.clone(),
         });
         let mut server = HttpServer::new(move || {

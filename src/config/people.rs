@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ScimSettings {
     /// The SCIM groups that are teams: a group's name, or a prefix ending in `*`
@@ -16,6 +16,21 @@ pub struct ScimSettings {
     /// deletion, or an admin's "left the company") when neither their manager nor
     /// their team's lead can: this address. Unset: the first admin by address.
     pub leavers_work_to: Option<String>,
+    /// SCIM requests that may use the database at once; more wait for a turn (as long
+    /// as for a pooled connection), then are answered `429` with `Retry-After`. Keeps a
+    /// provider pushing or searching hard from taking the connections every other
+    /// request needs: keep it below `database.pool_size`.
+    pub requests_at_once: usize,
+}
+
+impl Default for ScimSettings {
+    fn default() -> Self {
+        ScimSettings {
+            team_groups: Vec::new(),
+            leavers_work_to: None,
+            requests_at_once: 2,
+        }
+    }
 }
 
 impl ScimSettings {

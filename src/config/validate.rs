@@ -78,6 +78,9 @@ impl Settings {
                 "0 (no figures job) or 10 to 86400",
             ));
         }
+        if self.scim.requests_at_once == 0 {
+            return Err(invalid("scim.requests_at_once", "0", "at least 1"));
+        }
         if self.server.searches_at_once == 0 {
             return Err(invalid("server.searches_at_once", "0", "at least 1"));
         }

@@ -214,6 +214,9 @@ pub struct PersonRow {
     /// Still works here (false: they left, at `left_at`).
     pub active: bool,
     pub left_at: Option<NaiveDateTime>,
+    /// The manager the identity provider names (an id, an externalId or an address),
+    /// kept even when it names nobody in the directory.
+    pub scim_manager_ref: Option<String>,
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable, AsChangeset)]

@@ -11,7 +11,7 @@ use crate::error::ApiError;
 use crate::http::bearer::Scim;
 use crate::http::state::{with_conn, with_write, AppState};
 use crate::scim::{schema, ListQuery, ScimError};
-use crate::services::scim::{groups, users, Ctx};
+use crate::services::scim::{filtered_page, groups, users, Ctx, Listed};
 
 fn scim_json(status: actix_web::http::StatusCode, body: &Value) -> HttpResponse {
     HttpResponse::build(status)
@@ -148,21 +148,37 @@ fn by_id(all: Vec<Value>, id: &str, what: &str) -> Result<HttpResponse, ApiError
         .ok_or_else(|| ScimError::not_found(format!("no {what} {id:?}")).into())
 }
 
+/// A turn to talk to the database for the provider (`scim.requests_at_once`), waited
+/// for as long as a pooled connection is; refused `429` with `Retry-After` when none
+/// came, so that a provider pushing or searching hard never holds the connections
+/// every other request needs.
+async fn turn(state: &AppState) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
+    let wait = std::time::Duration::from_secs(state.settings.database.connect_timeout_secs);
+    match actix_web::rt::time::timeout(wait, state.scim_turns.clone().acquire_owned()).await {
+        Ok(Ok(permit)) => Ok(permit),
+        _ => Err(ScimError::status(
+            429,
+            "coe is answering other SCIM requests: send this one again in a moment",
+        )
+        .into()),
+    }
+}
+
+fn ctx_of(state: &AppState) -> Ctx<'_> {
+    Ctx {
+        base: base(state),
+        env: state.env(),
+        now: crate::db::now(),
+        someone_left: Default::default(),
+    }
+}
+
 /// Reads on a connection.
-async fn read(
-    state: web::Data<AppState>,
-    work: impl FnOnce(&mut crate::db::DbConnection, &Ctx) -> Result<Value, ApiError> + Send + 'static,
-) -> Result<Value, ApiError> {
-    with_conn(&state, move |conn, state| {
-        let ctx = Ctx {
-            base: base(state),
-            env: state.env(),
-            now: crate::db::now(),
-            someone_left: Default::default(),
-        };
-        work(conn, &ctx)
-    })
-    .await
+async fn read<T: Send + 'static>(
+    state: &web::Data<AppState>,
+    work: impl FnOnce(&mut crate::db::DbConnection, &Ctx) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    with_conn(state, move |conn, state| work(conn, &ctx_of(state))).await
 }
 
 /// Writes in a transaction: a refusal leaves nothing half-written. When a person left,
@@ -170,17 +186,12 @@ async fn read(
 /// theirs is refused at once here (and within `KNOWN_FOR` on the others); other
 /// writes (a provider pushing thousands of users) keep them.
 async fn write<T: Send + 'static>(
-    state: web::Data<AppState>,
+    state: &web::Data<AppState>,
     work: impl FnOnce(&mut crate::db::DbConnection, &Ctx) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<T, ApiError> {
     let known = state.known_tokens.clone();
-    let (done, someone_left) = with_write(&state, move |conn, state| {
-        let ctx = Ctx {
-            base: base(state),
-            env: state.env(),
-            now: crate::db::now(),
-            someone_left: Default::default(),
-        };
+    let (done, someone_left) = with_write(state, move |conn, state| {
+        let ctx = ctx_of(state);
         let done = work(conn, &ctx)?;
         Ok((done, ctx.someone_left.get()))
     })
@@ -190,6 +201,24 @@ async fn write<T: Send + 'static>(
     }
     Ok(done)
 }
+
+/// A list's answer: the page the database made, or the candidates held against the
+/// filter on a blocking thread with no connection, within `server.search_timeout_ms`.
+async fn listed(state: &AppState, q: ListQuery, found: Listed) -> Result<HttpResponse, ApiError> {
+    match found {
+        Listed::Page(page) => Ok(ok(page)),
+        Listed::Candidates(found) => {
+            let until = std::time::Instant::now()
+                + std::time::Duration::from_millis(state.settings.server.search_timeout_ms);
+            let page = web::block(move || filtered_page(found, &q, until)).await??;
+            Ok(ok(page))
+        }
+    }
+}
+
+/// How many times a PATCH is read and applied again when its resource changed
+/// between the read and the write.
+const PATCH_ATTEMPTS: usize = 3;
 
 macro_rules! resource_handlers {
     ($name:ident, $kind:ident) => {
@@ -202,9 +231,12 @@ macro_rules! resource_handlers {
                 state: web::Data<AppState>,
             ) -> Result<HttpResponse, ApiError> {
                 let q = list_query(&req)?;
-                Ok(ok(
-                    read(state, move |conn, ctx| $kind::list(conn, ctx, &q)).await?
-                ))
+                let _turn = turn(&state).await?;
+                let (found, q) = read(&state, move |conn, ctx| {
+                    Ok(($kind::list(conn, ctx, &q)?, q))
+                })
+                .await?;
+                listed(&state, q, found).await
             }
 
             pub async fn search(
@@ -213,9 +245,12 @@ macro_rules! resource_handlers {
                 state: web::Data<AppState>,
             ) -> Result<HttpResponse, ApiError> {
                 let q = search_query(&body)?;
-                Ok(ok(
-                    read(state, move |conn, ctx| $kind::list(conn, ctx, &q)).await?
-                ))
+                let _turn = turn(&state).await?;
+                let (found, q) = read(&state, move |conn, ctx| {
+                    Ok(($kind::list(conn, ctx, &q)?, q))
+                })
+                .await?;
+                listed(&state, q, found).await
             }
 
             pub async fn create(
@@ -223,8 +258,9 @@ macro_rules! resource_handlers {
                 body: web::Bytes,
                 state: web::Data<AppState>,
             ) -> Result<HttpResponse, ApiError> {
-                let body = body_json(&body)?;
-                let made = write(state, move |conn, ctx| $kind::create(conn, ctx, &body)).await?;
+                let doc = $kind::clean(&body_json(&body)?)?;
+                let _turn = turn(&state).await?;
+                let made = write(&state, move |conn, ctx| $kind::create(conn, ctx, doc)).await?;
                 Ok(scim_json(actix_web::http::StatusCode::CREATED, &made))
             }
 
@@ -235,7 +271,8 @@ macro_rules! resource_handlers {
                 state: web::Data<AppState>,
             ) -> Result<HttpResponse, ApiError> {
                 let id = id.into_inner();
-                let found = read(state, move |conn, ctx| $kind::get_one(conn, ctx, &id)).await?;
+                let _turn = turn(&state).await?;
+                let found = read(&state, move |conn, ctx| $kind::get_one(conn, ctx, &id)).await?;
                 one(&req, found)
             }
 
@@ -246,14 +283,19 @@ macro_rules! resource_handlers {
                 body: web::Bytes,
                 state: web::Data<AppState>,
             ) -> Result<HttpResponse, ApiError> {
-                let (id, body) = (id.into_inner(), body_json(&body)?);
-                let done = write(state, move |conn, ctx| {
-                    $kind::replace(conn, ctx, &id, &body)
+                let id = id.into_inner();
+                let doc = $kind::clean(&body_json(&body)?)?;
+                let _turn = turn(&state).await?;
+                let done = write(&state, move |conn, ctx| {
+                    $kind::replace(conn, ctx, &id, doc)
                 })
                 .await?;
                 one(&req, done)
             }
 
+            /// Read, applied with no connection held and outside the writer's turn,
+            /// then written only if the resource did not change meanwhile (else read
+            /// and applied again).
             pub async fn patch(
                 _: Scim,
                 req: HttpRequest,
@@ -261,10 +303,29 @@ macro_rules! resource_handlers {
                 body: web::Bytes,
                 state: web::Data<AppState>,
             ) -> Result<HttpResponse, ApiError> {
-                let (id, body) = (id.into_inner(), body_json(&body)?);
-                let done =
-                    write(state, move |conn, ctx| $kind::patch(conn, ctx, &id, &body)).await?;
-                one(&req, done)
+                let (id, body) = (id.into_inner(), std::sync::Arc::new(body_json(&body)?));
+                let _turn = turn(&state).await?;
+                for _ in 0..PATCH_ATTEMPTS {
+                    let asked = id.clone();
+                    let seen = read(&state, move |conn, _| $kind::seen(conn, &asked)).await?;
+                    let ops = body.clone();
+                    let (doc, stamp) = web::block(move || {
+                        crate::services::scim::patched(&seen, &ops).map(|doc| (doc, seen.stamp))
+                    })
+                    .await??;
+                    let asked = id.clone();
+                    let done = write(&state, move |conn, ctx| {
+                        $kind::write_patched(conn, ctx, &asked, &stamp, doc)
+                    })
+                    .await?;
+                    if let Some(done) = done {
+                        return one(&req, done);
+                    }
+                }
+                Err(ScimError::conflict(format!(
+                    "{id} changed {PATCH_ATTEMPTS} times while this PATCH was applied: send it again"
+                ))
+                .into())
             }
 
             pub async fn delete(
@@ -273,7 +334,8 @@ macro_rules! resource_handlers {
                 state: web::Data<AppState>,
             ) -> Result<HttpResponse, ApiError> {
                 let id = id.into_inner();
-                write(state, move |conn, ctx| $kind::delete(conn, ctx, &id)).await?;
+                let _turn = turn(&state).await?;
+                write(&state, move |conn, ctx| $kind::delete(conn, ctx, &id)).await?;
                 Ok(HttpResponse::NoContent().finish())
             }
         }

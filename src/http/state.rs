@@ -49,6 +49,9 @@ pub struct AppState {
     pub delivery_waker: crate::services::outbox::DeliveryWaker,
     /// One permit per search that may run at once (`server.searches_at_once`).
     pub searches: Arc<tokio::sync::Semaphore>,
+    /// One permit per SCIM request that may use the database at once
+    /// (`scim.requests_at_once`).
+    pub scim_turns: Arc<tokio::sync::Semaphore>,
     /// Set at SIGTERM: `/readyz` answers 503 while the server drains
     /// (`server.drain_secs`) before it closes its listener.
     pub stopping: Arc<std::sync::atomic::AtomicBool>,

@@ -21,6 +21,48 @@ pub fn matches(filter: &Filter, resource: &Value) -> bool {
     }
 }
 
+/// How many comparisons `filter` makes of each resource (a value filter's count for
+/// each of its elements): what bounds the work of holding it against the resources.
+pub fn terms(filter: &Filter) -> usize {
+    match filter {
+        Filter::Attr(_) => 1,
+        Filter::ValuePath(vp) => val_terms(&vp.filter),
+        Filter::Not(inner) => terms(inner),
+        Filter::And(items) | Filter::Or(items) => items.as_slice().iter().map(terms).sum(),
+    }
+}
+
+fn val_terms(filter: &ValFilter) -> usize {
+    match filter {
+        ValFilter::Attr(_) => 1,
+        ValFilter::Not(inner) => val_terms(inner),
+        ValFilter::And(items) | ValFilter::Or(items) => {
+            items.as_slice().iter().map(val_terms).sum()
+        }
+    }
+}
+
+/// How deeply `text` nests parentheses and brackets, read before it is parsed: the
+/// parser descends once for each level, so a filter of ten thousand `(` must never
+/// reach it.
+pub fn depth(text: &str) -> usize {
+    let (mut now, mut most, mut quoted, mut escaped) = (0usize, 0usize, false, false);
+    for c in text.chars() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            '(' | '[' if !quoted => {
+                now += 1;
+                most = most.max(now);
+            }
+            ')' | ']' if !quoted => now = now.saturating_sub(1),
+            _ => {}
+        }
+    }
+    most
+}
+
 /// Whether one element of a multi-valued attribute matches a value filter
 /// (`emails[type eq "work"]`).
 pub fn val_matches(filter: &ValFilter, element: &Value) -> bool {
@@ -219,6 +261,17 @@ mod tests {
         assert!(!check(r#"name pr"#), "no name");
         let named = json!({"name": {"givenName": "Chen"}});
         assert!(matches(&"name pr".parse::<Filter>().unwrap(), &named));
+    }
+
+    #[test]
+    fn a_filter_s_cost_is_counted_before_and_after_it_is_parsed() {
+        let f: Filter = r#"userName eq "a" or (emails[type eq "work" and value co "x"] and not (active eq true))"#
+            .parse()
+            .unwrap();
+        assert_eq!(terms(&f), 4);
+        assert_eq!(depth(r#"(a eq "((((") and b[c eq "]"]"#), 1);
+        assert_eq!(depth(r#"((a eq "\"(") )"#), 2);
+        assert_eq!(depth(&"(".repeat(10_000)), 10_000);
     }
 
     #[test]

@@ -173,12 +173,7 @@ impl ListQuery {
     ) -> Result<ListQuery, ScimError> {
         let filter = match filter.map(str::trim).filter(|f| !f.is_empty()) {
             None => None,
-            Some(f) => Some(f.parse().map_err(|e| {
-                ScimError::bad(
-                    "invalidFilter",
-                    format!("the filter {f:?} does not parse: {e}"),
-                )
-            })?),
+            Some(f) => Some(parse_filter(f)?),
         };
         let number = |name: &str, v: Option<&str>, default: usize| match v {
             None => Ok(default),
@@ -210,6 +205,43 @@ impl ListQuery {
             excluded: names(excluded),
         })
     }
+}
+
+/// The longest filter taken, in bytes: identity providers send one or two
+/// comparisons (`userName eq "…"`, `externalId eq "…"`).
+pub const MAX_FILTER_BYTES: usize = 4_096;
+/// The most comparisons one filter may make of each resource.
+pub const MAX_FILTER_TERMS: usize = 32;
+/// The deepest a filter may nest parentheses and brackets.
+pub const MAX_FILTER_DEPTH: usize = 8;
+
+/// A filter, refused before it is parsed when it is too long or nests too deep, and
+/// after when it compares too much: what one filter may cost is bounded.
+fn parse_filter(f: &str) -> Result<scim_v2::filter::Filter, ScimError> {
+    let too = |problem: String| ScimError::bad("invalidFilter", problem);
+    if f.len() > MAX_FILTER_BYTES {
+        return Err(too(format!(
+            "the filter is {} bytes long; at most {MAX_FILTER_BYTES} are taken",
+            f.len()
+        )));
+    }
+    let depth = filter::depth(f);
+    if depth > MAX_FILTER_DEPTH {
+        return Err(too(format!(
+            "the filter nests {depth} levels of parentheses or brackets; at most {MAX_FILTER_DEPTH} are taken"
+        )));
+    }
+    let parsed: scim_v2::filter::Filter = f
+        .parse()
+        .map_err(|e| too(format!("the filter {f:?} does not parse: {e}")))?;
+    let terms = filter::terms(&parsed);
+    if terms > MAX_FILTER_TERMS {
+        return Err(too(format!(
+            "the filter makes {terms} comparisons; at most {MAX_FILTER_TERMS} are taken \
+             (filter by userName, externalId or id, and page through the rest)"
+        )));
+    }
+    Ok(parsed)
 }
 
 /// A page of resources as a ListResponse.

@@ -7,6 +7,8 @@
 
 use scim_v2::filter::{AttrExp, AttrPath, CompValue, CompareOp, PatchPath, ValFilter};
 use scim_v2::models::others::{OperationTarget, PatchOperation};
+use std::collections::HashSet;
+
 use serde_json::{Map, Value};
 
 use super::filter::val_matches;
@@ -21,15 +23,99 @@ enum Mode {
 
 /// Applies `ops` in order to `resource` (its core attributes at the top, the
 /// enterprise extension under its URN).
+///
+/// Bounded: at most `MAX_OPERATIONS` operations, and no list may grow past
+/// `MAX_VALUES` on the way (the schema's own caps are checked when the result is
+/// cleaned), so that the work is at most operations × values.
 pub fn apply(resource: &mut Map<String, Value>, ops: &[PatchOperation]) -> Result<(), ScimError> {
+    if ops.len() > MAX_OPERATIONS {
+        return Err(ScimError::bad(
+            "invalidValue",
+            format!(
+                "Operations: at most {MAX_OPERATIONS} operations in one PATCH (got {})",
+                ops.len()
+            ),
+        ));
+    }
     for op in ops {
         match op {
             PatchOperation::Add(target) => with_target(resource, target, Mode::Add)?,
             PatchOperation::Replace(target) => with_target(resource, target, Mode::Replace)?,
             PatchOperation::Remove { path, value } => remove(resource, path, value.as_ref())?,
         }
+        if let Some((name, n)) = longest_list(resource).filter(|(_, n)| *n > MAX_VALUES) {
+            return Err(ScimError::bad(
+                "invalidValue",
+                format!("{name} may hold at most {MAX_VALUES} values (the PATCH made {n})"),
+            ));
+        }
     }
     Ok(())
+}
+
+/// The most operations one PATCH may carry (Entra ID and Okta send a few, with many
+/// values each).
+pub const MAX_OPERATIONS: usize = 1_000;
+
+/// The longest list any attribute may reach while a PATCH is applied: the largest of
+/// the schema's caps (`schema::MAX_MEMBERS`).
+pub const MAX_VALUES: usize = schema::MAX_MEMBERS;
+
+/// The attribute holding the longest list, at the top or in the extension.
+fn longest_list(resource: &Map<String, Value>) -> Option<(String, usize)> {
+    let ext = resource
+        .iter()
+        .filter(|(k, _)| is_urn(k, ENTERPRISE))
+        .filter_map(|(_, v)| v.as_object())
+        .flat_map(|m| m.iter());
+    resource
+        .iter()
+        .chain(ext)
+        .filter_map(|(k, v)| v.as_array().map(|a| (k.clone(), a.len())))
+        .max_by_key(|(_, n)| *n)
+}
+
+/// What tells one value of a multi-valued attribute from another: its `value` (a
+/// member's id, an address) when it has one, else all of it.
+fn identity(v: &Value) -> String {
+    canonical(v.get("value").unwrap_or(v))
+}
+
+/// `v` as text with its objects' keys in order: equal values give equal text,
+/// whatever order a provider wrote the keys in.
+fn canonical(v: &Value) -> String {
+    fn write(v: &Value, out: &mut String) {
+        match v {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push(':');
+                    write(&map[k], out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(item, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut out = String::new();
+    write(v, &mut out);
+    out
 }
 
 fn with_target(
@@ -162,8 +248,11 @@ fn set(
                     let multi = is_multi(&key) || map.get(&key).is_some_and(Value::is_array);
                     let merged = match (map.remove(&key), value) {
                         (Some(Value::Array(mut items)), v) if multi && mode == Mode::Add => {
+                            // Linear: each value is looked up among those held by its
+                            // canonical text, not compared with every one of them.
+                            let mut held: HashSet<String> = items.iter().map(identity).collect();
                             for item in as_list(v) {
-                                if !items.contains(&item) {
+                                if held.insert(identity(&item)) {
                                     items.push(item);
                                 }
                             }
@@ -304,11 +393,11 @@ fn remove(
             match (&p.sub_attr, map.get_mut(&key), value) {
                 // Entra ID: `{"op": "Remove", "path": "members", "value": [{"value": id}]}`.
                 (None, Some(Value::Array(items)), Some(which)) => {
-                    let gone: Vec<&Value> = as_slice(which)
+                    let gone: HashSet<String> = as_slice(which)
                         .iter()
-                        .filter_map(|w| w.get("value").or(Some(w)))
+                        .map(|w| canonical(w.get("value").unwrap_or(w)))
                         .collect();
-                    items.retain(|i| !gone.contains(&i.get("value").unwrap_or(i)));
+                    items.retain(|i| !gone.contains(&canonical(i.get("value").unwrap_or(i))));
                 }
                 (None, _, _) => {
                     map.remove(&key);

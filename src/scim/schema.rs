@@ -33,7 +33,16 @@ pub struct Attr {
     pub zones: bool,
     pub sub: &'static [Attr],
     pub description: &'static str,
+    /// A multi-valued attribute: the most values it may hold (a person has a handful
+    /// of addresses; a group, up to `MAX_MEMBERS` members). More is refused, so that
+    /// one provider request cannot make coe hold or compare without end.
+    pub max: usize,
 }
+
+/// The most addresses a User may have.
+pub const MAX_EMAILS: usize = 10;
+/// The most members a Group may have.
+pub const MAX_MEMBERS: usize = 10_000;
 
 const fn attr(name: &'static str, kind: Kind, description: &'static str) -> Attr {
     Attr {
@@ -48,6 +57,7 @@ const fn attr(name: &'static str, kind: Kind, description: &'static str) -> Attr
         zones: false,
         sub: &[],
         description,
+        max: 1,
     }
 }
 
@@ -95,6 +105,7 @@ pub const USER_ATTRS: &[Attr] = &[
     Attr {
         multi: true,
         required: true,
+        max: MAX_EMAILS,
         sub: EMAIL_SUB,
         ..attr("emails", Kind::Complex, "The person's email addresses.")
     },
@@ -167,6 +178,7 @@ pub const GROUP_ATTRS: &[Attr] = &[
     },
     Attr {
         multi: true,
+        max: MAX_MEMBERS,
         sub: MEMBER_SUB,
         ..attr("members", Kind::Complex, "The group's members.")
     },
@@ -213,11 +225,19 @@ pub fn clean(attrs: &[Attr], value: &Map<String, Value>) -> Result<Map<String, V
         }
         let cleaned = if a.multi {
             let items = match v {
-                Value::Array(items) => items.clone(),
-                one => vec![one.clone()],
+                Value::Array(items) => items.as_slice(),
+                one => std::slice::from_ref(one),
             };
-            let mut list = Vec::new();
-            for item in &items {
+            if items.len() > a.max {
+                return Err(format!(
+                    "{} may hold at most {} values (got {})",
+                    a.name,
+                    a.max,
+                    items.len()
+                ));
+            }
+            let mut list = Vec::with_capacity(items.len());
+            for item in items {
                 list.push(clean_one(a, item)?);
             }
             Value::Array(list)

@@ -39,6 +39,7 @@ mod publishing;
 mod report;
 mod retention;
 mod scim;
+mod scim_attacks;
 mod search;
 mod security;
 mod stats;

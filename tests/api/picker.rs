@@ -37,6 +37,7 @@ fn fill_directory(app: &TestApp, n: usize) {
             scim_id: None,
             active: true,
             left_at: None,
+            scim_manager_ref: None,
         })
         .collect();
     for chunk in rows.chunks(500) {

@@ -36,6 +36,10 @@ pub struct Person {
     /// The identity provider manages them (SCIM): their name, team, manager and time
     /// zone are changed there, not here.
     pub provisioned: bool,
+    /// The manager the identity provider names when it is nobody in the directory (an
+    /// id, externalId or address coe does not know): escalations and a leaver's work
+    /// then go up the chain as if none were named.
+    pub unknown_manager: Option<String>,
     /// Still works here; false once the identity provider (or an admin) says they left.
     pub active: bool,
     /// When they left.
@@ -50,6 +54,7 @@ pub struct Person {
 
 impl From<PersonRow> for Person {
     fn from(r: PersonRow) -> Self {
+        let unknown_manager = r.scim_manager_ref.filter(|_| r.manager_email.is_none());
         Person {
             email: r.email,
             name: r.name,
@@ -59,6 +64,7 @@ impl From<PersonRow> for Person {
             is_admin: r.is_admin,
             bar_raiser: r.bar_raiser,
             provisioned: r.scim_id.is_some(),
+            unknown_manager,
             active: r.active,
             left_at: r.left_at,
             created_at: r.created_at,
@@ -202,6 +208,7 @@ pub(super) fn upsert_checked(
             scim_id: None,
             active: true,
             left_at: None,
+            scim_manager_ref: None,
         },
     )?;
     if !inserted {
@@ -364,6 +371,7 @@ pub fn ensure(conn: &mut DbConnection, email: &str, now: NaiveDateTime) -> Query
             scim_id: None,
             active: true,
             left_at: None,
+            scim_manager_ref: None,
         },
     )
     .map(|_| ())

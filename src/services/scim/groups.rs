@@ -6,12 +6,12 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde_json::{json, Map, Value};
 
-use super::{matching_page, resource_meta, teams, Ctx};
+use super::{at_page, resource_meta, teams, too_many, Ctx, Listed, Seen, MAX_CANDIDATES};
 use crate::db::schema::{people, scim_group_members, scim_groups};
 use crate::db::{self, DbConnection};
 use crate::error::ApiError;
 use crate::scim::filter::demanded;
-use crate::scim::{self, clean_resource, ListQuery, ResourceKind, ScimError, GROUP};
+use crate::scim::{clean_resource, ListQuery, ResourceKind, ScimError, GROUP};
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(table_name = scim_groups)]
@@ -143,9 +143,18 @@ fn write(
     Ok(resource(ctx, &written))
 }
 
-/// `POST /Groups`.
-pub fn create(conn: &mut DbConnection, ctx: &Ctx, body: &Value) -> Result<Value, ApiError> {
-    let doc = clean_resource(ResourceKind::Group, super::object(body)?)?;
+/// A Group's document as the provider wrote it, cleaned by the schema: made before
+/// the write, so that the writer's turn holds only the rows.
+pub fn clean(body: &Value) -> Result<Map<String, Value>, ApiError> {
+    Ok(clean_resource(ResourceKind::Group, super::object(body)?)?)
+}
+
+/// `POST /Groups`, with the document `clean` made.
+pub fn create(
+    conn: &mut DbConnection,
+    ctx: &Ctx,
+    doc: Map<String, Value>,
+) -> Result<Value, ApiError> {
     write(conn, ctx, None, doc)
 }
 
@@ -155,30 +164,41 @@ pub fn get_one(conn: &mut DbConnection, ctx: &Ctx, id: &str) -> Result<Value, Ap
     Ok(resource(ctx, &row))
 }
 
-/// `PUT /Groups/{id}`.
+/// `PUT /Groups/{id}`, with the document `clean` made.
 pub fn replace(
     conn: &mut DbConnection,
     ctx: &Ctx,
     id: &str,
-    body: &Value,
+    doc: Map<String, Value>,
 ) -> Result<Value, ApiError> {
-    let doc = clean_resource(ResourceKind::Group, super::object(body)?)?;
     write(conn, ctx, Some(id), doc)
 }
 
-/// `PATCH /Groups/{id}`.
-pub fn patch(
+/// What a `PATCH /Groups/{id}` starts from (read on a connection, applied without one
+/// by `super::patched`, written by `write_patched`).
+pub fn seen(conn: &mut DbConnection, id: &str) -> Result<Seen, ApiError> {
+    let row = by_id(conn, id)?.ok_or_else(|| not_found(id))?;
+    Ok(Seen {
+        kind: ResourceKind::Group,
+        doc: doc_of(&row),
+        stamp: row.doc,
+    })
+}
+
+/// Writes a patched Group, unless it changed since it was `seen` (`None`: read and
+/// apply the PATCH again).
+pub fn write_patched(
     conn: &mut DbConnection,
     ctx: &Ctx,
     id: &str,
-    body: &Value,
-) -> Result<Value, ApiError> {
+    stamp: &str,
+    doc: Map<String, Value>,
+) -> Result<Option<Value>, ApiError> {
     let row = by_id(conn, id)?.ok_or_else(|| not_found(id))?;
-    let ops = super::patch_ops(body)?;
-    let mut doc = doc_of(&row);
-    scim::patch::apply(&mut doc, &ops)?;
-    let doc = clean_resource(ResourceKind::Group, &doc)?;
-    write(conn, ctx, Some(id), doc)
+    if row.doc != stamp {
+        return Ok(None);
+    }
+    write(conn, ctx, Some(id), doc).map(Some)
 }
 
 /// `DELETE /Groups/{id}`: its members' teams follow the groups they are still in.
@@ -218,12 +238,22 @@ pub fn forget_member(conn: &mut DbConnection, ctx: &Ctx, user_id: &str) -> Query
     Ok(())
 }
 
-/// `GET /Groups` and `POST /Groups/.search`.
-pub fn list(conn: &mut DbConnection, ctx: &Ctx, q: &ListQuery) -> Result<Value, ApiError> {
+/// `GET /Groups` and `POST /Groups/.search`: the Groups the filter may match, which
+/// `super::filtered_page` holds it against once the connection is given back.
+pub fn list(conn: &mut DbConnection, ctx: &Ctx, q: &ListQuery) -> Result<Listed, ApiError> {
     let mut query = scim_groups::table
         .select(GroupRow::as_select())
         .order((scim_groups::created_at, scim_groups::id))
         .into_boxed();
+    if q.filter.is_none() {
+        let total: i64 = scim_groups::table.count().get_result(conn)?;
+        let page: Vec<GroupRow> = query
+            .offset(q.start_index as i64 - 1)
+            .limit(q.count as i64)
+            .load(conn)?;
+        let page = page.iter().map(|g| resource(ctx, g)).collect();
+        return Ok(Listed::Page(at_page(total as usize, q, page)));
+    }
     if let Some((attr, v)) = q
         .filter
         .as_ref()
@@ -234,6 +264,11 @@ pub fn list(conn: &mut DbConnection, ctx: &Ctx, q: &ListQuery) -> Result<Value, 
             _ => query.filter(scim_groups::id.eq(v)),
         };
     }
-    let found: Vec<GroupRow> = query.load(conn)?;
-    Ok(matching_page(found.iter().map(|g| resource(ctx, g)), q))
+    let found: Vec<GroupRow> = query.limit(MAX_CANDIDATES as i64 + 1).load(conn)?;
+    if found.len() > MAX_CANDIDATES {
+        return Err(too_many("Groups").into());
+    }
+    Ok(Listed::Candidates(
+        found.iter().map(|g| resource(ctx, g)).collect(),
+    ))
 }

@@ -7,7 +7,9 @@ use chrono::NaiveDateTime;
 use serde_json::{json, Map, Value};
 
 use crate::error::ApiError;
-use crate::scim::{list_response, project, ListQuery, ScimError, PATCH_OP};
+use crate::scim::{
+    clean_resource, list_response, project, ListQuery, ResourceKind, ScimError, PATCH_OP,
+};
 use scim_v2::models::others::{PatchOp, PatchOperation};
 
 pub mod groups;
@@ -74,23 +76,76 @@ fn resource_meta(
            "location": format!("{}/{kind}s/{id}", ctx.base)})
 }
 
-/// A ListResponse of the resources of `found` that match the query's filter: the page
-/// asked for, each projected.
-fn matching_page(found: impl Iterator<Item = Value>, q: &ListQuery) -> Value {
-    let matching: Vec<Value> = found
-        .filter(|r| {
-            q.filter
-                .as_ref()
-                .is_none_or(|f| crate::scim::filter::matches(f, r))
-        })
-        .collect();
+/// The most resources one filter is held against: a filter that the database cannot
+/// narrow (by userName, externalId or id) to this many is refused `tooMany`.
+pub const MAX_CANDIDATES: usize = 20_000;
+
+/// What a list found: the page itself (no filter: paged by the database), or the
+/// resources a filter may match, to be held against it without a connection.
+pub enum Listed {
+    Page(Value),
+    Candidates(Vec<Value>),
+}
+
+/// SCIM's refusal of a filter that would take more than coe is willing to do
+/// (RFC 7644 section 3.12, `tooMany`).
+pub fn too_many(what: &str) -> ScimError {
+    ScimError::bad(
+        "tooMany",
+        format!(
+            "the filter would have coe look through more {what} than it does for one \
+             request: filter by userName, externalId or id"
+        ),
+    )
+}
+
+/// What a PATCH starts from: the resource's document and a stamp of it as read, so
+/// that the write can tell whether it changed meanwhile.
+pub struct Seen {
+    pub kind: ResourceKind,
+    pub doc: Map<String, Value>,
+    pub stamp: String,
+}
+
+/// The document `seen` becomes under the PATCH `body`, cleaned by the schema. Pure:
+/// it runs with no connection held and outside the writer's turn.
+pub fn patched(seen: &Seen, body: &Value) -> Result<Map<String, Value>, ApiError> {
+    let ops = patch_ops(body)?;
+    let mut doc = seen.doc.clone();
+    crate::scim::patch::apply(&mut doc, &ops)?;
+    Ok(clean_resource(seen.kind, &doc)?)
+}
+
+/// The page of `found` that matches the query's filter, each projected; refused
+/// `tooMany` when holding the filter against them runs past `until`.
+pub fn filtered_page(
+    found: Vec<Value>,
+    q: &ListQuery,
+    until: std::time::Instant,
+) -> Result<Value, ScimError> {
+    let mut matching = Vec::new();
+    for (i, r) in found.into_iter().enumerate() {
+        if i % 64 == 63 && std::time::Instant::now() > until {
+            return Err(ScimError::bad(
+                "tooMany",
+                "the filter took longer than coe gives one request: filter by userName, \
+                 externalId or id",
+            ));
+        }
+        if q.filter
+            .as_ref()
+            .is_none_or(|f| crate::scim::filter::matches(f, &r))
+        {
+            matching.push(r);
+        }
+    }
     let total = matching.len();
     let page = matching
         .into_iter()
         .skip(q.start_index - 1)
         .take(q.count)
         .collect();
-    at_page(total, q, page)
+    Ok(at_page(total, q, page))
 }
 
 /// A ListResponse of `page` (already the page asked for), each projected.

@@ -8,13 +8,13 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde_json::{json, Map, Value};
 
-use super::{at_page, matching_page, resource_meta, Ctx};
+use super::{at_page, resource_meta, too_many, Ctx, Listed, Seen, MAX_CANDIDATES};
 use crate::db::schema::{people, scim_group_members};
 use crate::db::{self, DbConnection};
 use crate::domain::EmailAddress;
 use crate::error::ApiError;
 use crate::scim::filter::demanded;
-use crate::scim::{self, clean_resource, ListQuery, ResourceKind, ScimError, ENTERPRISE, USER};
+use crate::scim::{clean_resource, ListQuery, ResourceKind, ScimError, ENTERPRISE, USER};
 use crate::services::people as directory;
 
 #[derive(Debug, Queryable, Selectable)]
@@ -161,22 +161,25 @@ fn derive(doc: &Map<String, Value>) -> Result<Derived, ScimError> {
     })
 }
 
-/// The address a manager reference names: a User's id, an externalId, or an address.
+/// The person of the directory a manager reference names: a User's id, an
+/// externalId, or the address of someone in the directory. A reference to anyone else
+/// names nobody: escalations and a leaver's work then go up the chain as if no manager
+/// were given (the reference is kept, and the person's admin page says it is unknown).
 fn manager_address(conn: &mut DbConnection, reference: &str) -> QueryResult<Option<String>> {
-    let found: Option<String> = people::table
+    let address = EmailAddress::parse(reference)
+        .ok()
+        .map(|a| a.as_str().to_owned())
+        .unwrap_or_default();
+    people::table
         .filter(
             people::scim_id
                 .eq(reference)
-                .or(people::scim_external_id.eq(reference)),
+                .or(people::scim_external_id.eq(reference))
+                .or(people::email.eq(&address)),
         )
         .select(people::email)
         .first(conn)
-        .optional()?;
-    Ok(found.or_else(|| {
-        EmailAddress::parse(reference)
-            .ok()
-            .map(|a| a.as_str().to_owned())
-    }))
+        .optional()
 }
 
 /// Writes a User: a new one (`id` None) or the one with that id.
@@ -203,21 +206,37 @@ fn write(
             ScimError::conflict(format!("userName {:?} is another User's", d.user_name)).into(),
         );
     }
-    let at_address: Option<(String, Option<String>)> = people::table
+    let at_address: Option<(String, Option<String>, bool)> = people::table
         .find(&d.address)
-        .select((people::email, people::scim_id))
+        .select((people::email, people::scim_id, people::is_admin))
         .first(conn)
         .optional()?;
     let now = ctx.now;
     let scim_id = match (&existing, &at_address) {
-        (None, Some((_, Some(_)))) => {
+        (None, Some((_, Some(_), _))) => {
             return Err(ScimError::conflict(format!(
                 "emails: {} is already another User's",
                 d.address
             ))
             .into())
         }
-        (None, Some((_, None))) => db::new_id(),
+        // An admin the provider did not provision is not the provider's to change,
+        // deactivate or end the tokens of: a token with the `scim` role must not be a
+        // way to take the service from its admins.
+        (None, Some((_, None, true))) => {
+            return Err(ScimError {
+                status: 403,
+                scim_type: None,
+                detail: format!(
+                    "emails: {} is an admin of coe that the identity provider did not \
+                     provision; SCIM may not change or deactivate them (an admin of coe \
+                     takes the admin role away first if the provider is to manage them)",
+                    d.address
+                ),
+            }
+            .into())
+        }
+        (None, Some((_, None, false))) => db::new_id(),
         (None, None) => {
             directory::ensure(conn, &d.address, now)?;
             db::new_id()
@@ -315,9 +334,18 @@ fn write(
     Ok(resource(ctx, &written))
 }
 
-/// `POST /Users`.
-pub fn create(conn: &mut DbConnection, ctx: &Ctx, body: &Value) -> Result<Value, ApiError> {
-    let doc = clean_resource(ResourceKind::User, super::object(body)?)?;
+/// A User's document as the provider wrote it, cleaned by the schema: made before
+/// the write, so that the writer's turn holds only the rows.
+pub fn clean(body: &Value) -> Result<Map<String, Value>, ApiError> {
+    Ok(clean_resource(ResourceKind::User, super::object(body)?)?)
+}
+
+/// `POST /Users`, with the document `clean` made.
+pub fn create(
+    conn: &mut DbConnection,
+    ctx: &Ctx,
+    doc: Map<String, Value>,
+) -> Result<Value, ApiError> {
     write(conn, ctx, None, doc)
 }
 
@@ -327,26 +355,24 @@ pub fn get_one(conn: &mut DbConnection, ctx: &Ctx, id: &str) -> Result<Value, Ap
     Ok(resource(ctx, &p))
 }
 
-/// `PUT /Users/{id}`.
+/// `PUT /Users/{id}`, with the document `clean` made.
 pub fn replace(
     conn: &mut DbConnection,
     ctx: &Ctx,
     id: &str,
-    body: &Value,
+    doc: Map<String, Value>,
 ) -> Result<Value, ApiError> {
-    let doc = clean_resource(ResourceKind::User, super::object(body)?)?;
     write(conn, ctx, Some(id), doc)
 }
 
-/// `PATCH /Users/{id}`.
-pub fn patch(
-    conn: &mut DbConnection,
-    ctx: &Ctx,
-    id: &str,
-    body: &Value,
-) -> Result<Value, ApiError> {
+fn stamp_of(p: &Provisioned) -> String {
+    format!("{}|{}", p.active, p.scim_doc.as_deref().unwrap_or_default())
+}
+
+/// What a `PATCH /Users/{id}` starts from (read on a connection, applied without one
+/// by `super::patched`, written by `write_patched`).
+pub fn seen(conn: &mut DbConnection, id: &str) -> Result<Seen, ApiError> {
     let p = by_id(conn, id)?.ok_or_else(|| not_found(id))?;
-    let ops = super::patch_ops(body)?;
     let mut doc: Map<String, Value> = p
         .scim_doc
         .as_deref()
@@ -355,9 +381,27 @@ pub fn patch(
     if !p.active {
         doc.insert("active".into(), json!(false));
     }
-    scim::patch::apply(&mut doc, &ops)?;
-    let doc = clean_resource(ResourceKind::User, &doc)?;
-    write(conn, ctx, Some(id), doc)
+    Ok(Seen {
+        kind: ResourceKind::User,
+        stamp: stamp_of(&p),
+        doc,
+    })
+}
+
+/// Writes a patched User, unless it changed since it was `seen` (`None`: read and
+/// apply the PATCH again).
+pub fn write_patched(
+    conn: &mut DbConnection,
+    ctx: &Ctx,
+    id: &str,
+    stamp: &str,
+    doc: Map<String, Value>,
+) -> Result<Option<Value>, ApiError> {
+    let p = by_id(conn, id)?.ok_or_else(|| not_found(id))?;
+    if stamp_of(&p) != stamp {
+        return Ok(None);
+    }
+    write(conn, ctx, Some(id), doc).map(Some)
 }
 
 /// `DELETE /Users/{id}`: the person has left; they stay in the directory (their name
@@ -383,8 +427,10 @@ pub fn delete(conn: &mut DbConnection, ctx: &Ctx, id: &str) -> Result<(), ApiErr
     Ok(())
 }
 
-/// `GET /Users` and `POST /Users/.search`.
-pub fn list(conn: &mut DbConnection, ctx: &Ctx, q: &ListQuery) -> Result<Value, ApiError> {
+/// `GET /Users` and `POST /Users/.search`: a page from the database, or (with a
+/// filter) the Users it may match, which `super::filtered_page` holds the filter
+/// against once the connection is given back.
+pub fn list(conn: &mut DbConnection, ctx: &Ctx, q: &ListQuery) -> Result<Listed, ApiError> {
     let mut query = people::table
         .filter(people::scim_id.is_not_null())
         .select(Provisioned::as_select())
@@ -400,7 +446,7 @@ pub fn list(conn: &mut DbConnection, ctx: &Ctx, q: &ListQuery) -> Result<Value, 
             .limit(q.count as i64)
             .load(conn)?;
         let page = page.iter().map(|p| resource(ctx, p)).collect();
-        return Ok(at_page(total as usize, q, page));
+        return Ok(Listed::Page(at_page(total as usize, q, page)));
     };
     // `emails.value` is not looked up by the address kept: a secondary one matches too.
     let names = ["userName", "externalId", "id"];
@@ -411,6 +457,11 @@ pub fn list(conn: &mut DbConnection, ctx: &Ctx, q: &ListQuery) -> Result<Value, 
             _ => query.filter(people::scim_id.eq(v)),
         };
     }
-    let found: Vec<Provisioned> = query.load(conn)?;
-    Ok(matching_page(found.iter().map(|p| resource(ctx, p)), q))
+    let found: Vec<Provisioned> = query.limit(MAX_CANDIDATES as i64 + 1).load(conn)?;
+    if found.len() > MAX_CANDIDATES {
+        return Err(too_many("Users").into());
+    }
+    Ok(Listed::Candidates(
+        found.iter().map(|p| resource(ctx, p)).collect(),
+    ))
 }
