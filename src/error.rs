@@ -265,6 +265,7 @@ impl From<crate::services::chat::import::ImportError> for ApiError {
         use crate::services::chat::import::ImportError;
         match e {
             ImportError::Invalid(field, problem) => ApiError::field(field, problem),
+            ImportError::Forbidden(why) => ApiError::Forbidden(why),
             ImportError::Platform(said) => ApiError::BadGateway(format!(
                 "the chat platform did not answer as it should: {said}"
             )),

@@ -174,6 +174,14 @@ impl ChannelSettings {
         if !self.kind.publishes() && !self.events.contains(&event) {
             return false;
         }
+        self.serves(team, service)
+    }
+
+    /// Whether it is a channel of `team`'s or `service`'s (teams and services compared
+    /// without case): one limited to `teams`/`services` is theirs alone; an
+    /// organisation-wide one (neither) is everyone's. What it hears about and whose
+    /// incident channel may be read back into a COE ("Import from chat") both ask this.
+    pub fn serves(&self, team: Option<&str>, service: Option<&str>) -> bool {
         if self.teams.is_empty() && self.services.is_empty() {
             return true;
         }

@@ -170,6 +170,34 @@ pub fn read_chat(
     Ok(())
 }
 
+/// Whether `who` may read `channel` into a COE of `team` and `service`: a channel
+/// limited to teams or services serves their COEs only, an organisation-wide one
+/// every COE (`ChannelSettings::serves`); an admin reads any. Without this, whoever
+/// owns a draft would read every channel coe's tokens can read.
+pub fn read_chat_channel(
+    who: &Editor<'_>,
+    channel: &crate::config::ChannelSettings,
+    team: Option<&str>,
+    service: Option<&str>,
+) -> Result<(), AccessError> {
+    if who.is_admin || channel.serves(team, service) {
+        return Ok(());
+    }
+    let whose: Vec<String> = [("team", &channel.teams), ("service", &channel.services)]
+        .into_iter()
+        .filter(|(_, names)| !names.is_empty())
+        .map(|(what, names)| format!("{what} {}", names.join(", ")))
+        .collect();
+    Err(AccessError::Forbidden(format!(
+        "{} is a channel of {} only, and this COE is of team {} and service {}: only an admin \
+         reads it into this COE",
+        channel.name,
+        whose.join(" and "),
+        team.unwrap_or("none"),
+        service.unwrap_or("none"),
+    )))
+}
+
 /// Whether `who` may change corrective action `action_id`.
 pub fn action(
     conn: &mut DbConnection,

@@ -57,6 +57,27 @@ async fn proposed(app: &TestApp, token: &str, id: &str, query: &str) -> (u16, Va
     (status, res.json().await.unwrap_or(Value::Null))
 }
 
+/// Writes a milestone of COE `id`'s timeline (`started`, `resolved`) with `token`.
+async fn milestone(app: &TestApp, token: &str, id: &str, kind: &str, at: &str) {
+    let doc = app.get_json(&format!("/api/v1/coes/{id}"), token).await;
+    let version = doc["version"].as_i64().expect("version");
+    let res = app
+        .client
+        .post(app.url(&format!("/api/v1/coes/{id}/timeline")))
+        .bearer_auth(token)
+        .header("if-match", format!("\"{version}\""))
+        .json(&json!({"at": at, "kind": kind, "text": format!("{kind} (from the alerts)")}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(
+        res.status(),
+        201,
+        "{}",
+        res.text().await.unwrap_or_default()
+    );
+}
+
 /// What a double was asked: path and query, and its authorization.
 #[derive(Default)]
 struct Asked {
@@ -376,8 +397,11 @@ async fn slack_and_mattermost_channels_are_proposed_people_s_messages_in_the_win
     )
     .await;
     assert_eq!(status, 404);
-    // Its owner (not an admin) reads the channel the settings give, and no other.
+    // Its owner (not an admin) reads the channel the settings give, and no other,
+    // near the COE's incident (its start and resolution, as written in its timeline).
     let owner = crate::actions::person_token(&app, "owner", "admin@example.com");
+    milestone(&app, &owner, &id, "started", "2026-12-01T10:00:00Z").await;
+    milestone(&app, &owner, &id, "resolved", "2026-12-01T10:30:00Z").await;
     let (status, _) = proposed(&app, &owner, &id, &format!("channel=ops&{window}")).await;
     assert_eq!(status, 200);
     let (status, body) = proposed(
@@ -400,7 +424,14 @@ async fn slack_and_mattermost_channels_are_proposed_people_s_messages_in_the_win
     assert_eq!(res.status(), 401);
     // Nothing was added by reading.
     let doc = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
-    assert_eq!(doc["timeline"], json!([]), "{doc}");
+    assert!(
+        doc["timeline"]
+            .as_array()
+            .expect("timeline")
+            .iter()
+            .all(|e| e["source"].is_null()),
+        "{doc}"
+    );
 }
 
 /// A person writes in the Matrix room (real Synapse); the bot's own notices are left
@@ -524,12 +555,8 @@ async fn a_matrix_room_s_messages_are_proposed_and_a_chosen_few_imported() {
         "{list}"
     );
     assert!(!list.contains("COE opened"), "{list}");
-    browser
-        .click("#import-choose input[name=keep][value=\"0\"]")
-        .await;
-    browser
-        .click("#import-choose input[name=keep][value=\"1\"]")
-        .await;
+    browser.click("#keep-0").await;
+    browser.click("#keep-1").await;
     browser.screenshot("chat-import-proposed").await;
     crate::html::assert_accessible_now(&browser).await;
     browser
@@ -574,4 +601,359 @@ async fn a_matrix_room_s_messages_are_proposed_and_a_chosen_few_imported() {
     assert!(problem.contains("tick the messages"), "{problem}");
     let doc = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
     assert_eq!(doc["timeline"].as_array().expect("timeline").len(), 2);
+}
+
+/// Two Slack channels read by one double (`C1`): the security team's and the
+/// payments team's, each limited to its team.
+fn team_channels(base: &str) -> Vec<ChannelSettings> {
+    ["sec-incidents:security", "payments-incidents:payments"]
+        .into_iter()
+        .map(|spec| {
+            let (name, team) = spec.split_once(':').expect("name:team");
+            let mut c = readable(name, ChatKind::Slack);
+            c.api_url = Some(base.to_owned());
+            c.read_token = Some("xoxb-read".to_owned().into());
+            c.read_channel = Some("C1".into());
+            c.teams = vec![team.to_owned()];
+            c
+        })
+        .collect()
+}
+
+/// An app with the two team channels; maria (payments) owns a draft whose incident
+/// started 2026-12-01 10:00 and was resolved at 10:30 (its timeline says so). The
+/// app, an admin token, maria's token and her draft's id.
+async fn marias_draft() -> (TestApp, String, String, String) {
+    let (base, _asked) = double(false).await;
+    let channels = team_channels(&base);
+    let app = spawn_app_with(move |s| s.chat.channels = channels).await;
+    let admin = app.admin_token();
+    crate::chat::person(&app, &admin, "maria@example.com", "payments").await;
+    crate::chat::person(&app, &admin, "sam@example.com", "security").await;
+    let maria = crate::actions::person_token(&app, "maria", "maria@example.com");
+    let res = app
+        .post_json(
+            "/api/v1/coes",
+            Some(&maria),
+            &json!({"title": "Card payments declined", "owner": "maria@example.com", "severity": "sev2"}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let doc: Value = res.json().await.expect("json");
+    let id = doc["id"].as_str().expect("id").to_owned();
+    milestone(&app, &maria, &id, "started", "2026-12-01T10:00:00Z").await;
+    milestone(&app, &maria, &id, "resolved", "2026-12-01T10:30:00Z").await;
+    (app, admin, maria, id)
+}
+
+const NEAR: &str = "from=2026-12-01T10:00:00Z&to=2026-12-01T11:00:00Z";
+
+/// The values of the page's `keep` boxes: the keys of the messages proposed.
+fn keys_in(html: &str) -> Vec<String> {
+    html.split("name=\"keep\" value=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split('"').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_cannot_read_another_team_s_channel_into_her_own_draft() {
+    let (app, admin, maria, id) = marias_draft().await;
+
+    // The API: the security team's channel is refused, her team's is read.
+    let (status, body) =
+        proposed(&app, &maria, &id, &format!("channel=sec-incidents&{NEAR}")).await;
+    assert_eq!(status, 403, "{body}");
+    let said = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("sec-incidents") && said.contains("only an admin"),
+        "{body}"
+    );
+    let (status, body) = proposed(
+        &app,
+        &maria,
+        &id,
+        &format!("channel=payments-incidents&{NEAR}"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["messages"].as_array().map(Vec::len), Some(3), "{body}");
+    // An admin reads it into her COE (marked in the history as beyond its scope).
+    let (status, body) =
+        proposed(&app, &admin, &id, &format!("channel=sec-incidents&{NEAR}")).await;
+    assert_eq!(status, 200, "{body}");
+
+    // The page: not offered to her, and refused when asked for by name.
+    let cookie = crate::pages::sign_in(&app, "maria@example.com").await;
+    let res = crate::pages::get_page(&app, &format!("/coes/{id}/import"), Some(&cookie)).await;
+    assert_eq!(res.status(), 200);
+    let html = res.text().await.expect("html");
+    assert!(html.contains("payments-incidents"), "{html}");
+    assert!(!html.contains("sec-incidents"), "{html}");
+    let res = crate::pages::get_page(
+        &app,
+        &format!("/coes/{id}/import?channel=sec-incidents&from=2026-12-01T10:00:00&to=2026-12-01T11:00:00"),
+        Some(&cookie),
+    )
+    .await;
+    assert_eq!(res.status(), 403);
+    let html = res.text().await.expect("html");
+    assert!(html.contains("only an admin"), "{html}");
+    assert!(!html.contains("rolling back"), "{html}");
+    // "Import from chat" shows on her draft (her team has a channel), not on the draft
+    // of someone whose team has none.
+    let page = crate::pages::get_page(&app, &format!("/coes/{id}"), Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(page.contains("id=\"import-from-chat\""), "{page}");
+    crate::chat::person(&app, &admin, "lee@example.com", "search").await;
+    let lee = crate::actions::person_token(&app, "lee", "lee@example.com");
+    let res = app
+        .post_json(
+            "/api/v1/coes",
+            Some(&lee),
+            &json!({"title": "Search slow", "owner": "lee@example.com"}),
+        )
+        .await;
+    assert_eq!(res.status(), 201);
+    let doc: Value = res.json().await.expect("json");
+    let lees = doc["id"].as_str().expect("id");
+    let lee_cookie = crate::pages::sign_in(&app, "lee@example.com").await;
+    let page = crate::pages::get_page(&app, &format!("/coes/{lees}"), Some(&lee_cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(page.contains("Search slow"), "{page}");
+    assert!(!page.contains("import-from-chat"), "{page}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_cannot_read_a_window_far_from_her_coe_s_incident() {
+    let (app, admin, maria, id) = marias_draft().await;
+    // Ten days before her incident: refused, the span named.
+    let far = "from=2026-11-21T10:00:00Z&to=2026-11-22T10:00:00Z";
+    let (status, body) = proposed(
+        &app,
+        &maria,
+        &id,
+        &format!("channel=payments-incidents&{far}"),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    let field = &body["error"]["fields"][0];
+    assert_eq!(field["field"], "from", "{body}");
+    let problem = field["problem"].as_str().unwrap_or_default();
+    assert!(
+        problem.contains("2026-11-30 10:00 UTC") && problem.contains("2026-12-02 10:30 UTC"),
+        "{body}"
+    );
+    // Running on past her incident's resolution by more than a day: `to` is named.
+    let late = "from=2026-12-01T10:00:00Z&to=2026-12-04T10:00:00Z";
+    let (status, body) = proposed(
+        &app,
+        &maria,
+        &id,
+        &format!("channel=payments-incidents&{late}"),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["fields"][0]["field"], "to", "{body}");
+    // The page says so too.
+    let cookie = crate::pages::sign_in(&app, "maria@example.com").await;
+    let res = crate::pages::get_page(
+        &app,
+        &format!("/coes/{id}/import?channel=payments-incidents&from=2026-11-21T10:00:00&to=2026-11-22T10:00:00"),
+        Some(&cookie),
+    )
+    .await;
+    assert_eq!(res.status(), 422);
+    assert!(res
+        .text()
+        .await
+        .expect("html")
+        .contains("from: must be between"));
+    // An admin may read any window (of at most 14 days).
+    let (status, body) = proposed(
+        &app,
+        &admin,
+        &id,
+        &format!("channel=payments-incidents&{far}"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = proposed(
+        &app,
+        &admin,
+        &id,
+        "channel=payments-incidents&from=2026-11-01T00:00:00Z&to=2026-11-20T00:00:00Z",
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(body["error"]["fields"][0]["field"], "to", "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_of_a_channel_is_written_in_the_coe_s_history() {
+    let (app, admin, maria, id) = marias_draft().await;
+    let (status, body) = proposed(
+        &app,
+        &maria,
+        &id,
+        &format!("channel=payments-incidents&{NEAR}"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = proposed(&app, &admin, &id, &format!("channel=sec-incidents&{NEAR}")).await;
+    assert_eq!(status, 200);
+    // A refused read reads nothing and writes nothing.
+    let (status, _) = proposed(&app, &maria, &id, &format!("channel=sec-incidents&{NEAR}")).await;
+    assert_eq!(status, 403);
+
+    let history = app
+        .get_json(&format!("/api/v1/coes/{id}/history"), &admin)
+        .await;
+    let reads: Vec<&Value> = history["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .filter(|h| h["action"] == "chat:read")
+        .collect();
+    assert_eq!(reads.len(), 2, "{history}");
+    assert_eq!(
+        reads[0]["after"],
+        json!({"channel": "payments-incidents", "conversation": null,
+               "from": "2026-12-01T10:00:00Z", "to": "2026-12-01T11:00:00Z",
+               "messages": 3, "ours": true}),
+        "{history}"
+    );
+    assert_eq!(reads[1]["after"]["channel"], "sec-incidents");
+    assert_eq!(reads[1]["after"]["ours"], false);
+    // Who read, and never what was said.
+    assert!(
+        reads[0]["actor"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("maria"),
+        "{history}"
+    );
+    assert!(!history.to_string().contains("rolling back"), "{history}");
+
+    // The history page says it in words.
+    let cookie = crate::pages::sign_in(&app, "maria@example.com").await;
+    let html = crate::pages::get_page(&app, &format!("/coes/{id}/history"), Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        html.contains(
+            "read 3 messages of #payments-incidents from 2026-12-01 10:00 UTC to 2026-12-01 11:00 UTC"
+        ),
+        "{html}"
+    );
+    assert!(
+        html.contains("read 3 messages of #sec-incidents from 2026-12-01 10:00 UTC to 2026-12-01 11:00 UTC (a channel outside its team and service)"),
+        "{html}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forged_author_posted_back_to_the_import_form_is_not_what_lands_in_the_timeline() {
+    let (app, admin, _maria, id) = marias_draft().await;
+    let cookie = crate::pages::sign_in(&app, "maria@example.com").await;
+    let page = format!(
+        "/coes/{id}/import?channel=payments-incidents&from=2026-12-01T10:00:00&to=2026-12-01T11:00:00"
+    );
+    let res = crate::pages::get_page(&app, &page, Some(&cookie)).await;
+    assert_eq!(res.status(), 200);
+    let html = res.text().await.expect("html");
+    let keys = keys_in(&html);
+    assert_eq!(keys.len(), 3, "{html}");
+    let csrf = crate::pages::csrf_of(&html);
+    let post = |fields: Vec<(&'static str, String)>| {
+        let (app, cookie, csrf, id) = (&app, cookie.clone(), csrf.clone(), id.clone());
+        async move {
+            let mut form = vec![
+                ("csrf", csrf),
+                ("channel", "payments-incidents".to_owned()),
+                ("from", "2026-12-01T10:00:00".to_owned()),
+                ("to", "2026-12-01T11:00:00".to_owned()),
+            ];
+            form.extend(fields);
+            crate::pages::browser()
+                .post(app.url(&format!("/coes/{id}/import")))
+                .header(reqwest::header::COOKIE, cookie)
+                .form(&form)
+                .send()
+                .await
+                .expect("sent")
+        }
+    };
+
+    // The old form's fields, forged: a message Ana never wrote, under Sam's name.
+    let forged = post(vec![
+        ("keep", keys[0].clone()),
+        ("author0", "sam@example.com".into()),
+        ("at0", "2026-12-01T10:01:00Z".into()),
+        ("text0", "Maria did nothing wrong".into()),
+    ])
+    .await;
+    assert_eq!(forged.status(), 303);
+    let doc = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
+    let imported: Vec<&Value> = doc["timeline"]
+        .as_array()
+        .expect("timeline")
+        .iter()
+        .filter(|e| e["source"] == "chat:payments-incidents")
+        .collect();
+    assert_eq!(imported.len(), 1, "{doc}");
+    assert_eq!(
+        imported[0]["text"], "Ana Lima: Seeing 500s on checkout (https://grafana.example.com/d/co)",
+        "{doc}"
+    );
+    assert!(imported[0]["at"]
+        .as_str()
+        .unwrap_or_default()
+        .starts_with("2026-12-01T10:01:00"));
+    assert!(!doc.to_string().contains("did nothing wrong"), "{doc}");
+
+    // A key of a message the platform never said: told, nothing added.
+    let made_up = format!("{:032x}", 7);
+    let res = post(vec![("keep", made_up), ("keep", keys[1].clone())]).await;
+    assert_eq!(res.status(), 422);
+    let html = res.text().await.expect("html");
+    assert!(
+        html.contains("1 of the ticked messages is no longer in the channel"),
+        "{html}"
+    );
+    assert!(html.contains("Bo Chen"), "the channel as it is now: {html}");
+    let doc = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
+    let imported = doc["timeline"]
+        .as_array()
+        .expect("timeline")
+        .iter()
+        .filter(|e| e["source"] == "chat:payments-incidents")
+        .count();
+    assert_eq!(imported, 1, "nothing added: {doc}");
+    // Posting back the security team's channel is refused as reading it is.
+    let res = post(vec![("keep", keys[1].clone())]).await;
+    assert_eq!(res.status(), 303, "her own channel still imports");
+    let res = crate::pages::browser()
+        .post(app.url(&format!("/coes/{id}/import")))
+        .header(reqwest::header::COOKIE, cookie.clone())
+        .form(&[
+            ("csrf", csrf.as_str()),
+            ("channel", "sec-incidents"),
+            ("from", "2026-12-01T10:00:00"),
+            ("to", "2026-12-01T11:00:00"),
+            ("keep", keys[2].as_str()),
+        ])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 403);
 }

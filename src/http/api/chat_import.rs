@@ -11,8 +11,7 @@ use crate::chat::read::Said;
 use crate::error::{ApiError, ErrorBody};
 use crate::http::bearer::Member;
 use crate::http::extract::{ids, ApiQuery, PathId};
-use crate::http::state::{with_conn, AppState};
-use crate::services::access;
+use crate::http::state::{with_conn, with_write, AppState};
 use crate::services::chat::import;
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -44,14 +43,16 @@ fn time(field: &'static str, raw: Option<&str>) -> Result<Option<chrono::NaiveDa
 }
 
 /// The messages people wrote in the channel during the window, oldest first, for
-/// whoever may change the COE (its owner, its reviewer, an admin).
+/// the COE's owner or reviewer (a channel of the COE's team or service, or of the
+/// whole organisation; a window within a day of its incidents) or an admin (any
+/// readable channel, any window). Each read is written in the COE's history.
 #[utoipa::path(operation_id = "chat_messages", get, path = "/api/v1/coes/{id}/chat-messages", tag = "coes", security(("bearer" = [])),
     params(("id" = String, Path, description = "The COE's id"), ChatQuery),
     responses(
         (status = 200, description = "`{channel, conversation, from, to, messages: [{author, at, text}]}`", body = Object),
-        (status = 403, description = "Not one who may change the COE", body = ErrorBody),
+        (status = 403, description = "Not the COE's owner, reviewer or an admin; or a channel limited to other teams or services (admins only)", body = ErrorBody),
         (status = 404, description = "No such COE", body = ErrorBody),
-        (status = 422, description = "No such readable channel, or a bad window (the field is named)", body = ErrorBody),
+        (status = 422, description = "No such readable channel, or a bad window: longer than 14 days, or (but for an admin) beyond a day either side of the COE's incidents (the field is named, with the span allowed)", body = ErrorBody),
         (status = 502, description = "The platform refused or did not answer (its words)", body = ErrorBody),
     ))]
 pub async fn messages(
@@ -61,31 +62,48 @@ pub async fn messages(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, q, acting) = (id.into_inner(), query.0, caller.acting());
-    let from = time("from", q.from.as_deref())?;
-    let to = time("to", q.to.as_deref())?;
-    let elsewhere = q
+    let ask = import::Ask {
+        channel: q.channel.clone(),
+        conversation: q.conversation.clone(),
+        from: time("from", q.from.as_deref())?,
+        to: time("to", q.to.as_deref())?,
+    };
+    let elsewhere = ask
         .conversation
         .as_deref()
         .is_some_and(|c| !c.trim().is_empty());
-    let window = with_conn(&state, move |conn, _| {
-        access::read_chat(conn, &id, &acting.editor(), elsewhere)
-            .map_err(crate::services::coes::CoeError::from)?;
-        Ok(import::window(conn, &id)?)
+    let (key, who) = (id.clone(), acting.clone());
+    let reading = with_conn(&state, move |conn, state| {
+        let scope = import::open(conn, &key, &who.editor(), elsewhere)?;
+        Ok(import::plan(
+            &state.settings,
+            &scope,
+            &who.editor(),
+            &ask,
+            crate::db::now(),
+        )?)
     })
-    .await?
-    .ok_or_else(|| ApiError::NotFound("no such COE".into()))?;
-    let from = from.unwrap_or(window.0);
-    let to = to.or(window.1).unwrap_or_else(crate::db::now);
-    let settings = state.settings.clone();
-    let (channel, conversation) = (q.channel.clone(), q.conversation.clone());
-    let said: Vec<Said> =
-        web::block(move || import::propose(&settings, &channel, conversation.as_deref(), from, to))
-            .await??;
+    .await?;
+    // The platform answers with no pooled connection held.
+    let (settings, planned) = (state.settings.clone(), reading.clone());
+    let said: Vec<Said> = web::block(move || import::read(&settings, &planned)).await??;
+    let (count, done) = (said.len(), reading.clone());
+    with_write(&state, move |conn, _| {
+        Ok(import::record(
+            conn,
+            &id,
+            &acting.actor,
+            &done,
+            count,
+            crate::db::now(),
+        )?)
+    })
+    .await?;
     Ok(HttpResponse::Ok().json(json!({
-        "channel": q.channel,
-        "conversation": q.conversation,
-        "from": crate::json::format_utc(&from),
-        "to": crate::json::format_utc(&to),
+        "channel": reading.channel,
+        "conversation": reading.conversation,
+        "from": crate::json::format_utc(&reading.from),
+        "to": crate::json::format_utc(&reading.to),
         "messages": said,
     })))
 }

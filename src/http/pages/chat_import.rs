@@ -1,6 +1,8 @@
-//! "Import from chat" on a draft: pick a channel coe may read and a window (the
+//! "Import from chat" on a draft: pick a channel this COE may use and a window (the
 //! incident's start to its resolution by default); its messages come in as proposed
-//! timeline entries, and only those the owner ticks are added.
+//! timeline entries, and only those the owner ticks are added. The form names the
+//! ticked messages by key (`import::key`); adding reads the channel again and adds
+//! the platform's messages, never what the form carried.
 
 use actix_web::http::StatusCode;
 use actix_web::web;
@@ -11,12 +13,12 @@ use serde_json::{json, Value};
 use super::error::PageError;
 use super::guard::{CsrfForm, Fields};
 use super::kit::{render, Page, State};
-use super::outcome::{as_person, see_other};
+use super::outcome::{as_person, see_other, write_as_person};
 use crate::chat::read::Said;
 use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;
-use crate::services::chat::import;
-use crate::services::coes::{self, ChosenMessage};
+use crate::services::chat::import::{self, Ask, ImportError, Reading, Scope};
+use crate::services::coes;
 
 #[derive(Debug, Default, Deserialize)]
 pub struct ImportQuery {
@@ -28,6 +30,25 @@ pub struct ImportQuery {
     from: Option<String>,
     #[serde(default)]
     to: Option<String>,
+}
+
+impl ImportQuery {
+    fn elsewhere(&self) -> bool {
+        self.conversation
+            .as_deref()
+            .is_some_and(|c| !c.trim().is_empty())
+    }
+
+    /// What is asked, once a channel is picked.
+    fn ask(&self) -> Option<Ask> {
+        let channel = self.channel.as_deref().map(str::trim)?;
+        (!channel.is_empty()).then(|| Ask {
+            channel: channel.to_owned(),
+            conversation: self.conversation.clone(),
+            from: parse_field(self.from.as_deref()),
+            to: parse_field(self.to.as_deref()),
+        })
+    }
 }
 
 const FIELD_TIME: &str = "%Y-%m-%dT%H:%M:%S";
@@ -43,44 +64,95 @@ fn parse_field(raw: Option<&str>) -> Option<NaiveDateTime> {
         .ok()
 }
 
-/// The COE's title and state, and its default window, for someone who may change it.
-async fn coe_facts(
+/// The COE as the form shows it, for someone who may read a channel into it.
+struct Facts {
+    title: String,
+    coe_state: CoeState,
+    scope: Scope,
+    /// The channels offered: (name, kind, whether one of the COE's).
+    channels: Vec<(String, &'static str, bool)>,
+}
+
+/// The COE's facts (`import::open`: only its owner, reviewer or an admin), and the
+/// read planned from `asked` when a channel is picked (`import::plan`).
+async fn prepare(
     state: &State,
     who: &SignedIn,
     id: &str,
-    elsewhere: bool,
-) -> Result<(String, CoeState, (NaiveDateTime, Option<NaiveDateTime>)), PageError> {
-    let key = id.to_owned();
+    asked: &ImportQuery,
+) -> Result<(Facts, Option<Result<Reading, ImportError>>), PageError> {
+    let (key, elsewhere, ask) = (id.to_owned(), asked.elsewhere(), asked.ask());
     as_person(state, who, move |conn, state, editor| {
-        crate::services::access::read_chat(conn, &key, editor, elsewhere)
-            .map_err(coes::CoeError::from)?;
+        let scope = import::open(conn, &key, editor, elsewhere)?;
         let doc = coes::load(conn, &key, &state.settings)?;
-        let window = import::window(conn, &key)?.unwrap_or((doc.created_at, None));
-        Ok((doc.title, doc.state, window))
+        let channels = scope
+            .channels(&state.settings, editor)
+            .into_iter()
+            .map(|(c, ours)| (c.name.clone(), c.kind.as_str(), ours))
+            .collect();
+        let planned =
+            ask.map(|ask| import::plan(&state.settings, &scope, editor, &ask, crate::db::now()));
+        let facts = Facts {
+            title: doc.title,
+            coe_state: doc.state,
+            scope,
+            channels,
+        };
+        Ok((facts, planned))
     })
     .await
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Reads the planned conversation with no pooled connection held.
+async fn read(
+    state: &State,
+    reading: &Reading,
+) -> Result<Result<Vec<Said>, ImportError>, PageError> {
+    let (settings, reading) = (state.settings.clone(), reading.clone());
+    web::block(move || import::read(&settings, &reading))
+        .await
+        .map_err(|e| PageError::Internal(e.to_string()))
+}
+
+/// The status and the words of a read that could not be made.
+fn refused(e: &ImportError) -> (StatusCode, String) {
+    match e {
+        ImportError::Invalid(field, problem) => (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("{field}: {problem}"),
+        ),
+        ImportError::Forbidden(why) => (StatusCode::FORBIDDEN, why.clone()),
+        ImportError::Platform(said) => (StatusCode::BAD_GATEWAY, said.clone()),
+    }
+}
+
 fn show(
     state: &State,
     who: &SignedIn,
     status: StatusCode,
-    id: &str,
-    (title, coe_state): (&str, CoeState),
+    (id, facts): (&str, &Facts),
     asked: &ImportQuery,
-    (from, to): (NaiveDateTime, Option<NaiveDateTime>),
     messages: Option<&[Said]>,
     problem: Option<String>,
 ) -> Page {
-    let channels: Vec<Value> = import::channels(&state.settings)
+    let from = parse_field(asked.from.as_deref()).unwrap_or(facts.scope.window.0);
+    let to = parse_field(asked.to.as_deref()).or(facts.scope.window.1);
+    let picked = asked.channel.as_deref().map(str::trim);
+    let channels: Vec<Value> = facts
+        .channels
         .iter()
-        .map(|c| json!({"name": c.name, "kind": c.kind.as_str(), "selected": asked.channel.as_deref() == Some(c.name.as_str())}))
+        .map(|(name, kind, ours)| {
+            json!({"name": name, "kind": kind, "ours": ours,
+                   "selected": picked == Some(name.as_str())})
+        })
         .collect();
     let messages = messages.map(|m| {
         m.iter()
             .enumerate()
-            .map(|(i, s)| json!({"i": i, "author": s.author, "at": crate::json::format_utc(&s.at), "text": s.text}))
+            .map(|(i, s)| {
+                json!({"i": i, "key": import::key(s), "author": s.author,
+                       "at": crate::json::format_utc(&s.at), "text": s.text})
+            })
             .collect::<Vec<_>>()
     });
     render(
@@ -90,13 +162,14 @@ fn show(
         "chat_import",
         json!({
             "id": id,
-            "title": title,
-            "draft": coe_state == CoeState::Draft,
+            "title": facts.title,
+            "draft": facts.coe_state == CoeState::Draft,
             "channels": channels,
-            "channel": asked.channel,
+            "channel": picked,
             "conversation": asked.conversation,
             "from": field_time(from),
             "to": to.map(field_time),
+            "margin_hours": import::WINDOW_MARGIN_HOURS,
             "messages": messages,
             "problem": problem,
         }),
@@ -104,7 +177,7 @@ fn show(
 }
 
 /// `GET /coes/{id}/import`: the form, and the messages proposed once a channel is
-/// picked.
+/// picked (the read is written in the COE's history).
 pub async fn form(
     who: SignedIn,
     path: web::Path<String>,
@@ -113,150 +186,171 @@ pub async fn form(
 ) -> Page {
     let id = path.into_inner();
     let asked = query.into_inner();
-    let elsewhere = asked
-        .conversation
-        .as_deref()
-        .is_some_and(|c| !c.trim().is_empty());
-    let (title, coe_state, window) = coe_facts(&state, &who, &id, elsewhere).await?;
-    let from = parse_field(asked.from.as_deref()).unwrap_or(window.0);
-    let to = parse_field(asked.to.as_deref()).or(window.1);
-    let Some(channel) = asked
-        .channel
-        .clone()
-        .filter(|_| coe_state == CoeState::Draft)
-    else {
-        return show(
-            &state,
-            &who,
-            StatusCode::OK,
-            &id,
-            (&title, coe_state),
-            &asked,
-            (from, to),
-            None,
-            None,
-        );
+    let (facts, planned) = prepare(&state, &who, &id, &asked).await?;
+    let here = (id.as_str(), &facts);
+    let Some(planned) = planned.filter(|_| facts.coe_state == CoeState::Draft) else {
+        return show(&state, &who, StatusCode::OK, here, &asked, None, None);
     };
-    let (settings, conversation) = (state.settings.clone(), asked.conversation.clone());
-    let proposed = web::block(move || {
-        let until = to.unwrap_or_else(crate::db::now);
-        import::propose(&settings, &channel, conversation.as_deref(), from, until)
-    })
-    .await
-    .map_err(|e| PageError::Internal(e.to_string()))?;
-    match proposed {
-        Ok(said) => show(
-            &state,
-            &who,
-            StatusCode::OK,
-            &id,
-            (&title, coe_state),
-            &asked,
-            (from, to),
-            Some(&said),
-            None,
-        ),
+    let reading = match planned {
+        Ok(reading) => reading,
         Err(e) => {
-            let status = match e {
-                import::ImportError::Invalid(..) => StatusCode::UNPROCESSABLE_ENTITY,
-                import::ImportError::Platform(_) => StatusCode::BAD_GATEWAY,
-            };
+            let (status, problem) = refused(&e);
+            return show(&state, &who, status, here, &asked, None, Some(problem));
+        }
+    };
+    match read(&state, &reading).await? {
+        Ok(said) => {
+            record(&state, &who, &id, &reading, said.len()).await?;
             show(
                 &state,
                 &who,
-                status,
-                &id,
-                (&title, coe_state),
+                StatusCode::OK,
+                here,
                 &asked,
-                (from, to),
+                Some(&said),
                 None,
-                Some(e.to_string()),
             )
         }
-    }
-}
-
-/// The messages the form carried back (`at{i}`, `author{i}`, `text{i}`), and those
-/// ticked (`keep`).
-fn carried(fields: &Fields) -> (Vec<Said>, Vec<ChosenMessage>) {
-    let mut all = Vec::new();
-    let mut kept = Vec::new();
-    let ticked: Vec<&str> = fields.all("keep").collect();
-    for i in 0..crate::chat::read::MAX_MESSAGES {
-        let Some(at) = fields.filled(&format!("at{i}")) else {
-            break;
-        };
-        let Ok(Some(at)) = crate::domain::event::parse_time(&at) else {
-            continue;
-        };
-        let said = Said {
-            author: fields.text(&format!("author{i}")),
-            at,
-            text: fields.text(&format!("text{i}")),
-        };
-        if ticked.contains(&i.to_string().as_str()) {
-            kept.push(ChosenMessage {
-                at,
-                author: said.author.clone(),
-                text: said.text.clone(),
-            });
+        Err(e) => {
+            let (status, problem) = refused(&e);
+            show(&state, &who, status, here, &asked, None, Some(problem))
         }
-        all.push(said);
     }
-    (all, kept)
 }
 
-/// `POST /coes/{id}/import`: adds the ticked messages to the timeline.
+/// Writes the read in the COE's history.
+async fn record(
+    state: &State,
+    who: &SignedIn,
+    id: &str,
+    reading: &Reading,
+    count: usize,
+) -> Result<(), PageError> {
+    let (key, reading) = (id.to_owned(), reading.clone());
+    write_as_person(state, who, move |conn, _, editor| {
+        Ok(import::record(
+            conn,
+            &key,
+            editor.actor,
+            &reading,
+            count,
+            crate::db::now(),
+        )?)
+    })
+    .await
+}
+
+/// `POST /coes/{id}/import`: reads the channel again (the same checks and window)
+/// and adds the platform's messages whose keys were ticked (`keep`) to the timeline.
 pub async fn import(form: CsrfForm<Fields>, path: web::Path<String>, state: State) -> Page {
     let id = path.into_inner();
     let (who, fields) = (form.who, form.fields);
-    let source = fields.text("channel");
-    let (all, chosen) = carried(&fields);
-    let (key, from) = (id.clone(), source.clone());
-    let added = as_person(
-        &state,
-        &who,
-        move |conn, state, editor| match coes::import_timeline(
-            conn,
-            &key,
-            &chosen,
-            &from,
-            editor,
-            state.env(),
-        ) {
-            Ok(n) => Ok(Ok(n)),
-            Err(coes::CoeError::Invalid(problems)) => Ok(Err(problems
-                .into_iter()
-                .map(|(_, p)| p)
-                .collect::<Vec<_>>()
-                .join("; "))),
-            Err(e) => Err(e.into()),
-        },
-    )
-    .await?;
-    match added {
-        Ok(_) => Ok(see_other(&format!("/coes/{id}#timeline"))),
-        Err(problem) => {
-            let (title, coe_state, window) = coe_facts(&state, &who, &id, false).await?;
-            let asked = ImportQuery {
-                channel: Some(source),
-                conversation: fields.filled("conversation"),
-                from: fields.filled("from"),
-                to: fields.filled("to"),
-            };
-            let from = parse_field(asked.from.as_deref()).unwrap_or(window.0);
-            let to = parse_field(asked.to.as_deref()).or(window.1);
-            show(
+    let asked = ImportQuery {
+        channel: fields.filled("channel"),
+        conversation: fields.filled("conversation"),
+        from: fields.filled("from"),
+        to: fields.filled("to"),
+    };
+    let keep: Vec<String> = fields.all("keep").map(|k| k.trim().to_owned()).collect();
+    let (facts, planned) = prepare(&state, &who, &id, &asked).await?;
+    let here = (id.as_str(), &facts);
+    if facts.coe_state != CoeState::Draft {
+        return show(&state, &who, StatusCode::CONFLICT, here, &asked, None, None);
+    }
+    let reading = match planned {
+        Some(Ok(reading)) => reading,
+        Some(Err(e)) => {
+            let (status, problem) = refused(&e);
+            return show(&state, &who, status, here, &asked, None, Some(problem));
+        }
+        None => {
+            let problem = "channel: pick the channel to read".to_owned();
+            return show(
                 &state,
                 &who,
                 StatusCode::UNPROCESSABLE_ENTITY,
-                &id,
-                (&title, coe_state),
+                here,
                 &asked,
-                (from, to),
-                Some(&all),
+                None,
                 Some(problem),
-            )
+            );
         }
-    }
+    };
+    let said = match read(&state, &reading).await? {
+        Ok(said) => said,
+        Err(e) => {
+            let (status, problem) = refused(&e);
+            return show(&state, &who, status, here, &asked, None, Some(problem));
+        }
+    };
+    let chosen = import::kept(&said, &keep);
+    let missing = chosen.as_ref().err().copied().unwrap_or(0);
+    let (key, done, count) = (id.clone(), reading.clone(), said.len());
+    let added = write_as_person(&state, &who, move |conn, state, editor| {
+        import::record(conn, &key, editor.actor, &done, count, crate::db::now())?;
+        let Ok(chosen) = chosen else {
+            return Ok(Err(None));
+        };
+        match coes::import_timeline(conn, &key, &chosen, &done.channel, editor, state.env()) {
+            Ok(n) => Ok(Ok(n)),
+            Err(coes::CoeError::Invalid(problems)) => Ok(Err(Some(
+                problems
+                    .into_iter()
+                    .map(|(_, p)| p)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ))),
+            Err(e) => Err(e.into()),
+        }
+    })
+    .await?;
+    let problem = match added {
+        Ok(_) => return Ok(see_other(&format!("/coes/{id}#timeline"))),
+        Err(Some(problem)) => problem,
+        Err(None) => format!(
+            "{missing} of the ticked messages {} no longer in the channel as it was read \
+                 (deleted or edited since): nothing was added. The channel as it is now is \
+                 below; tick the messages again.",
+            if missing == 1 { "is" } else { "are" }
+        ),
+    };
+    show(
+        &state,
+        &who,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        here,
+        &asked,
+        Some(&said),
+        Some(problem),
+    )
+}
+
+/// What a read in a COE's history says ("read 12 messages of #sec-incidents from
+/// 2026-12-01 09:00 UTC to 2026-12-01 12:00 UTC"), from its record
+/// (`import::record`); `None` when the record is not one.
+pub(super) fn read_words(after: Option<&Value>) -> Option<String> {
+    let after = after?;
+    let time = |field: &str| {
+        after[field]
+            .as_str()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| import::words(t.naive_utc()))
+    };
+    let count = after["messages"].as_u64()?;
+    let conversation = after["conversation"]
+        .as_str()
+        .map(|c| format!(" (conversation {c})"))
+        .unwrap_or_default();
+    let beyond = if after["ours"].as_bool() == Some(false) {
+        " (a channel outside its team and service)"
+    } else {
+        ""
+    };
+    Some(format!(
+        "read {count} message{} of #{}{conversation} from {} to {}{beyond}",
+        if count == 1 { "" } else { "s" },
+        after["channel"].as_str()?,
+        time("from")?,
+        time("to")?,
+    ))
 }

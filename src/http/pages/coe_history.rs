@@ -15,6 +15,11 @@ use crate::services::coes::{HistoryEntry, SectionView};
 /// and for a change of its details, each field from what to what ("changed the
 /// reviewer from maria@example.com to lee@example.com").
 pub(super) fn history_words(h: &HistoryEntry, titles: &[SectionView]) -> String {
+    if h.action == crate::services::chat::import::READ_ACTION {
+        if let Some(words) = super::chat_import::read_words(h.after.as_ref()) {
+            return words;
+        }
+    }
     if h.action != "update" {
         return change_words(&h.action, titles);
     }
@@ -63,6 +68,7 @@ pub(super) fn change_words(action: &str, titles: &[SectionView]) -> String {
         ("timeline", "edit") => "changed a timeline entry".into(),
         ("timeline", "delete") => "deleted a timeline entry".into(),
         ("timeline", "import") => "added timeline entries from chat".into(),
+        ("chat", "read") => "read messages of a chat channel".into(),
         ("five_whys", "add") => "added a 5-whys chain".into(),
         ("five_whys", "edit") => "changed a 5-whys chain".into(),
         ("five_whys", _) => "deleted a 5-whys chain".into(),

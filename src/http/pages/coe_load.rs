@@ -69,6 +69,8 @@ pub(super) struct Loaded {
     pub(super) template_choices: Vec<String>,
     /// Its summary for customers' publication, if it was ever published.
     pub(super) publication: Option<crate::services::publishing::PublicationView>,
+    /// Whether "Import from chat" is offered to this person (`chat::import::offered`).
+    pub(super) chat_import: bool,
 }
 
 /// How many other drafts a COE's page offers to merge into it.
@@ -181,7 +183,10 @@ pub(super) async fn load(
             Vec::new()
         };
         let publication = crate::services::publishing::of(conn, &state.settings, &key)?;
+        let chat_import = doc.state == CoeState::Draft
+            && crate::services::chat::import::offered(conn, &state.settings, &key, editor)?;
         Ok(Some(Loaded {
+            chat_import,
             publication,
             template_choices,
             bar_raisers,

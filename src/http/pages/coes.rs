@@ -102,9 +102,8 @@ pub(super) fn page(
         bar_raisers,
         template_choices,
         publication,
+        chat_import,
     } = loaded;
-    let chat_import = doc.state == CoeState::Draft
-        && !crate::services::chat::import::channels(&state.settings).is_empty();
     let customers = doc.sections.iter().find(|s| s.for_customers).map(|s| {
         json!({
             "title": s.title,

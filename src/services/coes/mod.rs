@@ -59,9 +59,7 @@ pub use search::{
     did_you_mean, list, section_texts, services, unowned, CoeFilter, CoeSort, CoeSummary,
 };
 pub use sections::{put_section, put_sections, SavedSections, SectionConflict, SectionEdit};
-pub use timeline::{
-    add_timeline, delete_timeline, edit_timeline, import_timeline, ChosenMessage, TimelineInput,
-};
+pub use timeline::{add_timeline, delete_timeline, edit_timeline, import_timeline, TimelineInput};
 pub use whys::{add_why_chain, delete_why_chain, replace_why_chain, WhyChainInput};
 
 /// Rebuilds COE `id`'s row in the full-text index, after a change written outside

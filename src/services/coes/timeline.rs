@@ -10,6 +10,7 @@ use utoipa::ToSchema;
 
 use super::edit::{with_change, Recorded};
 use super::{child_of_coe, CoeError};
+use crate::chat::read::Said;
 use crate::db::models::{IncidentRow, TimelineRow};
 use crate::db::schema::{coe_incidents, coes, incidents, timeline_entries};
 use crate::db::{self, types, DbConnection};
@@ -238,21 +239,14 @@ pub fn delete_timeline(
     })
 }
 
-/// One message chosen from an incident channel for the timeline.
-#[derive(Debug, Clone)]
-pub struct ChosenMessage {
-    pub at: NaiveDateTime,
-    pub author: String,
-    pub text: String,
-}
-
 /// Adds the messages the owner chose from channel `source` (its settings name) as
 /// notes of the timeline, "author: text" at the time each was said, in one change.
-/// Returns how many.
+/// `chosen` are the platform's messages as read again (`chat::import::kept`), never
+/// what a form carried. Returns how many.
 pub fn import_timeline(
     conn: &mut DbConnection,
     id: &str,
-    chosen: &[ChosenMessage],
+    chosen: &[Said],
     source: &str,
     who: &Editor<'_>,
     env: Env<'_>,
