@@ -10,6 +10,7 @@ pub mod coverage;
 pub mod email;
 pub mod event;
 pub mod incident;
+pub mod names;
 pub mod notifications;
 pub mod reminder;
 pub mod review;

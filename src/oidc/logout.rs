@@ -46,7 +46,7 @@ impl Provider {
     /// the logout event, a `sub` or a `sid`, no `nonce`, a `jti`.
     pub async fn logout(&self, token: &str) -> Result<Logout, OidcError> {
         let header = jsonwebtoken::decode_header(token)
-            .map_err(|e| OidcError::Token(format!("the logout token is not a JWT: {e}")))?;
+            .map_err(|e| OidcError::LogoutToken(format!("it is not a JWT: {e}")))?;
         if !matches!(
             header.alg,
             Algorithm::RS256
@@ -59,16 +59,16 @@ impl Provider {
                 | Algorithm::ES384
                 | Algorithm::EdDSA
         ) {
-            return Err(OidcError::Token(format!(
-                "the logout token is signed with {:?}, not one of the provider's keys",
+            return Err(OidcError::LogoutToken(format!(
+                "it is signed with {:?}, not one of the provider's keys",
                 header.alg
             )));
         }
         if header.typ.as_deref().is_some_and(|t| {
             !t.eq_ignore_ascii_case("logout+jwt") && !t.eq_ignore_ascii_case("jwt")
         }) {
-            return Err(OidcError::Token(format!(
-                "the logout token's type is {:?}",
+            return Err(OidcError::LogoutToken(format!(
+                "its type is {:?}",
                 header.typ
             )));
         }
@@ -80,19 +80,17 @@ impl Provider {
             }
             other => other,
         }
-        .map_err(|e| OidcError::Token(e.to_string()))?;
+        .map_err(|e| OidcError::LogoutToken(e.to_string()))?;
         let now = chrono::Utc::now().timestamp();
         let iat = claims
             .iat
-            .ok_or_else(|| OidcError::Token("the logout token has no `iat`".into()))?;
+            .ok_or_else(|| OidcError::LogoutToken("it has no `iat`".into()))?;
         if iat > now + CLOCK_SKEW_SECS {
-            return Err(OidcError::Token(
-                "the logout token is issued in the future".into(),
-            ));
+            return Err(OidcError::LogoutToken("it is issued in the future".into()));
         }
         if iat < now - MAX_AGE_SECS {
-            return Err(OidcError::Token(format!(
-                "the logout token was issued more than {MAX_AGE_SECS} s ago"
+            return Err(OidcError::LogoutToken(format!(
+                "it was issued more than {MAX_AGE_SECS} s ago"
             )));
         }
         if !claims
@@ -100,24 +98,24 @@ impl Provider {
             .get(LOGOUT_EVENT)
             .is_some_and(serde_json::Value::is_object)
         {
-            return Err(OidcError::Token(
-                "the logout token carries no back-channel logout event".into(),
+            return Err(OidcError::LogoutToken(
+                "it carries no back-channel logout event".into(),
             ));
         }
         if claims.nonce.is_some() {
-            return Err(OidcError::Token(
-                "the logout token carries a nonce (an ID token sent as a logout token?)".into(),
+            return Err(OidcError::LogoutToken(
+                "it carries a nonce (an ID token sent as a logout token?)".into(),
             ));
         }
         if claims.sub.is_none() && claims.sid.is_none() {
-            return Err(OidcError::Token(
-                "the logout token names neither `sub` nor `sid`".into(),
+            return Err(OidcError::LogoutToken(
+                "it names neither `sub` nor `sid`".into(),
             ));
         }
         let token_id = claims
             .jti
             .filter(|j| !j.is_empty())
-            .ok_or_else(|| OidcError::Token("the logout token has no `jti`".into()))?;
+            .ok_or_else(|| OidcError::LogoutToken("it has no `jti`".into()))?;
         Ok(Logout {
             subject: claims.sub,
             session: claims.sid,
@@ -162,7 +160,7 @@ impl std::fmt::Display for Unchecked {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Unchecked::NoKey => {
-                f.write_str("the logout token is signed with a key the provider does not publish")
+                f.write_str("it is signed with a key the provider does not publish")
             }
             Unchecked::Invalid(why) => f.write_str(why),
         }

@@ -128,6 +128,9 @@ pub enum OidcError {
     /// or the provider's answer cannot be read: 401.
     #[error("the provider's ID token was refused: {0}")]
     Token(String),
+    /// A back-channel logout token failed its checks (section 2.6): 400.
+    #[error("the logout token was refused: {0}")]
+    LogoutToken(String),
 }
 
 /// The person as the provider's ID token describes them.

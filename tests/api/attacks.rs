@@ -1123,6 +1123,60 @@ async fn two_people_of_one_name_are_told_apart_on_the_pages() {
     assert!(html.contains("dana okafor (mallory@example.com)"), "{html}");
 }
 
+/// Issue 61, item 5: a member called herself "Dana Okafor", also with a Cyrillic а, and
+/// the pages showed her as Dana. A member may not take a name that would pass for
+/// another person's, whatever its letters; a name of her own is taken.
+#[tokio::test]
+async fn a_member_cannot_call_herself_by_a_name_that_passes_for_another_s() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    for (email, name) in [
+        ("dana@example.com", Some("Dana Okafor")),
+        ("mallory@example.com", None),
+    ] {
+        let (status, body) = send(
+            &app,
+            &admin,
+            "PUT",
+            &format!("/api/v1/people/{email}"),
+            None,
+            Some(json!({ "name": name })),
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let mallory = person_token(&app, "mallory", "mallory@example.com");
+    for look_alike in [
+        "Dana Okafor",
+        "dana  okafor",
+        "D\u{0430}na Okafor",
+        "Dana 0kafor",
+    ] {
+        let (status, body) = send(
+            &app,
+            &mallory,
+            "PUT",
+            "/api/v1/people/mallory@example.com",
+            None,
+            Some(json!({ "name": look_alike })),
+        )
+        .await;
+        assert_eq!(status, 422, "{look_alike}: {body}");
+        assert!(body.to_string().contains("pass for it"), "{body}");
+    }
+    let (status, body) = send(
+        &app,
+        &mallory,
+        "PUT",
+        "/api/v1/people/mallory@example.com",
+        None,
+        Some(json!({ "name": "Mallory Okafor" })),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["name"], "Mallory Okafor");
+}
+
 /// Item 8: the owner lowered sev1 to sev3 just before submitting, and no bar raiser
 /// was asked. A severity lowered in the two weeks before the submit keeps it.
 #[tokio::test]

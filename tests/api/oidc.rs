@@ -1081,6 +1081,13 @@ async fn signing_out_at_the_provider_ends_the_coe_session() {
         assert_eq!(answer.headers()["cache-control"], "no-store", "{what}");
         let said: serde_json::Value = answer.json().await.expect("json");
         assert_eq!(said["error"], "invalid_request", "{what}: {said}");
+        // Issue 61, item 6: it is a logout token that was refused, not an ID token.
+        assert!(
+            said["error_description"]
+                .as_str()
+                .is_some_and(|d| d.starts_with("the logout token was refused")),
+            "{what}: {said}"
+        );
     }
     assert_eq!(
         live_sessions(&app).len(),

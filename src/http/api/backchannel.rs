@@ -7,6 +7,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpResponse, ResponseError};
 use serde_json::json;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use crate::http::state::{with_conn, AppState};
 use crate::services::auth;
@@ -22,6 +23,47 @@ fn refused(why: &str) -> HttpResponse {
         StatusCode::BAD_REQUEST,
         json!({"error": "invalid_request", "error_description": why}),
     )
+}
+
+/// The refusals of this process, for a warning a minute at most.
+static REFUSALS: Throttle = Throttle::new(60);
+
+/// Counts what happens and lets a warning through once per `every_secs`, saying how
+/// many happened since the last one: a flood of bad requests is one line a minute in
+/// the log, not one line each.
+pub struct Throttle {
+    every_secs: i64,
+    last: AtomicI64,
+    since: AtomicU64,
+}
+
+impl Throttle {
+    pub const fn new(every_secs: i64) -> Throttle {
+        Throttle {
+            every_secs,
+            last: AtomicI64::new(i64::MIN),
+            since: AtomicU64::new(0),
+        }
+    }
+
+    /// Notes one at `now` (seconds); `Some(how many since the last warning, this one
+    /// included)` when a warning may be written now.
+    pub fn note(&self, now: i64) -> Option<u64> {
+        let count = self.since.fetch_add(1, Ordering::Relaxed) + 1;
+        let last = self.last.load(Ordering::Relaxed);
+        if last != i64::MIN && now - last < self.every_secs {
+            return None;
+        }
+        if self
+            .last
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_err()
+        {
+            return None;
+        }
+        self.since.fetch_sub(count, Ordering::Relaxed);
+        Some(count)
+    }
 }
 
 pub async fn logout(body: web::Bytes, state: web::Data<AppState>) -> HttpResponse {
@@ -44,7 +86,16 @@ pub async fn logout(body: web::Bytes, state: web::Data<AppState>) -> HttpRespons
     let logout = match provider.logout(&token).await {
         Ok(logout) => logout,
         Err(e) => {
-            tracing::warn!(error = %e, "a back-channel logout was refused");
+            // Anyone can post garbage here: each refusal is a debug line, and a warning
+            // at most once a minute says how many there were.
+            tracing::debug!(error = %e, "a back-channel logout token was refused");
+            if let Some(refusals) = REFUSALS.note(chrono::Utc::now().timestamp()) {
+                tracing::warn!(
+                    refusals,
+                    last = %e,
+                    "back-channel logout tokens were refused (one warning a minute at most)"
+                );
+            }
             return refused(&e.to_string());
         }
     };
@@ -61,5 +112,20 @@ pub async fn logout(body: web::Bytes, state: web::Data<AppState>) -> HttpRespons
         Ok(Some(n)) => answer(StatusCode::OK, json!({"sessions_ended": n})),
         Ok(None) => refused("this logout token was taken already (its `jti` is not new)"),
         Err(e) => e.error_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Throttle;
+
+    #[test]
+    fn a_flood_of_refusals_is_one_warning_a_minute() {
+        let throttle = Throttle::new(60);
+        assert_eq!(throttle.note(1_000), Some(1), "the first is told at once");
+        let told: Vec<Option<u64>> = (0..299).map(|i| throttle.note(1_000 + i / 10)).collect();
+        assert!(told.iter().all(Option::is_none), "none within the minute");
+        assert_eq!(throttle.note(1_060), Some(300), "then how many since");
+        assert_eq!(throttle.note(1_061), None);
     }
 }

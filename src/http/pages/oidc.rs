@@ -310,7 +310,7 @@ impl Describe for OidcError {
                 "This sign-in cannot be finished",
                 self.to_string(),
             ),
-            OidcError::Token(_) => (
+            OidcError::Token(_) | OidcError::LogoutToken(_) => (
                 StatusCode::UNAUTHORIZED,
                 "The sign-in provider's answer was refused",
                 format!("{self}. Nobody was signed in."),

@@ -513,6 +513,17 @@ pub fn put_own(
         if let Some((field, problem)) = set_by_provider(conn, email.as_str(), &own, false)? {
             return Err(PeopleError::Provisioned(field, problem));
         }
+        if let Some(name) = clean(&own.name).filter(|n| current.name.as_ref() != Some(n)) {
+            if let Some(taken) = look_alike(conn, email.as_str(), &name)? {
+                return Err(PeopleError::Invalid(vec![(
+                    "name".into(),
+                    format!(
+                        "{taken:?} is another person's name in the directory, and {name:?} would \
+                         pass for it on a page: add what tells you apart (a family name, an initial)"
+                    ),
+                )]));
+            }
+        }
         upsert_checked(conn, email, &own, db::now())?;
         Ok(people::table
             .find(email.as_str())
@@ -520,6 +531,22 @@ pub fn put_own(
             .first(conn)?
             .into())
     })
+}
+
+/// The name of someone else in the directory that `name` would pass for on a page
+/// (`domain::names::look_alike_key`: case, spaces and confusable letters aside). A
+/// member choosing their own name is refused one; the directory's own namesakes (from
+/// an admin, a CSV or the identity provider) are shown with their addresses instead.
+fn look_alike(conn: &mut DbConnection, email: &str, name: &str) -> QueryResult<Option<String>> {
+    let key = crate::domain::names::look_alike_key(name);
+    let others: Vec<String> = people::table
+        .filter(people::email.ne(email))
+        .filter(people::name.is_not_null())
+        .select(people::name.assume_not_null())
+        .load(conn)?;
+    Ok(others
+        .into_iter()
+        .find(|other| crate::domain::names::look_alike_key(other) == key))
 }
 
 /// Makes a person an admin of the web pages, or not (adding them to the directory
