@@ -37,6 +37,10 @@ pub const MAX_WINDOW_DAYS: i64 = 14;
 /// any other day of the channel (an admin reads any window).
 pub const WINDOW_MARGIN_HOURS: i64 = 24;
 
+/// How far before it was opened a COE without incidents (a failure reported by hand)
+/// may say its outage started, for what it may read.
+pub const REPORTED_REACH_DAYS: i64 = 7;
+
 /// The audit action of a read (`record`).
 pub const READ_ACTION: &str = "chat:read";
 
@@ -74,9 +78,10 @@ pub struct Scope {
     /// The window read when none is given: from the COE's start, else the day before
     /// it was opened, to its resolution (`None` while it has none: until the read).
     pub window: (NaiveDateTime, Option<NaiveDateTime>),
-    /// Its incidents' span: the earliest start or detection of the COE or of an
-    /// incident it covers (its opening when none is known), to its resolution (`None`
-    /// while it or one of its incidents is unresolved: until now).
+    /// Its incidents' span: the earliest start or detection of the incidents it covers
+    /// to their last resolution (`None` while one is unresolved: until now); for a COE
+    /// without incidents, its own start (at most `REPORTED_REACH_DAYS` before it was
+    /// opened; its opening when none is known) to its resolution.
     pub span: (NaiveDateTime, Option<NaiveDateTime>),
 }
 
@@ -140,19 +145,31 @@ pub fn scope(conn: &mut DbConnection, id: &str) -> QueryResult<Option<Scope>> {
         ))
         .load(conn)?;
     let team = crate::services::ownership::team_of_coe(conn, owner.as_deref(), service.as_deref())?;
-    let start = [started, detected]
-        .into_iter()
-        .flatten()
-        .chain(covered.iter().flat_map(|(s, d, _)| [*s, *d]))
-        .min()
-        .unwrap_or(created);
-    let end = match resolved {
-        Some(resolved) if covered.iter().all(|(_, _, r)| r.is_some()) => covered
+    // With incidents, their alerts are the evidence of when the outage was: the COE's
+    // own times (which its owner may write) do not move the span. Without, the COE's
+    // own times are all there is, and reach back at most `REPORTED_REACH_DAYS` before
+    // it was opened.
+    let (start, end) = if covered.is_empty() {
+        let earliest = created - Duration::days(REPORTED_REACH_DAYS);
+        let start = [started, detected]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(created)
+            .clamp(earliest, created);
+        (start, resolved.map(|r| r.max(start)))
+    } else {
+        let start = covered
             .iter()
-            .filter_map(|(_, _, r)| *r)
-            .chain([resolved])
-            .max(),
-        _ => None,
+            .flat_map(|(s, d, _)| [*s, *d])
+            .min()
+            .unwrap_or(created);
+        let end = if covered.iter().all(|(_, _, r)| r.is_some()) {
+            covered.iter().filter_map(|(_, _, r)| *r).max()
+        } else {
+            None
+        };
+        (start, end)
     };
     Ok(Some(Scope {
         team,
