@@ -302,16 +302,17 @@ pub fn trackers(settings: Arc<Settings>, pool: DbPool, emails: Arc<EmailTemplate
     Some(Job {
         name: "trackers",
         run: Box::new(move |stopping: &AtomicBool| {
-            let mut conn =
-                crate::db::checkout(&pool).map_err(|_| "no database connection".to_owned())?;
             if !started {
+                let mut conn =
+                    crate::db::checkout(&pool).map_err(|_| "no database connection".to_owned())?;
                 crate::services::trackers::reclaim(&mut conn, &claimant, crate::db::now())
                     .map_err(|e| e.to_string())?;
                 started = true;
             }
-            let report =
-                crate::services::trackers::deliver(&mut conn, &settings, &claimant, stopping)
-                    .map_err(|e| e.to_string())?;
+            // The passes take a connection for each step and hold none while a
+            // tracker answers.
+            let report = crate::services::trackers::deliver(&pool, &settings, &claimant, stopping)
+                .map_err(|e| e.to_string())?;
             if report != crate::services::trackers::TrackerReport::default() {
                 tracing::info!(
                     sent = report.sent,
@@ -325,7 +326,7 @@ pub fn trackers(settings: Arc<Settings>, pool: DbPool, emails: Arc<EmailTemplate
                 template: &template,
                 emails: &emails,
             };
-            crate::services::trackers::reconcile(&mut conn, env, stopping)
+            crate::services::trackers::reconcile(&pool, env, stopping)
                 .map_err(|e| e.to_string())?;
             Ok(())
         }),

@@ -33,6 +33,19 @@ pub(super) fn is_repo(repo: &str) -> bool {
         .is_some_and(|(owner, name)| word(owner) && word(name))
 }
 
+/// `repo` (`owner/repo`) as the two segments of a path, each encoded; anything else
+/// (a path, `..`) is refused before it reaches a URL.
+fn repo_path(repo: &str) -> Answer<String> {
+    match repo.split_once('/') {
+        Some((owner, name)) if is_repo(repo) => {
+            Ok(format!("{}/{}", segment(owner)?, segment(name)?))
+        }
+        _ => Err(Failure::Refused(format!(
+            "{repo:?} is not a GitHub repository (owner/repo)"
+        ))),
+    }
+}
+
 /// `owner/repo#12` as the repository and the number; anything else (a path, a
 /// query) is refused before it reaches a URL.
 fn split(key: &str) -> Answer<(&str, &str)> {
@@ -67,7 +80,8 @@ pub(super) fn find(client: &Client<'_>, place: &str, marker: &str) -> Answer<Opt
             client,
             "GET",
             &format!(
-                "/repos/{place}/issues?labels={}&state=all",
+                "/repos/{}/issues?labels={}&state=all",
+                repo_path(place)?,
                 query_value(marker)
             ),
         ),
@@ -99,7 +113,7 @@ pub(super) fn user(client: &Client<'_>, email: &str) -> Answer<Option<String>> {
         return Ok(None);
     };
     let profile = client.call(
-        request(client, "GET", &format!("/users/{}", segment(login))),
+        request(client, "GET", &format!("/users/{}", segment(login)?)),
         None,
     )?;
     let same = profile["email"]
@@ -124,7 +138,11 @@ pub(super) fn create(
         issue["assignees"] = json!([login]);
     }
     let made = client.call(
-        request(client, "POST", &format!("/repos/{}/issues", new.place)),
+        request(
+            client,
+            "POST",
+            &format!("/repos/{}/issues", repo_path(&new.place)?),
+        ),
         Some(&issue),
     )?;
     Ok(remote(&new.place, &made))
@@ -133,7 +151,11 @@ pub(super) fn create(
 pub(super) fn get(client: &Client<'_>, key: &str) -> Answer<Remote> {
     let (repo, number) = split(key)?;
     let issue = client.call(
-        request(client, "GET", &format!("/repos/{repo}/issues/{number}")),
+        request(
+            client,
+            "GET",
+            &format!("/repos/{}/issues/{number}", repo_path(repo)?),
+        ),
         None,
     )?;
     Ok(remote(repo, &issue))
@@ -145,7 +167,7 @@ pub(super) fn comment(client: &Client<'_>, remote: &Remote, text: &str) -> Answe
         request(
             client,
             "POST",
-            &format!("/repos/{repo}/issues/{number}/comments"),
+            &format!("/repos/{}/issues/{number}/comments", repo_path(repo)?),
         ),
         Some(&json!({"body": text})),
     )?;
@@ -155,7 +177,11 @@ pub(super) fn comment(client: &Client<'_>, remote: &Remote, text: &str) -> Answe
 pub(super) fn assign(client: &Client<'_>, remote: &Remote, assignee: Option<&str>) -> Answer<()> {
     let (repo, number) = split(&remote.key)?;
     client.call(
-        request(client, "PATCH", &format!("/repos/{repo}/issues/{number}")),
+        request(
+            client,
+            "PATCH",
+            &format!("/repos/{}/issues/{number}", repo_path(repo)?),
+        ),
         Some(&json!({"assignees": assignee.into_iter().collect::<Vec<_>>()})),
     )?;
     Ok(())
@@ -170,14 +196,21 @@ pub(super) fn move_to(client: &Client<'_>, remote: &Remote, to: Meaning) -> Answ
         Meaning::InProgress | Meaning::Ignore => return Ok(()),
     };
     client.call(
-        request(client, "PATCH", &format!("/repos/{repo}/issues/{number}")),
+        request(
+            client,
+            "PATCH",
+            &format!("/repos/{}/issues/{number}", repo_path(repo)?),
+        ),
         Some(&change),
     )?;
     Ok(())
 }
 
 pub(super) fn check(client: &Client<'_>, place: &str) -> Answer<Vec<Status>> {
-    let repo = client.call(request(client, "GET", &format!("/repos/{place}")), None)?;
+    let repo = client.call(
+        request(client, "GET", &format!("/repos/{}", repo_path(place)?)),
+        None,
+    )?;
     if repo["has_issues"] == false {
         return Err(Failure::Broken(format!("{place} has issues turned off")));
     }

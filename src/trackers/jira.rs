@@ -54,10 +54,18 @@ fn status_of(fields: &Value) -> Status {
     }
 }
 
+/// The page of issue `key` in Jira's own pages.
+fn browse(client: &Client<'_>, key: &str) -> String {
+    match segment(key) {
+        Ok(key) => client.url(&format!("/browse/{key}")),
+        Err(_) => client.url("/browse"),
+    }
+}
+
 fn remote(client: &Client<'_>, issue: &Value) -> Remote {
     let key = issue["key"].as_str().unwrap_or_default().to_owned();
     Remote {
-        url: client.url(&format!("/browse/{key}")),
+        url: browse(client, &key),
         id: issue["id"].as_str().unwrap_or_default().into(),
         status: status_of(&issue["fields"]),
         key,
@@ -126,18 +134,18 @@ pub(super) fn create(
         request(client, "POST", "/rest/api/3/issue"),
         Some(&json!({"fields": fields})),
     )?;
-    let key = made["key"].as_str().unwrap_or_default();
-    if key.is_empty() {
+    let named = made["key"].as_str().unwrap_or_default();
+    let Ok(key) = client.key(named) else {
         return Err(Failure::Refused(format!(
-            "Jira made an issue but named no key: {}",
+            "Jira made an issue but named no key coe can read: {}",
             crate::chat::format::cut(&made.to_string(), 200)
         )));
-    }
+    };
     // Made: its status is read after, and a failure to read it is no failure to make.
-    Ok(get(client, key).unwrap_or_else(|_| Remote {
-        key: key.to_owned(),
+    Ok(get(client, key.as_str()).unwrap_or_else(|_| Remote {
+        key: key.to_string(),
         id: made["id"].as_str().unwrap_or_default().to_owned(),
-        url: client.url(&format!("/browse/{key}")),
+        url: browse(client, key.as_str()),
         status: Status::default(),
     }))
 }
@@ -149,7 +157,7 @@ pub(super) fn get(client: &Client<'_>, key: &str) -> Answer<Remote> {
             "GET",
             &format!(
                 "/rest/api/3/issue/{}?fields=status,resolution",
-                segment(key)
+                segment(key)?
             ),
         ),
         None,
@@ -162,7 +170,7 @@ pub(super) fn comment(client: &Client<'_>, remote: &Remote, text: &str) -> Answe
         request(
             client,
             "POST",
-            &format!("/rest/api/3/issue/{}/comment", segment(&remote.key)),
+            &format!("/rest/api/3/issue/{}/comment", segment(&remote.key)?),
         ),
         Some(&json!({"body": document(&[text.to_owned()], &[])})),
     )?;
@@ -174,7 +182,7 @@ pub(super) fn set_due(client: &Client<'_>, remote: &Remote, due: NaiveDate) -> A
         request(
             client,
             "PUT",
-            &format!("/rest/api/3/issue/{}", segment(&remote.key)),
+            &format!("/rest/api/3/issue/{}", segment(&remote.key)?),
         ),
         Some(&json!({"fields": {"duedate": due.format("%Y-%m-%d").to_string()}})),
     )?;
@@ -186,7 +194,7 @@ pub(super) fn assign(client: &Client<'_>, remote: &Remote, assignee: Option<&str
         request(
             client,
             "PUT",
-            &format!("/rest/api/3/issue/{}/assignee", segment(&remote.key)),
+            &format!("/rest/api/3/issue/{}/assignee", segment(&remote.key)?),
         ),
         Some(&json!({"accountId": assignee})),
     )?;
@@ -194,7 +202,7 @@ pub(super) fn assign(client: &Client<'_>, remote: &Remote, assignee: Option<&str
 }
 
 pub(super) fn move_to(client: &Client<'_>, remote: &Remote, to: Meaning) -> Answer<()> {
-    let path = format!("/rest/api/3/issue/{}/transitions", segment(&remote.key));
+    let path = format!("/rest/api/3/issue/{}/transitions", segment(&remote.key)?);
     let offered = client.call(request(client, "GET", &path), None)?;
     let transitions = offered["transitions"]
         .as_array()
@@ -243,7 +251,7 @@ pub(super) fn check(client: &Client<'_>, place: &str) -> Answer<Vec<Status>> {
         request(
             client,
             "GET",
-            &format!("/rest/api/3/project/{}", segment(place)),
+            &format!("/rest/api/3/project/{}", segment(place)?),
         ),
         None,
     )?;
@@ -251,7 +259,7 @@ pub(super) fn check(client: &Client<'_>, place: &str) -> Answer<Vec<Status>> {
         request(
             client,
             "GET",
-            &format!("/rest/api/3/project/{}/statuses", segment(place)),
+            &format!("/rest/api/3/project/{}/statuses", segment(place)?),
         ),
         None,
     )?;

@@ -16,28 +16,109 @@ use serde_json::Value;
 
 use crate::config::{Meaning, TrackerKind, TrackerSettings};
 
-/// What a path segment (a key, a login) has encoded: what would end or escape it.
-const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
-    .add(b' ')
-    .add(b'"')
-    .add(b'#')
-    .add(b'%')
-    .add(b'/')
-    .add(b'?')
-    .add(b'<')
-    .add(b'>')
-    .add(b'`')
-    .add(b'{')
-    .add(b'}');
+/// What a path segment (a key, a login, a place) has encoded: everything but the
+/// unreserved characters (`A-Z a-z 0-9 - . _ ~`), so that nothing in it ends the
+/// segment, starts a query or, as `\` does for the url crate, turns into a `/`.
+const SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
-/// `s` as one path segment.
-fn segment(s: &str) -> String {
-    percent_encoding::utf8_percent_encode(s, SEGMENT).to_string()
+/// `s` as one path segment; an empty one, `.` or `..` (which a URL resolves, encoded
+/// or not) is refused.
+fn segment(s: &str) -> Answer<String> {
+    if s.is_empty() || s == "." || s == ".." {
+        return Err(Failure::Refused(format!(
+            "{s:?} cannot be a part of a URL's path"
+        )));
+    }
+    Ok(percent_encoding::utf8_percent_encode(s, SEGMENT).to_string())
 }
 
 /// `s` as a query parameter's value.
 fn query_value(s: &str) -> String {
     percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// A ticket's key as its tracker writes it, read by that tracker's grammar before it
+/// comes near a URL: Jira's `OPS-12`, Linear's `ENG-12` (or the issue's UUID),
+/// GitHub's `owner/repo#12`. Letters are put in the case the tracker writes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TicketKey(String);
+
+impl TicketKey {
+    /// `key` read as a key of a `kind` tracker; `None` when it is not one.
+    pub fn parse(kind: TrackerKind, key: &str) -> Option<TicketKey> {
+        let key = key.trim();
+        if key.is_empty() || key.len() > 200 {
+            return None;
+        }
+        let numbered = |key: &str, project: &dyn Fn(&str) -> bool| {
+            key.rsplit_once('-').is_some_and(|(p, n)| {
+                project(p)
+                    && !n.is_empty()
+                    && n.len() <= 18
+                    && n.bytes().all(|b| b.is_ascii_digit())
+            })
+        };
+        let parsed = match kind {
+            // [A-Z][A-Z0-9_]+-\d+
+            TrackerKind::Jira => {
+                let key = key.to_ascii_uppercase();
+                let project = |p: &str| {
+                    p.len() >= 2
+                        && p.starts_with(|c: char| c.is_ascii_uppercase())
+                        && p.bytes()
+                            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+                };
+                numbered(&key, &project).then_some(key)?
+            }
+            // [A-Z0-9]+-\d+, or the issue's UUID.
+            TrackerKind::Linear => {
+                if key.len() == 36 {
+                    if let Ok(id) = uuid::Uuid::try_parse(key) {
+                        return Some(TicketKey(id.hyphenated().to_string()));
+                    }
+                }
+                let key = key.to_ascii_uppercase();
+                let team = |p: &str| {
+                    !p.is_empty()
+                        && p.bytes()
+                            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+                };
+                numbered(&key, &team).then_some(key)?
+            }
+            // owner/repo#12; GitHub's names are not case-sensitive, kept in lower case.
+            TrackerKind::Github => {
+                let (repo, n) = key.rsplit_once('#')?;
+                let number =
+                    !n.is_empty() && n.len() <= 12 && n.bytes().all(|b| b.is_ascii_digit());
+                (github::is_repo(repo) && number)
+                    .then(|| format!("{}#{n}", repo.to_ascii_lowercase()))?
+            }
+        };
+        Some(TicketKey(parsed))
+    }
+
+    /// What a key of a `kind` tracker looks like, for the error that refuses one.
+    pub fn shape(kind: TrackerKind) -> &'static str {
+        match kind {
+            TrackerKind::Jira => "a Jira key such as OPS-12",
+            TrackerKind::Linear => "a Linear key such as ENG-12 (or the issue's UUID)",
+            TrackerKind::Github => "a GitHub issue such as acme/api#12",
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for TicketKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 /// A ticket as the tracker knows it.
@@ -96,12 +177,40 @@ pub enum Failure {
 }
 
 impl Failure {
+    /// The whole story, the tracker's own answer included: for the log and the admin's
+    /// Trackers page, never for a member.
     pub fn text(&self) -> &str {
         match self {
             Failure::Retry { error, .. } | Failure::Broken(error) | Failure::Refused(error) => {
                 error
             }
         }
+    }
+
+    /// The HTTP status the tracker answered with, when it answered with an error
+    /// (`judge` writes it first: `HTTP 404: …`).
+    pub fn status(&self) -> Option<u16> {
+        self.text()
+            .strip_prefix("HTTP ")
+            .and_then(|rest| rest.get(..3))
+            .and_then(|code| code.parse().ok())
+    }
+
+    /// What a member is told, in coe's words: what kind of failure, never what the
+    /// tracker said (that is in the log and on the admin's Trackers page). It reads
+    /// after "Jira refused the last change: ".
+    pub fn words(&self) -> String {
+        let said = match (self, self.status()) {
+            (Failure::Retry { .. }, Some(429 | 403)) => {
+                "the tracker asked coe to wait; coe tries again"
+            }
+            (Failure::Retry { .. }, _) => "no answer yet; coe tries again",
+            (_, Some(401 | 403)) => "the tracker refused coe's credentials",
+            (_, Some(404 | 410)) => "the tracker did not find the ticket, project or repository",
+            (Failure::Broken(_), _) => "the tracker's settings need an admin's look",
+            (Failure::Refused(_), _) => "the tracker refused the request",
+        };
+        format!("{said} (an admin sees its answer under Admin → Trackers)")
     }
 }
 
@@ -197,15 +306,27 @@ impl<'a> Client<'a> {
     }
 
     /// The ticket `key` as it is now.
-    pub fn get(&self, key: &str) -> Answer<Remote> {
+    pub fn get(&self, key: &TicketKey) -> Answer<Remote> {
         match self.tracker.kind {
-            TrackerKind::Jira => jira::get(self, key),
-            TrackerKind::Linear => linear::get(self, key),
-            TrackerKind::Github => github::get(self, key),
+            TrackerKind::Jira => jira::get(self, key.as_str()),
+            TrackerKind::Linear => linear::get(self, key.as_str()),
+            TrackerKind::Github => github::get(self, key.as_str()),
         }
     }
 
+    /// `key` (one coe stored from the tracker's answers) read by the tracker's
+    /// grammar: a key that is not one goes into no URL.
+    pub fn key(&self, key: &str) -> Answer<TicketKey> {
+        TicketKey::parse(self.tracker.kind, key).ok_or_else(|| {
+            Failure::Refused(format!(
+                "{key:?} is not {}: coe sends nothing about it",
+                TicketKey::shape(self.tracker.kind)
+            ))
+        })
+    }
+
     pub fn comment(&self, remote: &Remote, text: &str) -> Answer<()> {
+        self.key(&remote.key)?;
         match self.tracker.kind {
             TrackerKind::Jira => jira::comment(self, remote, text),
             TrackerKind::Linear => linear::comment(self, remote, text),
@@ -215,6 +336,7 @@ impl<'a> Client<'a> {
 
     /// Sets the due date (GitHub has none: nothing is done there).
     pub fn set_due(&self, remote: &Remote, due: NaiveDate) -> Answer<()> {
+        self.key(&remote.key)?;
         match self.tracker.kind {
             TrackerKind::Jira => jira::set_due(self, remote, due),
             TrackerKind::Linear => linear::set_due(self, remote, due),
@@ -224,6 +346,7 @@ impl<'a> Client<'a> {
 
     /// Assigns the ticket to `assignee` (a user from `user`), or to nobody.
     pub fn assign(&self, remote: &Remote, assignee: Option<&str>) -> Answer<()> {
+        self.key(&remote.key)?;
         match self.tracker.kind {
             TrackerKind::Jira => jira::assign(self, remote, assignee),
             TrackerKind::Linear => linear::assign(self, remote, assignee),
@@ -234,6 +357,7 @@ impl<'a> Client<'a> {
     /// Moves the ticket to a status that means `to` (Jira: an available transition
     /// to one; Linear: a state of its team; GitHub: open or closed with its reason).
     pub fn move_to(&self, remote: &Remote, to: Meaning) -> Answer<()> {
+        self.key(&remote.key)?;
         match self.tracker.kind {
             TrackerKind::Jira => jira::move_to(self, remote, to),
             TrackerKind::Linear => linear::move_to(self, remote, to),
@@ -421,6 +545,101 @@ mod tests {
             meaning(&github, &status("closed", "closed", None)),
             Some(Meaning::Done)
         );
+    }
+
+    #[test]
+    fn keys_are_read_by_each_tracker_s_grammar() {
+        let key = |kind, k: &str| TicketKey::parse(kind, k).map(|k| k.to_string());
+        assert_eq!(
+            key(TrackerKind::Jira, " ops-12 ").as_deref(),
+            Some("OPS-12")
+        );
+        assert_eq!(key(TrackerKind::Jira, "A_1-7").as_deref(), Some("A_1-7"));
+        for bad in [
+            r"..\..\..\..\rest\api\3\myself",
+            r"\\evil.test\x",
+            "../../rest/api/3/myself",
+            "OPS-1/../x",
+            "OPS-1?x",
+            "OPS-1#x",
+            "O-1",
+            "1OPS-1",
+            "OPS-",
+            "OPS-1x",
+            "%2e%2e",
+            "",
+        ] {
+            assert_eq!(key(TrackerKind::Jira, bad), None, "{bad}");
+        }
+        assert_eq!(
+            key(TrackerKind::Linear, "eng-12").as_deref(),
+            Some("ENG-12")
+        );
+        assert_eq!(key(TrackerKind::Linear, "E2-1").as_deref(), Some("E2-1"));
+        assert_eq!(
+            key(TrackerKind::Linear, "0B0A0C0D-1234-4abc-8def-0123456789AB").as_deref(),
+            Some("0b0a0c0d-1234-4abc-8def-0123456789ab")
+        );
+        for bad in [
+            r"..\graphql",
+            "ENG_1-2",
+            "ENG-1 2",
+            "ENG-1\n2",
+            "{0b0a0c0d-1234-4abc-8def-0123456789ab}",
+        ] {
+            assert_eq!(key(TrackerKind::Linear, bad), None, "{bad}");
+        }
+        assert_eq!(
+            key(TrackerKind::Github, "Acme/API#12").as_deref(),
+            Some("acme/api#12")
+        );
+        for bad in [
+            "../..#1",
+            "acme/api/../x#1",
+            r"acme\api#1",
+            "acme/api#1/x",
+            "acme/api",
+            "acme#1",
+        ] {
+            assert_eq!(key(TrackerKind::Github, bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_path_segment_is_encoded_whole_and_never_a_dot_segment() {
+        assert_eq!(segment("OPS-12").as_deref(), Ok("OPS-12"));
+        assert_eq!(
+            segment(r"a\b/c?d#e%f g").as_deref(),
+            Ok("a%5Cb%2Fc%3Fd%23e%25f%20g")
+        );
+        assert_eq!(segment("a.b_c~d").as_deref(), Ok("a.b_c~d"));
+        for bad in ["", ".", ".."] {
+            assert!(segment(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_member_is_told_what_failed_in_words_never_the_tracker_s() {
+        let said = "{\"secret\": \"AKIA0123456789\"}";
+        for (status, words) in [
+            (404, "did not find"),
+            (401, "refused coe's credentials"),
+            (403, "refused coe's credentials"),
+            (400, "refused the request"),
+            (503, "coe tries again"),
+        ] {
+            let failure = judge(status, None, said);
+            assert_eq!(failure.status(), Some(status));
+            assert!(failure.text().contains("AKIA"));
+            let told = failure.words();
+            assert!(
+                told.contains(words) && !told.contains("AKIA"),
+                "{status}: {told}"
+            );
+        }
+        let own = Failure::Refused("the workflow offers OPS-1 no transition".into());
+        assert_eq!(own.status(), None);
+        assert!(own.words().contains("refused the request"));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use super::Status;
 use crate::config::{TrackerKind, TrackerSettings};
@@ -30,6 +31,10 @@ pub struct Delivery {
     /// The tracker's delivery id (Jira's `X-Atlassian-Webhook-Identifier`,
     /// `Linear-Delivery`, `X-GitHub-Delivery`); a hash of the body when absent.
     pub id: String,
+    /// A digest of the body (`body:` and its SHA-256): none of the three trackers
+    /// signs its delivery id, so a signed body replayed under a new id is known by
+    /// this.
+    pub body: String,
     /// The ticket it is about and its status now, when it is about an issue.
     pub ticket: Option<Told>,
 }
@@ -108,7 +113,8 @@ pub fn read(
             }
         }
     };
-    Ok(Delivery { id, ticket })
+    let body = format!("body:{}", hex::encode(Sha256::digest(body)));
+    Ok(Delivery { id, body, ticket })
 }
 
 fn text(v: &Value) -> String {

@@ -5,10 +5,11 @@
 //! platform's 400 and is noted in `problems`, which every test expects empty. Faults
 //! are played on demand: an answer queued in `faults` (401, 404, 429 with
 //! `Retry-After`, 503) is given to the next request, whatever it is; `refuse_moves`
-//! answers a transition as a workflow that does not allow it.
+//! answers a transition as a workflow that does not allow it; `hold` keeps every
+//! request waiting (counted in `held`) until `release`.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
@@ -47,13 +48,17 @@ pub struct Issue {
     pub comments: Vec<String>,
 }
 
+/// An answer played instead: status, `Retry-After`, a body of the test's own.
+pub type Fault = (u16, Option<&'static str>, Option<Value>);
+
 #[derive(Default)]
 pub struct Double {
     pub issues: Mutex<Vec<Issue>>,
     /// Every request: method, path and query, body.
     pub requests: Mutex<Vec<(String, String, Value)>>,
-    /// Answers to give the next requests instead (status, `Retry-After`).
-    pub faults: Mutex<VecDeque<(u16, Option<&'static str>)>>,
+    /// Answers to give the next requests instead (status, `Retry-After`, a body of
+    /// the test's own instead of the played one).
+    pub faults: Mutex<VecDeque<Fault>>,
     /// Requests off the platform's shape.
     pub problems: Mutex<Vec<String>>,
     /// The workflow refuses every transition.
@@ -62,6 +67,11 @@ pub struct Double {
     pub down: AtomicBool,
     /// The next request that makes an issue does, but its answer is lost (504).
     pub lose_next_answer: AtomicBool,
+    /// Every request waits, unanswered, until `release`: a tracker that is slow.
+    pub hold: AtomicBool,
+    /// How many requests are waiting on `hold` now.
+    pub held: AtomicUsize,
+    released: tokio::sync::Notify,
 }
 
 impl Double {
@@ -94,7 +104,26 @@ impl Double {
         self.faults
             .lock()
             .expect("lock")
-            .push_back((status, retry_after));
+            .push_back((status, retry_after, None));
+    }
+
+    /// The next request is answered `status` with `body`.
+    pub fn will_answer_with(&self, status: u16, body: Value) {
+        self.faults
+            .lock()
+            .expect("lock")
+            .push_back((status, None, Some(body)));
+    }
+
+    /// Every request waiting on `hold` is answered, and no more wait.
+    pub fn release(&self) {
+        self.hold.store(false, Ordering::SeqCst);
+        self.released.notify_waiters();
+    }
+
+    /// How many requests the double has had.
+    pub fn request_count(&self) -> usize {
+        self.requests.lock().expect("lock").len()
     }
 
     pub fn problems(&self) -> Vec<String> {
@@ -151,17 +180,31 @@ async fn answer(
         .lock()
         .expect("lock")
         .push((req.method().to_string(), shown, json.clone()));
+    if double.hold.load(Ordering::SeqCst) {
+        double.held.fetch_add(1, Ordering::SeqCst);
+        loop {
+            // Registered before the flag is read: a release in between is not missed.
+            let released = double.released.notified();
+            if !double.hold.load(Ordering::SeqCst) {
+                break;
+            }
+            released.await;
+        }
+        double.held.fetch_sub(1, Ordering::SeqCst);
+    }
     if double.down.load(Ordering::Relaxed) {
         return HttpResponse::ServiceUnavailable().body("upstream connect error");
     }
-    if let Some((status, retry_after)) = double.faults.lock().expect("lock").pop_front() {
+    let fault = double.faults.lock().expect("lock").pop_front();
+    if let Some((status, retry_after, body)) = fault {
         let mut answer =
             HttpResponse::build(actix_web::http::StatusCode::from_u16(status).expect("a status"));
         if let Some(after) = retry_after {
             answer.insert_header(("Retry-After", after));
         }
-        return answer
-            .json(json!({"errorMessages": [format!("played {status}")], "message": "played"}));
+        return answer.json(body.unwrap_or_else(
+            || json!({"errorMessages": [format!("played {status}")], "message": "played"}),
+        ));
     }
     let header = |n: &str| {
         req.headers()

@@ -57,8 +57,7 @@ pub(crate) async fn app_with(trackers: Vec<TrackerSettings>) -> (TestApp, Settin
 
 /// One delivery pass as replica `claimant`.
 pub(crate) fn deliver_as(app: &TestApp, settings: &Settings, claimant: &str) -> TrackerReport {
-    let mut conn = coe::db::checkout(&app.pool).expect("conn");
-    coe::services::trackers::deliver(&mut conn, settings, claimant, &AtomicBool::new(false))
+    coe::services::trackers::deliver(&app.pool, settings, claimant, &AtomicBool::new(false))
         .expect("a tracker pass")
 }
 
@@ -79,7 +78,6 @@ fn due_now(app: &TestApp) {
 }
 
 fn reconcile(app: &TestApp, settings: &Settings) -> usize {
-    let mut conn = coe::db::checkout(&app.pool).expect("conn");
     let template = coe::domain::template::Template::default_template();
     let emails = coe::email::EmailTemplates::load(None, &settings.public_url).expect("templates");
     let env = coe::services::Env {
@@ -87,7 +85,7 @@ fn reconcile(app: &TestApp, settings: &Settings) -> usize {
         template: &template,
         emails: &emails,
     };
-    coe::services::trackers::reconcile(&mut conn, env, &AtomicBool::new(false)).expect("reconcile")
+    coe::services::trackers::reconcile(&app.pool, env, &AtomicBool::new(false)).expect("reconcile")
 }
 
 async fn action(app: &TestApp, token: &str, id: &str) -> Value {
@@ -550,13 +548,20 @@ async fn reopened_in_jira_reopens_the_action_an_unmapped_status_is_shown_and_a_r
         .comments
         .iter()
         .any(|c| c.contains("Superseded by the new search service")));
+    // The member reads what failed in words; the workflow's own answer is for admins.
     let now = action(&app, &admin, &id).await;
+    let said = now["ticket"]["last_error"].as_str().unwrap_or_default();
     assert!(
-        now["ticket"]["last_error"]
+        said.contains("refused") && !said.contains("not valid"),
+        "{now}"
+    );
+    let trackers = app.get_json("/api/v1/trackers", &admin).await;
+    assert!(
+        trackers["trackers"][0]["last_error"]
             .as_str()
             .unwrap_or_default()
             .contains("not valid"),
-        "{now}"
+        "{trackers}"
     );
     // The ticket never left its status: reading it back reopens nothing.
     double.set_status("OPS-1", "In Progress", "indeterminate", None);
@@ -1494,6 +1499,422 @@ async fn each_tracker_lives_the_same_life() {
             double.problems().is_empty(),
             "{name}: {:?}",
             double.problems()
+        );
+    }
+}
+
+/// Three trackers on one double, each making tickets only when asked (no action is
+/// given one on its own): Jira, Linear and GitHub.
+fn on_request(base: &str) -> Vec<TrackerSettings> {
+    [TrackerKind::Jira, TrackerKind::Linear, TrackerKind::Github]
+        .into_iter()
+        .map(|kind| TrackerSettings {
+            create: CreateWhen::OnRequest,
+            ..tracker(kind, base)
+        })
+        .collect()
+}
+
+/// Issue 61, item 2: a member links "tickets" to her own action whose keys are paths
+/// (`..\..\rest\api\3\myself`, which coe once sent to Jira with its credentials and
+/// answered with 300 characters of Jira's body; `\\evil.test\x`, which the url crate
+/// turned into `//evil.test/x`): each is refused, naming `key` and the shape
+/// expected, and the tracker hears nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_cannot_walk_the_tracker_s_host_with_a_ticket_key() {
+    let (base, double) = tracker_double::start().await;
+    let (app, _) = app_with(on_request(&base)).await;
+    let admin = app.admin_token();
+    let (_, id) = coe_with_action(
+        &app,
+        &admin,
+        ("Checkout returned 502", "ana@example.com"),
+        ("Add a canary stage", "ana@example.com"),
+    )
+    .await;
+    let ana = crate::actions::person_token(&app, "ana", "ana@example.com");
+    let path = format!("/api/v1/actions/{id}/ticket");
+    let attacks = [
+        (
+            "jira",
+            r"..\..\..\..\rest\api\3\myself",
+            "a Jira key such as OPS-12",
+        ),
+        ("jira", r"\\evil.test\x", "a Jira key such as OPS-12"),
+        (
+            "jira",
+            "../../rest/api/3/myself",
+            "a Jira key such as OPS-12",
+        ),
+        ("jira", "OPS-1/../../myself", "a Jira key such as OPS-12"),
+        ("jira", "OPS-1?x=1", "a Jira key such as OPS-12"),
+        ("jira", "%2e%2e", "a Jira key such as OPS-12"),
+        ("linear", r"..\graphql", "a Linear key such as ENG-12"),
+        ("linear", "ENG-1#x", "a Linear key such as ENG-12"),
+        (
+            "github",
+            r"acme/api#1\..\..\user",
+            "a GitHub issue such as acme/api#12",
+        ),
+        ("github", "../..#1", "a GitHub issue such as acme/api#12"),
+        (
+            "github",
+            "acme/api/../../user#1",
+            "a GitHub issue such as acme/api#12",
+        ),
+    ];
+    for (tracker, key, shape) in attacks {
+        let (status, body) = send(
+            &app,
+            &ana,
+            "POST",
+            &path,
+            json!({"tracker": tracker, "key": key}),
+        )
+        .await;
+        assert_eq!(status, 422, "{tracker} {key}: {body}");
+        let problems = body.to_string();
+        assert!(
+            problems.contains("\"key\"") && problems.contains(shape),
+            "{tracker} {key}: {body}"
+        );
+    }
+    assert_eq!(
+        double.request_count(),
+        0,
+        "{:?}",
+        double.requests.lock().expect("lock")
+    );
+    assert_eq!(double.requests_to("myself"), 0);
+    assert_eq!(action(&app, &ana, &id).await["ticket"], Value::Null);
+}
+
+/// Issue 61, item 2: a key of the right shape that the tracker does not know, or that
+/// it answers with its credentials refused: the member is told what failed in words,
+/// never what the tracker answered (here a secret-looking string); the tracker's
+/// answer to a job goes to the log and to the admins' Trackers page only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_is_not_shown_what_the_tracker_answered() {
+    let (base, double) = tracker_double::start().await;
+    let (app, settings) = app_with(on_request(&base)).await;
+    let admin = app.admin_token();
+    let (_, id) = coe_with_action(
+        &app,
+        &admin,
+        ("Checkout returned 502", "ana@example.com"),
+        ("Add a canary stage", "ana@example.com"),
+    )
+    .await;
+    let ana = crate::actions::person_token(&app, "ana", "ana@example.com");
+    let path = format!("/api/v1/actions/{id}/ticket");
+    let secret = "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+    let body_with_secret =
+        json!({"errorMessages": [format!("Issue does not exist. debug: {secret}")]});
+
+    double.will_answer_with(404, body_with_secret.clone());
+    let (status, body) = send(
+        &app,
+        &ana,
+        "POST",
+        &path,
+        json!({"tracker": "jira", "key": "ops-12"}),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    let said = body.to_string();
+    assert!(said.contains("Jira did not find OPS-12"), "{body}");
+    assert!(!said.contains("AKIA") && !said.contains("debug"), "{body}");
+    assert_eq!(double.requests_to("GET /rest/api/3/issue/OPS-12"), 1);
+
+    double.will_answer_with(401, body_with_secret.clone());
+    let (status, body) = send(
+        &app,
+        &ana,
+        "POST",
+        &path,
+        json!({"tracker": "jira", "key": "OPS-12"}),
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+    let said = body.to_string();
+    assert!(said.contains("Jira refused coe's credentials"), "{body}");
+    assert!(!said.contains("AKIA"), "{body}");
+
+    double.will_answer_with(404, json!({"message": secret}));
+    let (status, body) = send(
+        &app,
+        &ana,
+        "POST",
+        &path,
+        json!({"tracker": "github", "key": "acme/api#77"}),
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body.to_string().contains("GitHub did not find acme/api#77"),
+        "{body}"
+    );
+    assert!(!body.to_string().contains("AKIA"), "{body}");
+
+    // A ticket Jira refuses to make: the member's page says so in words.
+    let (status, body) = send(&app, &ana, "POST", &path, json!({"tracker": "jira"})).await;
+    assert_eq!(status, 202, "{body}");
+    double.will_answer_with(400, body_with_secret);
+    assert_eq!(deliver(&app, &settings).failed, 1);
+    let now = action(&app, &ana, &id).await;
+    let said = now["ticket"]["last_error"].as_str().unwrap_or_default();
+    assert!(said.contains("refused") && !said.contains("AKIA"), "{now}");
+    let cookie = crate::pages::sign_in(&app, "ana@example.com").await;
+    let page = crate::pages::get_page(&app, &format!("/actions/{id}"), Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        page.contains("did not make it") && !page.contains("AKIA"),
+        "{page}"
+    );
+    // Admins read the tracker's own answer.
+    let trackers = app.get_json("/api/v1/trackers", &admin).await;
+    assert!(
+        trackers["trackers"][0]["last_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("AKIA"),
+        "{trackers}"
+    );
+    assert!(double.problems().is_empty(), "{:?}", double.problems());
+}
+
+/// Issue 61, item 5: eight members link tickets at once while the tracker is slow to
+/// answer (the double holds every request until it is released), then eight
+/// webhooks come in while it is slow again. No pooled connection waits on the
+/// tracker: all eight reach it, and meanwhile other requests are answered at once
+/// from a pool of four.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_ticket_links_leave_the_pool_to_everyone_else() {
+    let (base, double) = tracker_double::start().await;
+    let mut jira = tracker(TrackerKind::Jira, &base);
+    jira.create = CreateWhen::OnRequest;
+    jira.timeout_secs = 60;
+    let app = spawn_app_with(move |s| {
+        s.trackers = vec![jira];
+        s.database.pool_size = 4;
+    })
+    .await;
+    let admin = app.admin_token();
+    let mut links = Vec::new();
+    for n in 1..=8 {
+        let owner = format!("owner{n}@example.com");
+        let (_, id) = coe_with_action(
+            &app,
+            &admin,
+            (&format!("Outage {n}"), &owner),
+            (&format!("Fix {n}"), &owner),
+        )
+        .await;
+        double
+            .issues
+            .lock()
+            .expect("lock")
+            .push(tracker_double::Issue {
+                platform: "jira",
+                key: format!("OPS-{n}"),
+                id: format!("{}", 20_000 + n),
+                place: "OPS".into(),
+                status: "To Do".into(),
+                category: "new".into(),
+                ..Default::default()
+            });
+        let token = crate::actions::person_token(&app, &format!("owner{n}"), &owner);
+        links.push((id, token, format!("OPS-{n}")));
+    }
+    let probe = links[0].0.clone();
+
+    double.hold.store(true, Ordering::SeqCst);
+    let asked: Vec<_> = links
+        .iter()
+        .map(|(id, token, key)| {
+            let client = app.client.clone();
+            let url = app.url(&format!("/api/v1/actions/{id}/ticket"));
+            let (token, key) = (token.clone(), key.clone());
+            tokio::spawn(async move {
+                let res = client
+                    .post(url)
+                    .bearer_auth(token)
+                    .json(&json!({"key": key}))
+                    .send()
+                    .await
+                    .expect("sent");
+                (res.status().as_u16(), res.text().await.unwrap_or_default())
+            })
+        })
+        .collect();
+    all_held_while_others_are_answered(&app, &double, &admin, &probe, "links").await;
+    for (task, (id, _, key)) in asked.into_iter().zip(&links) {
+        let (status, body) = task.await.expect("the link");
+        assert_eq!(status, 202, "{key}: {body}");
+        assert_eq!(action(&app, &admin, id).await["ticket"]["key"], json!(key));
+    }
+
+    // The same for eight webhooks: each reads its ticket from the slow tracker.
+    double.hold.store(true, Ordering::SeqCst);
+    let told: Vec<_> = (1..=8)
+        .map(|n| {
+            let (body, headers) =
+                jira_update(&double.issue(&format!("OPS-{n}")), &format!("slow-{n}"));
+            let mut req = app
+                .client
+                .post(app.url("/api/v1/trackers/jira/webhook"))
+                .header("content-type", "application/json")
+                .body(body);
+            for (k, v) in headers {
+                req = req.header(k, v);
+            }
+            tokio::spawn(async move {
+                let res = req.send().await.expect("sent");
+                (res.status().as_u16(), res.text().await.unwrap_or_default())
+            })
+        })
+        .collect();
+    all_held_while_others_are_answered(&app, &double, &admin, &probe, "webhooks").await;
+    for task in told {
+        let (status, body) = task.await.expect("the webhook");
+        assert_eq!(status, 200, "{body}");
+    }
+    assert!(double.problems().is_empty(), "{:?}", double.problems());
+}
+
+/// Waits until eight requests wait on the held tracker (`what` reached it while
+/// holding no connection), checks that other requests are answered meanwhile, then
+/// releases the tracker.
+async fn all_held_while_others_are_answered(
+    app: &TestApp,
+    double: &tracker_double::Double,
+    admin: &str,
+    probe: &str,
+    what: &str,
+) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while double.held.load(Ordering::SeqCst) < 8 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "only {} of the eight {what} reached the tracker: the others wait for a connection",
+            double.held.load(Ordering::SeqCst)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // Eight wait on the tracker; everyone else is answered at once.
+    for _ in 0..3 {
+        let res = app
+            .client
+            .get(app.url(&format!("/api/v1/actions/{probe}")))
+            .bearer_auth(admin)
+            .timeout(std::time::Duration::from_secs(3))
+            .send()
+            .await
+            .expect("an action read while the tracker is slow");
+        assert_eq!(res.status(), 200, "{what}");
+        let res = app
+            .client
+            .get(app.url("/readyz"))
+            .timeout(std::time::Duration::from_secs(3))
+            .send()
+            .await
+            .expect("/readyz while the tracker is slow");
+        assert_eq!(res.status(), 200, "{what}");
+    }
+    assert_eq!(
+        double.held.load(Ordering::SeqCst),
+        8,
+        "{what}: still waiting on the tracker"
+    );
+    double.release();
+}
+
+/// Issue 61, item 6: a signed delivery captured and posted again under a new delivery
+/// id (no tracker signs the id) is answered as a duplicate, asks the tracker nothing
+/// and moves nothing, for each tracker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_captured_delivery_replayed_under_a_new_delivery_id_is_a_duplicate() {
+    for kind in [TrackerKind::Jira, TrackerKind::Linear, TrackerKind::Github] {
+        let (base, double) = tracker_double::start().await;
+        let (app, settings) = app_with(vec![tracker(kind, &base)]).await;
+        let name = kind.as_str();
+        let admin = app.admin_token();
+        let (_, id) = coe_with_action(
+            &app,
+            &admin,
+            ("Checkout returned 502", "ana@example.com"),
+            ("Add a canary stage", "ana@example.com"),
+        )
+        .await;
+        assert_eq!(deliver(&app, &settings).sent, 1, "{name}");
+        let key = double.issues(name)[0].key.clone();
+        let done = match kind {
+            TrackerKind::Jira => ("Done", "done", Some("Done")),
+            TrackerKind::Linear => ("Done", "completed", None),
+            TrackerKind::Github => ("closed", "closed", Some("completed")),
+        };
+        double.set_status(&key, done.0, done.1, done.2);
+        let (body, headers) = delivery_of(kind, &double.issue(&key), "captured-1");
+        let (status, answer) = webhook(&app, name, &body, &headers).await;
+        assert_eq!(
+            (status, &answer["duplicate"]),
+            (200, &json!(false)),
+            "{name}: {answer}"
+        );
+        assert_eq!(
+            action(&app, &admin, &id).await["ticket"]["awaiting"],
+            "evidence",
+            "{name}"
+        );
+        let emails = emails_of_kind(&app, "ticket_closed", "ana@example.com");
+
+        // The owner answers; the ticket stays done in the tracker.
+        let (status, said) = send(
+            &app,
+            &admin,
+            "POST",
+            &format!("/api/v1/actions/{id}/complete"),
+            json!({"note": "Canary on", "evidence_url": "https://ci.example.com/runs/1"}),
+        )
+        .await;
+        assert_eq!(status, 200, "{name}: {said}");
+        let before = action(&app, &admin, &id).await;
+        let asked = double.request_count();
+
+        // The same signed body under new delivery ids.
+        for replay in ["replayed-1", "replayed-2"] {
+            let mut again = headers.clone();
+            for (header, value) in again.iter_mut() {
+                if header.ends_with("Delivery") || header.ends_with("Identifier") {
+                    *value = replay.to_owned();
+                }
+            }
+            assert_ne!(again, headers, "{name}");
+            let (status, answer) = webhook(&app, name, &body, &again).await;
+            assert_eq!(
+                (status, &answer["duplicate"], &answer["changed"]),
+                (200, &json!(true), &Value::Null),
+                "{name}: {answer}"
+            );
+        }
+        assert_eq!(
+            double.request_count(),
+            asked,
+            "{name}: the tracker was asked nothing"
+        );
+        let after = action(&app, &admin, &id).await;
+        assert_eq!(
+            (&after["state"], &after["ticket"], &after["steps"]),
+            (&before["state"], &before["ticket"], &before["steps"]),
+            "{name}"
+        );
+        assert_eq!(
+            emails_of_kind(&app, "ticket_closed", "ana@example.com"),
+            emails,
+            "{name}"
         );
     }
 }

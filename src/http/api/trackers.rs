@@ -10,7 +10,7 @@ use crate::http::bearer::{Admin, Member};
 use crate::http::extract::{ids, read_body, OptionalJson, PathId};
 use crate::http::state::{with_conn, AppState};
 use crate::services::tickets::TicketView;
-use crate::services::trackers::{self, Received, TicketRequest};
+use crate::services::trackers::{self, Asked, Received, Taken, TicketRequest};
 use crate::trackers::webhook::{self, Refused};
 
 /// Largest webhook body taken: an issue with its changelog, well under a megabyte.
@@ -26,8 +26,8 @@ const MAX_WEBHOOK_BYTES: usize = 1 << 20;
         (status = 202, description = "The ticket, being made or linked", body = TicketView),
         (status = 403, description = "Not the action's owner, the COE's owner or an admin", body = ErrorBody),
         (status = 404, description = "No such action", body = ErrorBody),
-        (status = 409, description = "It has a ticket already, the ticket is another action's, or no tracker is set up", body = ErrorBody),
-        (status = 422, description = "No such tracker, no tracker takes it, or the tracker has no such ticket", body = ErrorBody),
+        (status = 409, description = "It has a ticket already, the ticket is another action's, no tracker is set up, or the tracker refused coe's credentials or did not answer (said in words; the tracker's answer is logged and shown to admins only)", body = ErrorBody),
+        (status = 422, description = "No such tracker, no tracker takes it, a `key` that is not one of the tracker's (refused before any request; the shape expected is named), or the tracker has no such ticket", body = ErrorBody),
     ))]
 pub async fn ticket(
     Member(caller): Member,
@@ -36,8 +36,38 @@ pub async fn ticket(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let (id, ask, acting) = (id.into_inner(), body.0.unwrap_or_default(), caller.acting());
+    // Checked (and the key read by the tracker's grammar) on one connection, the
+    // tracker asked with none held, what it said written on another.
+    let (action, who) = (id.clone(), acting.clone());
+    let asked = with_conn(&state, move |conn, state| {
+        Ok(trackers::request(
+            conn,
+            state.env(),
+            &action,
+            &ask,
+            &who.editor(),
+        )?)
+    })
+    .await?;
+    if let Asked::Link { tracker, key } = asked {
+        let settings = state.settings.clone();
+        let asked_key = key.clone();
+        let read =
+            web::block(move || trackers::read(&settings.trackers[tracker], &asked_key)).await?;
+        let action = id.clone();
+        with_conn(&state, move |conn, state| {
+            Ok(trackers::link(
+                conn,
+                &state.settings.trackers[tracker],
+                &action,
+                &key,
+                read,
+                &acting.editor(),
+            )?)
+        })
+        .await?;
+    }
     let view = with_conn(&state, move |conn, state| {
-        trackers::request(conn, state.env(), &id, &ask, &acting.editor())?;
         Ok(crate::services::tickets::of(
             conn,
             &state.settings.trackers,
@@ -49,8 +79,10 @@ pub async fn ticket(
 }
 
 /// A tracker's webhook: Jira's, Linear's or GitHub's delivery as the tracker sends
-/// it, signed with the tracker's `webhook_secret`. Each delivery is taken once (by its
-/// delivery id); only a ticket's status is read.
+/// it, signed with the tracker's `webhook_secret`. Each delivery is taken once: by its
+/// delivery id, and by its body (a signed body replayed under a new delivery id is a
+/// duplicate, for as long as delivery ids are kept: a week). Only a ticket's status is
+/// read, from the tracker itself.
 #[utoipa::path(operation_id = "tracker_webhook", post, path = "/api/v1/trackers/{name}/webhook", tag = "trackers",
     params(("name" = String, Path, description = "The tracker's name in the settings")),
     request_body(content = Object, description = "The tracker's own payload", content_type = "application/json"),
@@ -96,10 +128,30 @@ pub async fn webhook(
         } => ApiError::BadRequest(format!("the body is {problem}")),
         Refused::Malformed { field, problem } => ApiError::field(field, problem),
     })?;
-    let received = with_conn(&state, move |conn, state| {
-        Ok(trackers::receive(conn, state.env(), &tracker, &delivery)?)
+    // Taken on one connection, the ticket read from the tracker with none held, what
+    // it said applied on another.
+    let checked = tracker.clone();
+    let taken = with_conn(&state, move |conn, _| {
+        Ok(trackers::take(conn, &checked, &delivery)?)
     })
     .await?;
+    let received = match taken {
+        Taken::Answered(received) => received,
+        Taken::Read { action_id, key } => {
+            let (read, tracker) =
+                web::block(move || (trackers::read(&tracker, &key), tracker)).await?;
+            with_conn(&state, move |conn, state| {
+                Ok(trackers::settle(
+                    conn,
+                    state.env(),
+                    &tracker,
+                    &action_id,
+                    read,
+                )?)
+            })
+            .await?
+        }
+    };
     let (duplicate, changed) = match received {
         Received::Duplicate => (true, None),
         Received::Nothing => (false, None),

@@ -228,13 +228,13 @@ pub async fn make_ticket(form: CsrfForm<Fields>, path: web::Path<String>, state:
     let CsrfForm { who, fields } = form;
     let id = path.into_inner();
     let key = id.clone();
+    // Made through the queue: no tracker is asked while the connection is held.
     let outcome = as_person(&state, &who, move |conn, state, editor| {
-        let ask = crate::services::trackers::TicketRequest::default();
-        Outcome::of(crate::services::trackers::request(
+        Outcome::of(crate::services::trackers::make(
             conn,
             state.env(),
             &key,
-            &ask,
+            None,
             editor,
         ))
     })

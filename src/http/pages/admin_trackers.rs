@@ -75,16 +75,19 @@ pub async fn list(Admin(who): Admin, state: State) -> Page {
 pub async fn check(form: AdminForm, path: web::Path<String>, state: State) -> Page {
     let name = path.into_inner();
     let asked = name.clone();
-    let checked = as_service(&state, move |conn, state| {
-        let tracker = state
-            .settings
-            .trackers
-            .iter()
-            .find(|t| t.name == asked)
-            .ok_or_else(|| {
-                crate::error::ApiError::NotFound(format!("there is no tracker {asked}"))
-            })?;
-        Ok(state::check(conn, tracker)?)
+    let Some(tracker) = state.settings.trackers.iter().find(|t| t.name == asked) else {
+        return Err(
+            crate::error::ApiError::NotFound(format!("there is no tracker {asked}")).into(),
+        );
+    };
+    // The tracker is asked with no database connection held.
+    let tracker = tracker.clone();
+    let (checked, tracker) = web::block(move || (state::check(&tracker), tracker))
+        .await
+        .map_err(crate::error::ApiError::from)?;
+    let checked = as_service(&state, move |conn, _| {
+        state::record_check(conn, &tracker, &checked)?;
+        Ok(checked)
     })
     .await?;
     show(&state, &form.who.0, Some((name, checked))).await

@@ -1,6 +1,6 @@
 //! Telling the trackers: the jobs `services::tickets` queued, claimed one at a time
-//! under a lease (two replicas never send one job), sent with no transaction open,
-//! and their outcome recorded: retried with back-off (after the tracker's
+//! under a lease (two replicas never send one job), sent with no transaction open
+//! and no pooled connection held, and their outcome recorded: retried with back-off (after the tracker's
 //! `Retry-After` when it gives one), held while the ticket is still being made,
 //! failed for good when the tracker refuses it.
 
@@ -12,10 +12,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::state as tracker_state;
-use super::{load_remote, save_remote};
+use super::{load_remote, save_remote, PassError};
 use crate::config::{Meaning, Settings, TrackerSettings};
 use crate::db::schema::{coes, corrective_actions, tickets, tracker_jobs};
-use crate::db::{self, DbConnection};
+use crate::db::{self, DbConnection, DbPool};
 use crate::services::tickets::{marker, FAILED, PENDING, SENDING, SENT};
 use crate::trackers::{self, Client, Failure, NewTicket, Remote};
 
@@ -136,13 +136,45 @@ enum Outcome {
     Failed(Failure),
 }
 
-/// One delivery pass over the jobs due.
+/// What a job needs from the database, read before the tracker is asked.
+enum Plan {
+    /// Make the ticket for `owner`, unless an earlier attempt did.
+    Create { new: Box<NewTicket>, owner: String },
+    /// Tell the ticket `remote` of a change.
+    Change(Remote),
+    /// Nothing to ask the tracker: what came of it is known.
+    Known(Outcome),
+}
+
+/// What the tracker's answers leave to write.
+struct Sent {
+    outcome: Outcome,
+    /// The ticket as the tracker last answered for it, and, when it was just made,
+    /// the note on whom it is assigned to.
+    remote: Option<(Remote, Option<Option<String>>)>,
+    /// A new note on whom the ticket is assigned to.
+    note: Option<Option<String>>,
+}
+
+impl Sent {
+    fn only(outcome: Outcome) -> Sent {
+        Sent {
+            outcome,
+            remote: None,
+            note: None,
+        }
+    }
+}
+
+/// One delivery pass over the jobs due. Each job is claimed, read, sent and recorded
+/// in steps: a pooled connection is taken for each step that reads or writes and let
+/// go before the tracker is asked (the claim's lease covers the time between).
 pub fn deliver(
-    conn: &mut DbConnection,
+    pool: &DbPool,
     settings: &Settings,
     claimant: &str,
     stop: &AtomicBool,
-) -> QueryResult<TrackerReport> {
+) -> Result<TrackerReport, PassError> {
     let mut report = TrackerReport::default();
     if settings.trackers.is_empty() {
         return Ok(report);
@@ -152,58 +184,87 @@ pub fn deliver(
     // other jobs would only wait for the same timeout.
     let mut skipped: Vec<String> = Vec::new();
     while !stop.load(Ordering::Relaxed) {
-        let Some((id, name, action_id, what, detail, attempts)) =
-            claim(conn, db::now(), lease, claimant, &skipped)?
-        else {
+        let claimed = claim(
+            &mut *db::checkout(pool)?,
+            db::now(),
+            lease,
+            claimant,
+            &skipped,
+        )?;
+        let Some((id, name, action_id, what, detail, attempts)) = claimed else {
             break;
         };
-        let outcome = match settings.trackers.iter().find(|t| t.name == name) {
+        let tracker = settings.trackers.iter().find(|t| t.name == name);
+        let sent = match tracker {
             Some(tracker) => {
                 let detail: Value = serde_json::from_str(&detail).unwrap_or_default();
-                perform(conn, settings, tracker, &action_id, &what, &detail)?
+                let plan = plan(
+                    &mut *db::checkout(pool)?,
+                    settings,
+                    &action_id,
+                    &what,
+                    &detail,
+                )?;
+                send(&Client::new(tracker), &what, &detail, plan)
             }
-            None => Outcome::Failed(Failure::Refused(format!(
+            None => Sent::only(Outcome::Failed(Failure::Refused(format!(
                 "no tracker is named {name} in the settings any more"
-            ))),
+            )))),
         };
         if matches!(
-            outcome,
+            sent.outcome,
             Outcome::Failed(Failure::Retry { .. } | Failure::Broken(_))
         ) {
             skipped.push(name.clone());
         }
-        record(conn, settings, &id, &name, attempts, outcome, &mut report)?;
+        let job = Job {
+            id: &id,
+            tracker: &name,
+            settings: tracker,
+            action_id: &action_id,
+            attempts,
+        };
+        record(&mut *db::checkout(pool)?, settings, &job, sent, &mut report)?;
     }
     Ok(report)
 }
 
-/// Sends one job: makes the ticket, or tells it of a change.
-fn perform(
+/// Reads what job `what` of action `action_id` needs.
+fn plan(
     conn: &mut DbConnection,
     settings: &Settings,
-    tracker: &TrackerSettings,
     action_id: &str,
     what: &str,
     detail: &Value,
-) -> QueryResult<Outcome> {
-    let client = Client::new(tracker);
+) -> QueryResult<Plan> {
     if what == "create" {
-        return create(conn, settings, &client, action_id, detail);
+        return create_plan(conn, settings, action_id, detail);
     }
-    let Some(remote) = load_remote(conn, action_id)? else {
-        let making: i64 = tracker_jobs::table
-            .filter(tracker_jobs::action_id.eq(action_id))
-            .filter(tracker_jobs::what.eq("create"))
-            .filter(tracker_jobs::state.eq_any([PENDING, SENDING]))
-            .count()
-            .get_result(conn)?;
-        return Ok(if making > 0 {
-            Outcome::Hold
-        } else {
-            Outcome::Failed(Failure::Refused(
-                "the action has no ticket: it was never made".into(),
-            ))
-        });
+    if let Some(remote) = load_remote(conn, action_id)? {
+        return Ok(Plan::Change(remote));
+    }
+    let making: i64 = tracker_jobs::table
+        .filter(tracker_jobs::action_id.eq(action_id))
+        .filter(tracker_jobs::what.eq("create"))
+        .filter(tracker_jobs::state.eq_any([PENDING, SENDING]))
+        .count()
+        .get_result(conn)?;
+    Ok(Plan::Known(if making > 0 {
+        Outcome::Hold
+    } else {
+        Outcome::Failed(Failure::Refused(
+            "the action has no ticket: it was never made".into(),
+        ))
+    }))
+}
+
+/// Asks the tracker what `plan` needs: makes the ticket, or tells it of a change.
+/// No database connection is held here.
+fn send(client: &Client<'_>, what: &str, detail: &Value, plan: Plan) -> Sent {
+    let remote = match plan {
+        Plan::Known(outcome) => return Sent::only(outcome),
+        Plan::Create { new, owner } => return create(client, &new, &owner),
+        Plan::Change(remote) => remote,
     };
     let by = detail["by"].as_str().unwrap_or("someone");
     let d = &detail["detail"];
@@ -212,6 +273,7 @@ fn perform(
             .filter(|s| !s.trim().is_empty())
             .map(str::to_owned)
     };
+    let mut sent = Sent::only(Outcome::Done);
     let said = match what {
         "due" => client
             .set_due(
@@ -234,18 +296,16 @@ fn perform(
             }),
         "owner" => {
             let to = d["to"].as_str().unwrap_or_default();
-            let (assignee, note) = match assignee(&client, to) {
+            let (assignee, note) = match assignee(client, to) {
                 Ok(found) => found,
-                Err(f) => return Ok(Outcome::Failed(f)),
+                Err(f) => return Sent::only(Outcome::Failed(f)),
             };
             let mut comment = format!("coe: {by} made {to} the owner of this action.");
             if let Some(note) = &note {
                 comment.push(' ');
                 comment.push_str(note);
             }
-            diesel::update(tickets::table.find(action_id))
-                .set(tickets::assignee_note.eq(&note))
-                .execute(conn)?;
+            sent.note = Some(note);
             // The comment says who owns it even when the tracker refuses the
             // assignment (a person it may not assign in that project).
             match client.assign(&remote, assignee.as_deref()) {
@@ -261,19 +321,20 @@ fn perform(
         }
         moving => match moves(moving, by, &text) {
             Some((to, comment)) => {
-                move_to(conn, &client, action_id, &remote, to, comment.as_deref())
+                let (moved, after) = move_to(client, &remote, to, comment.as_deref());
+                sent.remote = after.map(|after| (after, None));
+                moved
             }
             None => Err(Failure::Refused(format!(
                 "coe does not know the job {moving}"
             ))),
         },
     };
-    Ok(match said {
-        Ok(()) => Outcome::Done,
-        Err(f) => Outcome::Failed(f),
-    })
+    if let Err(f) = said {
+        sent.outcome = Outcome::Failed(f);
+    }
+    sent
 }
-
 /// Where a job that moves the ticket takes it, and what it says there (`by`: who in
 /// coe; `text`: the job's note, reason or evidence); `None` for a job that moves
 /// nothing.
@@ -321,32 +382,36 @@ fn moves(
 
 /// Moves the ticket to a status meaning `to` unless it has one already (a retry
 /// after a lost answer moves nothing twice), then comments. A move the workflow
-/// refuses is still said in the comment, and the refusal kept.
+/// refuses is still said in the comment, and the refusal kept. Also gives the ticket
+/// as it reads after, whatever the webhook says later.
 fn move_to(
-    conn: &mut DbConnection,
     client: &Client<'_>,
-    action_id: &str,
     remote: &Remote,
     to: Meaning,
     comment: Option<&str>,
-) -> Result<(), Failure> {
-    let now = client.get(&remote.key)?;
+) -> (Result<(), Failure>, Option<Remote>) {
+    let key = match client.key(&remote.key) {
+        Ok(key) => key,
+        Err(f) => return (Err(f), None),
+    };
+    let now = match client.get(&key) {
+        Ok(now) => now,
+        Err(f) => return (Err(f), None),
+    };
     let moved = if trackers::meaning(client.tracker, &now.status) == Some(to) {
         Ok(())
     } else {
         client.move_to(&now, to)
     };
     if matches!(moved, Err(Failure::Retry { .. } | Failure::Broken(_))) {
-        return moved;
+        return (moved, None);
     }
     if let Some(comment) = comment {
-        client.comment(&now, comment)?;
+        if let Err(f) = client.comment(&now, comment) {
+            return (Err(f), None);
+        }
     }
-    // What it reads as now, whatever the webhook says later.
-    if let Ok(after) = client.get(&remote.key) {
-        let _ = save_remote(conn, client.tracker, action_id, &after, None);
-    }
-    moved
+    (moved, client.get(&key).ok())
 }
 
 /// The tracker's user for the owner `email`, or why there is none. A tracker that
@@ -362,25 +427,26 @@ fn assignee(client: &Client<'_>, email: &str) -> Result<(Option<String>, Option<
             )),
         ),
         Err(f @ Failure::Retry { .. }) => return Err(f),
-        Err(f) => (
-            None,
-            Some(format!(
-                "{label} could not be asked who {email} is ({}): the ticket is unassigned.",
-                f.text()
-            )),
-        ),
+        Err(f) => {
+            tracing::warn!(tracker = %client.tracker.name, error = f.text(), "a tracker could not be asked who an owner is");
+            (
+                None,
+                Some(format!(
+                    "{label} could not be asked who {email} is: the ticket is unassigned."
+                )),
+            )
+        }
     })
 }
 
-/// Makes action `action_id`'s ticket, unless an earlier attempt did (found by its
-/// marker on a retry).
-fn create(
+/// Reads what making action `action_id`'s ticket needs; nothing to ask when an
+/// earlier attempt made it and recorded it.
+fn create_plan(
     conn: &mut DbConnection,
     settings: &Settings,
-    client: &Client<'_>,
     action_id: &str,
     detail: &Value,
-) -> QueryResult<Outcome> {
+) -> QueryResult<Plan> {
     type Row = (
         String,
         Option<String>,
@@ -411,28 +477,13 @@ fn create(
         .optional()?;
     let Some((title, description, criteria, owner, due, priority, coe_id, place, key)) = found
     else {
-        return Ok(Outcome::Failed(Failure::Refused(
+        return Ok(Plan::Known(Outcome::Failed(Failure::Refused(
             "the action or its ticket is gone".into(),
-        )));
+        ))));
     };
     if key.is_some() {
-        return Ok(Outcome::Done);
+        return Ok(Plan::Known(Outcome::Done));
     }
-    // An earlier attempt may have made it and lost the answer (or its replica
-    // stopped before it could record it): looked for first, every time.
-    let mark = marker(action_id);
-    match client.find(&place, &mark) {
-        Ok(Some(remote)) => {
-            save_remote(conn, client.tracker, action_id, &remote, None)?;
-            return Ok(Outcome::Done);
-        }
-        Ok(None) => {}
-        Err(f) => return Ok(Outcome::Failed(f)),
-    }
-    let (assignee, note) = match assignee(client, &owner) {
-        Ok(found) => found,
-        Err(f) => return Ok(Outcome::Failed(f)),
-    };
     let public = settings.public_url.trim_end_matches('/');
     let mut paragraphs = vec![format!(
         "A corrective action from a COE, owned by {owner} and due {due}. coe keeps it in step \
@@ -456,88 +507,147 @@ fn create(
         ],
         due,
         priority,
-        marker: mark,
+        marker: marker(action_id),
     };
-    Ok(match client.create(&new, assignee.as_deref()) {
-        Ok(remote) => {
-            save_remote(conn, client.tracker, action_id, &remote, Some(note))?;
-            Outcome::Done
-        }
-        Err(f) => Outcome::Failed(f),
+    Ok(Plan::Create {
+        new: Box::new(new),
+        owner,
     })
 }
 
+/// Makes the ticket `new`, unless an earlier attempt did (found by its marker: it
+/// may have made it and lost the answer, or its replica stopped before it could
+/// record it; looked for first, every time).
+fn create(client: &Client<'_>, new: &NewTicket, owner: &str) -> Sent {
+    match client.find(&new.place, &new.marker) {
+        Ok(Some(remote)) => {
+            return Sent {
+                outcome: Outcome::Done,
+                remote: Some((remote, None)),
+                note: None,
+            }
+        }
+        Ok(None) => {}
+        Err(f) => return Sent::only(Outcome::Failed(f)),
+    }
+    let (assignee, note) = match assignee(client, owner) {
+        Ok(found) => found,
+        Err(f) => return Sent::only(Outcome::Failed(f)),
+    };
+    match client.create(new, assignee.as_deref()) {
+        Ok(remote) => Sent {
+            outcome: Outcome::Done,
+            remote: Some((remote, Some(note))),
+            note: None,
+        },
+        Err(f) => Sent::only(Outcome::Failed(f)),
+    }
+}
+
+/// A claimed job, as `record` needs it.
+struct Job<'a> {
+    id: &'a str,
+    tracker: &'a str,
+    /// The tracker's settings, when it is still in them.
+    settings: Option<&'a TrackerSettings>,
+    action_id: &'a str,
+    /// With this one.
+    attempts: i32,
+}
+
+/// Records what came of `job` in one transaction: the ticket as the tracker answered
+/// for it, the job's state (what failed, in coe's words: the action's page shows it
+/// to members) and the tracker's health (the tracker's own answer, for the admin's
+/// Trackers page and the log).
 fn record(
     conn: &mut DbConnection,
     settings: &Settings,
-    id: &str,
-    tracker: &str,
-    attempts: i32,
-    outcome: Outcome,
+    job: &Job<'_>,
+    sent: Sent,
     report: &mut TrackerReport,
 ) -> QueryResult<()> {
     let now = db::now();
-    let mine = tracker_jobs::table
-        .find(id)
-        .filter(tracker_jobs::state.eq(SENDING));
-    let (state, next, error, counted) = match &outcome {
-        Outcome::Done => (SENT, now, None, true),
-        Outcome::Hold => (PENDING, now + Duration::seconds(5), None, false),
-        Outcome::Failed(Failure::Retry { after_secs, error }) if attempts < MAX_ATTEMPTS => {
+    let Sent {
+        outcome,
+        remote,
+        note,
+    } = sent;
+    let (state, next, counted) = match &outcome {
+        Outcome::Done => (SENT, now, true),
+        Outcome::Hold => (PENDING, now + Duration::seconds(5), false),
+        Outcome::Failed(Failure::Retry { after_secs, .. }) if job.attempts < MAX_ATTEMPTS => {
             // The tracker's `Retry-After`, but never sooner than the back-off: a
             // short one repeated does not spend every attempt in minutes.
-            let backoff = crate::services::outbox::backoff(settings, attempts);
+            let backoff = crate::services::outbox::backoff(settings, job.attempts);
             let asked = after_secs
                 .map(|s| Duration::seconds(i64::try_from(s.min(86_400)).unwrap_or(60)))
                 .unwrap_or(backoff);
-            (
-                PENDING,
-                now + asked.max(backoff),
-                Some(error.as_str()),
-                true,
-            )
+            (PENDING, now + asked.max(backoff), true)
         }
         // Wrong credentials or a project gone: kept, and tried again on the
         // back-off (its cap, once there) until an admin mends the tracker (the admin
         // page says so); never failed for it.
-        Outcome::Failed(Failure::Broken(error)) => (
+        Outcome::Failed(Failure::Broken(_)) => (
             PENDING,
-            now + crate::services::outbox::backoff(settings, attempts),
-            Some(error.as_str()),
+            now + crate::services::outbox::backoff(settings, job.attempts),
             true,
         ),
-        Outcome::Failed(f) => (FAILED, now, Some(f.text()), true),
+        Outcome::Failed(_) => (FAILED, now, true),
     };
-    diesel::update(mine)
-        .set((
-            tracker_jobs::state.eq(state),
-            tracker_jobs::next_attempt_at.eq(next),
-            tracker_jobs::lease_until.eq(None::<NaiveDateTime>),
-            tracker_jobs::last_error.eq(error),
-            tracker_jobs::updated_at.eq(now),
-            tracker_jobs::sent_at.eq((state == SENT).then_some(now)),
-        ))
-        .execute(conn)?;
-    if !counted {
-        diesel::update(tracker_jobs::table.find(id))
-            .set(tracker_jobs::attempts.eq(tracker_jobs::attempts - 1))
-            .execute(conn)?;
-    }
-    match (&outcome, error) {
-        (Outcome::Done, _) => {
-            tracker_state::delivered_out(conn, tracker, now)?;
-            report.sent += 1;
+    let failure = match &outcome {
+        Outcome::Failed(f) => Some(f),
+        _ => None,
+    };
+    db::write_transaction(conn, |conn| {
+        if let (Some((remote, assignee_note)), Some(tracker)) = (&remote, job.settings) {
+            save_remote(conn, tracker, job.action_id, remote, assignee_note.clone())?;
         }
-        (Outcome::Hold, _) => report.deferred += 1,
-        (_, Some(error)) => {
-            tracker_state::failed(conn, tracker, error, now)?;
-            if state == FAILED {
-                tracing::error!(tracker, error, "a tracker job failed for good");
-                report.failed += 1;
-            } else {
-                tracing::warn!(tracker, error, "a tracker job will be sent again");
-                report.deferred += 1;
+        if let Some(note) = &note {
+            diesel::update(tickets::table.find(job.action_id))
+                .set(tickets::assignee_note.eq(note))
+                .execute(conn)?;
+        }
+        let mine = tracker_jobs::table
+            .find(job.id)
+            .filter(tracker_jobs::state.eq(SENDING));
+        diesel::update(mine)
+            .set((
+                tracker_jobs::state.eq(state),
+                tracker_jobs::next_attempt_at.eq(next),
+                tracker_jobs::lease_until.eq(None::<NaiveDateTime>),
+                tracker_jobs::last_error.eq(failure.map(Failure::words)),
+                tracker_jobs::updated_at.eq(now),
+                tracker_jobs::sent_at.eq((state == SENT).then_some(now)),
+            ))
+            .execute(conn)?;
+        if !counted {
+            diesel::update(tracker_jobs::table.find(job.id))
+                .set(tracker_jobs::attempts.eq(tracker_jobs::attempts - 1))
+                .execute(conn)?;
+        }
+        match failure {
+            None if matches!(outcome, Outcome::Done) => {
+                tracker_state::delivered_out(conn, job.tracker, now)
             }
+            None => Ok(()),
+            Some(f) => tracker_state::failed(conn, job.tracker, f.text(), now),
+        }
+    })?;
+    let tracker = job.tracker;
+    match (&outcome, failure) {
+        (Outcome::Done, _) => report.sent += 1,
+        (Outcome::Hold, _) => report.deferred += 1,
+        (_, Some(f)) if state == FAILED => {
+            tracing::error!(tracker, error = f.text(), "a tracker job failed for good");
+            report.failed += 1;
+        }
+        (_, Some(f)) => {
+            tracing::warn!(
+                tracker,
+                error = f.text(),
+                "a tracker job will be sent again"
+            );
+            report.deferred += 1;
         }
         _ => {}
     }

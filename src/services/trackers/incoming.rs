@@ -11,11 +11,11 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde_json::json;
 
-use super::{save_status, state};
+use super::{save_status, state, PassError};
 use crate::config::{Meaning, TrackerSettings};
 use crate::db::schema::{corrective_actions, tickets, tracker_deliveries, tracker_jobs};
 use crate::db::types;
-use crate::db::{self, DbConnection};
+use crate::db::{self, DbConnection, DbPool};
 use crate::domain::action::{ActionState, Transition};
 use crate::email::content::{ActionLine, Kind, Links, TicketClosed};
 use crate::services::access::Acting;
@@ -25,7 +25,7 @@ use crate::services::outbox;
 use crate::services::tickets::{actor_of, PENDING, SENDING};
 use crate::services::Env;
 use crate::trackers::webhook::{Delivery, Told};
-use crate::trackers::{self as api, Client, Status};
+use crate::trackers::{self as api, Answer, Client, Remote, Status, TicketKey};
 
 /// What came of a delivery.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,42 +38,83 @@ pub enum Received {
     Changed(String),
 }
 
-/// Takes one webhook delivery of `tracker`, once.
-pub fn receive(
+/// What a delivery taken comes to before the tracker is asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Taken {
+    /// Answered without asking the tracker.
+    Answered(Received),
+    /// Action `action_id`'s ticket `key` is to be read from the tracker (with no
+    /// database connection held: `super::read`), then `settle`d.
+    Read { action_id: String, key: TicketKey },
+}
+
+/// Takes one webhook delivery of `tracker`, once: by its delivery id, and by its
+/// body (a signed body replayed under a new delivery id is a duplicate), for as long
+/// as delivery ids are kept.
+pub fn take(
     conn: &mut DbConnection,
-    env: Env<'_>,
     tracker: &TrackerSettings,
     delivery: &Delivery,
-) -> Result<Received, ActionError> {
+) -> Result<Taken, ActionError> {
     let now = db::now();
-    let first = crate::insert_or_ignore!(
-        conn,
-        diesel::insert_into(tracker_deliveries::table).values((
-            tracker_deliveries::tracker.eq(&tracker.name),
-            tracker_deliveries::delivery_id.eq(&delivery.id),
-            tracker_deliveries::received_at.eq(now),
-        )),
-        (tracker_deliveries::tracker, tracker_deliveries::delivery_id)
-    )?;
-    state::delivered_in(conn, &tracker.name, now)?;
-    if first == 0 {
-        return Ok(Received::Duplicate);
+    let first = db::write_transaction(conn, |conn| {
+        let mut first = true;
+        for id in [&delivery.id, &delivery.body] {
+            let taken = crate::insert_or_ignore!(
+                conn,
+                diesel::insert_into(tracker_deliveries::table).values((
+                    tracker_deliveries::tracker.eq(&tracker.name),
+                    tracker_deliveries::delivery_id.eq(id),
+                    tracker_deliveries::received_at.eq(now),
+                )),
+                (tracker_deliveries::tracker, tracker_deliveries::delivery_id)
+            )?;
+            first &= taken == 1;
+        }
+        state::delivered_in(conn, &tracker.name, now)?;
+        Ok::<_, diesel::result::Error>(first)
+    })?;
+    if !first {
+        return Ok(Taken::Answered(Received::Duplicate));
     }
     let Some(told) = &delivery.ticket else {
-        return Ok(Received::Nothing);
+        return Ok(Taken::Answered(Received::Nothing));
     };
     let Some(action_id) = action_of(conn, tracker, told)? else {
-        return Ok(Received::Nothing);
+        return Ok(Taken::Answered(Received::Nothing));
     };
     // A delivery is a prompt, not the truth: the ticket is read from the tracker
     // now, so that a delivery late, replayed or out of order moves nothing.
     let Some(remote) = super::load_remote(conn, &action_id)? else {
-        return Ok(Received::Nothing);
+        return Ok(Taken::Answered(Received::Nothing));
     };
-    match Client::new(tracker).get(&remote.key) {
-        Ok(now) => apply_status(conn, env, tracker, &action_id, &now.status),
+    match TicketKey::parse(tracker.kind, &remote.key) {
+        Some(key) => Ok(Taken::Read { action_id, key }),
+        None => {
+            state::failed(
+                conn,
+                &tracker.name,
+                &format!("{:?} is not a key coe can read: not asked", remote.key),
+                now,
+            )?;
+            Ok(Taken::Answered(Received::Nothing))
+        }
+    }
+}
+
+/// What the tracker answered (`read`) for action `action_id`'s ticket, applied.
+pub fn settle(
+    conn: &mut DbConnection,
+    env: Env<'_>,
+    tracker: &TrackerSettings,
+    action_id: &str,
+    read: Answer<Remote>,
+) -> Result<Received, ActionError> {
+    match read {
+        Ok(now) => apply_status(conn, env, tracker, action_id, &now.status),
         Err(f) => {
             // The reconcile reads it later.
+            tracing::warn!(tracker = %tracker.name, error = f.text(), "a ticket a webhook told of could not be read");
             state::failed(conn, &tracker.name, f.text(), db::now())?;
             Ok(Received::Nothing)
         }
@@ -334,40 +375,43 @@ fn ask_owner(
 /// Reads back the linked tickets of each tracker whose round is due (one replica
 /// takes each round): the open actions' and those closed in the last 30 days. A
 /// webhook missed (GitHub never sends one again) or a tracker down when it changed
-/// is caught here. Returns how many tickets changed something.
-pub fn reconcile(
-    conn: &mut DbConnection,
-    env: Env<'_>,
-    stop: &AtomicBool,
-) -> Result<usize, ActionError> {
+/// is caught here. A connection is taken for each step and let go before the tracker
+/// is asked. Returns how many tickets changed something.
+pub fn reconcile(pool: &DbPool, env: Env<'_>, stop: &AtomicBool) -> Result<usize, PassError> {
     let now = db::now();
     let mut changed = 0;
     let mut rounds = 0;
     for tracker in &env.settings.trackers {
-        if !state::take_round(conn, &tracker.name, tracker.reconcile_secs, now)? {
+        let taken = state::take_round(
+            &mut *db::checkout(pool)?,
+            &tracker.name,
+            tracker.reconcile_secs,
+            now,
+        )?;
+        if !taken {
             continue;
         }
         rounds += 1;
-        changed += reconcile_tracker(conn, env, tracker, stop)?;
+        changed += reconcile_tracker(pool, env, tracker, stop)?;
     }
     if rounds > 0 {
-        // Delivery ids are kept a week: trackers redeliver within days.
+        // Delivery ids and bodies are kept a week: trackers redeliver within days.
         diesel::delete(
             tracker_deliveries::table
                 .filter(tracker_deliveries::received_at.lt(now - chrono::Duration::days(7))),
         )
-        .execute(conn)?;
+        .execute(&mut *db::checkout(pool)?)?;
     }
     Ok(changed)
 }
 
 /// Reads back every linked ticket of `tracker` now.
 pub fn reconcile_tracker(
-    conn: &mut DbConnection,
+    pool: &DbPool,
     env: Env<'_>,
     tracker: &TrackerSettings,
     stop: &AtomicBool,
-) -> Result<usize, ActionError> {
+) -> Result<usize, PassError> {
     let since = db::now() - chrono::Duration::days(30);
     let linked: Vec<(String, String)> = tickets::table
         .inner_join(corrective_actions::table)
@@ -380,15 +424,18 @@ pub fn reconcile_tracker(
         )
         .order((tickets::synced_at.asc(), tickets::action_id.asc()))
         .select((tickets::action_id, tickets::ticket_key.assume_not_null()))
-        .load(conn)?;
+        .load(&mut *db::checkout(pool)?)?;
     let client = Client::new(tracker);
     let mut changed = 0;
     for (action_id, key) in linked {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        match client.get(&key) {
-            Ok(remote) => match apply_status(conn, env, tracker, &action_id, &remote.status) {
+        // Asked with no connection held; a key that is not one goes into no URL.
+        let read = client.key(&key).and_then(|k| client.get(&k));
+        let mut conn = db::checkout(pool)?;
+        match read {
+            Ok(remote) => match apply_status(&mut conn, env, tracker, &action_id, &remote.status) {
                 Ok(Received::Changed(_)) => changed += 1,
                 Ok(_) => {}
                 Err(e) => {
@@ -396,17 +443,16 @@ pub fn reconcile_tracker(
                 }
             },
             Err(f) => {
+                tracing::warn!(tracker = %tracker.name, ticket = %key, error = f.text(), "a ticket could not be read back");
                 state::failed(
-                    conn,
+                    &mut conn,
                     &tracker.name,
                     &format!("{key}: {}", f.text()),
                     db::now(),
                 )?;
                 let whole_tracker = match &f {
                     api::Failure::Retry { .. } => true,
-                    api::Failure::Broken(e) => {
-                        e.starts_with("HTTP 401") || e.starts_with("HTTP 403")
-                    }
+                    api::Failure::Broken(_) => matches!(f.status(), Some(401 | 403)),
                     api::Failure::Refused(_) => false,
                 };
                 if whole_tracker {

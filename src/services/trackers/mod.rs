@@ -9,7 +9,7 @@ mod incoming;
 pub mod state;
 
 pub use deliver::{deliver, reclaim, TrackerReport};
-pub use incoming::{receive, reconcile, Received};
+pub use incoming::{reconcile, settle, take, Received, Taken};
 
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
@@ -23,7 +23,7 @@ use crate::services::access::{self, Editor};
 use crate::services::actions::ActionError;
 use crate::services::tickets::{self as queue, UNMAPPED};
 use crate::services::Env;
-use crate::trackers::{self as api, Client, Failure, Remote, Status};
+use crate::trackers::{self as api, Answer, Client, Failure, Remote, Status, TicketKey};
 
 /// What `POST /api/v1/actions/{id}/ticket` asks: a new ticket (in `tracker`, else
 /// the one that takes the action), or an existing one linked by its `key`.
@@ -38,22 +38,123 @@ pub struct TicketRequest {
     pub key: Option<String>,
 }
 
+/// Why a delivery pass or a reconcile stopped: no connection, or the database.
+#[derive(Debug, thiserror::Error)]
+pub enum PassError {
+    #[error("no database connection: {0}")]
+    NoConnection(#[from] diesel::r2d2::PoolError),
+    #[error(transparent)]
+    Database(#[from] diesel::result::Error),
+    #[error(transparent)]
+    Action(#[from] ActionError),
+}
+
 fn invalid(field: &str, problem: impl Into<String>) -> ActionError {
     ActionError::Invalid(vec![(field.to_owned(), problem.into())])
 }
 
-/// Makes or links action `action_id`'s ticket. Making is queued (the answer says
-/// it waits); linking reads the ticket from the tracker first.
+/// What a ticket request comes to before any tracker is asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Asked {
+    /// Queued to be made (or made again): the delivery job asks the tracker.
+    Queued,
+    /// An existing ticket to link: `trackers[tracker]` is asked for `key` with no
+    /// database connection held (`read`), then `link` records what it said.
+    Link { tracker: usize, key: TicketKey },
+}
+
+/// Makes or links action `action_id`'s ticket. Making is queued; linking checks the
+/// key by the tracker's grammar (a key that is not one is refused before any
+/// request) and says which tracker to read it from.
 pub fn request(
     conn: &mut DbConnection,
     env: Env<'_>,
     action_id: &str,
     ask: &TicketRequest,
     who: &Editor<'_>,
+) -> Result<Asked, ActionError> {
+    let Some(typed) = ask.key.as_deref().map(str::trim) else {
+        make(conn, env, action_id, ask.tracker.as_deref(), who)?;
+        return Ok(Asked::Queued);
+    };
+    let trackers = &env.settings.trackers;
+    may_ask(conn, trackers, action_id, who, true)?;
+    let index = match ask.tracker.as_deref() {
+        Some(name) => named(trackers, name)?.0,
+        None => 0,
+    };
+    let tracker = &trackers[index];
+    let key = TicketKey::parse(tracker.kind, typed).ok_or_else(|| {
+        invalid(
+            "key",
+            format!(
+                "expected {} (got {:?})",
+                TicketKey::shape(tracker.kind),
+                crate::chat::format::cut(typed, 60)
+            ),
+        )
+    })?;
+    if let Some(other) = taken(conn, tracker, key.as_str())? {
+        return Err(refuse_taken(key.as_str(), &other));
+    }
+    Ok(Asked::Link {
+        tracker: index,
+        key,
+    })
+}
+
+/// Queues the making of action `action_id`'s ticket in `tracker` (by name), else in
+/// the tracker that takes it; a ticket that could not be made is tried again.
+pub fn make(
+    conn: &mut DbConnection,
+    env: Env<'_>,
+    action_id: &str,
+    tracker: Option<&str>,
+    who: &Editor<'_>,
 ) -> Result<(), ActionError> {
     let settings = env.settings;
+    if may_ask(conn, &settings.trackers, action_id, who, false)?.is_some() {
+        // It could not be made: asked again, it is tried again.
+        db::write_transaction(conn, |conn| queue::retry_making(conn, action_id, db::now()))?;
+        return Ok(());
+    }
+    let destination = match tracker {
+        Some(name) => {
+            let t = named(&settings.trackers, name)?.1;
+            let (team, service) = queue::team_and_service(conn, action_id)?;
+            t.destination(team.as_deref(), service.as_deref())
+                .ok_or_else(|| {
+                    invalid(
+                        "tracker",
+                        format!("{} takes no action of this team or service, and has no place for the rest", t.name),
+                    )
+                })?
+        }
+        None => queue::destination(conn, settings, action_id)?.ok_or_else(|| {
+            invalid(
+                "tracker",
+                "no tracker takes actions of this team or service: name one",
+            )
+        })?,
+    };
+    db::write_transaction(conn, |conn| {
+        queue::start(conn, &destination, action_id, db::now())?;
+        Ok(())
+    })
+}
+
+/// Whether `who` may ask for action `action_id`'s ticket now: a tracker is set up,
+/// the action is open and has no ticket (`linking`), or none but one that could not
+/// be made (given back, to be tried again).
+fn may_ask(
+    conn: &mut DbConnection,
+    trackers: &[TrackerSettings],
+    action_id: &str,
+    who: &Editor<'_>,
+    linking: bool,
+) -> Result<Option<queue::TicketView>, ActionError> {
     access::action(conn, action_id, who)?;
-    if settings.trackers.is_empty() {
+    if trackers.is_empty() {
         return Err(ActionError::Conflict(
             "no tracker is set up: an admin adds one to the settings ([[trackers]])".into(),
         ));
@@ -67,68 +168,34 @@ pub fn request(
             "the action is closed: a ticket is for work still to do (reopen it first)".into(),
         ));
     }
-    if let Some(existing) = queue::of(conn, &settings.trackers, action_id)? {
-        if existing.stuck && ask.key.is_none() {
-            // It could not be made: asked again, it is tried again.
-            db::write_transaction(conn, |conn| queue::retry_making(conn, action_id, db::now()))?;
-            return Ok(());
-        }
-        return Err(ActionError::Conflict(format!(
+    match queue::of(conn, trackers, action_id)? {
+        Some(existing) if existing.stuck && !linking => Ok(Some(existing)),
+        Some(existing) => Err(ActionError::Conflict(format!(
             "the action has a ticket already{}",
             existing
                 .key
                 .map(|k| format!(": {k}"))
                 .unwrap_or_else(|| " (being made)".into())
-        )));
+        ))),
+        None => Ok(None),
     }
-    let named = match ask.tracker.as_deref() {
-        Some(name) => Some(
-            settings
-                .trackers
-                .iter()
-                .find(|t| t.name == name)
-                .ok_or_else(|| {
-                    invalid(
-                        "tracker",
-                        format!(
-                            "no tracker is named {name}; there are: {}",
-                            names(&settings.trackers)
-                        ),
-                    )
-                })?,
-        ),
-        None => None,
-    };
-    match ask.key.as_deref().map(str::trim) {
-        Some(key) => {
-            let tracker = named.unwrap_or(&settings.trackers[0]);
-            link(conn, tracker, action_id, key)
-        }
-        None => {
-            let destination = match named {
-                Some(t) => {
-                    let (team, service) = queue::team_and_service(conn, action_id)?;
-                    t.destination(team.as_deref(), service.as_deref())
-                        .ok_or_else(|| {
-                            invalid(
-                                "tracker",
-                                format!("{} takes no action of this team or service, and has no place for the rest", t.name),
-                            )
-                        })?
-                }
-                None => queue::destination(conn, settings, action_id)?.ok_or_else(|| {
-                    invalid(
-                        "tracker",
-                        "no tracker takes actions of this team or service: name one",
-                    )
-                })?,
-            };
-            db::write_transaction(conn, |conn| {
-                queue::start(conn, &destination, action_id, db::now())?;
-                Ok(())
-            })
-        }
-    }
+}
+
+/// The tracker named `name`, and where it is in the settings.
+fn named<'a>(
+    trackers: &'a [TrackerSettings],
+    name: &str,
+) -> Result<(usize, &'a TrackerSettings), ActionError> {
+    trackers
+        .iter()
+        .enumerate()
+        .find(|(_, t)| t.name == name)
+        .ok_or_else(|| {
+            invalid(
+                "tracker",
+                format!("no tracker is named {name}; there are: {}", names(trackers)),
+            )
+        })
 }
 
 fn names(trackers: &[TrackerSettings]) -> String {
@@ -139,43 +206,68 @@ fn names(trackers: &[TrackerSettings]) -> String {
         .join(", ")
 }
 
-/// Links the existing ticket `key` of `tracker` to the action, after reading it
-/// there; a ticket is one action's.
-fn link(
+/// The action whose ticket `key` of `tracker` is, if any.
+fn taken(
+    conn: &mut DbConnection,
+    tracker: &TrackerSettings,
+    key: &str,
+) -> QueryResult<Option<String>> {
+    tickets::table
+        .filter(tickets::tracker.eq(&tracker.name))
+        .filter(tickets::ticket_key.eq(key))
+        .select(tickets::action_id)
+        .first(conn)
+        .optional()
+}
+
+fn refuse_taken(key: &str, other: &str) -> ActionError {
+    ActionError::Conflict(format!(
+        "{key} is already the ticket of another action ({other}): a ticket follows one action"
+    ))
+}
+
+/// Reads ticket `key` from `tracker`: call it with no database connection held.
+pub fn read(tracker: &TrackerSettings, key: &TicketKey) -> Answer<Remote> {
+    Client::new(tracker).get(key)
+}
+
+/// Links ticket `key` of `tracker`, as the tracker answered for it (`read`), to the
+/// action, checking again what may have changed while the tracker answered. The
+/// member is told what failed in words; what the tracker said goes to the log.
+pub fn link(
     conn: &mut DbConnection,
     tracker: &TrackerSettings,
     action_id: &str,
-    key: &str,
+    key: &TicketKey,
+    read: Answer<Remote>,
+    who: &Editor<'_>,
 ) -> Result<(), ActionError> {
-    if key.is_empty() || key.len() > 200 {
-        return Err(invalid("key", "a ticket's key, such as OPS-12"));
-    }
-    let taken = |conn: &mut DbConnection, key: &str| -> QueryResult<Option<String>> {
-        tickets::table
-            .filter(tickets::tracker.eq(&tracker.name))
-            .filter(tickets::ticket_key.eq(key))
-            .select(tickets::action_id)
-            .first(conn)
-            .optional()
-    };
-    let refuse = |other: String| {
-        ActionError::Conflict(format!(
-            "{key} is already the ticket of another action ({other}): a ticket follows one action"
-        ))
-    };
-    if let Some(other) = taken(conn, key)? {
-        return Err(refuse(other));
-    }
-    let remote = Client::new(tracker).get(key).map_err(|f| match f {
-        Failure::Broken(e) | Failure::Refused(e) => invalid(
-            "key",
-            format!("{} could not find {key}: {e}", tracker.kind.label()),
-        ),
-        Failure::Retry { error, .. } => ActionError::Conflict(format!(
-            "{} did not answer ({error}): try again later",
-            tracker.kind.label()
-        )),
+    let label = tracker.kind.label();
+    let remote = read.map_err(|f| {
+        tracing::warn!(tracker = %tracker.name, ticket = %key, error = f.text(), "a ticket to link could not be read");
+        match (&f, f.status()) {
+            (Failure::Retry { .. }, _) => ActionError::Conflict(format!(
+                "{label} did not answer in time or asked coe to wait: try again later"
+            )),
+            (_, Some(401 | 403)) => ActionError::Conflict(format!(
+                "{label} refused coe's credentials: an admin checks the tracker (Admin → Trackers)"
+            )),
+            _ => invalid("key", format!("{label} did not find {key}")),
+        }
     })?;
+    may_ask(conn, std::slice::from_ref(tracker), action_id, who, true)?;
+    // The key as the tracker writes it, read by the same grammar.
+    let Some(found) = TicketKey::parse(tracker.kind, &remote.key) else {
+        tracing::warn!(tracker = %tracker.name, ticket = %key, answered = %remote.key, "a tracker answered with a key coe cannot read");
+        return Err(invalid(
+            "key",
+            format!("{label} answered for {key} with a key coe cannot read"),
+        ));
+    };
+    let remote = Remote {
+        key: found.to_string(),
+        ..remote
+    };
     // Only a ticket in one of the tracker's places: coe writes to what it links.
     let place = match tracker.kind {
         crate::config::TrackerKind::Github => remote.key.rsplit_once('#').map(|(r, _)| r),
@@ -198,8 +290,10 @@ fn link(
             ),
         ));
     }
-    if let Some(other) = taken(conn, &remote.key)? {
-        return Err(refuse(other));
+    for asked in [key.as_str(), remote.key.as_str()] {
+        if let Some(other) = taken(conn, tracker, asked)? {
+            return Err(refuse_taken(asked, &other));
+        }
     }
     let now = db::now();
     let inserted = db::write_transaction(conn, |conn| {
@@ -216,6 +310,7 @@ fn link(
     });
     match inserted {
         Ok(()) => Ok(()),
+        // The unique index answers a race: the ticket taken, or this action given one.
         Err(diesel::result::Error::DatabaseError(
             diesel::result::DatabaseErrorKind::UniqueViolation,
             _,

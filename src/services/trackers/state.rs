@@ -207,14 +207,13 @@ pub struct Checked {
     pub statuses: Vec<(String, Option<&'static str>)>,
 }
 
-/// Reads each place of `tracker` and its statuses now (not through the queue). A
-/// place that answers clears the tracker's error; one that does not records it.
-pub fn check(conn: &mut DbConnection, tracker: &TrackerSettings) -> QueryResult<Vec<Checked>> {
+/// Reads each place of `tracker` and its statuses now (not through the queue): call
+/// it with no database connection held, then `record_check`.
+pub fn check(tracker: &TrackerSettings) -> Vec<Checked> {
     let client = Client::new(tracker);
     let mut places: Vec<String> = tracker.place.iter().cloned().collect();
     places.extend(tracker.routes.iter().map(|r| r.place.clone()));
     places.dedup();
-    let now = crate::db::now();
     let mut out = Vec::new();
     for place in places {
         match client.check(&place) {
@@ -254,15 +253,25 @@ pub fn check(conn: &mut DbConnection, tracker: &TrackerSettings) -> QueryResult<
             }
         }
     }
-    match out.iter().find(|c| !c.ok) {
+    out
+}
+
+/// Records what the admin's check found: a place that answers clears the tracker's
+/// error; one that does not records it.
+pub fn record_check(
+    conn: &mut DbConnection,
+    tracker: &TrackerSettings,
+    checked: &[Checked],
+) -> QueryResult<()> {
+    let now = crate::db::now();
+    match checked.iter().find(|c| !c.ok) {
         Some(bad) => failed(
             conn,
             &tracker.name,
             &format!("{}: {}", bad.place, bad.error.as_deref().unwrap_or("")),
             now,
-        )?,
-        None if !out.is_empty() => delivered_out(conn, &tracker.name, now)?,
-        None => {}
+        ),
+        None if !checked.is_empty() => delivered_out(conn, &tracker.name, now),
+        None => Ok(()),
     }
-    Ok(out)
 }
