@@ -275,7 +275,8 @@ pub struct ReviewCommentRow {
 
 use super::schema::outbox_emails;
 
-#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+/// An email in the outbox. Its `Debug` leaves out its secrets and bodies.
+#[derive(Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = outbox_emails)]
 pub struct OutboxRow {
     pub id: String,
@@ -296,6 +297,25 @@ pub struct OutboxRow {
     pub sent_at: Option<NaiveDateTime>,
     /// The replica that claimed it while `sending` (`server.replica_name`).
     pub claimed_by: Option<String>,
-    /// The token of its `List-Unsubscribe` link (reminders and digests).
+    /// The token of its `List-Unsubscribe` link (reminders and digests), until it is
+    /// sent or dropped. Never shown.
     pub unsubscribe_token: Option<String>,
+    /// The link only its recipient may see (a sign-in link), put in place of
+    /// `outbox::PRIVATE_LINK` when the message is built, until it is sent or dropped.
+    /// Never shown.
+    pub private_link: Option<String>,
+}
+
+impl std::fmt::Debug for OutboxRow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutboxRow")
+            .field("id", &self.id)
+            .field("kind", &self.kind)
+            .field("recipient", &self.recipient)
+            .field("state", &self.state)
+            .field("attempts", &self.attempts)
+            .field("lease_until", &self.lease_until)
+            .field("claimed_by", &self.claimed_by)
+            .finish_non_exhaustive()
+    }
 }

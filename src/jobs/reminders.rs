@@ -185,8 +185,9 @@ pub fn hold_if_restored(conn: &mut crate::db::DbConnection) -> Result<(), String
     Ok(())
 }
 
-/// Email delivery: the emails due, each claimed, sent and marked (`outbox::deliver`);
-/// a stop ends the pass after the email being sent.
+/// Email delivery: the emails due, each claimed, sent and marked
+/// (`outbox::deliver_pooled`: no connection held while the SMTP server answers); a stop
+/// ends the pass after the email being sent.
 pub fn delivery(
     settings: Arc<Settings>,
     pool: DbPool,
@@ -199,9 +200,9 @@ pub fn delivery(
     Job {
         name: DELIVERY,
         run: Box::new(move |stopping: &AtomicBool| {
-            let mut conn =
-                crate::db::checkout(&pool).map_err(|_| "no database connection".to_owned())?;
             if !started {
+                let mut conn =
+                    crate::db::checkout(&pool).map_err(|_| "no database connection".to_owned())?;
                 hold_if_restored(&mut conn)?;
                 // What this replica's earlier process was sending when it died.
                 let back = outbox::reclaim(&mut conn, &claimant, crate::db::now())
@@ -216,7 +217,7 @@ pub fn delivery(
                 }
                 started = true;
             }
-            let report = outbox::deliver(&mut conn, &transport, &settings, &claimant, stopping)
+            let report = outbox::deliver_pooled(&pool, &transport, &settings, &claimant, stopping)
                 .map_err(|e| e.to_string())?;
             metrics.record(&report);
             if report != outbox::DeliveryReport::default() {

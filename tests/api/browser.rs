@@ -146,8 +146,8 @@ fn sign_in_emails(app: &TestApp, to: &str) -> i64 {
         .expect("count")
 }
 
-/// The newest email of `kind` to `to`, as text. (A sign-in email is made after the
-/// page answered: it is waited for, up to 10 s.)
+/// The newest email of `kind` to `to`, as text, as its recipient reads it. (A sign-in
+/// email is made after the page answered: it is waited for, up to 10 s.)
 fn newest_email(app: &TestApp, kind: &str, to: &str) -> String {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
@@ -156,10 +156,15 @@ fn newest_email(app: &TestApp, kind: &str, to: &str) -> String {
             .filter(outbox_emails::kind.eq(kind))
             .filter(outbox_emails::recipient.eq(to))
             .order(outbox_emails::created_at.desc())
-            .select(outbox_emails::body_text)
-            .first(&mut conn);
+            .select((outbox_emails::body_text, outbox_emails::private_link))
+            .first::<(String, Option<String>)>(&mut conn);
         match found {
-            Ok(body) => return body,
+            // A sign-in link is kept apart from the text until it is sent: put back as
+            // the delivery worker does.
+            Ok((body, Some(link))) => {
+                return body.replace(coe::services::outbox::PRIVATE_LINK, &link)
+            }
+            Ok((body, None)) => return body,
             Err(e) if std::time::Instant::now() > deadline => {
                 panic!("no {kind} email to {to}: {e}")
             }

@@ -1484,3 +1484,384 @@ async fn merged_drafts_are_silent_through_a_week_of_sweeps() {
         late[0].text
     );
 }
+
+/// Issue 61, item 4: an admin opened maria's sign-in email on `/admin/outbox/{id}`,
+/// read her link in full, redeemed it and approved a COE as maria. The outbox shows
+/// that a link was sent, never the link, nor a digest's unsubscribe token: not on the
+/// pages, not through the API. The email the SMTP server receives carries the working
+/// link, and once it is sent the outbox keeps no raw secret.
+#[tokio::test]
+async fn an_admin_cannot_sign_in_as_anyone_through_the_outbox() {
+    use crate::pages::{ask_for_link, browser, emailed_link, get_page, sign_in, token_of};
+    use coe::db::schema::outbox_emails;
+    use reqwest::header::{COOKIE, SET_COOKIE};
+
+    let w = World::new().await;
+    w.person("maria@example.com", "Maria Lopez", None).await;
+    w.person("dana@example.com", "Dana Okafor", None).await;
+    let res = w
+        .app
+        .client
+        .put(w.app.url("/api/v1/people/dana@example.com/admin"))
+        .bearer_auth(&w.admin)
+        .json(&json!({"is_admin": true}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
+    let dana = sign_in(&w.app, "dana@example.com").await;
+
+    // Maria's digest (an overdue action) and her sign-in link wait in the outbox: the
+    // SMTP server is down.
+    let coe = w.coe("Checkout failed", "lead@example.com", None).await;
+    w.action(&coe, "Add a circuit breaker", "maria@example.com", 3)
+        .await;
+    let down = format!("smtp://127.0.0.1:{}", crate::helpers::free_port());
+    w.sweep(&down, &[]);
+    assert_eq!(
+        ask_for_link(&w.app, "maria@example.com").await.status(),
+        200
+    );
+    // What the attacker is after (read here from the database, as only coe may).
+    let link = emailed_link(&w.app, "maria@example.com").expect("maria's link");
+    let token = token_of(&link);
+    let rows = |kind: &str| -> (String, Option<String>, Option<String>) {
+        outbox_emails::table
+            .filter(outbox_emails::kind.eq(kind))
+            .filter(outbox_emails::recipient.eq("maria@example.com"))
+            .select((
+                outbox_emails::id,
+                outbox_emails::private_link,
+                outbox_emails::unsubscribe_token,
+            ))
+            .first(&mut w.app.pool.get().expect("conn"))
+            .expect("maria's email")
+    };
+    let (sign_in_email, kept, _) = rows("sign_in");
+    assert_eq!(kept.as_deref(), Some(link.as_str()), "kept apart, to send");
+    let (digest, _, unsubscribe) = rows("overdue_digest");
+    let unsubscribe = unsubscribe.expect("the digest's unsubscribe token, to send");
+
+    // The attack: the admin reads everything the outbox shows.
+    let mut seen = Vec::new();
+    for path in [
+        "/admin/outbox".to_owned(),
+        "/admin/outbox?state=pending".to_owned(),
+        format!("/admin/outbox/{sign_in_email}"),
+        format!("/admin/outbox/{digest}"),
+    ] {
+        let res = get_page(&w.app, &path, Some(&dana)).await;
+        assert_eq!(res.status(), 200, "{path}");
+        seen.push((path, res.text().await.expect("html")));
+    }
+    for query in [
+        "",
+        "?recipient=maria@example.com",
+        "?state=pending&limit=500",
+    ] {
+        let res = w
+            .app
+            .get(&format!("/api/v1/outbox{query}"), Some(&w.admin))
+            .await;
+        assert_eq!(res.status(), 200, "{query}");
+        seen.push((query.to_owned(), res.text().await.expect("json")));
+    }
+    for (what, body) in &seen {
+        for secret in [
+            token.as_str(),
+            unsubscribe.as_str(),
+            "/sign-in/confirm?token=",
+        ] {
+            assert!(!body.contains(secret), "{what} shows {secret}: {body}");
+        }
+    }
+    let page = &seen[2].1;
+    assert!(
+        page.contains("[the sign-in link: sent to the recipient only, never shown]"),
+        "the page says a link was sent: {page}"
+    );
+
+    // Maria's mailbox gets the working link, and it signs her in.
+    let smtp = SmtpServer::start();
+    w.until_every_email_is_due().await;
+    w.sweep(&smtp.url(), &[]);
+    let received = smtp.to("maria@example.com");
+    let email = received
+        .iter()
+        .find(|m| m.subject.contains("sign-in link"))
+        .expect("the sign-in email");
+    assert!(email.text.contains(&link), "{}", email.text);
+    assert!(email.html.contains(&token), "{}", email.html);
+    assert!(!email.text.contains("[[coe:"), "{}", email.text);
+    let emailed = email
+        .text
+        .split_whitespace()
+        .find(|w| w.contains("/sign-in/confirm?token="))
+        .expect("a link");
+    let res = browser()
+        .post(w.app.url("/sign-in/confirm"))
+        .form(&[("token", token_of(emailed))])
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 303, "the emailed link signs in");
+    let cookie = res
+        .headers()
+        .get(SET_COOKIE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|c| c.split(';').next())
+        .expect("a session")
+        .to_owned();
+    let me = browser()
+        .get(w.app.url("/"))
+        .header(COOKIE, &cookie)
+        .send()
+        .await
+        .expect("sent")
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        me.contains("<a class=\"who\" href=\"/me\">Maria Lopez</a>"),
+        "signed in as maria: {me}"
+    );
+    let digest_received = received
+        .iter()
+        .find(|m| m.subject.contains("overdue"))
+        .expect("the digest");
+    let header = digest_received
+        .header("List-Unsubscribe")
+        .expect("List-Unsubscribe");
+    assert!(header.contains(&unsubscribe), "{header}");
+
+    // Sent: no raw secret outlives its delivery.
+    for kind in ["sign_in", "overdue_digest"] {
+        let (_, link, unsubscribe) = rows(kind);
+        assert_eq!(
+            (link, unsubscribe),
+            (None, None),
+            "{kind}: forgotten once sent"
+        );
+    }
+    let page = get_page(
+        &w.app,
+        &format!("/admin/outbox/{sign_in_email}"),
+        Some(&dana),
+    )
+    .await
+    .text()
+    .await
+    .expect("html");
+    assert!(!page.contains(&token), "{page}");
+}
+
+/// A gate before an SMTP server: the first connection it takes waits, answered by
+/// nothing (an SMTP server that stalls), until `open` is sent; then it is joined to the
+/// server on `upstream` and the conversation goes on. `taken` says when it waits.
+fn stalled_smtp(
+    upstream: u16,
+) -> (
+    u16,
+    std::sync::mpsc::Receiver<()>,
+    std::sync::mpsc::Sender<()>,
+) {
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    let (taken_tx, taken) = std::sync::mpsc::channel();
+    let (open, opened) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let Ok((client, _)) = listener.accept() else {
+            return;
+        };
+        let _ = taken_tx.send(());
+        if opened.recv().is_err() {
+            return;
+        }
+        let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+            return;
+        };
+        let (Ok(mut from_client), Ok(mut to_server)) = (client.try_clone(), server.try_clone())
+        else {
+            return;
+        };
+        let forward = std::thread::spawn(move || {
+            let _ = std::io::copy(&mut from_client, &mut to_server);
+            let _ = to_server.shutdown(Shutdown::Write);
+        });
+        let (mut from_server, mut to_client) = (server, client);
+        let _ = std::io::copy(&mut from_server, &mut to_client);
+        let _ = to_client.shutdown(Shutdown::Write);
+        let _ = forward.join();
+    });
+    (port, taken, open)
+}
+
+/// A raw HTTP/1.1 request to a served coe (`head` without its blank line).
+fn http(port: u16, head: &str, body: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream
+        .set_read_timeout(Some(StdDuration::from_secs(30)))
+        .expect("timeout");
+    write!(
+        stream,
+        "{head}\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    response
+}
+
+/// Issue 61, item 5: delivery held a pooled connection while the SMTP server answered
+/// (up to a minute), so a slow or silent server took the connections requests need.
+/// With a pool of one connection and an SMTP server that stalls mid-delivery, requests
+/// still answer at once: the claim is written and its connection given back before
+/// the server is called, and a connection is taken again to record the outcome.
+#[test]
+fn a_stalled_smtp_server_holds_no_database_connection() {
+    use coe::db::schema::outbox_emails;
+    let smtp = SmtpServer::start();
+    let (gate, taken, open) = stalled_smtp(smtp.port);
+    let db = crate::helpers::TestDatabase::new();
+    let gate_url = format!("smtp://127.0.0.1:{gate}");
+    let served = crate::cli::serve(
+        &db.url,
+        &[
+            ("COE_SMTP_URL", gate_url.as_str()),
+            ("COE_DATABASE_POOL_SIZE", "1"),
+            ("COE_DATABASE_CONNECT_TIMEOUT_SECS", "5"),
+            ("COE_REMINDERS_DELIVERY_INTERVAL_SECS", "60"),
+            ("COE_REMINDERS_INTERVAL_SECS", "3600"),
+        ],
+    );
+    let admin = served.admin_token();
+    let res = http(
+        served.port,
+        &format!(
+            "PUT /api/v1/people/ana@example.com HTTP/1.1\r\nAuthorization: Bearer {admin}\r\n\
+             Content-Type: application/json"
+        ),
+        r#"{"name":"Ana Lima"}"#,
+    );
+    assert!(res.starts_with("HTTP/1.1 200"), "{res}");
+    let res = http(
+        served.port,
+        "POST /sign-in HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded",
+        "email=ana%40example.com&next=%2F",
+    );
+    assert!(res.starts_with("HTTP/1.1 200"), "{res}");
+
+    // Delivery has claimed Ana's link and is waiting on the SMTP server.
+    taken
+        .recv_timeout(StdDuration::from_secs(30))
+        .expect("delivery reached the SMTP server");
+    // Meanwhile the one database connection serves the requests, each at once (one
+    // held by delivery would have them wait the 5 s and answer 503).
+    for _ in 0..3 {
+        let asked = Instant::now();
+        let ready = crate::cli::http_get(served.port, "/readyz", None);
+        assert!(ready.starts_with("HTTP/1.1 200"), "{ready}");
+        let outbox = crate::cli::http_get(served.port, "/api/v1/outbox", Some(&admin));
+        assert!(outbox.starts_with("HTTP/1.1 200"), "{outbox}");
+        assert!(
+            outbox.contains("\"state\":\"sending\""),
+            "the email is being sent meanwhile: {outbox}"
+        );
+        let took = asked.elapsed();
+        assert!(took < StdDuration::from_secs(5), "took {took:?}");
+    }
+
+    // The server answers: the email goes, and its outcome is recorded.
+    open.send(()).expect("open the gate");
+    let deadline = Instant::now() + StdDuration::from_secs(60);
+    while smtp.to("ana@example.com").is_empty() {
+        assert!(Instant::now() < deadline, "the link arrived");
+        std::thread::sleep(StdDuration::from_millis(50));
+    }
+    assert!(smtp.to("ana@example.com")[0]
+        .text
+        .contains("/sign-in/confirm?token="));
+    let pool = coe::db::connect(&coe::config::DatabaseSettings {
+        url: db.url.clone(),
+        ..coe::config::DatabaseSettings::default()
+    })
+    .expect("connect");
+    loop {
+        let (state, link): (String, Option<String>) = outbox_emails::table
+            .filter(outbox_emails::kind.eq("sign_in"))
+            .select((outbox_emails::state, outbox_emails::private_link))
+            .first(&mut pool.get().expect("conn"))
+            .expect("the email");
+        if state == "sent" {
+            assert_eq!(link, None, "the link forgotten once sent");
+            break;
+        }
+        assert!(Instant::now() < deadline, "recorded as sent: {state}");
+        std::thread::sleep(StdDuration::from_millis(50));
+    }
+    drop(served);
+}
+
+/// On a local trial (development, loopback, no SMTP server) the sign-in link still
+/// reaches the person two ways: the log line written for them, and the `.eml` file
+/// the file transport writes (their mailbox on a trial). Both carry the same working
+/// link, never the outbox's placeholder.
+#[test]
+fn a_local_trial_logs_the_link_and_writes_it_into_the_eml_file() {
+    let db = crate::helpers::TestDatabase::new();
+    let mailbox = tempfile::tempdir().expect("dir");
+    let served = crate::cli::serve(
+        &db.url,
+        &[(
+            "COE_EMAIL_FILE_DIR",
+            mailbox.path().to_str().expect("a path"),
+        )],
+    );
+    let res = http(
+        served.port,
+        "POST /sign-in HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded",
+        "email=ana%40example.com&next=%2F",
+    );
+    assert!(res.starts_with("HTTP/1.1 200"), "{res}");
+    let message = "sign-in link (a local trial: mode = development, loopback only, no SMTP \
+                   server; written here so that you can sign in without one)";
+    let deadline = Instant::now() + StdDuration::from_secs(30);
+    let logged = loop {
+        if let Some(line) = served.logged(message).pop() {
+            break line["link"].as_str().expect("the link").to_owned();
+        }
+        assert!(Instant::now() < deadline, "the link was logged");
+        std::thread::sleep(StdDuration::from_millis(50));
+    };
+    assert!(logged.contains("/sign-in/confirm?token=coe_"), "{logged}");
+    let text = loop {
+        let found = std::fs::read_dir(mailbox.path())
+            .expect("the mailbox")
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "eml"))
+            .find_map(|e| {
+                let raw = std::fs::read(e.path()).ok()?;
+                let m = mail_parser::MessageParser::default().parse(&raw)?;
+                m.subject()
+                    .is_some_and(|s| s.contains("sign-in link"))
+                    .then(|| m.body_text(0).unwrap_or_default().into_owned())
+            });
+        if let Some(text) = found {
+            break text;
+        }
+        assert!(Instant::now() < deadline, "the .eml file was written");
+        std::thread::sleep(StdDuration::from_millis(50));
+    };
+    assert!(text.contains(&logged), "the same link: {text}");
+    assert!(!text.contains("[[coe:"), "{text}");
+    let token = logged.split_once("token=").expect("a token").1;
+    let res = http(
+        served.port,
+        "POST /sign-in/confirm HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded",
+        &format!("token={token}"),
+    );
+    assert!(res.starts_with("HTTP/1.1 303"), "the link signs in: {res}");
+}

@@ -52,6 +52,7 @@ diesel::table! {
         sent_at -> Nullable<Timestamp>,
         claimed_by -> Nullable<Text>,
         unsubscribe_token -> Nullable<Text>,
+        private_link -> Nullable<Text>,
     }
 }
 

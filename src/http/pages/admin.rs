@@ -294,7 +294,8 @@ pub async fn outbox_list(Admin(who): Admin, query: web::Query<OutboxQuery>, stat
 }
 
 /// `GET /admin/outbox/{id}`: one email as its recipient reads it (the plain-text
-/// part), with its state and the server's last answer.
+/// part), with its state and the server's last answer; a sign-in link in it is shown
+/// as words saying that one was sent, never the link (`outbox::readable`).
 pub async fn outbox_email(Admin(who): Admin, path: web::Path<String>, state: State) -> Page {
     let id = path.into_inner();
     let asked = id.clone();

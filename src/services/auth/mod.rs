@@ -208,8 +208,11 @@ pub fn send_link(
             settings.public_url.trim_end_matches('/'),
             secret.expose()
         );
+        // The email says where the link goes, not the link: the outbox keeps it apart
+        // and puts it in only as the email leaves, so that nobody (an admin reading the
+        // outbox included) can read it and sign in as its recipient.
         let data = serde_json::json!({
-            "link": link,
+            "link": outbox::PRIVATE_LINK,
             "minutes": auth::LINK_LIFETIME_MINUTES,
             "requested_from": client,
             // Its footer says why it came: a sign-in, not the reminder policy.
@@ -233,7 +236,7 @@ pub fn send_link(
         if !allowed {
             return Ok(None);
         }
-        outbox::enqueue(conn, &mail, now)?;
+        outbox::enqueue_with_private_link(conn, &mail, &link, now)?;
         Ok(Some(link))
     })
 }

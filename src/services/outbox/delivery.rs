@@ -1,7 +1,8 @@
 //! Delivering the outbox: claim one due row at a time under a lease and the replica's
-//! name, send it with no transaction open, and record the outcome only while the lease
-//! is still ours. A replica that starts again gives back what it held when it died
-//! (`reclaim`); a replica that never comes back leaves one email to its lease.
+//! name, send it with no transaction open (and, from the pool, no connection held:
+//! `deliver_pooled`), and record the outcome only while the lease is still ours. A
+//! replica that starts again gives back what it held when it died (`reclaim`); a
+//! replica that never comes back leaves one email to its lease.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -12,11 +13,11 @@ use lettre::message::{Mailbox, MultiPart, SinglePart};
 use lettre::Message;
 use serde::Serialize;
 
-use super::{FAILED, PENDING, SENDING, SENT};
+use super::{FAILED, PENDING, PRIVATE_LINK, SENDING, SENT};
 use crate::config::Settings;
 use crate::db::models::OutboxRow;
 use crate::db::schema::outbox_emails;
-use crate::db::{self, DbConnection};
+use crate::db::{self, DbConnection, DbPool};
 use crate::email::{clean_line, SendError, Transport};
 
 /// What one delivery pass did.
@@ -135,7 +136,13 @@ pub fn backoff(settings: &Settings, attempts: i32) -> Duration {
     Duration::seconds(i64::try_from(secs).unwrap_or(i64::MAX / 1000))
 }
 
-/// Builds the message of a row: From the settings, a Message-ID made of the row's id.
+/// What a message says where its private link was, should the link be gone (an email
+/// sent or dropped cannot be sent again, so this is not expected).
+const LINK_GONE: &str = "(this link is no longer kept: ask for a new one)";
+
+/// Builds the message of a row: From the settings, a Message-ID made of the row's id,
+/// its private link (a sign-in link) put back in place of `PRIVATE_LINK` in the text
+/// and (HTML-escaped, as the template would have) in the HTML.
 pub fn message(row: &OutboxRow, settings: &Settings) -> Result<Message, SendError> {
     let from: Mailbox = settings
         .email
@@ -186,18 +193,29 @@ pub fn message(row: &OutboxRow, settings: &Settings) -> Result<Message, SendErro
                 "List-Unsubscribe=One-Click",
             ));
     }
+    let (text, html) = match row.private_link.as_deref() {
+        Some(link) => (
+            row.body_text.replace(PRIVATE_LINK, link),
+            row.body_html
+                .replace(PRIVATE_LINK, &handlebars::html_escape(link)),
+        ),
+        None => (
+            row.body_text.replace(PRIVATE_LINK, LINK_GONE),
+            row.body_html.replace(PRIVATE_LINK, LINK_GONE),
+        ),
+    };
     builder
         .multipart(
             MultiPart::alternative()
                 .singlepart(
                     SinglePart::builder()
                         .header(ContentType::TEXT_PLAIN)
-                        .body(row.body_text.clone()),
+                        .body(text),
                 )
                 .singlepart(
                     SinglePart::builder()
                         .header(ContentType::TEXT_HTML)
-                        .body(row.body_html.clone()),
+                        .body(html),
                 ),
         )
         .map_err(|e| SendError::Permanent(format!("cannot build the message: {e}")))
@@ -208,10 +226,57 @@ fn header(name: &'static str, value: &str) -> HeaderValue {
     HeaderValue::new(HeaderName::new_from_ascii_str(name), value.to_owned())
 }
 
+/// Why a delivery pass from the pool stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum DeliveryError {
+    /// The pool gave no connection in time (`db::checkout` logged why).
+    #[error("no database connection")]
+    NoConnection,
+    #[error(transparent)]
+    Db(#[from] diesel::result::Error),
+}
+
+/// Where a delivery pass takes a database connection for each of its steps (a claim,
+/// a record).
+trait Connections {
+    type Error: From<diesel::result::Error>;
+    fn with<T>(
+        &mut self,
+        step: impl FnOnce(&mut DbConnection) -> QueryResult<T>,
+    ) -> Result<T, Self::Error>;
+}
+
+/// A connection the caller holds for the whole pass, and shares with nobody.
+impl Connections for &mut DbConnection {
+    type Error = diesel::result::Error;
+    fn with<T>(
+        &mut self,
+        step: impl FnOnce(&mut DbConnection) -> QueryResult<T>,
+    ) -> QueryResult<T> {
+        step(self)
+    }
+}
+
+/// A connection taken from the pool for each step and given back at its end.
+struct Pooled<'a>(&'a DbPool);
+
+impl Connections for Pooled<'_> {
+    type Error = DeliveryError;
+    fn with<T>(
+        &mut self,
+        step: impl FnOnce(&mut DbConnection) -> QueryResult<T>,
+    ) -> Result<T, DeliveryError> {
+        let mut conn = db::checkout(self.0).map_err(|_| DeliveryError::NoConnection)?;
+        Ok(step(&mut conn)?)
+    }
+}
+
 /// One delivery pass for `claimant` (`Settings::replica_name`): claims the due emails
 /// one at a time and sends each, recording its outcome at once (only while the claim is
 /// still this worker's). When the server cannot be reached, or `stop` is set, the pass
-/// ends; what is left waits for the next.
+/// ends; what is left waits for the next. On a connection of the caller's own, held
+/// for the pass (`coe sweep`'s, from a pool of its own): the delivery job uses
+/// `deliver_pooled`.
 pub fn deliver(
     conn: &mut DbConnection,
     transport: &Transport,
@@ -219,15 +284,45 @@ pub fn deliver(
     claimant: &str,
     stop: &AtomicBool,
 ) -> QueryResult<DeliveryReport> {
+    pass(conn, transport, settings, claimant, stop)
+}
+
+/// `deliver` on connections from `pool`, none of them held while the SMTP server
+/// answers (it may take `SMTP_TIMEOUT`): the claim is written and its connection given
+/// back, the email sent, and a connection taken again to record the outcome. So a
+/// slow or silent SMTP server never takes a connection the requests need.
+pub fn deliver_pooled(
+    pool: &DbPool,
+    transport: &Transport,
+    settings: &Settings,
+    claimant: &str,
+    stop: &AtomicBool,
+) -> Result<DeliveryReport, DeliveryError> {
+    pass(Pooled(pool), transport, settings, claimant, stop)
+}
+
+fn pass<C: Connections>(
+    mut conns: C,
+    transport: &Transport,
+    settings: &Settings,
+    claimant: &str,
+    stop: &AtomicBool,
+) -> Result<DeliveryReport, C::Error> {
     let lease = Duration::seconds(i64::try_from(settings.reminders.lease_secs).unwrap_or(600));
     let mut report = DeliveryReport::default();
-    super::fold_counts(conn)?;
+    conns.with(super::fold_counts)?;
     // One email claimed at a time: a worker that dies holds only the one it was
     // sending. The pass ends when none is due, on a stop, or when the server is down.
     while !stop.load(Ordering::Relaxed) {
-        let Some(row) = claim(conn, db::now(), lease, 1, claimant)?.pop() else {
+        let Some(row) = conns
+            .with(|conn| claim(conn, db::now(), lease, 1, claimant))?
+            .pop()
+        else {
             break;
         };
+        // The claim is written and its connection given back: none is held while the
+        // SMTP server answers. (Should none come back in time to record the outcome,
+        // the claim runs out and the email is sent again: a duplicate, never a loss.)
         let outcome = message(&row, settings).and_then(|m| transport.send(&m));
         let unreachable = matches!(outcome, Err(SendError::Unreachable(_)));
         match &outcome {
@@ -249,7 +344,7 @@ pub fn deliver(
                 report.unreachable += 1;
             }
         }
-        record(conn, &row, &outcome, settings, db::now())?;
+        conns.with(|conn| record(conn, &row, &outcome, settings, db::now()))?;
         if unreachable {
             // The server is down: the rest waits for the next pass.
             break;
@@ -275,6 +370,7 @@ pub(super) fn record(
         match outcome {
             Ok(()) => {
                 tracing::info!(email = %row.id, kind = %row.kind, to = %row.recipient, "email sent");
+                // Its secrets have done their work: no raw link outlives its delivery.
                 diesel::update(mine)
                     .set((
                         outbox_emails::state.eq(SENT),
@@ -282,6 +378,8 @@ pub(super) fn record(
                         outbox_emails::lease_until.eq(None::<NaiveDateTime>),
                         outbox_emails::claimed_by.eq(None::<String>),
                         outbox_emails::last_error.eq(None::<String>),
+                        outbox_emails::private_link.eq(None::<String>),
+                        outbox_emails::unsubscribe_token.eq(None::<String>),
                         outbox_emails::updated_at.eq(now),
                     ))
                     .execute(conn)?;

@@ -23,7 +23,9 @@ use crate::services::notifications;
 mod delivery;
 pub mod restored;
 
-pub use delivery::{backoff, claim, deliver, message, reclaim, DeliveryReport};
+pub use delivery::{
+    backoff, claim, deliver, deliver_pooled, message, reclaim, DeliveryError, DeliveryReport,
+};
 
 pub const PENDING: &str = "pending";
 pub const SENDING: &str = "sending";
@@ -34,6 +36,47 @@ pub const HELD: &str = "held";
 /// Held, and an admin chose not to send it.
 pub const DROPPED: &str = "dropped";
 pub const STATES: [&str; 6] = [PENDING, SENDING, SENT, FAILED, HELD, DROPPED];
+
+/// What a stored email says where its private link goes (a sign-in link): plain ASCII
+/// that HTML-escaping leaves as it is, so that it stands in the text and the HTML
+/// alike. The link itself is kept apart (`outbox_emails.private_link`), put in its
+/// place only in the message handed to the SMTP server (`message`), and forgotten
+/// once the email is sent or dropped: nobody reads it in the outbox.
+pub const PRIVATE_LINK: &str = "[[coe:private-link]]";
+
+/// What an admin reads in place of a sign-in link.
+pub const SIGN_IN_LINK_SHOWN: &str = "[the sign-in link: sent to the recipient only, never shown]";
+
+/// What an admin reads in place of any other private link.
+pub const PRIVATE_LINK_SHOWN: &str = "[a private link: sent to the recipient only, never shown]";
+
+/// A stored email's text as an admin may read it: its private link (and any sign-in
+/// link written out in full, as emails queued before links were kept apart were,
+/// or a backup of that time holds) replaced by words saying that one was sent.
+pub fn readable(kind: &str, text: &str) -> String {
+    let words = if kind == Kind::SignIn.name() {
+        SIGN_IN_LINK_SHOWN
+    } else {
+        PRIVATE_LINK_SHOWN
+    };
+    let text = text.replace(PRIVATE_LINK, words);
+    if !text.contains(SIGN_IN_PATH) {
+        return text;
+    }
+    text.split_inclusive(char::is_whitespace)
+        .map(|piece| {
+            let word = piece.trim_end_matches(char::is_whitespace);
+            if word.contains(SIGN_IN_PATH) {
+                format!("{SIGN_IN_LINK_SHOWN}{}", &piece[word.len()..])
+            } else {
+                piece.to_owned()
+            }
+        })
+        .collect()
+}
+
+/// The path every sign-in link takes (`services::auth::send_link`).
+const SIGN_IN_PATH: &str = "/sign-in/confirm?token=";
 
 /// An email decided on, rendered, not yet queued.
 #[derive(Debug, Clone, Serialize)]
@@ -82,6 +125,28 @@ pub fn compose(
 /// holds reminders and digests itself, at the time it decides for). Returns whether
 /// it was queued. Call it inside the transaction that made the decision.
 pub fn enqueue(conn: &mut DbConnection, email: &NewEmail, now: NaiveDateTime) -> QueryResult<bool> {
+    queue(conn, email, None, now)
+}
+
+/// Queues `email` as `enqueue` does; its text and HTML say `PRIVATE_LINK` where `link`
+/// goes (a sign-in link: the template's data had the placeholder). The link is kept
+/// apart from them, never shown, put in place only in the message sent, and forgotten
+/// once the email is sent or dropped.
+pub fn enqueue_with_private_link(
+    conn: &mut DbConnection,
+    email: &NewEmail,
+    link: &str,
+    now: NaiveDateTime,
+) -> QueryResult<bool> {
+    queue(conn, email, Some(link), now)
+}
+
+fn queue(
+    conn: &mut DbConnection,
+    email: &NewEmail,
+    private_link: Option<&str>,
+    now: NaiveDateTime,
+) -> QueryResult<bool> {
     let class = email.kind.class();
     if class == Class::Notice && !notifications::choice(conn, &email.recipient)?.allows(class, now)
     {
@@ -121,6 +186,7 @@ pub fn enqueue(conn: &mut DbConnection, email: &NewEmail, now: NaiveDateTime) ->
         sent_at: None,
         claimed_by: None,
         unsubscribe_token,
+        private_link: private_link.map(str::to_owned),
     };
     let inserted = crate::insert_or_ignore!(
         conn,
@@ -337,7 +403,8 @@ pub fn list(
 }
 
 /// One email with what it says: the listing's fields and its plain-text body, for an
-/// admin who wants to read what was (or will be) sent.
+/// admin who wants to read what was (or will be) sent: a private link in it is shown
+/// as words saying that one was sent (`readable`), never the link.
 pub fn get(conn: &mut DbConnection, id: &str) -> QueryResult<Option<(OutboxEmail, String)>> {
     let row: Option<OutboxRow> = outbox_emails::table
         .find(id)
@@ -345,7 +412,7 @@ pub fn get(conn: &mut DbConnection, id: &str) -> QueryResult<Option<(OutboxEmail
         .first(conn)
         .optional()?;
     Ok(row.map(|r| {
-        let body = r.body_text.clone();
+        let body = readable(&r.kind, &r.body_text);
         (r.into(), body)
     }))
 }
@@ -686,6 +753,72 @@ mod tests {
             .collect();
         assert_eq!(left.len(), 2);
         assert!(!left.contains(&"old".to_owned()));
+    }
+
+    /// A sign-in link is stored apart from the email's text: the text says a link was
+    /// sent, the message sent carries the link (escaped in the HTML as the template
+    /// would have), and the link is forgotten once it is sent.
+    #[test]
+    fn a_private_link_is_in_the_message_sent_only_and_forgotten_once_sent() {
+        let (_dir, pool) = database();
+        let link = "https://coe.example.com/sign-in/confirm?token=coe_s3cret&x=1";
+        let mut mail = email("link");
+        mail.kind = Kind::SignIn;
+        mail.text = format!("open it:\n  {PRIVATE_LINK}\nthanks");
+        mail.html = format!("<a href=\"{PRIVATE_LINK}\">Sign in</a>");
+        {
+            let mut conn = pool.get().expect("conn");
+            assert!(enqueue_with_private_link(&mut conn, &mail, link, db::now()).unwrap());
+            let id = list(&mut conn, None, None, None, 1).unwrap().remove(0).id;
+            let (_, body) = get(&mut conn, &id).unwrap().expect("the email");
+            assert!(!body.contains("coe_s3cret"), "{body}");
+            assert!(body.contains(SIGN_IN_LINK_SHOWN), "{body}");
+        }
+        let transport = Transport::memory();
+        let go = AtomicBool::new(false);
+        let report = deliver_pooled(&pool, &transport, &Settings::default(), "a", &go).unwrap();
+        assert_eq!(report.sent, 1);
+        let raw = transport.sent().remove(0);
+        let sent = mail_parser::MessageParser::default()
+            .parse(raw.as_bytes())
+            .expect("a MIME message");
+        let (text, html) = (
+            sent.body_text(0).expect("text"),
+            sent.body_html(0).expect("html"),
+        );
+        assert_eq!(
+            text.replace("\r\n", "\n"),
+            format!("open it:\n  {link}\nthanks")
+        );
+        assert_eq!(
+            html,
+            "<a href=\"https://coe.example.com/sign-in/confirm?token&#x3D;coe_s3cret&amp;x&#x3D;1\">Sign in</a>",
+            "escaped as the template would have"
+        );
+        let mut conn = pool.get().expect("conn");
+        let kept: Vec<(Option<String>, Option<String>)> = outbox_emails::table
+            .select((
+                outbox_emails::private_link,
+                outbox_emails::unsubscribe_token,
+            ))
+            .load(&mut conn)
+            .unwrap();
+        assert_eq!(kept, vec![(None, None)], "forgotten once sent");
+    }
+
+    #[test]
+    fn a_sign_in_link_written_in_full_is_shown_as_words() {
+        let text = "Hi,\n\n  https://coe.example.com/sign-in/confirm?token=coe_abc\n\nBye ([[x]])";
+        let shown = readable("sign_in", text);
+        assert_eq!(
+            shown,
+            format!("Hi,\n\n  {SIGN_IN_LINK_SHOWN}\n\nBye ([[x]])")
+        );
+        assert_eq!(
+            readable("approved", &format!("see {PRIVATE_LINK}.")),
+            format!("see {PRIVATE_LINK_SHOWN}.")
+        );
+        assert_eq!(readable("approved", "nothing secret"), "nothing secret");
     }
 
     #[test]

@@ -39,7 +39,8 @@ pub fn hold_if_restored(conn: &mut DbConnection, now: NaiveDateTime) -> QueryRes
     })
 }
 
-/// Drops a held email: it is not sent. Only a held one.
+/// Drops a held email: it is not sent, and its secrets (a private link, an
+/// unsubscribe token) are forgotten. Only a held one.
 pub fn drop_held(conn: &mut DbConnection, id: &str) -> Result<OutboxEmail, RetryError> {
     db::write_transaction(conn, |conn| {
         let row: OutboxRow = outbox_emails::table
@@ -55,6 +56,8 @@ pub fn drop_held(conn: &mut DbConnection, id: &str) -> Result<OutboxEmail, Retry
         diesel::update(outbox_emails::table.find(id))
             .set((
                 outbox_emails::state.eq(DROPPED),
+                outbox_emails::private_link.eq(None::<String>),
+                outbox_emails::unsubscribe_token.eq(None::<String>),
                 outbox_emails::updated_at.eq(now),
             ))
             .execute(conn)?;
