@@ -7,6 +7,7 @@ pub mod bar_raiser;
 pub mod clock;
 pub mod coe;
 pub mod coverage;
+pub mod customer_summary;
 pub mod email;
 pub mod event;
 pub mod incident;

@@ -76,8 +76,8 @@ pub fn publishable(
             "is empty: there is nothing to publish",
         ));
     }
-    let problems = coes::customers::problems(conn, settings, &section.body)?;
-    if let Some(problem) = problems.into_iter().next() {
+    let found = coes::customers::check(conn, settings, &section.body)?;
+    if let Some(problem) = found.refusals.into_iter().next() {
         return Err(CoeError::invalid(section.key.clone(), problem));
     }
     Ok(section.body.clone())

@@ -606,3 +606,146 @@ async fn the_owner_publishes_the_summary_in_a_browser() {
         "{history}"
     );
 }
+
+/// Puts `people` (address, name) in the directory.
+async fn directory(w: &World, admin: &str, people: &[(&str, &str)]) {
+    for (email, name) in people {
+        let (status, body) = w
+            .send(
+                admin,
+                "PUT",
+                &format!("/api/v1/people/{email}"),
+                None,
+                Some(json!({ "name": name })),
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+}
+
+/// The security test's attacks on the customer-summary check (issue 61, item 5; issue
+/// 66, item 1): first names, possessives, names and hosts hidden by Markdown emphasis,
+/// HTML entities and escapes, and links to internal hosts. Each is refused at submit,
+/// naming the section and what it names; an ordinary summary still goes through.
+#[tokio::test]
+async fn a_writer_cannot_submit_names_or_internal_hosts_hidden_from_the_check() {
+    let (w, admin) = review_world_with(|_| {}).await;
+    directory(
+        &w,
+        &admin,
+        &[
+            ("omar@example.com", "Omar Haddad"),
+            ("priya@example.com", "Priya Raman"),
+            ("maria@example.com", "Maria Lopez"),
+        ],
+    )
+    .await;
+    customer_template(&w, &admin).await;
+    let (id, _) = w.written_coe().await;
+    make_sev1(&w, &id).await;
+
+    for (text, named) in [
+        (
+            "Our engineer Omar rolled the change back within 40 minutes.",
+            "names Omar",
+        ),
+        (
+            "Service recovered at 14:48 UTC, thanks to Priya.",
+            "names Priya",
+        ),
+        (
+            "Service recovered at 14:48 UTC, thanks to Priya’s quick work.",
+            "names Priya",
+        ),
+        (
+            "Maria Lopez's team rolled the change back.",
+            "names Maria Lopez",
+        ),
+        ("M*aria* Lopez rolled the change back.", "names Maria Lopez"),
+        (
+            "Maria&#32;Lopez rolled the change back.",
+            "names Maria Lopez",
+        ),
+        (
+            "The search-es-03\\.internal cluster ran out of disk.",
+            "search-es-03.internal",
+        ),
+        (
+            "See [status](https://search-es-03.internal/x) for details.",
+            "search-es-03.internal",
+        ),
+        (
+            "See <https://search-es-03.internal/x> for details.",
+            "search-es-03.internal",
+        ),
+    ] {
+        let doc = write(&w, &id, text).await;
+        let missing = doc["completeness"]["missing"].to_string();
+        assert!(missing.contains(named), "{text}: {missing}");
+        let (status, body) = submit(&w, &id).await;
+        assert_eq!(status, 422, "{text} was submitted: {body}");
+        let body = body.to_string();
+        assert!(
+            body.contains("customer_summary") && body.contains(named),
+            "{text}: {body}"
+        );
+    }
+
+    // An ordinary summary, with no names and no internal host, goes through.
+    let doc = write(&w, &id, FIT).await;
+    for list in ["missing", "warnings"] {
+        let found = doc["completeness"][list].to_string();
+        assert!(!found.contains("customer_summary"), "{list}: {found}");
+    }
+    let (status, body) = submit(&w, &id).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+/// "Will" is the first name of Will Smith in the directory and a common word: a
+/// warning the writer and the reviewer see, not a refusal. The check runs again when
+/// the summary is published: a person added to the directory since the approval whose
+/// given name the summary uses stops it.
+#[tokio::test]
+async fn a_first_name_that_is_a_common_word_warns_and_publishing_checks_again() {
+    let (w, admin) = review_world_with(|_| {}).await;
+    directory(&w, &admin, &[("will@example.com", "Will Smith")]).await;
+    customer_template(&w, &admin).await;
+    let (id, _) = w.written_coe().await;
+    make_sev1(&w, &id).await;
+    let text = format!("{FIT} Will this happen again? We will test every change first.");
+    let doc = write(&w, &id, &text).await;
+    let missing = doc["completeness"]["missing"].to_string();
+    assert!(!missing.contains("customer_summary"), "{missing}");
+    let warnings = doc["completeness"]["warnings"].to_string();
+    assert!(
+        warnings.contains("customer_summary")
+            && warnings.contains("“Will” is also the first name of Will Smith"),
+        "{warnings}"
+    );
+    // The writer sees it on the COE's page too.
+    let cookie = crate::pages::sign_in(&w.app, "owner@example.com").await;
+    let page = crate::pages::get_page(&w.app, &format!("/coes/{id}"), Some(&cookie)).await;
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.expect("html");
+    assert!(
+        html.contains("Worth a second look")
+            && html.contains("is also the first name of Will Smith"),
+        "{html}"
+    );
+    let (status, body) = submit(&w, &id).await;
+    assert_eq!(status, 200, "a warning does not block: {body}");
+    approve(&w, &id).await;
+
+    // Someone joins whose given name the approved summary uses: publishing refuses.
+    directory(&w, &admin, &[("december@example.com", "December Okafor")]).await;
+    let publication = format!("/api/v1/coes/{id}/publication");
+    let (status, body) = w.send(&w.owner, "POST", &publication, None, None).await;
+    assert_eq!(status, 422, "{body}");
+    let said = body.to_string();
+    assert!(
+        said.contains("customer_summary") && said.contains("names December"),
+        "{said}"
+    );
+    let (status, _) = w.send(&w.owner, "GET", &publication, None, None).await;
+    assert_eq!(status, 404, "nothing was published");
+}

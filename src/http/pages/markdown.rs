@@ -4,7 +4,9 @@
 //! from elsewhere). The one place user text becomes HTML; templates reach it through
 //! the `markdown` helper, never through a triple-stash.
 
-use pulldown_cmark::{Event, HeadingLevel, LinkType, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{Event, HeadingLevel, LinkType, Parser, Tag, TagEnd};
+
+use crate::domain::customer_summary::MARKDOWN_OPTIONS;
 
 /// Whether a link target may be followed from a page.
 fn allowed_link(dest: &str) -> bool {
@@ -114,7 +116,7 @@ fn fence_logs(text: &str) -> std::borrow::Cow<'_, str> {
 /// `text` rendered as safe HTML (a pasted log as a preformatted block).
 pub fn to_html(text: &str) -> String {
     let text = &*fence_logs(text);
-    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
+    let options = MARKDOWN_OPTIONS;
     // Links that may not be followed and images lose their tag and keep their text;
     // raw HTML becomes text.
     let mut dropped = Vec::new();
@@ -157,7 +159,7 @@ pub fn to_html(text: &str) -> String {
 /// `text`'s words without its Markdown: what a search result quotes (no `**`, no
 /// `[…](…)`, no `#`); blocks and line breaks become one space.
 pub fn to_plain(text: &str) -> String {
-    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
+    let options = MARKDOWN_OPTIONS;
     let mut plain = String::with_capacity(text.len());
     let space = |plain: &mut String| {
         if !plain.is_empty() && !plain.ends_with(' ') {

@@ -1,89 +1,49 @@
 //! The check on the section written for customers: it names no person of the
-//! directory (by name or address) and no internal host (`coe.internal_patterns`).
-//! Its findings block submitting, like a missing section, so what is approved with
-//! the COE is fit to publish.
-
-use std::collections::BTreeSet;
+//! directory (by address, full name or given name) and no internal host
+//! (`coe.internal_patterns`, in the text or a link), read both as written and as the
+//! public page renders it (`domain::customer_summary`). Its refusals block submitting,
+//! like a missing section, and publishing, so what is approved with the COE is fit to
+//! publish; its warnings (a given name that is also an ordinary word, "Will") are
+//! shown to the writer and the reviewer with the checks' other warnings.
 
 use diesel::prelude::*;
 
 use crate::config::Settings;
 use crate::db::schema::people;
 use crate::db::DbConnection;
+use crate::domain::customer_summary;
 
-/// Longest run of words a directory name is looked for as ("Ana Maria da Silva").
-const NAME_WORDS: usize = 4;
+pub use crate::domain::customer_summary::Findings;
+
+/// `coe.internal_patterns`, compiled once for a check (any case).
+fn internal_patterns(settings: &Settings) -> Vec<regex::Regex> {
+    settings
+        .coe
+        .internal_patterns
+        .iter()
+        // A pattern that does not compile was refused at start.
+        .filter_map(|p| {
+            regex::RegexBuilder::new(p)
+                .case_insensitive(true)
+                .build()
+                .ok()
+        })
+        .collect()
+}
 
 /// What is wrong with `text` for customers' eyes, each in words ("names Ana Lima, a
-/// person in the directory"); nothing when it is fit.
-pub fn problems(
-    conn: &mut DbConnection,
-    settings: &Settings,
-    text: &str,
-) -> QueryResult<Vec<String>> {
-    let mut found = Vec::new();
+/// person in the directory"): refusals, and warnings the writer weighs. Reads the
+/// directory once (address and name of each person); nothing when the text is empty.
+pub fn check(conn: &mut DbConnection, settings: &Settings, text: &str) -> QueryResult<Findings> {
     if text.trim().is_empty() {
-        return Ok(found);
-    }
-    // Each run of one to four words, as a directory name would be written, compared
-    // in Rust (SQLite's lower() folds ASCII only: "Élodie" must match "élodie").
-    let fold = |t: &str| t.to_lowercase().replace(['\u{2019}', '\u{2018}'], "'");
-    let words: Vec<String> = fold(text)
-        .split(|c: char| {
-            !(c.is_alphanumeric()
-                || c == '\''
-                || c == '-'
-                || c == '.'
-                || c == '@'
-                || c == '_'
-                || c == '+')
-        })
-        .map(|w| {
-            w.trim_matches(|c: char| c == '.' || c == '\'' || c == '-')
-                .to_owned()
-        })
-        .filter(|w| !w.is_empty())
-        .collect();
-    let mut runs: BTreeSet<String> = BTreeSet::new();
-    for n in 1..=NAME_WORDS {
-        for run in words.windows(n) {
-            runs.insert(run.join(" "));
-        }
+        return Ok(Findings::default());
     }
     let directory: Vec<(String, Option<String>)> = people::table
         .select((people::email, people::name))
         .load(conn)?;
-    let mut named: Vec<String> = Vec::new();
-    for (email, name) in directory {
-        if runs.contains(&email.to_lowercase()) {
-            named.push(email);
-        } else if let Some(name) = name {
-            let folded = fold(&name).split_whitespace().collect::<Vec<_>>().join(" ");
-            if !folded.is_empty() && runs.contains(&folded) {
-                named.push(name);
-            }
-        }
-    }
-    named.sort();
-    named.dedup();
-    for who in named {
-        found.push(format!(
-            "names {who}, a person in the directory: customers read this section; say what happened, not who"
-        ));
-    }
-    for pattern in &settings.coe.internal_patterns {
-        let Ok(re) = regex::RegexBuilder::new(pattern)
-            .case_insensitive(true)
-            .build()
-        else {
-            continue; // checked at start
-        };
-        if let Some(m) = re.find(text) {
-            found.push(format!(
-                "names {}, an internal host or address: customers read this section",
-                m.as_str()
-            ));
-        }
-    }
-    Ok(found)
+    Ok(customer_summary::check(
+        text,
+        &directory,
+        &internal_patterns(settings),
+    ))
 }

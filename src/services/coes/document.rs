@@ -320,8 +320,8 @@ pub fn assessment(
 }
 
 /// The section written for customers, when the template has one and it is written:
-/// what names a person or an internal host is missing work, like an empty section
-/// (`customers::problems`).
+/// what names a person or an internal host is missing work, like an empty section; a
+/// given name that is also an ordinary word is a warning (`customers::check`).
 fn for_customers(
     conn: &mut DbConnection,
     settings: &Settings,
@@ -333,12 +333,19 @@ fn for_customers(
         return Ok(());
     };
     let text = sections.get(&spec.key).map_or("", String::as_str);
-    for problem in super::customers::problems(conn, settings, text)? {
+    let found = super::customers::check(conn, settings, text)?;
+    for problem in found.refusals {
         completeness.missing.push(Finding {
             at: spec.key.clone(),
             problem,
         });
         completeness.complete = false;
+    }
+    for problem in found.warnings {
+        completeness.warnings.push(Finding {
+            at: spec.key.clone(),
+            problem,
+        });
     }
     Ok(())
 }
