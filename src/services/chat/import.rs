@@ -105,7 +105,7 @@ impl Scope {
         channels(settings)
             .into_iter()
             .map(|c| (c, c.serves(self.team.as_deref(), self.service.as_deref())))
-            .filter(|(_, ours)| *ours || who.is_admin)
+            .filter(|(_, ours)| *ours || access::reads_chat_beyond_the_coe(who))
             .collect()
     }
 }
@@ -287,7 +287,7 @@ pub fn plan(
             format!("a window of at most {MAX_WINDOW_DAYS} days is read"),
         ));
     }
-    if !who.is_admin {
+    if !access::reads_chat_beyond_the_coe(who) {
         let (lo, hi) = scope.allowed(now);
         let span = || {
             format!(
