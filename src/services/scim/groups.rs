@@ -2,6 +2,8 @@
 //! members (Users of this service) in `scim_group_members`; a change of a group's
 //! name or members moves its members' teams (`teams::follow_groups`).
 
+use std::collections::HashSet;
+
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde_json::{json, Map, Value};
@@ -67,6 +69,10 @@ fn member_ids(doc: &Map<String, Value>) -> Vec<String> {
     ids
 }
 
+/// How many ids one statement names (well under SQLite's and PostgreSQL's limits of
+/// bound values).
+const CHUNK: usize = 500;
+
 fn write(
     conn: &mut DbConnection,
     ctx: &Ctx,
@@ -74,11 +80,16 @@ fn write(
     doc: Map<String, Value>,
 ) -> Result<Value, ApiError> {
     let members = member_ids(&doc);
-    let known: Vec<String> = people::table
-        .filter(people::scim_id.eq_any(&members))
-        .select(people::scim_id.assume_not_null())
-        .load(conn)?;
-    if let Some(stranger) = members.iter().find(|m| !known.contains(m)) {
+    let mut known: HashSet<String> = HashSet::with_capacity(members.len());
+    for chunk in members.chunks(CHUNK) {
+        known.extend(
+            people::table
+                .filter(people::scim_id.eq_any(chunk))
+                .select(people::scim_id.assume_not_null())
+                .load::<String>(conn)?,
+        );
+    }
+    if let Some(stranger) = members.iter().find(|m| !known.contains(*m)) {
         return Err(ScimError::bad(
             "invalidValue",
             format!("members: no User has the id {stranger:?} (groups of groups are not kept)"),
@@ -96,9 +107,10 @@ fn write(
         .and_then(Value::as_str)
         .map(str::to_owned);
     let now = ctx.now;
-    let (id, before) = match id {
+    let (id, before, renamed) = match id {
         Some(id) => {
             let old = by_id(conn, id)?.ok_or_else(|| not_found(id))?;
+            let renamed = old.display_name != display_name;
             diesel::update(scim_groups::table.find(id))
                 .set((
                     scim_groups::display_name.eq(&display_name),
@@ -107,7 +119,7 @@ fn write(
                     scim_groups::updated_at.eq(now),
                 ))
                 .execute(conn)?;
-            (id.to_owned(), member_ids(&doc_of(&old)))
+            (id.to_owned(), member_ids(&doc_of(&old)), renamed)
         }
         None => {
             let id = db::new_id();
@@ -121,23 +133,41 @@ fn write(
                     updated_at: now,
                 })
                 .execute(conn)?;
-            (id, Vec::new())
+            (id, Vec::new(), true)
         }
     };
-    diesel::delete(scim_group_members::table.filter(scim_group_members::group_id.eq(&id)))
+    // Only the members who came or went are written, and only their teams (or, when
+    // the group's name changed, every member's) are looked at again: a PATCH of a few
+    // members of a group of thousands is a few rows for the writer.
+    let (was, now): (HashSet<&String>, HashSet<&String>) =
+        (before.iter().collect(), members.iter().collect());
+    let gone: Vec<&String> = was.difference(&now).copied().collect();
+    let came: Vec<&String> = now.difference(&was).copied().collect();
+    for chunk in gone.chunks(CHUNK) {
+        diesel::delete(
+            scim_group_members::table
+                .filter(scim_group_members::group_id.eq(&id))
+                .filter(scim_group_members::member_id.eq_any(chunk)),
+        )
         .execute(conn)?;
-    for m in &members {
+    }
+    for m in &came {
         diesel::insert_into(scim_group_members::table)
             .values((
                 scim_group_members::group_id.eq(&id),
-                scim_group_members::member_id.eq(m),
+                scim_group_members::member_id.eq(*m),
             ))
             .execute(conn)?;
     }
-    let mut touched = before;
-    touched.extend(members);
+    let mut touched: Vec<String> = if renamed {
+        was.union(&now).map(|m| (*m).clone()).collect()
+    } else {
+        gone.iter()
+            .chain(came.iter())
+            .map(|m| (*m).clone())
+            .collect()
+    };
     touched.sort();
-    touched.dedup();
     teams::follow_groups(conn, ctx, &touched)?;
     let written = by_id(conn, &id)?.ok_or_else(|| not_found(&id))?;
     Ok(resource(ctx, &written))
