@@ -24,7 +24,9 @@ still do. Run by scripts/probe (which .ci/run calls); bounded to a few minutes.
              a link token (login CSRF); requests for someone's address never lock them out;
              nobody approves their own COE; search survives letters that change length
   security   PagerDuty deliveries of 10 MiB with 1,900 forged signatures each: refused,
-             under 100 ms of the server's CPU each
+             under 100 ms of the server's CPU each; SCIM at its caps (10,000 Users with 10
+             addresses, ten groups of all of them): ten worst PATCHes and ten worst filters at
+             once while a member saves (measured), and the attacks past the caps refused
   fuzz       schemathesis (from PyPI) over the OpenAPI document with every check and phase,
              stateful included, on SQLite and PostgreSQL (see fuzz() for the one check
              and the one operation left out, and why)
@@ -734,6 +736,175 @@ def security(coe, workdir, requests=4):
         server.stop()
 
 
+def scim_request(port, method, path, token, body=None):
+    """(status, parsed body, seconds) of one SCIM request."""
+    started = time.monotonic()
+    status, _, text = raw(port, method, f"/scim/v2{path}", json.dumps(body) if body is not None else None,
+                          {"Authorization": f"Bearer {token}", "Content-Type": "application/scim+json"})
+    try:
+        parsed = json.loads(text) if text else None
+    except ValueError:
+        parsed = text
+    return status, parsed, time.monotonic() - started
+
+
+def side_by_side(jobs):
+    """Runs each job on a thread of its own; their results in order."""
+    results = [None] * len(jobs)
+
+    def run(i, job):
+        results[i] = job()
+
+    threads = [threading.Thread(target=run, args=(i, j)) for i, j in enumerate(jobs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def pool_in_use(port):
+    """Connections of the pool in use now, from /metrics."""
+    _, _, text = raw(port, "GET", "/metrics")
+    for line in text.splitlines():
+        if line.startswith("coe_db_connections") and 'state="in_use"' in line:
+            return int(float(line.split()[-1]))
+    return -1
+
+
+def while_others_run(server, member, work):
+    """Runs `work` while a member saves and /readyz is asked over and over, and the pool
+    is read: (work's result, the member's statuses and slowest save, /readyz statuses,
+    the most connections in use)."""
+    stop = threading.Event()
+    saves, ready, pool = [], [], []
+    cid = api(server.port, "POST", "/api/v1/coes", member, {"title": "A save while SCIM works",
+                                                          "owner": "member@example.com"})[1]["id"]
+
+    def saving():
+        n = 0
+        while not stop.is_set():
+            _, doc = api(server.port, "GET", f"/api/v1/coes/{cid}", member)
+            started = time.monotonic()
+            status, _ = api(server.port, "PUT", f"/api/v1/coes/{cid}/sections/impact", member,
+                            {"body": f"{n} requests failed."}, doc["version"] if isinstance(doc, dict) else None)
+            saves.append((status, time.monotonic() - started))
+            n += 1
+
+    def readiness():
+        while not stop.is_set():
+            ready.append(raw(server.port, "GET", "/readyz")[0])
+            pool.append(pool_in_use(server.port))
+            time.sleep(0.05)
+
+    threads = [threading.Thread(target=saving), threading.Thread(target=readiness)]
+    for t in threads:
+        t.start()
+    try:
+        result = work()
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    return result, saves, ready, max(pool or [-1])
+
+
+def scim_flood(coe, workdir, people=10_000, groups=10):
+    """Issue 61, item 1: the worst SCIM requests within the caps, ten at once, against a
+    directory of `people` provisioned Users in `groups` team groups of all of them; and the
+    attacks past the caps. Measures each request, the member's saves (which wait for the
+    writer) and the pool while they run."""
+    print(f"security: SCIM at its caps ({people} Users, {groups} groups of all of them)", flush=True)
+    env = env_for(workdir, f"sqlite://{workdir}/scim.db", {"COE_SCIM_TEAM_GROUPS": '["team-*"]'})
+    server = Server(coe, env, workdir)
+    try:
+        server.start()
+        port = server.port
+        idp = token(server, "scim")
+        member = person_token(server, "probe-member", "member", "member@example.com")
+        started = time.monotonic()
+        ids = []
+        lock = threading.Lock()
+
+        def provision(start):
+            for i in range(start, people, 8):
+                address = f"p{i:05}@example.com"
+                status, made, _ = scim_request(port, "POST", "/Users", idp, {
+                    "userName": address, "emails": [{"value": address, "primary": True}] +
+                    [{"value": f"p{i:05}.{k}@example.com", "type": "other"} for k in range(9)]})
+                if status == 201:
+                    with lock:
+                        ids.append(made["id"])
+
+        side_by_side([lambda s=s: provision(s) for s in range(8)])
+        provisioned = time.monotonic() - started
+        check(len(ids) == people, f"{len(ids)} Users provisioned, each with 10 addresses ({provisioned:.0f} s)")
+        members = [{"value": i} for i in ids]
+        group_ids, put_times = [], []
+        for g in range(groups):
+            status, made, took = scim_request(port, "POST", "/Groups", idp,
+                                              {"displayName": f"team-{g}", "members": members})
+            check(status == 201, f"a group of {people} members is made ({status}, {took:.1f} s)")
+            group_ids.append(made["id"] if isinstance(made, dict) else "")
+            put_times.append(took)
+
+        # The worst PATCH within the caps: 1,000 operations, each a value filter over
+        # 10,000 members, ten at once on ten groups.
+        ops = [{"op": "remove", "path": f'members[value eq "{ids[k]}"]'} for k in range(1000)]
+
+        def patch(gid):
+            return scim_request(port, "PATCH", f"/Groups/{gid}", idp,
+                                {"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"], "Operations": ops})
+
+        patched, saves, ready, pool = while_others_run(
+            server, member, lambda: side_by_side([lambda g=g: patch(g) for g in group_ids]))
+        statuses = sorted({s for s, _, _ in patched})
+        slowest = max(t for _, _, t in patched)
+        check(set(statuses) <= {200, 429}, f"ten worst PATCHes answered ({statuses}, slowest {slowest:.1f} s)")
+        save_statuses = sorted({s for s, _ in saves})
+        slowest_save = max((t for _, t in saves), default=0)
+        check(save_statuses == [200], f"a member's saves went through meanwhile ({save_statuses}, "
+                                      f"{len(saves)} saves, slowest {slowest_save:.2f} s)")
+        check(set(ready) == {200}, f"/readyz ready throughout ({sorted(set(ready))})")
+        rows.append(("SCIM: ten PATCHes of 1,000 operations over 10,000 members at once", "10 requests",
+                     0, 0, f"slowest {slowest:.1f} s; member's slowest save {slowest_save:.2f} s; "
+                           f"pool in use at most {pool}"))
+
+        # The worst filter within the caps: 32 comparisons no index answers, ten at once.
+        worst = " or ".join(f'emails.value co "nobody{k}"' for k in range(32))
+
+        def search():
+            return scim_request(port, "POST", "/Users/.search", idp, {"filter": worst})
+
+        searched, saves, ready, pool = while_others_run(
+            server, member, lambda: side_by_side([search for _ in range(10)]))
+        statuses = sorted({s for s, _, _ in searched})
+        slowest = max(t for _, _, t in searched)
+        check(set(statuses) <= {200, 400, 429}, f"ten worst filters answered ({statuses}, slowest {slowest:.1f} s)")
+        slowest_save = max((t for _, t in saves), default=0)
+        check(sorted({s for s, _ in saves}) == [200], f"a member's saves went through meanwhile "
+                                                       f"({len(saves)} saves, slowest {slowest_save:.2f} s)")
+        check(set(ready) == {200}, f"/readyz ready throughout ({sorted(set(ready))})")
+        rows.append(("SCIM: ten 32-term filters over 10,000 Users at once", "10 requests", 0, 0,
+                     f"slowest {slowest:.1f} s ({statuses}); member's slowest save {slowest_save:.2f} s; "
+                     f"pool in use at most {pool}"))
+
+        # Past the caps: the attacks of the security test, each refused at once.
+        many = [{"value": f"m{k:05}@ex.io"} for k in range(54_000)]
+        status, said, took = scim_request(port, "PATCH", f"/Users/{ids[0]}", idp, {
+            "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+            "Operations": [{"op": "add", "path": "emails", "value": many}]})
+        check(status == 400, f"a PATCH of 54,000 addresses is refused ({status}, {took:.2f} s)")
+        huge = " or ".join(f'emails.value eq "nobody{k}@example.com"' for k in range(1024))
+        searched = side_by_side([lambda: scim_request(port, "POST", "/Users/.search", idp, {"filter": huge})
+                                 for _ in range(10)])
+        check({s for s, _, _ in searched} == {400},
+              f"ten 1,024-term filters are refused ({sorted({s for s, _, _ in searched})}, "
+              f"slowest {max(t for _, _, t in searched):.2f} s)")
+    finally:
+        server.stop()
+
+
 # ---------------------------------------------------------------------------- trust
 
 
@@ -1038,6 +1209,7 @@ def main():
                     trust(args.release_coe, workdir)
                 elif name == "security":
                     security(args.coe, workdir)
+                    scim_flood(args.coe, workdir)
                 elif name == "fuzz":
                     fuzz("sqlite", args.coe, workdir)
                     with tempfile.TemporaryDirectory(prefix="coe-probe-") as pgdir:
