@@ -265,8 +265,10 @@ pub fn chat(settings: Arc<Settings>, pool: DbPool) -> Option<Job> {
                 }
                 started = true;
             }
-            let report = crate::services::chat::deliver(&mut conn, &settings, &claimant, stopping)
-                .map_err(|e| e.to_string())?;
+            drop(conn);
+            let report =
+                crate::services::chat::deliver_pooled(&pool, &settings, &claimant, stopping)
+                    .map_err(|e| e.to_string())?;
             if report != crate::services::chat::ChatReport::default() {
                 tracing::info!(
                     sent = report.sent,

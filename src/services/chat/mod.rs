@@ -235,18 +235,46 @@ fn broken(conn: &mut DbConnection) -> QueryResult<Vec<String>> {
         .load(conn)
 }
 
-/// One delivery pass over the chat messages.
+/// One delivery pass over the chat messages, on a connection the caller holds for the
+/// pass (`coe sweep`'s, from a pool of its own; tests): the delivery job uses
+/// `deliver_pooled`.
 pub fn deliver(
     conn: &mut DbConnection,
     settings: &Settings,
     claimant: &str,
     stop: &AtomicBool,
 ) -> QueryResult<ChatReport> {
+    pass(conn, settings, claimant, stop)
+}
+
+/// One delivery pass taking a connection from `pool` for each step (the claim, the
+/// record) and giving it back between them: none is held while a chat platform
+/// answers.
+pub fn deliver_pooled(
+    pool: &crate::db::DbPool,
+    settings: &Settings,
+    claimant: &str,
+    stop: &AtomicBool,
+) -> Result<ChatReport, crate::services::outbox::DeliveryError> {
+    pass(
+        crate::services::outbox::Pooled(pool),
+        settings,
+        claimant,
+        stop,
+    )
+}
+
+fn pass<C: crate::services::outbox::Connections>(
+    mut conns: C,
+    settings: &Settings,
+    claimant: &str,
+    stop: &AtomicBool,
+) -> Result<ChatReport, C::Error> {
     let mut report = ChatReport::default();
     if settings.chat.channels.is_empty() {
         return Ok(report);
     }
-    let broken = broken(conn)?;
+    let broken = conns.with(broken)?;
     let mut usable: Vec<String> = settings
         .chat
         .channels
@@ -258,8 +286,9 @@ pub fn deliver(
     // One message claimed at a time: a worker that dies holds only the one it was
     // sending (given back when its replica starts again: `reclaim`).
     while !stop.load(Ordering::Relaxed) {
-        let Some((id, name, body, attempts)) =
-            claim(conn, db::now(), lease, 1, &usable, claimant)?.pop()
+        let Some((id, name, body, attempts)) = conns
+            .with(|conn| claim(conn, db::now(), lease, 1, &usable, claimant))?
+            .pop()
         else {
             break;
         };
@@ -268,7 +297,7 @@ pub fn deliver(
         };
         let body: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
         let outcome = chat::send(channel, &id, &body, timeout(settings));
-        record(conn, settings, &id, &name, attempts, &outcome, &mut report)?;
+        conns.with(|conn| record(conn, settings, &id, &name, attempts, &outcome, &mut report))?;
         if matches!(outcome, Sent::Broken(_)) {
             // Its other messages wait for the channel to be mended.
             usable.retain(|n| *n != name);

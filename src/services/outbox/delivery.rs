@@ -238,7 +238,7 @@ pub enum DeliveryError {
 
 /// Where a delivery pass takes a database connection for each of its steps (a claim,
 /// a record).
-trait Connections {
+pub(crate) trait Connections {
     type Error: From<diesel::result::Error>;
     fn with<T>(
         &mut self,
@@ -258,7 +258,7 @@ impl Connections for &mut DbConnection {
 }
 
 /// A connection taken from the pool for each step and given back at its end.
-struct Pooled<'a>(&'a DbPool);
+pub(crate) struct Pooled<'a>(pub(crate) &'a DbPool);
 
 impl Connections for Pooled<'_> {
     type Error = DeliveryError;

@@ -26,6 +26,7 @@ pub mod restored;
 pub use delivery::{
     backoff, claim, deliver, deliver_pooled, message, reclaim, DeliveryError, DeliveryReport,
 };
+pub(crate) use delivery::{Connections, Pooled};
 
 pub const PENDING: &str = "pending";
 pub const SENDING: &str = "sending";
