@@ -26,7 +26,12 @@ still do. Run by scripts/probe (which .ci/run calls); bounded to a few minutes.
   security   PagerDuty deliveries of 10 MiB with 1,900 forged signatures each: refused,
              under 100 ms of the server's CPU each; SCIM at its caps (10,000 Users with 10
              addresses, ten groups of all of them): ten worst PATCHes and ten worst filters at
-             once while a member saves (measured), and the attacks past the caps refused
+             once while a member saves (measured), and the attacks past the caps refused;
+             issue 61's other attacks against loopback doubles that record every request:
+             a member's ticket keys that are paths (refused, Jira asked nothing; Jira's
+             error body never shown), a member reading another team's Slack channel or a
+             window far from her incident (refused, Slack asked nothing), an admin reading
+             maria's sign-in links off the outbox's pages and API (never shown)
   fuzz       schemathesis (from PyPI) over the OpenAPI document with every check and phase,
              stateful included, on SQLite and PostgreSQL (see fuzz() for the one check
              and the one operation left out, and why)
@@ -905,6 +910,263 @@ def scim_flood(coe, workdir, people=10_000, groups=10):
         server.stop()
 
 
+class Double:
+    """A loopback HTTP server standing in for a tracker or a chat platform: every
+    request is recorded (method, path and query, Authorization) and answered by
+    `answer(method, path, query) -> (status, body)`."""
+
+    def __init__(self, answer):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        self.requests, lock = [], threading.Lock()
+        requests = self.requests
+
+        class Handler(BaseHTTPRequestHandler):
+            def handle_one(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                with lock:
+                    requests.append((self.command, self.path, self.headers.get("Authorization", "")))
+                path, _, query = self.path.partition("?")
+                status, body = answer(self.command, path, urllib.parse.parse_qs(query))
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_DELETE = handle_one
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def count(self):
+        return len(self.requests)
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+SECRET_BODY = "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+def slack_answer(method, path, query):
+    """Slack's Web API as tests/api/chat_import.rs's double plays it: `users.info`, and
+    `conversations.history` of channel C1, newest first, 2 a page by cursor, within
+    `oldest`/`latest`; a channel the bot is not in is `not_in_channel`."""
+    one = lambda name: (query.get(name) or [None])[0]  # noqa: E731
+    if path.endswith("/users.info"):
+        name = {"U1": "Ana Lima", "U2": "Bo Chen"}.get(one("user"), "")
+        return 200, {"ok": True, "user": {"id": one("user"), "name": "x",
+                                          "profile": {"display_name": name, "real_name": name}}}
+    if not path.endswith("/conversations.history"):
+        return 200, {"ok": False, "error": "unknown_method"}
+    if one("channel") != "C1":
+        return 200, {"ok": False, "error": "not_in_channel"}
+    oldest, latest = float(one("oldest") or 0), float(one("latest") or 1e18)
+    # 2026-12-01T10:00:00Z is 1796119200.
+    everything = [
+        {"type": "message", "user": "U1", "text": "Seeing 500s on <https://grafana.example.com/d/co|checkout>",
+         "ts": "1796119260.000100"},
+        {"type": "message", "subtype": "channel_join", "user": "U2", "text": "<@U2> has joined the channel",
+         "ts": "1796119270.000100"},
+        {"type": "message", "user": "U2", "text": "<@U1> rolling back the deploy", "ts": "1796119320.000200"},
+        {"type": "message", "subtype": "bot_message", "bot_id": "B1", "text": "Alert: checkout 5xx",
+         "ts": "1796119330.000300"},
+        {"type": "message", "user": "U1", "text": "Errors back to 0 &amp; steady", "ts": "1796119500.000400"},
+    ]
+    inside = [m for m in everything if oldest <= float(m["ts"]) <= latest][::-1]
+    start = int((one("cursor") or "page0").removeprefix("page") or 0)
+    more = start + 2 < len(inside)
+    return 200, {"ok": True, "messages": inside[start:start + 2], "has_more": more,
+                 "response_metadata": {"next_cursor": f"page{start + 2}" if more else ""}}
+
+
+def emailed_links(workdir, address):
+    """Every sign-in link written to ./outbox for `address` (the file transport names
+    its files by UUID: no order)."""
+    links, outbox = set(), os.path.join(workdir, "outbox")
+    for name in os.listdir(outbox) if os.path.isdir(outbox) else []:
+        with open(os.path.join(outbox, name), "rb") as f:
+            message = email.message_from_binary_file(f, policy=email.policy.default)
+        if address in str(message.get("To", "")):
+            text = message.get_body(("plain",)).get_content()
+            links.update(w for w in text.split() if "/sign-in/confirm?token=" in w)
+    return links
+
+
+def new_link(server, workdir, address, within=15):
+    """Asks a sign-in link for `address` (the form of /sign-in) and waits for the new one
+    in the file outbox."""
+    before = emailed_links(workdir, address)
+    status, _, _ = form(server.port, "/sign-in", {"email": address, "next": "/"})
+    check(status == 200, f"a sign-in link is asked for {address} ({status})")
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        fresh = emailed_links(workdir, address) - before
+        if fresh:
+            return fresh.pop()
+        time.sleep(0.05)
+    raise RuntimeError(f"no new sign-in link was emailed to {address}")
+
+
+def signed_in(server, workdir, address):
+    """The session cookie of `address`, signed in through a link from the outbox."""
+    link = new_link(server, workdir, address)
+    status, headers, _ = form(server.port, "/sign-in/confirm", {"token": link.split("token=", 1)[1]},
+                              headers={"Origin": f"http://127.0.0.1:{server.port}"})
+    check(status == 303 and "set-cookie" in headers, f"{address} signs in with her link ({status})")
+    return headers.get("set-cookie", "").split(";")[0]
+
+
+def security_surfaces(coe, workdir):
+    """Issue 61, items 2 to 4, as the security test played them on the new surfaces: a
+    ticket key that walks the tracker's host (and a tracker's error body shown to a
+    member), a member reading another team's chat channel or any window of her own,
+    and an admin reading sign-in links off the outbox. The tracker and Slack are
+    loopback doubles that record every request."""
+    print("security: ticket keys against a Jira double, chat reads across teams, the outbox's links", flush=True)
+    jira = Double(lambda m, p, q: (404, {"errorMessages": [f"Issue does not exist. debug: {SECRET_BODY}"]}))
+    slack = Double(slack_answer)
+    config = os.path.join(workdir, "surfaces.toml")
+    channels = "".join(f"""
+[[chat.channels]]
+name = "{name}"
+kind = "slack"
+url = "http://127.0.0.1:9/unused"
+events = ["review"]
+api_url = "{slack.url}"
+read_token = "xoxb-read"
+read_channel = "C1"
+teams = ["{team}"]
+""" for name, team in [("sec-incidents", "security"), ("payments-incidents", "payments")])
+    with open(config, "w") as f:
+        f.write(f"""[ownership.services]
+probe = "owner@example.com"
+
+[reminders]
+delivery_interval_secs = 1
+
+[[trackers]]
+name = "jira"
+kind = "jira"
+base_url = "{jira.url}"
+user = "coe-bot@acme.test"
+token = "jira-api-token-0123"
+webhook_secret = "jira-webhook-secret"
+place = "OPS"
+create = "on_request"
+{channels}""")
+    os.chmod(config, 0o644)
+    server = Server(coe, env_for(workdir, f"sqlite://{workdir}/surfaces.db", {"COE_CONFIG": config}), workdir)
+    try:
+        server.start()
+        port = server.port
+        admin = token(server, "admin")
+        for address, team in [("ana@example.com", "payments"), ("maria@example.com", "payments"),
+                              ("sam@example.com", "security"), ("dana@example.com", "security")]:
+            status, _ = api(port, "PUT", f"/api/v1/people/{address}", admin,
+                            {"name": address.split("@")[0].title(), "team": team})
+            check(status == 200, f"{address} is put in the directory, team {team} ({status})")
+        status, _ = api(port, "PUT", "/api/v1/people/dana@example.com/admin", admin, {"is_admin": True})
+        check(status == 200, f"dana is made an admin of the pages ({status})")
+
+        # Item 2: a member's ticket key is a path on the tracker's host.
+        ana = person_token(server, "probe-ana", "member", "ana@example.com")
+        _, doc = api(port, "POST", "/api/v1/coes", ana, {"title": "Checkout returned 502", "owner": "ana@example.com"})
+        due = time.strftime("%Y-%m-%d", time.gmtime(time.time() + 10 * 86400))
+        status, action = api(port, "POST", f"/api/v1/coes/{doc['id']}/actions", ana, {
+            "title": "Add a canary stage", "owner": "ana@example.com", "due_date": due, "priority": "high",
+            "kind": "prevent", "success_criteria": "A bad deploy stops at the canary"})
+        check(status == 201, f"ana adds an action of her own ({status})")
+        aid = action["id"] if isinstance(action, dict) else ""
+        before = jira.count()
+        walks = [r"..\..\..\..\rest\api\3\myself", r"\\evil.test\x"]
+        answers = [api(port, "POST", f"/api/v1/actions/{aid}/ticket", ana, {"tracker": "jira", "key": key})
+                   for key in walks]
+        heard = jira.requests[before:]
+        check(all(s == 422 and '"key"' in json.dumps(b) and "OPS-12" in json.dumps(b) for s, b in answers),
+              f"keys that are paths are refused, naming key and the shape ({[s for s, _ in answers]})")
+        check(not heard, f"Jira heard nothing of them ({heard})")
+        status, said = api(port, "POST", f"/api/v1/actions/{aid}/ticket", ana, {"tracker": "jira", "key": "OPS-12"})
+        _, after = api(port, "GET", f"/api/v1/actions/{aid}", ana)
+        asked = [p for m, p, _ in jira.requests[before:] if m == "GET" and "/rest/api/3/issue/OPS-12" in p]
+        check(status == 422 and "did not find OPS-12" in json.dumps(said) and bool(asked),
+              f"OPS-12, which Jira does not know, is read there and said in words ({status}, {len(asked)} request)")
+        check(all("AKIA" not in json.dumps(d) and "debug" not in json.dumps(d) for d in (said, after)),
+              "Jira's body (a secret-looking string) is in neither the answer nor the action")
+        rows.append(("a member's ticket keys that walk Jira's host; Jira's 404 body", "3 keys", 0, 0,
+                     f"422 naming key; Jira asked {len(heard)} times for the paths, its body not shown"))
+
+        # Item 3: maria (payments) reads the security team's channel into her draft.
+        maria = person_token(server, "probe-maria", "member", "maria@example.com")
+        _, doc = api(port, "POST", "/api/v1/coes", maria, {"title": "Card payments declined",
+                                                          "owner": "maria@example.com", "severity": "sev2"})
+        mine = doc["id"]
+        for kind, at in [("started", "2026-12-01T10:00:00Z"), ("resolved", "2026-12-01T10:30:00Z")]:
+            _, doc = api(port, "GET", f"/api/v1/coes/{mine}", maria)
+            status, _ = api(port, "POST", f"/api/v1/coes/{mine}/timeline", maria,
+                            {"at": at, "kind": kind, "text": f"{kind} (from the alerts)"}, doc["version"])
+            check(status == 201, f"her draft's incident {kind} at {at} ({status})")
+        near = "from=2026-12-01T10:00:00Z&to=2026-12-01T11:00:00Z"
+        before = slack.count()
+        status, said = api(port, "GET", f"/api/v1/coes/{mine}/chat-messages?channel=sec-incidents&{near}", maria)
+        check(status == 403 and "sec-incidents" in json.dumps(said) and "only an admin" in json.dumps(said),
+              f"maria cannot read the security team's channel into her draft ({status})")
+        cookie = signed_in(server, workdir, "maria@example.com")
+        status, _, page = raw(port, "GET", f"/coes/{mine}/import?channel=sec-incidents&from=2026-12-01T10:00:00"
+                                           f"&to=2026-12-01T11:00:00", headers={"Cookie": cookie})
+        check(status == 403 and "only an admin" in page and "rolling back" not in page,
+              f"nor on the import page ({status})")
+        far = "from=2026-11-21T10:00:00Z&to=2026-11-22T10:00:00Z"
+        status, said = api(port, "GET", f"/api/v1/coes/{mine}/chat-messages?channel=payments-incidents&{far}", maria)
+        fields = [f.get("field") for f in (said.get("error", {}).get("fields") or [])] if isinstance(said, dict) else []
+        check(status == 422 and fields[:1] == ["from"],
+              f"nor a window ten days before her incident from her own team's ({status}, {fields})")
+        heard = slack.requests[before:]
+        check(not heard, f"Slack heard nothing of them ({heard})")
+        status, said = api(port, "GET", f"/api/v1/coes/{mine}/chat-messages?channel=payments-incidents&{near}", maria)
+        got = len(said.get("messages", [])) if isinstance(said, dict) else -1
+        check(status == 200 and got == 3 and slack.count() > before,
+              f"her own team's channel near her incident is read ({status}, {got} messages)")
+        rows.append(("a member reads another team's chat channel, and a window far from her incident",
+                     "3 reads", 0, 0, f"403 / 403 / 422; Slack asked {len(heard)} times for them"))
+
+        # Item 4: an admin reads maria's sign-in link off the outbox.
+        dana = signed_in(server, workdir, "dana@example.com")
+        link = new_link(server, workdir, "maria@example.com")
+        tokens = {w.split("token=", 1)[1] for w in emailed_links(workdir, "maria@example.com")}
+        _, listed = api(port, "GET", "/api/v1/outbox?limit=500", admin)
+        ids = [e["id"] for e in (listed.get("emails", []) if isinstance(listed, dict) else [])]
+        seen = [("/api/v1/outbox?limit=500", json.dumps(listed))]
+        seen.append(("/api/v1/outbox?recipient=maria@example.com",
+                     json.dumps(api(port, "GET", "/api/v1/outbox?recipient=maria@example.com", admin)[1])))
+        statuses = set()
+        for path in ["/admin/outbox", "/admin/outbox?state=sent"] + [f"/admin/outbox/{i}" for i in ids]:
+            status, _, page = raw(port, "GET", path, headers={"Cookie": dana, "Accept": "text/html"})
+            statuses.add(status)
+            seen.append((path, page))
+        shown = [what for what, body in seen
+                 if "/sign-in/confirm?token=" in body or any(t in body for t in tokens)]
+        check(statuses == {200} and len(ids) >= 3, f"dana opens the outbox and its {len(ids)} emails ({statuses})")
+        check(bool(link) and not shown, f"no sign-in link of maria's ({len(tokens)}) nor any link is shown "
+                                        f"in {len(seen)} pages and answers ({shown})")
+        check(any("never shown" in body for _, body in seen),
+              "a sign-in email's page says a link was sent, never shown")
+        rows.append(("an admin reads maria's sign-in links off the outbox (pages and API)",
+                     f"{len(seen)} reads", 0, 0, "no link shown"))
+    finally:
+        server.stop()
+        jira.close()
+        slack.close()
+
+
 # ---------------------------------------------------------------------------- trust
 
 
@@ -1210,6 +1472,7 @@ def main():
                 elif name == "security":
                     security(args.coe, workdir)
                     scim_flood(args.coe, workdir)
+                    security_surfaces(args.coe, workdir)
                 elif name == "fuzz":
                     fuzz("sqlite", args.coe, workdir)
                     with tempfile.TemporaryDirectory(prefix="coe-probe-") as pgdir:
