@@ -76,7 +76,7 @@ pub fn readable(kind: &str, text: &str) -> String {
         .collect()
 }
 
-/// The path every sign-in link takes (`services::auth::send_link`).
+/// The path every sign-in link takes (the sign-in service's `send_link` writes it).
 const SIGN_IN_PATH: &str = "/sign-in/confirm?token=";
 
 /// An email decided on, rendered, not yet queued.
