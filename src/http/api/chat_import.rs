@@ -74,7 +74,8 @@ pub async fn messages(
         .is_some_and(|c| !c.trim().is_empty());
     let (key, who) = (id.clone(), acting.clone());
     let reading = with_conn(&state, move |conn, state| {
-        let scope = import::open(conn, &key, &who.editor(), elsewhere)?;
+        let scope = import::open(conn, &key, &who.editor(), elsewhere)
+            .map_err(crate::services::coes::CoeError::from)?;
         Ok(import::plan(
             &state.settings,
             &scope,

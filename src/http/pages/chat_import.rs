@@ -83,7 +83,8 @@ async fn prepare(
 ) -> Result<(Facts, Option<Result<Reading, ImportError>>), PageError> {
     let (key, elsewhere, ask) = (id.to_owned(), asked.elsewhere(), asked.ask());
     as_person(state, who, move |conn, state, editor| {
-        let scope = import::open(conn, &key, editor, elsewhere)?;
+        let scope = import::open(conn, &key, editor, elsewhere)
+            .map_err(crate::services::coes::CoeError::from)?;
         let doc = coes::load(conn, &key, &state.settings)?;
         let channels = scope
             .channels(&state.settings, editor)

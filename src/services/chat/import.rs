@@ -27,7 +27,6 @@ use crate::db::schema::{coe_incidents, coes, incidents};
 use crate::db::DbConnection;
 use crate::services::access::{self, Editor};
 use crate::services::audit::{self, Change, Subject};
-use crate::services::coes::CoeError;
 
 /// The longest window read at once.
 pub const MAX_WINDOW_DAYS: i64 = 14;
@@ -186,9 +185,9 @@ pub fn open(
     id: &str,
     who: &Editor<'_>,
     elsewhere: bool,
-) -> Result<Scope, CoeError> {
+) -> Result<Scope, access::AccessError> {
     access::read_chat(conn, id, who, elsewhere)?;
-    scope(conn, id)?.ok_or_else(|| CoeError::NotFound(id.to_owned()))
+    scope(conn, id)?.ok_or_else(|| access::AccessError::NotFound(id.to_owned()))
 }
 
 /// Whether "Import from chat" is offered on COE `id` to `who`: someone who may read a
@@ -205,7 +204,7 @@ pub fn offered(
     }
     match open(conn, id, who, false) {
         Ok(scope) => Ok(!scope.channels(settings, who).is_empty()),
-        Err(CoeError::Database(e)) => Err(e),
+        Err(access::AccessError::Database(e)) => Err(e),
         Err(_) => Ok(false),
     }
 }
