@@ -6,6 +6,7 @@ use std::path::Path;
 use super::{open, Failure};
 use crate::config::Settings;
 use crate::db::{self, backup::CopyError};
+use crate::services::outbox;
 
 /// `coe migrate`: applies pending migrations; `--status` lists them and applies none.
 pub(super) fn migrate(settings: &Settings, status_only: bool) -> Result<(), Failure> {
@@ -92,7 +93,10 @@ pub(super) fn backup(settings: &Settings, path: &Path) -> Result<(), Failure> {
 
 /// `coe restore PATH`.
 pub(super) fn restore(settings: &Settings, path: &Path, force: bool) -> Result<(), Failure> {
-    let copied = db::backup::restore(&settings.database_url(), path, force).map_err(failure)?;
+    let (copied, outbox) = db::backup::restore(&settings.database_url(), path, force, |conn| {
+        outbox::restored::hold_after_restore(conn, db::now())
+    })
+    .map_err(failure)?;
     println!(
         "restored {} into {} ({} bytes, integrity ok) in {} ms",
         path.display(),
@@ -106,13 +110,8 @@ pub(super) fn restore(settings: &Settings, path: &Path, force: bool) -> Result<(
             previous.display()
         );
     }
-    if copied.held > 0 {
-        println!(
-            "{} email(s) were being sent when the backup was taken and may have gone out \
-             already: they are held, not sent again; an admin sends each again or drops it on \
-             the outbox page (/admin/outbox?state=held)",
-            copied.held
-        );
+    if outbox.changed_anything() {
+        println!("{}", outbox.describe());
     }
     if !copied.migrations.pending.is_empty() {
         println!(

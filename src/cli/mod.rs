@@ -103,6 +103,17 @@ pub enum Command {
     /// Create, list and revoke API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Make a one-time sign-in link for a person of the directory and print it once (on
+    /// stdout), without email: the way in while the SMTP server holds the emailed links.
+    /// Refused for one who left or is not in the directory. Audited; it expires as an
+    /// emailed link does, and only its hash is stored.
+    SignInLink {
+        /// The person's email address, as the directory has it
+        email: String,
+    },
+    /// The outbox by hand.
+    #[command(subcommand)]
+    Outbox(OutboxCommand),
     /// Print the OpenAPI 3 document of the HTTP API (as served at /api/openapi.json).
     Openapi,
     /// Run one reminder sweep and one delivery pass, then exit (for cron and tests).
@@ -121,6 +132,15 @@ fn parse_rfc3339(s: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
     chrono::DateTime::parse_from_rfc3339(s)
         .map(|t| t.with_timezone(&chrono::Utc))
         .map_err(|e| format!("expected an RFC 3339 time such as 2026-12-07T09:30:00+01:00 ({e})"))
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OutboxCommand {
+    /// After a restore coe cannot tell (PostgreSQL restored into the same tables, e.g.
+    /// `pg_restore --data-only`), run before `coe serve`: does what a detected restore
+    /// does — expires sign-in links, drops their emails and notices older than a day,
+    /// and holds every other email waiting or being sent for an admin. Audited.
+    HoldPending,
 }
 
 #[derive(Debug, Subcommand)]
@@ -228,6 +248,8 @@ pub fn run(cli: Cli) -> ExitCode {
                 Command::Vacuum => database::vacuum(&settings),
                 Command::CheckConfig => check_config(&settings),
                 Command::Token(command) => token(&settings, command),
+                Command::SignInLink { email } => sign_in_link(&settings, &email),
+                Command::Outbox(OutboxCommand::HoldPending) => hold_pending(&settings),
                 Command::Sweep { dry_run, at } => sweep(&settings, dry_run, at),
                 Command::Openapi => {
                     use utoipa::OpenApi;
@@ -570,6 +592,34 @@ fn check_provider(settings: &Settings) -> Result<(), Failure> {
         "# usable; register this redirect URI with the provider: {}",
         provider.redirect_uri()
     );
+    Ok(())
+}
+
+/// `coe sign-in-link EMAIL`: the link on stdout, once; notes on stderr.
+fn sign_in_link(settings: &Settings, email: &str) -> Result<(), Failure> {
+    let email = EmailAddress::parse(email).map_err(|e| Failure::settings(format!("EMAIL: {e}")))?;
+    let (mut conn, _) = open(settings)?;
+    let link =
+        crate::services::auth::host_link(&mut conn, &email, settings).map_err(|e| match e {
+            crate::services::auth::HostLinkError::Database(_) => Failure::runtime(e),
+            _ => Failure::settings(e),
+        })?;
+    eprintln!(
+        "a one-time sign-in link for {} follows; it works once, for {} minutes, and is shown \
+         only now (the audit log records that it was made here):",
+        email.as_str(),
+        crate::domain::auth::LINK_LIFETIME_MINUTES
+    );
+    println!("{link}");
+    Ok(())
+}
+
+/// `coe outbox hold-pending`.
+fn hold_pending(settings: &Settings) -> Result<(), Failure> {
+    let (mut conn, _) = open(settings)?;
+    let done =
+        outbox::restored::hold_by_hand(&mut conn, "host:command-line").map_err(Failure::runtime)?;
+    println!("{}", done.describe());
     Ok(())
 }
 

@@ -47,8 +47,6 @@ pub struct Copied {
     pub took: Duration,
     /// For a restore: the database it replaced, kept under this name.
     pub previous: Option<PathBuf>,
-    /// For a restore: the emails that were being sent when the backup was taken, held.
-    pub held: usize,
 }
 
 #[derive(QueryableByName)]
@@ -174,7 +172,6 @@ pub fn backup(url: &DatabaseUrl, dest: &Path, busy_timeout_ms: u32) -> Result<Co
         migrations,
         took: started.elapsed(),
         previous: None,
-        held: 0,
     })
 }
 
@@ -185,8 +182,15 @@ pub fn backup(url: &DatabaseUrl, dest: &Path, busy_timeout_ms: u32) -> Result<Co
 /// copy into place, so that the database is either the old one or the copy, never
 /// half of each. The database it replaced stays beside it, named
 /// `<name>.replaced-<time>`. A database SQLite cannot read is replaced only with
-/// `force` (whether a process holds it cannot be told).
-pub fn restore(url: &DatabaseUrl, source: &Path, force: bool) -> Result<Copied, CopyError> {
+/// `force` (whether a process holds it cannot be told). Before the copy is put in
+/// place, `after` runs on it (migrated to this version) in a write transaction: the
+/// outbox holds what it would otherwise send again (`services::outbox::restored`).
+pub fn restore<T>(
+    url: &DatabaseUrl,
+    source: &Path,
+    force: bool,
+    after: impl FnOnce(&mut DbConnection) -> diesel::QueryResult<T>,
+) -> Result<(Copied, T), CopyError> {
     let started = Instant::now();
     let target =
         match url {
@@ -248,9 +252,9 @@ pub fn restore(url: &DatabaseUrl, source: &Path, force: bool) -> Result<Copied, 
             return Err(e);
         }
     };
-    // What was being sent when the backup was taken may have gone out since: held for
-    // an admin (`services::outbox::restored`), never sent again by itself.
-    let held = match hold_in_flight_in(&incoming) {
+    // What was being sent, or waiting, when the backup was taken may have gone out
+    // since: held for an admin (`services::outbox::restored`), never sent by itself.
+    let held = match prepare(&incoming, after) {
         Ok(held) => held,
         Err(e) => {
             let _ = std::fs::remove_file(&incoming);
@@ -284,14 +288,16 @@ pub fn restore(url: &DatabaseUrl, source: &Path, force: bool) -> Result<Copied, 
             target.display()
         )));
     }
-    Ok(Copied {
-        path: target.clone(),
-        bytes: std::fs::metadata(target).map(|m| m.len()).unwrap_or(0),
-        migrations,
-        took: started.elapsed(),
-        previous,
+    Ok((
+        Copied {
+            path: target.clone(),
+            bytes: std::fs::metadata(target).map(|m| m.len()).unwrap_or(0),
+            migrations,
+            took: started.elapsed(),
+            previous,
+        },
         held,
-    })
+    ))
 }
 
 /// Checks that no other process holds the database at `target` and leaves it with
@@ -445,25 +451,18 @@ pub fn vacuum(url: &DatabaseUrl) -> Result<Vacuumed, CopyError> {
 pub const HELD_BECAUSE: &str = "it was being sent when the backup this database was restored \
      from was taken, so it may have gone out already: send it again or drop it";
 
-/// Brings `copy` to this version's migrations (a backup of an older version) and holds
-/// the emails it has being sent. Returns how many.
-fn hold_in_flight_in(copy: &Path) -> Result<usize, String> {
-    use super::schema::outbox_emails;
-    use diesel::prelude::*;
+/// Brings `copy` to this version's migrations (a backup of an older version) and runs
+/// `after` on it in a write transaction.
+fn prepare<T>(
+    copy: &Path,
+    after: impl FnOnce(&mut DbConnection) -> diesel::QueryResult<T>,
+) -> Result<T, String> {
     let conn = SqliteConnection::establish(&copy.to_string_lossy())
         .map_err(|e| format!("cannot open the copy: {e}"))?;
     let mut conn = DbConnection::Sqlite(conn);
     super::migrate(&mut conn).map_err(|e| format!("cannot migrate the copy: {e}"))?;
-    diesel::update(outbox_emails::table.filter(outbox_emails::state.eq("sending")))
-        .set((
-            outbox_emails::state.eq("held"),
-            outbox_emails::lease_until.eq(None::<chrono::NaiveDateTime>),
-            outbox_emails::claimed_by.eq(None::<String>),
-            outbox_emails::last_error.eq(HELD_BECAUSE),
-            outbox_emails::updated_at.eq(super::now()),
-        ))
-        .execute(&mut conn)
-        .map_err(|e| format!("cannot hold the emails the backup has being sent: {e}"))
+    super::write_transaction(&mut conn, after)
+        .map_err(|e| format!("cannot hold the emails the backup has waiting: {e}"))
 }
 
 /// `path` with `suffix` appended to its file name (`coe.db` → `coe.db-wal`).

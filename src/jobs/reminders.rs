@@ -168,18 +168,19 @@ fn sweep_once(
     Ok(())
 }
 
-/// On a database restored from a dump since a coe last started on it (PostgreSQL), the
-/// emails that were being sent when the dump was taken are held for an admin, not sent
-/// again by themselves (`outbox::restored`).
+/// On a database restored from a dump since a coe last started on it (PostgreSQL), what
+/// its outbox would send by itself is held for an admin, sign-in links expired and stale
+/// notices dropped (`outbox::restored`).
 pub fn hold_if_restored(conn: &mut crate::db::DbConnection) -> Result<(), String> {
-    let held =
+    let done =
         outbox::restored::hold_if_restored(conn, crate::db::now()).map_err(|e| e.to_string())?;
-    if held > 0 {
+    if done.changed_anything() {
         tracing::warn!(
-            emails = held,
-            "this database was restored from a dump: the emails that were being sent when it \
-             was taken may have gone out already, so they are held, not sent again; an admin \
-             sends each again or drops it on the outbox page (/admin/outbox?state=held)"
+            held = done.held(),
+            sign_in_dropped = done.sign_in_dropped,
+            stale_dropped = done.stale_dropped,
+            "this database was restored from a dump: {}",
+            done.describe()
         );
     }
     Ok(())

@@ -14,7 +14,15 @@ use crate::db::{self, DbConnection};
 #[derive(Debug, Clone, Copy)]
 pub enum Subject<'a> {
     Coe(&'a str),
-    Action { id: &'a str, coe_id: &'a str },
+    Action {
+        id: &'a str,
+        coe_id: &'a str,
+    },
+    /// Anything else (an email of the outbox, a person's sign-in link): no COE.
+    Other {
+        entity: &'a str,
+        id: &'a str,
+    },
 }
 
 /// One change.
@@ -32,15 +40,16 @@ pub struct Change<'a> {
 /// Writes one audit record at `at`.
 pub fn record(conn: &mut DbConnection, change: Change<'_>, at: NaiveDateTime) -> QueryResult<()> {
     let (entity, entity_id, coe_id) = match change.subject {
-        Subject::Coe(id) => ("coe", id, id),
-        Subject::Action { id, coe_id } => ("action", id, coe_id),
+        Subject::Coe(id) => ("coe", id, Some(id)),
+        Subject::Action { id, coe_id } => ("action", id, Some(coe_id)),
+        Subject::Other { entity, id } => (entity, id, None),
     };
     diesel::insert_into(audit_log::table)
         .values(AuditRow {
             id: db::new_id(),
             entity: entity.to_owned(),
             entity_id: entity_id.to_owned(),
-            coe_id: Some(coe_id.to_owned()),
+            coe_id: coe_id.map(str::to_owned),
             actor: change.actor.to_owned(),
             action: change.action.to_owned(),
             before: change.before.map(|v| v.to_string()),

@@ -870,3 +870,187 @@ fn demo_fills_an_empty_database_with_an_organisation_to_look_at_and_refuses_one_
         stderr(&again)
     );
 }
+
+/// A plain HTTP/1.1 POST of the sign-in confirmation form (`token=…`), as a browser
+/// sends it from coe's own page; the whole response.
+fn post_sign_in(port: u16, token: &str) -> String {
+    let body = format!("token={token}");
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    write!(
+        stream,
+        "POST /sign-in/confirm HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    response
+}
+
+/// Issue 62, item 4: during an SMTP outage nobody could sign in by emailed link (the
+/// link is itself a pending email) to see where `CoeEmailStuck` points. On the host,
+/// `coe sign-in-link EMAIL` prints a one-time link: it signs in once, a second use is
+/// refused; only its hash is stored; an audit record says whom it was for and that it
+/// came from the host's command line; nobody outside the directory, or who left, gets one.
+#[test]
+fn during_an_smtp_outage_an_admin_signs_in_once_with_a_link_made_on_the_host() {
+    use coe::db::schema::{audit_log, people, sign_in_links};
+    use diesel::prelude::*;
+    let db = TestDatabase::new();
+    let env = [("COE_DATABASE_URL", db.url.as_str())];
+    assert!(coe(&["migrate"], &env).status.success());
+    let pool = coe::db::connect(&coe::config::DatabaseSettings {
+        url: db.url.clone(),
+        ..coe::config::DatabaseSettings::default()
+    })
+    .expect("connect");
+    {
+        let mut conn = pool.get().expect("conn");
+        for who in ["ana@example.com", "gone@example.com"] {
+            coe::services::people::ensure(&mut conn, who, coe::db::now()).expect("a person");
+        }
+        diesel::update(people::table.find("gone@example.com"))
+            .set(people::active.eq(false))
+            .execute(&mut conn)
+            .expect("left");
+    }
+
+    let refused = coe(&["sign-in-link", "nobody@example.com"], &env);
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(stdout(&refused).is_empty(), "{}", stdout(&refused));
+    assert!(
+        stderr(&refused).contains("nobody@example.com is not in the directory"),
+        "{}",
+        stderr(&refused)
+    );
+    let left = coe(&["sign-in-link", "gone@example.com"], &env);
+    assert_eq!(left.status.code(), Some(2), "{}", stderr(&left));
+    assert!(
+        stderr(&left).contains("gone@example.com has left the organisation"),
+        "{}",
+        stderr(&left)
+    );
+
+    let made = coe(&["sign-in-link", "Ana@Example.com"], &env);
+    assert!(made.status.success(), "{}", stderr(&made));
+    let printed = stdout(&made);
+    assert_eq!(printed.lines().count(), 1, "the link alone: {printed}");
+    let link = printed.trim();
+    let token = link
+        .split_once("/sign-in/confirm?token=")
+        .map(|(_, t)| t.to_owned())
+        .expect("a sign-in link");
+    {
+        let mut conn = pool.get().expect("conn");
+        let stored: Vec<(String, String)> = sign_in_links::table
+            .select((sign_in_links::email, sign_in_links::token_hash))
+            .load(&mut conn)
+            .expect("links");
+        assert_eq!(stored.len(), 1);
+        assert_eq!(stored[0].0, "ana@example.com");
+        assert!(!stored[0].1.contains(&token), "only its hash is stored");
+        let audited: Vec<(String, String, String, Option<String>)> = audit_log::table
+            .filter(audit_log::action.eq("sign_in_link:host"))
+            .select((
+                audit_log::actor,
+                audit_log::entity,
+                audit_log::entity_id,
+                audit_log::after,
+            ))
+            .load(&mut conn)
+            .expect("audit");
+        assert_eq!(audited.len(), 1, "{audited:?}");
+        assert_eq!(audited[0].0, "host:command-line");
+        assert_eq!(
+            (audited[0].1.as_str(), audited[0].2.as_str()),
+            ("person", "ana@example.com")
+        );
+        let after = audited[0].3.clone().unwrap_or_default();
+        assert!(after.contains("command line"), "{after}");
+        assert!(
+            !after.contains(&token),
+            "the audit holds no secret: {after}"
+        );
+    }
+    drop(pool);
+
+    let served = serve(&db.url, &[]);
+    let first = post_sign_in(served.port, &token);
+    assert!(first.starts_with("HTTP/1.1 303"), "{first}");
+    assert!(
+        first.to_ascii_lowercase().contains("set-cookie:"),
+        "a session: {first}"
+    );
+    let again = post_sign_in(served.port, &token);
+    assert!(again.starts_with("HTTP/1.1 400"), "{again}");
+    assert!(
+        again.contains("this sign-in link was used already or has expired"),
+        "{again}"
+    );
+}
+
+/// Issue 62, item 2: a restore coe cannot tell (PostgreSQL restored into the same
+/// tables, a snapshot) would send what waited; `coe outbox hold-pending`, run before
+/// `coe serve`, holds it as a detected restore does, and is audited.
+#[test]
+fn a_restore_coe_cannot_tell_is_held_by_coe_outbox_hold_pending() {
+    use coe::db::schema::{audit_log, outbox_emails};
+    use diesel::prelude::*;
+    let db = TestDatabase::new();
+    let env = [("COE_DATABASE_URL", db.url.as_str())];
+    assert!(coe(&["migrate"], &env).status.success());
+    let pool = coe::db::connect(&coe::config::DatabaseSettings {
+        url: db.url.clone(),
+        ..coe::config::DatabaseSettings::default()
+    })
+    .expect("connect");
+    let now = coe::db::now();
+    for (kind, key) in [
+        (coe::email::Kind::Escalation, "escalation"),
+        (coe::email::Kind::SignIn, "signin"),
+    ] {
+        let email = coe::services::outbox::NewEmail {
+            kind,
+            dedup_key: key.into(),
+            recipient: format!("{key}@example.com"),
+            recipient_name: None,
+            subject: key.into(),
+            text: "text".into(),
+            html: "<p>html</p>".into(),
+        };
+        coe::services::outbox::enqueue(&mut pool.get().expect("conn"), &email, now).expect("queue");
+    }
+    let out = coe(&["outbox", "hold-pending"], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(
+        said.contains("0 email(s) were being sent and 1 waiting")
+            && said.contains("1 sign-in email(s) dropped"),
+        "{said}"
+    );
+    let mut conn = pool.get().expect("conn");
+    let states: Vec<(String, String)> = outbox_emails::table
+        .order(outbox_emails::dedup_key.asc())
+        .select((outbox_emails::dedup_key, outbox_emails::state))
+        .load(&mut conn)
+        .expect("states");
+    assert_eq!(
+        states,
+        [
+            ("escalation".to_owned(), "held".to_owned()),
+            ("signin".to_owned(), "dropped".to_owned())
+        ]
+    );
+    let audited: i64 = audit_log::table
+        .filter(audit_log::action.eq("outbox:hold_pending"))
+        .filter(audit_log::actor.eq("host:command-line"))
+        .count()
+        .get_result(&mut conn)
+        .expect("audit");
+    assert_eq!(audited, 1);
+}

@@ -1865,3 +1865,431 @@ fn a_local_trial_logs_the_link_and_writes_it_into_the_eml_file() {
     );
     assert!(res.starts_with("HTTP/1.1 303"), "the link signs in: {res}");
 }
+
+/// Issue 62, item 2: `coe backup` while emails waited, `coe restore` (on PostgreSQL:
+/// `pg_dump`, `pg_restore --clean`), and the next start sent every waiting email again
+/// with the same Message-IDs. Now nothing restored is sent by itself: the sign-in email
+/// is dropped and its link expired, a notice older than a day dropped as stale, the
+/// rest (waiting or being sent) held; an email queued after the restore goes (the
+/// delivery pass ran). An admin drops a waiting email (audited) and sends what is held:
+/// each goes once.
+#[test]
+fn a_restored_backup_sends_nothing_by_itself_until_an_admin_sends_what_is_held() {
+    use crate::delivery_crash::{pg_tool, pool, run, state_of};
+    use coe::db::schema::{audit_log, outbox_emails};
+    use coe::email::Kind;
+    let db = crate::helpers::TestDatabase::new();
+    let env = [("COE_DATABASE_URL", db.url.as_str())];
+    assert!(crate::cli::coe(&["migrate"], &env).status.success());
+    let setup = pool(&db);
+    let now = coe::db::now();
+    let mail = |kind: Kind, key: &str| coe::services::outbox::NewEmail {
+        kind,
+        dedup_key: key.into(),
+        recipient: format!("{key}@example.com"),
+        recipient_name: None,
+        subject: format!("{} ({key})", kind.name()),
+        text: format!("For {key}: {}", coe::services::outbox::PRIVATE_LINK),
+        html: format!("<p>For {key}</p>"),
+    };
+    let id_of = |conn: &mut coe::db::DbConnection, key: &str| -> String {
+        outbox_emails::table
+            .filter(outbox_emails::dedup_key.eq(key))
+            .select(outbox_emails::id)
+            .first(conn)
+            .expect("id")
+    };
+    let mut ids = std::collections::BTreeMap::new();
+    let token;
+    {
+        let mut conn = setup.get().expect("conn");
+        coe::services::people::ensure(&mut conn, "signin@example.com", now).expect("person");
+        let link = coe::services::auth::host_link(
+            &mut conn,
+            &EmailAddress::parse("signin@example.com").expect("address"),
+            &coe::config::Settings::default(),
+        )
+        .expect("a link");
+        token = link.split_once("token=").expect("token").1.to_owned();
+        coe::services::outbox::enqueue_with_private_link(
+            &mut conn,
+            &mail(Kind::SignIn, "signin"),
+            &link,
+            now,
+        )
+        .expect("queued");
+        for (kind, key, at) in [
+            (Kind::Escalation, "escalation", now),
+            (Kind::Approved, "stale", now - Duration::hours(30)),
+            (Kind::Approved, "notice", now),
+            (Kind::ActionAssigned, "in-flight", now),
+            (Kind::ActionAssigned, "gone", now),
+        ] {
+            assert!(
+                coe::services::outbox::enqueue(&mut conn, &mail(kind, key), at).expect("queue")
+            );
+        }
+        for key in [
+            "signin",
+            "escalation",
+            "stale",
+            "notice",
+            "in-flight",
+            "gone",
+        ] {
+            ids.insert(key, id_of(&mut conn, key));
+        }
+        diesel::update(outbox_emails::table.find(&ids["in-flight"]))
+            .set((
+                outbox_emails::state.eq("sending"),
+                outbox_emails::attempts.eq(1),
+                outbox_emails::claimed_by.eq("replica-a"),
+                outbox_emails::lease_until.eq(now + Duration::seconds(600)),
+            ))
+            .execute(&mut conn)
+            .expect("claimed");
+        diesel::update(outbox_emails::table.find(&ids["gone"]))
+            .set((
+                outbox_emails::state.eq("sent"),
+                outbox_emails::sent_at.eq(now),
+            ))
+            .execute(&mut conn)
+            .expect("sent");
+    }
+    drop(setup);
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    if db.url.starts_with("sqlite://") {
+        let backup = dir.path().join("backup.db");
+        let out = crate::cli::coe(&["backup", &backup.to_string_lossy()], &env);
+        assert!(out.status.success(), "{}", crate::cli::stderr(&out));
+        let out = crate::cli::coe(&["restore", &backup.to_string_lossy()], &env);
+        assert!(out.status.success(), "{}", crate::cli::stderr(&out));
+        let said = crate::cli::stdout(&out);
+        assert!(
+            said.contains("1 email(s) were being sent and 2 waiting")
+                && said.contains("1 sign-in email(s) dropped")
+                && said.contains("1 notice(s) older than 24 hours dropped as stale"),
+            "{said}"
+        );
+    } else {
+        let dump = dir.path().join("coe.dump");
+        let dump = dump.to_string_lossy();
+        run(
+            &pg_tool("pg_dump"),
+            &["--format=custom", "--file", &dump, &db.url],
+            &[],
+        );
+        run(
+            &pg_tool("pg_restore"),
+            &["--clean", "--if-exists", "--dbname", &db.url, &dump],
+            &[],
+        );
+    }
+
+    let smtp = SmtpServer::start();
+    let served = crate::cli::serve(
+        &db.url,
+        &[
+            ("COE_SMTP_URL", smtp.url().as_str()),
+            ("COE_REMINDERS_DELIVERY_INTERVAL_SECS", "1"),
+        ],
+    );
+    let pool = pool(&db);
+    let expected = [
+        ("signin", "dropped"),
+        ("stale", "dropped"),
+        ("escalation", "held"),
+        ("notice", "held"),
+        ("in-flight", "held"),
+        ("gone", "sent"),
+    ];
+    let deadline = Instant::now() + StdDuration::from_secs(60);
+    while expected
+        .iter()
+        .any(|(key, state)| state_of(&pool, &ids[key]) != *state)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "not as expected: {:?}",
+            expected
+                .iter()
+                .map(|(key, _)| (*key, state_of(&pool, &ids[key])))
+                .collect::<Vec<_>>()
+        );
+        std::thread::sleep(StdDuration::from_millis(50));
+    }
+    // The delivery pass runs: an email queued after the restore goes.
+    {
+        let mut conn = pool.get().expect("conn");
+        coe::services::outbox::enqueue(
+            &mut conn,
+            &mail(Kind::ActionAssigned, "after"),
+            coe::db::now(),
+        )
+        .expect("queue");
+        ids.insert("after", id_of(&mut conn, "after"));
+    }
+    while smtp.to("after@example.com").is_empty() {
+        assert!(Instant::now() < deadline, "the new email was not sent");
+        std::thread::sleep(StdDuration::from_millis(50));
+    }
+    assert_eq!(smtp.messages().len(), 1, "nothing restored was sent");
+    for (key, state) in expected {
+        assert_eq!(state_of(&pool, &ids[key]), state, "{key}");
+    }
+    // The sign-in link the restore put back no longer signs in, and its email keeps
+    // no link.
+    let refused = post_form(served.port, "/sign-in/confirm", &format!("token={token}"));
+    assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
+    let kept: Option<String> = outbox_emails::table
+        .find(&ids["signin"])
+        .select(outbox_emails::private_link)
+        .first(&mut pool.get().expect("conn"))
+        .expect("the row");
+    assert_eq!(kept, None);
+
+    let admin = served.admin_token();
+    let listed = crate::cli::http_get(served.port, "/api/v1/outbox?state=held", Some(&admin));
+    assert!(listed.contains(r#""held":3"#), "{listed}");
+    assert!(listed.contains("was waiting to be sent"), "{listed}");
+    // A waiting email (backing off) is dropped by an admin: audited, never sent.
+    {
+        let mut conn = pool.get().expect("conn");
+        coe::services::outbox::enqueue(
+            &mut conn,
+            &mail(Kind::ActionAssigned, "later"),
+            coe::db::now(),
+        )
+        .expect("queue");
+        let id = id_of(&mut conn, "later");
+        diesel::update(outbox_emails::table.find(&id))
+            .set(outbox_emails::next_attempt_at.eq(coe::db::now() + Duration::hours(1)))
+            .execute(&mut conn)
+            .expect("later");
+        ids.insert("later", id);
+    }
+    let dropped = crate::cli::http_post(
+        served.port,
+        &format!("/api/v1/outbox/{}/drop", ids["later"]),
+        &admin,
+    );
+    assert!(dropped.starts_with("HTTP/1.1 200"), "{dropped}");
+    assert!(dropped.contains(r#""state":"dropped""#), "{dropped}");
+
+    let sent = crate::cli::http_post(served.port, "/api/v1/outbox/send-held", &admin);
+    assert!(sent.starts_with("HTTP/1.1 200"), "{sent}");
+    assert!(sent.contains(r#""emails":3"#), "{sent}");
+    let deadline = Instant::now() + StdDuration::from_secs(60);
+    while ["escalation", "notice", "in-flight"]
+        .iter()
+        .any(|key| state_of(&pool, &ids[key]) != "sent")
+    {
+        assert!(Instant::now() < deadline, "what was held did not go");
+        std::thread::sleep(StdDuration::from_millis(50));
+    }
+    let again = crate::cli::http_post(served.port, "/api/v1/outbox/send-held", &admin);
+    assert!(again.contains(r#""emails":0"#), "{again}");
+    let none = crate::cli::http_post(served.port, "/api/v1/outbox/drop-held", &admin);
+    assert!(none.contains(r#""emails":0"#), "{none}");
+    let received = smtp.messages();
+    for key in ["after", "escalation", "notice", "in-flight"] {
+        assert_eq!(
+            smtp.to(&format!("{key}@example.com")).len(),
+            1,
+            "{key} went once"
+        );
+    }
+    assert_eq!(received.len(), 4, "nothing else: {received:?}");
+    assert_eq!(state_of(&pool, &ids["later"]), "dropped");
+    let audited: Vec<(String, Option<String>)> = audit_log::table
+        .filter(audit_log::action.like("outbox:%"))
+        .order(audit_log::at.asc())
+        .select((audit_log::action, audit_log::after))
+        .load(&mut pool.get().expect("conn"))
+        .expect("audit");
+    let actions: Vec<&str> = audited.iter().map(|(a, _)| a.as_str()).collect();
+    assert_eq!(
+        actions,
+        [
+            "outbox:drop",
+            "outbox:send_held",
+            "outbox:send_held",
+            "outbox:drop_held"
+        ]
+    );
+    assert!(
+        audited[1].1.as_deref().unwrap_or_default().contains("3"),
+        "{audited:?}"
+    );
+}
+
+/// A plain HTTP/1.1 POST of a form (no Origin, as from coe's own page).
+fn post_form(port: u16, path: &str, body: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    stream
+        .set_read_timeout(Some(StdDuration::from_secs(30)))
+        .expect("timeout");
+    write!(
+        stream,
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read");
+    response
+}
+
+/// Issue 62, item 2, on the outbox page: after a restore held what waited, an admin
+/// drops a held one and a waiting one by their buttons, then sends what is held with
+/// one button; each change is audited with the admin's name.
+#[tokio::test]
+async fn an_admin_sends_or_drops_what_a_restore_held_from_the_outbox_page() {
+    use coe::db::schema::{audit_log, outbox_emails};
+    use coe::email::Kind;
+    let app = crate::helpers::spawn_app().await;
+    let admin = app.admin_token();
+    let res = app
+        .client
+        .put(app.url("/api/v1/people/dana@example.com/admin"))
+        .bearer_auth(&admin)
+        .json(&json!({"is_admin": true}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
+    let cookie = crate::pages::sign_in(&app, "dana@example.com").await;
+    let mail = |key: &str| coe::services::outbox::NewEmail {
+        kind: Kind::ActionAssigned,
+        dedup_key: key.into(),
+        recipient: format!("{key}@example.com"),
+        recipient_name: None,
+        subject: format!("Assigned ({key})"),
+        text: "An action is yours.".into(),
+        html: "<p>An action is yours.</p>".into(),
+    };
+    let state_of = |key: &str| -> String {
+        outbox_emails::table
+            .filter(outbox_emails::dedup_key.eq(key))
+            .select(outbox_emails::state)
+            .first(&mut app.pool.get().expect("conn"))
+            .expect("the email")
+    };
+    let id_of = |key: &str| -> String {
+        outbox_emails::table
+            .filter(outbox_emails::dedup_key.eq(key))
+            .select(outbox_emails::id)
+            .first(&mut app.pool.get().expect("conn"))
+            .expect("the email")
+    };
+    {
+        // As a restore leaves them: queued and held at once, before any delivery.
+        let mut conn = app.pool.get().expect("conn");
+        coe::db::write_transaction(&mut conn, |conn| {
+            let now = coe::db::now();
+            for key in ["held-a", "held-b", "held-c"] {
+                coe::services::outbox::enqueue(conn, &mail(key), now)?;
+            }
+            coe::services::outbox::restored::hold_after_restore(conn, now)?;
+            coe::services::outbox::enqueue(conn, &mail("waiting"), now)?;
+            diesel::update(outbox_emails::table.filter(outbox_emails::dedup_key.eq("waiting")))
+                .set(outbox_emails::next_attempt_at.eq(now + Duration::hours(1)))
+                .execute(conn)
+        })
+        .expect("held");
+    }
+    let page = crate::pages::get_page(&app, "/admin/outbox", Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("the page");
+    assert!(page.contains("3 emails are held"), "{page}");
+    assert!(
+        page.contains(r#"action="/admin/outbox/send-held""#),
+        "{page}"
+    );
+    assert!(
+        page.contains(r#"action="/admin/outbox/drop-held""#),
+        "{page}"
+    );
+    let pending = crate::pages::get_page(&app, "/admin/outbox?state=pending", Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("the page");
+    let waiting = id_of("waiting");
+    assert!(
+        pending.contains(&format!(r#"action="/admin/outbox/{waiting}/drop""#)),
+        "a waiting email can be dropped: {pending}"
+    );
+
+    let dropped = crate::pages::post_form(
+        &app,
+        &cookie,
+        "/admin/outbox?state=pending",
+        &format!("/admin/outbox/{waiting}/drop"),
+        &[],
+    )
+    .await;
+    assert_eq!(dropped.status(), 303);
+    assert_eq!(state_of("waiting"), "dropped");
+    let held_a = id_of("held-a");
+    let dropped = crate::pages::post_form(
+        &app,
+        &cookie,
+        "/admin/outbox?state=held",
+        &format!("/admin/outbox/{held_a}/drop"),
+        &[],
+    )
+    .await;
+    assert_eq!(dropped.status(), 303);
+    assert_eq!(state_of("held-a"), "dropped");
+    let sent = crate::pages::post_form(
+        &app,
+        &cookie,
+        "/admin/outbox",
+        "/admin/outbox/send-held",
+        &[],
+    )
+    .await;
+    assert_eq!(sent.status(), 303);
+    for key in ["held-b", "held-c"] {
+        assert!(
+            ["pending", "sending", "sent"].contains(&state_of(key).as_str()),
+            "{key}: {}",
+            state_of(key)
+        );
+    }
+    let page = crate::pages::get_page(&app, "/admin/outbox", Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("the page");
+    assert!(
+        !page.contains("/admin/outbox/send-held"),
+        "nothing held: {page}"
+    );
+    let audited: Vec<(String, String, Option<String>)> = audit_log::table
+        .filter(audit_log::action.like("outbox:%"))
+        .order(audit_log::at.asc())
+        .select((audit_log::actor, audit_log::action, audit_log::after))
+        .load(&mut app.pool.get().expect("conn"))
+        .expect("audit");
+    let seen: Vec<(&str, &str)> = audited
+        .iter()
+        .map(|(who, what, _)| (who.as_str(), what.as_str()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("dana@example.com", "outbox:drop"),
+            ("dana@example.com", "outbox:drop"),
+            ("dana@example.com", "outbox:send_held"),
+        ]
+    );
+    assert_eq!(audited[2].2.as_deref(), Some(r#"{"emails":2}"#));
+}

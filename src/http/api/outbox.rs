@@ -128,8 +128,9 @@ pub async fn retry(
     Ok(HttpResponse::Ok().json(email))
 }
 
-/// Drops a held email (one that was being sent when the backup a restore put back was
-/// taken, and may have gone out already): it is not sent. Admin only.
+/// Drops an email waiting to be sent: a held one (waiting or being sent when the
+/// backup a restore put back was taken), a pending or a failed one. It is not sent;
+/// the drop is audited. Admin only.
 #[utoipa::path(operation_id = "drop_outbox_email", post, path = "/api/v1/outbox/{id}/drop", tag = "outbox", security(("bearer" = [])),
     params(("id" = String, Path, description = "The email's id")),
     responses(
@@ -137,7 +138,7 @@ pub async fn retry(
         (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
         (status = 403, description = "Not an admin token", body = ErrorBody),
         (status = 404, description = "No such email", body = ErrorBody),
-        (status = 409, description = "The email is not held", body = ErrorBody),
+        (status = 409, description = "The email is being sent, sent or dropped", body = ErrorBody),
     ))]
 pub async fn drop_held(
     Admin(caller): Admin,
@@ -145,10 +146,66 @@ pub async fn drop_held(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
+    let actor = caller.actor();
     let email = with_conn(&state, move |conn, _| {
-        Ok(outbox::restored::drop_held(conn, &id)?)
+        Ok(outbox::restored::drop_email(conn, &id, &actor)?)
     })
     .await?;
-    tracing::info!(email = %email.id, by = %caller.actor(), "held email dropped");
+    tracing::info!(email = %email.id, by = %caller.actor(), "email dropped");
     Ok(HttpResponse::Ok().json(email))
+}
+
+/// How many held emails a bulk change moved.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HeldChange {
+    /// `send` (queued to be sent now) or `drop`.
+    pub change: &'static str,
+    pub emails: usize,
+}
+
+/// Sends every held email after all (a restore held them: they may have gone out
+/// already). Audited. Admin only.
+#[utoipa::path(operation_id = "send_held_emails", post, path = "/api/v1/outbox/send-held", tag = "outbox", security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Queued to be sent now", body = HeldChange),
+        (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
+        (status = 403, description = "Not an admin token", body = ErrorBody),
+    ))]
+pub async fn send_held(
+    Admin(caller): Admin,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let actor = caller.actor();
+    let emails = with_conn(&state, move |conn, _| {
+        Ok(outbox::restored::release_held(conn, &actor)?)
+    })
+    .await?;
+    tracing::info!(emails, by = %caller.actor(), "held emails queued to be sent");
+    Ok(HttpResponse::Ok().json(HeldChange {
+        change: "send",
+        emails,
+    }))
+}
+
+/// Drops every held email. Audited. Admin only.
+#[utoipa::path(operation_id = "drop_held_emails", post, path = "/api/v1/outbox/drop-held", tag = "outbox", security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Dropped", body = HeldChange),
+        (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
+        (status = 403, description = "Not an admin token", body = ErrorBody),
+    ))]
+pub async fn drop_all_held(
+    Admin(caller): Admin,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let actor = caller.actor();
+    let emails = with_conn(&state, move |conn, _| {
+        Ok(outbox::restored::drop_all_held(conn, &actor)?)
+    })
+    .await?;
+    tracing::info!(emails, by = %caller.actor(), "held emails dropped");
+    Ok(HttpResponse::Ok().json(HeldChange {
+        change: "drop",
+        emails,
+    }))
 }

@@ -306,14 +306,42 @@ pub async fn outbox_email(Admin(who): Admin, path: web::Path<String>, state: Sta
     page(&state, &who, StatusCode::OK, "admin_email", "outbox", data)
 }
 
-/// `POST /admin/outbox/{id}/drop`: a held email is not sent.
-pub async fn outbox_drop(_: AdminForm, path: web::Path<String>, state: State) -> Page {
+/// `POST /admin/outbox/{id}/drop`: a held, pending or failed email is not sent
+/// (audited).
+pub async fn outbox_drop(form: AdminForm, path: web::Path<String>, state: State) -> Page {
+    let Admin(who) = form.who;
     let id = path.into_inner();
-    as_service(&state, move |conn, _| {
-        Ok(outbox::restored::drop_held(conn, &id).map(drop)?)
+    let actor = who.person.email.clone();
+    let state_was = as_service(&state, move |conn, _| {
+        let before = outbox::get(conn, &id)?.map(|(email, _)| email.state);
+        outbox::restored::drop_email(conn, &id, &actor)?;
+        Ok(before)
     })
     .await?;
-    Ok(see_other("/admin/outbox?state=held"))
+    let back = state_was.unwrap_or_else(|| outbox::HELD.to_owned());
+    Ok(see_other(&format!("/admin/outbox?state={back}")))
+}
+
+/// `POST /admin/outbox/send-held`: every held email is sent after all (audited).
+pub async fn outbox_send_held(form: AdminForm, state: State) -> Page {
+    let Admin(who) = form.who;
+    let actor = who.person.email.clone();
+    as_service(&state, move |conn, _| {
+        Ok(outbox::restored::release_held(conn, &actor)?)
+    })
+    .await?;
+    Ok(see_other("/admin/outbox?state=pending"))
+}
+
+/// `POST /admin/outbox/drop-held`: every held email is dropped (audited).
+pub async fn outbox_drop_held(form: AdminForm, state: State) -> Page {
+    let Admin(who) = form.who;
+    let actor = who.person.email.clone();
+    as_service(&state, move |conn, _| {
+        Ok(outbox::restored::drop_all_held(conn, &actor)?)
+    })
+    .await?;
+    Ok(see_other("/admin/outbox?state=dropped"))
 }
 
 /// `POST /admin/outbox/{id}/retry`.

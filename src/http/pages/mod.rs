@@ -102,6 +102,8 @@ page_routes! {
     get "/admin/outbox/{id}" => admin::outbox_email,
     post "/admin/outbox/{id}/retry" => admin::outbox_retry,
     post "/admin/outbox/{id}/drop" => admin::outbox_drop,
+    post "/admin/outbox/send-held" => admin::outbox_send_held,
+    post "/admin/outbox/drop-held" => admin::outbox_drop_held,
     get "/admin/sessions" => admin::sessions_list,
     get "/admin/ownership" => admin::ownership_list,
     post "/admin/ownership/services" => admin::ownership_service,

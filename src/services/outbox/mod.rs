@@ -32,7 +32,8 @@ pub const PENDING: &str = "pending";
 pub const SENDING: &str = "sending";
 pub const SENT: &str = "sent";
 pub const FAILED: &str = "failed";
-/// Being sent when the backup a restore put back was taken (`restored`).
+/// Being sent, or waiting to be, when the backup a restore put back was taken
+/// (`restored`): sent only when an admin says so.
 pub const HELD: &str = "held";
 /// Held, and an admin chose not to send it.
 pub const DROPPED: &str = "dropped";
@@ -427,7 +428,7 @@ pub enum RetryError {
          stopped while sending them, can be retried"
     )]
     NotFailed(String),
-    #[error("the email is {0}; only a held email can be dropped")]
+    #[error("the email is {0}; only a held, pending or failed email can be dropped")]
     NotHeld(String),
     #[error(
         "the email is being sent by {by} (its claim runs until {until} UTC); it can be \
