@@ -313,3 +313,87 @@ pub fn drop_email(
         })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::services::outbox::{enqueue, enqueue_with_private_link, NewEmail};
+
+    fn database() -> (tempfile::TempDir, crate::db::DbPool) {
+        let dir = tempfile::tempdir().expect("dir");
+        let settings = crate::config::DatabaseSettings {
+            url: format!("sqlite://{}", dir.path().join("t.db").display()),
+            ..Default::default()
+        };
+        let pool = db::connect(&settings).expect("connect");
+        db::migrate(&mut pool.get().expect("conn")).expect("migrate");
+        (dir, pool)
+    }
+
+    fn email(kind: Kind, key: &str) -> NewEmail {
+        NewEmail {
+            kind,
+            dedup_key: key.into(),
+            recipient: format!("{key}@example.com"),
+            recipient_name: None,
+            subject: key.into(),
+            text: "text".into(),
+            html: "<p>html</p>".into(),
+        }
+    }
+
+    fn states(conn: &mut DbConnection) -> Vec<(String, String, Option<String>)> {
+        outbox_emails::table
+            .order(outbox_emails::dedup_key.asc())
+            .select((
+                outbox_emails::dedup_key,
+                outbox_emails::state,
+                outbox_emails::private_link,
+            ))
+            .load(conn)
+            .expect("states")
+    }
+
+    #[test]
+    fn a_restore_drops_sign_in_and_stale_emails_and_holds_the_rest_until_all_are_dropped() {
+        let (_dir, pool) = database();
+        let mut conn = pool.get().expect("conn");
+        let now = db::now();
+        let old = now - Duration::hours(STALE_AFTER_HOURS + 1);
+        enqueue_with_private_link(&mut conn, &email(Kind::SignIn, "a-signin"), "L", now).unwrap();
+        enqueue(&mut conn, &email(Kind::Approved, "b-stale"), old).unwrap();
+        enqueue(
+            &mut conn,
+            &email(Kind::OverdueDigest, "c-stale-digest"),
+            old,
+        )
+        .unwrap();
+        enqueue(&mut conn, &email(Kind::Escalation, "d-old-escalation"), old).unwrap();
+        enqueue(&mut conn, &email(Kind::Approved, "e-notice"), now).unwrap();
+        let done = hold_after_restore(&mut conn, now).unwrap();
+        assert_eq!(
+            done,
+            Restored {
+                in_flight_held: 0,
+                pending_held: 2,
+                sign_in_dropped: 1,
+                links_expired: 0,
+                stale_dropped: 2,
+            }
+        );
+        let shown = |s: &str| s.to_owned();
+        assert_eq!(
+            states(&mut conn),
+            [
+                (shown("a-signin"), shown(DROPPED), None),
+                (shown("b-stale"), shown(DROPPED), None),
+                (shown("c-stale-digest"), shown(DROPPED), None),
+                (shown("d-old-escalation"), shown(HELD), None),
+                (shown("e-notice"), shown(HELD), None),
+            ]
+        );
+        assert_eq!(drop_all_held(&mut conn, "admin@example.com").unwrap(), 2);
+        assert!(states(&mut conn).iter().all(|(_, s, _)| s == DROPPED));
+        assert_eq!(release_held(&mut conn, "admin@example.com").unwrap(), 0);
+    }
+}
