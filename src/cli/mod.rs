@@ -322,10 +322,10 @@ fn serve(settings: Settings, migrations: startup::Migrations) -> Result<(), Fail
         if settings.mode == crate::config::Mode::Development && !settings.local_trial() {
             tracing::warn!(
                 listen = %settings.listen,
-                smtp = settings.smtp.url.is_some(),
-                "mode = development, but this server listens beyond loopback or has an SMTP \
-                 server: sign-in is as in production (only the directory and \
-                 auth.allowed_domains may sign in; sign-in links are never logged)"
+                because = %settings.beyond_a_local_trial().join("; "),
+                "mode = development, but this is more than a local trial: sign-in is as in \
+                 production (only the directory and auth.allowed_domains may sign in; sign-in \
+                 links are never logged)"
             );
         }
         for everyone in app.settings().auth.proxies_trusting_everyone() {

@@ -535,16 +535,38 @@ impl Settings {
     /// production, whatever `mode` says: an install reachable from a network, or one
     /// that mails real people, lets in only the directory and `auth.allowed_domains`.
     pub fn local_trial(&self) -> bool {
+        self.mode == Mode::Development && self.beyond_a_local_trial().is_empty()
+    }
+
+    /// What makes this install more than a local trial, in words (empty: nothing), for
+    /// the start-up warning of a development install that signs in as in production.
+    pub fn beyond_a_local_trial(&self) -> Vec<&'static str> {
         let public_host = url::Url::parse(&self.public_url)
             .ok()
             .and_then(|u| u.host_str().map(str::to_owned))
             .unwrap_or_default();
-        self.mode == Mode::Development
-            && self.smtp.url.is_none()
-            && self.auth.mode == AuthMode::EmailLink
-            && self.auth.trusted_proxies.is_empty()
-            && listens_on_loopback(&self.listen)
-            && listens_on_loopback(&format!("{public_host}:0"))
+        [
+            (self.smtp.url.is_some(), "it has an SMTP server"),
+            (
+                self.auth.mode != AuthMode::EmailLink,
+                "people sign in through an OpenID Provider or a proxy",
+            ),
+            (
+                !self.auth.trusted_proxies.is_empty(),
+                "it trusts a reverse proxy",
+            ),
+            (
+                !listens_on_loopback(&self.listen),
+                "it listens beyond loopback",
+            ),
+            (
+                !listens_on_loopback(&format!("{public_host}:0")),
+                "its public_url is not a loopback address",
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(so, why)| so.then_some(why))
+        .collect()
     }
 
     /// Whether anyone may sign in (and so be named an owner or a reviewer): on a local

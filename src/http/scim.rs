@@ -107,11 +107,7 @@ fn one(req: &HttpRequest, resource: Value) -> Result<HttpResponse, ApiError> {
 }
 
 pub async fn service_provider_config(_: Scim, state: web::Data<AppState>) -> HttpResponse {
-    let docs = format!(
-        "{}/docs/operations.md#people-from-the-identity-provider",
-        state.settings.public_url.trim_end_matches('/')
-    );
-    ok(schema::service_provider_config(&base(&state), &docs))
+    ok(schema::service_provider_config(&base(&state)))
 }
 
 pub async fn resource_types(_: Scim, state: web::Data<AppState>) -> HttpResponse {

@@ -354,10 +354,11 @@ pub fn resource_types(base: &str) -> Vec<Value> {
 }
 
 /// The `/ServiceProviderConfig` resource.
-pub fn service_provider_config(base: &str, docs: &str) -> Value {
+/// (No `documentationUri`: coe does not serve its documentation, and RFC 7643
+/// section 5 makes it optional; an address that answers 404 is worse than none.)
+pub fn service_provider_config(base: &str) -> Value {
     json!({
         "schemas": ["urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig"],
-        "documentationUri": docs,
         "patch": {"supported": true},
         "bulk": {"supported": false, "maxOperations": 0, "maxPayloadSize": 0},
         "filter": {"supported": true, "maxResults": crate::scim::MAX_COUNT},
