@@ -503,6 +503,10 @@ def disk_full(coe, workdir, rounds=2):
                 check(500 not in statuses, f"no 500 while the disk is full ({statuses}, codes {codes})")
                 check(codes.get("disk_full", 0) > 0, f"writes answer 503 disk_full ({codes})")
                 check((503, "disk_full") in ready, f"/readyz says disk_full ({ready})")
+                # A full disk lets a small write through now and then: one scrape of a few.
+                seen = [metric_lines(server.port, ('coe_not_ready{reason="disk_full"}',)) for _ in range(5)]
+                check(any(g.get('coe_not_ready{reason="disk_full"}') == 1.0 for g in seen),
+                      f"/metrics says not ready for disk_full, what CoeDiskFull fires on ({seen})")
                 started = time.monotonic()
                 os.remove(filler)
                 took = load.recovered(started)
@@ -557,6 +561,12 @@ def read_only(coe, workdir, rounds=2):
                 check(500 not in statuses, f"no 500 while the file is read-only ({statuses}, codes {codes})")
                 check(codes.get("database_read_only", 0) > 0, f"writes answer 503 database_read_only ({codes})")
                 check((503, "database_read_only") in ready, f"/readyz says database_read_only ({ready})")
+                gauges = metric_lines(server.port, ("coe_ready ", "coe_database_up ",
+                                                    'coe_not_ready{reason="database_read_only"}'))
+                check(gauges == {"coe_ready": 0.0, "coe_database_up": 1.0,
+                                 'coe_not_ready{reason="database_read_only"}': 1.0},
+                      f"/metrics says not ready for database_read_only, the reads still up ({gauges}): "
+                      f"what CoeDatabaseReadOnly fires on")
                 started = time.monotonic()
                 os.chmod(db, 0o644)
                 took = load.recovered(started)
@@ -766,6 +776,17 @@ def side_by_side(jobs):
     for t in threads:
         t.join()
     return results
+
+
+def metric_lines(port, starts):
+    """{name with labels: value} of the /metrics lines that begin with one of `starts`."""
+    _, _, text = raw(port, "GET", "/metrics")
+    found = {}
+    for line in text.splitlines():
+        if line.startswith(starts):
+            name, _, value = line.rpartition(" ")
+            found[name] = float(value)
+    return found
 
 
 def pool_in_use(port):

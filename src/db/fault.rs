@@ -19,6 +19,10 @@ pub enum Fault {
     ReadOnly,
     /// No space left for the database.
     DiskFull,
+    /// Another process held SQLite's lock for longer than `database.busy_timeout_ms`
+    /// ("database is locked"): a `sqlite3` shell left in a transaction, a second `coe`
+    /// on the same file, a backup tool that locks it.
+    Locked,
     /// The server went away, is shutting down or starting up; or the file cannot be
     /// opened or read.
     Unreachable,
@@ -34,6 +38,7 @@ impl Fault {
         match self {
             Fault::ReadOnly => "database_read_only",
             Fault::DiskFull => "disk_full",
+            Fault::Locked => "database_locked",
             Fault::Unreachable => "unavailable",
             Fault::Corrupt => "database_corrupt",
         }
@@ -48,6 +53,10 @@ impl Fault {
             }
             Fault::DiskFull => {
                 "the database's disk is full; writes resume once there is space again"
+            }
+            Fault::Locked => {
+                "another process holds the SQLite database's lock; writes resume once it \
+                 lets go"
             }
             Fault::Unreachable => "the database is not reachable; try again shortly",
             Fault::Corrupt => {
@@ -85,6 +94,8 @@ pub fn classify_message(message: &str) -> Option<Fault> {
         Some(Fault::ReadOnly)
     } else if m.contains("database or disk is full") || m.contains("no space left on device") {
         Some(Fault::DiskFull)
+    } else if m.contains("database is locked") || m.contains("database table is locked") {
+        Some(Fault::Locked)
     } else if [
         "disk i/o error",
         "unable to open database file",
@@ -258,6 +269,7 @@ mod tests {
                 Some(Fault::DiskFull),
             ),
             ("disk I/O error", Some(Fault::Unreachable)),
+            ("database is locked", Some(Fault::Locked)),
             ("database disk image is malformed", Some(Fault::Corrupt)),
             (
                 "terminating connection due to administrator command",

@@ -42,6 +42,11 @@ struct SourceLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RefusalLabels {
     source: String,
     reason: String,
@@ -56,6 +61,9 @@ struct OperatorGauges {
     database_bytes: Gauge,
     disk_free_bytes: Gauge,
     database_up: Gauge,
+    /// What `/readyz` answers (`http::health::readiness`), asked at each scrape.
+    ready: Gauge,
+    not_ready: Family<ReasonLabels, Gauge>,
 }
 
 /// The inspection figures as gauges, refreshed at each scrape.
@@ -177,7 +185,8 @@ impl Metrics {
         registry.register(
             "events_refused",
             "Event posts and webhooks this process refused, by source and reason (the error \
-             code: unauthorized, malformed_json, invalid, payload_too_large, unavailable, …)",
+             code: unauthorized, malformed_json, invalid, payload_too_large, unavailable, \
+             database_read_only, disk_full, database_locked, …)",
             events_refused.clone(),
         );
         let operator = OperatorGauges::default();
@@ -212,6 +221,18 @@ impl Metrics {
             "database_up",
             "1 when the last scrape could read the database, 0 when it could not",
             operator.database_up.clone(),
+        );
+        registry.register(
+            "ready",
+            "1 when this replica is ready (/readyz answers 200) at the scrape, 0 when not",
+            operator.ready.clone(),
+        );
+        registry.register(
+            "not_ready",
+            "Why this replica is not ready at the scrape: 1 for the reason /readyz answers 503 \
+             for (stopping, unavailable, pool_exhausted, database_read_only, disk_full, \
+             database_locked, database_corrupt), 0 for the others",
+            operator.not_ready.clone(),
         );
         Metrics {
             registry: Mutex::new(registry),
@@ -337,12 +358,26 @@ impl Metrics {
         g.database_up.set(1);
     }
 
-    /// The text exposition of every metric.
+    /// Sets `coe_ready` and `coe_not_ready` from `reason` (one of
+    /// `http::health::REASONS`; `None`: ready).
+    pub fn set_readiness(&self, reason: Option<&str>) {
+        let g = &self.operator;
+        g.ready.set(i64::from(reason.is_none()));
+        for known in crate::http::health::REASONS {
+            g.not_ready
+                .get_or_create(&ReasonLabels {
+                    reason: known.to_owned(),
+                })
+                .set(i64::from(reason == Some(known)));
+        }
+    }
+
     /// Requests begun and not yet answered (`observe::observe_requests` counts them).
     pub fn in_flight(&self) -> &Gauge {
         &self.in_flight
     }
 
+    /// The text exposition of every metric.
     pub fn render(&self) -> String {
         let mut out = String::new();
         let registry = self.registry.lock().unwrap_or_else(|p| p.into_inner());

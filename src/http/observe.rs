@@ -151,8 +151,9 @@ impl Drop for InFlight {
     }
 }
 
-/// `GET /metrics`: request metrics, and the inspection figures refreshed from the
-/// database (left as they were when it cannot be reached). With `metrics.token`, only
+/// `GET /metrics`: request metrics, readiness as `/readyz` decides it, and the
+/// inspection figures refreshed from the database (left as they were when it cannot be
+/// reached). With `metrics.token`, only
 /// for `Authorization: Bearer <token>` (compared in constant time).
 pub async fn metrics(req: actix_web::HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     if let Some(token) = &state.settings.metrics.token {
@@ -172,7 +173,18 @@ pub async fn metrics(req: actix_web::HttpRequest, state: web::Data<AppState>) ->
             );
         }
     }
-    if state.metrics.inspection_is_stale() {
+    // Readiness first, as `/readyz` decides it. With every connection in use, the
+    // database's figures are not read (each would wait for a connection as long again):
+    // they stay as the last scrape left them.
+    let shared = state.clone();
+    let not_ready = web::block(move || crate::http::health::readiness(&shared).err())
+        .await
+        .unwrap_or(Some(crate::http::health::NotReady::Unreachable));
+    state
+        .metrics
+        .set_readiness(not_ready.map(crate::http::health::NotReady::reason));
+    let exhausted = not_ready == Some(crate::http::health::NotReady::PoolExhausted);
+    if !exhausted && state.metrics.inspection_is_stale() {
         match with_conn(&state, |conn, state| {
             Ok(crate::services::stats::inspect::current(
                 conn,
@@ -187,18 +199,20 @@ pub async fn metrics(req: actix_web::HttpRequest, state: web::Data<AppState>) ->
         }
     }
     // Cheap (four indexed queries): read at every scrape, as an alert wants them.
-    match with_conn(&state, |conn, state| {
-        Ok(crate::services::stats::operator::figures(
-            conn,
-            &state.settings,
-        )?)
-    })
-    .await
-    {
-        Ok(figures) => state.metrics.set_operator(Some(&figures)),
-        Err(e) => {
-            tracing::warn!(error = %e, "cannot read the database for /metrics");
-            state.metrics.set_operator(None);
+    if !exhausted {
+        match with_conn(&state, |conn, state| {
+            Ok(crate::services::stats::operator::figures(
+                conn,
+                &state.settings,
+            )?)
+        })
+        .await
+        {
+            Ok(figures) => state.metrics.set_operator(Some(&figures)),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the database for /metrics");
+                state.metrics.set_operator(None);
+            }
         }
     }
     state.metrics.set_pool(state.pool.state());

@@ -55,12 +55,77 @@ async fn readyz_is_503_with_the_reason_when_the_database_is_unreachable() {
         !message.contains("127.0.0.1") && !message.contains("nonexistent-coe-folder"),
         "{message}"
     );
+    // /metrics says the same, with the reason: what CoeDatabaseUnreachable fires on.
+    let metrics = reqwest::get(format!("{address}/metrics"))
+        .await
+        .expect("sent")
+        .text()
+        .await
+        .expect("a body");
+    assert!(metrics.contains("\ncoe_ready 0\n"), "{metrics}");
+    assert!(
+        metrics.contains("\ncoe_not_ready{reason=\"unavailable\"} 1\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("\ncoe_not_ready{reason=\"pool_exhausted\"} 0\n"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("\ncoe_database_up 0\n"), "{metrics}");
     // Liveness does not depend on the database.
     let res = reqwest::get(format!("{address}/healthz"))
         .await
         .expect("sent");
     assert_eq!(res.status(), 200);
     handle.stop(false).await;
+}
+
+/// Every connection of the pool held (slow requests): `/readyz` answers 503 and
+/// `/metrics` says why — `coe_not_ready{reason="pool_exhausted"}`, what
+/// `CoeDatabasePoolExhausted` fires on — not that the database is down; once they are
+/// given back, ready again.
+#[tokio::test]
+async fn an_operator_sees_an_exhausted_pool_in_the_readiness_gauges() {
+    let app = crate::helpers::spawn_app_with(|s| s.database.connect_timeout_secs = 1).await;
+    let pool = app.pool.clone();
+    let held = tokio::task::spawn_blocking(move || {
+        let size = pool.max_size();
+        (0..size)
+            .map(|_| pool.get().expect("a connection"))
+            .collect::<Vec<_>>()
+    })
+    .await
+    .expect("held");
+    let (code, _, _) = crate::helpers::error_of(app.get("/readyz", None).await, 503).await;
+    assert_eq!(code, "unavailable");
+    let metrics = app
+        .get("/metrics", None)
+        .await
+        .text()
+        .await
+        .expect("a body");
+    assert!(metrics.contains("\ncoe_ready 0\n"), "{metrics}");
+    assert!(
+        metrics.contains("\ncoe_not_ready{reason=\"pool_exhausted\"} 1\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("\ncoe_not_ready{reason=\"unavailable\"} 0\n"),
+        "{metrics}"
+    );
+    drop(held);
+    let metrics = app
+        .get("/metrics", None)
+        .await
+        .text()
+        .await
+        .expect("a body");
+    assert!(metrics.contains("\ncoe_ready 1\n"), "{metrics}");
+    assert!(
+        metrics.contains("\ncoe_not_ready{reason=\"pool_exhausted\"} 0\n"),
+        "{metrics}"
+    );
+    assert_eq!(app.get("/readyz", None).await.status(), 200);
 }
 
 /// Pages and JSON answers are gzipped for a client that accepts it (issue 51 item 13),

@@ -676,6 +676,23 @@ fn every_metric_the_alert_rules_use_is_served_and_moves() {
         "{metrics}"
     );
     assert_eq!(sample(&metrics, "coe_database_up"), Some(1.0));
+    // Readiness, as /readyz decides it: ready, and no reason not to be.
+    assert_eq!(sample(&metrics, "coe_ready"), Some(1.0), "{metrics}");
+    for reason in [
+        "stopping",
+        "unavailable",
+        "pool_exhausted",
+        "database_read_only",
+        "disk_full",
+        "database_locked",
+        "database_corrupt",
+    ] {
+        assert_eq!(
+            sample(&metrics, &format!("coe_not_ready{{reason=\"{reason}\"}}")),
+            Some(0.0),
+            "{metrics}"
+        );
+    }
     assert!(sample(&metrics, "coe_database_size_bytes").is_some_and(|b| b > 100_000.0));
     assert!(
         sample(
@@ -750,4 +767,239 @@ fn coe_vacuum_makes_an_older_sqlite_database_shrinkable() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("vacuumed"), "{}", stdout(&out));
     assert_eq!(auto_vacuum(&path), 2, "incremental from now on");
+}
+
+/// A `coe serve` started by `coe_as`, killed on drop.
+struct ServedAs(std::process::Child);
+
+impl Drop for ServedAs {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `coe ARGS` on `db_url`, as user `uid` when given (root writes read-only files
+/// anyway), its log written to `log`, in `log`'s folder.
+fn coe_as(uid: Option<u32>, db_url: &str, args: &[&str], log: &Path) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_coe"));
+    cmd.args(args)
+        .env_clear()
+        .env("COE_DATABASE_URL", db_url)
+        .env("COE_LOG_FORMAT", "json")
+        .current_dir(log.parent().expect("a folder"))
+        .stderr(std::fs::File::create(log).expect("a log file"));
+    if let Some(uid) = uid {
+        cmd.uid(uid).gid(uid);
+    }
+    cmd
+}
+
+/// The SQLite file made read-only under a running coe, as a remount `ro` does (issue 62
+/// item 1): reads work, so `coe_database_up` stays 1, but every event is refused 503
+/// `database_read_only` and `/metrics` says why it is not ready — `coe_ready` 0 and
+/// `coe_not_ready{reason="database_read_only"}` 1, what `CoeDatabaseReadOnly` fires on —
+/// until the file is writable again. On PostgreSQL (no file): ready, no reason.
+#[test]
+fn an_operator_sees_a_read_only_database_in_the_readiness_gauges() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let db = TestDatabase::new();
+    let event = r#"{"source":"prometheus","dedup_key":"disk-ro","title":"Disk read-only","severity":"sev2","status":"firing"}"#;
+    if sqlite_path(&db).is_none() {
+        let served = serve(&db.url, &[]);
+        let metrics = http_get(served.port, "/metrics", None);
+        assert_eq!(sample(&metrics, "coe_ready"), Some(1.0), "{metrics}");
+        assert_eq!(
+            sample(&metrics, "coe_not_ready{reason=\"unavailable\"}"),
+            Some(0.0),
+            "{metrics}"
+        );
+        return;
+    }
+    // Root may write a file of mode 0444: the server runs as `nobody` then, in a folder
+    // of its own.
+    let root = std::fs::metadata("/proc/self").expect("/proc/self").uid() == 0;
+    let uid = root.then_some(65534);
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    if let Some(uid) = uid {
+        std::os::unix::fs::chown(dir.path(), Some(uid), Some(uid)).expect("chown");
+    }
+    let path = dir.path().join("coe.db");
+    let url = format!("sqlite://{}", path.display());
+    let log = dir.path().join("coe.log");
+    let out = coe_as(uid, &url, &["migrate"], &log)
+        .output()
+        .expect("coe migrate");
+    assert!(
+        out.status.success(),
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    let out = coe_as(
+        uid,
+        &url,
+        &["token", "create", "--name", "pager", "--role", "ingest"],
+        &log,
+    )
+    .output()
+    .expect("coe token create");
+    assert!(
+        out.status.success(),
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    let ingest = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .find(|w| w.starts_with("coe_"))
+        .expect("a token")
+        .to_owned();
+    let port = crate::helpers::free_port();
+    let served = ServedAs(
+        coe_as(
+            uid,
+            &url,
+            &["serve", "--listen", &format!("127.0.0.1:{port}")],
+            &log,
+        )
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("coe serve"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while TcpStream::connect(("127.0.0.1", port)).is_err()
+        || !http_get(port, "/readyz", None).starts_with("HTTP/1.1 200")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "coe serve is not ready: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let stored = post(port, "/api/v1/events", &ingest, event);
+    assert!(stored.starts_with("HTTP/1.1 202"), "{stored}");
+
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444)).expect("chmod");
+    let refused = post(port, "/api/v1/events", &ingest, event);
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(refused.contains("database_read_only"), "{refused}");
+    let ready = http_get(port, "/readyz", None);
+    assert!(ready.contains("database_read_only"), "{ready}");
+    let metrics = http_get(port, "/metrics", None);
+    assert_eq!(sample(&metrics, "coe_database_up"), Some(1.0), "{metrics}");
+    assert_eq!(sample(&metrics, "coe_ready"), Some(0.0), "{metrics}");
+    assert_eq!(
+        sample(&metrics, "coe_not_ready{reason=\"database_read_only\"}"),
+        Some(1.0),
+        "{metrics}"
+    );
+    for other in [
+        "unavailable",
+        "pool_exhausted",
+        "disk_full",
+        "database_locked",
+    ] {
+        assert_eq!(
+            sample(&metrics, &format!("coe_not_ready{{reason=\"{other}\"}}")),
+            Some(0.0),
+            "{metrics}"
+        );
+    }
+    assert!(
+        sample(
+            &metrics,
+            "coe_events_refused_total{source=\"api\",reason=\"database_read_only\"}"
+        )
+        .is_some_and(|n| n >= 1.0),
+        "{metrics}"
+    );
+
+    // Writable again: ready, by itself.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let stored = post(port, "/api/v1/events", &ingest, event);
+        let metrics = http_get(port, "/metrics", None);
+        if stored.starts_with("HTTP/1.1 202") && sample(&metrics, "coe_ready") == Some(1.0) {
+            assert_eq!(
+                sample(&metrics, "coe_not_ready{reason=\"database_read_only\"}"),
+                Some(0.0),
+                "{metrics}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "{stored}\n{metrics}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(served);
+}
+
+/// Another process holds the SQLite file's write lock (a `sqlite3` shell left in a
+/// transaction): events wait `database.busy_timeout_ms`, then are refused 503
+/// `database_locked` — not a 500 — and `/metrics` says why it is not ready
+/// (`coe_not_ready{reason="database_locked"}`, what `CoeDatabaseLocked` fires on); once
+/// the lock is let go, events are stored and it is ready again.
+#[test]
+fn an_operator_sees_a_locked_database_in_the_readiness_gauges() {
+    let db = TestDatabase::new();
+    let Some(path) = sqlite_path(&db) else {
+        return; // SQLite's file lock.
+    };
+    let served = serve(&db.url, &[("COE_DATABASE_BUSY_TIMEOUT_MS", "200")]);
+    let _admin = served.admin_token();
+    let ingest = {
+        let out = coe(
+            &["token", "create", "--name", "pager", "--role", "ingest"],
+            &[("COE_DATABASE_URL", db.url.as_str())],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+            .split_whitespace()
+            .find(|w| w.starts_with("coe_"))
+            .expect("a token")
+            .to_owned()
+    };
+    let event = r#"{"source":"prometheus","dedup_key":"lock","title":"Locked","severity":"sev2","status":"firing"}"#;
+    let stored = post(served.port, "/api/v1/events", &ingest, event);
+    assert!(stored.starts_with("HTTP/1.1 202"), "{stored}");
+
+    let mut shell = diesel::SqliteConnection::establish(&path.to_string_lossy()).expect("open");
+    diesel::sql_query("BEGIN IMMEDIATE")
+        .execute(&mut shell)
+        .expect("the write lock");
+    let refused = post(served.port, "/api/v1/events", &ingest, event);
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(refused.contains("database_locked"), "{refused}");
+    let metrics = http_get(served.port, "/metrics", None);
+    assert_eq!(sample(&metrics, "coe_ready"), Some(0.0), "{metrics}");
+    assert_eq!(
+        sample(&metrics, "coe_not_ready{reason=\"database_locked\"}"),
+        Some(1.0),
+        "{metrics}"
+    );
+    assert!(
+        sample(
+            &metrics,
+            "coe_events_refused_total{source=\"api\",reason=\"database_locked\"}"
+        )
+        .is_some_and(|n| n >= 1.0),
+        "{metrics}"
+    );
+
+    diesel::sql_query("ROLLBACK")
+        .execute(&mut shell)
+        .expect("let go");
+    drop(shell);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let stored = post(served.port, "/api/v1/events", &ingest, event);
+        let metrics = http_get(served.port, "/metrics", None);
+        if stored.starts_with("HTTP/1.1 202") && sample(&metrics, "coe_ready") == Some(1.0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{stored}\n{metrics}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
