@@ -150,7 +150,8 @@ pub enum TokenCommand {
         /// A name to list and revoke it by: letters, digits, '-', '_', '.'
         #[arg(long)]
         name: String,
-        /// admin: everything; member: read and write COEs and actions; ingest: post events only
+        /// admin: everything; member: read and write COEs and actions; ingest: post events only;
+        /// scim: the identity provider's provisioning at /scim/v2 only
         #[arg(long, value_parser = ["admin", "member", "ingest", "scim"])]
         role: String,
         /// The person the token acts for (recorded as the actor of changes)
@@ -235,6 +236,19 @@ pub fn run(cli: Cli) -> ExitCode {
                         demo_on_empty(&settings)?;
                     }
                     let migrations = if no_migrate {
+                        // Opening a SQLite file that is not there makes an empty one: a
+                        // mistyped path would serve an empty database, not the operator's.
+                        if let Ok(crate::config::database::DatabaseUrl::Sqlite(path)) =
+                            crate::config::database::DatabaseUrl::parse(&settings.database.url)
+                        {
+                            if !path.exists() {
+                                return Err(Failure::settings(format!(
+                                    "database.url: {} does not exist, and --no-migrate makes no \
+                                     database (run `coe migrate` first, or check the path)",
+                                    path.display()
+                                )));
+                            }
+                        }
                         startup::Migrations::RequireCurrent
                     } else {
                         startup::Migrations::Apply
@@ -564,6 +578,13 @@ fn print_demo(settings: &Settings, r: &crate::demo::DemoReport) {
 fn check_config(settings: &Settings) -> Result<(), Failure> {
     println!("# the configuration is valid; effective settings (secrets masked):");
     print!("{}", settings.to_masked_toml());
+    if settings.server.replica_name.trim().is_empty() {
+        // Unset, it is made from the host's name and the address listened on.
+        println!(
+            "# server.replica_name is unset: this replica claims work as {:?}",
+            settings.replica_name()
+        );
+    }
     check_provider(settings)
 }
 

@@ -197,6 +197,38 @@ fn check_config_prints_effective_settings_with_secrets_masked() {
     // The environment overrides the file; untouched file values survive.
     assert!(text.contains("listen = \"127.0.0.1:9100\""), "{text}");
     assert!(text.contains("format = \"json\""), "{text}");
+    // Issue 62, item 5: an unset replica name is shown as the one this replica uses.
+    assert!(
+        text.contains("server.replica_name is unset: this replica claims work as \""),
+        "{text}"
+    );
+    assert!(!text.contains("as \"\""), "{text}");
+}
+
+/// Issue 62, item 5: `serve --no-migrate` on a path where there is no database made an
+/// empty one and served it. It is refused, naming the path, and nothing is made.
+#[test]
+fn serve_no_migrate_on_a_missing_file_makes_no_database() {
+    let dir = tempfile::tempdir().expect("dir");
+    let missing = dir.path().join("typo.db");
+    let url = format!("sqlite://{}", missing.display());
+    let out = coe(
+        &["serve", "--no-migrate"],
+        &[("COE_DATABASE_URL", url.as_str())],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("does not exist"), "{}", stderr(&out));
+    assert!(!missing.exists(), "no empty database was made");
+}
+
+/// Issue 62, item 5: `token create --help` named three roles of four.
+#[test]
+fn token_create_help_names_every_role() {
+    let out = coe(&["token", "create", "--help"], &[]);
+    let text = stdout(&out);
+    for role in ["admin", "member", "ingest", "scim"] {
+        assert!(text.contains(&format!("{role}:")), "{role}: {text}");
+    }
 }
 
 #[test]
