@@ -44,19 +44,8 @@ pub enum NotReady {
     Fault(Fault),
 }
 
-/// Every `reason` of `coe_not_ready`, each exported (1 for the current one, else 0).
-pub const REASONS: [&str; 7] = [
-    "stopping",
-    "unavailable",
-    "pool_exhausted",
-    "database_read_only",
-    "disk_full",
-    "database_locked",
-    "database_corrupt",
-];
-
 impl NotReady {
-    /// The `reason` label of `coe_not_ready` (one of `REASONS`).
+    /// The `reason` label of `coe_not_ready` (one of `http::metrics::NOT_READY_REASONS`).
     pub fn reason(self) -> &'static str {
         match self {
             NotReady::Stopping => "stopping",

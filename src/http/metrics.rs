@@ -78,6 +78,18 @@ struct InspectionGauges {
     emails: Family<StateLabels, Gauge>,
 }
 
+/// Every `reason` of `coe_not_ready` (what `/readyz` says, `http::health`), each
+/// exported: 1 for the current one, else 0.
+pub const NOT_READY_REASONS: [&str; 7] = [
+    "stopping",
+    "unavailable",
+    "pool_exhausted",
+    "database_read_only",
+    "disk_full",
+    "database_locked",
+    "database_corrupt",
+];
+
 /// The service's metrics registry.
 pub struct Metrics {
     registry: Mutex<Registry>,
@@ -359,11 +371,11 @@ impl Metrics {
     }
 
     /// Sets `coe_ready` and `coe_not_ready` from `reason` (one of
-    /// `http::health::REASONS`; `None`: ready).
+    /// `NOT_READY_REASONS`; `None`: ready).
     pub fn set_readiness(&self, reason: Option<&str>) {
         let g = &self.operator;
         g.ready.set(i64::from(reason.is_none()));
-        for known in crate::http::health::REASONS {
+        for known in NOT_READY_REASONS {
             g.not_ready
                 .get_or_create(&ReasonLabels {
                     reason: known.to_owned(),
