@@ -261,6 +261,13 @@ pub fn restore<T>(
             return Err(CopyError::Failed(e));
         }
     };
+    // The copy takes the database's owner and mode: restored by root (`sudo coe
+    // restore`), a database the service's user could no longer open would stop it at
+    // its next start. One who may not give it that owner is refused, nothing changed.
+    if let Err(e) = keep_owner_and_mode(target, &incoming) {
+        let _ = std::fs::remove_file(&incoming);
+        return Err(CopyError::Refused(e));
+    }
     let previous = target.exists().then(|| {
         sibling(
             target,
@@ -470,6 +477,35 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     PathBuf::from(name)
+}
+
+/// Gives `copy` the owner and permissions of `target` (when it exists), read with
+/// `stat` (nothing of the live database is opened).
+fn keep_owner_and_mode(target: &Path, copy: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(was) = std::fs::metadata(target) else {
+        return Ok(());
+    };
+    let now =
+        std::fs::metadata(copy).map_err(|e| format!("cannot read {}: {e}", copy.display()))?;
+    if (now.uid(), now.gid()) != (was.uid(), was.gid()) {
+        std::os::unix::fs::chown(copy, Some(was.uid()), Some(was.gid())).map_err(|e| {
+            format!(
+                "{} belongs to user {} and group {}, and this user cannot give the restored copy \
+                 that owner ({e}): run coe restore as that user or as root",
+                target.display(),
+                was.uid(),
+                was.gid()
+            )
+        })?;
+    }
+    std::fs::set_permissions(copy, was.permissions()).map_err(|e| {
+        format!(
+            "cannot give {} the mode of {}: {e}",
+            copy.display(),
+            target.display()
+        )
+    })
 }
 
 /// A file beside `path`: `coe.db` → `coe.db.<tag>`.

@@ -134,6 +134,41 @@ fn health_checks_leave_sqlite_its_locks_and_an_outside_backup_its_wal() {
     );
 }
 
+/// Issue 62, item 5: `sudo coe restore` left `coe.db` owned by root, and the service's
+/// next start as its own user looped. The restored database keeps the owner and mode
+/// of the one it replaces.
+#[test]
+fn a_restore_as_root_keeps_the_database_s_owner_and_mode() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let db = TestDatabase::new();
+    let env = [("COE_DATABASE_URL", db.url.as_str())];
+    let Some(path) = sqlite_path(&db) else {
+        return; // PostgreSQL: restored with pg_restore, not by coe.
+    };
+    let out = coe(&["migrate"], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let backup = path.with_file_name("backup.db");
+    let out = coe(&["backup", &backup.to_string_lossy()], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The service's user (nobody here) owns the database, mode 0600.
+    if std::os::unix::fs::chown(&path, Some(65534), Some(65534)).is_err() {
+        assert_ne!(
+            std::fs::metadata("/proc/self")
+                .map(|m| m.uid())
+                .unwrap_or(0),
+            0,
+            "root may give a file any owner"
+        );
+        return; // Not root: nobody can be made the owner, as in CI (root) it is.
+    }
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let out = coe(&["restore", &backup.to_string_lossy()], &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let restored = std::fs::metadata(&path).expect("the restored database");
+    assert_eq!((restored.uid(), restored.gid()), (65534, 65534));
+    assert_eq!(restored.permissions().mode() & 0o777, 0o600);
+}
+
 /// `coe backup` copies the database while the server writes; `coe restore` refuses
 /// while a server holds the database, then puts the copy in place once it stopped:
 /// the old WAL removed, the replaced database kept beside it.
