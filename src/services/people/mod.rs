@@ -12,10 +12,12 @@ use crate::domain::{EmailAddress, TokenSecret};
 
 mod find;
 mod import;
+mod names;
 mod provider;
 mod rename;
 pub use find::{find, find_teams, FindError, FindRefusal, Found, MAX_FIND_CHARS, MAX_FOUND};
 pub use import::{import_csv, ImportReport, RejectedLine};
+pub use names::{names, names_of};
 use provider::set_by_provider;
 pub use rename::rename;
 
@@ -514,7 +516,7 @@ pub fn put_own(
             return Err(PeopleError::Provisioned(field, problem));
         }
         if let Some(name) = clean(&own.name).filter(|n| current.name.as_ref() != Some(n)) {
-            if let Some(taken) = look_alike(conn, email.as_str(), &name)? {
+            if let Some(taken) = names::look_alike(conn, email.as_str(), &name)? {
                 return Err(PeopleError::Invalid(vec![(
                     "name".into(),
                     format!(
@@ -531,22 +533,6 @@ pub fn put_own(
             .first(conn)?
             .into())
     })
-}
-
-/// The name of someone else in the directory that `name` would pass for on a page
-/// (`domain::names::look_alike_key`: case, spaces and confusable letters aside). A
-/// member choosing their own name is refused one; the directory's own namesakes (from
-/// an admin, a CSV or the identity provider) are shown with their addresses instead.
-fn look_alike(conn: &mut DbConnection, email: &str, name: &str) -> QueryResult<Option<String>> {
-    let key = crate::domain::names::look_alike_key(name);
-    let others: Vec<String> = people::table
-        .filter(people::email.ne(email))
-        .filter(people::name.is_not_null())
-        .select(people::name.assume_not_null())
-        .load(conn)?;
-    Ok(others
-        .into_iter()
-        .find(|other| crate::domain::names::look_alike_key(other) == key))
 }
 
 /// Makes a person an admin of the web pages, or not (adding them to the directory
@@ -624,58 +610,6 @@ pub fn list(conn: &mut DbConnection, team: Option<&str>) -> QueryResult<Vec<Pers
 }
 
 /// The directory's people as the pages offer them in owner and reviewer fields:
-/// (address, name), by address; at most `limit`.
-pub fn names(conn: &mut DbConnection, limit: i64) -> QueryResult<Vec<(String, Option<String>)>> {
-    people::table
-        .order(people::email.asc())
-        .select((people::email, people::name))
-        .limit(limit)
-        .load(conn)
-}
-
-/// The names of the people at `emails` who are in the directory: (address, name).
-/// A name another person in the directory also has comes with the address, "Dana
-/// Okafor (dana.o@example.com)": a page never lets one person pass for another.
-pub fn names_of(
-    conn: &mut DbConnection,
-    emails: &[String],
-) -> QueryResult<Vec<(String, Option<String>)>> {
-    let found: Vec<(String, Option<String>)> = people::table
-        .filter(people::email.eq_any(emails))
-        .select((people::email, people::name))
-        .load(conn)?;
-    // Compared without case or surrounding spaces: "dana okafor" passes for "Dana
-    // Okafor" to a reader.
-    let key = |name: &str| name.trim().to_lowercase();
-    let names: Vec<String> = found
-        .iter()
-        .filter_map(|(_, n)| n.as_deref().map(key))
-        .collect();
-    let holders: Vec<String> = people::table
-        .filter(crate::db::lower(people::name).eq_any(&names))
-        .select(people::name.assume_not_null())
-        .load(conn)?;
-    // How many hold each name: counted once (a page may name thousands of people).
-    let mut holding: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-    for name in &holders {
-        *holding.entry(key(name)).or_default() += 1;
-    }
-    let shared = |name: &str| holding.get(&key(name)).is_some_and(|n| *n > 1);
-    Ok(found
-        .into_iter()
-        .map(|(email, name)| {
-            let name = name.map(|n| {
-                if shared(&n) {
-                    format!("{n} ({email})")
-                } else {
-                    n
-                }
-            });
-            (email, name)
-        })
-        .collect())
-}
-
 /// The time zone `email` lives in, from the directory; `fallback` (the
 /// organisation's) when the directory does not say or says something unknown.
 pub fn time_zone(
