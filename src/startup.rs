@@ -71,10 +71,10 @@ impl Application {
         let database = settings.database.clone();
         let url = settings.database_url();
         let pool = web::block(move || -> Result<DbPool, db::DbError> {
-            let pool = db::connect(&database)?;
-            let mut conn = pool
-                .get()
-                .map_err(|e| db::DbError::Connect(e.to_string()))?;
+            // Migrated on a connection of its own before the pool opens any: on a new
+            // SQLite file the pool's would open while the migration holds the write
+            // lock, wait for it, and be logged as an outage.
+            let mut conn = db::open_one(&database)?;
             match migrations {
                 Migrations::Apply => {
                     let applied = db::migrate(&mut conn)?;
@@ -91,7 +91,8 @@ impl Application {
                      `coe vacuum` once with coe stopped to make it shrink from then on"
                 );
             }
-            Ok(pool)
+            drop(conn);
+            db::connect(&database)
         })
         .await
         .map_err(|e| db::DbError::Connect(e.to_string()))?

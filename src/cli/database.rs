@@ -4,15 +4,13 @@
 use std::path::Path;
 
 use super::{open, Failure};
+use crate::config::database::DatabaseUrl;
 use crate::config::Settings;
 use crate::db::{self, backup::CopyError};
 use crate::services::outbox;
 
-/// `coe migrate`: applies pending migrations; `--status` lists them and applies none.
-pub(super) fn migrate(settings: &Settings, status_only: bool) -> Result<(), Failure> {
-    if status_only {
-        return status(settings);
-    }
+/// `coe migrate`: applies pending migrations.
+pub(super) fn migrate(settings: &Settings) -> Result<(), Failure> {
     let (_, applied) = open(settings)?;
     if applied.is_empty() {
         println!("the database schema is up to date");
@@ -25,20 +23,81 @@ pub(super) fn migrate(settings: &Settings, status_only: bool) -> Result<(), Fail
     Ok(())
 }
 
-/// `coe migrate --status`: applied, pending and unknown migrations, by name. Exits 2
-/// when the database holds migrations this version does not know.
-fn status(settings: &Settings) -> Result<(), Failure> {
+/// `coe migrate --unattended`: what the package runs on an upgrade. Applies nothing
+/// when a pending migration needs every replica stopped (exit 3, naming it and what to
+/// do); otherwise, on SQLite, backs the database up into `backup_dir` (default
+/// `backups/` beside it) and migrates.
+pub(super) fn migrate_unattended(
+    settings: &Settings,
+    backup_dir: Option<&Path>,
+) -> Result<(), Failure> {
+    let status = read_status(settings)?;
+    if !status.unknown.is_empty() {
+        return Err(Failure::database(db::DbError::UnknownMigrations(
+            status.unknown,
+        )));
+    }
+    if status.pending.is_empty() {
+        println!("the database schema is up to date: nothing to migrate");
+        return Ok(());
+    }
+    let stopping = status.pending_stopping_every_replica();
+    if !stopping.is_empty() {
+        return Err(Failure::operator(format!(
+            "not migrated: {} pending migration(s) need every coe process (every replica) \
+             stopped before they run: {}. Stop coe everywhere, back the database up, run \
+             `coe migrate` once, then start every replica on this version \
+             (docs/operations.md, \"Migrations\")",
+            stopping.len(),
+            stopping.join(", ")
+        )));
+    }
+    if let DatabaseUrl::Sqlite(path) = settings.database_url() {
+        if !status.applied.is_empty() {
+            let dir = match backup_dir {
+                Some(dir) => dir.to_path_buf(),
+                None => path
+                    .parent()
+                    .unwrap_or_else(|| Path::new("."))
+                    .join("backups"),
+            };
+            std::fs::create_dir_all(&dir).map_err(|e| {
+                Failure::runtime(format!("cannot make {} for the backup: {e}", dir.display()))
+            })?;
+            let name = format!(
+                "coe-before-migrating-{}.db",
+                chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
+            );
+            backup(settings, &dir.join(name))?;
+        }
+    }
+    migrate(settings)
+}
+
+fn read_status(settings: &Settings) -> Result<db::MigrationStatus, Failure> {
     let mut database = settings.database.clone();
     database.pool_size = 1;
     let url = settings.database_url();
     let pool = db::connect(&database).map_err(|e| Failure::runtime(e.explained(&url)))?;
     let mut conn = pool.get().map_err(Failure::runtime)?;
-    let status = db::migration_status(&mut conn).map_err(Failure::runtime)?;
+    db::migration_status(&mut conn).map_err(Failure::runtime)
+}
+
+/// `coe migrate --status`: applied, pending and unknown migrations, by name, marking
+/// the pending ones that need every replica stopped. Exits 2 when the database holds
+/// migrations this version does not know.
+pub(super) fn status(settings: &Settings) -> Result<(), Failure> {
+    let status = read_status(settings)?;
     for name in &status.applied {
         println!("applied  {name}");
     }
+    let stopping = status.pending_stopping_every_replica();
     for name in &status.pending {
-        println!("pending  {name}");
+        if stopping.contains(&name.as_str()) {
+            println!("pending  {name}  (stop every replica before it runs)");
+        } else {
+            println!("pending  {name}");
+        }
     }
     for version in &status.unknown {
         println!("unknown  {version} (applied by a newer coe)");

@@ -72,9 +72,18 @@ pub enum Command {
     /// Apply pending database migrations and exit. Refuses (exit 2) a database that
     /// holds migrations this version does not know (a newer coe migrated it).
     Migrate {
-        /// List the applied and pending migrations by name; apply nothing.
-        #[arg(long)]
+        /// List the applied and pending migrations by name (marking those that need every
+        /// replica stopped first); apply nothing.
+        #[arg(long, conflicts_with = "unattended")]
         status: bool,
+        /// For the package's upgrade and other automation: apply nothing when a pending
+        /// migration needs every replica stopped first (say which, exit 3); else, on
+        /// SQLite, back the database up before migrating it.
+        #[arg(long)]
+        unattended: bool,
+        /// Where --unattended puts the backup [default: backups/ beside the database]
+        #[arg(long, value_name = "DIR", requires = "unattended")]
+        backup_dir: Option<PathBuf>,
     },
     /// Copy the SQLite database into a new file while the service runs (a consistent
     /// snapshot, checked with SQLite's integrity check). On PostgreSQL: says how to use
@@ -185,6 +194,13 @@ impl Failure {
             message: message.to_string(),
         }
     }
+    /// An operator must act first (exit 3): e.g. stop every replica before a migration.
+    fn operator(message: impl ToString) -> Self {
+        Failure {
+            code: 3,
+            message: message.to_string(),
+        }
+    }
     fn runtime(message: impl ToString) -> Self {
         Failure {
             code: 1,
@@ -256,7 +272,13 @@ pub fn run(cli: Cli) -> ExitCode {
                     serve(settings, migrations)
                 }
                 Command::Demo => fill_demo(&settings),
-                Command::Migrate { status } => database::migrate(&settings, status),
+                Command::Migrate { status: true, .. } => database::status(&settings),
+                Command::Migrate {
+                    unattended: true,
+                    backup_dir,
+                    ..
+                } => database::migrate_unattended(&settings, backup_dir.as_deref()),
+                Command::Migrate { .. } => database::migrate(&settings),
                 Command::Backup { path } => database::backup(&settings, &path),
                 Command::Restore { path, force } => database::restore(&settings, &path, force),
                 Command::Vacuum => database::vacuum(&settings),

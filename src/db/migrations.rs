@@ -18,6 +18,16 @@ pub const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("migration
 /// starting together apply each migration once. ("coe-migr" in ASCII.)
 const MIGRATION_LOCK_KEY: i64 = 0x636f_652d_6d69_6772;
 
+/// Migrations that rewrite rows in a way a running older version cannot follow (it
+/// would write what the migrated database refuses): every replica stops before they
+/// run (docs/operations.md, "Migrations"). Each one's `up.sql`, in both folders, says
+/// so on a line of its own (`-- coe: stop every replica before this migration runs`);
+/// a test holds the two together.
+pub const STOP_EVERY_REPLICA: &[&str] = &[
+    "2026-12-03-000016_binary_hashes",
+    "2026-12-15-000038_incident_groups",
+];
+
 /// Which migrations a database holds, against those this binary carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MigrationStatus {
@@ -27,6 +37,21 @@ pub struct MigrationStatus {
     pub pending: Vec<String>,
     /// Applied by a newer binary: their versions (the database records no names).
     pub unknown: Vec<String>,
+}
+
+impl MigrationStatus {
+    /// The pending migrations that need every replica stopped before they run. A
+    /// database that holds no migration yet has no replica running on it: none.
+    pub fn pending_stopping_every_replica(&self) -> Vec<&str> {
+        if self.applied.is_empty() {
+            return Vec::new();
+        }
+        self.pending
+            .iter()
+            .map(String::as_str)
+            .filter(|name| STOP_EVERY_REPLICA.contains(name))
+            .collect()
+    }
 }
 
 /// Reads the migrations a database holds; writes nothing (a database never migrated
@@ -185,4 +210,53 @@ pub fn revert_all(conn: &mut DbConnection) -> Result<(), DbError> {
         DbConnection::Pg(c) => c.revert_all_migrations(POSTGRES_MIGRATIONS).map(|_| ()),
     };
     result.map_err(|e| DbError::Migrate(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The line in a migration's `up.sql` that puts it in [`STOP_EVERY_REPLICA`].
+    const STOP_EVERY_REPLICA_MARK: &str = "-- coe: stop every replica before this migration runs";
+
+    /// The list and the marks in the migration files say the same, in both folders.
+    #[test]
+    fn the_migrations_that_stop_every_replica_are_marked_in_their_files() {
+        for backend in ["sqlite", "postgres"] {
+            let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("migrations")
+                .join(backend);
+            let mut marked: Vec<String> = std::fs::read_dir(&folder)
+                .expect("the migrations folder")
+                .filter_map(Result::ok)
+                .filter(|entry| {
+                    std::fs::read_to_string(entry.path().join("up.sql"))
+                        .is_ok_and(|sql| sql.lines().any(|l| l.trim() == STOP_EVERY_REPLICA_MARK))
+                })
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .collect();
+            marked.sort();
+            assert_eq!(marked, STOP_EVERY_REPLICA, "{backend}");
+        }
+    }
+
+    #[test]
+    fn only_a_database_in_use_waits_for_replicas_to_stop() {
+        let status = |applied: &[&str], pending: &[&str]| MigrationStatus {
+            applied: applied.iter().map(|s| s.to_string()).collect(),
+            pending: pending.iter().map(|s| s.to_string()).collect(),
+            unknown: Vec::new(),
+        };
+        let all = ["2026-11-29-000001_create_api_tokens", STOP_EVERY_REPLICA[1]];
+        assert!(status(&[], &all)
+            .pending_stopping_every_replica()
+            .is_empty());
+        assert_eq!(
+            status(&all[..1], &all[1..]).pending_stopping_every_replica(),
+            [STOP_EVERY_REPLICA[1]]
+        );
+        assert!(status(&all, &[])
+            .pending_stopping_every_replica()
+            .is_empty());
+    }
 }

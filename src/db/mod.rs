@@ -31,7 +31,9 @@ use diesel::RunQueryDsl;
 use crate::config::database::{Backend, DatabaseUrl};
 
 pub use deadline::Deadline;
-pub use pool::{checkout, connect, lazy_pool, ConnectionManager, DbPool, PooledConnection};
+pub use pool::{
+    checkout, connect, lazy_pool, open_one, ConnectionManager, DbPool, PooledConnection,
+};
 
 pub use migrations::{
     migrate, migration_status, require_current, revert_all, MigrationStatus, POSTGRES_MIGRATIONS,
@@ -113,6 +115,10 @@ fn establish(
             // (WAL mode writes the file's header, after which it takes a VACUUM), and
             // only then: on a database in use the pragma would write its header, a write
             // that waits on every other writer.
+            // The busy timeout before anything else: a connection opened while another
+            // migrates a new file waits for its write lock instead of failing at once.
+            conn.batch_execute(&format!("PRAGMA busy_timeout = {busy_timeout_ms};"))
+                .map_err(|e| diesel::ConnectionError::BadConnection(e.to_string()))?;
             let new = if sqlite::is_empty(&mut conn) {
                 "PRAGMA auto_vacuum = INCREMENTAL;"
             } else {
@@ -120,7 +126,6 @@ fn establish(
             };
             conn.batch_execute(&format!(
                 "{new}
-                 PRAGMA busy_timeout = {busy_timeout_ms};
                  PRAGMA journal_mode = WAL;
                  PRAGMA synchronous = FULL;
                  PRAGMA foreign_keys = ON;

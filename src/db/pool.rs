@@ -177,6 +177,13 @@ impl ManageConnection for ConnectionManager {
     }
 }
 
+/// One connection outside any pool (for migrating before the pool opens: a new SQLite
+/// file's pool would open its connections while the migration holds the write lock).
+pub fn open_one(settings: &DatabaseSettings) -> Result<DbConnection, DbError> {
+    let url = DatabaseUrl::parse(&settings.url).map_err(|e| DbError::Connect(e.to_string()))?;
+    super::establish(&url, settings.busy_timeout_ms).map_err(|e| DbError::Connect(e.to_string()))
+}
+
 /// Builds the pool. Fails when the first connection cannot be made, so a wrong
 /// URL or a database that is down stops start-up with the reason.
 pub fn connect(settings: &DatabaseSettings) -> Result<DbPool, DbError> {

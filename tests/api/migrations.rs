@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use diesel::connection::SimpleConnection;
 use diesel::prelude::*;
 use diesel::sql_types::Text;
 
@@ -280,4 +281,126 @@ fn the_incident_groups_migration_names_every_group_and_goes_back() {
         .expect("count");
     assert_eq!(kept, 2, "the incidents are kept going back");
     db::migrate(&mut conn).expect("and forth again");
+}
+
+/// Runs SQL on the test database outside coe (as an operator's tool would).
+fn execute(db_url: &str, sql: &str) {
+    if on_postgres() {
+        let mut conn = diesel::PgConnection::establish(db_url).expect("connect");
+        conn.batch_execute(sql).expect(sql);
+    } else {
+        let path = db_url.strip_prefix("sqlite://").expect("a sqlite URL");
+        let mut conn = diesel::SqliteConnection::establish(path).expect("open");
+        conn.batch_execute(sql).expect(sql);
+    }
+}
+
+/// What the package runs on an upgrade (`coe migrate --unattended`): a new database is
+/// migrated; one behind by an ordinary migration is backed up (SQLite) and migrated;
+/// one behind a migration that needs every replica stopped is left as it is, exit 3,
+/// naming it, and `migrate --status` marks it.
+#[test]
+fn an_unattended_migration_backs_up_first_and_never_passes_a_stop_every_replica_migration() {
+    use crate::cli::{coe, stderr, stdout};
+    let db = TestDatabase::new();
+    let env = [("COE_DATABASE_URL", db.url.as_str())];
+    let backups = tempfile::tempdir().expect("a folder for backups");
+    let backup_dir = backups.path().to_string_lossy().into_owned();
+    let unattended = ["migrate", "--unattended", "--backup-dir", &backup_dir];
+    let backups_made = || std::fs::read_dir(backups.path()).expect("read").count();
+
+    // A database never migrated: every migration applies, nothing to back up.
+    let out = coe(&unattended, &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("applied"), "{}", stdout(&out));
+    assert_eq!(backups_made(), 0);
+
+    // Behind by the last migration (an ordinary one): backed up on SQLite, then migrated.
+    execute(
+        &db.url,
+        "ALTER TABLE outbox_emails DROP COLUMN private_link; \
+         DELETE FROM __diesel_schema_migrations WHERE version = '20270102000056'",
+    );
+    let out = coe(&["migrate", "--status"], &env);
+    assert!(
+        stdout(&out).contains("pending  2027-01-02-000056_outbox_private_links\n"),
+        "{}",
+        stdout(&out)
+    );
+    let out = coe(&unattended, &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("20270102000056"), "{}", stdout(&out));
+    if on_postgres() {
+        assert_eq!(
+            backups_made(),
+            0,
+            "PostgreSQL is backed up with its own tools"
+        );
+    } else {
+        assert_eq!(backups_made(), 1);
+        let backup = std::fs::read_dir(backups.path())
+            .expect("read")
+            .next()
+            .expect("one")
+            .expect("entry")
+            .path();
+        let name = backup
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        assert!(name.starts_with("coe-before-migrating-"), "{name}");
+        // The backup is the database before the migration.
+        let copy = format!("sqlite://{}", backup.display());
+        let out = coe(
+            &["migrate", "--status"],
+            &[("COE_DATABASE_URL", copy.as_str())],
+        );
+        assert!(stdout(&out).contains("1 pending"), "{}", stdout(&out));
+    }
+    assert!(stdout(&coe(&["migrate", "--status"], &env)).contains("0 pending"));
+
+    // Behind a migration that needs every replica stopped: nothing applied, exit 3.
+    execute(
+        &db.url,
+        "DELETE FROM __diesel_schema_migrations WHERE version = '20261215000038'",
+    );
+    let out = coe(&["migrate", "--status"], &env);
+    assert!(
+        stdout(&out).contains(
+            "pending  2026-12-15-000038_incident_groups  (stop every replica before it runs)"
+        ),
+        "{}",
+        stdout(&out)
+    );
+    let before = backups_made();
+    let out = coe(&unattended, &env);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("2026-12-15-000038_incident_groups") && said.contains("stopped"),
+        "{said}"
+    );
+    assert_eq!(
+        backups_made(),
+        before,
+        "nothing to back up when nothing is applied"
+    );
+    assert!(stdout(&coe(&["migrate", "--status"], &env)).contains("1 pending"));
+}
+
+/// A new database's first start logs no error: the pool opens its connections after
+/// the migration, not while it holds SQLite's write lock (which once logged "database
+/// unreachable … database is locked" on one start in three).
+#[test]
+fn a_new_database_starts_without_an_error() {
+    use crate::cli::{http_get, serve};
+    for _ in 0..3 {
+        let db = TestDatabase::new();
+        let served = serve(&db.url, &[]);
+        assert!(http_get(served.port, "/readyz", None).starts_with("HTTP/1.1 200"));
+        let logs = served.logs.lock().expect("logs").clone();
+        let errors: Vec<&String> = logs.iter().filter(|l| l.contains("\"ERROR\"")).collect();
+        assert!(errors.is_empty(), "{errors:?}");
+    }
 }

@@ -1,3 +1,4 @@
+-- coe: stop every replica before this migration runs
 -- Fewer random-keyed index entries per new alert (issue 29). A group is found by its
 -- hash once, in `incident_groups`, which names it by its first incident's id
 -- (`group_id`); the incidents' own group indexes (one open incident per group, a

@@ -1,3 +1,4 @@
+-- coe: stop every replica before this migration runs
 -- Group and occurrence hashes as the 32 bytes of their SHA-256, not 64 hexadecimal
 -- characters: two of the three indexes every new incident writes to, and the one
 -- every new event writes to, are on these random values; halving their entries keeps
