@@ -58,6 +58,42 @@ pub struct Application {
     metrics: Arc<Metrics>,
     delivery_waker: crate::services::outbox::DeliveryWaker,
     group_commit: Arc<crate::services::ingest::writer::GroupCommit>,
+    /// `metrics.listen`'s own server (`/metrics`, `/healthz`, `/readyz` only) and the
+    /// port it bound.
+    metrics_server: Option<(u16, Server)>,
+}
+
+/// Binds `metrics.listen`: a second, small server that answers `/metrics`, `/healthz`
+/// and `/readyz` only (everything else 404), so that Prometheus on another host can
+/// scrape every replica while `listen` stays on loopback behind the proxy.
+fn metrics_listener(
+    address: &str,
+    state: web::Data<AppState>,
+    shutdown: u64,
+) -> Result<(u16, Server), StartupError> {
+    let bind_error = |source| StartupError::Bind {
+        addr: format!("{address} (metrics.listen)"),
+        source,
+    };
+    let listener = TcpListener::bind(address).map_err(bind_error)?;
+    let port = listener.local_addr().map_err(bind_error)?.port();
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(state.clone())
+            .configure(http::routes::configure_metrics_listener)
+            .default_service(web::to(|| async {
+                actix_web::HttpResponse::NotFound()
+                    .content_type("text/plain; charset=utf-8")
+                    .body("metrics.listen answers /metrics, /healthz and /readyz only\n")
+            }))
+    })
+    .workers(1)
+    .disable_signals()
+    .shutdown_timeout(shutdown)
+    .listen(listener)
+    .map_err(bind_error)?
+    .run();
+    Ok((port, server))
 }
 
 impl Application {
@@ -183,6 +219,10 @@ impl Application {
             scim_turns: Arc::new(tokio::sync::Semaphore::new(settings.scim.requests_at_once)),
             stopping: stopping.clone(),
         });
+        let metrics_server = match &settings.metrics.listen {
+            Some(address) => Some(metrics_listener(address, state.clone(), shutdown)?),
+            None => None,
+        };
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
@@ -219,6 +259,7 @@ impl Application {
         Ok(Application {
             port,
             server,
+            metrics_server,
             stopping,
             pool,
             settings,
@@ -252,6 +293,11 @@ impl Application {
         self.port
     }
 
+    /// The port `metrics.listen` bound, when set.
+    pub fn metrics_port(&self) -> Option<u16> {
+        self.metrics_server.as_ref().map(|(port, _)| *port)
+    }
+
     pub fn pool(&self) -> &DbPool {
         &self.pool
     }
@@ -268,7 +314,18 @@ impl Application {
 
     /// Serves until stopped; then the ingest writers write what is queued and stop.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        // The metrics listener serves as long as the main server and stops with it.
+        let metrics = self.metrics_server.map(|(_, server)| {
+            let handle = server.handle();
+            (handle, actix_web::rt::spawn(server))
+        });
         let served = self.server.await;
+        if let Some((handle, task)) = metrics {
+            handle.stop(true).await;
+            if let Ok(Err(e)) = task.await {
+                tracing::warn!(error = %e, "the metrics listener stopped with an error");
+            }
+        }
         let writer = self.group_commit.clone();
         if let Err(e) = actix_web::rt::task::spawn_blocking(move || writer.stop()).await {
             tracing::error!(error = %e, "stopping the ingest writers failed");

@@ -349,6 +349,14 @@ fn serve(settings: Settings, migrations: startup::Migrations) -> Result<(), Fail
             );
             print_bootstrap_token(secret.expose());
         }
+        if let (Some(port), Some(listen)) = (app.metrics_port(), &app.settings().metrics.listen) {
+            let host = listen.rsplit_once(':').map_or(listen.as_str(), |(host, _)| host);
+            tracing::info!(
+                address = %format!("http://{host}:{port}"),
+                serves = "/metrics /healthz /readyz",
+                "metrics listening"
+            );
+        }
         tracing::info!(
             address = %format!("http://{host}:{}", app.port()),
             database = %backend,

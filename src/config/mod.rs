@@ -307,6 +307,11 @@ pub struct MetricsSettings {
     /// When set, `/metrics` answers only `Authorization: Bearer <token>` (Prometheus'
     /// `authorization` or `bearer_token_file`); unset, anyone who reaches it may read.
     pub token: Option<Secret>,
+    /// A second address that serves `/metrics`, `/healthz` and `/readyz` only (e.g. a
+    /// private interface, `10.0.0.5:9464`), for Prometheus to scrape every replica
+    /// while `listen` stays on loopback behind the proxy. Unset: `/metrics` is served
+    /// on `listen` only (as it is then too).
+    pub listen: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

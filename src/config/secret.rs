@@ -8,11 +8,92 @@ use serde::{Deserialize, Serialize};
 use super::{DatabaseSettings, Settings, SmtpSettings};
 
 /// A secret setting, such as a webhook signing key. Read as a plain string from the
-/// file or the environment; its `Debug` prints `***`, so that it cannot reach a log by
-/// accident. `expose` is the one way to read it.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// file or the environment, or by reference where secret stores put secrets:
+/// `{ file = "/run/secrets/jira" }` (the file's text, without its final line break) or
+/// `{ env = "JIRA_TOKEN" }` (that environment variable), read once when the settings
+/// load. Its `Debug` prints `***`, so that it cannot reach a log by accident. `expose`
+/// is the one way to read it.
+#[derive(Clone, PartialEq, Eq, Serialize)]
 #[serde(transparent)]
 pub struct Secret(String);
+
+/// At most this many bytes are read from a secret's file: a secret, not a document
+/// (a path to the wrong file fails clearly instead of loading it).
+const MAX_SECRET_FILE_BYTES: u64 = 64 * 1024;
+
+impl<'de> Deserialize<'de> for Secret {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Secret;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(
+                    "a string, or a reference: { file = \"/path/to/secret\" } or \
+                     { env = \"VARIABLE\" }",
+                )
+            }
+            fn visit_str<E: serde::de::Error>(self, value: &str) -> Result<Secret, E> {
+                Ok(Secret(value.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, value: String) -> Result<Secret, E> {
+                Ok(Secret(value))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Secret, A::Error> {
+                use serde::de::Error;
+                let Some((kind, name)) = map.next_entry::<String, String>()? else {
+                    return Err(A::Error::custom(
+                        "an empty reference: give { file = \"…\" } or { env = \"…\" }",
+                    ));
+                };
+                if map.next_key::<String>()?.is_some() {
+                    return Err(A::Error::custom(
+                        "a reference names one place: { file = \"…\" } or { env = \"…\" }",
+                    ));
+                }
+                resolve(&kind, &name).map(Secret).map_err(A::Error::custom)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// The secret a reference names: a file's text or an environment variable's value.
+fn resolve(kind: &str, name: &str) -> Result<String, String> {
+    match kind {
+        "file" => {
+            use std::io::Read;
+            let file = std::fs::File::open(name)
+                .map_err(|e| format!("cannot read the secret's file {name}: {e}"))?;
+            let mut text = String::new();
+            file.take(MAX_SECRET_FILE_BYTES + 1)
+                .read_to_string(&mut text)
+                .map_err(|e| format!("cannot read the secret's file {name}: {e}"))?;
+            if text.len() as u64 > MAX_SECRET_FILE_BYTES {
+                return Err(format!(
+                    "the secret's file {name} is over {} KiB: is it the right file?",
+                    MAX_SECRET_FILE_BYTES / 1024
+                ));
+            }
+            let text = text.strip_suffix('\n').unwrap_or(&text);
+            let text = text.strip_suffix('\r').unwrap_or(text);
+            if text.is_empty() {
+                return Err(format!("the secret's file {name} is empty"));
+            }
+            Ok(text.to_owned())
+        }
+        "env" => match std::env::var(name) {
+            Ok(value) if !value.is_empty() => Ok(value),
+            Ok(_) => Err(format!("the environment variable {name} is empty")),
+            Err(_) => Err(format!("the environment variable {name} is not set")),
+        },
+        other => Err(format!(
+            "unknown reference `{other}`: give {{ file = \"…\" }} or {{ env = \"…\" }}"
+        )),
+    }
+}
 
 impl Secret {
     /// The secret itself, for the code that signs or checks with it.
@@ -215,6 +296,61 @@ mod tests {
             text.contains("smtps://mailer:***@mail.example.com"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_secret_is_read_from_the_file_or_variable_it_names() {
+        let dir = tempfile::tempdir().expect("a folder");
+        let path = dir.path().join("jira");
+        std::fs::write(&path, "from-the-file\n").expect("write");
+        let text = format!("sentry_secret = {{ file = \"{}\" }}", path.display());
+        let hooks: super::super::WebhookSettings = toml::from_str(&text).expect("parses");
+        assert_eq!(
+            hooks.sentry_secret.as_ref().map(Secret::expose),
+            Some("from-the-file")
+        );
+
+        // PATH is set wherever tests run; a variable is read as it is.
+        let hooks: super::super::WebhookSettings =
+            toml::from_str("sentry_secret = { env = \"PATH\" }").expect("parses");
+        assert_eq!(
+            hooks.sentry_secret.as_ref().map(Secret::expose),
+            std::env::var("PATH").ok().as_deref()
+        );
+
+        for (text, says) in [
+            (
+                "sentry_secret = { file = \"/nonexistent/coe-secret\" }".to_owned(),
+                "cannot read the secret's file /nonexistent/coe-secret",
+            ),
+            (
+                "sentry_secret = { env = \"COE_TEST_NO_SUCH_VARIABLE_EVER\" }".to_owned(),
+                "COE_TEST_NO_SUCH_VARIABLE_EVER is not set",
+            ),
+            (
+                "sentry_secret = { vault = \"x\" }".to_owned(),
+                "unknown reference `vault`",
+            ),
+            (
+                format!(
+                    "sentry_secret = {{ file = \"{}\", env = \"PATH\" }}",
+                    path.display()
+                ),
+                "names one place",
+            ),
+        ] {
+            let error = toml::from_str::<super::super::WebhookSettings>(&text)
+                .expect_err(&text)
+                .to_string();
+            assert!(error.contains(says), "{text}: {error}");
+            assert!(!error.contains("from-the-file"), "{error}");
+        }
+        std::fs::write(&path, "\n").expect("write");
+        let text = format!("sentry_secret = {{ file = \"{}\" }}", path.display());
+        let error = toml::from_str::<super::super::WebhookSettings>(&text)
+            .expect_err("empty")
+            .to_string();
+        assert!(error.contains("is empty"), "{error}");
     }
 
     #[test]

@@ -22,6 +22,30 @@ impl Settings {
                 ));
             }
         }
+        if let Some(listen) = &self.metrics.listen {
+            if listen.parse::<std::net::SocketAddr>().is_err() {
+                return Err(invalid(
+                    "metrics.listen",
+                    listen,
+                    "an IP address and port such as 10.0.0.5:9464 (a private interface Prometheus reaches)",
+                ));
+            }
+            // Port 0 (any free port) is two ports, not one.
+            if listen == &self.listen && !listen.ends_with(":0") {
+                return Err(invalid(
+                    "metrics.listen",
+                    listen,
+                    "an address other than `listen` (which serves /metrics already)",
+                ));
+            }
+            if !super::listens_on_loopback(listen) && self.metrics.token.is_none() {
+                return Err(invalid(
+                    "metrics.listen",
+                    listen,
+                    "metrics.token as well, when it is not a loopback address: whoever reaches the address would read the figures",
+                ));
+            }
+        }
         let a = &self.auth;
         for proxy in &a.trusted_proxies {
             if super::parse_proxy(proxy).is_none() {

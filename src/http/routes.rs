@@ -157,3 +157,11 @@ macro_rules! serve {
 }
 
 route_table!(serve);
+
+/// The routes `metrics.listen` serves: the same handlers as on `listen`, and nothing
+/// else (no API, no pages, no sign-in on the address Prometheus reaches).
+pub fn configure_metrics_listener(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/metrics").route(web::get().to(observe::metrics)))
+        .service(web::resource("/healthz").route(web::get().to(health::healthz)))
+        .service(web::resource("/readyz").route(web::get().to(health::readyz)));
+}

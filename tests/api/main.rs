@@ -40,6 +40,7 @@ mod report;
 mod retention;
 mod scim;
 mod scim_attacks;
+mod scraping;
 mod search;
 mod security;
 mod stats;
