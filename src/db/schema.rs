@@ -328,6 +328,14 @@ diesel::table! {
 }
 
 diesel::table! {
+    replica_heartbeats (name) {
+        name -> Text,
+        started_at -> Timestamp,
+        seen_at -> Timestamp,
+    }
+}
+
+diesel::table! {
     database_marks (name) {
         name -> Text,
         value -> Text,
@@ -578,6 +586,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     notification_settings,
     unsubscribe_links,
     database_marks,
+    replica_heartbeats,
     logout_tokens,
     kept_forms,
     form_keys,

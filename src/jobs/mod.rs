@@ -1,6 +1,6 @@
 //! Background jobs: every task that runs beside the requests on a schedule or when
-//! woken — the reminder sweep, email delivery, chat delivery, the figures, the
-//! start-up integrity check — each on a thread of its own (diesel and the SMTP client
+//! woken — the heartbeat, the reminder sweep, email delivery, chat delivery, the
+//! figures, the start-up integrity check — each on a thread of its own (diesel and the SMTP client
 //! block), with one way to start (`Jobs::start`), to be woken (`Jobs::waker`), to
 //! stop at shutdown (`Jobs::stop`: each finishes its step), to report in `/metrics`
 //! (`job_*`) and to log. `coe serve` starts them (`serve`); several replicas may run
@@ -12,6 +12,7 @@
 //! after its page answered (`http::pages::sign_in`), which are part of a request.
 
 pub mod figures;
+pub mod heartbeat;
 pub mod integrity;
 pub mod reminders;
 
@@ -269,6 +270,8 @@ pub fn serve(parts: Parts) -> std::io::Result<Jobs> {
             transport = %parts.transport.describe(),
             "reminder jobs started"
         );
+        // First: a replica that claims work says it is alive before it claims any.
+        jobs.push(heartbeat::job(&parts.settings, parts.pool.clone()));
         let sweeps = reminders::SweepMetrics::default();
         parts.registry.with_registry(|r| sweeps.register(r));
         jobs.push(reminders::sweep(

@@ -31,6 +31,7 @@ pub mod ownership;
 pub mod people;
 pub mod publishing;
 pub mod reminders;
+pub mod replicas;
 pub mod report;
 pub mod retention;
 pub mod review;

@@ -18,11 +18,15 @@ const EMAILS: usize = 300;
 /// The settings of both runs of the replica: the same name, so that the second run
 /// knows what the first held.
 fn start(db: &TestDatabase, smtp: &SmtpServer) -> Served {
+    start_as(db, smtp, "replica-a")
+}
+
+fn start_as(db: &TestDatabase, smtp: &SmtpServer, name: &str) -> Served {
     serve(
         &db.url,
         &[
             ("COE_SMTP_URL", smtp.url().as_str()),
-            ("COE_SERVER_REPLICA_NAME", "replica-a"),
+            ("COE_SERVER_REPLICA_NAME", name),
             ("COE_REMINDERS_DELIVERY_INTERVAL_SECS", "1"),
         ],
     )
@@ -47,13 +51,8 @@ fn states(pool: &coe::db::DbPool) -> BTreeMap<String, i64> {
         .collect()
 }
 
-#[test]
-fn a_replica_killed_while_sending_strands_only_the_email_in_flight() {
-    let db = TestDatabase::new();
-    // A slow server (20 ms a message): the kill finds a send under way.
-    let smtp = SmtpServer::start_with(free_port(), &["--delay-ms", "20"]);
-    let served = start(&db, &smtp);
-    let pool = pool(&db);
+/// Queues `EMAILS` overdue digests.
+fn queue_emails(pool: &coe::db::DbPool) {
     {
         let mut conn = pool.get().expect("conn");
         coe::db::write_transaction(&mut conn, |conn| {
@@ -73,6 +72,16 @@ fn a_replica_killed_while_sending_strands_only_the_email_in_flight() {
         })
         .expect("queue the emails");
     }
+}
+
+#[test]
+fn a_replica_killed_while_sending_strands_only_the_email_in_flight() {
+    let db = TestDatabase::new();
+    // A slow server (20 ms a message): the kill finds a send under way.
+    let smtp = SmtpServer::start_with(free_port(), &["--delay-ms", "20"]);
+    let served = start(&db, &smtp);
+    let pool = pool(&db);
+    queue_emails(&pool);
 
     // Killed once about a third went out.
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -149,6 +158,76 @@ fn a_replica_killed_while_sending_strands_only_the_email_in_flight() {
     );
 }
 
+/// A replica killed while sending and started again under another name (a new pod)
+/// leaves nothing `sending` for the whole lease: once the old name's heartbeat has
+/// been silent for a minute, its email is stranded and the new replica sends it.
+#[test]
+fn a_replica_back_under_another_name_sends_what_the_old_name_held() {
+    use coe::db::schema::replica_heartbeats;
+    let db = TestDatabase::new();
+    let smtp = SmtpServer::start_with(free_port(), &["--delay-ms", "20"]);
+    let served = start_as(&db, &smtp, "pod-a");
+    let pool = pool(&db);
+    queue_emails(&pool);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while smtp.messages().len() < EMAILS / 3 {
+        assert!(
+            Instant::now() < deadline,
+            "the emails did not start to leave"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(served); // SIGKILL, and waited for
+    let mut conn = pool.get().expect("conn");
+    let held: Vec<String> = outbox_emails::table
+        .filter(outbox_emails::state.eq("sending"))
+        .select(outbox_emails::id)
+        .load(&mut conn)
+        .expect("the outbox");
+    let beats: Vec<String> = replica_heartbeats::table
+        .select(replica_heartbeats::name)
+        .load(&mut conn)
+        .expect("the heartbeats");
+    assert_eq!(beats, ["pod-a"], "the replica said it was alive");
+    // A minute passes without pod-a's heartbeat (it is dead: nothing writes it).
+    diesel::update(replica_heartbeats::table)
+        .set(replica_heartbeats::seen_at.eq(coe::db::now() - chrono::Duration::seconds(61)))
+        .execute(&mut conn)
+        .expect("a minute later");
+    drop(conn);
+
+    let restarted = Instant::now();
+    let _served = start_as(&db, &smtp, "pod-b");
+    let deadline = restarted + Duration::from_secs(120);
+    loop {
+        let now = states(&pool);
+        if now.get("sent").copied().unwrap_or(0) == EMAILS as i64 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not every email was sent within two minutes by the new name: {now:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // What pod-a held was sent by pod-b, long before the 15-minute lease ran out.
+    let mut conn = pool.get().expect("conn");
+    for id in &held {
+        let (state, by): (String, Option<String>) = outbox_emails::table
+            .find(id)
+            .select((outbox_emails::state, outbox_emails::claimed_by))
+            .first(&mut conn)
+            .expect("the email");
+        assert_eq!(state, "sent", "{id}");
+        assert_eq!(by, None, "{id}");
+    }
+    eprintln!(
+        "a replica back as pod-b sent all {EMAILS} ({} held by pod-a) {:?} after its start",
+        held.len(),
+        restarted.elapsed()
+    );
+}
+
 /// An email whose sender stopped (its claim ran out) says so in the outbox, and an
 /// admin may retry it at once; one still being sent names who sends it and until when,
 /// and is not taken from them.
@@ -160,7 +239,23 @@ async fn an_admin_retries_an_email_whose_sender_stopped() {
     let mut conn = app.pool.get().expect("conn");
     let now = coe::db::now();
     let mut ids = Vec::new();
-    for (key, lease) in [("stopped", -60), ("sending", 600)] {
+    // host-b says it is alive; host-c has been silent for two minutes.
+    for (name, seen) in [("host-b/10.0.0.2:8080", 0), ("host-c/10.0.0.3:8080", -120)] {
+        use coe::db::schema::replica_heartbeats;
+        diesel::insert_into(replica_heartbeats::table)
+            .values((
+                replica_heartbeats::name.eq(name),
+                replica_heartbeats::started_at.eq(now - chrono::Duration::hours(1)),
+                replica_heartbeats::seen_at.eq(now + chrono::Duration::seconds(seen)),
+            ))
+            .execute(&mut conn)
+            .expect("a heartbeat");
+    }
+    for (key, lease, by) in [
+        ("stopped", -60, "host-b/10.0.0.2:8080"),
+        ("sending", 600, "host-b/10.0.0.2:8080"),
+        ("silent", 600, "host-c/10.0.0.3:8080"),
+    ] {
         let email = coe::services::outbox::NewEmail {
             kind: coe::email::Kind::OverdueDigest,
             dedup_key: key.into(),
@@ -175,7 +270,7 @@ async fn an_admin_retries_an_email_whose_sender_stopped() {
             .set((
                 outbox_emails::state.eq("sending"),
                 outbox_emails::attempts.eq(1),
-                outbox_emails::claimed_by.eq("host-b/10.0.0.2:8080"),
+                outbox_emails::claimed_by.eq(by),
                 outbox_emails::lease_until.eq(now + chrono::Duration::seconds(lease)),
             ))
             .execute(&mut conn)
@@ -201,6 +296,8 @@ async fn an_admin_retries_an_email_whose_sender_stopped() {
     assert_eq!(by_id(&ids[1])["stranded"], false, "{listed}");
     assert_eq!(by_id(&ids[1])["claimed_by"], "host-b/10.0.0.2:8080");
     assert!(by_id(&ids[1])["lease_until"].is_string(), "{listed}");
+    // Its lease runs for ten minutes, but its replica has gone silent: stranded.
+    assert_eq!(by_id(&ids[2])["stranded"], true, "{listed}");
 
     let res = app
         .post_json(
@@ -227,6 +324,14 @@ async fn an_admin_retries_an_email_whose_sender_stopped() {
     let body: serde_json::Value = res.json().await.expect("json");
     assert_eq!(body["state"], "pending", "{body}");
     assert_eq!(body["claimed_by"], serde_json::Value::Null, "{body}");
+    let res = app
+        .post_json(
+            &format!("/api/v1/outbox/{}/retry", ids[2]),
+            Some(&admin),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(res.status(), 200, "a silent replica's claim is taken back");
 
     // The outbox page says who was sending the other, and offers no retry for it.
     let res = app

@@ -50,12 +50,18 @@ pub fn claim(
         // Replicas claim different rows instead of waiting for each other. Two queries,
         // each on the index `(state, next_attempt_at)`: one with an `OR` of the two
         // states reads and sorts the whole outbox, for every email claimed.
-        // Those whose claim ran out (their worker died) first: they waited longest.
+        // Those whose claim ran out, or whose replica has gone silent (it stopped, or
+        // came back under another name), first: they waited longest.
+        let silent = crate::services::replicas::all_silent(conn, now)?;
         let mut rows: Vec<OutboxRow> = crate::load_skip_locked!(
             conn,
             outbox_emails::table
                 .filter(outbox_emails::state.eq(SENDING))
-                .filter(outbox_emails::lease_until.lt(now))
+                .filter(
+                    outbox_emails::lease_until
+                        .lt(now)
+                        .or(outbox_emails::claimed_by.eq_any(&silent)),
+                )
                 .order((
                     outbox_emails::next_attempt_at.asc(),
                     outbox_emails::id.asc(),

@@ -401,7 +401,37 @@ pub fn list(
     if let Some(before) = before {
         query = query.filter(outbox_emails::id.lt(before.to_owned()));
     }
-    Ok(query.load(conn)?.into_iter().map(Into::into).collect())
+    let emails = query
+        .load::<OutboxRow>(conn)?
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    strand_silent_claims(conn, emails)
+}
+
+/// Marks `stranded` the emails being sent by a replica that has gone silent
+/// (`services::replicas`), whose lease has not run out yet.
+fn strand_silent_claims(
+    conn: &mut DbConnection,
+    mut emails: Vec<OutboxEmail>,
+) -> QueryResult<Vec<OutboxEmail>> {
+    let claimants: Vec<&str> = emails
+        .iter()
+        .filter(|e| e.state == SENDING && !e.stranded)
+        .filter_map(|e| e.claimed_by.as_deref())
+        .collect();
+    let silent = crate::services::replicas::silent(conn, &claimants, db::now())?;
+    for email in &mut emails {
+        if email.state == SENDING
+            && email
+                .claimed_by
+                .as_ref()
+                .is_some_and(|by| silent.contains(by))
+        {
+            email.stranded = true;
+        }
+    }
+    Ok(emails)
 }
 
 /// One email with what it says: the listing's fields and its plain-text body, for an
@@ -413,10 +443,12 @@ pub fn get(conn: &mut DbConnection, id: &str) -> QueryResult<Option<(OutboxEmail
         .select(OutboxRow::as_select())
         .first(conn)
         .optional()?;
-    Ok(row.map(|r| {
-        let body = readable(&r.kind, &r.body_text);
-        (r.into(), body)
-    }))
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let body = readable(&row.kind, &row.body_text);
+    let email = strand_silent_claims(conn, vec![row.into()])?.pop();
+    Ok(email.map(|email| (email, body)))
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -451,8 +483,18 @@ pub fn retry(conn: &mut DbConnection, id: &str) -> Result<OutboxEmail, RetryErro
             .optional()?
             .ok_or_else(|| RetryError::NotFound(id.to_owned()))?;
         let now = db::now();
+        // A claim still held by a replica that has gone silent is stranded as well.
+        let silent = match (&row.state, &row.claimed_by) {
+            (state, Some(by)) if state == SENDING => {
+                crate::services::replicas::silent(conn, &[by.as_str()], now)?
+            }
+            _ => Vec::new(),
+        };
         if row.state == SENDING {
-            if let Some(until) = row.lease_until.filter(|until| *until >= now) {
+            if let Some(until) = row
+                .lease_until
+                .filter(|until| *until >= now && silent.is_empty())
+            {
                 return Err(RetryError::BeingSent {
                     by: row.claimed_by.clone().unwrap_or_else(|| "a replica".into()),
                     until,
@@ -466,9 +508,11 @@ pub fn retry(conn: &mut DbConnection, id: &str) -> Result<OutboxEmail, RetryErro
             outbox_emails::table.find(id).filter(
                 outbox_emails::state
                     .eq_any([FAILED, PENDING, HELD])
-                    .or(outbox_emails::state
-                        .eq(SENDING)
-                        .and(outbox_emails::lease_until.lt(now))),
+                    .or(outbox_emails::state.eq(SENDING).and(
+                        outbox_emails::lease_until
+                            .lt(now)
+                            .or(outbox_emails::claimed_by.eq_any(&silent)),
+                    )),
             ),
         )
         .set((
