@@ -81,6 +81,25 @@ fn verb(kind: &str) -> &'static str {
     }
 }
 
+/// The kind of event an entry's text (`Tally::text`) tells of: its verb.
+/// One occurrence reads "Fired: <title>", several "<name> fired 3 times …".
+pub fn kind_of_text(text: &str) -> &'static str {
+    const KINDS: [&str; 4] = ["fired", "acknowledged", "resolved", "updated"];
+    let once = KINDS.into_iter().find(|verb| {
+        let mut capital = (*verb).to_owned();
+        capital[..1].make_ascii_uppercase();
+        text.starts_with(&format!("{capital}: "))
+    });
+    let counted = || {
+        KINDS.into_iter().find(|verb| {
+            let pattern = format!(" {verb} ");
+            text.match_indices(&pattern)
+                .any(|(at, _)| text[at + pattern.len()..].starts_with(|c: char| c.is_ascii_digit()))
+        })
+    };
+    once.or_else(counted).unwrap_or("updated")
+}
+
 fn plural(n: i64, one: &str, many: &str) -> String {
     if n == 1 {
         format!("1 {one}")
@@ -294,5 +313,24 @@ mod tests {
         labels.insert("alertname".into(), "HighCPU".into());
         assert_eq!(alert_name("High CPU on web-1", &labels), "HighCPU");
         assert_ne!(alert_key("fired", "a"), alert_key("resolved", "a"));
+    }
+
+    #[test]
+    fn an_entry_s_text_tells_its_kind() {
+        let at = NaiveDateTime::default();
+        for kind in ["fired", "acknowledged", "resolved", "updated"] {
+            for occurrences in [1, 3] {
+                let tally = Tally {
+                    kind: kind.into(),
+                    name: "CheckoutErrors".into(),
+                    first_title: "Checkout 5xx above 2%".into(),
+                    occurrences,
+                    hosts: 2,
+                    first: at,
+                    last: at,
+                };
+                assert_eq!(kind_of_text(&tally.text()), kind, "{}", tally.text());
+            }
+        }
     }
 }

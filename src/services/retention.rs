@@ -46,6 +46,11 @@ pub fn digest(events: &[Event]) -> Digest {
                 "first": crate::json::format_utc(&c.tally.first),
                 "last": crate::json::format_utc(&c.tally.last),
                 "text": c.tally.text(),
+                // For a COE opened on the incident later: its timeline's entries.
+                "kind": c.tally.kind,
+                "name": c.tally.name,
+                "occurrences": c.tally.occurrences,
+                "hosts": c.tally.hosts,
             })
         })
         .collect();

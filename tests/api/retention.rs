@@ -319,4 +319,68 @@ async fn a_year_of_events_is_pruned_and_every_page_stays_the_same() {
         .output()
         .expect("coe sweep runs");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("past events.keep_days"));
+
+    // A COE opened afterwards on an incident whose events went has the timeline they
+    // made, from the digest the incident kept; attaching a second one counts its
+    // alerts into the same entries.
+    let mut pruned_ids = ages
+        .iter()
+        .filter(|(id, days)| **days >= 90 && !with_coe.contains(id) && **id != pointed_at)
+        .map(|(id, _)| id.clone());
+    let (first, second) = (
+        pruned_ids.next().expect("a pruned incident"),
+        pruned_ids.next().expect("another"),
+    );
+    let res = app
+        .post_json("/api/v1/coes", Some(&admin), &json!({"incident_id": first}))
+        .await;
+    assert_eq!(res.status(), 201);
+    let opened = json(res).await;
+    let coe_id = opened["id"].as_str().expect("an id").to_owned();
+    let alerts = |coe: &serde_json::Value| -> Vec<(String, i64, i64)> {
+        coe["timeline"]
+            .as_array()
+            .expect("a timeline")
+            .iter()
+            .filter(|e| e["kind"] == "fired" || e["kind"] == "resolved")
+            .map(|e| {
+                (
+                    e["text"].as_str().unwrap_or_default().to_owned(),
+                    e["occurrences"].as_i64().unwrap_or(0),
+                    e["hosts"].as_i64().unwrap_or(0),
+                )
+            })
+            .collect()
+    };
+    let entries = alerts(&opened);
+    let n = i64::try_from(ALERTS).expect("n");
+    assert_eq!(
+        entries.len(),
+        2,
+        "a fired and a resolved entry: {entries:?}"
+    );
+    for (text, occurrences, hosts) in &entries {
+        assert_eq!((*occurrences, *hosts), (n, n), "{text}");
+        assert!(text.starts_with("CheckoutErrors "), "{text}");
+    }
+    let res = app
+        .post_json(
+            &format!("/api/v1/coes/{coe_id}/incidents"),
+            Some(&admin),
+            &json!({"incident_id": second}),
+        )
+        .await;
+    assert!(res.status().is_success(), "{}", res.status());
+    let res = app
+        .client
+        .get(app.url(&format!("/api/v1/coes/{coe_id}")))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .expect("sent");
+    let entries = alerts(&json(res).await);
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    for (text, occurrences, _) in &entries {
+        assert_eq!(*occurrences, 2 * n, "{text}");
+    }
 }

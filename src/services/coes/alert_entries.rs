@@ -99,6 +99,89 @@ pub(super) fn file_all(
     Ok(())
 }
 
+/// Writes the entries of a COE opened on (or attached to) an incident whose events
+/// retention dropped: from the digest it kept, one entry per alert it collapsed, as
+/// the events would have made them (an alert the timeline has already is counted into
+/// its entry; its hosts added, since which hosts they were is not kept). A digest kept
+/// before it named each alert's kind and counts gives them from its text.
+pub(super) fn file_digest(
+    conn: &mut DbConnection,
+    coe_id: &str,
+    digest: &crate::services::retention::Digest,
+    source: &str,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    let time = |value: &serde_json::Value| {
+        value
+            .as_str()
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.naive_utc())
+    };
+    for alert in &digest.alerts {
+        let Some(first) = time(&alert["first"]) else {
+            continue;
+        };
+        let text = alert["text"].as_str().unwrap_or_default();
+        let kind = alert["kind"]
+            .as_str()
+            .unwrap_or_else(|| timeline::kind_of_text(text))
+            .to_owned();
+        let name = alert["name"].as_str().unwrap_or(text).to_owned();
+        let tally = Tally {
+            kind: kind.clone(),
+            name: name.clone(),
+            // One occurrence: the text is "Fired: <title>".
+            first_title: text.split_once(": ").map_or(text, |(_, t)| t).to_owned(),
+            occurrences: alert["occurrences"].as_i64().unwrap_or(1),
+            hosts: alert["hosts"].as_i64().unwrap_or(1),
+            first,
+            last: time(&alert["last"]).unwrap_or(first),
+        };
+        let key = timeline::alert_key(&kind, &name);
+        match entry_for(conn, coe_id, &key)? {
+            None => {
+                let row = TimelineRow {
+                    id: db::new_id(),
+                    coe_id: coe_id.to_owned(),
+                    at: tally.first,
+                    kind,
+                    text: tally.text(),
+                    source: Some(source.to_owned()),
+                    event_id: None,
+                    created_at: now,
+                    alert_key: Some(key),
+                    alert_name: Some(name),
+                    occurrences: count(tally.occurrences),
+                    hosts: count(tally.hosts),
+                    last_at: Some(tally.last),
+                };
+                diesel::insert_into(timeline_entries::table)
+                    .values(&row)
+                    .execute(conn)?;
+            }
+            Some(entry) => {
+                let merged = Tally {
+                    occurrences: i64::from(entry.occurrences) + tally.occurrences,
+                    hosts: i64::from(entry.hosts) + tally.hosts,
+                    first: entry.at.min(tally.first),
+                    last: entry.last_at.unwrap_or(entry.at).max(tally.last),
+                    ..tally
+                };
+                diesel::update(timeline_entries::table.find(&entry.id))
+                    .set((
+                        timeline_entries::at.eq(merged.first),
+                        timeline_entries::last_at.eq(Some(merged.last)),
+                        timeline_entries::occurrences.eq(count(merged.occurrences)),
+                        timeline_entries::hosts.eq(count(merged.hosts)),
+                        timeline_entries::text.eq(merged.text()),
+                    ))
+                    .execute(conn)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn entry_for(conn: &mut DbConnection, coe_id: &str, key: &str) -> QueryResult<Option<TimelineRow>> {
     timeline_entries::table
         .filter(timeline_entries::coe_id.eq(coe_id))

@@ -90,6 +90,12 @@ pub fn attach_incident(
             .order((failure_events::received_at.asc(), failure_events::id.asc()))
             .select(FailureEventRow::as_select())
             .load(conn)?;
+        if events.is_empty() {
+            // Retention dropped the events and kept what the incident's page shows.
+            if let Some(digest) = crate::services::retention::kept_digest(conn, incident_id)? {
+                alert_entries::file_digest(conn, id, &digest, &incident.source, now)?;
+            }
+        }
         let events: Vec<&FailureEventRow> = events.iter().collect();
         alert_entries::file_new(conn, id, &events, now)?;
         follow_incident(conn, id, &incident)?;

@@ -160,6 +160,12 @@ fn insert_draft_for_incident(
         ))
         .execute(conn)?;
     alert_entries::file_all(conn, &row.id, &events, now)?;
+    if events.is_empty() {
+        // Retention dropped the events and kept what the incident's page shows.
+        if let Some(digest) = crate::services::retention::kept_digest(conn, &incident.id)? {
+            alert_entries::file_digest(conn, &row.id, &digest, &incident.source, now)?;
+        }
+    }
     link_recurrences(conn, &row, &events, now)?;
     record_change(
         conn,
