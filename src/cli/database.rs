@@ -200,3 +200,12 @@ fn failure(error: CopyError) -> Failure {
         CopyError::InUse(_) | CopyError::Failed(_) => Failure::runtime(error),
     }
 }
+
+/// `coe outbox hold-pending`.
+pub(super) fn hold_pending(settings: &Settings) -> Result<(), Failure> {
+    let (mut conn, _) = open(settings)?;
+    let done =
+        outbox::restored::hold_by_hand(&mut conn, "host:command-line").map_err(Failure::runtime)?;
+    println!("{}", done.describe());
+    Ok(())
+}

@@ -9,12 +9,12 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::{LogFormat, Overrides, Settings};
 use crate::db;
-use crate::domain::{EmailAddress, Role, TokenName};
 use crate::email::{EmailTemplates, Transport};
 use crate::services::{outbox, reminders, sweep_settings, tokens};
 use crate::startup::{self, Application};
 use crate::telemetry;
 
+mod access;
 mod database;
 
 /// coe: the Correction of Errors service.
@@ -283,9 +283,9 @@ pub fn run(cli: Cli) -> ExitCode {
                 Command::Restore { path, force } => database::restore(&settings, &path, force),
                 Command::Vacuum => database::vacuum(&settings),
                 Command::CheckConfig => check_config(&settings),
-                Command::Token(command) => token(&settings, command),
-                Command::SignInLink { email } => sign_in_link(&settings, &email),
-                Command::Outbox(OutboxCommand::HoldPending) => hold_pending(&settings),
+                Command::Token(command) => access::token(&settings, command),
+                Command::SignInLink { email } => access::sign_in_link(&settings, &email),
+                Command::Outbox(OutboxCommand::HoldPending) => database::hold_pending(&settings),
                 Command::Sweep { dry_run, at } => sweep(&settings, dry_run, at),
                 Command::Openapi => {
                     use utoipa::OpenApi;
@@ -644,151 +644,4 @@ fn check_provider(settings: &Settings) -> Result<(), Failure> {
         provider.redirect_uri()
     );
     Ok(())
-}
-
-/// `coe sign-in-link EMAIL`: the link on stdout, once; notes on stderr.
-fn sign_in_link(settings: &Settings, email: &str) -> Result<(), Failure> {
-    let email = EmailAddress::parse(email).map_err(|e| Failure::settings(format!("EMAIL: {e}")))?;
-    let (mut conn, _) = open(settings)?;
-    let link =
-        crate::services::auth::host_link(&mut conn, &email, settings).map_err(|e| match e {
-            crate::services::auth::HostLinkError::Database(_) => Failure::runtime(e),
-            _ => Failure::settings(e),
-        })?;
-    eprintln!(
-        "a one-time sign-in link for {} follows; it works once, for {} minutes, and is shown \
-         only now (the audit log records that it was made here):",
-        email.as_str(),
-        crate::domain::auth::LINK_LIFETIME_MINUTES
-    );
-    println!("{link}");
-    Ok(())
-}
-
-/// `coe outbox hold-pending`.
-fn hold_pending(settings: &Settings) -> Result<(), Failure> {
-    let (mut conn, _) = open(settings)?;
-    let done =
-        outbox::restored::hold_by_hand(&mut conn, "host:command-line").map_err(Failure::runtime)?;
-    println!("{}", done.describe());
-    Ok(())
-}
-
-fn token(settings: &Settings, command: TokenCommand) -> Result<(), Failure> {
-    let (mut conn, _) = open(settings)?;
-    match command {
-        TokenCommand::Create { name, role, email } => {
-            let name =
-                TokenName::parse(&name).map_err(|e| Failure::settings(format!("--name: {e}")))?;
-            let role: Role = role
-                .parse()
-                .map_err(|e| Failure::settings(format!("--role: {e}")))?;
-            let email = email
-                .map(|e| EmailAddress::parse(&e))
-                .transpose()
-                .map_err(|e| Failure::settings(format!("--email: {e}")))?;
-            let (info, secret) =
-                tokens::create(&mut conn, &name, role, email.as_ref()).map_err(Failure::runtime)?;
-            eprintln!(
-                "created token `{}` with role {}; its secret follows and cannot be shown again:",
-                info.name, info.role
-            );
-            println!("{}", secret.expose());
-        }
-        TokenCommand::List { all } => {
-            let list = tokens::list(&mut conn, all).map_err(Failure::runtime)?;
-            let fmt_time = |t: Option<chrono::NaiveDateTime>| {
-                t.map(|t| t.format("%Y-%m-%d %H:%M").to_string())
-                    .unwrap_or_else(|| "-".into())
-            };
-            let rows: Vec<[String; 6]> = list
-                .into_iter()
-                .map(|t| {
-                    [
-                        t.name.clone(),
-                        t.role.to_string(),
-                        t.email.clone().unwrap_or_else(|| "-".into()),
-                        fmt_time(Some(t.created_at)),
-                        fmt_time(t.last_used_at),
-                        if t.revoked_at.is_some() {
-                            "revoked".into()
-                        } else {
-                            "active".into()
-                        },
-                    ]
-                })
-                .collect();
-            print!(
-                "{}",
-                columns(
-                    [
-                        "NAME",
-                        "ROLE",
-                        "EMAIL",
-                        "CREATED (UTC)",
-                        "LAST USED",
-                        "STATE"
-                    ],
-                    &rows
-                )
-            );
-        }
-        TokenCommand::Revoke { name } => {
-            let info = tokens::revoke(&mut conn, &name).map_err(Failure::runtime)?;
-            println!("revoked token `{}`", info.name);
-        }
-    }
-    Ok(())
-}
-
-/// Rows under a header, each column as wide as its widest cell (the last unpadded).
-fn columns<const N: usize>(header: [&str; N], rows: &[[String; N]]) -> String {
-    let mut widths = header.map(|h| h.chars().count());
-    for row in rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        let mut out = String::new();
-        for (i, cell) in cells.iter().enumerate() {
-            if i + 1 == N {
-                out.push_str(cell);
-            } else {
-                let pad = widths[i] - cell.chars().count();
-                out.push_str(cell);
-                out.push_str(&" ".repeat(pad + 2));
-            }
-        }
-        out.push('\n');
-        out
-    };
-    let mut out = line(header.to_vec());
-    for row in rows {
-        out.push_str(&line(row.iter().map(String::as_str).collect()));
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::columns;
-
-    #[test]
-    fn columns_are_as_wide_as_their_widest_cell() {
-        let rows = [
-            [
-                "a-very-long-token-name-for-grafana".to_owned(),
-                "ingest".to_owned(),
-                "x".to_owned(),
-            ],
-            ["ci".to_owned(), "admin".to_owned(), "y".to_owned()],
-        ];
-        let text = columns(["NAME", "ROLE", "STATE"], &rows);
-        let lines: Vec<&str> = text.lines().collect();
-        let at = |line: &str, word: &str| line.find(word).expect(word);
-        assert_eq!(at(lines[0], "ROLE"), at(lines[1], "ingest"));
-        assert_eq!(at(lines[0], "ROLE"), at(lines[2], "admin"));
-        assert_eq!(at(lines[0], "STATE"), at(lines[2], "y"));
-    }
 }

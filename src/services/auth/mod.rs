@@ -2,8 +2,10 @@
 //! sessions kept in the database (so every replica knows them), and the rate limits
 //! on sign-in requests. The rules are `domain::auth`; roles come from the directory.
 
+mod host_link;
 mod provider;
 
+pub use host_link::{host_link, HostLinkError, HOST_COMMAND_LINE};
 pub use provider::{end_provider_sessions, oidc_session, Vouched, SIGNED_OUT_AT_PROVIDER};
 
 use crate::services::Env;
@@ -238,94 +240,6 @@ pub fn send_link(
         }
         outbox::enqueue_with_private_link(conn, &mail, &link, now)?;
         Ok(Some(link))
-    })
-}
-
-/// Why `coe sign-in-link` made no link.
-#[derive(Debug, thiserror::Error)]
-pub enum HostLinkError {
-    #[error(
-        "{0} is not in the directory: a sign-in link from the host is made only for a person \
-         of the directory (add them with SCIM, the people import or PUT /api/v1/people/{0})"
-    )]
-    NotInDirectory(String),
-    #[error(
-        "{0} has left the organisation (marked inactive in the directory): no sign-in link is \
-         made for them"
-    )]
-    Left(String),
-    #[error(transparent)]
-    Database(#[from] diesel::result::Error),
-}
-
-/// Who a link made on the host's command line is recorded as made by.
-pub const HOST_COMMAND_LINE: &str = "host:command-line";
-
-/// `coe sign-in-link EMAIL`, run on the host: a one-time sign-in link for a person of
-/// the directory who has not left, made without email (an SMTP outage holds the emailed
-/// ones). Only its hash is stored, as an emailed link's; it expires as they do; an audit
-/// record says whom it was for and that it came from the host's command line. Returns
-/// the link, to be shown once.
-pub fn host_link(
-    conn: &mut DbConnection,
-    email: &EmailAddress,
-    settings: &Settings,
-) -> Result<String, HostLinkError> {
-    let address = email.as_str();
-    db::write_transaction(conn, |conn| {
-        let now = db::now();
-        let active: Option<bool> = people::table
-            .find(address)
-            .select(people::active)
-            .first(conn)
-            .optional()?;
-        match active {
-            None => return Err(HostLinkError::NotInDirectory(address.to_owned())),
-            Some(false) => return Err(HostLinkError::Left(address.to_owned())),
-            Some(true) => {}
-        }
-        let secret = TokenSecret::generate();
-        let id = db::new_id();
-        let expires_at = now + Duration::minutes(auth::LINK_LIFETIME_MINUTES);
-        diesel::insert_into(sign_in_links::table)
-            .values((
-                sign_in_links::id.eq(&id),
-                sign_in_links::email.eq(address),
-                sign_in_links::token_hash.eq(secret.hash()),
-                sign_in_links::next_path.eq(None::<String>),
-                sign_in_links::created_at.eq(now),
-                sign_in_links::expires_at.eq(expires_at),
-            ))
-            .execute(conn)?;
-        crate::services::audit::record(
-            conn,
-            crate::services::audit::Change {
-                subject: crate::services::audit::Subject::Other {
-                    entity: "person",
-                    id: address,
-                },
-                actor: HOST_COMMAND_LINE,
-                action: "sign_in_link:host",
-                before: None,
-                after: Some(serde_json::json!({
-                    "link": id,
-                    "for": address,
-                    "from": "the host's command line (coe sign-in-link)",
-                    "expires_at": expires_at,
-                })),
-            },
-            now,
-        )?;
-        tracing::warn!(
-            email = %address,
-            link = %id,
-            "a sign-in link was made on the host's command line (coe sign-in-link)"
-        );
-        Ok(format!(
-            "{}/sign-in/confirm?token={}",
-            settings.public_url.trim_end_matches('/'),
-            secret.expose()
-        ))
     })
 }
 
