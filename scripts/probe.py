@@ -398,6 +398,10 @@ def pg_stop(coe, workdir, rounds=3):
                 check(statuses.get(503, 0) >= 8,
                       f"refused connections fail fast, not after connect_timeout_secs ({statuses})")
                 check(all(s == 503 for s, _ in ready), f"/readyz says 503 while it is down ({ready})")
+                # What CoeDatabaseUnreachable reads: the readiness gauges of the scrape.
+                gauges = metric_lines(server.port, ("coe_ready ", 'coe_not_ready{reason="unavailable"}'))
+                check(gauges == {"coe_ready": 0.0, 'coe_not_ready{reason="unavailable"}': 1.0},
+                      f"/metrics says not ready, database unreachable ({gauges})")
                 started = time.monotonic()
                 pg.start()
                 took = load.recovered(started)
