@@ -127,6 +127,61 @@ pub fn lint_intentions(at: &str, text: &str, phrases: &[String]) -> Vec<Finding>
         .collect()
 }
 
+/// A COE's own times and its incidents' first alert, for `time_findings`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OutageTimes {
+    pub started: Option<chrono::NaiveDateTime>,
+    pub detected: Option<chrono::NaiveDateTime>,
+    pub mitigated: Option<chrono::NaiveDateTime>,
+    pub resolved: Option<chrono::NaiveDateTime>,
+    /// When the first alert of the COE's incidents fired.
+    pub first_alert: Option<chrono::NaiveDateTime>,
+}
+
+/// Times that contradict each other, as missing work at `key` (the timeline): an
+/// outage noticed, mitigated or resolved before it started; noticed or mitigated
+/// after it was resolved; started after its first alert fired (it began at the
+/// latest then). Each names the two times and the milestone entries that set them.
+pub fn time_findings(key: &str, t: &OutageTimes) -> Vec<Finding> {
+    let hm = |at: chrono::NaiveDateTime| at.format("%Y-%m-%d %H:%M UTC").to_string();
+    let mut found = Vec::new();
+    let mut before = |later: Option<chrono::NaiveDateTime>,
+                      later_words: &str,
+                      earlier: Option<chrono::NaiveDateTime>,
+                      earlier_words: &str| {
+        if let (Some(l), Some(e)) = (later, earlier) {
+            if l < e {
+                found.push(Finding::new(
+                    key,
+                    format!(
+                        "says the outage {later_words} ({}) before it {earlier_words} ({}): correct the milestone entry that is wrong",
+                        hm(l),
+                        hm(e)
+                    ),
+                ));
+            }
+        }
+    };
+    before(t.detected, "was noticed", t.started, "started");
+    before(t.mitigated, "was mitigated", t.started, "started");
+    before(t.resolved, "was resolved", t.started, "started");
+    before(t.resolved, "was resolved", t.detected, "was noticed");
+    before(t.resolved, "was resolved", t.mitigated, "was mitigated");
+    if let (Some(started), Some(alert)) = (t.started, t.first_alert) {
+        if started > alert {
+            found.push(Finding::new(
+                key,
+                format!(
+                    "says the outage started at {}, after its first alert fired at {}: it began at the latest when the alert fired (move the entry “The outage started”, or make it a note)",
+                    hm(started),
+                    hm(alert)
+                ),
+            ));
+        }
+    }
+    found
+}
+
 /// Reports, for a COE, every missing or weak piece and every warning.
 pub fn assess(template: &Template, content: &CoeContent<'_>, phrases: &[String]) -> Assessment {
     let mut missing = Vec::new();
@@ -393,5 +448,56 @@ mod tests {
     fn numbers_are_counted_as_runs_of_digits() {
         assert_eq!(count_numbers("no numbers"), 0);
         assert_eq!(count_numbers("12,000 orders, 3.5% and 7"), 3);
+    }
+
+    #[test]
+    fn times_that_contradict_each_other_are_missing_work() {
+        let at = |h: u32, m: u32| {
+            chrono::NaiveDate::from_ymd_opt(2026, 12, 1)
+                .and_then(|d| d.and_hms_opt(h, m, 0))
+                .expect("a time")
+        };
+        let sound = OutageTimes {
+            started: Some(at(22, 52)),
+            detected: Some(at(22, 56)),
+            mitigated: Some(at(23, 20)),
+            resolved: Some(at(23, 40)),
+            first_alert: Some(at(22, 52)),
+        };
+        assert!(time_findings("timeline", &sound).is_empty());
+        assert!(time_findings("timeline", &OutageTimes::default()).is_empty());
+
+        let late_start = OutageTimes {
+            started: Some(at(23, 30)),
+            ..sound
+        };
+        let found = time_findings("timeline", &late_start);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(
+            found[0].problem.contains(
+                "noticed (2026-12-01 22:56 UTC) before it started (2026-12-01 23:30 UTC)"
+            ),
+            "{found:?}"
+        );
+        assert!(
+            found[2]
+                .problem
+                .contains("after its first alert fired at 2026-12-01 22:52 UTC"),
+            "{found:?}"
+        );
+
+        let noticed_after_the_end = OutageTimes {
+            detected: Some(at(23, 50)),
+            ..sound
+        };
+        let found = time_findings("timeline", &noticed_after_the_end);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0]
+                .problem
+                .contains("resolved (2026-12-01 23:40 UTC) before it was noticed"),
+            "{found:?}"
+        );
+        assert_eq!(found[0].at, "timeline");
     }
 }

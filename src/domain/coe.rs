@@ -161,6 +161,35 @@ impl TimelineKind {
 
     /// Whether entries of this kind set one of the COE's own times (started,
     /// detected, mitigated, resolved).
+    /// In the order a form offers them: a note first (what a new entry is unless the
+    /// person picks otherwise), the milestones, which set the COE's own times, last.
+    pub const OFFERED: [TimelineKind; 9] = [
+        TimelineKind::Note,
+        TimelineKind::Fired,
+        TimelineKind::Acknowledged,
+        TimelineKind::Updated,
+        TimelineKind::Diagnosed,
+        TimelineKind::Started,
+        TimelineKind::Detected,
+        TimelineKind::Mitigated,
+        TimelineKind::Resolved,
+    ];
+
+    /// What the kind says, in words for the pages.
+    pub fn words(self) -> &'static str {
+        match self {
+            TimelineKind::Note => "A note",
+            TimelineKind::Fired => "An alert fired",
+            TimelineKind::Acknowledged => "Someone took the alert",
+            TimelineKind::Updated => "An update",
+            TimelineKind::Diagnosed => "The cause was found",
+            TimelineKind::Started => "The outage started",
+            TimelineKind::Detected => "The outage was noticed",
+            TimelineKind::Mitigated => "The impact was mitigated",
+            TimelineKind::Resolved => "The outage was resolved",
+        }
+    }
+
     pub fn is_milestone(self) -> bool {
         matches!(
             self,

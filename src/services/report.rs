@@ -79,6 +79,14 @@ fn check(report: &FailureReport, now: NaiveDateTime) -> Vec<(String, String)> {
             _ => {}
         }
     }
+    if let (Some(noticed), Some(ended)) = (report.detected_at, report.resolved_at) {
+        if noticed > ended {
+            problem(
+                "detected_at",
+                "is after it ended: an outage is noticed at the latest when it ends",
+            );
+        }
+    }
     if report
         .customers_saw
         .as_deref()
@@ -273,5 +281,11 @@ mod tests {
             ..report
         };
         assert!(fields(&fine).is_empty());
+        let noticed_after_the_end = FailureReport {
+            detected_at: Some(now - Duration::minutes(10)),
+            resolved_at: Some(now - Duration::hours(1)),
+            ..fine
+        };
+        assert_eq!(fields(&noticed_after_the_end), ["detected_at"]);
     }
 }

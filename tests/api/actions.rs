@@ -133,9 +133,19 @@ impl World {
                 .await;
             v = doc["version"].as_i64().expect("version");
         }
+        // The start as its alert says (a start after the first alert is missing work).
+        let started = self.coe(id).await["started_at"]
+            .as_str()
+            .unwrap_or("2026-11-29T10:00:00Z")
+            .to_owned();
         let (_, doc) = self
-            .send(&self.owner, "POST", &format!("/api/v1/coes/{id}/timeline"), Some(v),
-                  Some(json!({"at": "2026-11-29T10:00:00Z", "kind": "started", "text": "Config pushed"})))
+            .send(
+                &self.owner,
+                "POST",
+                &format!("/api/v1/coes/{id}/timeline"),
+                Some(v),
+                Some(json!({"at": started, "kind": "started", "text": "Config pushed"})),
+            )
             .await;
         v = doc["version"].as_i64().expect("version");
         let (_, doc) = self

@@ -29,6 +29,7 @@ mod oidc;
 mod openapi;
 mod operations;
 mod outage;
+mod outage_times;
 mod overdue;
 mod ownership;
 mod page_routes;

@@ -225,9 +225,17 @@ pub async fn take_ownership(form: CoeForm) -> Page {
 
 /// `POST /coes/{id}/timeline`: adds an entry.
 pub async fn add_timeline(form: CoeForm) -> Page {
-    let input = timeline_input(&form.fields.part("timeline"));
+    let fields = form.fields.part("timeline");
+    let input = timeline_input(&fields);
+    let may_move = fields.filled("move").is_some();
     form.create("timeline", "timeline", move |conn, state, editor, coe| {
         let version = service::version(conn, coe)?;
+        // A milestone that would move one of the COE's own times says so first.
+        if !may_move {
+            super::coe_timeline::refuse_unasked_moves(service::milestone_moves(
+                conn, coe, &input, None,
+            )?)?;
+        }
         let entry = service::add_timeline(conn, coe, &input, Some(version), editor, state.env())?;
         Ok::<_, CoeError>(format!("/coes/{coe}#tl-{entry}"))
     })

@@ -30,6 +30,33 @@ pub(super) fn timeline_input(form: &Fields) -> TimelineInput {
     }
 }
 
+/// Refuses, saying what would move and how to go on, when `moves` is not empty.
+pub(super) fn refuse_unasked_moves(
+    moves: Vec<service::MilestoneMove>,
+) -> Result<(), crate::services::coes::CoeError> {
+    if moves.is_empty() {
+        return Ok(());
+    }
+    let said: Vec<String> = moves.iter().map(service::MilestoneMove::sentence).collect();
+    Err(crate::services::coes::CoeError::Invalid(vec![(
+        String::new(),
+        format!(
+            "{} Nothing is saved yet: tick “Yes, change the COE's time” to save it so, or make it \
+             a note to keep the times as they are.",
+            said.join(" ")
+        ),
+    )]))
+}
+
+/// The kinds a timeline form offers, in words: a note first, then what happened, then
+/// the milestones (which set the COE's own times) in a group of their own.
+pub(super) fn kind_options() -> Vec<Value> {
+    crate::domain::coe::TimelineKind::OFFERED
+        .iter()
+        .map(|k| json!({"value": k.as_str(), "label": k.words(), "milestone": k.is_milestone()}))
+        .collect()
+}
+
 /// `GET /coes/{id}/timeline/{entry}`: the form that changes or deletes one entry (a
 /// page of its own, so that a COE with a hundred entries does not carry a hundred
 /// forms).
@@ -76,14 +103,15 @@ async fn entry_page(
         .iter()
         .find(|t| t.id == entry_id)
         .ok_or_else(|| PageError::NotFound(format!("the COE has no timeline entry {entry_id}")))?;
-    let kinds: Vec<Value> = crate::domain::coe::TimelineKind::ALL
-        .iter()
-        .map(|k| json!({"value": k.as_str(), "milestone": k.is_milestone()}))
-        .collect();
-    let entry = typed.unwrap_or_else(|| {
+    let kinds = kind_options();
+    let mut entry = typed.unwrap_or_else(|| {
         json!({"kind": entry.kind, "text": entry.text,
                "at": entry.at.format("%Y-%m-%dT%H:%M").to_string()})
     });
+    entry["milestone"] = json!(entry["kind"]
+        .as_str()
+        .and_then(crate::domain::coe::TimelineKind::parse)
+        .is_some_and(crate::domain::coe::TimelineKind::is_milestone));
     let data = json!({
         "coe": {"id": doc.id, "title": doc.title, "version": doc.version},
         "entry_id": entry_id,
@@ -107,7 +135,16 @@ pub async fn edit_timeline(form: CoeForm) -> Page {
     let (coe_id, entry_id) = (id.clone(), entry.clone());
     let (input, version) = (timeline_input(&fields), fields.version());
     let delete = fields.filled("delete").is_some();
+    let may_move = fields.filled("move").is_some();
     let outcome = change(&state, &who, move |conn, state, editor| {
+        if !delete && !may_move {
+            refuse_unasked_moves(service::milestone_moves(
+                conn,
+                &coe_id,
+                &input,
+                Some(&entry_id),
+            )?)?;
+        }
         if delete {
             service::delete_timeline(conn, &coe_id, &entry_id, version, editor, state.env())
         } else {

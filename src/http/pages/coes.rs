@@ -16,7 +16,7 @@ use super::coe_load::{load, related_links, section_of, Loaded};
 use super::kit::{names_data, render, Page, State};
 use crate::domain::action::{ActionKind, Priority};
 use crate::domain::assessment::Finding;
-use crate::domain::coe::{CoeState, TimelineKind};
+use crate::domain::coe::CoeState;
 use crate::domain::template::SectionKind;
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
@@ -77,6 +77,15 @@ fn form_of(part: &str, kept: Option<&Value>) -> Value {
             .cloned()
             .unwrap_or_else(|| json!(""));
         form.insert((*field).to_owned(), value);
+    }
+    if part == "timeline" {
+        // A milestone kind typed: the form offers to let it move the COE's own time.
+        let milestone = form
+            .get("kind")
+            .and_then(Value::as_str)
+            .and_then(crate::domain::coe::TimelineKind::parse)
+            .is_some_and(crate::domain::coe::TimelineKind::is_milestone);
+        form.insert("milestone".into(), json!(milestone));
     }
     Value::Object(form)
 }
@@ -289,10 +298,7 @@ pub(super) fn page(
         &doc.template.contributing_factors,
         kept_whys.and_then(|k| k["factor"].as_str()),
     );
-    let kinds: Vec<Value> = TimelineKind::ALL
-        .iter()
-        .map(|k| json!({"value": k.as_str(), "milestone": k.is_milestone()}))
-        .collect();
+    let kinds = super::coe_timeline::kind_options();
     let last_look = since_last_look.map(|(seen, changes)| {
         let lines: Vec<Value> = changes
             .iter()

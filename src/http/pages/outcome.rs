@@ -121,7 +121,14 @@ impl Outcome {
                 status: StatusCode::UNPROCESSABLE_ENTITY,
                 problems: problems
                     .iter()
-                    .map(|(field, p)| format!("{}: {p}", field.replace('_', " ")))
+                    .map(|(field, p)| {
+                        // A problem of the whole form (no field) is a sentence of its own.
+                        if field.is_empty() {
+                            p.clone()
+                        } else {
+                            format!("{}: {p}", field.replace('_', " "))
+                        }
+                    })
                     .collect(),
                 stale: None,
                 fields: problems,

@@ -103,6 +103,9 @@ const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
 // `{{segment value}}`: a value percent-encoded as one path segment, for every path a
 // template builds from data (`/admin/people/{{segment email}}/admin`).
 handlebars::handlebars_helper!(words: |v: str| state_words(v));
+// A timeline entry's kind in words ("started" → "The outage started").
+handlebars::handlebars_helper!(timeline_kind: |v: str| crate::domain::coe::TimelineKind::parse(v)
+    .map_or_else(|| state_words(v), |k| k.words().to_owned()));
 handlebars::handlebars_helper!(why_question: |v: str| as_question(v));
 
 /// A state or verdict as words: `changes_requested` → "changes requested",
@@ -283,6 +286,7 @@ impl PageTemplates {
         registry.register_helper("csrf_field", Box::new(csrf_field));
         registry.register_helper("person", Box::new(person));
         registry.register_helper("words", Box::new(words));
+        registry.register_helper("timeline_kind", Box::new(timeline_kind));
         registry.register_helper("why_question", Box::new(why_question));
         for (name, text) in TEMPLATES {
             let result = if PARTIALS.contains(name) {

@@ -316,6 +316,7 @@ pub fn assessment(
         &settings.coe.intention_phrases,
     );
     for_customers(conn, settings, &template, &sections, &mut completeness)?;
+    super::times::check_times(conn, &row, &template, &mut completeness)?;
     Ok(completeness)
 }
 
@@ -473,6 +474,7 @@ pub fn load(
         phrases,
     );
     for_customers(conn, settings, &template, &sections, &mut completeness)?;
+    super::times::check_times(conn, &row, &template, &mut completeness)?;
     let problems_of = |key: &str| -> Vec<String> {
         completeness
             .missing

@@ -23,6 +23,7 @@ mod same_outage;
 mod search;
 mod sections;
 mod timeline;
+mod times;
 mod whys;
 
 use chrono::NaiveDateTime;
@@ -59,7 +60,10 @@ pub use search::{
     did_you_mean, list, section_texts, services, unowned, CoeFilter, CoeSort, CoeSummary,
 };
 pub use sections::{put_section, put_sections, SavedSections, SectionConflict, SectionEdit};
-pub use timeline::{add_timeline, delete_timeline, edit_timeline, import_timeline, TimelineInput};
+pub use timeline::{
+    add_timeline, delete_timeline, edit_timeline, import_timeline, milestone_moves, MilestoneMove,
+    TimelineInput,
+};
 pub use whys::{add_why_chain, delete_why_chain, replace_why_chain, WhyChainInput};
 
 /// Rebuilds COE `id`'s row in the full-text index, after a change written outside

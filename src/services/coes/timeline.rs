@@ -83,18 +83,45 @@ pub(super) fn recompute_milestone(
     if !kind.is_milestone() {
         return Ok(());
     }
-    let written = timeline_entries::table
+    let at = milestone_time(conn, id, kind, None)?;
+    set_milestone(conn, id, kind, at)
+}
+
+/// An entry as it would be: `entry` (none: a new one) at `at` of `kind` (none: deleted).
+#[derive(Debug, Clone, Copy)]
+struct Supposed<'a> {
+    entry: Option<&'a str>,
+    at: NaiveDateTime,
+    kind: Option<TimelineKind>,
+}
+
+/// The COE's time for milestone `kind` by the rule of `recompute_milestone`, with
+/// `supposed` applied to the entries people wrote (none: as they are).
+fn milestone_time(
+    conn: &mut DbConnection,
+    id: &str,
+    kind: TimelineKind,
+    supposed: Option<Supposed<'_>>,
+) -> QueryResult<Option<NaiveDateTime>> {
+    let mut written: Vec<(String, NaiveDateTime)> = timeline_entries::table
         .filter(timeline_entries::coe_id.eq(id))
         .filter(timeline_entries::kind.eq(kind.as_str()))
-        .filter(timeline_entries::source.is_null());
+        .filter(timeline_entries::source.is_null())
+        .select((timeline_entries::id, timeline_entries::at))
+        .load(conn)?;
+    if let Some(s) = supposed {
+        if let Some(entry) = s.entry {
+            written.retain(|(id, _)| id != entry);
+        }
+        if s.kind == Some(kind) {
+            written.push((String::new(), s.at));
+        }
+    }
+    let times = written.into_iter().map(|(_, at)| at);
     let mut at: Option<NaiveDateTime> = if kind == TimelineKind::Resolved {
-        written
-            .select(diesel::dsl::max(timeline_entries::at))
-            .first(conn)?
+        times.max()
     } else {
-        written
-            .select(diesel::dsl::min(timeline_entries::at))
-            .first(conn)?
+        times.min()
     };
     if at.is_none() {
         // Every incident the COE covers: the earliest start and detection; the latest
@@ -115,7 +142,83 @@ pub(super) fn recompute_milestone(
             _ => None,
         };
     }
-    set_milestone(conn, id, kind, at)
+    Ok(at)
+}
+
+/// A milestone time of the COE an entry would change: what it is and what it would be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MilestoneMove {
+    pub kind: TimelineKind,
+    pub from: NaiveDateTime,
+    pub to: Option<NaiveDateTime>,
+}
+
+impl MilestoneMove {
+    /// In words, for the person about to make the change.
+    pub fn sentence(&self) -> String {
+        let what = match self.kind {
+            TimelineKind::Started => "when the outage started",
+            TimelineKind::Detected => "when it was noticed",
+            TimelineKind::Mitigated => "when its impact was mitigated",
+            _ => "when it was resolved",
+        };
+        let time = |t: NaiveDateTime| t.format("%Y-%m-%d %H:%M UTC").to_string();
+        match self.to {
+            Some(to) => format!(
+                "This entry changes {what} from {} to {}.",
+                time(self.from),
+                time(to)
+            ),
+            None => format!("This entry takes away {what} ({}).", time(self.from)),
+        }
+    }
+}
+
+/// The COE's milestone times that adding `input` (or, with `entry`, changing that
+/// entry to `input`) would move: each that is set and would become another. A
+/// milestone set for the first time is not a move. Writes nothing.
+pub fn milestone_moves(
+    conn: &mut DbConnection,
+    id: &str,
+    input: &TimelineInput,
+    entry: Option<&str>,
+) -> Result<Vec<MilestoneMove>, CoeError> {
+    let (at, kind) = check_timeline(input)?;
+    let row = super::load_row(conn, id)?;
+    let mut kinds = vec![kind];
+    if let Some(entry) = entry {
+        let before: Option<String> = timeline_entries::table
+            .find(entry)
+            .filter(timeline_entries::coe_id.eq(id))
+            .select(timeline_entries::kind)
+            .first(conn)
+            .optional()?;
+        if let Some(before) = before.and_then(|k| TimelineKind::parse(&k)) {
+            if before != kind {
+                kinds.push(before);
+            }
+        }
+    }
+    let mut moves = Vec::new();
+    for k in kinds.into_iter().filter(|k| k.is_milestone()) {
+        let now = match k {
+            TimelineKind::Started => row.started_at,
+            TimelineKind::Detected => row.detected_at,
+            TimelineKind::Mitigated => row.mitigated_at,
+            _ => row.resolved_at,
+        };
+        let Some(from) = now else { continue };
+        let supposed = Supposed {
+            entry,
+            at,
+            kind: Some(kind),
+        };
+        let to = milestone_time(conn, id, k, Some(supposed))?;
+        if to != Some(from) {
+            moves.push(MilestoneMove { kind: k, from, to });
+        }
+    }
+    Ok(moves)
 }
 
 /// Adds a timeline entry; returns its id.
