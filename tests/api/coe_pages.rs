@@ -134,7 +134,7 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
     )
     .await;
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
-    assert!(res.text().await.expect("html").contains("reviewer: "));
+    assert!(res.text().await.expect("html").contains("Reviewer: "));
     let res = post_coe(
         &app,
         &ana,
@@ -201,7 +201,7 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
     .await;
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let html = res.text().await.expect("html");
-    assert!(html.contains("kind: must be one of"), "{html}");
+    assert!(html.contains("Kind: must be one of"), "{html}");
     assert!(
         html.contains("value=\"2026-11-29T10:03\""),
         "what was typed stays: {html}"
@@ -388,10 +388,10 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let html = res.text().await.expect("html");
     for field in [
-        "owner: is required",
-        "due date: is required",
-        "priority: is required",
-        "kind: is required",
+        "Owner: is required",
+        "Due date: is required",
+        "Priority: is required",
+        "Kind: is required",
     ] {
         assert!(html.contains(field), "{field}: {html}");
     }
@@ -655,7 +655,7 @@ async fn whys_and_timeline_forms_keep_what_was_typed() {
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let html = res.text().await.expect("html");
     assert!(
-        html.contains("steps[1].because: must not be empty"),
+        html.contains("Why 2, “Because …”: must not be empty"),
         "{html}"
     );
     assert!(
@@ -727,7 +727,7 @@ async fn whys_and_timeline_forms_keep_what_was_typed() {
     .await;
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let html = res.text().await.expect("html");
-    assert!(html.contains("text: must not be empty"), "{html}");
+    assert!(html.contains("What happened: must not be empty"), "{html}");
     assert!(html.contains(r#"value="2026-11-29T10:07""#), "{html}");
     assert!(
         html.contains(r#"<option value="mitigated" selected>"#),
@@ -1099,7 +1099,7 @@ async fn a_reviewer_reads_comments_on_sections_and_the_owner_answers_each() {
     .await;
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let html = res.text().await.expect("html");
-    assert!(html.contains("body: must not be empty"), "{html}");
+    assert!(html.contains("The text: must not be empty"), "{html}");
     let res = post_coe(
         app,
         &rev,

@@ -152,7 +152,7 @@ async fn no_button_on_the_coe_page_loses_the_sections_typed() {
     browser.wait_for_url("#problem-actions").await;
     let refused = browser.text("#problem-actions").await;
     assert!(
-        refused.contains("owner"),
+        refused.contains("Owner: is required"),
         "{} {refused}",
         browser.url().await
     );

@@ -4,6 +4,7 @@
 
 mod helpers;
 
+mod action_changes;
 mod actions;
 mod alertmanager;
 mod attacks;

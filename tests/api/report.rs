@@ -59,9 +59,9 @@ async fn a_reported_failure_opens_an_incident_and_a_draft_its_reporter_owns() {
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let html = res.text().await.expect("html");
     for problem in [
-        "started at: must be a date and time",
-        "title: is required",
-        "severity: is required",
+        "When it started: must be a date and time",
+        "Title: is required",
+        "Severity: is required",
     ] {
         assert!(html.contains(problem), "{problem}: {html}");
     }

@@ -116,9 +116,15 @@ fn page(
                 "reopen" => "reopened it",
                 "verify" => "verified it",
                 "refuse" => "sent it back: not done yet",
+                "reassign" => "gave it to another owner",
                 _ => "changed it",
             };
-            json!({"by": s.by, "what": what, "at": crate::json::format_utc(&s.at), "note": s.note})
+            // A change says what it changed itself ("changed the title").
+            let (what, note) = match (s.step.as_str(), &s.note) {
+                ("update", Some(changed)) => (changed.as_str(), None),
+                _ => (what, s.note.as_deref()),
+            };
+            json!({"by": s.by, "what": what, "at": crate::json::format_utc(&s.at), "note": note})
         })
         .collect();
     let names = super::kit::names_data(&directory);
@@ -185,6 +191,21 @@ fn page(
                    "reason": k.get("reason").unwrap_or(&json!(""))})
         }),
         "unsaved": typed.as_ref().is_some_and(|k| k.as_object().is_some_and(|o| !o.is_empty())),
+        // The change forms: as typed when kept, else the action as it is.
+        "edit": typed.as_ref().and_then(|k| k.get("edit")).cloned().unwrap_or_else(|| {
+            json!({"title": a.title, "success_criteria": a.success_criteria,
+                   "description": a.description, "priority": a.priority.as_str(),
+                   "kind": a.kind.as_str(), "external_url": a.external_url})
+        }),
+        "edit_typed": typed.as_ref().is_some_and(|k| k.get("edit").is_some()),
+        "reassign_open": typed.as_ref().is_some_and(|k| k.get("reassign").is_some()),
+        "reassign_typed": typed.as_ref().and_then(|k| k.get("reassign")).map_or_else(
+            || json!({"owner": "", "reason": ""}),
+            |k| json!({"owner": k.get("owner").unwrap_or(&json!("")),
+                       "reason": k.get("reason").unwrap_or(&json!(""))}),
+        ),
+        "priorities": crate::domain::action::Priority::ALL.map(|p| p.as_str()),
+        "kinds": crate::domain::action::ActionKind::ALL.map(|k| k.as_str()),
         "action": a,
     });
     render(state, Some(who), status, "action", data)
@@ -282,8 +303,19 @@ fn typed_elsewhere(fields: &Fields, own: &str) -> serde_json::Map<String, Value>
     for part in fields.parts(own) {
         let f = fields.part(part);
         // The due date starts filled in: typed when it differs, or a reason is given.
+        // The change form starts filled in too: typed when a field differs from what
+        // the page showed (`was_<field>`).
+        let json = f.to_json();
+        let shown_before: Vec<(&String, &Value)> = json
+            .as_object()
+            .map(|o| o.iter().filter(|(k, _)| k.starts_with("was_")).collect())
+            .unwrap_or_default();
         let changed = match f.filled("shown") {
             Some(shown) => f.text("due_date").trim() != shown || f.filled("reason").is_some(),
+            None if !shown_before.is_empty() => shown_before.iter().any(|(was, value)| {
+                let field = was.trim_start_matches("was_");
+                value.as_str().map(str::trim) != Some(f.text(field).trim())
+            }),
             None => !f.is_blank(),
         };
         if changed {
@@ -423,4 +455,127 @@ pub async fn move_due_date(form: CsrfForm<Fields>, path: web::Path<String>, stat
     })
     .await?;
     answer(&state, &who, &id, outcome, &fields, "due").await
+}
+
+/// The fields of the change form, with the names `ActionPatch` reads.
+const EDITABLE: [&str; 6] = [
+    "title",
+    "success_criteria",
+    "description",
+    "priority",
+    "kind",
+    "external_url",
+];
+
+/// `POST /actions/{id}/edit`: what the action is (its title, what done means, the
+/// description, priority, kind and its ticket's link). Only what differs from the
+/// action as it is now is saved, so a verified action is verified again only when
+/// what it is changed.
+pub async fn edit(form: CsrfForm<Fields>, path: web::Path<String>, state: State) -> Page {
+    let CsrfForm { who, fields } = form;
+    let id = path.into_inner();
+    let mine = fields.part("edit");
+    let typed: Vec<(&'static str, String)> = EDITABLE
+        .iter()
+        .map(|f| (*f, mine.text(f).trim().to_owned()))
+        .collect();
+    let key = id.clone();
+    let outcome = change(&state, &who, move |conn, state, editor| {
+        let now = actions::get(conn, &key, state.settings.clock(), &state.settings.trackers)?;
+        let current = serde_json::to_value(&now.action).unwrap_or_default();
+        let mut changed = serde_json::Map::new();
+        for (field, value) in &typed {
+            let was = current[*field].as_str().unwrap_or_default();
+            if value != was {
+                changed.insert((*field).to_owned(), json!(value));
+            }
+        }
+        if changed.is_empty() {
+            return Err(ActionError::Invalid(vec![(
+                String::new(),
+                "Nothing was changed: change a field, then save.".into(),
+            )]));
+        }
+        let patch: ActionPatch = serde_json::from_value(Value::Object(changed)).map_err(|e| {
+            ActionError::Invalid(vec![(String::new(), format!("That cannot be saved: {e}"))])
+        })?;
+        actions::patch(
+            conn,
+            &key,
+            &patch,
+            editor,
+            state.settings.clock(),
+            state.env(),
+        )
+    })
+    .await?;
+    answer(&state, &who, &id, outcome, &fields, "edit").await
+}
+
+/// `POST /actions/{id}/reassign`: gives the action to another owner, with the reason
+/// (in its history, read by the COE's reviewer and the new owner, who is told).
+pub async fn reassign(form: CsrfForm<Fields>, path: web::Path<String>, state: State) -> Page {
+    let CsrfForm { who, fields } = form;
+    let id = path.into_inner();
+    let mine = fields.part("reassign");
+    let owner = mine.text("owner").trim().to_owned();
+    let reason = mine.filled("reason");
+    let mut problems = Vec::new();
+    let email = match crate::domain::EmailAddress::parse(&owner) {
+        Ok(email) => Some(email),
+        Err(_) if owner.is_empty() => {
+            problems.push((
+                "owner".to_owned(),
+                "is needed: who takes it over".to_owned(),
+            ));
+            None
+        }
+        Err(e) => {
+            problems.push(("owner".to_owned(), e.to_string()));
+            None
+        }
+    };
+    if reason.is_none() {
+        problems.push((
+            "reason".to_owned(),
+            "is needed: say why it changes hands (its reviewer and the new owner read it)"
+                .to_owned(),
+        ));
+    }
+    let (Some(email), true) = (email, problems.is_empty()) else {
+        return answer(
+            &state,
+            &who,
+            &id,
+            Outcome::Invalid(problems),
+            &fields,
+            "reassign",
+        )
+        .await;
+    };
+    let key = id.clone();
+    let outcome = change(&state, &who, move |conn, state, editor| {
+        let now = actions::get(conn, &key, state.settings.clock(), &state.settings.trackers)?;
+        if now.action.owner == email.as_str() {
+            return Err(ActionError::Invalid(vec![(
+                "owner".into(),
+                format!("{} owns it already", email.as_str()),
+            )]));
+        }
+        let patch = ActionPatch {
+            owner: Some(email),
+            reason,
+            ..ActionPatch::default()
+        };
+        actions::patch(
+            conn,
+            &key,
+            &patch,
+            editor,
+            state.settings.clock(),
+            state.env(),
+        )
+    })
+    .await?;
+    answer(&state, &who, &id, outcome, &fields, "reassign").await
 }

@@ -154,6 +154,8 @@ page_routes! {
     post "/coes/{id}/comments/{comment}/answer" => coe_forms::answer_comment,
     get "/actions/{id}" => actions::show,
     post "/actions/{id}/due-date" => actions::move_due_date,
+    post "/actions/{id}/edit" => actions::edit,
+    post "/actions/{id}/reassign" => actions::reassign,
     post "/actions/{id}/delete" => actions::delete,
     post "/actions/{id}/verify" => actions::verify,
     post "/actions/{id}/ticket" => actions::make_ticket,

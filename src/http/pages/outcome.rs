@@ -126,7 +126,7 @@ impl Outcome {
                         if field.is_empty() {
                             p.clone()
                         } else {
-                            format!("{}: {p}", field.replace('_', " "))
+                            format!("{}: {p}", label_of(field))
                         }
                     })
                     .collect(),
@@ -242,4 +242,56 @@ pub async fn kept_form(
     Ok(found.and_then(|(status, body)| {
         Some((actix_web::http::StatusCode::from_u16(status).ok()?, body))
     }))
+}
+
+/// A field as its form labels it, for a problem shown on a page: the API's names
+/// (`success_criteria`, `evidence_url`) are not the person's words.
+pub fn label_of(field: &str) -> String {
+    let known = match field {
+        "owner" => "Owner",
+        "reviewer" => "Reviewer",
+        "title" => "Title",
+        "success_criteria" => "Done when",
+        "description" => "Description",
+        "priority" => "Priority",
+        "kind" => "Kind",
+        "external_url" => "Link to its ticket",
+        "evidence_url" => "Link to the evidence",
+        "due_date" => "Due date",
+        "reason" => "Why",
+        "note" => "Note",
+        "at" => "Time",
+        "text" => "What happened",
+        "severity" => "Severity",
+        "service" => "Service",
+        "started_at" => "When it started",
+        "detected_at" => "When it was noticed",
+        "resolved_at" => "When it ended",
+        "body" => "The text",
+        _ => "",
+    };
+    // A step of a 5-whys chain: `steps[1].because` is the second why's answer.
+    if let Some((index, part)) = field
+        .strip_prefix("steps[")
+        .and_then(|rest| rest.split_once("]."))
+    {
+        if let Ok(i) = index.parse::<usize>() {
+            let which = if part == "because" {
+                "Because …"
+            } else {
+                "Why …?"
+            };
+            return format!("Why {}, “{which}”", i + 1);
+        }
+    }
+    if known.is_empty() {
+        let words = field.replace(['_', '.'], " ");
+        let mut chars = words.chars();
+        chars
+            .next()
+            .map(|c| c.to_uppercase().chain(chars).collect())
+            .unwrap_or_default()
+    } else {
+        known.to_owned()
+    }
 }

@@ -203,7 +203,7 @@ pub fn prepare(
         .flatten();
     if let Ok(checked) = &checked {
         if let Some(problem) =
-            directory::check_assignable(conn, env.settings, checked.owner.as_str())?
+            directory::check_action_owner(conn, env.settings, checked.owner.as_str())?
         {
             problems.push(("owner".to_owned(), problem));
         }
@@ -382,7 +382,8 @@ pub fn patch(
             changed = true;
         }
         if let Some(owner) = &patch.owner {
-            if let Some(problem) = directory::check_assignable(conn, env.settings, owner.as_str())?
+            if let Some(problem) =
+                directory::check_action_owner(conn, env.settings, owner.as_str())?
             {
                 return Err(invalid("owner", problem));
             }
@@ -436,8 +437,8 @@ pub fn patch(
                 row.due_date_change_count += 1;
                 changed = true;
             }
-        } else if patch.reason.is_some() {
-            return Err(invalid("reason", "goes with a new due_date"));
+        } else if patch.reason.is_some() && patch.owner.is_none() {
+            return Err(invalid("reason", "goes with a new due_date or a new owner"));
         }
         if !changed {
             return Err(invalid(
@@ -469,6 +470,17 @@ pub fn patch(
         }
         audit(conn, &row, actor, "action:update", before, after, now)?;
         if row.owner_email != owner_before {
+            // Reassigned: a step of its own in the action's history, with the reason.
+            let reason = clean_text("reason", patch.reason.as_deref(), MAX_NOTE_BYTES)?;
+            audit(
+                conn,
+                &row,
+                actor,
+                "action:reassign",
+                Some(json!({"owner": owner_before})),
+                Some(json!({"owner": row.owner_email, "reason": reason})),
+                now,
+            )?;
             tell_owner(conn, &row, actor, env, now)?;
             let push = Push::Owner {
                 from: &owner_before,

@@ -198,7 +198,8 @@ pub fn recurrences(conn: &mut DbConnection, id: &str) -> QueryResult<Vec<ActionR
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct ActionStep {
     /// `create`, `start`, `complete`, `wont_do`, `reopen`, `verify` (the COE's reviewer
-    /// verified it done) or `refuse` (sent it back to in progress).
+    /// verified it done), `refuse` (sent it back to in progress), `reassign` (given to
+    /// another owner; the note is the reason) or `update` (the note says what changed).
     pub step: String,
     pub by: String,
     #[serde(serialize_with = "crate::json::utc")]
@@ -441,6 +442,28 @@ fn load(conn: &mut DbConnection, id: &str) -> Result<ActionRow, ActionError> {
         .ok_or_else(|| ActionError::NotFound(id.to_owned()))
 }
 
+/// What an update changed, in words ("the title, what done means"), from the action
+/// as it was and as it became; the owner and the due date have steps of their own.
+fn changed_parts(
+    before: Option<&serde_json::Value>,
+    after: Option<&serde_json::Value>,
+) -> Option<String> {
+    let (before, after) = (before?, after?);
+    let parts: Vec<&str> = [
+        ("title", "the title"),
+        ("description", "the description"),
+        ("success_criteria", "what done means"),
+        ("priority", "the priority"),
+        ("kind", "the kind"),
+        ("external_url", "the ticket's link"),
+    ]
+    .into_iter()
+    .filter(|(field, _)| before.get(field) != after.get(field))
+    .map(|(_, words)| words)
+    .collect();
+    (!parts.is_empty()).then(|| format!("changed {}", parts.join(", ")))
+}
+
 pub(super) fn coe_title_and_severity(
     conn: &mut DbConnection,
     coe_id: &str,
@@ -477,15 +500,24 @@ pub fn get(
             "action:reopen",
             "action:verify",
             "action:refuse",
+            "action:reassign",
+            "action:update",
         ]))
         .order((audit_log::at.asc(), audit_log::id.asc()))
         .select((
             audit_log::action,
             audit_log::actor,
             audit_log::at,
+            audit_log::before,
             audit_log::after,
         ))
-        .load::<(String, String, NaiveDateTime, Option<String>)>(conn)?;
+        .load::<(
+            String,
+            String,
+            NaiveDateTime,
+            Option<String>,
+            Option<String>,
+        )>(conn)?;
     let coe_reviewer: Option<String> = coes::table
         .find(&row.coe_id)
         .select(coes::reviewer_email)
@@ -496,19 +528,33 @@ pub fn get(
         recurrences: recurrences(conn, id)?,
         steps: steps
             .into_iter()
-            .map(|(step, by, at, after)| ActionStep {
-                step: step.trim_start_matches("action:").to_owned(),
-                by,
-                at,
-                note: after
-                    .and_then(|a| serde_json::from_str::<serde_json::Value>(&a).ok())
-                    .and_then(|a| {
-                        a.get("reason")
-                            .or_else(|| a.get("note"))
-                            .and_then(|n| n.as_str().map(str::to_owned))
-                    })
-                    .filter(|n| !n.trim().is_empty()),
+            .map(|(step, by, at, before, after)| {
+                let read = |j: Option<String>| {
+                    j.and_then(|a| serde_json::from_str::<serde_json::Value>(&a).ok())
+                };
+                let (before, after) = (read(before), read(after));
+                let note = if step == "action:update" {
+                    changed_parts(before.as_ref(), after.as_ref())
+                } else {
+                    after
+                        .as_ref()
+                        .and_then(|a| {
+                            a.get("reason")
+                                .or_else(|| a.get("note"))
+                                .and_then(|n| n.as_str().map(str::to_owned))
+                        })
+                        .filter(|n| !n.trim().is_empty())
+                };
+                ActionStep {
+                    step: step.trim_start_matches("action:").to_owned(),
+                    by,
+                    at,
+                    note,
+                }
             })
+            // A change of owner is its own step (`reassign`); an update that changed
+            // nothing else says nothing.
+            .filter(|s| s.step != "update" || s.note.is_some())
             .collect(),
         action: view(row, title, severity, clock)?,
         due_date_history: changes

@@ -268,6 +268,33 @@ pub fn has_left(conn: &mut DbConnection, email: &str) -> QueryResult<Option<Stri
 /// directory may, and addresses of `auth.allowed_domains`; others are refused (where
 /// anyone may sign in, a local trial, only an address whose domain is a slip away
 /// from a known one: `maria@exmaple.com`).
+/// Whether `email` may own a corrective action: as `check_assignable`, and in
+/// production mode only a person of the directory (one nobody manages would get no
+/// escalation when the action goes overdue). Returns the problem in words.
+pub fn check_action_owner(
+    conn: &mut DbConnection,
+    settings: &crate::config::Settings,
+    email: &str,
+) -> QueryResult<Option<String>> {
+    if let Some(problem) = check_assignable(conn, settings, email)? {
+        return Ok(Some(problem));
+    }
+    if settings.mode != crate::config::Mode::Production {
+        return Ok(None);
+    }
+    let known: i64 = people::table
+        .filter(people::email.eq(email))
+        .count()
+        .get_result(conn)?;
+    Ok((known == 0).then(|| {
+        format!(
+            "{email} is not in the directory: nobody manages them, so nobody would be told if \
+             the action went overdue. Pick a person of the directory, or ask an admin to add \
+             them (Admin → People)"
+        )
+    }))
+}
+
 pub fn check_assignable(
     conn: &mut DbConnection,
     settings: &crate::config::Settings,

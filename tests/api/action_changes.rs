@@ -1,0 +1,164 @@
+//! Correcting an action in the pages (issue 63 item 2): its title, what done means and
+//! the rest changed on its page (only what changed is saved), and **Give it to someone
+//! else** with the reason, in its history, the new owner told; a made-up owner refused
+//! in production mode. In a real browser.
+
+use coe::db::schema::outbox_emails;
+use diesel::prelude::*;
+use serde_json::json;
+
+use crate::actions::World;
+use crate::browser::sign_in_to;
+use crate::webdriver::Browser;
+
+/// A COE owned by owner@ with one action of dev@, and bo@ of the directory.
+async fn an_action(w: &World) -> String {
+    let admin = w.app.admin_token();
+    for email in [
+        "bo@example.com",
+        "dev@example.com",
+        "owner@example.com",
+        "reviewer@example.com",
+    ] {
+        let res = w
+            .app
+            .client
+            .put(w.app.url(&format!("/api/v1/people/{email}")))
+            .bearer_auth(&admin)
+            .json(&json!({"team": "payments"}))
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(res.status(), 200);
+    }
+    let (coe, _) = w.written_coe().await;
+    let action = w
+        .action(&coe, "Validate the config in CI", "dev@example.com")
+        .await;
+    action["id"].as_str().expect("id").to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_action_is_corrected_and_given_to_someone_else_on_its_page() {
+    let w = World::new().await;
+    let id = an_action(&w).await;
+    let page = format!("/actions/{id}");
+    let browser = Browser::start().await;
+    sign_in_to(&browser, &w.app, "owner@example.com", &page).await;
+
+    // What it is: only what changed is saved.
+    browser.click("#edit summary").await;
+    browser.clear("#e-title").await;
+    browser
+        .type_into("#e-title", "Validate every config push in CI")
+        .await;
+    browser.clear("#e-done").await;
+    browser
+        .type_into("#e-done", "A config with a typo fails the CI run")
+        .await;
+    browser.click("#e-priority option[value=medium]").await;
+    browser.click_to_load("button[formaction$='/edit']").await;
+    browser.wait_for_url(&page).await;
+    let action = w
+        .app
+        .get_json(&format!("/api/v1/actions/{id}"), &w.owner)
+        .await;
+    assert_eq!(
+        action["title"], "Validate every config push in CI",
+        "{action}"
+    );
+    assert_eq!(
+        action["success_criteria"],
+        "A config with a typo fails the CI run"
+    );
+    assert_eq!(action["priority"], "medium");
+    assert_eq!(action["kind"], "prevent", "a field left alone stays");
+    let history = browser.text("#steps-h + ul").await;
+    assert!(
+        history.contains("owner@example.com changed the title, what done means, the priority"),
+        "{history}"
+    );
+
+    // Given to someone else: the reason is needed; then bo owns it and is told.
+    browser.click("#reassign summary").await;
+    browser.type_into("#r-owner", "bo@example.com").await;
+    browser
+        .click_to_load("button[formaction$='/reassign']")
+        .await;
+    let said = browser.text("main").await;
+    assert!(said.contains("Why: is needed"), "{said}");
+    browser
+        .type_into("#r-reason", "Bo's team owns the CI pipeline now")
+        .await;
+    browser
+        .click_to_load("button[formaction$='/reassign']")
+        .await;
+    browser.wait_for_url(&page).await;
+    let action = w
+        .app
+        .get_json(&format!("/api/v1/actions/{id}"), &w.owner)
+        .await;
+    assert_eq!(action["owner"], "bo@example.com", "{action}");
+    let step = action["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .find(|s| s["step"] == "reassign")
+        .cloned()
+        .expect("a reassign step");
+    assert_eq!(step["note"], "Bo's team owns the CI pipeline now");
+    assert_eq!(step["by"], "owner@example.com");
+    let told: i64 = outbox_emails::table
+        .filter(outbox_emails::recipient.eq("bo@example.com"))
+        .count()
+        .get_result(&mut w.app.pool.get().expect("conn"))
+        .expect("count");
+    assert!(told >= 1, "the new owner is emailed");
+    let history = browser.text("#steps-h + ul").await;
+    assert!(
+        history.contains("gave it to another owner: “Bo's team owns the CI pipeline now”"),
+        "{history}"
+    );
+    browser.click("#reassign summary").await;
+    browser
+        .eval("document.getElementById('change-h').scrollIntoView(); return null;")
+        .await;
+    browser.screenshot("action-corrected-and-reassigned").await;
+}
+
+/// In production mode an owner must be a person of the directory: a made-up address
+/// of an allowed domain is refused with the reason, by the API and the page alike.
+#[tokio::test]
+async fn a_made_up_owner_is_refused_in_production_mode() {
+    let w = World::with(|s| {
+        s.mode = coe::config::Mode::Production;
+        s.auth.allowed_domains = vec!["example.com".into()];
+    })
+    .await;
+    let id = an_action(&w).await;
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &format!("/api/v1/actions/{id}"),
+            None,
+            Some(json!({"owner": "newhire@example.com", "reason": "New hire"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body.to_string()
+            .contains("newhire@example.com is not in the directory: nobody manages them"),
+        "{body}"
+    );
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &format!("/api/v1/actions/{id}"),
+            None,
+            Some(json!({"owner": "bo@example.com", "reason": "Bo's team"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+}
