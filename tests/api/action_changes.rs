@@ -162,3 +162,66 @@ async fn a_made_up_owner_is_refused_in_production_mode() {
         .await;
     assert_eq!(status, 200, "{body}");
 }
+
+/// Every move on the action's page is confirmed with what comes next; a done action
+/// that needs verifying says whose move it is (issue 63 item 5).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn marking_an_action_done_says_it_now_waits_for_the_reviewer() {
+    let w = World::new().await;
+    let id = an_action(&w).await;
+    let coe = w
+        .app
+        .get_json(&format!("/api/v1/actions/{id}"), &w.owner)
+        .await["coe_id"]
+        .as_str()
+        .expect("its COE")
+        .to_owned();
+    // A sev1: its done actions are verified by the reviewer.
+    let doc = w.coe(&coe).await;
+    let (status, doc) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &format!("/api/v1/coes/{coe}"),
+            doc["version"].as_i64(),
+            Some(json!({"severity": "sev1"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{doc}");
+    let page = format!("/actions/{id}");
+    let browser = Browser::start().await;
+    sign_in_to(&browser, &w.app, "dev@example.com", &page).await;
+    browser.click_to_load("button[formaction$='/start']").await;
+    browser.wait_for_url("did=start").await;
+    assert!(
+        browser.text(".notice").await.starts_with("Started. It is"),
+        "{}",
+        browser.text(".notice").await
+    );
+    browser
+        .type_into(
+            "#note-complete",
+            "The CI job fails on a config with a typo.",
+        )
+        .await;
+    browser
+        .type_into("#evidence-complete", "https://ci.example.com/runs/42")
+        .await;
+    browser
+        .click_to_load("button[formaction$='/complete']")
+        .await;
+    browser.wait_for_url("did=complete").await;
+    let notice = browser.text(".notice").await;
+    assert!(
+        notice.contains("Marked done. It now waits for reviewer@example.com to verify it"),
+        "{notice}"
+    );
+    let facts = browser.text(".facts").await;
+    assert!(
+        facts.contains("waiting for reviewer@example.com to verify it (done "),
+        "{facts}"
+    );
+    browser
+        .screenshot("action-done-waits-for-the-reviewer")
+        .await;
+}

@@ -187,7 +187,7 @@ impl World {
         action
     }
 
-    async fn coe(&self, id: &str) -> Value {
+    pub(crate) async fn coe(&self, id: &str) -> Value {
         self.app
             .get_json(&format!("/api/v1/coes/{id}"), &self.owner)
             .await

@@ -163,7 +163,18 @@ fn page(
             &state.settings.auth.dotless_domains,
         )
         .is_ok();
+    // Whose move it is once it is done: the reviewer's, since it was marked done.
+    let waiting_verify = (a.state == crate::domain::action::ActionState::Done
+        && needs_verification
+        && a.verified_at.is_none())
+    .then(|| {
+        let since = detail.steps.iter().rev().find(|s| s.step == "complete");
+        json!({"who": detail.coe_reviewer,
+               "since": since.map(|s| crate::json::format_utc(&s.at))})
+    })
+    .filter(|w| !w["who"].is_null());
     let data = json!({
+        "waiting_verify": waiting_verify,
         "state": a.state.as_str().replace('_', " "),
         "ticket": safe_href(a.external_url.as_deref()),
         "tracked": tracked(&detail, state),
@@ -267,6 +278,63 @@ pub async fn make_ticket(form: CsrfForm<Fields>, path: web::Path<String>, state:
 #[derive(Debug, Deserialize)]
 pub struct ShowQuery {
     kept: Option<String>,
+    /// The move just made (`start`, `complete`, `due`, …): the page confirms it and
+    /// says what comes next.
+    did: Option<String>,
+}
+
+/// What the page says after move `did`, from the action as it is now.
+fn confirmation(
+    did: &str,
+    detail: &ActionDetail,
+    names: &[(String, Option<String>)],
+) -> Option<String> {
+    let a = &detail.action;
+    let name = |email: &str| {
+        names
+            .iter()
+            .find(|(e, _)| e == email)
+            .and_then(|(_, n)| n.clone())
+            .unwrap_or_else(|| email.to_owned())
+    };
+    let reviewer = detail.coe_reviewer.as_deref().map(name);
+    let said = match did {
+        "start" => format!(
+            "Started. It is {}'s to finish by {}.",
+            name(&a.owner),
+            a.due_date
+        ),
+        "complete" => match (a.verified_at, reviewer) {
+            (None, Some(reviewer)) if a.state == crate::domain::action::ActionState::Done => {
+                format!(
+                    "Marked done. It now waits for {reviewer} to verify it against what done \
+                     means; you are told if it is sent back."
+                )
+            }
+            _ => "Marked done: nothing more is needed.".to_owned(),
+        },
+        "wont-do" => {
+            "Marked as not to be done; the COE's owner and reviewer can read why.".to_owned()
+        }
+        "reopen" => format!("Reopened: it is open again, due {}.", a.due_date),
+        "due" => format!(
+            "The due date is now {}; the board shows why it moved.",
+            a.due_date
+        ),
+        "verify" => match a.state {
+            crate::domain::action::ActionState::Done => {
+                "Verified: it does what it was meant to.".to_owned()
+            }
+            _ => format!(
+                "Sent back to {}, who is told what is missing.",
+                name(&a.owner)
+            ),
+        },
+        "edit" => "Saved.".to_owned(),
+        "reassign" => format!("It is {}'s now; they are emailed.", name(&a.owner)),
+        _ => return None,
+    };
+    Some(said)
 }
 
 /// `GET /actions/{id}`: where the emails' links land; with `?kept=…`, the problems of
@@ -277,13 +345,8 @@ pub async fn show(
     query: web::Query<ShowQuery>,
     state: State,
 ) -> Page {
-    let kept = kept_form(
-        &state,
-        &who,
-        &format!("/actions/{path}"),
-        query.into_inner().kept,
-    )
-    .await?;
+    let ShowQuery { kept, did } = query.into_inner();
+    let kept = kept_form(&state, &who, &format!("/actions/{path}"), kept).await?;
     let (status, problems, typed) =
         kept.map_or((StatusCode::OK, Vec::new(), None), |(status, body)| {
             let problems = serde_json::from_value(body["problems"].clone()).unwrap_or_default();
@@ -291,7 +354,11 @@ pub async fn show(
             (status, problems, typed)
         });
     let loaded = load(&state, &path, &who).await?;
-    page(&state, &who, status, loaded, problems, typed, None)
+    let notice = did
+        .as_deref()
+        .filter(|_| problems.is_empty())
+        .and_then(|did| confirmation(did, &loaded.0, &loaded.2));
+    page(&state, &who, status, loaded, problems, typed, notice)
 }
 
 /// What was typed on an action's page in its parts other than `own` (the page is one
@@ -339,12 +406,15 @@ async fn answer(
     let path = format!("/actions/{id}");
     let mut typed = typed_elsewhere(fields, own);
     if let Outcome::Done = outcome {
+        // The page confirms the move and says what comes next (`confirmation`).
         if typed.is_empty() {
-            return Ok(super::outcome::see_other(&path));
+            return Ok(super::outcome::see_other(&format!("{path}?did={own}")));
         }
         let body = json!({"problems": [], "typed": typed});
         let kept = keep_form(state, who, &path, StatusCode::OK, body).await?;
-        return Ok(super::outcome::see_other(&format!("{path}?kept={kept}")));
+        return Ok(super::outcome::see_other(&format!(
+            "{path}?kept={kept}&did={own}"
+        )));
     }
     let mine = fields.part(own);
     if !mine.is_blank() {
