@@ -38,6 +38,14 @@ impl<'de> Deserialize<'de> for Secret {
             fn visit_string<E: serde::de::Error>(self, value: String) -> Result<Secret, E> {
                 Ok(Secret(value))
             }
+            // An environment variable of digits (`COE_METRICS_TOKEN=1234…`) reaches here
+            // as a number: it is the secret as written.
+            fn visit_u64<E: serde::de::Error>(self, value: u64) -> Result<Secret, E> {
+                Ok(Secret(value.to_string()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, value: i64) -> Result<Secret, E> {
+                Ok(Secret(value.to_string()))
+            }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
                 mut map: A,

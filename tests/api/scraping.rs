@@ -89,6 +89,12 @@ fn a_metrics_listener_is_refused_where_it_would_leak_or_cannot_bind() {
             "{env:?}: {err}"
         );
     }
+    // A token of digits from the environment is the token as written.
+    let out = coe(
+        &["check-config"],
+        &[("COE_METRICS_TOKEN", "1234567890123456")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let dir = tempfile::tempdir().expect("a folder");
     let config = dir.path().join("coe.toml");
     std::fs::write(

@@ -514,14 +514,7 @@ pub async fn move_due_date(form: CsrfForm<Fields>, path: web::Path<String>, stat
     };
     let key = id.clone();
     let outcome = change(&state, &who, move |conn, state, editor| {
-        actions::patch(
-            conn,
-            &key,
-            &patch,
-            editor,
-            state.settings.clock(),
-            state.env(),
-        )
+        save(conn, state, editor, &key, &patch)
     })
     .await?;
     answer(&state, &who, &id, outcome, &fields, "due").await
@@ -569,14 +562,7 @@ pub async fn edit(form: CsrfForm<Fields>, path: web::Path<String>, state: State)
         let patch: ActionPatch = serde_json::from_value(Value::Object(changed)).map_err(|e| {
             ActionError::Invalid(vec![(String::new(), format!("That cannot be saved: {e}"))])
         })?;
-        actions::patch(
-            conn,
-            &key,
-            &patch,
-            editor,
-            state.settings.clock(),
-            state.env(),
-        )
+        save(conn, state, editor, &key, &patch)
     })
     .await?;
     answer(&state, &who, &id, outcome, &fields, "edit").await
@@ -637,15 +623,19 @@ pub async fn reassign(form: CsrfForm<Fields>, path: web::Path<String>, state: St
             reason,
             ..ActionPatch::default()
         };
-        actions::patch(
-            conn,
-            &key,
-            &patch,
-            editor,
-            state.settings.clock(),
-            state.env(),
-        )
+        save(conn, state, editor, &key, &patch)
     })
     .await?;
     answer(&state, &who, &id, outcome, &fields, "reassign").await
+}
+
+/// Saves `patch` to action `id` as the signed-in person, on the service's terms.
+fn save(
+    conn: &mut crate::db::DbConnection,
+    state: &AppState,
+    editor: &crate::services::access::Editor<'_>,
+    id: &str,
+    patch: &ActionPatch,
+) -> Result<(), ActionError> {
+    actions::patch(conn, id, patch, editor, state.settings.clock(), state.env())
 }
