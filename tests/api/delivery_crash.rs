@@ -74,6 +74,34 @@ fn queue_emails(pool: &coe::db::DbPool) {
     }
 }
 
+/// Waits (up to a minute) until about a third of the emails reached the SMTP server.
+fn until_a_third_left(smtp: &SmtpServer) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while smtp.messages().len() < EMAILS / 3 {
+        assert!(
+            Instant::now() < deadline,
+            "the emails did not start to leave"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits until every email is sent, at most two minutes after `restarted`.
+fn until_every_email_is_sent(pool: &coe::db::DbPool, restarted: Instant) {
+    let deadline = restarted + Duration::from_secs(120);
+    loop {
+        let now = states(pool);
+        if now.get("sent").copied().unwrap_or(0) == EMAILS as i64 {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not every email was sent within two minutes of the restart: {now:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn a_replica_killed_while_sending_strands_only_the_email_in_flight() {
     let db = TestDatabase::new();
@@ -84,14 +112,7 @@ fn a_replica_killed_while_sending_strands_only_the_email_in_flight() {
     queue_emails(&pool);
 
     // Killed once about a third went out.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while smtp.messages().len() < EMAILS / 3 {
-        assert!(
-            Instant::now() < deadline,
-            "the emails did not start to leave"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until_a_third_left(&smtp);
     drop(served); // SIGKILL, and waited for
     let at_kill = states(&pool);
     let stranded = at_kill.get("sending").copied().unwrap_or(0);
@@ -109,18 +130,7 @@ fn a_replica_killed_while_sending_strands_only_the_email_in_flight() {
     // once rather than after its 15-minute lease.
     let restarted = Instant::now();
     let served = start(&db, &smtp);
-    let deadline = restarted + Duration::from_secs(120);
-    loop {
-        let now = states(&pool);
-        if now.get("sent").copied().unwrap_or(0) == EMAILS as i64 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not every email was sent within two minutes of the restart: {now:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    until_every_email_is_sent(&pool, restarted);
     let took = restarted.elapsed();
     // Every email arrived; one the server had taken just before the kill may come
     // twice (the same Message-ID): that is the only duplicate a crash can make.
@@ -169,14 +179,7 @@ fn a_replica_back_under_another_name_sends_what_the_old_name_held() {
     let served = start_as(&db, &smtp, "pod-a");
     let pool = pool(&db);
     queue_emails(&pool);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while smtp.messages().len() < EMAILS / 3 {
-        assert!(
-            Instant::now() < deadline,
-            "the emails did not start to leave"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    until_a_third_left(&smtp);
     drop(served); // SIGKILL, and waited for
     let mut conn = pool.get().expect("conn");
     let held: Vec<String> = outbox_emails::table
@@ -198,18 +201,7 @@ fn a_replica_back_under_another_name_sends_what_the_old_name_held() {
 
     let restarted = Instant::now();
     let _served = start_as(&db, &smtp, "pod-b");
-    let deadline = restarted + Duration::from_secs(120);
-    loop {
-        let now = states(&pool);
-        if now.get("sent").copied().unwrap_or(0) == EMAILS as i64 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not every email was sent within two minutes by the new name: {now:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    until_every_email_is_sent(&pool, restarted);
     // What pod-a held was sent by pod-b, long before the 15-minute lease ran out.
     let mut conn = pool.get().expect("conn");
     for id in &held {
