@@ -28,6 +28,12 @@ pub enum MoveKind {
     AnswerChanges,
     /// An action this person owns, sent back at verification.
     RedoAction,
+    /// An action this person owns and marked done, waiting for the COE's reviewer to
+    /// verify it (`by` is the reviewer): not their move, but not out of sight.
+    AwaitVerification,
+    /// A COE this person owns, in review, waiting for its reviewer's (or bar
+    /// raiser's) approval (`by` is who it waits for).
+    AwaitApproval,
 }
 
 /// One move that waits on the person.
@@ -39,7 +45,8 @@ pub struct Move {
     pub severity: Severity,
     pub action_id: Option<String>,
     pub action_title: Option<String>,
-    /// Who is waiting, or who asked (the COE's owner, the reviewer who sent it back).
+    /// Who is waiting, or who asked (the COE's owner, the reviewer who sent it back);
+    /// for what waits on others, whom it waits for.
     pub by: Option<String>,
     /// What they said (the reason an action was sent back, the changes asked).
     pub said: Option<String>,
@@ -66,6 +73,82 @@ pub fn moves(
     refused(conn, me, &mut moves)?;
     moves.sort_by_key(|m| m.since);
     Ok(moves)
+}
+
+/// What `me` did and now waits on someone else, oldest first: their done actions
+/// waiting for the reviewer's verification, their COEs in review waiting for an
+/// approval. "My work" keeps them in sight, each with whom it waits for and since when.
+pub fn waiting_on_others(
+    conn: &mut DbConnection,
+    me: &str,
+    verify_from: Severity,
+    dotless: &[String],
+) -> QueryResult<Vec<Move>> {
+    let mut waiting: Vec<Move> =
+        waiting_verification(conn, Whose::Owner(me), verify_from, dotless, SHOWN)?
+            .into_iter()
+            .map(|(reviewer, m)| Move {
+                kind: MoveKind::AwaitVerification,
+                by: Some(reviewer),
+                ..m
+            })
+            .collect();
+    in_review(conn, me, &mut waiting)?;
+    waiting.sort_by_key(|m| m.since);
+    Ok(waiting)
+}
+
+/// COEs `me` owns that are in review, each waiting for whoever has not approved it
+/// as it stands (the reviewer first, then the bar raiser).
+fn in_review(conn: &mut DbConnection, me: &str, waiting: &mut Vec<Move>) -> QueryResult<()> {
+    let rows: Vec<CoeLine> = coes::table
+        .filter(coes::state.eq(CoeState::InReview.as_str()))
+        .filter(coes::owner_email.eq(me))
+        .order(coes::updated_at.asc())
+        .limit(SHOWN)
+        .select((
+            coes::id,
+            coes::title,
+            coes::severity,
+            coes::reviewer_email,
+            coes::bar_raiser_email,
+            coes::approved_by,
+            coes::approved_version,
+            coes::version,
+            coes::updated_at,
+        ))
+        .load(conn)?;
+    for (id, title, severity, reviewer, bar_raiser, approved_by, approved_version, version, at) in
+        rows
+    {
+        let approved = |who: &Option<String>| {
+            who.is_some() && approved_by == *who && approved_version == Some(version)
+        };
+        let by = if !approved(&reviewer) {
+            reviewer
+        } else if bar_raiser.is_some() && !approved(&bar_raiser) {
+            bar_raiser
+        } else {
+            continue;
+        };
+        let submitted: Option<NaiveDateTime> = review_comments::table
+            .filter(review_comments::coe_id.eq(&id))
+            .filter(review_comments::verdict.eq("submitted"))
+            .select(diesel::dsl::max(review_comments::created_at))
+            .first(conn)?;
+        waiting.push(Move {
+            kind: MoveKind::AwaitApproval,
+            coe_id: id,
+            coe_title: title,
+            severity: types::severity("coes.severity", severity)?,
+            action_id: None,
+            action_title: None,
+            by,
+            said: None,
+            since: submitted.unwrap_or(at),
+        });
+    }
+    Ok(())
 }
 
 type CoeLine = (
@@ -157,20 +240,32 @@ fn to_verify(
     moves: &mut Vec<Move>,
 ) -> QueryResult<()> {
     moves.extend(
-        waiting_verification(conn, Some(me), verify_from, dotless, SHOWN)?
+        waiting_verification(conn, Whose::Reviewer(me), verify_from, dotless, SHOWN)?
             .into_iter()
             .map(|(_, m)| m),
     );
     Ok(())
 }
 
+/// Whose done actions waiting for verification are read.
+#[derive(Debug, Clone, Copy)]
+pub enum Whose<'a> {
+    /// Everyone's (the reviewers' daily emails).
+    Everyone,
+    /// Those this reviewer is to verify.
+    Reviewer(&'a str),
+    /// Those this person owns (what they wait for).
+    Owner(&'a str),
+}
+
 /// Done actions waiting for their COE's reviewer to verify them (the COE's severity
 /// asks for it; the reviewer neither owns nor completed the action), oldest done
-/// first, with their reviewer: of `reviewer` alone, or of everyone. What "My work"
-/// lists and the daily email to each reviewer (`reminders`) says.
+/// first, with their reviewer. What "My work" lists (to the reviewer, and to the
+/// owner as waiting on someone else) and the daily email to each reviewer
+/// (`reminders`) says.
 pub fn waiting_verification(
     conn: &mut DbConnection,
-    reviewer: Option<&str>,
+    whose: Whose<'_>,
     verify_from: Severity,
     dotless: &[String],
     limit: i64,
@@ -183,8 +278,14 @@ pub fn waiting_verification(
         .filter(corrective_actions::state.eq(ActionState::Done.as_str()))
         .filter(corrective_actions::verified_at.is_null())
         .into_boxed();
-    if let Some(reviewer) = reviewer {
-        query = query.filter(coes::reviewer_email.eq(reviewer.to_owned()));
+    match whose {
+        Whose::Everyone => {}
+        Whose::Reviewer(reviewer) => {
+            query = query.filter(coes::reviewer_email.eq(reviewer.to_owned()));
+        }
+        Whose::Owner(owner) => {
+            query = query.filter(corrective_actions::owner_email.eq(owner.to_owned()));
+        }
     }
     let rows: Vec<DoneLine> = query
         .order((

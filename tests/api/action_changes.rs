@@ -224,4 +224,14 @@ async fn marking_an_action_done_says_it_now_waits_for_the_reviewer() {
     browser
         .screenshot("action-done-waits-for-the-reviewer")
         .await;
+    // Out of the owner's moves, not out of sight: My work keeps it, with whom it
+    // waits for and since when.
+    browser.goto(&format!("{}/", w.app.address)).await;
+    let waiting = browser.text("#waiting-on-others").await;
+    assert!(
+        waiting.contains("done, waiting for reviewer@example.com to verify it")
+            && waiting.contains("since today"),
+        "{waiting}"
+    );
+    browser.screenshot("my-work-waiting-on-the-reviewer").await;
 }

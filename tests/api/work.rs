@@ -43,12 +43,23 @@ async fn each_person_finds_the_move_that_waits_on_them_on_my_work() {
     assert!(moves(&html).contains("waiting since today"), "{html}");
     let html = my_work(&w.app, "di@example.com").await;
     assert!(moves(&html).contains("Raise the bar on"), "{html}");
+    // The owner did their part: My work says whom it waits for.
+    let html = my_work(&w.app, "owner@example.com").await;
+    assert!(
+        html.contains("in review, waiting for reviewer@example.com to approve it"),
+        "{html}"
+    );
 
     // The reviewer approved: it waits on the bar raiser alone.
     let (status, _) = w.send(&w.reviewer, "POST", &approve, None, None).await;
     assert_eq!(status, 200);
     assert!(!moves(&my_work(&w.app, "reviewer@example.com").await).contains("Payments down"));
     assert!(moves(&my_work(&w.app, "di@example.com").await).contains("Payments down"));
+    let html = my_work(&w.app, "owner@example.com").await;
+    assert!(
+        html.contains("in review, waiting for di@example.com to approve it"),
+        "{html}"
+    );
 
     // The bar raiser sends it back: the owner's move, with what was asked.
     let (status, _) = w

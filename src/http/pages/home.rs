@@ -38,9 +38,15 @@ fn action_line(a: ActionView) -> Value {
 pub async fn home(who: SignedIn, state: State) -> Page {
     let email = who.person.email.clone();
     let is_admin = who.person.is_admin;
-    let (actions, coes, unowned, moves, names, leader) = as_service(&state, move |conn, state| {
+    let (actions, coes, unowned, (moves, waiting), names, leader) = as_service(&state, move |conn, state| {
         let clock = state.settings.clock();
         let moves = crate::services::work::moves(
+            conn,
+            &email,
+            state.settings.coe.verify_actions_from,
+            &state.settings.auth.dotless_domains,
+        )?;
+        let waiting = crate::services::work::waiting_on_others(
             conn,
             &email,
             state.settings.coe.verify_actions_from,
@@ -125,7 +131,7 @@ pub async fn home(who: SignedIn, state: State) -> Page {
         let named: Vec<String> = lines
             .iter()
             .filter_map(|(c, _)| c.owner.clone())
-            .chain(moves.iter().filter_map(|m| m.by.clone()))
+            .chain(moves.iter().chain(&waiting).filter_map(|m| m.by.clone()))
             .collect();
         // A leader (an admin, or anyone's manager) sees the organisation's figures.
         let leader = if is_admin || crate::services::people::manages_anyone(conn, &email)? {
@@ -143,23 +149,22 @@ pub async fn home(who: SignedIn, state: State) -> Page {
         });
         let named: Vec<String> = named.into_iter().chain(listed).collect();
         let names = crate::services::people::names_of(conn, &named)?;
-        Ok((open, lines, unowned, moves, names, leader))
+        Ok((open, lines, unowned, (moves, waiting), names, leader))
     })
     .await?;
     let now = chrono::Utc::now().naive_utc();
-    let moves: Vec<Value> = moves
-        .into_iter()
-        .map(|m| {
-            let days = (now - m.since).num_days().max(0);
-            let mut line = json!(m);
-            line["waiting"] = json!(match days {
-                0 => "since today".to_owned(),
-                1 => "for a day".to_owned(),
-                n => format!("for {n} days"),
-            });
-            line
-        })
-        .collect();
+    let lines = |moves: Vec<crate::services::work::Move>| -> Vec<Value> {
+        moves
+            .into_iter()
+            .map(|m| {
+                let days = (now - m.since).num_days();
+                let mut line = json!(m);
+                line["waiting"] = json!(super::templates::waited_words(days));
+                line
+            })
+            .collect()
+    };
+    let (moves, waiting) = (lines(moves), lines(waiting));
     let names = super::kit::names_data(&names);
     let unowned: Vec<Value> = unowned.iter().map(unowned_line).collect();
     let me = who.person.email.as_str();
@@ -183,7 +188,7 @@ pub async fn home(who: SignedIn, state: State) -> Page {
         Some(&who),
         StatusCode::OK,
         "home",
-        json!({"actions": actions, "coes": coes, "moves": moves, "unowned": unowned,
+        json!({"actions": actions, "coes": coes, "moves": moves, "waiting": waiting, "unowned": unowned,
                "names": names, "leader": leader}),
     )
 }

@@ -107,6 +107,28 @@ handlebars::handlebars_helper!(words: |v: str| state_words(v));
 handlebars::handlebars_helper!(timeline_kind: |v: str| crate::domain::coe::TimelineKind::parse(v)
     .map_or_else(|| state_words(v), |k| k.words().to_owned()));
 handlebars::handlebars_helper!(why_question: |v: str| as_question(v));
+// How long something has waited, in words: "since today", "for a day", "for 3 days".
+handlebars::handlebars_helper!(waited: |days: i64| waited_words(days));
+// How long ago, in words: "today", "yesterday", "3 days ago".
+handlebars::handlebars_helper!(ago: |days: i64| ago_words(days));
+
+/// Days waited, as a person says it (never "0 days").
+pub(super) fn waited_words(days: i64) -> String {
+    match days {
+        ..=0 => "since today".to_owned(),
+        1 => "for a day".to_owned(),
+        n => format!("for {n} days"),
+    }
+}
+
+/// Days ago, as a person says it.
+fn ago_words(days: i64) -> String {
+    match days {
+        ..=0 => "today".to_owned(),
+        1 => "yesterday".to_owned(),
+        n => format!("{n} days ago"),
+    }
+}
 
 /// A state or verdict as words: `changes_requested` → "changes requested",
 /// `wont_do` → "won't do".
@@ -288,6 +310,8 @@ impl PageTemplates {
         registry.register_helper("words", Box::new(words));
         registry.register_helper("timeline_kind", Box::new(timeline_kind));
         registry.register_helper("why_question", Box::new(why_question));
+        registry.register_helper("waited", Box::new(waited));
+        registry.register_helper("ago", Box::new(ago));
         for (name, text) in TEMPLATES {
             let result = if PARTIALS.contains(name) {
                 registry.register_partial(name, *text)

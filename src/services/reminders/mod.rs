@@ -384,7 +384,7 @@ fn verifications_waiting(
 ) -> QueryResult<Vec<Decision>> {
     let waiting = crate::services::work::waiting_verification(
         conn,
-        None,
+        crate::services::work::Whose::Everyone,
         settings.coe.verify_actions_from,
         &settings.auth.dotless_domains,
         MAX_WAITING_VERIFICATION,
