@@ -390,6 +390,12 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     browser.click_to_load("#review button[type=submit]").await;
     browser.wait_for_url("#review").await;
     assert!(browser.text(".facts").await.contains("in review"));
+    // Confirmed with what comes next (issue 63 item 5).
+    let notice = browser.text("#notice").await;
+    assert!(
+        notice.starts_with("Submitted. It now waits for") && notice.contains("to approve it"),
+        "{notice}"
+    );
     sign_out(&browser).await;
 
     // The reviewer follows the email's link: the COE reads as a document with the
@@ -421,7 +427,16 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     browser
         .click_to_load("#review button[formaction$='/request-changes']")
         .await;
-    browser.wait_for_url("#review").await;
+    // Nothing more to do on it: the reviewer lands on their own work, told whose
+    // move it is now (issue 63 item 7).
+    browser.wait_for_url("did=changes-asked").await;
+    let notice = browser.text("#notice").await;
+    assert!(
+        notice.starts_with("Changes asked on") && notice.contains("it is back with"),
+        "{notice}"
+    );
+    browser.screenshot("changes-asked-lands-on-my-work").await;
+    browser.goto(&app.url(&coe_path)).await;
     assert!(browser.text(".facts").await.contains("draft"));
     sign_out(&browser).await;
 
@@ -511,7 +526,9 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     .await;
     let panel = browser.text("#review").await;
     assert!(
-        panel.contains("Your review as bar raiser") && panel.contains("it waits for"),
+        panel.contains("Your review as bar raiser")
+            && panel.contains("it waits for your approval")
+            && panel.contains("approved it already: approving ends the review"),
         "{panel}"
     );
     browser.set_size(1280, 1400).await;
@@ -522,6 +539,11 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     browser.click_to_load("#review .approve button").await;
     browser.wait_for_url("#review").await;
     assert!(browser.text(".facts").await.contains("approved"));
+    let notice = browser.text("#notice").await;
+    assert!(
+        notice.starts_with("Approved: the review is over. It closes once"),
+        "{notice}"
+    );
     sign_out(&browser).await;
 
     // Each action's owner completes it: Cy from the email that assigned it to him,

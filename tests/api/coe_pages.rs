@@ -225,7 +225,7 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
             res.headers()[LOCATION]
                 .to_str()
                 .expect("ascii")
-                .starts_with(&format!("{page}#tl-")),
+                .starts_with(&format!("{page}?did=timeline#tl-")),
             "{:?}",
             res.headers()[LOCATION]
         );
@@ -882,7 +882,7 @@ async fn a_repeated_create_form_makes_one_record_and_lands_on_it() {
     for location in &landed_at {
         assert_eq!(
             location,
-            &format!("{page}#action-{action_id}"),
+            &format!("{page}?did=actions#action-{action_id}"),
             "{landed_at:?}"
         );
     }

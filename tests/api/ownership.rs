@@ -188,7 +188,7 @@ async fn a_coe_is_owned_by_the_first_rule_that_names_someone_and_anyone_takes_an
         .await
         .expect("sent");
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
-    assert_eq!(res.headers()[LOCATION], format!("{page}#details"));
+    assert_eq!(res.headers()[LOCATION], format!("{page}?did=take#details"));
     let admin = app.admin_token();
     let coe = app.get_json(&format!("/api/v1/coes/{id}"), &admin).await;
     assert_eq!(coe["owner"], "bo@example.com");

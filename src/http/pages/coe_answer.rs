@@ -338,7 +338,20 @@ impl CoeForm {
     pub(super) async fn answer(&self, part: &str, own: &str, outcome: Outcome) -> Page {
         match outcome {
             Outcome::Done => {
-                let landed = format!("/coes/{}#{}", self.id, anchor_of(part));
+                // What was done, for the page to confirm (`coes::confirmation`): the
+                // review's step, or the part changed.
+                let did = if part == "review" {
+                    &self.item
+                } else {
+                    own.split(':').next().unwrap_or(own)
+                };
+                // A reviewer who sent it back has nothing more to do on it: they land
+                // on their own work, told it is with its owner.
+                let landed = if did == "request-changes" {
+                    format!("/?did=changes-asked&coe={}", self.id)
+                } else {
+                    format!("/coes/{}?did={did}#{}", self.id, anchor_of(part))
+                };
                 self.landed(&landed, own).await
             }
             outcome => {

@@ -237,7 +237,7 @@ pub async fn add_timeline(form: CoeForm) -> Page {
             )?)?;
         }
         let entry = service::add_timeline(conn, coe, &input, Some(version), editor, state.env())?;
-        Ok::<_, CoeError>(format!("/coes/{coe}#tl-{entry}"))
+        Ok::<_, CoeError>(format!("/coes/{coe}?did=timeline#tl-{entry}"))
     })
     .await
 }
@@ -266,7 +266,7 @@ pub async fn add_whys(form: CoeForm) -> Page {
     form.create("five_whys", "whys", move |conn, state, editor, coe| {
         let version = service::version(conn, coe)?;
         let chain = service::add_why_chain(conn, coe, &input, Some(version), editor, state.env())?;
-        Ok::<_, CoeError>(format!("/coes/{coe}#chain-{chain}"))
+        Ok::<_, CoeError>(format!("/coes/{coe}?did=whys#chain-{chain}"))
     })
     .await
 }
@@ -315,7 +315,7 @@ pub async fn add_related(form: CoeForm) -> Page {
     form.create("related", "related", move |conn, state, editor, coe| {
         let version = service::version(conn, coe)?;
         let item = service::add_related(conn, coe, &input, Some(version), editor, state.env())?;
-        Ok::<_, CoeError>(format!("/coes/{coe}#rel-{item}"))
+        Ok::<_, CoeError>(format!("/coes/{coe}?did=related#rel-{item}"))
     })
     .await
 }
@@ -350,7 +350,7 @@ pub async fn add_action(form: CoeForm) -> Page {
     form.create("actions", "actions", move |conn, state, editor, coe| {
         let clock = state.settings.clock();
         let action = actions::create(conn, coe, &input, editor, clock, state.env())?;
-        Ok::<_, actions::ActionError>(format!("/coes/{coe}#action-{action}"))
+        Ok::<_, actions::ActionError>(format!("/coes/{coe}?did=actions#action-{action}"))
     })
     .await
 }

@@ -425,8 +425,20 @@ pub(super) fn page(
         };
         data.insert("as_bar_raiser".into(), json!(as_bar_raiser));
         data.insert("approved_already".into(), json!(approved_already));
-        data.insert("awaited".into(), json!(awaited.flatten()));
-        data.insert("other_approver".into(), json!(other));
+        let awaited = awaited.flatten();
+        // Said to the person reading it: "it waits for you", not for their own name;
+        // and an approval already given is not asked for again.
+        data.insert("awaits_me".into(), json!(awaited.as_deref() == Some(me)));
+        data.insert("awaited".into(), json!(awaited));
+        let other_approved = other.is_some() && doc.approved_by == *other;
+        data.insert(
+            "other_approver".into(),
+            json!(other.as_ref().filter(|_| !other_approved)),
+        );
+        data.insert(
+            "other_approved".into(),
+            json!(other.as_ref().filter(|_| other_approved)),
+        );
         data.extend(super::review::rules(
             &doc,
             bar_raisers,
@@ -453,6 +465,8 @@ pub struct ShowQuery {
     reported: Option<String>,
     /// The reading mode, or the editor, for someone who may edit it.
     view: Option<View>,
+    /// The move just made from the page, to confirm with what comes next.
+    did: Option<String>,
 }
 
 /// How a person who may edit a COE asked to see it.
@@ -477,6 +491,7 @@ pub async fn show(
         saved,
         reported,
         view,
+        did,
     } = query.into_inner();
     let (status, mut kept) = match kept {
         Some(kept_id) => {
@@ -499,7 +514,80 @@ pub async fn show(
     if reported.is_some() && kept.notice.is_none() {
         kept.notice = Some(super::report::reported_notice(&loaded.doc));
     }
+    if let (Some(did), None) = (&did, &kept.notice) {
+        kept.notice = confirmation(did, &loaded.doc, &loaded.directory, &state.settings);
+    }
     page(&state, &who, status, loaded, kept, view)
+}
+
+/// The confirmation of move `did` just made on COE `doc`'s page: what happened and
+/// what comes next, naming people as the directory (`names`) does.
+fn confirmation(
+    did: &str,
+    doc: &crate::services::coes::CoeDocument,
+    names: &[(String, Option<String>)],
+    settings: &crate::config::Settings,
+) -> Option<String> {
+    let name = |email: &str| {
+        names
+            .iter()
+            .find(|(e, _)| e == email)
+            .and_then(|(_, n)| n.clone())
+            .unwrap_or_else(|| email.to_owned())
+    };
+    let closes =
+        if crate::domain::coe::needs_verification(doc.severity, settings.coe.verify_actions_from) {
+            "It closes once every corrective action is done and verified."
+        } else {
+            "It closes once every corrective action is done."
+        };
+    // Whom a COE in review still waits for: the reviewer, then the bar raiser.
+    let awaited = || {
+        let approved = |who: &Option<String>| who.is_some() && doc.approved_by == *who;
+        [&doc.reviewer, &doc.bar_raiser]
+            .into_iter()
+            .find(|who| who.is_some() && !approved(who))
+            .and_then(|who| who.as_deref().map(name))
+    };
+    let said = match did {
+        "submit" => match (doc.state, awaited()) {
+            (CoeState::InReview, Some(first)) => {
+                let bar = doc
+                    .bar_raiser
+                    .as_deref()
+                    .map(|b| format!(" and {} as its bar raiser", name(b)))
+                    .unwrap_or_default();
+                format!(
+                    "Submitted. It now waits for {first}{bar} to approve it; you are told when \
+                     they do or ask for changes."
+                )
+            }
+            _ => "Submitted.".to_owned(),
+        },
+        "approve" => match (doc.state, awaited()) {
+            (CoeState::InReview, Some(other)) => {
+                format!("Approved. It now waits for {other} to approve it too.")
+            }
+            (CoeState::Closed, _) => {
+                "Approved, and closed: every corrective action is done.".into()
+            }
+            _ => format!("Approved: the review is over. {closes}"),
+        },
+        "timeline" => "Added to the timeline.".to_owned(),
+        "whys" | "chain" => "Saved the 5 whys.".to_owned(),
+        "comment" => "Comment added: the owner answers it at the section.".to_owned(),
+        "answer" => "Answer saved: the reviewer reads it at their comment.".to_owned(),
+        "remove" => "Removed the related link.".to_owned(),
+        "detach" => "The incident is no longer part of this COE.".to_owned(),
+        "actions" => "Corrective action added.".to_owned(),
+        "details" => "Saved.".to_owned(),
+        "take" => "It is yours now: you write it and submit it for review.".to_owned(),
+        "related" => "Saved the related link.".to_owned(),
+        "incidents" => "Saved which incidents it covers.".to_owned(),
+        "template" => "Switched its template: what was written is kept.".to_owned(),
+        _ => return None,
+    };
+    Some(said)
 }
 
 /// The template's contributing factors as a select offers them, `chosen` selected.

@@ -34,124 +34,138 @@ fn action_line(a: ActionView) -> Value {
     })
 }
 
+/// What `GET /` may carry: a move just made elsewhere, to confirm here.
+#[derive(serde::Deserialize)]
+pub struct HomeQuery {
+    /// `changes-asked`: the reviewer just sent COE `coe` back to its owner.
+    did: Option<String>,
+    coe: Option<String>,
+}
+
 /// `GET /`.
-pub async fn home(who: SignedIn, state: State) -> Page {
+pub async fn home(who: SignedIn, query: actix_web::web::Query<HomeQuery>, state: State) -> Page {
     let email = who.person.email.clone();
     let is_admin = who.person.is_admin;
-    let (actions, coes, unowned, (moves, waiting), names, leader) = as_service(&state, move |conn, state| {
-        let clock = state.settings.clock();
-        let moves = crate::services::work::moves(
-            conn,
-            &email,
-            state.settings.coe.verify_actions_from,
-            &state.settings.auth.dotless_domains,
-        )?;
-        let waiting = crate::services::work::waiting_on_others(
-            conn,
-            &email,
-            state.settings.coe.verify_actions_from,
-            &state.settings.auth.dotless_domains,
-        )?;
-        // Open or in progress: the overdue ones, then the rest by due date.
-        let mut open = Vec::new();
-        for window in [
-            ActionFilter {
-                overdue: Some(true),
-                ..ActionFilter::default()
-            },
-            ActionFilter {
-                due_from_today: true,
-                ..ActionFilter::default()
-            },
-        ] {
-            let mine = ActionFilter {
-                owner: Some(email.clone()),
-                ..window
-            };
-            open.extend(actions::page(
+    let HomeQuery { did, coe } = query.into_inner();
+    let notice = match (did.as_deref(), coe) {
+        (Some("changes-asked"), Some(id)) => changes_asked(&state, id).await?,
+        _ => None,
+    };
+    let (actions, coes, unowned, (moves, waiting), names, leader) =
+        as_service(&state, move |conn, state| {
+            let clock = state.settings.clock();
+            let moves = crate::services::work::moves(
                 conn,
-                &mine,
-                ActionSort::DaysOverdue,
-                SHOWN,
-                0,
-                clock,
-            )?);
-        }
-        let mut mine: Vec<CoeSummary> = Vec::new();
-        for filter in [
-            CoeFilter {
-                owner: Some(email.clone()),
-                ..CoeFilter::default()
-            },
-            CoeFilter {
-                reviewer: Some(email.clone()),
-                ..CoeFilter::default()
-            },
-        ] {
-            for c in coes::list(conn, &filter, SHOWN, 0)?.0 {
-                // A merged draft is written, reviewed and reminded of in the COE
-                // it went into: no work of anyone's.
-                if c.state == CoeState::Merged {
-                    continue;
-                }
-                if !mine.iter().any(|m| m.id == c.id) {
-                    mine.push(c);
+                &email,
+                state.settings.coe.verify_actions_from,
+                &state.settings.auth.dotless_domains,
+            )?;
+            let waiting = crate::services::work::waiting_on_others(
+                conn,
+                &email,
+                state.settings.coe.verify_actions_from,
+                &state.settings.auth.dotless_domains,
+            )?;
+            // Open or in progress: the overdue ones, then the rest by due date.
+            let mut open = Vec::new();
+            for window in [
+                ActionFilter {
+                    overdue: Some(true),
+                    ..ActionFilter::default()
+                },
+                ActionFilter {
+                    due_from_today: true,
+                    ..ActionFilter::default()
+                },
+            ] {
+                let mine = ActionFilter {
+                    owner: Some(email.clone()),
+                    ..window
+                };
+                open.extend(actions::page(
+                    conn,
+                    &mine,
+                    ActionSort::DaysOverdue,
+                    SHOWN,
+                    0,
+                    clock,
+                )?);
+            }
+            let mut mine: Vec<CoeSummary> = Vec::new();
+            for filter in [
+                CoeFilter {
+                    owner: Some(email.clone()),
+                    ..CoeFilter::default()
+                },
+                CoeFilter {
+                    reviewer: Some(email.clone()),
+                    ..CoeFilter::default()
+                },
+            ] {
+                for c in coes::list(conn, &filter, SHOWN, 0)?.0 {
+                    // A merged draft is written, reviewed and reminded of in the COE
+                    // it went into: no work of anyone's.
+                    if c.state == CoeState::Merged {
+                        continue;
+                    }
+                    if !mine.iter().any(|m| m.id == c.id) {
+                        mine.push(c);
+                    }
                 }
             }
-        }
-        // Open ones first (drafts, then in review), newest first within.
-        mine.sort_by_key(|c| (c.state == CoeState::Closed, c.state != CoeState::Draft));
-        let mut lines = Vec::with_capacity(mine.len());
-        for (i, c) in mine.into_iter().enumerate() {
-            let needs: Vec<String> = if c.state != CoeState::Closed && i < ASSESSED {
-                let doc = coes::load(conn, &c.id, &state.settings)?;
-                doc.completeness
-                    .missing
-                    .iter()
-                    .map(|f| {
-                        let section = f.at.split(['[', '.']).next().unwrap_or(&f.at);
-                        doc.sections
-                            .iter()
-                            .find(|s| s.key == section)
-                            .map_or_else(|| f.at.replace('_', " "), |s| s.title.clone())
-                    })
-                    .collect()
+            // Open ones first (drafts, then in review), newest first within.
+            mine.sort_by_key(|c| (c.state == CoeState::Closed, c.state != CoeState::Draft));
+            let mut lines = Vec::with_capacity(mine.len());
+            for (i, c) in mine.into_iter().enumerate() {
+                let needs: Vec<String> = if c.state != CoeState::Closed && i < ASSESSED {
+                    let doc = coes::load(conn, &c.id, &state.settings)?;
+                    doc.completeness
+                        .missing
+                        .iter()
+                        .map(|f| {
+                            let section = f.at.split(['[', '.']).next().unwrap_or(&f.at);
+                            doc.sections
+                                .iter()
+                                .find(|s| s.key == section)
+                                .map_or_else(|| f.at.replace('_', " "), |s| s.title.clone())
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                };
+                lines.push((c, needs));
+            }
+            // An admin's work starts with the COEs nobody owns.
+            let unowned = if is_admin {
+                coes::unowned(conn, SHOWN)?
             } else {
                 Vec::new()
             };
-            lines.push((c, needs));
-        }
-        // An admin's work starts with the COEs nobody owns.
-        let unowned = if is_admin {
-            coes::unowned(conn, SHOWN)?
-        } else {
-            Vec::new()
-        };
-        // The names of the people the page names: owners, who waits, who asked.
-        let named: Vec<String> = lines
-            .iter()
-            .filter_map(|(c, _)| c.owner.clone())
-            .chain(moves.iter().chain(&waiting).filter_map(|m| m.by.clone()))
-            .collect();
-        // A leader (an admin, or anyone's manager) sees the organisation's figures.
-        let leader = if is_admin || crate::services::people::manages_anyone(conn, &email)? {
-            Some(organisation(conn, state)?)
-        } else {
-            None
-        };
-        let listed = leader.iter().flat_map(|l| {
-            ["first_late_drafts", "first_reviews"]
+            // The names of the people the page names: owners, who waits, who asked.
+            let named: Vec<String> = lines
                 .iter()
-                .flat_map(move |list| l[*list].as_array().into_iter().flatten())
-                .flat_map(|c| [c["owner"].as_str(), c["reviewer"].as_str()])
-                .flatten()
-                .map(str::to_owned)
-        });
-        let named: Vec<String> = named.into_iter().chain(listed).collect();
-        let names = crate::services::people::names_of(conn, &named)?;
-        Ok((open, lines, unowned, (moves, waiting), names, leader))
-    })
-    .await?;
+                .filter_map(|(c, _)| c.owner.clone())
+                .chain(moves.iter().chain(&waiting).filter_map(|m| m.by.clone()))
+                .collect();
+            // A leader (an admin, or anyone's manager) sees the organisation's figures.
+            let leader = if is_admin || crate::services::people::manages_anyone(conn, &email)? {
+                Some(organisation(conn, state)?)
+            } else {
+                None
+            };
+            let listed = leader.iter().flat_map(|l| {
+                ["first_late_drafts", "first_reviews"]
+                    .iter()
+                    .flat_map(move |list| l[*list].as_array().into_iter().flatten())
+                    .flat_map(|c| [c["owner"].as_str(), c["reviewer"].as_str()])
+                    .flatten()
+                    .map(str::to_owned)
+            });
+            let named: Vec<String> = named.into_iter().chain(listed).collect();
+            let names = crate::services::people::names_of(conn, &named)?;
+            Ok((open, lines, unowned, (moves, waiting), names, leader))
+        })
+        .await?;
     let now = chrono::Utc::now().naive_utc();
     let lines = |moves: Vec<crate::services::work::Move>| -> Vec<Value> {
         moves
@@ -189,8 +203,34 @@ pub async fn home(who: SignedIn, state: State) -> Page {
         StatusCode::OK,
         "home",
         json!({"actions": actions, "coes": coes, "moves": moves, "waiting": waiting, "unowned": unowned,
+               "notice": notice,
                "names": names, "leader": leader}),
     )
+}
+
+/// The confirmation of changes asked on COE `id`: whose move it is now.
+async fn changes_asked(
+    state: &State,
+    id: String,
+) -> Result<Option<String>, super::error::PageError> {
+    as_service(state, move |conn, state| {
+        let Ok(doc) = coes::load(conn, &id, &state.settings) else {
+            return Ok(None);
+        };
+        let owner = match &doc.owner {
+            Some(owner) => crate::services::people::names_of(conn, std::slice::from_ref(owner))?
+                .into_iter()
+                .find_map(|(_, name)| name)
+                .unwrap_or_else(|| owner.clone()),
+            None => "its owner".to_owned(),
+        };
+        Ok(Some(format!(
+            "Changes asked on “{}”: it is back with {owner}, and comes back to you when they \
+             submit it again.",
+            doc.title
+        )))
+    })
+    .await
 }
 
 /// How many of each a leader's home lists (the rest are on the board and the dashboard).
