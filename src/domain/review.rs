@@ -121,7 +121,7 @@ pub fn review(
             match facts.reviewer {
                 None => missing.push((
                     "reviewer".to_owned(),
-                    "the COE needs a reviewer before it is submitted: name one in its details"
+                    "the COE needs a reviewer before it is submitted: name one beside Submit (anyone but its owner)"
                         .to_owned(),
                 )),
                 Some(r) if facts.same(facts.owner, Some(r)) => missing.push((

@@ -208,7 +208,7 @@ pub(crate) async fn sign_in_to(browser: &Browser, app: &TestApp, email: &str, pa
     browser.wait_for_url(path).await;
 }
 
-async fn sign_out(browser: &Browser) {
+pub(crate) async fn sign_out(browser: &Browser) {
     browser.click_to_load(".signout button").await;
     browser.wait_for_url("/sign-in").await;
 }

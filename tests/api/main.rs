@@ -55,4 +55,5 @@ mod trackers;
 mod trust;
 mod webdriver;
 mod webhooks;
+mod who_reviews;
 mod work;

@@ -126,6 +126,10 @@ fn part_changed(part: &str, fields: &Fields) -> bool {
         // A choice that starts on the COE's own template: changed when another is chosen.
         return fields.text("name") != shown;
     }
+    if part == "review" {
+        // The reviewer field beside Submit starts on the reviewer (or the one suggested).
+        return fields.text("reviewer").trim() != shown || fields.filled("comment").is_some();
+    }
     let now = if part == "details" {
         details_print(
             &fields.text("title"),

@@ -190,6 +190,33 @@ pub async fn details(form: CoeForm) -> Page {
     .await
 }
 
+/// `POST /coes/{id}/hand-over`: the owner gives the COE to someone else (one of the
+/// people offered, `to`, or one typed, `owner`), offered when no rule named its owner.
+pub async fn hand_over(form: CoeForm) -> Page {
+    let fields = form.fields.part("handover");
+    let typed = fields.filled("to").or_else(|| fields.filled("owner"));
+    form.change(
+        "details",
+        "handover",
+        move |conn, state, editor, coe, version| {
+            let Some(typed) = typed else {
+                return Err(CoeError::Invalid(vec![(
+                    String::new(),
+                    "Name the person to hand it to.".into(),
+                )]));
+            };
+            let owner = EmailAddress::parse(&typed)
+                .map_err(|p| CoeError::Invalid(vec![("owner".into(), p)]))?;
+            let patch = CoePatch {
+                owner: Some(owner),
+                ..CoePatch::default()
+            };
+            service::patch(conn, coe, patch, version, editor, state.env())
+        },
+    )
+    .await
+}
+
 /// `POST /coes/{id}/template`: a draft takes another template; its text stays under
 /// the sections both have, and the rest is shown apart.
 pub async fn switch_template(form: CoeForm) -> Page {

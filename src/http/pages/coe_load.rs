@@ -71,6 +71,11 @@ pub(super) struct Loaded {
     pub(super) publication: Option<crate::services::publishing::PublicationView>,
     /// Whether "Import from chat" is offered to this person (`chat::import::offered`).
     pub(super) chat_import: bool,
+    /// For a draft someone may submit: who could review it, best first.
+    pub(super) reviewer_suggestions: Vec<crate::services::ownership::Suggestion>,
+    /// For a draft this person owns because no rule named an owner: whom it could be
+    /// handed to (`Some`, maybe empty, only then).
+    pub(super) hand_over: Option<Vec<crate::services::ownership::Suggestion>>,
 }
 
 /// How many other drafts a COE's page offers to merge into it.
@@ -185,7 +190,33 @@ pub(super) async fn load(
         let publication = crate::services::publishing::of(conn, &state.settings, &key)?;
         let chat_import = doc.state == CoeState::Draft
             && crate::services::chat::import::offered(conn, &state.settings, &key, editor)?;
+        let draft = may_edit && doc.state == CoeState::Draft;
+        let reviewer_suggestions = if draft {
+            crate::services::ownership::reviewer_suggestions(
+                conn,
+                &state.settings,
+                doc.owner.as_deref(),
+                doc.service.as_deref(),
+            )?
+        } else {
+            Vec::new()
+        };
+        let mine = doc.owner.as_deref() == Some(me);
+        let hand_over = if draft && mine {
+            let service = doc.service.as_deref();
+            let ruled = crate::services::ownership::for_service(conn, &state.settings, service)?;
+            match ruled.owner {
+                None => Some(crate::services::ownership::hand_over_suggestions(
+                    conn, service, me,
+                )?),
+                Some(_) => None,
+            }
+        } else {
+            None
+        };
         Ok(Some(Loaded {
+            reviewer_suggestions,
+            hand_over,
             chat_import,
             publication,
             template_choices,

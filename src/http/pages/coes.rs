@@ -37,6 +37,24 @@ fn findings(list: &[Finding], sections: &[SectionView]) -> Vec<Value> {
         .collect()
 }
 
+/// The people a draft lacks before it can be submitted, as the checklist lists them
+/// first: its owner, its reviewer.
+fn who_is_missing(doc: &crate::services::coes::CoeDocument) -> Vec<Value> {
+    if doc.state != CoeState::Draft {
+        return Vec::new();
+    }
+    let mut missing = Vec::new();
+    if doc.owner.is_none() {
+        missing.push(json!({"at": "Owner", "section": "details",
+            "problem": "nobody owns it yet: take it, or name its owner in its details"}));
+    }
+    if doc.reviewer.is_none() {
+        missing.push(json!({"at": "Reviewer", "section": "submit",
+            "problem": "nobody reviews it yet: name one beside “Submit for review”"}));
+    }
+    missing
+}
+
 /// An entry's time as a `datetime-local` field holds it (UTC).
 fn local_input(at: &NaiveDateTime) -> String {
     at.format("%Y-%m-%dT%H:%M").to_string()
@@ -61,7 +79,7 @@ const PART_FIELDS: &[(&str, &[&str])] = &[
             "external_url",
         ],
     ),
-    ("review", &["comment"]),
+    ("review", &["comment", "reviewer"]),
 ];
 
 /// Part `part`'s form: every field, as typed (`kept`) or empty.
@@ -112,6 +130,8 @@ pub(super) fn page(
         template_choices,
         publication,
         chat_import,
+        reviewer_suggestions,
+        hand_over,
     } = loaded;
     let customers = doc.sections.iter().find(|s| s.for_customers).map(|s| {
         json!({
@@ -343,8 +363,9 @@ pub(super) fn page(
         "missing": if doc.state == CoeState::Merged {
             Vec::new()
         } else {
-            findings(&doc.completeness.missing, &doc.sections)
+            who_is_missing(&doc).into_iter().chain(findings(&doc.completeness.missing, &doc.sections)).collect()
         },
+
         "warnings": findings(&doc.completeness.warnings, &doc.sections),
         "related": related,
         "sections": sections,
@@ -415,6 +436,24 @@ pub(super) fn page(
     });
     if let (Value::Object(data), Value::Object(outage)) = (&mut data, outage) {
         data.extend(outage);
+    }
+    // Beside Submit: the reviewer, or the people who could be; as it is reported,
+    // whom a COE that no rule gave an owner to could be handed to.
+    if let Value::Object(data) = &mut data {
+        let suggested = doc
+            .reviewer
+            .clone()
+            .or_else(|| reviewer_suggestions.first().map(|s| s.email.clone()));
+        data.insert("suggested_reviewer".into(), json!(suggested));
+        let others: Vec<_> = reviewer_suggestions
+            .iter()
+            .filter(|s| doc.reviewer.as_deref() != Some(s.email.as_str()))
+            .collect();
+        data.insert("reviewer_suggestions".into(), json!(others));
+        data.insert(
+            "hand_over".into(),
+            json!(hand_over.map(|to| json!({ "to": to }))),
+        );
     }
     // The bar raiser's part in the review panel (the worst outages).
     if let Value::Object(data) = &mut data {
@@ -510,7 +549,11 @@ pub async fn show(
         None => (StatusCode::OK, Unsaved::default()),
     };
     kept.saved.extend(saved);
-    let loaded = load(&state, &path, &who, kept.texts.is_empty()).await?;
+    let mut loaded = load(&state, &path, &who, kept.texts.is_empty()).await?;
+    // Handing it over is offered as it is reported, not on every look after.
+    if reported.is_none() {
+        loaded.hand_over = None;
+    }
     if reported.is_some() && kept.notice.is_none() {
         kept.notice = Some(super::report::reported_notice(&loaded.doc));
     }
@@ -582,6 +625,13 @@ fn confirmation(
         "actions" => "Corrective action added.".to_owned(),
         "details" => "Saved.".to_owned(),
         "take" => "It is yours now: you write it and submit it for review.".to_owned(),
+        "handover" => match &doc.owner {
+            Some(owner) => format!(
+                "Handed over: it is {}'s now, and they are emailed.",
+                name(owner)
+            ),
+            None => "Handed over.".to_owned(),
+        },
         "related" => "Saved the related link.".to_owned(),
         "incidents" => "Saved which incidents it covers.".to_owned(),
         "template" => "Switched its template: what was written is kept.".to_owned(),

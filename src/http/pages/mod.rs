@@ -138,6 +138,7 @@ page_routes! {
     post "/coes/{id}/details" => coe_forms::details,
     post "/coes/{id}/template" => coe_forms::switch_template,
     post "/coes/{id}/take" => coe_forms::take_ownership,
+    post "/coes/{id}/hand-over" => coe_forms::hand_over,
     post "/coes/{id}/timeline" => coe_forms::add_timeline,
     get "/coes/{id}/timeline/{entry}" => coe_timeline::timeline_entry,
     post "/coes/{id}/timeline/{entry}" => coe_timeline::edit_timeline,

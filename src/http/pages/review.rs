@@ -33,6 +33,17 @@ pub async fn step(form: CoeForm) -> Page {
         .filled(review::OPEN_INCIDENTS_FIELD)
         .is_some();
     let fields = &form.fields;
+    // Submitting names its reviewer beside the button: one of the suggestions
+    // (`reviewer_pick`, a button of its own), or the person typed.
+    let reviewer = match step {
+        Step::Submit => {
+            let review = fields.part("review");
+            review
+                .filled("reviewer_pick")
+                .or_else(|| review.filled("reviewer"))
+        }
+        _ => None,
+    };
     let edits: Vec<SectionEdit> = match step {
         Step::Submit => coe_answer::section_edits(fields)
             .into_iter()
@@ -61,6 +72,13 @@ pub async fn step(form: CoeForm) -> Page {
     // An approval names the version the approver read (the page's).
     form.change("review", own, move |conn, state, editor, coe, version| {
         let read = if step == Step::Approve { version } else { None };
+        // The reviewer named stays named when the COE is not ready to submit: the
+        // list of what is missing is what to do next, not the reviewer again.
+        if let Some(reviewer) = &reviewer {
+            crate::db::write_transaction(conn, |conn| {
+                name_reviewer(conn, coe, reviewer, version, editor, state)
+            })?;
+        }
         crate::db::write_transaction(conn, |conn| {
             if !edits.is_empty() {
                 let saved = coes_service::put_sections(conn, coe, &edits, editor, &state.env())?;
@@ -95,6 +113,28 @@ pub async fn step(form: CoeForm) -> Page {
         })
     })
     .await
+}
+
+/// Names `typed` the reviewer of COE `coe` as it is submitted, when it is not already.
+fn name_reviewer(
+    conn: &mut crate::db::DbConnection,
+    coe: &str,
+    typed: &str,
+    version: Option<i32>,
+    editor: &crate::services::access::Editor<'_>,
+    state: &crate::http::state::AppState,
+) -> Result<(), CoeError> {
+    let reviewer = crate::domain::EmailAddress::parse(typed)
+        .map_err(|p| CoeError::Invalid(vec![("reviewer".into(), p)]))?;
+    let now = coes_service::load(conn, coe, &state.settings)?;
+    if now.reviewer.as_deref() == Some(reviewer.as_str()) {
+        return Ok(());
+    }
+    let patch = coes_service::CoePatch {
+        reviewer: Some(reviewer),
+        ..coes_service::CoePatch::default()
+    };
+    coes_service::patch(conn, coe, patch, version, editor, state.env())
 }
 
 /// The rules that decide how COE `doc` is approved and closed, as its review panel
