@@ -154,7 +154,7 @@ pub fn session_alive(
 pub enum Unvouched {
     #[error("the provider names no email address, neither in the ID token nor at its UserInfo endpoint (ask for the `email` scope)")]
     NoEmail,
-    #[error("the provider has not verified {0} (email_verified is false)")]
+    #[error("the provider has not verified {0} (it does not mark the address as verified)")]
     Unverified(String),
     #[error("the provider does not say it verified {0} (no email_verified claim; an admin may trust its email claims with auth.oidc.require_verified_email = false)")]
     NotSaidVerified(String),

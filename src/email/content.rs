@@ -92,6 +92,29 @@ impl Kind {
         }
     }
 
+    /// What the email is, in words (the outbox page lists it so).
+    pub fn words(self) -> &'static str {
+        match self {
+            Kind::OverdueDigest => "overdue actions reminder",
+            Kind::Escalation => "escalation to a manager",
+            Kind::CoeOpened => "a COE opened",
+            Kind::WriteupOverdue => "writeup overdue",
+            Kind::ReviewRequested => "review asked",
+            Kind::ChangesRequested => "changes asked",
+            Kind::Approved => "COE approved",
+            Kind::InspectionDigest => "weekly inspection",
+            Kind::ActionAssigned => "action given",
+            Kind::CoeAssigned => "COE given",
+            Kind::SignIn => "sign-in link",
+            Kind::CoeMerged => "COE merged",
+            Kind::ActionRecurred => "outage came back",
+            Kind::ActionVerification => "action to verify",
+            Kind::VerificationsWaiting => "verifications waiting",
+            Kind::WorkHandedOver => "work handed over",
+            Kind::TicketClosed => "ticket closed",
+        }
+    }
+
     pub fn parse(name: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.name() == name)
     }

@@ -757,7 +757,9 @@ async fn a_leader_inspects_the_board_and_an_owner_moves_a_due_date_that_it_then_
     );
     browser.screenshot("board-due-soon").await;
     browser.goto(&app.url("/dashboard")).await;
-    browser.wait_for_heading("Is the mechanism working?").await;
+    browser
+        .wait_for_heading("Are outages fixed for good?")
+        .await;
     browser.set_size(1280, 2200).await;
     browser.screenshot("dashboard").await;
     // The leader picks a team and a period: both land in the address.

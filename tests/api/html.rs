@@ -606,7 +606,54 @@ fn readable_text_is_what_a_person_reads() {
     assert_eq!(text, "Save itPATCH it");
 }
 
-/// The text a person reads on each saved page holds none of `API_WORDS`.
+/// House words a person new to coe would not understand.
+const JARGON: [&str; 4] = [
+    "pull the cord",
+    "Move it on",
+    "Is the mechanism working",
+    "Someone else saved",
+];
+
+/// What in `text` (what a person reads) is not written for a person: a word of
+/// `API_WORDS`, a `snake_case` name (a field, a state, a setting), an HTTP verb, a
+/// file path, house jargon. Each with the text around it.
+pub(crate) fn api_words_in(text: &str) -> Vec<String> {
+    static PATTERN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let pattern = PATTERN.get_or_init(|| {
+        regex::Regex::new(concat!(
+            // snake_case, not inside an address, a link or a file name
+            r"(?:^|[\s(“\x22'])([a-z][a-z0-9]*_[a-z0-9_]+)(?:[\s.,;:)”\x22']|$)",
+            // an HTTP verb as a word
+            r"|\b(GET|POST|PUT|PATCH|DELETE)\b",
+            // a path of the project or the server
+            r"|(\bdocs/[\w./-]+|\bsrc/[\w./-]+|/etc/[\w./-]+|\b[\w-]+\.toml\b)",
+        ))
+        .expect("the pattern")
+    });
+    let around = |at: usize| {
+        let from = text[..at]
+            .char_indices()
+            .rev()
+            .nth(60)
+            .map_or(0, |(i, _)| i);
+        let near: String = text[from..].chars().take(140).collect();
+        near.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let mut found = Vec::new();
+    for word in API_WORDS.iter().chain(&JARGON) {
+        if let Some(at) = text.find(word) {
+            found.push(format!("`{word}` in “{}”", around(at)));
+        }
+    }
+    for hit in pattern.captures_iter(text) {
+        if let Some(m) = hit.iter().skip(1).flatten().next() {
+            found.push(format!("`{}` in “{}”", m.as_str(), around(m.start())));
+        }
+    }
+    found
+}
+
+/// The text a person reads on each saved page holds none of `api_words_in`.
 fn assert_no_api_words(saved: &[PathBuf]) {
     let pages: Vec<&PathBuf> = saved
         .iter()
@@ -616,20 +663,9 @@ fn assert_no_api_words(saved: &[PathBuf]) {
     let mut found = Vec::new();
     for file in pages {
         let text = readable_text(&std::fs::read_to_string(file).expect("a saved page"));
-        for word in API_WORDS {
-            if let Some(at) = text.find(word) {
-                let from = text[..at]
-                    .char_indices()
-                    .rev()
-                    .nth(60)
-                    .map_or(0, |(i, _)| i);
-                let around: String = text[from..].chars().take(140).collect();
-                found.push(format!(
-                    "{}: `{word}` in “{}”",
-                    file.display(),
-                    around.split_whitespace().collect::<Vec<_>>().join(" ")
-                ));
-            }
+        let name = file.file_name().map(|n| n.to_string_lossy().into_owned());
+        for hit in api_words_in(&text) {
+            found.push(format!("{}: {hit}", name.as_deref().unwrap_or("?")));
         }
     }
     assert!(
@@ -662,5 +698,39 @@ pub(crate) fn assert_valid(jar: &Path, saved: &[PathBuf]) {
         out.status.success() && !report.contains("Error:") && !report.contains("Warning:"),
         "the Nu validator found problems in {} pages:\n{report}",
         saved.len()
+    );
+}
+
+/// Every email, as sent (subject, text and HTML), speaks to a person: no field
+/// names, states, HTTP verbs or file paths (`api_words_in`).
+#[test]
+fn every_email_is_written_for_a_person() {
+    let templates = coe::email::EmailTemplates::load(None, "https://coe.example.com/")
+        .expect("the built-in templates load");
+    let mut found = Vec::new();
+    for kind in coe::email::Kind::ALL {
+        let email = templates
+            .render(kind, &kind.sample(false))
+            .expect("renders");
+        for (part, text) in [
+            ("subject", email.subject.clone()),
+            ("text", email.text.clone()),
+            ("html", readable_text(&email.html)),
+        ] {
+            // The links are addresses, not words.
+            let words: String = text
+                .split_whitespace()
+                .filter(|w| !w.contains("://"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            for hit in api_words_in(&words) {
+                found.push(format!("{} ({part}): {hit}", kind.name()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "API words in emails:\n{}",
+        found.join("\n")
     );
 }

@@ -132,7 +132,10 @@ pub(crate) async fn get_page(app: &TestApp, path: &str, cookie: Option<&str>) ->
 }
 
 pub(crate) fn csrf_of(html: &str) -> String {
-    let start = html.find("name=\"csrf\" value=\"").expect("a csrf field") + 19;
+    let start = html
+        .find("name=\"csrf\" value=\"")
+        .unwrap_or_else(|| panic!("a csrf field in {html}"))
+        + 19;
     html[start..].split('"').next().expect("value").to_owned()
 }
 
@@ -936,7 +939,12 @@ async fn text_sections_are_saved_together_and_checked_section_by_section() {
     let res = landed(&app, &ana, res).await;
     assert_eq!(res.status(), StatusCode::CONFLICT);
     let html = res.text().await.expect("html");
-    assert!(html.contains("Saved meanwhile by someone else"), "{html}");
+    // One person in two tabs is told so, not of "someone else" (issue 63 item 6).
+    assert!(
+        html.contains("Saved meanwhile by you, from another tab")
+            && html.contains("You saved a section you changed here from another tab"),
+        "{html}"
+    );
     assert!(
         html.contains(&format!("<pre class=\"theirs\">{impact}</pre>")),
         "{html}"

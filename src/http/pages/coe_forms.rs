@@ -126,11 +126,19 @@ pub async fn save_sections(form: CoeForm) -> Page {
         kept.problems.entry(key).or_default().push(problem);
     }
     if !saved.conflicts.is_empty() {
-        notice.push(
-            "Someone else saved a section you changed while you were writing: theirs and yours \
-             are side by side below. Yours is not saved yet: merge them and save."
-                .into(),
-        );
+        // One person in two tabs is told so, not of "someone else".
+        let me = who.person.email.as_str();
+        let by_me = saved.conflicts.iter().all(|c| c.by == me);
+        notice.push(if by_me {
+            "You saved a section you changed here from another tab or window meanwhile: that \
+             text and this one are side by side below. This one is not saved yet: merge them \
+             and save."
+                .to_owned()
+        } else {
+            "A section you changed was saved by another person while you were writing: theirs \
+             and yours are side by side below. Yours is not saved yet: merge them and save."
+                .to_owned()
+        });
     }
     for conflict in saved.conflicts {
         kept.seen

@@ -14,7 +14,14 @@ use crate::services::coes::{HistoryEntry, SectionView};
 /// What a change in a COE's history did, in words: its audit action (`change_words`),
 /// and for a change of its details, each field from what to what ("changed the
 /// reviewer from maria@example.com to lee@example.com").
-pub(super) fn history_words(h: &HistoryEntry, titles: &[SectionView]) -> String {
+pub(super) fn history_words(
+    h: &HistoryEntry,
+    titles: &[SectionView],
+    actions: &[crate::services::actions::ActionView],
+) -> String {
+    if let Some(step) = h.action.strip_prefix("action:") {
+        return action_words(h, step, actions);
+    }
     if h.action == crate::services::chat::import::READ_ACTION {
         if let Some(words) = super::chat_import::read_words(h.after.as_ref()) {
             return words;
@@ -50,6 +57,47 @@ pub(super) fn history_words(h: &HistoryEntry, titles: &[SectionView]) -> String 
         change_words(&h.action, titles)
     } else {
         fields.join("; ")
+    }
+}
+
+/// What step `step` of a corrective action did, naming the action (by its title now,
+/// else as the step recorded it).
+fn action_words(
+    h: &HistoryEntry,
+    step: &str,
+    actions: &[crate::services::actions::ActionView],
+) -> String {
+    let recorded = |v: &Option<Value>, key: &str| {
+        v.as_ref()
+            .and_then(|v| v.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let title = h
+        .action_id
+        .as_ref()
+        .and_then(|id| actions.iter().find(|a| a.id == *id))
+        .map(|a| a.title.clone())
+        .or_else(|| recorded(&h.after, "title"))
+        .or_else(|| recorded(&h.before, "title"))
+        .map_or_else(|| "a corrective action".to_owned(), |t| format!("“{t}”"));
+    match step {
+        "create" => format!("added the corrective action {title}"),
+        "update" => format!("changed the corrective action {title}"),
+        "delete" => format!("deleted the corrective action {title}"),
+        "start" => format!("started {title}"),
+        "complete" => format!("marked {title} done"),
+        "wont_do" => format!("marked {title} as not to be done"),
+        "reopen" => format!("reopened {title}"),
+        "verify" => format!("verified {title}"),
+        "refuse" => format!("sent {title} back at verification"),
+        "unverified" => format!("took back the verification of {title}"),
+        "reassign" => match recorded(&h.after, "owner") {
+            Some(owner) => format!("gave {title} to {owner}"),
+            None => format!("gave {title} to someone else"),
+        },
+        "ticket_closed" => format!("closed {title} from its ticket"),
+        other => format!("{} {title}", other.replace('_', " ")),
     }
 }
 
@@ -125,7 +173,7 @@ pub async fn history(who: SignedIn, path: web::Path<String>, state: State) -> Pa
             json!({
                 "at": crate::json::format_utc(&h.at),
                 "actor": h.actor,
-                "what": history_words(h, &loaded.doc.sections),
+                "what": history_words(h, &loaded.doc.sections, &loaded.doc.actions),
                 "text": text,
             })
         })

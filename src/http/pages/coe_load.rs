@@ -235,3 +235,20 @@ pub(super) async fn load(
     .await?
     .ok_or_else(|| PageError::NotFound(format!("there is no COE {id}")))
 }
+
+/// Findings with the section they are about, named as the template names it.
+pub(super) fn findings(
+    list: &[crate::domain::assessment::Finding],
+    sections: &[crate::services::coes::SectionView],
+) -> Vec<Value> {
+    list.iter()
+        .map(|f| {
+            let section = section_of(&f.at);
+            let name = sections
+                .iter()
+                .find(|s| s.key == section)
+                .map_or(f.at.as_str(), |s| s.title.as_str());
+            json!({"at": name, "problem": f.problem, "section": section})
+        })
+        .collect()
+}

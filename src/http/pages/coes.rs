@@ -12,30 +12,14 @@ use serde_json::{json, Value};
 
 use super::coe_answer::{self, Unsaved};
 use super::coe_history::{history_words, text_at};
-use super::coe_load::{load, related_links, section_of, Loaded};
+use super::coe_load::{findings, load, related_links, Loaded};
 use super::kit::{names_data, render, Page, State};
 use crate::domain::action::{ActionKind, Priority};
-use crate::domain::assessment::Finding;
 use crate::domain::coe::CoeState;
 use crate::domain::template::SectionKind;
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
-use crate::services::coes::SectionView;
 use crate::services::forms;
-
-/// Findings with the section they are about, named as the template names it.
-fn findings(list: &[Finding], sections: &[SectionView]) -> Vec<Value> {
-    list.iter()
-        .map(|f| {
-            let section = section_of(&f.at);
-            let name = sections
-                .iter()
-                .find(|s| s.key == section)
-                .map_or(f.at.as_str(), |s| s.title.as_str());
-            json!({"at": name, "problem": f.problem, "section": section})
-        })
-        .collect()
-}
 
 /// The people a draft lacks before it can be submitted, as the checklist lists them
 /// first: its owner, its reviewer.
@@ -324,7 +308,7 @@ pub(super) fn page(
             .iter()
             .map(|h| {
                 json!({"at": crate::json::format_utc(&h.at), "actor": h.actor,
-                       "what": history_words(h, &doc.sections)})
+                       "what": history_words(h, &doc.sections, &doc.actions)})
             })
             .collect();
         json!({"seen": crate::json::format_utc(&seen), "changes": lines, "count": changes.len(),
@@ -650,6 +634,7 @@ fn factor_options(factors: &[String], chosen: Option<&str>) -> Vec<Value> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::coe_load::section_of;
     use super::super::kit::safe_href;
     use super::*;
 

@@ -197,6 +197,7 @@ pub async fn print(who: SignedIn, path: web::Path<String>, state: State) -> Page
         "state": doc.state.as_str().replace('_', " "),
         "closed": doc.state == CoeState::Closed,
         "related": related,
+        "missing": super::coe_load::findings(&doc.completeness.missing, &doc.sections),
         "coe": doc,
     });
     render(&state, Some(&who), StatusCode::OK, "coe_print", data)

@@ -107,6 +107,36 @@ handlebars::handlebars_helper!(words: |v: str| state_words(v));
 handlebars::handlebars_helper!(timeline_kind: |v: str| crate::domain::coe::TimelineKind::parse(v)
     .map_or_else(|| state_words(v), |k| k.words().to_owned()));
 handlebars::handlebars_helper!(why_question: |v: str| as_question(v));
+// A 5-whys answer after "Because": "The cart service…" reads "because the cart service…".
+handlebars::handlebars_helper!(because: |v: str| after_because(v));
+
+/// An answer as it reads after "Because ": its first word in lower case when it is an
+/// ordinary capitalised word ("The" → "the"), not a name in capitals ("CPU"), "I"
+/// or an already lower-case word.
+fn after_because(answer: &str) -> String {
+    let text = answer.trim();
+    let text = text
+        .strip_prefix("Because ")
+        .or_else(|| text.strip_prefix("because "))
+        .unwrap_or(text);
+    let first_word = text.split_whitespace().next().unwrap_or("");
+    let mut chars = first_word.chars();
+    let ordinary = chars.next().is_some_and(char::is_uppercase)
+        && first_word.chars().count() > 1
+        && chars.all(char::is_lowercase);
+    if ordinary {
+        let mut out = String::with_capacity(text.len());
+        let mut chars = text.chars();
+        out.extend(chars.next().map(|c| c.to_lowercase()).into_iter().flatten());
+        out.extend(chars);
+        out
+    } else {
+        text.to_owned()
+    }
+}
+// An email's kind in words ("sign_in" → "sign-in link").
+handlebars::handlebars_helper!(email_kind: |v: str| crate::email::Kind::parse(v)
+    .map_or_else(|| state_words(v), |k| k.words().to_owned()));
 // How long something has waited, in words: "since today", "for a day", "for 3 days".
 handlebars::handlebars_helper!(waited: |days: i64| waited_words(days));
 // How long ago, in words: "today", "yesterday", "3 days ago".
@@ -311,6 +341,8 @@ impl PageTemplates {
         registry.register_helper("timeline_kind", Box::new(timeline_kind));
         registry.register_helper("why_question", Box::new(why_question));
         registry.register_helper("waited", Box::new(waited));
+        registry.register_helper("after_because", Box::new(because));
+        registry.register_helper("email_kind", Box::new(email_kind));
         registry.register_helper("ago", Box::new(ago));
         for (name, text) in TEMPLATES {
             let result = if PARTIALS.contains(name) {
@@ -352,7 +384,25 @@ pub(super) fn secure_headers(res: &mut actix_web::HttpResponseBuilder) {
 
 #[cfg(test)]
 mod tests {
-    use super::{as_question, state_words};
+    use super::{after_because, as_question, state_words, waited_words};
+
+    #[test]
+    fn an_answer_reads_on_after_because_and_days_read_as_words() {
+        assert_eq!(
+            after_because("The cart service ran out of connections"),
+            "the cart service ran out of connections"
+        );
+        assert_eq!(after_because("CPU was saturated"), "CPU was saturated");
+        assert_eq!(after_because("I restarted it"), "I restarted it");
+        assert_eq!(
+            after_because("Because the pool was small"),
+            "the pool was small"
+        );
+        assert_eq!(after_because("PgBouncer capped it"), "PgBouncer capped it");
+        assert_eq!(waited_words(0), "since today");
+        assert_eq!(waited_words(1), "for a day");
+        assert_eq!(waited_words(3), "for 3 days");
+    }
 
     #[test]
     fn a_why_reads_as_one_question_and_states_read_as_words() {

@@ -635,6 +635,9 @@ pub struct HistoryEntry {
     /// What the change made; `null` when it deleted something.
     #[schema(value_type = Option<Value>)]
     pub after: Option<Value>,
+    /// For a change of one of its corrective actions: that action's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action_id: Option<String>,
 }
 
 /// Every change to a COE, oldest first.
@@ -644,6 +647,7 @@ pub fn history(conn: &mut DbConnection, id: &str) -> Result<Vec<HistoryEntry>, C
     Ok(rows
         .into_iter()
         .map(|r| HistoryEntry {
+            action_id: (r.entity == "action").then(|| r.entity_id.clone()),
             at: r.at,
             actor: r.actor,
             action: r.action,

@@ -140,6 +140,26 @@ pub struct SectionConflict {
     pub key: String,
     pub theirs: String,
     pub revision: String,
+    /// Who saved theirs (the writer themself, from another tab, as well).
+    #[serde(default)]
+    pub by: String,
+}
+
+/// `conflicts`, each with who saved the section last.
+fn with_savers(
+    conn: &mut DbConnection,
+    id: &str,
+    mut conflicts: Vec<SectionConflict>,
+) -> Result<Vec<SectionConflict>, CoeError> {
+    for conflict in &mut conflicts {
+        conflict.by = coe_sections::table
+            .find((id, &conflict.key))
+            .select(coe_sections::updated_by)
+            .first::<String>(conn)
+            .optional()?
+            .unwrap_or_default();
+    }
+    Ok(conflicts)
 }
 
 /// What saving sections came to: the keys saved, the sections in conflict, and the
@@ -230,6 +250,7 @@ pub fn put_sections(
                         key: e.key.clone(),
                         revision: super::revision(&theirs),
                         theirs,
+                        by: String::new(),
                     }
                 })
                 .collect::<Vec<_>>()
@@ -261,7 +282,7 @@ pub fn put_sections(
     if writes(&steps, &refused).is_empty() {
         return Ok(SavedSections {
             saved: Vec::new(),
-            conflicts: conflicts_of(&steps, &current),
+            conflicts: with_savers(conn, id, conflicts_of(&steps, &current))?,
             refused,
         });
     }
@@ -281,7 +302,7 @@ pub fn put_sections(
             record_change(conn, id, who.actor, &action, before, after, now)?;
             saved.push(e.key.clone());
         }
-        let conflicts = conflicts_of(&steps, &current);
+        let conflicts = with_savers(conn, id, conflicts_of(&steps, &current))?;
         Ok((
             SavedSections {
                 saved,
