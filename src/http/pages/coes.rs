@@ -636,7 +636,6 @@ fn factor_options(factors: &[String], chosen: Option<&str>) -> Vec<Value> {
 mod tests {
     use super::super::coe_load::section_of;
     use super::super::kit::safe_href;
-    use super::*;
 
     #[test]
     fn findings_link_to_their_section_and_only_web_links_are_links() {
