@@ -8,6 +8,10 @@
 // - A field for a person (`data-people`) offers, as a person types, the people of the
 //   directory who match (`/people/find`); without script it takes an address. A field
 //   for a team (`data-teams`) offers the teams (`/teams/find`).
+// - A draft's sections (`data-autosave`) are saved a few seconds after typing stops
+//   and as the page is left, each against the revision it started from (nothing of
+//   another tab or person is overwritten); while one is typed and not saved, the
+//   checklist says so instead of "is empty".
 (function () {
   "use strict";
   var dirty = new Set();
@@ -21,10 +25,184 @@
     dirty.add(form);
   });
 
+  // Sections typed and not saved yet, by key, on a page that saves them as typed.
+  var pending = new Set();
+  var autosaveForm = document.querySelector("form[data-autosave]");
+  var autosaveTimer = null;
+  var AUTOSAVE_AFTER_MS = 3000;
+
+  function sectionKey(field) {
+    var name = field.name || "";
+    return name.indexOf("text:") === 0 && !field.hasAttribute("aria-invalid")
+      ? name.slice(5)
+      : null;
+  }
+
+  function say(key, words) {
+    var status = document.getElementById("autosaved-" + key);
+    if (status) {
+      status.textContent = words;
+    }
+  }
+
+  function checklistSays(key, words) {
+    var item = document.querySelector('#missing li[data-section="' + key + '"] .problem');
+    if (item) {
+      item.textContent = words;
+    }
+  }
+
+  // The checks' words at section `key` (`problems`), or "typed, not saved yet".
+  function sectionSays(key, problems) {
+    var place = document.querySelector("section#" + CSS.escape(key) + " .section-problems");
+    if (!place) {
+      return;
+    }
+    place.textContent = "";
+    problems.forEach(function (problem) {
+      var line = document.createElement("p");
+      line.className = "warning-text";
+      line.textContent = problem;
+      place.appendChild(line);
+    });
+  }
+
+  // The checklist as the server now sees the COE.
+  function rebuildChecklist(missing) {
+    var list = document.getElementById("missing");
+    if (!list) {
+      return;
+    }
+    list.textContent = "";
+    missing.forEach(function (finding) {
+      var item = document.createElement("li");
+      item.setAttribute("data-section", finding.section);
+      var link = document.createElement("a");
+      link.href = "#" + finding.section;
+      link.textContent = finding.at;
+      var problem = document.createElement("span");
+      problem.className = "problem";
+      problem.textContent = pending.has(finding.section) ? "typed, not saved yet" : finding.problem;
+      item.appendChild(link);
+      item.appendChild(document.createTextNode(": "));
+      item.appendChild(problem);
+      list.appendChild(item);
+    });
+  }
+
+  // What is typed and pending, as the form would send it.
+  function pendingBody() {
+    var body = new URLSearchParams();
+    body.append("csrf", autosaveForm.querySelector('input[name="csrf"]').value);
+    pending.forEach(function (key) {
+      var text = autosaveForm.querySelector('textarea[name="text:' + key + '"]');
+      var seen = autosaveForm.querySelector('input[name="seen:' + key + '"]');
+      if (text && seen) {
+        body.append("text:" + key, text.value);
+        body.append("seen:" + key, seen.value);
+      }
+    });
+    return body;
+  }
+
+  function autosave(leaving) {
+    clearTimeout(autosaveTimer);
+    if (!autosaveForm || pending.size === 0) {
+      return;
+    }
+    var sent = {};
+    pending.forEach(function (key) {
+      var text = autosaveForm.querySelector('textarea[name="text:' + key + '"]');
+      sent[key] = text ? text.value : "";
+      say(key, "Saving…");
+    });
+    fetch(autosaveForm.getAttribute("data-autosave"), {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { Accept: "application/json" },
+      body: pendingBody(),
+      // Leaving the page: the request outlives it.
+      keepalive: leaving === true,
+    })
+      .then(function (answer) {
+        if (!answer.ok) {
+          throw new Error(String(answer.status));
+        }
+        return answer.json();
+      })
+      .then(function (answer) {
+        var at = new Date().toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+        answer.saved.forEach(function (saved) {
+          var seen = autosaveForm.querySelector('input[name="seen:' + saved.key + '"]');
+          if (seen) {
+            seen.value = saved.revision;
+          }
+          var text = autosaveForm.querySelector('textarea[name="text:' + saved.key + '"]');
+          // Typed on while it was saving: still pending, saved next time.
+          if (text && text.value === sent[saved.key]) {
+            pending.delete(saved.key);
+            say(saved.key, "Saved at " + at + ".");
+          }
+        });
+        answer.conflicts.forEach(function (conflict) {
+          say(
+            conflict.key,
+            "Not saved: " + conflict.by + " saved this section meanwhile. Press Save to see both and merge them."
+          );
+        });
+        answer.refused.forEach(function (refused) {
+          say(refused.key, "Not saved: " + refused.problem + ".");
+        });
+        rebuildChecklist(answer.missing);
+        Object.keys(answer.problems).forEach(function (key) {
+          var said = answer.problems[key];
+          if (!pending.has(key)) {
+            sectionSays(key, said.problems);
+          }
+          var mark = document.querySelector("#h-" + CSS.escape(key) + " .mark.ok, #h-" + CSS.escape(key) + " .mark.todo");
+          if (mark && said.required) {
+            mark.className = said.complete ? "mark ok" : "mark todo";
+            mark.textContent = said.complete ? "✓ complete" : "to do";
+          }
+        });
+        // Only what is still typed and not saved may be lost by leaving now.
+        if (pending.size === 0 && !otherTyped) {
+          dirty.delete(autosaveForm);
+        }
+      })
+      .catch(function () {
+        pending.forEach(function (key) {
+          say(key, "Not saved automatically: press Save.");
+        });
+      });
+  }
+
+  // Anything typed on the page but the sections (a timeline entry, an action).
+  var otherTyped = false;
+
   document.addEventListener("input", function (event) {
     var form = formOf(event.target);
-    if (form && form.method.toLowerCase() === "post") {
-      dirty.add(form);
+    if (!form || form.method.toLowerCase() !== "post") {
+      return;
+    }
+    dirty.add(form);
+    var key = form === autosaveForm ? sectionKey(event.target) : null;
+    if (key === null) {
+      otherTyped = true;
+      return;
+    }
+    pending.add(key);
+    say(key, "Typed, not saved yet.");
+    checklistSays(key, "typed, not saved yet");
+    sectionSays(key, ["typed, not saved yet"]);
+    clearTimeout(autosaveTimer);
+    autosaveTimer = setTimeout(autosave, AUTOSAVE_AFTER_MS, false);
+  });
+
+  // Leaving the page (another tab, closing it): what is pending is saved now.
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "hidden" && pending.size > 0 && !submitting) {
+      autosave(true);
     }
   });
 

@@ -8,6 +8,7 @@ mod action_changes;
 mod actions;
 mod alertmanager;
 mod attacks;
+mod autosave;
 mod browser;
 mod chat;
 mod chat_import;

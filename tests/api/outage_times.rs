@@ -13,7 +13,7 @@ use crate::webdriver::Browser;
 
 /// An alert that fired two hours ago opens a COE (a critical alert is at the policy);
 /// Ana of cart owns it. Returns the COE's id and an admin's token.
-async fn outage(app: &TestApp) -> (String, String) {
+pub(crate) async fn outage(app: &TestApp) -> (String, String) {
     let ingest = app.token("alertmanager", coe::domain::Role::Ingest);
     let alert = json!({
         "version": "4", "status": "firing", "receiver": "coe",

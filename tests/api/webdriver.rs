@@ -165,6 +165,23 @@ impl Browser {
         }
     }
 
+    /// Waits (up to 10 s) until the text of `css` (which exists) contains `part`;
+    /// returns it. What the page's script writes after a request of its own.
+    pub async fn wait_for_text(&self, css: &str, part: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = self.text(css).await;
+            if text.contains(part) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{css} still reads {text:?}, not …{part}…"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Waits (up to 10 s) until the page's `h1` reads `heading` (after a click that
     /// loads a page).
     pub async fn wait_for_heading(&self, heading: &str) {

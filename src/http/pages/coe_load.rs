@@ -252,3 +252,21 @@ pub(super) fn findings(
         })
         .collect()
 }
+
+/// The people a draft lacks before it can be submitted, as the checklist lists them
+/// first: its owner, its reviewer.
+pub(super) fn who_is_missing(doc: &crate::services::coes::CoeDocument) -> Vec<Value> {
+    if doc.state != CoeState::Draft {
+        return Vec::new();
+    }
+    let mut missing = Vec::new();
+    if doc.owner.is_none() {
+        missing.push(json!({"at": "Owner", "section": "details",
+            "problem": "nobody owns it yet: take it, or name its owner in its details"}));
+    }
+    if doc.reviewer.is_none() {
+        missing.push(json!({"at": "Reviewer", "section": "submit",
+            "problem": "nobody reviews it yet: name one beside “Submit for review”"}));
+    }
+    missing
+}

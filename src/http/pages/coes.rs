@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::coe_answer::{self, Unsaved};
 use super::coe_history::{history_words, text_at};
-use super::coe_load::{findings, load, related_links, Loaded};
+use super::coe_load::{findings, load, related_links, who_is_missing, Loaded};
 use super::kit::{names_data, render, Page, State};
 use crate::domain::action::{ActionKind, Priority};
 use crate::domain::coe::CoeState;
@@ -20,24 +20,6 @@ use crate::domain::template::SectionKind;
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
 use crate::services::forms;
-
-/// The people a draft lacks before it can be submitted, as the checklist lists them
-/// first: its owner, its reviewer.
-fn who_is_missing(doc: &crate::services::coes::CoeDocument) -> Vec<Value> {
-    if doc.state != CoeState::Draft {
-        return Vec::new();
-    }
-    let mut missing = Vec::new();
-    if doc.owner.is_none() {
-        missing.push(json!({"at": "Owner", "section": "details",
-            "problem": "nobody owns it yet: take it, or name its owner in its details"}));
-    }
-    if doc.reviewer.is_none() {
-        missing.push(json!({"at": "Reviewer", "section": "submit",
-            "problem": "nobody reviews it yet: name one beside “Submit for review”"}));
-    }
-    missing
-}
 
 /// An entry's time as a `datetime-local` field holds it (UTC).
 fn local_input(at: &NaiveDateTime) -> String {
@@ -190,6 +172,10 @@ pub(super) fn page(
             v["saved"] = json!(kept.saved.contains(&s.key));
             v["unsaved"] =
                 json!(kept.texts.contains_key(&s.key) && !kept.conflicts.contains_key(&s.key));
+            // What the checks say is of the saved text; typed and not saved, it says so.
+            if kept.texts.contains_key(&s.key) && s.kind == SectionKind::Text {
+                v["problems"] = json!(["typed, not saved yet"]);
+            }
             v["preview"] = json!(kept.previews.get(&s.key));
             let problems = kept.problems.get(&s.key).or(kept.problems.get(part));
             v["save_problems"] = json!(problems);
@@ -347,7 +333,17 @@ pub(super) fn page(
         "missing": if doc.state == CoeState::Merged {
             Vec::new()
         } else {
-            who_is_missing(&doc).into_iter().chain(findings(&doc.completeness.missing, &doc.sections)).collect()
+            // A section typed and not saved is not "empty": it is typed, not saved.
+            who_is_missing(&doc)
+                .into_iter()
+                .chain(findings(&doc.completeness.missing, &doc.sections))
+                .map(|mut f| {
+                    if f["section"].as_str().is_some_and(|k| kept.texts.contains_key(k)) {
+                        f["problem"] = json!("typed, not saved yet");
+                    }
+                    f
+                })
+                .collect::<Vec<_>>()
         },
 
         "warnings": findings(&doc.completeness.warnings, &doc.sections),
@@ -429,6 +425,11 @@ pub(super) fn page(
             .clone()
             .or_else(|| reviewer_suggestions.first().map(|s| s.email.clone()));
         data.insert("suggested_reviewer".into(), json!(suggested));
+        // A draft's sections are saved as they are typed (by the page's script).
+        data.insert(
+            "autosave".into(),
+            json!(may_write && doc.state == CoeState::Draft),
+        );
         let others: Vec<_> = reviewer_suggestions
             .iter()
             .filter(|s| doc.reviewer.as_deref() != Some(s.email.as_str()))

@@ -11,6 +11,7 @@ mod admin;
 mod admin_templates;
 mod admin_trackers;
 mod assets;
+mod autosave;
 mod board;
 mod chat_import;
 mod coe_answer;
@@ -135,6 +136,7 @@ page_routes! {
     get "/summaries/{token}/summary.md" => publishing::public_markdown,
     get "/coes/{id}/history" => coe_history::history,
     post "/coes/{id}/sections" => coe_forms::save_sections,
+    post "/coes/{id}/sections/autosave" => autosave::autosave,
     post "/coes/{id}/details" => coe_forms::details,
     post "/coes/{id}/template" => coe_forms::switch_template,
     post "/coes/{id}/take" => coe_forms::take_ownership,
