@@ -64,6 +64,8 @@ pub struct ApprovedCoe {
     /// Its severity needed a bar raiser (`coe.bar_raiser_from`), yet it was approved
     /// by its reviewer alone: nobody was marked bar raiser, or none fitted.
     pub without_bar_raiser: bool,
+    /// Its bar raiser, when it had one.
+    pub bar_raiser: Option<String>,
 }
 
 /// Days from resolution to approval over the COEs approved in the period.
@@ -445,6 +447,7 @@ pub fn audit_with(
             warnings,
             without_bar_raiser: bar_raiser.is_none()
                 && bar_raiser::needed(severity, settings.coe.bar_raiser_from),
+            bar_raiser,
         });
     }
 

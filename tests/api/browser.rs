@@ -491,6 +491,7 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
         open.contains("Its incident is still open: “Checkout error rate above 5%”"),
         "{open}"
     );
+    browser.click("#review .approve summary").await;
     browser.click_to_load("#review .approve button").await;
     browser.wait_for_url("#review").await;
     let refused = browser.text("#review .findings").await;
@@ -504,6 +505,7 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     crate::html::assert_accessible_now(&browser).await;
     browser.set_size(1280, 900).await;
     browser.click("#open-incidents input[type=checkbox]").await;
+    browser.click("#review .approve summary").await;
     browser.click_to_load("#review .approve button").await;
     browser.wait_for_url("#review").await;
     // A sev1: the bar raiser approves too.
@@ -536,6 +538,7 @@ async fn an_alert_becomes_a_coe_written_reviewed_and_closed_in_the_browser() {
     crate::html::assert_accessible_now(&browser).await;
     browser.set_size(1280, 900).await;
     browser.click("#open-incidents input[type=checkbox]").await;
+    browser.click("#review .approve summary").await;
     browser.click_to_load("#review .approve button").await;
     browser.wait_for_url("#review").await;
     assert!(browser.text(".facts").await.contains("approved"));

@@ -428,7 +428,7 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
     assert!(html.contains("<dt>State</dt><dd>in review</dd>"), "{html}");
     assert!(!html.contains("Submit for review</button>"), "{html}");
     assert!(
-        !html.contains("Approve it as written</button>"),
+        !html.contains("Yes, approve it</button>"),
         "the owner does not approve: {html}"
     );
     let res = post_coe(&app, &ana, &page, &format!("{page}/review/approve"), &[]).await;
@@ -442,8 +442,7 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
     let rev = sign_in(&app, "rev@example.com").await;
     let html = text_of(&app, &page, &rev).await;
     assert!(
-        html.contains("Approve it as written</button>")
-            && html.contains("Request changes</button>"),
+        html.contains("Yes, approve it</button>") && html.contains("Request changes</button>"),
         "{html}"
     );
     let res = post_coe(
@@ -509,7 +508,7 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
     let html = text_of(&app, &page, &rev).await;
     assert!(html.contains("<dt>State</dt><dd>approved</dd>"), "{html}");
 
-    // The printable view: the whole document, rendered, with no form but sign-out.
+    // The printable view: the whole document, rendered, with no form of its own.
     let print = text_of(&app, &format!("{page}/print"), &rev).await;
     for text in [
         "Customer and business impact",
@@ -521,7 +520,8 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
     ] {
         assert!(print.contains(text), "{text}: {print}");
     }
-    assert_eq!(print.matches("<form").count(), 1, "{print}");
+    // Sign-out and the header's search box only.
+    assert_eq!(print.matches("<form").count(), 2, "{print}");
     assert!(!print.contains("<script>alert"), "{print}");
 
     // The history, in words.
@@ -541,7 +541,7 @@ async fn a_coe_is_written_submitted_sent_back_and_approved_from_its_page() {
     let bo = sign_in(&app, "bo@example.com").await;
     let html = text_of(&app, &page, &bo).await;
     assert!(
-        !html.contains("Add a timeline entry") && !html.contains("Approve it as written</button>"),
+        !html.contains("Add a timeline entry") && !html.contains("Yes, approve it</button>"),
         "{html}"
     );
     let res = post_coe(

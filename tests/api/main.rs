@@ -6,6 +6,7 @@ mod helpers;
 
 mod action_changes;
 mod actions;
+mod admin_people;
 mod alertmanager;
 mod attacks;
 mod autosave;

@@ -263,3 +263,23 @@ async fn the_migration_indexes_what_was_written_before() {
         "the vocabulary: {html}"
     );
 }
+
+/// A quoted search quotes the sentence holding the phrase, not the first place one of
+/// its words appears (issue 63 item 7).
+#[tokio::test]
+async fn a_quoted_search_shows_the_sentence_that_matches() {
+    let w = World::new().await;
+    coe_saying(
+        &w,
+        "Workers starved",
+        "The queue was fine at first and nothing ran slow. The deploy went out at noon. \
+         Hours later the queue ran out of workers.",
+    )
+    .await;
+    let cookie = sign_in(&w.app, "owner@example.com").await;
+    let html = search_page(&w, &cookie, "\"ran out\"").await;
+    assert!(
+        html.contains("<p>Hours later the queue <mark>ran</mark> <mark>out</mark> of workers.</p>"),
+        "{html}"
+    );
+}

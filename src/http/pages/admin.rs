@@ -45,6 +45,9 @@ pub(super) fn page(
 pub struct PeopleQuery {
     #[serde(default)]
     team: Option<String>,
+    /// The person just added or changed.
+    #[serde(default)]
+    saved: Option<String>,
 }
 
 async fn people_page(
@@ -53,6 +56,7 @@ async fn people_page(
     team: Option<String>,
     status: StatusCode,
     report: Option<Value>,
+    one: Value,
 ) -> Page {
     let filter = team.clone();
     let (everyone, bar_raisers) = as_service(state, move |conn, _| {
@@ -69,15 +73,26 @@ async fn people_page(
         crate::domain::Severity::Sev1 => "sev1 COEs".to_owned(),
         other => format!("{other} COEs and worse"),
     });
+    // `one`: the form for one person, as typed when it did not go through, or what it did.
+    let mut form = json!({"done": null, "problems": [],
+                          "form": {"email": "", "name": "", "team": "", "manager_email": ""}});
+    if let (Value::Object(form), Value::Object(one)) = (&mut form, one) {
+        form.extend(one);
+    }
     let data = json!({"people": everyone, "team": team, "report": report,
-                      "no_bar_raiser_from": unmarked});
+                      "no_bar_raiser_from": unmarked, "one": form});
     page(state, who, status, "admin_people", "people", data)
 }
 
 /// `GET /admin/people`.
 pub async fn people_list(Admin(who): Admin, query: web::Query<PeopleQuery>, state: State) -> Page {
-    let team = query.into_inner().team.filter(|t| !t.trim().is_empty());
-    people_page(&state, &who, team, StatusCode::OK, None).await
+    let PeopleQuery { team, saved } = query.into_inner();
+    let team = team.filter(|t| !t.trim().is_empty());
+    let query_done = saved.map(|email| format!("Saved {email}."));
+    let done = query_done
+        .map(|p| json!({"done": p}))
+        .unwrap_or(Value::Null);
+    people_page(&state, &who, team, StatusCode::OK, None, done).await
 }
 
 /// `POST /admin/people/import`: CSV pasted into the form; the answer lists what was
@@ -93,12 +108,91 @@ pub async fn people_import(form: AdminForm, state: State) -> Page {
     })
     .await?;
     match imported {
-        Ok(report) => people_page(&state, &who, None, StatusCode::OK, Some(json!(report))).await,
+        Ok(report) => {
+            people_page(
+                &state,
+                &who,
+                None,
+                StatusCode::OK,
+                Some(json!(report)),
+                Value::Null,
+            )
+            .await
+        }
         Err(outcome) => {
             outcome
                 .answer("/admin/people", |again| {
                     let report = json!({"problems": again.problems});
-                    people_page(&state, &who, None, again.status, Some(report))
+                    people_page(&state, &who, None, again.status, Some(report), Value::Null)
+                })
+                .await
+        }
+    }
+}
+
+/// `POST /admin/people/save`: adds one person, or changes one's name, team or manager
+/// (`email`, `name`, `team`, `manager_email`); what else they have (time zone, bar
+/// raiser) stays. The directory's rules apply as in the API and the CSV import.
+pub async fn people_save(form: AdminForm, state: State) -> Page {
+    let (Admin(who), fields) = (form.who, form.fields);
+    let typed = json!({
+        "email": fields.text("email"), "name": fields.text("name"),
+        "team": fields.text("team"), "manager_email": fields.text("manager_email"),
+    });
+    let (email, name, team, manager) = (
+        fields.text("email"),
+        fields.filled("name"),
+        fields.filled("team"),
+        fields.filled("manager_email"),
+    );
+    let saved = as_service(&state, move |conn, state| {
+        let mut problems = Vec::new();
+        let email = EmailAddress::parse(&email)
+            .map_err(|p| problems.push(("email".to_owned(), p)))
+            .ok();
+        let manager = manager
+            .map(|m| EmailAddress::parse(&m))
+            .transpose()
+            .map_err(|p| problems.push(("manager_email".to_owned(), p)))
+            .ok()
+            .flatten();
+        let Some(email) = email.filter(|_| problems.is_empty()) else {
+            return Outcome::of(Err(people::PeopleError::Invalid(problems))).map(Err);
+        };
+        let now = people::get(conn, email.as_str())?.map(|(p, _)| p);
+        let input = people::PersonInput {
+            name,
+            team,
+            manager_email: manager,
+            timezone: now.and_then(|p| p.timezone),
+            bar_raiser: None,
+        };
+        let teams_from_groups = !state.settings.scim.team_groups.is_empty();
+        match people::put(conn, &email, &input, teams_from_groups) {
+            Ok(_) => Ok(Ok(email)),
+            Err(e) => Outcome::of(Err(e)).map(Err),
+        }
+    })
+    .await?;
+    match saved {
+        Ok(email) => Ok(see_other(&format!(
+            "/admin/people?saved={}",
+            form_urlencoded::byte_serialize(email.as_str().as_bytes()).collect::<String>()
+        ))),
+        Err(outcome) => {
+            outcome
+                .answer("/admin/people", |again| {
+                    let problems: Vec<String> = if again.fields.is_empty() {
+                        again.problems
+                    } else {
+                        again
+                            .fields
+                            .iter()
+                            .map(|(f, p)| format!("{}: {p}", super::outcome::label_of(f)))
+                            .collect()
+                    };
+                    let one = json!({"problems": problems, "form": typed});
+                    people_page(&state, &who, None, again.status, None, one)
                 })
                 .await
         }

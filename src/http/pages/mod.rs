@@ -92,6 +92,7 @@ page_routes! {
     get "/admin" => admin::home,
     get "/admin/people" => admin::people_list,
     post "/admin/people/import" => admin::people_import,
+    post "/admin/people/save" => admin::people_save,
     post "/admin/people/{email}/admin" => admin::people_admin,
     post "/admin/people/{email}/bar-raiser" => admin::people_bar_raiser,
     post "/admin/people/{email}/sign-out" => admin::people_sign_out,

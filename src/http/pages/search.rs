@@ -60,6 +60,37 @@ fn passage(body: &str, terms: &[String]) -> Option<String> {
     Some(text)
 }
 
+/// The sentence of `body` that holds one of the quoted `phrases` (its words in
+/// order, in any case), whole when it is short, else cut around the phrase: what a
+/// quoted search quotes.
+fn sentence_with(body: &str, phrases: &[Vec<String>]) -> Option<String> {
+    let words_of = |text: &str| -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let sentences = body
+        .split_inclusive(['.', '!', '?', '\n'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
+    for sentence in sentences {
+        let words = words_of(sentence);
+        let holds = phrases.iter().any(|phrase| {
+            !phrase.is_empty() && words.windows(phrase.len()).any(|w| w == phrase.as_slice())
+        });
+        if holds {
+            let text = sentence.split_whitespace().collect::<Vec<_>>().join(" ");
+            if text.chars().count() <= 300 {
+                return Some(text);
+            }
+            let first = phrases.first().and_then(|p| p.first()).cloned();
+            return passage(&text, &first.into_iter().collect::<Vec<_>>());
+        }
+    }
+    None
+}
+
 /// `GET /search`.
 pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State) -> Page {
     let q = query.into_inner();
@@ -104,6 +135,12 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
             .collect()
     });
     let several_words = words.len() > 1;
+    let phrases: Vec<Vec<String>> = text.as_ref().map_or_else(Vec::new, |t| {
+        t.phrases()
+            .iter()
+            .map(|p| p.iter().map(|w| w.to_lowercase()).collect())
+            .collect()
+    });
     let filter = CoeFilter {
         text: text.clone(),
         search_within: Some(std::time::Duration::from_millis(
@@ -132,8 +169,13 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
                 .into_iter()
                 .map(|coe| {
                     // Quoted from the writeup, else from the corrective action found.
+                    // A quoted phrase is quoted in its sentence.
                     let found = texts.get(&coe.id).and_then(|bodies| {
-                        bodies.iter().find_map(|b| passage(&to_plain(b), &words))
+                        let plain: Vec<String> = bodies.iter().map(|b| to_plain(b)).collect();
+                        plain
+                            .iter()
+                            .find_map(|b| sentence_with(b, &phrases))
+                            .or_else(|| plain.iter().find_map(|b| passage(b, &words)))
                     });
                     let action = found
                         .is_none()
@@ -223,6 +265,22 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
 mod tests {
     use super::super::highlight::{highlight, terms};
     use super::*;
+
+    #[test]
+    fn a_quoted_search_quotes_the_sentence_with_the_phrase() {
+        let body = "The pool was small. Later the connection pool was exhausted by retries. \
+                    Nobody noticed.";
+        let phrase = vec![vec![
+            "pool".to_owned(),
+            "was".to_owned(),
+            "exhausted".to_owned(),
+        ]];
+        assert_eq!(
+            sentence_with(body, &phrase).as_deref(),
+            Some("Later the connection pool was exhausted by retries.")
+        );
+        assert_eq!(sentence_with("Nothing here.", &phrase), None);
+    }
 
     #[test]
     fn matches_are_marked_and_everything_else_escaped() {
