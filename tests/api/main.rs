@@ -51,6 +51,7 @@ mod stats;
 mod storm;
 mod template_versions;
 mod templates_by_rule;
+mod time_zones;
 mod tokens;
 mod tracker_double;
 mod trackers;

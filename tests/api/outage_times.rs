@@ -82,7 +82,12 @@ fn local(at: NaiveDateTime) -> String {
     at.format("%Y-%m-%dT%H:%M").to_string()
 }
 
-async fn add_entry(browser: &Browser, at: NaiveDateTime, kind: Option<&str>, text: &str) {
+pub(crate) async fn add_entry(
+    browser: &Browser,
+    at: NaiveDateTime,
+    kind: Option<&str>,
+    text: &str,
+) {
     browser.click("#part-timeline > details.box summary").await;
     browser.set_value("#tl-at", &local(at)).await;
     if let Some(kind) = kind {

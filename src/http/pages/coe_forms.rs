@@ -261,7 +261,7 @@ pub async fn take_ownership(form: CoeForm) -> Page {
 /// `POST /coes/{id}/timeline`: adds an entry.
 pub async fn add_timeline(form: CoeForm) -> Page {
     let fields = form.fields.part("timeline");
-    let input = timeline_input(&fields);
+    let input = timeline_input(&fields, super::kit::zone_of(&form.state, Some(&form.who)));
     let may_move = fields.filled("move").is_some();
     form.create("timeline", "timeline", move |conn, state, editor, coe| {
         let version = service::version(conn, coe)?;

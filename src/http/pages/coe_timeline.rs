@@ -16,13 +16,9 @@ use crate::http::state::AppState;
 use crate::services::coes::{self as service, TimelineInput};
 
 /// A timeline entry from the form: a `datetime-local` time is UTC.
-pub(super) fn timeline_input(form: &Fields) -> TimelineInput {
-    let at = form.text("at");
-    let at = match at.len() {
-        16 => format!("{at}:00Z"),
-        19 => format!("{at}Z"),
-        _ => at,
-    };
+pub(super) fn timeline_input(form: &Fields, zone: chrono_tz::Tz) -> TimelineInput {
+    // Typed in the person's time zone (the field's label names it).
+    let at = super::kit::from_local_input(form.text("at").trim(), zone);
     TimelineInput {
         at,
         kind: form.text("kind"),
@@ -105,8 +101,9 @@ async fn entry_page(
         .ok_or_else(|| PageError::NotFound(format!("the COE has no timeline entry {entry_id}")))?;
     let kinds = kind_options();
     let mut entry = typed.unwrap_or_else(|| {
+        let zone = super::kit::zone_of(state, Some(who));
         json!({"kind": entry.kind, "text": entry.text,
-               "at": entry.at.format("%Y-%m-%dT%H:%M").to_string()})
+               "at": super::kit::local_input(&entry.at, zone)})
     });
     entry["milestone"] = json!(entry["kind"]
         .as_str()
@@ -133,7 +130,8 @@ pub async fn edit_timeline(form: CoeForm) -> Page {
         fields,
     } = form;
     let (coe_id, entry_id) = (id.clone(), entry.clone());
-    let (input, version) = (timeline_input(&fields), fields.version());
+    let zone = super::kit::zone_of(&state, Some(&who));
+    let (input, version) = (timeline_input(&fields, zone), fields.version());
     let delete = fields.filled("delete").is_some();
     let may_move = fields.filled("move").is_some();
     let outcome = change(&state, &who, move |conn, state, editor| {

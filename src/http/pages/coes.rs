@@ -6,7 +6,6 @@
 
 use actix_web::http::StatusCode;
 use actix_web::web;
-use chrono::NaiveDateTime;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -20,11 +19,6 @@ use crate::domain::template::SectionKind;
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
 use crate::services::forms;
-
-/// An entry's time as a `datetime-local` field holds it (UTC).
-fn local_input(at: &NaiveDateTime) -> String {
-    at.format("%Y-%m-%dT%H:%M").to_string()
-}
 
 /// The fields of each part's form, so that a form shows every field (empty, or as
 /// typed when a change did not go through).
@@ -229,12 +223,13 @@ pub(super) fn page(
     // A COE sent back waits on its owner: the reviewer (not its owner) is told so.
     let waits_on_owner =
         sent_back.is_some() && is_reviewer && doc.owner.as_deref().is_some_and(|o| o != me);
+    let zone = super::kit::zone_of(state, Some(who));
     let timeline: Vec<Value> = doc
         .timeline
         .iter()
         .map(|t| {
             let mut v = serde_json::to_value(t).unwrap_or_default();
-            v["at_input"] = json!(local_input(&t.at));
+            v["at_input"] = json!(super::kit::local_input(&t.at, zone));
             v
         })
         .collect();

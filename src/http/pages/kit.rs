@@ -27,6 +27,8 @@ pub fn render(
 ) -> Page {
     if let Value::Object(map) = &mut data {
         map.insert("asset_version".into(), json!(state.pages.asset_version));
+        // Times are shown in the reader's time zone: theirs, else the organisation's.
+        map.insert("zone".into(), json!(zone_of(state, who).name()));
         if let Some(who) = who {
             let p = &who.person;
             map.insert(
@@ -61,4 +63,35 @@ pub fn names_data(directory: &[(String, Option<String>)]) -> Value {
 /// A link shown as a link only when it is http(s): anything else is shown as text.
 pub fn safe_href(url: Option<&str>) -> Option<String> {
     crate::domain::timeline::web_href(url)
+}
+
+/// The time zone a person reads and types times in: theirs, else the organisation's.
+pub fn zone_of(state: &crate::http::state::AppState, who: Option<&SignedIn>) -> chrono_tz::Tz {
+    who.and_then(|w| w.person.timezone.as_deref())
+        .and_then(|z| z.parse::<chrono_tz::Tz>().ok())
+        .unwrap_or_else(|| state.settings.org_timezone())
+}
+
+/// `at` as a `datetime-local` field shows it in `zone`.
+pub fn local_input(at: &chrono::NaiveDateTime, zone: chrono_tz::Tz) -> String {
+    at.and_utc()
+        .with_timezone(&zone)
+        .format("%Y-%m-%dT%H:%M")
+        .to_string()
+}
+
+/// What a `datetime-local` field typed in `zone` holds, as the API's time (RFC 3339,
+/// UTC); what it holds as it is when it is no such time (the service says what is
+/// wrong with it).
+pub fn from_local_input(typed: &str, zone: chrono_tz::Tz) -> String {
+    use chrono::TimeZone;
+    let local = chrono::NaiveDateTime::parse_from_str(typed, "%Y-%m-%dT%H:%M")
+        .or_else(|_| chrono::NaiveDateTime::parse_from_str(typed, "%Y-%m-%dT%H:%M:%S"));
+    match local
+        .ok()
+        .and_then(|l| zone.from_local_datetime(&l).earliest())
+    {
+        Some(at) => at.with_timezone(&chrono::Utc).to_rfc3339(),
+        None => typed.to_owned(),
+    }
 }

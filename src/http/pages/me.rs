@@ -61,13 +61,22 @@ async fn page(
         "sessions": sessions,
         "notice": notice,
         "notifications": notifications,
+        "zones": chrono_tz::TZ_VARIANTS.iter().map(|z| z.name()).collect::<Vec<_>>(),
     });
     render(state, Some(who), StatusCode::OK, "me", data)
 }
 
 /// `GET /me`.
-pub async fn show(who: SignedIn, state: State) -> Page {
-    page(&state, &who, None, None).await
+pub async fn show(who: SignedIn, query: web::Query<SavedQuery>, state: State) -> Page {
+    let notice = (query.into_inner().saved.as_deref() == Some("timezone"))
+        .then(|| "Saved: the pages show and take times in your time zone.".to_owned());
+    page(&state, &who, None, notice).await
+}
+
+/// What `GET /me` may carry: what was just saved.
+#[derive(Debug, serde::Deserialize)]
+pub struct SavedQuery {
+    saved: Option<String>,
 }
 
 /// `POST /me/calendar`: a new calendar feed URL, shown once; the old one stops working.
@@ -104,4 +113,46 @@ pub async fn sign_out_others(form: CsrfForm<Fields>, state: State) -> Page {
         n => format!("Signed out of {n} other sessions."),
     };
     page(&state, &who, None, Some(notice)).await
+}
+
+/// `POST /me/timezone`: the person's own time zone (`timezone`, an IANA name such as
+/// Europe/Berlin; empty: the organisation's), in which the pages show times and take
+/// them. Their team and manager stay as they are.
+pub async fn set_timezone(form: CsrfForm<Fields>, state: State) -> Page {
+    let who = form.who;
+    let typed = form.fields.filled("timezone");
+    let email =
+        crate::domain::EmailAddress::parse(&who.person.email).map_err(PageError::BadRequest)?;
+    let refused = write_as_person(&state, &who, move |conn, _, _| {
+        let current = directory::get(conn, email.as_str())?.map(|(p, _)| p);
+        let input = directory::PersonInput {
+            name: current.as_ref().and_then(|p| p.name.clone()),
+            team: current.as_ref().and_then(|p| p.team.clone()),
+            manager_email: current
+                .as_ref()
+                .and_then(|p| p.manager_email.as_deref())
+                .and_then(|m| crate::domain::EmailAddress::parse(m).ok()),
+            timezone: typed,
+            bar_raiser: None,
+        };
+        match directory::put_own(conn, &email, &input) {
+            Ok(_) => Ok(None),
+            Err(directory::PeopleError::Invalid(problems)) => Ok(Some(
+                problems
+                    .into_iter()
+                    .map(|(_, p)| p)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )),
+            Err(e) => Err(e.into()),
+        }
+    })
+    .await?;
+    match refused {
+        Some(problem) => {
+            let notice = format!("Your time zone was not changed: {problem}.");
+            page(&state, &who, None, Some(notice)).await
+        }
+        None => Ok(super::outcome::see_other("/me?saved=timezone")),
+    }
 }

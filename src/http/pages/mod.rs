@@ -84,6 +84,7 @@ page_routes! {
     get "/teams/find" => people_find::find_teams,
     get "/me" => me::show,
     post "/me/calendar" => me::new_calendar,
+    post "/me/timezone" => me::set_timezone,
     post "/me/sign-out-others" => me::sign_out_others,
     get "/me/notifications" => notifications::show,
     post "/me/notifications" => notifications::change,

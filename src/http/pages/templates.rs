@@ -81,7 +81,33 @@ const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-
                    connect-src 'self'; form-action 'self'; \
                    frame-ancestors 'none'; base-uri 'none'";
 
-handlebars::handlebars_helper!(time: |at: str| readable_time(at));
+/// `{{time at}}`: a stored time as a person reads it, in the reader's time zone (the
+/// page's `zone`: theirs, else the organisation's), the zone named.
+struct Time;
+
+impl handlebars::HelperDef for Time {
+    fn call_inner<'reg: 'rc, 'rc>(
+        &self,
+        h: &handlebars::Helper<'rc>,
+        _: &'reg Handlebars<'reg>,
+        ctx: &'rc handlebars::Context,
+        _: &mut handlebars::RenderContext<'reg, 'rc>,
+    ) -> Result<handlebars::ScopedJson<'rc>, handlebars::RenderError> {
+        let at = h
+            .param(0)
+            .and_then(|p| p.value().as_str())
+            .ok_or_else(|| handlebars::RenderErrorReason::ParamNotFoundForIndex("time", 0))?;
+        let zone = ctx
+            .data()
+            .get("zone")
+            .and_then(Value::as_str)
+            .and_then(|z| z.parse::<chrono_tz::Tz>().ok())
+            .unwrap_or(chrono_tz::Tz::UTC);
+        Ok(handlebars::ScopedJson::Derived(Value::String(
+            readable_time(at, zone),
+        )))
+    }
+}
 handlebars::handlebars_helper!(query_value: |v: str| form_urlencoded::byte_serialize(v.as_bytes()).collect::<String>());
 
 /// What a path segment may not hold as it is: it would end the segment or the path
@@ -270,12 +296,12 @@ impl handlebars::HelperDef for WritesHtml {
 }
 
 /// An RFC 3339 UTC time as people read it: `2026-11-29 10:03 UTC`.
-fn readable_time(at: &str) -> String {
+fn readable_time(at: &str, zone: chrono_tz::Tz) -> String {
     chrono::DateTime::parse_from_rfc3339(at).map_or_else(
         |_| at.to_owned(),
         |t| {
-            t.with_timezone(&chrono::Utc)
-                .format("%Y-%m-%d %H:%M UTC")
+            t.with_timezone(&zone)
+                .format("%Y-%m-%d %H:%M %Z")
                 .to_string()
         },
     )
@@ -316,7 +342,7 @@ impl PageTemplates {
         // what must be escaped (handlebars' default also escapes `=` and backticks,
         // for unquoted attributes, which would make every link's query unreadable).
         registry.register_escape_fn(escape_html);
-        registry.register_helper("time", Box::new(time));
+        registry.register_helper("time", Box::new(Time));
         registry.register_helper(
             "markdown",
             Box::new(WritesHtml("markdown", |text, _| markdown::to_html(text))),

@@ -62,6 +62,8 @@ pub struct SessionPerson {
     pub csrf: String,
     /// How it began: `email-link`, `proxy` or `oidc`.
     pub method: String,
+    /// Their time zone (an IANA name), when the directory has one.
+    pub timezone: Option<String>,
 }
 
 impl SessionPerson {
@@ -366,12 +368,18 @@ pub fn session(
             .set(sessions::last_seen_at.eq(now))
             .execute(conn)?;
     }
-    let (name, is_admin, active): (Option<String>, bool, bool) = people::table
-        .find(&email)
-        .select((people::name, people::is_admin, people::active))
-        .first(conn)
-        .optional()?
-        .unwrap_or((None, false, true));
+    let (name, is_admin, active, timezone): (Option<String>, bool, bool, Option<String>) =
+        people::table
+            .find(&email)
+            .select((
+                people::name,
+                people::is_admin,
+                people::active,
+                people::timezone,
+            ))
+            .first(conn)
+            .optional()?
+            .unwrap_or((None, false, true, None));
     // Someone who left is signed in nowhere, whatever a link made before said.
     if !active {
         return Ok(None);
@@ -383,6 +391,7 @@ pub fn session(
         is_admin,
         csrf,
         method,
+        timezone,
     }))
 }
 
