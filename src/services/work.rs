@@ -131,11 +131,7 @@ fn in_review(conn: &mut DbConnection, me: &str, waiting: &mut Vec<Move>) -> Quer
         } else {
             continue;
         };
-        let submitted: Option<NaiveDateTime> = review_comments::table
-            .filter(review_comments::coe_id.eq(&id))
-            .filter(review_comments::verdict.eq("submitted"))
-            .select(diesel::dsl::max(review_comments::created_at))
-            .first(conn)?;
+        let submitted = submitted_at(conn, &id)?;
         waiting.push(Move {
             kind: MoveKind::AwaitApproval,
             coe_id: id,
@@ -193,11 +189,7 @@ fn reviews(conn: &mut DbConnection, me: &str, moves: &mut Vec<Move>) -> QueryRes
         if approved_it {
             continue;
         }
-        let submitted: Option<NaiveDateTime> = review_comments::table
-            .filter(review_comments::coe_id.eq(&id))
-            .filter(review_comments::verdict.eq("submitted"))
-            .select(diesel::dsl::max(review_comments::created_at))
-            .first(conn)?;
+        let submitted = submitted_at(conn, &id)?;
         moves.push(Move {
             kind: if reviewer.as_deref() == Some(me) {
                 MoveKind::Review
@@ -215,6 +207,15 @@ fn reviews(conn: &mut DbConnection, me: &str, moves: &mut Vec<Move>) -> QueryRes
         });
     }
     Ok(())
+}
+
+/// When COE `id`'s review round under way was submitted.
+fn submitted_at(conn: &mut DbConnection, id: &str) -> QueryResult<Option<NaiveDateTime>> {
+    review_comments::table
+        .filter(review_comments::coe_id.eq(id))
+        .filter(review_comments::verdict.eq("submitted"))
+        .select(diesel::dsl::max(review_comments::created_at))
+        .first(conn)
 }
 
 /// A done action: its id, title, owner and closing time; its COE's id, title,

@@ -90,10 +90,14 @@
     });
   }
 
-  // What is typed and pending, as the form would send it.
+  // What is typed and pending, as the form would send it, with the page's version.
   function pendingBody() {
     var body = new URLSearchParams();
     body.append("csrf", autosaveForm.querySelector('input[name="csrf"]').value);
+    var version = autosaveForm.querySelector('input[name="version"]');
+    if (version) {
+      body.append("version", version.value);
+    }
     pending.forEach(function (key) {
       var text = autosaveForm.querySelector('textarea[name="text:' + key + '"]');
       var seen = autosaveForm.querySelector('input[name="seen:' + key + '"]');
@@ -105,11 +109,19 @@
     return body;
   }
 
+  var inFlight = false;
+
   function autosave(leaving) {
     clearTimeout(autosaveTimer);
-    if (!autosaveForm || pending.size === 0) {
+    if (!autosaveForm || pending.size === 0 || submitting) {
       return;
     }
+    // One request at a time: typing during one is saved after it.
+    if (inFlight && leaving !== true) {
+      autosaveTimer = setTimeout(autosave, AUTOSAVE_AFTER_MS, false);
+      return;
+    }
+    inFlight = true;
     var sent = {};
     pending.forEach(function (key) {
       var text = autosaveForm.querySelector('textarea[name="text:' + key + '"]');
@@ -131,17 +143,33 @@
         return answer.json();
       })
       .then(function (answer) {
+        inFlight = false;
         var at = new Date().toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+        // The page's version moves with its own saves only (another person's change
+        // since the page was loaded is still seen by the page's other forms).
+        var version = autosaveForm.querySelector('input[name="version"]');
+        if (version && answer.version !== null) {
+          version.value = String(answer.version);
+        }
         answer.saved.forEach(function (saved) {
           var seen = autosaveForm.querySelector('input[name="seen:' + saved.key + '"]');
           if (seen) {
             seen.value = saved.revision;
           }
-          var text = autosaveForm.querySelector('textarea[name="text:' + saved.key + '"]');
-          // Typed on while it was saving: still pending, saved next time.
-          if (text && text.value === sent[saved.key]) {
-            pending.delete(saved.key);
-            say(saved.key, "Saved at " + at + ".");
+        });
+        var unsettled = new Set();
+        answer.conflicts.forEach(function (c) {
+          unsettled.add(c.key);
+        });
+        answer.refused.forEach(function (r) {
+          unsettled.add(r.key);
+        });
+        // Saved, or already so on the server: settled, unless typed on meanwhile.
+        Object.keys(sent).forEach(function (key) {
+          var text = autosaveForm.querySelector('textarea[name="text:' + key + '"]');
+          if (!unsettled.has(key) && text && text.value === sent[key]) {
+            pending.delete(key);
+            say(key, "Saved at " + at + ".");
           }
         });
         answer.conflicts.forEach(function (conflict) {
@@ -171,14 +199,16 @@
         }
       })
       .catch(function () {
+        inFlight = false;
         pending.forEach(function (key) {
           say(key, "Not saved automatically: press Save.");
         });
       });
   }
 
-  // Anything typed on the page but the sections (a timeline entry, an action).
-  var otherTyped = false;
+  // Anything typed on the page but the sections (a timeline entry, an action), or
+  // kept unsaved by the server from the last form.
+  var otherTyped = !!(autosaveForm && autosaveForm.hasAttribute("data-unsaved"));
 
   document.addEventListener("input", function (event) {
     var form = formOf(event.target);
@@ -208,6 +238,7 @@
 
   document.addEventListener("submit", function (event) {
     submitting = true;
+    clearTimeout(autosaveTimer);
     var submitter = event.submitter;
     var section = submitter && submitter.closest("section[id]");
     if (section) {
@@ -241,7 +272,11 @@
       !/^(checkbox|radio|submit|button)$/.test(target.type)
     ) {
       var part = target.closest("[data-part]");
-      var own = part && part.querySelector('button[type="submit"]');
+      // The part's own button: the one marked default, else its first.
+      var own =
+        part &&
+        (part.querySelector('button[data-default]') ||
+          part.querySelector('button[type="submit"]'));
       if (own) {
         event.preventDefault();
         own.click();
@@ -261,6 +296,7 @@
     var section = field.closest("section[id]");
     var part = field.closest("[data-part]");
     var button =
+      (part && part.querySelector('button[data-default]')) ||
       (part && part.querySelector('button[type="submit"]')) ||
       (section && section.querySelector('button[name="save"]')) ||
       form.querySelector('button[type="submit"]:not([name="preview"])');

@@ -2,8 +2,6 @@
 //! adds one person and changes a team or manager in a form; making someone an admin
 //! and signing them out everywhere ask first; a search box in the header.
 
-use serde_json::json;
-
 use crate::browser::sign_in_to;
 use crate::helpers::spawn_app;
 use crate::webdriver::Browser;
@@ -25,15 +23,7 @@ async fn person(app: &crate::helpers::TestApp, admin: &str, email: &str) -> serd
 async fn an_admin_adds_one_person_and_changes_a_team_in_a_form() {
     let app = spawn_app().await;
     let admin = app.admin_token();
-    let res = app
-        .client
-        .put(app.url("/api/v1/people/dana@example.com/admin"))
-        .bearer_auth(&admin)
-        .json(&json!({"is_admin": true}))
-        .send()
-        .await
-        .expect("sent");
-    assert_eq!(res.status(), 200);
+    crate::ownership::person(&app, "dana@example.com", true).await;
     let browser = Browser::start().await;
     sign_in_to(&browser, &app, "dana@example.com", "/admin/people").await;
 

@@ -83,6 +83,39 @@ async fn a_drafts_sections_are_saved_as_they_are_typed_and_never_over_anothers()
         "About 1200 carts failed over 40 minutes. 900 gave up."
     );
 
+    // A line typed on, saved by script (`\n`), then the Save button (a form sends
+    // `\r\n`): one text, saved, not a conflict with itself.
+    browser
+        .type_into("#body-impact", "\nRetries doubled the load.")
+        .await;
+    browser.wait_for_text("#autosaved-impact", "Saved at").await;
+    browser.click_to_load("#impact button[name=save]").await;
+    browser.wait_for_url("saved=impact").await;
+    let doc = app.get_json(&api, &admin).await;
+    assert_eq!(
+        section(&doc, "impact"),
+        "About 1200 carts failed over 40 minutes. 900 gave up.\nRetries doubled the load."
+    );
+
+    // The page's other forms still go through after its own saves: the version it
+    // carries moved with them.
+    browser
+        .type_into("#body-detection", "A customer told us.")
+        .await;
+    browser
+        .wait_for_text("#autosaved-detection", "Saved at")
+        .await;
+    browser.click("#details summary").await;
+    browser.clear("#d-title").await;
+    browser.type_into("#d-title", "Carts failed").await;
+    browser
+        .click_to_load("#details button[formaction$='/details']")
+        .await;
+    browser.wait_for_url("did=details").await;
+    assert_eq!(browser.text("#notice").await, "Saved.");
+    let doc = app.get_json(&api, &admin).await;
+    assert_eq!(doc["title"], "Carts failed");
+
     // Bo saves Summary through the API while Ana types in it: Ana's text is not
     // saved over Bo's, and the page says who saved and what to do.
     let summary = doc["sections"]

@@ -24,9 +24,15 @@ pub async fn autosave(form: CoeForm) -> Page {
         .collect();
     let coe = form.id.clone();
     let me = form.who.person.email.as_str().to_owned();
+    let page_version = form.fields.version();
     let answer = write_as_person(&form.state, &form.who, move |conn, state, editor| {
+        let before = service::version(conn, &coe)?;
         let saved = service::put_sections(conn, &coe, &edits, editor, &state.env())?;
         let doc = service::load(conn, &coe, &state.settings)?;
+        // The page's version moves on with this save only when the page was at the
+        // COE's version: a change by someone else since stays for its other forms
+        // to notice.
+        let version = (page_version == Some(before)).then_some(doc.version);
         let names = crate::services::people::names_of(
             conn,
             &saved
@@ -79,6 +85,7 @@ pub async fn autosave(form: CoeForm) -> Page {
             })
             .collect();
         Ok(json!({
+            "version": version,
             "problems": problems,
             "saved": saved_now,
             "conflicts": conflicts,

@@ -178,7 +178,8 @@ pub(super) fn section_edits(fields: &Fields) -> Vec<SectionEdit> {
         .map(|(key, body)| SectionEdit {
             based_on: fields.text(&format!("seen:{key}")),
             key: key.to_owned(),
-            body: body.to_owned(),
+            // One text whether a form (`\r\n`) or the page's script (`\n`) sent it.
+            body: body.replace("\r\n", "\n"),
         })
         .collect()
 }
@@ -214,7 +215,12 @@ pub(super) fn typed_on_page(fields: &Fields, own: &str) -> Unsaved {
 }
 
 /// Who changed the COE lately, in words: "ana@example.com wrote Impact at 10:03 UTC".
-fn changed_by(history: &[HistoryEntry], count: usize, titles: &[SectionView]) -> String {
+fn changed_by(
+    history: &[HistoryEntry],
+    count: usize,
+    titles: &[SectionView],
+    zone: chrono_tz::Tz,
+) -> String {
     let recent: Vec<String> = history
         .iter()
         .rev()
@@ -224,7 +230,7 @@ fn changed_by(history: &[HistoryEntry], count: usize, titles: &[SectionView]) ->
                 "{} {} at {}",
                 h.actor,
                 change_words(&h.action, titles),
-                h.at.format("%H:%M UTC")
+                h.at.and_utc().with_timezone(&zone).format("%H:%M %Z")
             )
         })
         .collect();
@@ -286,7 +292,12 @@ pub(super) async fn answer(
                 kept.notice = Some(format!(
                     "Someone saved this COE after you opened it (version {expected} → {current}): {}. \
                      What you typed is kept below, not saved; compare it with theirs and save again.",
-                    changed_by(&loaded.history, count, &loaded.doc.sections)
+                    changed_by(
+                        &loaded.history,
+                        count,
+                        &loaded.doc.sections,
+                        super::kit::zone_of(state, Some(who))
+                    )
                 ));
             } else if part == "review" && !again.fields.is_empty() {
                 // What a submit lacks, named as the checklist names the sections.

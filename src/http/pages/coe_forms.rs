@@ -261,15 +261,17 @@ pub async fn take_ownership(form: CoeForm) -> Page {
 /// `POST /coes/{id}/timeline`: adds an entry.
 pub async fn add_timeline(form: CoeForm) -> Page {
     let fields = form.fields.part("timeline");
-    let input = timeline_input(&fields, super::kit::zone_of(&form.state, Some(&form.who)));
+    let zone = super::kit::zone_of(&form.state, Some(&form.who));
+    let input = timeline_input(&fields, zone);
     let may_move = fields.filled("move").is_some();
     form.create("timeline", "timeline", move |conn, state, editor, coe| {
         let version = service::version(conn, coe)?;
         // A milestone that would move one of the COE's own times says so first.
         if !may_move {
-            super::coe_timeline::refuse_unasked_moves(service::milestone_moves(
-                conn, coe, &input, None,
-            )?)?;
+            super::coe_timeline::refuse_unasked_moves(
+                service::milestone_moves(conn, coe, &input, None)?,
+                zone,
+            )?;
         }
         let entry = service::add_timeline(conn, coe, &input, Some(version), editor, state.env())?;
         Ok::<_, CoeError>(format!("/coes/{coe}?did=timeline#tl-{entry}"))

@@ -29,11 +29,12 @@ pub(super) fn timeline_input(form: &Fields, zone: chrono_tz::Tz) -> TimelineInpu
 /// Refuses, saying what would move and how to go on, when `moves` is not empty.
 pub(super) fn refuse_unasked_moves(
     moves: Vec<service::MilestoneMove>,
+    zone: chrono_tz::Tz,
 ) -> Result<(), crate::services::coes::CoeError> {
     if moves.is_empty() {
         return Ok(());
     }
-    let said: Vec<String> = moves.iter().map(service::MilestoneMove::sentence).collect();
+    let said: Vec<String> = moves.iter().map(|m| m.sentence(zone)).collect();
     Err(crate::services::coes::CoeError::Invalid(vec![(
         String::new(),
         format!(
@@ -100,11 +101,13 @@ async fn entry_page(
         .find(|t| t.id == entry_id)
         .ok_or_else(|| PageError::NotFound(format!("the COE has no timeline entry {entry_id}")))?;
     let kinds = kind_options();
-    let mut entry = typed.unwrap_or_else(|| {
-        let zone = super::kit::zone_of(state, Some(who));
-        json!({"kind": entry.kind, "text": entry.text,
-               "at": super::kit::local_input(&entry.at, zone)})
-    });
+    let zone = super::kit::zone_of(state, Some(who));
+    let shown = super::kit::local_input(&entry.at, zone);
+    let stored = crate::json::format_utc(&entry.at);
+    let mut entry =
+        typed.unwrap_or_else(|| json!({"kind": entry.kind, "text": entry.text, "at": shown}));
+    entry["at_shown"] = json!(shown);
+    entry["at_was"] = json!(stored);
     entry["milestone"] = json!(entry["kind"]
         .as_str()
         .and_then(crate::domain::coe::TimelineKind::parse)
@@ -131,17 +134,22 @@ pub async fn edit_timeline(form: CoeForm) -> Page {
     } = form;
     let (coe_id, entry_id) = (id.clone(), entry.clone());
     let zone = super::kit::zone_of(&state, Some(&who));
-    let (input, version) = (timeline_input(&fields, zone), fields.version());
+    let (mut input, version) = (timeline_input(&fields, zone), fields.version());
+    // Left as shown, the time stays as it is stored (a time of the hour a clock
+    // repeats reads the same twice).
+    if fields.text("at").trim() == fields.text("at_shown") {
+        if let Some(stored) = fields.filled("at_was") {
+            input.at = stored;
+        }
+    }
     let delete = fields.filled("delete").is_some();
     let may_move = fields.filled("move").is_some();
     let outcome = change(&state, &who, move |conn, state, editor| {
         if !delete && !may_move {
-            refuse_unasked_moves(service::milestone_moves(
-                conn,
-                &coe_id,
-                &input,
-                Some(&entry_id),
-            )?)?;
+            refuse_unasked_moves(
+                service::milestone_moves(conn, &coe_id, &input, Some(&entry_id))?,
+                zone,
+            )?;
         }
         if delete {
             service::delete_timeline(conn, &coe_id, &entry_id, version, editor, state.env())

@@ -84,14 +84,53 @@ pub fn local_input(at: &chrono::NaiveDateTime, zone: chrono_tz::Tz) -> String {
 /// UTC); what it holds as it is when it is no such time (the service says what is
 /// wrong with it).
 pub fn from_local_input(typed: &str, zone: chrono_tz::Tz) -> String {
-    use chrono::TimeZone;
+    use chrono::{Offset, TimeZone};
     let local = chrono::NaiveDateTime::parse_from_str(typed, "%Y-%m-%dT%H:%M")
         .or_else(|_| chrono::NaiveDateTime::parse_from_str(typed, "%Y-%m-%dT%H:%M:%S"));
-    match local
-        .ok()
-        .and_then(|l| zone.from_local_datetime(&l).earliest())
-    {
+    let Ok(local) = local else {
+        return typed.to_owned();
+    };
+    // A time the clocks skipped (spring forward) is read with the offset before the
+    // gap, as a clock not yet moved would show it; a repeated hour, as its first.
+    let at = zone.from_local_datetime(&local).earliest().or_else(|| {
+        let before = local - chrono::Duration::hours(3);
+        let offset = zone.from_local_datetime(&before).earliest()?.offset().fix();
+        offset
+            .from_local_datetime(&local)
+            .single()
+            .map(|t| t.with_timezone(&zone))
+    });
+    match at {
         Some(at) => at.with_timezone(&chrono::Utc).to_rfc3339(),
         None => typed.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{from_local_input, local_input};
+
+    #[test]
+    fn times_typed_in_a_zone_are_read_in_it_even_across_its_clock_changes() {
+        let berlin: chrono_tz::Tz = "Europe/Berlin".parse().expect("a zone");
+        assert_eq!(
+            from_local_input("2026-12-01T10:00", berlin),
+            "2026-12-01T09:00:00+00:00"
+        );
+        // 02:30 on 29 March 2026 did not happen in Berlin: read as 01:30 UTC.
+        assert_eq!(
+            from_local_input("2026-03-29T02:30", berlin),
+            "2026-03-29T01:30:00+00:00"
+        );
+        // 02:30 on 25 October 2026 happened twice: the first.
+        assert_eq!(
+            from_local_input("2026-10-25T02:30", berlin),
+            "2026-10-25T00:30:00+00:00"
+        );
+        assert_eq!(from_local_input("yesterday", berlin), "yesterday");
+        let at = chrono::NaiveDate::from_ymd_opt(2026, 12, 1)
+            .and_then(|d| d.and_hms_opt(9, 0, 0))
+            .expect("a time");
+        assert_eq!(local_input(&at, berlin), "2026-12-01T10:00");
     }
 }

@@ -34,7 +34,10 @@ async fn page(
     let notifications = match (paused, choice.mode) {
         (Some(until), _) => format!(
             "Paused until {} (then as you chose).",
-            until.format("%-d %b %Y, %H:%M UTC")
+            until
+                .and_utc()
+                .with_timezone(&super::kit::zone_of(state, Some(who)))
+                .format("%-d %b %Y, %H:%M %Z")
         ),
         (None, Mode::Every) => "You get every email.".to_owned(),
         (None, Mode::Digests) => "You get reminders and digests, not single notices.".to_owned(),
@@ -137,6 +140,7 @@ pub async fn set_timezone(form: CsrfForm<Fields>, state: State) -> Page {
         };
         match directory::put_own(conn, &email, &input) {
             Ok(_) => Ok(None),
+            Err(directory::PeopleError::Forbidden(why)) => Ok(Some(why)),
             Err(directory::PeopleError::Invalid(problems)) => Ok(Some(
                 problems
                     .into_iter()

@@ -126,10 +126,11 @@ impl From<AccessError> for CoeError {
 }
 
 /// A text section's revision: the first 16 hex digits of its body's SHA-256 (an
-/// empty section's too). Two bodies with one revision are the same text.
+/// empty section's too), its line ends as `\n` (a browser's form sends `\r\n`, its
+/// script `\n`). Two bodies with one revision are the same text.
 pub fn revision(body: &str) -> String {
     use sha2::{Digest, Sha256};
-    hex::encode(&Sha256::digest(body.as_bytes())[..8])
+    hex::encode(&Sha256::digest(body.replace("\r\n", "\n").as_bytes())[..8])
 }
 
 /// Writes the audit record of a change to COE `coe_id`.

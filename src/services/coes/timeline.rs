@@ -154,15 +154,20 @@ pub struct MilestoneMove {
 }
 
 impl MilestoneMove {
-    /// In words, for the person about to make the change.
-    pub fn sentence(&self) -> String {
+    /// In words, for the person about to make the change, in their time zone `zone`.
+    pub fn sentence(&self, zone: chrono_tz::Tz) -> String {
         let what = match self.kind {
             TimelineKind::Started => "when the outage started",
             TimelineKind::Detected => "when it was noticed",
             TimelineKind::Mitigated => "when its impact was mitigated",
             _ => "when it was resolved",
         };
-        let time = |t: NaiveDateTime| t.format("%Y-%m-%d %H:%M UTC").to_string();
+        let time = |t: NaiveDateTime| {
+            t.and_utc()
+                .with_timezone(&zone)
+                .format("%Y-%m-%d %H:%M %Z")
+                .to_string()
+        };
         match self.to {
             Some(to) => format!(
                 "This entry changes {what} from {} to {}.",
