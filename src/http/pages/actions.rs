@@ -290,13 +290,7 @@ fn confirmation(
     names: &[(String, Option<String>)],
 ) -> Option<String> {
     let a = &detail.action;
-    let name = |email: &str| {
-        names
-            .iter()
-            .find(|(e, _)| e == email)
-            .and_then(|(_, n)| n.clone())
-            .unwrap_or_else(|| email.to_owned())
-    };
+    let name = |email: &str| super::kit::display_name(names, email);
     let reviewer = detail.coe_reviewer.as_deref().map(name);
     let said = match did {
         "start" => format!(

@@ -56,11 +56,7 @@ pub async fn autosave(form: CoeForm) -> Page {
                 } else if let Some(client) = c.by.strip_prefix("token:") {
                     format!("the API client “{client}”")
                 } else {
-                    names
-                        .iter()
-                        .find(|(e, _)| *e == c.by)
-                        .and_then(|(_, n)| n.clone())
-                        .unwrap_or_else(|| c.by.clone())
+                    super::kit::display_name(&names, &c.by)
                 };
                 json!({"key": c.key, "by": by})
             })

@@ -551,13 +551,7 @@ fn confirmation(
     names: &[(String, Option<String>)],
     settings: &crate::config::Settings,
 ) -> Option<String> {
-    let name = |email: &str| {
-        names
-            .iter()
-            .find(|(e, _)| e == email)
-            .and_then(|(_, n)| n.clone())
-            .unwrap_or_else(|| email.to_owned())
-    };
+    let name = |email: &str| super::kit::display_name(names, email);
     let closes =
         if crate::domain::coe::needs_verification(doc.severity, settings.coe.verify_actions_from) {
             "It closes once every corrective action is done and verified."

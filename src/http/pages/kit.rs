@@ -60,6 +60,16 @@ pub fn names_data(directory: &[(String, Option<String>)]) -> Value {
     Value::Object(names)
 }
 
+/// A person as a sentence names them: their name in the directory (`names`, as
+/// `people::names_of` answers), else their address.
+pub fn display_name(names: &[(String, Option<String>)], email: &str) -> String {
+    names
+        .iter()
+        .find(|(e, _)| e == email)
+        .and_then(|(_, n)| n.clone())
+        .unwrap_or_else(|| email.to_owned())
+}
+
 /// A link shown as a link only when it is http(s): anything else is shown as text.
 pub fn safe_href(url: Option<&str>) -> Option<String> {
     crate::domain::timeline::web_href(url)
