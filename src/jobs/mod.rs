@@ -287,13 +287,18 @@ pub fn serve(parts: Parts) -> std::io::Result<Jobs> {
             parts.settings.clone(),
             parts.pool.clone(),
             parts.transport,
-            deliveries,
+            deliveries.clone(),
         ));
-        jobs.extend(reminders::chat(parts.settings.clone(), parts.pool.clone()));
+        jobs.extend(reminders::chat(
+            parts.settings.clone(),
+            parts.pool.clone(),
+            deliveries.clone(),
+        ));
         jobs.extend(reminders::trackers(
             parts.settings.clone(),
             parts.pool.clone(),
             parts.templates.clone(),
+            deliveries,
         ));
     } else {
         tracing::info!("reminders.enabled is false: no sweeps or deliveries in this process");

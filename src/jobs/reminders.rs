@@ -18,6 +18,7 @@ use super::Job;
 use crate::config::Settings;
 use crate::db::DbPool;
 use crate::email::{EmailTemplates, Transport};
+use crate::services::outbound::queue::{Queue, Report};
 use crate::services::{outbox, reminders, sweep_settings};
 
 /// The delivery job's name (the bell wakes it).
@@ -72,15 +73,29 @@ struct ReasonLabels {
     reason: &'static str,
 }
 
-/// What `/metrics` tells of this process's email deliveries.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct QueueLabels {
+    queue: &'static str,
+    outcome: &'static str,
+}
+
+/// What `/metrics` tells of this process's deliveries: every queue's rows by outcome,
+/// and, as before the queue was one, the emails sent and their failures by reason.
 #[derive(Default, Clone)]
 pub struct DeliveryMetrics {
+    deliveries: Family<QueueLabels, Counter>,
     sent: Counter,
     failures: Family<ReasonLabels, Counter>,
 }
 
 impl DeliveryMetrics {
     pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "deliveries",
+            "Rows of the delivery queue this process handled, by queue (email, chat, \
+             tracker) and outcome (sent; deferred: to be tried again; failed: for good)",
+            self.deliveries.clone(),
+        );
         registry.register(
             "emails_sent",
             "Emails this process handed to the SMTP server",
@@ -95,7 +110,22 @@ impl DeliveryMetrics {
         );
     }
 
-    fn record(&self, report: &outbox::DeliveryReport) {
+    fn record(&self, queue: Queue, report: &Report) {
+        for (outcome, n) in [
+            ("sent", report.sent),
+            ("deferred", report.deferred),
+            ("failed", report.failed),
+        ] {
+            self.deliveries
+                .get_or_create(&QueueLabels {
+                    queue: queue.name(),
+                    outcome,
+                })
+                .inc_by(n as u64);
+        }
+        if queue != Queue::Email {
+            return;
+        }
         self.sent.inc_by(report.sent as u64);
         for (reason, n) in [
             ("rejected", report.rejected),
@@ -186,43 +216,50 @@ pub fn hold_if_restored(conn: &mut crate::db::DbConnection) -> Result<(), String
     Ok(())
 }
 
-/// Email delivery: the emails due, each claimed, sent and marked
-/// (`outbox::deliver_pooled`: no connection held while the SMTP server answers); a stop
-/// ends the pass after the email being sent.
-pub fn delivery(
-    settings: Arc<Settings>,
+/// A delivery job of the queue (`outbound::queue`): on its first run it gives back
+/// what this replica's earlier process was sending when it stopped (`Queue::reclaim`),
+/// then each run is one pass (`pass`), counted in `metrics` and logged when it did
+/// anything. A pass every `reminders.delivery_interval_secs`.
+fn delivery_job(
+    name: &'static str,
+    queue: Queue,
+    settings: &Settings,
     pool: DbPool,
-    transport: Transport,
     metrics: DeliveryMetrics,
+    mut pass: impl FnMut(&AtomicBool) -> Result<Report, String> + Send + 'static,
 ) -> Job {
     let every = Duration::from_secs(settings.reminders.delivery_interval_secs);
     let claimant = settings.replica_name();
     let mut started = false;
     Job {
-        name: DELIVERY,
+        name,
         run: Box::new(move |stopping: &AtomicBool| {
             if !started {
                 let mut conn =
                     crate::db::checkout(&pool).map_err(|_| "no database connection".to_owned())?;
-                hold_if_restored(&mut conn)?;
-                // What this replica's earlier process was sending when it died.
-                let back = outbox::reclaim(&mut conn, &claimant, crate::db::now())
+                if queue == Queue::Email {
+                    hold_if_restored(&mut conn)?;
+                }
+                let back = queue
+                    .reclaim(&mut conn, &claimant, crate::db::now())
                     .map_err(|e| e.to_string())?;
                 if back > 0 {
                     tracing::warn!(
-                        emails = back,
+                        queue = queue.name(),
+                        rows = back,
                         replica = %claimant,
-                        "emails this replica was sending when it stopped are sent again (one the \
-                         SMTP server had taken just before may arrive twice, with the same Message-ID)"
+                        "what this replica was sending when it stopped is sent again (one the \
+                         other side had taken just before may arrive twice; an email with the \
+                         same Message-ID)"
                     );
                 }
                 started = true;
             }
-            let report = outbox::deliver_pooled(&pool, &transport, &settings, &claimant, stopping)
-                .map_err(|e| e.to_string())?;
-            metrics.record(&report);
-            if report != outbox::DeliveryReport::default() {
+            let report = pass(stopping)?;
+            metrics.record(queue, &report);
+            if report != Report::default() {
                 tracing::info!(
+                    queue = queue.name(),
                     sent = report.sent,
                     deferred = report.deferred,
                     failed = report.failed,
@@ -235,60 +272,64 @@ pub fn delivery(
     }
 }
 
-/// Chat delivery, when channels are configured: a pass every
-/// `reminders.delivery_interval_secs` (a notice decided meanwhile waits at most that
-/// long).
-pub fn chat(settings: Arc<Settings>, pool: DbPool) -> Option<Job> {
+/// Email delivery: the emails due, each claimed, sent and marked
+/// (`outbox::deliver_pooled`: no connection held while the SMTP server answers); a stop
+/// ends the pass after the email being sent.
+pub fn delivery(
+    settings: Arc<Settings>,
+    pool: DbPool,
+    transport: Transport,
+    metrics: DeliveryMetrics,
+) -> Job {
+    let (s, p) = (settings.clone(), pool.clone());
+    delivery_job(
+        DELIVERY,
+        Queue::Email,
+        &settings,
+        pool,
+        metrics,
+        move |stop| {
+            outbox::deliver_pooled(&p, &transport, &s, &s.replica_name(), stop)
+                .map_err(|e| e.to_string())
+        },
+    )
+}
+
+/// Chat delivery, when channels are configured, on a job of its own so that a slow
+/// or silent platform never holds up email (a notice decided meanwhile waits at most
+/// `reminders.delivery_interval_secs`).
+pub fn chat(settings: Arc<Settings>, pool: DbPool, metrics: DeliveryMetrics) -> Option<Job> {
     if settings.chat.channels.is_empty() {
         return None;
     }
-    let every = Duration::from_secs(settings.reminders.delivery_interval_secs);
     tracing::info!(
         channels = settings.chat.channels.len(),
         "chat delivery started"
     );
-    let claimant = settings.replica_name();
-    let mut started = false;
-    Some(Job {
-        name: "chat",
-        run: Box::new(move |stopping: &AtomicBool| {
-            let mut conn =
-                crate::db::checkout(&pool).map_err(|_| "no database connection".to_owned())?;
-            if !started {
-                let back = crate::services::chat::reclaim(&mut conn, &claimant, crate::db::now())
-                    .map_err(|e| e.to_string())?;
-                if back > 0 {
-                    tracing::warn!(
-                        messages = back,
-                        replica = %claimant,
-                        "chat messages this replica was sending when it stopped are sent again"
-                    );
-                }
-                started = true;
-            }
-            drop(conn);
-            let report =
-                crate::services::chat::deliver_pooled(&pool, &settings, &claimant, stopping)
-                    .map_err(|e| e.to_string())?;
-            if report != crate::services::chat::ChatReport::default() {
-                tracing::info!(
-                    sent = report.sent,
-                    deferred = report.deferred,
-                    failed = report.failed,
-                    "chat delivery pass"
-                );
-            }
-            Ok(())
-        }),
-        next_in: Box::new(move || Some(every)),
-    })
+    let (s, p) = (settings.clone(), pool.clone());
+    Some(delivery_job(
+        "chat",
+        Queue::Chat,
+        &settings,
+        pool,
+        metrics,
+        move |stop| {
+            crate::services::chat::deliver_pooled(&p, &s, &s.replica_name(), stop)
+                .map_err(|e| e.to_string())
+        },
+    ))
 }
 
 /// Issue trackers, when any is set up: each pass tells the trackers what waits
 /// (`services::trackers::deliver`) and reads back the linked tickets of each tracker
 /// whose round is due (`services::trackers::reconcile`). A pass every
 /// `reminders.delivery_interval_secs`.
-pub fn trackers(settings: Arc<Settings>, pool: DbPool, emails: Arc<EmailTemplates>) -> Option<Job> {
+pub fn trackers(
+    settings: Arc<Settings>,
+    pool: DbPool,
+    emails: Arc<EmailTemplates>,
+    metrics: DeliveryMetrics,
+) -> Option<Job> {
     if settings.trackers.is_empty() {
         return None;
     }
@@ -299,41 +340,26 @@ pub fn trackers(settings: Arc<Settings>, pool: DbPool, emails: Arc<EmailTemplate
             return None;
         }
     };
-    let every = Duration::from_secs(settings.reminders.delivery_interval_secs);
     tracing::info!(trackers = settings.trackers.len(), "tracker sync started");
-    let claimant = settings.replica_name();
-    let mut started = false;
-    Some(Job {
-        name: "trackers",
-        run: Box::new(move |stopping: &AtomicBool| {
-            if !started {
-                let mut conn =
-                    crate::db::checkout(&pool).map_err(|_| "no database connection".to_owned())?;
-                crate::services::trackers::reclaim(&mut conn, &claimant, crate::db::now())
-                    .map_err(|e| e.to_string())?;
-                started = true;
-            }
-            // The passes take a connection for each step and hold none while a
-            // tracker answers.
-            let report = crate::services::trackers::deliver(&pool, &settings, &claimant, stopping)
+    let (s, p) = (settings.clone(), pool.clone());
+    Some(delivery_job(
+        "trackers",
+        Queue::Tracker,
+        &settings,
+        pool,
+        metrics,
+        move |stop| {
+            // The passes take a connection for each step and hold none while a tracker
+            // answers.
+            let report = crate::services::trackers::deliver(&p, &s, &s.replica_name(), stop)
                 .map_err(|e| e.to_string())?;
-            if report != crate::services::trackers::TrackerReport::default() {
-                tracing::info!(
-                    sent = report.sent,
-                    deferred = report.deferred,
-                    failed = report.failed,
-                    "tracker delivery pass"
-                );
-            }
             let env = crate::services::Env {
-                settings: &settings,
+                settings: &s,
                 template: &template,
                 emails: &emails,
             };
-            crate::services::trackers::reconcile(&pool, env, stopping)
-                .map_err(|e| e.to_string())?;
-            Ok(())
-        }),
-        next_in: Box::new(move || Some(every)),
-    })
+            crate::services::trackers::reconcile(&p, env, stop).map_err(|e| e.to_string())?;
+            Ok(report)
+        },
+    ))
 }

@@ -26,6 +26,7 @@ pub mod lifecycle;
 pub mod meeting;
 pub mod notifications;
 pub mod notify;
+pub mod outbound;
 pub mod outbox;
 pub mod ownership;
 pub mod people;

@@ -15,10 +15,7 @@ use crate::config::{self, Meaning, Settings};
 use crate::db::schema::{coes, corrective_actions, people, tickets, tracker_jobs};
 use crate::db::{self, DbConnection};
 
-pub const PENDING: &str = "pending";
-pub const SENDING: &str = "sending";
-pub const SENT: &str = "sent";
-pub const FAILED: &str = "failed";
+pub use crate::services::outbound::queue::{FAILED, PENDING, SENDING, SENT};
 
 /// What `tickets.meaning` holds for a status coe cannot map.
 pub const UNMAPPED: &str = "unmapped";

@@ -4,11 +4,12 @@
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use coe::domain::Role;
 use serde_json::{json, Value};
 
+use crate::eventually::eventually_async;
 use crate::helpers::{spawn_app, TestApp};
 
 /// The Alertmanager binary: `ALERTMANAGER_BIN`, Debian's path, or `alertmanager` on PATH.
@@ -90,38 +91,37 @@ receivers:
     }
 
     async fn post_alert(&self, client: &reqwest::Client, alert: &Value) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let res = client
-                .post(format!("http://127.0.0.1:{}/api/v2/alerts", self.port))
-                .json(&json!([alert]))
-                .send()
-                .await;
-            match res {
-                Ok(r) if r.status().is_success() => return,
-                _ if Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(200)).await
+        // Alertmanager may still be starting: asked again until it takes the alert.
+        eventually_async(
+            Duration::from_secs(30),
+            "Alertmanager takes the alert",
+            || async {
+                let res = client
+                    .post(format!("http://127.0.0.1:{}/api/v2/alerts", self.port))
+                    .json(&json!([alert]))
+                    .send()
+                    .await;
+                match res {
+                    Ok(r) if r.status().is_success() => Ok(()),
+                    other => Err(format!("{other:?}")),
                 }
-                other => panic!("Alertmanager did not take the alert: {other:?}"),
-            }
-        }
+            },
+        )
+        .await;
     }
 }
 
 /// Polls the incident list until `pred` holds for it, or fails after 60 s.
 async fn wait_for(app: &TestApp, token: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    eventually_async(Duration::from_secs(60), what, || async {
         let page = app.get_json("/api/v1/incidents", token).await;
         if pred(&page) {
-            return page;
+            Ok(page)
+        } else {
+            Err(page)
         }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}: {page}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    })
+    .await
 }
 
 #[tokio::test]

@@ -149,27 +149,24 @@ fn sign_in_emails(app: &TestApp, to: &str) -> i64 {
 /// The newest email of `kind` to `to`, as text, as its recipient reads it. (A sign-in
 /// email is made after the page answered: it is waited for, up to 10 s.)
 fn newest_email(app: &TestApp, kind: &str, to: &str) -> String {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let mut conn = app.pool.get().expect("conn");
-        let found = outbox_emails::table
-            .filter(outbox_emails::kind.eq(kind))
-            .filter(outbox_emails::recipient.eq(to))
-            .order(outbox_emails::created_at.desc())
-            .select((outbox_emails::body_text, outbox_emails::private_link))
-            .first::<(String, Option<String>)>(&mut conn);
-        match found {
-            // A sign-in link is kept apart from the text until it is sent: put back as
-            // the delivery worker does.
-            Ok((body, Some(link))) => {
-                return body.replace(coe::services::outbox::PRIVATE_LINK, &link)
-            }
-            Ok((body, None)) => return body,
-            Err(e) if std::time::Instant::now() > deadline => {
-                panic!("no {kind} email to {to}: {e}")
-            }
-            Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
-        }
+    let (body, link) = crate::eventually::eventually(
+        std::time::Duration::from_secs(10),
+        &format!("a {kind} email to {to}"),
+        || {
+            let mut conn = app.pool.get().expect("conn");
+            outbox_emails::table
+                .filter(outbox_emails::kind.eq(kind))
+                .filter(outbox_emails::recipient.eq(to))
+                .order(outbox_emails::created_at.desc())
+                .select((outbox_emails::body_text, outbox_emails::private_link))
+                .first::<(String, Option<String>)>(&mut conn)
+        },
+    );
+    match link {
+        // A sign-in link is kept apart from the text until it is sent: put back as the
+        // delivery worker does.
+        Some(link) => body.replace(coe::services::outbox::PRIVATE_LINK, &link),
+        None => body,
     }
 }
 
@@ -194,11 +191,12 @@ pub(crate) async fn sign_in_to(browser: &Browser, app: &TestApp, email: &str, pa
     browser.click_to_load("button[type=submit]").await;
     browser.wait_for_heading("Check your email").await;
     // The link is made after the page answered: wait for this request's.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while sign_in_emails(app, email) == before {
-        assert!(std::time::Instant::now() < deadline, "no new sign-in email");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    crate::eventually::eventually_async(
+        std::time::Duration::from_secs(10),
+        "a new sign-in email",
+        || async { sign_in_emails(app, email) != before },
+    )
+    .await;
     let link = link_in(
         &newest_email(app, "sign_in", email),
         "/sign-in/confirm?token=",

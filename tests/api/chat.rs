@@ -137,6 +137,8 @@ async fn receive(req: HttpRequest, body: web::Bytes, inbox: web::Data<Arc<Inbox>
         .and_then(VecDeque::pop_front);
     if let Some((status, retry_after)) = scripted {
         if status == 0 {
+            // A wait that is the point: a platform too slow to answer (past coe's 1 s
+            // chat timeout).
             actix_web::rt::time::sleep(std::time::Duration::from_secs(3)).await;
             return HttpResponse::Ok().body("ok");
         }

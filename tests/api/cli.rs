@@ -3,8 +3,9 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::eventually::{eventually, try_until};
 use crate::helpers::{on_postgres, TestDatabase};
 
 /// `coe ARGS` with a clean environment plus `env`.
@@ -401,8 +402,7 @@ impl Served {
     /// Waits until a request besides the scrape's own is in flight: the server read
     /// its head and waits for the rest (up to 30 s).
     pub(crate) fn until_a_request_is_in_flight(&self) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
+        eventually(Duration::from_secs(30), "a request in flight", || {
             let metrics = http_get(self.port, "/metrics", None);
             let in_flight = metrics
                 .lines()
@@ -410,29 +410,22 @@ impl Served {
                 .and_then(|n| n.trim().parse::<i64>().ok())
                 .unwrap_or(0);
             if in_flight >= 2 {
-                return;
+                Ok(())
+            } else {
+                Err(format!("no request in flight:\n{metrics}"))
             }
-            assert!(
-                Instant::now() < deadline,
-                "no request in flight:\n{metrics}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        });
     }
 
     /// Waits until it logged a line containing `text` (up to 30 s).
     pub(crate) fn until_logged(&self, text: &str) {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !self
-            .logs
-            .lock()
-            .expect("logs")
-            .iter()
-            .any(|l| l.contains(text))
-        {
-            assert!(Instant::now() < deadline, "never logged {text:?}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        eventually(Duration::from_secs(30), &format!("logged {text:?}"), || {
+            self.logs
+                .lock()
+                .expect("logs")
+                .iter()
+                .any(|l| l.contains(text))
+        });
     }
 }
 
@@ -448,14 +441,9 @@ pub(crate) fn wait_exit(
     child: &mut std::process::Child,
     within: Duration,
 ) -> std::process::ExitStatus {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return status;
-        }
-        assert!(Instant::now() < deadline, "coe serve did not exit");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    eventually(within, "coe serve exits", || {
+        child.try_wait().expect("try_wait")
+    })
 }
 
 /// With `COE_LOG_FORMAT=json` a fatal start-up error is one JSON line in the log's
@@ -728,14 +716,14 @@ fn coe_sweep_warns_when_the_servers_sweep_with_other_settings() {
         )
     };
     // The server's first sweep runs as it starts: wait until it has recorded itself.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let out = loop {
+    let mut last = None;
+    try_until(Duration::from_secs(30), || {
         let out = sweep("http://localhost:8080", "UTC");
-        if stderr(&out).contains("warning") || std::time::Instant::now() > deadline {
-            break out;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
+        let warned = stderr(&out).contains("warning");
+        last = Some(out);
+        warned
+    });
+    let out = last.expect("a sweep ran");
     assert!(out.status.success(), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(

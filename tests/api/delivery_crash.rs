@@ -9,6 +9,7 @@ use diesel::prelude::*;
 
 use crate::cli::{serve, Served};
 use crate::email::SmtpServer;
+use crate::eventually::eventually;
 use crate::helpers::{free_port, TestDatabase};
 use coe::db::schema::outbox_emails;
 
@@ -76,30 +77,27 @@ fn queue_emails(pool: &coe::db::DbPool) {
 
 /// Waits (up to a minute) until about a third of the emails reached the SMTP server.
 fn until_a_third_left(smtp: &SmtpServer) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while smtp.messages().len() < EMAILS / 3 {
-        assert!(
-            Instant::now() < deadline,
-            "the emails did not start to leave"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    eventually(
+        Duration::from_secs(60),
+        "the emails start to leave (a third reach the SMTP server)",
+        || smtp.messages().len() >= EMAILS / 3,
+    );
 }
 
 /// Waits until every email is sent, at most two minutes after `restarted`.
 fn until_every_email_is_sent(pool: &coe::db::DbPool, restarted: Instant) {
-    let deadline = restarted + Duration::from_secs(120);
-    loop {
-        let now = states(pool);
-        if now.get("sent").copied().unwrap_or(0) == EMAILS as i64 {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not every email was sent within two minutes of the restart: {now:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    eventually(
+        Duration::from_secs(120).saturating_sub(restarted.elapsed()),
+        "every email sent within two minutes of the restart",
+        || {
+            let now = states(pool);
+            if now.get("sent").copied().unwrap_or(0) == EMAILS as i64 {
+                Ok(())
+            } else {
+                Err(format!("{now:?}"))
+            }
+        },
+    );
 }
 
 #[test]
@@ -134,21 +132,19 @@ fn a_replica_killed_while_sending_strands_only_the_email_in_flight() {
     let took = restarted.elapsed();
     // Every email arrived; one the server had taken just before the kill may come
     // twice (the same Message-ID): that is the only duplicate a crash can make.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let received = loop {
+    let received = eventually(Duration::from_secs(30), "every email arrived", || {
         let received = smtp.messages();
-        let ids: std::collections::BTreeSet<&str> =
-            received.iter().map(|m| m.message_id.as_str()).collect();
-        if ids.len() == EMAILS {
-            break received;
+        let different = received
+            .iter()
+            .map(|m| m.message_id.as_str())
+            .collect::<std::collections::BTreeSet<&str>>()
+            .len();
+        if different == EMAILS {
+            Ok(received)
+        } else {
+            Err(format!("{different} different emails arrived of {EMAILS}"))
         }
-        assert!(
-            Instant::now() < deadline,
-            "{} different emails arrived of {EMAILS}",
-            ids.len()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    });
     let twice = received.len() - EMAILS;
     assert!(
         twice as i64 <= stranded,
@@ -156,11 +152,12 @@ fn a_replica_killed_while_sending_strands_only_the_email_in_flight() {
     );
     if stranded == 1 {
         let given_back = served.logged(
-            "emails this replica was sending when it stopped are sent again (one the SMTP \
-             server had taken just before may arrive twice, with the same Message-ID)",
+            "what this replica was sending when it stopped is sent again (one the other side \
+             had taken just before may arrive twice; an email with the same Message-ID)",
         );
         assert_eq!(given_back.len(), 1, "the restart says what it gave back");
-        assert_eq!(given_back[0]["emails"], 1, "{given_back:?}");
+        assert_eq!(given_back[0]["queue"], "email", "{given_back:?}");
+        assert_eq!(given_back[0]["rows"], 1, "{given_back:?}");
     }
     eprintln!(
         "kill -9 after {sent_before} of {EMAILS} sent, {stranded} in flight: the rest sent \
@@ -470,13 +467,9 @@ fn a_restore_holds_what_was_in_flight_for_an_admin() {
     // restore replaced may have sent it); then an email queued after the restore goes
     // out: the delivery job ran, after the hold.
     let deadline = Instant::now() + Duration::from_secs(60);
-    while ids.iter().any(|id| state_of(&pool, id) != "held") {
-        assert!(
-            Instant::now() < deadline,
-            "the restored emails were not held"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    eventually(Duration::from_secs(60), "the restored emails held", || {
+        ids.iter().all(|id| state_of(&pool, id) == "held")
+    });
     let after = coe::services::outbox::NewEmail {
         kind: coe::email::Kind::ActionAssigned,
         dedup_key: "after-restore".into(),
@@ -488,10 +481,12 @@ fn a_restore_holds_what_was_in_flight_for_an_admin() {
     };
     coe::services::outbox::enqueue(&mut pool.get().expect("conn"), &after, coe::db::now())
         .expect("queue");
-    while smtp.to("after-restore@example.com").is_empty() {
-        assert!(Instant::now() < deadline, "the new email was not sent");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // Within the same minute.
+    eventually(
+        deadline.saturating_duration_since(Instant::now()),
+        "the new email sent",
+        || !smtp.to("after-restore@example.com").is_empty(),
+    );
     for id in &ids {
         assert_eq!(state_of(&pool, id), "held");
     }
@@ -533,11 +528,9 @@ fn a_restore_holds_what_was_in_flight_for_an_admin() {
         &admin,
     );
     assert!(sent.starts_with("HTTP/1.1 200"), "{sent}");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while smtp.to("in-flight-2@example.com").is_empty() {
-        assert!(Instant::now() < deadline, "the email sent again did not go");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    eventually(Duration::from_secs(60), "the email sent again goes", || {
+        !smtp.to("in-flight-2@example.com").is_empty()
+    });
     assert_eq!(state_of(&pool, &ids[0]), "dropped");
     assert!(smtp.to("in-flight-1@example.com").is_empty());
     assert_eq!(smtp.messages().len(), 2);

@@ -11,6 +11,7 @@ use coe::domain::{EmailAddress, Role, TokenName};
 use diesel::prelude::*;
 use serde_json::{json, Value};
 
+use crate::eventually::{eventually, eventually_async, try_until, try_until_async};
 use crate::helpers::{json, spawn_app_with, Replica, TestApp};
 
 /// Where links in test emails point; the tests map it back to the app's address.
@@ -166,14 +167,11 @@ impl SmtpServer {
 
     /// Waits (up to a minute: shared machines are slow) until `n` messages arrived.
     async fn wait_for(&self, n: usize) -> Vec<Received> {
-        let start = Instant::now();
-        loop {
-            let messages = self.messages();
-            if messages.len() >= n || start.elapsed() > StdDuration::from_secs(60) {
-                return messages;
-            }
-            tokio::time::sleep(StdDuration::from_millis(100)).await;
-        }
+        try_until_async(StdDuration::from_secs(60), || async {
+            self.messages().len() >= n
+        })
+        .await;
+        self.messages()
     }
 }
 
@@ -196,19 +194,23 @@ impl World {
     /// failed attempt is over (by the time the outbox names, up to 30 s).
     pub(crate) async fn until_every_email_is_due(&self) {
         use coe::db::schema::outbox_emails;
-        let deadline = Instant::now() + StdDuration::from_secs(30);
-        loop {
-            let latest: Option<chrono::NaiveDateTime> = outbox_emails::table
-                .filter(outbox_emails::state.eq("pending"))
-                .select(diesel::dsl::max(outbox_emails::next_attempt_at))
-                .first(&mut self.app.pool.get().expect("conn"))
-                .expect("the outbox");
-            if latest.is_none_or(|at| at < Utc::now().naive_utc()) {
-                return;
-            }
-            assert!(Instant::now() < deadline, "emails due again by {latest:?}");
-            tokio::time::sleep(StdDuration::from_millis(50)).await;
-        }
+        eventually_async(
+            StdDuration::from_secs(30),
+            "every email waiting due again",
+            || async {
+                let latest: Option<chrono::NaiveDateTime> = outbox_emails::table
+                    .filter(outbox_emails::state.eq("pending"))
+                    .select(diesel::dsl::max(outbox_emails::next_attempt_at))
+                    .first(&mut self.app.pool.get().expect("conn"))
+                    .expect("the outbox");
+                if latest.is_none_or(|at| at < Utc::now().naive_utc()) {
+                    Ok(())
+                } else {
+                    Err(format!("emails due again by {latest:?}"))
+                }
+            },
+        )
+        .await;
     }
 
     pub(crate) async fn new() -> World {
@@ -1171,18 +1173,20 @@ async fn three_replicas_sweeping_at_once_send_each_email_once() {
         (count("sweep"), count("delivery"))
     };
     let before: Vec<(i64, i64)> = replicas.iter().map(runs).collect();
-    let deadline = Instant::now() + StdDuration::from_secs(60);
-    while replicas
-        .iter()
-        .zip(&before)
-        .any(|(r, (sweeps, deliveries))| {
-            let (s, d) = runs(r);
-            s < sweeps + 2 || d < deliveries + 2
-        })
-    {
-        assert!(Instant::now() < deadline, "the replicas sweep on");
-        tokio::time::sleep(StdDuration::from_millis(100)).await;
-    }
+    eventually_async(
+        StdDuration::from_secs(60),
+        "the replicas sweep on",
+        || async {
+            replicas
+                .iter()
+                .zip(&before)
+                .all(|(r, (sweeps, deliveries))| {
+                    let (s, d) = runs(r);
+                    s >= sweeps + 2 && d >= deliveries + 2
+                })
+        },
+    )
+    .await;
     drop(replicas);
     let messages = smtp.messages();
     assert_eq!(messages.len(), expected);
@@ -1373,13 +1377,10 @@ fn a_sign_in_link_leaves_at_once() {
     stream.read_to_string(&mut response).expect("read");
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     // Let the start-up delivery pass go by: the next is a minute away.
-    let deadline = Instant::now() + StdDuration::from_secs(60);
-    while !crate::cli::http_get(served.port, "/metrics", None)
-        .contains("coe_job_runs_total{job=\"delivery\",outcome=\"ok\"} ")
-    {
-        assert!(Instant::now() < deadline, "the start-up sweep ran");
-        std::thread::sleep(StdDuration::from_millis(50));
-    }
+    eventually(StdDuration::from_secs(60), "the start-up sweep ran", || {
+        crate::cli::http_get(served.port, "/metrics", None)
+            .contains("coe_job_runs_total{job=\"delivery\",outcome=\"ok\"} ")
+    });
 
     let form = "email=ana%40example.com&next=%2F";
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", served.port)).expect("connect");
@@ -1394,9 +1395,9 @@ fn a_sign_in_link_leaves_at_once() {
     stream.read_to_string(&mut response).expect("read");
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     let asked = Instant::now();
-    while smtp.to("ana@example.com").is_empty() && asked.elapsed() < StdDuration::from_secs(20) {
-        std::thread::sleep(StdDuration::from_millis(50));
-    }
+    try_until(StdDuration::from_secs(20), || {
+        !smtp.to("ana@example.com").is_empty()
+    });
     let took = asked.elapsed();
     let received = smtp.to("ana@example.com");
     assert_eq!(received.len(), 1, "the link arrived");
@@ -1777,10 +1778,9 @@ fn a_stalled_smtp_server_holds_no_database_connection() {
     // The server answers: the email goes, and its outcome is recorded.
     open.send(()).expect("open the gate");
     let deadline = Instant::now() + StdDuration::from_secs(60);
-    while smtp.to("ana@example.com").is_empty() {
-        assert!(Instant::now() < deadline, "the link arrived");
-        std::thread::sleep(StdDuration::from_millis(50));
-    }
+    eventually(StdDuration::from_secs(60), "the link arrived", || {
+        !smtp.to("ana@example.com").is_empty()
+    });
     assert!(smtp.to("ana@example.com")[0]
         .text
         .contains("/sign-in/confirm?token="));
@@ -1789,19 +1789,24 @@ fn a_stalled_smtp_server_holds_no_database_connection() {
         ..coe::config::DatabaseSettings::default()
     })
     .expect("connect");
-    loop {
-        let (state, link): (String, Option<String>) = outbox_emails::table
-            .filter(outbox_emails::kind.eq("sign_in"))
-            .select((outbox_emails::state, outbox_emails::private_link))
-            .first(&mut pool.get().expect("conn"))
-            .expect("the email");
-        if state == "sent" {
-            assert_eq!(link, None, "the link forgotten once sent");
-            break;
-        }
-        assert!(Instant::now() < deadline, "recorded as sent: {state}");
-        std::thread::sleep(StdDuration::from_millis(50));
-    }
+    // Within the same minute.
+    let link = eventually(
+        deadline.saturating_duration_since(Instant::now()),
+        "recorded as sent",
+        || {
+            let (state, link): (String, Option<String>) = outbox_emails::table
+                .filter(outbox_emails::kind.eq("sign_in"))
+                .select((outbox_emails::state, outbox_emails::private_link))
+                .first(&mut pool.get().expect("conn"))
+                .expect("the email");
+            if state == "sent" {
+                Ok(link)
+            } else {
+                Err(state)
+            }
+        },
+    );
+    assert_eq!(link, None, "the link forgotten once sent");
     drop(served);
 }
 
@@ -1829,32 +1834,31 @@ fn a_local_trial_logs_the_link_and_writes_it_into_the_eml_file() {
     let message = "sign-in link (a local trial: mode = development, loopback only, no SMTP \
                    server; written here so that you can sign in without one)";
     let deadline = Instant::now() + StdDuration::from_secs(30);
-    let logged = loop {
-        if let Some(line) = served.logged(message).pop() {
-            break line["link"].as_str().expect("the link").to_owned();
-        }
-        assert!(Instant::now() < deadline, "the link was logged");
-        std::thread::sleep(StdDuration::from_millis(50));
-    };
+    let logged = eventually(StdDuration::from_secs(30), "the link was logged", || {
+        served.logged(message).pop()
+    })["link"]
+        .as_str()
+        .expect("the link")
+        .to_owned();
     assert!(logged.contains("/sign-in/confirm?token=coe_"), "{logged}");
-    let text = loop {
-        let found = std::fs::read_dir(mailbox.path())
-            .expect("the mailbox")
-            .flatten()
-            .filter(|e| e.path().extension().is_some_and(|x| x == "eml"))
-            .find_map(|e| {
-                let raw = std::fs::read(e.path()).ok()?;
-                let m = mail_parser::MessageParser::default().parse(&raw)?;
-                m.subject()
-                    .is_some_and(|s| s.contains("sign-in link"))
-                    .then(|| m.body_text(0).unwrap_or_default().into_owned())
-            });
-        if let Some(text) = found {
-            break text;
-        }
-        assert!(Instant::now() < deadline, "the .eml file was written");
-        std::thread::sleep(StdDuration::from_millis(50));
-    };
+    // Within the same 30 s.
+    let text = eventually(
+        deadline.saturating_duration_since(Instant::now()),
+        "the .eml file was written",
+        || {
+            std::fs::read_dir(mailbox.path())
+                .expect("the mailbox")
+                .flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "eml"))
+                .find_map(|e| {
+                    let raw = std::fs::read(e.path()).ok()?;
+                    let m = mail_parser::MessageParser::default().parse(&raw)?;
+                    m.subject()
+                        .is_some_and(|s| s.contains("sign-in link"))
+                        .then(|| m.body_text(0).unwrap_or_default().into_owned())
+                })
+        },
+    );
     assert!(text.contains(&logged), "the same link: {text}");
     assert!(!text.contains("[[coe:"), "{text}");
     let token = logged.split_once("token=").expect("a token").1;
@@ -2005,20 +2009,25 @@ fn a_restored_backup_sends_nothing_by_itself_until_an_admin_sends_what_is_held()
         ("gone", "sent"),
     ];
     let deadline = Instant::now() + StdDuration::from_secs(60);
-    while expected
-        .iter()
-        .any(|(key, state)| state_of(&pool, &ids[key]) != *state)
-    {
-        assert!(
-            Instant::now() < deadline,
-            "not as expected: {:?}",
-            expected
+    eventually(
+        StdDuration::from_secs(60),
+        "the restored emails as expected",
+        || {
+            let now = expected
                 .iter()
                 .map(|(key, _)| (*key, state_of(&pool, &ids[key])))
-                .collect::<Vec<_>>()
-        );
-        std::thread::sleep(StdDuration::from_millis(50));
-    }
+                .collect::<Vec<_>>();
+            if now
+                .iter()
+                .zip(&expected)
+                .all(|((_, now), (_, state))| now == state)
+            {
+                Ok(())
+            } else {
+                Err(format!("not as expected: {now:?}"))
+            }
+        },
+    );
     // The delivery pass runs: an email queued after the restore goes.
     {
         let mut conn = pool.get().expect("conn");
@@ -2030,10 +2039,12 @@ fn a_restored_backup_sends_nothing_by_itself_until_an_admin_sends_what_is_held()
         .expect("queue");
         ids.insert("after", id_of(&mut conn, "after"));
     }
-    while smtp.to("after@example.com").is_empty() {
-        assert!(Instant::now() < deadline, "the new email was not sent");
-        std::thread::sleep(StdDuration::from_millis(50));
-    }
+    // Within the same minute.
+    eventually(
+        deadline.saturating_duration_since(Instant::now()),
+        "the new email sent",
+        || !smtp.to("after@example.com").is_empty(),
+    );
     assert_eq!(smtp.messages().len(), 1, "nothing restored was sent");
     for (key, state) in expected {
         assert_eq!(state_of(&pool, &ids[key]), state, "{key}");
@@ -2080,14 +2091,11 @@ fn a_restored_backup_sends_nothing_by_itself_until_an_admin_sends_what_is_held()
     let sent = crate::cli::http_post(served.port, "/api/v1/outbox/send-held", &admin);
     assert!(sent.starts_with("HTTP/1.1 200"), "{sent}");
     assert!(sent.contains(r#""emails":3"#), "{sent}");
-    let deadline = Instant::now() + StdDuration::from_secs(60);
-    while ["escalation", "notice", "in-flight"]
-        .iter()
-        .any(|key| state_of(&pool, &ids[key]) != "sent")
-    {
-        assert!(Instant::now() < deadline, "what was held did not go");
-        std::thread::sleep(StdDuration::from_millis(50));
-    }
+    eventually(StdDuration::from_secs(60), "what was held goes", || {
+        ["escalation", "notice", "in-flight"]
+            .iter()
+            .all(|key| state_of(&pool, &ids[key]) == "sent")
+    });
     let again = crate::cli::http_post(served.port, "/api/v1/outbox/send-held", &admin);
     assert!(again.contains(r#""emails":0"#), "{again}");
     let none = crate::cli::http_post(served.port, "/api/v1/outbox/drop-held", &admin);

@@ -372,17 +372,17 @@ impl Replica {
 
     /// Waits until `/readyz` answers 200 (at most 10 s).
     pub async fn wait_until_ready(&self, client: &reqwest::Client) {
-        for _ in 0..200 {
-            let ready = client
-                .get(format!("{}/readyz", self.address))
-                .send()
-                .await
-                .is_ok_and(|r| r.status() == 200);
-            if ready {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        panic!("the replica at {} did not become ready", self.address);
+        crate::eventually::eventually_async(
+            std::time::Duration::from_secs(10),
+            &format!("the replica at {} becomes ready", self.address),
+            || async {
+                client
+                    .get(format!("{}/readyz", self.address))
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status() == 200)
+            },
+        )
+        .await;
     }
 }

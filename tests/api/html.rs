@@ -490,21 +490,19 @@ async fn run_axe(browser: &crate::webdriver::Browser, axe: &str) -> Vec<String> 
                e => {{ window.__axe = ['axe failed: ' + e]; }}); return 1"
         ))
         .await;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
-        let got = browser.eval("return window.__axe").await;
-        if let Some(list) = got.as_array() {
-            return list
-                .iter()
-                .map(|v| v.as_str().unwrap_or_default().to_owned())
-                .collect();
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "axe-core gave no answer in 30 s"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    crate::eventually::eventually_async(
+        std::time::Duration::from_secs(30),
+        "an answer from axe-core",
+        || async {
+            let got = browser.eval("return window.__axe").await;
+            got.as_array().map(|list| {
+                list.iter()
+                    .map(|v| v.as_str().unwrap_or_default().to_owned())
+                    .collect::<Vec<String>>()
+            })
+        },
+    )
+    .await
 }
 
 /// Runs axe-core's checks on the page `browser` shows now (a journey's screen, as the

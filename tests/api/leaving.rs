@@ -278,25 +278,20 @@ async fn a_leaver_s_actions_drafts_and_reviews_pass_to_their_manager_with_one_em
     let link = {
         use coe::db::schema::sign_in_links;
         use diesel::prelude::*;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        loop {
-            let mut conn = world.app.pool.get().expect("conn");
-            let found: Option<(chrono::NaiveDateTime, chrono::NaiveDateTime)> =
+        crate::eventually::eventually_async(
+            std::time::Duration::from_secs(20),
+            "the request handled (a link written for Chen)",
+            || async {
+                let mut conn = world.app.pool.get().expect("conn");
                 sign_in_links::table
                     .filter(sign_in_links::email.eq("chen@example.com"))
                     .select((sign_in_links::created_at, sign_in_links::expires_at))
-                    .first(&mut conn)
+                    .first::<(chrono::NaiveDateTime, chrono::NaiveDateTime)>(&mut conn)
                     .optional()
-                    .expect("links");
-            if let Some(found) = found {
-                break found;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the request was never handled"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
+                    .expect("links")
+            },
+        )
+        .await
     };
     assert!(link.1 <= link.0, "expired at birth: {link:?}");
     {

@@ -2,6 +2,7 @@
 //! With `TEST_POSTGRES_URL` set they run on PostgreSQL (a new database per test),
 //! otherwise on a SQLite file in a temporary folder.
 
+mod eventually;
 mod helpers;
 
 mod action_changes;

@@ -663,8 +663,9 @@ async fn a_rotated_signing_key_is_fetched_and_trusted() {
 
     // The provider now signs with k2 (k1 still published); coe kept only k1.
     provider.rotate("k2,k1").await;
-    // Keys are fetched again at most every `KEYS_REFETCH_MIN`: once that has passed
-    // since they were fetched, a token signed with the new key fetches them.
+    // A wait that is the point: keys are fetched again at most every
+    // `KEYS_REFETCH_MIN`; once that has passed since they were fetched, a token signed
+    // with the new key fetches them.
     tokio::time::sleep_until(keys_fetched_by + coe::oidc::KEYS_REFETCH_MIN).await;
     let after = Visitor::new().sign_in(&app, "alice").await;
     assert_eq!(
@@ -936,19 +937,19 @@ async fn a_key_rotated_without_a_kid_is_fetched_and_trusted() {
     // most every `KEYS_REFETCH_MIN`: Carol signs in until coe takes the new key (a
     // sign-in refused before that fetches nothing: the count below says so).
     provider.rotate("k2").await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let after = Visitor::new().sign_in(&app, "carol").await;
-        if after.status() == StatusCode::SEE_OTHER {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the rotated key was never trusted: {}",
-            body(after).await
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    crate::eventually::eventually_async(
+        Duration::from_secs(30),
+        "the rotated key trusted",
+        || async {
+            let after = Visitor::new().sign_in(&app, "carol").await;
+            if after.status() == StatusCode::SEE_OTHER {
+                Ok(())
+            } else {
+                Err(body(after).await)
+            }
+        },
+    )
+    .await;
     let rotated = provider.counts().await;
     assert_eq!(rotated["/jwks"], 1, "the keys fetched once more: {rotated}");
     assert_eq!(live_sessions(&app).len(), 2);
@@ -1025,15 +1026,15 @@ async fn signing_out_at_the_provider_ends_the_coe_session() {
         "{}",
         done.status()
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while live_sessions(&app).len() != 1 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "alice's coe session still alive; the provider's log:\n{}",
-            provider.log()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let ended = crate::eventually::try_until_async(Duration::from_secs(30), || async {
+        live_sessions(&app).len() == 1
+    })
+    .await;
+    assert!(
+        ended.is_some(),
+        "alice's coe session still alive; the provider's log:\n{}",
+        provider.log()
+    );
     assert_eq!(
         live_sessions(&app),
         vec![("carol@example.com".to_owned(), "oidc".to_owned())]

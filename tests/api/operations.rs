@@ -7,11 +7,12 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use diesel::{Connection, RunQueryDsl};
 
 use crate::cli::{coe, http_get, serve, serve_with, sigterm, stderr, stdout, wait_exit, Served};
+use crate::eventually::{eventually, try_until};
 use crate::helpers::{on_postgres, TestDatabase};
 
 /// The SQLite file of a test database (`None` on PostgreSQL).
@@ -281,14 +282,11 @@ fn a_corrupt_database_is_reported_by_readyz_and_refused_by_restore() {
     corrupt_table(&path, "coe_reads");
 
     let served = serve(&db.url, &[]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let ready = loop {
-        let res = http_get(served.port, "/readyz", None);
-        if res.starts_with("HTTP/1.1 503") || Instant::now() > deadline {
-            break res;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let mut ready = String::new();
+    try_until(Duration::from_secs(20), || {
+        ready = http_get(served.port, "/readyz", None);
+        ready.starts_with("HTTP/1.1 503")
+    });
     assert!(ready.starts_with("HTTP/1.1 503"), "{ready}");
     assert!(ready.contains("database_corrupt"), "{ready}");
     assert!(!served.logged("database fault").is_empty());
@@ -304,11 +302,11 @@ fn a_corrupt_database_is_reported_by_readyz_and_refused_by_restore() {
     let out = coe(&["restore", &sound.to_string_lossy()], &env);
     assert!(out.status.success(), "{}", stderr(&out));
     let served = serve(&db.url, &[]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !http_get(served.port, "/readyz", None).starts_with("HTTP/1.1 200") {
-        assert!(Instant::now() < deadline, "the mended database serves");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    eventually(
+        Duration::from_secs(30),
+        "the mended database serves",
+        || http_get(served.port, "/readyz", None).starts_with("HTTP/1.1 200"),
+    );
 }
 
 /// Marks the database as migrated by a newer version (a migration this one lacks).
@@ -446,18 +444,13 @@ fn metrics_and_request_logs_tell_an_operator_what_they_need() {
     );
     // The first sweep runs as the scheduler starts (a loaded CI machine once took
     // more than 20 s to end it; the logs say what the server did meanwhile).
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let metrics = loop {
-        let res = http_get(served.port, "/metrics", None);
+    let mut metrics = String::new();
+    try_until(Duration::from_secs(90), || {
+        metrics = http_get(served.port, "/metrics", None);
         // The sample's own line: the metric's HELP text also begins "… 1 when".
-        let ran = |line: &str| res.lines().any(|l| l == line);
-        if (ran("coe_sweep_last_success 1") && ran("coe_job_last_success{job=\"figures\"} 1"))
-            || Instant::now() > deadline
-        {
-            break res;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
+        let ran = |line: &str| metrics.lines().any(|l| l == line);
+        ran("coe_sweep_last_success 1") && ran("coe_job_last_success{job=\"figures\"} 1")
+    });
     for line in [
         "coe_build_info{",
         &format!("version=\"{}\"", env!("CARGO_PKG_VERSION")),
@@ -502,7 +495,12 @@ fn metrics_and_request_logs_tell_an_operator_what_they_need() {
     let mut response = String::new();
     stream.read_to_string(&mut response).expect("read");
     assert!(response.contains("x-request-id: nginx-4711"), "{response}");
-    std::thread::sleep(Duration::from_millis(200));
+    // Both requests' log lines (written as each is answered) reach the logs read here.
+    try_until(Duration::from_secs(10), || {
+        let logged = served.logged("request");
+        logged.iter().any(|l| l["span"]["id"] == "nginx-4711")
+            && logged.iter().any(|l| l["span"]["id"] == id.as_str())
+    });
     let logged = served.logged("request");
     let line = logged
         .iter()
@@ -534,7 +532,16 @@ fn forwarded_headers_from_an_untrusted_proxy_and_a_trust_everyone_range_are_warn
         let mut response = String::new();
         stream.read_to_string(&mut response).expect("read");
     }
-    std::thread::sleep(Duration::from_millis(200));
+    // The three requests' log lines are there: what each warned (before its own line)
+    // is too.
+    try_until(Duration::from_secs(10), || {
+        served
+            .logged("request")
+            .iter()
+            .filter(|l| l["route"] == "/healthz")
+            .count()
+            >= 3
+    });
     let warned = served
         .logs
         .lock()
@@ -549,13 +556,18 @@ fn forwarded_headers_from_an_untrusted_proxy_and_a_trust_everyone_range_are_warn
 
     let db = TestDatabase::new();
     let served = serve(&db.url, &[("COE_AUTH_TRUSTED_PROXIES", r#"["0.0.0.0/0"]"#)]);
-    std::thread::sleep(Duration::from_millis(200));
-    assert!(served
-        .logs
-        .lock()
-        .expect("logs")
-        .iter()
-        .any(|l| l.contains("auth.trusted_proxies names every address")));
+    eventually(
+        Duration::from_secs(30),
+        "the warning that auth.trusted_proxies names every address",
+        || {
+            served
+                .logs
+                .lock()
+                .expect("logs")
+                .iter()
+                .any(|l| l.contains("auth.trusted_proxies names every address"))
+        },
+    );
 }
 
 /// A database SQLite cannot read cannot say whether a process holds it: `coe restore`
@@ -671,20 +683,18 @@ fn every_metric_the_alert_rules_use_is_served_and_moves() {
 
     // Polled: the delivery job tries (and fails) after the email was queued, and the
     // operator's gauges are read at most every 30 s.
-    let deadline = Instant::now() + Duration::from_secs(90);
-    let metrics = loop {
-        let m = http_get(served.port, "/metrics", None);
+    let mut metrics = String::new();
+    try_until(Duration::from_secs(90), || {
+        metrics = http_get(served.port, "/metrics", None);
         let tried = sample(
-            &m,
+            &metrics,
             "coe_email_delivery_failures_total{reason=\"unreachable\"}",
         )
         .is_some_and(|n| n >= 1.0);
-        let waiting = sample(&m, "coe_email_oldest_waiting_seconds").is_some_and(|s| s >= 1.0);
-        if (tried && waiting) || Instant::now() > deadline {
-            break m;
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    };
+        let waiting =
+            sample(&metrics, "coe_email_oldest_waiting_seconds").is_some_and(|s| s >= 1.0);
+        tried && waiting
+    });
     let on_sqlite = db.url.starts_with("sqlite://");
     for name in alerted_metrics() {
         if name == "coe_database_disk_free_bytes" && !on_sqlite {
@@ -736,6 +746,14 @@ fn every_metric_the_alert_rules_use_is_served_and_moves() {
         )
         .is_some_and(|n| n >= 1.0),
         "{metrics}"
+    );
+    assert!(
+        sample(
+            &metrics,
+            "coe_deliveries_total{queue=\"email\",outcome=\"deferred\"}"
+        )
+        .is_some_and(|n| n >= 1.0),
+        "the one queue's metrics count the deferred email:\n{metrics}"
     );
     assert!(
         sample(&metrics, "coe_email_oldest_waiting_seconds").is_some_and(|s| s >= 1.0),
@@ -902,17 +920,16 @@ fn an_operator_sees_a_read_only_database_in_the_readiness_gauges() {
         .spawn()
         .expect("coe serve"),
     );
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while TcpStream::connect(("127.0.0.1", port)).is_err()
-        || !http_get(port, "/readyz", None).starts_with("HTTP/1.1 200")
-    {
-        assert!(
-            Instant::now() < deadline,
+    try_until(Duration::from_secs(60), || {
+        TcpStream::connect(("127.0.0.1", port)).is_ok()
+            && http_get(port, "/readyz", None).starts_with("HTTP/1.1 200")
+    })
+    .unwrap_or_else(|| {
+        panic!(
             "coe serve is not ready: {}",
             std::fs::read_to_string(&log).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        )
+    });
     let stored = post(port, "/api/v1/events", &ingest, event);
     assert!(stored.starts_with("HTTP/1.1 202"), "{stored}");
 
@@ -953,21 +970,20 @@ fn an_operator_sees_a_read_only_database_in_the_readiness_gauges() {
 
     // Writable again: ready, by itself.
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    let metrics = eventually(Duration::from_secs(30), "stored and ready again", || {
         let stored = post(port, "/api/v1/events", &ingest, event);
         let metrics = http_get(port, "/metrics", None);
         if stored.starts_with("HTTP/1.1 202") && sample(&metrics, "coe_ready") == Some(1.0) {
-            assert_eq!(
-                sample(&metrics, "coe_not_ready{reason=\"database_read_only\"}"),
-                Some(0.0),
-                "{metrics}"
-            );
-            break;
+            Ok(metrics)
+        } else {
+            Err(format!("{stored}\n{metrics}"))
         }
-        assert!(Instant::now() < deadline, "{stored}\n{metrics}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    });
+    assert_eq!(
+        sample(&metrics, "coe_not_ready{reason=\"database_read_only\"}"),
+        Some(0.0),
+        "{metrics}"
+    );
     drop(served);
 }
 
@@ -1027,14 +1043,13 @@ fn an_operator_sees_a_locked_database_in_the_readiness_gauges() {
         .execute(&mut shell)
         .expect("let go");
     drop(shell);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
+    eventually(Duration::from_secs(30), "stored and ready again", || {
         let stored = post(served.port, "/api/v1/events", &ingest, event);
         let metrics = http_get(served.port, "/metrics", None);
         if stored.starts_with("HTTP/1.1 202") && sample(&metrics, "coe_ready") == Some(1.0) {
-            break;
+            Ok(())
+        } else {
+            Err(format!("{stored}\n{metrics}"))
         }
-        assert!(Instant::now() < deadline, "{stored}\n{metrics}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    });
 }

@@ -7,6 +7,7 @@ use diesel::prelude::*;
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 use reqwest::StatusCode;
 
+use crate::eventually::{eventually, try_until};
 use crate::helpers::{spawn_app, spawn_app_with, TestApp};
 
 /// A browser-like client (it asks for HTML) that does not follow redirects (so each
@@ -27,14 +28,9 @@ pub(crate) fn browser() -> reqwest::Client {
 /// The newest sign-in link emailed to `email`. The link is made after the page
 /// answered (so that the answer takes as long for anyone): wait for it, up to 10 s.
 pub(crate) fn emailed_link(app: &TestApp, email: &str) -> Option<String> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let link = newest_link(app, email);
-        if link.is_some() || std::time::Instant::now() > deadline {
-            return link;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    try_until(std::time::Duration::from_secs(10), || {
+        newest_link(app, email)
+    })
 }
 
 /// No sign-in link was emailed to `email`, after a request that got as far as
@@ -43,22 +39,19 @@ pub(crate) fn emailed_link(app: &TestApp, email: &str) -> Option<String> {
 /// the link is there (waited for, up to 10 s) an email would be too.
 pub(crate) fn no_link_emailed(app: &TestApp, email: &str) -> bool {
     use coe::db::schema::sign_in_links;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let links: i64 = sign_in_links::table
-            .filter(sign_in_links::email.eq(email))
-            .count()
-            .get_result(&mut app.pool.get().expect("conn"))
-            .expect("links");
-        if links > 0 {
-            return newest_link(app, email).is_none();
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no sign-in link was written for {email}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    eventually(
+        std::time::Duration::from_secs(10),
+        &format!("a sign-in link written for {email}"),
+        || {
+            sign_in_links::table
+                .filter(sign_in_links::email.eq(email))
+                .count()
+                .get_result::<i64>(&mut app.pool.get().expect("conn"))
+                .expect("links")
+                > 0
+        },
+    );
+    newest_link(app, email).is_none()
 }
 
 /// The link the newest sign-in email to `email` carries: kept apart from its text
@@ -99,14 +92,11 @@ pub(crate) async fn sign_in(app: &TestApp, email: &str) -> String {
     let res = ask_for_link(app, email).await;
     assert_eq!(res.status(), StatusCode::OK);
     // A new link (the one this request made, after the answer).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let link = loop {
-        match newest_link(app, email) {
-            Some(link) if Some(&link) != before.as_ref() => break link,
-            _ if std::time::Instant::now() > deadline => panic!("no new link was emailed"),
-            _ => std::thread::sleep(std::time::Duration::from_millis(20)),
-        }
-    };
+    let link = eventually(
+        std::time::Duration::from_secs(10),
+        "a new link emailed",
+        || newest_link(app, email).filter(|link| Some(link) != before.as_ref()),
+    );
     let res = browser()
         .post(app.url("/sign-in/confirm"))
         .form(&[("token", token_of(&link))])
@@ -374,18 +364,19 @@ async fn nobody_can_lock_another_person_out_of_signing_in() {
     // requests let through, every email that will be queued is.
     let emails_to = |email: &str, let_through: i64| {
         use coe::db::schema::sign_in_links;
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         let mut conn = app.pool.get().expect("conn");
-        while sign_in_links::table
-            .filter(sign_in_links::email.eq(email))
-            .count()
-            .get_result::<i64>(&mut conn)
-            .expect("links")
-            < let_through
-        {
-            assert!(std::time::Instant::now() < deadline, "links for {email}");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        eventually(
+            std::time::Duration::from_secs(10),
+            &format!("links for {email}"),
+            || {
+                sign_in_links::table
+                    .filter(sign_in_links::email.eq(email))
+                    .count()
+                    .get_result::<i64>(&mut conn)
+                    .expect("links")
+                    >= let_through
+            },
+        );
         outbox_emails::table
             .filter(outbox_emails::kind.eq("sign_in"))
             .filter(outbox_emails::recipient.eq(email))

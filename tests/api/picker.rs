@@ -339,23 +339,24 @@ async fn an_owner_picks_a_reviewer_by_typing_part_of_a_name() {
     crate::browser::sign_in_to(&browser, &app, "person.00007@example.com", &path).await;
     browser.click("#details summary").await;
     browser.type_into("#d-reviewer", "Lopez").await;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let offered = loop {
-        let offered = browser
-            .eval(
-                "return [...document.querySelectorAll('#d-reviewer-found option')]\
-                 .map(o => o.value + ' | ' + o.label)",
-            )
-            .await;
-        if offered.as_array().is_some_and(|o| !o.is_empty()) {
-            break offered;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "nothing offered: {offered}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
+    let offered = crate::eventually::eventually_async(
+        std::time::Duration::from_secs(10),
+        "someone offered",
+        || async {
+            let offered = browser
+                .eval(
+                    "return [...document.querySelectorAll('#d-reviewer-found option')]\
+                     .map(o => o.value + ' | ' + o.label)",
+                )
+                .await;
+            if offered.as_array().is_some_and(|o| !o.is_empty()) {
+                Ok(offered)
+            } else {
+                Err(format!("nothing offered: {offered}"))
+            }
+        },
+    )
+    .await;
     assert_eq!(
         offered,
         json!(["maria.lopez@example.com | Maria Lopez · team-42"])
@@ -385,21 +386,22 @@ async fn an_owner_picks_a_reviewer_by_typing_part_of_a_name() {
         let script = format!(
             "return [...document.querySelectorAll('{field}-found option')].map(o => o.value)"
         );
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        loop {
-            let got = browser.eval(&script).await;
-            if got
-                .as_array()
-                .is_some_and(|o| o.iter().any(|v| v == offered))
-            {
-                break;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{field} offered {got}"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
+        crate::eventually::eventually_async(
+            std::time::Duration::from_secs(10),
+            &format!("{field} offers {offered}"),
+            || async {
+                let got = browser.eval(&script).await;
+                if got
+                    .as_array()
+                    .is_some_and(|o| o.iter().any(|v| v == offered))
+                {
+                    Ok(())
+                } else {
+                    Err(format!("{field} offered {got}"))
+                }
+            },
+        )
+        .await;
     }
     browser.screenshot("picker-board-filters").await;
     drop(browser);

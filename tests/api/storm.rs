@@ -92,6 +92,8 @@ async fn storm(app: &crate::helpers::TestApp, urls: &[String], ingest: &str) {
                         .expect("sent");
                     let status = res.status().as_u16();
                     if status == 503 && std::time::Instant::now() < deadline {
+                        // A wait that is the point: an alert sender's back-off
+                        // before it retries a 503.
                         let pause = 200 * attempt.min(10);
                         tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
                         continue;

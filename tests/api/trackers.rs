@@ -1795,15 +1795,22 @@ async fn all_held_while_others_are_answered(
     probe: &str,
     what: &str,
 ) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while double.held.load(Ordering::SeqCst) < 8 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "only {} of the eight {what} reached the tracker: the others wait for a connection",
-            double.held.load(Ordering::SeqCst)
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    crate::eventually::eventually_async(
+        std::time::Duration::from_secs(20),
+        &format!("the eight {what} reach the tracker"),
+        || async {
+            let held = double.held.load(Ordering::SeqCst);
+            if held >= 8 {
+                Ok(())
+            } else {
+                Err(format!(
+                    "only {held} of the eight {what} reached the tracker: the others wait for a \
+                     connection"
+                ))
+            }
+        },
+    )
+    .await;
     // Eight wait on the tracker; everyone else is answered at once.
     for _ in 0..3 {
         let res = app

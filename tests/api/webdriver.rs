@@ -4,11 +4,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine;
 use serde_json::{json, Value};
 use tokio::process::{Child, Command};
+
+use crate::eventually::eventually_async;
 
 /// The key W3C WebDriver names an element by.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
@@ -64,21 +66,20 @@ impl Browser {
             .expect("chromedriver starts");
         let base = format!("http://127.0.0.1:{port}");
         let http = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let ready = http.get(format!("{base}/status")).send().await;
-            if let Ok(res) = ready {
-                let status: Value = res.json().await.unwrap_or_default();
-                if status["value"]["ready"] == true {
-                    break;
+        eventually_async(
+            Duration::from_secs(20),
+            "chromedriver becomes ready",
+            || async {
+                match http.get(format!("{base}/status")).send().await {
+                    Ok(res) => {
+                        let status: Value = res.json().await.unwrap_or_default();
+                        status["value"]["ready"] == true
+                    }
+                    Err(_) => false,
                 }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "chromedriver did not become ready"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+            },
+        )
+        .await;
         let profile = tempfile::tempdir().expect("profile dir");
         let args = [
             "--headless=new".to_owned(),
@@ -154,47 +155,56 @@ impl Browser {
 
     /// Waits (up to 10 s) until the address contains `part`; returns it.
     pub async fn wait_for_url(&self, part: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let url = self.url().await;
-            if url.contains(part) {
-                return url;
-            }
-            assert!(Instant::now() < deadline, "still at {url}, not at …{part}…");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        eventually_async(
+            Duration::from_secs(10),
+            &format!("the address reaches …{part}…"),
+            || async {
+                let url = self.url().await;
+                if url.contains(part) {
+                    Ok(url)
+                } else {
+                    Err(format!("still at {url}, not at …{part}…"))
+                }
+            },
+        )
+        .await
     }
 
     /// Waits (up to 10 s) until the text of `css` (which exists) contains `part`;
     /// returns it. What the page's script writes after a request of its own.
     pub async fn wait_for_text(&self, css: &str, part: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let text = self.text(css).await;
-            if text.contains(part) {
-                return text;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{css} still reads {text:?}, not …{part}…"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        eventually_async(
+            Duration::from_secs(10),
+            &format!("{css} reads …{part}…"),
+            || async {
+                let text = self.text(css).await;
+                if text.contains(part) {
+                    Ok(text)
+                } else {
+                    Err(format!("{css} still reads {text:?}, not …{part}…"))
+                }
+            },
+        )
+        .await
     }
 
     /// Waits (up to 10 s) until the page's `h1` reads `heading` (after a click that
     /// loads a page).
     pub async fn wait_for_heading(&self, heading: &str) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let found = self
-                .call_raw(
-                    reqwest::Method::POST,
-                    "/element",
-                    json!({"using": "css selector", "value": "h1"}),
-                )
-                .await;
-            if let Some(id) = found[ELEMENT].as_str() {
+        eventually_async(
+            Duration::from_secs(10),
+            &format!("the page's heading becomes {heading:?}"),
+            || async {
+                let found = self
+                    .call_raw(
+                        reqwest::Method::POST,
+                        "/element",
+                        json!({"using": "css selector", "value": "h1"}),
+                    )
+                    .await;
+                let Some(id) = found[ELEMENT].as_str() else {
+                    return false;
+                };
                 let text = self
                     .call_raw(
                         reqwest::Method::GET,
@@ -202,16 +212,10 @@ impl Browser {
                         Value::Null,
                     )
                     .await;
-                if text.as_str() == Some(heading) {
-                    return;
-                }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the page's heading never became {heading:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+                text.as_str() == Some(heading)
+            },
+        )
+        .await;
     }
 
     /// Clicks `css` (a button that submits a form, a link) and waits (up to 10 s) until
@@ -219,21 +223,22 @@ impl Browser {
     pub async fn click_to_load(&self, css: &str) {
         let old = self.find("html").await;
         self.click(css).await;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let probe = self
-                .call_raw(
-                    reqwest::Method::GET,
-                    &format!("/element/{old}/name"),
-                    Value::Null,
-                )
-                .await;
-            if probe["error"].is_string() {
-                return;
-            }
-            assert!(Instant::now() < deadline, "clicking {css} loaded no page");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        // The old page's root is gone once the next page has replaced it.
+        eventually_async(
+            Duration::from_secs(10),
+            &format!("clicking {css} loads a page"),
+            || async {
+                let probe = self
+                    .call_raw(
+                        reqwest::Method::GET,
+                        &format!("/element/{old}/name"),
+                        Value::Null,
+                    )
+                    .await;
+                probe["error"].is_string()
+            },
+        )
+        .await;
     }
 
     /// The elements matching `css` (none is an empty list).

@@ -193,10 +193,10 @@ async fn a_reviewer_is_emailed_once_a_day_while_done_actions_wait_for_verificati
         vec![("reviewer@example.com".to_owned(), "sent".to_owned())],
         "one queued, and sent"
     );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while waiting(&smtp).is_empty() && std::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    crate::eventually::try_until_async(std::time::Duration::from_secs(60), || async {
+        !waiting(&smtp).is_empty()
+    })
+    .await;
     let emails = waiting(&smtp);
     assert_eq!(
         emails.len(),

@@ -2,7 +2,8 @@
 //! of the event, which channels hear it (`ChannelSettings::wants`) and queues one
 //! row per channel in `chat_messages` (its body rendered for the platform; its
 //! `dedup_key` makes it once, whichever replica decides it again); `deliver` sends
-//! due rows under a lease, with no transaction open, and records each outcome. A
+//! them as a channel of the one delivery queue (`outbound::queue`: claimed under a
+//! lease, sent with no transaction open, each outcome recorded). A
 //! channel that answers 404/410 (or Matrix 401/403) is marked broken in
 //! `chat_channels` and hears nothing more until an admin's test message gets through.
 //! Chat never holds up email: it has its own delivery thread.
@@ -17,9 +18,9 @@ pub use notices::{
     WeeklyFigures,
 };
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
-use chrono::{Duration, NaiveDateTime};
+use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde::Serialize;
 
@@ -28,10 +29,10 @@ use crate::config::{ChannelSettings, ChatEvent, Settings};
 use crate::db::schema::{chat_channels, chat_messages};
 use crate::db::{self, DbConnection};
 
-pub const PENDING: &str = "pending";
-pub const SENDING: &str = "sending";
-pub const SENT: &str = "sent";
-pub const FAILED: &str = "failed";
+use crate::services::outbound::queue::{
+    self, due, Claim, DeliveryError, Flow, Pooled, Queue, Report, Settled,
+};
+pub use crate::services::outbound::queue::{FAILED, PENDING, SENDING, SENT};
 
 /// After this many attempts a message is failed (at the back-off's cap, about a day).
 const MAX_ATTEMPTS: i32 = 12;
@@ -139,87 +140,14 @@ pub fn cancel(
     .execute(conn)
 }
 
-/// What one delivery pass did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct ChatReport {
-    pub sent: usize,
-    pub deferred: usize,
-    pub failed: usize,
-}
+/// What one delivery pass did (`queue::Report`).
+pub type ChatReport = Report;
 
-type Claimed = (String, String, String, i32);
-
-/// Claims due messages (pending and due, or sending with an expired lease) of
-/// channels that are not broken. Each claim counts as an attempt.
-/// What a claim reads of a message: id, channel, body, attempts.
-const CLAIMED: (
-    chat_messages::id,
-    chat_messages::channel,
-    chat_messages::body,
-    chat_messages::attempts,
-) = (
-    chat_messages::id,
-    chat_messages::channel,
-    chat_messages::body,
-    chat_messages::attempts,
-);
-
-fn claim(
-    conn: &mut DbConnection,
-    now: NaiveDateTime,
-    lease: Duration,
-    limit: i64,
-    usable: &[String],
-    claimant: &str,
-) -> QueryResult<Vec<Claimed>> {
-    db::write_transaction(conn, |conn| {
-        // Two queries on the index `(state, next_attempt_at)` (see `outbox::claim`):
-        // the messages whose claim ran out first, then the pending ones due.
-        let mut rows: Vec<Claimed> = crate::load_skip_locked!(
-            conn,
-            chat_messages::table
-                .filter(chat_messages::state.eq(SENDING))
-                .filter(chat_messages::lease_until.lt(now))
-                .filter(chat_messages::channel.eq_any(usable))
-                .order((
-                    chat_messages::next_attempt_at.asc(),
-                    chat_messages::id.asc(),
-                ))
-                .limit(limit)
-                .select(CLAIMED)
-        )?;
-        let more = limit - i64::try_from(rows.len()).unwrap_or(limit);
-        if more > 0 {
-            let due: Vec<Claimed> = crate::load_skip_locked!(
-                conn,
-                chat_messages::table
-                    .filter(chat_messages::state.eq(PENDING))
-                    .filter(chat_messages::next_attempt_at.le(now))
-                    .filter(chat_messages::channel.eq_any(usable))
-                    .order((
-                        chat_messages::next_attempt_at.asc(),
-                        chat_messages::id.asc(),
-                    ))
-                    .limit(more)
-                    .select(CLAIMED)
-            )?;
-            rows.extend(due);
-        }
-        let ids: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
-        diesel::update(chat_messages::table.filter(chat_messages::id.eq_any(&ids)))
-            .set((
-                chat_messages::state.eq(SENDING),
-                chat_messages::lease_until.eq(now + lease),
-                chat_messages::claimed_by.eq(claimant),
-                chat_messages::attempts.eq(chat_messages::attempts + 1),
-                chat_messages::updated_at.eq(now),
-            ))
-            .execute(conn)?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, channel, body, attempts)| (id, channel, body, attempts + 1))
-            .collect())
-    })
+/// A claimed message: its claim, channel and body.
+struct Message {
+    claim: Claim,
+    channel: String,
+    body: String,
 }
 
 /// How long a platform may take to answer (`chat.timeout_secs`).
@@ -235,16 +163,16 @@ fn broken(conn: &mut DbConnection) -> QueryResult<Vec<String>> {
         .load(conn)
 }
 
-/// One delivery pass over the chat messages, on a connection the caller holds for the
-/// pass (`coe sweep`'s, from a pool of its own; tests): the delivery job uses
-/// `deliver_pooled`.
+/// One delivery pass over the chat messages (`queue::pass`), on a connection the
+/// caller holds for the pass (`coe sweep`'s, from a pool of its own; tests): the
+/// delivery job uses `deliver_pooled`.
 pub fn deliver(
     conn: &mut DbConnection,
     settings: &Settings,
     claimant: &str,
     stop: &AtomicBool,
 ) -> QueryResult<ChatReport> {
-    pass(conn, settings, claimant, stop)
+    queue::pass(conn, &mut Chat::new(settings), settings, claimant, stop)
 }
 
 /// One delivery pass taking a connection from `pool` for each step (the claim, the
@@ -255,150 +183,173 @@ pub fn deliver_pooled(
     settings: &Settings,
     claimant: &str,
     stop: &AtomicBool,
-) -> Result<ChatReport, crate::services::outbox::DeliveryError> {
-    pass(
-        crate::services::outbox::Pooled(pool),
+) -> Result<ChatReport, DeliveryError> {
+    queue::pass(
+        Pooled(pool),
+        &mut Chat::new(settings),
         settings,
         claimant,
         stop,
     )
 }
 
-fn pass<C: crate::services::outbox::Connections>(
-    mut conns: C,
-    settings: &Settings,
-    claimant: &str,
-    stop: &AtomicBool,
-) -> Result<ChatReport, C::Error> {
-    let mut report = ChatReport::default();
-    if settings.chat.channels.is_empty() {
-        return Ok(report);
-    }
-    let broken = conns.with(broken)?;
-    let mut usable: Vec<String> = settings
-        .chat
-        .channels
-        .iter()
-        .map(|c| c.name.clone())
-        .filter(|n| !broken.contains(n))
-        .collect();
-    let lease = Duration::seconds(i64::try_from(settings.reminders.lease_secs).unwrap_or(600));
-    // One message claimed at a time: a worker that dies holds only the one it was
-    // sending (given back when its replica starts again: `reclaim`).
-    while !stop.load(Ordering::Relaxed) {
-        let Some((id, name, body, attempts)) = conns
-            .with(|conn| claim(conn, db::now(), lease, 1, &usable, claimant))?
-            .pop()
-        else {
-            break;
-        };
-        let Some(channel) = settings.chat.channels.iter().find(|c| c.name == name) else {
-            continue;
-        };
-        let body: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-        let outcome = chat::send(channel, &id, &body, timeout(settings));
-        conns.with(|conn| record(conn, settings, &id, &name, attempts, &outcome, &mut report))?;
-        if matches!(outcome, Sent::Broken(_)) {
-            // Its other messages wait for the channel to be mended.
-            usable.retain(|n| *n != name);
-        }
-    }
-    Ok(report)
+/// Gives back the chat messages `claimant`'s earlier process was sending when it
+/// stopped (`Queue::reclaim`). Returns how many.
+pub fn reclaim(conn: &mut DbConnection, claimant: &str, now: NaiveDateTime) -> QueryResult<usize> {
+    Queue::Chat.reclaim(conn, claimant, now)
 }
 
-/// Gives back the chat messages `claimant`'s earlier process was sending when it
-/// stopped (see `outbox::reclaim`). Returns how many.
-pub fn reclaim(conn: &mut DbConnection, claimant: &str, now: NaiveDateTime) -> QueryResult<usize> {
-    db::write_transaction(conn, |conn| {
-        diesel::update(
-            chat_messages::table
-                .filter(chat_messages::state.eq(SENDING))
-                .filter(chat_messages::claimed_by.eq(claimant)),
-        )
-        .set((
-            chat_messages::state.eq(PENDING),
-            chat_messages::lease_until.eq(None::<NaiveDateTime>),
-            chat_messages::claimed_by.eq(None::<String>),
-            chat_messages::next_attempt_at.eq(now),
-            chat_messages::attempts.eq(chat_messages::attempts - 1),
-            chat_messages::updated_at.eq(now),
-        ))
-        .execute(conn)
-    })
+/// Chat as a channel of the queue: messages of the channels that are set up and not
+/// broken; a channel that breaks during the pass is left for the rest of it.
+struct Chat<'a> {
+    settings: &'a Settings,
+    usable: Vec<String>,
+}
+
+impl<'a> Chat<'a> {
+    fn new(settings: &'a Settings) -> Chat<'a> {
+        Chat {
+            settings,
+            usable: Vec::new(),
+        }
+    }
+}
+
+impl queue::Channel for Chat<'_> {
+    type Job = Message;
+    type Sent = Sent;
+
+    fn begin(&mut self, conn: &mut DbConnection) -> QueryResult<bool> {
+        if self.settings.chat.channels.is_empty() {
+            return Ok(false);
+        }
+        let broken = broken(conn)?;
+        self.usable = self
+            .settings
+            .chat
+            .channels
+            .iter()
+            .map(|c| c.name.clone())
+            .filter(|n| !broken.contains(n))
+            .collect();
+        Ok(true)
+    }
+
+    fn claim(
+        &mut self,
+        conn: &mut DbConnection,
+        now: NaiveDateTime,
+        until: NaiveDateTime,
+        claimant: &str,
+    ) -> QueryResult<Option<Message>> {
+        let usable = &self.usable;
+        db::write_transaction(conn, |conn| {
+            let rows: Vec<(String, String, String, i32)> = due!(
+                conn,
+                chat_messages,
+                now,
+                1,
+                (
+                    chat_messages::id,
+                    chat_messages::channel,
+                    chat_messages::body,
+                    chat_messages::attempts,
+                ),
+                chat_messages::channel.eq_any(usable)
+            )?;
+            let Some((id, channel, body, attempts)) = rows.into_iter().next() else {
+                return Ok(None);
+            };
+            Queue::Chat.take(conn, &[&id], now, until, claimant)?;
+            Ok(Some(Message {
+                claim: Claim {
+                    id,
+                    until,
+                    attempts: attempts + 1,
+                },
+                channel,
+                body,
+            }))
+        })
+    }
+
+    fn send(&mut self, message: &mut Message) -> Sent {
+        let Some(channel) = self
+            .settings
+            .chat
+            .channels
+            .iter()
+            .find(|c| c.name == message.channel)
+        else {
+            return Sent::Refused(format!(
+                "no chat channel is named {} in the settings any more",
+                message.channel
+            ));
+        };
+        let body: serde_json::Value = serde_json::from_str(&message.body).unwrap_or_default();
+        chat::send(channel, &message.claim.id, &body, timeout(self.settings))
+    }
+
+    fn record(
+        &mut self,
+        conn: &mut DbConnection,
+        message: &Message,
+        outcome: Sent,
+        report: &mut Report,
+    ) -> QueryResult<Flow> {
+        db::write_transaction(conn, |conn| {
+            record(conn, self.settings, message, &outcome, report)
+        })?;
+        if matches!(outcome, Sent::Broken(_)) {
+            // Its other messages wait for the channel to be mended.
+            self.usable.retain(|n| *n != message.channel);
+        }
+        Ok(Flow::Next)
+    }
 }
 
 fn record(
     conn: &mut DbConnection,
     settings: &Settings,
-    id: &str,
-    channel: &str,
-    attempts: i32,
+    message: &Message,
     outcome: &Sent,
-    report: &mut ChatReport,
+    report: &mut Report,
 ) -> QueryResult<()> {
     let now = db::now();
-    let mine = chat_messages::table
-        .find(id)
-        .filter(chat_messages::state.eq(SENDING));
-    match outcome {
+    let (channel, attempts) = (message.channel.as_str(), message.claim.attempts);
+    let settled = match outcome {
         Sent::Delivered => {
-            diesel::update(mine)
-                .set((
-                    chat_messages::state.eq(SENT),
-                    chat_messages::sent_at.eq(now),
-                    chat_messages::lease_until.eq(None::<NaiveDateTime>),
-                    chat_messages::updated_at.eq(now),
-                ))
-                .execute(conn)?;
             channel_state(conn, channel, None, false, now)?;
             report.sent += 1;
+            Settled::sent(now)
         }
         Sent::Retry { after_secs, error } if attempts < MAX_ATTEMPTS => {
             let wait = after_secs
-                .map(|s| Duration::seconds(i64::try_from(s.min(86_400)).unwrap_or(60)))
-                .unwrap_or_else(|| super::outbox::backoff(settings, attempts));
-            diesel::update(mine)
-                .set((
-                    chat_messages::state.eq(PENDING),
-                    chat_messages::next_attempt_at.eq(now + wait),
-                    chat_messages::lease_until.eq(None::<NaiveDateTime>),
-                    chat_messages::last_error.eq(error),
-                    chat_messages::updated_at.eq(now),
-                ))
-                .execute(conn)?;
+                .map(queue::asked_wait)
+                .unwrap_or_else(|| queue::backoff(settings, attempts));
             channel_state(conn, channel, Some(error), false, now)?;
             tracing::warn!(channel, error = %error, retry_in_secs = wait.num_seconds(), "a chat message will be sent again");
             report.deferred += 1;
+            report.temporary += 1;
+            Settled::again(now + wait, Some(error))
         }
         Sent::Broken(error) => {
             // Back in the queue: sent when the channel is mended.
-            diesel::update(mine)
-                .set((
-                    chat_messages::state.eq(PENDING),
-                    chat_messages::attempts.eq(chat_messages::attempts - 1),
-                    chat_messages::lease_until.eq(None::<NaiveDateTime>),
-                    chat_messages::last_error.eq(error),
-                    chat_messages::updated_at.eq(now),
-                ))
-                .execute(conn)?;
             channel_state(conn, channel, Some(error), true, now)?;
             tracing::error!(channel, error = %error, "a chat channel is broken: nothing more is sent to it until a test message from the admin page gets through");
             report.deferred += 1;
+            report.unreachable += 1;
+            Settled::again(now, Some(error)).uncounted()
         }
         Sent::Retry { error, .. } | Sent::Refused(error) => {
-            diesel::update(mine)
-                .set((
-                    chat_messages::state.eq(FAILED),
-                    chat_messages::lease_until.eq(None::<NaiveDateTime>),
-                    chat_messages::last_error.eq(error),
-                    chat_messages::updated_at.eq(now),
-                ))
-                .execute(conn)?;
             channel_state(conn, channel, Some(error), false, now)?;
             tracing::error!(channel, error = %error, "a chat message failed for good");
             report.failed += 1;
+            report.rejected += 1;
+            Settled::failed(error, now)
         }
-    }
+    };
+    Queue::Chat.settle(conn, &message.claim, &settled, now)?;
     Ok(())
 }
 

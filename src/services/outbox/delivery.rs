@@ -1,44 +1,36 @@
-//! Delivering the outbox: claim one due row at a time under a lease and the replica's
-//! name, send it with no transaction open (and, from the pool, no connection held:
-//! `deliver_pooled`), and record the outcome only while the lease is still ours. A
-//! replica that starts again gives back what it held when it died (`reclaim`); a
-//! replica that never comes back leaves one email to its lease.
+//! Delivering the outbox: email as a channel of the one delivery queue
+//! (`outbound::queue`), which claims one due row at a time under a lease, sends it
+//! with no transaction open (and, from the pool, no connection held:
+//! `deliver_pooled`), and settles the outcome only while the lease is still ours.
+//! This file says which emails are due, how one is built and sent by SMTP, and what
+//! an SMTP answer means.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use chrono::{Duration, NaiveDateTime};
 use diesel::prelude::*;
 use lettre::message::header::{ContentType, HeaderName, HeaderValue};
 use lettre::message::{Mailbox, MultiPart, SinglePart};
 use lettre::Message;
-use serde::Serialize;
 
-use super::{FAILED, PENDING, PRIVATE_LINK, SENDING, SENT};
+use super::{PRIVATE_LINK, SENDING};
 use crate::config::Settings;
 use crate::db::models::OutboxRow;
-use crate::db::schema::outbox_emails;
 use crate::db::{self, DbConnection, DbPool};
 use crate::email::{clean_line, SendError, Transport};
+use crate::services::outbound::queue::{
+    self, backoff, due, Channel, Claim, DeliveryError, Flow, Pooled, Queue, Report, Settled,
+};
 
-/// What one delivery pass did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct DeliveryReport {
-    pub sent: usize,
-    /// Transient failures, to be retried later.
-    pub deferred: usize,
-    /// Permanent failures (or attempts used up), now `failed`.
-    pub failed: usize,
-    /// The attempts that failed, by why: the server refused the message for good
-    /// (5xx, an invalid address), for now (4xx), or could not be reached.
-    pub rejected: usize,
-    pub temporary: usize,
-    pub unreachable: usize,
-}
+/// What one delivery pass did (`queue::Report`: the emails refused for good,
+/// deferred for now, or waiting for a server that could not be reached).
+pub type DeliveryReport = Report;
 
-/// Claims due emails for `claimant` (`Settings::replica_name`): pending ones whose
-/// time has come, and `sending` ones whose lease expired (their worker died). Each
-/// claim counts as an attempt. Delivery claims one at a time, so that a worker that
-/// dies holds only the email it was sending.
+/// Claims due emails for `claimant` (`Settings::replica_name`) under a lease of
+/// `lease` (`queue::due!`, `Queue::take`): pending ones whose time has come, and
+/// sending ones whose lease expired or whose replica went silent. Each claim counts as
+/// an attempt. Delivery claims one at a time, so that a worker that dies holds only
+/// the email it was sending.
 pub fn claim(
     conn: &mut DbConnection,
     now: NaiveDateTime,
@@ -47,55 +39,11 @@ pub fn claim(
     claimant: &str,
 ) -> QueryResult<Vec<OutboxRow>> {
     db::write_transaction(conn, |conn| {
-        // Replicas claim different rows instead of waiting for each other. Two queries,
-        // each on the index `(state, next_attempt_at)`: one with an `OR` of the two
-        // states reads and sorts the whole outbox, for every email claimed.
-        // Those whose claim ran out, or whose replica has gone silent (it stopped, or
-        // came back under another name), first: they waited longest.
-        let silent = crate::services::replicas::all_silent(conn, now)?;
-        let mut rows: Vec<OutboxRow> = crate::load_skip_locked!(
-            conn,
-            outbox_emails::table
-                .filter(outbox_emails::state.eq(SENDING))
-                .filter(
-                    outbox_emails::lease_until
-                        .lt(now)
-                        .or(outbox_emails::claimed_by.eq_any(&silent)),
-                )
-                .order((
-                    outbox_emails::next_attempt_at.asc(),
-                    outbox_emails::id.asc(),
-                ))
-                .limit(limit)
-                .select(OutboxRow::as_select())
-        )?;
-        let more = limit - i64::try_from(rows.len()).unwrap_or(limit);
-        if more > 0 {
-            let due: Vec<OutboxRow> = crate::load_skip_locked!(
-                conn,
-                outbox_emails::table
-                    .filter(outbox_emails::state.eq(PENDING))
-                    .filter(outbox_emails::next_attempt_at.le(now))
-                    .order((
-                        outbox_emails::next_attempt_at.asc(),
-                        outbox_emails::id.asc(),
-                    ))
-                    .limit(more)
-                    .select(OutboxRow::as_select())
-            )?;
-            rows.extend(due);
-        }
+        let mut rows: Vec<OutboxRow> =
+            due!(conn, outbox_emails, now, limit, OutboxRow::as_select())?;
         let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
         let until = now + lease;
-        diesel::update(outbox_emails::table.filter(outbox_emails::id.eq_any(&ids)))
-            .set((
-                outbox_emails::state.eq(SENDING),
-                outbox_emails::lease_until.eq(until),
-                outbox_emails::claimed_by.eq(claimant),
-                outbox_emails::attempts.eq(outbox_emails::attempts + 1),
-                outbox_emails::updated_at.eq(now),
-            ))
-            .execute(conn)?;
+        Queue::Email.take(conn, &ids, now, until, claimant)?;
         for row in &mut rows {
             row.state = SENDING.into();
             row.lease_until = Some(until);
@@ -106,40 +54,11 @@ pub fn claim(
     })
 }
 
-/// Gives back what `claimant`'s earlier process was sending when it stopped (a
-/// process that starts holds nothing yet): due now, its attempt not counted. An email
-/// the SMTP server had taken just before the crash is sent again (the one duplicate a
-/// crash can make, with the same Message-ID). Returns how many.
+/// Gives back the emails `claimant`'s earlier process was sending when it stopped
+/// (`Queue::reclaim`): an email the SMTP server had taken just before the crash is
+/// sent again, with the same Message-ID. Returns how many.
 pub fn reclaim(conn: &mut DbConnection, claimant: &str, now: NaiveDateTime) -> QueryResult<usize> {
-    db::write_transaction(conn, |conn| {
-        diesel::update(
-            outbox_emails::table
-                .filter(outbox_emails::state.eq(SENDING))
-                .filter(outbox_emails::claimed_by.eq(claimant)),
-        )
-        .set((
-            outbox_emails::state.eq(PENDING),
-            outbox_emails::lease_until.eq(None::<NaiveDateTime>),
-            outbox_emails::claimed_by.eq(None::<String>),
-            outbox_emails::next_attempt_at.eq(now),
-            outbox_emails::attempts.eq(outbox_emails::attempts - 1),
-            outbox_emails::updated_at.eq(now),
-        ))
-        .execute(conn)
-    })
-}
-
-/// The delay before attempt `attempts + 1`: the base, doubled per attempt, capped.
-pub fn backoff(settings: &Settings, attempts: i32) -> Duration {
-    let r = &settings.reminders;
-    let exponent = u32::try_from(attempts.saturating_sub(1))
-        .unwrap_or(0)
-        .min(30);
-    let secs = r
-        .retry_base_secs
-        .saturating_mul(1u64 << exponent)
-        .min(r.retry_max_secs);
-    Duration::seconds(i64::try_from(secs).unwrap_or(i64::MAX / 1000))
+    Queue::Email.reclaim(conn, claimant, now)
 }
 
 /// What a message says where its private link was, should the link be gone (an email
@@ -232,57 +151,9 @@ fn header(name: &'static str, value: &str) -> HeaderValue {
     HeaderValue::new(HeaderName::new_from_ascii_str(name), value.to_owned())
 }
 
-/// Why a delivery pass from the pool stopped early.
-#[derive(Debug, thiserror::Error)]
-pub enum DeliveryError {
-    /// The pool gave no connection in time (`db::checkout` logged why).
-    #[error("no database connection")]
-    NoConnection,
-    #[error(transparent)]
-    Db(#[from] diesel::result::Error),
-}
-
-/// Where a delivery pass takes a database connection for each of its steps (a claim,
-/// a record).
-pub(crate) trait Connections {
-    type Error: From<diesel::result::Error>;
-    fn with<T>(
-        &mut self,
-        step: impl FnOnce(&mut DbConnection) -> QueryResult<T>,
-    ) -> Result<T, Self::Error>;
-}
-
-/// A connection the caller holds for the whole pass, and shares with nobody.
-impl Connections for &mut DbConnection {
-    type Error = diesel::result::Error;
-    fn with<T>(
-        &mut self,
-        step: impl FnOnce(&mut DbConnection) -> QueryResult<T>,
-    ) -> QueryResult<T> {
-        step(self)
-    }
-}
-
-/// A connection taken from the pool for each step and given back at its end.
-pub(crate) struct Pooled<'a>(pub(crate) &'a DbPool);
-
-impl Connections for Pooled<'_> {
-    type Error = DeliveryError;
-    fn with<T>(
-        &mut self,
-        step: impl FnOnce(&mut DbConnection) -> QueryResult<T>,
-    ) -> Result<T, DeliveryError> {
-        let mut conn = db::checkout(self.0).map_err(|_| DeliveryError::NoConnection)?;
-        Ok(step(&mut conn)?)
-    }
-}
-
-/// One delivery pass for `claimant` (`Settings::replica_name`): claims the due emails
-/// one at a time and sends each, recording its outcome at once (only while the claim is
-/// still this worker's). When the server cannot be reached, or `stop` is set, the pass
-/// ends; what is left waits for the next. On a connection of the caller's own, held
-/// for the pass (`coe sweep`'s, from a pool of its own): the delivery job uses
-/// `deliver_pooled`.
+/// One delivery pass for `claimant` (`queue::pass`) on a connection of the caller's
+/// own, held for the pass (`coe sweep`'s, from a pool of its own): the delivery job
+/// uses `deliver_pooled`.
 pub fn deliver(
     conn: &mut DbConnection,
     transport: &Transport,
@@ -290,13 +161,20 @@ pub fn deliver(
     claimant: &str,
     stop: &AtomicBool,
 ) -> QueryResult<DeliveryReport> {
-    pass(conn, transport, settings, claimant, stop)
+    queue::pass(
+        conn,
+        &mut Emails {
+            transport,
+            settings,
+        },
+        settings,
+        claimant,
+        stop,
+    )
 }
 
 /// `deliver` on connections from `pool`, none of them held while the SMTP server
-/// answers (it may take `SMTP_TIMEOUT`): the claim is written and its connection given
-/// back, the email sent, and a connection taken again to record the outcome. So a
-/// slow or silent SMTP server never takes a connection the requests need.
+/// answers (it may take `SMTP_TIMEOUT`).
 pub fn deliver_pooled(
     pool: &DbPool,
     transport: &Transport,
@@ -304,33 +182,55 @@ pub fn deliver_pooled(
     claimant: &str,
     stop: &AtomicBool,
 ) -> Result<DeliveryReport, DeliveryError> {
-    pass(Pooled(pool), transport, settings, claimant, stop)
+    queue::pass(
+        Pooled(pool),
+        &mut Emails {
+            transport,
+            settings,
+        },
+        settings,
+        claimant,
+        stop,
+    )
 }
 
-fn pass<C: Connections>(
-    mut conns: C,
-    transport: &Transport,
-    settings: &Settings,
-    claimant: &str,
-    stop: &AtomicBool,
-) -> Result<DeliveryReport, C::Error> {
-    let lease = Duration::seconds(i64::try_from(settings.reminders.lease_secs).unwrap_or(600));
-    let mut report = DeliveryReport::default();
-    conns.with(super::fold_counts)?;
-    // One email claimed at a time: a worker that dies holds only the one it was
-    // sending. The pass ends when none is due, on a stop, or when the server is down.
-    while !stop.load(Ordering::Relaxed) {
-        let Some(row) = conns
-            .with(|conn| claim(conn, db::now(), lease, 1, claimant))?
-            .pop()
-        else {
-            break;
-        };
-        // The claim is written and its connection given back: none is held while the
-        // SMTP server answers. (Should none come back in time to record the outcome,
-        // the claim runs out and the email is sent again: a duplicate, never a loss.)
-        let outcome = message(&row, settings).and_then(|m| transport.send(&m));
-        let unreachable = matches!(outcome, Err(SendError::Unreachable(_)));
+/// Email as a channel of the queue: one row claimed at a time, sent by SMTP; a
+/// server that cannot be reached ends the pass.
+struct Emails<'a> {
+    transport: &'a Transport,
+    settings: &'a Settings,
+}
+
+impl Channel for Emails<'_> {
+    type Job = OutboxRow;
+    type Sent = Result<(), SendError>;
+
+    fn begin(&mut self, conn: &mut DbConnection) -> QueryResult<bool> {
+        super::fold_counts(conn)?;
+        Ok(true)
+    }
+
+    fn claim(
+        &mut self,
+        conn: &mut DbConnection,
+        now: NaiveDateTime,
+        until: NaiveDateTime,
+        claimant: &str,
+    ) -> QueryResult<Option<OutboxRow>> {
+        Ok(claim(conn, now, until - now, 1, claimant)?.pop())
+    }
+
+    fn send(&mut self, row: &mut OutboxRow) -> Result<(), SendError> {
+        message(row, self.settings).and_then(|m| self.transport.send(&m))
+    }
+
+    fn record(
+        &mut self,
+        conn: &mut DbConnection,
+        row: &OutboxRow,
+        outcome: Result<(), SendError>,
+        report: &mut Report,
+    ) -> QueryResult<Flow> {
         match &outcome {
             Ok(()) => report.sent += 1,
             Err(SendError::Permanent(_)) => {
@@ -339,7 +239,7 @@ fn pass<C: Connections>(
             }
             Err(SendError::Transient(_)) => {
                 report.temporary += 1;
-                if row.attempts >= settings.reminders.max_attempts {
+                if row.attempts >= self.settings.reminders.max_attempts {
                     report.failed += 1;
                 } else {
                     report.deferred += 1;
@@ -350,16 +250,17 @@ fn pass<C: Connections>(
                 report.unreachable += 1;
             }
         }
-        conns.with(|conn| record(conn, &row, &outcome, settings, db::now()))?;
-        if unreachable {
-            // The server is down: the rest waits for the next pass.
-            break;
-        }
+        record(conn, row, &outcome, self.settings, db::now())?;
+        // The server is down: the rest waits for the next pass.
+        Ok(match outcome {
+            Err(SendError::Unreachable(_)) => Flow::Stop,
+            _ => Flow::Next,
+        })
     }
-    Ok(report)
 }
 
-/// Writes the outcome of one attempt.
+/// Writes the outcome of one attempt, only while this worker still holds the email
+/// (the lease it set is its claim).
 pub(super) fn record(
     conn: &mut DbConnection,
     row: &OutboxRow,
@@ -367,67 +268,45 @@ pub(super) fn record(
     settings: &Settings,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
-    // Only while this worker still holds it: the lease it set is its claim.
-    let mine = outbox_emails::table
-        .filter(outbox_emails::id.eq(&row.id))
-        .filter(outbox_emails::state.eq(SENDING))
-        .filter(outbox_emails::lease_until.eq(row.lease_until));
-    db::write_transaction(conn, |conn| {
-        match outcome {
-            Ok(()) => {
-                tracing::info!(email = %row.id, kind = %row.kind, to = %row.recipient, "email sent");
-                // Its secrets have done their work: no raw link outlives its delivery.
-                diesel::update(mine)
-                    .set((
-                        outbox_emails::state.eq(SENT),
-                        outbox_emails::sent_at.eq(now),
-                        outbox_emails::lease_until.eq(None::<NaiveDateTime>),
-                        outbox_emails::claimed_by.eq(None::<String>),
-                        outbox_emails::last_error.eq(None::<String>),
-                        outbox_emails::private_link.eq(None::<String>),
-                        outbox_emails::unsubscribe_token.eq(None::<String>),
-                        outbox_emails::updated_at.eq(now),
-                    ))
-                    .execute(conn)?;
-            }
-            Err(error) => {
-                let give_up = match error {
-                    SendError::Permanent(_) => true,
-                    SendError::Transient(_) => row.attempts >= settings.reminders.max_attempts,
-                    // Never give up on a server that is down: nothing may be lost.
-                    SendError::Unreachable(_) => false,
-                };
-                let message: String = error.to_string().chars().take(2000).collect();
-                if give_up {
-                    tracing::error!(email = %row.id, kind = %row.kind, to = %row.recipient, error = %message, "email failed for good");
-                    diesel::update(mine)
-                        .set((
-                            outbox_emails::state.eq(FAILED),
-                            outbox_emails::lease_until.eq(None::<NaiveDateTime>),
-                            outbox_emails::claimed_by.eq(None::<String>),
-                            outbox_emails::last_error.eq(message),
-                            outbox_emails::updated_at.eq(now),
-                        ))
-                        .execute(conn)?;
-                } else {
-                    let next = now + backoff(settings, row.attempts);
-                    // An unreachable server uses no attempt up: emails wait for it.
-                    let spent = i32::from(!matches!(error, SendError::Unreachable(_)));
-                    tracing::warn!(email = %row.id, to = %row.recipient, error = %message, retry_at = %next, "email deferred");
-                    diesel::update(mine)
-                        .set((
-                            outbox_emails::state.eq(PENDING),
-                            outbox_emails::next_attempt_at.eq(next),
-                            outbox_emails::lease_until.eq(None::<NaiveDateTime>),
-                            outbox_emails::claimed_by.eq(None::<String>),
-                            outbox_emails::attempts.eq(outbox_emails::attempts - 1 + spent),
-                            outbox_emails::last_error.eq(message),
-                            outbox_emails::updated_at.eq(now),
-                        ))
-                        .execute(conn)?;
+    let Some(until) = row.lease_until else {
+        return Ok(());
+    };
+    let claim = Claim {
+        id: row.id.clone(),
+        until,
+        attempts: row.attempts,
+    };
+    let message: String;
+    let settled = match outcome {
+        Ok(()) => {
+            tracing::info!(email = %row.id, kind = %row.kind, to = %row.recipient, "email sent");
+            Settled::sent(now)
+        }
+        Err(error) => {
+            let give_up = match error {
+                SendError::Permanent(_) => true,
+                SendError::Transient(_) => row.attempts >= settings.reminders.max_attempts,
+                // Never give up on a server that is down: nothing may be lost.
+                SendError::Unreachable(_) => false,
+            };
+            message = error.to_string().chars().take(2000).collect();
+            if give_up {
+                tracing::error!(email = %row.id, kind = %row.kind, to = %row.recipient, error = %message, "email failed for good");
+                Settled::failed(&message, now)
+            } else {
+                let next = now + backoff(settings, row.attempts);
+                tracing::warn!(email = %row.id, to = %row.recipient, error = %message, retry_at = %next, "email deferred");
+                let again = Settled::again(next, Some(&message));
+                // An unreachable server uses no attempt up: emails wait for it.
+                match error {
+                    SendError::Unreachable(_) => again.uncounted(),
+                    _ => again,
                 }
             }
         }
+    };
+    db::write_transaction(conn, |conn| {
+        Queue::Email.settle(conn, &claim, &settled, now)?;
         Ok(())
     })
 }

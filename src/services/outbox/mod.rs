@@ -23,16 +23,11 @@ mod delivery;
 mod listing;
 pub mod restored;
 
-pub use delivery::{
-    backoff, claim, deliver, deliver_pooled, message, reclaim, DeliveryError, DeliveryReport,
-};
-pub(crate) use delivery::{Connections, Pooled};
+pub use crate::services::outbound::queue::{backoff, DeliveryError};
+pub use delivery::{claim, deliver, deliver_pooled, message, reclaim, DeliveryReport};
 pub use listing::{get, list, retry, OutboxEmail, RetryError};
 
-pub const PENDING: &str = "pending";
-pub const SENDING: &str = "sending";
-pub const SENT: &str = "sent";
-pub const FAILED: &str = "failed";
+pub use crate::services::outbound::queue::{FAILED, PENDING, SENDING, SENT};
 /// Being sent, or waiting to be, when the backup a restore put back was taken
 /// (`restored`): sent only when an admin says so.
 pub const HELD: &str = "held";
@@ -651,14 +646,5 @@ mod tests {
             format!("see {PRIVATE_LINK_SHOWN}.")
         );
         assert_eq!(readable("approved", "nothing secret"), "nothing secret");
-    }
-
-    #[test]
-    fn back_off_doubles_up_to_its_cap() {
-        let settings = Settings::default();
-        assert_eq!(backoff(&settings, 1), Duration::seconds(60));
-        assert_eq!(backoff(&settings, 2), Duration::seconds(120));
-        assert_eq!(backoff(&settings, 5), Duration::seconds(960));
-        assert_eq!(backoff(&settings, 40), Duration::seconds(6 * 3600));
     }
 }

@@ -4,36 +4,31 @@
 //! `Retry-After` when it gives one), held while the ticket is still being made,
 //! failed for good when the tracker refuses it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use chrono::{Duration, NaiveDateTime};
 use diesel::prelude::*;
-use serde::Serialize;
 use serde_json::Value;
 
 use super::state as tracker_state;
-use super::{load_remote, save_remote, PassError};
-use crate::config::{Meaning, Settings, TrackerSettings};
+use super::{load_remote, save_remote};
+use crate::config::{Meaning, Settings};
 use crate::db::schema::{coes, corrective_actions, tickets, tracker_jobs};
 use crate::db::{self, DbConnection, DbPool};
-use crate::services::tickets::{marker, FAILED, PENDING, SENDING, SENT};
+use crate::services::outbound::queue::{
+    self, due, Claim, DeliveryError, Flow, Pooled, Queue, Report, Settled,
+};
+use crate::services::tickets::{marker, FAILED, PENDING, SENDING};
 use crate::trackers::{self, Client, Failure, NewTicket, Remote};
 
 /// After this many attempts a job is failed (at the back-off's cap, about a day).
 const MAX_ATTEMPTS: i32 = 12;
 
-/// What one delivery pass did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct TrackerReport {
-    pub sent: usize,
-    pub deferred: usize,
-    pub failed: usize,
-}
+/// What one delivery pass did (`queue::Report`).
+pub type TrackerReport = Report;
 
-/// A claimed job: id, tracker, action, what, detail, attempts (this one counted).
-type Claimed = (String, String, String, String, String, i32);
-
-/// A job that may be claimed, with its place in its action's order.
+/// A job that may be claimed, with its place in its action's order: id, tracker,
+/// action, what, detail, attempts, created.
 type Candidate = (String, String, String, String, String, i32, NaiveDateTime);
 
 const CANDIDATE: (
@@ -58,39 +53,37 @@ const CANDIDATE: (
 /// still to send.
 const LOOK_AT: i64 = 50;
 
-/// Claims the next due job (one whose claim ran out first, then the oldest pending
-/// one due) of a tracker not in `skipped`, and only when no older job of its action
-/// is still to send: an action's changes reach the tracker in the order they were
-/// made. The claim counts as an attempt.
+/// A claimed job and what sending it needs.
+struct Job {
+    claim: Claim,
+    tracker: String,
+    action_id: String,
+    what: String,
+    detail: Value,
+    /// Read at the claim; taken by the send. None when the tracker is no longer in
+    /// the settings.
+    plan: Option<Plan>,
+}
+
+/// Claims the next due job (`queue::due!`) of a tracker not in `skipped`, and only
+/// when no older job of its action is still to send: an action's changes reach the
+/// tracker in the order they were made. The claim counts as an attempt.
 fn claim(
     conn: &mut DbConnection,
     now: NaiveDateTime,
-    lease: Duration,
+    until: NaiveDateTime,
     claimant: &str,
     skipped: &[String],
-) -> QueryResult<Option<Claimed>> {
+) -> QueryResult<Option<(Claim, Candidate)>> {
     db::write_transaction(conn, |conn| {
-        let mut rows: Vec<Candidate> = crate::load_skip_locked!(
+        let rows: Vec<Candidate> = due!(
             conn,
-            tracker_jobs::table
-                .filter(tracker_jobs::state.eq(SENDING))
-                .filter(tracker_jobs::lease_until.lt(now))
-                .filter(tracker_jobs::tracker.ne_all(skipped))
-                .order((tracker_jobs::next_attempt_at.asc(), tracker_jobs::id.asc()))
-                .limit(LOOK_AT)
-                .select(CANDIDATE)
+            tracker_jobs,
+            now,
+            LOOK_AT,
+            CANDIDATE,
+            tracker_jobs::tracker.ne_all(skipped)
         )?;
-        let due: Vec<Candidate> = crate::load_skip_locked!(
-            conn,
-            tracker_jobs::table
-                .filter(tracker_jobs::state.eq(PENDING))
-                .filter(tracker_jobs::next_attempt_at.le(now))
-                .filter(tracker_jobs::tracker.ne_all(skipped))
-                .order((tracker_jobs::next_attempt_at.asc(), tracker_jobs::id.asc()))
-                .limit(LOOK_AT)
-                .select(CANDIDATE)
-        )?;
-        rows.extend(due);
         let mut chosen = None;
         for row in rows {
             let (id, created) = (&row.0, row.6);
@@ -115,16 +108,13 @@ fn claim(
         let Some(row) = chosen else {
             return Ok(None);
         };
-        diesel::update(tracker_jobs::table.find(&row.0))
-            .set((
-                tracker_jobs::state.eq(SENDING),
-                tracker_jobs::lease_until.eq(now + lease),
-                tracker_jobs::claimed_by.eq(claimant),
-                tracker_jobs::attempts.eq(tracker_jobs::attempts + 1),
-                tracker_jobs::updated_at.eq(now),
-            ))
-            .execute(conn)?;
-        Ok(Some((row.0, row.1, row.2, row.3, row.4, row.5 + 1)))
+        Queue::Tracker.take(conn, &[&row.0], now, until, claimant)?;
+        let claim = Claim {
+            id: row.0.clone(),
+            until,
+            attempts: row.5 + 1,
+        };
+        Ok(Some((claim, row)))
     })
 }
 
@@ -166,67 +156,111 @@ impl Sent {
     }
 }
 
-/// One delivery pass over the jobs due. Each job is claimed, read, sent and recorded
-/// in steps: a pooled connection is taken for each step that reads or writes and let
-/// go before the tracker is asked (the claim's lease covers the time between).
+/// One delivery pass over the jobs due (`queue::pass`): each job is claimed with
+/// what it needs read, sent and recorded in steps, a pooled connection taken for each
+/// step and let go before the tracker is asked (the claim's lease covers the time
+/// between).
 pub fn deliver(
     pool: &DbPool,
     settings: &Settings,
     claimant: &str,
     stop: &AtomicBool,
-) -> Result<TrackerReport, PassError> {
-    let mut report = TrackerReport::default();
-    if settings.trackers.is_empty() {
-        return Ok(report);
+) -> Result<TrackerReport, DeliveryError> {
+    queue::pass(
+        Pooled(pool),
+        &mut Trackers {
+            settings,
+            skipped: Vec::new(),
+        },
+        settings,
+        claimant,
+        stop,
+    )
+}
+
+/// Gives back the jobs `claimant`'s earlier process was sending when it stopped
+/// (`Queue::reclaim`).
+pub fn reclaim(conn: &mut DbConnection, claimant: &str, now: NaiveDateTime) -> QueryResult<usize> {
+    Queue::Tracker.reclaim(conn, claimant, now)
+}
+
+/// Trackers as a channel of the queue. A tracker that is down or refuses coe's
+/// credentials is left for the rest of the pass: its other jobs would only wait for
+/// the same timeout.
+struct Trackers<'a> {
+    settings: &'a Settings,
+    skipped: Vec<String>,
+}
+
+impl queue::Channel for Trackers<'_> {
+    type Job = Job;
+    type Sent = Sent;
+
+    fn begin(&mut self, _conn: &mut DbConnection) -> QueryResult<bool> {
+        Ok(!self.settings.trackers.is_empty())
     }
-    let lease = Duration::seconds(i64::try_from(settings.reminders.lease_secs).unwrap_or(600));
-    // A tracker that is down or refuses coe's credentials is left for this pass: its
-    // other jobs would only wait for the same timeout.
-    let mut skipped: Vec<String> = Vec::new();
-    while !stop.load(Ordering::Relaxed) {
-        let claimed = claim(
-            &mut *db::checkout(pool)?,
-            db::now(),
-            lease,
-            claimant,
-            &skipped,
-        )?;
-        let Some((id, name, action_id, what, detail, attempts)) = claimed else {
-            break;
+
+    fn claim(
+        &mut self,
+        conn: &mut DbConnection,
+        now: NaiveDateTime,
+        until: NaiveDateTime,
+        claimant: &str,
+    ) -> QueryResult<Option<Job>> {
+        let Some((claim, (_, tracker, action_id, what, detail, _, _))) =
+            claim(conn, now, until, claimant, &self.skipped)?
+        else {
+            return Ok(None);
         };
-        let tracker = settings.trackers.iter().find(|t| t.name == name);
-        let sent = match tracker {
-            Some(tracker) => {
-                let detail: Value = serde_json::from_str(&detail).unwrap_or_default();
-                let plan = plan(
-                    &mut *db::checkout(pool)?,
-                    settings,
-                    &action_id,
-                    &what,
-                    &detail,
-                )?;
-                send(&Client::new(tracker), &what, &detail, plan)
+        let detail: Value = serde_json::from_str(&detail).unwrap_or_default();
+        let plan = match self.settings.trackers.iter().any(|t| t.name == tracker) {
+            true => Some(plan(conn, self.settings, &action_id, &what, &detail)?),
+            false => None,
+        };
+        Ok(Some(Job {
+            claim,
+            tracker,
+            action_id,
+            what,
+            detail,
+            plan,
+        }))
+    }
+
+    fn send(&mut self, job: &mut Job) -> Sent {
+        let tracker = self
+            .settings
+            .trackers
+            .iter()
+            .find(|t| t.name == job.tracker);
+        let sent = match (tracker, job.plan.take()) {
+            (Some(tracker), Some(plan)) => {
+                send(&Client::new(tracker), &job.what, &job.detail, plan)
             }
-            None => Sent::only(Outcome::Failed(Failure::Refused(format!(
-                "no tracker is named {name} in the settings any more"
+            _ => Sent::only(Outcome::Failed(Failure::Refused(format!(
+                "no tracker is named {} in the settings any more",
+                job.tracker
             )))),
         };
         if matches!(
             sent.outcome,
             Outcome::Failed(Failure::Retry { .. } | Failure::Broken(_))
         ) {
-            skipped.push(name.clone());
+            self.skipped.push(job.tracker.clone());
         }
-        let job = Job {
-            id: &id,
-            tracker: &name,
-            settings: tracker,
-            action_id: &action_id,
-            attempts,
-        };
-        record(&mut *db::checkout(pool)?, settings, &job, sent, &mut report)?;
+        sent
     }
-    Ok(report)
+
+    fn record(
+        &mut self,
+        conn: &mut DbConnection,
+        job: &Job,
+        sent: Sent,
+        report: &mut Report,
+    ) -> QueryResult<Flow> {
+        record(conn, self.settings, job, sent, report)?;
+        Ok(Flow::Next)
+    }
 }
 
 /// Reads what job `what` of action `action_id` needs.
@@ -544,17 +578,6 @@ fn create(client: &Client<'_>, new: &NewTicket, owner: &str) -> Sent {
     }
 }
 
-/// A claimed job, as `record` needs it.
-struct Job<'a> {
-    id: &'a str,
-    tracker: &'a str,
-    /// The tracker's settings, when it is still in them.
-    settings: Option<&'a TrackerSettings>,
-    action_id: &'a str,
-    /// With this one.
-    attempts: i32,
-}
-
 /// Records what came of `job` in one transaction: the ticket as the tracker answered
 /// for it, the job's state (what failed, in coe's words: the action's page shows it
 /// to members) and the tracker's health (the tracker's own answer, for the admin's
@@ -562,9 +585,9 @@ struct Job<'a> {
 fn record(
     conn: &mut DbConnection,
     settings: &Settings,
-    job: &Job<'_>,
+    job: &Job,
     sent: Sent,
-    report: &mut TrackerReport,
+    report: &mut Report,
 ) -> QueryResult<()> {
     let now = db::now();
     let Sent {
@@ -572,68 +595,51 @@ fn record(
         remote,
         note,
     } = sent;
-    let (state, next, counted) = match &outcome {
-        Outcome::Done => (SENT, now, true),
-        Outcome::Hold => (PENDING, now + Duration::seconds(5), false),
-        Outcome::Failed(Failure::Retry { after_secs, .. }) if job.attempts < MAX_ATTEMPTS => {
-            // The tracker's `Retry-After`, but never sooner than the back-off: a
-            // short one repeated does not spend every attempt in minutes.
-            let backoff = crate::services::outbox::backoff(settings, job.attempts);
-            let asked = after_secs
-                .map(|s| Duration::seconds(i64::try_from(s.min(86_400)).unwrap_or(60)))
-                .unwrap_or(backoff);
-            (PENDING, now + asked.max(backoff), true)
-        }
-        // Wrong credentials or a project gone: kept, and tried again on the
-        // back-off (its cap, once there) until an admin mends the tracker (the admin
-        // page says so); never failed for it.
-        Outcome::Failed(Failure::Broken(_)) => (
-            PENDING,
-            now + crate::services::outbox::backoff(settings, job.attempts),
-            true,
-        ),
-        Outcome::Failed(_) => (FAILED, now, true),
-    };
     let failure = match &outcome {
         Outcome::Failed(f) => Some(f),
         _ => None,
     };
+    let error = failure.map(Failure::words);
+    let settled = match &outcome {
+        Outcome::Done => Settled::sent(now),
+        Outcome::Hold => Settled::again(now + Duration::seconds(5), None).uncounted(),
+        Outcome::Failed(Failure::Retry { after_secs, .. }) if job.claim.attempts < MAX_ATTEMPTS => {
+            // The tracker's `Retry-After`, but never sooner than the back-off: a
+            // short one repeated does not spend every attempt in minutes.
+            let backoff = queue::backoff(settings, job.claim.attempts);
+            let asked = after_secs.map(queue::asked_wait).unwrap_or(backoff);
+            Settled::again(now + asked.max(backoff), error.as_deref())
+        }
+        // Wrong credentials or a project gone: kept, and tried again on the
+        // back-off (its cap, once there) until an admin mends the tracker (the admin
+        // page says so); never failed for it.
+        Outcome::Failed(Failure::Broken(_)) => Settled::again(
+            now + queue::backoff(settings, job.claim.attempts),
+            error.as_deref(),
+        ),
+        Outcome::Failed(_) => Settled::failed(error.as_deref().unwrap_or_default(), now),
+    };
+    let state = settled.state;
+    let tracker_settings = settings.trackers.iter().find(|t| t.name == job.tracker);
     db::write_transaction(conn, |conn| {
-        if let (Some((remote, assignee_note)), Some(tracker)) = (&remote, job.settings) {
-            save_remote(conn, tracker, job.action_id, remote, assignee_note.clone())?;
+        if let (Some((remote, assignee_note)), Some(tracker)) = (&remote, tracker_settings) {
+            save_remote(conn, tracker, &job.action_id, remote, assignee_note.clone())?;
         }
         if let Some(note) = &note {
-            diesel::update(tickets::table.find(job.action_id))
+            diesel::update(tickets::table.find(&job.action_id))
                 .set(tickets::assignee_note.eq(note))
                 .execute(conn)?;
         }
-        let mine = tracker_jobs::table
-            .find(job.id)
-            .filter(tracker_jobs::state.eq(SENDING));
-        diesel::update(mine)
-            .set((
-                tracker_jobs::state.eq(state),
-                tracker_jobs::next_attempt_at.eq(next),
-                tracker_jobs::lease_until.eq(None::<NaiveDateTime>),
-                tracker_jobs::last_error.eq(failure.map(Failure::words)),
-                tracker_jobs::updated_at.eq(now),
-                tracker_jobs::sent_at.eq((state == SENT).then_some(now)),
-            ))
-            .execute(conn)?;
-        if !counted {
-            diesel::update(tracker_jobs::table.find(job.id))
-                .set(tracker_jobs::attempts.eq(tracker_jobs::attempts - 1))
-                .execute(conn)?;
-        }
+        Queue::Tracker.settle(conn, &job.claim, &settled, now)?;
         match failure {
             None if matches!(outcome, Outcome::Done) => {
-                tracker_state::delivered_out(conn, job.tracker, now)
+                tracker_state::delivered_out(conn, &job.tracker, now)
             }
             None => Ok(()),
-            Some(f) => tracker_state::failed(conn, job.tracker, f.text(), now),
+            Some(f) => tracker_state::failed(conn, &job.tracker, f.text(), now),
         }
     })?;
-    let tracker = job.tracker;
+    let tracker = job.tracker.as_str();
     match (&outcome, failure) {
         (Outcome::Done, _) => report.sent += 1,
         (Outcome::Hold, _) => report.deferred += 1,
@@ -652,24 +658,4 @@ fn record(
         _ => {}
     }
     Ok(())
-}
-
-/// Gives back the jobs `claimant`'s earlier process was sending when it stopped.
-pub fn reclaim(conn: &mut DbConnection, claimant: &str, now: NaiveDateTime) -> QueryResult<usize> {
-    db::write_transaction(conn, |conn| {
-        diesel::update(
-            tracker_jobs::table
-                .filter(tracker_jobs::state.eq(SENDING))
-                .filter(tracker_jobs::claimed_by.eq(claimant)),
-        )
-        .set((
-            tracker_jobs::state.eq(PENDING),
-            tracker_jobs::lease_until.eq(None::<NaiveDateTime>),
-            tracker_jobs::claimed_by.eq(None::<String>),
-            tracker_jobs::next_attempt_at.eq(now),
-            tracker_jobs::attempts.eq(tracker_jobs::attempts - 1),
-            tracker_jobs::updated_at.eq(now),
-        ))
-        .execute(conn)
-    })
 }
