@@ -18,7 +18,8 @@ use std::time::Instant;
 
 use chrono::{Timelike, Utc};
 use coe::email::{EmailTemplates, Transport};
-use coe::services::{outbox, reminders};
+use coe::services::outbound::outbox;
+use coe::services::reminders;
 
 use support::{ACTIONS, OWNERS};
 

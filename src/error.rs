@@ -260,9 +260,9 @@ impl From<crate::services::templates::SaveError> for ApiError {
     }
 }
 
-impl From<crate::services::chat::import::ImportError> for ApiError {
-    fn from(e: crate::services::chat::import::ImportError) -> Self {
-        use crate::services::chat::import::ImportError;
+impl From<crate::services::outbound::chat::import::ImportError> for ApiError {
+    fn from(e: crate::services::outbound::chat::import::ImportError) -> Self {
+        use crate::services::outbound::chat::import::ImportError;
         match e {
             ImportError::Invalid(field, problem) => ApiError::field(field, problem),
             ImportError::Forbidden(why) => ApiError::Forbidden(why),

@@ -56,7 +56,7 @@ pub struct Application {
     settings: Arc<Settings>,
     emails: Arc<EmailTemplates>,
     metrics: Arc<Metrics>,
-    delivery_waker: crate::services::outbox::DeliveryWaker,
+    delivery_waker: crate::services::outbound::outbox::DeliveryWaker,
     group_commit: Arc<crate::services::ingest::writer::GroupCommit>,
     /// `metrics.listen`'s own server (`/metrics`, `/healthz`, `/readyz` only) and the
     /// port it bound.
@@ -171,7 +171,7 @@ impl Application {
         let body_timeout = std::time::Duration::from_secs(settings.server.body_timeout_secs);
         let settings = Arc::new(settings);
         let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let delivery_waker = crate::services::outbox::DeliveryWaker::default();
+        let delivery_waker = crate::services::outbound::outbox::DeliveryWaker::default();
         let group_commit = Arc::new(
             crate::services::ingest::writer::GroupCommit::start(
                 &settings.database,
@@ -280,7 +280,7 @@ impl Application {
     }
 
     /// The bell the delivery job answers (`jobs::serve` connects it).
-    pub fn delivery_waker(&self) -> &crate::services::outbox::DeliveryWaker {
+    pub fn delivery_waker(&self) -> &crate::services::outbound::outbox::DeliveryWaker {
         &self.delivery_waker
     }
 

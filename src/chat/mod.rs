@@ -1,6 +1,6 @@
 //! Team chat (`[[chat.channels]]`): notices in each platform's own format
 //! (`format`) and the one request that sends them (`send`). Which channel hears what,
-//! the outbox of chat messages and its delivery are `services::chat`.
+//! the outbox of chat messages and its delivery are `services::outbound::chat`.
 
 pub mod format;
 pub mod read;

@@ -7,7 +7,7 @@ use super::{open, Failure};
 use crate::config::database::DatabaseUrl;
 use crate::config::Settings;
 use crate::db::{self, backup::CopyError};
-use crate::services::outbox;
+use crate::services::outbound::outbox;
 
 /// `coe migrate`: applies pending migrations.
 pub(super) fn migrate(settings: &Settings) -> Result<(), Failure> {

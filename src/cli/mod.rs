@@ -10,7 +10,8 @@ use clap::{Args, Parser, Subcommand};
 use crate::config::{LogFormat, Overrides, Settings};
 use crate::db;
 use crate::email::{EmailTemplates, Transport};
-use crate::services::{outbox, reminders, sweep_settings, tokens};
+use crate::services::outbound::outbox;
+use crate::services::{reminders, sweep_settings, tokens};
 use crate::startup::{self, Application};
 use crate::telemetry;
 
@@ -508,8 +509,9 @@ fn sweep(
             delivered.failed
         );
         if !settings.chat.channels.is_empty() {
-            let chat = crate::services::chat::deliver(&mut conn, settings, &claimant, &go)
-                .map_err(Failure::runtime)?;
+            let chat =
+                crate::services::outbound::chat::deliver(&mut conn, settings, &claimant, &go)
+                    .map_err(Failure::runtime)?;
             println!(
                 "chat: {} sent, {} deferred, {} failed",
                 chat.sent, chat.deferred, chat.failed

@@ -184,7 +184,7 @@ pub fn backup(url: &DatabaseUrl, dest: &Path, busy_timeout_ms: u32) -> Result<Co
 /// `<name>.replaced-<time>`. A database SQLite cannot read is replaced only with
 /// `force` (whether a process holds it cannot be told). Before the copy is put in
 /// place, `after` runs on it (migrated to this version) in a write transaction: the
-/// outbox holds what it would otherwise send again (`services::outbox::restored`).
+/// outbox holds what it would otherwise send again (`services::outbound::outbox::restored`).
 pub fn restore<T>(
     url: &DatabaseUrl,
     source: &Path,
@@ -253,7 +253,7 @@ pub fn restore<T>(
         }
     };
     // What was being sent, or waiting, when the backup was taken may have gone out
-    // since: held for an admin (`services::outbox::restored`), never sent by itself.
+    // since: held for an admin (`services::outbound::outbox::restored`), never sent by itself.
     let held = match prepare(&incoming, after) {
         Ok(held) => held,
         Err(e) => {
@@ -454,7 +454,7 @@ pub fn vacuum(url: &DatabaseUrl) -> Result<Vacuumed, CopyError> {
     })
 }
 
-/// What a held email's last error says (`services::outbox::restored`).
+/// What a held email's last error says (`services::outbound::outbox::restored`).
 pub const HELD_BECAUSE: &str = "it was being sent when the backup this database was restored \
      from was taken, so it may have gone out already: send it again or drop it";
 

@@ -299,8 +299,8 @@ pub fn recurred_after_approval(
     recurred_at >= approved_at && recurred_at - approved_at <= chrono::Duration::days(days)
 }
 
-/// A COE as its notices name it, in email and in chat (`services::notify`,
-/// `services::chat`).
+/// A COE as its notices name it, in email and in chat (`services::outbound::notify`,
+/// `services::outbound::chat`).
 #[derive(Debug, Clone, Copy)]
 pub struct CoeFacts<'a> {
     pub id: &'a str,

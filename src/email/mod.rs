@@ -1,6 +1,6 @@
 //! Emails: what they say (`content`), how they look (`templates`) and how they leave
 //! (`transport`). Deciding to send one is the reminder and review services' job;
-//! queueing and delivering is `services::outbox`.
+//! queueing and delivering is `services::outbound::outbox`.
 
 pub mod content;
 pub mod templates;

@@ -46,7 +46,7 @@ pub struct AppState {
     /// Tokens looked up in the last second (`known_tokens::KNOWN_FOR`).
     pub known_tokens: crate::http::known_tokens::KnownTokens,
     /// Wakes the delivery worker when a request queued an email.
-    pub delivery_waker: crate::services::outbox::DeliveryWaker,
+    pub delivery_waker: crate::services::outbound::outbox::DeliveryWaker,
     /// One permit per search that may run at once (`server.searches_at_once`).
     pub searches: Arc<tokio::sync::Semaphore>,
     /// One permit per SCIM request that may use the database at once

@@ -252,7 +252,7 @@ pub struct Parts {
     pub templates: Arc<EmailTemplates>,
     pub transport: Transport,
     /// Rung by a request that queued an email: wakes the delivery job.
-    pub bell: crate::services::outbox::DeliveryWaker,
+    pub bell: crate::services::outbound::outbox::DeliveryWaker,
     pub registry: Arc<crate::http::metrics::Metrics>,
 }
 

@@ -18,8 +18,9 @@ use super::Job;
 use crate::config::Settings;
 use crate::db::DbPool;
 use crate::email::{EmailTemplates, Transport};
+use crate::services::outbound::outbox;
 use crate::services::outbound::queue::{Queue, Report};
-use crate::services::{outbox, reminders, sweep_settings};
+use crate::services::{reminders, sweep_settings};
 
 /// The delivery job's name (the bell wakes it).
 pub const DELIVERY: &str = "delivery";
@@ -314,7 +315,7 @@ pub fn chat(settings: Arc<Settings>, pool: DbPool, metrics: DeliveryMetrics) -> 
         pool,
         metrics,
         move |stop| {
-            crate::services::chat::deliver_pooled(&p, &s, &s.replica_name(), stop)
+            crate::services::outbound::chat::deliver_pooled(&p, &s, &s.replica_name(), stop)
                 .map_err(|e| e.to_string())
         },
     ))

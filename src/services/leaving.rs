@@ -16,7 +16,8 @@ use crate::db::schema::{api_tokens, coes, corrective_actions, people, sign_in_li
 use crate::db::DbConnection;
 use crate::email::content::{ActionLine, CoeLine, Kind, Links, WorkHandedOver};
 use crate::services::audit::{self, Change, Subject};
-use crate::services::{outbox, Env};
+use crate::services::outbound::outbox;
+use crate::services::Env;
 
 /// What passed to whom when a person left.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -186,11 +187,11 @@ fn hand_over(
                 corrective_actions::updated_at.eq(now),
             ))
             .execute(conn)?;
-        let push = crate::services::tickets::Push::Owner {
+        let push = crate::services::outbound::tickets::Push::Owner {
             from: leaver,
             to: &to,
         };
-        crate::services::tickets::changed(conn, id, push, by, now)?;
+        crate::services::outbound::tickets::changed(conn, id, push, by, now)?;
         let subject = Subject::Action { id, coe_id };
         audit(
             conn,

@@ -2,18 +2,18 @@
 //! handlers and the command line call these, never diesel directly.
 //!
 //! The modules import each other as a tree (checked by `tests::no_import_cycles`):
-//! `ingest → coes → notify → outbox`; `review → coes, actions, lifecycle, notify`;
-//! `reminders → stats, outbox`; `audit`, `access`, `lifecycle` and `people` are
-//! leaves every writer may use.
+//! `ingest → coes → outbound`; `review → coes, actions, lifecycle, outbound`;
+//! `reminders → stats, outbound`. `outbound` is the wing of what leaves coe: a use
+//! case says what happened (`outbound::happened`) and the spine there makes its
+//! emails, chat notices, tracker jobs and history; `audit`, `access`, `lifecycle`
+//! and `people` are leaves every writer may use.
 
 pub mod access;
 pub mod actions;
-pub mod approval;
 pub mod audit;
 pub mod auth;
 pub mod board;
 pub mod calendar;
-pub mod chat;
 pub mod coes;
 pub mod coverage;
 mod env;
@@ -25,9 +25,7 @@ pub mod leaving;
 pub mod lifecycle;
 pub mod meeting;
 pub mod notifications;
-pub mod notify;
 pub mod outbound;
-pub mod outbox;
 pub mod ownership;
 pub mod people;
 pub mod publishing;
@@ -42,7 +40,6 @@ pub mod sns;
 pub mod stats;
 pub mod sweep_settings;
 pub mod templates;
-pub mod tickets;
 pub mod tokens;
 pub mod trackers;
 pub mod work;
@@ -124,10 +121,10 @@ mod tests {
     #[test]
     fn the_import_reader_sees_groups_and_renames() {
         let text = "use crate::services::{lifecycle, people as directory};\n\
-                    crate::services::outbox::enqueue(conn);\nuse crate::services::coes::{self, X};";
+                    crate::services::outbound::outbox::enqueue(conn);\nuse crate::services::coes::{self, X};";
         assert_eq!(
             names_after(text, "services::"),
-            ["lifecycle", "people", "outbox", "coes"]
+            ["lifecycle", "people", "outbound", "coes"]
         );
         let mut looped = BTreeMap::new();
         looped.insert("a".to_owned(), BTreeSet::from(["b".to_owned()]));

@@ -161,7 +161,7 @@ pub fn publish(
             c.wants(ChatEvent::Published, team.as_deref(), service.as_deref())
                 && (incident.is_some() || c.kind != crate::config::ChatKind::Statuspage)
         }) {
-            super::chat::enqueue_body(
+            super::outbound::chat::enqueue_body(
                 conn,
                 channel,
                 ChatEvent::Published,
@@ -204,7 +204,7 @@ pub fn revoke(
             return Err(CoeError::Conflict("its summary is not published".into()));
         };
         // What was not sent yet to a status page or webhook is not sent at all.
-        super::chat::cancel(
+        super::outbound::chat::cancel(
             conn,
             &format!("published:{id}:{token}"),
             "the summary was taken down before it was sent",

@@ -15,7 +15,7 @@ use crate::domain::review::{self as rules, ReviewFacts, ReviewRefusal};
 use crate::email::Kind;
 use crate::services::audit::{self, Change, Subject};
 use crate::services::coes::{self as coe_service, CoeError};
-use crate::services::notify::{self, CoeFacts};
+use crate::services::outbound::notify::{self, CoeFacts};
 use crate::services::{access, lifecycle, people as people_service};
 
 pub use crate::domain::coe::MAX_COMMENT_BYTES;
@@ -368,7 +368,7 @@ pub fn step(
             (Step::Approve, true) => "Approved once (waiting for the second approval)",
             (Step::Approve, false) => "COE approved",
         };
-        crate::services::chat::coe_notice(
+        crate::services::outbound::chat::coe_notice(
             conn,
             env.settings,
             crate::config::ChatEvent::Review,

@@ -420,7 +420,7 @@ async fn an_unreachable_webhook_s_secret_url_is_not_logged_stored_or_shown() {
         .finish();
     let report = tracing::subscriber::with_default(subscriber, || {
         let mut conn = coe::db::checkout(&app.pool).expect("conn");
-        coe::services::chat::deliver(
+        coe::services::outbound::chat::deliver(
             &mut conn,
             &settings,
             "test",

@@ -165,7 +165,7 @@ fn newest_email(app: &TestApp, kind: &str, to: &str) -> String {
     match link {
         // A sign-in link is kept apart from the text until it is sent: put back as the
         // delivery worker does.
-        Some(link) => body.replace(coe::services::outbox::PRIVATE_LINK, &link),
+        Some(link) => body.replace(coe::services::outbound::outbox::PRIVATE_LINK, &link),
         None => body,
     }
 }

@@ -274,9 +274,9 @@ async fn app_with_chat(base: &str) -> (TestApp, Settings) {
     (app, settings)
 }
 
-fn deliver(app: &TestApp, settings: &Settings) -> coe::services::chat::ChatReport {
+fn deliver(app: &TestApp, settings: &Settings) -> coe::services::outbound::chat::ChatReport {
     let mut conn = coe::db::checkout(&app.pool).expect("conn");
-    coe::services::chat::deliver(&mut conn, settings, "test", &AtomicBool::new(false))
+    coe::services::outbound::chat::deliver(&mut conn, settings, "test", &AtomicBool::new(false))
         .expect("a chat pass")
 }
 
@@ -327,7 +327,7 @@ async fn a_new_coe_is_told_to_its_teams_channel_and_the_org_channels_once_each()
     // Nothing more: each channel once; the broken one waits.
     assert_eq!(
         deliver(&app, &settings),
-        coe::services::chat::ChatReport::default()
+        coe::services::outbound::chat::ChatReport::default()
     );
 
     let slack = inbox.got("/slack/payments");
@@ -396,9 +396,13 @@ async fn a_new_coe_is_told_to_its_teams_channel_and_the_org_channels_once_each()
         .iter()
         .find(|c| c.name == "deleted")
         .expect("channel");
-    let outcome =
-        coe::services::chat::test_message(&mut conn, &settings, deleted, "admin@example.com")
-            .expect("a test message");
+    let outcome = coe::services::outbound::chat::test_message(
+        &mut conn,
+        &settings,
+        deleted,
+        "admin@example.com",
+    )
+    .expect("a test message");
     assert_eq!(outcome, coe::chat::Sent::Delivered);
     drop(conn);
     assert_eq!(deliver(&app, &settings).sent, 1);
@@ -797,7 +801,7 @@ async fn a_matrix_room_reads_the_notices_in_html_once_each() {
             link_label: "Open".into(),
             link_url: "http://127.0.0.1:8080/".into(),
         };
-        coe::services::chat::enqueue(
+        coe::services::outbound::chat::enqueue(
             &mut conn,
             &settings.chat.channels[0],
             ChatEvent::CoeOpened,
@@ -905,7 +909,7 @@ async fn a_channel_down_for_an_hour_gets_its_notice_after_once_and_two_workers_s
     assert_eq!(inbox.got("/teams/org").len(), 1);
     assert_eq!(
         deliver(&app, &settings),
-        coe::services::chat::ChatReport::default()
+        coe::services::outbound::chat::ChatReport::default()
     );
 }
 
@@ -980,6 +984,6 @@ async fn a_sev2_incident_is_told_once_and_a_platform_too_slow_to_answer_gets_it_
     assert_eq!(inbox.got("/teams/org").len(), 1);
     assert_eq!(
         deliver(&app, &settings),
-        coe::services::chat::ChatReport::default()
+        coe::services::outbound::chat::ChatReport::default()
     );
 }

@@ -1034,7 +1034,7 @@ fn a_restore_coe_cannot_tell_is_held_by_coe_outbox_hold_pending() {
         (coe::email::Kind::Escalation, "escalation"),
         (coe::email::Kind::SignIn, "signin"),
     ] {
-        let email = coe::services::outbox::NewEmail {
+        let email = coe::services::outbound::outbox::NewEmail {
             kind,
             dedup_key: key.into(),
             recipient: format!("{key}@example.com"),
@@ -1043,7 +1043,8 @@ fn a_restore_coe_cannot_tell_is_held_by_coe_outbox_hold_pending() {
             text: "text".into(),
             html: "<p>html</p>".into(),
         };
-        coe::services::outbox::enqueue(&mut pool.get().expect("conn"), &email, now).expect("queue");
+        coe::services::outbound::outbox::enqueue(&mut pool.get().expect("conn"), &email, now)
+            .expect("queue");
     }
     let out = coe(&["outbox", "hold-pending"], &env);
     assert!(out.status.success(), "{}", stderr(&out));

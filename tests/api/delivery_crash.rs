@@ -58,7 +58,7 @@ fn queue_emails(pool: &coe::db::DbPool) {
         let mut conn = pool.get().expect("conn");
         coe::db::write_transaction(&mut conn, |conn| {
             for n in 0..EMAILS {
-                let email = coe::services::outbox::NewEmail {
+                let email = coe::services::outbound::outbox::NewEmail {
                     kind: coe::email::Kind::OverdueDigest,
                     dedup_key: format!("crash-{n}"),
                     recipient: format!("owner{n}@example.com"),
@@ -67,7 +67,7 @@ fn queue_emails(pool: &coe::db::DbPool) {
                     text: "One action is overdue.".into(),
                     html: "<p>One action is overdue.</p>".into(),
                 };
-                coe::services::outbox::enqueue(conn, &email, coe::db::now())?;
+                coe::services::outbound::outbox::enqueue(conn, &email, coe::db::now())?;
             }
             Ok::<_, diesel::result::Error>(())
         })
@@ -245,7 +245,7 @@ async fn an_admin_retries_an_email_whose_sender_stopped() {
         ("sending", 600, "host-b/10.0.0.2:8080"),
         ("silent", 600, "host-c/10.0.0.3:8080"),
     ] {
-        let email = coe::services::outbox::NewEmail {
+        let email = coe::services::outbound::outbox::NewEmail {
             kind: coe::email::Kind::OverdueDigest,
             dedup_key: key.into(),
             recipient: format!("{key}@example.com"),
@@ -254,7 +254,7 @@ async fn an_admin_retries_an_email_whose_sender_stopped() {
             text: "One action is overdue.".into(),
             html: "<p>One action is overdue.</p>".into(),
         };
-        coe::services::outbox::enqueue(&mut conn, &email, now).expect("queue");
+        coe::services::outbound::outbox::enqueue(&mut conn, &email, now).expect("queue");
         diesel::update(outbox_emails::table.filter(outbox_emails::dedup_key.eq(key)))
             .set((
                 outbox_emails::state.eq("sending"),
@@ -403,7 +403,7 @@ fn a_restore_holds_what_was_in_flight_for_an_admin() {
     let now = coe::db::now();
     let mut ids = Vec::new();
     for key in ["in-flight-1", "in-flight-2", "waiting"] {
-        let email = coe::services::outbox::NewEmail {
+        let email = coe::services::outbound::outbox::NewEmail {
             kind: coe::email::Kind::ActionAssigned,
             dedup_key: key.into(),
             recipient: format!("{key}@example.com"),
@@ -413,7 +413,7 @@ fn a_restore_holds_what_was_in_flight_for_an_admin() {
             html: "<p>An action is yours.</p>".into(),
         };
         let mut conn = setup.get().expect("conn");
-        coe::services::outbox::enqueue(&mut conn, &email, now).expect("queue");
+        coe::services::outbound::outbox::enqueue(&mut conn, &email, now).expect("queue");
         ids.push(
             outbox_emails::table
                 .filter(outbox_emails::dedup_key.eq(key))
@@ -470,7 +470,7 @@ fn a_restore_holds_what_was_in_flight_for_an_admin() {
     eventually(Duration::from_secs(60), "the restored emails held", || {
         ids.iter().all(|id| state_of(&pool, id) == "held")
     });
-    let after = coe::services::outbox::NewEmail {
+    let after = coe::services::outbound::outbox::NewEmail {
         kind: coe::email::Kind::ActionAssigned,
         dedup_key: "after-restore".into(),
         recipient: "after-restore@example.com".into(),
@@ -479,8 +479,12 @@ fn a_restore_holds_what_was_in_flight_for_an_admin() {
         text: "An action is yours.".into(),
         html: "<p>An action is yours.</p>".into(),
     };
-    coe::services::outbox::enqueue(&mut pool.get().expect("conn"), &after, coe::db::now())
-        .expect("queue");
+    coe::services::outbound::outbox::enqueue(
+        &mut pool.get().expect("conn"),
+        &after,
+        coe::db::now(),
+    )
+    .expect("queue");
     // Within the same minute.
     eventually(
         deadline.saturating_duration_since(Instant::now()),

@@ -1887,13 +1887,16 @@ fn a_restored_backup_sends_nothing_by_itself_until_an_admin_sends_what_is_held()
     assert!(crate::cli::coe(&["migrate"], &env).status.success());
     let setup = pool(&db);
     let now = coe::db::now();
-    let mail = |kind: Kind, key: &str| coe::services::outbox::NewEmail {
+    let mail = |kind: Kind, key: &str| coe::services::outbound::outbox::NewEmail {
         kind,
         dedup_key: key.into(),
         recipient: format!("{key}@example.com"),
         recipient_name: None,
         subject: format!("{} ({key})", kind.name()),
-        text: format!("For {key}: {}", coe::services::outbox::PRIVATE_LINK),
+        text: format!(
+            "For {key}: {}",
+            coe::services::outbound::outbox::PRIVATE_LINK
+        ),
         html: format!("<p>For {key}</p>"),
     };
     let id_of = |conn: &mut coe::db::DbConnection, key: &str| -> String {
@@ -1915,7 +1918,7 @@ fn a_restored_backup_sends_nothing_by_itself_until_an_admin_sends_what_is_held()
         )
         .expect("a link");
         token = link.split_once("token=").expect("token").1.to_owned();
-        coe::services::outbox::enqueue_with_private_link(
+        coe::services::outbound::outbox::enqueue_with_private_link(
             &mut conn,
             &mail(Kind::SignIn, "signin"),
             &link,
@@ -1930,7 +1933,8 @@ fn a_restored_backup_sends_nothing_by_itself_until_an_admin_sends_what_is_held()
             (Kind::ActionAssigned, "gone", now),
         ] {
             assert!(
-                coe::services::outbox::enqueue(&mut conn, &mail(kind, key), at).expect("queue")
+                coe::services::outbound::outbox::enqueue(&mut conn, &mail(kind, key), at)
+                    .expect("queue")
             );
         }
         for key in [
@@ -2031,7 +2035,7 @@ fn a_restored_backup_sends_nothing_by_itself_until_an_admin_sends_what_is_held()
     // The delivery pass runs: an email queued after the restore goes.
     {
         let mut conn = pool.get().expect("conn");
-        coe::services::outbox::enqueue(
+        coe::services::outbound::outbox::enqueue(
             &mut conn,
             &mail(Kind::ActionAssigned, "after"),
             coe::db::now(),
@@ -2067,7 +2071,7 @@ fn a_restored_backup_sends_nothing_by_itself_until_an_admin_sends_what_is_held()
     // A waiting email (backing off) is dropped by an admin: audited, never sent.
     {
         let mut conn = pool.get().expect("conn");
-        coe::services::outbox::enqueue(
+        coe::services::outbound::outbox::enqueue(
             &mut conn,
             &mail(Kind::ActionAssigned, "later"),
             coe::db::now(),
@@ -2171,7 +2175,7 @@ async fn an_admin_sends_or_drops_what_a_restore_held_from_the_outbox_page() {
         .expect("sent");
     assert_eq!(res.status(), 200);
     let cookie = crate::pages::sign_in(&app, "dana@example.com").await;
-    let mail = |key: &str| coe::services::outbox::NewEmail {
+    let mail = |key: &str| coe::services::outbound::outbox::NewEmail {
         kind: Kind::ActionAssigned,
         dedup_key: key.into(),
         recipient: format!("{key}@example.com"),
@@ -2200,10 +2204,10 @@ async fn an_admin_sends_or_drops_what_a_restore_held_from_the_outbox_page() {
         coe::db::write_transaction(&mut conn, |conn| {
             let now = coe::db::now();
             for key in ["held-a", "held-b", "held-c"] {
-                coe::services::outbox::enqueue(conn, &mail(key), now)?;
+                coe::services::outbound::outbox::enqueue(conn, &mail(key), now)?;
             }
-            coe::services::outbox::restored::hold_after_restore(conn, now)?;
-            coe::services::outbox::enqueue(conn, &mail("waiting"), now)?;
+            coe::services::outbound::outbox::restored::hold_after_restore(conn, now)?;
+            coe::services::outbound::outbox::enqueue(conn, &mail("waiting"), now)?;
             diesel::update(outbox_emails::table.filter(outbox_emails::dedup_key.eq("waiting")))
                 .set(outbox_emails::next_attempt_at.eq(now + Duration::hours(1)))
                 .execute(conn)

@@ -116,9 +116,9 @@ fn channels(base: &str) -> Vec<ChannelSettings> {
     ]
 }
 
-fn deliver(app: &TestApp, settings: &Settings) -> coe::services::chat::ChatReport {
+fn deliver(app: &TestApp, settings: &Settings) -> coe::services::outbound::chat::ChatReport {
     let mut conn = coe::db::checkout(&app.pool).expect("conn");
-    coe::services::chat::deliver(&mut conn, settings, "test", &AtomicBool::new(false))
+    coe::services::outbound::chat::deliver(&mut conn, settings, "test", &AtomicBool::new(false))
         .expect("a chat pass")
 }
 
@@ -366,7 +366,7 @@ async fn an_approved_summary_is_published_alone_and_revoked() {
     assert_eq!(deliver(&w.app, &settings).sent, 1);
     assert_eq!(
         deliver(&w.app, &settings),
-        coe::services::chat::ChatReport::default()
+        coe::services::outbound::chat::ChatReport::default()
     );
     let got = double.got.lock().expect("lock").clone();
     let puts: Vec<&String> = got.iter().filter(|g| g.0 == "PUT").map(|g| &g.1).collect();

@@ -164,8 +164,8 @@ pub async fn delete(
 ) -> Result<HttpResponse, ApiError> {
     let (id, acting) = (id.into_inner(), caller.acting());
     let key = id.clone();
-    let coe_id = with_write(&state, move |conn, _| {
-        Ok(actions::delete(conn, &key, &acting.editor())?)
+    let coe_id = with_write(&state, move |conn, state| {
+        Ok(actions::delete(conn, &key, &acting.editor(), state.env())?)
     })
     .await?;
     Ok(HttpResponse::Ok().json(DeletedAction { id, coe_id }))

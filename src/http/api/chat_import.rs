@@ -12,7 +12,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::http::bearer::Member;
 use crate::http::extract::{ids, ApiQuery, PathId};
 use crate::http::state::{with_conn, with_write, AppState};
-use crate::services::chat::import;
+use crate::services::outbound::chat::import;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]

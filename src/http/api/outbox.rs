@@ -11,7 +11,7 @@ use crate::http::bearer::Admin;
 use crate::http::extract::{ids, ApiQuery, PathId};
 use crate::http::pagination;
 use crate::http::state::{with_conn, AppState};
-use crate::services::outbox::{self, OutboxEmail, RetryError};
+use crate::services::outbound::outbox::{self, OutboxEmail, RetryError};
 
 impl From<RetryError> for ApiError {
     fn from(e: RetryError) -> Self {

@@ -9,7 +9,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::http::bearer::{Admin, Member};
 use crate::http::extract::{ids, read_body, OptionalJson, PathId};
 use crate::http::state::{with_conn, AppState};
-use crate::services::tickets::TicketView;
+use crate::services::outbound::tickets::TicketView;
 use crate::services::trackers::{self, Asked, Received, Taken, TicketRequest};
 use crate::trackers::webhook::{self, Refused};
 
@@ -68,7 +68,7 @@ pub async fn ticket(
         .await?;
     }
     let view = with_conn(&state, move |conn, state| {
-        Ok(crate::services::tickets::of(
+        Ok(crate::services::outbound::tickets::of(
             conn,
             &state.settings.trackers,
             &id,

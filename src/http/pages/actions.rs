@@ -75,7 +75,7 @@ async fn load(state: &web::Data<AppState>, id: &str, who: &SignedIn) -> Result<L
         // Which tracker would take its ticket, when it has none and may get one.
         let takes = match &detail.ticket {
             None if may_change => {
-                crate::services::tickets::destination(conn, &state.settings, &key)?
+                crate::services::outbound::tickets::destination(conn, &state.settings, &key)?
                     .map(|d| d.tracker.kind.label().to_owned())
             }
             _ => None,
@@ -242,7 +242,7 @@ fn tracked(detail: &ActionDetail, state: &AppState) -> Option<Value> {
         "href": href,
         "status": t.status,
         "reads_as": reads_as,
-        "unmapped": t.meaning.as_deref() == Some(crate::services::tickets::UNMAPPED),
+        "unmapped": t.meaning.as_deref() == Some(crate::services::outbound::tickets::UNMAPPED),
         "awaiting_evidence": t.awaiting.as_deref() == Some("evidence"),
         "awaiting_reason": t.awaiting.as_deref() == Some("reason"),
         "assignee_note": t.assignee_note,
@@ -434,12 +434,14 @@ pub async fn delete(form: CsrfForm<Fields>, path: web::Path<String>, state: Stat
     let CsrfForm { who, fields } = form;
     let id = path.into_inner();
     let key = id.clone();
-    let deleted = write_as_person(&state, &who, move |conn, _, editor| {
-        match actions::delete(conn, &key, editor) {
+    let deleted = write_as_person(
+        &state,
+        &who,
+        move |conn, state, editor| match actions::delete(conn, &key, editor, state.env()) {
             Ok(coe_id) => Ok(Ok(coe_id)),
             Err(e) => Outcome::of(Err(e)).map(Err),
-        }
-    })
+        },
+    )
     .await?;
     match deleted {
         Ok(coe_id) => Ok(super::outcome::see_other(&format!(

@@ -16,7 +16,8 @@ use super::outcome::{as_service, see_other, Outcome};
 use crate::domain::{EmailAddress, Role, TokenName};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
-use crate::services::{auth, outbox, ownership, people, tokens};
+use crate::services::outbound::outbox;
+use crate::services::{auth, ownership, people, tokens};
 
 pub(super) type AdminForm = CsrfForm<Fields, Admin>;
 
@@ -461,7 +462,10 @@ pub struct ChatQuery {
 /// delivery and error, whether it is broken, what waits; a test message button.
 pub async fn chat_list(Admin(who): Admin, query: web::Query<ChatQuery>, state: State) -> Page {
     let channels = as_service(&state, |conn, state| {
-        Ok(crate::services::chat::statuses(conn, &state.settings)?)
+        Ok(crate::services::outbound::chat::statuses(
+            conn,
+            &state.settings,
+        )?)
     })
     .await?;
     let query = query.into_inner();
@@ -485,7 +489,7 @@ pub async fn chat_test(form: AdminForm, path: web::Path<String>, state: State) -
             .ok_or_else(|| {
                 crate::error::ApiError::NotFound(format!("there is no chat channel {asked}"))
             })?;
-        Ok(crate::services::chat::test_message(
+        Ok(crate::services::outbound::chat::test_message(
             conn,
             &state.settings,
             channel,

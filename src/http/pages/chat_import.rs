@@ -17,8 +17,8 @@ use super::outcome::{as_person, see_other, write_as_person};
 use crate::chat::read::Said;
 use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;
-use crate::services::chat::import::{self, Ask, ImportError, Reading, Scope};
 use crate::services::coes;
+use crate::services::outbound::chat::import::{self, Ask, ImportError, Reading, Scope};
 
 #[derive(Debug, Default, Deserialize)]
 pub struct ImportQuery {

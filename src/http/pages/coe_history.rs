@@ -22,7 +22,7 @@ pub(super) fn history_words(
     if let Some(step) = h.action.strip_prefix("action:") {
         return action_words(h, step, actions);
     }
-    if h.action == crate::services::chat::import::READ_ACTION {
+    if h.action == crate::services::outbound::chat::import::READ_ACTION {
         if let Some(words) = super::chat_import::read_words(h.after.as_ref()) {
             return words;
         }

@@ -189,7 +189,12 @@ pub(super) async fn load(
         };
         let publication = crate::services::publishing::of(conn, &state.settings, &key)?;
         let chat_import = doc.state == CoeState::Draft
-            && crate::services::chat::import::offered(conn, &state.settings, &key, editor)?;
+            && crate::services::outbound::chat::import::offered(
+                conn,
+                &state.settings,
+                &key,
+                editor,
+            )?;
         let draft = may_edit && doc.state == CoeState::Draft;
         let reviewer_suggestions = if draft {
             crate::services::ownership::reviewer_suggestions(

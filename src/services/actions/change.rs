@@ -2,13 +2,11 @@
 //! and is recorded), and move through the life cycle (its verification is `verify`). Each write locks the action's
 //! COE first and is audited.
 
-use chrono::NaiveDateTime;
 use diesel::prelude::*;
-use serde_json::json;
 
 use super::{
-    coe_title_and_severity, invalid, load, view, ActionDetail, ActionError, ActionPatch,
-    ActionStep, NewAction, TransitionInput,
+    invalid, load, view, ActionDetail, ActionError, ActionPatch, ActionStep, NewAction,
+    TransitionInput,
 };
 use crate::db::models::{ActionRow, DueDateChangeRow};
 use crate::db::schema::{coes, corrective_actions, due_date_changes};
@@ -18,62 +16,12 @@ use crate::domain::action::{self, check_new_due_date, ActionKind, ActionState, T
 use crate::domain::coe::CoeState;
 use crate::domain::{Clock, Severity};
 use crate::services::access::{self, AccessError, Editor};
-use crate::services::audit::{self, Change, Subject};
-use crate::services::notify::{self, ActionFacts};
-use crate::services::outbox::{self, NewEmail};
-use crate::services::tickets::{self, Push};
+use crate::services::outbound::outbox::NewEmail;
+use crate::services::outbound::spine::ActionChange;
+use crate::services::outbound::tickets;
+use crate::services::outbound::{self, Event};
 use crate::services::Env;
-use crate::services::{approval, lifecycle, people as directory};
-
-pub(super) fn audit(
-    conn: &mut DbConnection,
-    action: &ActionRow,
-    actor: &str,
-    what: &str,
-    before: Option<serde_json::Value>,
-    after: Option<serde_json::Value>,
-    now: NaiveDateTime,
-) -> QueryResult<()> {
-    audit::record(
-        conn,
-        Change {
-            subject: Subject::Action {
-                id: &action.id,
-                coe_id: &action.coe_id,
-            },
-            actor,
-            action: what,
-            before,
-            after,
-        },
-        now,
-    )
-}
-
-/// Queues the "assigned to you" email to the action's owner.
-fn tell_owner(
-    conn: &mut DbConnection,
-    row: &ActionRow,
-    actor: &str,
-    env: Env<'_>,
-    now: NaiveDateTime,
-) -> QueryResult<()> {
-    let (coe_title, _) = coe_title_and_severity(conn, &row.coe_id)?;
-    notify::action_assigned(conn, env, &facts(row, &coe_title), actor, now)
-}
-
-/// What the emails tell of action `row` of the COE titled `coe_title`.
-pub(super) fn facts<'a>(row: &'a ActionRow, coe_title: &'a str) -> ActionFacts<'a> {
-    ActionFacts {
-        id: &row.id,
-        title: &row.title,
-        owner: &row.owner_email,
-        due_date: row.due_date,
-        coe_id: &row.coe_id,
-        coe_title,
-        success_criteria: row.success_criteria.as_deref(),
-    }
-}
+use crate::services::{lifecycle, people as directory};
 
 /// The field problems of an `Invalid` error (none for other errors).
 fn invalid_fields(e: ActionError) -> Vec<(String, String)> {
@@ -239,7 +187,7 @@ pub fn prepare(
         handed_over_from: None,
         handed_over_at: None,
     };
-    let email = notify::action_assigned_email(conn, env, &facts(&row, &coe_title), who.actor)?;
+    let email = outbound::spine::new_owner_email(conn, env, &row, &coe_title, who.actor)?;
     Ok(Prepared {
         row,
         email,
@@ -298,27 +246,12 @@ pub fn add(
     diesel::insert_into(corrective_actions::table)
         .values(&row)
         .execute(conn)?;
-    // Its words are found by the search, its COE shown.
-    crate::services::search_index::reindex(conn, &row.coe_id)?;
-    audit(
-        conn,
-        &row,
-        &row.created_by,
-        "action:create",
-        None,
-        Some(json!({
-            "title": row.title, "owner": row.owner_email, "due_date": row.due_date,
-            "priority": row.priority, "kind": row.kind,
-        })),
-        now,
-    )?;
-    if let Some(email) = email {
-        outbox::enqueue(conn, &email, now)?;
-    }
-    tickets::created(conn, env.settings, &row.id, now)?;
-    if in_review {
-        approval::touch_in_review(conn, &row.coe_id, &row.created_by, env, now)?;
-    }
+    let created = Event::ActionCreated {
+        action: &row,
+        email: email.as_ref(),
+        coe_in_review: in_review,
+    };
+    outbound::happened(conn, env, &row.created_by, created, now)?;
     // A new open action on a closed COE is refused (above); on an approved COE it
     // keeps the COE approved until it closes. New, it has no history but its creation.
     let ticket = tickets::of(conn, &env.settings.trackers, &row.id)?;
@@ -365,6 +298,7 @@ pub fn patch(
             serde_json::to_value(view(row.clone(), String::new(), Severity::Sev3, clock)?).ok();
         let now = db::now();
         let mut changed = false;
+        let mut due_moved: Option<(chrono::NaiveDate, chrono::NaiveDate, String)> = None;
         if let Some(title) = &patch.title {
             let title = title.trim();
             if title.is_empty() {
@@ -416,12 +350,7 @@ pub fn patch(
                 let reason = clean_text("reason", patch.reason.as_deref(), MAX_NOTE_BYTES)?
                     .ok_or_else(|| invalid("reason", "is required to move the due date"))?;
                 check_new_due_date(due, clock.now, clock.tz).map_err(|p| invalid("due_date", p))?;
-                let push = Push::Due {
-                    from: row.due_date,
-                    to: due,
-                    reason: &reason,
-                };
-                tickets::changed(conn, id, push, actor, now)?;
+                due_moved = Some((row.due_date, due, reason.clone()));
                 diesel::insert_into(due_date_changes::table)
                     .values(DueDateChangeRow {
                         id: db::new_id(),
@@ -464,41 +393,23 @@ pub fn patch(
             .execute(conn)?;
         let after =
             serde_json::to_value(view(row.clone(), String::new(), Severity::Sev3, clock)?).ok();
-        if patch.title.is_some() || patch.description.is_some() || patch.success_criteria.is_some()
-        {
-            crate::services::search_index::reindex(conn, &row.coe_id)?;
-        }
-        audit(conn, &row, actor, "action:update", before, after, now)?;
-        if row.owner_email != owner_before {
-            // Reassigned: a step of its own in the action's history, with the reason.
-            let reason = clean_text("reason", patch.reason.as_deref(), MAX_NOTE_BYTES)?;
-            audit(
-                conn,
-                &row,
-                actor,
-                "action:reassign",
-                Some(json!({"owner": owner_before})),
-                Some(json!({"owner": row.owner_email, "reason": reason})),
-                now,
-            )?;
-            tell_owner(conn, &row, actor, env, now)?;
-            let push = Push::Owner {
-                from: &owner_before,
-                to: &row.owner_email,
-            };
-            tickets::changed(conn, id, push, actor, now)?;
-        }
+        let reason = clean_text("reason", patch.reason.as_deref(), MAX_NOTE_BYTES)?;
+        let handed_over = row.owner_email != owner_before;
+        let change = ActionChange {
+            action: &row,
+            before,
+            after,
+            words: patch.title.is_some()
+                || patch.description.is_some()
+                || patch.success_criteria.is_some(),
+            due: due_moved
+                .as_ref()
+                .map(|(from, to, why)| (*from, *to, why.as_str())),
+            handed_from: handed_over.then_some((owner_before.as_str(), reason.as_deref())),
+            unverified,
+        };
+        outbound::happened(conn, env, actor, Event::ActionChanged(change), now)?;
         if unverified {
-            audit(
-                conn,
-                &row,
-                actor,
-                "action:unverified",
-                Some(json!({"verified": true})),
-                Some(json!({"verified": false,
-                            "reason": "changed after it was verified: verify it again"})),
-                now,
-            )?;
             lifecycle::settle(
                 conn,
                 &row.coe_id,
@@ -507,7 +418,6 @@ pub fn patch(
                 now,
             )?;
         }
-        approval::touch_in_review(conn, &row.coe_id, actor, env, now)?;
         Ok(())
     })
 }
@@ -568,34 +478,13 @@ pub fn transition(
         diesel::update(corrective_actions::table.find(id))
             .set(&row)
             .execute(conn)?;
-        let push = match verb {
-            Transition::Start => Push::Start,
-            Transition::Complete => Push::Done {
-                note: note.as_deref(),
-                evidence: row.evidence_url.as_deref(),
-            },
-            Transition::WontDo => Push::WontDo {
-                reason: note.as_deref(),
-            },
-            Transition::Reopen => Push::Reopen {
-                note: note.as_deref(),
-            },
+        let stepped = Event::ActionStepped {
+            action: &row,
+            verb,
+            from,
+            note: note.as_deref(),
         };
-        tickets::changed(conn, id, push, actor, now)?;
-        if note.is_some() {
-            // Its closing note is found by the search.
-            crate::services::search_index::reindex(conn, &row.coe_id)?;
-        }
-        audit(
-            conn,
-            &row,
-            actor,
-            &format!("action:{}", verb.name()),
-            Some(json!({"state": from.as_str()})),
-            Some(json!({"state": to.as_str(), "note": note})),
-            now,
-        )?;
-        approval::touch_in_review(conn, &row.coe_id, actor, env, now)?;
+        outbound::happened(conn, env, actor, stepped, now)?;
         lifecycle::settle(conn, &row.coe_id, verify_from, actor, now)?;
         Ok(())
     })
@@ -637,25 +526,24 @@ pub fn may_delete(
 /// Deletes an action added by mistake: only while its COE is a draft, and only by
 /// the COE's owner (or an admin); its due-date moves go with it, and the COE's
 /// history keeps what it was.
-pub fn delete(conn: &mut DbConnection, id: &str, who: &Editor<'_>) -> Result<String, ActionError> {
+pub fn delete(
+    conn: &mut DbConnection,
+    id: &str,
+    who: &Editor<'_>,
+    env: Env<'_>,
+) -> Result<String, ActionError> {
     db::write_transaction(conn, |conn| {
         let row = load_locked(conn, id)?;
         deletable(conn, &row, who)?;
         let now = db::now();
         diesel::delete(due_date_changes::table.filter(due_date_changes::action_id.eq(id)))
             .execute(conn)?;
-        // Its ticket (a tracker's issue stays there) and what was still to be told.
-        tickets::forget(conn, id)?;
         diesel::delete(corrective_actions::table.find(id)).execute(conn)?;
-        crate::services::search_index::reindex(conn, &row.coe_id)?;
-        audit(
+        outbound::happened(
             conn,
-            &row,
+            env,
             who.actor,
-            "action:delete",
-            Some(json!({"title": row.title, "owner": row.owner_email,
-                        "due_date": row.due_date, "state": row.state})),
-            None,
+            Event::ActionDeleted { action: &row },
             now,
         )?;
         Ok(row.coe_id)

@@ -155,7 +155,7 @@ pub struct ActionDetail {
     /// The COE's reviewer: who verifies it once done.
     pub coe_reviewer: Option<String>,
     /// Its ticket in an issue tracker (`[[trackers]]`), if it has one.
-    pub ticket: Option<crate::services::tickets::TicketView>,
+    pub ticket: Option<crate::services::outbound::tickets::TicketView>,
 }
 
 /// One recurrence of an action's outage after it was done (recorded as the
@@ -524,7 +524,7 @@ pub fn get(
         .first(conn)?;
     Ok(ActionDetail {
         coe_reviewer,
-        ticket: crate::services::tickets::of(conn, trackers, id)?,
+        ticket: crate::services::outbound::tickets::of(conn, trackers, id)?,
         recurrences: recurrences(conn, id)?,
         steps: steps
             .into_iter()

@@ -3,9 +3,8 @@
 //! completed it never verifies it (`domain::action::may_verify`).
 
 use diesel::prelude::*;
-use serde_json::json;
 
-use super::change::{audit, clean_text, facts, load_locked, MAX_NOTE_BYTES};
+use super::change::{clean_text, load_locked, MAX_NOTE_BYTES};
 use super::{invalid, ActionError};
 use crate::db::schema::{coes, corrective_actions};
 use crate::db::types;
@@ -13,7 +12,7 @@ use crate::db::{self, DbConnection};
 use crate::domain::action::ActionState;
 use crate::services::access::{self, Editor};
 use crate::services::lifecycle;
-use crate::services::notify;
+use crate::services::outbound::{self, Event};
 use crate::services::Env;
 
 /// The COE's reviewer's verdict on a done action: verified, or not (with the reason:
@@ -86,31 +85,13 @@ pub fn verify(
         diesel::update(corrective_actions::table.find(id))
             .set(&row)
             .execute(conn)?;
-        if !verified {
-            let push = crate::services::tickets::Push::SentBack {
-                reason: reason.as_deref(),
-            };
-            crate::services::tickets::changed(conn, id, push, actor, now)?;
-        }
-        let step = if verified { "verify" } else { "refuse" };
-        audit(
-            conn,
-            &row,
-            actor,
-            &format!("action:{step}"),
-            Some(json!({"state": from.as_str()})),
-            Some(json!({"state": row.state, "verified": verified, "reason": reason})),
-            now,
-        )?;
-        notify::action_verification(
-            conn,
-            env,
-            &facts(&row, &coe_title),
-            actor,
-            reason.as_deref(),
-            &db::new_id(),
-            now,
-        )?;
+        let verdict = Event::ActionVerified {
+            action: &row,
+            coe_title: &coe_title,
+            from,
+            reason: reason.as_deref(),
+        };
+        outbound::happened(conn, env, actor, verdict, now)?;
         lifecycle::settle(
             conn,
             &row.coe_id,

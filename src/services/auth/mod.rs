@@ -18,7 +18,8 @@ use crate::db::{self, DbConnection};
 use crate::domain::auth::{self, TooMany};
 use crate::domain::{EmailAddress, TokenSecret};
 use crate::email::Kind;
-use crate::services::{outbox, people as directory};
+use crate::services::outbound::outbox;
+use crate::services::people as directory;
 
 /// Why signing in did not work.
 #[derive(Debug, thiserror::Error)]

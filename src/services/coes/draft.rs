@@ -14,14 +14,15 @@ use super::timeline::recompute_milestone;
 use super::{edit, record_change, Actor, CoeError, SYSTEM_ACTOR};
 use crate::config::TemplateFacts;
 use crate::db::models::{CoeRow, FailureEventRow, IncidentRow};
-use crate::db::schema::{coe_incidents, coe_recurrences, coes, failure_events, incidents, people};
+use crate::db::schema::{coe_incidents, coe_recurrences, coes, failure_events, incidents};
 use crate::db::{self, locks, types, DbConnection};
 use crate::domain::coe::{self, CoeState, TimelineKind};
 use crate::domain::template::Template;
 use crate::domain::Severity;
+use crate::services::outbound::{self, Event};
+use crate::services::ownership;
 use crate::services::search_index::reindex;
 use crate::services::Env;
-use crate::services::{notify, ownership};
 
 /// Opens the draft for an incident that has the COE mark, unless it has one. Called in
 /// the transaction that filed the event, under the group's lock, so exactly one draft
@@ -40,9 +41,7 @@ pub fn open_draft_for_incident(
     Ok(id)
 }
 
-/// Tells whoever a new COE went to: its owner that it opened (the admins, when it
-/// opened unowned, so that someone takes it), and the service map's reviewer that
-/// they review it.
+/// Tells whoever a new COE went to (`Event::CoeOpened`).
 fn tell_owner(
     conn: &mut DbConnection,
     id: &str,
@@ -53,35 +52,13 @@ fn tell_owner(
         .find(id)
         .select(CoeRow::as_select())
         .first(conn)?;
-    if row.owner_email.is_some() {
-        notify::coe_opened_row(conn, env.settings, env.emails, &row, now)?;
-    } else {
-        let admins: Vec<String> = people::table
-            .filter(people::is_admin.eq(true))
-            .select(people::email)
-            .load(conn)?;
-        if admins.is_empty() {
-            tracing::warn!(coe = %row.id, "a COE opened with no owner and there is no admin in the directory to tell");
-        }
-        for admin in &admins {
-            notify::coe_unowned(conn, env.settings, env.emails, &row, admin, now)?;
-        }
-    }
-    if let Some(reviewer) = row.reviewer_email.as_deref() {
-        notify::coe_assigned(conn, *env, &row, reviewer, true, SYSTEM_ACTOR, now)?;
-    }
-    let severity = crate::db::types::severity("coes.severity", row.severity)?.to_string();
-    crate::services::chat::coe_notice(
+    outbound::happened(
         conn,
-        env.settings,
-        crate::config::ChatEvent::CoeOpened,
-        &notify::CoeFacts::of(&row, &severity),
-        "COE opened",
-        None,
-        &format!("coe_opened:{}", row.id),
+        *env,
+        SYSTEM_ACTOR,
+        Event::CoeOpened { coe: &row },
         now,
-    )?;
-    Ok(())
+    )
 }
 
 /// Inserts the draft for an incident (see `open_draft_for_incident`), telling no one.

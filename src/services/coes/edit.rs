@@ -15,9 +15,8 @@ use crate::domain::coe::{self, CoeState};
 use crate::domain::email::same_person_opt;
 use crate::domain::Severity;
 use crate::services::access::{self, Editor};
-use crate::services::notify;
+use crate::services::outbound::{self, Event};
 use crate::services::people;
-use crate::services::search_index::reindex;
 use crate::services::Env;
 
 /// What a change is based on: the version of the COE its writer saw (every change but
@@ -164,8 +163,7 @@ fn finish_change(
     diesel::update(coes::table.find(id))
         .set(coes::updated_at.eq(now))
         .execute(conn)?;
-    reindex(conn, id)?;
-    crate::services::approval::withdraw_stale_approval(conn, id, actor, env, now)?;
+    outbound::happened(conn, env, actor, Event::CoeChanged { id }, now)?;
     Ok(())
 }
 
@@ -203,7 +201,12 @@ pub fn take_ownership(
         }
         apply_patch(conn, id, &[("owner", json!(me))], who.actor, now)?;
         let after = load_row(conn, id)?;
-        notify::coe_assigned(conn, env, &after, me, false, who.actor, now)?;
+        let assigned = Event::CoeAssigned {
+            before: row,
+            after: &after,
+            replaced: None,
+        };
+        outbound::happened(conn, env, who.actor, assigned, now)?;
         Ok(((), None))
     })
 }
@@ -393,19 +396,13 @@ pub fn patch(
                 now,
             )?;
         }
-        // Whoever becomes the owner or the reviewer now is told so.
         let after = load_row(conn, id)?;
-        if let (true, Some(former)) = (replaced, row.reviewer_email.as_deref()) {
-            notify::reviewer_replaced(conn, env, &after, former, actor, now)?;
-        }
-        for (before, now_set, as_reviewer) in [
-            (&row.owner_email, &after.owner_email, false),
-            (&row.reviewer_email, &after.reviewer_email, true),
-        ] {
-            if let Some(person) = now_set.as_deref().filter(|p| Some(*p) != before.as_deref()) {
-                notify::coe_assigned(conn, env, &after, person, as_reviewer, actor, now)?;
-            }
-        }
+        let assigned = Event::CoeAssigned {
+            before: row,
+            after: &after,
+            replaced: row.reviewer_email.as_deref().filter(|_| replaced),
+        };
+        outbound::happened(conn, env, actor, assigned, now)?;
         Ok(((), None))
     })
 }

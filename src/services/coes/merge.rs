@@ -23,7 +23,8 @@ use crate::db::{self, locks, types, DbConnection};
 use crate::domain::coe::{CoeState, TimelineKind};
 use crate::domain::email::same_person_opt;
 use crate::services::access::{self, Editor};
-use crate::services::{notify, Env};
+use crate::services::outbound::notify;
+use crate::services::Env;
 
 /// Most drafts merged at once.
 pub const MAX_MERGED: usize = 50;

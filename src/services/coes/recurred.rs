@@ -17,7 +17,8 @@ use crate::db::models::CoeRow;
 use crate::db::schema::{action_recurrences, coe_recurrences, coes, corrective_actions};
 use crate::db::{types, DbConnection};
 use crate::domain::action::{recurred_after_done, ActionKind, ActionState};
-use crate::services::{notify, Env};
+use crate::services::outbound::notify;
+use crate::services::Env;
 
 /// An action done before its outage came back.
 #[derive(Debug, Clone, Serialize, ToSchema)]

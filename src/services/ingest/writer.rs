@@ -138,7 +138,7 @@ struct Shared {
     template: Arc<Template>,
     emails: Arc<EmailTemplates>,
     /// Rung after a batch that queued emails ("COE opened").
-    delivery_waker: crate::services::outbox::DeliveryWaker,
+    delivery_waker: crate::services::outbound::outbox::DeliveryWaker,
     /// The SQLite file written (none on PostgreSQL or in memory).
     sqlite_file: Option<std::path::PathBuf>,
 }
@@ -187,7 +187,7 @@ impl GroupCommit {
         settings: Arc<Settings>,
         template: Arc<Template>,
         emails: Arc<EmailTemplates>,
-        delivery_waker: crate::services::outbox::DeliveryWaker,
+        delivery_waker: crate::services::outbound::outbox::DeliveryWaker,
     ) -> std::io::Result<GroupCommit> {
         let checkpointer =
             db::Checkpointer::start(&settings.database_url(), settings.database.busy_timeout_ms)?;

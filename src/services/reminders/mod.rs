@@ -23,7 +23,7 @@ use crate::email::content::{
 };
 use crate::email::{EmailTemplates, Kind};
 use crate::services::notifications;
-use crate::services::outbox::{self, NewEmail};
+use crate::services::outbound::outbox::{self, NewEmail};
 
 mod inspection;
 
@@ -213,7 +213,7 @@ pub fn sweep(
     let today = local.date_naive();
     if !dry_run {
         // Each chat channel's summary of the day, next to the owners' digests.
-        crate::services::chat::overdue_daily(conn, settings, today, db::now())?;
+        crate::services::outbound::chat::overdue_daily(conn, settings, today, db::now())?;
     }
     let links = Links::new(&settings.public_url);
     let r = &settings.reminders;
@@ -255,27 +255,27 @@ pub fn sweep(
     }
     if !dry_run {
         // The channels hear of the actions escalated for the first time today.
-        let escalated: Vec<crate::services::chat::Escalated<'_>> = escalations
+        let escalated: Vec<crate::services::outbound::chat::Escalated<'_>> = escalations
             .iter()
             .flat_map(|e| {
                 e.new.iter().filter_map(|i| {
                     actions
                         .get(*i)
-                        .map(|action| crate::services::chat::Escalated {
+                        .map(|action| crate::services::outbound::chat::Escalated {
                             action,
                             to: &e.recipient,
                         })
                 })
             })
             .collect();
-        crate::services::chat::escalations(conn, settings, today, &escalated, db::now())?;
+        crate::services::outbound::chat::escalations(conn, settings, today, &escalated, db::now())?;
         if today.weekday() == settings.digest_weekday()
-            && crate::services::chat::inspection_due(conn, settings, today)?
+            && crate::services::outbound::chat::inspection_due(conn, settings, today)?
         {
             let clock = crate::domain::clock::Clock { now: at, tz };
             let stats = crate::services::stats::stats(conn, clock, settings.coe.writeup_days)?;
             let closed = &stats.closed_last_30_days;
-            let figures = crate::services::chat::WeeklyFigures {
+            let figures = crate::services::outbound::chat::WeeklyFigures {
                 open: stats.actions.open,
                 overdue: stats.actions.overdue,
                 by_team: stats
@@ -295,7 +295,13 @@ pub fn sweep(
                     .map(|c| c.title.clone())
                     .collect(),
             };
-            crate::services::chat::inspection_weekly(conn, settings, &figures, today, db::now())?;
+            crate::services::outbound::chat::inspection_weekly(
+                conn,
+                settings,
+                &figures,
+                today,
+                db::now(),
+            )?;
         }
     }
     decisions.extend(escalations.into_iter().map(|e| Decision {

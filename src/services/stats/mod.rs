@@ -564,7 +564,7 @@ pub fn with_action_figures(
         coes_by_state,
         waiting_for_review,
         drafts_past_deadline,
-        emails_by_state: crate::services::outbox::counts(conn)?,
+        emails_by_state: crate::services::outbound::outbox::counts(conn)?,
         recurrence: Recurrence {
             recurring_coes: match scope.owners {
                 None => coe_recurrences::table

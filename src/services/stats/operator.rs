@@ -9,7 +9,7 @@ use crate::config::database::DatabaseUrl;
 use crate::config::Settings;
 use crate::db::schema::{chat_messages, outbox_emails};
 use crate::db::{self, DbConnection};
-use crate::services::outbox::{PENDING, SENDING, SENT};
+use crate::services::outbound::outbox::{PENDING, SENDING, SENT};
 
 /// The figures; a time is `None` when there is nothing of the kind.
 #[derive(Debug, Clone, Default)]

@@ -1,4 +1,4 @@
-//! Telling the trackers: the jobs `services::tickets` queued, claimed one at a time
+//! Telling the trackers: the jobs `services::outbound::tickets` queued, claimed one at a time
 //! under a lease (two replicas never send one job), sent with no transaction open
 //! and no pooled connection held, and their outcome recorded: retried with back-off (after the tracker's
 //! `Retry-After` when it gives one), held while the ticket is still being made,
@@ -18,7 +18,7 @@ use crate::db::{self, DbConnection, DbPool};
 use crate::services::outbound::queue::{
     self, due, Claim, DeliveryError, Flow, Pooled, Queue, Report, Settled,
 };
-use crate::services::tickets::{marker, FAILED, PENDING, SENDING};
+use crate::services::outbound::tickets::{marker, FAILED, PENDING, SENDING};
 use crate::trackers::{self, Client, Failure, NewTicket, Remote};
 
 /// After this many attempts a job is failed (at the back-off's cap, about a day).

@@ -1,5 +1,5 @@
 //! Corrective actions kept in step with Jira, Linear and GitHub (`[[trackers]]`):
-//! `deliver` tells the trackers what `services::tickets` queued; `incoming` takes
+//! `deliver` tells the trackers what `services::outbound::tickets` queued; `incoming` takes
 //! their webhooks and reads the linked tickets back (`reconcile`); `state` keeps
 //! each tracker's health for the admin page. Here: making or linking an action's
 //! ticket on request, and the ticket's row as the tracker last said it.
@@ -21,7 +21,7 @@ use crate::db::schema::{corrective_actions, tickets};
 use crate::db::{self, DbConnection};
 use crate::services::access::{self, Editor};
 use crate::services::actions::ActionError;
-use crate::services::tickets::{self as queue, UNMAPPED};
+use crate::services::outbound::tickets::{self as queue, UNMAPPED};
 use crate::services::Env;
 use crate::trackers::{self as api, Answer, Client, Failure, Remote, Status, TicketKey};
 

@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::config::{Settings, TrackerSettings};
 use crate::db::schema::{tickets, tracker_jobs, tracker_states};
 use crate::db::DbConnection;
-use crate::services::tickets::{FAILED, PENDING, SENDING};
+use crate::services::outbound::tickets::{FAILED, PENDING, SENDING};
 use crate::trackers::{Client, Failure};
 
 fn ensure(conn: &mut DbConnection, name: &str) -> QueryResult<()> {

@@ -19,7 +19,7 @@ use crate::email::content::{
     CoeMerged, CoeOpened, Links, MergedLine, RecurredLine, ReviewEmail,
 };
 use crate::email::{EmailTemplates, Kind};
-use crate::services::outbox;
+use crate::services::outbound::outbox;
 
 fn coe_line(settings: &Settings, coe: &CoeFacts<'_>) -> CoeLine {
     CoeLine {

@@ -317,7 +317,7 @@ pub fn drop_email(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::services::outbox::{enqueue, enqueue_with_private_link, NewEmail};
+    use crate::services::outbound::outbox::{enqueue, enqueue_with_private_link, NewEmail};
 
     fn database() -> (tempfile::TempDir, crate::db::DbPool) {
         let dir = tempfile::tempdir().expect("dir");

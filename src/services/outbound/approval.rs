@@ -10,7 +10,7 @@ use crate::db::schema::coes;
 use crate::db::{types, DbConnection};
 use crate::domain::coe::CoeState;
 use crate::services::audit::{self, Change, Subject};
-use crate::services::notify::{self, CoeFacts};
+use crate::services::outbound::notify::{self, CoeFacts};
 use crate::services::Env;
 
 /// Withdraws the standing first approval of COE `id` when it was given to a version
