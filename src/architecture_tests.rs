@@ -40,6 +40,44 @@ fn code_outside_tests(path: &Path, text: &str) -> Option<String> {
     )
 }
 
+/// What a change sets off is made by the outbound spine alone
+/// (`services::outbound::happened`, `noted`): outside `src/services/outbound/`, no
+/// service or handler writes a history row, queues an email, a chat notice or a
+/// tracker job, reindexes a COE or withdraws an approval itself (docs/architecture.md,
+/// "What a change sets off"). The pattern is issue 64's own check.
+#[test]
+fn consequences_are_made_by_the_spine_alone() {
+    let direct = regex::Regex::new(
+        r"notify::|outbox::(enqueue|composed|notify)\(|chat::(enqueue|enqueue_body|notify|coe_notice)\(|tickets::[a-z_]+\(|search_index::reindex\(|approval::(touch_in_review|withdraw_stale_approval)\(|audit::record\(",
+    )
+    .expect("a pattern");
+    let spine = src().join("services/outbound");
+    let (mut in_spine, mut found) = (0, Vec::new());
+    for dir in ["services", "http"] {
+        for (path, text) in sources(&src().join(dir)) {
+            let Some(code) = code_outside_tests(&path, &text) else {
+                continue;
+            };
+            for (n, line) in code.lines().enumerate() {
+                if !direct.is_match(line) {
+                    continue;
+                }
+                if path.starts_with(&spine) {
+                    in_spine += 1;
+                } else {
+                    found.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(in_spine >= 10, "the reader found the spine's own calls");
+    assert!(
+        found.is_empty(),
+        "consequences made outside the outbound spine:\n{}",
+        found.join("\n")
+    );
+}
+
 /// Statements that differ by backend, and hand-written SQL, live in `src/db/`.
 #[test]
 fn per_backend_sql_lives_in_db() {

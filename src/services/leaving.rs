@@ -14,9 +14,8 @@ use serde_json::json;
 
 use crate::db::schema::{api_tokens, coes, corrective_actions, people, sign_in_links};
 use crate::db::DbConnection;
-use crate::email::content::{ActionLine, CoeLine, Kind, Links, WorkHandedOver};
-use crate::services::audit::{self, Change, Subject};
-use crate::services::outbound::outbox;
+use crate::email::content::{ActionLine, CoeLine, Links, WorkHandedOver};
+use crate::services::outbound::{self, ActionEvent, CoeEvent, Fact};
 use crate::services::Env;
 
 /// What passed to whom when a person left.
@@ -152,18 +151,15 @@ fn hand_over(
         return Ok(Handover::default());
     };
     let links = Links::new(&env.settings.public_url);
-    let audit = |conn: &mut DbConnection, subject, action, before, after| {
-        audit::record(
-            conn,
-            Change {
-                subject,
-                actor: by,
-                action,
-                before: Some(before),
-                after: Some(after),
-            },
-            now,
-        )
+    // A row of a COE's history, said by `by`.
+    let audit = |conn: &mut DbConnection, coe_id, what, before, after| {
+        let edited = Fact::CoeEdited {
+            coe_id,
+            what,
+            before: Some(before),
+            after: Some(after),
+        };
+        outbound::noted(conn, by, edited, now)
     };
 
     let actions: Vec<(String, String, String, chrono::NaiveDate)> = corrective_actions::table
@@ -187,19 +183,13 @@ fn hand_over(
                 corrective_actions::updated_at.eq(now),
             ))
             .execute(conn)?;
-        let push = crate::services::outbound::tickets::Push::Owner {
+        let handed = ActionEvent::HandedOver {
+            action_id: id,
+            coe_id,
             from: leaver,
             to: &to,
         };
-        crate::services::outbound::tickets::changed(conn, id, push, by, now)?;
-        let subject = Subject::Action { id, coe_id };
-        audit(
-            conn,
-            subject,
-            "owner:left",
-            json!({ "owner": leaver }),
-            json!({ "owner": to, "why": format!("{leaver} left") }),
-        )?;
+        outbound::happened(conn, env, by, handed, now)?;
         let coe_title: String = coes::table.find(coe_id).select(coes::title).first(conn)?;
         action_lines.push(ActionLine {
             action_id: id.clone(),
@@ -245,7 +235,7 @@ fn hand_over(
                 .execute(conn)?;
             audit(
                 conn,
-                Subject::Coe(id),
+                id,
                 "reviewer:left",
                 json!({ "reviewer": to }),
                 json!({ "reviewer": null,
@@ -262,7 +252,7 @@ fn hand_over(
             .execute(conn)?;
         audit(
             conn,
-            Subject::Coe(id),
+            id,
             "owner:left",
             json!({ "owner": leaver }),
             json!({ "owner": to, "why": format!("{leaver} left") }),
@@ -289,7 +279,7 @@ fn hand_over(
             .execute(conn)?;
         audit(
             conn,
-            Subject::Coe(id),
+            id,
             "reviewer:left",
             json!({ "reviewer": leaver }),
             json!({ "reviewer": next, "why": format!("{leaver} left") }),
@@ -312,7 +302,7 @@ fn hand_over(
             .first::<Option<String>>(conn)
             .optional()?
             .flatten();
-        let data = json!(WorkHandedOver {
+        let told = WorkHandedOver {
             recipient_name: String::new(),
             leaver: match name {
                 Some(n) => format!("{n} ({leaver})"),
@@ -323,16 +313,13 @@ fn hand_over(
             owned: owned_lines,
             reviews: review_lines,
             count,
-        });
-        outbox::notify(
-            conn,
-            env.emails,
-            Kind::WorkHandedOver,
-            format!("{}:{leaver}:{to}:{now}", Kind::WorkHandedOver.name()),
-            &to,
-            data,
-            now,
-        )?;
+        };
+        let handed = CoeEvent::WorkHandedOver {
+            leaver,
+            to: &to,
+            told: &told,
+        };
+        outbound::happened(conn, env, by, handed, now)?;
     }
     Ok(handover)
 }
@@ -357,17 +344,13 @@ fn replace_bar_raiser(
         diesel::update(coes::table.find(id))
             .set(coes::bar_raiser_email.eq(None::<String>))
             .execute(conn)?;
-        audit::record(
-            conn,
-            Change {
-                subject: Subject::Coe(id),
-                actor: by,
-                action: "bar_raiser:left",
-                before: Some(json!({ "bar_raiser": leaver })),
-                after: Some(json!({ "bar_raiser": null, "why": format!("{leaver} left") })),
-            },
-            now,
-        )?;
+        let left = Fact::CoeEdited {
+            coe_id: id,
+            what: "bar_raiser:left",
+            before: Some(json!({ "bar_raiser": leaver })),
+            after: Some(json!({ "bar_raiser": null, "why": format!("{leaver} left") })),
+        };
+        outbound::noted(conn, by, left, now)?;
         if state == "in_review" {
             match crate::services::review::replace_bar_raiser(conn, env, id, now) {
                 Ok(_) => {}

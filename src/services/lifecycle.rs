@@ -4,14 +4,13 @@
 
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
-use serde_json::json;
 
 use crate::db::schema::{coes, corrective_actions};
 use crate::db::{types, DbConnection};
 use crate::domain::action::ActionState;
 use crate::domain::coe::{self, CoeState};
 use crate::domain::Severity;
-use crate::services::audit::{self, Change, Subject};
+use crate::services::outbound::{self, Fact};
 
 /// Moves COE `coe_id` from `from` to `to`: the state, a new version, and the audit
 /// record (`state:<to>`, with the comment when a review step gave one).
@@ -31,18 +30,13 @@ pub fn move_to(
             coes::updated_at.eq(now),
         ))
         .execute(conn)?;
-    let action = format!("state:{}", to.as_str());
-    audit::record(
-        conn,
-        Change {
-            subject: Subject::Coe(coe_id),
-            actor,
-            action: &action,
-            before: Some(json!({ "state": from.as_str() })),
-            after: Some(json!({ "state": to.as_str(), "comment": comment })),
-        },
-        now,
-    )
+    let moved = Fact::CoeMoved {
+        coe_id,
+        from,
+        to,
+        comment,
+    };
+    outbound::noted(conn, actor, moved, now)
 }
 
 /// Ends draft `coe_id` merged into COE `into` (`coes::merge` moved everything over):
@@ -62,17 +56,7 @@ pub fn merge(
             coes::updated_at.eq(now),
         ))
         .execute(conn)?;
-    audit::record(
-        conn,
-        Change {
-            subject: Subject::Coe(coe_id),
-            actor,
-            action: "state:merged",
-            before: Some(json!({ "state": CoeState::Draft.as_str() })),
-            after: Some(json!({ "state": CoeState::Merged.as_str(), "merged_into": into })),
-        },
-        now,
-    )
+    outbound::noted(conn, actor, Fact::CoeMerged { coe_id, into }, now)
 }
 
 /// Applies the closing rule (`domain::coe::settle`) after a change to the COE's

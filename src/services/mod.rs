@@ -121,7 +121,7 @@ mod tests {
     #[test]
     fn the_import_reader_sees_groups_and_renames() {
         let text = "use crate::services::{lifecycle, people as directory};\n\
-                    crate::services::outbound::outbox::enqueue(conn);\nuse crate::services::coes::{self, X};";
+                    crate::services::outbound::happened(conn);\nuse crate::services::coes::{self, X};";
         assert_eq!(
             names_after(text, "services::"),
             ["lifecycle", "people", "outbound", "coes"]

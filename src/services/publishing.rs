@@ -12,10 +12,11 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::access::{self, Editor};
-use super::audit::{self, Change, Subject};
 use super::coes::{self, CoeError};
-use crate::config::{ChatEvent, Settings};
-use crate::db::schema::{coes as coe_rows, publications};
+use super::outbound::{self, CoeEvent};
+use super::Env;
+use crate::config::Settings;
+use crate::db::schema::publications;
 use crate::db::DbConnection;
 use crate::domain::coe::CoeState;
 
@@ -97,7 +98,7 @@ pub fn public_url(settings: &Settings, token: &str) -> String {
 /// transaction.
 pub fn publish(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     id: &str,
     ask: &PublishRequest,
     editor: &Editor<'_>,
@@ -118,6 +119,7 @@ pub fn publish(
         access::coe(conn, id, editor)?;
         // One publication at a time for this COE: the row lock, on PostgreSQL.
         crate::db::locks::lock_coe(conn, id)?;
+        let settings = env.settings;
         let body = publishable(conn, settings, id)?;
         let current = of(conn, settings, id)?;
         if current.as_ref().is_some_and(|p| p.revoked_at.is_none()) {
@@ -139,37 +141,14 @@ pub fn publish(
                 publications::published_at.eq(now),
             ))
             .execute(conn)?;
-        audit::record(
-            conn,
-            Change {
-                subject: Subject::Coe(id),
-                actor: editor.actor,
-                action: "publication:published",
-                before: None,
-                after: Some(serde_json::json!({"statuspage_incident": incident})),
-            },
-            now,
-        )?;
-        let (service, owner): (Option<String>, Option<String>) = coe_rows::table
-            .find(id)
-            .select((coe_rows::service, coe_rows::owner_email))
-            .first(conn)?;
-        let team = super::ownership::team_of_coe(conn, owner.as_deref(), service.as_deref())?;
-        let url = public_url(settings, &token);
-        let post = crate::chat::publication(incident, &body, &url, &crate::json::format_utc(&now));
-        for channel in settings.chat.channels.iter().filter(|c| {
-            c.wants(ChatEvent::Published, team.as_deref(), service.as_deref())
-                && (incident.is_some() || c.kind != crate::config::ChatKind::Statuspage)
-        }) {
-            super::outbound::chat::enqueue_body(
-                conn,
-                channel,
-                ChatEvent::Published,
-                &format!("published:{id}:{token}"),
-                &post,
-                now,
-            )?;
-        }
+        let published = CoeEvent::Published {
+            coe_id: id,
+            token: &token,
+            url: &public_url(settings, &token),
+            body: &body,
+            statuspage_incident: incident,
+        };
+        outbound::happened(conn, env, editor.actor, published, now)?;
         Ok(of(conn, settings, id)?.unwrap_or_else(|| unreachable!("written above")))
     })
 }
@@ -177,7 +156,7 @@ pub fn publish(
 /// Takes COE `id`'s public page down: its address answers 404 from now on.
 pub fn revoke(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     id: &str,
     editor: &Editor<'_>,
     now: NaiveDateTime,
@@ -203,25 +182,12 @@ pub fn revoke(
         let (Some(token), 1) = (token, taken) else {
             return Err(CoeError::Conflict("its summary is not published".into()));
         };
-        // What was not sent yet to a status page or webhook is not sent at all.
-        super::outbound::chat::cancel(
-            conn,
-            &format!("published:{id}:{token}"),
-            "the summary was taken down before it was sent",
-            now,
-        )?;
-        audit::record(
-            conn,
-            Change {
-                subject: Subject::Coe(id),
-                actor: editor.actor,
-                action: "publication:revoked",
-                before: None,
-                after: None,
-            },
-            now,
-        )?;
-        Ok(of(conn, settings, id)?.unwrap_or_else(|| unreachable!("written above")))
+        let revoked = CoeEvent::PublicationRevoked {
+            coe_id: id,
+            token: &token,
+        };
+        outbound::happened(conn, env, editor.actor, revoked, now)?;
+        Ok(of(conn, env.settings, id)?.unwrap_or_else(|| unreachable!("written above")))
     })
 }
 

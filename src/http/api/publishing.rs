@@ -33,7 +33,7 @@ pub async fn publish(
     let view = with_conn(&state, move |conn, state| {
         Ok(publishing::publish(
             conn,
-            &state.settings,
+            state.env(),
             &id,
             &ask,
             &acting.editor(),
@@ -85,7 +85,7 @@ pub async fn revoke(
     let view = with_conn(&state, move |conn, state| {
         Ok(publishing::revoke(
             conn,
-            &state.settings,
+            state.env(),
             &id,
             &acting.editor(),
             crate::db::now(),

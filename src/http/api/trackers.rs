@@ -68,7 +68,7 @@ pub async fn ticket(
         .await?;
     }
     let view = with_conn(&state, move |conn, state| {
-        Ok(crate::services::outbound::tickets::of(
+        Ok(crate::services::outbound::ticket_of(
             conn,
             &state.settings.trackers,
             &id,

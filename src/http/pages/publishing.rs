@@ -93,8 +93,7 @@ pub async fn publish(form: CoeForm) -> Page {
             let ask = PublishRequest {
                 statuspage_incident: incident,
             };
-            publishing::publish(conn, &state.settings, coe, &ask, editor, crate::db::now())
-                .map(|_| ())
+            publishing::publish(conn, state.env(), coe, &ask, editor, crate::db::now()).map(|_| ())
         },
     )
     .await
@@ -106,7 +105,7 @@ pub async fn unpublish(form: CoeForm) -> Page {
         "publication",
         "publication",
         |conn, state, editor, coe, _| {
-            publishing::revoke(conn, &state.settings, coe, editor, crate::db::now()).map(|_| ())
+            publishing::revoke(conn, state.env(), coe, editor, crate::db::now()).map(|_| ())
         },
     )
     .await

@@ -18,8 +18,7 @@ use crate::domain::{Clock, Severity};
 use crate::services::access::{self, AccessError, Editor};
 use crate::services::outbound::outbox::NewEmail;
 use crate::services::outbound::spine::ActionChange;
-use crate::services::outbound::tickets;
-use crate::services::outbound::{self, Event};
+use crate::services::outbound::{self, ActionEvent};
 use crate::services::Env;
 use crate::services::{lifecycle, people as directory};
 
@@ -246,7 +245,7 @@ pub fn add(
     diesel::insert_into(corrective_actions::table)
         .values(&row)
         .execute(conn)?;
-    let created = Event::ActionCreated {
+    let created = ActionEvent::Created {
         action: &row,
         email: email.as_ref(),
         coe_in_review: in_review,
@@ -254,7 +253,7 @@ pub fn add(
     outbound::happened(conn, env, &row.created_by, created, now)?;
     // A new open action on a closed COE is refused (above); on an approved COE it
     // keeps the COE approved until it closes. New, it has no history but its creation.
-    let ticket = tickets::of(conn, &env.settings.trackers, &row.id)?;
+    let ticket = outbound::ticket_of(conn, &env.settings.trackers, &row.id)?;
     let step = ActionStep {
         step: "create".to_owned(),
         by: row.created_by.clone(),
@@ -408,7 +407,7 @@ pub fn patch(
             handed_from: handed_over.then_some((owner_before.as_str(), reason.as_deref())),
             unverified,
         };
-        outbound::happened(conn, env, actor, Event::ActionChanged(change), now)?;
+        outbound::happened(conn, env, actor, ActionEvent::Changed(change), now)?;
         if unverified {
             lifecycle::settle(
                 conn,
@@ -478,7 +477,7 @@ pub fn transition(
         diesel::update(corrective_actions::table.find(id))
             .set(&row)
             .execute(conn)?;
-        let stepped = Event::ActionStepped {
+        let stepped = ActionEvent::Stepped {
             action: &row,
             verb,
             from,
@@ -543,7 +542,7 @@ pub fn delete(
             conn,
             env,
             who.actor,
-            Event::ActionDeleted { action: &row },
+            ActionEvent::Deleted { action: &row },
             now,
         )?;
         Ok(row.coe_id)

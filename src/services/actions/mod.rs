@@ -524,7 +524,7 @@ pub fn get(
         .first(conn)?;
     Ok(ActionDetail {
         coe_reviewer,
-        ticket: crate::services::outbound::tickets::of(conn, trackers, id)?,
+        ticket: crate::services::outbound::ticket_of(conn, trackers, id)?,
         recurrences: recurrences(conn, id)?,
         steps: steps
             .into_iter()

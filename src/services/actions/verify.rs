@@ -12,7 +12,7 @@ use crate::db::{self, DbConnection};
 use crate::domain::action::ActionState;
 use crate::services::access::{self, Editor};
 use crate::services::lifecycle;
-use crate::services::outbound::{self, Event};
+use crate::services::outbound::{self, ActionEvent};
 use crate::services::Env;
 
 /// The COE's reviewer's verdict on a done action: verified, or not (with the reason:
@@ -85,7 +85,7 @@ pub fn verify(
         diesel::update(corrective_actions::table.find(id))
             .set(&row)
             .execute(conn)?;
-        let verdict = Event::ActionVerified {
+        let verdict = ActionEvent::Verified {
             action: &row,
             coe_title: &coe_title,
             from,

@@ -9,6 +9,7 @@ use crate::db::schema::{people, sign_in_links};
 use crate::db::{self, DbConnection};
 use crate::domain::auth;
 use crate::domain::{EmailAddress, TokenSecret};
+use crate::services::outbound::{self, Fact};
 
 /// Why `coe sign-in-link` made no link.
 #[derive(Debug, thiserror::Error)]
@@ -66,25 +67,12 @@ pub fn host_link(
                 sign_in_links::expires_at.eq(expires_at),
             ))
             .execute(conn)?;
-        crate::services::audit::record(
-            conn,
-            crate::services::audit::Change {
-                subject: crate::services::audit::Subject::Other {
-                    entity: "person",
-                    id: address,
-                },
-                actor: HOST_COMMAND_LINE,
-                action: "sign_in_link:host",
-                before: None,
-                after: Some(serde_json::json!({
-                    "link": id,
-                    "for": address,
-                    "from": "the host's command line (coe sign-in-link)",
-                    "expires_at": expires_at,
-                })),
-            },
-            now,
-        )?;
+        let made = Fact::SignInLinkFromHost {
+            address,
+            link: &id,
+            expires_at,
+        };
+        outbound::noted(conn, HOST_COMMAND_LINE, made, now)?;
         tracing::warn!(
             email = %address,
             link = %id,

@@ -10,6 +10,7 @@ use serde_json::json;
 use utoipa::ToSchema;
 
 use super::alert_entries;
+use super::reindex;
 use super::timeline::recompute_milestone;
 use super::{edit, record_change, Actor, CoeError, SYSTEM_ACTOR};
 use crate::config::TemplateFacts;
@@ -19,9 +20,8 @@ use crate::db::{self, locks, types, DbConnection};
 use crate::domain::coe::{self, CoeState, TimelineKind};
 use crate::domain::template::Template;
 use crate::domain::Severity;
-use crate::services::outbound::{self, Event};
+use crate::services::outbound::{self, CoeEvent};
 use crate::services::ownership;
-use crate::services::search_index::reindex;
 use crate::services::Env;
 
 /// Opens the draft for an incident that has the COE mark, unless it has one. Called in
@@ -41,7 +41,7 @@ pub fn open_draft_for_incident(
     Ok(id)
 }
 
-/// Tells whoever a new COE went to (`Event::CoeOpened`).
+/// Tells whoever a new COE went to (`CoeEvent::Opened`).
 fn tell_owner(
     conn: &mut DbConnection,
     id: &str,
@@ -56,7 +56,7 @@ fn tell_owner(
         conn,
         *env,
         SYSTEM_ACTOR,
-        Event::CoeOpened { coe: &row },
+        CoeEvent::Opened { coe: &row },
         now,
     )
 }

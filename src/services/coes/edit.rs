@@ -15,7 +15,7 @@ use crate::domain::coe::{self, CoeState};
 use crate::domain::email::same_person_opt;
 use crate::domain::Severity;
 use crate::services::access::{self, Editor};
-use crate::services::outbound::{self, Event};
+use crate::services::outbound::{self, CoeEvent};
 use crate::services::people;
 use crate::services::Env;
 
@@ -163,7 +163,7 @@ fn finish_change(
     diesel::update(coes::table.find(id))
         .set(coes::updated_at.eq(now))
         .execute(conn)?;
-    outbound::happened(conn, env, actor, Event::CoeChanged { id }, now)?;
+    outbound::happened(conn, env, actor, CoeEvent::Changed { id }, now)?;
     Ok(())
 }
 
@@ -201,7 +201,7 @@ pub fn take_ownership(
         }
         apply_patch(conn, id, &[("owner", json!(me))], who.actor, now)?;
         let after = load_row(conn, id)?;
-        let assigned = Event::CoeAssigned {
+        let assigned = CoeEvent::Assigned {
             before: row,
             after: &after,
             replaced: None,
@@ -397,7 +397,7 @@ pub fn patch(
             )?;
         }
         let after = load_row(conn, id)?;
-        let assigned = Event::CoeAssigned {
+        let assigned = CoeEvent::Assigned {
             before: row,
             after: &after,
             replaced: row.reviewer_email.as_deref().filter(|_| replaced),

@@ -23,7 +23,7 @@ use crate::db::{self, locks, types, DbConnection};
 use crate::domain::coe::{CoeState, TimelineKind};
 use crate::domain::email::same_person_opt;
 use crate::services::access::{self, Editor};
-use crate::services::outbound::notify;
+use crate::services::outbound::{self, CoeEvent};
 use crate::services::Env;
 
 /// Most drafts merged at once.
@@ -147,23 +147,12 @@ pub fn merge(
         // Everyone involved, once: the owners and reviewers of the COE and the drafts.
         let target_now: CoeRow = load_row(conn, id)?;
         let titles: Vec<String> = merged.iter().map(|m| m.title.clone()).collect();
-        let people: BTreeSet<&str> = std::iter::once(&target_now)
-            .chain(&merged)
-            .flat_map(|r| [r.owner_email.as_deref(), r.reviewer_email.as_deref()])
-            .flatten()
-            .collect();
-        for person in people {
-            notify::coe_merged(
-                conn,
-                env,
-                &target_now,
-                &titles,
-                person,
-                who.actor,
-                &merge_id,
-                now,
-            )?;
-        }
+        let told = CoeEvent::Merged {
+            into: &target_now,
+            merged: &merged,
+            merge_id: &merge_id,
+        };
+        outbound::happened(conn, env, who.actor, told, now)?;
         tracing::info!(coe = %id, merged = ?sources, by = %who.actor, "drafts merged");
         let summary = Merged {
             titles: titles.clone(),
@@ -343,6 +332,6 @@ fn fold(
         .set(coes::severity.eq(source.severity))
         .execute(conn)?;
     crate::services::lifecycle::merge(conn, s, t, who.actor, now)?;
-    crate::services::search_index::reindex(conn, s)?;
+    super::reindex(conn, s)?;
     Ok(())
 }

@@ -30,13 +30,14 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde_json::Value;
 
+use crate::db;
 use crate::db::models::CoeRow;
 use crate::db::schema::coes;
 use crate::db::DbConnection;
 use crate::domain::coe::CoeState;
 use crate::domain::template::Template;
 use crate::services::access::AccessError;
-use crate::services::audit::{self, Change, Subject};
+use crate::services::outbound::{self, Fact};
 
 pub use crate::services::search_index::action_texts;
 pub use comments::{
@@ -69,7 +70,17 @@ pub use whys::{add_why_chain, delete_why_chain, replace_why_chain, WhyChainInput
 /// Rebuilds COE `id`'s row in the full-text index, after a change written outside
 /// this module's edits (a reported failure's first text).
 pub fn reindex_coe(conn: &mut DbConnection, id: &str) -> QueryResult<()> {
-    crate::services::search_index::reindex(conn, id)
+    reindex(conn, id)
+}
+
+/// The search reads COE `id`'s words again (`Fact::CoeWritten`).
+fn reindex(conn: &mut DbConnection, id: &str) -> QueryResult<()> {
+    outbound::noted(
+        conn,
+        SYSTEM_ACTOR,
+        Fact::CoeWritten { coe_id: id },
+        db::now(),
+    )
 }
 
 /// Who is changing things: the token's person, or `token:<name>`, or `coe` itself.
@@ -133,7 +144,7 @@ pub fn revision(body: &str) -> String {
     hex::encode(&Sha256::digest(body.replace("\r\n", "\n").as_bytes())[..8])
 }
 
-/// Writes the audit record of a change to COE `coe_id`.
+/// Writes the history row of a change to COE `coe_id` (`Fact::CoeEdited`).
 fn record_change(
     conn: &mut DbConnection,
     coe_id: &str,
@@ -143,17 +154,13 @@ fn record_change(
     after: Option<Value>,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
-    audit::record(
-        conn,
-        Change {
-            subject: Subject::Coe(coe_id),
-            actor,
-            action,
-            before,
-            after,
-        },
-        now,
-    )
+    let edited = Fact::CoeEdited {
+        coe_id,
+        what: action,
+        before,
+        after,
+    };
+    outbound::noted(conn, actor, edited, now)
 }
 
 /// Checks that `email` may be named in `field` (owner, reviewer): see

@@ -17,7 +17,7 @@ use crate::db::models::CoeRow;
 use crate::db::schema::{action_recurrences, coe_recurrences, coes, corrective_actions};
 use crate::db::{types, DbConnection};
 use crate::domain::action::{recurred_after_done, ActionKind, ActionState};
-use crate::services::outbound::notify;
+use crate::services::outbound::{self, ActionEvent, DoneAction};
 use crate::services::Env;
 
 /// An action done before its outage came back.
@@ -113,17 +113,10 @@ pub fn judge(
             .into_iter()
             .filter(|a| a.incident_id == incident_id)
             .collect::<Vec<_>>();
-        let recipients: std::collections::BTreeSet<&str> = [
-            earlier.owner_email.as_deref(),
-            earlier.reviewer_email.as_deref(),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
         let title: String = coes::table.find(coe_id).select(coes::title).first(conn)?;
-        let done: Vec<notify::DoneAction<'_>> = actions
+        let done: Vec<DoneAction<'_>> = actions
             .iter()
-            .map(|a| notify::DoneAction {
+            .map(|a| DoneAction {
                 id: &a.action_id,
                 title: &a.title,
                 kind: a.kind.as_str(),
@@ -131,19 +124,14 @@ pub fn judge(
                 done_at: a.done_at,
             })
             .collect();
-        for recipient in recipients {
-            notify::action_recurred(
-                conn,
-                *env,
-                &earlier,
-                (coe_id, &title),
-                incident_id,
-                started_at,
-                &done,
-                recipient,
-                now,
-            )?;
-        }
+        let recurred = ActionEvent::Recurred {
+            earlier: &earlier,
+            recurrence: (coe_id, &title),
+            incident_id,
+            started: started_at,
+            done: &done,
+        };
+        outbound::happened(conn, *env, super::SYSTEM_ACTOR, recurred, now)?;
         tracing::info!(coe = %earlier_id, recurrence = %coe_id, incident = %incident_id,
             actions = actions.len(), "an outage came back after its actions were done");
     }

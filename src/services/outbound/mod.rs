@@ -10,4 +10,8 @@ pub mod queue;
 pub mod spine;
 pub mod tickets;
 
-pub use spine::{happened, Event};
+pub use notify::DoneAction;
+pub use spine::{happened, noted, ActionEvent, CoeEvent, Event, Fact, ReviewEvent};
+/// What the pages and the API read of an action's ticket: the ticket (`ticket_of`)
+/// and the tracker an action's ticket would go to (`ticket_destination`).
+pub use tickets::{destination as ticket_destination, of as ticket_of};

@@ -16,7 +16,7 @@ pub use crate::domain::coe::CoeFacts;
 use crate::domain::reminder::writeup_deadline;
 use crate::email::content::{
     ActionAssigned, ActionLine, ActionRecurred, ActionVerification, CoeAssigned, CoeLine,
-    CoeMerged, CoeOpened, Links, MergedLine, RecurredLine, ReviewEmail,
+    CoeMerged, CoeOpened, Links, MergedLine, RecurredLine, ReviewEmail, TicketClosed,
 };
 use crate::email::{EmailTemplates, Kind};
 use crate::services::outbound::outbox;
@@ -396,6 +396,72 @@ pub fn action_verification(
     )
 }
 
+/// Asks the owner of action `action_id`, whose ticket (`tracker` label, key, status)
+/// was closed in the tracker, for the evidence (done) or the reason (`wont_do`).
+pub fn ticket_closed(
+    conn: &mut DbConnection,
+    env: Env<'_>,
+    action_id: &str,
+    (tracker, key, status): (&str, &str, &str),
+    wont_do: bool,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    use crate::db::schema::{corrective_actions, tickets};
+    let (title, owner, due, coe_id, coe_title, url): (
+        String,
+        String,
+        chrono::NaiveDate,
+        String,
+        String,
+        Option<String>,
+    ) = corrective_actions::table
+        .inner_join(crate::db::schema::coes::table)
+        .inner_join(tickets::table)
+        .filter(corrective_actions::id.eq(action_id))
+        .select((
+            corrective_actions::title,
+            corrective_actions::owner_email,
+            corrective_actions::due_date,
+            crate::db::schema::coes::id,
+            crate::db::schema::coes::title,
+            tickets::url,
+        ))
+        .first(conn)?;
+    let links = Links::new(&env.settings.public_url);
+    let data = json!(TicketClosed {
+        recipient_name: String::new(),
+        action: ActionLine {
+            action_id: action_id.to_owned(),
+            title,
+            coe_id,
+            coe_title,
+            owner: owner.clone(),
+            owner_name: String::new(),
+            due_date: due.to_string(),
+            days_overdue: 0,
+            days_until_due: 0,
+            link: links.action(action_id),
+            newly_escalated: false,
+        },
+        tracker: tracker.to_owned(),
+        ticket: key.to_owned(),
+        ticket_url: url.unwrap_or_default(),
+        status: status.to_owned(),
+        wont_do,
+    });
+    let wants = if wont_do { "reason" } else { "evidence" };
+    let dedup = format!("{}:{action_id}:{wants}:{now}", Kind::TicketClosed.name());
+    outbox::notify(
+        conn,
+        env.emails,
+        Kind::TicketClosed,
+        dedup,
+        &owner,
+        data,
+        now,
+    )
+}
+
 /// One action done before its outage came back, for `action_recurred`.
 pub struct DoneAction<'a> {
     pub id: &'a str,
@@ -414,8 +480,7 @@ pub fn action_recurred(
     env: Env<'_>,
     row: &CoeRow,
     recurrence: (&str, &str),
-    incident_id: &str,
-    started: NaiveDateTime,
+    (incident_id, started): (&str, NaiveDateTime),
     actions: &[DoneAction<'_>],
     recipient: &str,
     now: NaiveDateTime,

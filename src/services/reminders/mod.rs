@@ -23,6 +23,7 @@ use crate::email::content::{
 };
 use crate::email::{EmailTemplates, Kind};
 use crate::services::notifications;
+use crate::services::outbound;
 use crate::services::outbound::outbox::{self, NewEmail};
 
 mod inspection;
@@ -362,7 +363,7 @@ pub fn sweep(
                 let Some(email) = compose(templates, d, &lines) else {
                     continue;
                 };
-                if outbox::enqueue(conn, &email, now)? {
+                if outbound::spine::reminded(conn, &email, now)? {
                     queued.push(planned(&email));
                 } else {
                     duplicates += 1;

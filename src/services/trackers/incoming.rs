@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
-use serde_json::json;
 
 use super::{save_status, state, PassError};
 use crate::config::{Meaning, TrackerSettings};
@@ -17,12 +16,10 @@ use crate::db::schema::{corrective_actions, tickets, tracker_deliveries, tracker
 use crate::db::types;
 use crate::db::{self, DbConnection, DbPool};
 use crate::domain::action::{ActionState, Transition};
-use crate::email::content::{ActionLine, Kind, Links, TicketClosed};
 use crate::services::access::Acting;
 use crate::services::actions::{self, ActionError, TransitionInput};
-use crate::services::audit::{self, Change, Subject};
-use crate::services::outbound::outbox;
 use crate::services::outbound::tickets::{actor_of, PENDING, SENDING};
+use crate::services::outbound::{self, ActionEvent};
 use crate::services::Env;
 use crate::trackers::webhook::{Delivery, Told};
 use crate::trackers::{self as api, Answer, Client, Remote, Status, TicketKey};
@@ -306,68 +303,14 @@ fn ask_owner(
         if asked == 0 {
             return Ok(false);
         }
-        let (title, owner, due, coe_id, coe_title, url): (
-            String,
-            String,
-            chrono::NaiveDate,
-            String,
-            String,
-            Option<String>,
-        ) = corrective_actions::table
-            .inner_join(crate::db::schema::coes::table)
-            .inner_join(tickets::table)
-            .filter(corrective_actions::id.eq(action_id))
-            .select((
-                corrective_actions::title,
-                corrective_actions::owner_email,
-                corrective_actions::due_date,
-                crate::db::schema::coes::id,
-                crate::db::schema::coes::title,
-                tickets::url,
-            ))
-            .first(conn)?;
-        audit::record(
-            conn,
-            Change {
-                subject: Subject::Action {
-                    id: action_id,
-                    coe_id: &coe_id,
-                },
-                actor: &actor_of(&tracker.name),
-                action: "action:ticket_closed",
-                before: None,
-                after: Some(json!({"ticket": key, "status": status.name, "awaiting": wants})),
-            },
-            now,
-        )?;
-        let links = Links::new(&env.settings.public_url);
-        let data = json!(TicketClosed {
-            recipient_name: String::new(),
-            action: ActionLine {
-                action_id: action_id.to_owned(),
-                title,
-                coe_id,
-                coe_title,
-                owner: owner.clone(),
-                owner_name: String::new(),
-                due_date: due.to_string(),
-                days_overdue: 0,
-                days_until_due: 0,
-                link: links.action(action_id),
-                newly_escalated: false,
-            },
-            tracker: tracker.kind.label().to_owned(),
-            ticket: key.to_owned(),
-            ticket_url: url.unwrap_or_default(),
-            status: status.name.clone(),
+        let closed = ActionEvent::TicketClosed {
+            action_id,
+            tracker,
+            key,
+            status: &status.name,
             wont_do,
-        });
-        let dedup = format!("{}:{action_id}:{wants}:{now}", Kind::TicketClosed.name());
-        if let Some(email) =
-            outbox::composed(conn, env.emails, Kind::TicketClosed, dedup, &owner, data)?
-        {
-            outbox::enqueue(conn, &email, now)?;
-        }
+        };
+        outbound::happened(conn, env, &actor_of(&tracker.name), closed, now)?;
         Ok(true)
     })
 }

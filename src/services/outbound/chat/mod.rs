@@ -114,6 +114,40 @@ pub fn enqueue_body(
     )
 }
 
+/// Queues a published summary for customers (COE `coe_id`'s, at `url`, by its
+/// address's `token`) for every channel that hears publications of its team and
+/// service: a Statuspage channel only when it names the incident.
+pub fn published(
+    conn: &mut DbConnection,
+    settings: &Settings,
+    coe_id: &str,
+    (token, url): (&str, &str),
+    body: &str,
+    statuspage_incident: Option<&str>,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    use crate::db::schema::coes;
+    let (service, owner): (Option<String>, Option<String>) = coes::table
+        .find(coe_id)
+        .select((coes::service, coes::owner_email))
+        .first(conn)?;
+    let team = crate::services::ownership::team_of_coe(conn, owner.as_deref(), service.as_deref())?;
+    let post = chat::publication(
+        statuspage_incident,
+        body,
+        url,
+        &crate::json::format_utc(&now),
+    );
+    for channel in settings.chat.channels.iter().filter(|c| {
+        c.wants(ChatEvent::Published, team.as_deref(), service.as_deref())
+            && (statuspage_incident.is_some() || c.kind != crate::config::ChatKind::Statuspage)
+    }) {
+        let key = format!("published:{coe_id}:{token}");
+        enqueue_body(conn, channel, ChatEvent::Published, &key, &post, now)?;
+    }
+    Ok(())
+}
+
 /// Fails, without sending, every message of `key` (on any channel) not sent yet:
 /// what was queued for something taken back. Returns how many.
 pub fn cancel(
