@@ -78,6 +78,36 @@ fn consequences_are_made_by_the_spine_alone() {
     );
 }
 
+/// The use cases know nothing of HTTP: no path in `src/services/` (outside tests)
+/// names `crate::error` (the API's error), `crate::http` or actix; each service
+/// answers with an error of its own, which `src/error.rs` turns into an answer.
+#[test]
+fn services_know_nothing_of_http() {
+    let (mut read, mut found) = (0, Vec::new());
+    for (path, text) in sources(&src().join("services")) {
+        let Some(code) = code_outside_tests(&path, &text) else {
+            continue;
+        };
+        for segments in paths_in(&without_inline_modules(&code)) {
+            read += 1;
+            let from_crate = segments.first().is_some_and(|s| s == "crate");
+            let named = |s: &str| segments.get(1).is_some_and(|n| n == s);
+            if segments[0] == "actix_web" || (from_crate && (named("error") || named("http"))) {
+                found.push(format!("{}: {}", path.display(), segments.join("::")));
+            }
+        }
+    }
+    assert!(
+        read > 1000,
+        "only {read} paths read: the reader lost its way"
+    );
+    assert!(
+        found.is_empty(),
+        "services that know of HTTP:\n{}",
+        found.join("\n")
+    );
+}
+
 /// Statements that differ by backend, and hand-written SQL, live in `src/db/`.
 #[test]
 fn per_backend_sql_lives_in_db() {

@@ -102,6 +102,15 @@ pub enum ApiError {
     Internal(String),
 }
 
+impl From<crate::services::scim::ProvisioningError> for ApiError {
+    fn from(e: crate::services::scim::ProvisioningError) -> Self {
+        match e {
+            crate::services::scim::ProvisioningError::Refused(e) => ApiError::Scim(e),
+            crate::services::scim::ProvisioningError::Database(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::scim::ScimError> for ApiError {
     fn from(e: crate::scim::ScimError) -> Self {
         ApiError::Scim(e)

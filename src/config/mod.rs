@@ -213,6 +213,16 @@ impl AuthSettings {
     }
 }
 
+/// Whether coe may send secrets or trust answers at `url`: https, or plain http to a
+/// loopback address (a trial, a test).
+pub(crate) fn https_or_loopback(url: &url::Url) -> bool {
+    url.scheme() == "https"
+        || (url.scheme() == "http"
+            && url
+                .host_str()
+                .is_some_and(|h| listens_on_loopback(&format!("{h}:0"))))
+}
+
 /// Whether `listen` (`HOST:PORT`) names only loopback addresses: `127.x.x.x`, `::1`
 /// or `localhost`. `0.0.0.0`, `::`, a host name or anything unreadable counts as
 /// reachable from a network.

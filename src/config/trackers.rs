@@ -256,7 +256,7 @@ pub fn validate(trackers: &[TrackerSettings]) -> Result<(), ConfigError> {
             return Err(invalid(at("name"), &t.name, "a name no other tracker has"));
         }
         let base = t.base_url();
-        if !url::Url::parse(base).is_ok_and(|u| super::validate::https_or_loopback(&u)) {
+        if !url::Url::parse(base).is_ok_and(|u| super::https_or_loopback(&u)) {
             return Err(invalid(
                 at("base_url"),
                 base,

@@ -278,7 +278,7 @@ impl Settings {
             value: format!("{at} = {value:?}"),
             expected: expected.to_owned(),
         };
-        let web_url = |raw: &str| url::Url::parse(raw).is_ok_and(|u| https_or_loopback(&u));
+        let web_url = |raw: &str| url::Url::parse(raw).is_ok_and(|u| super::https_or_loopback(&u));
         if !(1..=120).contains(&self.chat.timeout_secs) {
             return Err(ConfigError::Invalid {
                 key: "chat.timeout_secs",
@@ -554,16 +554,6 @@ impl Settings {
         }
         Ok(())
     }
-}
-
-/// Whether coe may send secrets or trust answers at `url`: https, or plain http to a
-/// loopback address (a trial, a test).
-pub(super) fn https_or_loopback(url: &url::Url) -> bool {
-    url.scheme() == "https"
-        || (url.scheme() == "http"
-            && url
-                .host_str()
-                .is_some_and(|h| super::listens_on_loopback(&format!("{h}:0"))))
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! express; `validate.rs` calls them. Each error names the key, the value and what was
 //! expected.
 
-use super::validate::https_or_loopback;
+use super::https_or_loopback;
 use super::{ConfigError, Settings};
 
 impl Settings {

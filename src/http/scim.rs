@@ -11,7 +11,7 @@ use crate::error::ApiError;
 use crate::http::bearer::Scim;
 use crate::http::state::{with_conn, with_write, AppState};
 use crate::scim::{schema, ListQuery, ScimError};
-use crate::services::scim::{filtered_page, groups, users, Ctx, Listed};
+use crate::services::scim::{filtered_page, groups, users, Ctx, Listed, ProvisioningError};
 
 fn scim_json(status: actix_web::http::StatusCode, body: &Value) -> HttpResponse {
     HttpResponse::build(status)
@@ -172,9 +172,11 @@ fn ctx_of(state: &AppState) -> Ctx<'_> {
 /// Reads on a connection.
 async fn read<T: Send + 'static>(
     state: &web::Data<AppState>,
-    work: impl FnOnce(&mut crate::db::DbConnection, &Ctx) -> Result<T, ApiError> + Send + 'static,
+    work: impl FnOnce(&mut crate::db::DbConnection, &Ctx) -> Result<T, ProvisioningError>
+        + Send
+        + 'static,
 ) -> Result<T, ApiError> {
-    with_conn(state, move |conn, state| work(conn, &ctx_of(state))).await
+    with_conn(state, move |conn, state| Ok(work(conn, &ctx_of(state))?)).await
 }
 
 /// Writes in a transaction: a refusal leaves nothing half-written. When a person left,
@@ -183,7 +185,9 @@ async fn read<T: Send + 'static>(
 /// writes (a provider pushing thousands of users) keep them.
 async fn write<T: Send + 'static>(
     state: &web::Data<AppState>,
-    work: impl FnOnce(&mut crate::db::DbConnection, &Ctx) -> Result<T, ApiError> + Send + 'static,
+    work: impl FnOnce(&mut crate::db::DbConnection, &Ctx) -> Result<T, ProvisioningError>
+        + Send
+        + 'static,
 ) -> Result<T, ApiError> {
     let known = state.known_tokens.clone();
     let (done, someone_left) = with_write(state, move |conn, state| {

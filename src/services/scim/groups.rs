@@ -8,10 +8,10 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde_json::{json, Map, Value};
 
+use super::ProvisioningError;
 use super::{at_page, resource_meta, teams, too_many, Ctx, Listed, Seen, MAX_CANDIDATES};
 use crate::db::schema::{people, scim_group_members, scim_groups};
 use crate::db::{self, DbConnection};
-use crate::error::ApiError;
 use crate::scim::filter::demanded;
 use crate::scim::{clean_resource, ListQuery, ResourceKind, ScimError, GROUP};
 
@@ -49,7 +49,7 @@ fn by_id(conn: &mut DbConnection, id: &str) -> QueryResult<Option<GroupRow>> {
         .optional()
 }
 
-fn not_found(id: &str) -> ApiError {
+fn not_found(id: &str) -> ProvisioningError {
     ScimError::not_found(format!("no Group has the id {id:?}")).into()
 }
 
@@ -78,7 +78,7 @@ fn write(
     ctx: &Ctx,
     id: Option<&str>,
     doc: Map<String, Value>,
-) -> Result<Value, ApiError> {
+) -> Result<Value, ProvisioningError> {
     let members = member_ids(&doc);
     let mut known: HashSet<String> = HashSet::with_capacity(members.len());
     for chunk in members.chunks(CHUNK) {
@@ -175,7 +175,7 @@ fn write(
 
 /// A Group's document as the provider wrote it, cleaned by the schema: made before
 /// the write, so that the writer's turn holds only the rows.
-pub fn clean(body: &Value) -> Result<Map<String, Value>, ApiError> {
+pub fn clean(body: &Value) -> Result<Map<String, Value>, ProvisioningError> {
     Ok(clean_resource(ResourceKind::Group, super::object(body)?)?)
 }
 
@@ -184,12 +184,12 @@ pub fn create(
     conn: &mut DbConnection,
     ctx: &Ctx,
     doc: Map<String, Value>,
-) -> Result<Value, ApiError> {
+) -> Result<Value, ProvisioningError> {
     write(conn, ctx, None, doc)
 }
 
 /// `GET /Groups/{id}`.
-pub fn get_one(conn: &mut DbConnection, ctx: &Ctx, id: &str) -> Result<Value, ApiError> {
+pub fn get_one(conn: &mut DbConnection, ctx: &Ctx, id: &str) -> Result<Value, ProvisioningError> {
     let row = by_id(conn, id)?.ok_or_else(|| not_found(id))?;
     Ok(resource(ctx, &row))
 }
@@ -200,13 +200,13 @@ pub fn replace(
     ctx: &Ctx,
     id: &str,
     doc: Map<String, Value>,
-) -> Result<Value, ApiError> {
+) -> Result<Value, ProvisioningError> {
     write(conn, ctx, Some(id), doc)
 }
 
 /// What a `PATCH /Groups/{id}` starts from (read on a connection, applied without one
 /// by `super::patched`, written by `write_patched`).
-pub fn seen(conn: &mut DbConnection, id: &str) -> Result<Seen, ApiError> {
+pub fn seen(conn: &mut DbConnection, id: &str) -> Result<Seen, ProvisioningError> {
     let row = by_id(conn, id)?.ok_or_else(|| not_found(id))?;
     Ok(Seen {
         kind: ResourceKind::Group,
@@ -223,7 +223,7 @@ pub fn write_patched(
     id: &str,
     stamp: &str,
     doc: Map<String, Value>,
-) -> Result<Option<Value>, ApiError> {
+) -> Result<Option<Value>, ProvisioningError> {
     let row = by_id(conn, id)?.ok_or_else(|| not_found(id))?;
     if row.doc != stamp {
         return Ok(None);
@@ -232,7 +232,7 @@ pub fn write_patched(
 }
 
 /// `DELETE /Groups/{id}`: its members' teams follow the groups they are still in.
-pub fn delete(conn: &mut DbConnection, ctx: &Ctx, id: &str) -> Result<(), ApiError> {
+pub fn delete(conn: &mut DbConnection, ctx: &Ctx, id: &str) -> Result<(), ProvisioningError> {
     let row = by_id(conn, id)?.ok_or_else(|| not_found(id))?;
     diesel::delete(scim_groups::table.find(id)).execute(conn)?;
     diesel::delete(scim_group_members::table.filter(scim_group_members::group_id.eq(id)))
@@ -270,7 +270,11 @@ pub fn forget_member(conn: &mut DbConnection, ctx: &Ctx, user_id: &str) -> Query
 
 /// `GET /Groups` and `POST /Groups/.search`: the Groups the filter may match, which
 /// `super::filtered_page` holds it against once the connection is given back.
-pub fn list(conn: &mut DbConnection, ctx: &Ctx, q: &ListQuery) -> Result<Listed, ApiError> {
+pub fn list(
+    conn: &mut DbConnection,
+    ctx: &Ctx,
+    q: &ListQuery,
+) -> Result<Listed, ProvisioningError> {
     let mut query = scim_groups::table
         .select(GroupRow::as_select())
         .order((scim_groups::created_at, scim_groups::id))

@@ -6,7 +6,6 @@
 use chrono::NaiveDateTime;
 use serde_json::{json, Map, Value};
 
-use crate::error::ApiError;
 use crate::scim::{
     clean_resource, list_response, project, ListQuery, ResourceKind, ScimError, PATCH_OP,
 };
@@ -15,6 +14,22 @@ use scim_v2::models::others::{PatchOp, PatchOperation};
 pub mod groups;
 mod teams;
 pub mod users;
+
+/// Why a SCIM request was not done: the protocol's own refusal (answered in SCIM's
+/// shape, `crate::scim::ScimError`), or the database's fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ProvisioningError {
+    #[error("{}", .0.detail)]
+    Refused(ScimError),
+    #[error(transparent)]
+    Database(#[from] diesel::result::Error),
+}
+
+impl From<ScimError> for ProvisioningError {
+    fn from(e: ScimError) -> Self {
+        ProvisioningError::Refused(e)
+    }
+}
 
 /// Who the audit and the ended sessions name for the provider's changes.
 pub const BY: &str = "the identity provider (SCIM)";
@@ -31,7 +46,7 @@ pub struct Ctx<'a> {
 }
 
 /// The body as a JSON object, or a refusal naming what it is instead.
-fn object(body: &Value) -> Result<&Map<String, Value>, ApiError> {
+fn object(body: &Value) -> Result<&Map<String, Value>, ProvisioningError> {
     body.as_object().ok_or_else(|| {
         ScimError::bad(
             "invalidSyntax",
@@ -42,7 +57,7 @@ fn object(body: &Value) -> Result<&Map<String, Value>, ApiError> {
 }
 
 /// The operations of a PATCH body (RFC 7644 section 3.5.2), or why not.
-fn patch_ops(body: &Value) -> Result<Vec<PatchOperation>, ApiError> {
+fn patch_ops(body: &Value) -> Result<Vec<PatchOperation>, ProvisioningError> {
     let op: PatchOp = serde_json::from_value(body.clone()).map_err(|e| {
         ScimError::bad(
             "invalidSyntax",
@@ -109,7 +124,7 @@ pub struct Seen {
 
 /// The document `seen` becomes under the PATCH `body`, cleaned by the schema. Pure:
 /// it runs with no connection held and outside the writer's turn.
-pub fn patched(seen: &Seen, body: &Value) -> Result<Map<String, Value>, ApiError> {
+pub fn patched(seen: &Seen, body: &Value) -> Result<Map<String, Value>, ProvisioningError> {
     let ops = patch_ops(body)?;
     let mut doc = seen.doc.clone();
     crate::scim::patch::apply(&mut doc, &ops)?;

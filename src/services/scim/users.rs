@@ -8,11 +8,11 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde_json::{json, Map, Value};
 
+use super::ProvisioningError;
 use super::{at_page, resource_meta, too_many, Ctx, Listed, Seen, MAX_CANDIDATES};
 use crate::db::schema::{people, scim_group_members};
 use crate::db::{self, DbConnection};
 use crate::domain::EmailAddress;
-use crate::error::ApiError;
 use crate::scim::filter::demanded;
 use crate::scim::{clean_resource, ListQuery, ResourceKind, ScimError, ENTERPRISE, USER};
 use crate::services::people as directory;
@@ -64,7 +64,7 @@ fn by_id(conn: &mut DbConnection, id: &str) -> QueryResult<Option<Provisioned>> 
         .optional()
 }
 
-fn not_found(id: &str) -> ApiError {
+fn not_found(id: &str) -> ProvisioningError {
     ScimError::not_found(format!("no User has the id {id:?}")).into()
 }
 
@@ -188,7 +188,7 @@ fn write(
     ctx: &Ctx,
     id: Option<&str>,
     mut doc: Map<String, Value>,
-) -> Result<Value, ApiError> {
+) -> Result<Value, ProvisioningError> {
     one_primary(&mut doc);
     let d = derive(&doc)?;
     let existing = match id {
@@ -303,7 +303,7 @@ fn write(
             diesel::result::Error::DatabaseError(
                 diesel::result::DatabaseErrorKind::UniqueViolation,
                 _,
-            ) => ApiError::from(ScimError::conflict(format!(
+            ) => ProvisioningError::from(ScimError::conflict(format!(
                 "userName {:?} is another User's",
                 d.user_name
             ))),
@@ -336,7 +336,7 @@ fn write(
 
 /// A User's document as the provider wrote it, cleaned by the schema: made before
 /// the write, so that the writer's turn holds only the rows.
-pub fn clean(body: &Value) -> Result<Map<String, Value>, ApiError> {
+pub fn clean(body: &Value) -> Result<Map<String, Value>, ProvisioningError> {
     Ok(clean_resource(ResourceKind::User, super::object(body)?)?)
 }
 
@@ -345,12 +345,12 @@ pub fn create(
     conn: &mut DbConnection,
     ctx: &Ctx,
     doc: Map<String, Value>,
-) -> Result<Value, ApiError> {
+) -> Result<Value, ProvisioningError> {
     write(conn, ctx, None, doc)
 }
 
 /// `GET /Users/{id}`.
-pub fn get_one(conn: &mut DbConnection, ctx: &Ctx, id: &str) -> Result<Value, ApiError> {
+pub fn get_one(conn: &mut DbConnection, ctx: &Ctx, id: &str) -> Result<Value, ProvisioningError> {
     let p = by_id(conn, id)?.ok_or_else(|| not_found(id))?;
     Ok(resource(ctx, &p))
 }
@@ -361,7 +361,7 @@ pub fn replace(
     ctx: &Ctx,
     id: &str,
     doc: Map<String, Value>,
-) -> Result<Value, ApiError> {
+) -> Result<Value, ProvisioningError> {
     write(conn, ctx, Some(id), doc)
 }
 
@@ -371,7 +371,7 @@ fn stamp_of(p: &Provisioned) -> String {
 
 /// What a `PATCH /Users/{id}` starts from (read on a connection, applied without one
 /// by `super::patched`, written by `write_patched`).
-pub fn seen(conn: &mut DbConnection, id: &str) -> Result<Seen, ApiError> {
+pub fn seen(conn: &mut DbConnection, id: &str) -> Result<Seen, ProvisioningError> {
     let p = by_id(conn, id)?.ok_or_else(|| not_found(id))?;
     let mut doc: Map<String, Value> = p
         .scim_doc
@@ -396,7 +396,7 @@ pub fn write_patched(
     id: &str,
     stamp: &str,
     doc: Map<String, Value>,
-) -> Result<Option<Value>, ApiError> {
+) -> Result<Option<Value>, ProvisioningError> {
     let p = by_id(conn, id)?.ok_or_else(|| not_found(id))?;
     if stamp_of(&p) != stamp {
         return Ok(None);
@@ -406,7 +406,7 @@ pub fn write_patched(
 
 /// `DELETE /Users/{id}`: the person has left; they stay in the directory (their name
 /// on what they wrote) but are no longer the provider's.
-pub fn delete(conn: &mut DbConnection, ctx: &Ctx, id: &str) -> Result<(), ApiError> {
+pub fn delete(conn: &mut DbConnection, ctx: &Ctx, id: &str) -> Result<(), ProvisioningError> {
     let p = by_id(conn, id)?.ok_or_else(|| not_found(id))?;
     if crate::services::leaving::leave(conn, ctx.env, &p.email, ctx.now, super::BY)?.is_some() {
         ctx.someone_left.set(true);
@@ -430,7 +430,11 @@ pub fn delete(conn: &mut DbConnection, ctx: &Ctx, id: &str) -> Result<(), ApiErr
 /// `GET /Users` and `POST /Users/.search`: a page from the database, or (with a
 /// filter) the Users it may match, which `super::filtered_page` holds the filter
 /// against once the connection is given back.
-pub fn list(conn: &mut DbConnection, ctx: &Ctx, q: &ListQuery) -> Result<Listed, ApiError> {
+pub fn list(
+    conn: &mut DbConnection,
+    ctx: &Ctx,
+    q: &ListQuery,
+) -> Result<Listed, ProvisioningError> {
     let mut query = people::table
         .filter(people::scim_id.is_not_null())
         .select(Provisioned::as_select())
