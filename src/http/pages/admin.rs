@@ -419,24 +419,26 @@ pub async fn outbox_drop(form: AdminForm, path: web::Path<String>, state: State)
 
 /// `POST /admin/outbox/send-held`: every held email is sent after all (audited).
 pub async fn outbox_send_held(form: AdminForm, state: State) -> Page {
-    let Admin(who) = form.who;
-    let actor = who.person.email.clone();
-    as_service(&state, move |conn, _| {
-        Ok(outbox::restored::release_held(conn, &actor)?)
-    })
-    .await?;
-    Ok(see_other("/admin/outbox?state=pending"))
+    all_held(form, state, outbox::restored::release_held, "pending").await
 }
 
 /// `POST /admin/outbox/drop-held`: every held email is dropped (audited).
 pub async fn outbox_drop_held(form: AdminForm, state: State) -> Page {
+    all_held(form, state, outbox::restored::drop_all_held, "dropped").await
+}
+
+/// Does `what` to every held email as the admin, and shows the outbox's emails in
+/// state `then`.
+async fn all_held(
+    form: AdminForm,
+    state: State,
+    what: fn(&mut crate::db::DbConnection, &str) -> diesel::QueryResult<usize>,
+    then: &str,
+) -> Page {
     let Admin(who) = form.who;
     let actor = who.person.email.clone();
-    as_service(&state, move |conn, _| {
-        Ok(outbox::restored::drop_all_held(conn, &actor)?)
-    })
-    .await?;
-    Ok(see_other("/admin/outbox?state=dropped"))
+    as_service(&state, move |conn, _| Ok(what(conn, &actor)?)).await?;
+    Ok(see_other(&format!("/admin/outbox?state={then}")))
 }
 
 /// `POST /admin/outbox/{id}/retry`.

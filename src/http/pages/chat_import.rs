@@ -294,13 +294,9 @@ pub async fn import(form: CsrfForm<Fields>, path: web::Path<String>, state: Stat
         };
         match coes::import_timeline(conn, &key, &chosen, &done.channel, editor, state.env()) {
             Ok(n) => Ok(Ok(n)),
-            Err(coes::CoeError::Invalid(problems)) => Ok(Err(Some(
-                problems
-                    .into_iter()
-                    .map(|(_, p)| p)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            ))),
+            Err(coes::CoeError::Invalid(problems)) => {
+                Ok(Err(Some(super::kit::problems_in_words(problems))))
+            }
             Err(e) => Err(e.into()),
         }
     })

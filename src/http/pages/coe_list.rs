@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::kit::{render, Page, State};
 use super::outcome::as_service;
-use super::query::{filled, pages, word};
+use super::query::{filled, pages_at, word, CoeFilters};
 use crate::domain::coe::CoeState;
 use crate::domain::Severity;
 use crate::http::session::SignedIn;
@@ -22,12 +22,8 @@ const OFFERED: i64 = 500;
 
 #[derive(Debug, Default, Clone, Deserialize, Serialize)]
 pub struct ListQuery {
-    #[serde(default)]
-    state: Option<String>,
-    #[serde(default)]
-    service: Option<String>,
-    #[serde(default)]
-    severity: Option<String>,
+    #[serde(flatten)]
+    filters: CoeFilters,
     #[serde(default)]
     team: Option<String>,
     #[serde(default)]
@@ -40,17 +36,10 @@ pub struct ListQuery {
 pub async fn list(who: SignedIn, query: web::Query<ListQuery>, state: State) -> Page {
     let q = query.into_inner();
     let filter = CoeFilter {
-        state: word::<CoeState>(
-            &q.state,
-            "COE state",
-            "draft, in_review, approved or closed",
-        )?,
-        service: filled(&q.service),
-        severity: word::<Severity>(&q.severity, "severity", "sev1 to sev5")?,
         team: filled(&q.team),
         sort: word::<CoeSort>(&q.sort, "order", "newest, oldest, updated or severity")?
             .unwrap_or_default(),
-        ..CoeFilter::default()
+        ..q.filters.filter()?
     };
     let offset = q.offset.unwrap_or(0).max(0);
     let (found, total, services, teams, names) = as_service(&state, move |conn, _| {
@@ -66,15 +55,8 @@ pub async fn list(who: SignedIn, query: web::Query<ListQuery>, state: State) -> 
     })
     .await?;
     let names = super::kit::names_data(&names);
-    let page_url = |offset: i64| {
-        let mut next = q.clone();
-        next.offset = Some(offset);
-        format!(
-            "/coes?{}",
-            serde_urlencoded::to_string(&next).unwrap_or_default()
-        )
-    };
-    let (previous, next) = pages(offset, PAGE, total, page_url);
+    let at = |q: &mut ListQuery, offset| q.offset = Some(offset);
+    let (previous, next) = pages_at("/coes", &q, at, (offset, PAGE, total));
     let data = json!({
         "query": q,
         "coes": found,

@@ -89,6 +89,11 @@ type Part = (&'static str, f64, String);
 /// A column: its label and its parts, stacked.
 type Column = (String, Vec<Part>);
 
+/// A column of one part: its label, its part's class, value and words.
+fn one(label: &str, class: &'static str, value: f64, words: String) -> Column {
+    (label.to_owned(), vec![(class, value, words)])
+}
+
 /// A chart of columns of stacked parts.
 fn bars(
     id: &'static str,
@@ -340,21 +345,17 @@ fn charts(s: &Stats) -> Vec<Chart> {
             r.recurring_coes, r.all_coes
         ),
         &[
-            (
-                "happened before".to_owned(),
-                vec![(
-                    "b",
-                    r.recurring_coes as f64,
-                    format!("{} recurring", r.recurring_coes),
-                )],
+            one(
+                "happened before",
+                "b",
+                r.recurring_coes as f64,
+                format!("{} recurring", r.recurring_coes),
             ),
-            (
-                "first time".to_owned(),
-                vec![(
-                    "a",
-                    (r.all_coes - r.recurring_coes) as f64,
-                    format!("{} first time", r.all_coes - r.recurring_coes),
-                )],
+            one(
+                "first time",
+                "a",
+                (r.all_coes - r.recurring_coes) as f64,
+                format!("{} first time", r.all_coes - r.recurring_coes),
             ),
         ],
         vec!["", "COEs"],
@@ -383,30 +384,9 @@ fn charts(s: &Stats) -> Vec<Chart> {
                 .unwrap_or_default()
         ),
         &[
-            (
-                "actions recurred after done".to_owned(),
-                vec![(
-                    "b",
-                    s.actions_recurred_after_done as f64,
-                    format!("{} actions", s.actions_recurred_after_done),
-                )],
-            ),
-            (
-                "approved, came back in 90 days".to_owned(),
-                vec![(
-                    "b",
-                    after.recurred as f64,
-                    format!("{} COEs", after.recurred),
-                )],
-            ),
-            (
-                "approved, held".to_owned(),
-                vec![(
-                    "a",
-                    (after.approved - after.recurred) as f64,
-                    format!("{} COEs", after.approved - after.recurred),
-                )],
-            ),
+            one("actions recurred after done", "b", s.actions_recurred_after_done as f64, format!("{} actions", s.actions_recurred_after_done)),
+            one("approved, came back in 90 days", "b", after.recurred as f64, format!("{} COEs", after.recurred)),
+            one("approved, held", "a", (after.approved - after.recurred) as f64, format!("{} COEs", after.approved - after.recurred)),
         ],
         vec!["", "Count"],
         vec![

@@ -104,60 +104,57 @@ impl<T: DeserializeOwned + 'static, W: Signer> FromRequest for CsrfForm<T, W> {
     }
 }
 
-/// A sign-in form, posted from a page of this service (there is no session yet, so
-/// no CSRF token: another site's page posting its own link token would sign the
-/// visitor in as the attacker). `fields` is the form as `T`.
-pub struct SameOrigin<T> {
+/// A form posted without a session: `ORIGIN_CHECKED`, it must come from a page of
+/// this service (`SameOrigin`); otherwise from anywhere (`LinkForm`). `fields` is the
+/// form as `T`.
+pub struct Posted<T, const ORIGIN_CHECKED: bool> {
     pub fields: T,
 }
 
-impl<T: DeserializeOwned + 'static> FromRequest for SameOrigin<T> {
-    type Error = PageError;
-    type Future = Pin<Box<dyn Future<Output = Result<Self, PageError>>>>;
-
-    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let checked = req
-            .app_data::<web::Data<AppState>>()
-            .ok_or_else(|| PageError::Internal("no application state".into()))
-            .and_then(|state| same_origin_only(req, &state.settings.public_url));
-        let body = web::Bytes::from_request(req, payload);
-        Box::pin(async move {
-            checked?;
-            let bytes = body
-                .await
-                .map_err(|e| PageError::BadRequest(format!("the form could not be read: {e}")))?;
-            let fields = serde_urlencoded::from_bytes(&bytes).map_err(|e| {
-                PageError::BadRequest(format!("the form's fields are not as expected: {e}"))
-            })?;
-            Ok(SameOrigin { fields })
-        })
-    }
-}
+/// A sign-in form, posted from a page of this service (there is no session yet, so
+/// no CSRF token: another site's page posting its own link token would sign the
+/// visitor in as the attacker).
+pub type SameOrigin<T> = Posted<T, true>;
 
 /// A form posted to an address that carries its own secret (an unsubscribe link):
 /// whoever holds the link may use it, signed in or not, from any site (RFC 8058's
 /// one-click POST comes from the mail provider's servers). The handler checks the
-/// secret; nothing of a session is used. `fields` is the form as `T`.
-pub struct LinkForm<T> {
-    pub fields: T,
-}
+/// secret; nothing of a session is used.
+pub type LinkForm<T> = Posted<T, false>;
 
-impl<T: DeserializeOwned + 'static> FromRequest for LinkForm<T> {
+impl<T: DeserializeOwned + 'static, const ORIGIN_CHECKED: bool> FromRequest
+    for Posted<T, ORIGIN_CHECKED>
+{
     type Error = PageError;
     type Future = Pin<Box<dyn Future<Output = Result<Self, PageError>>>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let checked = match ORIGIN_CHECKED {
+            true => req
+                .app_data::<web::Data<AppState>>()
+                .ok_or_else(|| PageError::Internal("no application state".into()))
+                .and_then(|state| same_origin_only(req, &state.settings.public_url)),
+            false => Ok(()),
+        };
         let body = web::Bytes::from_request(req, payload);
         Box::pin(async move {
-            let bytes = body
-                .await
-                .map_err(|e| PageError::BadRequest(format!("the form could not be read: {e}")))?;
-            let fields = serde_urlencoded::from_bytes(&bytes).map_err(|e| {
-                PageError::BadRequest(format!("the form's fields are not as expected: {e}"))
-            })?;
-            Ok(LinkForm { fields })
+            checked?;
+            Ok(Posted {
+                fields: read_form(body).await?,
+            })
         })
     }
+}
+
+/// A form's body read as `T`, or why not.
+async fn read_form<T: DeserializeOwned>(
+    body: impl Future<Output = Result<web::Bytes, actix_web::Error>>,
+) -> Result<T, PageError> {
+    let bytes = body
+        .await
+        .map_err(|e| PageError::BadRequest(format!("the form could not be read: {e}")))?;
+    serde_urlencoded::from_bytes(&bytes)
+        .map_err(|e| PageError::BadRequest(format!("the form's fields are not as expected: {e}")))
 }
 
 /// The argument lists of handlers whose first argument is a guarded form.
@@ -166,8 +163,7 @@ pub trait Guarded {}
 macro_rules! guarded {
     ($($rest:ident),*) => {
         impl<T, W, $($rest,)*> Guarded for (CsrfForm<T, W>, $($rest,)*) {}
-        impl<T, $($rest,)*> Guarded for (SameOrigin<T>, $($rest,)*) {}
-        impl<T, $($rest,)*> Guarded for (LinkForm<T>, $($rest,)*) {}
+        impl<T, const O: bool, $($rest,)*> Guarded for (Posted<T, O>, $($rest,)*) {}
     };
 }
 guarded!();

@@ -54,18 +54,11 @@ pub async fn home(who: SignedIn, query: actix_web::web::Query<HomeQuery>, state:
     let (actions, coes, unowned, (moves, waiting), names, leader) =
         as_service(&state, move |conn, state| {
             let clock = state.settings.clock();
-            let moves = crate::services::work::moves(
-                conn,
-                &email,
-                state.settings.coe.verify_actions_from,
-                &state.settings.auth.dotless_domains,
-            )?;
-            let waiting = crate::services::work::waiting_on_others(
-                conn,
-                &email,
-                state.settings.coe.verify_actions_from,
-                &state.settings.auth.dotless_domains,
-            )?;
+            let verify_from = state.settings.coe.verify_actions_from;
+            let dotless = &state.settings.auth.dotless_domains;
+            let moves = crate::services::work::moves(conn, &email, verify_from, dotless)?;
+            let waiting =
+                crate::services::work::waiting_on_others(conn, &email, verify_from, dotless)?;
             // Open or in progress: the overdue ones, then the rest by due date.
             let mut open = Vec::new();
             for window in [

@@ -116,6 +116,16 @@ pub fn from_local_input(typed: &str, zone: chrono_tz::Tz) -> String {
     }
 }
 
+/// A refusal's field problems as one sentence for a page: the problems alone, by `;`
+/// (the fields are the form's, which the page names already).
+pub fn problems_in_words(problems: Vec<(String, String)>) -> String {
+    problems
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::{from_local_input, local_input};

@@ -141,13 +141,9 @@ pub async fn set_timezone(form: CsrfForm<Fields>, state: State) -> Page {
         match directory::put_own(conn, &email, &input) {
             Ok(_) => Ok(None),
             Err(directory::PeopleError::Forbidden(why)) => Ok(Some(why)),
-            Err(directory::PeopleError::Invalid(problems)) => Ok(Some(
-                problems
-                    .into_iter()
-                    .map(|(_, p)| p)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            )),
+            Err(directory::PeopleError::Invalid(problems)) => {
+                Ok(Some(super::kit::problems_in_words(problems)))
+            }
             Err(e) => Err(e.into()),
         }
     })

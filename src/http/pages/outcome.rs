@@ -156,9 +156,21 @@ pub fn see_other(location: &str) -> HttpResponse {
 pub async fn as_person<T: Send + 'static>(
     state: &web::Data<AppState>,
     who: &SignedIn,
-    work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>) -> Result<T, ApiError> + Send + 'static,
+    work: impl PersonsWork<T>,
 ) -> Result<T, PageError> {
     Ok(with_conn(state, acting_as(who, work)).await?)
+}
+
+/// What a page does as the signed-in person (`as_person`, `write_as_person`): on a
+/// connection, with the state, as the person's `Editor`.
+pub trait PersonsWork<T>:
+    FnOnce(&mut DbConnection, &AppState, &Editor<'_>) -> Result<T, ApiError> + Send + 'static
+{
+}
+
+impl<T, F> PersonsWork<T> for F where
+    F: FnOnce(&mut DbConnection, &AppState, &Editor<'_>) -> Result<T, ApiError> + Send + 'static
+{
 }
 
 /// Runs `work` on a pooled connection for a page that reads, or for an admin's
@@ -176,7 +188,7 @@ pub async fn as_service<T: Send + 'static>(
 pub async fn write_as_person<T: Send + 'static>(
     state: &web::Data<AppState>,
     who: &SignedIn,
-    work: impl FnOnce(&mut DbConnection, &AppState, &Editor<'_>) -> Result<T, ApiError> + Send + 'static,
+    work: impl PersonsWork<T>,
 ) -> Result<T, PageError> {
     Ok(with_write(state, acting_as(who, work)).await?)
 }

@@ -27,14 +27,10 @@ pub async fn find(
     query: web::Query<FindQuery>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let text = query.into_inner().q.unwrap_or_default();
-    let found = with_conn(&state, move |conn, _| {
-        Ok(people::find(conn, &text, OFFERED)?)
+    found(&state, query.into_inner(), "people", |conn, text| {
+        people::find(conn, text, OFFERED)
     })
-    .await?;
-    Ok(HttpResponse::Ok()
-        .insert_header((actix_web::http::header::CACHE_CONTROL, "no-store"))
-        .json(serde_json::json!({ "people": found })))
+    .await
 }
 
 /// `GET /teams/find?q=`: `{"teams": [name]}`, at most ten.
@@ -43,12 +39,24 @@ pub async fn find_teams(
     query: web::Query<FindQuery>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let text = query.into_inner().q.unwrap_or_default();
-    let found = with_conn(&state, move |conn, _| {
-        Ok(people::find_teams(conn, &text, OFFERED)?)
+    found(&state, query.into_inner(), "teams", |conn, text| {
+        people::find_teams(conn, text, OFFERED)
     })
-    .await?;
+    .await
+}
+
+/// What `finder` finds for the typed text, as `{key: [...]}`, never cached.
+async fn found<T: serde::Serialize + Send + 'static>(
+    state: &web::Data<AppState>,
+    query: FindQuery,
+    key: &'static str,
+    finder: impl FnOnce(&mut crate::db::DbConnection, &str) -> Result<T, people::FindError>
+        + Send
+        + 'static,
+) -> Result<HttpResponse, ApiError> {
+    let text = query.q.unwrap_or_default();
+    let found = with_conn(state, move |conn, _| Ok(finder(conn, &text)?)).await?;
     Ok(HttpResponse::Ok()
         .insert_header((actix_web::http::header::CACHE_CONTROL, "no-store"))
-        .json(serde_json::json!({ "teams": found })))
+        .json(serde_json::json!({ key: found })))
 }

@@ -44,10 +44,74 @@ pub fn pages(
     (previous, next)
 }
 
+/// The filters a list of COEs and the search share: a state, a service, a severity
+/// (each empty for none).
+#[derive(Debug, Default, Clone, Deserialize, serde::Serialize)]
+pub struct CoeFilters {
+    #[serde(default)]
+    pub state: Option<String>,
+    #[serde(default)]
+    pub service: Option<String>,
+    #[serde(default)]
+    pub severity: Option<String>,
+}
+
+impl CoeFilters {
+    /// The filter these ask for, or a page naming a word outside its set.
+    pub fn filter(&self) -> Result<crate::services::coes::CoeFilter, PageError> {
+        use crate::domain::{coe::CoeState, Severity};
+        Ok(crate::services::coes::CoeFilter {
+            state: word::<CoeState>(
+                &self.state,
+                "COE state",
+                "draft, in_review, approved or closed",
+            )?,
+            service: filled(&self.service),
+            severity: word::<Severity>(&self.severity, "severity", "sev1 to sev5")?,
+            ..Default::default()
+        })
+    }
+}
+
+/// `pages` for a list at `path` whose query is `q`: the same query with another
+/// offset (`with_offset`), as the page's address.
+pub fn pages_at<Q: serde::Serialize + Clone>(
+    path: &str,
+    q: &Q,
+    with_offset: impl Fn(&mut Q, i64),
+    (offset, page, total): (i64, i64, i64),
+) -> (Option<String>, Option<String>) {
+    pages(offset, page, total, |offset| {
+        let mut next = q.clone();
+        with_offset(&mut next, offset);
+        format!(
+            "{path}?{}",
+            serde_urlencoded::to_string(&next).unwrap_or_default()
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::domain::Severity;
+
+    /// A query with the shared filters flattened in still reads its numbers (a
+    /// flattened struct reads every field of its query as text first).
+    #[test]
+    fn filters_and_an_offset_are_read_from_one_query() {
+        #[derive(Deserialize)]
+        struct Q {
+            #[serde(flatten)]
+            filters: CoeFilters,
+            #[serde(default)]
+            offset: Option<i64>,
+        }
+        let q: Q = serde_urlencoded::from_str("state=draft&offset=20&severity=sev2").expect("read");
+        assert_eq!(q.offset, Some(20));
+        assert_eq!(q.filters.state.as_deref(), Some("draft"));
+        assert_eq!(q.filters.severity.as_deref(), Some("sev2"));
+    }
 
     #[test]
     fn empty_is_none_and_a_word_outside_the_set_names_the_set() {

@@ -11,7 +11,7 @@ use super::highlight::first_match;
 use super::kit::{render, Page, State};
 use super::markdown::to_plain;
 use super::outcome::as_service;
-use super::query::{filled, pages, word};
+use super::query::{filled, pages_at, CoeFilters};
 use crate::domain::coe::CoeState;
 use crate::domain::search::SearchText;
 use crate::domain::Severity;
@@ -24,12 +24,8 @@ const PAGE: i64 = 20;
 pub struct SearchQuery {
     #[serde(default)]
     q: Option<String>,
-    #[serde(default)]
-    state: Option<String>,
-    #[serde(default)]
-    service: Option<String>,
-    #[serde(default)]
-    severity: Option<String>,
+    #[serde(flatten)]
+    filters: CoeFilters,
     #[serde(default)]
     offset: Option<i64>,
 }
@@ -121,12 +117,8 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
             );
         }
     };
-    let coe_state = word::<CoeState>(
-        &q.state,
-        "COE state",
-        "draft, in_review, approved or closed",
-    )?;
-    let severity = word::<Severity>(&q.severity, "severity", "sev1 to sev5")?;
+    let chosen = q.filters.filter()?;
+    let severity = chosen.severity;
     let words: Vec<String> = text.as_ref().map_or_else(Vec::new, |t| {
         t.words()
             .iter()
@@ -146,10 +138,7 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
         search_within: Some(std::time::Duration::from_millis(
             state.settings.server.search_timeout_ms,
         )),
-        state: coe_state,
-        service: filled(&q.service),
-        severity,
-        ..CoeFilter::default()
+        ..chosen
     };
     let offset = q.offset.unwrap_or(0).max(0);
     let searched =
@@ -222,15 +211,8 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
     })
     .await?;
     let names = super::kit::names_data(&names);
-    let page_url = |offset: i64| {
-        let mut next = q.clone();
-        next.offset = Some(offset);
-        format!(
-            "/search?{}",
-            serde_urlencoded::to_string(&next).unwrap_or_default()
-        )
-    };
-    let (previous, next) = pages(offset, PAGE, total, page_url);
+    let at = |q: &mut SearchQuery, offset| q.offset = Some(offset);
+    let (previous, next) = pages_at("/search", &q, at, (offset, PAGE, total));
     // The same search with the typo put right, filters kept.
     let did_you_mean = did_you_mean.map(|fixed| {
         let mut again = q.clone();
