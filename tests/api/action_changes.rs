@@ -163,6 +163,46 @@ async fn a_made_up_owner_is_refused_in_production_mode() {
     assert_eq!(status, 200, "{body}");
 }
 
+/// A reason is read only for what it goes with: naming the owner it already has, with
+/// a long reason and another title, changes the title (the reason of a reassignment
+/// that did not happen is not checked), and no reassignment is in its history.
+#[tokio::test]
+async fn a_reason_for_a_reassignment_that_did_not_happen_is_not_read() {
+    let w = World::new().await;
+    let id = an_action(&w).await;
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "PATCH",
+            &format!("/api/v1/actions/{id}"),
+            None,
+            Some(json!({
+                "owner": "dev@example.com",
+                "title": "Validate the config in CI, every branch",
+                "reason": "x".repeat(10_001),
+            })),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, action) = w
+        .send(
+            &w.owner,
+            "GET",
+            &format!("/api/v1/actions/{id}"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{action}");
+    assert_eq!(action["title"], "Validate the config in CI, every branch");
+    assert_eq!(action["owner"], "dev@example.com");
+    let steps = action["steps"].as_array().expect("steps");
+    assert!(
+        steps.iter().all(|s| s["step"] != "reassign"),
+        "no reassignment: {steps:?}"
+    );
+}
+
 /// Every move on the action's page is confirmed with what comes next; a done action
 /// that needs verifying says whose move it is (issue 63 item 5).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -392,8 +392,12 @@ pub fn patch(
             .execute(conn)?;
         let after =
             serde_json::to_value(view(row.clone(), String::new(), Severity::Sev3, clock)?).ok();
-        let reason = clean_text("reason", patch.reason.as_deref(), MAX_NOTE_BYTES)?;
+        // The reason a reassignment gives (checked only when the owner changed).
         let handed_over = row.owner_email != owner_before;
+        let reason = match handed_over {
+            true => clean_text("reason", patch.reason.as_deref(), MAX_NOTE_BYTES)?,
+            false => None,
+        };
         let change = ActionChange {
             action: &row,
             before,
@@ -408,6 +412,8 @@ pub fn patch(
             unverified,
         };
         outbound::happened(conn, env, actor, ActionEvent::Changed(change), now)?;
+        // After the spine (which takes a new version of a COE in review): settling moves
+        // only an approved or closed COE, so the two never act on one COE.
         if unverified {
             lifecycle::settle(
                 conn,
