@@ -108,6 +108,31 @@ fn services_know_nothing_of_http() {
     );
 }
 
+/// One clock: the system's time is read in `domain::clock::now` alone (`db::now` and
+/// `Clock::now_in` read it there), so that every part of coe sees one moment's source.
+#[test]
+fn the_system_clock_is_read_in_one_place() {
+    let mut found = Vec::new();
+    for (path, text) in sources(&src()) {
+        let Some(code) = code_outside_tests(&path, &text) else {
+            continue;
+        };
+        if path.ends_with("domain/clock.rs") || path.ends_with("architecture_tests.rs") {
+            continue;
+        }
+        for (n, line) in code.lines().enumerate() {
+            if line.contains("Utc::now()") || line.contains("Local::now()") {
+                found.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the system clock read outside domain::clock::now:\n{}",
+        found.join("\n")
+    );
+}
+
 /// Statements that differ by backend, and hand-written SQL, live in `src/db/`.
 #[test]
 fn per_backend_sql_lives_in_db() {

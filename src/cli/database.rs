@@ -66,7 +66,7 @@ pub(super) fn migrate_unattended(
             })?;
             let name = format!(
                 "coe-before-migrating-{}.db",
-                chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
+                crate::domain::clock::now().format("%Y%m%dT%H%M%SZ")
             );
             backup(settings, &dir.join(name))?;
         }

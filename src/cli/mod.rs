@@ -302,7 +302,7 @@ pub fn run(cli: Cli) -> ExitCode {
             if log_format.get() == Some(LogFormat::Json) {
                 // One line in the log's own shape, for a collector that reads JSON only.
                 let line = serde_json::json!({
-                    "timestamp": chrono::Utc::now()
+                    "timestamp": crate::domain::clock::now()
                         .to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
                     "level": "ERROR",
                     "message": failure.message,

@@ -271,7 +271,10 @@ pub fn restore<T>(
     let previous = target.exists().then(|| {
         sibling(
             target,
-            &format!("replaced-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ")),
+            &format!(
+                "replaced-{}",
+                crate::domain::clock::now().format("%Y%m%dT%H%M%SZ")
+            ),
         )
     });
     let placed = (|| -> std::io::Result<()> {

@@ -494,8 +494,8 @@ pub fn new_id() -> String {
 
 /// The current time as stored: naive UTC, to the microsecond (PostgreSQL's precision).
 pub fn now() -> chrono::NaiveDateTime {
-    use chrono::{SubsecRound, Utc};
-    Utc::now().naive_utc().trunc_subsecs(6)
+    use chrono::SubsecRound;
+    crate::domain::clock::now().naive_utc().trunc_subsecs(6)
 }
 
 #[cfg(test)]

@@ -5,6 +5,12 @@
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
 use chrono_tz::Tz;
 
+/// The moment now: the one place coe reads the system's clock (`db::now` and
+/// `Clock::now_in` read it here).
+pub fn now() -> DateTime<Utc> {
+    Utc::now()
+}
+
 /// A moment and the organisation's time zone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Clock {
@@ -15,10 +21,7 @@ pub struct Clock {
 impl Clock {
     /// The real now, in the organisation's time zone `tz`.
     pub fn now_in(tz: Tz) -> Clock {
-        Clock {
-            now: Utc::now(),
-            tz,
-        }
+        Clock { now: now(), tz }
     }
 
     /// The organisation's date at this moment.

@@ -355,7 +355,7 @@ impl Metrics {
             g.database_up.set(0);
             return;
         };
-        let now = chrono::Utc::now().naive_utc();
+        let now = crate::domain::clock::now().naive_utc();
         let age =
             |t: Option<chrono::NaiveDateTime>| t.map_or(0, |t| (now - t).num_seconds().max(0));
         g.email_oldest_waiting.set(age(f.email_oldest_waiting));

@@ -91,7 +91,7 @@ impl JobMetrics {
             .set(i64::try_from(took.as_millis()).unwrap_or(i64::MAX));
         self.last_run
             .get_or_create(&labels)
-            .set(chrono::Utc::now().timestamp());
+            .set(crate::domain::clock::now().timestamp());
         self.last_ok.get_or_create(&labels).set(i64::from(ok));
     }
 }

@@ -64,7 +64,7 @@ impl SweepMetrics {
     fn record(&self, ok: bool) {
         let outcome = if ok { "ok" } else { "failed" };
         self.runs.get_or_create(&OutcomeLabels { outcome }).inc();
-        self.last_run.set(chrono::Utc::now().timestamp());
+        self.last_run.set(crate::domain::clock::now().timestamp());
         self.last_ok.set(i64::from(ok));
     }
 }
@@ -173,8 +173,14 @@ fn sweep_once(
     sweep_settings::record(&mut conn, settings, crate::db::now()).map_err(|e| e.to_string())?;
     crate::services::auth::purge(&mut conn, settings, crate::db::now())
         .map_err(|e| e.to_string())?;
-    let report = reminders::sweep(&mut conn, settings, templates, chrono::Utc::now(), false)
-        .map_err(|e| e.to_string())?;
+    let report = reminders::sweep(
+        &mut conn,
+        settings,
+        templates,
+        crate::domain::clock::now(),
+        false,
+    )
+    .map_err(|e| e.to_string())?;
     if report.pruned.incidents > 0 || report.pruned.deliveries > 0 {
         tracing::info!(
             incidents = report.pruned.incidents,

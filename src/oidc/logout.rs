@@ -81,7 +81,7 @@ impl Provider {
             other => other,
         }
         .map_err(|e| OidcError::LogoutToken(e.to_string()))?;
-        let now = chrono::Utc::now().timestamp();
+        let now = crate::domain::clock::now().timestamp();
         let iat = claims
             .iat
             .ok_or_else(|| OidcError::LogoutToken("it has no `iat`".into()))?;

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration as StdDuration, Instant};
 
-use chrono::{Duration, Utc};
+use chrono::Duration;
 use openidconnect::core::{
     CoreAuthDisplay, CoreAuthPrompt, CoreAuthenticationFlow, CoreErrorResponseType,
     CoreGenderClaim, CoreIdTokenVerifier, CoreJsonWebKey, CoreJweContentEncryptionAlgorithm,
@@ -613,9 +613,9 @@ impl DiscoverySummary {
 fn verifier(client: &OidcClient) -> CoreIdTokenVerifier<'_> {
     client
         .id_token_verifier()
-        .set_time_fn(|| Utc::now() - Duration::seconds(CLOCK_SKEW_SECS))
+        .set_time_fn(|| crate::domain::clock::now() - Duration::seconds(CLOCK_SKEW_SECS))
         .set_issue_time_verifier_fn(|iat| {
-            if iat > Utc::now() + Duration::seconds(CLOCK_SKEW_SECS) {
+            if iat > crate::domain::clock::now() + Duration::seconds(CLOCK_SKEW_SECS) {
                 Err(format!("issued in the future ({iat})"))
             } else {
                 Ok(())

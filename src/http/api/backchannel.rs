@@ -89,7 +89,7 @@ pub async fn logout(body: web::Bytes, state: web::Data<AppState>) -> HttpRespons
             // Anyone can post garbage here: each refusal is a debug line, and a warning
             // at most once a minute says how many there were.
             tracing::debug!(error = %e, "a back-channel logout token was refused");
-            if let Some(refusals) = REFUSALS.note(chrono::Utc::now().timestamp()) {
+            if let Some(refusals) = REFUSALS.note(crate::domain::clock::now().timestamp()) {
                 tracing::warn!(
                     refusals,
                     last = %e,

@@ -253,7 +253,7 @@ async fn receive(
                 &signed,
                 presented.as_deref(),
                 timestamp.as_deref(),
-                chrono::Utc::now(),
+                crate::domain::clock::now(),
             ),
             Source::Sentry => signature::verify_sentry(&secret, &signed, presented.as_deref()),
             _ => Ok(()),

@@ -117,7 +117,7 @@ pub async fn webhook(
             .map(str::to_owned)
     };
     let delivery = web::block(move || {
-        webhook::read(&tracker, &header, &body, chrono::Utc::now()).map(|d| (d, tracker))
+        webhook::read(&tracker, &header, &body, crate::domain::clock::now()).map(|d| (d, tracker))
     })
     .await?;
     let (delivery, tracker) = delivery.map_err(|e| match e {

@@ -159,7 +159,7 @@ pub async fn home(who: SignedIn, query: actix_web::web::Query<HomeQuery>, state:
             Ok((open, lines, unowned, (moves, waiting), names, leader))
         })
         .await?;
-    let now = chrono::Utc::now().naive_utc();
+    let now = crate::domain::clock::now().naive_utc();
     let lines = |moves: Vec<crate::services::work::Move>| -> Vec<Value> {
         moves
             .into_iter()

@@ -128,7 +128,7 @@ pub async fn submit(form: CsrfForm<Fields>, state: State) -> Page {
     // time zone and everything typed kept; nothing is reported.
     if let Some(field) = fields.filled("now").filter(|f| TIMES.contains(&f.as_str())) {
         let mut typed = fields.to_json();
-        let now = chrono::Utc::now().with_timezone(&zone);
+        let now = crate::domain::clock::now().with_timezone(&zone);
         typed[field.as_str()] = json!(now.format("%Y-%m-%dT%H:%M").to_string());
         let body = json!({"typed": typed, "problems": []});
         let kept = keep_form(&state, &who, PAGE, StatusCode::OK, body).await?;
