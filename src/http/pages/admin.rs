@@ -432,7 +432,7 @@ pub async fn outbox_drop_held(form: AdminForm, state: State) -> Page {
 async fn all_held(
     form: AdminForm,
     state: State,
-    what: fn(&mut crate::db::DbConnection, &str) -> diesel::QueryResult<usize>,
+    what: outbox::restored::AllHeld,
     then: &str,
 ) -> Page {
     let Admin(who) = form.who;

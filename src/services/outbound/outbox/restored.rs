@@ -180,6 +180,10 @@ pub fn hold_by_hand(conn: &mut DbConnection, actor: &str) -> QueryResult<Restore
     })
 }
 
+/// What an admin does to every held email at once (`release_held`, `drop_all_held`):
+/// on a connection, as the admin; returns how many.
+pub type AllHeld = fn(&mut DbConnection, &str) -> QueryResult<usize>;
+
 /// Every held email is sent after all (queued again, due now). Returns how many. Audited.
 pub fn release_held(conn: &mut DbConnection, actor: &str) -> QueryResult<usize> {
     db::write_transaction(conn, |conn| {
