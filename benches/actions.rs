@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use coe::db;
 use coe::domain::Clock;
-use coe::services::actions::{self, ActionFilter, ActionSort};
+use coe::services::coe::actions::{self, ActionFilter, ActionSort};
 
 use support::{median, ACTIONS, OWNERS};
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use coe::config::Settings;
 use coe::db;
 use coe::domain::template::Template;
-use coe::services::coes::{self, CoeFilter, NewCoe};
+use coe::services::coe::coes::{self, CoeFilter, NewCoe};
 use coe::services::Env;
 
 const COES: usize = 10_000;

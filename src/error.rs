@@ -102,11 +102,11 @@ pub enum ApiError {
     Internal(String),
 }
 
-impl From<crate::services::scim::ProvisioningError> for ApiError {
-    fn from(e: crate::services::scim::ProvisioningError) -> Self {
+impl From<crate::services::accounts::scim::ProvisioningError> for ApiError {
+    fn from(e: crate::services::accounts::scim::ProvisioningError) -> Self {
         match e {
-            crate::services::scim::ProvisioningError::Refused(e) => ApiError::Scim(e),
-            crate::services::scim::ProvisioningError::Database(e) => e.into(),
+            crate::services::accounts::scim::ProvisioningError::Refused(e) => ApiError::Scim(e),
+            crate::services::accounts::scim::ProvisioningError::Database(e) => e.into(),
         }
     }
 }
@@ -245,9 +245,9 @@ impl From<diesel::result::Error> for ApiError {
     }
 }
 
-impl From<crate::services::people::FindError> for ApiError {
-    fn from(e: crate::services::people::FindError) -> Self {
-        use crate::services::people::FindError;
+impl From<crate::services::directory::people::FindError> for ApiError {
+    fn from(e: crate::services::directory::people::FindError) -> Self {
+        use crate::services::directory::people::FindError;
         match e {
             FindError::Refused(refused) => ApiError::field("q", refused.to_string()),
             FindError::Database(e) => e.into(),
@@ -255,9 +255,9 @@ impl From<crate::services::people::FindError> for ApiError {
     }
 }
 
-impl From<crate::services::templates::SaveError> for ApiError {
-    fn from(e: crate::services::templates::SaveError) -> Self {
-        use crate::services::templates::SaveError;
+impl From<crate::services::coe::templates::SaveError> for ApiError {
+    fn from(e: crate::services::coe::templates::SaveError) -> Self {
+        use crate::services::coe::templates::SaveError;
         match e {
             SaveError::Invalid(field, problem) => ApiError::field(field, problem),
             SaveError::Conflict(message) => ApiError::Conflict {
@@ -282,9 +282,9 @@ impl From<crate::services::outbound::chat::import::ImportError> for ApiError {
     }
 }
 
-impl From<crate::services::ingest::writer::WriteError> for ApiError {
-    fn from(e: crate::services::ingest::writer::WriteError) -> Self {
-        use crate::services::ingest::writer::WriteError;
+impl From<crate::services::intake::ingest::writer::WriteError> for ApiError {
+    fn from(e: crate::services::intake::ingest::writer::WriteError) -> Self {
+        use crate::services::intake::ingest::writer::WriteError;
         match e {
             WriteError::Busy(message) => ApiError::Unavailable(message),
             WriteError::Fault(fault) => ApiError::Database(fault),

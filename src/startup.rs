@@ -13,8 +13,8 @@ use crate::db::{self, DbPool};
 use crate::email::{EmailTemplates, TemplateError};
 use crate::error::{render_foreign_error, ApiError};
 use crate::http::{self, extract::BodyLimit, metrics::Metrics, state::AppState};
-use crate::services::actions::totals_cache::TotalsCache;
-use crate::services::sns::{HttpsConfirmer, SubscriptionConfirmer};
+use crate::services::coe::actions::totals_cache::TotalsCache;
+use crate::services::intake::sns::{HttpsConfirmer, SubscriptionConfirmer};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -57,7 +57,7 @@ pub struct Application {
     emails: Arc<EmailTemplates>,
     metrics: Arc<Metrics>,
     delivery_waker: crate::services::outbound::outbox::DeliveryWaker,
-    group_commit: Arc<crate::services::ingest::writer::GroupCommit>,
+    group_commit: Arc<crate::services::intake::ingest::writer::GroupCommit>,
     /// `metrics.listen`'s own server (`/metrics`, `/healthz`, `/readyz` only) and the
     /// port it bound.
     metrics_server: Option<(u16, Server)>,
@@ -173,7 +173,7 @@ impl Application {
         let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let delivery_waker = crate::services::outbound::outbox::DeliveryWaker::default();
         let group_commit = Arc::new(
-            crate::services::ingest::writer::GroupCommit::start(
+            crate::services::intake::ingest::writer::GroupCommit::start(
                 &settings.database,
                 pool.clone(),
                 settings.clone(),

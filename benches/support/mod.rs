@@ -19,7 +19,7 @@ use coe::db::schema::corrective_actions;
 use coe::db::{self, write_transaction, DbPool};
 use coe::domain::template::Template;
 use coe::domain::EmailAddress;
-use coe::services::coes::{self, NewCoe};
+use coe::services::coe::coes::{self, NewCoe};
 use coe::services::Env;
 use diesel::prelude::*;
 

@@ -11,7 +11,7 @@ use crate::config::{LogFormat, Overrides, Settings};
 use crate::db;
 use crate::email::{EmailTemplates, Transport};
 use crate::services::outbound::outbox;
-use crate::services::{reminders, sweep_settings, tokens};
+use crate::services::{directory::tokens, reminders, sweep_settings};
 use crate::startup::{self, Application};
 use crate::telemetry;
 

@@ -71,7 +71,7 @@ pub struct WebhookSettings {
 #[serde(deny_unknown_fields, default)]
 pub struct EventSettings {
     /// Days after an incident's last event before its single events are dropped
-    /// (`services::retention`): the incident, its counts, times, alerts and its page
+    /// (`services::incidents::retention`): the incident, its counts, times, alerts and its page
     /// stay; an incident with a COE keeps every event. 0: kept for ever.
     pub keep_days: i64,
 }

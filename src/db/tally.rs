@@ -5,7 +5,7 @@ use chrono::NaiveDate;
 use diesel::prelude::*;
 use diesel::sql_types::{Date, Text};
 
-use super::rules::action_is_active_sql;
+use super::rules::{action_is_active_sql, action_is_overdue_sql, not_past_due_sql, past_due_sql};
 use super::schema::action_tally_day;
 use super::DbConnection;
 
@@ -33,12 +33,12 @@ pub fn recount_overdue(
     let statement = |p: fn(usize) -> String| {
         format!(
             "UPDATE action_tally SET overdue = (SELECT count(*) FROM corrective_actions c \
-             WHERE c.owner_email = action_tally.owner_email AND {active} AND c.due_date < {}) \
+             WHERE c.owner_email = action_tally.owner_email AND {}) \
              WHERE owner_email IN (SELECT c.owner_email FROM corrective_actions c \
-             WHERE {active} AND c.due_date >= {} AND c.due_date < {})",
-            p(1),
-            p(2),
-            p(3)
+             WHERE {active} AND {} AND {})",
+            action_is_overdue_sql("c", &p(1)),
+            not_past_due_sql("c", &p(2)),
+            past_due_sql("c", &p(3))
         )
     };
     let query = match conn {

@@ -22,12 +22,12 @@ use crate::domain::template::Template;
 use crate::domain::{EmailAddress, Role, TokenName};
 use crate::email::EmailTemplates;
 use crate::services::access::Acting;
-use crate::services::actions::{self, NewAction, TransitionInput};
-use crate::services::coes::{self as coe_service, CoePatch};
-use crate::services::ingest::{self, Delivery};
-use crate::services::people::{self as directory, PersonInput};
-use crate::services::review::{self, Step};
-use crate::services::tokens;
+use crate::services::coe::actions::{self, NewAction, TransitionInput};
+use crate::services::coe::coes::{self as coe_service, CoePatch};
+use crate::services::coe::review::{self, Step};
+use crate::services::directory::people::{self as directory, PersonInput};
+use crate::services::directory::tokens;
+use crate::services::intake::ingest::{self, Delivery};
 use crate::services::Env;
 
 /// The demo's domain: nothing is ever sent to real people.

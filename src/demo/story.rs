@@ -10,7 +10,7 @@ use chrono::{Duration, NaiveDateTime};
 use super::DOMAIN;
 use crate::domain::event::{EventKind, EventStatus, FailureEvent};
 use crate::domain::Severity;
-use crate::services::coes::{self as coe_service, WhyChainInput};
+use crate::services::coe::coes::{self as coe_service, WhyChainInput};
 
 /// The organisation: (login, name, team, manager).
 pub(super) const PEOPLE: [(&str, &str, &str, Option<&str>); 12] = [

@@ -276,7 +276,15 @@ pub fn check_new_due_date(due: NaiveDate, now: DateTime<Utc>, tz: Tz) -> Result<
 /// due date has ended in the organisation's time zone. The API, the board, the
 /// stats and the reminders all ask this function.
 pub fn is_overdue(state: ActionState, due: NaiveDate, now: DateTime<Utc>, tz: Tz) -> bool {
-    state.is_active() && today(now, tz) > due
+    state.is_active() && past_due(due, today(now, tz))
+}
+
+/// The date half of `is_overdue`: on `day`, an action due on `due` is past its due
+/// date (its due date ended before `day` began). For lists already narrowed to
+/// actions still to be done, and for a past day's figures. Its SQL twin is
+/// `db::rules::action_is_overdue` (and `action_is_overdue_sql`).
+pub fn past_due(due: NaiveDate, day: NaiveDate) -> bool {
+    due < day
 }
 
 /// Whole days past the due date (0 when not overdue).

@@ -82,7 +82,7 @@ pub fn overdue_digests(
     let mut by_owner: BTreeMap<&str, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
     for (i, a) in actions.iter().enumerate() {
         let entry = by_owner.entry(&a.owner).or_default();
-        if a.due < today {
+        if crate::domain::action::past_due(a.due, today) {
             entry.0.push(i);
         } else {
             entry.1.push(i);
@@ -94,9 +94,9 @@ pub fn overdue_digests(
             let last = last_sent.get(*owner).copied();
             // Overdue from the day after its due date: new since the last digest
             // when that day came after it.
-            let newly_overdue = overdue
-                .iter()
-                .any(|&i| last.is_some_and(|l| actions[i].due >= l));
+            let newly_overdue = overdue.iter().any(|&i| {
+                last.is_some_and(|l| !crate::domain::action::past_due(actions[i].due, l))
+            });
             period_passed(last, today, every_days) || newly_overdue
         })
         .map(|(owner, (overdue, due_soon))| DigestDue {

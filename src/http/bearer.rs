@@ -15,7 +15,7 @@ use actix_web::{web, FromRequest, HttpMessage, HttpRequest};
 use crate::domain::{Role, TokenSecret};
 use crate::error::ApiError;
 use crate::http::state::{with_conn, AppState};
-use crate::services::tokens::{self, Caller, TokenInfo};
+use crate::services::directory::tokens::{self, Caller, TokenInfo};
 
 impl Caller {
     /// Refuses with 403 unless this caller's role allows `role`.

@@ -311,7 +311,7 @@ mod tests {
 
     #[test]
     fn a_why_is_an_object_not_a_pair() {
-        use crate::services::coes::Why;
+        use crate::services::coe::coes::Why;
         let why: Why = serde_json::from_str(r#"{"why":"a","because":"b"}"#).unwrap();
         assert_eq!((why.why.as_str(), why.because.as_str()), ("a", "b"));
         assert!(serde_json::from_str::<Why>(r#"["a","b"]"#).is_err());

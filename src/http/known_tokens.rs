@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::services::tokens::Caller;
+use crate::services::directory::tokens::Caller;
 
 /// How long a looked-up token is taken as valid without asking the database again.
 /// A sender posting thousands of events a second costs one lookup a second, not one

@@ -52,7 +52,7 @@ struct RefusalLabels {
     reason: String,
 }
 
-/// What an operator pages on (`services::stats::operator`), read at every scrape.
+/// What an operator pages on (`services::figures::stats::operator`), read at every scrape.
 #[derive(Default)]
 struct OperatorGauges {
     email_oldest_waiting: Gauge,
@@ -295,7 +295,7 @@ impl Metrics {
     }
 
     /// Sets the inspection gauges from fresh figures.
-    pub fn set_inspection(&self, stats: &crate::services::stats::Stats) {
+    pub fn set_inspection(&self, stats: &crate::services::figures::stats::Stats) {
         *self.inspected_at.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
         let g = &self.inspection;
         g.actions_open.set(stats.actions.open);
@@ -348,7 +348,7 @@ impl Metrics {
     /// Sets the operator's gauges; `None`: the database could not be read.
     pub fn set_operator(
         &self,
-        figures: Option<&crate::services::stats::operator::OperatorFigures>,
+        figures: Option<&crate::services::figures::stats::operator::OperatorFigures>,
     ) {
         let g = &self.operator;
         let Some(f) = figures else {

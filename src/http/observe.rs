@@ -186,7 +186,7 @@ pub async fn metrics(req: actix_web::HttpRequest, state: web::Data<AppState>) ->
     let exhausted = not_ready == Some(crate::http::health::NotReady::PoolExhausted);
     if !exhausted && state.metrics.inspection_is_stale() {
         match with_conn(&state, |conn, state| {
-            Ok(crate::services::stats::inspect::current(
+            Ok(crate::services::figures::stats::inspect::current(
                 conn,
                 &state.settings,
                 &state.live_figures,
@@ -201,7 +201,7 @@ pub async fn metrics(req: actix_web::HttpRequest, state: web::Data<AppState>) ->
     // Cheap (four indexed queries): read at every scrape, as an alert wants them.
     if !exhausted {
         match with_conn(&state, |conn, state| {
-            Ok(crate::services::stats::operator::figures(
+            Ok(crate::services::figures::stats::operator::figures(
                 conn,
                 &state.settings,
             )?)

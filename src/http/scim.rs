@@ -1,7 +1,7 @@
 //! `/scim/v2`: the identity provider's SCIM client provisions people and groups
 //! (RFC 7644). Every request needs a token with the `scim` role (or `admin`); answers
 //! and refusals are `application/scim+json`, refusals in SCIM's error shape. The
-//! protocol is `crate::scim`, what it means to coe `services::scim`.
+//! protocol is `crate::scim`, what it means to coe `services::accounts::scim`.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
@@ -11,7 +11,9 @@ use crate::error::ApiError;
 use crate::http::bearer::Scim;
 use crate::http::state::{with_conn, with_write, AppState};
 use crate::scim::{schema, ListQuery, ScimError};
-use crate::services::scim::{filtered_page, groups, users, Ctx, Listed, ProvisioningError};
+use crate::services::accounts::scim::{
+    filtered_page, groups, users, Ctx, Listed, ProvisioningError,
+};
 
 fn scim_json(status: actix_web::http::StatusCode, body: &Value) -> HttpResponse {
     HttpResponse::build(status)
@@ -310,7 +312,7 @@ macro_rules! resource_handlers {
                     let seen = read(&state, move |conn, _| $kind::seen(conn, &asked)).await?;
                     let ops = body.clone();
                     let (doc, stamp) = web::block(move || {
-                        crate::services::scim::patched(&seen, &ops).map(|doc| (doc, seen.stamp))
+                        crate::services::accounts::scim::patched(&seen, &ops).map(|doc| (doc, seen.stamp))
                     })
                     .await??;
                     let asked = id.clone();

@@ -15,7 +15,7 @@ use crate::domain::{EmailAddress, TokenSecret};
 use crate::error::ApiError;
 use crate::http::pages::error::PageError;
 use crate::http::state::{with_conn, AppState};
-use crate::services::auth::{self, AuthError, SessionPerson};
+use crate::services::accounts::auth::{self, AuthError, SessionPerson};
 
 /// The session cookie's name.
 pub const COOKIE: &str = "coe_session";

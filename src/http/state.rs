@@ -11,8 +11,8 @@ use crate::domain::template::Template;
 use crate::email::EmailTemplates;
 use crate::error::ApiError;
 use crate::http::metrics::Metrics;
-use crate::services::actions::totals_cache::TotalsCache;
-use crate::services::sns::SubscriptionConfirmer;
+use crate::services::coe::actions::totals_cache::TotalsCache;
+use crate::services::intake::sns::SubscriptionConfirmer;
 
 /// What every handler can reach.
 pub struct AppState {
@@ -31,12 +31,12 @@ pub struct AppState {
     pub oidc: Option<Arc<crate::oidc::Provider>>,
     /// `auth.trusted_proxies`, parsed.
     pub proxies: Arc<Vec<ipnet::IpNet>>,
-    /// Writes deliveries with group commit (`services::ingest::writer`).
-    pub group_commit: Arc<crate::services::ingest::writer::GroupCommit>,
+    /// Writes deliveries with group commit (`services::intake::ingest::writer`).
+    pub group_commit: Arc<crate::services::intake::ingest::writer::GroupCommit>,
     /// The overdue board's totals by filter, for views between two changes.
-    pub board_totals: TotalsCache<Arc<crate::services::board::Totals>>,
+    pub board_totals: TotalsCache<Arc<crate::services::figures::board::Totals>>,
     /// Everyone's open and overdue figures (the dashboard, `/api/v1/stats`, `/metrics`).
-    pub live_figures: crate::services::stats::inspect::LiveCache,
+    pub live_figures: crate::services::figures::stats::inspect::LiveCache,
     /// `/api/v1/actions` totals by filter.
     pub action_counts: TotalsCache<i64>,
     /// The hashes of the different unknown or revoked tokens each client address
@@ -119,7 +119,7 @@ pub async fn with_write<T: Send + 'static>(
     let (reply, answer) = tokio::sync::oneshot::channel();
     let shared = state.clone();
     let span = tracing::Span::current();
-    let job: crate::services::ingest::writer::OrdinaryWrite = Box::new(move |conn| {
+    let job: crate::services::intake::ingest::writer::OrdinaryWrite = Box::new(move |conn| {
         let _request = span.enter();
         let done = crate::db::write_transaction(conn, |conn| work(conn, &shared));
         Box::new(move |failed| {

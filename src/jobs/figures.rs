@@ -1,7 +1,7 @@
 //! The figures job: counts the figures about the past (actions closed in 30 and 90
 //! days, the median days to close, the weeks, the coverage audit's actions closed)
 //! every `server.figures_every_secs` and just after each local midnight, into
-//! `figure_snapshots` (`services::stats::snapshot`). The dashboard's first view after
+//! `figure_snapshots` (`services::figures::stats::snapshot`). The dashboard's first view after
 //! any change then reads a row instead of every action closed in 90 days.
 
 use std::sync::Arc;
@@ -22,7 +22,7 @@ pub fn job(settings: Arc<Settings>, pool: DbPool) -> Option<Job> {
         name: "figures",
         run: Box::new(move |_| {
             let mut conn = crate::db::checkout(&pool).map_err(|e| e.to_string())?;
-            crate::services::stats::snapshot::count(&mut conn, at.clock())
+            crate::services::figures::stats::snapshot::count(&mut conn, at.clock())
                 .map_err(|e| e.to_string())
         }),
         next_in: Box::new(move || Some(every.min(until_next_day(&settings)))),

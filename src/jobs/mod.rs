@@ -7,7 +7,7 @@
 //! them side by side: the outbox's keys and claims keep every email single, and a
 //! count of figures older than the one kept is not kept.
 //!
-//! Not jobs: the ingest writer (`services::ingest::writer`, the group commit every
+//! Not jobs: the ingest writer (`services::intake::ingest::writer`, the group commit every
 //! write request waits on) with its SQLite checkpointer, and the sign-in link written
 //! after its page answered (`http::pages::sign_in`), which are part of a request.
 

@@ -171,7 +171,7 @@ fn sweep_once(
     // `db::checkout` logged why (or the outage it belongs to).
     let mut conn = crate::db::checkout(pool).map_err(|_| "no database connection".to_owned())?;
     sweep_settings::record(&mut conn, settings, crate::db::now()).map_err(|e| e.to_string())?;
-    crate::services::auth::purge(&mut conn, settings, crate::db::now())
+    crate::services::accounts::auth::purge(&mut conn, settings, crate::db::now())
         .map_err(|e| e.to_string())?;
     let report = reminders::sweep(
         &mut conn,
@@ -328,8 +328,8 @@ pub fn chat(settings: Arc<Settings>, pool: DbPool, metrics: DeliveryMetrics) -> 
 }
 
 /// Issue trackers, when any is set up: each pass tells the trackers what waits
-/// (`services::trackers::deliver`) and reads back the linked tickets of each tracker
-/// whose round is due (`services::trackers::reconcile`). A pass every
+/// (`services::coe::trackers::deliver`) and reads back the linked tickets of each tracker
+/// whose round is due (`services::coe::trackers::reconcile`). A pass every
 /// `reminders.delivery_interval_secs`.
 pub fn trackers(
     settings: Arc<Settings>,
@@ -358,14 +358,14 @@ pub fn trackers(
         move |stop| {
             // The passes take a connection for each step and hold none while a tracker
             // answers.
-            let report = crate::services::trackers::deliver(&p, &s, &s.replica_name(), stop)
+            let report = crate::services::coe::trackers::deliver(&p, &s, &s.replica_name(), stop)
                 .map_err(|e| e.to_string())?;
             let env = crate::services::Env {
                 settings: &s,
                 template: &template,
                 emails: &emails,
             };
-            crate::services::trackers::reconcile(&p, env, stop).map_err(|e| e.to_string())?;
+            crate::services::coe::trackers::reconcile(&p, env, stop).map_err(|e| e.to_string())?;
             Ok(report)
         },
     ))

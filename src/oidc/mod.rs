@@ -2,7 +2,7 @@
 //! with PKCE, `state` and `nonce`, and the ID token's checks (signature against the
 //! provider's keys, issuer, audience, expiry, nonce), all by the `openidconnect` crate.
 //! What the provider's word lets in is `domain::auth` (`vouched_address`,
-//! `admin_by_groups`) and `services::auth::oidc_session`; the pages are
+//! `admin_by_groups`) and `services::accounts::auth::oidc_session`; the pages are
 //! `http::pages::oidc`.
 //!
 //! The discovery document and the keys are fetched on first use and kept: a sign-in

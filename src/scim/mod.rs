@@ -2,7 +2,7 @@
 //! publishes and cleans resources by (`schema`), filters (`filter`), PATCH (`patch`),
 //! the `attributes`/`excludedAttributes` projection, list paging, and errors in
 //! SCIM's own shape. What a provisioned person means to coe is
-//! `services::scim`; the routes are `http::scim`.
+//! `services::accounts::scim`; the routes are `http::scim`.
 
 use serde_json::{json, Map, Value};
 
@@ -136,7 +136,7 @@ pub fn clean_resource(
         }
     }
     let attrs = kind.attrs();
-    // `emails` may be missing when `userName` is the address (`services::scim` says).
+    // `emails` may be missing when `userName` is the address (`services::accounts::scim` says).
     for a in attrs.iter().filter(|a| a.required && a.name != "emails") {
         let missing = match out.get(a.name) {
             None => true,

@@ -2,7 +2,7 @@
 //! action's ticket in Jira Cloud (`jira`), Linear (`linear`) and GitHub Issues
 //! (`github`), what their statuses mean to an action (`meaning`), and the webhooks
 //! they send back (`webhook`). Storage-free: which action has which ticket, the
-//! outbox of requests and what comes in are `services::trackers`.
+//! outbox of requests and what comes in are `services::coe::trackers`.
 
 mod github;
 mod jira;

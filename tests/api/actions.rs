@@ -22,7 +22,7 @@ pub(crate) fn person_token(app: &TestApp, name: &str, email: &str) -> String {
 /// A token of `role` that names `email`, made from the command line (the person's own).
 pub(crate) fn person_token_with_role(app: &TestApp, name: &str, role: Role, email: &str) -> String {
     let mut conn = app.pool.get().expect("conn");
-    let (_, secret) = coe::services::tokens::create(
+    let (_, secret) = coe::services::directory::tokens::create(
         &mut conn,
         &TokenName::parse(name).expect("name"),
         role,
@@ -1575,7 +1575,7 @@ async fn tokens_made_for_others_or_for_nobody_cannot_get_round_the_review() {
 async fn an_action_prepared_for_a_coe_closed_since_is_not_added() {
     use coe::db::schema::{audit_log, coes, corrective_actions};
     use coe::services::access::Editor;
-    use coe::services::actions::{self, NewAction};
+    use coe::services::coe::actions::{self, NewAction};
 
     let w = World::new().await;
     let (id, _) = w.written_coe().await;

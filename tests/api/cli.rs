@@ -932,7 +932,8 @@ fn during_an_smtp_outage_an_admin_signs_in_once_with_a_link_made_on_the_host() {
     {
         let mut conn = pool.get().expect("conn");
         for who in ["ana@example.com", "gone@example.com"] {
-            coe::services::people::ensure(&mut conn, who, coe::db::now()).expect("a person");
+            coe::services::directory::people::ensure(&mut conn, who, coe::db::now())
+                .expect("a person");
         }
         diesel::update(people::table.find("gone@example.com"))
             .set(people::active.eq(false))

@@ -222,7 +222,7 @@ impl World {
         .await;
         let lead = {
             let mut conn = app.pool.get().expect("conn");
-            let (_, secret) = coe::services::tokens::create(
+            let (_, secret) = coe::services::directory::tokens::create(
                 &mut conn,
                 &TokenName::parse("lead").expect("name"),
                 Role::Member,
@@ -1024,7 +1024,7 @@ async fn review_steps_and_late_writeups_email_the_right_person() {
     // Request changes as the reviewer (with a token of her own): the owner hears.
     let rita = {
         let mut conn = w.app.pool.get().expect("conn");
-        let (_, secret) = coe::services::tokens::create(
+        let (_, secret) = coe::services::directory::tokens::create(
             &mut conn,
             &TokenName::parse("rita").expect("name"),
             coe::domain::Role::Member,
@@ -1910,8 +1910,9 @@ fn a_restored_backup_sends_nothing_by_itself_until_an_admin_sends_what_is_held()
     let token;
     {
         let mut conn = setup.get().expect("conn");
-        coe::services::people::ensure(&mut conn, "signin@example.com", now).expect("person");
-        let link = coe::services::auth::host_link(
+        coe::services::directory::people::ensure(&mut conn, "signin@example.com", now)
+            .expect("person");
+        let link = coe::services::accounts::auth::host_link(
             &mut conn,
             &EmailAddress::parse("signin@example.com").expect("address"),
             &coe::config::Settings::default(),

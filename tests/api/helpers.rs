@@ -5,12 +5,12 @@ use std::path::PathBuf;
 use coe::config::Settings;
 use coe::db::DbPool;
 use coe::domain::{Role, TokenName};
-use coe::services::tokens;
+use coe::services::directory::tokens;
 use coe::startup::Application;
 use diesel::{Connection, RunQueryDsl};
 use std::sync::{Arc, Mutex};
 
-use coe::services::sns::SubscriptionConfirmer;
+use coe::services::intake::sns::SubscriptionConfirmer;
 use serde_json::Value;
 
 /// A fresh, empty database for one test. On SQLite the file lives in a temporary

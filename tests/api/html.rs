@@ -140,7 +140,7 @@ async fn every_page_is_valid_html() {
     // Naming a reviewer takes a person (a token that names someone).
     let lead = {
         let mut conn = app.pool.get().expect("conn");
-        let (_, secret) = coe::services::tokens::create(
+        let (_, secret) = coe::services::directory::tokens::create(
             &mut conn,
             &coe::domain::TokenName::parse("lead").expect("name"),
             coe::domain::Role::Admin,

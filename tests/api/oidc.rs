@@ -1046,7 +1046,7 @@ async fn signing_out_at_the_provider_ends_the_coe_session() {
         .expect("her session");
     assert_eq!(
         ended_by.as_deref(),
-        Some(coe::services::auth::SIGNED_OUT_AT_PROVIDER)
+        Some(coe::services::accounts::auth::SIGNED_OUT_AT_PROVIDER)
     );
     let me = alice.get(&app.url("/me")).await;
     assert!(

@@ -9,7 +9,7 @@ use coe::db::models::ActionRow;
 use coe::db::schema::corrective_actions;
 use coe::domain::action::{is_overdue, ActionState};
 use coe::domain::Clock;
-use coe::services::actions::{self, ActionFilter, ActionSort};
+use coe::services::coe::actions::{self, ActionFilter, ActionSort};
 use diesel::prelude::*;
 use serde_json::json;
 

@@ -253,7 +253,7 @@ fn rfc5545_rules(text: &str, events: &[ical::parser::ical::component::IcalEvent]
 async fn a_person_subscribes_to_a_calendar_of_their_open_actions() {
     let app = spawn_app().await;
     let mut conn = app.pool.get().expect("conn");
-    let (_, ann) = coe::services::tokens::create(
+    let (_, ann) = coe::services::directory::tokens::create(
         &mut conn,
         &coe::domain::TokenName::parse("ann").expect("name"),
         Role::Member,
@@ -501,7 +501,7 @@ async fn people_are_named_from_the_directory_or_an_allowed_domain_and_a_slip_nam
     // Reviewers are named by a person: a token of the admin's own.
     let admin = {
         let mut conn = app.pool.get().expect("conn");
-        let (_, secret) = coe::services::tokens::create(
+        let (_, secret) = coe::services::directory::tokens::create(
             &mut conn,
             &coe::domain::TokenName::parse("lead").expect("name"),
             Role::Admin,

@@ -244,7 +244,7 @@ async fn okta_provisions_a_person_their_team_and_manager_and_deactivates_them() 
     // A token acting for the person stops working when they are deactivated.
     let theirs = {
         let mut conn = app.pool.get().expect("a connection");
-        let (_, secret) = coe::services::tokens::create(
+        let (_, secret) = coe::services::directory::tokens::create(
             &mut conn,
             &TokenName::parse("alice-cli").expect("a name"),
             Role::Member,

@@ -180,7 +180,7 @@ async fn figures_agree(app: &crate::helpers::TestApp, token: &str, step: &str) {
     let stats = app.get_json("/api/v1/stats", token).await;
     let drift = {
         let mut conn = app.pool.get().expect("conn");
-        coe::services::actions::tally::drift(&mut conn).expect("drift")
+        coe::services::coe::actions::tally::drift(&mut conn).expect("drift")
     };
     assert!(drift.is_empty(), "{step}: kept rows differ for {drift:?}");
     let expected = recount(app);
@@ -195,12 +195,18 @@ async fn figures_agree(app: &crate::helpers::TestApp, token: &str, step: &str) {
         let mut conn = app.pool.get().expect("conn");
         let settings = coe::config::Settings::default();
         let clock = settings.clock();
-        let scope = coe::services::stats::Scope::default();
-        let history = coe::services::stats::history(&mut conn, clock, &scope).expect("history");
-        let from = coe::services::stats::first_day(clock, scope.weeks);
-        let coverage =
-            coe::services::coverage::audit(&mut conn, &settings, None, from, clock.today())
-                .expect("coverage");
+        let scope = coe::services::figures::stats::Scope::default();
+        let history =
+            coe::services::figures::stats::history(&mut conn, clock, &scope).expect("history");
+        let from = coe::services::figures::stats::first_day(clock, scope.weeks);
+        let coverage = coe::services::figures::coverage::audit(
+            &mut conn,
+            &settings,
+            None,
+            from,
+            clock.today(),
+        )
+        .expect("coverage");
         (history, coverage)
     };
     assert_eq!(
@@ -364,11 +370,12 @@ async fn owner_figures_are_kept_by_every_write_and_agree_with_a_recount() {
         .execute(&mut conn)
         .expect("counted against that day");
         assert_eq!(
-            coe::services::actions::tally::drift(&mut conn).expect("drift"),
+            coe::services::coe::actions::tally::drift(&mut conn).expect("drift"),
             Vec::<String>::new()
         );
         let today = Utc::now().date_naive();
-        let kept = coe::services::actions::tally::owners(&mut conn, today, None).expect("owners");
+        let kept =
+            coe::services::coe::actions::tally::owners(&mut conn, today, None).expect("owners");
         let kept: serde_json::Map<String, serde_json::Value> = kept
             .into_iter()
             .map(|t| (t.owner, json!({"open": t.open, "overdue": t.overdue})))
@@ -389,7 +396,7 @@ async fn owner_figures_are_kept_by_every_write_and_agree_with_a_recount() {
     // the API, then one closed by SQL two days ago.
     let past = |app: &crate::helpers::TestApp| {
         let mut conn = app.pool.get().expect("conn");
-        coe::services::actions::tally::change_number(&mut conn).expect("number")
+        coe::services::coe::actions::tally::change_number(&mut conn).expect("number")
     };
     {
         use coe::db::schema::corrective_actions;
@@ -475,7 +482,7 @@ async fn owner_figures_are_kept_by_every_write_and_agree_with_a_recount() {
 #[tokio::test]
 async fn the_figures_job_counts_the_past_and_the_views_read_it_dated() {
     use coe::db::schema::{corrective_actions, figure_snapshots, people};
-    use coe::services::stats::{self, snapshot, Scope};
+    use coe::services::figures::stats::{self, snapshot, Scope};
 
     let app = spawn_app().await;
     let token = app.token("lead", Role::Member);

@@ -215,11 +215,13 @@ async fn use_of_a_token_is_recorded() {
 async fn the_bootstrap_admin_token_is_made_once_and_only_when_no_admin_exists() {
     let app = spawn_app().await;
     let mut conn = app.pool.get().expect("conn");
-    let first = coe::services::tokens::ensure_admin_token(&mut conn).expect("ensure");
+    let first = coe::services::directory::tokens::ensure_admin_token(&mut conn).expect("ensure");
     assert!(first.is_some());
-    assert!(coe::services::tokens::ensure_admin_token(&mut conn)
-        .expect("ensure")
-        .is_none());
+    assert!(
+        coe::services::directory::tokens::ensure_admin_token(&mut conn)
+            .expect("ensure")
+            .is_none()
+    );
     drop(conn);
     let secret = first.expect("secret");
     let me = json(app.get("/api/v1/me", Some(secret.expose())).await).await;
@@ -237,7 +239,7 @@ async fn a_token_revoked_elsewhere_is_refused_within_a_second_or_so() {
     assert_eq!(app.get("/api/v1/me", Some(&secret)).await.status(), 200);
 
     let mut conn = app.pool.get().expect("connection");
-    coe::services::tokens::revoke(&mut conn, "elsewhere").expect("revoked");
+    coe::services::directory::tokens::revoke(&mut conn, "elsewhere").expect("revoked");
     drop(conn);
     // One second to live, and a margin for a loaded machine's requests.
     crate::eventually::eventually_async(

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use coe::config::{CreateWhen, Settings, TrackerKind, TrackerSettings};
 use coe::db::schema::{outbox_emails, tracker_jobs};
-use coe::services::trackers::TrackerReport;
+use coe::services::coe::trackers::TrackerReport;
 use diesel::prelude::*;
 use serde_json::{json, Value};
 
@@ -57,7 +57,7 @@ pub(crate) async fn app_with(trackers: Vec<TrackerSettings>) -> (TestApp, Settin
 
 /// One delivery pass as replica `claimant`.
 pub(crate) fn deliver_as(app: &TestApp, settings: &Settings, claimant: &str) -> TrackerReport {
-    coe::services::trackers::deliver(&app.pool, settings, claimant, &AtomicBool::new(false))
+    coe::services::coe::trackers::deliver(&app.pool, settings, claimant, &AtomicBool::new(false))
         .expect("a tracker pass")
 }
 
@@ -85,7 +85,8 @@ fn reconcile(app: &TestApp, settings: &Settings) -> usize {
         template: &template,
         emails: &emails,
     };
-    coe::services::trackers::reconcile(&app.pool, env, &AtomicBool::new(false)).expect("reconcile")
+    coe::services::coe::trackers::reconcile(&app.pool, env, &AtomicBool::new(false))
+        .expect("reconcile")
 }
 
 async fn action(app: &TestApp, token: &str, id: &str) -> Value {

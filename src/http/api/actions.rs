@@ -12,15 +12,15 @@ use crate::http::bearer::{Admin, Member};
 use crate::http::extract::{ids, ApiJson, ApiQuery, IfMatch, OptionalJson, PathId};
 use crate::http::pagination::{self, Listed, Page};
 use crate::http::state::{with_conn, with_write, AppState};
-use crate::services::actions::{
+use crate::services::coe::actions::{
     self, ActionDetail, ActionError, ActionFilter, ActionPatch, ActionSort, ActionView, NewAction,
     TransitionInput, VerifyInput,
 };
-use crate::services::coes::CoeDocument;
+use crate::services::coe::coes::CoeDocument;
 
 use super::coes::{document, document_response};
-use crate::services::review::{self, Step};
-use crate::services::tokens::Caller;
+use crate::services::coe::review::{self, Step};
+use crate::services::directory::tokens::Caller;
 
 impl From<ActionError> for ApiError {
     fn from(e: ActionError) -> Self {

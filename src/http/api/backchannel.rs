@@ -1,7 +1,7 @@
 //! `POST /sign-in/oidc/back-channel-logout`: OpenID Connect Back-Channel Logout 1.0.
 //! The provider posts a signed logout token (`logout_token`, form-encoded) when a
 //! person signs out there or is removed; coe ends their sessions begun through it
-//! (`services::auth::end_provider_sessions`). Answers 200, or 400 with
+//! (`services::accounts::auth::end_provider_sessions`). Answers 200, or 400 with
 //! `invalid_request` and why (section 2.8); never cached.
 
 use actix_web::http::StatusCode;
@@ -10,7 +10,7 @@ use serde_json::json;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use crate::http::state::{with_conn, AppState};
-use crate::services::auth;
+use crate::services::accounts::auth;
 
 fn answer(status: StatusCode, body: serde_json::Value) -> HttpResponse {
     HttpResponse::build(status)

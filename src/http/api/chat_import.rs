@@ -75,7 +75,7 @@ pub async fn messages(
     let (key, who) = (id.clone(), acting.clone());
     let reading = with_conn(&state, move |conn, state| {
         let scope = import::open(conn, &key, &who.editor(), elsewhere)
-            .map_err(crate::services::coes::CoeError::from)?;
+            .map_err(crate::services::coe::coes::CoeError::from)?;
         Ok(import::plan(
             &state.settings,
             &scope,

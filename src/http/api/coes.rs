@@ -20,11 +20,11 @@ use crate::http::extract::{ids, ApiJson, ApiQuery, IfMatch, PathId};
 use crate::http::pagination::{self, Listed, Page};
 use crate::http::state::{search_turn, with_conn, with_write, AppState};
 use crate::services::access::Editor;
-use crate::services::coes::{
+use crate::services::coe::coes::{
     self, CoeDocument, CoeError, CoePatch, CoeSummary, HistoryEntry, NewCoe, RelatedInput,
     TimelineInput, WhyChainInput,
 };
-use crate::services::tokens::Caller;
+use crate::services::directory::tokens::Caller;
 
 impl From<CoeError> for ApiError {
     fn from(e: CoeError) -> Self {
@@ -639,7 +639,7 @@ pub async fn export(
     let id = id.into_inner();
     let markdown = with_conn(&state, move |conn, state| {
         let doc = coes::load(conn, &id, &state.settings)?;
-        crate::services::export::markdown(&doc).map_err(ApiError::Internal)
+        crate::services::figures::export::markdown(&doc).map_err(ApiError::Internal)
     })
     .await?;
     Ok(HttpResponse::Ok()

@@ -9,7 +9,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::http::bearer::Member;
 use crate::http::extract::{ids, ApiJson, PathId};
 use crate::http::state::AppState;
-use crate::services::coes::{self, AnswerInput, CoeDocument, CommentInput};
+use crate::services::coe::coes::{self, AnswerInput, CoeDocument, CommentInput};
 
 /// Comments on a section of a COE in review (its reviewer only). Comments are not
 /// part of the writeup: no `If-Match`, and the version stays.

@@ -17,7 +17,7 @@ use crate::ingest::cloudwatch::is_sns_url;
 use crate::ingest::generic::{self, EventInput};
 use crate::ingest::signature::{self, SignatureError};
 use crate::ingest::{self, Source};
-use crate::services::ingest::{Delivery, StoredEvent};
+use crate::services::intake::ingest::{Delivery, StoredEvent};
 
 /// The answer to a delivery.
 #[derive(Debug, Serialize, ToSchema)]

@@ -11,7 +11,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::http::bearer::Member;
 use crate::http::extract::{ids, ApiJson, PathId};
 use crate::http::state::AppState;
-use crate::services::coes::{self, CoeDocument};
+use crate::services::coe::coes::{self, CoeDocument};
 
 /// Which incident to attach.
 #[derive(Debug, Deserialize, ToSchema)]

@@ -10,8 +10,8 @@ use crate::http::bearer::{Admin, Member};
 use crate::http::extract::{ApiJson, ApiQuery};
 use crate::http::state::{with_conn, AppState};
 use crate::services::access;
-use crate::services::auth::{self, SessionView};
-use crate::services::people::{self, ImportReport, PeopleError, Person, PersonInput};
+use crate::services::accounts::auth::{self, SessionView};
+use crate::services::directory::people::{self, ImportReport, PeopleError, Person, PersonInput};
 
 impl From<PeopleError> for ApiError {
     fn from(e: PeopleError) -> Self {
@@ -243,15 +243,15 @@ pub async fn calendar(
         let clock = state.settings.clock();
         let mut open = Vec::new();
         for state_filter in crate::domain::action::ActionState::ACTIVE {
-            let filter = crate::services::actions::ActionFilter {
+            let filter = crate::services::coe::actions::ActionFilter {
                 owner: Some(email.as_str().to_owned()),
                 state: Some(state_filter),
                 ..Default::default()
             };
-            let (page, _) = crate::services::actions::list(
+            let (page, _) = crate::services::coe::actions::list(
                 conn,
                 &filter,
-                crate::services::actions::ActionSort::DueDate,
+                crate::services::coe::actions::ActionSort::DueDate,
                 500,
                 0,
                 clock,
@@ -259,7 +259,7 @@ pub async fn calendar(
             open.extend(page);
         }
         open.sort_by_key(|a| a.due_date);
-        Ok(crate::services::calendar::feed(
+        Ok(crate::services::figures::calendar::feed(
             email.as_str(),
             &open,
             &state.settings.public_url,

@@ -8,7 +8,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::http::bearer::Member;
 use crate::http::extract::{ids, OptionalJson, PathId};
 use crate::http::state::{with_conn, AppState};
-use crate::services::publishing::{self, PublicationView, PublishRequest};
+use crate::services::coe::publishing::{self, PublicationView, PublishRequest};
 
 /// Publishes the COE's section written for customers: a public page at an
 /// unguessable address, and a post to each Statuspage (when `statuspage_incident`

@@ -1,4 +1,4 @@
-//! `GET /api/v1/stats`: the figures leaders inspect (`services::stats::inspect`).
+//! `GET /api/v1/stats`: the figures leaders inspect (`services::figures::stats::inspect`).
 
 use actix_web::{web, HttpResponse};
 
@@ -6,7 +6,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::http::bearer::Member;
 use crate::http::extract::ApiQuery;
 use crate::http::state::{with_conn, AppState};
-use crate::services::stats::{self, inspect, Scope, Stats};
+use crate::services::figures::stats::{self, inspect, Scope, Stats};
 use serde::Deserialize;
 use utoipa::IntoParams;
 

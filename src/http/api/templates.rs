@@ -8,7 +8,7 @@ use crate::error::{ApiError, ErrorBody};
 use crate::http::bearer::{Admin, Member};
 use crate::http::extract::ApiJson;
 use crate::http::state::{with_conn, AppState};
-use crate::services::templates::{self, TemplateDraft, TemplateList};
+use crate::services::coe::templates::{self, TemplateDraft, TemplateList};
 
 /// Every template a COE may be opened with, each at its newest version, with where
 /// that comes from, the versions saved here and how many COEs each version opened.

@@ -9,7 +9,7 @@ use crate::error::{ApiError, ErrorBody, FieldProblem};
 use crate::http::bearer::Admin;
 use crate::http::extract::{ApiJson, ApiQuery};
 use crate::http::state::{with_conn, AppState};
-use crate::services::tokens::{self, Caller, TokenError, TokenInfo};
+use crate::services::directory::tokens::{self, Caller, TokenError, TokenInfo};
 
 impl From<TokenError> for ApiError {
     fn from(e: TokenError) -> Self {

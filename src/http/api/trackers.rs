@@ -9,8 +9,8 @@ use crate::error::{ApiError, ErrorBody};
 use crate::http::bearer::{Admin, Member};
 use crate::http::extract::{ids, read_body, OptionalJson, PathId};
 use crate::http::state::{with_conn, AppState};
+use crate::services::coe::trackers::{self, Asked, Received, Taken, TicketRequest};
 use crate::services::outbound::tickets::TicketView;
-use crate::services::trackers::{self, Asked, Received, Taken, TicketRequest};
 use crate::trackers::webhook::{self, Refused};
 
 /// Largest webhook body taken: an issue with its changelog, well under a megabyte.

@@ -16,7 +16,9 @@ use crate::domain::action::{self, Transition};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
 use crate::services::access;
-use crate::services::actions::{self, ActionDetail, ActionError, ActionPatch, TransitionInput};
+use crate::services::coe::actions::{
+    self, ActionDetail, ActionError, ActionPatch, TransitionInput,
+};
 
 fn verb_of(name: &str) -> Option<Transition> {
     [
@@ -71,7 +73,7 @@ async fn load(state: &web::Data<AppState>, id: &str, who: &SignedIn) -> Result<L
             .chain(detail.coe_reviewer.clone())
             .chain(detail.action.verified_by.clone())
             .collect();
-        let names = crate::services::people::names_of(conn, &shown)?;
+        let names = crate::services::directory::people::names_of(conn, &shown)?;
         // Which tracker would take its ticket, when it has none and may get one.
         let takes = match &detail.ticket {
             None if may_change => {
@@ -262,7 +264,7 @@ pub async fn make_ticket(form: CsrfForm<Fields>, path: web::Path<String>, state:
     let key = id.clone();
     // Made through the queue: no tracker is asked while the connection is held.
     let outcome = as_person(&state, &who, move |conn, state, editor| {
-        Outcome::of(crate::services::trackers::make(
+        Outcome::of(crate::services::coe::trackers::make(
             conn,
             state.env(),
             &key,

@@ -17,7 +17,7 @@ use crate::domain::{EmailAddress, Role, TokenName};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
 use crate::services::outbound::outbox;
-use crate::services::{auth, ownership, people, tokens};
+use crate::services::{accounts::auth, directory::ownership, directory::people, directory::tokens};
 
 pub(super) type AdminForm = CsrfForm<Fields, Admin>;
 
@@ -231,7 +231,7 @@ pub async fn people_bar_raiser(form: AdminForm, path: web::Path<String>, state: 
 }
 
 /// `POST /admin/people/{email}/left`: the person left the organisation
-/// (`services::leaving`): their sessions and tokens end, their open work passes to
+/// (`services::accounts::leaving`): their sessions and tokens end, their open work passes to
 /// their manager (else their team's lead, else `scim.leavers_work_to`, else an admin),
 /// who is emailed the list. Refused for people the identity provider manages (it says
 /// when they leave) and for the admin themselves.
@@ -261,7 +261,7 @@ pub async fn people_left(form: AdminForm, path: web::Path<String>, state: State)
                 });
             }
             let now = crate::db::now();
-            Ok(crate::services::leaving::leave(
+            Ok(crate::services::accounts::leaving::leave(
                 conn,
                 state.env(),
                 email.as_str(),

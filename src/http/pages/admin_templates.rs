@@ -15,7 +15,7 @@ use super::kit::{Page, State};
 use super::outcome::{as_service, see_other};
 use crate::domain::template::{SectionKind, SectionSpec, Template};
 use crate::http::session::SignedIn;
-use crate::services::templates::{self, Listing, SaveError, Source, TemplateDraft};
+use crate::services::coe::templates::{self, Listing, SaveError, Source, TemplateDraft};
 
 /// A section's kind as the page names it, and its value in the form.
 const KINDS: [(SectionKind, &str); 5] = [

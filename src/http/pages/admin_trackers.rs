@@ -13,7 +13,7 @@ use super::kit::{Page, State};
 use super::outcome::as_service;
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
-use crate::services::trackers::state::{self, Checked};
+use crate::services::coe::trackers::state::{self, Checked};
 
 /// What coe does with a status that reads as `meaning`, in words.
 fn in_words(meaning: Option<&str>) -> &'static str {

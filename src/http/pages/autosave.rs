@@ -13,7 +13,7 @@ use super::coe_load::{findings, who_is_missing};
 use super::guard::CoeForm;
 use super::kit::Page;
 use super::outcome::write_as_person;
-use crate::services::coes as service;
+use crate::services::coe::coes as service;
 
 /// `POST /coes/{id}/sections/autosave`: the sections typed (`text:{key}` with
 /// `seen:{key}`), those changed saved.
@@ -33,7 +33,7 @@ pub async fn autosave(form: CoeForm) -> Page {
         // COE's version: a change by someone else since stays for its other forms
         // to notice.
         let version = (page_version == Some(before)).then_some(doc.version);
-        let names = crate::services::people::names_of(
+        let names = crate::services::directory::people::names_of(
             conn,
             &saved
                 .conflicts

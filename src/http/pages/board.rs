@@ -18,8 +18,8 @@ use super::query::{filled, pages, word};
 use crate::domain::action::{ActionKind, Priority};
 use crate::domain::Severity;
 use crate::http::session::SignedIn;
-use crate::services::actions::{ActionFilter, ActionSort};
-use crate::services::board::{self, Totals};
+use crate::services::coe::actions::{ActionFilter, ActionSort};
+use crate::services::figures::board::{self, Totals};
 
 const PAGE: i64 = 50;
 
@@ -145,9 +145,9 @@ pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -
         };
         // The directory's teams, offered in the team filter; the names of the owners
         // the rows show (the owner filter finds people as they are typed).
-        let teams = crate::services::people::teams(conn)?;
+        let teams = crate::services::directory::people::teams(conn)?;
         let owners: Vec<String> = rows.iter().map(|r| r.action.owner.clone()).collect();
-        let people = crate::services::people::names_of(conn, &owners)?;
+        let people = crate::services::directory::people::names_of(conn, &owners)?;
         Ok((totals, rows, total, (teams, people)))
     })
     .await?;

@@ -17,7 +17,7 @@ use super::outcome::{as_person, see_other, write_as_person};
 use crate::chat::read::Said;
 use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;
-use crate::services::coes;
+use crate::services::coe::coes;
 use crate::services::outbound::chat::import::{self, Ask, ImportError, Reading, Scope};
 
 #[derive(Debug, Default, Deserialize)]
@@ -84,7 +84,7 @@ async fn prepare(
     let (key, elsewhere, ask) = (id.to_owned(), asked.elsewhere(), asked.ask());
     as_person(state, who, move |conn, state, editor| {
         let scope = import::open(conn, &key, editor, elsewhere)
-            .map_err(crate::services::coes::CoeError::from)?;
+            .map_err(crate::services::coe::coes::CoeError::from)?;
         let doc = coes::load(conn, &key, &state.settings)?;
         let channels = scope
             .channels(&state.settings, editor)

@@ -22,7 +22,7 @@ use crate::db::DbConnection;
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
 use crate::services::access::Editor;
-use crate::services::coes::{
+use crate::services::coe::coes::{
     self as service, HistoryEntry, SectionConflict, SectionEdit, SectionView,
 };
 use crate::services::forms::{self, Once};
@@ -306,7 +306,7 @@ pub(super) async fn answer(
                     .fields
                     .iter()
                     .map(|(field, problem)| {
-                        if field == crate::services::review::OPEN_INCIDENTS_FIELD {
+                        if field == crate::services::coe::review::OPEN_INCIDENTS_FIELD {
                             return format!("Not approved: {problem}.");
                         }
                         let title = loaded

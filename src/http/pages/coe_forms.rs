@@ -14,8 +14,8 @@ use super::guard::Fields;
 use super::kit::Page;
 use super::outcome::{change, Outcome};
 use crate::domain::{EmailAddress, Severity};
-use crate::services::actions::{self, NewAction};
-use crate::services::coes::{
+use crate::services::coe::actions::{self, NewAction};
+use crate::services::coe::coes::{
     self as service, AnswerInput, CoeError, CoePatch, CommentInput, RelatedInput, Why,
     WhyChainInput,
 };
@@ -471,7 +471,7 @@ pub async fn merge(form: CoeForm) -> Page {
     let outcome = change(&form.state, &form.who, move |conn, state, editor| {
         let merged = service::merge(conn, &id, &sources, editor, state.env())?;
         *told.lock().unwrap_or_else(|e| e.into_inner()) = Some(merged);
-        Ok::<(), crate::services::coes::CoeError>(())
+        Ok::<(), crate::services::coe::coes::CoeError>(())
     })
     .await?;
     let merged = done.lock().unwrap_or_else(|e| e.into_inner()).take();

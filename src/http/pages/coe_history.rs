@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::kit::{render, Page, State};
 use crate::http::session::SignedIn;
-use crate::services::coes::{HistoryEntry, SectionView};
+use crate::services::coe::coes::{HistoryEntry, SectionView};
 
 /// What a change in a COE's history did, in words: its audit action (`change_words`),
 /// and for a change of its details, each field from what to what ("changed the
@@ -17,7 +17,7 @@ use crate::services::coes::{HistoryEntry, SectionView};
 pub(super) fn history_words(
     h: &HistoryEntry,
     titles: &[SectionView],
-    actions: &[crate::services::actions::ActionView],
+    actions: &[crate::services::coe::actions::ActionView],
 ) -> String {
     if let Some(step) = h.action.strip_prefix("action:") {
         return action_words(h, step, actions);
@@ -65,7 +65,7 @@ pub(super) fn history_words(
 fn action_words(
     h: &HistoryEntry,
     step: &str,
-    actions: &[crate::services::actions::ActionView],
+    actions: &[crate::services::coe::actions::ActionView],
 ) -> String {
     let recorded = |v: &Option<Value>, key: &str| {
         v.as_ref()

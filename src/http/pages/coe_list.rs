@@ -12,7 +12,7 @@ use super::query::{filled, pages_at, word, CoeFilters};
 use crate::domain::coe::CoeState;
 use crate::domain::Severity;
 use crate::http::session::SignedIn;
-use crate::services::coes::{self, CoeFilter, CoeSort};
+use crate::services::coe::coes::{self, CoeFilter, CoeSort};
 
 /// COEs per page.
 const PAGE: i64 = 50;
@@ -49,8 +49,8 @@ pub async fn list(who: SignedIn, query: web::Query<ListQuery>, state: State) -> 
             found,
             total,
             coes::services(conn, OFFERED)?,
-            crate::services::people::teams(conn)?,
-            crate::services::people::names_of(conn, &owners)?,
+            crate::services::directory::people::teams(conn)?,
+            crate::services::directory::people::names_of(conn, &owners)?,
         ))
     })
     .await?;

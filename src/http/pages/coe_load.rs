@@ -14,7 +14,7 @@ use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
 use crate::services::access;
-use crate::services::coes::{self, CoeDocument, CoeError, HistoryEntry};
+use crate::services::coe::coes::{self, CoeDocument, CoeError, HistoryEntry};
 
 /// The section a finding is about: `five_whys[1].steps[0]` is in `five_whys`.
 pub(super) fn section_of(at: &str) -> &str {
@@ -68,14 +68,14 @@ pub(super) struct Loaded {
     /// For a draft: the names of the templates it may switch to.
     pub(super) template_choices: Vec<String>,
     /// Its summary for customers' publication, if it was ever published.
-    pub(super) publication: Option<crate::services::publishing::PublicationView>,
+    pub(super) publication: Option<crate::services::coe::publishing::PublicationView>,
     /// Whether "Import from chat" is offered to this person (`chat::import::offered`).
     pub(super) chat_import: bool,
     /// For a draft someone may submit: who could review it, best first.
-    pub(super) reviewer_suggestions: Vec<crate::services::ownership::Suggestion>,
+    pub(super) reviewer_suggestions: Vec<crate::services::directory::ownership::Suggestion>,
     /// For a draft this person owns because no rule named an owner: whom it could be
     /// handed to (`Some`, maybe empty, only then).
-    pub(super) hand_over: Option<Vec<crate::services::ownership::Suggestion>>,
+    pub(super) hand_over: Option<Vec<crate::services::directory::ownership::Suggestion>>,
 }
 
 /// How many other drafts a COE's page offers to merge into it.
@@ -106,15 +106,16 @@ pub(super) async fn load(
             .filter(|r| r.open_actions > 0)
             .take(10)
         {
-            let open: Vec<Value> = crate::services::actions::for_coe(conn, &earlier.coe_id, clock)?
-                .into_iter()
-                .filter(|a| a.state.is_active())
-                .map(|a| {
-                    json!({"id": a.id, "title": a.title, "owner": a.owner,
+            let open: Vec<Value> =
+                crate::services::coe::actions::for_coe(conn, &earlier.coe_id, clock)?
+                    .into_iter()
+                    .filter(|a| a.state.is_active())
+                    .map(|a| {
+                        json!({"id": a.id, "title": a.title, "owner": a.owner,
                                 "due_date": a.due_date, "overdue": a.overdue,
                                 "days_overdue": a.days_overdue})
-                })
-                .collect();
+                    })
+                    .collect();
             earlier_open.insert(earlier.coe_id.clone(), open);
         }
         let me = editor.actor;
@@ -146,7 +147,7 @@ pub(super) async fn load(
                 .collect::<std::collections::BTreeSet<_>>()
                 .into_iter()
                 .collect();
-            crate::services::people::names_of(conn, &shown)?
+            crate::services::directory::people::names_of(conn, &shown)?
         };
         let incidents = crate::services::incidents::titles(conn, &doc.incident_ids)?;
         let drafts = if may_edit && doc.state.is_editable() {
@@ -181,13 +182,13 @@ pub(super) async fn load(
             value["state_words"] = json!(other.state.as_str().replace('_', " "));
             same_outage.push(value);
         }
-        let bar_raisers = crate::services::people::bar_raiser_count(conn)?;
+        let bar_raisers = crate::services::directory::people::bar_raiser_count(conn)?;
         let template_choices = if doc.state == CoeState::Draft {
-            crate::services::templates::names(conn, &state.settings, &state.template)?
+            crate::services::coe::templates::names(conn, &state.settings, &state.template)?
         } else {
             Vec::new()
         };
-        let publication = crate::services::publishing::of(conn, &state.settings, &key)?;
+        let publication = crate::services::coe::publishing::of(conn, &state.settings, &key)?;
         let chat_import = doc.state == CoeState::Draft
             && crate::services::outbound::chat::import::offered(
                 conn,
@@ -197,7 +198,7 @@ pub(super) async fn load(
             )?;
         let draft = may_edit && doc.state == CoeState::Draft;
         let reviewer_suggestions = if draft {
-            crate::services::ownership::reviewer_suggestions(
+            crate::services::directory::ownership::reviewer_suggestions(
                 conn,
                 &state.settings,
                 doc.owner.as_deref(),
@@ -209,11 +210,14 @@ pub(super) async fn load(
         let mine = doc.owner.as_deref() == Some(me);
         let hand_over = if draft && mine {
             let service = doc.service.as_deref();
-            let ruled = crate::services::ownership::for_service(conn, &state.settings, service)?;
+            let ruled =
+                crate::services::directory::ownership::for_service(conn, &state.settings, service)?;
             match ruled.owner {
-                None => Some(crate::services::ownership::hand_over_suggestions(
-                    conn, service, me,
-                )?),
+                None => Some(
+                    crate::services::directory::ownership::hand_over_suggestions(
+                        conn, service, me,
+                    )?,
+                ),
                 Some(_) => None,
             }
         } else {
@@ -244,7 +248,7 @@ pub(super) async fn load(
 /// Findings with the section they are about, named as the template names it.
 pub(super) fn findings(
     list: &[crate::domain::assessment::Finding],
-    sections: &[crate::services::coes::SectionView],
+    sections: &[crate::services::coe::coes::SectionView],
 ) -> Vec<Value> {
     list.iter()
         .map(|f| {
@@ -260,7 +264,7 @@ pub(super) fn findings(
 
 /// The people a draft lacks before it can be submitted, as the checklist lists them
 /// first: its owner, its reviewer.
-pub(super) fn who_is_missing(doc: &crate::services::coes::CoeDocument) -> Vec<Value> {
+pub(super) fn who_is_missing(doc: &crate::services::coe::coes::CoeDocument) -> Vec<Value> {
     if doc.state != CoeState::Draft {
         return Vec::new();
     }

@@ -13,7 +13,7 @@ use super::kit::{Page, State};
 use super::outcome::change;
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
-use crate::services::coes::{self as service, TimelineInput};
+use crate::services::coe::coes::{self as service, TimelineInput};
 
 /// A timeline entry from the form: a `datetime-local` time is UTC.
 pub(super) fn timeline_input(form: &Fields, zone: chrono_tz::Tz) -> TimelineInput {
@@ -30,12 +30,12 @@ pub(super) fn timeline_input(form: &Fields, zone: chrono_tz::Tz) -> TimelineInpu
 pub(super) fn refuse_unasked_moves(
     moves: Vec<service::MilestoneMove>,
     zone: chrono_tz::Tz,
-) -> Result<(), crate::services::coes::CoeError> {
+) -> Result<(), crate::services::coe::coes::CoeError> {
     if moves.is_empty() {
         return Ok(());
     }
     let said: Vec<String> = moves.iter().map(|m| m.sentence(zone)).collect();
-    Err(crate::services::coes::CoeError::Invalid(vec![(
+    Err(crate::services::coe::coes::CoeError::Invalid(vec![(
         String::new(),
         format!(
             "{} Nothing is saved yet: tick “Yes, change the COE's time” to save it so, or make it \

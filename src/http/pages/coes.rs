@@ -140,9 +140,9 @@ pub(super) fn page(
         } else {
             View::Edit
         }) == View::Read;
-    // The review's own rule decides (`services::review::may_approve`).
+    // The review's own rule decides (`services::coe::review::may_approve`).
     let may_approve =
-        crate::services::review::may_approve(&doc, me, &state.settings.auth.dotless_domains);
+        crate::services::coe::review::may_approve(&doc, me, &state.settings.auth.dotless_domains);
     let seen_at = since_last_look.as_ref().map(|(seen, _)| *seen);
     let changed_keys: Vec<String> = since_last_look
         .as_ref()
@@ -547,7 +547,7 @@ pub async fn show(
 /// what comes next, naming people as the directory (`names`) does.
 fn confirmation(
     did: &str,
-    doc: &crate::services::coes::CoeDocument,
+    doc: &crate::services::coe::coes::CoeDocument,
     names: &[(String, Option<String>)],
     settings: &crate::config::Settings,
 ) -> Option<String> {

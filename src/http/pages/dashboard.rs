@@ -14,7 +14,7 @@ use super::error::PageError;
 use super::kit::{render, Page, State};
 use super::outcome::as_service;
 use crate::http::session::SignedIn;
-use crate::services::stats::{self, Scope, Stats, WaitingCoe};
+use crate::services::figures::stats::{self, Scope, Stats, WaitingCoe};
 
 /// How many COEs each list shows.
 const LISTED: usize = 20;
@@ -457,8 +457,9 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
     let asked = team.clone();
     let (figures, unowned, teams) = as_service(&state, move |conn, state| {
         let scope = Scope::asked(conn, asked.as_deref(), weeks, audit_period)?;
-        let unowned = crate::services::coes::unowned(conn, i64::try_from(LISTED).unwrap_or(20))?;
-        let teams = crate::services::people::teams(conn)?;
+        let unowned =
+            crate::services::coe::coes::unowned(conn, i64::try_from(LISTED).unwrap_or(20))?;
+        let teams = crate::services::directory::people::teams(conn)?;
         let figures = stats::inspect::audited(conn, &state.settings, &state.live_figures, &scope)?;
         // The names of the people the lists show (their first `LISTED`).
         let shown: Vec<String> = figures
@@ -469,7 +470,7 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
             .flat_map(|w| [w.owner.clone(), w.reviewer.clone()])
             .flatten()
             .collect();
-        let names = crate::services::people::names_of(conn, &shown)?;
+        let names = crate::services::directory::people::names_of(conn, &shown)?;
         Ok((figures, unowned, (teams, names)))
     })
     .await?;
@@ -535,11 +536,11 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
 /// The coverage audit as the dashboard shows it: a row per team (and everyone),
 /// each figure a link to its list; the lists of the team shown (or everyone's).
 fn coverage_view(
-    coverage: &crate::services::coverage::Coverage,
+    coverage: &crate::services::figures::coverage::Coverage,
     team: Option<&str>,
     weeks: usize,
 ) -> Value {
-    use crate::services::coverage::CoverageFigures;
+    use crate::services::figures::coverage::CoverageFigures;
     let (from, to) = (coverage.from.to_string(), coverage.to.to_string());
     let link = |team: Option<&str>, list: &str| {
         let mut url = format!("/dashboard?weeks={weeks}&from={from}&to={to}");
@@ -615,7 +616,7 @@ fn coverage_view(
 /// One quarter's contributing factors as the dashboard shows them: a column per
 /// factor (the most common first), a row per team (everyone first), each cell the
 /// count and its share of the row's chains; a share of half or more stands out.
-fn factors_view(q: &crate::services::coverage::FactorQuarter) -> Value {
+fn factors_view(q: &crate::services::figures::coverage::FactorQuarter) -> Value {
     let mut columns: Vec<(&String, &i64)> = q.overall.iter().collect();
     columns.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
     let row = |name: &str, counts: &std::collections::BTreeMap<String, i64>| {

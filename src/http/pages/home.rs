@@ -1,4 +1,4 @@
-//! "My work": first every move that waits on the signed-in person (`services::work`:
+//! "My work": first every move that waits on the signed-in person (`services::figures::work`:
 //! reviews, bar-raiser reviews, actions to verify, COEs sent back, actions sent
 //! back), each with since when; then their open corrective actions, overdue first,
 //! with days overdue and due-date moves; and the COEs they own or review with what
@@ -11,8 +11,8 @@ use super::kit::{render, Page, State};
 use super::outcome::as_service;
 use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;
-use crate::services::actions::{self, ActionFilter, ActionSort, ActionView};
-use crate::services::coes::{self, CoeFilter, CoeSummary};
+use crate::services::coe::actions::{self, ActionFilter, ActionSort, ActionView};
+use crate::services::coe::coes::{self, CoeFilter, CoeSummary};
 
 /// At most this many actions and COEs are listed.
 const SHOWN: i64 = 200;
@@ -56,9 +56,13 @@ pub async fn home(who: SignedIn, query: actix_web::web::Query<HomeQuery>, state:
             let clock = state.settings.clock();
             let verify_from = state.settings.coe.verify_actions_from;
             let dotless = &state.settings.auth.dotless_domains;
-            let moves = crate::services::work::moves(conn, &email, verify_from, dotless)?;
-            let waiting =
-                crate::services::work::waiting_on_others(conn, &email, verify_from, dotless)?;
+            let moves = crate::services::figures::work::moves(conn, &email, verify_from, dotless)?;
+            let waiting = crate::services::figures::work::waiting_on_others(
+                conn,
+                &email,
+                verify_from,
+                dotless,
+            )?;
             // Open or in progress: the overdue ones, then the rest by due date.
             let mut open = Vec::new();
             for window in [
@@ -141,11 +145,12 @@ pub async fn home(who: SignedIn, query: actix_web::web::Query<HomeQuery>, state:
                 .chain(moves.iter().chain(&waiting).filter_map(|m| m.by.clone()))
                 .collect();
             // A leader (an admin, or anyone's manager) sees the organisation's figures.
-            let leader = if is_admin || crate::services::people::manages_anyone(conn, &email)? {
-                Some(organisation(conn, state)?)
-            } else {
-                None
-            };
+            let leader =
+                if is_admin || crate::services::directory::people::manages_anyone(conn, &email)? {
+                    Some(organisation(conn, state)?)
+                } else {
+                    None
+                };
             let listed = leader.iter().flat_map(|l| {
                 ["first_late_drafts", "first_reviews"]
                     .iter()
@@ -155,12 +160,12 @@ pub async fn home(who: SignedIn, query: actix_web::web::Query<HomeQuery>, state:
                     .map(str::to_owned)
             });
             let named: Vec<String> = named.into_iter().chain(listed).collect();
-            let names = crate::services::people::names_of(conn, &named)?;
+            let names = crate::services::directory::people::names_of(conn, &named)?;
             Ok((open, lines, unowned, (moves, waiting), names, leader))
         })
         .await?;
     let now = crate::domain::clock::now().naive_utc();
-    let lines = |moves: Vec<crate::services::work::Move>| -> Vec<Value> {
+    let lines = |moves: Vec<crate::services::figures::work::Move>| -> Vec<Value> {
         moves
             .into_iter()
             .map(|m| {
@@ -211,10 +216,12 @@ async fn changes_asked(
             return Ok(None);
         };
         let owner = match &doc.owner {
-            Some(owner) => crate::services::people::names_of(conn, std::slice::from_ref(owner))?
-                .into_iter()
-                .find_map(|(_, name)| name)
-                .unwrap_or_else(|| owner.clone()),
+            Some(owner) => {
+                crate::services::directory::people::names_of(conn, std::slice::from_ref(owner))?
+                    .into_iter()
+                    .find_map(|(_, name)| name)
+                    .unwrap_or_else(|| owner.clone())
+            }
             None => "its owner".to_owned(),
         };
         Ok(Some(format!(
@@ -244,13 +251,13 @@ fn organisation(
         },
         clock,
     )?;
-    let waiting = crate::services::stats::waiting(
+    let waiting = crate::services::figures::stats::waiting(
         conn,
         clock,
         state.settings.coe.writeup_days,
-        &crate::services::stats::Scope::default(),
+        &crate::services::figures::stats::Scope::default(),
     )?;
-    let first = |all: &[crate::services::stats::WaitingCoe]| {
+    let first = |all: &[crate::services::figures::stats::WaitingCoe]| {
         json!(all.iter().take(LEADER_SHOWN).collect::<Vec<_>>())
     };
     Ok(json!({

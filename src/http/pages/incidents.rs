@@ -15,9 +15,9 @@ use crate::domain::incident::IncidentState;
 use crate::domain::Severity;
 use crate::error::ApiError;
 use crate::http::session::SignedIn;
-use crate::services::coes::{self, CoeError, NewCoe};
+use crate::services::coe::coes::{self, CoeError, NewCoe};
+use crate::services::incidents::retention;
 use crate::services::incidents::{self, IncidentFilter};
-use crate::services::retention;
 
 const PAGE: i64 = 50;
 

@@ -13,8 +13,8 @@ use super::outcome::{as_person, write_as_person};
 use crate::domain::notifications::Mode;
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
-use crate::services::people as directory;
-use crate::services::{auth, notifications};
+use crate::services::directory::people as directory;
+use crate::services::{accounts::auth, directory::notifications};
 
 async fn page(
     state: &web::Data<AppState>,

@@ -1,4 +1,4 @@
-//! `/review-meeting`: the agenda of the weekly operations review (`services::meeting`),
+//! `/review-meeting`: the agenda of the weekly operations review (`services::figures::meeting`),
 //! printable. The meeting is held weekly: "since" defaults to a week ago and may be
 //! set in the URL; the COE read together is picked at random, and "Pick another"
 //! is a link with a new pick.
@@ -13,7 +13,7 @@ use super::error::PageError;
 use super::kit::{render, Page, State};
 use super::outcome::as_service;
 use crate::http::session::SignedIn;
-use crate::services::meeting;
+use crate::services::figures::meeting;
 
 #[derive(Debug, Deserialize)]
 pub struct MeetingQuery {
@@ -61,7 +61,7 @@ pub async fn review_meeting(who: SignedIn, query: web::Query<MeetingQuery>, stat
                     .flat_map(|r| [r.owner.clone(), r.by.clone()]),
             )
             .collect();
-        let names = crate::services::people::names_of(conn, &shown)?;
+        let names = crate::services::directory::people::names_of(conn, &shown)?;
         Ok((agenda, names))
     })
     .await?;

@@ -15,7 +15,7 @@ use super::outcome::see_other;
 use crate::domain::notifications::{Choice, Mode, MAX_PAUSE_DAYS};
 use crate::http::session::SignedIn;
 use crate::http::state::{with_conn, with_write};
-use crate::services::notifications;
+use crate::services::directory::notifications;
 
 /// The pauses offered, in days.
 const PAUSES: [i64; 6] = [1, 3, 7, 14, 30, MAX_PAUSE_DAYS];

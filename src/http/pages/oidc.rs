@@ -1,6 +1,6 @@
 //! Signing in through the organisation's OpenID Provider (`auth.mode = "oidc"`): the
 //! button that sends the browser there, and the callback it comes back to. The
-//! protocol is `crate::oidc`; who may come in, `services::auth::oidc_session`. Every
+//! protocol is `crate::oidc`; who may come in, `services::accounts::auth::oidc_session`. Every
 //! failure is a page saying what happened, with a way to try again, and a log line
 //! with the reason.
 
@@ -17,7 +17,7 @@ use crate::domain::auth::{admin_by_groups, safe_next, vouched_address};
 use crate::http::session::{client_ip, session_cookie, session_secret};
 use crate::http::state::AppState;
 use crate::oidc::{OidcError, Pending, Provider};
-use crate::services::auth::{self, Vouched};
+use crate::services::accounts::auth::{self, Vouched};
 
 /// The cookie that carries a sign-in from its start to the callback.
 const PENDING: &str = "coe_oidc";

@@ -20,7 +20,7 @@ use crate::error::ApiError;
 use crate::http::session::SignedIn;
 use crate::http::state::{with_conn, with_write, AppState};
 use crate::services::access::Editor;
-use crate::services::coes::CoeError;
+use crate::services::coe::coes::CoeError;
 
 /// What a form's change came to.
 #[derive(Debug)]
@@ -69,9 +69,9 @@ impl FormError for CoeError {
     }
 }
 
-impl FormError for crate::services::actions::ActionError {}
-impl FormError for crate::services::people::PeopleError {}
-impl FormError for crate::services::tokens::TokenError {}
+impl FormError for crate::services::coe::actions::ActionError {}
+impl FormError for crate::services::directory::people::PeopleError {}
+impl FormError for crate::services::directory::tokens::TokenError {}
 impl FormError for ApiError {}
 
 impl Outcome {

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use crate::error::ApiError;
 use crate::http::session::SignedIn;
 use crate::http::state::{with_conn, AppState};
-use crate::services::people;
+use crate::services::directory::people;
 
 /// How many people the picker offers at once.
 const OFFERED: i64 = 10;

@@ -12,7 +12,7 @@ use super::guard::CoeForm;
 use super::kit::{render, Page, State};
 use super::outcome::as_service;
 use crate::http::session::SignedIn;
-use crate::services::publishing::{self, PublicSummary, PublishRequest};
+use crate::services::coe::publishing::{self, PublicSummary, PublishRequest};
 
 /// The summary page, for anyone: what was published and when, nothing else.
 fn summary_page(state: &State, who: Option<&SignedIn>, body: &str, when: Option<String>) -> Page {

@@ -58,9 +58,9 @@ pub struct CoeFilters {
 
 impl CoeFilters {
     /// The filter these ask for, or a page naming a word outside its set.
-    pub fn filter(&self) -> Result<crate::services::coes::CoeFilter, PageError> {
+    pub fn filter(&self) -> Result<crate::services::coe::coes::CoeFilter, PageError> {
         use crate::domain::{coe::CoeState, Severity};
-        Ok(crate::services::coes::CoeFilter {
+        Ok(crate::services::coe::coes::CoeFilter {
             state: word::<CoeState>(
                 &self.state,
                 "COE state",

@@ -1,6 +1,6 @@
 //! "Report a failure" (`/report`): anyone signed in pulls the cord for a failure no
 //! alert caught. The form opens a manual incident and, at or above the COE policy, its
-//! draft (`services::report`); it carries a one-time key, so a double click reports
+//! draft (`services::intake::report`); it carries a one-time key, so a double click reports
 //! once, and a report that does not go through comes back (303) with what was typed.
 
 use actix_web::http::StatusCode;
@@ -18,10 +18,10 @@ use super::outcome::Outcome;
 use super::outcome::{as_service, keep_form, kept_form, see_other, write_as_person};
 use crate::domain::Severity;
 use crate::http::session::SignedIn;
-use crate::services::coes::{self, CoeError};
+use crate::services::coe::coes::{self, CoeError};
+use crate::services::directory::people;
 use crate::services::forms::{self, Once};
-use crate::services::people;
-use crate::services::report::{self, FailureReport};
+use crate::services::intake::report::{self, FailureReport};
 
 /// The page's own address: where what a report kept is shown.
 const PAGE: &str = "/report";
@@ -217,7 +217,7 @@ pub async fn submit(form: CsrfForm<Fields>, state: State) -> Page {
 
 /// What a draft just opened by "Report a failure" says: that it is reported, who owns
 /// it, and the sections to write first (the first three still missing).
-pub(super) fn reported_notice(doc: &crate::services::coes::CoeDocument) -> String {
+pub(super) fn reported_notice(doc: &crate::services::coe::coes::CoeDocument) -> String {
     let mut first: Vec<&str> = Vec::new();
     for finding in &doc.completeness.missing {
         let key = super::coe_load::section_of(&finding.at);

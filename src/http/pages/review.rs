@@ -13,8 +13,8 @@ use super::guard::CoeForm;
 use super::kit::{render, Page, State};
 use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;
-use crate::services::coes::{self as coes_service, CoeError, CommentInput, SectionEdit};
-use crate::services::review::{self, Step};
+use crate::services::coe::coes::{self as coes_service, CoeError, CommentInput, SectionEdit};
+use crate::services::coe::review::{self, Step};
 
 /// `POST /coes/{id}/review/{step}`: submit, approve or request-changes. What was typed
 /// elsewhere on the page goes with the step it belongs to: submitting saves the
@@ -143,7 +143,7 @@ fn name_reviewer(
 /// `incidents`: id, title, state) its approver must acknowledge, and closing that
 /// waits for each action's verification.
 pub(super) fn rules(
-    doc: &crate::services::coes::CoeDocument,
+    doc: &crate::services::coe::coes::CoeDocument,
     bar_raisers: i64,
     incidents: &[(String, String, String)],
     settings: &crate::config::Settings,
@@ -163,14 +163,14 @@ pub(super) fn rules(
         json!(lacks_bar_raiser && bar_raisers > 0 && doc.state == CoeState::InReview),
     );
     // Approving the worst outages while an incident is still open: the approver
-    // acknowledges it (`services::review::step`).
+    // acknowledges it (`services::coe::review::step`).
     let open: Vec<&str> = incidents
         .iter()
         .filter(|(_, _, state)| state == IncidentState::Open.as_str())
         .map(|(_, title, _)| title.as_str())
         .collect();
     let acknowledge = doc.state == CoeState::InReview
-        && crate::services::review::approval_needs_closed_incidents(doc.severity, settings);
+        && crate::services::coe::review::approval_needs_closed_incidents(doc.severity, settings);
     out.insert(
         "open_incidents".into(),
         json!(if acknowledge { open } else { Vec::new() }),

@@ -1,4 +1,4 @@
-//! Search: the full-text search of COEs (`services::coes::list` with text, ranked) as a
+//! Search: the full-text search of COEs (`services::coe::coes::list` with text, ranked) as a
 //! page, with filters in the URL and the matched words highlighted in each hit's title
 //! and in a passage of its writeup.
 
@@ -16,7 +16,7 @@ use crate::domain::coe::CoeState;
 use crate::domain::search::SearchText;
 use crate::domain::Severity;
 use crate::http::session::SignedIn;
-use crate::services::coes::{self, CoeFilter};
+use crate::services::coe::coes::{self, CoeFilter};
 
 const PAGE: i64 = 20;
 
@@ -207,7 +207,7 @@ pub async fn search(who: SignedIn, query: web::Query<SearchQuery>, state: State)
         .filter_map(|h| h["coe"]["owner"].as_str().map(str::to_owned))
         .collect();
     let names = as_service(&state, move |conn, _| {
-        Ok(crate::services::people::names_of(conn, &owners)?)
+        Ok(crate::services::directory::people::names_of(conn, &owners)?)
     })
     .await?;
     let names = super::kit::names_data(&names);

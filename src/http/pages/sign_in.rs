@@ -14,7 +14,7 @@ use crate::config::AuthMode;
 use crate::domain::auth::{safe_next, LinkAllowance, LINK_LIFETIME_MINUTES};
 use crate::domain::EmailAddress;
 use crate::http::session::{client_ip, removal_cookie, session_cookie, session_secret};
-use crate::services::auth;
+use crate::services::accounts::auth;
 
 #[derive(Debug, Deserialize)]
 pub struct NextQuery {

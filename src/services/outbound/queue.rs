@@ -117,8 +117,7 @@ macro_rules! due {
             let mut rows: Vec<_> = $crate::load_skip_locked!(
                 $conn,
                 $t::table
-                    .filter($t::state.eq($crate::services::outbound::queue::SENDING))
-                    .filter($t::lease_until.lt(now).or($t::claimed_by.eq_any(&silent)))
+                    .filter($crate::services::outbound::queue::stale_claim!($t, now, &silent))
                     $(.filter($filter))?
                     .order(($t::next_attempt_at.asc(), $t::id.asc()))
                     .limit(limit)
@@ -143,6 +142,30 @@ macro_rules! due {
     }};
 }
 pub(crate) use due;
+
+/// The columns of table `$t` that let a row's claim go without sending it (the row
+/// cancelled, held, dropped or retried by hand): no lease, no replica. Goes into a
+/// `.set((...))` beside the row's new state.
+macro_rules! released {
+    ($t:ident) => {
+        (
+            $t::lease_until.eq(None::<chrono::NaiveDateTime>),
+            $t::claimed_by.eq(None::<String>),
+        )
+    };
+}
+pub(crate) use released;
+
+/// The rows of table `$t` sending under a claim that no longer holds: its lease ran
+/// out before `$now`, or its replica is among `$silent` (`replicas::all_silent`).
+macro_rules! stale_claim {
+    ($t:ident, $now:expr, $silent:expr) => {
+        $t::state
+            .eq($crate::services::outbound::queue::SENDING)
+            .and($t::lease_until.lt($now).or($t::claimed_by.eq_any($silent)))
+    };
+}
+pub(crate) use stale_claim;
 
 /// Marks rows `$ids` of table `$t` claimed.
 macro_rules! take {
@@ -277,6 +300,23 @@ impl Queue {
         }?;
         Ok(n > 0)
     }
+}
+
+/// A row `state` claimed until `until` whose claim has run out at `now` (or never
+/// had one): the replica that was sending it stopped. The next pass takes it again.
+pub fn stranded(state: &str, until: Option<NaiveDateTime>, now: NaiveDateTime) -> bool {
+    state == SENDING && until.is_none_or(|until| until < now)
+}
+
+/// Until when a row `state` claimed until `until` is still being sent by a replica
+/// that is alive (not among `silent`), at `now`: `None` once its claim no longer holds.
+pub fn still_claimed(
+    state: &str,
+    until: Option<NaiveDateTime>,
+    silent: &[String],
+    now: NaiveDateTime,
+) -> Option<NaiveDateTime> {
+    until.filter(|until| state == SENDING && *until >= now && silent.is_empty())
 }
 
 /// How long a claim holds (`reminders.lease_secs`).

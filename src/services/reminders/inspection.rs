@@ -11,14 +11,14 @@ use super::{line, Decision, Payload, DIGEST_TOP};
 use crate::config::Settings;
 use crate::db::schema::corrective_actions;
 use crate::db::{types, DbConnection};
-use crate::domain::action::{closed_on_time, ActionState};
+use crate::domain::action::{self, closed_on_time, ActionState};
 use crate::domain::clock::{local_date, Clock};
 use crate::domain::reminder::{iso_week, period_start, writeup_deadline, DueAction, Person};
 use crate::email::content::{
     coes_named, CoeLine, InspectionDigest, Links, TeamLine, WriteupOverdue,
 };
 use crate::email::Kind;
-use crate::services::{coverage, stats};
+use crate::services::{figures::coverage, figures::stats};
 
 /// Drafts past their writeup deadline: one reminder a day to each owner.
 pub(super) fn writeups_overdue(
@@ -148,7 +148,7 @@ pub(super) fn inspection_digests(
         by_owner,
         overdue: actions
             .iter()
-            .filter(|a| a.due < today)
+            .filter(|a| action::past_due(a.due, today))
             .take(DIGEST_TOP)
             .map(|a| line(a, today, directory, links))
             .collect(),

@@ -22,7 +22,7 @@ use crate::email::content::{
     coes_named, ActionLine, Escalation, Links, OverdueDigest, VerificationsWaiting,
 };
 use crate::email::{EmailTemplates, Kind};
-use crate::services::notifications;
+use crate::services::directory::notifications;
 use crate::services::outbound;
 use crate::services::outbound::outbox::{self, NewEmail};
 
@@ -62,8 +62,8 @@ pub struct SweepReport {
     pub purged: usize,
     /// Raw webhook bodies older than `webhooks.keep_raw_days`, emptied by this sweep.
     pub raw_bodies_purged: usize,
-    /// Events past `events.keep_days` dropped by this sweep (`services::retention`).
-    pub pruned: crate::services::retention::Pruned,
+    /// Events past `events.keep_days` dropped by this sweep (`services::incidents::retention`).
+    pub pruned: crate::services::incidents::retention::Pruned,
     /// SQLite pages given back to the file system after pruning.
     pub pages_given_back: i64,
 }
@@ -191,10 +191,10 @@ pub fn sweep(
         report.purged = outbox::purge_sent(conn, db::now() - keep)?;
         let keep_raw = Duration::days(settings.webhooks.keep_raw_days);
         report.raw_bodies_purged =
-            crate::services::ingest::purge_raw_bodies(conn, db::now() - keep_raw)?;
+            crate::services::intake::ingest::purge_raw_bodies(conn, db::now() - keep_raw)?;
         notifications::prune_links(conn, db::now())?;
         // Retention never stops the reminders: a failure is logged, the sweep goes on.
-        match crate::services::retention::prune(conn, settings, db::now()) {
+        match crate::services::incidents::retention::prune(conn, settings, db::now()) {
             Ok(pruned) => report.pruned = pruned,
             Err(e) => {
                 tracing::error!(error = %e, "dropping the events past events.keep_days failed; the reminders go on")
@@ -274,7 +274,8 @@ pub fn sweep(
             && crate::services::outbound::chat::inspection_due(conn, settings, today)?
         {
             let clock = crate::domain::clock::Clock { now: at, tz };
-            let stats = crate::services::stats::stats(conn, clock, settings.coe.writeup_days)?;
+            let stats =
+                crate::services::figures::stats::stats(conn, clock, settings.coe.writeup_days)?;
             let closed = &stats.closed_last_30_days;
             let figures = crate::services::outbound::chat::WeeklyFigures {
                 open: stats.actions.open,
@@ -389,9 +390,9 @@ fn verifications_waiting(
     directory: &HashMap<String, Person>,
     links: &Links,
 ) -> QueryResult<Vec<Decision>> {
-    let waiting = crate::services::work::waiting_verification(
+    let waiting = crate::services::figures::work::waiting_verification(
         conn,
-        crate::services::work::Whose::Everyone,
+        crate::services::figures::work::Whose::Everyone,
         settings.coe.verify_actions_from,
         &settings.auth.dotless_domains,
         MAX_WAITING_VERIFICATION,

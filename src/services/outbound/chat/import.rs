@@ -143,7 +143,11 @@ pub fn scope(conn: &mut DbConnection, id: &str) -> QueryResult<Option<Scope>> {
             incidents::resolved_at,
         ))
         .load(conn)?;
-    let team = crate::services::ownership::team_of_coe(conn, owner.as_deref(), service.as_deref())?;
+    let team = crate::services::directory::ownership::team_of_coe(
+        conn,
+        owner.as_deref(),
+        service.as_deref(),
+    )?;
     // With incidents, their alerts are the evidence of when the outage was: the COE's
     // own times (which its owner may write) do not move the span. Without, the COE's
     // own times are all there is, and reach back at most `REPORTED_REACH_DAYS` before

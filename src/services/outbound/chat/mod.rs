@@ -131,7 +131,11 @@ pub fn published(
         .find(coe_id)
         .select((coes::service, coes::owner_email))
         .first(conn)?;
-    let team = crate::services::ownership::team_of_coe(conn, owner.as_deref(), service.as_deref())?;
+    let team = crate::services::directory::ownership::team_of_coe(
+        conn,
+        owner.as_deref(),
+        service.as_deref(),
+    )?;
     let post = chat::publication(
         statuspage_incident,
         body,
@@ -168,7 +172,7 @@ pub fn cancel(
     .set((
         chat_messages::state.eq(FAILED),
         chat_messages::last_error.eq(why),
-        chat_messages::lease_until.eq(None::<NaiveDateTime>),
+        queue::released!(chat_messages),
         chat_messages::updated_at.eq(now),
     ))
     .execute(conn)

@@ -29,7 +29,7 @@ pub fn coe_notice(
     if settings.chat.channels.is_empty() {
         return Ok(0);
     }
-    let team = crate::services::ownership::team_of_coe(conn, coe.owner, coe.service)?;
+    let team = crate::services::directory::ownership::team_of_coe(conn, coe.owner, coe.service)?;
     let mut facts = vec![
         ("Severity".to_owned(), coe.severity.to_owned()),
         (

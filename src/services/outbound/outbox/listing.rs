@@ -11,6 +11,7 @@ use super::{readable, FAILED, HELD, PENDING, SENDING};
 use crate::db::models::OutboxRow;
 use crate::db::schema::outbox_emails;
 use crate::db::{self, DbConnection};
+use crate::services::outbound::queue;
 
 /// An email as the API shows it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -47,7 +48,7 @@ pub struct OutboxEmail {
 
 impl From<OutboxRow> for OutboxEmail {
     fn from(r: OutboxRow) -> Self {
-        let stranded = r.state == SENDING && r.lease_until.is_none_or(|until| until < db::now());
+        let stranded = queue::stranded(&r.state, r.lease_until, db::now());
         OutboxEmail {
             id: r.id,
             kind: r.kind,
@@ -179,10 +180,7 @@ pub fn retry(conn: &mut DbConnection, id: &str) -> Result<OutboxEmail, RetryErro
             _ => Vec::new(),
         };
         if row.state == SENDING {
-            if let Some(until) = row
-                .lease_until
-                .filter(|until| *until >= now && silent.is_empty())
-            {
+            if let Some(until) = queue::still_claimed(&row.state, row.lease_until, &silent, now) {
                 return Err(RetryError::BeingSent {
                     by: row.claimed_by.clone().unwrap_or_else(|| "a replica".into()),
                     until,
@@ -196,19 +194,14 @@ pub fn retry(conn: &mut DbConnection, id: &str) -> Result<OutboxEmail, RetryErro
             outbox_emails::table.find(id).filter(
                 outbox_emails::state
                     .eq_any([FAILED, PENDING, HELD])
-                    .or(outbox_emails::state.eq(SENDING).and(
-                        outbox_emails::lease_until
-                            .lt(now)
-                            .or(outbox_emails::claimed_by.eq_any(&silent)),
-                    )),
+                    .or(queue::stale_claim!(outbox_emails, now, &silent)),
             ),
         )
         .set((
             outbox_emails::state.eq(PENDING),
             outbox_emails::attempts.eq(0),
             outbox_emails::next_attempt_at.eq(now),
-            outbox_emails::lease_until.eq(None::<NaiveDateTime>),
-            outbox_emails::claimed_by.eq(None::<String>),
+            queue::released!(outbox_emails),
             outbox_emails::updated_at.eq(now),
         ))
         .execute(conn)?;

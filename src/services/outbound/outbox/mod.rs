@@ -17,7 +17,7 @@ use crate::db::schema::{outbox_emails, people};
 use crate::db::{self, DbConnection};
 use crate::domain::notifications::Class;
 use crate::email::{clean_line, EmailTemplates, Kind, TemplateError};
-use crate::services::notifications;
+use crate::services::directory::notifications;
 
 mod delivery;
 mod listing;

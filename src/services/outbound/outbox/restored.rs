@@ -19,6 +19,7 @@ use crate::db::{self, DbConnection};
 use crate::domain::notifications::Class;
 use crate::email::Kind;
 use crate::services::audit;
+use crate::services::outbound::queue::released;
 
 pub use crate::db::backup::HELD_BECAUSE;
 
@@ -101,8 +102,7 @@ pub fn hold_after_restore(conn: &mut DbConnection, now: NaiveDateTime) -> QueryR
     .set((
         outbox_emails::state.eq(DROPPED),
         outbox_emails::private_link.eq(None::<String>),
-        outbox_emails::lease_until.eq(None::<NaiveDateTime>),
-        outbox_emails::claimed_by.eq(None::<String>),
+        released!(outbox_emails),
         outbox_emails::last_error.eq(SIGN_IN_DROPPED_BECAUSE),
         outbox_emails::updated_at.eq(now),
     ))
@@ -148,8 +148,7 @@ fn hold(
     diesel::update(outbox_emails::table.filter(outbox_emails::state.eq(state)))
         .set((
             outbox_emails::state.eq(HELD),
-            outbox_emails::lease_until.eq(None::<NaiveDateTime>),
-            outbox_emails::claimed_by.eq(None::<String>),
+            released!(outbox_emails),
             outbox_emails::last_error.eq(because),
             outbox_emails::updated_at.eq(now),
         ))
@@ -236,8 +235,7 @@ macro_rules! dropped {
             outbox_emails::state.eq(DROPPED),
             outbox_emails::private_link.eq(None::<String>),
             outbox_emails::unsubscribe_token.eq(None::<String>),
-            outbox_emails::lease_until.eq(None::<NaiveDateTime>),
-            outbox_emails::claimed_by.eq(None::<String>),
+            $crate::services::outbound::queue::released!(outbox_emails),
             outbox_emails::updated_at.eq($now),
         )
     };

@@ -1,0 +1,121 @@
+//! Each rule has one home (docs/architecture.md, "Where each rule lives"). The checks
+//! parse the sources with `syn`, so they see an expression however it is spelled.
+
+use std::path::Path;
+
+use syn::visit::Visit;
+
+use super::{sources, src};
+
+/// The names a due date goes by in the code.
+fn is_due(expr: &syn::Expr) -> bool {
+    let name = match expr {
+        syn::Expr::Field(f) => match &f.member {
+            syn::Member::Named(ident) => ident.to_string(),
+            syn::Member::Unnamed(_) => return false,
+        },
+        syn::Expr::Path(p) => p
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default(),
+        syn::Expr::Unary(u) => return is_due(&u.expr),
+        syn::Expr::Paren(p) => return is_due(&p.expr),
+        _ => return false,
+    };
+    name == "due" || name == "due_date"
+}
+
+fn is_today(expr: &syn::Expr) -> bool {
+    matches!(expr, syn::Expr::Path(p) if p.path.is_ident("today"))
+}
+
+/// Where a file compares a due date with a day: `due < today`, `today > a.due`,
+/// `due_date.lt(today)`, or SQL text with `due_date <`.
+#[derive(Default)]
+struct DueComparisons {
+    found: Vec<String>,
+}
+
+impl<'ast> Visit<'ast> for DueComparisons {
+    fn visit_expr_binary(&mut self, e: &'ast syn::ExprBinary) {
+        use syn::BinOp::{Ge, Gt, Le, Lt};
+        if matches!(e.op, Lt(_) | Gt(_) | Le(_) | Ge(_)) && (is_due(&e.left) || is_due(&e.right)) {
+            self.found.push("a due date compared with < or >".into());
+        }
+        syn::visit::visit_expr_binary(self, e);
+    }
+
+    fn visit_expr_method_call(&mut self, e: &'ast syn::ExprMethodCall) {
+        let compares = ["lt", "gt", "le", "ge"].contains(&e.method.to_string().as_str());
+        if compares && is_due(&e.receiver) && e.args.iter().any(is_today) {
+            self.found.push(format!("`due_date.{}(today)`", e.method));
+        }
+        syn::visit::visit_expr_method_call(self, e);
+    }
+
+    fn visit_lit_str(&mut self, lit: &'ast syn::LitStr) {
+        let text = lit.value();
+        if text.contains("due_date <") || text.contains("due_date >") {
+            self.found.push("SQL comparing `due_date`".into());
+        }
+    }
+
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        // A test module may spell the rule out to check it.
+        if item.ident != "tests" {
+            syn::visit::visit_item_mod(self, item);
+        }
+    }
+
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        if let Ok(args) = mac.parse_body_with(
+            syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+        ) {
+            for arg in &args {
+                self.visit_expr(arg);
+            }
+        }
+    }
+}
+
+fn due_comparisons(text: &str) -> Vec<String> {
+    let file = syn::parse_file(text).expect("a source file parses");
+    let mut seen = DueComparisons::default();
+    seen.visit_file(&file);
+    seen.found
+}
+
+#[test]
+fn the_comparison_reader_sees_each_spelling() {
+    let found = due_comparisons(
+        "fn f() { if a.due < today {} let _ = today > due; \
+         q.filter(corrective_actions::due_date.lt(today)); \
+         format!(\"WHERE c.due_date < {}\", x); }\n\
+         #[cfg(test)] mod tests { fn g() { let _ = a.due < today; } }",
+    );
+    assert_eq!(found.len(), 4, "{found:?}");
+}
+
+/// "Overdue" is decided in `domain::action` (`is_overdue`, `past_due`) and spelled in
+/// SQL by its twin in `db::rules` alone; everything else asks them.
+#[test]
+fn overdue_is_decided_in_one_place_and_its_sql_twin() {
+    let root = src();
+    let homes = [Path::new("domain/action.rs"), Path::new("db/rules.rs")];
+    let mut wrong = Vec::new();
+    for (path, text) in sources(&root) {
+        let relative = path.strip_prefix(&root).expect("under src");
+        if homes.contains(&relative) || relative.starts_with("architecture_tests") {
+            continue;
+        }
+        for found in due_comparisons(&text) {
+            wrong.push(format!("{}: {found}", relative.display()));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "overdue spelled outside domain::action and db::rules: {wrong:#?}"
+    );
+}

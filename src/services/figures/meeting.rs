@@ -1,0 +1,253 @@
+//! The weekly operations review's agenda (`/review-meeting`): the COEs approved since
+//! the last meeting, the oldest overdue actions, the outages that came back after
+//! their actions were done, the verifications refused, and one approved COE picked at
+//! random for the room to read together.
+
+use chrono::{NaiveDate, NaiveDateTime};
+use diesel::prelude::*;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::db::schema::{action_recurrences, audit_log, coes, corrective_actions};
+use crate::db::{types, DbConnection};
+use crate::domain::{Clock, Severity};
+use crate::services::coe::actions::{self, ActionFilter, ActionSort, ActionView};
+
+/// How many overdue actions the agenda lists (the oldest).
+pub const OVERDUE_LISTED: i64 = 10;
+
+/// A COE on the agenda.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgendaCoe {
+    pub id: String,
+    pub title: String,
+    pub severity: Severity,
+    pub service: Option<String>,
+    pub owner: Option<String>,
+    pub state: String,
+    /// When it was approved (the last time, if it was sent back and approved again).
+    #[serde(serialize_with = "crate::json::utc_option")]
+    pub approved_at: Option<NaiveDateTime>,
+}
+
+/// An action whose outage came back after it was done.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgendaRecurrence {
+    pub action_id: String,
+    pub action_title: String,
+    pub owner: String,
+    /// The COE the action belongs to (the earlier outage).
+    pub coe_id: String,
+    pub coe_title: String,
+    /// The COE of the outage that came back.
+    pub again_coe_id: String,
+    pub again_coe_title: String,
+    #[serde(serialize_with = "crate::json::utc")]
+    pub at: NaiveDateTime,
+}
+
+/// A done action its reviewer sent back: not verified.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgendaRefusal {
+    pub action_id: String,
+    pub action_title: String,
+    pub owner: String,
+    pub coe_id: String,
+    pub by: String,
+    pub reason: String,
+    #[serde(serialize_with = "crate::json::utc")]
+    pub at: NaiveDateTime,
+}
+
+/// The agenda of one meeting.
+#[derive(Debug, Clone, Serialize)]
+pub struct Agenda {
+    /// The last meeting's day: everything "since" counts from its start.
+    pub since: NaiveDate,
+    pub approved: Vec<AgendaCoe>,
+    /// The oldest overdue actions (at most `OVERDUE_LISTED`), and how many there are.
+    pub overdue: Vec<ActionView>,
+    pub overdue_total: i64,
+    pub recurrences: Vec<AgendaRecurrence>,
+    pub refusals: Vec<AgendaRefusal>,
+    /// One approved (or closed) COE to read together, and how many there are to pick from.
+    pub pick: Option<AgendaCoe>,
+    pub approved_total: i64,
+}
+
+/// The agenda for a meeting whose last one was on `since`; `seed` picks the COE to
+/// read (the same seed, the same COE, while the list is the same).
+pub fn agenda(
+    conn: &mut DbConnection,
+    clock: Clock,
+    since: NaiveDate,
+    seed: u64,
+) -> QueryResult<Agenda> {
+    let from = clock.midnight(since);
+    let approved_ids = crate::services::figures::coverage::approvals(conn, from, None)?;
+    let mut approved = Vec::new();
+    for (id, at) in approved_ids {
+        if let Some(mut coe) = agenda_coe(conn, &id)? {
+            coe.approved_at = Some(at);
+            approved.push(coe);
+        }
+    }
+
+    let overdue_filter = ActionFilter {
+        overdue: Some(true),
+        ..ActionFilter::default()
+    };
+    let (overdue, overdue_total) = actions::list(
+        conn,
+        &overdue_filter,
+        ActionSort::DaysOverdue,
+        OVERDUE_LISTED,
+        0,
+        clock,
+    )?;
+
+    let recurrences = recurrences_since(conn, from)?;
+    let refusals = refusals_since(conn, from)?;
+
+    let readable = coes::table.filter(coes::state.eq_any(["approved", "closed"]));
+    let approved_total: i64 = readable.clone().count().get_result(conn)?;
+    let pick = if approved_total == 0 {
+        None
+    } else {
+        let offset = (seed % approved_total as u64) as i64;
+        let id: String = readable
+            .order(coes::id.asc())
+            .select(coes::id)
+            .offset(offset)
+            .first(conn)?;
+        agenda_coe(conn, &id)?
+    };
+    Ok(Agenda {
+        since,
+        approved,
+        overdue,
+        overdue_total,
+        recurrences,
+        refusals,
+        pick,
+        approved_total,
+    })
+}
+
+/// id, title, severity, service, owner, state.
+type CoeFacts = (String, String, i32, Option<String>, Option<String>, String);
+
+/// action id, COE id, by, after (JSON), at.
+type RefusalRow = (
+    String,
+    Option<String>,
+    String,
+    Option<String>,
+    NaiveDateTime,
+);
+
+fn agenda_coe(conn: &mut DbConnection, id: &str) -> QueryResult<Option<AgendaCoe>> {
+    let row: Option<CoeFacts> = coes::table
+        .find(id)
+        .select((
+            coes::id,
+            coes::title,
+            coes::severity,
+            coes::service,
+            coes::owner_email,
+            coes::state,
+        ))
+        .first(conn)
+        .optional()?;
+    row.map(|(id, title, severity, service, owner, state)| {
+        Ok(AgendaCoe {
+            id,
+            title,
+            severity: types::severity("coes.severity", severity)?,
+            service,
+            owner,
+            state,
+            approved_at: None,
+        })
+    })
+    .transpose()
+}
+
+fn recurrences_since(
+    conn: &mut DbConnection,
+    from: NaiveDateTime,
+) -> QueryResult<Vec<AgendaRecurrence>> {
+    let rows: Vec<(String, String, NaiveDateTime, String, String, String)> =
+        action_recurrences::table
+            .inner_join(corrective_actions::table)
+            .filter(action_recurrences::created_at.ge(from))
+            .order(action_recurrences::at.desc())
+            .select((
+                action_recurrences::action_id,
+                action_recurrences::coe_id,
+                action_recurrences::at,
+                corrective_actions::title,
+                corrective_actions::owner_email,
+                corrective_actions::coe_id,
+            ))
+            .load(conn)?;
+    let title_of = |conn: &mut DbConnection, id: &str| -> QueryResult<String> {
+        coes::table.find(id).select(coes::title).first(conn)
+    };
+    let mut out = Vec::new();
+    for (action_id, again_coe_id, at, action_title, owner, coe_id) in rows {
+        out.push(AgendaRecurrence {
+            coe_title: title_of(conn, &coe_id)?,
+            again_coe_title: title_of(conn, &again_coe_id)?,
+            action_id,
+            action_title,
+            owner,
+            coe_id,
+            again_coe_id,
+            at,
+        });
+    }
+    Ok(out)
+}
+
+fn refusals_since(conn: &mut DbConnection, from: NaiveDateTime) -> QueryResult<Vec<AgendaRefusal>> {
+    let rows: Vec<RefusalRow> = audit_log::table
+        .filter(audit_log::entity.eq("action"))
+        .filter(audit_log::action.eq("action:refuse"))
+        .filter(audit_log::at.ge(from))
+        .order(audit_log::at.desc())
+        .select((
+            audit_log::entity_id,
+            audit_log::coe_id,
+            audit_log::actor,
+            audit_log::after,
+            audit_log::at,
+        ))
+        .load(conn)?;
+    let mut out = Vec::new();
+    for (action_id, coe_id, by, after, at) in rows {
+        let Some((title, owner)) = corrective_actions::table
+            .find(&action_id)
+            .select((corrective_actions::title, corrective_actions::owner_email))
+            .first::<(String, String)>(conn)
+            .optional()?
+        else {
+            continue;
+        };
+        let reason = after
+            .as_deref()
+            .and_then(|a| serde_json::from_str::<Value>(a).ok())
+            .and_then(|a| a["reason"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        out.push(AgendaRefusal {
+            action_id,
+            action_title: title,
+            owner,
+            coe_id: coe_id.unwrap_or_default(),
+            by,
+            reason,
+            at,
+        });
+    }
+    Ok(out)
+}

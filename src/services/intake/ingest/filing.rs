@@ -1,0 +1,598 @@
+//! Filing events into incidents in memory (`Pending`), and writing what a batch
+//! changed in a few statements (`Pending::flush`): the other half of `ingest`, which
+//! decides what is new in each delivery.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::NaiveDateTime;
+use diesel::prelude::*;
+
+use super::{group_hash, KeyHash, INSERT_CHUNK, LOOKUP_CHUNK};
+use crate::db::models::{DeliveryRow, FailureEventRow, IncidentAlertRow, IncidentRow};
+use crate::db::schema::{
+    failure_events, incident_alerts, incident_groups, incidents, webhook_deliveries,
+};
+use crate::db::{self, types, DbConnection};
+use crate::domain::incident::{place, GroupState, IncidentPolicy, IncidentState, Placement};
+use crate::domain::{EventKind, EventStatus, FailureEvent};
+use crate::services::coe::coes;
+
+/// An incident a delivery touched, as it now is.
+struct Touched {
+    row: IncidentRow,
+    /// Whether the row is in the database (a new incident is inserted by `flush`).
+    stored: bool,
+    /// Whether the row has changes `flush` has not written.
+    changed: bool,
+}
+
+impl Touched {
+    /// An incident as stored.
+    fn stored(row: IncidentRow) -> Touched {
+        Touched {
+            row,
+            stored: true,
+            changed: true,
+        }
+    }
+
+    /// A new incident, not yet stored.
+    fn new(row: IncidentRow) -> Touched {
+        Touched {
+            stored: false,
+            ..Touched::stored(row)
+        }
+    }
+}
+
+/// What a group's incidents were when the batch began, as far as filing needs.
+enum Known {
+    /// Its open incident.
+    Open(Box<IncidentRow>),
+    /// The group has no incident at all.
+    Empty,
+}
+
+/// What a batch of deliveries has changed and not yet written. `flush` writes it in
+/// a few statements: an incident touched by a hundred events is written once, the
+/// deliveries, events and alert states in multi-row statements.
+pub(super) struct Pending {
+    pub(super) now: NaiveDateTime,
+    /// Groups looked up for the batch before it changed any, by group hash (a group
+    /// missing here, or filed into since, is asked of the database).
+    groups: HashMap<KeyHash, Known>,
+    pub(super) deliveries: Vec<DeliveryRow>,
+    /// Incidents touched, by id.
+    incidents: HashMap<String, Touched>,
+    /// The incident each group's events go to now, by group hash.
+    current: HashMap<KeyHash, String>,
+    /// Alert states changed: incident id → dedup key → status.
+    alerts: HashMap<String, HashMap<String, EventStatus>>,
+    pub(super) events: Vec<FailureEventRow>,
+    /// Events to add to their COE's timeline once stored: (COE id, index in `events`).
+    pub(super) timeline: Vec<(String, usize)>,
+    /// Drafts to bring up to date with their incident: (COE id, incident id).
+    pub(super) drafts: Vec<(String, String)>,
+    /// The COE of each incident looked at: its id and whether it is a draft.
+    pub(super) coes: HashMap<String, Option<(String, bool)>>,
+    /// Drafts' severity, resolution and detection times as stored, where known, by
+    /// COE id: a draft follows its incident only when they differ from the incident's
+    /// (an earlier alert moves the start and the detection back together).
+    pub(super) draft_states: HashMap<String, (i32, Option<NaiveDateTime>, Option<NaiveDateTime>)>,
+}
+
+impl Pending {
+    pub(super) fn new(now: NaiveDateTime) -> Pending {
+        Pending {
+            now,
+            groups: HashMap::new(),
+            deliveries: Vec::new(),
+            incidents: HashMap::new(),
+            current: HashMap::new(),
+            alerts: HashMap::new(),
+            events: Vec::new(),
+            timeline: Vec::new(),
+            drafts: Vec::new(),
+            coes: HashMap::new(),
+            draft_states: HashMap::new(),
+        }
+    }
+
+    /// An incident this delivery touched.
+    pub(super) fn incident(&self, id: &str) -> QueryResult<&IncidentRow> {
+        // Every id asked for was filed by this delivery; a miss is a fault of ours.
+        self.incidents
+            .get(id)
+            .map(|touched| &touched.row)
+            .ok_or(diesel::result::Error::NotFound)
+    }
+
+    /// Asks at once what the groups `hashes` (sorted) have: their open incidents and
+    /// these incidents' COEs, and which groups have no incident at all.
+    pub(super) fn look_up_groups(
+        &mut self,
+        conn: &mut DbConnection,
+        hashes: &[KeyHash],
+    ) -> QueryResult<()> {
+        // Each group known with its open incident, if any, in one statement.
+        let groups = incident_groups::table.left_join(
+            incidents::table.on(incidents::group_id
+                .eq(incident_groups::group_id)
+                .and(incidents::state.eq(IncidentState::Open.as_str()))),
+        );
+        // IncidentRow's columns in its order (`as_select` cannot be made nullable
+        // for a connection of either backend).
+        let row = (
+            incidents::id,
+            incidents::group_key,
+            incidents::group_hash,
+            incidents::group_id,
+            incidents::source,
+            incidents::title,
+            incidents::service,
+            incidents::severity,
+            incidents::state,
+            incidents::started_at,
+            incidents::detected_at,
+            incidents::acknowledged_at,
+            incidents::resolved_at,
+            incidents::reopened_count,
+            incidents::event_count,
+            incidents::coe_required_at,
+            incidents::created_at,
+            incidents::updated_at,
+        );
+        let select = (incident_groups::group_hash, row.nullable());
+        for chunk in hashes.chunks(LOOKUP_CHUNK) {
+            // One value: a statement the connection keeps prepared (a list is not).
+            let found: Vec<(KeyHash, Option<IncidentRow>)> = match chunk {
+                [hash] => groups
+                    .filter(incident_groups::group_hash.eq(hash))
+                    .select(select)
+                    .load(conn)?,
+                _ => groups
+                    .filter(incident_groups::group_hash.eq_any(chunk))
+                    .select(select)
+                    .load(conn)?,
+            };
+            let mut known: HashSet<KeyHash> = HashSet::with_capacity(found.len());
+            let mut open: Vec<IncidentRow> = Vec::new();
+            for (hash, row) in found {
+                known.insert(hash);
+                open.extend(row);
+            }
+            for hash in chunk.iter().filter(|hash| !known.contains(*hash)) {
+                self.groups.insert(hash.clone(), Known::Empty);
+            }
+            // Their COEs, at once (an incident this batch makes has none).
+            let ids: Vec<&String> = open.iter().map(|row| &row.id).collect();
+            let mut found = coes::coes_of_incidents(conn, &ids)?;
+            for row in open {
+                let coe = found.remove(&row.id);
+                if let Some(coe) = coe.as_ref().filter(|coe| coe.draft) {
+                    self.draft_states.insert(
+                        coe.id.clone(),
+                        (coe.severity, coe.resolved_at, coe.detected_at),
+                    );
+                }
+                self.coes
+                    .insert(row.id.clone(), coe.map(|coe| (coe.id, coe.draft)));
+                self.groups
+                    .insert(row.group_hash.clone(), Known::Open(Box::new(row)));
+            }
+        }
+        Ok(())
+    }
+
+    /// What the look-up found for a group: its open incident, or `None` for a group
+    /// without incidents; not looked up (or with incidents, all resolved): nothing.
+    #[cfg(test)]
+    pub(super) fn known(&self, hash: &KeyHash) -> Option<Option<&IncidentRow>> {
+        match self.groups.get(hash)? {
+            Known::Open(row) => Some(Some(row)),
+            Known::Empty => Some(None),
+        }
+    }
+
+    /// Writes everything pending: deliveries, incidents, alert states, events, then
+    /// what the events add to their COEs (timeline entries refer to the events).
+    pub(super) fn flush(&mut self, conn: &mut DbConnection) -> QueryResult<()> {
+        for chunk in self.deliveries.chunks(INSERT_CHUNK) {
+            match chunk {
+                // One row: a statement the connection keeps prepared (many are not).
+                [row] => diesel::insert_into(webhook_deliveries::table)
+                    .values(row)
+                    .execute(conn)?,
+                _ => crate::insert_rows!(&mut *conn, webhook_deliveries::table, chunk)?,
+            };
+        }
+        self.deliveries.clear();
+        let mut new: Vec<&IncidentRow> = Vec::new();
+        let mut changed: Vec<&IncidentRow> = Vec::new();
+        for touched in self.incidents.values_mut().filter(|t| t.changed) {
+            touched.changed = false;
+            if touched.stored {
+                changed.push(&touched.row);
+            } else {
+                touched.stored = true;
+                new.push(&touched.row);
+            }
+        }
+        db::bulk::update_incidents(conn, &changed, INSERT_CHUNK)?;
+        // A new group is named by its first incident (the groups of the others are
+        // stored already).
+        let groups: Vec<NewGroup> = new
+            .iter()
+            .filter(|row| row.group_id == row.id)
+            .map(|row| NewGroup {
+                group_hash: &row.group_hash,
+                group_id: &row.id,
+            })
+            .collect();
+        for chunk in groups.chunks(INSERT_CHUNK) {
+            match chunk {
+                [row] => diesel::insert_into(incident_groups::table)
+                    .values(row)
+                    .execute(conn)?,
+                _ => crate::insert_rows!(&mut *conn, incident_groups::table, chunk)?,
+            };
+        }
+        match new.as_slice() {
+            [] => {}
+            [row] => {
+                diesel::insert_into(incidents::table)
+                    .values(*row)
+                    .execute(conn)?;
+            }
+            _ => {
+                for chunk in new.chunks(INSERT_CHUNK) {
+                    crate::insert_rows!(&mut *conn, incidents::table, chunk.to_vec())?;
+                }
+            }
+        }
+        // A new incident's alerts are new rows; a stored one's may be there already.
+        let new: HashSet<String> = new.into_iter().map(|row| row.id.clone()).collect();
+        let mut rows: Vec<IncidentAlertRow> = Vec::new();
+        for (incident_id, alerts) in self.alerts.iter_mut().filter(|(id, _)| new.contains(*id)) {
+            rows.extend(alerts.drain().map(|(dedup_key, status)| IncidentAlertRow {
+                incident_id: incident_id.clone(),
+                dedup_key,
+                status: status.as_str().to_owned(),
+                updated_at: self.now,
+            }));
+        }
+        for chunk in rows.chunks(INSERT_CHUNK) {
+            match chunk {
+                [row] => diesel::insert_into(incident_alerts::table)
+                    .values(row)
+                    .execute(conn)?,
+                _ => crate::insert_rows!(&mut *conn, incident_alerts::table, chunk)?,
+            };
+        }
+        let incident_ids: Vec<String> = self.alerts.keys().cloned().collect();
+        self.flush_alerts(conn, &incident_ids)?;
+        for chunk in self.events.chunks(INSERT_CHUNK) {
+            match chunk {
+                // One row: a statement the connection keeps prepared (many are not).
+                [row] => diesel::insert_into(failure_events::table)
+                    .values(row)
+                    .execute(conn)?,
+                _ => crate::insert_rows!(&mut *conn, failure_events::table, chunk)?,
+            };
+        }
+        // Each COE's new events counted in its timeline at once, in arrival order.
+        let mut timeline: Vec<(String, Vec<&FailureEventRow>)> = Vec::new();
+        for (coe_id, event) in self.timeline.drain(..) {
+            let event = &self.events[event];
+            match timeline.iter_mut().find(|(id, _)| *id == coe_id) {
+                Some((_, events)) => events.push(event),
+                None => timeline.push((coe_id, vec![event])),
+            }
+        }
+        for (coe_id, events) in &timeline {
+            coes::record_events(conn, coe_id, events, self.now)?;
+        }
+        drop(timeline);
+        self.events.clear();
+        for (coe_id, incident_id) in std::mem::take(&mut self.drafts) {
+            let touched = self
+                .incidents
+                .get_mut(&incident_id)
+                .ok_or(diesel::result::Error::NotFound)?;
+            let incident = &touched.row;
+            // Following changes nothing when the draft is as worst as the incident
+            // and shows its resolution time (a resolution people wrote is theirs).
+            let needed = self.draft_states.get(&coe_id).is_none_or(
+                |(severity, resolved_at, detected_at)| {
+                    *severity > incident.severity
+                        || *resolved_at != incident.resolved_at
+                        || *detected_at != Some(incident.detected_at)
+                },
+            );
+            if needed {
+                coes::follow_incident(conn, &coe_id, incident)?;
+                let severity = self
+                    .draft_states
+                    .get(&coe_id)
+                    .map_or(incident.severity, |(s, _, _)| (*s).min(incident.severity));
+                self.draft_states.insert(
+                    coe_id,
+                    (severity, incident.resolved_at, Some(incident.detected_at)),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the changed alert states of (stored) incidents.
+    fn flush_alerts(
+        &mut self,
+        conn: &mut DbConnection,
+        incident_ids: &[String],
+    ) -> QueryResult<()> {
+        let mut rows: Vec<IncidentAlertRow> = Vec::new();
+        for incident_id in incident_ids {
+            let Some(alerts) = self.alerts.remove(incident_id) else {
+                continue;
+            };
+            rows.extend(
+                alerts
+                    .into_iter()
+                    .map(|(dedup_key, status)| IncidentAlertRow {
+                        incident_id: incident_id.clone(),
+                        dedup_key,
+                        status: status.as_str().to_owned(),
+                        updated_at: self.now,
+                    }),
+            );
+        }
+        for chunk in rows.chunks(INSERT_CHUNK) {
+            crate::replace_rows!(
+                &mut *conn,
+                incident_alerts::table,
+                chunk,
+                (incident_alerts::incident_id, incident_alerts::dedup_key),
+                (
+                    incident_alerts::status.eq(diesel::upsert::excluded(incident_alerts::status)),
+                    incident_alerts::updated_at
+                        .eq(diesel::upsert::excluded(incident_alerts::updated_at)),
+                )
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A group's first incident names it (`incident_groups`).
+#[derive(Insertable)]
+#[diesel(table_name = incident_groups)]
+struct NewGroup<'a> {
+    group_hash: &'a [u8],
+    group_id: &'a str,
+}
+
+/// The incident an event was filed into.
+pub(super) struct Filed {
+    pub(super) id: String,
+    /// Whether the incident needs a COE.
+    pub(super) coe_required: bool,
+    /// Whether the incident is in the database already (a new one is written by
+    /// `flush`): only then can it have a COE.
+    pub(super) stored: bool,
+}
+
+/// Finds or makes the incident for `event` and updates it (in `pending`).
+pub(super) fn file_into_incident(
+    conn: &mut DbConnection,
+    pending: &mut Pending,
+    event: &FailureEvent,
+    policy: &IncidentPolicy,
+) -> Result<Filed, diesel::result::Error> {
+    let now = pending.now;
+    let hash = group_hash(&event.group_key);
+    // The group's open incident, if this delivery touched it already; taken out of
+    // `pending` while this event changes it, and put back below.
+    let cached_open = pending
+        .current
+        .get(&hash)
+        .filter(|id| {
+            pending
+                .incidents
+                .get(*id)
+                .is_some_and(|t| t.row.state == IncidentState::Open.as_str())
+        })
+        .and_then(|id| pending.incidents.remove(id));
+    let mut touched = match cached_open {
+        Some(touched) => touched,
+        None => {
+            let touched = if pending.current.contains_key(&hash) {
+                // Resolved earlier in this batch: ask the database as it will be.
+                pending.flush(conn)?;
+                place_in_group(conn, event, &hash, policy, now)?
+            } else {
+                // As `place` decides: an open incident takes the event; a group
+                // without incidents gets a new one.
+                match pending.groups.remove(&hash) {
+                    Some(Known::Open(row)) => Touched::stored(*row),
+                    Some(Known::Empty) => Touched::new(new_incident(event, &hash, None, now)),
+                    None => place_in_group(conn, event, &hash, policy, now)?,
+                }
+            };
+            pending.current.insert(hash, touched.row.id.clone());
+            touched
+        }
+    };
+    let id = touched.row.id.clone();
+    let alerts = pending.alerts.entry(id.clone()).or_default();
+    alerts.insert(event.dedup_key.clone(), event.status);
+    let firing_here = alerts.values().any(|s| *s == EventStatus::Firing);
+
+    touched.changed = true;
+    let incident = &mut touched.row;
+    let current = types::severity("incidents.severity", incident.severity)?;
+    let severity = current.worst(event.severity);
+    incident.severity = severity.rank();
+    incident.event_count += 1;
+    incident.updated_at = now;
+    // Started and detected: the earliest alert's own start (Alertmanager's
+    // `startsAt`), whenever coe heard of it; when it was received is `created_at`.
+    if event.started_at < incident.started_at {
+        incident.started_at = event.started_at;
+    }
+    if event.started_at < incident.detected_at {
+        incident.detected_at = event.started_at;
+    }
+    if incident.service.is_none() {
+        incident.service = event.service.clone();
+    }
+    if event.kind == EventKind::Acknowledged && incident.acknowledged_at.is_none() {
+        incident.acknowledged_at = Some(now);
+    }
+    if incident.coe_required_at.is_none() && policy.needs_coe(severity) {
+        incident.coe_required_at = Some(now);
+    }
+    // An incident resolves when every alert in it has resolved. Asked only on a
+    // resolution, and as "is any still firing" (one row), not a count: an incident of
+    // a storm holds tens of thousands of alerts. A new incident's alerts are all in
+    // `pending`; a stored one's are asked of the database once this one's are written.
+    if event.status == EventStatus::Resolved && incident.state == IncidentState::Open.as_str() {
+        let still_firing = firing_here
+            || (touched.stored && {
+                pending.flush_alerts(conn, std::slice::from_ref(&id))?;
+                incident_alerts::table
+                    .filter(incident_alerts::incident_id.eq(&id))
+                    .filter(incident_alerts::status.eq(EventStatus::Firing.as_str()))
+                    .select(incident_alerts::dedup_key)
+                    .first::<String>(conn)
+                    .optional()?
+                    .is_some()
+            });
+        if !still_firing {
+            let incident = &mut touched.row;
+            incident.state = IncidentState::Resolved.as_str().to_owned();
+            incident.resolved_at = Some(event.ended_at.unwrap_or(now));
+        }
+    }
+    let filed = Filed {
+        id: id.clone(),
+        coe_required: touched.row.coe_required_at.is_some(),
+        stored: touched.stored,
+    };
+    pending.incidents.insert(id, touched);
+    Ok(filed)
+}
+
+/// The incident an event of a group goes to when the group has no open incident
+/// touched in this delivery: the open one, one reopened, or a new one (`place`).
+fn place_in_group(
+    conn: &mut DbConnection,
+    event: &FailureEvent,
+    hash: &[u8],
+    policy: &IncidentPolicy,
+    now: NaiveDateTime,
+) -> Result<Touched, diesel::result::Error> {
+    let group_id: Option<String> = incident_groups::table
+        .find(hash)
+        .select(incident_groups::group_id)
+        .first(conn)
+        .optional()?;
+    let Some(group_id) = group_id else {
+        return Ok(Touched::new(new_incident(event, hash, None, now)));
+    };
+    // The group's latest incident, read whole: usually the open one, so that one
+    // query is all it takes.
+    let latest: Option<IncidentRow> = incidents::table
+        .filter(incidents::group_id.eq(&group_id))
+        .order((incidents::created_at.desc(), incidents::id.desc()))
+        .select(IncidentRow::as_select())
+        .first(conn)
+        .optional()?;
+    let open: Option<IncidentRow> = match &latest {
+        None => None,
+        Some(row) if row.state == IncidentState::Open.as_str() => latest.clone(),
+        // An older incident reopened after a later one resolved.
+        Some(_) => incidents::table
+            .filter(incidents::group_id.eq(&group_id))
+            .filter(incidents::state.eq(IncidentState::Open.as_str()))
+            .select(IncidentRow::as_select())
+            .first(conn)
+            .optional()?,
+    };
+    let latest = latest.filter(|_| open.is_none()).map(|row| row.id);
+    // Asked only of a group that has incidents, all resolved.
+    let last_resolved_with_alert: Option<(String, Option<NaiveDateTime>)> =
+        if open.is_none() && latest.is_some() {
+            incidents::table
+                .inner_join(incident_alerts::table)
+                .filter(incidents::group_id.eq(&group_id))
+                .filter(incidents::state.eq(IncidentState::Resolved.as_str()))
+                .filter(incident_alerts::dedup_key.eq(&event.dedup_key))
+                .order((incidents::resolved_at.desc(), incidents::created_at.desc()))
+                .select((incidents::id, incidents::resolved_at))
+                .first(conn)
+                .optional()?
+        } else {
+            None
+        };
+    let group = GroupState {
+        open: open.as_ref().map(|row| row.id.as_str()),
+        last_resolved_with_alert: last_resolved_with_alert
+            .as_ref()
+            .map(|(id, at)| (id.as_str(), at.unwrap_or(now))),
+        latest: latest.as_deref(),
+    };
+    Ok(match place(event.status, event.started_at, group, policy) {
+        Placement::Attach(id) => match open {
+            Some(row) if row.id == id => Touched::stored(row),
+            _ => Touched::stored(load(conn, &id)?),
+        },
+        Placement::Reopen(id) => {
+            let mut touched = Touched::stored(load(conn, &id)?);
+            let row = &mut touched.row;
+            row.state = IncidentState::Open.as_str().to_owned();
+            row.resolved_at = None;
+            row.reopened_count += 1;
+            touched
+        }
+        Placement::New => Touched::new(new_incident(event, hash, Some(group_id), now)),
+    })
+}
+
+/// A new incident of `event`'s group (`hash`, named `group` when it has incidents;
+/// else the new incident names it), not yet stored.
+fn new_incident(
+    event: &FailureEvent,
+    hash: &[u8],
+    group: Option<String>,
+    now: NaiveDateTime,
+) -> IncidentRow {
+    let id = db::new_id();
+    IncidentRow {
+        group_id: group.unwrap_or_else(|| id.clone()),
+        id,
+        group_key: event.group_key.clone(),
+        group_hash: hash.to_owned(),
+        source: event.source.clone(),
+        title: event.title.clone(),
+        service: event.service.clone(),
+        severity: event.severity.rank(),
+        state: IncidentState::Open.as_str().to_owned(),
+        started_at: event.started_at,
+        // The alerting system detected it when the alert began, not when coe heard.
+        detected_at: event.started_at.min(now),
+        acknowledged_at: None,
+        resolved_at: None,
+        reopened_count: 0,
+        event_count: 0,
+        coe_required_at: None,
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+fn load(conn: &mut DbConnection, id: &str) -> Result<IncidentRow, diesel::result::Error> {
+    incidents::table
+        .find(id)
+        .select(IncidentRow::as_select())
+        .first(conn)
+}
