@@ -10,7 +10,7 @@
 
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::db::schema::{api_tokens, coes, corrective_actions, people, sign_in_links};
 use crate::db::DbConnection;
@@ -151,144 +151,17 @@ fn hand_over(
         );
         return Ok(Handover::default());
     };
-    let links = Links::new(&env.settings.public_url);
-    // A row of a COE's history, said by `by`.
-    let audit = |conn: &mut DbConnection, coe_id, what, before, after| {
-        let edited = Fact::CoeEdited {
-            coe_id,
-            what,
-            before: Some(before),
-            after: Some(after),
-        };
-        outbound::noted(conn, by, edited, now)
+    let handing = Handing {
+        env,
+        leaver,
+        to: &to,
+        now,
+        by,
+        links: Links::new(&env.settings.public_url),
     };
-
-    let actions: Vec<(String, String, String, chrono::NaiveDate)> = corrective_actions::table
-        .filter(corrective_actions::owner_email.eq(leaver))
-        .filter(corrective_actions::state.eq_any(OPEN_ACTION))
-        .order((corrective_actions::due_date, corrective_actions::id))
-        .select((
-            corrective_actions::id,
-            corrective_actions::coe_id,
-            corrective_actions::title,
-            corrective_actions::due_date,
-        ))
-        .load(conn)?;
-    let mut action_lines = Vec::new();
-    for (id, coe_id, title, due) in &actions {
-        diesel::update(corrective_actions::table.find(id))
-            .set((
-                corrective_actions::owner_email.eq(&to),
-                corrective_actions::handed_over_from.eq(leaver),
-                corrective_actions::handed_over_at.eq(now),
-                corrective_actions::updated_at.eq(now),
-            ))
-            .execute(conn)?;
-        let handed = ActionEvent::HandedOver {
-            action_id: id,
-            coe_id,
-            from: leaver,
-            to: &to,
-        };
-        outbound::happened(conn, env, by, handed, now)?;
-        let coe_title: String = coes::table.find(coe_id).select(coes::title).first(conn)?;
-        action_lines.push(ActionLine {
-            action_id: id.clone(),
-            title: title.clone(),
-            coe_id: coe_id.clone(),
-            coe_title,
-            owner: to.clone(),
-            owner_name: String::new(),
-            due_date: due.to_string(),
-            days_overdue: 0,
-            days_until_due: 0,
-            link: links.action(id),
-            newly_escalated: false,
-        });
-    }
-
-    let line = |id: &str, title: &str| CoeLine {
-        coe_id: id.to_owned(),
-        title: title.to_owned(),
-        owner: String::new(),
-        reviewer: String::new(),
-        deadline: String::new(),
-        days: 0,
-        link: links.coe(id),
-    };
-    let owned: Vec<(String, String)> = coes::table
-        .filter(coes::owner_email.eq(leaver))
-        .filter(coes::state.eq_any(BEFORE_APPROVAL))
-        .order(coes::created_at)
-        .select((coes::id, coes::title))
-        .load(conn)?;
-    let mut owned_lines = Vec::new();
-    for (id, title) in &owned {
-        // The reviewer cannot own what they review: the review passes to nobody then
-        // (the new owner names one), and the audit says so.
-        let reviewer: Option<String> = coes::table
-            .find(id)
-            .select(coes::reviewer_email)
-            .first(conn)?;
-        if reviewer.as_deref() == Some(to.as_str()) {
-            diesel::update(coes::table.find(id))
-                .set(coes::reviewer_email.eq(None::<String>))
-                .execute(conn)?;
-            audit(
-                conn,
-                id,
-                "reviewer:left",
-                json!({ "reviewer": to }),
-                json!({ "reviewer": null,
-                        "why": format!("{to} owns it now ({leaver} left): name another reviewer") }),
-            )?;
-        }
-        diesel::update(coes::table.find(id))
-            .set((
-                coes::owner_email.eq(&to),
-                coes::owner_handed_over_from.eq(leaver),
-                coes::owner_handed_over_at.eq(now),
-                coes::updated_at.eq(now),
-            ))
-            .execute(conn)?;
-        audit(
-            conn,
-            id,
-            "owner:left",
-            json!({ "owner": leaver }),
-            json!({ "owner": to, "why": format!("{leaver} left") }),
-        )?;
-        owned_lines.push(line(id, title));
-    }
-
-    let reviews: Vec<(String, String, Option<String>)> = coes::table
-        .filter(coes::reviewer_email.eq(leaver))
-        .filter(coes::state.eq_any(BEFORE_APPROVAL))
-        .order(coes::created_at)
-        .select((coes::id, coes::title, coes::owner_email))
-        .load(conn)?;
-    let mut review_lines = Vec::new();
-    for (id, title, owner) in &reviews {
-        let next = (owner.as_deref() != Some(to.as_str())).then(|| to.clone());
-        diesel::update(coes::table.find(id))
-            .set((
-                coes::reviewer_email.eq(&next),
-                coes::reviewer_handed_over_from.eq(leaver),
-                coes::reviewer_handed_over_at.eq(now),
-                coes::updated_at.eq(now),
-            ))
-            .execute(conn)?;
-        audit(
-            conn,
-            id,
-            "reviewer:left",
-            json!({ "reviewer": leaver }),
-            json!({ "reviewer": next, "why": format!("{leaver} left") }),
-        )?;
-        if next.is_some() {
-            review_lines.push(line(id, title));
-        }
-    }
+    let action_lines = handing.actions(conn)?;
+    let owned_lines = handing.owned(conn)?;
+    let review_lines = handing.reviews(conn)?;
     let count = action_lines.len() + owned_lines.len() + review_lines.len();
     let handover = Handover {
         to: Some(to.clone()),
@@ -297,6 +170,217 @@ fn hand_over(
         reviews: review_lines.len(),
     };
     if count > 0 {
+        handing.tell(conn, action_lines, owned_lines, review_lines)?;
+    }
+    Ok(handover)
+}
+
+/// A leaver's work passing on: who left, who takes it over, and who said so when.
+struct Handing<'a> {
+    env: Env<'a>,
+    leaver: &'a str,
+    to: &'a str,
+    now: NaiveDateTime,
+    by: &'a str,
+    links: Links,
+}
+
+impl Handing<'_> {
+    /// A row of a COE's history, said by `by`.
+    fn audit(
+        &self,
+        conn: &mut DbConnection,
+        coe_id: &str,
+        what: &str,
+        before: Value,
+        after: Value,
+    ) -> QueryResult<()> {
+        let edited = Fact::CoeEdited {
+            coe_id,
+            what,
+            before: Some(before),
+            after: Some(after),
+        };
+        outbound::noted(conn, self.by, edited, self.now)
+    }
+
+    /// A COE as the email to the new holder lists it.
+    fn line(&self, id: &str, title: &str) -> CoeLine {
+        CoeLine {
+            coe_id: id.to_owned(),
+            title: title.to_owned(),
+            owner: String::new(),
+            reviewer: String::new(),
+            deadline: String::new(),
+            days: 0,
+            link: self.links.coe(id),
+        }
+    }
+
+    /// Gives the leaver's open actions to the new holder, each marked as the
+    /// leaver's before; lists them for the email.
+    fn actions(&self, conn: &mut DbConnection) -> QueryResult<Vec<ActionLine>> {
+        let Handing {
+            env,
+            leaver,
+            to,
+            now,
+            by,
+            ..
+        } = *self;
+        let actions: Vec<(String, String, String, chrono::NaiveDate)> = corrective_actions::table
+            .filter(corrective_actions::owner_email.eq(leaver))
+            .filter(corrective_actions::state.eq_any(OPEN_ACTION))
+            .order((corrective_actions::due_date, corrective_actions::id))
+            .select((
+                corrective_actions::id,
+                corrective_actions::coe_id,
+                corrective_actions::title,
+                corrective_actions::due_date,
+            ))
+            .load(conn)?;
+        let mut action_lines = Vec::new();
+        for (id, coe_id, title, due) in &actions {
+            diesel::update(corrective_actions::table.find(id))
+                .set((
+                    corrective_actions::owner_email.eq(to),
+                    corrective_actions::handed_over_from.eq(leaver),
+                    corrective_actions::handed_over_at.eq(now),
+                    corrective_actions::updated_at.eq(now),
+                ))
+                .execute(conn)?;
+            let handed = ActionEvent::HandedOver {
+                action_id: id,
+                coe_id,
+                from: leaver,
+                to,
+            };
+            outbound::happened(conn, env, by, handed, now)?;
+            let coe_title: String = coes::table.find(coe_id).select(coes::title).first(conn)?;
+            action_lines.push(ActionLine {
+                action_id: id.clone(),
+                title: title.clone(),
+                coe_id: coe_id.clone(),
+                coe_title,
+                owner: to.to_owned(),
+                owner_name: String::new(),
+                due_date: due.to_string(),
+                days_overdue: 0,
+                days_until_due: 0,
+                link: self.links.action(id),
+                newly_escalated: false,
+            });
+        }
+        Ok(action_lines)
+    }
+
+    /// Gives the COEs the leaver owns before approval to the new holder (who then
+    /// reviews none of them); lists them for the email.
+    fn owned(&self, conn: &mut DbConnection) -> QueryResult<Vec<CoeLine>> {
+        let Handing {
+            leaver, to, now, ..
+        } = *self;
+        let owned: Vec<(String, String)> = coes::table
+            .filter(coes::owner_email.eq(leaver))
+            .filter(coes::state.eq_any(BEFORE_APPROVAL))
+            .order(coes::created_at)
+            .select((coes::id, coes::title))
+            .load(conn)?;
+        let mut owned_lines = Vec::new();
+        for (id, title) in &owned {
+            // The reviewer cannot own what they review: the review passes to nobody then
+            // (the new owner names one), and the audit says so.
+            let reviewer: Option<String> = coes::table
+                .find(id)
+                .select(coes::reviewer_email)
+                .first(conn)?;
+            if reviewer.as_deref() == Some(to) {
+                diesel::update(coes::table.find(id))
+                    .set(coes::reviewer_email.eq(None::<String>))
+                    .execute(conn)?;
+                self.audit(
+                    conn,
+                    id,
+                    "reviewer:left",
+                    json!({ "reviewer": to }),
+                    json!({ "reviewer": null,
+                            "why": format!("{to} owns it now ({leaver} left): name another reviewer") }),
+                )?;
+            }
+            diesel::update(coes::table.find(id))
+                .set((
+                    coes::owner_email.eq(to),
+                    coes::owner_handed_over_from.eq(leaver),
+                    coes::owner_handed_over_at.eq(now),
+                    coes::updated_at.eq(now),
+                ))
+                .execute(conn)?;
+            self.audit(
+                conn,
+                id,
+                "owner:left",
+                json!({ "owner": leaver }),
+                json!({ "owner": to, "why": format!("{leaver} left") }),
+            )?;
+            owned_lines.push(self.line(id, title));
+        }
+        Ok(owned_lines)
+    }
+
+    /// Gives the reviews the leaver holds before approval to the new holder, unless
+    /// they own the COE (then nobody reviews it); lists those they took.
+    fn reviews(&self, conn: &mut DbConnection) -> QueryResult<Vec<CoeLine>> {
+        let Handing {
+            leaver, to, now, ..
+        } = *self;
+        let reviews: Vec<(String, String, Option<String>)> = coes::table
+            .filter(coes::reviewer_email.eq(leaver))
+            .filter(coes::state.eq_any(BEFORE_APPROVAL))
+            .order(coes::created_at)
+            .select((coes::id, coes::title, coes::owner_email))
+            .load(conn)?;
+        let mut review_lines = Vec::new();
+        for (id, title, owner) in &reviews {
+            let next = (owner.as_deref() != Some(to)).then(|| to.to_owned());
+            diesel::update(coes::table.find(id))
+                .set((
+                    coes::reviewer_email.eq(&next),
+                    coes::reviewer_handed_over_from.eq(leaver),
+                    coes::reviewer_handed_over_at.eq(now),
+                    coes::updated_at.eq(now),
+                ))
+                .execute(conn)?;
+            self.audit(
+                conn,
+                id,
+                "reviewer:left",
+                json!({ "reviewer": leaver }),
+                json!({ "reviewer": next, "why": format!("{leaver} left") }),
+            )?;
+            if next.is_some() {
+                review_lines.push(self.line(id, title));
+            }
+        }
+        Ok(review_lines)
+    }
+
+    /// Tells the new holder, in one email, everything they received from the leaver.
+    fn tell(
+        &self,
+        conn: &mut DbConnection,
+        action_lines: Vec<ActionLine>,
+        owned_lines: Vec<CoeLine>,
+        review_lines: Vec<CoeLine>,
+    ) -> QueryResult<()> {
+        let Handing {
+            env,
+            leaver,
+            to,
+            now,
+            by,
+            ..
+        } = *self;
+        let count = action_lines.len() + owned_lines.len() + review_lines.len();
         let name: Option<String> = people::table
             .find(leaver)
             .select(people::name)
@@ -317,12 +401,11 @@ fn hand_over(
         };
         let handed = CoeEvent::WorkHandedOver {
             leaver,
-            to: &to,
+            to,
             told: &told,
         };
-        outbound::happened(conn, env, by, handed, now)?;
+        outbound::happened(conn, env, by, handed, now)
     }
-    Ok(handover)
 }
 
 /// The COEs before approval whose bar raiser is `leaver`: the seat is cleared; in

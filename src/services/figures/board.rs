@@ -113,6 +113,18 @@ pub fn totals(
         *soon_by_owner.entry(owner).or_default() += 1;
     }
 
+    let mut lines = owner_lines(overdue_by_owner, soon_by_owner, clock);
+    name_owners(conn, &mut lines)?;
+    Ok(add_up(lines))
+}
+
+/// Each owner's line: their overdue and due-soon counts and the days overdue of
+/// their oldest, not yet named (`name_owners`), in no team.
+fn owner_lines(
+    overdue_by_owner: BTreeMap<String, (i64, NaiveDate)>,
+    soon_by_owner: BTreeMap<String, i64>,
+    clock: Clock,
+) -> BTreeMap<String, OwnerLine> {
     let mut lines: BTreeMap<String, OwnerLine> = BTreeMap::new();
     let blank = |owner: &str| OwnerLine {
         owner: owner.to_owned(),
@@ -135,6 +147,15 @@ pub fn totals(
             .or_insert_with(|| blank(&owner))
             .due_soon = n;
     }
+    lines
+}
+
+/// Gives each owner's line their name, team and the day they left, as the
+/// directory says.
+fn name_owners(
+    conn: &mut DbConnection,
+    lines: &mut BTreeMap<String, OwnerLine>,
+) -> QueryResult<()> {
     let owners: Vec<String> = lines.keys().cloned().collect();
     for chunk in owners.chunks(500) {
         type Found = (
@@ -167,6 +188,12 @@ pub fn totals(
             }
         }
     }
+    Ok(())
+}
+
+/// The board's totals from the owners' lines: the sums, each team's line, and the
+/// most overdue teams and owners first.
+fn add_up(lines: BTreeMap<String, OwnerLine>) -> Totals {
     let mut teams: BTreeMap<String, TeamLine> = BTreeMap::new();
     let mut totals = Totals::default();
     for line in lines.values() {
@@ -191,7 +218,7 @@ pub fn totals(
             .then(b.most_days_overdue.cmp(&a.most_days_overdue))
             .then(a.owner.cmp(&b.owner))
     });
-    Ok(totals)
+    totals
 }
 
 /// Whether a filter selects whole owners' open actions (at most an owner and a team),

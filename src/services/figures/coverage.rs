@@ -317,155 +317,211 @@ pub fn audit_with(
     let now = clock.now.naive_utc();
     let (start, end) = (clock.midnight(from), clock.midnight(to + Duration::days(1)));
     let teams = crate::services::directory::ownership::Teams::load(conn)?;
-    let wanted = |t: &str| team.is_none_or(|w| w.trim().eq_ignore_ascii_case(t));
-    let mut by_team: BTreeMap<String, CoverageFigures> = BTreeMap::new();
-
-    // Incidents of the period that met the policy, and their COEs, in one statement
-    // (one the connection keeps prepared): the COE an incident was attached to, else
-    // the COE opened for it.
-    let (opened, attached) = diesel::alias!(coes as opened_for, coes as attached_to);
-    type Facts = (String, String, Option<String>, Option<NaiveDateTime>);
-    #[allow(clippy::type_complexity)]
-    let found: Vec<(
-        String,
-        String,
-        Option<String>,
-        Option<NaiveDateTime>,
-        Option<Facts>,
-        Option<Facts>,
-    )> = incidents::table
-        .left_join(opened.on(opened.field(coes::incident_id).eq(incidents::id.nullable())))
-        .left_join(coe_incidents::table.on(coe_incidents::incident_id.eq(incidents::id)))
-        .left_join(attached.on(attached.field(coes::id).eq(coe_incidents::coe_id)))
-        .filter(incidents::coe_required_at.is_not_null())
-        .filter(incidents::started_at.ge(start))
-        .filter(incidents::started_at.lt(end))
-        .order(incidents::started_at.asc())
-        .select((
-            incidents::id,
-            incidents::title,
-            incidents::service,
-            incidents::resolved_at,
-            (
-                opened.field(coes::id),
-                opened.field(coes::state),
-                opened.field(coes::owner_email),
-                opened.field(coes::resolved_at),
-            )
-                .nullable(),
-            (
-                attached.field(coes::id),
-                attached.field(coes::state),
-                attached.field(coes::owner_email),
-                attached.field(coes::resolved_at),
-            )
-                .nullable(),
-        ))
-        .load(conn)?;
-    for (incident_id, title, service, resolved_at, opened, attached) in found {
-        let facts = attached.or(opened);
-        let coe_id = facts.as_ref().map(|(id, _, _, _)| id.clone());
-        let state: Option<CoeState> = facts
-            .as_ref()
-            .map(|(_, s, _, _)| types::read("coes.state", s))
-            .transpose()?;
-        let owner = facts.as_ref().and_then(|(_, _, o, _)| o.as_deref());
-        let resolved = facts.as_ref().and_then(|(_, _, _, r)| *r).or(resolved_at);
-        let covered = Covered::of(state, resolved, now, settings.coe.writeup_days);
-        // The owner's team when the outage was (a later team change moves nothing).
-        let team_name = teams
-            .of_at(owner, service.as_deref(), resolved.unwrap_or(now))
-            .unwrap_or_else(|| NO_TEAM.to_owned());
-        if !wanted(&team_name) {
-            continue;
-        }
-        let figures = by_team.entry(team_name).or_default();
-        figures.incidents_at_policy += 1;
-        *figures
-            .incidents_by_coe_state
-            .entry(covered.as_str().to_owned())
-            .or_default() += 1;
-        figures.incidents.push(CoveredIncident {
-            incident_id,
-            title,
-            coe_id,
-            covered,
-        });
-    }
-
+    let mut audit = Audit {
+        settings,
+        teams,
+        team,
+        start,
+        end,
+        now,
+        by_team: BTreeMap::new(),
+    };
+    audit.incidents_at_policy(conn)?;
     // COEs approved in the period.
-    for (coe_id, approved_at) in approvals(conn, start, Some(end))? {
-        let (title, owner, service, resolved, incident, severity, bar_raiser): ApprovedFacts =
-            coes::table
-                .find(&coe_id)
-                .select((
-                    coes::title,
-                    coes::owner_email,
-                    coes::service,
-                    coes::resolved_at,
-                    coes::incident_id,
-                    coes::severity,
-                    coes::bar_raiser_email,
-                ))
-                .first(conn)?;
-        let severity = types::severity("coes.severity", severity)?;
-        let team_name = teams
-            .of_at(owner.as_deref(), service.as_deref(), approved_at)
-            .unwrap_or_else(|| NO_TEAM.to_owned());
-        if !wanted(&team_name) {
-            continue;
-        }
-        let resolved = match (resolved, incident) {
-            (Some(r), _) => Some(r),
-            (None, Some(incident)) => incidents::table
-                .find(incident)
-                .select(incidents::resolved_at)
-                .first(conn)
-                .optional()?
-                .flatten(),
-            (None, None) => None,
-        };
-        let kinds: Vec<ActionKind> = corrective_actions::table
-            .filter(corrective_actions::coe_id.eq(&coe_id))
-            .select(corrective_actions::kind)
-            .load::<String>(conn)?
-            .iter()
-            .map(|k| types::read("corrective_actions.kind", k))
-            .collect::<Result<_, _>>()?;
-        let warnings = match coe_service::assessment(conn, &coe_id, settings) {
-            Ok(assessment) => assessment.warnings.len(),
-            Err(CoeError::Database(e)) => return Err(e),
-            // Gone since it was approved (no COE is deleted): nothing to warn of.
-            Err(_) => 0,
-        };
-        let figures = by_team.entry(team_name).or_default();
-        figures.approved.push(ApprovedCoe {
-            coe_id,
-            title,
-            days_to_approval: resolved.map(|r| coverage::days_to_approval(r, approved_at)),
-            lacks_prevention: coverage::lacks_prevention(&kinds),
-            warnings,
-            without_bar_raiser: bar_raiser.is_none()
-                && bar_raiser::needed(severity, settings.coe.bar_raiser_from),
-            bar_raiser,
-        });
-    }
-
+    audit.approved(conn)?;
     // Actions closed in the period, by their owner's team.
-    for (team_name, counts) in closed {
-        let team_name = team_name
-            .as_deref()
-            .map(|t| teams.canonical(t))
-            .unwrap_or_else(|| NO_TEAM.to_owned());
-        if !wanted(&team_name) {
-            continue;
-        }
-        let sum = &mut by_team.entry(team_name).or_default().actions_closed;
-        sum.on_time += counts.on_time;
-        sum.late += counts.late;
-        sum.wont_do += counts.wont_do;
+    audit.actions_closed(closed);
+    let mut by_team = audit.by_team;
+    let overall = add_up(&mut by_team);
+    Ok(Coverage {
+        from,
+        to,
+        overall,
+        by_team,
+    })
+}
+
+/// An audit under way: what it looks at (the period from `start` to `end`, the team
+/// asked for) and the figures of each team so far.
+struct Audit<'a> {
+    settings: &'a Settings,
+    teams: crate::services::directory::ownership::Teams,
+    team: Option<&'a str>,
+    start: NaiveDateTime,
+    end: NaiveDateTime,
+    now: NaiveDateTime,
+    by_team: BTreeMap<String, CoverageFigures>,
+}
+
+impl Audit<'_> {
+    /// Whether the audit counts team `t`: the team asked for (any case), else every
+    /// team.
+    fn wanted(&self, t: &str) -> bool {
+        self.team.is_none_or(|w| w.trim().eq_ignore_ascii_case(t))
     }
 
+    /// Counts the incidents of the period that met the policy, by where their COE
+    /// stands, each in its team.
+    fn incidents_at_policy(&mut self, conn: &mut DbConnection) -> QueryResult<()> {
+        // Incidents of the period that met the policy, and their COEs, in one statement
+        // (one the connection keeps prepared): the COE an incident was attached to, else
+        // the COE opened for it.
+        let (opened, attached) = diesel::alias!(coes as opened_for, coes as attached_to);
+        type Facts = (String, String, Option<String>, Option<NaiveDateTime>);
+        #[allow(clippy::type_complexity)]
+        let found: Vec<(
+            String,
+            String,
+            Option<String>,
+            Option<NaiveDateTime>,
+            Option<Facts>,
+            Option<Facts>,
+        )> = incidents::table
+            .left_join(opened.on(opened.field(coes::incident_id).eq(incidents::id.nullable())))
+            .left_join(coe_incidents::table.on(coe_incidents::incident_id.eq(incidents::id)))
+            .left_join(attached.on(attached.field(coes::id).eq(coe_incidents::coe_id)))
+            .filter(incidents::coe_required_at.is_not_null())
+            .filter(incidents::started_at.ge(self.start))
+            .filter(incidents::started_at.lt(self.end))
+            .order(incidents::started_at.asc())
+            .select((
+                incidents::id,
+                incidents::title,
+                incidents::service,
+                incidents::resolved_at,
+                (
+                    opened.field(coes::id),
+                    opened.field(coes::state),
+                    opened.field(coes::owner_email),
+                    opened.field(coes::resolved_at),
+                )
+                    .nullable(),
+                (
+                    attached.field(coes::id),
+                    attached.field(coes::state),
+                    attached.field(coes::owner_email),
+                    attached.field(coes::resolved_at),
+                )
+                    .nullable(),
+            ))
+            .load(conn)?;
+        for (incident_id, title, service, resolved_at, opened, attached) in found {
+            let facts = attached.or(opened);
+            let coe_id = facts.as_ref().map(|(id, _, _, _)| id.clone());
+            let state: Option<CoeState> = facts
+                .as_ref()
+                .map(|(_, s, _, _)| types::read("coes.state", s))
+                .transpose()?;
+            let owner = facts.as_ref().and_then(|(_, _, o, _)| o.as_deref());
+            let resolved = facts.as_ref().and_then(|(_, _, _, r)| *r).or(resolved_at);
+            let covered = Covered::of(state, resolved, self.now, self.settings.coe.writeup_days);
+            // The owner's team when the outage was (a later team change moves nothing).
+            let team_name = self
+                .teams
+                .of_at(owner, service.as_deref(), resolved.unwrap_or(self.now))
+                .unwrap_or_else(|| NO_TEAM.to_owned());
+            if !self.wanted(&team_name) {
+                continue;
+            }
+            let figures = self.by_team.entry(team_name).or_default();
+            figures.incidents_at_policy += 1;
+            *figures
+                .incidents_by_coe_state
+                .entry(covered.as_str().to_owned())
+                .or_default() += 1;
+            figures.incidents.push(CoveredIncident {
+                incident_id,
+                title,
+                coe_id,
+                covered,
+            });
+        }
+        Ok(())
+    }
+
+    /// Lists the COEs approved in the period, each in its team, with what a leader
+    /// reads again: no action that prevents or detects, warnings, no bar raiser.
+    fn approved(&mut self, conn: &mut DbConnection) -> QueryResult<()> {
+        for (coe_id, approved_at) in approvals(conn, self.start, Some(self.end))? {
+            let (title, owner, service, resolved, incident, severity, bar_raiser): ApprovedFacts =
+                coes::table
+                    .find(&coe_id)
+                    .select((
+                        coes::title,
+                        coes::owner_email,
+                        coes::service,
+                        coes::resolved_at,
+                        coes::incident_id,
+                        coes::severity,
+                        coes::bar_raiser_email,
+                    ))
+                    .first(conn)?;
+            let severity = types::severity("coes.severity", severity)?;
+            let team_name = self
+                .teams
+                .of_at(owner.as_deref(), service.as_deref(), approved_at)
+                .unwrap_or_else(|| NO_TEAM.to_owned());
+            if !self.wanted(&team_name) {
+                continue;
+            }
+            let resolved = match (resolved, incident) {
+                (Some(r), _) => Some(r),
+                (None, Some(incident)) => incidents::table
+                    .find(incident)
+                    .select(incidents::resolved_at)
+                    .first(conn)
+                    .optional()?
+                    .flatten(),
+                (None, None) => None,
+            };
+            let kinds: Vec<ActionKind> = corrective_actions::table
+                .filter(corrective_actions::coe_id.eq(&coe_id))
+                .select(corrective_actions::kind)
+                .load::<String>(conn)?
+                .iter()
+                .map(|k| types::read("corrective_actions.kind", k))
+                .collect::<Result<_, _>>()?;
+            let warnings = match coe_service::assessment(conn, &coe_id, self.settings) {
+                Ok(assessment) => assessment.warnings.len(),
+                Err(CoeError::Database(e)) => return Err(e),
+                // Gone since it was approved (no COE is deleted): nothing to warn of.
+                Err(_) => 0,
+            };
+            let figures = self.by_team.entry(team_name).or_default();
+            figures.approved.push(ApprovedCoe {
+                coe_id,
+                title,
+                days_to_approval: resolved.map(|r| coverage::days_to_approval(r, approved_at)),
+                lacks_prevention: coverage::lacks_prevention(&kinds),
+                warnings,
+                without_bar_raiser: bar_raiser.is_none()
+                    && bar_raiser::needed(severity, self.settings.coe.bar_raiser_from),
+                bar_raiser,
+            });
+        }
+        Ok(())
+    }
+
+    /// Adds the actions closed in the period (`closed_by_team`) to their teams.
+    fn actions_closed(&mut self, closed: &ClosedByTeam) {
+        for (team_name, counts) in closed {
+            let team_name = team_name
+                .as_deref()
+                .map(|t| self.teams.canonical(t))
+                .unwrap_or_else(|| NO_TEAM.to_owned());
+            if !self.wanted(&team_name) {
+                continue;
+            }
+            let sum = &mut self.by_team.entry(team_name).or_default().actions_closed;
+            sum.on_time += counts.on_time;
+            sum.late += counts.late;
+            sum.wont_do += counts.wont_do;
+        }
+    }
+}
+
+/// Works out each team's figures (`settle`) and adds them up into everyone's.
+fn add_up(by_team: &mut BTreeMap<String, CoverageFigures>) -> CoverageFigures {
     let mut overall = CoverageFigures::default();
     for figures in by_team.values_mut() {
         settle(figures);
@@ -483,12 +539,7 @@ pub fn audit_with(
         overall.actions_closed.wont_do += figures.actions_closed.wont_do;
     }
     settle(&mut overall);
-    Ok(Coverage {
-        from,
-        to,
-        overall,
-        by_team,
-    })
+    overall
 }
 
 /// Works out the figures drawn from the lists: every state named (zero when none),

@@ -123,11 +123,6 @@ pub fn report(
         .filter(|s| !s.is_empty())
         .map(str::to_owned);
     let title = input.title.trim().to_owned();
-    let customers_saw = input
-        .customers_saw
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty());
     db::write_transaction(conn, |conn| {
         let id = db::new_id();
         let group_key = format!("manual:{id}");
@@ -179,77 +174,108 @@ pub fn report(
                 coe_id: None,
             });
         }
-        // The ownership rules first; when none names an owner, the reporter owns it.
-        let assigned = ownership::for_alerts(conn, env.settings, &[], service.as_deref())?;
-        let owner = match assigned.owner {
-            Some(_) => None,
-            None => reporter.email.and_then(|e| EmailAddress::parse(e).ok()),
-        };
-        let coe_id = coe_service::create(
-            conn,
-            NewCoe {
-                incident_id: Some(row.id.clone()),
-                owner,
-                ..NewCoe::default()
-            },
-            reporter.actor,
-            &env,
-        )?;
-        // What the reporter knows goes into the draft: what customers saw, and the
-        // times they gave as the timeline's first entries.
-        if let Some(saw) = customers_saw {
-            diesel::insert_into(coe_sections::table)
-                .values(SectionRow {
-                    coe_id: coe_id.clone(),
-                    key: "impact".to_owned(),
-                    body: format!(
-                        "What customers saw, as reported by {}: {saw}",
-                        reporter.actor
-                    ),
-                    updated_by: reporter.actor.to_owned(),
-                    updated_at: now,
-                })
-                .execute(conn)?;
-        }
-        let mut entries = vec![(
-            started,
-            TimelineKind::Started,
-            format!("Customers first saw it (reported by {})", reporter.actor),
-        )];
-        if let Some(at) = input.detected_at {
-            entries.push((at, TimelineKind::Detected, "Detected".to_owned()));
-        }
-        if let Some(at) = input.resolved_at {
-            entries.push((at, TimelineKind::Resolved, "Resolved".to_owned()));
-        }
-        for (at, kind, text) in entries {
-            diesel::insert_into(timeline_entries::table)
-                .values(TimelineRow {
-                    id: db::new_id(),
-                    coe_id: coe_id.clone(),
-                    at,
-                    kind: kind.as_str().to_owned(),
-                    text,
-                    source: Some("report".to_owned()),
-                    event_id: None,
-                    created_at: now,
-                    alert_key: None,
-                    alert_name: None,
-                    occurrences: 1,
-                    hosts: 0,
-                    last_at: None,
-                })
-                .execute(conn)?;
-        }
-        diesel::update(coes::table.find(&coe_id))
-            .set(coes::updated_at.eq(now))
-            .execute(conn)?;
-        coe_service::reindex_coe(conn, &coe_id)?;
+        let coe_id = open_draft(conn, &row.id, service.as_deref(), reporter, env)?;
+        fill_in_draft(conn, &coe_id, input, started, reporter, now)?;
         Ok(Reported {
             incident_id: row.id,
             coe_id: Some(coe_id),
         })
     })
+}
+
+/// Opens the draft of manual incident `incident_id`, owned by the ownership rules'
+/// owner of `service`, else by the reporter; says its id.
+fn open_draft(
+    conn: &mut DbConnection,
+    incident_id: &str,
+    service: Option<&str>,
+    reporter: &Editor<'_>,
+    env: Env<'_>,
+) -> Result<String, CoeError> {
+    // The ownership rules first; when none names an owner, the reporter owns it.
+    let assigned = ownership::for_alerts(conn, env.settings, &[], service)?;
+    let owner = match assigned.owner {
+        Some(_) => None,
+        None => reporter.email.and_then(|e| EmailAddress::parse(e).ok()),
+    };
+    coe_service::create(
+        conn,
+        NewCoe {
+            incident_id: Some(incident_id.to_owned()),
+            owner,
+            ..NewCoe::default()
+        },
+        reporter.actor,
+        &env,
+    )
+}
+
+/// Writes what the reporter knows into draft `coe_id`: what customers saw in its
+/// impact section, and the times they gave as its timeline's first entries.
+fn fill_in_draft(
+    conn: &mut DbConnection,
+    coe_id: &str,
+    input: &FailureReport,
+    started: NaiveDateTime,
+    reporter: &Editor<'_>,
+    now: NaiveDateTime,
+) -> Result<(), CoeError> {
+    let customers_saw = input
+        .customers_saw
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
+    // What the reporter knows goes into the draft: what customers saw, and the
+    // times they gave as the timeline's first entries.
+    if let Some(saw) = customers_saw {
+        diesel::insert_into(coe_sections::table)
+            .values(SectionRow {
+                coe_id: coe_id.to_owned(),
+                key: "impact".to_owned(),
+                body: format!(
+                    "What customers saw, as reported by {}: {saw}",
+                    reporter.actor
+                ),
+                updated_by: reporter.actor.to_owned(),
+                updated_at: now,
+            })
+            .execute(conn)?;
+    }
+    let mut entries = vec![(
+        started,
+        TimelineKind::Started,
+        format!("Customers first saw it (reported by {})", reporter.actor),
+    )];
+    if let Some(at) = input.detected_at {
+        entries.push((at, TimelineKind::Detected, "Detected".to_owned()));
+    }
+    if let Some(at) = input.resolved_at {
+        entries.push((at, TimelineKind::Resolved, "Resolved".to_owned()));
+    }
+    for (at, kind, text) in entries {
+        diesel::insert_into(timeline_entries::table)
+            .values(TimelineRow {
+                id: db::new_id(),
+                coe_id: coe_id.to_owned(),
+                at,
+                kind: kind.as_str().to_owned(),
+                text,
+                source: Some("report".to_owned()),
+                event_id: None,
+                created_at: now,
+                alert_key: None,
+                alert_name: None,
+                occurrences: 1,
+                hosts: 0,
+                last_at: None,
+            })
+            .execute(conn)?;
+    }
+    diesel::update(coes::table.find(coe_id))
+        .set(coes::updated_at.eq(now))
+        .execute(conn)?;
+    coe_service::reindex_coe(conn, coe_id)?;
+    Ok(())
 }
 
 #[cfg(test)]

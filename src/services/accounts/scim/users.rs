@@ -196,81 +196,9 @@ fn write(
         None => None,
     };
     let own_id = existing.as_ref().and_then(|e| e.scim_id.clone());
-    let taken: i64 = people::table
-        .filter(people::scim_user_name.eq(&d.user_name))
-        .filter(people::scim_id.ne(own_id.clone().unwrap_or_default()))
-        .count()
-        .get_result(conn)?;
-    if taken > 0 {
-        return Err(
-            ScimError::conflict(format!("userName {:?} is another User's", d.user_name)).into(),
-        );
-    }
-    let at_address: Option<(String, Option<String>, bool)> = people::table
-        .find(&d.address)
-        .select((people::email, people::scim_id, people::is_admin))
-        .first(conn)
-        .optional()?;
+    check_user_name(conn, &d, own_id.as_deref())?;
     let now = ctx.now;
-    let scim_id = match (&existing, &at_address) {
-        (None, Some((_, Some(_), _))) => {
-            return Err(ScimError::conflict(format!(
-                "emails: {} is already another User's",
-                d.address
-            ))
-            .into())
-        }
-        // An admin the provider did not provision is not the provider's to change,
-        // deactivate or end the tokens of: a token with the `scim` role must not be a
-        // way to take the service from its admins.
-        (None, Some((_, None, true))) => {
-            return Err(ScimError {
-                status: 403,
-                scim_type: None,
-                detail: format!(
-                    "emails: {} is an admin of coe that the identity provider did not \
-                     provision; SCIM may not change or deactivate them (an admin of coe \
-                     takes the admin role away first if the provider is to manage them)",
-                    d.address
-                ),
-            }
-            .into())
-        }
-        (None, Some((_, None, false))) => db::new_id(),
-        (None, None) => {
-            directory::ensure(conn, &d.address, now)?;
-            db::new_id()
-        }
-        (Some(e), at) => {
-            if e.email != d.address {
-                if at.is_some() {
-                    return Err(ScimError::conflict(format!(
-                        "emails: {} is already someone else's in coe; the two cannot be merged",
-                        d.address
-                    ))
-                    .into());
-                }
-                directory::rename(conn, &e.email, &d.address)?;
-                // The admin flag does not follow an address the provider changes: a
-                // provider (or its token) must not make an admin of whoever holds the
-                // new address. Another admin gives it back.
-                let dropped = diesel::update(
-                    people::table
-                        .find(&d.address)
-                        .filter(people::is_admin.eq(true)),
-                )
-                .set(people::is_admin.eq(false))
-                .execute(conn)?;
-                if dropped > 0 {
-                    tracing::warn!(
-                        from = %e.email, to = %d.address,
-                        "an admin's address changed by SCIM: the admin flag was not carried over"
-                    );
-                }
-            }
-            own_id.clone().unwrap_or_default()
-        }
-    };
+    let scim_id = take_address(conn, &d, existing.as_ref(), now)?;
     let manager = match &d.manager_ref {
         Some(r) => Some(manager_address(conn, r)?),
         None if existing
@@ -334,6 +262,103 @@ fn write(
     // A User's teams come from its groups, which a User's own write does not change.
     let written = by_id(conn, &scim_id)?.ok_or_else(|| not_found(&scim_id))?;
     Ok(resource(ctx, &written))
+}
+
+/// Refuses a userName another User has (userNames are unique, any case); `own_id`
+/// is the id of the User written, whose own name it may keep.
+fn check_user_name(
+    conn: &mut DbConnection,
+    d: &Derived,
+    own_id: Option<&str>,
+) -> Result<(), ProvisioningError> {
+    let taken: i64 = people::table
+        .filter(people::scim_user_name.eq(&d.user_name))
+        .filter(people::scim_id.ne(own_id.unwrap_or_default()))
+        .count()
+        .get_result(conn)?;
+    if taken > 0 {
+        return Err(
+            ScimError::conflict(format!("userName {:?} is another User's", d.user_name)).into(),
+        );
+    }
+    Ok(())
+}
+
+/// Gives the User written (`existing`, or a new one) the person at its address and
+/// says its SCIM id: a new User takes over someone the provider did not provision
+/// (never an admin) or a new person; a User's new address takes everything of theirs
+/// along. Refused when the address is someone else's.
+fn take_address(
+    conn: &mut DbConnection,
+    d: &Derived,
+    existing: Option<&Provisioned>,
+    now: NaiveDateTime,
+) -> Result<String, ProvisioningError> {
+    let at_address: Option<(String, Option<String>, bool)> = people::table
+        .find(&d.address)
+        .select((people::email, people::scim_id, people::is_admin))
+        .first(conn)
+        .optional()?;
+    let scim_id = match (existing, &at_address) {
+        (None, Some((_, Some(_), _))) => {
+            return Err(ScimError::conflict(format!(
+                "emails: {} is already another User's",
+                d.address
+            ))
+            .into())
+        }
+        // An admin the provider did not provision is not the provider's to change,
+        // deactivate or end the tokens of: a token with the `scim` role must not be a
+        // way to take the service from its admins.
+        (None, Some((_, None, true))) => {
+            return Err(ScimError {
+                status: 403,
+                scim_type: None,
+                detail: format!(
+                    "emails: {} is an admin of coe that the identity provider did not \
+                     provision; SCIM may not change or deactivate them (an admin of coe \
+                     takes the admin role away first if the provider is to manage them)",
+                    d.address
+                ),
+            }
+            .into())
+        }
+        (None, Some((_, None, false))) => db::new_id(),
+        (None, None) => {
+            directory::ensure(conn, &d.address, now)?;
+            db::new_id()
+        }
+        (Some(e), at) => {
+            if e.email != d.address {
+                if at.is_some() {
+                    return Err(ScimError::conflict(format!(
+                        "emails: {} is already someone else's in coe; the two cannot be merged",
+                        d.address
+                    ))
+                    .into());
+                }
+                directory::rename(conn, &e.email, &d.address)?;
+                // The admin flag does not follow an address the provider changes: a
+                // provider (or its token) must not make an admin of whoever holds the
+                // new address. Another admin gives it back.
+                let dropped = diesel::update(
+                    people::table
+                        .find(&d.address)
+                        .filter(people::is_admin.eq(true)),
+                )
+                .set(people::is_admin.eq(false))
+                .execute(conn)?;
+                if dropped > 0 {
+                    tracing::warn!(
+                        from = %e.email, to = %d.address,
+                        "an admin's address changed by SCIM: the admin flag was not carried over"
+                    );
+                }
+            }
+            e.scim_id.clone().unwrap_or_default()
+        }
+    };
+    Ok(scim_id)
 }
 
 /// A User's document as the provider wrote it, cleaned by the schema: made before

@@ -296,78 +296,9 @@ pub fn patch(
         let before =
             serde_json::to_value(view(row.clone(), String::new(), Severity::Sev3, clock)?).ok();
         let now = db::now();
-        let mut changed = false;
-        let mut due_moved: Option<(chrono::NaiveDate, chrono::NaiveDate, String)> = None;
-        if let Some(title) = &patch.title {
-            let title = title.trim();
-            if title.is_empty() {
-                return Err(invalid("title", "must not be empty"));
-            }
-            if title.len() > 500 {
-                return Err(invalid("title", "must be at most 500 bytes"));
-            }
-            crate::domain::coe::check_one_line(title).map_err(|p| invalid("title", p))?;
-            row.title = title.to_owned();
-            changed = true;
-        }
-        if patch.description.is_some() {
-            row.description = clean_text("description", patch.description.as_deref(), 20_000)?;
-            changed = true;
-        }
-        if let Some(owner) = &patch.owner {
-            if let Some(problem) =
-                directory::check_action_owner(conn, env.settings, owner.as_str())?
-            {
-                return Err(invalid("owner", problem));
-            }
-            row.owner_email = owner.as_str().to_owned();
-            directory::ensure(conn, &row.owner_email, now)?;
-            changed = true;
-        }
-        if let Some(priority) = patch.priority {
-            row.priority = word(priority);
-            changed = true;
-        }
-        if let Some(kind) = patch.kind {
-            row.kind = word(kind);
-            changed = true;
-        }
-        if patch.success_criteria.is_some() {
-            row.success_criteria = clean_text(
-                "success_criteria",
-                patch.success_criteria.as_deref(),
-                20_000,
-            )?;
-            changed = true;
-        }
-        if patch.external_url.is_some() {
-            row.external_url = web_url("external_url", patch.external_url.as_deref())?;
-            changed = true;
-        }
-        if let Some(due) = patch.due_date {
-            if due != row.due_date {
-                let reason = clean_text("reason", patch.reason.as_deref(), MAX_NOTE_BYTES)?
-                    .ok_or_else(|| invalid("reason", "is required to move the due date"))?;
-                check_new_due_date(due, clock.now, clock.tz).map_err(|p| invalid("due_date", p))?;
-                due_moved = Some((row.due_date, due, reason.clone()));
-                diesel::insert_into(due_date_changes::table)
-                    .values(DueDateChangeRow {
-                        id: db::new_id(),
-                        action_id: id.to_owned(),
-                        from_date: row.due_date,
-                        to_date: due,
-                        reason,
-                        changed_by: actor.to_owned(),
-                        changed_at: now,
-                    })
-                    .execute(conn)?;
-                row.due_date = due;
-                row.due_date_change_count += 1;
-                changed = true;
-            }
-        } else if patch.reason.is_some() && patch.owner.is_none() {
-            return Err(invalid("reason", "goes with a new due_date or a new owner"));
-        }
+        let fields_changed = change_fields(conn, &mut row, patch, env, now)?;
+        let due_moved = move_due_date(conn, &mut row, patch, actor, clock, now)?;
+        let changed = fields_changed || due_moved.is_some();
         if !changed {
             return Err(invalid(
                 "body",
@@ -425,6 +356,101 @@ pub fn patch(
         }
         Ok(())
     })
+}
+
+/// Changes the fields of `row` that the patch names, but its due date, each
+/// checked (a new owner is added to the directory); says whether it named any.
+fn change_fields(
+    conn: &mut DbConnection,
+    row: &mut ActionRow,
+    patch: &ActionPatch,
+    env: Env<'_>,
+    now: chrono::NaiveDateTime,
+) -> Result<bool, ActionError> {
+    let mut changed = false;
+    if let Some(title) = &patch.title {
+        let title = title.trim();
+        if title.is_empty() {
+            return Err(invalid("title", "must not be empty"));
+        }
+        if title.len() > 500 {
+            return Err(invalid("title", "must be at most 500 bytes"));
+        }
+        crate::domain::coe::check_one_line(title).map_err(|p| invalid("title", p))?;
+        row.title = title.to_owned();
+        changed = true;
+    }
+    if patch.description.is_some() {
+        row.description = clean_text("description", patch.description.as_deref(), 20_000)?;
+        changed = true;
+    }
+    if let Some(owner) = &patch.owner {
+        if let Some(problem) = directory::check_action_owner(conn, env.settings, owner.as_str())? {
+            return Err(invalid("owner", problem));
+        }
+        row.owner_email = owner.as_str().to_owned();
+        directory::ensure(conn, &row.owner_email, now)?;
+        changed = true;
+    }
+    if let Some(priority) = patch.priority {
+        row.priority = word(priority);
+        changed = true;
+    }
+    if let Some(kind) = patch.kind {
+        row.kind = word(kind);
+        changed = true;
+    }
+    if patch.success_criteria.is_some() {
+        row.success_criteria = clean_text(
+            "success_criteria",
+            patch.success_criteria.as_deref(),
+            20_000,
+        )?;
+        changed = true;
+    }
+    if patch.external_url.is_some() {
+        row.external_url = web_url("external_url", patch.external_url.as_deref())?;
+        changed = true;
+    }
+    Ok(changed)
+}
+
+/// Moves `row`'s due date when the patch names another, with the reason it gives
+/// (required), and records the move; says from when to when, and why. A reason
+/// alone goes with a new owner.
+fn move_due_date(
+    conn: &mut DbConnection,
+    row: &mut ActionRow,
+    patch: &ActionPatch,
+    actor: &str,
+    clock: Clock,
+    now: chrono::NaiveDateTime,
+) -> Result<Option<(chrono::NaiveDate, chrono::NaiveDate, String)>, ActionError> {
+    if let Some(due) = patch.due_date {
+        if due != row.due_date {
+            let reason = clean_text("reason", patch.reason.as_deref(), MAX_NOTE_BYTES)?
+                .ok_or_else(|| invalid("reason", "is required to move the due date"))?;
+            check_new_due_date(due, clock.now, clock.tz).map_err(|p| invalid("due_date", p))?;
+            let moved = (row.due_date, due, reason.clone());
+            diesel::insert_into(due_date_changes::table)
+                .values(DueDateChangeRow {
+                    id: db::new_id(),
+                    action_id: row.id.clone(),
+                    from_date: row.due_date,
+                    to_date: due,
+                    reason,
+                    changed_by: actor.to_owned(),
+                    changed_at: now,
+                })
+                .execute(conn)?;
+            row.due_date = due;
+            row.due_date_change_count += 1;
+            return Ok(Some(moved));
+        }
+    } else if patch.reason.is_some() && patch.owner.is_none() {
+        return Err(invalid("reason", "goes with a new due_date or a new owner"));
+    }
+    Ok(None)
 }
 
 /// Moves an action through its life cycle. Closing the last active action of an

@@ -1,29 +1,27 @@
 //! The assembled COE: sections with guidance and completeness, timeline, 5 whys,
 //! related items, recurrence, actions, review, and the history of changes.
 
-use std::collections::BTreeMap;
-
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::{load_row, template_of, CoeError};
 use crate::config::Settings;
-use crate::db::models::{RelatedRow, ReviewCommentRow, TimelineRow, WhyChainRow};
-use crate::db::schema::{
-    coe_reads, coe_recurrences, coe_sections, coes, corrective_actions, related_items,
-    review_comments, timeline_entries, why_chains,
-};
+use crate::db::schema::coes;
 use crate::db::{types, DbConnection};
-use crate::domain::action::ActionState;
-use crate::domain::assessment::{self, Assessment, CoeContent, Finding, WhyStep};
+use crate::domain::assessment::Assessment;
 use crate::domain::coe::{CoeState, RelatedKind, TimelineKind};
 use crate::domain::template::SectionKind;
 use crate::domain::Severity;
-use crate::services::audit;
 use crate::services::coe::actions::{self, ActionView};
+
+mod completeness;
+mod history;
+mod parts;
+
+pub use completeness::assessment;
+pub use history::{history, note_look, HistoryEntry};
 
 /// One section as the document shows it.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -245,150 +243,11 @@ pub struct CoeDocument {
     pub updated_at: NaiveDateTime,
 }
 
-/// The checks of `domain::assessment` over a COE's parts.
-fn assess(
-    template: &crate::domain::template::Template,
-    sections: &BTreeMap<String, String>,
-    timeline_entries: usize,
-    five_whys: &[WhyChain],
-    actions: &[ActionView],
-    phrases: &[String],
-) -> Assessment {
-    let content = CoeContent {
-        sections: sections
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect(),
-        timeline_entries,
-        why_chains: five_whys
-            .iter()
-            .map(|c| {
-                c.steps
-                    .iter()
-                    .map(|s| WhyStep {
-                        why: s.why.clone(),
-                        because: s.because.clone(),
-                    })
-                    .collect()
-            })
-            .collect(),
-        why_factors: five_whys.iter().map(|c| c.factor.clone()).collect(),
-        action_count: Some(actions.len()),
-        other_texts: actions
-            .iter()
-            .enumerate()
-            .flat_map(|(i, a)| {
-                [
-                    (format!("actions[{i}].title"), a.title.clone()),
-                    (
-                        format!("actions[{i}].description"),
-                        a.description.clone().unwrap_or_default(),
-                    ),
-                ]
-            })
-            .collect(),
-    };
-    assessment::assess(template, &content, phrases)
-}
-
-/// Only the completeness report of COE `id` (what is missing, what the checks warn
-/// of): the parts the checks read, not the whole document.
-pub fn assessment(
-    conn: &mut DbConnection,
-    id: &str,
-    settings: &Settings,
-) -> Result<Assessment, CoeError> {
-    let row = load_row(conn, id)?;
-    let template = template_of(&row);
-    let sections = sections_of(conn, id)?;
-    let timeline_entries: i64 = timeline_entries::table
-        .filter(timeline_entries::coe_id.eq(id))
-        .count()
-        .get_result(conn)?;
-    let five_whys = chains_of(conn, id)?;
-    let actions = actions::for_coe(conn, id, settings.clock())?;
-    let mut completeness = assess(
-        &template,
-        &sections,
-        usize::try_from(timeline_entries).unwrap_or(0),
-        &five_whys,
-        &actions,
-        &settings.coe.intention_phrases,
-    );
-    for_customers(conn, settings, &template, &sections, &mut completeness)?;
-    super::times::check_times(conn, &row, &template, &mut completeness)?;
-    Ok(completeness)
-}
-
-/// The section written for customers, when the template has one and it is written:
-/// what names a person or an internal host is missing work, like an empty section; a
-/// given name that is also an ordinary word is a warning (`customers::check`).
-fn for_customers(
-    conn: &mut DbConnection,
-    settings: &Settings,
-    template: &crate::domain::template::Template,
-    sections: &BTreeMap<String, String>,
-    completeness: &mut Assessment,
-) -> QueryResult<()> {
-    let Some(spec) = template.for_customers() else {
-        return Ok(());
-    };
-    let text = sections.get(&spec.key).map_or("", String::as_str);
-    let found = super::customers::check(conn, settings, text)?;
-    for problem in found.refusals {
-        completeness.missing.push(Finding {
-            at: spec.key.clone(),
-            problem,
-        });
-        completeness.complete = false;
-    }
-    for problem in found.warnings {
-        completeness.warnings.push(Finding {
-            at: spec.key.clone(),
-            problem,
-        });
-    }
-    Ok(())
-}
-
 /// Text kept from a template a draft switched away from.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct EarlierSection {
     pub key: String,
     pub body: String,
-}
-
-/// A COE's text sections by key.
-fn sections_of(conn: &mut DbConnection, id: &str) -> QueryResult<BTreeMap<String, String>> {
-    Ok(coe_sections::table
-        .filter(coe_sections::coe_id.eq(id))
-        .select((coe_sections::key, coe_sections::body))
-        .load::<(String, String)>(conn)?
-        .into_iter()
-        .collect())
-}
-
-/// A COE's 5-whys chains, in order.
-fn chains_of(conn: &mut DbConnection, id: &str) -> QueryResult<Vec<WhyChain>> {
-    Ok(why_chains::table
-        .filter(why_chains::coe_id.eq(id))
-        .order((why_chains::position.asc(), why_chains::created_at.asc()))
-        .select(WhyChainRow::as_select())
-        .load(conn)?
-        .into_iter()
-        .map(WhyChain::from)
-        .collect())
-}
-
-impl From<WhyChainRow> for WhyChain {
-    fn from(c: WhyChainRow) -> Self {
-        WhyChain {
-            steps: serde_json::from_str(&c.steps).unwrap_or_default(),
-            id: c.id,
-            position: c.position,
-            factor: c.factor,
-        }
-    }
 }
 
 /// The whole document, with its completeness report.
@@ -397,149 +256,31 @@ pub fn load(
     id: &str,
     settings: &Settings,
 ) -> Result<CoeDocument, CoeError> {
-    let phrases = &settings.coe.intention_phrases;
     let clock = settings.clock();
     let row = load_row(conn, id)?;
     let template = template_of(&row);
-    let sections = sections_of(conn, id)?;
-    let timeline: Vec<TimelineRow> = timeline_entries::table
-        .filter(timeline_entries::coe_id.eq(id))
-        .order((
-            timeline_entries::at.asc(),
-            timeline_entries::created_at.asc(),
-        ))
-        .select(TimelineRow::as_select())
-        .load(conn)?;
-    let related: Vec<RelatedRow> = related_items::table
-        .filter(related_items::coe_id.eq(id))
-        .order(related_items::created_at.asc())
-        .select(RelatedRow::as_select())
-        .load(conn)?;
-    let recurrences: Vec<(String, String, String, String, NaiveDateTime)> = coe_recurrences::table
-        .inner_join(coes::table.on(coes::id.eq(coe_recurrences::earlier_coe_id)))
-        .filter(coe_recurrences::coe_id.eq(id))
-        .select((
-            coes::id,
-            coes::title,
-            coes::state,
-            coe_recurrences::matched_on,
-            coes::created_at,
-        ))
-        .load(conn)?;
-
+    let sections = parts::sections_of(conn, id)?;
+    let timeline = parts::timeline_of(conn, id)?;
+    let related = parts::related_of(conn, id)?;
     let action_views = actions::for_coe(conn, id, clock)?;
-    let review: Vec<ReviewComment> = review_comments::table
-        .filter(review_comments::coe_id.eq(id))
-        .order((review_comments::created_at.asc(), review_comments::id.asc()))
-        .select(ReviewCommentRow::as_select())
-        .load(conn)?
-        .into_iter()
-        .map(|r| ReviewComment {
-            author: r.author,
-            verdict: r.verdict,
-            body: r.body,
-            at: r.created_at,
-        })
-        .collect();
-    let mut recurrence_views = Vec::new();
-    for (coe_id, title, state, matched_on, created_at) in recurrences {
-        let states: Vec<String> = corrective_actions::table
-            .filter(corrective_actions::coe_id.eq(&coe_id))
-            .select(corrective_actions::state)
-            .load(conn)?;
-        let open = states
-            .iter()
-            .map(|s| types::read::<ActionState>("corrective_actions.state", s))
-            .collect::<Result<Vec<_>, _>>()?
-            .into_iter()
-            .filter(|s| s.is_active())
-            .count();
-        recurrence_views.push(Recurrence {
-            coe_id,
-            title,
-            state: types::read("coes.state", &state)?,
-            matched_on,
-            created_at,
-            total_actions: states.len(),
-            open_actions: open,
-        });
-    }
-    let five_whys = chains_of(conn, id)?;
-    let mut completeness = assess(
-        &template,
-        &sections,
-        timeline.len(),
-        &five_whys,
-        &action_views,
-        phrases,
-    );
-    for_customers(conn, settings, &template, &sections, &mut completeness)?;
-    super::times::check_times(conn, &row, &template, &mut completeness)?;
-    let problems_of = |key: &str| -> Vec<String> {
-        completeness
-            .missing
-            .iter()
-            .filter(|f: &&Finding| f.at == key)
-            .map(|f| f.problem.clone())
-            .collect()
+    let review = parts::review_of(conn, id)?;
+    let recurrence_views = parts::recurrences_of(conn, id)?;
+    let five_whys = parts::chains_of(conn, id)?;
+    let parts = completeness::Parts {
+        template: &template,
+        sections: &sections,
+        timeline_entries: timeline.len(),
+        five_whys: &five_whys,
+        actions: &action_views,
     };
-    let section_views = template
-        .sections
-        .iter()
-        .map(|s| {
-            let problems = problems_of(&s.key);
-            SectionView {
-                key: s.key.clone(),
-                title: s.title.clone(),
-                kind: s.kind,
-                required: s.required,
-                guidance: s.guidance.clone(),
-                for_customers: s.for_customers,
-                revision: super::revision(sections.get(&s.key).map_or("", String::as_str)),
-                body: sections.get(&s.key).cloned().unwrap_or_default(),
-                complete: problems.is_empty(),
-                problems,
-            }
-        })
-        .collect();
-    let from_previous_template: Vec<EarlierSection> = sections
-        .iter()
-        .filter(|(key, body)| {
-            !body.trim().is_empty()
-                && template
-                    .section(key)
-                    .is_none_or(|s| s.kind != crate::domain::template::SectionKind::Text)
-        })
-        .map(|(key, body)| EarlierSection {
-            key: key.clone(),
-            body: body.clone(),
-        })
-        .collect();
+    let completeness = completeness::of_parts(conn, settings, &row, &parts)?;
+    let section_views = parts::section_views(&template, &sections, &completeness);
+    let from_previous_template = parts::from_previous_template(&template, &sections);
     let extra: (Option<String>, Option<String>, Option<String>) = coes::table
         .find(id)
         .select((coes::merged_into, coes::bar_raiser_email, coes::approved_by))
         .first(conn)?;
-    type Was = (
-        Option<String>,
-        Option<NaiveDateTime>,
-        Option<String>,
-        Option<NaiveDateTime>,
-    );
-    let was: Was = coes::table
-        .find(id)
-        .select((
-            coes::owner_handed_over_from,
-            coes::owner_handed_over_at,
-            coes::reviewer_handed_over_from,
-            coes::reviewer_handed_over_at,
-        ))
-        .first(conn)?;
-    let handed_over = (was.0.is_some() || was.2.is_some()).then_some(HandedOver {
-        owner_from: was.0,
-        owner_at: was.1,
-        reviewer_from: was.2,
-        reviewer_at: was.3,
-    });
+    let handed_over = parts::handed_over_of(conn, id)?;
     Ok(CoeDocument {
         duration_seconds: match (row.started_at, row.resolved_at) {
             (Some(s), Some(r)) => Some((r - s).num_seconds().max(0)),
@@ -555,35 +296,9 @@ pub fn load(
         },
         sections: section_views,
         from_previous_template,
-        timeline: timeline
-            .into_iter()
-            .map(|t| {
-                Ok(TimelineEntry {
-                    kind: types::read("timeline_entries.kind", &t.kind)?,
-                    id: t.id,
-                    at: t.at,
-                    text: t.text,
-                    source: t.source,
-                    event_id: t.event_id,
-                    occurrences: t.occurrences,
-                    hosts: t.hosts,
-                    last_at: t.last_at,
-                })
-            })
-            .collect::<Result<_, diesel::result::Error>>()?,
+        timeline,
         five_whys,
-        related: related
-            .into_iter()
-            .map(|r| {
-                Ok(RelatedItem {
-                    kind: types::read("related_items.kind", &r.kind)?,
-                    id: r.id,
-                    title: r.title,
-                    url: r.url,
-                    coe_id: r.related_coe_id,
-                })
-            })
-            .collect::<Result<_, diesel::result::Error>>()?,
+        related,
         recurrence: recurrence_views,
         actions: action_views,
         review,
@@ -620,72 +335,4 @@ pub fn load(
         created_at: row.created_at,
         updated_at: row.updated_at,
     })
-}
-
-/// One audit record.
-#[derive(Debug, Clone, Serialize, ToSchema)]
-pub struct HistoryEntry {
-    #[serde(serialize_with = "crate::json::utc")]
-    pub at: NaiveDateTime,
-    pub actor: String,
-    pub action: String,
-    /// What the change replaced; `null` when it created something.
-    #[schema(value_type = Option<Value>)]
-    pub before: Option<Value>,
-    /// What the change made; `null` when it deleted something.
-    #[schema(value_type = Option<Value>)]
-    pub after: Option<Value>,
-    /// For a change of one of its corrective actions: that action's id.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub action_id: Option<String>,
-}
-
-/// Every change to a COE, oldest first.
-pub fn history(conn: &mut DbConnection, id: &str) -> Result<Vec<HistoryEntry>, CoeError> {
-    load_row(conn, id)?;
-    let rows = audit::of_coe(conn, id)?;
-    Ok(rows
-        .into_iter()
-        .map(|r| HistoryEntry {
-            action_id: (r.entity == "action").then(|| r.entity_id.clone()),
-            at: r.at,
-            actor: r.actor,
-            action: r.action,
-            before: r.before.and_then(|b| serde_json::from_str(&b).ok()),
-            after: r.after.and_then(|a| serde_json::from_str(&a).ok()),
-        })
-        .collect())
-}
-
-/// Notes that `who` looked at COE `id` (at `version`) now; returns when they looked
-/// before, if they did. The reviewer's page shows what others changed since.
-pub fn note_look(
-    conn: &mut DbConnection,
-    id: &str,
-    who: &str,
-    version: i32,
-) -> QueryResult<Option<NaiveDateTime>> {
-    let previous: Option<NaiveDateTime> = coe_reads::table
-        .find((id, who))
-        .select(coe_reads::read_at)
-        .first(conn)
-        .optional()?;
-    let now = crate::db::now();
-    if previous.is_some() {
-        diesel::update(coe_reads::table.find((id, who)))
-            .set((coe_reads::version.eq(version), coe_reads::read_at.eq(now)))
-            .execute(conn)?;
-    } else {
-        crate::insert_or_ignore!(
-            conn,
-            diesel::insert_into(coe_reads::table).values((
-                coe_reads::coe_id.eq(id),
-                coe_reads::person_email.eq(who),
-                coe_reads::version.eq(version),
-                coe_reads::read_at.eq(now),
-            )),
-            (coe_reads::coe_id, coe_reads::person_email)
-        )?;
-    }
-    Ok(previous)
 }

@@ -440,122 +440,15 @@ pub fn create(
     env: &Env<'_>,
 ) -> Result<String, CoeError> {
     // Sizes first: nothing is written for input that cannot be stored.
-    let mut problems = Vec::new();
-    if let Some(title) = input.title.as_deref().filter(|t| !t.trim().is_empty()) {
-        if let Err(p) = coe::check_title(title) {
-            problems.push(("title".to_owned(), p));
-        }
-    }
-    if let Some(service) = input.service.as_deref() {
-        if let Err(p) = coe::check_service(service) {
-            problems.push(("service".to_owned(), p));
-        }
-    }
-    if !problems.is_empty() {
-        return Err(CoeError::Invalid(problems));
-    }
+    check_sizes(&input)?;
     db::write_transaction(conn, |conn| {
         if let Some(owner) = &input.owner {
             super::check_person(conn, env.settings, "owner", owner.as_str())?;
         }
         let now = db::now();
         let id = match &input.incident_id {
-            Some(incident_id) => {
-                let incident: IncidentRow = incidents::table
-                    .find(incident_id)
-                    .select(IncidentRow::as_select())
-                    .first(conn)
-                    .optional()?
-                    .ok_or_else(|| {
-                        CoeError::invalid(
-                            "incident_id",
-                            format!("no incident with id `{incident_id}`"),
-                        )
-                    })?;
-                locks::lock_group(conn, &incident.group_key)?;
-                if let Some(existing) = coe_incidents::table
-                    .filter(coe_incidents::incident_id.eq(incident_id))
-                    .select(coe_incidents::coe_id)
-                    .first::<String>(conn)
-                    .optional()?
-                {
-                    return Err(CoeError::Conflict(format!(
-                        "incident `{incident_id}` already has COE `{existing}`"
-                    )));
-                }
-                let id = insert_draft_for_incident(conn, &incident, env, now)?
-                    .ok_or_else(|| CoeError::Conflict("the incident already has a COE".into()))?;
-                let mut changes = Vec::new();
-                if let Some(title) = input.title.as_ref().filter(|t| !t.trim().is_empty()) {
-                    changes.push(("title", json!(title.trim())));
-                }
-                if let Some(owner) = &input.owner {
-                    changes.push(("owner", json!(owner.as_str())));
-                }
-                if let Some(severity) = input.severity {
-                    changes.push(("severity", json!(severity)));
-                }
-                if let Some(service) = &input.service {
-                    changes.push(("service", json!(service)));
-                }
-                if !changes.is_empty() {
-                    edit::apply_patch(conn, &id, &changes, actor, now)?;
-                    reindex(conn, &id)?;
-                }
-                id
-            }
-            None => {
-                let title = input
-                    .title
-                    .as_deref()
-                    .map(str::trim)
-                    .filter(|t| !t.is_empty())
-                    .ok_or_else(|| {
-                        CoeError::invalid("title", "is required without an incident_id")
-                    })?;
-                let mut assigned =
-                    ownership::for_service(conn, env.settings, input.service.as_deref())?;
-                if let Some(owner) = &input.owner {
-                    assigned.owner = Some(owner.as_str().to_owned());
-                    let dotless = &env.settings.auth.dotless_domains;
-                    assigned.reviewer = assigned
-                        .reviewer
-                        .filter(|r| !crate::domain::email::same_person(r, owner.as_str(), dotless));
-                }
-                let severity = input.severity.unwrap_or(Severity::Sev3);
-                let template = template_for(
-                    conn,
-                    env,
-                    severity,
-                    input.service.as_deref(),
-                    assigned.owner.as_deref(),
-                    &[],
-                )?;
-                let row = new_coe_row(
-                    &template,
-                    None,
-                    title.to_owned(),
-                    input.service.clone(),
-                    severity,
-                    &assigned,
-                    actor,
-                    now,
-                );
-                diesel::insert_into(coes::table)
-                    .values(&row)
-                    .execute(conn)?;
-                record_change(
-                    conn,
-                    &row.id,
-                    actor,
-                    "opened",
-                    None,
-                    Some(json!({"title": row.title})),
-                    now,
-                )?;
-                reindex(conn, &row.id)?;
-                row.id
-            }
+            Some(incident_id) => open_for_incident(conn, incident_id, &input, actor, env, now)?,
+            None => open_without_incident(conn, &input, actor, env, now)?,
         };
         tell_owner(conn, &id, env, now)?;
         Ok(id)
@@ -572,4 +465,135 @@ pub fn create(
         )),
         e => e,
     })
+}
+
+/// Refuses a new COE whose title or service is too long to store, naming both.
+fn check_sizes(input: &NewCoe) -> Result<(), CoeError> {
+    let mut problems = Vec::new();
+    if let Some(title) = input.title.as_deref().filter(|t| !t.trim().is_empty()) {
+        if let Err(p) = coe::check_title(title) {
+            problems.push(("title".to_owned(), p));
+        }
+    }
+    if let Some(service) = input.service.as_deref() {
+        if let Err(p) = coe::check_service(service) {
+            problems.push(("service".to_owned(), p));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(CoeError::Invalid(problems));
+    }
+    Ok(())
+}
+
+/// Opens the draft of incident `incident_id` by hand (refused when it has a COE),
+/// with the title, owner, severity and service the person chose.
+fn open_for_incident(
+    conn: &mut DbConnection,
+    incident_id: &str,
+    input: &NewCoe,
+    actor: Actor<'_>,
+    env: &Env<'_>,
+    now: NaiveDateTime,
+) -> Result<String, CoeError> {
+    let incident: IncidentRow = incidents::table
+        .find(incident_id)
+        .select(IncidentRow::as_select())
+        .first(conn)
+        .optional()?
+        .ok_or_else(|| {
+            CoeError::invalid(
+                "incident_id",
+                format!("no incident with id `{incident_id}`"),
+            )
+        })?;
+    locks::lock_group(conn, &incident.group_key)?;
+    if let Some(existing) = coe_incidents::table
+        .filter(coe_incidents::incident_id.eq(incident_id))
+        .select(coe_incidents::coe_id)
+        .first::<String>(conn)
+        .optional()?
+    {
+        return Err(CoeError::Conflict(format!(
+            "incident `{incident_id}` already has COE `{existing}`"
+        )));
+    }
+    let id = insert_draft_for_incident(conn, &incident, env, now)?
+        .ok_or_else(|| CoeError::Conflict("the incident already has a COE".into()))?;
+    let mut changes = Vec::new();
+    if let Some(title) = input.title.as_ref().filter(|t| !t.trim().is_empty()) {
+        changes.push(("title", json!(title.trim())));
+    }
+    if let Some(owner) = &input.owner {
+        changes.push(("owner", json!(owner.as_str())));
+    }
+    if let Some(severity) = input.severity {
+        changes.push(("severity", json!(severity)));
+    }
+    if let Some(service) = &input.service {
+        changes.push(("service", json!(service)));
+    }
+    if !changes.is_empty() {
+        edit::apply_patch(conn, &id, &changes, actor, now)?;
+        reindex(conn, &id)?;
+    }
+    Ok(id)
+}
+
+/// Opens a draft about no incident: a title is required; the service's people own
+/// and review it unless an owner is chosen; sev3 unless given.
+fn open_without_incident(
+    conn: &mut DbConnection,
+    input: &NewCoe,
+    actor: Actor<'_>,
+    env: &Env<'_>,
+    now: NaiveDateTime,
+) -> Result<String, CoeError> {
+    let title = input
+        .title
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| CoeError::invalid("title", "is required without an incident_id"))?;
+    let mut assigned = ownership::for_service(conn, env.settings, input.service.as_deref())?;
+    if let Some(owner) = &input.owner {
+        assigned.owner = Some(owner.as_str().to_owned());
+        let dotless = &env.settings.auth.dotless_domains;
+        assigned.reviewer = assigned
+            .reviewer
+            .filter(|r| !crate::domain::email::same_person(r, owner.as_str(), dotless));
+    }
+    let severity = input.severity.unwrap_or(Severity::Sev3);
+    let template = template_for(
+        conn,
+        env,
+        severity,
+        input.service.as_deref(),
+        assigned.owner.as_deref(),
+        &[],
+    )?;
+    let row = new_coe_row(
+        &template,
+        None,
+        title.to_owned(),
+        input.service.clone(),
+        severity,
+        &assigned,
+        actor,
+        now,
+    );
+    diesel::insert_into(coes::table)
+        .values(&row)
+        .execute(conn)?;
+    record_change(
+        conn,
+        &row.id,
+        actor,
+        "opened",
+        None,
+        Some(json!({"title": row.title})),
+        now,
+    )?;
+    reindex(conn, &row.id)?;
+    Ok(row.id)
 }

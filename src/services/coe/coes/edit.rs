@@ -262,7 +262,6 @@ pub fn patch(
             }
         }
         let dotless = &env.settings.auth.dotless_domains;
-        let same = |a: Option<&str>, b: Option<&str>| same_person_opt(a, b, dotless);
         let reviewer_named = patch
             .reviewer
             .as_ref()
@@ -270,72 +269,10 @@ pub fn patch(
         if let Some(reviewer) = &patch.reviewer {
             changes.push(("reviewer", json!(reviewer.as_str())));
         }
-        // Separation of duties: a reviewer is named by someone else (the owner, an
-        // admin), so that nobody approves a writeup they chose to review themselves.
         if let Some(named) = reviewer_named {
-            if who.is_same_person(named.as_str(), dotless) {
-                return Err(CoeError::invalid(
-                    "reviewer",
-                    "must not be you: nobody names themselves a COE's reviewer; ask its owner or \
-                     an admin to name you",
-                ));
-            }
-            // Whoever names a reviewer must be a person who can be held to it: a token
-            // for nobody could name its holder unseen.
-            if !who.is_person() {
-                return Err(CoeError::invalid(
-                    "reviewer",
-                    "a token that stands for no person cannot name a reviewer: use a token of \
-                     your own (one that names you) or the COE's page",
-                ));
-            }
+            check_naming_reviewer(who, named.as_str(), dotless)?;
         }
-        // The bar raiser's approval is a second person's, from outside: never the
-        // reviewer's, never the owner's (a COE handed to its bar raiser after they
-        // approved would be approved by its owner).
-        let bar_raiser: Option<String> = coes::table
-            .find(id)
-            .select(coes::bar_raiser_email)
-            .first(conn)?;
-        if let Some(reviewer) = &patch.reviewer {
-            if same(bar_raiser.as_deref(), Some(reviewer.as_str())) {
-                return Err(CoeError::invalid(
-                    "reviewer",
-                    "is the COE's bar raiser: its reviewer and its bar raiser must be two people",
-                ));
-            }
-        }
-        if let Some(owner) = &patch.owner {
-            if same(bar_raiser.as_deref(), Some(owner.as_str())) {
-                return Err(CoeError::invalid(
-                    "owner",
-                    "is the COE's bar raiser: its owner and its bar raiser must be two people \
-                     (an admin may name another bar raiser first)",
-                ));
-            }
-        }
-        // Whatever changes, the owner and the reviewer stay two people.
-        let final_owner = patch
-            .owner
-            .as_ref()
-            .map(|o| o.as_str().to_owned())
-            .or(row.owner_email.clone());
-        let final_reviewer = patch
-            .reviewer
-            .as_ref()
-            .map(|r| r.as_str().to_owned())
-            .or(row.reviewer_email.clone());
-        if same(final_owner.as_deref(), final_reviewer.as_deref()) {
-            let field = if patch.reviewer.is_some() {
-                "reviewer"
-            } else {
-                "owner"
-            };
-            return Err(CoeError::invalid(
-                field,
-                "the COE's owner and reviewer must be two people",
-            ));
-        }
+        check_separate_people(conn, row, &patch, dotless)?;
         if let Some(severity) = patch.severity {
             changes.push(("severity", json!(severity)));
         }
@@ -375,27 +312,7 @@ pub fn patch(
                 .set(coes::reviewer_named_by.eq(who.principal))
                 .execute(conn)?;
         }
-        // A COE in review is reviewed by the reviewer it was submitted to: a new
-        // reviewer sends it back to draft (recorded), so it is submitted again to them
-        // and nobody's review is taken away unseen. The former reviewer is told.
-        let state: CoeState = types::read("coes.state", &row.state)?;
-        let replaced = patch.reviewer.as_ref().is_some_and(|r| {
-            state == CoeState::InReview && row.reviewer_email.as_deref() != Some(r.as_str())
-        });
-        if replaced {
-            diesel::update(coes::table.find(id))
-                .set(coes::approved_by.eq(None::<String>))
-                .execute(conn)?;
-            crate::services::coe::lifecycle::move_to(
-                conn,
-                id,
-                CoeState::InReview,
-                CoeState::Draft,
-                actor,
-                Some("the reviewer changed while in review: submit it again for the new reviewer"),
-                now,
-            )?;
-        }
+        let replaced = back_to_draft_for_new_reviewer(conn, row, &patch, actor, now)?;
         let after = load_row(conn, id)?;
         let assigned = CoeEvent::Assigned {
             before: row,
@@ -405,6 +322,126 @@ pub fn patch(
         outbound::happened(conn, env, actor, assigned, now)?;
         Ok(((), None))
     })
+}
+
+/// Refuses naming `named` the COE's reviewer when `who` may not: separation of
+/// duties wants a reviewer named by someone else, and by a person who can be held
+/// to it.
+fn check_naming_reviewer(
+    who: &Editor<'_>,
+    named: &str,
+    dotless: &[String],
+) -> Result<(), CoeError> {
+    // Separation of duties: a reviewer is named by someone else (the owner, an
+    // admin), so that nobody approves a writeup they chose to review themselves.
+    if who.is_same_person(named, dotless) {
+        return Err(CoeError::invalid(
+            "reviewer",
+            "must not be you: nobody names themselves a COE's reviewer; ask its owner or \
+             an admin to name you",
+        ));
+    }
+    // Whoever names a reviewer must be a person who can be held to it: a token
+    // for nobody could name its holder unseen.
+    if !who.is_person() {
+        return Err(CoeError::invalid(
+            "reviewer",
+            "a token that stands for no person cannot name a reviewer: use a token of \
+             your own (one that names you) or the COE's page",
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a change of COE `row` that would make one person hold two of its seats:
+/// the owner, the reviewer and the bar raiser are three people.
+fn check_separate_people(
+    conn: &mut DbConnection,
+    row: &CoeRow,
+    patch: &CoePatch,
+    dotless: &[String],
+) -> Result<(), CoeError> {
+    let same = |a: Option<&str>, b: Option<&str>| same_person_opt(a, b, dotless);
+    // The bar raiser's approval is a second person's, from outside: never the
+    // reviewer's, never the owner's (a COE handed to its bar raiser after they
+    // approved would be approved by its owner).
+    let bar_raiser: Option<String> = coes::table
+        .find(&row.id)
+        .select(coes::bar_raiser_email)
+        .first(conn)?;
+    if let Some(reviewer) = &patch.reviewer {
+        if same(bar_raiser.as_deref(), Some(reviewer.as_str())) {
+            return Err(CoeError::invalid(
+                "reviewer",
+                "is the COE's bar raiser: its reviewer and its bar raiser must be two people",
+            ));
+        }
+    }
+    if let Some(owner) = &patch.owner {
+        if same(bar_raiser.as_deref(), Some(owner.as_str())) {
+            return Err(CoeError::invalid(
+                "owner",
+                "is the COE's bar raiser: its owner and its bar raiser must be two people \
+                 (an admin may name another bar raiser first)",
+            ));
+        }
+    }
+    // Whatever changes, the owner and the reviewer stay two people.
+    let final_owner = patch
+        .owner
+        .as_ref()
+        .map(|o| o.as_str().to_owned())
+        .or(row.owner_email.clone());
+    let final_reviewer = patch
+        .reviewer
+        .as_ref()
+        .map(|r| r.as_str().to_owned())
+        .or(row.reviewer_email.clone());
+    if same(final_owner.as_deref(), final_reviewer.as_deref()) {
+        let field = if patch.reviewer.is_some() {
+            "reviewer"
+        } else {
+            "owner"
+        };
+        return Err(CoeError::invalid(
+            field,
+            "the COE's owner and reviewer must be two people",
+        ));
+    }
+    Ok(())
+}
+
+/// Sends COE `row` back to draft when the patch gives it, in review, another
+/// reviewer; says whether it did (the former reviewer is then told).
+fn back_to_draft_for_new_reviewer(
+    conn: &mut DbConnection,
+    row: &CoeRow,
+    patch: &CoePatch,
+    actor: Actor<'_>,
+    now: NaiveDateTime,
+) -> Result<bool, CoeError> {
+    // A COE in review is reviewed by the reviewer it was submitted to: a new
+    // reviewer sends it back to draft (recorded), so it is submitted again to them
+    // and nobody's review is taken away unseen. The former reviewer is told.
+    let state: CoeState = types::read("coes.state", &row.state)?;
+    let replaced = patch.reviewer.as_ref().is_some_and(|r| {
+        state == CoeState::InReview && row.reviewer_email.as_deref() != Some(r.as_str())
+    });
+    if replaced {
+        diesel::update(coes::table.find(&row.id))
+            .set(coes::approved_by.eq(None::<String>))
+            .execute(conn)?;
+        crate::services::coe::lifecycle::move_to(
+            conn,
+            &row.id,
+            CoeState::InReview,
+            CoeState::Draft,
+            actor,
+            Some("the reviewer changed while in review: submit it again for the new reviewer"),
+            now,
+        )?;
+    }
+    Ok(replaced)
 }
 
 /// Gives draft `row` the template named `name`: refused for a COE past draft (its

@@ -48,66 +48,10 @@ pub fn merge(
     who: &Editor<'_>,
     env: Env<'_>,
 ) -> Result<Merged, CoeError> {
-    let sources: Vec<String> = sources
-        .iter()
-        .map(|s| s.trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    if sources.is_empty() {
-        return Err(CoeError::invalid(
-            "coe_ids",
-            "name at least one draft to merge",
-        ));
-    }
-    if sources.len() > MAX_MERGED {
-        return Err(CoeError::invalid(
-            "coe_ids",
-            format!("at most {MAX_MERGED} drafts at once"),
-        ));
-    }
-    if sources.iter().any(|s| s == id) {
-        return Err(CoeError::invalid(
-            "coe_ids",
-            "a COE cannot be merged into itself",
-        ));
-    }
+    let sources = drafts_named(id, sources)?;
     let merge_id = db::new_id();
     with_current(conn, id, who, env, |conn, target, now| {
-        // Each draft as it is, locked (in a fixed order: two merges never wait on each
-        // other), checked before anything moves.
-        let mut merged: Vec<CoeRow> = Vec::new();
-        for source in &sources {
-            locks::lock_coe(conn, source)?;
-            let row = load_row(conn, source).map_err(|e| match e {
-                CoeError::NotFound(_) => {
-                    CoeError::invalid("coe_ids", format!("no COE with id `{source}`"))
-                }
-                e => e,
-            })?;
-            let state: CoeState = types::read("coes.state", &row.state)?;
-            if state != CoeState::Draft {
-                return Err(CoeError::Conflict(format!(
-                    "COE `{source}` is {}: only drafts are merged (a COE in review or \
-                     approved can receive incidents instead)",
-                    state.as_str().replace('_', " ")
-                )));
-            }
-            // Folding a draft in ends it and takes its text and actions: only whoever
-            // may change it too (its owner, its reviewer, an admin; anyone when nobody
-            // owns it). Its owner consents by handing it over first.
-            access::coe(conn, source, who).map_err(|refused| match refused {
-                access::AccessError::Forbidden(_) => CoeError::Forbidden(format!(
-                    "you may not merge “{}” (`{source}`): it is {}'s to change. Ask them \
-                     to merge it, or to hand it to you first",
-                    row.title,
-                    row.owner_email.as_deref().unwrap_or("nobody")
-                )),
-                other => other.into(),
-            })?;
-            merged.push(row);
-        }
+        let merged = lock_drafts(conn, &sources, who)?;
         for source in &merged {
             fold(conn, target, source, who, now)?;
         }
@@ -170,6 +114,80 @@ pub fn merge(
     })
 }
 
+/// The drafts a merge into COE `id` names, each once: refused when it names none,
+/// more than `MAX_MERGED`, or the COE itself.
+fn drafts_named(id: &str, sources: &[String]) -> Result<Vec<String>, CoeError> {
+    let sources: Vec<String> = sources
+        .iter()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if sources.is_empty() {
+        return Err(CoeError::invalid(
+            "coe_ids",
+            "name at least one draft to merge",
+        ));
+    }
+    if sources.len() > MAX_MERGED {
+        return Err(CoeError::invalid(
+            "coe_ids",
+            format!("at most {MAX_MERGED} drafts at once"),
+        ));
+    }
+    if sources.iter().any(|s| s == id) {
+        return Err(CoeError::invalid(
+            "coe_ids",
+            "a COE cannot be merged into itself",
+        ));
+    }
+    Ok(sources)
+}
+
+/// The drafts `sources` as they are, to be merged by `who`: refused when one is
+/// missing, is past draft, or is not `who`'s to change.
+fn lock_drafts(
+    conn: &mut DbConnection,
+    sources: &[String],
+    who: &Editor<'_>,
+) -> Result<Vec<CoeRow>, CoeError> {
+    // Each draft as it is, locked (in a fixed order: two merges never wait on each
+    // other), checked before anything moves.
+    let mut merged: Vec<CoeRow> = Vec::new();
+    for source in sources {
+        locks::lock_coe(conn, source)?;
+        let row = load_row(conn, source).map_err(|e| match e {
+            CoeError::NotFound(_) => {
+                CoeError::invalid("coe_ids", format!("no COE with id `{source}`"))
+            }
+            e => e,
+        })?;
+        let state: CoeState = types::read("coes.state", &row.state)?;
+        if state != CoeState::Draft {
+            return Err(CoeError::Conflict(format!(
+                "COE `{source}` is {}: only drafts are merged (a COE in review or \
+                 approved can receive incidents instead)",
+                state.as_str().replace('_', " ")
+            )));
+        }
+        // Folding a draft in ends it and takes its text and actions: only whoever
+        // may change it too (its owner, its reviewer, an admin; anyone when nobody
+        // owns it). Its owner consents by handing it over first.
+        access::coe(conn, source, who).map_err(|refused| match refused {
+            access::AccessError::Forbidden(_) => CoeError::Forbidden(format!(
+                "you may not merge “{}” (`{source}`): it is {}'s to change. Ask them \
+                 to merge it, or to hand it to you first",
+                row.title,
+                row.owner_email.as_deref().unwrap_or("nobody")
+            )),
+            other => other.into(),
+        })?;
+        merged.push(row);
+    }
+    Ok(merged)
+}
+
 /// Moves everything of draft `source` into `target` and marks it merged.
 fn fold(
     conn: &mut DbConnection,
@@ -183,6 +201,67 @@ fn fold(
         .set(coe_incidents::coe_id.eq(t))
         .execute(conn)?;
     // Text someone wrote, under a heading naming the draft it came from.
+    move_sections(conn, t, source, who, now)?;
+    // The timeline: an alert the COE already counts adds its counts to that entry.
+    move_timeline(conn, t, s)?;
+    // 5-whys chains after the COE's own.
+    let last: Option<i32> = why_chains::table
+        .filter(why_chains::coe_id.eq(t))
+        .select(diesel::dsl::max(why_chains::position))
+        .first(conn)?;
+    diesel::update(why_chains::table.filter(why_chains::coe_id.eq(s)))
+        .set((
+            why_chains::coe_id.eq(t),
+            why_chains::position.eq(why_chains::position + last.unwrap_or(-1) + 1),
+        ))
+        .execute(conn)?;
+    // Related items, but not links between the two (they are one COE now).
+    diesel::delete(
+        related_items::table
+            .filter(
+                related_items::coe_id
+                    .eq(s)
+                    .and(related_items::related_coe_id.eq(t)),
+            )
+            .or_filter(
+                related_items::coe_id
+                    .eq(t)
+                    .and(related_items::related_coe_id.eq(s)),
+            ),
+    )
+    .execute(conn)?;
+    diesel::update(related_items::table.filter(related_items::coe_id.eq(s)))
+        .set(related_items::coe_id.eq(t))
+        .execute(conn)?;
+    diesel::update(corrective_actions::table.filter(corrective_actions::coe_id.eq(s)))
+        .set(corrective_actions::coe_id.eq(t))
+        .execute(conn)?;
+    // "It happened before": the draft's earlier COEs are the COE's now.
+    move_recurrences(conn, t, s)?;
+    // The recurrences the draft was: the COE's now (its actions moved above).
+    diesel::update(action_recurrences::table.filter(action_recurrences::coe_id.eq(s)))
+        .set(action_recurrences::coe_id.eq(t))
+        .execute(conn)?;
+    // The worst severity of the two; the draft ends merged.
+    diesel::update(coes::table.find(t))
+        .filter(coes::severity.gt(source.severity))
+        .set(coes::severity.eq(source.severity))
+        .execute(conn)?;
+    crate::services::coe::lifecycle::merge(conn, s, t, who.actor, now)?;
+    super::reindex(conn, s)?;
+    Ok(())
+}
+
+/// Appends the text written in draft `source`'s sections to COE `t`'s, each under a
+/// heading naming the draft, and empties the draft's.
+fn move_sections(
+    conn: &mut DbConnection,
+    t: &str,
+    source: &CoeRow,
+    who: &Editor<'_>,
+    now: chrono::NaiveDateTime,
+) -> Result<(), CoeError> {
+    let s = source.id.as_str();
     let written: Vec<(String, String)> = coe_sections::table
         .filter(coe_sections::coe_id.eq(s))
         .select((coe_sections::key, coe_sections::body))
@@ -210,7 +289,12 @@ fn fold(
             .execute(conn)?;
     }
     diesel::delete(coe_sections::table.filter(coe_sections::coe_id.eq(s))).execute(conn)?;
-    // The timeline: an alert the COE already counts adds its counts to that entry.
+    Ok(())
+}
+
+/// Moves draft `s`'s timeline into COE `t`'s: an alert the COE already counts adds
+/// its counts and hosts to the COE's entry of it; every other entry moves as it is.
+fn move_timeline(conn: &mut DbConnection, t: &str, s: &str) -> Result<(), CoeError> {
     let alerts: Vec<(String, String, i32, Option<chrono::NaiveDateTime>)> = timeline_entries::table
         .filter(timeline_entries::coe_id.eq(s))
         .filter(timeline_entries::alert_key.is_not_null())
@@ -263,39 +347,12 @@ fn fold(
     diesel::update(timeline_entries::table.filter(timeline_entries::coe_id.eq(s)))
         .set(timeline_entries::coe_id.eq(t))
         .execute(conn)?;
-    // 5-whys chains after the COE's own.
-    let last: Option<i32> = why_chains::table
-        .filter(why_chains::coe_id.eq(t))
-        .select(diesel::dsl::max(why_chains::position))
-        .first(conn)?;
-    diesel::update(why_chains::table.filter(why_chains::coe_id.eq(s)))
-        .set((
-            why_chains::coe_id.eq(t),
-            why_chains::position.eq(why_chains::position + last.unwrap_or(-1) + 1),
-        ))
-        .execute(conn)?;
-    // Related items, but not links between the two (they are one COE now).
-    diesel::delete(
-        related_items::table
-            .filter(
-                related_items::coe_id
-                    .eq(s)
-                    .and(related_items::related_coe_id.eq(t)),
-            )
-            .or_filter(
-                related_items::coe_id
-                    .eq(t)
-                    .and(related_items::related_coe_id.eq(s)),
-            ),
-    )
-    .execute(conn)?;
-    diesel::update(related_items::table.filter(related_items::coe_id.eq(s)))
-        .set(related_items::coe_id.eq(t))
-        .execute(conn)?;
-    diesel::update(corrective_actions::table.filter(corrective_actions::coe_id.eq(s)))
-        .set(corrective_actions::coe_id.eq(t))
-        .execute(conn)?;
-    // "It happened before": the draft's earlier COEs are the COE's now.
+    Ok(())
+}
+
+/// Gives COE `t` the earlier COEs draft `s` recurred (never `t` itself), and drops
+/// the draft's recurrence links, either way.
+fn move_recurrences(conn: &mut DbConnection, t: &str, s: &str) -> Result<(), CoeError> {
     let earlier: Vec<(String, String, chrono::NaiveDateTime)> = coe_recurrences::table
         .filter(coe_recurrences::coe_id.eq(s))
         .select((
@@ -322,16 +379,5 @@ fn fold(
             .or_filter(coe_recurrences::earlier_coe_id.eq(s)),
     )
     .execute(conn)?;
-    // The recurrences the draft was: the COE's now (its actions moved above).
-    diesel::update(action_recurrences::table.filter(action_recurrences::coe_id.eq(s)))
-        .set(action_recurrences::coe_id.eq(t))
-        .execute(conn)?;
-    // The worst severity of the two; the draft ends merged.
-    diesel::update(coes::table.find(t))
-        .filter(coes::severity.gt(source.severity))
-        .set(coes::severity.eq(source.severity))
-        .execute(conn)?;
-    crate::services::coe::lifecycle::merge(conn, s, t, who.actor, now)?;
-    super::reindex(conn, s)?;
     Ok(())
 }

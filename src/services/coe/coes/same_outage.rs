@@ -76,18 +76,7 @@ pub fn of(
         CoeState::InReview => &["draft"],
         _ => return Ok(Vec::new()),
     };
-    let mine: Vec<Near> = incidents::table
-        .inner_join(coe_incidents::table)
-        .filter(coe_incidents::coe_id.eq(id))
-        .select((incidents::id, incidents::service, incidents::started_at))
-        .load::<(String, Option<String>, NaiveDateTime)>(conn)?
-        .into_iter()
-        .map(|(id, service, started_at)| Near {
-            id,
-            service,
-            started_at,
-        })
-        .collect();
+    let mine = incidents_of(conn, id)?;
     let (Some(first), Some(last)) = (
         mine.iter().map(|i| i.started_at).min(),
         mine.iter().map(|i| i.started_at).max(),
@@ -97,39 +86,7 @@ pub fn of(
     let window = Duration::seconds(
         i64::try_from(settings.incidents.same_outage_window_secs).unwrap_or(86_400),
     );
-    // (incident, its COE: id, title, severity, state, service, owner, opened)
-    type NearRow = (
-        String,
-        Option<String>,
-        NaiveDateTime,
-        String,
-        String,
-        i32,
-        String,
-        Option<String>,
-        Option<String>,
-        NaiveDateTime,
-    );
-    let nearby: Vec<NearRow> = incidents::table
-        .inner_join(coe_incidents::table.inner_join(coes::table))
-        .filter(incidents::started_at.between(first - window, last + window))
-        .filter(coes::id.ne(id))
-        .filter(coes::state.eq_any(mergeable_with))
-        .order(incidents::started_at.asc())
-        .limit(MAX_NEARBY)
-        .select((
-            incidents::id,
-            incidents::service,
-            incidents::started_at,
-            coes::id,
-            coes::title,
-            coes::severity,
-            coes::state,
-            coes::service,
-            coes::owner_email,
-            coes::created_at,
-        ))
-        .load(conn)?;
+    let nearby = nearby_incidents(conn, id, mergeable_with, first - window, last + window)?;
     if nearby.is_empty() {
         return Ok(Vec::new());
     }
@@ -144,7 +101,6 @@ pub fn of(
             .collect();
         label_values(conn, &ids, &settings.incidents.same_outage_labels)?
     };
-    let no_labels = BTreeSet::new();
     // Per other COE: its row, the reasons found, and how near in time it came.
     let mut found: BTreeMap<String, (SameOutage, NaiveDateTime, i64)> = BTreeMap::new();
     for row in nearby {
@@ -170,21 +126,7 @@ pub fn of(
             if apart > window.num_seconds() {
                 continue;
             }
-            let mut because = Vec::new();
-            if let (Some(a), Some(b)) = (&ours.service, &theirs.service) {
-                if a.eq_ignore_ascii_case(b) {
-                    because.push(format!("both on service {a}"));
-                } else if let Some(path) = depends_path(&depends, a, b) {
-                    because.push(path);
-                } else if let Some(path) = depends_path(&depends, b, a) {
-                    because.push(path);
-                }
-            }
-            let shared = labels
-                .get(&ours.id)
-                .unwrap_or(&no_labels)
-                .intersection(labels.get(&theirs.id).unwrap_or(&no_labels));
-            because.extend(shared.map(|(name, value)| format!("the same {name}: {value}")));
+            let because = reasons(ours, &theirs, &depends, &labels);
             if because.is_empty() {
                 continue;
             }
@@ -220,13 +162,110 @@ pub fn of(
             }
         }
     }
+    Ok(nearest_first(found))
+}
+
+/// The incidents of COE `id`.
+fn incidents_of(conn: &mut DbConnection, id: &str) -> QueryResult<Vec<Near>> {
+    Ok(incidents::table
+        .inner_join(coe_incidents::table)
+        .filter(coe_incidents::coe_id.eq(id))
+        .select((incidents::id, incidents::service, incidents::started_at))
+        .load::<(String, Option<String>, NaiveDateTime)>(conn)?
+        .into_iter()
+        .map(|(id, service, started_at)| Near {
+            id,
+            service,
+            started_at,
+        })
+        .collect())
+}
+
+/// An incident of another open COE near in time, with that COE.
+// (incident, its COE: id, title, severity, state, service, owner, opened)
+type NearRow = (
+    String,
+    Option<String>,
+    NaiveDateTime,
+    String,
+    String,
+    i32,
+    String,
+    Option<String>,
+    Option<String>,
+    NaiveDateTime,
+);
+
+/// The incidents that started from `from` to `until` of the other COEs that COE
+/// `id` could be merged with (those in a state of `mergeable_with`), the earliest
+/// first.
+fn nearby_incidents(
+    conn: &mut DbConnection,
+    id: &str,
+    mergeable_with: &[&str],
+    from: NaiveDateTime,
+    until: NaiveDateTime,
+) -> QueryResult<Vec<NearRow>> {
+    incidents::table
+        .inner_join(coe_incidents::table.inner_join(coes::table))
+        .filter(incidents::started_at.between(from, until))
+        .filter(coes::id.ne(id))
+        .filter(coes::state.eq_any(mergeable_with))
+        .order(incidents::started_at.asc())
+        .limit(MAX_NEARBY)
+        .select((
+            incidents::id,
+            incidents::service,
+            incidents::started_at,
+            coes::id,
+            coes::title,
+            coes::severity,
+            coes::state,
+            coes::service,
+            coes::owner_email,
+            coes::created_at,
+        ))
+        .load(conn)
+}
+
+/// Why two incidents that started near each other are probably the same outage,
+/// one reason a line: the same service, one service depending on the other, a label
+/// value both carry. None: they are not.
+fn reasons(
+    ours: &Near,
+    theirs: &Near,
+    depends: &BTreeMap<String, Vec<String>>,
+    labels: &BTreeMap<String, BTreeSet<(String, String)>>,
+) -> Vec<String> {
+    let no_labels = BTreeSet::new();
+    let mut because = Vec::new();
+    if let (Some(a), Some(b)) = (&ours.service, &theirs.service) {
+        if a.eq_ignore_ascii_case(b) {
+            because.push(format!("both on service {a}"));
+        } else if let Some(path) = depends_path(depends, a, b) {
+            because.push(path);
+        } else if let Some(path) = depends_path(depends, b, a) {
+            because.push(path);
+        }
+    }
+    let shared = labels
+        .get(&ours.id)
+        .unwrap_or(&no_labels)
+        .intersection(labels.get(&theirs.id).unwrap_or(&no_labels));
+    because.extend(shared.map(|(name, value)| format!("the same {name}: {value}")));
+    because
+}
+
+/// The COEs found, the nearest in time first (then the one opened first), at most
+/// `MAX_SUGGESTED` of them.
+fn nearest_first(found: BTreeMap<String, (SameOutage, NaiveDateTime, i64)>) -> Vec<SameOutage> {
     let mut found: Vec<(SameOutage, NaiveDateTime, i64)> = found.into_values().collect();
     found.sort_by(|a, b| (a.2, a.1, &a.0.coe_id).cmp(&(b.2, b.1, &b.0.coe_id)));
-    Ok(found
+    found
         .into_iter()
         .take(MAX_SUGGESTED)
         .map(|(s, _, _)| s)
-        .collect())
+        .collect()
 }
 
 /// The service map's dependencies: service (lower case) → the services it names.

@@ -96,101 +96,13 @@ pub fn import_csv(
         };
         let line = record.position().map_or(0, |p| p.line());
         last_start = record.position().map(|p| (p.line(), p.byte() as usize));
-        // PostgreSQL cannot store a NUL, and no name or team holds a control character.
-        if let Some((field, _)) = headers
-            .iter()
-            .zip(record.iter())
-            .find(|(_, value)| value.chars().any(char::is_control))
-        {
-            rejected.push(RejectedLine {
-                line,
-                problem: format!("{field} holds a control character (such as NUL)"),
-            });
-            continue;
+        match person_of(&headers, &record) {
+            Ok((email, input)) => good.push((line, email, input)),
+            Err(problem) => rejected.push(RejectedLine { line, problem }),
         }
-        let parsed: CsvLine = match record.deserialize(Some(&headers)) {
-            Ok(p) => p,
-            Err(e) => {
-                rejected.push(RejectedLine {
-                    line,
-                    problem: e.to_string(),
-                });
-                continue;
-            }
-        };
-        let email = match EmailAddress::parse(&parsed.email) {
-            Ok(e) => e,
-            Err(p) => {
-                rejected.push(RejectedLine {
-                    line,
-                    problem: format!("email {p}"),
-                });
-                continue;
-            }
-        };
-        let manager = match parsed
-            .manager_email
-            .as_deref()
-            .map(str::trim)
-            .filter(|m| !m.is_empty())
-        {
-            None => None,
-            Some(m) => match EmailAddress::parse(m) {
-                Ok(m) => Some(m),
-                Err(p) => {
-                    rejected.push(RejectedLine {
-                        line,
-                        problem: format!("manager_email {p}"),
-                    });
-                    continue;
-                }
-            },
-        };
-        let bar_raiser = match yes_no(parsed.bar_raiser.as_deref()) {
-            Ok(b) => b,
-            Err(p) => {
-                rejected.push(RejectedLine {
-                    line,
-                    problem: format!("bar_raiser {p}"),
-                });
-                continue;
-            }
-        };
-        let input = PersonInput {
-            name: parsed.name,
-            team: parsed.team,
-            manager_email: manager,
-            timezone: parsed.timezone,
-            bar_raiser,
-        };
-        let problems = check(&email, &input);
-        if let Some((field, problem)) = problems.into_iter().next() {
-            rejected.push(RejectedLine {
-                line,
-                problem: format!("{field} {problem}"),
-            });
-            continue;
-        }
-        good.push((line, email, input));
     }
-    // A quote never closed makes the last record run to the end of the file, taking
-    // every line after it as part of one field: report each line it took.
-    if let Some((start_line, start_byte)) = last_start {
-        let rest = text.get(start_byte..).unwrap_or("");
-        let lines = rest.trim_end_matches(['\n', '\r']).lines().count() as u64;
-        if rest.matches('"').count() % 2 == 1 && lines > 1 {
-            good.retain(|(line, ..)| *line < start_line);
-            rejected.retain(|r| r.line < start_line);
-            for line in start_line..start_line + lines {
-                rejected.push(RejectedLine {
-                    line,
-                    problem: format!(
-                        "not read: line {start_line} opens a quote (\") that is never closed, \
-                         so every line after it was read as part of one field"
-                    ),
-                });
-            }
-        }
+    if let Some(start) = last_start {
+        reject_after_open_quote(text, start, &mut good, &mut rejected);
     }
     let (created, updated) = db::write_transaction(conn, |conn| {
         let now = db::now();
@@ -219,4 +131,74 @@ pub fn import_csv(
         updated,
         rejected,
     })
+}
+
+/// Whom a line of the file names, and what it says of them: the problem with the
+/// line when it cannot be taken.
+fn person_of(
+    headers: &csv::StringRecord,
+    record: &csv::StringRecord,
+) -> Result<(EmailAddress, PersonInput), String> {
+    // PostgreSQL cannot store a NUL, and no name or team holds a control character.
+    if let Some((field, _)) = headers
+        .iter()
+        .zip(record.iter())
+        .find(|(_, value)| value.chars().any(char::is_control))
+    {
+        return Err(format!("{field} holds a control character (such as NUL)"));
+    }
+    let parsed: CsvLine = record
+        .deserialize(Some(headers))
+        .map_err(|e| e.to_string())?;
+    let email = EmailAddress::parse(&parsed.email).map_err(|p| format!("email {p}"))?;
+    let manager = match parsed
+        .manager_email
+        .as_deref()
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+    {
+        None => None,
+        Some(m) => Some(EmailAddress::parse(m).map_err(|p| format!("manager_email {p}"))?),
+    };
+    let bar_raiser = yes_no(parsed.bar_raiser.as_deref()).map_err(|p| format!("bar_raiser {p}"))?;
+    let input = PersonInput {
+        name: parsed.name,
+        team: parsed.team,
+        manager_email: manager,
+        timezone: parsed.timezone,
+        bar_raiser,
+    };
+    let problems = check(&email, &input);
+    if let Some((field, problem)) = problems.into_iter().next() {
+        return Err(format!("{field} {problem}"));
+    }
+    Ok((email, input))
+}
+
+/// Rejects every line a quote never closed took into the last record (`start`: the
+/// line and byte where that record starts), if one did.
+fn reject_after_open_quote(
+    text: &str,
+    start: (u64, usize),
+    good: &mut Vec<(u64, EmailAddress, PersonInput)>,
+    rejected: &mut Vec<RejectedLine>,
+) {
+    // A quote never closed makes the last record run to the end of the file, taking
+    // every line after it as part of one field: report each line it took.
+    let (start_line, start_byte) = start;
+    let rest = text.get(start_byte..).unwrap_or("");
+    let lines = rest.trim_end_matches(['\n', '\r']).lines().count() as u64;
+    if rest.matches('"').count() % 2 == 1 && lines > 1 {
+        good.retain(|(line, ..)| *line < start_line);
+        rejected.retain(|r| r.line < start_line);
+        for line in start_line..start_line + lines {
+            rejected.push(RejectedLine {
+                line,
+                problem: format!(
+                    "not read: line {start_line} opens a quote (\") that is never closed, \
+                     so every line after it was read as part of one field"
+                ),
+            });
+        }
+    }
 }

@@ -207,6 +207,44 @@ impl Pending {
             };
         }
         self.deliveries.clear();
+        let new = self.flush_incidents(conn)?;
+        // A new incident's alerts are new rows; a stored one's may be there already.
+        let mut rows: Vec<IncidentAlertRow> = Vec::new();
+        for (incident_id, alerts) in self.alerts.iter_mut().filter(|(id, _)| new.contains(*id)) {
+            rows.extend(alerts.drain().map(|(dedup_key, status)| IncidentAlertRow {
+                incident_id: incident_id.clone(),
+                dedup_key,
+                status: status.as_str().to_owned(),
+                updated_at: self.now,
+            }));
+        }
+        for chunk in rows.chunks(INSERT_CHUNK) {
+            match chunk {
+                [row] => diesel::insert_into(incident_alerts::table)
+                    .values(row)
+                    .execute(conn)?,
+                _ => crate::insert_rows!(&mut *conn, incident_alerts::table, chunk)?,
+            };
+        }
+        let incident_ids: Vec<String> = self.alerts.keys().cloned().collect();
+        self.flush_alerts(conn, &incident_ids)?;
+        for chunk in self.events.chunks(INSERT_CHUNK) {
+            match chunk {
+                // One row: a statement the connection keeps prepared (many are not).
+                [row] => diesel::insert_into(failure_events::table)
+                    .values(row)
+                    .execute(conn)?,
+                _ => crate::insert_rows!(&mut *conn, failure_events::table, chunk)?,
+            };
+        }
+        self.flush_timeline(conn)?;
+        self.events.clear();
+        self.follow_drafts(conn)
+    }
+
+    /// Writes the incidents the batch changed and the ones it made (with the groups
+    /// these name); says which are new.
+    fn flush_incidents(&mut self, conn: &mut DbConnection) -> QueryResult<HashSet<String>> {
         let mut new: Vec<&IncidentRow> = Vec::new();
         let mut changed: Vec<&IncidentRow> = Vec::new();
         for touched in self.incidents.values_mut().filter(|t| t.changed) {
@@ -250,36 +288,11 @@ impl Pending {
                 }
             }
         }
-        // A new incident's alerts are new rows; a stored one's may be there already.
-        let new: HashSet<String> = new.into_iter().map(|row| row.id.clone()).collect();
-        let mut rows: Vec<IncidentAlertRow> = Vec::new();
-        for (incident_id, alerts) in self.alerts.iter_mut().filter(|(id, _)| new.contains(*id)) {
-            rows.extend(alerts.drain().map(|(dedup_key, status)| IncidentAlertRow {
-                incident_id: incident_id.clone(),
-                dedup_key,
-                status: status.as_str().to_owned(),
-                updated_at: self.now,
-            }));
-        }
-        for chunk in rows.chunks(INSERT_CHUNK) {
-            match chunk {
-                [row] => diesel::insert_into(incident_alerts::table)
-                    .values(row)
-                    .execute(conn)?,
-                _ => crate::insert_rows!(&mut *conn, incident_alerts::table, chunk)?,
-            };
-        }
-        let incident_ids: Vec<String> = self.alerts.keys().cloned().collect();
-        self.flush_alerts(conn, &incident_ids)?;
-        for chunk in self.events.chunks(INSERT_CHUNK) {
-            match chunk {
-                // One row: a statement the connection keeps prepared (many are not).
-                [row] => diesel::insert_into(failure_events::table)
-                    .values(row)
-                    .execute(conn)?,
-                _ => crate::insert_rows!(&mut *conn, failure_events::table, chunk)?,
-            };
-        }
+        Ok(new.into_iter().map(|row| row.id.clone()).collect())
+    }
+
+    /// Adds the events written to their COEs' timelines, each COE's at once.
+    fn flush_timeline(&mut self, conn: &mut DbConnection) -> QueryResult<()> {
         // Each COE's new events counted in its timeline at once, in arrival order.
         let mut timeline: Vec<(String, Vec<&FailureEventRow>)> = Vec::new();
         for (coe_id, event) in self.timeline.drain(..) {
@@ -292,8 +305,12 @@ impl Pending {
         for (coe_id, events) in &timeline {
             coes::record_events(conn, coe_id, events, self.now)?;
         }
-        drop(timeline);
-        self.events.clear();
+        Ok(())
+    }
+
+    /// Brings the drafts of the incidents touched up to date with them, where they
+    /// differ.
+    fn follow_drafts(&mut self, conn: &mut DbConnection) -> QueryResult<()> {
         for (coe_id, incident_id) in std::mem::take(&mut self.drafts) {
             let touched = self
                 .incidents
