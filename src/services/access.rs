@@ -60,6 +60,17 @@ impl<'a> Editor<'a> {
             || crate::domain::email::same_person_opt(Some(email), self.email, dotless)
     }
 
+    /// The same caller, owning what it names: to carry the check from a read to the
+    /// write that must ask it again (`actions::add`).
+    pub fn to_acting(&self) -> Acting {
+        Acting {
+            actor: self.actor.to_owned(),
+            email: self.email.map(str::to_owned),
+            principal: self.principal.to_owned(),
+            is_admin: self.is_admin,
+        }
+    }
+
     /// Whether a person answers for the change: a token that stands for nobody (an
     /// integration's) may not submit a COE or name its reviewer, which someone must
     /// be held to.

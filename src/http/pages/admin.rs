@@ -13,6 +13,8 @@ use super::error::PageError;
 use super::guard::{Admin, CsrfForm, Fields};
 use super::kit::{render, Page, State};
 use super::outcome::{as_service, see_other, Outcome};
+use crate::config::Settings;
+use crate::db::DbConnection;
 use crate::domain::{EmailAddress, Role, TokenName};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
@@ -591,15 +593,23 @@ pub async fn ownership_list(Admin(who): Admin, state: State) -> Page {
     ownership_page(&state, &who, StatusCode::OK, json!({}), json!({})).await
 }
 
-/// Answers an ownership form: back to the page when it worked, else the page again
-/// with the problems beside form `part` and what was typed.
+/// Writes ownership form `part` as the signed-in admin (`put`, given the settings and
+/// the admin's address), then answers: back to the page when it worked, else the page
+/// again with the problems beside the form and what was typed.
 async fn ownership_answer(
     state: &web::Data<AppState>,
     who: &SignedIn,
     part: &'static str,
     fields: &Fields,
-    result: Result<(), people::PeopleError>,
+    put: impl FnOnce(&mut DbConnection, &Settings, &str) -> Result<(), people::PeopleError>
+        + Send
+        + 'static,
 ) -> Page {
+    let actor = who.person.email.clone();
+    let result = as_service(state, move |conn, state| {
+        Ok(put(conn, &state.settings, &actor))
+    })
+    .await?;
     let outcome = Outcome::of(result)?;
     let typed = json!({ part: fields.to_json() });
     outcome
@@ -626,33 +636,28 @@ pub async fn ownership_service(form: AdminForm, state: State) -> Page {
         reviewer: fields.filled("reviewer"),
         depends_on: fields.filled("depends_on"),
     };
-    let actor = who.person.email.clone();
-    let result = as_service(&state, move |conn, state| {
-        Ok(ownership::put_service(
-            conn,
-            &state.settings,
-            &input,
-            &actor,
-        ))
-    })
-    .await?;
-    ownership_answer(&state, &who, "services", &fields, result).await
+    ownership_answer(
+        &state,
+        &who,
+        "services",
+        &fields,
+        move |conn, settings, actor| ownership::put_service(conn, settings, &input, actor),
+    )
+    .await
 }
 
 /// `POST /admin/ownership/teams`: sets a team's default COE owner (empty: removes it).
 pub async fn ownership_team(form: AdminForm, state: State) -> Page {
     let (Admin(who), fields) = (form.who, form.fields);
     let (team, owner) = (fields.text("team"), fields.filled("owner"));
-    let actor = who.person.email.clone();
-    let result = as_service(&state, move |conn, state| {
-        Ok(ownership::put_team_owner(
-            conn,
-            &state.settings,
-            &team,
-            owner.as_deref(),
-            &actor,
-        ))
-    })
-    .await?;
-    ownership_answer(&state, &who, "teams", &fields, result).await
+    ownership_answer(
+        &state,
+        &who,
+        "teams",
+        &fields,
+        move |conn, settings, actor| {
+            ownership::put_team_owner(conn, settings, &team, owner.as_deref(), actor)
+        },
+    )
+    .await
 }

@@ -83,34 +83,7 @@ pub(super) fn inspection_digests(
     // Coverage over four weeks: a COE has a week to be written, and more to be reviewed.
     let coverage_from = clock.today() - chrono::Duration::days(27);
     let audit = coverage::audit(conn, settings, None, coverage_from, clock.today())?;
-    // Last week: Monday 00:00 to Monday 00:00, organisation time.
-    let this_monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
-    let last_monday = this_monday - Duration::days(7);
-    let start_of = |d: NaiveDate| -> NaiveDateTime {
-        tz.from_local_datetime(&d.and_hms_opt(0, 0, 0).unwrap_or_default())
-            .earliest()
-            .map(|t| t.naive_utc())
-            .unwrap_or_else(|| d.and_hms_opt(0, 0, 0).unwrap_or_default())
-    };
-    let closed: Vec<(String, NaiveDate, Option<NaiveDateTime>)> = corrective_actions::table
-        .filter(corrective_actions::closed_at.ge(start_of(last_monday)))
-        .filter(corrective_actions::closed_at.lt(start_of(this_monday)))
-        .select((
-            corrective_actions::state,
-            corrective_actions::due_date,
-            corrective_actions::closed_at,
-        ))
-        .load(conn)?;
-    let (mut on_time, mut late) = (0, 0);
-    for (state, due, closed_at) in closed {
-        let Some(closed_at) = closed_at else { continue };
-        let state: ActionState = types::read("corrective_actions.state", &state)?;
-        match closed_on_time(state, due, local_date(closed_at, tz)) {
-            Some(true) => on_time += 1,
-            Some(false) => late += 1,
-            None => {}
-        }
-    }
+    let (on_time, late) = closed_last_week(conn, clock)?;
     let coe_line = |w: &stats::WaitingCoe, deadline: String| CoeLine {
         coe_id: w.coe_id.clone(),
         title: w.title.clone(),
@@ -188,6 +161,40 @@ pub(super) fn inspection_digests(
             recipient,
         })
         .collect())
+}
+
+/// How many actions closed last week (Monday 00:00 to Monday 00:00, organisation
+/// time) by their due date, and how many after it.
+fn closed_last_week(conn: &mut DbConnection, clock: Clock) -> QueryResult<(i64, i64)> {
+    let (today, tz) = (clock.today(), clock.tz);
+    let this_monday = today - Duration::days(i64::from(today.weekday().num_days_from_monday()));
+    let last_monday = this_monday - Duration::days(7);
+    let start_of = |d: NaiveDate| -> NaiveDateTime {
+        tz.from_local_datetime(&d.and_hms_opt(0, 0, 0).unwrap_or_default())
+            .earliest()
+            .map(|t| t.naive_utc())
+            .unwrap_or_else(|| d.and_hms_opt(0, 0, 0).unwrap_or_default())
+    };
+    let closed: Vec<(String, NaiveDate, Option<NaiveDateTime>)> = corrective_actions::table
+        .filter(corrective_actions::closed_at.ge(start_of(last_monday)))
+        .filter(corrective_actions::closed_at.lt(start_of(this_monday)))
+        .select((
+            corrective_actions::state,
+            corrective_actions::due_date,
+            corrective_actions::closed_at,
+        ))
+        .load(conn)?;
+    let (mut on_time, mut late) = (0, 0);
+    for (state, due, closed_at) in closed {
+        let Some(closed_at) = closed_at else { continue };
+        let state: ActionState = types::read("corrective_actions.state", &state)?;
+        match closed_on_time(state, due, local_date(closed_at, tz)) {
+            Some(true) => on_time += 1,
+            Some(false) => late += 1,
+            None => {}
+        }
+    }
+    Ok((on_time, late))
 }
 
 /// The coverage audit as the inspection email lists it: everyone, then each team.

@@ -26,7 +26,9 @@ use crate::services::directory::notifications;
 use crate::services::outbound;
 use crate::services::outbound::outbox::{self, NewEmail};
 
+mod chat;
 mod inspection;
+mod tidy;
 
 use inspection::{inspection_digests, writeups_overdue};
 
@@ -159,9 +161,6 @@ impl Lines<'_> {
     }
 }
 
-/// The most pages (4 KiB each) a sweep gives back to the file system after pruning.
-const GIVE_BACK_PAGES: u32 = 25_000;
-
 /// Decides the emails due at `at` and queues them (unless `dry_run`).
 pub fn sweep(
     conn: &mut DbConnection,
@@ -185,28 +184,7 @@ pub fn sweep(
         pages_given_back: 0,
     };
     if !dry_run {
-        // Counted from the real now, not `at`: a sweep evaluated in the future must not
-        // delete keys that today's sweeps still need.
-        let keep = Duration::days(settings.reminders.keep_sent_days);
-        report.purged = outbox::purge_sent(conn, db::now() - keep)?;
-        let keep_raw = Duration::days(settings.webhooks.keep_raw_days);
-        report.raw_bodies_purged =
-            crate::services::intake::ingest::purge_raw_bodies(conn, db::now() - keep_raw)?;
-        notifications::prune_links(conn, db::now())?;
-        // Retention never stops the reminders: a failure is logged, the sweep goes on.
-        match crate::services::incidents::retention::prune(conn, settings, db::now()) {
-            Ok(pruned) => report.pruned = pruned,
-            Err(e) => {
-                tracing::error!(error = %e, "dropping the events past events.keep_days failed; the reminders go on")
-            }
-        }
-        if report.pruned.events > 0 || report.pruned.deliveries > 0 {
-            report.pages_given_back =
-                db::size::give_back(conn, GIVE_BACK_PAGES).unwrap_or_else(|e| {
-                    tracing::warn!(error = %e, "cannot give freed pages back to the file system");
-                    0
-                });
-        }
+        tidy::tidy(conn, settings, &mut report)?;
     }
     if report.before_send_hour {
         return Ok(report);
@@ -255,56 +233,8 @@ pub fn sweep(
         );
     }
     if !dry_run {
-        // The channels hear of the actions escalated for the first time today.
-        let escalated: Vec<crate::services::outbound::chat::Escalated<'_>> = escalations
-            .iter()
-            .flat_map(|e| {
-                e.new.iter().filter_map(|i| {
-                    actions
-                        .get(*i)
-                        .map(|action| crate::services::outbound::chat::Escalated {
-                            action,
-                            to: &e.recipient,
-                        })
-                })
-            })
-            .collect();
-        crate::services::outbound::chat::escalations(conn, settings, today, &escalated, db::now())?;
-        if today.weekday() == settings.digest_weekday()
-            && crate::services::outbound::chat::inspection_due(conn, settings, today)?
-        {
-            let clock = crate::domain::clock::Clock { now: at, tz };
-            let stats =
-                crate::services::figures::stats::stats(conn, clock, settings.coe.writeup_days)?;
-            let closed = &stats.closed_last_30_days;
-            let figures = crate::services::outbound::chat::WeeklyFigures {
-                open: stats.actions.open,
-                overdue: stats.actions.overdue,
-                by_team: stats
-                    .actions_by_team
-                    .iter()
-                    .map(|(team, f)| (team.clone(), (f.open, f.overdue)))
-                    .collect(),
-                closed: (closed.on_time, closed.late, closed.wont_do),
-                drafts_past_deadline: stats
-                    .drafts_past_deadline
-                    .iter()
-                    .map(|c| c.title.clone())
-                    .collect(),
-                waiting_for_review: stats
-                    .waiting_for_review
-                    .iter()
-                    .map(|c| c.title.clone())
-                    .collect(),
-            };
-            crate::services::outbound::chat::inspection_weekly(
-                conn,
-                settings,
-                &figures,
-                today,
-                db::now(),
-            )?;
-        }
+        let clock = crate::domain::clock::Clock { now: at, tz };
+        chat::tell_the_channels(conn, settings, clock, &actions, &escalations)?;
     }
     decisions.extend(escalations.into_iter().map(|e| Decision {
         kind: Kind::Escalation,
@@ -327,7 +257,28 @@ pub fn sweep(
         )?);
     }
 
-    let existing = existing_keys(conn, &decisions)?;
+    leave_out(conn, &mut decisions, at, &mut report)?;
+
+    let lines = Lines {
+        actions: &actions,
+        today,
+        directory: &directory,
+        links: &links,
+    };
+    queue(conn, templates, &decisions, &lines, dry_run, &mut report)?;
+    Ok(report)
+}
+
+/// Leaves out of `decisions` what an earlier sweep queued already (its key is in the
+/// outbox) and what its recipient paused or turned off, as of the sweep's time `at`;
+/// counts both in `report`.
+fn leave_out(
+    conn: &mut DbConnection,
+    decisions: &mut Vec<Decision>,
+    at: DateTime<Utc>,
+    report: &mut SweepReport,
+) -> QueryResult<()> {
+    let existing = existing_keys(conn, decisions)?;
     let before = decisions.len();
     decisions.retain(|d| !existing.contains(&d.key));
     report.already_queued = before - decisions.len();
@@ -340,18 +291,25 @@ pub fn sweep(
             .is_none_or(|c| c.allows(d.kind.class(), at.naive_utc()))
     });
     report.held = before - decisions.len();
+    Ok(())
+}
 
-    let lines = Lines {
-        actions: &actions,
-        today,
-        directory: &directory,
-        links: &links,
-    };
+/// Writes each decision's email (`CHUNK` to a transaction, through the spine), or in
+/// a dry run only says what it would write; an email another sweep queued meanwhile
+/// counts as already queued.
+fn queue(
+    conn: &mut DbConnection,
+    templates: &EmailTemplates,
+    decisions: &[Decision],
+    lines: &Lines<'_>,
+    dry_run: bool,
+    report: &mut SweepReport,
+) -> QueryResult<()> {
     let now = db::now();
     for chunk in decisions.chunks(CHUNK) {
         if dry_run {
             for d in chunk {
-                if let Some(email) = compose(templates, d, &lines) {
+                if let Some(email) = compose(templates, d, lines) {
                     report.queued.push(planned(&email));
                 }
             }
@@ -361,7 +319,7 @@ pub fn sweep(
             let mut queued = Vec::new();
             let mut duplicates = 0;
             for d in chunk {
-                let Some(email) = compose(templates, d, &lines) else {
+                let Some(email) = compose(templates, d, lines) else {
                     continue;
                 };
                 if outbound::spine::reminded(conn, &email, now)? {
@@ -375,7 +333,7 @@ pub fn sweep(
         report.queued.extend(queued);
         report.already_queued += duplicates;
     }
-    Ok(report)
+    Ok(())
 }
 
 /// Most done actions read for the reviewers' daily emails.

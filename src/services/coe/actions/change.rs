@@ -15,7 +15,7 @@ use crate::db::{self, locks, DbConnection};
 use crate::domain::action::{self, check_new_due_date, ActionKind, ActionState, Transition};
 use crate::domain::coe::CoeState;
 use crate::domain::{Clock, Severity};
-use crate::services::access::{self, AccessError, Editor};
+use crate::services::access::{self, AccessError, Acting, Editor};
 use crate::services::outbound::outbox::NewEmail;
 use crate::services::outbound::spine::ActionChange;
 use crate::services::outbound::{self, ActionEvent};
@@ -92,6 +92,8 @@ pub fn create(
 /// A new action checked, with its owner's email composed: what `add` writes.
 pub struct Prepared {
     row: ActionRow,
+    /// Who adds it: asked again, in the write's transaction, whether they may.
+    by: Acting,
     email: Option<NewEmail>,
     /// Its COE as the action's answer shows it: title, severity, reviewer.
     coe_title: String,
@@ -189,6 +191,7 @@ pub fn prepare(
     let email = outbound::spine::new_owner_email(conn, env, &row, &coe_title, who.actor)?;
     Ok(Prepared {
         row,
+        by: who.to_acting(),
         email,
         coe_title,
         coe_severity: types::severity("coes.severity", coe_severity)?,
@@ -208,6 +211,7 @@ pub fn add(
 ) -> Result<ActionDetail, ActionError> {
     let Prepared {
         mut row,
+        by,
         email,
         coe_title,
         coe_severity,
@@ -233,6 +237,12 @@ pub fn add(
     let Some(state) = state else {
         return Err(ActionError::CoeNotFound(row.coe_id));
     };
+    // Checked in `prepare` too, outside this transaction: the owner or reviewer may
+    // have changed since, and the answer must hold for the write itself.
+    access::coe(conn, &row.coe_id, &by.editor()).map_err(|e| match e {
+        AccessError::NotFound(id) => ActionError::CoeNotFound(id),
+        other => other.into(),
+    })?;
     refuse_closed(&state)?;
     if !in_review && state == CoeState::InReview.as_str() {
         return Err(ActionError::Conflict(
@@ -580,3 +590,6 @@ pub fn delete(
         Ok(row.coe_id)
     })
 }
+
+#[cfg(test)]
+mod tests;
