@@ -75,6 +75,7 @@ macro_rules! route_table {
                 "/api/v1/outbox/{id}/drop" => { post: api::outbox::drop_held }
                 "/api/v1/outbox/send-held" => { post: api::outbox::send_held }
                 "/api/v1/outbox/drop-held" => { post: api::outbox::drop_all_held }
+                "/api/v1/queue" => { get: api::outbox::waiting }
                 "/api/v1/coes/{id}/chat-messages" => { get: api::chat_import::messages }
                 "/api/v1/coes/{id}/publication" => { get: api::publishing::get, post: api::publishing::publish, delete: api::publishing::revoke }
                 "/api/v1/templates" => { get: api::templates::list }

@@ -1172,3 +1172,35 @@ async fn drafts_of_one_outage_are_merged_from_the_page() {
     assert!(browser.text(".notice").await.contains("merged into"));
     browser.screenshot("coe-merged-away").await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admin_reads_what_waits_to_leave_coe_in_one_view() {
+    let app = spawn_app().await;
+    let admin = app.admin_token();
+    let res = app
+        .client
+        .put(app.url("/api/v1/people/dana@example.com"))
+        .bearer_auth(&admin)
+        .json(&json!({"name": "Dana Ito"}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
+    let res = app
+        .client
+        .put(app.url("/api/v1/people/dana@example.com/admin"))
+        .bearer_auth(&admin)
+        .json(&json!({"is_admin": true}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 200);
+    let browser = Browser::start().await;
+    sign_in_to(&browser, &app, "dana@example.com", "/admin/outbox").await;
+    browser.wait_for_heading("Outbox").await;
+    let queue = browser.text("table").await;
+    for row in ["Emails", "Chat notices", "Tracker updates", "Given up on"] {
+        assert!(queue.contains(row), "{row}: {queue}");
+    }
+    browser.screenshot("admin-queue").await;
+}

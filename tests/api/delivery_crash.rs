@@ -342,6 +342,11 @@ async fn an_admin_retries_an_email_whose_sender_stopped() {
         page.contains("by host-b/10.0.0.2:8080, claimed until"),
         "{page}"
     );
+    // Above the emails, the one view over the queue: the email being sent counted.
+    assert!(
+        page.contains("What waits to leave coe") && page.contains("Tracker updates"),
+        "{page}"
+    );
     assert!(
         !page.contains("/retry"),
         "no retry while it is being sent: {page}"

@@ -862,6 +862,19 @@ async fn a_permanent_failure_is_marked_failed_with_the_answer_and_shown() {
         "{error}"
     );
 
+    // The one view over the queue counts it, beside chat notices and tracker jobs.
+    let queue = w.app.get_json("/api/v1/queue", &w.admin).await;
+    let names: Vec<&str> = queue
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|q| q["queue"].as_str().expect("its name"))
+        .collect();
+    assert_eq!(names, ["email", "chat", "tracker"], "{queue}");
+    assert_eq!(queue[0]["failed"], 1, "{queue}");
+    assert_eq!(queue[1]["failed"], 0, "{queue}");
+    assert_eq!(queue[2]["failed"], 0, "{queue}");
+
     // Shown in the stats and in /metrics.
     let stats = w.app.get_json("/api/v1/stats", &w.lead).await;
     assert_eq!(stats["emails_by_state"]["failed"], 1, "{stats}");
@@ -924,6 +937,10 @@ async fn a_permanent_failure_is_marked_failed_with_the_answer_and_shown() {
     assert_eq!(json(res).await["error"]["code"], "not_found");
     let res = w.app.get("/api/v1/outbox", Some(&w.lead)).await;
     assert_eq!(res.status(), 403);
+    let res = w.app.get("/api/v1/queue", Some(&w.lead)).await;
+    assert_eq!(res.status(), 403);
+    let res = w.app.get("/api/v1/queue", None).await;
+    assert_eq!(res.status(), 401);
     let res = w.app.get("/api/v1/outbox?state=lost", Some(&w.admin)).await;
     assert_eq!(res.status(), 422);
     assert_eq!(json(res).await["error"]["fields"][0]["field"], "state");

@@ -12,6 +12,7 @@ use crate::http::extract::{ids, ApiQuery, PathId};
 use crate::http::pagination;
 use crate::http::state::{with_conn, AppState};
 use crate::services::outbound::outbox::{self, OutboxEmail, RetryError};
+use crate::services::outbound::queue::{self, Waiting};
 
 impl From<RetryError> for ApiError {
     fn from(e: RetryError) -> Self {
@@ -208,4 +209,17 @@ pub async fn drop_all_held(
         change: "drop",
         emails,
     }))
+}
+
+/// What waits to leave coe, in each table of the one delivery queue: emails, chat
+/// notices and tracker jobs, by state, with the oldest still to be sent. Admin only.
+#[utoipa::path(operation_id = "queue_waiting", get, path = "/api/v1/queue", tag = "outbox", security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Emails, chat notices and tracker jobs, in that order", body = [Waiting]),
+        (status = 401, description = "Missing, unknown or revoked token", body = ErrorBody),
+        (status = 403, description = "Not an admin token", body = ErrorBody),
+    ))]
+pub async fn waiting(_: Admin, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let figures = with_conn(&state, |conn, _| Ok(queue::waiting(conn)?)).await?;
+    Ok(HttpResponse::Ok().json(figures))
 }

@@ -18,7 +18,7 @@ use crate::db::DbConnection;
 use crate::domain::{EmailAddress, Role, TokenName};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
-use crate::services::outbound::outbox;
+use crate::services::outbound::{outbox, queue};
 use crate::services::{accounts::auth, directory::ownership, directory::people, directory::tokens};
 
 pub(super) type AdminForm = CsrfForm<Fields, Admin>;
@@ -379,15 +379,28 @@ pub async fn outbox_list(Admin(who): Admin, query: web::Query<OutboxQuery>, stat
         .state
         .filter(|s| outbox::STATES.contains(&s.as_str()));
     let shown = filter.clone();
-    let (counts, emails) = as_service(&state, move |conn, _| {
+    let (counts, emails, waiting) = as_service(&state, move |conn, _| {
         Ok((
             outbox::counts(conn)?,
             outbox::list(conn, shown.as_deref(), None, None, 100)?,
+            queue::waiting(conn)?,
         ))
     })
     .await?;
-    let data = json!({"counts": counts, "emails": emails, "state": filter});
+    let queues: Vec<Value> = waiting.iter().map(queue_line).collect();
+    let data = json!({"counts": counts, "emails": emails, "state": filter, "queues": queues});
     page(&state, &who, StatusCode::OK, "admin_outbox", "outbox", data)
+}
+
+/// One table of the queue as the outbox page lists it: in words, with where its
+/// rows are read one by one.
+fn queue_line(w: &queue::Waiting) -> Value {
+    let (what, link) = match w.queue.as_str() {
+        "email" => ("Emails", "/admin/outbox?state=failed"),
+        "chat" => ("Chat notices", "/admin/chat"),
+        _ => ("Tracker updates", "/admin/trackers"),
+    };
+    json!({"what": what, "link": link, "w": w})
 }
 
 /// `GET /admin/outbox/{id}`: one email as its recipient reads it (the plain-text

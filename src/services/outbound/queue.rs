@@ -25,6 +25,10 @@ use crate::config::Settings;
 use crate::db::schema::{chat_messages, outbox_emails, tracker_jobs};
 use crate::db::{self, DbConnection, DbPool};
 
+mod figures;
+
+pub use figures::{waiting, Waiting};
+
 pub const PENDING: &str = "pending";
 pub const SENDING: &str = "sending";
 pub const SENT: &str = "sent";
