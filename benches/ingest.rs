@@ -48,7 +48,8 @@ impl Server {
             .expect("the admin token is printed on first start");
         let stderr = BufReader::new(child.stderr.take().expect("stderr"));
         let mut base = String::new();
-        for line in stderr.lines().map_while(Result::ok) {
+        let mut lines = stderr.lines();
+        for line in lines.by_ref().map_while(Result::ok) {
             if let Ok(v) = serde_json::from_str::<Value>(&line) {
                 if v["message"] == "listening" {
                     base = v["address"].as_str().unwrap_or_default().to_owned();
@@ -57,6 +58,9 @@ impl Server {
             }
         }
         assert!(!base.is_empty(), "coe serve did not say where it listens");
+        // Keep reading what it logs: a pipe nobody reads fills, or breaks when dropped,
+        // and the server's next warning (a storm's drafts log some) would fail on it.
+        std::thread::spawn(move || lines.map_while(Result::ok).for_each(drop));
         Server { child, base, token }
     }
 

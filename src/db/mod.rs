@@ -17,6 +17,8 @@ pub mod search;
 pub mod size;
 pub mod snapshots;
 pub mod tally;
+#[cfg(test)]
+pub mod testing;
 pub mod types;
 
 use std::time::Duration;

@@ -1,16 +1,6 @@
 use super::*;
+use crate::db::testing::database;
 use crate::email::EmailTemplates;
-
-fn database() -> (tempfile::TempDir, crate::db::DbPool) {
-    let dir = tempfile::tempdir().expect("dir");
-    let settings = crate::config::DatabaseSettings {
-        url: format!("sqlite://{}", dir.path().join("t.db").display()),
-        ..Default::default()
-    };
-    let pool = db::connect(&settings).expect("connect");
-    db::migrate(&mut pool.get().expect("conn")).expect("migrate");
-    (dir, pool)
-}
 
 #[test]
 fn a_link_signs_in_once_and_the_day_old_leftovers_are_purged() {

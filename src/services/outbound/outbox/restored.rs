@@ -319,18 +319,8 @@ pub fn drop_email(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::testing::database;
     use crate::services::outbound::outbox::{enqueue, enqueue_with_private_link, NewEmail};
-
-    fn database() -> (tempfile::TempDir, crate::db::DbPool) {
-        let dir = tempfile::tempdir().expect("dir");
-        let settings = crate::config::DatabaseSettings {
-            url: format!("sqlite://{}", dir.path().join("t.db").display()),
-            ..Default::default()
-        };
-        let pool = db::connect(&settings).expect("connect");
-        db::migrate(&mut pool.get().expect("conn")).expect("migrate");
-        (dir, pool)
-    }
 
     fn email(kind: Kind, key: &str) -> NewEmail {
         NewEmail {

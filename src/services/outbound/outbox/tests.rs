@@ -1,20 +1,10 @@
 use super::delivery::*;
 use super::*;
 use crate::config::Settings;
+use crate::db::testing::database;
 use crate::email::Transport;
 use chrono::Duration;
 use std::sync::atomic::AtomicBool;
-
-fn database() -> (tempfile::TempDir, crate::db::DbPool) {
-    let dir = tempfile::tempdir().expect("dir");
-    let settings = crate::config::DatabaseSettings {
-        url: format!("sqlite://{}", dir.path().join("t.db").display()),
-        ..Default::default()
-    };
-    let pool = db::connect(&settings).expect("connect");
-    db::migrate(&mut pool.get().expect("conn")).expect("migrate");
-    (dir, pool)
-}
 
 fn email(key: &str) -> NewEmail {
     NewEmail {

@@ -1,21 +1,11 @@
 use super::*;
 use crate::config::Settings;
+use crate::db::testing::database;
 use crate::domain::clock::Clock;
 use crate::domain::EmailAddress;
 use crate::email::EmailTemplates;
 use crate::services::coe::coes::{self as draft, NewCoe};
 use crate::services::directory::people;
-
-fn database() -> (tempfile::TempDir, crate::db::DbPool) {
-    let dir = tempfile::tempdir().expect("dir");
-    let settings = crate::config::DatabaseSettings {
-        url: format!("sqlite://{}", dir.path().join("t.db").display()),
-        ..Default::default()
-    };
-    let pool = db::connect(&settings).expect("connect");
-    db::migrate(&mut pool.get().expect("conn")).expect("migrate");
-    (dir, pool)
-}
 
 /// An owner who adds an action is asked again, in the write's transaction, whether
 /// they may: the COE handed to someone else between the check and the write takes
