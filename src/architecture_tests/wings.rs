@@ -53,16 +53,33 @@ fn module_of(relative: &Path) -> Vec<String> {
 
 /// Every path a file names, resolved against the module it sits in (and the inline
 /// modules around each path): `crate::` from the root, `super::` one up, `self::`
-/// here; a path starting with `services` is the crate's.
+/// here; a path starting with `services` is the crate's, and one starting with a
+/// name a `use` gave to a path of the crate (`use crate::services as s;`) is that path.
 struct Paths {
     module: Vec<String>,
     found: Vec<Vec<String>>,
+    aliases: BTreeMap<String, Vec<String>>,
 }
 
 impl Paths {
+    fn new(module: Vec<String>) -> Paths {
+        Paths {
+            module,
+            found: Vec::new(),
+            aliases: BTreeMap::new(),
+        }
+    }
+
     fn add(&mut self, segments: Vec<String>) {
+        if let Some(path) = self.resolve(&segments) {
+            self.found.push(path);
+        }
+    }
+
+    /// `segments` from the crate's root, when they name something of the crate.
+    fn resolve(&self, segments: &[String]) -> Option<Vec<String>> {
         let mut here = self.module.clone();
-        let mut rest = segments.as_slice();
+        let mut rest = segments;
         match rest.first().map(String::as_str) {
             Some("crate") => {
                 here.clear();
@@ -76,10 +93,51 @@ impl Paths {
                     rest = &rest[1..];
                 }
             }
-            _ => return,
+            Some(name) => {
+                here = self.aliases.get(name)?.clone();
+                rest = &rest[1..];
+            }
+            None => return None,
         }
         here.extend(rest.iter().cloned());
-        self.found.push(here);
+        Some(here)
+    }
+
+    /// Keeps the name a `use` gives to a path of the crate, for the paths after it.
+    fn alias(&mut self, name: String, full: &[String]) {
+        if let Some(path) = self.resolve(full) {
+            self.aliases.insert(name, path);
+        }
+    }
+
+    /// The paths in a macro's tokens (`json!`, `tracing::info!`, `macro_rules!`
+    /// bodies with `$crate::…`): every run of names joined by `::`.
+    fn scan(&mut self, tokens: proc_macro2::TokenStream) {
+        use proc_macro2::TokenTree;
+        let mut run: Vec<String> = Vec::new();
+        let mut colons = 0;
+        for tree in tokens {
+            match tree {
+                TokenTree::Punct(p) if p.as_char() == ':' && !run.is_empty() => colons += 1,
+                TokenTree::Ident(ident) => {
+                    if colons != 2 {
+                        self.add(std::mem::take(&mut run));
+                    }
+                    colons = 0;
+                    run.push(ident.to_string());
+                }
+                TokenTree::Group(group) => {
+                    self.add(std::mem::take(&mut run));
+                    colons = 0;
+                    self.scan(group.stream());
+                }
+                TokenTree::Punct(_) | TokenTree::Literal(_) => {
+                    self.add(std::mem::take(&mut run));
+                    colons = 0;
+                }
+            }
+        }
+        self.add(run);
     }
 
     fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
@@ -94,6 +152,9 @@ impl Paths {
                 if n.ident != "self" {
                     full.push(n.ident.to_string());
                 }
+                if let Some(name) = full.last().cloned() {
+                    self.alias(name, &full);
+                }
                 self.add(full);
             }
             syn::UseTree::Rename(r) => {
@@ -101,6 +162,7 @@ impl Paths {
                 if r.ident != "self" {
                     full.push(r.ident.to_string());
                 }
+                self.alias(r.rename.to_string(), &full);
                 self.add(full);
             }
             syn::UseTree::Glob(_) => self.add(prefix.clone()),
@@ -134,19 +196,8 @@ impl<'ast> Visit<'ast> for Paths {
     }
 
     fn visit_macro(&mut self, mac: &'ast syn::Macro) {
-        // A macro's arguments are tokens; read those that parse as expressions or
-        // statements (`format!`, `vec!`, diesel's `sql_function!` are what we have).
-        if let Ok(block) = mac.parse_body_with(syn::Block::parse_within) {
-            for stmt in &block {
-                self.visit_stmt(stmt);
-            }
-        } else if let Ok(args) = mac.parse_body_with(
-            syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
-        ) {
-            for arg in &args {
-                self.visit_expr(arg);
-            }
-        }
+        // A macro's arguments are tokens, whatever they parse as.
+        self.scan(mac.tokens.clone());
         syn::visit::visit_macro(self, mac);
     }
 }
@@ -205,10 +256,7 @@ fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
         };
         let file = syn::parse_file(&text)
             .unwrap_or_else(|e| panic!("{} does not parse: {e}", path.display()));
-        let mut paths = Paths {
-            module,
-            found: Vec::new(),
-        };
+        let mut paths = Paths::new(module);
         paths.visit_file(&file);
         let used = graph.entry(from.clone()).or_default();
         for found in &paths.found {
@@ -221,18 +269,18 @@ fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
 }
 
 #[test]
-fn the_path_reader_resolves_crate_super_self_and_groups() {
+fn the_path_reader_resolves_crate_super_self_groups_aliases_and_macros() {
     let file: syn::File = syn::parse_str(
         "use crate::services::{coe::coes as writeups, audit};\n\
          use super::people;\n\
+         use crate::services as s;\n\
          fn f() { let _ = super::super::access::check(); format!(\"{}\", self::x::y()); }\n\
+         fn g() { s::reminders::sweep(); json!({\"a\": crate::services::figures::board::x()}); }\n\
+         macro_rules! m { () => { $crate::services::intake::report::report() }; }\n\
          mod tests { use super::*; }",
     )
     .expect("parses");
-    let mut paths = Paths {
-        module: vec!["services".into(), "directory".into(), "tokens".into()],
-        found: Vec::new(),
-    };
+    let mut paths = Paths::new(vec!["services".into(), "directory".into(), "tokens".into()]);
     paths.visit_file(&file);
     let found: Vec<String> = paths.found.iter().map(|p| p.join("::")).collect();
     for expected in [
@@ -241,6 +289,9 @@ fn the_path_reader_resolves_crate_super_self_and_groups() {
         "services::directory::people",
         "services::access::check",
         "services::directory::tokens::x::y",
+        "services::reminders::sweep",
+        "services::figures::board::x",
+        "services::intake::report::report",
     ] {
         assert!(found.iter().any(|f| f == expected), "{expected}: {found:?}");
     }
