@@ -17,7 +17,7 @@ mod support;
 use std::time::Instant;
 
 use chrono::{Timelike, Utc};
-use coe::email::{EmailTemplates, Transport};
+use coe::email::Transport;
 use coe::services::outbound::outbox;
 use coe::services::reminders;
 
@@ -52,22 +52,22 @@ fn main() {
     // Every hour is past the send hour, so the sweep decides whenever it runs.
     bench.settings.reminders.send_hour = 0;
     let filled = support::fill(&bench, true);
-    let settings = &bench.settings;
-    let templates = EmailTemplates::load(None, &settings.public_url)
-        .expect("the built-in email templates load");
+    let runtime =
+        coe::services::Runtime::load(bench.settings.clone()).expect("the built-in templates load");
+    let (env, settings) = (runtime.env(), &bench.settings);
     let mut conn = bench.pool.get().expect("conn");
     let at = Utc::now().with_hour(12).unwrap_or_else(Utc::now);
 
     let before = status_mib("VmRSS:");
     reset_peak();
     let t = Instant::now();
-    let first = reminders::sweep(&mut conn, settings, &templates, at, false).expect("sweep");
+    let first = reminders::sweep(&mut conn, env, at, false).expect("sweep");
     let first_time = t.elapsed();
     let first_peak = peak_mib();
 
     reset_peak();
     let t = Instant::now();
-    let second = reminders::sweep(&mut conn, settings, &templates, at, false).expect("sweep");
+    let second = reminders::sweep(&mut conn, env, at, false).expect("sweep");
     let second_time = t.elapsed();
     let second_peak = peak_mib();
     assert!(second.queued.is_empty(), "the second sweep queues nothing");
@@ -79,8 +79,7 @@ fn main() {
     reset_peak();
     let t = Instant::now();
     let go = std::sync::atomic::AtomicBool::new(false);
-    let delivered =
-        outbox::deliver(&mut conn, &transport, settings, "bench", &go).expect("deliver");
+    let delivered = outbox::deliver(&mut conn, &transport, env, "bench", &go).expect("deliver");
     let deliver_time = t.elapsed();
     let deliver_peak = peak_mib();
 

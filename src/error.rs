@@ -245,6 +245,17 @@ impl From<diesel::result::Error> for ApiError {
     }
 }
 
+impl From<crate::services::access::AccessError> for ApiError {
+    fn from(e: crate::services::access::AccessError) -> Self {
+        use crate::services::access::AccessError;
+        match e {
+            AccessError::NotFound(what) => ApiError::NotFound(format!("no such {what}")),
+            AccessError::Forbidden(why) => ApiError::Forbidden(why),
+            AccessError::Database(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::services::directory::people::FindError> for ApiError {
     fn from(e: crate::services::directory::people::FindError) -> Self {
         use crate::services::directory::people::FindError;

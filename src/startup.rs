@@ -54,7 +54,7 @@ pub struct Application {
     stopping: Arc<std::sync::atomic::AtomicBool>,
     pool: DbPool,
     settings: Arc<Settings>,
-    emails: Arc<EmailTemplates>,
+    runtime: crate::services::Runtime,
     metrics: Arc<Metrics>,
     delivery_waker: crate::services::outbound::outbox::DeliveryWaker,
     group_commit: Arc<crate::services::intake::ingest::writer::GroupCommit>,
@@ -170,15 +170,18 @@ impl Application {
         let header_timeout = std::time::Duration::from_secs(settings.server.header_timeout_secs);
         let body_timeout = std::time::Duration::from_secs(settings.server.body_timeout_secs);
         let settings = Arc::new(settings);
+        let runtime = crate::services::Runtime {
+            settings: settings.clone(),
+            template: template.clone(),
+            emails: emails.clone(),
+        };
         let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let delivery_waker = crate::services::outbound::outbox::DeliveryWaker::default();
         let group_commit = Arc::new(
             crate::services::intake::ingest::writer::GroupCommit::start(
                 &settings.database,
                 pool.clone(),
-                settings.clone(),
-                template.clone(),
-                emails.clone(),
+                runtime.clone(),
                 delivery_waker.clone(),
             )
             .map_err(StartupError::Writer)?,
@@ -263,7 +266,7 @@ impl Application {
             stopping,
             pool,
             settings,
-            emails,
+            runtime,
             metrics,
             delivery_waker,
             group_commit,
@@ -274,9 +277,9 @@ impl Application {
         &self.settings
     }
 
-    /// The email templates the app renders with.
-    pub fn emails(&self) -> &Arc<EmailTemplates> {
-        &self.emails
+    /// The settings, the COE template and the email templates the app runs with.
+    pub fn runtime(&self) -> &crate::services::Runtime {
+        &self.runtime
     }
 
     /// The bell the delivery job answers (`jobs::serve` connects it).

@@ -131,3 +131,86 @@ fn overdue_is_decided_in_one_place_and_its_sql_twin() {
         "overdue spelled outside domain::action and db::rules: {wrong:#?}"
     );
 }
+
+/// Where functions take the whole settings (`Settings`, `&Settings`,
+/// `Arc<Settings>`) as a parameter, by name.
+#[derive(Default)]
+struct SettingsParameters {
+    found: Vec<String>,
+}
+
+impl SettingsParameters {
+    fn check(&mut self, sig: &syn::Signature) {
+        use quote::ToTokens;
+        for input in &sig.inputs {
+            if let syn::FnArg::Typed(arg) = input {
+                let ty = arg.ty.to_token_stream().to_string();
+                let names_settings = ty
+                    .split(|c: char| !c.is_alphanumeric() && c != '_')
+                    .any(|word| word == "Settings");
+                if names_settings {
+                    self.found.push(format!("fn {}(… {ty} …)", sig.ident));
+                }
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for SettingsParameters {
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        self.check(&f.sig);
+        syn::visit::visit_item_fn(self, f);
+    }
+
+    fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+        self.check(&f.sig);
+        syn::visit::visit_impl_item_fn(self, f);
+    }
+
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        if item.ident != "tests" {
+            syn::visit::visit_item_mod(self, item);
+        }
+    }
+}
+
+fn settings_parameters(text: &str) -> Vec<String> {
+    let file = syn::parse_file(text).expect("a source file parses");
+    let mut seen = SettingsParameters::default();
+    seen.visit_file(&file);
+    seen.found
+}
+
+#[test]
+fn the_settings_reader_sees_each_spelling() {
+    let found = settings_parameters(
+        "fn a(s: &Settings) {} fn b(s: &'a crate::config::Settings) {} \
+         fn c(s: Arc<Settings>) {} fn d(env: Env<'_>, c: &ChannelSettings) {} \
+         impl X { fn e(&self, s: &Settings) {} }\n\
+         #[cfg(test)] mod tests { fn f(s: &Settings) {} }",
+    );
+    assert_eq!(found.len(), 4, "{found:?}");
+}
+
+/// `Env` is the one way the settings reach a service: no function in
+/// `src/services` takes them whole (`services::env` builds `Env` from them). A part
+/// a function reads alone (`&ChannelSettings`, `&TrackerSettings`) may be passed.
+#[test]
+fn settings_reach_the_services_through_env_alone() {
+    let root = src().join("services");
+    let mut wrong = Vec::new();
+    for (path, text) in sources(&root) {
+        let relative = path.strip_prefix(&root).expect("under services");
+        let test_file = path.file_name().is_some_and(|n| n == "tests.rs");
+        if relative == Path::new("env.rs") || test_file {
+            continue;
+        }
+        for found in settings_parameters(&text) {
+            wrong.push(format!("{}: {found}", relative.display()));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "services taking the settings other than through Env: {wrong:#?}"
+    );
+}

@@ -216,7 +216,13 @@ fn part_of(path: &[String]) -> Option<&str> {
 fn module_in(path: &[String]) -> Option<String> {
     let part = part_of(path)?;
     if !WINGS.contains(&part) {
-        return Some(if part == "Env" { "env" } else { part }.to_owned());
+        // `services::{Env, Runtime}` are `services::env`'s, re-exported.
+        let leaf = if ["Env", "Runtime"].contains(&part) {
+            "env"
+        } else {
+            part
+        };
+        return Some(leaf.to_owned());
     }
     Some(match path.get(2) {
         Some(module)

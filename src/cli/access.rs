@@ -9,13 +9,13 @@ use crate::services::directory::tokens;
 /// `coe sign-in-link EMAIL`: the link on stdout, once; notes on stderr.
 pub(super) fn sign_in_link(settings: &Settings, email: &str) -> Result<(), Failure> {
     let email = EmailAddress::parse(email).map_err(|e| Failure::settings(format!("EMAIL: {e}")))?;
+    let runtime = crate::services::Runtime::load(settings.clone()).map_err(Failure::settings)?;
     let (mut conn, _) = open(settings)?;
-    let link = crate::services::accounts::auth::host_link(&mut conn, &email, settings).map_err(
-        |e| match e {
+    let link = crate::services::accounts::auth::host_link(&mut conn, &email, runtime.env())
+        .map_err(|e| match e {
             crate::services::accounts::auth::HostLinkError::Database(_) => Failure::runtime(e),
             _ => Failure::settings(e),
-        },
-    )?;
+        })?;
     eprintln!(
         "a one-time sign-in link for {} follows; it works once, for {} minutes, and is shown \
          only now (the audit log records that it was made here):",

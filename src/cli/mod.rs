@@ -388,9 +388,8 @@ fn serve(settings: Settings, migrations: startup::Migrations) -> Result<(), Fail
             grace,
         );
         let jobs = crate::jobs::serve(crate::jobs::Parts {
-            settings: app.settings().clone(),
+            runtime: app.runtime().clone(),
             pool: app.pool().clone(),
-            templates: app.emails().clone(),
             transport,
             bell: app.delivery_waker().clone(),
             registry: app.metrics().clone(),
@@ -420,18 +419,15 @@ fn sweep(
     dry_run: bool,
     at: Option<chrono::DateTime<chrono::Utc>>,
 ) -> Result<(), Failure> {
-    let templates = EmailTemplates::load(
-        settings.email.templates_dir.as_deref(),
-        &settings.public_url,
-    )
-    .map_err(Failure::settings)?;
+    let runtime = crate::services::Runtime::load(settings.clone()).map_err(Failure::settings)?;
+    let env = runtime.env();
     let transport = if dry_run {
         None
     } else {
         Some(transport(settings)?)
     };
     let (mut conn, _) = open(settings)?;
-    for d in sweep_settings::differences(&mut conn, settings).map_err(Failure::runtime)? {
+    for d in sweep_settings::differences(&mut conn, env).map_err(Failure::runtime)? {
         eprintln!(
             "warning: the servers sweeping this database use {} = {:?}, this run uses {:?}: \
              its emails would differ from theirs; run coe sweep with the servers' settings file \
@@ -447,8 +443,7 @@ fn sweep(
         );
     }
     let at = at.unwrap_or_else(chrono::Utc::now);
-    let report =
-        reminders::sweep(&mut conn, settings, &templates, at, dry_run).map_err(Failure::runtime)?;
+    let report = reminders::sweep(&mut conn, env, at, dry_run).map_err(Failure::runtime)?;
     println!("sweep at {} ({})", report.local_time, settings.org.timezone);
     if report.before_send_hour {
         println!(
@@ -499,7 +494,7 @@ fn sweep(
         // A command's claims are its own: no later process gives them back early.
         let claimant = format!("{}/cli/{}", settings.replica_name(), std::process::id());
         crate::jobs::reminders::hold_if_restored(&mut conn).map_err(Failure::runtime)?;
-        let delivered = outbox::deliver(&mut conn, &transport, settings, &claimant, &go)
+        let delivered = outbox::deliver(&mut conn, &transport, env, &claimant, &go)
             .map_err(Failure::runtime)?;
         println!(
             "delivery via {}: {} sent, {} deferred, {} failed",
@@ -509,9 +504,8 @@ fn sweep(
             delivered.failed
         );
         if !settings.chat.channels.is_empty() {
-            let chat =
-                crate::services::outbound::chat::deliver(&mut conn, settings, &claimant, &go)
-                    .map_err(Failure::runtime)?;
+            let chat = crate::services::outbound::chat::deliver(&mut conn, env, &claimant, &go)
+                .map_err(Failure::runtime)?;
             println!(
                 "chat: {} sent, {} deferred, {} failed",
                 chat.sent, chat.deferred, chat.failed

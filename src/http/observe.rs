@@ -188,7 +188,7 @@ pub async fn metrics(req: actix_web::HttpRequest, state: web::Data<AppState>) ->
         match with_conn(&state, |conn, state| {
             Ok(crate::services::figures::stats::inspect::current(
                 conn,
-                &state.settings,
+                state.env(),
                 &state.live_figures,
             )?)
         })
@@ -203,7 +203,7 @@ pub async fn metrics(req: actix_web::HttpRequest, state: web::Data<AppState>) ->
         match with_conn(&state, |conn, state| {
             Ok(crate::services::figures::stats::operator::figures(
                 conn,
-                &state.settings,
+                state.env(),
             )?)
         })
         .await

@@ -185,7 +185,7 @@ impl FromRequest for SignedIn {
                         return Err(PageError::SignIn { next: here(&req) });
                     };
                     let person = with_conn(&state, move |conn, state| {
-                        Ok(auth::session(conn, &secret, &state.settings)?)
+                        Ok(auth::session(conn, &secret, state.env())?)
                     })
                     .await?;
                     person
@@ -245,7 +245,7 @@ async fn from_proxy(
             &email,
             cookie.as_deref(),
             &client,
-            &state.settings,
+            state.env(),
         )?)
     })
     .await?

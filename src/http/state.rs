@@ -66,6 +66,15 @@ impl AppState {
             emails: &self.emails,
         }
     }
+
+    /// `env` as owned parts, for work moved off the request's thread (`web::block`).
+    pub fn runtime(&self) -> crate::services::Runtime {
+        crate::services::Runtime {
+            settings: self.settings.clone(),
+            template: self.template.clone(),
+            emails: self.emails.clone(),
+        }
+    }
 }
 
 /// A turn to search (`server.searches_at_once`), waited for as long as a search may

@@ -29,9 +29,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-use crate::config::Settings;
 use crate::db::DbPool;
-use crate::email::{EmailTemplates, Transport};
+use crate::email::Transport;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct JobLabels {
@@ -247,9 +246,9 @@ fn run(
 
 /// What `coe serve` runs besides the requests.
 pub struct Parts {
-    pub settings: Arc<Settings>,
+    /// The settings, the COE template and the email templates.
+    pub runtime: crate::services::Runtime,
     pub pool: DbPool,
-    pub templates: Arc<EmailTemplates>,
     pub transport: Transport,
     /// Rung by a request that queued an email: wakes the delivery job.
     pub bell: crate::services::outbound::outbox::DeliveryWaker,
@@ -260,51 +259,50 @@ pub struct Parts {
 /// always; the sweep, email delivery and chat delivery unless `reminders.enabled` is
 /// false (a cron job runs `coe sweep` instead).
 pub fn serve(parts: Parts) -> std::io::Result<Jobs> {
+    let settings = &parts.runtime.settings;
     let metrics = JobMetrics::default();
     parts.registry.with_registry(|r| metrics.register(r));
     // In the order of their first runs: reminders, then the figures, then the check.
     let mut jobs: Vec<Job> = Vec::new();
-    if parts.settings.reminders.enabled {
+    if settings.reminders.enabled {
         tracing::info!(
-            sweep_every_secs = parts.settings.reminders.interval_secs,
+            sweep_every_secs = settings.reminders.interval_secs,
             transport = %parts.transport.describe(),
             "reminder jobs started"
         );
         // First: a replica that claims work says it is alive before it claims any.
-        jobs.push(heartbeat::job(&parts.settings, parts.pool.clone()));
+        jobs.push(heartbeat::job(settings, parts.pool.clone()));
         let sweeps = reminders::SweepMetrics::default();
         parts.registry.with_registry(|r| sweeps.register(r));
         jobs.push(reminders::sweep(
-            parts.settings.clone(),
+            parts.runtime.clone(),
             parts.pool.clone(),
-            parts.templates.clone(),
             parts.bell.clone(),
             sweeps,
         ));
         let deliveries = reminders::DeliveryMetrics::default();
         parts.registry.with_registry(|r| deliveries.register(r));
         jobs.push(reminders::delivery(
-            parts.settings.clone(),
+            parts.runtime.clone(),
             parts.pool.clone(),
             parts.transport,
             deliveries.clone(),
         ));
         jobs.extend(reminders::chat(
-            parts.settings.clone(),
+            parts.runtime.clone(),
             parts.pool.clone(),
             deliveries.clone(),
         ));
         jobs.extend(reminders::trackers(
-            parts.settings.clone(),
+            parts.runtime.clone(),
             parts.pool.clone(),
-            parts.templates.clone(),
             deliveries,
         ));
     } else {
         tracing::info!("reminders.enabled is false: no sweeps or deliveries in this process");
     }
-    jobs.extend(figures::job(parts.settings.clone(), parts.pool.clone()));
-    jobs.extend(integrity::job(&parts.settings));
+    jobs.extend(figures::job(settings.clone(), parts.pool.clone()));
+    jobs.extend(integrity::job(settings));
     let started = Jobs::start(jobs, &metrics)?;
     if let Some(wake) = started.waker(reminders::DELIVERY) {
         parts.bell.connect(wake);

@@ -5,7 +5,6 @@
 //! own, so that a slow or silent platform never holds up email.
 
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -17,10 +16,10 @@ use prometheus_client::registry::Registry;
 use super::Job;
 use crate::config::Settings;
 use crate::db::DbPool;
-use crate::email::{EmailTemplates, Transport};
+use crate::email::Transport;
 use crate::services::outbound::outbox;
 use crate::services::outbound::queue::{Queue, Report};
-use crate::services::{reminders, sweep_settings};
+use crate::services::{reminders, sweep_settings, Env, Runtime};
 
 /// The delivery job's name (the bell wakes it).
 pub const DELIVERY: &str = "delivery";
@@ -144,17 +143,16 @@ impl DeliveryMetrics {
 /// warns), the purge of sign-in links and sessions of no more use, and the reminders
 /// (`reminders::sweep`); then the delivery job is woken for what it queued.
 pub fn sweep(
-    settings: Arc<Settings>,
+    runtime: Runtime,
     pool: DbPool,
-    templates: Arc<EmailTemplates>,
     bell: outbox::DeliveryWaker,
     metrics: SweepMetrics,
 ) -> Job {
-    let every = Duration::from_secs(settings.reminders.interval_secs);
+    let every = Duration::from_secs(runtime.settings.reminders.interval_secs);
     Job {
         name: "sweep",
         run: Box::new(move |_| {
-            let swept = sweep_once(&settings, &pool, &templates);
+            let swept = sweep_once(runtime.env(), &pool);
             metrics.record(swept.is_ok());
             bell.wake_if_queued();
             swept
@@ -163,31 +161,21 @@ pub fn sweep(
     }
 }
 
-fn sweep_once(
-    settings: &Settings,
-    pool: &DbPool,
-    templates: &EmailTemplates,
-) -> Result<(), String> {
+fn sweep_once(env: Env<'_>, pool: &DbPool) -> Result<(), String> {
     // `db::checkout` logged why (or the outage it belongs to).
     let mut conn = crate::db::checkout(pool).map_err(|_| "no database connection".to_owned())?;
-    sweep_settings::record(&mut conn, settings, crate::db::now()).map_err(|e| e.to_string())?;
-    crate::services::accounts::auth::purge(&mut conn, settings, crate::db::now())
+    sweep_settings::record(&mut conn, env, crate::db::now()).map_err(|e| e.to_string())?;
+    crate::services::accounts::auth::purge(&mut conn, env, crate::db::now())
         .map_err(|e| e.to_string())?;
-    let report = reminders::sweep(
-        &mut conn,
-        settings,
-        templates,
-        crate::domain::clock::now(),
-        false,
-    )
-    .map_err(|e| e.to_string())?;
+    let report = reminders::sweep(&mut conn, env, crate::domain::clock::now(), false)
+        .map_err(|e| e.to_string())?;
     if report.pruned.incidents > 0 || report.pruned.deliveries > 0 {
         tracing::info!(
             incidents = report.pruned.incidents,
             events = report.pruned.events,
             deliveries = report.pruned.deliveries,
             pages_given_back = report.pages_given_back,
-            keep_days = settings.events.keep_days,
+            keep_days = env.settings.events.keep_days,
             "dropped the events past events.keep_days (the incidents and their pages stay)"
         );
     }
@@ -283,20 +271,20 @@ fn delivery_job(
 /// (`outbox::deliver_pooled`: no connection held while the SMTP server answers); a stop
 /// ends the pass after the email being sent.
 pub fn delivery(
-    settings: Arc<Settings>,
+    runtime: Runtime,
     pool: DbPool,
     transport: Transport,
     metrics: DeliveryMetrics,
 ) -> Job {
-    let (s, p) = (settings.clone(), pool.clone());
+    let (r, p) = (runtime.clone(), pool.clone());
     delivery_job(
         DELIVERY,
         Queue::Email,
-        &settings,
+        &runtime.settings,
         pool,
         metrics,
         move |stop| {
-            outbox::deliver_pooled(&p, &transport, &s, &s.replica_name(), stop)
+            outbox::deliver_pooled(&p, &transport, r.env(), &r.settings.replica_name(), stop)
                 .map_err(|e| e.to_string())
         },
     )
@@ -305,7 +293,8 @@ pub fn delivery(
 /// Chat delivery, when channels are configured, on a job of its own so that a slow
 /// or silent platform never holds up email (a notice decided meanwhile waits at most
 /// `reminders.delivery_interval_secs`).
-pub fn chat(settings: Arc<Settings>, pool: DbPool, metrics: DeliveryMetrics) -> Option<Job> {
+pub fn chat(runtime: Runtime, pool: DbPool, metrics: DeliveryMetrics) -> Option<Job> {
+    let settings = runtime.settings.clone();
     if settings.chat.channels.is_empty() {
         return None;
     }
@@ -313,7 +302,7 @@ pub fn chat(settings: Arc<Settings>, pool: DbPool, metrics: DeliveryMetrics) -> 
         channels = settings.chat.channels.len(),
         "chat delivery started"
     );
-    let (s, p) = (settings.clone(), pool.clone());
+    let (r, p) = (runtime, pool.clone());
     Some(delivery_job(
         "chat",
         Queue::Chat,
@@ -321,8 +310,13 @@ pub fn chat(settings: Arc<Settings>, pool: DbPool, metrics: DeliveryMetrics) -> 
         pool,
         metrics,
         move |stop| {
-            crate::services::outbound::chat::deliver_pooled(&p, &s, &s.replica_name(), stop)
-                .map_err(|e| e.to_string())
+            crate::services::outbound::chat::deliver_pooled(
+                &p,
+                r.env(),
+                &r.settings.replica_name(),
+                stop,
+            )
+            .map_err(|e| e.to_string())
         },
     ))
 }
@@ -331,24 +325,13 @@ pub fn chat(settings: Arc<Settings>, pool: DbPool, metrics: DeliveryMetrics) -> 
 /// (`services::coe::trackers::deliver`) and reads back the linked tickets of each tracker
 /// whose round is due (`services::coe::trackers::reconcile`). A pass every
 /// `reminders.delivery_interval_secs`.
-pub fn trackers(
-    settings: Arc<Settings>,
-    pool: DbPool,
-    emails: Arc<EmailTemplates>,
-    metrics: DeliveryMetrics,
-) -> Option<Job> {
+pub fn trackers(runtime: Runtime, pool: DbPool, metrics: DeliveryMetrics) -> Option<Job> {
+    let settings = runtime.settings.clone();
     if settings.trackers.is_empty() {
         return None;
     }
-    let template = match settings.template() {
-        Ok(t) => t,
-        Err(e) => {
-            tracing::error!(error = %e, "the COE template cannot be read: tracker sync is not started");
-            return None;
-        }
-    };
     tracing::info!(trackers = settings.trackers.len(), "tracker sync started");
-    let (s, p) = (settings.clone(), pool.clone());
+    let p = pool.clone();
     Some(delivery_job(
         "trackers",
         Queue::Tracker,
@@ -358,13 +341,10 @@ pub fn trackers(
         move |stop| {
             // The passes take a connection for each step and hold none while a tracker
             // answers.
-            let report = crate::services::coe::trackers::deliver(&p, &s, &s.replica_name(), stop)
+            let env = runtime.env();
+            let claimant = env.settings.replica_name();
+            let report = crate::services::coe::trackers::deliver(&p, env, &claimant, stop)
                 .map_err(|e| e.to_string())?;
-            let env = crate::services::Env {
-                settings: &s,
-                template: &template,
-                emails: &emails,
-            };
             crate::services::coe::trackers::reconcile(&p, env, stop).map_err(|e| e.to_string())?;
             Ok(report)
         },

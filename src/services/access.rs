@@ -300,6 +300,19 @@ pub fn comment_on_sections<'a>(
     }
 }
 
+/// An admin does not take their own standing away — their admin flag, their place
+/// in the directory — another admin does, so that a slip never leaves the
+/// organisation without the admin it had. `who`: the person acting (none for a token
+/// that names nobody); `refusal` says what was refused.
+pub fn not_from_oneself(who: Option<&str>, email: &str, refusal: &str) -> Result<(), AccessError> {
+    match who {
+        Some(who) if who.eq_ignore_ascii_case(email) => Err(AccessError::Forbidden(format!(
+            "{refusal}; ask another admin"
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// What a caller may write of a person's entry in the directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryAccess {

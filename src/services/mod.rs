@@ -26,4 +26,4 @@ pub mod replicas;
 pub mod search_index;
 pub mod sweep_settings;
 
-pub use env::Env;
+pub use env::{Env, Runtime};

@@ -6,12 +6,13 @@
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
-use crate::config::Settings;
 use crate::db::schema::sweep_settings;
 use crate::db::DbConnection;
+use crate::services::Env;
 
 /// The settings compared, by name, as the current process has them.
-fn current(settings: &Settings) -> [(&'static str, String); 2] {
+fn current(env: Env<'_>) -> [(&'static str, String); 2] {
+    let settings = env.settings;
     [
         ("public_url", settings.public_url.clone()),
         ("org.timezone", settings.org.timezone.clone()),
@@ -19,8 +20,8 @@ fn current(settings: &Settings) -> [(&'static str, String); 2] {
 }
 
 /// Records what a server sweep runs with. Called by the sweep job of `coe serve`.
-pub fn record(conn: &mut DbConnection, settings: &Settings, now: NaiveDateTime) -> QueryResult<()> {
-    for (name, value) in current(settings) {
+pub fn record(conn: &mut DbConnection, env: Env<'_>, now: NaiveDateTime) -> QueryResult<()> {
+    for (name, value) in current(env) {
         let updated = diesel::update(sweep_settings::table.find(name))
             .set((
                 sweep_settings::value.eq(&value),
@@ -54,11 +55,11 @@ pub struct Difference {
 
 /// How `settings` differ from those of the last server sweep (none when no server
 /// has swept this database yet).
-pub fn differences(conn: &mut DbConnection, settings: &Settings) -> QueryResult<Vec<Difference>> {
+pub fn differences(conn: &mut DbConnection, env: Env<'_>) -> QueryResult<Vec<Difference>> {
     let recorded: Vec<(String, String)> = sweep_settings::table
         .select((sweep_settings::name, sweep_settings::value))
         .load(conn)?;
-    Ok(current(settings)
+    Ok(current(env)
         .into_iter()
         .filter_map(|(name, here)| {
             let (_, server) = recorded.iter().find(|(n, _)| n == name)?;

@@ -422,7 +422,9 @@ async fn an_unreachable_webhook_s_secret_url_is_not_logged_stored_or_shown() {
         let mut conn = coe::db::checkout(&app.pool).expect("conn");
         coe::services::outbound::chat::deliver(
             &mut conn,
-            &settings,
+            coe::services::Runtime::load(settings.clone())
+                .expect("runtime")
+                .env(),
             "test",
             &std::sync::atomic::AtomicBool::new(false),
         )

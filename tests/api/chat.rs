@@ -276,8 +276,14 @@ async fn app_with_chat(base: &str) -> (TestApp, Settings) {
 
 fn deliver(app: &TestApp, settings: &Settings) -> coe::services::outbound::chat::ChatReport {
     let mut conn = coe::db::checkout(&app.pool).expect("conn");
-    coe::services::outbound::chat::deliver(&mut conn, settings, "test", &AtomicBool::new(false))
-        .expect("a chat pass")
+    let runtime = coe::services::Runtime::load(settings.clone()).expect("runtime");
+    coe::services::outbound::chat::deliver(
+        &mut conn,
+        runtime.env(),
+        "test",
+        &AtomicBool::new(false),
+    )
+    .expect("a chat pass")
 }
 
 pub(crate) async fn person(app: &TestApp, admin: &str, email: &str, team: &str) {
@@ -398,7 +404,9 @@ async fn a_new_coe_is_told_to_its_teams_channel_and_the_org_channels_once_each()
         .expect("channel");
     let outcome = coe::services::outbound::chat::test_message(
         &mut conn,
-        &settings,
+        coe::services::Runtime::load(settings.clone())
+            .expect("runtime")
+            .env(),
         deleted,
         "admin@example.com",
     )
@@ -480,10 +488,8 @@ async fn a_day_of_overdue_actions_is_one_summary_per_channel_whoever_sweeps() {
     settings.digest.weekday = chrono::Datelike::weekday(&noon.date_naive()).to_string();
     for _ in 0..2 {
         let mut conn = coe::db::checkout(&app.pool).expect("conn");
-        let templates =
-            coe::email::EmailTemplates::load(None, &settings.public_url).expect("templates");
-        coe::services::reminders::sweep(&mut conn, &settings, &templates, noon, false)
-            .expect("a sweep");
+        let runtime = coe::services::Runtime::load(settings.clone()).expect("runtime");
+        coe::services::reminders::sweep(&mut conn, runtime.env(), noon, false).expect("a sweep");
     }
     deliver(&app, &settings);
     let slack = inbox.got("/slack/payments");
@@ -550,10 +556,8 @@ async fn a_day_of_overdue_actions_is_one_summary_per_channel_whoever_sweeps() {
     let before = sent(&inbox);
     {
         let mut conn = coe::db::checkout(&app.pool).expect("conn");
-        let templates =
-            coe::email::EmailTemplates::load(None, &settings.public_url).expect("templates");
-        coe::services::reminders::sweep(&mut conn, &settings, &templates, noon, false)
-            .expect("a sweep");
+        let runtime = coe::services::Runtime::load(settings.clone()).expect("runtime");
+        coe::services::reminders::sweep(&mut conn, runtime.env(), noon, false).expect("a sweep");
     }
     deliver(&app, &settings);
     assert_eq!(sent(&inbox), before);

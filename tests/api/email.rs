@@ -1932,7 +1932,9 @@ fn a_restored_backup_sends_nothing_by_itself_until_an_admin_sends_what_is_held()
         let link = coe::services::accounts::auth::host_link(
             &mut conn,
             &EmailAddress::parse("signin@example.com").expect("address"),
-            &coe::config::Settings::default(),
+            coe::services::Runtime::load(coe::config::Settings::default())
+                .expect("runtime")
+                .env(),
         )
         .expect("a link");
         token = link.split_once("token=").expect("token").1.to_owned();

@@ -372,7 +372,60 @@ async fn an_admin_marks_someone_left_and_work_nobody_can_take_is_flagged_on_the_
         &[],
     )
     .await;
-    assert_eq!(res.status(), 400);
+    assert_eq!(res.status(), 403);
+    let why = res.text().await.unwrap();
+    assert!(
+        why.contains("you cannot mark yourself as having left; ask another admin"),
+        "{why}"
+    );
+    // Nor take away their own admin flag: on the page or with a token in their name.
+    let res = post_form(
+        &world.app,
+        &cookie,
+        "/admin/people",
+        "/admin/people/admin@example.com/admin",
+        &[("is_admin", "false")],
+    )
+    .await;
+    assert_eq!(res.status(), 403);
+    let why = res.text().await.unwrap();
+    assert!(
+        why.contains("you cannot remove your own admin flag; ask another admin"),
+        "{why}"
+    );
+    let own = crate::actions::person_token_with_role(
+        &world.app,
+        "ada-admin",
+        Role::Admin,
+        "admin@example.com",
+    );
+    let res = world
+        .app
+        .client
+        .put(world.app.url("/api/v1/people/admin@example.com/admin"))
+        .bearer_auth(&own)
+        .json(&json!({"is_admin": false}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 403);
+    let body: serde_json::Value = res.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("your own admin flag")),
+        "{body}"
+    );
+    let people = get(&world, "/api/v1/people").await;
+    let ada = people["people"]
+        .as_array()
+        .and_then(|p| p.iter().find(|p| p["email"] == "admin@example.com"))
+        .cloned();
+    assert_eq!(
+        ada.as_ref().map(|a| a["is_admin"].clone()),
+        Some(json!(true)),
+        "nothing changed: {people}"
+    );
 
     // Eve, provisioned with no manager, leaves when no admin is a person: nobody can
     // take her action, and the board says so.

@@ -118,8 +118,14 @@ fn channels(base: &str) -> Vec<ChannelSettings> {
 
 fn deliver(app: &TestApp, settings: &Settings) -> coe::services::outbound::chat::ChatReport {
     let mut conn = coe::db::checkout(&app.pool).expect("conn");
-    coe::services::outbound::chat::deliver(&mut conn, settings, "test", &AtomicBool::new(false))
-        .expect("a chat pass")
+    let runtime = coe::services::Runtime::load(settings.clone()).expect("runtime");
+    coe::services::outbound::chat::deliver(
+        &mut conn,
+        runtime.env(),
+        "test",
+        &AtomicBool::new(false),
+    )
+    .expect("a chat pass")
 }
 
 /// The default template with a section written for customers, saved by an admin.

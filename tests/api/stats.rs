@@ -201,7 +201,9 @@ async fn figures_agree(app: &crate::helpers::TestApp, token: &str, step: &str) {
         let from = coe::services::figures::stats::first_day(clock, scope.weeks);
         let coverage = coe::services::figures::coverage::audit(
             &mut conn,
-            &settings,
+            coe::services::Runtime::load(settings.clone())
+                .expect("runtime")
+                .env(),
             None,
             from,
             clock.today(),

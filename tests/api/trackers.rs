@@ -57,8 +57,14 @@ pub(crate) async fn app_with(trackers: Vec<TrackerSettings>) -> (TestApp, Settin
 
 /// One delivery pass as replica `claimant`.
 pub(crate) fn deliver_as(app: &TestApp, settings: &Settings, claimant: &str) -> TrackerReport {
-    coe::services::coe::trackers::deliver(&app.pool, settings, claimant, &AtomicBool::new(false))
-        .expect("a tracker pass")
+    let runtime = coe::services::Runtime::load(settings.clone()).expect("runtime");
+    coe::services::coe::trackers::deliver(
+        &app.pool,
+        runtime.env(),
+        claimant,
+        &AtomicBool::new(false),
+    )
+    .expect("a tracker pass")
 }
 
 pub(crate) fn deliver(app: &TestApp, settings: &Settings) -> TrackerReport {

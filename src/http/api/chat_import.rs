@@ -77,7 +77,7 @@ pub async fn messages(
         let scope = import::open(conn, &key, &who.editor(), elsewhere)
             .map_err(crate::services::coe::coes::CoeError::from)?;
         Ok(import::plan(
-            &state.settings,
+            state.env(),
             &scope,
             &who.editor(),
             &ask,
@@ -86,8 +86,8 @@ pub async fn messages(
     })
     .await?;
     // The platform answers with no pooled connection held.
-    let (settings, planned) = (state.settings.clone(), reading.clone());
-    let said: Vec<Said> = web::block(move || import::read(&settings, &planned)).await??;
+    let (runtime, planned) = (state.runtime(), reading.clone());
+    let said: Vec<Said> = web::block(move || import::read(runtime.env(), &planned)).await??;
     let (count, done) = (said.len(), reading.clone());
     with_write(&state, move |conn, _| {
         Ok(import::record(

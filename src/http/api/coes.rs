@@ -93,7 +93,7 @@ pub(super) async fn document(
     id: String,
 ) -> Result<CoeDocument, ApiError> {
     with_conn(state, move |conn, state| {
-        Ok(coes::load(conn, &id, &state.settings)?)
+        Ok(coes::load(conn, &id, state.env())?)
     })
     .await
 }
@@ -638,7 +638,7 @@ pub async fn export(
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     let markdown = with_conn(&state, move |conn, state| {
-        let doc = coes::load(conn, &id, &state.settings)?;
+        let doc = coes::load(conn, &id, state.env())?;
         crate::services::figures::export::markdown(&doc).map_err(ApiError::Internal)
     })
     .await?;

@@ -290,7 +290,7 @@ pub struct AdminFlag {
         (status = 422, description = "A bad email or body", body = ErrorBody),
     ))]
 pub async fn set_admin(
-    _: Admin,
+    Admin(caller): Admin,
     email: web::Path<String>,
     body: ApiJson<AdminFlag>,
     state: web::Data<AppState>,
@@ -298,6 +298,10 @@ pub async fn set_admin(
     let email =
         EmailAddress::parse(&email.into_inner()).map_err(|p| ApiError::field("email", p))?;
     let is_admin = body.0.is_admin;
+    if !is_admin {
+        let me = caller.email.as_deref();
+        access::not_from_oneself(me, email.as_str(), "you cannot remove your own admin flag")?;
+    }
     let person = with_conn(&state, move |conn, _| {
         Ok(people::set_admin(conn, &email, is_admin)?)
     })

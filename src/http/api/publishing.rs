@@ -59,7 +59,7 @@ pub async fn get(
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     let view = with_conn(&state, move |conn, state| {
-        Ok(publishing::of(conn, &state.settings, &id)?)
+        Ok(publishing::of(conn, state.env(), &id)?)
     })
     .await?
     .ok_or_else(|| ApiError::NotFound("its summary for customers was never published".into()))?;

@@ -52,7 +52,7 @@ pub async fn get(
     let figures = with_conn(&state, move |conn, state| {
         let scope = Scope::asked(conn, team.as_deref(), stats::WEEKS, period)?;
         let live = &state.live_figures;
-        Ok(inspect::audited(conn, &state.settings, live, &scope)?)
+        Ok(inspect::audited(conn, state.env(), live, &scope)?)
     })
     .await?;
     Ok(HttpResponse::Ok().json(figures))

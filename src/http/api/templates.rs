@@ -19,7 +19,7 @@ use crate::services::coe::templates::{self, TemplateDraft, TemplateList};
     ))]
 pub async fn list(_: Member, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let all = with_conn(&state, |conn, state| {
-        Ok(templates::listings(conn, &state.settings, &state.template)?)
+        Ok(templates::listings(conn, state.env())?)
     })
     .await?;
     Ok(HttpResponse::Ok().json(TemplateList { templates: all }))
@@ -47,8 +47,7 @@ pub async fn save(
     let saved = with_conn(&state, move |conn, state| {
         Ok(templates::save(
             conn,
-            &state.settings,
-            &state.template,
+            state.env(),
             &name,
             draft,
             &by,

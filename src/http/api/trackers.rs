@@ -169,7 +169,7 @@ pub async fn webhook(
     ))]
 pub async fn list(_: Admin, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let statuses = with_conn(&state, |conn, state| {
-        Ok(trackers::state::statuses(conn, &state.settings)?)
+        Ok(trackers::state::statuses(conn, state.env())?)
     })
     .await?;
     Ok(HttpResponse::Ok().json(json!({"trackers": statuses})))

@@ -77,7 +77,7 @@ async fn load(state: &web::Data<AppState>, id: &str, who: &SignedIn) -> Result<L
         // Which tracker would take its ticket, when it has none and may get one.
         let takes = match &detail.ticket {
             None if may_change => {
-                crate::services::outbound::ticket_destination(conn, &state.settings, &key)?
+                crate::services::outbound::ticket_destination(conn, state.env(), &key)?
                     .map(|d| d.tracker.kind.label().to_owned())
             }
             _ => None,

@@ -13,13 +13,14 @@ use super::error::PageError;
 use super::guard::{Admin, CsrfForm, Fields};
 use super::kit::{render, Page, State};
 use super::outcome::{as_service, see_other, Outcome};
-use crate::config::Settings;
 use crate::db::DbConnection;
 use crate::domain::{EmailAddress, Role, TokenName};
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
 use crate::services::outbound::{outbox, queue};
-use crate::services::{accounts::auth, directory::ownership, directory::people, directory::tokens};
+use crate::services::{
+    access, accounts::auth, directory::ownership, directory::people, directory::tokens,
+};
 
 pub(super) type AdminForm = CsrfForm<Fields, Admin>;
 
@@ -208,10 +209,9 @@ pub async fn people_admin(form: AdminForm, path: web::Path<String>, state: State
     let (Admin(who), form) = (form.who, form.fields);
     let email = EmailAddress::parse(&path.into_inner()).map_err(PageError::BadRequest)?;
     let is_admin = form.text("is_admin") == "true";
-    if !is_admin && email.as_str() == who.person.email {
-        return Err(PageError::BadRequest(
-            "you cannot remove your own admin flag here; ask another admin".into(),
-        ));
+    if !is_admin {
+        let me = Some(who.person.email.as_str());
+        access::not_from_oneself(me, email.as_str(), "you cannot remove your own admin flag")?;
     }
     as_service(&state, move |conn, _| {
         Ok(people::set_admin(conn, &email, is_admin)?)
@@ -240,11 +240,12 @@ pub async fn people_bar_raiser(form: AdminForm, path: web::Path<String>, state: 
 pub async fn people_left(form: AdminForm, path: web::Path<String>, state: State) -> Page {
     let Admin(who) = form.who;
     let email = EmailAddress::parse(&path.into_inner()).map_err(PageError::BadRequest)?;
-    if email.as_str() == who.person.email {
-        return Err(PageError::BadRequest(
-            "you cannot mark yourself as having left; ask another admin".into(),
-        ));
-    }
+    let me = Some(who.person.email.as_str());
+    access::not_from_oneself(
+        me,
+        email.as_str(),
+        "you cannot mark yourself as having left",
+    )?;
     let by = format!("admin {}", who.person.email);
     as_service(&state, move |conn, state| {
         crate::db::write_transaction(conn, |conn| {
@@ -481,7 +482,7 @@ pub async fn chat_list(Admin(who): Admin, query: web::Query<ChatQuery>, state: S
     let channels = as_service(&state, |conn, state| {
         Ok(crate::services::outbound::chat::statuses(
             conn,
-            &state.settings,
+            state.env(),
         )?)
     })
     .await?;
@@ -508,7 +509,7 @@ pub async fn chat_test(form: AdminForm, path: web::Path<String>, state: State) -
             })?;
         Ok(crate::services::outbound::chat::test_message(
             conn,
-            &state.settings,
+            state.env(),
             channel,
             &by,
         )?)
@@ -614,15 +615,12 @@ async fn ownership_answer(
     who: &SignedIn,
     part: &'static str,
     fields: &Fields,
-    put: impl FnOnce(&mut DbConnection, &Settings, &str) -> Result<(), people::PeopleError>
+    put: impl FnOnce(&mut DbConnection, crate::services::Env<'_>, &str) -> Result<(), people::PeopleError>
         + Send
         + 'static,
 ) -> Page {
     let actor = who.person.email.clone();
-    let result = as_service(state, move |conn, state| {
-        Ok(put(conn, &state.settings, &actor))
-    })
-    .await?;
+    let result = as_service(state, move |conn, state| Ok(put(conn, state.env(), &actor))).await?;
     let outcome = Outcome::of(result)?;
     let typed = json!({ part: fields.to_json() });
     outcome
@@ -654,7 +652,7 @@ pub async fn ownership_service(form: AdminForm, state: State) -> Page {
         &who,
         "services",
         &fields,
-        move |conn, settings, actor| ownership::put_service(conn, settings, &input, actor),
+        move |conn, env, actor| ownership::put_service(conn, env, &input, actor),
     )
     .await
 }
@@ -663,14 +661,8 @@ pub async fn ownership_service(form: AdminForm, state: State) -> Page {
 pub async fn ownership_team(form: AdminForm, state: State) -> Page {
     let (Admin(who), fields) = (form.who, form.fields);
     let (team, owner) = (fields.text("team"), fields.filled("owner"));
-    ownership_answer(
-        &state,
-        &who,
-        "teams",
-        &fields,
-        move |conn, settings, actor| {
-            ownership::put_team_owner(conn, settings, &team, owner.as_deref(), actor)
-        },
-    )
+    ownership_answer(&state, &who, "teams", &fields, move |conn, env, actor| {
+        ownership::put_team_owner(conn, env, &team, owner.as_deref(), actor)
+    })
     .await
 }

@@ -57,7 +57,7 @@ fn listing_json(l: &Listing) -> Value {
 
 async fn all(state: &State) -> Result<Vec<Listing>, super::error::PageError> {
     as_service(state, |conn, state| {
-        Ok(templates::listings(conn, &state.settings, &state.template)?)
+        Ok(templates::listings(conn, state.env())?)
     })
     .await
 }
@@ -164,15 +164,7 @@ pub async fn save(form: AdminForm, path: web::Path<String>, state: State) -> Pag
     }
     let (asked, by) = (name.clone(), who.person.email.as_str().to_owned());
     let saved = as_service(&state, move |conn, state| {
-        match templates::save(
-            conn,
-            &state.settings,
-            &state.template,
-            &asked,
-            draft,
-            &by,
-            crate::db::now(),
-        ) {
+        match templates::save(conn, state.env(), &asked, draft, &by, crate::db::now()) {
             Ok(t) => Ok(Ok(t)),
             Err(SaveError::Invalid(_, problem) | SaveError::Conflict(problem)) => Ok(Err(problem)),
             Err(SaveError::Database(e)) => Err(e.into()),

@@ -32,10 +32,7 @@ async fn show(
     who: &SignedIn,
     checked: Option<(String, Vec<Checked>)>,
 ) -> Page {
-    let trackers = as_service(state, |conn, state| {
-        Ok(state::statuses(conn, &state.settings)?)
-    })
-    .await?;
+    let trackers = as_service(state, |conn, state| Ok(state::statuses(conn, state.env())?)).await?;
     let checked = checked.map(|(name, places)| {
         let places: Vec<Value> = places
             .iter()

@@ -28,7 +28,7 @@ pub async fn autosave(form: CoeForm) -> Page {
     let answer = write_as_person(&form.state, &form.who, move |conn, state, editor| {
         let before = service::version(conn, &coe)?;
         let saved = service::put_sections(conn, &coe, &edits, editor, &state.env())?;
-        let doc = service::load(conn, &coe, &state.settings)?;
+        let doc = service::load(conn, &coe, state.env())?;
         // The page's version moves on with this save only when the page was at the
         // COE's version: a change by someone else since stays for its other forms
         // to notice.

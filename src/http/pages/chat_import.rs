@@ -85,14 +85,14 @@ async fn prepare(
     as_person(state, who, move |conn, state, editor| {
         let scope = import::open(conn, &key, editor, elsewhere)
             .map_err(crate::services::coe::coes::CoeError::from)?;
-        let doc = coes::load(conn, &key, &state.settings)?;
+        let doc = coes::load(conn, &key, state.env())?;
         let channels = scope
-            .channels(&state.settings, editor)
+            .channels(state.env(), editor)
             .into_iter()
             .map(|(c, ours)| (c.name.clone(), c.kind.as_str(), ours))
             .collect();
         let planned =
-            ask.map(|ask| import::plan(&state.settings, &scope, editor, &ask, crate::db::now()));
+            ask.map(|ask| import::plan(state.env(), &scope, editor, &ask, crate::db::now()));
         let facts = Facts {
             title: doc.title,
             coe_state: doc.state,
@@ -109,8 +109,8 @@ async fn read(
     state: &State,
     reading: &Reading,
 ) -> Result<Result<Vec<Said>, ImportError>, PageError> {
-    let (settings, reading) = (state.settings.clone(), reading.clone());
-    web::block(move || import::read(&settings, &reading))
+    let (runtime, reading) = (state.runtime(), reading.clone());
+    web::block(move || import::read(runtime.env(), &reading))
         .await
         .map_err(|e| PageError::Internal(e.to_string()))
 }

@@ -183,7 +183,7 @@ pub async fn details(form: CoeForm) -> Page {
             if !problems.is_empty() {
                 return Err(CoeError::Invalid(problems));
             }
-            let now = service::load(conn, coe, &state.settings)?;
+            let now = service::load(conn, coe, state.env())?;
             let patch = CoePatch {
                 title: title.filter(|t| *t != now.title),
                 owner: owner.filter(|o| now.owner.as_deref() != Some(o.as_str())),

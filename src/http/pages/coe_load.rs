@@ -91,7 +91,7 @@ pub(super) async fn load(
 ) -> Result<Loaded, PageError> {
     let key = id.to_owned();
     as_person(state, who, move |conn, state, editor| {
-        let doc = match coes::load(conn, &key, &state.settings) {
+        let doc = match coes::load(conn, &key, state.env()) {
             Ok(doc) => doc,
             Err(CoeError::NotFound(_)) => return Ok(None),
             Err(e) => return Err(e.into()),
@@ -184,23 +184,18 @@ pub(super) async fn load(
         }
         let bar_raisers = crate::services::directory::people::bar_raiser_count(conn)?;
         let template_choices = if doc.state == CoeState::Draft {
-            crate::services::coe::templates::names(conn, &state.settings, &state.template)?
+            crate::services::coe::templates::names(conn, state.env())?
         } else {
             Vec::new()
         };
-        let publication = crate::services::coe::publishing::of(conn, &state.settings, &key)?;
+        let publication = crate::services::coe::publishing::of(conn, state.env(), &key)?;
         let chat_import = doc.state == CoeState::Draft
-            && crate::services::outbound::chat::import::offered(
-                conn,
-                &state.settings,
-                &key,
-                editor,
-            )?;
+            && crate::services::outbound::chat::import::offered(conn, state.env(), &key, editor)?;
         let draft = may_edit && doc.state == CoeState::Draft;
         let reviewer_suggestions = if draft {
             crate::services::directory::ownership::reviewer_suggestions(
                 conn,
-                &state.settings,
+                state.env(),
                 doc.owner.as_deref(),
                 doc.service.as_deref(),
             )?
@@ -211,7 +206,7 @@ pub(super) async fn load(
         let hand_over = if draft && mine {
             let service = doc.service.as_deref();
             let ruled =
-                crate::services::directory::ownership::for_service(conn, &state.settings, service)?;
+                crate::services::directory::ownership::for_service(conn, state.env(), service)?;
             match ruled.owner {
                 None => Some(
                     crate::services::directory::ownership::hand_over_suggestions(

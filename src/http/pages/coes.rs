@@ -462,7 +462,7 @@ pub(super) fn page(
             &doc,
             bar_raisers,
             &incidents,
-            &state.settings,
+            state.env(),
         ));
     }
     if let Some(actions) = data["coe"]["actions"].as_array_mut() {

@@ -460,7 +460,7 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
         let unowned =
             crate::services::coe::coes::unowned(conn, i64::try_from(LISTED).unwrap_or(20))?;
         let teams = crate::services::directory::people::teams(conn)?;
-        let figures = stats::inspect::audited(conn, &state.settings, &state.live_figures, &scope)?;
+        let figures = stats::inspect::audited(conn, state.env(), &state.live_figures, &scope)?;
         // The names of the people the lists show (their first `LISTED`).
         let shown: Vec<String> = figures
             .drafts_past_deadline

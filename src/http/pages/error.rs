@@ -49,6 +49,12 @@ impl fmt::Display for PageError {
     }
 }
 
+impl From<crate::services::access::AccessError> for PageError {
+    fn from(e: crate::services::access::AccessError) -> Self {
+        ApiError::from(e).into()
+    }
+}
+
 impl From<ApiError> for PageError {
     fn from(e: ApiError) -> Self {
         match e {

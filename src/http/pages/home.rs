@@ -115,7 +115,7 @@ pub async fn home(who: SignedIn, query: actix_web::web::Query<HomeQuery>, state:
             let mut lines = Vec::with_capacity(mine.len());
             for (i, c) in mine.into_iter().enumerate() {
                 let needs: Vec<String> = if c.state != CoeState::Closed && i < ASSESSED {
-                    let doc = coes::load(conn, &c.id, &state.settings)?;
+                    let doc = coes::load(conn, &c.id, state.env())?;
                     doc.completeness
                         .missing
                         .iter()
@@ -212,7 +212,7 @@ async fn changes_asked(
     id: String,
 ) -> Result<Option<String>, super::error::PageError> {
     as_service(state, move |conn, state| {
-        let Ok(doc) = coes::load(conn, &id, &state.settings) else {
+        let Ok(doc) = coes::load(conn, &id, state.env()) else {
             return Ok(None);
         };
         let owner = match &doc.owner {

@@ -219,7 +219,7 @@ async fn finish(
             &vouched,
             &client,
             previous.as_deref(),
-            &state.settings,
+            state.env(),
         )?)
     })
     .await

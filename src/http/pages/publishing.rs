@@ -64,7 +64,7 @@ fn markdown(body: String) -> HttpResponse {
 
 async fn publishable(state: &State, id: String) -> Result<String, PageError> {
     as_service(state, move |conn, state| {
-        Ok(publishing::publishable(conn, &state.settings, &id)?)
+        Ok(publishing::publishable(conn, state.env(), &id)?)
     })
     .await
 }

@@ -126,7 +126,7 @@ fn name_reviewer(
 ) -> Result<(), CoeError> {
     let reviewer = crate::domain::EmailAddress::parse(typed)
         .map_err(|p| CoeError::Invalid(vec![("reviewer".into(), p)]))?;
-    let now = coes_service::load(conn, coe, &state.settings)?;
+    let now = coes_service::load(conn, coe, state.env())?;
     if now.reviewer.as_deref() == Some(reviewer.as_str()) {
         return Ok(());
     }
@@ -146,11 +146,11 @@ pub(super) fn rules(
     doc: &crate::services::coe::coes::CoeDocument,
     bar_raisers: i64,
     incidents: &[(String, String, String)],
-    settings: &crate::config::Settings,
+    env: crate::services::Env<'_>,
 ) -> serde_json::Map<String, serde_json::Value> {
     use crate::domain::incident::IncidentState;
     let mut out = serde_json::Map::new();
-    let coe = &settings.coe;
+    let coe = &env.settings.coe;
     let lacks_bar_raiser = doc.bar_raiser.is_none()
         && crate::domain::bar_raiser::needed(doc.severity, coe.bar_raiser_from)
         && matches!(doc.state, CoeState::Draft | CoeState::InReview);
@@ -170,7 +170,7 @@ pub(super) fn rules(
         .map(|(_, title, _)| title.as_str())
         .collect();
     let acknowledge = doc.state == CoeState::InReview
-        && crate::services::coe::review::approval_needs_closed_incidents(doc.severity, settings);
+        && crate::services::coe::review::approval_needs_closed_incidents(doc.severity, env);
     out.insert(
         "open_incidents".into(),
         json!(if acknowledge { open } else { Vec::new() }),

@@ -106,7 +106,7 @@ pub async fn request(form: SameOrigin<SignInForm>, req: HttpRequest, state: Stat
     let allowance = {
         let (email, client) = (email.clone(), client.clone());
         as_service(&state, move |conn, state| {
-            Ok(auth::count_request(conn, &email, &client, &state.settings)?)
+            Ok(auth::count_request(conn, &email, &client, state.env())?)
         })
         .await?
     };
@@ -167,7 +167,7 @@ pub async fn confirm_form(req: HttpRequest, query: web::Query<TokenQuery>, state
     let presented = token.clone();
     let (current, link_for) = as_service(&state, move |conn, state| {
         let current = match cookie {
-            Some(secret) => auth::session(conn, &secret, &state.settings)?.map(|p| p.email),
+            Some(secret) => auth::session(conn, &secret, state.env())?.map(|p| p.email),
             None => None,
         };
         Ok((current, auth::link_email(conn, &presented)?))
@@ -195,7 +195,7 @@ pub async fn confirm(form: SameOrigin<TokenQuery>, req: HttpRequest, state: Stat
     let (secret, next) = as_service(&state, move |conn, state| {
         let redeemed = auth::redeem(conn, &token, &client)?;
         if let Some(secret) = previous {
-            if let Some(before) = auth::session(conn, &secret, &state.settings)? {
+            if let Some(before) = auth::session(conn, &secret, state.env())? {
                 auth::end(conn, &before.session_id, "signed in as another person")?;
             }
         }

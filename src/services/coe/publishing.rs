@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::coes::{self, CoeError};
-use crate::config::Settings;
 use crate::db::schema::publications;
 use crate::db::DbConnection;
 use crate::domain::coe::CoeState;
@@ -54,12 +53,8 @@ pub struct PublicSummary {
 /// The summary for customers of COE `id` that may be published now: the text of its
 /// template's section for customers, once the COE is approved and the text is fit.
 /// Refused (naming why) otherwise.
-pub fn publishable(
-    conn: &mut DbConnection,
-    settings: &Settings,
-    id: &str,
-) -> Result<String, CoeError> {
-    let doc = coes::load(conn, id, settings)?;
+pub fn publishable(conn: &mut DbConnection, env: Env<'_>, id: &str) -> Result<String, CoeError> {
+    let doc = coes::load(conn, id, env)?;
     let Some(section) = doc.sections.iter().find(|s| s.for_customers) else {
         return Err(CoeError::Conflict(
             "its template has no section written for customers: there is nothing to publish".into(),
@@ -77,7 +72,7 @@ pub fn publishable(
             "is empty: there is nothing to publish",
         ));
     }
-    let found = coes::customers::check(conn, settings, &section.body)?;
+    let found = coes::customers::check(conn, env, &section.body)?;
     if let Some(problem) = found.refusals.into_iter().next() {
         return Err(CoeError::invalid(section.key.clone(), problem));
     }
@@ -85,7 +80,8 @@ pub fn publishable(
 }
 
 /// The public page's address for `token`.
-pub fn public_url(settings: &Settings, token: &str) -> String {
+pub fn public_url(env: Env<'_>, token: &str) -> String {
+    let settings = env.settings;
     format!(
         "{}/summaries/{token}",
         settings.public_url.trim_end_matches('/')
@@ -119,9 +115,8 @@ pub fn publish(
         access::coe(conn, id, editor)?;
         // One publication at a time for this COE: the row lock, on PostgreSQL.
         crate::db::locks::lock_coe(conn, id)?;
-        let settings = env.settings;
-        let body = publishable(conn, settings, id)?;
-        let current = of(conn, settings, id)?;
+        let body = publishable(conn, env, id)?;
+        let current = of(conn, env, id)?;
         if current.as_ref().is_some_and(|p| p.revoked_at.is_none()) {
             return Err(CoeError::Conflict(
                 "its summary is published already: revoke it first to publish it again".into(),
@@ -144,12 +139,12 @@ pub fn publish(
         let published = CoeEvent::Published {
             coe_id: id,
             token: &token,
-            url: &public_url(settings, &token),
+            url: &public_url(env, &token),
             body: &body,
             statuspage_incident: incident,
         };
         outbound::happened(conn, env, editor.actor, published, now)?;
-        Ok(of(conn, settings, id)?.unwrap_or_else(|| unreachable!("written above")))
+        Ok(of(conn, env, id)?.unwrap_or_else(|| unreachable!("written above")))
     })
 }
 
@@ -187,7 +182,7 @@ pub fn revoke(
             token: &token,
         };
         outbound::happened(conn, env, editor.actor, revoked, now)?;
-        Ok(of(conn, env.settings, id)?.unwrap_or_else(|| unreachable!("written above")))
+        Ok(of(conn, env, id)?.unwrap_or_else(|| unreachable!("written above")))
     })
 }
 
@@ -202,11 +197,7 @@ type PublicationRow = (
 );
 
 /// COE `id`'s publication, if it was ever published.
-pub fn of(
-    conn: &mut DbConnection,
-    settings: &Settings,
-    id: &str,
-) -> QueryResult<Option<PublicationView>> {
+pub fn of(conn: &mut DbConnection, env: Env<'_>, id: &str) -> QueryResult<Option<PublicationView>> {
     let row: Option<PublicationRow> = publications::table
         .find(id)
         .select((
@@ -222,7 +213,7 @@ pub fn of(
     Ok(row.map(
         |(token, published_by, statuspage_incident, published_at, revoked_by, revoked_at)| {
             PublicationView {
-                url: revoked_at.is_none().then(|| public_url(settings, &token)),
+                url: revoked_at.is_none().then(|| public_url(env, &token)),
                 published_by,
                 published_at,
                 statuspage_incident,

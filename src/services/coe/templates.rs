@@ -9,10 +9,10 @@ use diesel::prelude::*;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::config::Settings;
 use crate::db::schema::{coe_templates, coes};
 use crate::db::DbConnection;
 use crate::domain::template::{SectionSpec, Template, TemplateError, BUILTIN};
+use crate::services::Env;
 
 /// Where a template's newest version comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
@@ -128,12 +128,8 @@ pub fn newest(conn: &mut DbConnection, picked: Template) -> QueryResult<Template
 /// Every template a draft may switch to and the admin page lists, each at its
 /// newest version: the organisation's first, then the rules', then those that ship
 /// with coe, then those made here.
-pub fn all(
-    conn: &mut DbConnection,
-    settings: &Settings,
-    org: &Template,
-) -> QueryResult<Vec<Template>> {
-    Ok(listings(conn, settings, org)?
+pub fn all(conn: &mut DbConnection, env: Env<'_>) -> QueryResult<Vec<Template>> {
+    Ok(listings(conn, env)?
         .into_iter()
         .map(|l| l.template)
         .collect())
@@ -141,11 +137,8 @@ pub fn all(
 
 /// The names of every template a draft may switch to (what a COE page offers), without
 /// reading each one's versions and counts as `listings` does.
-pub fn names(
-    conn: &mut DbConnection,
-    settings: &Settings,
-    org: &Template,
-) -> QueryResult<Vec<String>> {
+pub fn names(conn: &mut DbConnection, env: Env<'_>) -> QueryResult<Vec<String>> {
+    let (settings, org) = (env.settings, env.template);
     let mut names = vec![org.name.clone()];
     let rules = settings.coe.templates.iter().filter_map(|rule| {
         rule.builtin
@@ -168,11 +161,8 @@ pub fn names(
 
 /// Every template with where its newest version comes from, its saved versions and
 /// how many COEs each version opened.
-pub fn listings(
-    conn: &mut DbConnection,
-    settings: &Settings,
-    org: &Template,
-) -> QueryResult<Vec<Listing>> {
+pub fn listings(conn: &mut DbConnection, env: Env<'_>) -> QueryResult<Vec<Listing>> {
+    let (settings, org) = (env.settings, env.template);
     let mut from_settings: Vec<(Template, Source)> = Vec::new();
     let org_source = if settings.coe.template.is_some() {
         Source::Settings
@@ -277,8 +267,7 @@ fn coes_by_version(conn: &mut DbConnection, name: &str) -> QueryResult<Vec<Opene
 /// Refused, naming the field, when the template is not one coe can open COEs with.
 pub fn save(
     conn: &mut DbConnection,
-    settings: &Settings,
-    org: &Template,
+    env: Env<'_>,
     name: &str,
     draft: TemplateDraft,
     by: &str,
@@ -292,7 +281,7 @@ pub fn save(
         ));
     }
     crate::db::write_transaction(conn, |conn| {
-        let known = listings(conn, settings, org)?
+        let known = listings(conn, env)?
             .into_iter()
             .find(|l| l.template.name == name)
             .map_or(0, |l| l.template.version);

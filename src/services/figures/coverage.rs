@@ -12,7 +12,6 @@ use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::config::Settings;
 use crate::db::schema::{
     audit_log, coe_incidents, coes, corrective_actions, incidents, people, why_chains,
 };
@@ -22,6 +21,7 @@ use crate::domain::bar_raiser;
 use crate::domain::coe::CoeState;
 use crate::domain::coverage::{self, Covered};
 use crate::services::coe::coes::{self as coe_service, CoeError};
+use crate::services::Env;
 
 /// An approved COE's title, owner, service, resolution, incident, severity and bar
 /// raiser.
@@ -145,10 +145,11 @@ pub const NOT_TAGGED: &str = "(not tagged)";
 /// started (else it was opened); merged drafts count in the COE they went into.
 pub fn factors(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     team: Option<&str>,
     quarters: u32,
 ) -> QueryResult<Vec<FactorQuarter>> {
+    let settings = env.settings;
     let clock = settings.clock();
     let today = clock.today();
     let first = coverage::quarter_start(today, quarters.saturating_sub(1));
@@ -294,31 +295,33 @@ fn count_closed(counts: &mut ClosedActions, state: ActionState, due: NaiveDate, 
 /// when given.
 pub fn audit(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     team: Option<&str>,
     from: NaiveDate,
     to: NaiveDate,
 ) -> QueryResult<Coverage> {
+    let settings = env.settings;
     let closed = closed_by_team(conn, settings.clock(), from, to)?;
-    audit_with(conn, settings, team, from, to, &closed)
+    audit_with(conn, env, team, from, to, &closed)
 }
 
 /// `audit`, with the actions closed in the period given (`closed_by_team` of the
 /// same days).
 pub fn audit_with(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     team: Option<&str>,
     from: NaiveDate,
     to: NaiveDate,
     closed: &ClosedByTeam,
 ) -> QueryResult<Coverage> {
+    let settings = env.settings;
     let clock = settings.clock();
     let now = clock.now.naive_utc();
     let (start, end) = (clock.midnight(from), clock.midnight(to + Duration::days(1)));
     let teams = crate::services::directory::ownership::Teams::load(conn)?;
     let mut audit = Audit {
-        settings,
+        env,
         teams,
         team,
         start,
@@ -344,7 +347,7 @@ pub fn audit_with(
 /// An audit under way: what it looks at (the period from `start` to `end`, the team
 /// asked for) and the figures of each team so far.
 struct Audit<'a> {
-    settings: &'a Settings,
+    env: Env<'a>,
     teams: crate::services::directory::ownership::Teams,
     team: Option<&'a str>,
     start: NaiveDateTime,
@@ -414,7 +417,12 @@ impl Audit<'_> {
                 .transpose()?;
             let owner = facts.as_ref().and_then(|(_, _, o, _)| o.as_deref());
             let resolved = facts.as_ref().and_then(|(_, _, _, r)| *r).or(resolved_at);
-            let covered = Covered::of(state, resolved, self.now, self.settings.coe.writeup_days);
+            let covered = Covered::of(
+                state,
+                resolved,
+                self.now,
+                self.env.settings.coe.writeup_days,
+            );
             // The owner's team when the outage was (a later team change moves nothing).
             let team_name = self
                 .teams
@@ -481,7 +489,7 @@ impl Audit<'_> {
                 .iter()
                 .map(|k| types::read("corrective_actions.kind", k))
                 .collect::<Result<_, _>>()?;
-            let warnings = match coe_service::assessment(conn, &coe_id, self.settings) {
+            let warnings = match coe_service::assessment(conn, &coe_id, self.env) {
                 Ok(assessment) => assessment.warnings.len(),
                 Err(CoeError::Database(e)) => return Err(e),
                 // Gone since it was approved (no COE is deleted): nothing to warn of.
@@ -495,7 +503,7 @@ impl Audit<'_> {
                 lacks_prevention: coverage::lacks_prevention(&kinds),
                 warnings,
                 without_bar_raiser: bar_raiser.is_none()
-                    && bar_raiser::needed(severity, self.settings.coe.bar_raiser_from),
+                    && bar_raiser::needed(severity, self.env.settings.coe.bar_raiser_from),
                 bar_raiser,
             });
         }

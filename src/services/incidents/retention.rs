@@ -13,7 +13,6 @@ use diesel::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::config::Settings;
 use crate::db::schema::{
     coe_incidents, failure_events, incidents, timeline_entries, webhook_deliveries,
 };
@@ -21,6 +20,7 @@ use crate::db::{self, DbConnection};
 use crate::domain::timeline::{self, EventFacts};
 use crate::services::incidents as incident_service;
 use crate::services::incidents::Event;
+use crate::services::Env;
 
 /// How many of an incident's events its page collapses.
 pub const COLLAPSED: i64 = 500;
@@ -90,11 +90,8 @@ const PER_SWEEP: usize = 2_000;
 
 /// Prunes what `events.keep_days` allows at `now`: up to `PER_SWEEP` incidents, `BATCH`
 /// to a transaction, then the deliveries left without events.
-pub fn prune(
-    conn: &mut DbConnection,
-    settings: &Settings,
-    now: NaiveDateTime,
-) -> QueryResult<Pruned> {
+pub fn prune(conn: &mut DbConnection, env: Env<'_>, now: NaiveDateTime) -> QueryResult<Pruned> {
+    let settings = env.settings;
     let mut pruned = Pruned::default();
     if settings.events.keep_days == 0 {
         return Ok(pruned);

@@ -193,7 +193,7 @@ fn open_draft(
     env: Env<'_>,
 ) -> Result<String, CoeError> {
     // The ownership rules first; when none names an owner, the reporter owns it.
-    let assigned = ownership::for_alerts(conn, env.settings, &[], service)?;
+    let assigned = ownership::for_alerts(conn, env, &[], service)?;
     let owner = match assigned.owner {
         Some(_) => None,
         None => reporter.email.and_then(|e| EmailAddress::parse(e).ok()),

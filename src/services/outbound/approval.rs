@@ -62,8 +62,7 @@ pub fn withdraw_stale_approval(
     let severity = types::severity("coes.severity", row.severity)?.to_string();
     notify::approval_withdrawn(
         conn,
-        env.settings,
-        env.emails,
+        env,
         &CoeFacts::of(&row, &severity),
         &approver,
         actor,

@@ -3,12 +3,10 @@
 //! a deduplication key naming that event, so it is sent once. The calendar's emails
 //! (digests, escalations) are the reminder sweep's.
 
-use crate::services::Env;
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde_json::json;
 
-use crate::config::Settings;
 use crate::db::models::CoeRow;
 use crate::db::{types, DbConnection};
 use crate::domain::clock::local_date;
@@ -18,10 +16,12 @@ use crate::email::content::{
     ActionAssigned, ActionLine, ActionRecurred, ActionVerification, CoeAssigned, CoeLine,
     CoeMerged, CoeOpened, Links, MergedLine, RecurredLine, ReviewEmail, TicketClosed,
 };
-use crate::email::{EmailTemplates, Kind};
+use crate::email::Kind;
 use crate::services::outbound::outbox;
+use crate::services::Env;
 
-fn coe_line(settings: &Settings, coe: &CoeFacts<'_>) -> CoeLine {
+fn coe_line(env: Env<'_>, coe: &CoeFacts<'_>) -> CoeLine {
+    let settings = env.settings;
     CoeLine {
         coe_id: coe.id.to_owned(),
         title: coe.title.to_owned(),
@@ -45,17 +45,18 @@ fn coe_line(settings: &Settings, coe: &CoeFacts<'_>) -> CoeLine {
 /// Tells a new COE's owner it is theirs. Call it in the transaction that opened it.
 pub fn coe_opened(
     conn: &mut DbConnection,
-    settings: &Settings,
-    templates: &EmailTemplates,
+    env: Env<'_>,
     coe: &CoeFacts<'_>,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
+    let templates = env.emails;
+    let settings = env.settings;
     let Some(owner) = coe.owner else {
         return Ok(());
     };
     let data = json!(CoeOpened {
         recipient_name: String::new(),
-        coe: coe_line(settings, coe),
+        coe: coe_line(env, coe),
         severity: coe.severity.to_owned(),
         service: coe.service.unwrap_or_default().to_owned(),
         writeup_days: settings.coe.writeup_days,
@@ -69,17 +70,18 @@ pub fn coe_opened(
 /// ownership chain named one), so that someone takes it.
 pub fn coe_unowned(
     conn: &mut DbConnection,
-    settings: &Settings,
-    templates: &EmailTemplates,
+    env: Env<'_>,
     row: &CoeRow,
     admin: &str,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
+    let templates = env.emails;
+    let settings = env.settings;
     let severity = types::severity("coes.severity", row.severity)?.to_string();
     let coe = CoeFacts::of(row, &severity);
     let data = json!(CoeOpened {
         recipient_name: String::new(),
-        coe: coe_line(settings, &coe),
+        coe: coe_line(env, &coe),
         severity: severity.clone(),
         service: coe.service.unwrap_or_default().to_owned(),
         writeup_days: settings.coe.writeup_days,
@@ -111,8 +113,7 @@ pub fn reviewer_replaced(
 #[allow(clippy::too_many_arguments)]
 pub fn review_step(
     conn: &mut DbConnection,
-    settings: &Settings,
-    templates: &EmailTemplates,
+    env: Env<'_>,
     kind: Kind,
     coe: &CoeFacts<'_>,
     actor: &str,
@@ -121,6 +122,7 @@ pub fn review_step(
     step_id: &str,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
+    let templates = env.emails;
     let recipient = match kind {
         Kind::ReviewRequested => coe.reviewer,
         _ => coe.owner,
@@ -133,7 +135,7 @@ pub fn review_step(
     }
     let data = json!(ReviewEmail {
         recipient_name: String::new(),
-        coe: coe_line(settings, coe),
+        coe: coe_line(env, coe),
         actor: actor.to_owned(),
         comment: comment.unwrap_or_default().to_owned(),
         as_bar_raiser: false,
@@ -149,17 +151,17 @@ pub fn review_step(
 #[allow(clippy::too_many_arguments)]
 pub fn approval_withdrawn(
     conn: &mut DbConnection,
-    settings: &Settings,
-    templates: &EmailTemplates,
+    env: Env<'_>,
     coe: &CoeFacts<'_>,
     approver: &str,
     actor: &str,
     approved: i32,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
+    let templates = env.emails;
     let data = json!(ReviewEmail {
         recipient_name: String::new(),
-        coe: coe_line(settings, coe),
+        coe: coe_line(env, coe),
         actor: actor.to_owned(),
         comment: String::new(),
         as_bar_raiser: false,
@@ -175,17 +177,17 @@ pub fn approval_withdrawn(
 #[allow(clippy::too_many_arguments)]
 pub fn bar_raiser_requested(
     conn: &mut DbConnection,
-    settings: &Settings,
-    templates: &EmailTemplates,
+    env: Env<'_>,
     coe: &CoeFacts<'_>,
     bar_raiser: &str,
     actor: &str,
     step_id: &str,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
+    let templates = env.emails;
     let data = json!(ReviewEmail {
         recipient_name: String::new(),
-        coe: coe_line(settings, coe),
+        coe: coe_line(env, coe),
         actor: actor.to_owned(),
         comment: String::new(),
         as_bar_raiser: true,
@@ -215,19 +217,12 @@ impl CoeFacts<'_> {
 /// Tells the owner of stored COE `row` that it opened (see `coe_opened`).
 pub fn coe_opened_row(
     conn: &mut DbConnection,
-    settings: &Settings,
-    templates: &EmailTemplates,
+    env: Env<'_>,
     row: &CoeRow,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
     let severity = types::severity("coes.severity", row.severity)?.to_string();
-    coe_opened(
-        conn,
-        settings,
-        templates,
-        &CoeFacts::of(row, &severity),
-        now,
-    )
+    coe_opened(conn, env, &CoeFacts::of(row, &severity), now)
 }
 
 /// A corrective action as its assignment email names it.
@@ -345,7 +340,7 @@ pub fn coe_merged(
     let data = json!(CoeMerged {
         recipient_name: String::new(),
         actor: actor.to_owned(),
-        coe: coe_line(env.settings, &CoeFacts::of(row, &severity)),
+        coe: coe_line(env, &CoeFacts::of(row, &severity)),
         merged: merged
             .iter()
             .map(|title| MergedLine {
@@ -488,7 +483,7 @@ pub fn action_recurred(
     let severity = types::severity("coes.severity", row.severity)?.to_string();
     let links = Links::new(&env.settings.public_url);
     let tz = env.settings.org_timezone();
-    let coe = coe_line(env.settings, &CoeFacts::of(row, &severity));
+    let coe = coe_line(env, &CoeFacts::of(row, &severity));
     let data = json!(ActionRecurred {
         recipient_name: String::new(),
         recurrence: CoeLine {
@@ -556,7 +551,7 @@ fn assignment(
     let data = json!(CoeAssigned {
         recipient_name: String::new(),
         actor: actor.to_owned(),
-        coe: coe_line(env.settings, &CoeFacts::of(row, &severity)),
+        coe: coe_line(env, &CoeFacts::of(row, &severity)),
         as_reviewer,
         writeup_days: env.settings.coe.writeup_days,
         replaced_by,

@@ -21,9 +21,9 @@ use chrono::{Duration, NaiveDateTime};
 use diesel::prelude::*;
 use serde::Serialize;
 
-use crate::config::Settings;
 use crate::db::schema::{chat_messages, outbox_emails, tracker_jobs};
 use crate::db::{self, DbConnection, DbPool};
+use crate::services::Env;
 
 mod figures;
 
@@ -324,14 +324,15 @@ pub fn still_claimed(
 }
 
 /// How long a claim holds (`reminders.lease_secs`).
-pub fn lease(settings: &Settings) -> Duration {
+pub fn lease(env: Env<'_>) -> Duration {
+    let settings = env.settings;
     Duration::seconds(i64::try_from(settings.reminders.lease_secs).unwrap_or(600))
 }
 
 /// The delay before attempt `attempts + 1`: the base, doubled per attempt, capped
 /// (`reminders.retry_base_secs`, `reminders.retry_max_secs`).
-pub fn backoff(settings: &Settings, attempts: i32) -> Duration {
-    let r = &settings.reminders;
+pub fn backoff(env: Env<'_>, attempts: i32) -> Duration {
+    let r = &env.settings.reminders;
     let exponent = u32::try_from(attempts.saturating_sub(1))
         .unwrap_or(0)
         .min(30);
@@ -417,11 +418,11 @@ pub trait Channel {
 pub fn pass<C: Connections, Ch: Channel>(
     mut conns: C,
     channel: &mut Ch,
-    settings: &Settings,
+    env: Env<'_>,
     claimant: &str,
     stop: &AtomicBool,
 ) -> Result<Report, C::Error> {
-    let lease = lease(settings);
+    let lease = lease(env);
     let mut report = Report::default();
     if !conns.with(|conn| channel.begin(conn))? {
         return Ok(report);
@@ -498,11 +499,12 @@ mod tests {
 
     #[test]
     fn back_off_doubles_up_to_its_cap() {
-        let settings = Settings::default();
-        assert_eq!(backoff(&settings, 1), Duration::seconds(60));
-        assert_eq!(backoff(&settings, 2), Duration::seconds(120));
-        assert_eq!(backoff(&settings, 5), Duration::seconds(960));
-        assert_eq!(backoff(&settings, 40), Duration::seconds(6 * 3600));
+        let runtime =
+            crate::services::Runtime::load(crate::config::Settings::default()).expect("runtime");
+        assert_eq!(backoff(runtime.env(), 1), Duration::seconds(60));
+        assert_eq!(backoff(runtime.env(), 2), Duration::seconds(120));
+        assert_eq!(backoff(runtime.env(), 5), Duration::seconds(960));
+        assert_eq!(backoff(runtime.env(), 40), Duration::seconds(6 * 3600));
     }
 
     #[test]

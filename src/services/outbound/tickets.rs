@@ -11,11 +11,11 @@ use serde::Serialize;
 use serde_json::json;
 use utoipa::ToSchema;
 
-use crate::config::{self, Meaning, Settings};
+use crate::config::{self, Meaning};
 use crate::db::schema::{coes, corrective_actions, people, tickets, tracker_jobs};
 use crate::db::{self, DbConnection};
-
 pub use crate::services::outbound::queue::{FAILED, PENDING, SENDING, SENT};
+use crate::services::Env;
 
 /// What `tickets.meaning` holds for a status coe cannot map.
 pub const UNMAPPED: &str = "unmapped";
@@ -132,9 +132,10 @@ pub fn of(
 /// Where action `action_id`'s ticket would go: the owner's team, the COE's service.
 pub fn destination<'s>(
     conn: &mut DbConnection,
-    settings: &'s Settings,
+    env: Env<'s>,
     action_id: &str,
 ) -> QueryResult<Option<config::Destination<'s>>> {
+    let settings = env.settings;
     if settings.trackers.is_empty() {
         return Ok(None);
     }
@@ -204,11 +205,11 @@ pub fn start(
 /// A new action: its ticket is made when a tracker takes it automatically.
 pub fn created(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     action_id: &str,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
-    match destination(conn, settings, action_id)? {
+    match destination(conn, env, action_id)? {
         Some(d) if d.tracker.create == config::CreateWhen::Automatic => {
             start(conn, &d, action_id, now).map(|_| ())
         }

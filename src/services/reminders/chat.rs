@@ -3,22 +3,23 @@
 
 use chrono::Datelike;
 
-use crate::config::Settings;
 use crate::db::{self, DbConnection};
 use crate::domain::clock::Clock;
 use crate::domain::reminder::{DueAction, EscalationDue};
 use crate::services::figures::stats;
 use crate::services::outbound::chat;
+use crate::services::Env;
 
 /// Tells the channels of `escalations` (those new today) and, on the digest's
 /// weekday when one is due, of the week's figures.
 pub(super) fn tell_the_channels(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     clock: Clock,
     actions: &[DueAction],
     escalations: &[EscalationDue],
 ) -> diesel::QueryResult<()> {
+    let settings = env.settings;
     let today = clock.now.with_timezone(&clock.tz).date_naive();
     // The channels hear of the actions escalated for the first time today.
     let escalated: Vec<chat::Escalated<'_>> = escalations
@@ -32,11 +33,10 @@ pub(super) fn tell_the_channels(
             })
         })
         .collect();
-    chat::escalations(conn, settings, today, &escalated, db::now())?;
-    if today.weekday() == settings.digest_weekday() && chat::inspection_due(conn, settings, today)?
-    {
-        let figures = weekly_figures(conn, settings, clock)?;
-        chat::inspection_weekly(conn, settings, &figures, today, db::now())?;
+    chat::escalations(conn, env, today, &escalated, db::now())?;
+    if today.weekday() == settings.digest_weekday() && chat::inspection_due(conn, env, today)? {
+        let figures = weekly_figures(conn, env, clock)?;
+        chat::inspection_weekly(conn, env, &figures, today, db::now())?;
     }
     Ok(())
 }
@@ -44,9 +44,10 @@ pub(super) fn tell_the_channels(
 /// The week's figures as the channels' inspection notice says them.
 fn weekly_figures(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     clock: Clock,
 ) -> diesel::QueryResult<chat::WeeklyFigures> {
+    let settings = env.settings;
     let stats = stats::stats(conn, clock, settings.coe.writeup_days)?;
     let closed = &stats.closed_last_30_days;
     Ok(chat::WeeklyFigures {

@@ -8,7 +8,6 @@ use chrono_tz::Tz;
 use diesel::prelude::*;
 
 use super::{line, Decision, Payload, DIGEST_TOP};
-use crate::config::Settings;
 use crate::db::schema::corrective_actions;
 use crate::db::{types, DbConnection};
 use crate::domain::action::{self, closed_on_time, ActionState};
@@ -18,16 +17,18 @@ use crate::email::content::{
     coes_named, CoeLine, InspectionDigest, Links, TeamLine, WriteupOverdue,
 };
 use crate::email::Kind;
+use crate::services::Env;
 use crate::services::{figures::coverage, figures::stats};
 
 /// Drafts past their writeup deadline: one reminder a day to each owner.
 pub(super) fn writeups_overdue(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     at: DateTime<Utc>,
     tz: Tz,
     links: &Links,
 ) -> QueryResult<Vec<Decision>> {
+    let settings = env.settings;
     let days = settings.coe.writeup_days;
     let cutoff = at.naive_utc() - Duration::days(days);
     let rows = stats::late_drafts(conn, cutoff)?;
@@ -70,19 +71,20 @@ pub(super) fn writeups_overdue(
 /// The weekly inspection digest, one per subscriber.
 pub(super) fn inspection_digests(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     at: DateTime<Utc>,
     tz: Tz,
     actions: &[DueAction],
     directory: &HashMap<String, Person>,
     links: &Links,
 ) -> QueryResult<Vec<Decision>> {
+    let settings = env.settings;
     let clock = Clock { now: at, tz };
     let today = clock.today();
     let figures = stats::stats(conn, clock, settings.coe.writeup_days)?;
     // Coverage over four weeks: a COE has a week to be written, and more to be reviewed.
     let coverage_from = clock.today() - chrono::Duration::days(27);
-    let audit = coverage::audit(conn, settings, None, coverage_from, clock.today())?;
+    let audit = coverage::audit(conn, env, None, coverage_from, clock.today())?;
     let (on_time, late) = closed_last_week(conn, clock)?;
     let coe_line = |w: &stats::WaitingCoe, deadline: String| CoeLine {
         coe_id: w.coe_id.clone(),

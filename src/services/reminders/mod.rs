@@ -14,7 +14,6 @@ use diesel::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::config::Settings;
 use crate::db::schema::{coes, corrective_actions, people};
 use crate::db::{self, DbConnection};
 use crate::domain::reminder::{self, DueAction, Person};
@@ -25,6 +24,7 @@ use crate::email::{EmailTemplates, Kind};
 use crate::services::directory::notifications;
 use crate::services::outbound;
 use crate::services::outbound::outbox::{self, NewEmail};
+use crate::services::Env;
 
 mod chat;
 mod inspection;
@@ -164,11 +164,11 @@ impl Lines<'_> {
 /// Decides the emails due at `at` and queues them (unless `dry_run`).
 pub fn sweep(
     conn: &mut DbConnection,
-    settings: &Settings,
-    templates: &EmailTemplates,
+    env: Env<'_>,
     at: DateTime<Utc>,
     dry_run: bool,
 ) -> QueryResult<SweepReport> {
+    let (settings, templates) = (env.settings, env.emails);
     let tz = settings.org_timezone();
     let local = at.with_timezone(&tz);
     let mut report = SweepReport {
@@ -184,7 +184,7 @@ pub fn sweep(
         pages_given_back: 0,
     };
     if !dry_run {
-        tidy::tidy(conn, settings, &mut report)?;
+        tidy::tidy(conn, env, &mut report)?;
     }
     if report.before_send_hour {
         return Ok(report);
@@ -192,7 +192,7 @@ pub fn sweep(
     let today = local.date_naive();
     if !dry_run {
         // Each chat channel's summary of the day, next to the owners' digests.
-        crate::services::outbound::chat::overdue_daily(conn, settings, today, db::now())?;
+        crate::services::outbound::chat::overdue_daily(conn, env, today, db::now())?;
     }
     let links = Links::new(&settings.public_url);
     let r = &settings.reminders;
@@ -234,7 +234,7 @@ pub fn sweep(
     }
     if !dry_run {
         let clock = crate::domain::clock::Clock { now: at, tz };
-        chat::tell_the_channels(conn, settings, clock, &actions, &escalations)?;
+        chat::tell_the_channels(conn, env, clock, &actions, &escalations)?;
     }
     decisions.extend(escalations.into_iter().map(|e| Decision {
         kind: Kind::Escalation,
@@ -247,13 +247,11 @@ pub fn sweep(
         },
         recipient: e.recipient,
     }));
-    decisions.extend(writeups_overdue(conn, settings, at, tz, &links)?);
-    decisions.extend(verifications_waiting(
-        conn, settings, today, &directory, &links,
-    )?);
+    decisions.extend(writeups_overdue(conn, env, at, tz, &links)?);
+    decisions.extend(verifications_waiting(conn, env, today, &directory, &links)?);
     if today.weekday() == settings.digest_weekday() && !settings.digest.recipients.is_empty() {
         decisions.extend(inspection_digests(
-            conn, settings, at, tz, &actions, &directory, &links,
+            conn, env, at, tz, &actions, &directory, &links,
         )?);
     }
 
@@ -343,11 +341,12 @@ const MAX_WAITING_VERIFICATION: i64 = 10_000;
 /// (`work::waiting_verification`): nothing waits unseen.
 fn verifications_waiting(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     today: NaiveDate,
     directory: &HashMap<String, Person>,
     links: &Links,
 ) -> QueryResult<Vec<Decision>> {
+    let settings = env.settings;
     let waiting = crate::services::figures::work::waiting_verification(
         conn,
         crate::services::figures::work::Whose::Everyone,

@@ -3,10 +3,10 @@
 use chrono::Duration;
 
 use super::SweepReport;
-use crate::config::Settings;
 use crate::db::{self, DbConnection};
 use crate::services::directory::notifications;
 use crate::services::outbound::outbox;
+use crate::services::Env;
 
 /// The most pages (4 KiB each) a sweep gives back to the file system after pruning.
 const GIVE_BACK_PAGES: u32 = 25_000;
@@ -17,9 +17,10 @@ const GIVE_BACK_PAGES: u32 = 25_000;
 /// `report`.
 pub(super) fn tidy(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     report: &mut SweepReport,
 ) -> diesel::QueryResult<()> {
+    let settings = env.settings;
     // Counted from the real now, not `at`: a sweep evaluated in the future must not
     // delete keys that today's sweeps still need.
     let keep = Duration::days(settings.reminders.keep_sent_days);
@@ -29,7 +30,7 @@ pub(super) fn tidy(
         crate::services::intake::ingest::purge_raw_bodies(conn, db::now() - keep_raw)?;
     notifications::prune_links(conn, db::now())?;
     // Retention never stops the reminders: a failure is logged, the sweep goes on.
-    match crate::services::incidents::retention::prune(conn, settings, db::now()) {
+    match crate::services::incidents::retention::prune(conn, env, db::now()) {
         Ok(pruned) => report.pruned = pruned,
         Err(e) => {
             tracing::error!(error = %e, "dropping the events past events.keep_days failed; the reminders go on")

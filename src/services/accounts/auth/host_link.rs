@@ -4,12 +4,12 @@
 use chrono::Duration;
 use diesel::prelude::*;
 
-use crate::config::Settings;
 use crate::db::schema::{people, sign_in_links};
 use crate::db::{self, DbConnection};
 use crate::domain::auth;
 use crate::domain::{EmailAddress, TokenSecret};
 use crate::services::outbound::{self, Fact};
+use crate::services::Env;
 
 /// Why `coe sign-in-link` made no link.
 #[derive(Debug, thiserror::Error)]
@@ -39,8 +39,9 @@ pub const HOST_COMMAND_LINE: &str = "host:command-line";
 pub fn host_link(
     conn: &mut DbConnection,
     email: &EmailAddress,
-    settings: &Settings,
+    env: Env<'_>,
 ) -> Result<String, HostLinkError> {
+    let settings = env.settings;
     let address = email.as_str();
     db::write_transaction(conn, |conn| {
         let now = db::now();

@@ -8,11 +8,9 @@ mod provider;
 pub use host_link::{host_link, HostLinkError, HOST_COMMAND_LINE};
 pub use provider::{end_provider_sessions, oidc_session, Vouched, SIGNED_OUT_AT_PROVIDER};
 
-use crate::services::Env;
 use chrono::{Duration, NaiveDateTime};
 use diesel::prelude::*;
 
-use crate::config::Settings;
 use crate::db::schema::{people, sessions, sign_in_links, sign_in_requests};
 use crate::db::{self, DbConnection};
 use crate::domain::auth::{self, TooMany};
@@ -20,6 +18,7 @@ use crate::domain::{EmailAddress, TokenSecret};
 use crate::email::Kind;
 use crate::services::directory::people as directory;
 use crate::services::outbound::outbox;
+use crate::services::Env;
 
 /// Why signing in did not work.
 #[derive(Debug, thiserror::Error)]
@@ -76,13 +75,15 @@ impl SessionPerson {
 }
 
 /// Whether anyone may sign in (`Settings::anyone_may_sign_in`).
-fn open(settings: &Settings) -> bool {
+fn open(env: Env<'_>) -> bool {
+    let settings = env.settings;
     settings.anyone_may_sign_in()
 }
 
 /// Whether `address` may sign in (`domain::auth::may_sign_in`): the same rule for the
 /// emailed link and the proxy's header.
-fn may_sign_in(conn: &mut DbConnection, address: &str, settings: &Settings) -> QueryResult<bool> {
+fn may_sign_in(conn: &mut DbConnection, address: &str, env: Env<'_>) -> QueryResult<bool> {
+    let settings = env.settings;
     let found: Option<bool> = people::table
         .find(address)
         .select(people::active)
@@ -97,7 +98,7 @@ fn may_sign_in(conn: &mut DbConnection, address: &str, settings: &Settings) -> Q
         address,
         in_directory > 0,
         &settings.auth.allowed_domains,
-        open(settings),
+        open(env),
     ))
 }
 
@@ -115,7 +116,7 @@ pub fn request_link(
     next: Option<&str>,
     env: Env<'_>,
 ) -> Result<Option<String>, AuthError> {
-    match count_request(conn, email, client, env.settings)? {
+    match count_request(conn, email, client, env)? {
         auth::LinkAllowance::Send => send_link(conn, email, client, next, env),
         auth::LinkAllowance::Withhold => Ok(None),
     }
@@ -128,8 +129,9 @@ pub fn count_request(
     conn: &mut DbConnection,
     email: &EmailAddress,
     client: &str,
-    settings: &Settings,
+    env: Env<'_>,
 ) -> Result<auth::LinkAllowance, AuthError> {
+    let settings = env.settings;
     let address = email.as_str();
     db::write_transaction(conn, |conn| {
         let now = db::now();
@@ -187,7 +189,7 @@ pub fn send_link(
         // for the next request, says nothing of whether the address is in the
         // directory: an address that may not sign in gets a link expired at birth
         // (it can never be redeemed; the daily purge removes it) and no email.
-        let allowed = may_sign_in(conn, address, settings)?;
+        let allowed = may_sign_in(conn, address, env)?;
         if !allowed {
             tracing::info!(email = %address, "sign-in requested by an address that may not sign in");
         }
@@ -333,8 +335,9 @@ type SessionFields = (
 pub fn session(
     conn: &mut DbConnection,
     secret: &str,
-    settings: &Settings,
+    env: Env<'_>,
 ) -> QueryResult<Option<SessionPerson>> {
+    let settings = env.settings;
     let hash = TokenSecret::from_presented(secret).hash();
     let found: Option<SessionFields> = sessions::table
         .filter(sessions::token_hash.eq(&hash))
@@ -406,25 +409,24 @@ pub fn proxy_session(
     email: &EmailAddress,
     cookie: Option<&str>,
     client: &str,
-    settings: &Settings,
+    env: Env<'_>,
 ) -> QueryResult<Option<(SessionPerson, Option<TokenSecret>)>> {
     if let Some(secret) = cookie {
-        if let Some(person) = session(conn, secret, settings)? {
+        if let Some(person) = session(conn, secret, env)? {
             if person.email == email.as_str() {
                 return Ok(Some((person, None)));
             }
             end(conn, &person.session_id, "another person at the proxy")?;
         }
     }
-    if !may_sign_in(conn, email.as_str(), settings)? {
+    if !may_sign_in(conn, email.as_str(), env)? {
         tracing::info!(email = %email.as_str(), "the proxy named an address that may not sign in");
         return Ok(None);
     }
     let secret = db::write_transaction(conn, |conn| {
         start_session(conn, email.as_str(), Method::Proxy, client, db::now(), None)
     })?;
-    let person =
-        session(conn, secret.expose(), settings)?.ok_or(diesel::result::Error::NotFound)?;
+    let person = session(conn, secret.expose(), env)?.ok_or(diesel::result::Error::NotFound)?;
     Ok(Some((person, Some(secret))))
 }
 
@@ -548,11 +550,8 @@ pub fn end_all(conn: &mut DbConnection, email: &str, by: &str) -> QueryResult<us
 
 /// Deletes what sign-in leaves behind: links and requests older than a day, and
 /// sessions that ended, went idle or outlived `auth.session_max_secs` a day ago.
-pub fn purge(
-    conn: &mut DbConnection,
-    settings: &Settings,
-    now: NaiveDateTime,
-) -> QueryResult<usize> {
+pub fn purge(conn: &mut DbConnection, env: Env<'_>, now: NaiveDateTime) -> QueryResult<usize> {
+    let settings = env.settings;
     let day_ago = now - Duration::days(1);
     let links = diesel::delete(sign_in_links::table.filter(sign_in_links::expires_at.lt(day_ago)))
         .execute(conn)?;

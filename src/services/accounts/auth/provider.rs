@@ -6,11 +6,11 @@ use diesel::prelude::*;
 
 use super::Method;
 use super::{end, may_sign_in, session, start_session};
-use crate::config::Settings;
 use crate::db::schema::{people, sessions};
 use crate::db::{self, DbConnection};
 use crate::domain::{EmailAddress, TokenSecret};
 use crate::services::directory::people as directory;
+use crate::services::Env;
 
 /// What an OpenID Provider says of the person signing in, once its ID token passed
 /// its checks (`oidc::Provider::finish`) and its address is one it vouches for
@@ -40,15 +40,15 @@ pub fn oidc_session(
     person: &Vouched<'_>,
     client: &str,
     previous: Option<&str>,
-    settings: &Settings,
+    env: Env<'_>,
 ) -> QueryResult<Option<TokenSecret>> {
     let address = person.email.as_str();
-    if !may_sign_in(conn, address, settings)? {
+    if !may_sign_in(conn, address, env)? {
         tracing::info!(email = %address, "the sign-in provider vouched for an address that may not sign in");
         return Ok(None);
     }
     if let Some(secret) = previous {
-        if let Some(before) = session(conn, secret, settings)? {
+        if let Some(before) = session(conn, secret, env)? {
             end(conn, &before.session_id, "signed in again")?;
         }
     }

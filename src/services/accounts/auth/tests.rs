@@ -1,4 +1,5 @@
 use super::*;
+use crate::config::Settings;
 use crate::db::testing::database;
 use crate::email::EmailTemplates;
 
@@ -21,7 +22,7 @@ fn a_link_signs_in_once_and_the_day_old_leftovers_are_purged() {
     let token = link.split_once("token=").expect("token").1;
     let (secret, next) = redeem(&mut conn, token, "192.0.2.1").expect("signed in");
     assert_eq!(next.as_deref(), Some("/coes/1"));
-    let person = session(&mut conn, secret.expose(), &settings)
+    let person = session(&mut conn, secret.expose(), env)
         .expect("query")
         .expect("alive");
     assert_eq!(person.email, "ana@example.com");
@@ -30,18 +31,18 @@ fn a_link_signs_in_once_and_the_day_old_leftovers_are_purged() {
         Err(AuthError::LinkUsedOrExpired)
     ));
     end(&mut conn, &person.session_id, "sign-out").expect("ended");
-    assert!(session(&mut conn, secret.expose(), &settings)
+    assert!(session(&mut conn, secret.expose(), env)
         .expect("query")
         .is_none());
 
     assert_eq!(
-        purge(&mut conn, &settings, db::now()).expect("purge"),
+        purge(&mut conn, env, db::now()).expect("purge"),
         0,
         "nothing a day old yet"
     );
     let tomorrow = db::now() + Duration::days(2);
     assert_eq!(
-        purge(&mut conn, &settings, tomorrow).expect("purge"),
+        purge(&mut conn, env, tomorrow).expect("purge"),
         3,
         "the link, the request and the ended session"
     );

@@ -151,9 +151,7 @@ pub fn prepare(
         .ok()
         .flatten();
     if let Ok(checked) = &checked {
-        if let Some(problem) =
-            directory::check_action_owner(conn, env.settings, checked.owner.as_str())?
-        {
+        if let Some(problem) = directory::check_action_owner(conn, env, checked.owner.as_str())? {
             problems.push(("owner".to_owned(), problem));
         }
     }
@@ -395,7 +393,7 @@ fn change_fields(
         changed = true;
     }
     if let Some(owner) = &patch.owner {
-        if let Some(problem) = directory::check_action_owner(conn, env.settings, owner.as_str())? {
+        if let Some(problem) = directory::check_action_owner(conn, env, owner.as_str())? {
             return Err(invalid("owner", problem));
         }
         row.owner_email = owner.as_str().to_owned();

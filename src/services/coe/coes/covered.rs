@@ -13,8 +13,8 @@ use serde_json::json;
 use super::edit::{with_current, Recorded};
 use super::timeline::recompute_milestone;
 use super::{alert_entries, follow_incident, CoeError};
-use crate::db::models::{FailureEventRow, IncidentRow};
-use crate::db::schema::{coe_incidents, coes, failure_events, incidents, timeline_entries};
+use crate::db::models::FailureEventRow;
+use crate::db::schema::{coe_incidents, coes, failure_events, timeline_entries};
 use crate::db::{locks, DbConnection};
 use crate::domain::coe::TimelineKind;
 use crate::services::access::Editor;
@@ -42,17 +42,7 @@ pub fn attach_incident(
     env: Env<'_>,
 ) -> Result<(), CoeError> {
     with_current(conn, id, who, env, |conn, _, now| {
-        let incident: IncidentRow = incidents::table
-            .find(incident_id)
-            .select(IncidentRow::as_select())
-            .first(conn)
-            .optional()?
-            .ok_or_else(|| {
-                CoeError::invalid(
-                    "incident_id",
-                    format!("no incident with id `{incident_id}`"),
-                )
-            })?;
+        let incident = super::incident_named(conn, incident_id)?;
         // Under the group's lock, as the draft of a new incident opens: the incident
         // cannot open a draft of its own meanwhile.
         locks::lock_group(conn, &incident.group_key)?;

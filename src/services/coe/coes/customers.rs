@@ -8,15 +8,15 @@
 
 use diesel::prelude::*;
 
-use crate::config::Settings;
 use crate::db::schema::people;
 use crate::db::DbConnection;
 use crate::domain::customer_summary;
-
 pub use crate::domain::customer_summary::Findings;
+use crate::services::Env;
 
 /// `coe.internal_patterns`, compiled once for a check (any case).
-fn internal_patterns(settings: &Settings) -> Vec<regex::Regex> {
+fn internal_patterns(env: Env<'_>) -> Vec<regex::Regex> {
+    let settings = env.settings;
     settings
         .coe
         .internal_patterns
@@ -34,7 +34,7 @@ fn internal_patterns(settings: &Settings) -> Vec<regex::Regex> {
 /// What is wrong with `text` for customers' eyes, each in words ("names Ana Lima, a
 /// person in the directory"): refusals, and warnings the writer weighs. Reads the
 /// directory once (address and name of each person); nothing when the text is empty.
-pub fn check(conn: &mut DbConnection, settings: &Settings, text: &str) -> QueryResult<Findings> {
+pub fn check(conn: &mut DbConnection, env: Env<'_>, text: &str) -> QueryResult<Findings> {
     if text.trim().is_empty() {
         return Ok(Findings::default());
     }
@@ -44,6 +44,6 @@ pub fn check(conn: &mut DbConnection, settings: &Settings, text: &str) -> QueryR
     Ok(customer_summary::check(
         text,
         &directory,
-        &internal_patterns(settings),
+        &internal_patterns(env),
     ))
 }

@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::{load_row, template_of, CoeError};
-use crate::config::Settings;
 use crate::db::schema::coes;
 use crate::db::{types, DbConnection};
 use crate::domain::assessment::Assessment;
@@ -15,6 +14,7 @@ use crate::domain::coe::{CoeState, RelatedKind, TimelineKind};
 use crate::domain::template::SectionKind;
 use crate::domain::Severity;
 use crate::services::coe::actions::{self, ActionView};
+use crate::services::Env;
 
 mod completeness;
 mod history;
@@ -251,11 +251,8 @@ pub struct EarlierSection {
 }
 
 /// The whole document, with its completeness report.
-pub fn load(
-    conn: &mut DbConnection,
-    id: &str,
-    settings: &Settings,
-) -> Result<CoeDocument, CoeError> {
+pub fn load(conn: &mut DbConnection, id: &str, env: Env<'_>) -> Result<CoeDocument, CoeError> {
+    let settings = env.settings;
     let clock = settings.clock();
     let row = load_row(conn, id)?;
     let template = template_of(&row);
@@ -273,7 +270,7 @@ pub fn load(
         five_whys: &five_whys,
         actions: &action_views,
     };
-    let completeness = completeness::of_parts(conn, settings, &row, &parts)?;
+    let completeness = completeness::of_parts(conn, env, &row, &parts)?;
     let section_views = parts::section_views(&template, &sections, &completeness);
     let from_previous_template = parts::from_previous_template(&template, &sections);
     let extra: (Option<String>, Option<String>, Option<String>) = coes::table
@@ -312,7 +309,7 @@ pub fn load(
         recurred_after_done: super::of_earlier_coe(conn, id)?,
         same_outage: super::same_outage::of(
             conn,
-            settings,
+            env,
             id,
             types::read("coes.state", &row.state)?,
             row.created_at,

@@ -94,7 +94,7 @@ fn insert_draft_for_incident(
         .iter()
         .filter_map(|e| serde_json::from_str(&e.labels).ok())
         .collect();
-    let assigned = ownership::for_alerts(conn, env.settings, &labels, incident.service.as_deref())?;
+    let assigned = ownership::for_alerts(conn, *env, &labels, incident.service.as_deref())?;
     let severity = types::severity("incidents.severity", incident.severity)?;
     let flat: Vec<(String, String)> = labels
         .iter()
@@ -443,7 +443,7 @@ pub fn create(
     check_sizes(&input)?;
     db::write_transaction(conn, |conn| {
         if let Some(owner) = &input.owner {
-            super::check_person(conn, env.settings, "owner", owner.as_str())?;
+            super::check_person(conn, *env, "owner", owner.as_str())?;
         }
         let now = db::now();
         let id = match &input.incident_id {
@@ -496,17 +496,7 @@ fn open_for_incident(
     env: &Env<'_>,
     now: NaiveDateTime,
 ) -> Result<String, CoeError> {
-    let incident: IncidentRow = incidents::table
-        .find(incident_id)
-        .select(IncidentRow::as_select())
-        .first(conn)
-        .optional()?
-        .ok_or_else(|| {
-            CoeError::invalid(
-                "incident_id",
-                format!("no incident with id `{incident_id}`"),
-            )
-        })?;
+    let incident = super::incident_named(conn, incident_id)?;
     locks::lock_group(conn, &incident.group_key)?;
     if let Some(existing) = coe_incidents::table
         .filter(coe_incidents::incident_id.eq(incident_id))
@@ -555,7 +545,7 @@ fn open_without_incident(
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .ok_or_else(|| CoeError::invalid("title", "is required without an incident_id"))?;
-    let mut assigned = ownership::for_service(conn, env.settings, input.service.as_deref())?;
+    let mut assigned = ownership::for_service(conn, *env, input.service.as_deref())?;
     if let Some(owner) = &input.owner {
         assigned.owner = Some(owner.as_str().to_owned());
         let dotless = &env.settings.auth.dotless_domains;

@@ -252,11 +252,11 @@ pub fn patch(
             changes.push(("title", json!(title)));
         }
         if let Some(owner) = &patch.owner {
-            super::check_person(conn, env.settings, "owner", owner.as_str())?;
+            super::check_person(conn, env, "owner", owner.as_str())?;
             changes.push(("owner", json!(owner.as_str())));
         }
         if let Some(reviewer) = &patch.reviewer {
-            super::check_person(conn, env.settings, "reviewer", reviewer.as_str())?;
+            super::check_person(conn, env, "reviewer", reviewer.as_str())?;
             if let Some(problem) = people::check_reviewer(conn, reviewer.as_str())? {
                 return Err(CoeError::invalid("reviewer", problem));
             }
@@ -460,7 +460,7 @@ fn switch_template(
             state.as_str().replace('_', " ")
         )));
     }
-    let templates = crate::services::coe::templates::all(conn, env.settings, env.template)?;
+    let templates = crate::services::coe::templates::all(conn, env)?;
     let names: Vec<String> = templates.iter().map(|t| t.name.clone()).collect();
     let Some(template) = templates.into_iter().find(|t| t.name == name.trim()) else {
         return Err(CoeError::invalid(

@@ -38,6 +38,7 @@ use crate::domain::coe::CoeState;
 use crate::domain::template::Template;
 use crate::services::access::AccessError;
 use crate::services::outbound::{self, Fact};
+use crate::services::Env;
 
 pub use crate::services::search_index::action_texts;
 pub use comments::{
@@ -167,14 +168,33 @@ fn record_change(
 /// `people::check_assignable`.
 fn check_person(
     conn: &mut DbConnection,
-    settings: &crate::config::Settings,
+    env: Env<'_>,
     field: &str,
     email: &str,
 ) -> Result<(), CoeError> {
-    match crate::services::directory::people::check_assignable(conn, settings, email)? {
+    match crate::services::directory::people::check_assignable(conn, env, email)? {
         Some(problem) => Err(CoeError::invalid(field, problem)),
         None => Ok(()),
     }
+}
+
+/// Incident `incident_id`, or a refusal of the field `incident_id` naming it.
+fn incident_named(
+    conn: &mut DbConnection,
+    incident_id: &str,
+) -> Result<crate::db::models::IncidentRow, CoeError> {
+    use crate::db::schema::incidents;
+    incidents::table
+        .find(incident_id)
+        .select(crate::db::models::IncidentRow::as_select())
+        .first(conn)
+        .optional()?
+        .ok_or_else(|| {
+            CoeError::invalid(
+                "incident_id",
+                format!("no incident with id `{incident_id}`"),
+            )
+        })
 }
 
 /// The COE's version now: what a change that adds to it (an entry, a chain, a link)

@@ -20,12 +20,12 @@ use diesel::prelude::*;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::config::Settings;
 use crate::db::schema::{coe_incidents, coes, failure_events, incidents};
 use crate::db::{types, DbConnection};
 use crate::domain::coe::CoeState;
 use crate::domain::Severity;
 use crate::services::directory::ownership;
+use crate::services::Env;
 
 /// Another open COE that is probably about the same outage.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -66,11 +66,12 @@ struct Near {
 /// `state`, opened at `created_at`), the nearest in time first.
 pub fn of(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     id: &str,
     state: CoeState,
     created_at: NaiveDateTime,
 ) -> QueryResult<Vec<SameOutage>> {
+    let settings = env.settings;
     let mergeable_with: &[&str] = match state {
         CoeState::Draft => &["draft", "in_review"],
         CoeState::InReview => &["draft"],

@@ -3,7 +3,6 @@
 //! which state is `domain::review::review`; this module loads the facts, checks the
 //! writeup's completeness on submit, and records the step.
 
-use crate::services::Env;
 use diesel::prelude::*;
 
 use crate::db::models::{CoeRow, ReviewCommentRow};
@@ -15,6 +14,7 @@ use crate::domain::review::{self as rules, ReviewFacts, ReviewRefusal};
 use crate::services::coe::coes::{self as coe_service, CoeError};
 use crate::services::outbound::spine::{Fact, ReviewStepped};
 use crate::services::outbound::{self, ReviewEvent};
+use crate::services::Env;
 use crate::services::{access, coe::lifecycle, directory::people as people_service};
 
 mod bar_raisers;
@@ -108,10 +108,8 @@ pub fn open_incidents(conn: &mut DbConnection, id: &str) -> QueryResult<Vec<(Str
 
 /// Whether approving a COE of `severity` while its incidents are open needs the
 /// approver's acknowledgment (`coe.bar_raiser_from`: the worst outages).
-pub fn approval_needs_closed_incidents(
-    severity: crate::domain::Severity,
-    settings: &crate::config::Settings,
-) -> bool {
+pub fn approval_needs_closed_incidents(severity: crate::domain::Severity, env: Env<'_>) -> bool {
+    let settings = env.settings;
     bar_raiser::needed(severity, settings.coe.bar_raiser_from)
 }
 
@@ -285,7 +283,7 @@ fn gaps(
     waiting: &[coe_service::SectionComment],
     env: Env<'_>,
 ) -> Result<Vec<(String, String)>, CoeError> {
-    let doc = coe_service::load(conn, id, env.settings)?;
+    let doc = coe_service::load(conn, id, env)?;
     Ok(doc
         .completeness
         .missing
@@ -325,7 +323,7 @@ fn unacknowledged_open(
     said: Said<'_>,
     env: Env<'_>,
 ) -> Result<Vec<String>, CoeError> {
-    if !approval_needs_closed_incidents(severity, env.settings) {
+    if !approval_needs_closed_incidents(severity, env) {
         return Ok(Vec::new());
     }
     let open = open_incidents(conn, id)?;

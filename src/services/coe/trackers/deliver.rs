@@ -12,13 +12,13 @@ use serde_json::Value;
 
 use super::save_remote;
 use super::state as tracker_state;
-use crate::config::Settings;
 use crate::db::schema::{tickets, tracker_jobs};
 use crate::db::{self, DbConnection, DbPool};
 use crate::services::outbound::queue::{
     self, due, Claim, DeliveryError, Flow, Pooled, Queue, Report, Settled,
 };
 use crate::services::outbound::tickets::{FAILED, PENDING, SENDING};
+use crate::services::Env;
 use crate::trackers::{Client, Failure, Remote};
 
 mod ask;
@@ -158,17 +158,17 @@ impl Sent {
 /// between).
 pub fn deliver(
     pool: &DbPool,
-    settings: &Settings,
+    env: Env<'_>,
     claimant: &str,
     stop: &AtomicBool,
 ) -> Result<TrackerReport, DeliveryError> {
     queue::pass(
         Pooled(pool),
         &mut Trackers {
-            settings,
+            env,
             skipped: Vec::new(),
         },
-        settings,
+        env,
         claimant,
         stop,
     )
@@ -184,7 +184,7 @@ pub fn reclaim(conn: &mut DbConnection, claimant: &str, now: NaiveDateTime) -> Q
 /// credentials is left for the rest of the pass: its other jobs would only wait for
 /// the same timeout.
 struct Trackers<'a> {
-    settings: &'a Settings,
+    env: Env<'a>,
     skipped: Vec<String>,
 }
 
@@ -193,7 +193,7 @@ impl queue::Channel for Trackers<'_> {
     type Sent = Sent;
 
     fn begin(&mut self, _conn: &mut DbConnection) -> QueryResult<bool> {
-        Ok(!self.settings.trackers.is_empty())
+        Ok(!self.env.settings.trackers.is_empty())
     }
 
     fn claim(
@@ -209,8 +209,8 @@ impl queue::Channel for Trackers<'_> {
             return Ok(None);
         };
         let detail: Value = serde_json::from_str(&detail).unwrap_or_default();
-        let plan = match self.settings.trackers.iter().any(|t| t.name == tracker) {
-            true => Some(plan(conn, self.settings, &action_id, &what, &detail)?),
+        let plan = match self.env.settings.trackers.iter().any(|t| t.name == tracker) {
+            true => Some(plan(conn, self.env, &action_id, &what, &detail)?),
             false => None,
         };
         Ok(Some(Job {
@@ -225,6 +225,7 @@ impl queue::Channel for Trackers<'_> {
 
     fn send(&mut self, job: &mut Job) -> Sent {
         let tracker = self
+            .env
             .settings
             .trackers
             .iter()
@@ -254,7 +255,7 @@ impl queue::Channel for Trackers<'_> {
         sent: Sent,
         report: &mut Report,
     ) -> QueryResult<Flow> {
-        record(conn, self.settings, job, sent, report)?;
+        record(conn, self.env, job, sent, report)?;
         Ok(Flow::Next)
     }
 }
@@ -265,11 +266,12 @@ impl queue::Channel for Trackers<'_> {
 /// Trackers page and the log).
 fn record(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     job: &Job,
     sent: Sent,
     report: &mut Report,
 ) -> QueryResult<()> {
+    let settings = env.settings;
     let now = db::now();
     let Sent {
         outcome,
@@ -287,7 +289,7 @@ fn record(
         Outcome::Failed(Failure::Retry { after_secs, .. }) if job.claim.attempts < MAX_ATTEMPTS => {
             // The tracker's `Retry-After`, but never sooner than the back-off: a
             // short one repeated does not spend every attempt in minutes.
-            let backoff = queue::backoff(settings, job.claim.attempts);
+            let backoff = queue::backoff(env, job.claim.attempts);
             let asked = after_secs.map(queue::asked_wait).unwrap_or(backoff);
             Settled::again(now + asked.max(backoff), error.as_deref())
         }
@@ -295,7 +297,7 @@ fn record(
         // back-off (its cap, once there) until an admin mends the tracker (the admin
         // page says so); never failed for it.
         Outcome::Failed(Failure::Broken(_)) => Settled::again(
-            now + queue::backoff(settings, job.claim.attempts),
+            now + queue::backoff(env, job.claim.attempts),
             error.as_deref(),
         ),
         Outcome::Failed(_) => Settled::failed(error.as_deref().unwrap_or_default(), now),

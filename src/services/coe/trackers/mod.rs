@@ -130,7 +130,7 @@ pub fn make(
                     )
                 })?
         }
-        None => queue::destination(conn, settings, action_id)?.ok_or_else(|| {
+        None => queue::destination(conn, env, action_id)?.ok_or_else(|| {
             invalid(
                 "tracker",
                 "no tracker takes actions of this team or service: name one",

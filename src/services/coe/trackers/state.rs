@@ -6,10 +6,11 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde::Serialize;
 
-use crate::config::{Settings, TrackerSettings};
+use crate::config::TrackerSettings;
 use crate::db::schema::{tickets, tracker_jobs, tracker_states};
 use crate::db::DbConnection;
 use crate::services::outbound::tickets::{FAILED, PENDING, SENDING};
+use crate::services::Env;
 use crate::trackers::{Client, Failure};
 
 fn ensure(conn: &mut DbConnection, name: &str) -> QueryResult<()> {
@@ -136,7 +137,8 @@ type StateRow = (
 );
 
 /// Every tracker in the settings with its health.
-pub fn statuses(conn: &mut DbConnection, settings: &Settings) -> QueryResult<Vec<TrackerStatus>> {
+pub fn statuses(conn: &mut DbConnection, env: Env<'_>) -> QueryResult<Vec<TrackerStatus>> {
+    let settings = env.settings;
     let rows: Vec<StateRow> = tracker_states::table
         .select((
             tracker_states::name,

@@ -4,11 +4,11 @@
 use diesel::prelude::*;
 use serde_json::json;
 
-use crate::config::Settings;
 use crate::db::schema::{service_owners, team_owners};
 use crate::db::DbConnection;
 use crate::domain::EmailAddress;
 use crate::services::directory::people::PeopleError;
+use crate::services::Env;
 
 /// A service's entry of the map as an admin typed it.
 #[derive(Debug, Clone, Default)]
@@ -31,7 +31,7 @@ type Problems = Vec<(String, String)>;
 /// (`people::check_assignable`).
 fn checked_address(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     field: &str,
     value: Option<&str>,
     problems: &mut Problems,
@@ -47,7 +47,7 @@ fn checked_address(
         }
     };
     if let Some(problem) =
-        crate::services::directory::people::check_assignable(conn, settings, address.as_str())?
+        crate::services::directory::people::check_assignable(conn, env, address.as_str())?
     {
         problems.push((field.to_owned(), problem));
         return Ok(None);
@@ -71,22 +71,16 @@ fn checked_name(field: &str, value: &str, problems: &mut Problems) -> String {
 /// recorded); an entry with none of them is removed. Every problem is named at once, nothing written.
 pub fn put_service(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     input: &ServiceInput,
     actor: &str,
 ) -> Result<(), PeopleError> {
     let mut problems = Problems::new();
     let service = checked_name("service", &input.service, &mut problems);
-    let owner = checked_address(
-        conn,
-        settings,
-        "owner",
-        input.owner.as_deref(),
-        &mut problems,
-    )?;
+    let owner = checked_address(conn, env, "owner", input.owner.as_deref(), &mut problems)?;
     let reviewer = checked_address(
         conn,
-        settings,
+        env,
         "reviewer",
         input.reviewer.as_deref(),
         &mut problems,
@@ -155,14 +149,14 @@ pub fn put_service(
 /// Sets a team's default COE owner (`None` removes it).
 pub fn put_team_owner(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     team: &str,
     owner: Option<&str>,
     actor: &str,
 ) -> Result<(), PeopleError> {
     let mut problems = Problems::new();
     let team = checked_name("team", team, &mut problems);
-    let owner = checked_address(conn, settings, "owner", owner, &mut problems)?;
+    let owner = checked_address(conn, env, "owner", owner, &mut problems)?;
     if !problems.is_empty() {
         return Err(PeopleError::Invalid(problems));
     }

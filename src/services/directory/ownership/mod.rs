@@ -15,10 +15,10 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde::Serialize;
 
-use crate::config::Settings;
 use crate::db::schema::{people, service_owners, team_owners};
 use crate::db::{lower, DbConnection};
 use crate::domain::EmailAddress;
+use crate::services::Env;
 
 mod map;
 mod suggestions;
@@ -114,10 +114,11 @@ pub struct TeamOwner {
 /// alert's first) on `service`, by the chain above.
 pub fn for_alerts(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     labels: &[BTreeMap<String, String>],
     service: Option<&str>,
 ) -> QueryResult<Assigned> {
+    let settings = env.settings;
     let mapped = service.map(|s| service_row(conn, s)).transpose()?.flatten();
     let reviewer = mapped.as_ref().and_then(|m| m.reviewer.clone());
     let with = |owner: String, by: String| Assigned {
@@ -182,10 +183,10 @@ pub fn for_alerts(
 /// The owner (and default reviewer) of a COE opened by hand for `service`.
 pub fn for_service(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     service: Option<&str>,
 ) -> QueryResult<Assigned> {
-    for_alerts(conn, settings, &[], service)
+    for_alerts(conn, env, &[], service)
 }
 
 fn service_row(conn: &mut DbConnection, service: &str) -> QueryResult<Option<ServiceOwner>> {

@@ -4,9 +4,9 @@ use diesel::prelude::*;
 use serde::Serialize;
 
 use super::{service_row, team_owner};
-use crate::config::Settings;
 use crate::db::schema::people;
 use crate::db::{lower, DbConnection};
+use crate::services::Env;
 
 /// A person offered for a part of a COE, and why them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -21,10 +21,11 @@ pub struct Suggestion {
 /// owner's team's default owner. Never the owner; only people who work here.
 pub fn reviewer_suggestions(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     owner: Option<&str>,
     service: Option<&str>,
 ) -> QueryResult<Vec<Suggestion>> {
+    let settings = env.settings;
     let mapped = service.map(|s| service_row(conn, s)).transpose()?.flatten();
     let mut offered: Vec<(Option<String>, String)> = Vec::new();
     if let Some(m) = &mapped {

@@ -6,6 +6,7 @@ use diesel::prelude::*;
 
 use crate::db::schema::people;
 use crate::db::DbConnection;
+use crate::services::Env;
 
 /// Whether `email` still works here: in the directory and active, or not in it at
 /// all (someone outside the directory has not left it).
@@ -42,10 +43,11 @@ pub fn has_left(conn: &mut DbConnection, email: &str) -> QueryResult<Option<Stri
 /// escalation when the action goes overdue). Returns the problem in words.
 pub fn check_action_owner(
     conn: &mut DbConnection,
-    settings: &crate::config::Settings,
+    env: Env<'_>,
     email: &str,
 ) -> QueryResult<Option<String>> {
-    if let Some(problem) = check_assignable(conn, settings, email)? {
+    let settings = env.settings;
+    if let Some(problem) = check_assignable(conn, env, email)? {
         return Ok(Some(problem));
     }
     if settings.mode != crate::config::Mode::Production {
@@ -66,9 +68,10 @@ pub fn check_action_owner(
 
 pub fn check_assignable(
     conn: &mut DbConnection,
-    settings: &crate::config::Settings,
+    env: Env<'_>,
     email: &str,
 ) -> QueryResult<Option<String>> {
+    let settings = env.settings;
     use crate::domain::auth::{nearest_address, with_nearest_domain};
     let allowed = &settings.auth.allowed_domains;
     let domain = email.rsplit_once('@').map_or("", |(_, d)| d);

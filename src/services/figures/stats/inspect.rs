@@ -3,19 +3,19 @@
 //! figures about the past the figures job counted (`snapshot`), dated; a team's
 //! figures, other weeks or another period counted for the asking.
 
+use std::sync::Arc;
+
 use chrono::{Duration, NaiveDate};
 use diesel::QueryResult;
-
-use std::sync::Arc;
 
 use super::{
     first_day, history, live_figures, snapshot, with_action_figures, with_history, LiveFigures,
     Scope, Stats, WEEKS,
 };
-use crate::config::Settings;
 use crate::db::DbConnection;
 use crate::services::coe::actions::totals_cache::TotalsCache;
 use crate::services::figures::coverage;
+use crate::services::Env;
 
 /// Everyone's open and overdue figures, kept between the changes they count (summing
 /// 10,000 owners' kept rows by team costs a view more than the rest of the figures).
@@ -26,7 +26,8 @@ const FACTOR_QUARTERS: u32 = 4;
 
 /// How old the job's figures may be before a view counts them itself: the job has
 /// then missed two turns (it is failing, or no replica runs it).
-fn max_age(settings: &Settings) -> Option<Duration> {
+fn max_age(env: Env<'_>) -> Option<Duration> {
+    let settings = env.settings;
     match settings.server.figures_every_secs {
         0 => None,
         every => Some(Duration::seconds(3 * every as i64)),
@@ -34,24 +35,21 @@ fn max_age(settings: &Settings) -> Option<Duration> {
 }
 
 /// The inspection figures now, for everyone.
-pub fn current(
-    conn: &mut DbConnection,
-    settings: &Settings,
-    live: &LiveCache,
-) -> QueryResult<Stats> {
-    scoped(conn, settings, live, &Scope::default())
+pub fn current(conn: &mut DbConnection, env: Env<'_>, live: &LiveCache) -> QueryResult<Stats> {
+    scoped(conn, env, live, &Scope::default())
 }
 
 /// The inspection figures now, for `scope`: everyone's figures about the past as the
 /// figures job counted them (when it did, today and recently), else counted now.
 pub fn scoped(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     live: &LiveCache,
     scope: &Scope,
 ) -> QueryResult<Stats> {
+    let settings = env.settings;
     let clock = settings.clock();
-    let kept = match max_age(settings) {
+    let kept = match max_age(env) {
         Some(age) if scope.owners.is_none() && scope.weeks == WEEKS => {
             snapshot::past(conn, clock, age)?
         }
@@ -77,19 +75,20 @@ pub fn scoped(
 /// does not scrape: the coverage of the scope's period and the contributing factors.
 pub fn audited(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     live: &LiveCache,
     scope: &Scope,
 ) -> QueryResult<Stats> {
+    let settings = env.settings;
     let clock = settings.clock();
-    let mut stats = scoped(conn, settings, live, scope)?;
+    let mut stats = scoped(conn, env, live, scope)?;
     let default_period = snapshot::default_period(clock);
     let (from, to) = scope
         .period
         .unwrap_or_else(|| (first_day(clock, scope.weeks), clock.today()));
     // Reading every action closed in the period is the audit's costly part: the job
     // counted the default period's.
-    let kept = match max_age(settings) {
+    let kept = match max_age(env) {
         Some(age) if (from, to) == default_period => {
             snapshot::closed(conn, clock, (from, to), age)?
         }
@@ -106,10 +105,9 @@ pub fn audited(
             coverage::closed_by_team(conn, clock, from, to)?
         }
     };
-    stats.coverage =
-        coverage::audit_with(conn, settings, scope.team.as_deref(), from, to, &closed)?;
+    stats.coverage = coverage::audit_with(conn, env, scope.team.as_deref(), from, to, &closed)?;
     stats.contributing_factors =
-        coverage::factors(conn, settings, scope.team.as_deref(), FACTOR_QUARTERS)?;
+        coverage::factors(conn, env, scope.team.as_deref(), FACTOR_QUARTERS)?;
     Ok(stats)
 }
 

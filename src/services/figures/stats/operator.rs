@@ -6,10 +6,10 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 
 use crate::config::database::DatabaseUrl;
-use crate::config::Settings;
 use crate::db::schema::{chat_messages, outbox_emails};
 use crate::db::{self, DbConnection};
 use crate::services::outbound::outbox::{PENDING, SENDING, SENT};
+use crate::services::Env;
 
 /// The figures; a time is `None` when there is nothing of the kind.
 #[derive(Debug, Clone, Default)]
@@ -26,7 +26,8 @@ pub struct OperatorFigures {
 }
 
 /// Reads the figures (four indexed queries).
-pub fn figures(conn: &mut DbConnection, settings: &Settings) -> QueryResult<OperatorFigures> {
+pub fn figures(conn: &mut DbConnection, env: Env<'_>) -> QueryResult<OperatorFigures> {
+    let settings = env.settings;
     let email_oldest_waiting = outbox_emails::table
         .filter(outbox_emails::state.eq_any([PENDING, SENDING]))
         .select(diesel::dsl::min(outbox_emails::created_at))

@@ -42,12 +42,10 @@ use tokio::sync::oneshot;
 
 use super::{keys_of, store, store_all, Delivery, IngestOutcome};
 use crate::config::database::Backend;
-use crate::config::Settings;
 use crate::db::fault::{self, Fault};
 use crate::db::{self, locks, DbPool};
-use crate::domain::template::Template;
 use crate::domain::FailureEvent;
-use crate::email::EmailTemplates;
+use crate::services::Env;
 
 mod ordinary;
 use ordinary::write_ordinary;
@@ -134,9 +132,7 @@ struct Shared {
     /// Deliveries per committed transaction.
     batch_sizes: Histogram,
     pool: DbPool,
-    settings: Arc<Settings>,
-    template: Arc<Template>,
-    emails: Arc<EmailTemplates>,
+    runtime: crate::services::Runtime,
     /// Rung after a batch that queued emails ("COE opened").
     delivery_waker: crate::services::outbound::outbox::DeliveryWaker,
     /// The SQLite file written (none on PostgreSQL or in memory).
@@ -157,7 +153,8 @@ impl Shared {
 }
 
 /// The SQLite file `settings` name, if any.
-fn sqlite_file(settings: &Settings) -> Option<std::path::PathBuf> {
+fn sqlite_file(env: Env<'_>) -> Option<std::path::PathBuf> {
+    let settings = env.settings;
     match settings.database_url() {
         crate::config::database::DatabaseUrl::Sqlite(path) if path.as_os_str() != ":memory:" => {
             Some(path)
@@ -184,11 +181,10 @@ impl GroupCommit {
     pub fn start(
         database: &crate::config::DatabaseSettings,
         pool: DbPool,
-        settings: Arc<Settings>,
-        template: Arc<Template>,
-        emails: Arc<EmailTemplates>,
+        runtime: crate::services::Runtime,
         delivery_waker: crate::services::outbound::outbox::DeliveryWaker,
     ) -> std::io::Result<GroupCommit> {
+        let settings = &runtime.settings;
         let checkpointer =
             db::Checkpointer::start(&settings.database_url(), settings.database.busy_timeout_ms)?;
         let writers = match settings.database_url().backend() {
@@ -208,10 +204,8 @@ impl GroupCommit {
             waiting_bytes: AtomicUsize::new(0),
             batch_sizes: batch_sizes.clone(),
             pool,
-            sqlite_file: sqlite_file(&settings),
-            settings,
-            template,
-            emails,
+            sqlite_file: sqlite_file(runtime.env()),
+            runtime,
             delivery_waker,
         });
         let mut queues = Vec::with_capacity(writers);
@@ -393,11 +387,7 @@ fn write_batch(batch: &[Job], shared: &Shared) -> Vec<Result<IngestOutcome, Writ
     // What the batch logs (a database fault among it) carries the request id of its
     // first delivery; every delivery of the batch is answered the same.
     let _request = batch.first().map(|job| job.span.enter());
-    let env = crate::services::Env {
-        settings: &shared.settings,
-        template: &shared.template,
-        emails: &shared.emails,
-    };
+    let env = shared.runtime.env();
     if shared.read_only() {
         return batch
             .iter()
@@ -479,9 +469,11 @@ impl Shared {
             waiting_bytes: AtomicUsize::new(0),
             batch_sizes: Histogram::new(exponential_buckets(1.0, 2.0, 9)),
             pool,
-            settings: Arc::new(parts.settings),
-            template: Arc::new(parts.template),
-            emails: Arc::new(parts.emails),
+            runtime: crate::services::Runtime {
+                settings: Arc::new(parts.settings),
+                template: Arc::new(parts.template),
+                emails: Arc::new(parts.emails),
+            },
             delivery_waker: Default::default(),
             sqlite_file: None,
         }

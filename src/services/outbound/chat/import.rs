@@ -22,11 +22,12 @@ use diesel::prelude::*;
 use serde_json::json;
 
 use crate::chat::read::{self, Said};
-use crate::config::{ChannelSettings, Settings};
+use crate::config::ChannelSettings;
 use crate::db::schema::{coe_incidents, coes, incidents};
 use crate::db::DbConnection;
 use crate::services::access::{self, Editor};
 use crate::services::audit::{self, Change, Subject};
+use crate::services::Env;
 
 /// The longest window read at once.
 pub const MAX_WINDOW_DAYS: i64 = 14;
@@ -58,7 +59,8 @@ pub enum ImportError {
 }
 
 /// The channels coe may read back, by name.
-pub fn channels(settings: &Settings) -> Vec<&ChannelSettings> {
+pub fn channels(env: Env<'_>) -> Vec<&ChannelSettings> {
+    let settings = env.settings;
     settings
         .chat
         .channels
@@ -96,12 +98,8 @@ impl Scope {
 
     /// The readable channels offered for this COE to `who`, each with whether it is
     /// one of the COE's (an admin is offered the others too).
-    pub fn channels<'s>(
-        &self,
-        settings: &'s Settings,
-        who: &Editor<'_>,
-    ) -> Vec<(&'s ChannelSettings, bool)> {
-        channels(settings)
+    pub fn channels<'s>(&self, env: Env<'s>, who: &Editor<'_>) -> Vec<(&'s ChannelSettings, bool)> {
+        channels(env)
             .into_iter()
             .map(|c| (c, c.serves(self.team.as_deref(), self.service.as_deref())))
             .filter(|(_, ours)| *ours || access::reads_chat_beyond_the_coe(who))
@@ -199,15 +197,15 @@ pub fn open(
 /// admin).
 pub fn offered(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     id: &str,
     who: &Editor<'_>,
 ) -> QueryResult<bool> {
-    if channels(settings).is_empty() {
+    if channels(env).is_empty() {
         return Ok(false);
     }
     match open(conn, id, who, false) {
-        Ok(scope) => Ok(!scope.channels(settings, who).is_empty()),
+        Ok(scope) => Ok(!scope.channels(env, who).is_empty()),
         Err(access::AccessError::Database(e)) => Err(e),
         Err(_) => Ok(false),
     }
@@ -241,16 +239,16 @@ pub struct Reading {
 /// `MAX_WINDOW_DAYS` that lies, for anyone but an admin, within the COE's incidents
 /// widened by `WINDOW_MARGIN_HOURS` (`Scope::allowed`).
 pub fn plan(
-    settings: &Settings,
+    env: Env<'_>,
     scope: &Scope,
     who: &Editor<'_>,
     ask: &Ask,
     now: NaiveDateTime,
 ) -> Result<Reading, ImportError> {
     let name = ask.channel.trim();
-    let Some(channel) = channels(settings).into_iter().find(|c| c.name == name) else {
+    let Some(channel) = channels(env).into_iter().find(|c| c.name == name) else {
         let names: Vec<&str> = scope
-            .channels(settings, who)
+            .channels(env, who)
             .iter()
             .map(|(c, _)| c.name.as_str())
             .collect();
@@ -351,8 +349,9 @@ pub fn words(t: NaiveDateTime) -> String {
 
 /// The messages people wrote in the planned conversation and window, oldest first.
 /// Calls the platform: run it with no pooled connection held.
-pub fn read(settings: &Settings, reading: &Reading) -> Result<Vec<Said>, ImportError> {
-    let Some(channel) = channels(settings)
+pub fn read(env: Env<'_>, reading: &Reading) -> Result<Vec<Said>, ImportError> {
+    let settings = env.settings;
+    let Some(channel) = channels(env)
         .into_iter()
         .find(|c| c.name == reading.channel)
     else {

@@ -25,7 +25,7 @@ use diesel::prelude::*;
 use serde::Serialize;
 
 use crate::chat::{self, Notice, Sent};
-use crate::config::{ChannelSettings, ChatEvent, Settings};
+use crate::config::{ChannelSettings, ChatEvent};
 use crate::db::schema::{chat_channels, chat_messages};
 use crate::db::{self, DbConnection};
 
@@ -33,6 +33,7 @@ use crate::services::outbound::queue::{
     self, due, Claim, DeliveryError, Flow, Pooled, Queue, Report, Settled,
 };
 pub use crate::services::outbound::queue::{FAILED, PENDING, SENDING, SENT};
+use crate::services::Env;
 
 /// After this many attempts a message is failed (at the back-off's cap, about a day).
 const MAX_ATTEMPTS: i32 = 12;
@@ -48,13 +49,14 @@ pub struct Route<'a> {
 /// channel and `key`. Returns how many were queued now.
 pub fn notify(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     event: ChatEvent,
     route: Route<'_>,
     key: &str,
     notice: &Notice,
     now: NaiveDateTime,
 ) -> QueryResult<usize> {
+    let settings = env.settings;
     let mut queued = 0;
     for channel in settings
         .chat
@@ -119,13 +121,14 @@ pub fn enqueue_body(
 /// service: a Statuspage channel only when it names the incident.
 pub fn published(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     coe_id: &str,
     (token, url): (&str, &str),
     body: &str,
     statuspage_incident: Option<&str>,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
+    let settings = env.settings;
     use crate::db::schema::coes;
     let (service, owner): (Option<String>, Option<String>) = coes::table
         .find(coe_id)
@@ -189,7 +192,8 @@ struct Message {
 }
 
 /// How long a platform may take to answer (`chat.timeout_secs`).
-fn timeout(settings: &Settings) -> std::time::Duration {
+fn timeout(env: Env<'_>) -> std::time::Duration {
+    let settings = env.settings;
     std::time::Duration::from_secs(settings.chat.timeout_secs)
 }
 
@@ -206,11 +210,11 @@ fn broken(conn: &mut DbConnection) -> QueryResult<Vec<String>> {
 /// delivery job uses `deliver_pooled`.
 pub fn deliver(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     claimant: &str,
     stop: &AtomicBool,
 ) -> QueryResult<ChatReport> {
-    queue::pass(conn, &mut Chat::new(settings), settings, claimant, stop)
+    queue::pass(conn, &mut Chat::new(env), env, claimant, stop)
 }
 
 /// One delivery pass taking a connection from `pool` for each step (the claim, the
@@ -218,17 +222,11 @@ pub fn deliver(
 /// answers.
 pub fn deliver_pooled(
     pool: &crate::db::DbPool,
-    settings: &Settings,
+    env: Env<'_>,
     claimant: &str,
     stop: &AtomicBool,
 ) -> Result<ChatReport, DeliveryError> {
-    queue::pass(
-        Pooled(pool),
-        &mut Chat::new(settings),
-        settings,
-        claimant,
-        stop,
-    )
+    queue::pass(Pooled(pool), &mut Chat::new(env), env, claimant, stop)
 }
 
 /// Gives back the chat messages `claimant`'s earlier process was sending when it
@@ -240,14 +238,14 @@ pub fn reclaim(conn: &mut DbConnection, claimant: &str, now: NaiveDateTime) -> Q
 /// Chat as a channel of the queue: messages of the channels that are set up and not
 /// broken; a channel that breaks during the pass is left for the rest of it.
 struct Chat<'a> {
-    settings: &'a Settings,
+    env: Env<'a>,
     usable: Vec<String>,
 }
 
 impl<'a> Chat<'a> {
-    fn new(settings: &'a Settings) -> Chat<'a> {
+    fn new(env: Env<'a>) -> Chat<'a> {
         Chat {
-            settings,
+            env,
             usable: Vec::new(),
         }
     }
@@ -258,11 +256,12 @@ impl queue::Channel for Chat<'_> {
     type Sent = Sent;
 
     fn begin(&mut self, conn: &mut DbConnection) -> QueryResult<bool> {
-        if self.settings.chat.channels.is_empty() {
+        if self.env.settings.chat.channels.is_empty() {
             return Ok(false);
         }
         let broken = broken(conn)?;
         self.usable = self
+            .env
             .settings
             .chat
             .channels
@@ -313,6 +312,7 @@ impl queue::Channel for Chat<'_> {
 
     fn send(&mut self, message: &mut Message) -> Sent {
         let Some(channel) = self
+            .env
             .settings
             .chat
             .channels
@@ -325,7 +325,7 @@ impl queue::Channel for Chat<'_> {
             ));
         };
         let body: serde_json::Value = serde_json::from_str(&message.body).unwrap_or_default();
-        chat::send(channel, &message.claim.id, &body, timeout(self.settings))
+        chat::send(channel, &message.claim.id, &body, timeout(self.env))
     }
 
     fn record(
@@ -336,7 +336,7 @@ impl queue::Channel for Chat<'_> {
         report: &mut Report,
     ) -> QueryResult<Flow> {
         db::write_transaction(conn, |conn| {
-            record(conn, self.settings, message, &outcome, report)
+            record(conn, self.env, message, &outcome, report)
         })?;
         if matches!(outcome, Sent::Broken(_)) {
             // Its other messages wait for the channel to be mended.
@@ -348,7 +348,7 @@ impl queue::Channel for Chat<'_> {
 
 fn record(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     message: &Message,
     outcome: &Sent,
     report: &mut Report,
@@ -364,7 +364,7 @@ fn record(
         Sent::Retry { after_secs, error } if attempts < MAX_ATTEMPTS => {
             let wait = after_secs
                 .map(queue::asked_wait)
-                .unwrap_or_else(|| queue::backoff(settings, attempts));
+                .unwrap_or_else(|| queue::backoff(env, attempts));
             channel_state(conn, channel, Some(error), false, now)?;
             tracing::warn!(channel, error = %error, retry_in_secs = wait.num_seconds(), "a chat message will be sent again");
             report.deferred += 1;
@@ -455,7 +455,8 @@ type ChannelRow = (
 );
 
 /// Every configured channel with its last delivery, its last error and what waits.
-pub fn statuses(conn: &mut DbConnection, settings: &Settings) -> QueryResult<Vec<ChannelStatus>> {
+pub fn statuses(conn: &mut DbConnection, env: Env<'_>) -> QueryResult<Vec<ChannelStatus>> {
+    let settings = env.settings;
     let rows: Vec<ChannelRow> = chat_channels::table
         .select((
             chat_channels::name,
@@ -493,10 +494,11 @@ pub fn statuses(conn: &mut DbConnection, settings: &Settings) -> QueryResult<Vec
 /// of a channel, which mends a broken one when it gets through.
 pub fn test_message(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     channel: &ChannelSettings,
     by: &str,
 ) -> QueryResult<Sent> {
+    let settings = env.settings;
     let public_url = &settings.public_url;
     let notice = Notice {
         headline: "coe can post here".into(),
@@ -513,7 +515,7 @@ pub fn test_message(
         channel,
         &db::new_id(),
         &chat::render(channel.kind, &notice),
-        timeout(settings),
+        timeout(env),
     );
     let now = db::now();
     match &outcome {

@@ -8,17 +8,18 @@ use diesel::prelude::*;
 
 use super::{enqueue, notify, Route};
 use crate::chat::{self, Notice};
-use crate::config::{ChannelSettings, ChatEvent, Settings};
+use crate::config::{ChannelSettings, ChatEvent};
 use crate::db::schema::chat_messages;
 use crate::db::DbConnection;
 use crate::domain::coe::CoeFacts;
+use crate::services::Env;
 
 /// A COE's notice (opened, a review step) to the channels of its team and service.
 /// `what` heads it ("COE opened"); `key` makes it once per channel.
 #[allow(clippy::too_many_arguments)]
 pub fn coe_notice(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     event: ChatEvent,
     coe: &CoeFacts<'_>,
     what: &str,
@@ -26,6 +27,7 @@ pub fn coe_notice(
     key: &str,
     now: NaiveDateTime,
 ) -> QueryResult<usize> {
+    let settings = env.settings;
     if settings.chat.channels.is_empty() {
         return Ok(0);
     }
@@ -62,7 +64,7 @@ pub fn coe_notice(
     };
     notify(
         conn,
-        settings,
+        env,
         event,
         Route {
             team: team.as_deref(),
@@ -81,10 +83,11 @@ pub fn coe_notice(
 /// once per channel whichever replica sweeps.
 pub fn overdue_daily(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     today: chrono::NaiveDate,
     now: NaiveDateTime,
 ) -> QueryResult<usize> {
+    let settings = env.settings;
     use crate::db::schema::{coes, corrective_actions, people};
     let channels: Vec<&ChannelSettings> = settings
         .chat
@@ -184,11 +187,12 @@ pub struct Escalated<'a> {
 /// per channel, listing them.
 pub fn escalations(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     today: chrono::NaiveDate,
     escalated: &[Escalated<'_>],
     now: NaiveDateTime,
 ) -> QueryResult<usize> {
+    let settings = env.settings;
     use crate::db::schema::{coes, people};
     let channels: Vec<&ChannelSettings> = settings
         .chat
@@ -290,11 +294,12 @@ pub struct WeeklyFigures {
 
 pub fn inspection_weekly(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     figures: &WeeklyFigures,
     week: chrono::NaiveDate,
     now: NaiveDateTime,
 ) -> QueryResult<usize> {
+    let settings = env.settings;
     let base = settings.public_url.trim_end_matches('/');
     let mut queued = 0;
     for channel in settings
@@ -361,9 +366,10 @@ pub fn inspection_weekly(
 /// (the figures are worth computing).
 pub fn inspection_due(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     week: chrono::NaiveDate,
 ) -> QueryResult<bool> {
+    let settings = env.settings;
     let keys: Vec<String> = settings
         .chat
         .channels

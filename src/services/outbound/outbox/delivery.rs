@@ -14,13 +14,13 @@ use lettre::message::{Mailbox, MultiPart, SinglePart};
 use lettre::Message;
 
 use super::{PRIVATE_LINK, SENDING};
-use crate::config::Settings;
 use crate::db::models::OutboxRow;
 use crate::db::{self, DbConnection, DbPool};
 use crate::email::{clean_line, SendError, Transport};
 use crate::services::outbound::queue::{
     self, backoff, due, Channel, Claim, DeliveryError, Flow, Pooled, Queue, Report, Settled,
 };
+use crate::services::Env;
 
 /// What one delivery pass did (`queue::Report`: the emails refused for good,
 /// deferred for now, or waiting for a server that could not be reached).
@@ -68,7 +68,8 @@ const LINK_GONE: &str = "(this link is no longer kept: ask for a new one)";
 /// Builds the message of a row: From the settings, a Message-ID made of the row's id,
 /// its private link (a sign-in link) put back in place of `PRIVATE_LINK` in the text
 /// and (HTML-escaped, as the template would have) in the HTML.
-pub fn message(row: &OutboxRow, settings: &Settings) -> Result<Message, SendError> {
+pub fn message(row: &OutboxRow, env: Env<'_>) -> Result<Message, SendError> {
+    let settings = env.settings;
     let from: Mailbox = settings
         .email
         .from
@@ -157,20 +158,11 @@ fn header(name: &'static str, value: &str) -> HeaderValue {
 pub fn deliver(
     conn: &mut DbConnection,
     transport: &Transport,
-    settings: &Settings,
+    env: Env<'_>,
     claimant: &str,
     stop: &AtomicBool,
 ) -> QueryResult<DeliveryReport> {
-    queue::pass(
-        conn,
-        &mut Emails {
-            transport,
-            settings,
-        },
-        settings,
-        claimant,
-        stop,
-    )
+    queue::pass(conn, &mut Emails { transport, env }, env, claimant, stop)
 }
 
 /// `deliver` on connections from `pool`, none of them held while the SMTP server
@@ -178,17 +170,14 @@ pub fn deliver(
 pub fn deliver_pooled(
     pool: &DbPool,
     transport: &Transport,
-    settings: &Settings,
+    env: Env<'_>,
     claimant: &str,
     stop: &AtomicBool,
 ) -> Result<DeliveryReport, DeliveryError> {
     queue::pass(
         Pooled(pool),
-        &mut Emails {
-            transport,
-            settings,
-        },
-        settings,
+        &mut Emails { transport, env },
+        env,
         claimant,
         stop,
     )
@@ -198,7 +187,7 @@ pub fn deliver_pooled(
 /// server that cannot be reached ends the pass.
 struct Emails<'a> {
     transport: &'a Transport,
-    settings: &'a Settings,
+    env: Env<'a>,
 }
 
 impl Channel for Emails<'_> {
@@ -221,7 +210,7 @@ impl Channel for Emails<'_> {
     }
 
     fn send(&mut self, row: &mut OutboxRow) -> Result<(), SendError> {
-        message(row, self.settings).and_then(|m| self.transport.send(&m))
+        message(row, self.env).and_then(|m| self.transport.send(&m))
     }
 
     fn record(
@@ -239,7 +228,7 @@ impl Channel for Emails<'_> {
             }
             Err(SendError::Transient(_)) => {
                 report.temporary += 1;
-                if row.attempts >= self.settings.reminders.max_attempts {
+                if row.attempts >= self.env.settings.reminders.max_attempts {
                     report.failed += 1;
                 } else {
                     report.deferred += 1;
@@ -250,7 +239,7 @@ impl Channel for Emails<'_> {
                 report.unreachable += 1;
             }
         }
-        record(conn, row, &outcome, self.settings, db::now())?;
+        record(conn, row, &outcome, self.env, db::now())?;
         // The server is down: the rest waits for the next pass.
         Ok(match outcome {
             Err(SendError::Unreachable(_)) => Flow::Stop,
@@ -265,9 +254,10 @@ pub(super) fn record(
     conn: &mut DbConnection,
     row: &OutboxRow,
     outcome: &Result<(), SendError>,
-    settings: &Settings,
+    env: Env<'_>,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
+    let settings = env.settings;
     let Some(until) = row.lease_until else {
         return Ok(());
     };
@@ -294,7 +284,7 @@ pub(super) fn record(
                 tracing::error!(email = %row.id, kind = %row.kind, to = %row.recipient, error = %message, "email failed for good");
                 Settled::failed(&message, now)
             } else {
-                let next = now + backoff(settings, row.attempts);
+                let next = now + backoff(env, row.attempts);
                 tracing::warn!(email = %row.id, to = %row.recipient, error = %message, retry_at = %next, "email deferred");
                 let again = Settled::again(next, Some(&message));
                 // An unreachable server uses no attempt up: emails wait for it.

@@ -22,7 +22,7 @@ fn email(key: &str) -> NewEmail {
 fn an_email_is_queued_once_and_sent_once_with_its_row_in_the_message_id() {
     let (_dir, pool) = database();
     let mut conn = pool.get().expect("conn");
-    let settings = Settings::default();
+    let runtime = crate::services::Runtime::load(Settings::default()).expect("runtime");
     assert!(enqueue(&mut conn, &email("k1"), db::now()).unwrap());
     assert!(
         !enqueue(&mut conn, &email("k1"), db::now()).unwrap(),
@@ -31,10 +31,10 @@ fn an_email_is_queued_once_and_sent_once_with_its_row_in_the_message_id() {
 
     let transport = Transport::memory();
     let go = AtomicBool::new(false);
-    let report = deliver(&mut conn, &transport, &settings, "a", &go).unwrap();
+    let report = deliver(&mut conn, &transport, runtime.env(), "a", &go).unwrap();
     assert_eq!(report.sent, 1);
     assert_eq!(
-        deliver(&mut conn, &transport, &settings, "a", &go)
+        deliver(&mut conn, &transport, runtime.env(), "a", &go)
             .unwrap()
             .sent,
         0
@@ -81,9 +81,9 @@ fn the_counts_kept_by_every_write_equal_a_count_of_the_emails() {
     let claimed = claim(&mut conn, db::now(), Duration::seconds(600), 2, "a").unwrap();
     assert_eq!(claimed.len(), 2);
     check(&mut conn, "two claimed");
-    let settings = Settings::default();
+    let runtime = crate::services::Runtime::load(Settings::default()).expect("runtime");
     let go = AtomicBool::new(false);
-    deliver(&mut conn, &Transport::memory(), &settings, "b", &go).unwrap();
+    deliver(&mut conn, &Transport::memory(), runtime.env(), "b", &go).unwrap();
     check(&mut conn, "delivered");
     // Written by hand too: a row failed, one deleted, the sent purged.
     diesel::sql_query(
@@ -120,7 +120,16 @@ fn a_claim_is_exclusive_until_its_lease_expires() {
     // The first worker wakes up: it no longer holds the email and may not record it.
     let mut stale = again[0].clone();
     stale.lease_until = Some(now + lease);
-    record(&mut conn, &stale, &Ok(()), &Settings::default(), later).unwrap();
+    record(
+        &mut conn,
+        &stale,
+        &Ok(()),
+        crate::services::Runtime::load(Settings::default())
+            .expect("runtime")
+            .env(),
+        later,
+    )
+    .unwrap();
     let row = list(&mut conn, None, None, None, 10).unwrap().remove(0);
     assert_eq!(row.state, SENDING, "the stale worker changed nothing");
 }
@@ -168,7 +177,9 @@ fn a_stop_puts_the_rest_of_the_batch_back() {
     let report = deliver(
         &mut conn,
         &Transport::memory(),
-        &Settings::default(),
+        crate::services::Runtime::load(Settings::default())
+            .expect("runtime")
+            .env(),
         "a",
         &stop,
     )
@@ -232,7 +243,16 @@ fn a_private_link_is_in_the_message_sent_only_and_forgotten_once_sent() {
     }
     let transport = Transport::memory();
     let go = AtomicBool::new(false);
-    let report = deliver_pooled(&pool, &transport, &Settings::default(), "a", &go).unwrap();
+    let report = deliver_pooled(
+        &pool,
+        &transport,
+        crate::services::Runtime::load(Settings::default())
+            .expect("runtime")
+            .env(),
+        "a",
+        &go,
+    )
+    .unwrap();
     assert_eq!(report.sent, 1);
     let raw = transport.sent().remove(0);
     let sent = mail_parser::MessageParser::default()

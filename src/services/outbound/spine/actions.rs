@@ -229,7 +229,7 @@ fn created(
     if let Some(email) = email {
         outbox::enqueue(conn, email, now)?;
     }
-    tickets::created(conn, env.settings, &action.id, now)?;
+    tickets::created(conn, env, &action.id, now)?;
     if coe_in_review {
         approval::touch_in_review(conn, &action.coe_id, actor, env, now)?;
     }

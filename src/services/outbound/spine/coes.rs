@@ -127,7 +127,7 @@ pub(super) fn happened(
             coe_history(conn, coe_id, actor, what, None, Some(after), now)?;
             chat::published(
                 conn,
-                env.settings,
+                env,
                 coe_id,
                 (token, url),
                 body,
@@ -158,7 +158,7 @@ fn coe_opened(
     now: NaiveDateTime,
 ) -> QueryResult<()> {
     if row.owner_email.is_some() {
-        notify::coe_opened_row(conn, env.settings, env.emails, row, now)?;
+        notify::coe_opened_row(conn, env, row, now)?;
     } else {
         let admins: Vec<String> = people::table
             .filter(people::is_admin.eq(true))
@@ -168,7 +168,7 @@ fn coe_opened(
             tracing::warn!(coe = %row.id, "a COE opened with no owner and there is no admin in the directory to tell");
         }
         for admin in &admins {
-            notify::coe_unowned(conn, env.settings, env.emails, row, admin, now)?;
+            notify::coe_unowned(conn, env, row, admin, now)?;
         }
     }
     if let Some(reviewer) = row.reviewer_email.as_deref() {
@@ -177,7 +177,7 @@ fn coe_opened(
     let severity = types::severity("coes.severity", row.severity)?.to_string();
     chat::coe_notice(
         conn,
-        env.settings,
+        env,
         ChatEvent::CoeOpened,
         &notify::CoeFacts::of(row, &severity),
         "COE opened",

@@ -81,11 +81,8 @@ pub(super) fn happened(
         } => {
             let severity = types::severity("coes.severity", coe.severity)?.to_string();
             let facts = CoeFacts::of(coe, &severity);
-            let (settings, emails) = (env.settings, env.emails);
             let id = db::new_id();
-            notify::bar_raiser_requested(
-                conn, settings, emails, &facts, bar_raiser, told_as, &id, now,
-            )
+            notify::bar_raiser_requested(conn, env, &facts, bar_raiser, told_as, &id, now)
         }
         ReviewEvent::BarRaiserNamed {
             coe,
@@ -159,8 +156,7 @@ fn review_stepped(
     });
     notify::review_step(
         conn,
-        env.settings,
-        env.emails,
+        env,
         kind,
         &facts,
         told_as,
@@ -177,7 +173,7 @@ fn review_stepped(
     };
     chat::coe_notice(
         conn,
-        env.settings,
+        env,
         ChatEvent::Review,
         &facts,
         what,
@@ -187,8 +183,7 @@ fn review_stepped(
     )?;
     // The bar raiser is asked once per round, like the reviewer.
     if let (ReviewStep::Submit, Some(b)) = (step, bar_raiser) {
-        let (settings, emails) = (env.settings, env.emails);
-        notify::bar_raiser_requested(conn, settings, emails, &facts, b, told_as, step_id, now)?;
+        notify::bar_raiser_requested(conn, env, &facts, b, told_as, step_id, now)?;
     }
     Ok(())
 }

@@ -8,13 +8,13 @@ use diesel::prelude::*;
 use super::parts::{chains_of, sections_of};
 use super::WhyChain;
 use super::{load_row, template_of, CoeError};
-use crate::config::Settings;
 use crate::db::models::CoeRow;
 use crate::db::schema::timeline_entries;
 use crate::db::DbConnection;
 use crate::domain::assessment::{self, Assessment, CoeContent, Finding, WhyStep};
 use crate::domain::template::Template;
 use crate::services::coe::actions::{self, ActionView};
+use crate::services::Env;
 
 /// The checks of `domain::assessment` over a COE's parts.
 fn assess(
@@ -64,11 +64,8 @@ fn assess(
 
 /// Only the completeness report of COE `id` (what is missing, what the checks warn
 /// of): the parts the checks read, not the whole document.
-pub fn assessment(
-    conn: &mut DbConnection,
-    id: &str,
-    settings: &Settings,
-) -> Result<Assessment, CoeError> {
+pub fn assessment(conn: &mut DbConnection, id: &str, env: Env<'_>) -> Result<Assessment, CoeError> {
+    let settings = env.settings;
     let row = load_row(conn, id)?;
     let template = template_of(&row);
     let sections = sections_of(conn, id)?;
@@ -85,7 +82,7 @@ pub fn assessment(
         five_whys: &five_whys,
         actions: &actions,
     };
-    of_parts(conn, settings, &row, &parts)
+    of_parts(conn, env, &row, &parts)
 }
 
 /// The parts of a COE the checks read.
@@ -101,10 +98,11 @@ pub(super) struct Parts<'a> {
 /// `domain::assessment`, the section for customers, the incident's times.
 pub(super) fn of_parts(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     row: &CoeRow,
     parts: &Parts<'_>,
 ) -> Result<Assessment, CoeError> {
+    let settings = env.settings;
     let mut completeness = assess(
         parts.template,
         parts.sections,
@@ -113,13 +111,7 @@ pub(super) fn of_parts(
         parts.actions,
         &settings.coe.intention_phrases,
     );
-    for_customers(
-        conn,
-        settings,
-        parts.template,
-        parts.sections,
-        &mut completeness,
-    )?;
+    for_customers(conn, env, parts.template, parts.sections, &mut completeness)?;
     crate::services::coe::coes::times::check_times(conn, row, parts.template, &mut completeness)?;
     Ok(completeness)
 }
@@ -129,7 +121,7 @@ pub(super) fn of_parts(
 /// given name that is also an ordinary word is a warning (`customers::check`).
 fn for_customers(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     template: &crate::domain::template::Template,
     sections: &BTreeMap<String, String>,
     completeness: &mut Assessment,
@@ -138,7 +130,7 @@ fn for_customers(
         return Ok(());
     };
     let text = sections.get(&spec.key).map_or("", String::as_str);
-    let found = crate::services::coe::coes::customers::check(conn, settings, text)?;
+    let found = crate::services::coe::coes::customers::check(conn, env, text)?;
     for problem in found.refusals {
         completeness.missing.push(Finding {
             at: spec.key.clone(),

@@ -5,11 +5,11 @@ use diesel::prelude::*;
 use serde_json::Value;
 
 use super::Outcome;
-use crate::config::Settings;
 use crate::db::schema::{coes, corrective_actions, tickets, tracker_jobs};
 use crate::db::DbConnection;
 use crate::services::coe::trackers::load_remote;
 use crate::services::outbound::tickets::{marker, PENDING, SENDING};
+use crate::services::Env;
 use crate::trackers::{Failure, NewTicket, Remote};
 
 /// What a job needs from the database, read before the tracker is asked.
@@ -25,13 +25,13 @@ pub(super) enum Plan {
 /// Reads what job `what` of action `action_id` needs.
 pub(super) fn plan(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     action_id: &str,
     what: &str,
     detail: &Value,
 ) -> QueryResult<Plan> {
     if what == "create" {
-        return create_plan(conn, settings, action_id, detail);
+        return create_plan(conn, env, action_id, detail);
     }
     if let Some(remote) = load_remote(conn, action_id)? {
         return Ok(Plan::Change(remote));
@@ -55,10 +55,11 @@ pub(super) fn plan(
 /// earlier attempt made it and recorded it.
 fn create_plan(
     conn: &mut DbConnection,
-    settings: &Settings,
+    env: Env<'_>,
     action_id: &str,
     detail: &Value,
 ) -> QueryResult<Plan> {
+    let settings = env.settings;
     type Row = (
         String,
         Option<String>,

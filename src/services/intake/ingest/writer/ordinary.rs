@@ -21,7 +21,7 @@ impl GroupCommit {
     /// Whether ordinary writes go through the writer (`submit`): on SQLite, whose one
     /// writer at a time makes a commit per request the limit.
     pub fn takes_work(&self) -> bool {
-        self.shared.settings.database_url().backend() == Backend::Sqlite
+        self.shared.runtime.settings.database_url().backend() == Backend::Sqlite
     }
 
     /// Queues an ordinary write for the writer (`takes_work`); its answer comes once

@@ -95,9 +95,11 @@ fn stop_joins_the_writers_and_later_deliveries_are_refused() {
     let writer = GroupCommit::start(
         &database,
         pool.clone(),
-        Arc::new(settings),
-        Arc::new(parts.template),
-        Arc::new(parts.emails),
+        crate::services::Runtime {
+            settings: Arc::new(settings),
+            template: Arc::new(parts.template),
+            emails: Arc::new(parts.emails),
+        },
         Default::default(),
     )
     .expect("start");
