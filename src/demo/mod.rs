@@ -448,6 +448,20 @@ pub fn seed(
             .map_err(fail("date a COE"))?;
     }
 
+    // The service map, kept after the month's incidents opened their COEs (whose
+    // owners the scenarios name).
+    for (service, owner, team, reviewer, depends_on) in story::SERVICE_MAP {
+        let input = crate::services::directory::ownership::ServiceInput {
+            service: service.to_owned(),
+            owner: Some(email(owner)),
+            team: Some(team.to_owned()),
+            reviewer: Some(email(reviewer)),
+            depends_on: Some(depends_on.to_owned()).filter(|d| !d.is_empty()),
+        };
+        crate::services::directory::ownership::put_service(conn, env, &input, "demo")
+            .map_err(fail("map a service"))?;
+    }
+
     let leader = email("dana");
     // The leader administers the service (the pages' admin role comes from here).
     diesel::update(people::table.find(&leader))

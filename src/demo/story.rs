@@ -28,6 +28,18 @@ pub(super) const PEOPLE: [(&str, &str, &str, Option<&str>); 12] = [
     ("ravi", "Ravi Shah", "platform", Some("lee")),
 ];
 
+/// The service map an admin kept (Admin → Ownership): service, owner, team, default
+/// reviewer, what it depends on. `reporting` is left out: the page offers to give it
+/// an owner.
+pub(super) const SERVICE_MAP: [(&str, &str, &str, &str, &str); 6] = [
+    ("checkout", "alice", "payments", "maria", "payments-api"),
+    ("payments-api", "chen", "payments", "maria", "orders-db"),
+    ("orders-db", "jo", "platform", "lee", ""),
+    ("search", "priya", "search", "sam", ""),
+    ("platform", "kim", "platform", "lee", ""),
+    ("cdn", "ravi", "platform", "lee", ""),
+];
+
 /// One incident of the month: where it came from, what it was, and how far its COE got.
 pub(super) struct Scenario {
     pub(super) source: &'static str,

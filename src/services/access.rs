@@ -313,6 +313,17 @@ pub fn not_from_oneself(who: Option<&str>, email: &str, refusal: &str) -> Result
     }
 }
 
+/// Whether `who` may answer a review comment `author` wrote: the COE's owner (or
+/// whoever may change it) answers; the comment's author does not answer their own.
+pub fn answer_comment(who: &Editor<'_>, author: &str) -> Result<(), AccessError> {
+    match who.actor == author {
+        true => Err(AccessError::Forbidden(
+            "a comment is answered by whoever writes the COE, not by the one who made it".into(),
+        )),
+        false => Ok(()),
+    }
+}
+
 /// What a caller may write of a person's entry in the directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryAccess {

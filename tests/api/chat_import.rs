@@ -728,7 +728,37 @@ async fn a_member_cannot_read_another_team_s_channel_into_her_own_draft() {
         .await
         .expect("html");
     assert!(page.contains("Search slow"), "{page}");
-    assert!(!page.contains("import-from-chat"), "{page}");
+    assert!(!page.contains("id=\"import-from-chat\""), "{page}");
+    // In its place, where it would be used: why not, and who can connect a channel.
+    let hint = crate::html::text_of(&page, "import-from-chat-missing");
+    assert!(
+        hint.contains("no chat channel this COE may read is connected yet")
+            && hint.contains("there is no admin in the directory yet"),
+        "{hint}"
+    );
+    crate::chat::person(&app, &admin, "ada@example.com", "platform").await;
+    crate::leaving::set_admin(&app, &admin, "ada@example.com", true).await;
+    let page = crate::pages::get_page(&app, &format!("/coes/{lees}"), Some(&lee_cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    let hint = crate::html::text_of(&page, "import-from-chat-missing");
+    assert!(
+        hint.contains("An admin connects one (ada@example.com)"),
+        "{hint}"
+    );
+    // An admin reads any readable channel into any COE: offered to her.
+    let ada = crate::pages::sign_in(&app, "ada@example.com").await;
+    let page = crate::pages::get_page(&app, &format!("/coes/{lees}"), Some(&ada))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        page.contains("id=\"import-from-chat\"") && !page.contains("import-from-chat-missing"),
+        "{page}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1258,6 +1258,23 @@ async fn a_reviewer_reads_comments_on_sections_and_the_owner_answers_each() {
         )
         .await;
     assert_eq!(status, 403, "{body}");
+    // Nor its author, though the reviewer may edit the draft: the owner answers.
+    let (status, body) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &answer,
+            None,
+            Some(json!({"answer": "answered myself"})),
+        )
+        .await;
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("not by the one who made it")),
+        "{body}"
+    );
     let (status, body) = w
         .send(
             &w.owner,

@@ -732,3 +732,67 @@ fn every_email_is_written_for_a_person() {
         found.join("\n")
     );
 }
+
+/// The text of the element with id `id` in `html` as a reader sees it: its tags left
+/// out (an element nested in another of its own name is counted), the entities the
+/// pages write read back; empty when there is none.
+pub(crate) fn text_of(html: &str, id: &str) -> String {
+    let Some(at) = html.find(&format!("id=\"{id}\"")) else {
+        return String::new();
+    };
+    let open = html[..at].rfind('<').unwrap_or(0);
+    let name: String = html[open + 1..]
+        .chars()
+        .take_while(char::is_ascii_alphanumeric)
+        .collect();
+    let (opening, closing) = (format!("<{name}"), format!("</{name}>"));
+    let start = html[at..].find('>').map_or(html.len(), |i| at + i + 1);
+    let (mut depth, mut i, mut end) = (1, start, html.len());
+    while i < html.len() {
+        let next_open = html[i..].find(&opening).map(|j| i + j);
+        let Some(next_close) = html[i..].find(&closing).map(|j| i + j) else {
+            break;
+        };
+        match next_open {
+            Some(o) if o < next_close => {
+                depth += 1;
+                i = o + opening.len();
+            }
+            _ => {
+                depth -= 1;
+                if depth == 0 {
+                    end = next_close;
+                    break;
+                }
+                i = next_close + closing.len();
+            }
+        }
+    }
+    let mut text = String::new();
+    let mut in_tag = false;
+    for c in html[start..end].chars() {
+        match c {
+            '<' => {
+                in_tag = true;
+                text.push(' ');
+            }
+            '>' => in_tag = false,
+            c if !in_tag => text.push(c),
+            _ => {}
+        }
+    }
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    // The entities the pages' escaping writes.
+    [
+        ("&lt;", "<"),
+        ("&gt;", ">"),
+        ("&quot;", "\""),
+        ("&#x27;", "'"),
+        ("&#39;", "'"),
+        ("&#x3D;", "="),
+        ("&#x60;", "`"),
+    ]
+    .iter()
+    .fold(text, |t, (entity, c)| t.replace(entity, c))
+    .replace("&amp;", "&")
+}

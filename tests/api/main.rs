@@ -48,6 +48,7 @@ mod scim_attacks;
 mod scraping;
 mod search;
 mod security;
+mod setting_up;
 mod stats;
 mod storm;
 mod template_versions;

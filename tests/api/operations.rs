@@ -289,6 +289,11 @@ fn a_corrupt_database_is_reported_by_readyz_and_refused_by_restore() {
     });
     assert!(ready.starts_with("HTTP/1.1 503"), "{ready}");
     assert!(ready.contains("database_corrupt"), "{ready}");
+    // The log line is written as the fault is noted and read from the server's
+    // output by a thread of its own: waited for, not raced.
+    try_until(Duration::from_secs(20), || {
+        !served.logged("database fault").is_empty()
+    });
     assert!(!served.logged("database fault").is_empty());
     drop(served);
 

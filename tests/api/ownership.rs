@@ -222,3 +222,67 @@ async fn the_default_owner_comes_last() {
     let coe = draft_of(&app, "x", "elsewhere", json!({})).await;
     assert_eq!(coe["owner"], "duty@example.com");
 }
+
+#[tokio::test]
+async fn the_services_the_incidents_name_are_listed_to_be_given_owners() {
+    let app = spawn_app().await;
+    person(&app, "root@example.com", true).await;
+    let root = sign_in(&app, "root@example.com").await;
+    let html = get_page(&app, "/admin/ownership", Some(&root))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        html.contains("No incident has named a service yet"),
+        "{html}"
+    );
+
+    draft_of(&app, "s1", "checkout", json!({})).await;
+    draft_of(&app, "s2", "checkout", json!({})).await;
+    draft_of(&app, "s3", "search & browse", json!({})).await;
+    let res = post_form(
+        &app,
+        &root,
+        "/admin/ownership",
+        "/admin/ownership/services",
+        &[("service", "checkout"), ("owner", "root@example.com")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+
+    let html = get_page(&app, "/admin/ownership", Some(&root))
+        .await
+        .text()
+        .await
+        .expect("html");
+    let seen = crate::html::text_of(&html, "seen");
+    assert!(
+        seen.contains("1 of them has no owner in the service map yet"),
+        "{seen}"
+    );
+    // Busiest first: checkout's two incidents, then the one of search & browse.
+    let (checkout, search) = (
+        seen.find("checkout 2 2")
+            .unwrap_or_else(|| panic!("checkout, 2 incidents, 2 alerts: {seen}")),
+        seen.find("search & browse 1 1")
+            .expect("search & browse, 1 and 1"),
+    );
+    assert!(checkout < search, "{seen}");
+    assert!(seen.contains("in the service map"), "{seen}");
+    let link = "/admin/ownership?service=search+%26+browse#services";
+    assert!(
+        html.contains(&format!("<a href=\"{link}\">Give it an owner</a>")),
+        "{html}"
+    );
+    // The link fills the service map's form with the service.
+    let html = get_page(&app, link, Some(&root))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        html.contains("name=\"service\" type=\"text\" required maxlength=\"200\" value=\"search &amp; browse\""),
+        "{html}"
+    );
+}

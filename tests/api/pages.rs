@@ -1094,6 +1094,33 @@ async fn an_action_owner_moves_the_due_date_with_a_reason_and_closes_it_with_a_n
     ] {
         assert!(html.contains(text), "{text}: {html}");
     }
+    assert!(
+        !html.contains("ticket-missing"),
+        "it has its ticket: {html}"
+    );
+    // With no ticket and no tracker set up, the page says who can connect one.
+    let bare = crate::helpers::json(
+        app.post_json(
+            &format!("/api/v1/coes/{coe_id}/actions"),
+            Some(&admin),
+            &serde_json::json!({"title": "Page on queue age", "owner": "cy@example.com",
+                "due_date": due, "priority": "high", "kind": "detect"}),
+        )
+        .await,
+    )
+    .await;
+    let bare = bare["id"].as_str().unwrap_or_else(|| panic!("{bare}"));
+    let html = get_page(&app, &format!("/actions/{bare}"), Some(&cy))
+        .await
+        .text()
+        .await
+        .expect("html");
+    let hint = crate::html::text_of(&html, "ticket-missing");
+    assert!(
+        hint.starts_with("No issue tracker takes this action's tickets yet")
+            && hint.contains("An admin connects Jira, Linear or GitHub"),
+        "{hint}"
+    );
 
     // A due date moves only with a reason; the page then shows the move.
     let later = (chrono::Utc::now().date_naive() + chrono::Duration::days(20)).to_string();

@@ -82,17 +82,33 @@ async fn load(state: &web::Data<AppState>, id: &str, who: &SignedIn) -> Result<L
             }
             _ => None,
         };
-        Ok(Some((detail, (may_change, may_delete, takes), names)))
+        // An open action with no ticket and no tracker to take one: who can connect one.
+        let open = matches!(
+            detail.action.state,
+            crate::domain::action::ActionState::Open
+                | crate::domain::action::ActionState::InProgress
+        );
+        let ticketless = detail.ticket.is_none() && detail.action.external_url.is_none();
+        let ticket_missing = match may_change && open && ticketless && takes.is_none() {
+            true => Some(super::kit::who_connects(conn, editor.is_admin)?),
+            false => None,
+        };
+        Ok(Some((
+            detail,
+            (may_change, may_delete, takes, ticket_missing),
+            names,
+        )))
     })
     .await?
     .ok_or_else(|| PageError::NotFound(format!("there is no corrective action {id}")))
 }
 
 /// The action, whether the person may change and delete it, the tracker that would
-/// take its ticket, and the directory's names.
+/// take its ticket (else, when none would, who can connect one), and the directory's
+/// names.
 type Loaded = (
     ActionDetail,
-    (bool, bool, Option<String>),
+    (bool, bool, Option<String>, Option<Value>),
     Vec<(String, Option<String>)>,
 );
 
@@ -100,7 +116,7 @@ fn page(
     state: &AppState,
     who: &SignedIn,
     status: StatusCode,
-    (detail, (may_change, may_delete, takes), directory): Loaded,
+    (detail, (may_change, may_delete, takes, ticket_missing), directory): Loaded,
     problems: Vec<String>,
     typed: Option<Value>,
     notice: Option<String>,
@@ -181,6 +197,7 @@ fn page(
         "ticket": safe_href(a.external_url.as_deref()),
         "tracked": tracked(&detail, state),
         "ticket_in": takes,
+        "ticket_missing": ticket_missing,
         "evidence": safe_href(a.evidence_url.as_deref()),
         "may_change": may_change,
         "may_delete": may_delete,

@@ -554,7 +554,8 @@ async fn ownership_page(
     problems: Value,
     typed: Value,
 ) -> Page {
-    let (services, teams, directory) = as_service(state, |conn, _| {
+    let (seen, services, teams, directory) = as_service(state, |conn, _| {
+        let seen = ownership::services_seen(conn, SERVICES_SEEN)?;
         let services = ownership::service_map(conn)?;
         let teams = ownership::team_owners(conn)?;
         // The names of the people the map shows (a field for a person finds the
@@ -566,7 +567,7 @@ async fn ownership_page(
             .chain(teams.iter().map(|t| t.owner.clone()))
             .collect();
         let directory = people::names_of(conn, &shown)?;
-        Ok((services, teams, directory))
+        Ok((seen, services, teams, directory))
     })
     .await?;
     let names = super::kit::names_data(&directory);
@@ -589,7 +590,10 @@ async fn ownership_page(
         .iter()
         .map(|(service, owner)| json!({"service": service, "owner": owner}))
         .collect();
+    let unmapped = seen.iter().filter(|s| !s.mapped).count();
     let data = json!({
+        "seen": seen,
+        "unmapped": unmapped,
         "services": services,
         "teams": teams,
         "configured": configured,
@@ -602,9 +606,21 @@ async fn ownership_page(
     page(state, who, status, "admin_ownership", "ownership", data)
 }
 
-/// `GET /admin/ownership`.
-pub async fn ownership_list(Admin(who): Admin, state: State) -> Page {
-    ownership_page(&state, &who, StatusCode::OK, json!({}), json!({})).await
+/// How many of the services the incidents name the ownership page lists.
+const SERVICES_SEEN: i64 = 200;
+
+/// `GET /admin/ownership`; `?service=` fills the service map's form with a service
+/// the incidents named ("Give it an owner").
+pub async fn ownership_list(
+    Admin(who): Admin,
+    query: web::Query<std::collections::HashMap<String, String>>,
+    state: State,
+) -> Page {
+    let typed = match query.get("service") {
+        Some(service) => json!({"services": {"service": service}}),
+        None => json!({}),
+    };
+    ownership_page(&state, &who, StatusCode::OK, json!({}), typed).await
 }
 
 /// Writes ownership form `part` as the signed-in admin (`put`, given the settings and

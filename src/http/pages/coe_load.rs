@@ -71,6 +71,9 @@ pub(super) struct Loaded {
     pub(super) publication: Option<crate::services::coe::publishing::PublicationView>,
     /// Whether "Import from chat" is offered to this person (`chat::import::offered`).
     pub(super) chat_import: bool,
+    /// On a draft with no chat channel to import from: who can connect one
+    /// (`kit::who_connects`).
+    pub(super) chat_missing: Option<serde_json::Value>,
     /// For a draft someone may submit: who could review it, best first.
     pub(super) reviewer_suggestions: Vec<crate::services::directory::ownership::Suggestion>,
     /// For a draft this person owns because no rule named an owner: whom it could be
@@ -192,6 +195,10 @@ pub(super) async fn load(
         let chat_import = doc.state == CoeState::Draft
             && crate::services::outbound::chat::import::offered(conn, state.env(), &key, editor)?;
         let draft = may_edit && doc.state == CoeState::Draft;
+        let chat_missing = match draft && !chat_import {
+            true => Some(super::kit::who_connects(conn, editor.is_admin)?),
+            false => None,
+        };
         let reviewer_suggestions = if draft {
             crate::services::directory::ownership::reviewer_suggestions(
                 conn,
@@ -222,6 +229,7 @@ pub(super) async fn load(
             reviewer_suggestions,
             hand_over,
             chat_import,
+            chat_missing,
             publication,
             template_choices,
             bar_raisers,

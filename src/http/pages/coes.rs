@@ -90,6 +90,7 @@ pub(super) fn page(
         template_choices,
         publication,
         chat_import,
+        chat_missing,
         reviewer_suggestions,
         hand_over,
     } = loaded;
@@ -190,8 +191,10 @@ pub(super) fn page(
                     let mut v = serde_json::to_value(c).unwrap_or_default();
                     let typed = kept.forms.get(&format!("answer:{}", c.id));
                     v["typed"] = json!(typed.map(|k| &k["answer"]));
-                    // Who commented does not answer: the owner does.
-                    v["may_answer_it"] = json!(may_write && c.author != me);
+                    let answers =
+                        crate::services::access::answer_comment(&acting.editor(), &c.author)
+                            .is_ok();
+                    v["may_answer_it"] = json!(may_write && answers);
                     v
                 })
                 .collect();
@@ -373,6 +376,7 @@ pub(super) fn page(
         "coe": doc,
     });
     data["chat_import"] = json!(chat_import);
+    data["chat_missing"] = json!(chat_missing);
     // The outage's parts: its incidents and the drafts that could be merged into it.
     let outage = json!({
         // Whether the page holds something typed and not saved yet (the leave-page

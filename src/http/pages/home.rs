@@ -51,7 +51,7 @@ pub async fn home(who: SignedIn, query: actix_web::web::Query<HomeQuery>, state:
         (Some("changes-asked"), Some(id)) => changes_asked(&state, id).await?,
         _ => None,
     };
-    let (actions, coes, unowned, (moves, waiting), names, leader) =
+    let (actions, coes, unowned, (moves, waiting), names, (leader, setup)) =
         as_service(&state, move |conn, state| {
             let clock = state.settings.clock();
             let verify_from = state.settings.coe.verify_actions_from;
@@ -161,7 +161,20 @@ pub async fn home(who: SignedIn, query: actix_web::web::Query<HomeQuery>, state:
             });
             let named: Vec<String> = named.into_iter().chain(listed).collect();
             let names = crate::services::directory::people::names_of(conn, &named)?;
-            Ok((open, lines, unowned, (moves, waiting), names, leader))
+            // An admin's first-run checklist, until what matters is set up.
+            let setup = match is_admin {
+                true => Some(crate::services::figures::setup::setup(conn, state.env())?)
+                    .filter(|s| !s.done),
+                false => None,
+            };
+            Ok((
+                open,
+                lines,
+                unowned,
+                (moves, waiting),
+                names,
+                (leader, setup),
+            ))
         })
         .await?;
     let now = crate::domain::clock::now().naive_utc();
@@ -195,13 +208,20 @@ pub async fn home(who: SignedIn, query: actix_web::web::Query<HomeQuery>, state:
         })
         .collect();
     let actions: Vec<Value> = actions.into_iter().map(action_line).collect();
+    // Nothing on the page yet (a first visit): a word on what coe is.
+    let empty = actions.is_empty()
+        && coes.is_empty()
+        && moves.is_empty()
+        && waiting.is_empty()
+        && unowned.is_empty();
+    let setup = setup.as_ref().map(super::checklist::steps);
     render(
         &state,
         Some(&who),
         StatusCode::OK,
         "home",
         json!({"actions": actions, "coes": coes, "moves": moves, "waiting": waiting, "unowned": unowned,
-               "notice": notice,
+               "notice": notice, "empty": empty, "setup": setup,
                "names": names, "leader": leader}),
     )
 }

@@ -70,6 +70,24 @@ pub fn display_name(names: &[(String, Option<String>)], email: &str) -> String {
         .unwrap_or_else(|| email.to_owned())
 }
 
+/// Who can set up what only an admin sets up (a chat channel, a tracker), for a page
+/// that offers it where it would be used: `{"admin": true}` for an admin (the page
+/// links to the admin page), else the admins by name, for a member to ask.
+pub fn who_connects(
+    conn: &mut crate::db::DbConnection,
+    is_admin: bool,
+) -> diesel::QueryResult<Value> {
+    if is_admin {
+        return Ok(json!({"admin": true, "admins": []}));
+    }
+    let admins = crate::services::directory::people::admins(conn, 5)?;
+    let named: Vec<String> = admins
+        .iter()
+        .map(|(email, name)| name.clone().unwrap_or_else(|| email.clone()))
+        .collect();
+    Ok(json!({"admin": false, "admins": named}))
+}
+
 /// A link shown as a link only when it is http(s): anything else is shown as text.
 pub fn safe_href(url: Option<&str>) -> Option<String> {
     crate::domain::timeline::web_href(url)

@@ -14,6 +14,7 @@ mod assets;
 mod autosave;
 mod board;
 mod chat_import;
+mod checklist;
 mod coe_answer;
 mod coe_forms;
 mod coe_history;

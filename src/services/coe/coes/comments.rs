@@ -170,6 +170,7 @@ pub fn answer_comment(
             comment_id,
             "comments"
         )?;
+        access::answer_comment(who, &comment.author)?;
         let state: CoeState = types::read("coes.state", &row.state)?;
         if !state.is_editable() {
             return Err(CoeError::NotEditable { state });

@@ -21,10 +21,12 @@ use crate::domain::EmailAddress;
 use crate::services::Env;
 
 mod map;
+mod seen;
 mod suggestions;
 mod teams;
 
 pub use map::{put_service, put_team_owner, ServiceInput, MAX_DEPENDENCIES};
+pub use seen::{services_seen, SeenService};
 pub use suggestions::{hand_over_suggestions, reviewer_suggestions, Suggestion};
 pub use teams::{team_of_coe, TeamHistory, Teams};
 

@@ -28,7 +28,7 @@ pub use entries::{
 use entries::{clean, upsert_checked};
 pub use find::{find, find_teams, FindError, FindRefusal, Found, MAX_FIND_CHARS, MAX_FOUND};
 pub use import::{import_csv, ImportReport, RejectedLine};
-pub use names::{names, names_of};
+pub use names::{admins, names, names_of};
 use provider::set_by_provider;
 pub use rename::rename;
 

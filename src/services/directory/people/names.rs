@@ -16,6 +16,19 @@ pub fn names(conn: &mut DbConnection, limit: i64) -> QueryResult<Vec<(String, Op
         .load(conn)
 }
 
+/// The admins who may sign in, (address, name) by address, at most `limit`: whom a
+/// page names when something only an admin sets up is missing (a chat channel to
+/// import from, a tracker for tickets).
+pub fn admins(conn: &mut DbConnection, limit: i64) -> QueryResult<Vec<(String, Option<String>)>> {
+    people::table
+        .filter(people::is_admin.eq(true))
+        .filter(people::active.eq(true))
+        .order(people::email.asc())
+        .select((people::email, people::name))
+        .limit(limit)
+        .load(conn)
+}
+
 /// The names of the people at `emails` who are in the directory: (address, name).
 /// A name another person in the directory also has comes with the address, "Dana
 /// Okafor (dana.o@example.com)": a page never lets one person pass for another.
