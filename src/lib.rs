@@ -17,6 +17,7 @@ pub mod jobs;
 pub mod json;
 pub mod oidc;
 pub mod scim;
+pub mod secrets;
 pub mod services;
 pub mod startup;
 pub mod telemetry;

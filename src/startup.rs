@@ -28,6 +28,8 @@ pub enum StartupError {
     Pages(String),
     #[error("auth.oidc: {0}")]
     Oidc(String),
+    #[error("the key that seals coe's secrets: {0}")]
+    Secrets(#[from] crate::secrets::KeyError),
     #[error("cannot start the ingest writer: {0}")]
     Writer(std::io::Error),
     #[error("cannot listen on {addr}: {source}")]
@@ -160,6 +162,17 @@ impl Application {
             })?
             .port();
         let template = Arc::new(settings.template()?);
+        // The key is read (for a SQLite file, made) at start, so that a malformed one
+        // stops coe here, by name, not when a secret is first sealed. A key file that
+        // cannot be made (the database's folder is missing or read-only) does not stop
+        // it: /readyz reports the database, and sealing refuses until the file can be.
+        match crate::secrets::Keyring::load(&settings) {
+            Ok(keyring) => tracing::debug!(key = ?keyring, "secret key"),
+            Err(e @ crate::secrets::KeyError::File { .. }) => {
+                tracing::warn!(error = %e, "no key to seal secrets with")
+            }
+            Err(e) => return Err(e.into()),
+        }
         let emails = Arc::new(EmailTemplates::load(
             settings.email.templates_dir.as_deref(),
             &settings.public_url,

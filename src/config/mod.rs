@@ -55,6 +55,15 @@ pub struct Settings {
     pub mode: Mode,
     /// The address people use to reach the service; links in emails start with it.
     pub public_url: String,
+    /// The key that seals the secrets coe keeps in its database (32 bytes, base64;
+    /// `COE_SECRET_KEY`), the same on every replica (`crate::secrets`).
+    pub secret_key: Option<Secret>,
+    /// A file holding that key (default for SQLite: `coe-secret.key` beside the
+    /// database file, made on first start).
+    pub secret_key_file: Option<std::path::PathBuf>,
+    /// Keys used before `secret_key`: they still open what they sealed until it is
+    /// saved again, sealed with the current key.
+    pub previous_secret_keys: Vec<Secret>,
     pub database: DatabaseSettings,
     pub server: ServerSettings,
     pub log: LogSettings,
@@ -421,6 +430,9 @@ impl Default for Settings {
             listen: "127.0.0.1:8080".into(),
             mode: Mode::Development,
             public_url: "http://127.0.0.1:8080".into(),
+            secret_key: None,
+            secret_key_file: None,
+            previous_secret_keys: Vec::new(),
             database: DatabaseSettings::default(),
             server: ServerSettings::default(),
             log: LogSettings::default(),

@@ -1058,3 +1058,50 @@ fn an_operator_sees_a_locked_database_in_the_readiness_gauges() {
         }
     });
 }
+
+/// The key that seals coe's secrets (`secret_key`) is read at start: a malformed one
+/// stops `coe serve` by its name; with none set, a SQLite file gets its key file
+/// beside it on the first start, readable by its owner alone, and keeps it.
+#[test]
+fn the_secret_key_is_read_at_start_and_a_sqlite_file_gets_its_own() {
+    let db = TestDatabase::new();
+    let bad = [
+        ("COE_DATABASE_URL", db.url.as_str()),
+        ("COE_SECRET_KEY", "not a key"),
+    ];
+    let out = coe(&["serve", "--listen", "127.0.0.1:0"], &bad);
+    assert!(!out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("secret_key: a secret key is 32 bytes written in base64"),
+        "{}",
+        stderr(&out)
+    );
+    let Some(path) = sqlite_path(&db) else {
+        return; // PostgreSQL: the replicas share a key the operator sets.
+    };
+    let key_file = path.with_file_name("coe-secret.key");
+    let served = serve(&db.url, &[]);
+    eventually(Duration::from_secs(20), "coe to be ready", || {
+        http_get(served.port, "/readyz", None).starts_with("HTTP/1.1 200")
+    });
+    let key = std::fs::read_to_string(&key_file).expect("the key file");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&key_file)
+            .expect("meta")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "owner-only");
+    }
+    drop(served);
+    let served = serve(&db.url, &[]);
+    eventually(Duration::from_secs(20), "coe to be ready again", || {
+        http_get(served.port, "/readyz", None).starts_with("HTTP/1.1 200")
+    });
+    assert_eq!(
+        std::fs::read_to_string(&key_file).expect("again"),
+        key,
+        "kept"
+    );
+}

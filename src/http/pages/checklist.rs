@@ -19,6 +19,27 @@ fn plural(n: i64, one: &str, many: &str) -> String {
     }
 }
 
+/// A step an organisation may do without: `none` while it has none, else how many
+/// (`some`: the words before the count, and the count's noun, one and many).
+fn optional(
+    what: &str,
+    count: usize,
+    none: &str,
+    (some, one, many): (&str, &str, &str),
+    (link, go): (&str, &str),
+) -> Value {
+    match i64::try_from(count).unwrap_or(i64::MAX) {
+        0 => step(what, "optional", none.to_owned(), link, go),
+        n => step(
+            what,
+            "ok",
+            format!("{some} {}.", plural(n, one, many)),
+            link,
+            go,
+        ),
+    }
+}
+
 /// The checklist's steps, in the order an admin sets coe up.
 pub(super) fn steps(s: &Setup) -> Vec<Value> {
     let sign_in = match &s.sign_in {
@@ -96,51 +117,21 @@ pub(super) fn steps(s: &Setup) -> Vec<Value> {
         ),
     };
     alerts["sources"] = json!(s.sources);
-    let chat = match s.chat_channels {
-        0 => step(
-            "Chat",
-            "optional",
-            "No chat channel hears coe: its notices go by email only.".into(),
-            "/admin/chat",
-            "Chat channels",
-        ),
-        n => step(
-            "Chat",
-            "ok",
-            format!(
-                "{} hear{} coe's notices.",
-                plural(
-                    i64::try_from(n).unwrap_or(i64::MAX),
-                    "chat channel",
-                    "chat channels"
-                ),
-                if n == 1 { "s" } else { "" }
-            ),
-            "/admin/chat",
-            "Chat channels",
-        ),
-    };
-    let tracker = match s.trackers {
-        0 => step(
-            "A tracker",
-            "optional",
-            "No issue tracker is connected: corrective actions are planned in coe alone, \
-             not beside the rest of their owners' work."
-                .into(),
-            "/admin/trackers",
-            "Trackers",
-        ),
-        n => step(
-            "A tracker",
-            "ok",
-            format!(
-                "{} connected.",
-                plural(i64::try_from(n).unwrap_or(i64::MAX), "tracker", "trackers")
-            ),
-            "/admin/trackers",
-            "Trackers",
-        ),
-    };
+    let chat = optional(
+        "Chat",
+        s.chat_channels,
+        "No chat channel hears coe: its notices go by email only.",
+        ("coe's notices go to", "chat channel", "chat channels"),
+        ("/admin/chat", "Chat channels"),
+    );
+    let tracker = optional(
+        "A tracker",
+        s.trackers,
+        "No issue tracker is connected: corrective actions are planned in coe alone, not \
+         beside the rest of their owners' work.",
+        ("Corrective actions' tickets go to", "tracker", "trackers"),
+        ("/admin/trackers", "Trackers"),
+    );
     let services =
         match (s.services_mapped, s.services_unowned) {
             (mapped, 0) if mapped > 0 => step(
