@@ -36,6 +36,12 @@ pub enum KeyError {
         path: PathBuf,
         source: std::io::Error,
     },
+    /// The key file coe makes beside a SQLite database could not be made or read.
+    #[error("the secret key file {path} beside the database: {source}")]
+    NotMade {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error(
         "a secret was sealed with key {0}, which is neither secret_key nor one of \
          previous_secret_keys: start coe with the key it was sealed with (or list it in \
@@ -104,16 +110,31 @@ impl Keyring {
             .collect::<Result<Vec<_>, _>>()?;
         let current = if let Some(key) = &settings.secret_key {
             SecretKey::from_base64(key.expose(), "secret_key")?
-        } else if let Some(path) = settings
-            .secret_key_file
-            .clone()
-            .or_else(|| beside_the_database(settings))
-        {
+        } else if let Some(path) = &settings.secret_key_file {
+            // The operator's file is read, never made: a typo or a store not mounted yet
+            // must not become a new key (on PostgreSQL, one per replica).
+            let text = std::fs::read_to_string(path).map_err(|source| KeyError::File {
+                path: path.clone(),
+                source,
+            })?;
+            SecretKey::from_base64(&text, "secret_key_file")?
+        } else if let Some(path) = beside_the_database(settings) {
             read_or_make(&path)?
         } else {
             return Ok(None);
         };
         Ok(Some(Keyring { current, previous }))
+    }
+
+    /// What `coe check-config` says of the keys: those set are keys, and the
+    /// operator's key file reads as one; nothing is made.
+    pub fn check(settings: &Settings) -> Result<(), KeyError> {
+        match (&settings.secret_key, &settings.secret_key_file) {
+            (Some(_), _) | (None, Some(_)) => Keyring::load(settings).map(|_| ()),
+            (None, None) => settings.previous_secret_keys.iter().try_for_each(|k| {
+                SecretKey::from_base64(k.expose(), "previous_secret_keys").map(|_| ())
+            }),
+        }
     }
 
     /// A keyring of one random key, for a database that lives as long as the process.
@@ -174,35 +195,54 @@ impl Keyring {
     }
 }
 
-/// `coe-secret.key` beside a SQLite file; none for PostgreSQL or a database in memory.
+/// `coe-secret.key` beside a SQLite file (however its URL is written); none for
+/// PostgreSQL or a database in memory.
 fn beside_the_database(settings: &Settings) -> Option<PathBuf> {
-    let url = &settings.database.url;
-    let file = url
-        .strip_prefix("sqlite://")
-        .or_else(|| url.strip_prefix("sqlite:"))?;
-    let file = file.split('?').next().unwrap_or(file);
-    if file.is_empty() || file.contains(":memory:") {
+    let crate::config::database::DatabaseUrl::Sqlite(file) = settings.database_url() else {
+        return None;
+    };
+    let name = file.to_string_lossy();
+    if name.is_empty() || name.contains(":memory:") {
         return None;
     }
-    let dir = Path::new(file).parent().unwrap_or(Path::new("."));
-    Some(dir.join("coe-secret.key"))
+    let dir = file.parent().filter(|d| !d.as_os_str().is_empty());
+    Some(dir.unwrap_or(Path::new(".")).join("coe-secret.key"))
 }
 
-/// The key in `path`, else a new random one written there (owner-only).
+/// The key in `path`, else a new random one put there whole (owner-only): written to
+/// a file of its own, synced, then linked under the name — two processes starting at
+/// once, or a crash halfway, never leave a half-written key; the one that loses the
+/// race reads the winner's.
 fn read_or_make(path: &Path) -> Result<SecretKey, KeyError> {
-    let file_error = |source| KeyError::File {
+    let not_made = |source| KeyError::NotMade {
         path: path.to_owned(),
         source,
     };
-    match std::fs::read_to_string(path) {
-        Ok(text) => SecretKey::from_base64(&text, &path.display().to_string()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let key = BASE64.encode(ChaCha20Poly1305::generate_key(&mut OsRng));
-            write_owner_only(path, &format!("{key}\n")).map_err(file_error)?;
+    let read = |path: &Path| -> Result<SecretKey, KeyError> {
+        let text = std::fs::read_to_string(path).map_err(not_made)?;
+        warn_if_others_read(path);
+        SecretKey::from_base64(&text, &path.display().to_string())
+    };
+    if path.exists() {
+        return read(path);
+    }
+    let key = BASE64.encode(ChaCha20Poly1305::generate_key(&mut OsRng));
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let draft = dir.join(format!(".coe-secret.key.{}", std::process::id()));
+    write_owner_only(&draft, &format!("{key}\n")).map_err(not_made)?;
+    let linked = std::fs::hard_link(&draft, path);
+    let _ = std::fs::remove_file(&draft);
+    match linked {
+        Ok(()) => {
+            if let Ok(folder) = std::fs::File::open(dir) {
+                let _ = folder.sync_all();
+            }
             tracing::info!(file = %path.display(), "made the key that seals the secrets coe keeps; back it up apart from the database");
             SecretKey::from_base64(&key, &path.display().to_string())
         }
-        Err(e) => Err(file_error(e)),
+        // Another process made it meanwhile: its key is the one.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read(path),
+        Err(e) => Err(not_made(e)),
     }
 }
 
@@ -222,6 +262,21 @@ fn write_owner_only(path: &Path, text: &str) -> std::io::Result<()> {
 #[cfg(not(unix))]
 fn write_owner_only(path: &Path, text: &str) -> std::io::Result<()> {
     std::fs::write(path, text)
+}
+
+/// A key file others may read is said at start (the key opens every secret).
+fn warn_if_others_read(path: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Ok(meta) = std::fs::metadata(path) {
+            if meta.permissions().mode() & 0o077 != 0 {
+                tracing::warn!(file = %path.display(), "the secret key file can be read by others than its owner: chmod 600 it");
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
 }
 
 #[cfg(test)]
@@ -282,6 +337,25 @@ mod tests {
     }
 
     #[test]
+    fn the_operator_s_key_file_is_read_and_never_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("not-mounted-yet.key");
+        let settings = Settings {
+            secret_key_file: Some(path.clone()),
+            ..Settings::default()
+        };
+        assert!(matches!(
+            Keyring::load(&settings),
+            Err(KeyError::File { .. })
+        ));
+        assert!(!path.exists(), "no key made in its place");
+        std::fs::write(&path, format!("{}\n", key())).unwrap();
+        let ring = Keyring::load(&settings).unwrap().unwrap();
+        let from_setting = Keyring::load(&with_key(&key())).unwrap().unwrap();
+        assert_eq!(ring.key_id(), from_setting.key_id());
+    }
+
+    #[test]
     fn a_malformed_key_is_refused_by_its_setting() {
         let e = Keyring::load(&with_key("too short")).unwrap_err();
         assert!(
@@ -311,6 +385,12 @@ mod tests {
             "the same key on the next start"
         );
         assert_eq!(again.open(&first.seal("s")).unwrap(), "s");
+        // A bare path is SQLite too.
+        let bare = tempfile::tempdir().unwrap();
+        let mut plain = Settings::default();
+        plain.database.url = bare.path().join("coe.db").display().to_string();
+        assert!(Keyring::load(&plain).unwrap().is_some());
+        assert!(bare.path().join("coe-secret.key").exists());
         settings.database.url = "postgres://coe@localhost/coe".into();
         assert!(Keyring::load(&settings).unwrap().is_none());
         settings.database.url = "sqlite://:memory:".into();

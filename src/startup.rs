@@ -168,7 +168,7 @@ impl Application {
         // it: /readyz reports the database, and sealing refuses until the file can be.
         match crate::secrets::Keyring::load(&settings) {
             Ok(keyring) => tracing::debug!(key = ?keyring, "secret key"),
-            Err(e @ crate::secrets::KeyError::File { .. }) => {
+            Err(e @ crate::secrets::KeyError::NotMade { .. }) => {
                 tracing::warn!(error = %e, "no key to seal secrets with")
             }
             Err(e) => return Err(e.into()),

@@ -9,7 +9,22 @@ use crate::services::directory::tokens;
 /// `coe sign-in-link EMAIL`: the link on stdout, once; notes on stderr.
 pub(super) fn sign_in_link(settings: &Settings, email: &str) -> Result<(), Failure> {
     let email = EmailAddress::parse(email).map_err(|e| Failure::settings(format!("EMAIL: {e}")))?;
-    let runtime = crate::services::Runtime::load(settings.clone()).map_err(Failure::settings)?;
+    // The way in when nothing else works: a broken COE or email template (which a
+    // sign-in link does not use) does not stand in its way.
+    let runtime = match crate::services::Runtime::load(settings.clone()) {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("warning: {e}; the link is made with coe's built-in templates");
+            crate::services::Runtime {
+                settings: std::sync::Arc::new(settings.clone()),
+                template: std::sync::Arc::new(crate::domain::template::Template::default_template()),
+                emails: std::sync::Arc::new(
+                    crate::email::EmailTemplates::load(None, &settings.public_url)
+                        .map_err(Failure::settings)?,
+                ),
+            }
+        }
+    };
     let (mut conn, _) = open(settings)?;
     let link = crate::services::accounts::auth::host_link(&mut conn, &email, runtime.env())
         .map_err(|e| match e {

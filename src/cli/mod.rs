@@ -602,6 +602,7 @@ fn print_demo(settings: &Settings, r: &crate::demo::DemoReport) {
 }
 
 fn check_config(settings: &Settings) -> Result<(), Failure> {
+    crate::secrets::Keyring::check(settings).map_err(Failure::settings)?;
     println!("# the configuration is valid; effective settings (secrets masked):");
     print!("{}", settings.to_masked_toml());
     if settings.server.replica_name.trim().is_empty() {

@@ -13,9 +13,23 @@ use super::{DatabaseSettings, Settings, SmtpSettings};
 /// `{ env = "JIRA_TOKEN" }` (that environment variable), read once when the settings
 /// load. Its `Debug` prints `***`, so that it cannot reach a log by accident. `expose`
 /// is the one way to read it.
-#[derive(Clone, PartialEq, Eq, Serialize)]
-#[serde(transparent)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
+
+thread_local! {
+    /// Set while `Settings::to_masked_toml` writes: every `Secret` then serializes as
+    /// `***`, so that a secret setting added later cannot be printed by forgetting it.
+    static MASKING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl Serialize for Secret {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match MASKING.with(std::cell::Cell::get) && !self.0.is_empty() {
+            true => serializer.serialize_str("***"),
+            false => serializer.serialize_str(&self.0),
+        }
+    }
+}
 
 /// At most this many bytes are read from a secret's file: a secret, not a document
 /// (a path to the wrong file fails clearly instead of loading it).
@@ -184,7 +198,12 @@ impl Settings {
         if !masked.auth.oidc.client_secret.expose().is_empty() {
             masked.auth.oidc.client_secret = Secret::from("***");
         }
-        toml::to_string_pretty(&masked).unwrap_or_else(|e| format!("# cannot render: {e}\n"))
+        // Every `Secret` is masked, those named above and any other.
+        MASKING.with(|m| m.set(true));
+        let text =
+            toml::to_string_pretty(&masked).unwrap_or_else(|e| format!("# cannot render: {e}\n"));
+        MASKING.with(|m| m.set(false));
+        text
     }
 }
 
@@ -271,15 +290,25 @@ mod tests {
         settings.webhooks.pagerduty_secret = Some("pd-key".into());
         settings.webhooks.grafana_secret = Some("grafana-key".into());
         settings.webhooks.sentry_secret = Some("sentry-key".into());
+        settings.secret_key = Some("c2VhbGluZy1rZXk=".into());
+        settings.previous_secret_keys = vec!["b2xkLWtleQ==".into()];
+        settings.chat.channels = vec![toml::from_str(
+            "name = \"incidents\"\nkind = \"slack\"\nurl = \"https://hooks.slack.com/x\"\n\
+             read_token = \"xoxb-read-token\"\nread_channel = \"C1\"",
+        )
+        .expect("a channel")];
         settings
     }
 
-    const SECRET_VALUES: [&str; 5] = [
+    const SECRET_VALUES: [&str; 8] = [
         "db-pass",
         "smtp-pass",
         "pd-key",
         "grafana-key",
         "sentry-key",
+        "c2VhbGluZy1rZXk=",
+        "b2xkLWtleQ==",
+        "xoxb-read-token",
     ];
 
     #[test]

@@ -1013,6 +1013,30 @@ fn during_an_smtp_outage_an_admin_signs_in_once_with_a_link_made_on_the_host() {
         again.contains("this sign-in link was used already or has expired"),
         "{again}"
     );
+    drop(served);
+
+    // The way in when nothing else works: broken email templates (which a link does
+    // not use) do not stand in its way; the command says what it used instead.
+    let broken = tempfile::tempdir().expect("dir");
+    std::fs::create_dir_all(broken.path().join("coe_opened")).expect("folder");
+    std::fs::write(broken.path().join("coe_opened/subject.hbs"), "{{#if}").expect("write");
+    let dir = broken.path().display().to_string();
+    let env = [
+        ("COE_DATABASE_URL", db.url.as_str()),
+        ("COE_EMAIL_TEMPLATES_DIR", dir.as_str()),
+    ];
+    let made = coe(&["sign-in-link", "ana@example.com"], &env);
+    assert!(made.status.success(), "{}", stderr(&made));
+    assert!(
+        stdout(&made).contains("/sign-in/confirm?token="),
+        "{}",
+        stdout(&made)
+    );
+    assert!(
+        stderr(&made).contains("the link is made with coe's built-in templates"),
+        "{}",
+        stderr(&made)
+    );
 }
 
 /// Issue 62, item 2: a restore coe cannot tell (PostgreSQL restored into the same

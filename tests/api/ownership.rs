@@ -285,4 +285,27 @@ async fn the_services_the_incidents_name_are_listed_to_be_given_owners() {
         html.contains("name=\"service\" type=\"text\" required maxlength=\"200\" value=\"search &amp; browse\""),
         "{html}"
     );
+    // Mapped as the ownership chain finds it, whatever the case of its letters.
+    let res = post_form(
+        &app,
+        &root,
+        "/admin/ownership",
+        "/admin/ownership/services",
+        &[
+            ("service", "Search & Browse"),
+            ("owner", "root@example.com"),
+        ],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let html = get_page(&app, "/admin/ownership", Some(&root))
+        .await
+        .text()
+        .await
+        .expect("html");
+    let seen = crate::html::text_of(&html, "seen");
+    assert!(
+        seen.contains("Each has its owner in the service map"),
+        "{seen}"
+    );
 }

@@ -554,8 +554,8 @@ async fn ownership_page(
     problems: Value,
     typed: Value,
 ) -> Page {
-    let (seen, services, teams, directory) = as_service(state, |conn, _| {
-        let seen = ownership::services_seen(conn, SERVICES_SEEN)?;
+    let (seen, services, teams, directory) = as_service(state, |conn, state| {
+        let seen = ownership::services_seen(conn, state.env(), SERVICES_SEEN)?;
         let services = ownership::service_map(conn)?;
         let teams = ownership::team_owners(conn)?;
         // The names of the people the map shows (a field for a person finds the

@@ -90,8 +90,12 @@ pub fn setup(conn: &mut DbConnection, env: Env<'_>) -> QueryResult<Setup> {
             sources.push(Source { source, last });
         }
     }
-    let services_mapped: i64 = service_owners::table.select(count_star()).first(conn)?;
-    let services_unowned = ownership::services_seen(conn, 200)?
+    let in_the_file = i64::try_from(settings.ownership.services.len()).unwrap_or(0);
+    let services_mapped: i64 = service_owners::table
+        .select(count_star())
+        .first::<i64>(conn)?
+        + in_the_file;
+    let services_unowned = ownership::services_seen(conn, env, 200)?
         .iter()
         .filter(|s| !s.mapped)
         .count();

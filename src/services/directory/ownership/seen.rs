@@ -7,7 +7,8 @@ use diesel::prelude::*;
 use serde::Serialize;
 
 use crate::db::schema::{incidents, service_owners};
-use crate::db::DbConnection;
+use crate::db::{lower, DbConnection};
+use crate::services::Env;
 
 /// A service some incident named: how many incidents and alerts, when last, and
 /// whether the service map has it.
@@ -25,8 +26,14 @@ pub struct SeenService {
 /// A service, its incidents, their events, and the last one's start, as counted.
 type Counted = (Option<String>, i64, Option<i64>, Option<NaiveDateTime>);
 
-/// The services incidents named, most incidents first, at most `limit`.
-pub fn services_seen(conn: &mut DbConnection, limit: i64) -> QueryResult<Vec<SeenService>> {
+/// The services incidents named, most incidents first, at most `limit`; mapped as
+/// the ownership chain finds them (`for_service`): in the page's map or the settings
+/// file's, whatever the case of their letters.
+pub fn services_seen(
+    conn: &mut DbConnection,
+    env: Env<'_>,
+    limit: i64,
+) -> QueryResult<Vec<SeenService>> {
     let rows: Vec<Counted> = incidents::table
         .filter(incidents::service.is_not_null())
         .group_by(incidents::service)
@@ -39,17 +46,22 @@ pub fn services_seen(conn: &mut DbConnection, limit: i64) -> QueryResult<Vec<See
         .order((count_star().desc(), incidents::service.asc()))
         .limit(limit)
         .load(conn)?;
-    let names: Vec<&str> = rows.iter().filter_map(|r| r.0.as_deref()).collect();
-    let mapped: Vec<String> = service_owners::table
-        .filter(service_owners::service.eq_any(&names))
+    let names: Vec<String> = rows
+        .iter()
+        .filter_map(|r| r.0.as_deref().map(str::to_lowercase))
+        .collect();
+    let mut mapped: Vec<String> = service_owners::table
+        .filter(lower(service_owners::service.nullable()).eq_any(&names))
         .select(service_owners::service)
         .load(conn)?;
+    mapped.extend(env.settings.ownership.services.keys().cloned());
+    let mapped: Vec<String> = mapped.iter().map(|s| s.to_lowercase()).collect();
     Ok(rows
         .into_iter()
         .filter_map(|(service, incidents, alerts, last)| {
             let service = service?;
             Some(SeenService {
-                mapped: mapped.contains(&service),
+                mapped: mapped.contains(&service.to_lowercase()),
                 service,
                 incidents,
                 alerts: alerts.unwrap_or(0),
