@@ -137,16 +137,6 @@ impl Keyring {
         }
     }
 
-    /// A keyring of one random key, for a database that lives as long as the process.
-    pub fn ephemeral() -> Keyring {
-        let key = ChaCha20Poly1305::generate_key(&mut OsRng);
-        Keyring {
-            current: SecretKey::from_base64(&BASE64.encode(key), "a new key")
-                .expect("32 random bytes are a key"),
-            previous: Vec::new(),
-        }
-    }
-
     /// The id of the key that seals.
     pub fn key_id(&self) -> &str {
         &self.current.id

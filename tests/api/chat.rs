@@ -274,7 +274,11 @@ async fn app_with_chat(base: &str) -> (TestApp, Settings) {
     (app, settings)
 }
 
-fn deliver(app: &TestApp, settings: &Settings) -> coe::services::outbound::chat::ChatReport {
+/// One chat delivery pass over `app`'s database with `settings`.
+pub(crate) fn deliver(
+    app: &TestApp,
+    settings: &Settings,
+) -> coe::services::outbound::chat::ChatReport {
     let mut conn = coe::db::checkout(&app.pool).expect("conn");
     let runtime = coe::services::Runtime::load(settings.clone()).expect("runtime");
     coe::services::outbound::chat::deliver(

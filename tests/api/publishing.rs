@@ -4,7 +4,6 @@
 //! after a failure), and nothing else of the COE public.
 
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
@@ -15,7 +14,7 @@ use serde_json::{json, Value};
 
 use crate::actions::World;
 use crate::attacks::{read, review_world_with};
-use crate::helpers::TestApp;
+use crate::chat::deliver;
 
 /// What the Statuspage and webhook double got: (method, path, authorization,
 /// signature, body, raw body), and the statuses it is to answer first.
@@ -114,18 +113,6 @@ fn channels(base: &str) -> Vec<ChannelSettings> {
             "hook-secret",
         ),
     ]
-}
-
-fn deliver(app: &TestApp, settings: &Settings) -> coe::services::outbound::chat::ChatReport {
-    let mut conn = coe::db::checkout(&app.pool).expect("conn");
-    let runtime = coe::services::Runtime::load(settings.clone()).expect("runtime");
-    coe::services::outbound::chat::deliver(
-        &mut conn,
-        runtime.env(),
-        "test",
-        &AtomicBool::new(false),
-    )
-    .expect("a chat pass")
 }
 
 /// The default template with a section written for customers, saved by an admin.
