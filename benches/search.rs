@@ -66,6 +66,7 @@ fn main() {
         settings: &settings,
         template: &template,
         emails: &emails,
+        connections: &coe::services::connections::Connections::of_file(&settings),
     };
     let mut rng = Lcg(42);
     // Two words side by side in some COE's summary, for the searches of several words.

@@ -280,6 +280,21 @@ impl From<crate::services::coe::templates::SaveError> for ApiError {
     }
 }
 
+impl From<crate::services::outbound::connections::SaveError> for ApiError {
+    fn from(e: crate::services::outbound::connections::SaveError) -> Self {
+        use crate::services::outbound::connections::SaveError;
+        match e {
+            SaveError::Invalid(field, problem) => ApiError::field(field, problem),
+            SaveError::Conflict(message) | SaveError::NoKey(message) => ApiError::Conflict {
+                message,
+                fields: vec![],
+            },
+            SaveError::NotFound(message) => ApiError::NotFound(message),
+            SaveError::Database(e) => e.into(),
+        }
+    }
+}
+
 impl From<crate::services::outbound::chat::import::ImportError> for ApiError {
     fn from(e: crate::services::outbound::chat::import::ImportError) -> Self {
         use crate::services::outbound::chat::import::ImportError;

@@ -30,6 +30,8 @@ pub enum StartupError {
     Oidc(String),
     #[error("the key that seals coe's secrets: {0}")]
     Secrets(#[from] crate::secrets::KeyError),
+    #[error(transparent)]
+    Connections(#[from] crate::services::connections::ConnectionsError),
     #[error("cannot start the ingest writer: {0}")]
     Writer(std::io::Error),
     #[error("cannot listen on {addr}: {source}")]
@@ -166,13 +168,31 @@ impl Application {
         // stops coe here, by name, not when a secret is first sealed. A key file that
         // cannot be made (the database's folder is missing or read-only) does not stop
         // it: /readyz reports the database, and sealing refuses until the file can be.
-        match crate::secrets::Keyring::load(&settings) {
-            Ok(keyring) => tracing::debug!(key = ?keyring, "secret key"),
+        let keyring = match crate::secrets::Keyring::load(&settings) {
+            Ok(keyring) => {
+                tracing::debug!(key = ?keyring, "secret key");
+                keyring
+            }
             Err(e @ crate::secrets::KeyError::NotMade { .. }) => {
-                tracing::warn!(error = %e, "no key to seal secrets with")
+                tracing::warn!(error = %e, "no key to seal secrets with");
+                None
             }
             Err(e) => return Err(e.into()),
-        }
+        };
+        // The connections kept in coe are read, their secrets opened and all checked
+        // with the settings file's: a name in both, or a secret sealed with a key coe was
+        // not given, stops coe here, by name.
+        let connections = match db::checkout(&pool) {
+            Ok(mut conn) => {
+                crate::services::connections::LiveConnections::open(&settings, keyring, &mut conn)?
+            }
+            Err(e) => {
+                // The database is down: coe starts (`/readyz` says why) with the settings
+                // file's connections, and its watch reads the others once it answers.
+                tracing::warn!(error = %e, "the connections kept in coe are read once the database answers");
+                crate::services::connections::LiveConnections::unread(&settings, keyring)
+            }
+        };
         let emails = Arc::new(EmailTemplates::load(
             settings.email.templates_dir.as_deref(),
             &settings.public_url,
@@ -187,6 +207,7 @@ impl Application {
             settings: settings.clone(),
             template: template.clone(),
             emails: emails.clone(),
+            connections: connections.clone(),
         };
         let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let delivery_waker = crate::services::outbound::outbox::DeliveryWaker::default();
@@ -214,6 +235,7 @@ impl Application {
             sns,
             template: template.clone(),
             emails: emails.clone(),
+            connections,
             pages: http::pages::templates::PageTemplates::load().map_err(StartupError::Pages)?,
             proxies: Arc::new(settings.auth.proxies()),
             oidc: crate::oidc::Provider::from_settings(&settings)

@@ -80,6 +80,7 @@ pub fn fill(b: &Bench, people: bool) -> Duration {
         settings: &b.settings,
         template: &template,
         emails: &emails,
+        connections: &coe::services::connections::Connections::of_file(&b.settings),
     };
     if people {
         use coe::db::schema::people as p;

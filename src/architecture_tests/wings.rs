@@ -17,6 +17,7 @@ use super::{find_cycle, sources, src};
 const LEAVES: &[&str] = &[
     "access",
     "audit",
+    "connections",
     "env",
     "forms",
     "replicas",

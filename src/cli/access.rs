@@ -16,6 +16,7 @@ pub(super) fn sign_in_link(settings: &Settings, email: &str) -> Result<(), Failu
         Err(e) => {
             eprintln!("warning: {e}; the link is made with coe's built-in templates");
             crate::services::Runtime {
+                connections: crate::services::connections::LiveConnections::of_file(settings),
                 settings: std::sync::Arc::new(settings.clone()),
                 template: std::sync::Arc::new(crate::domain::template::Template::default_template()),
                 emails: std::sync::Arc::new(

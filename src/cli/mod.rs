@@ -419,14 +419,23 @@ fn sweep(
     dry_run: bool,
     at: Option<chrono::DateTime<chrono::Utc>>,
 ) -> Result<(), Failure> {
-    let runtime = crate::services::Runtime::load(settings.clone()).map_err(Failure::settings)?;
-    let env = runtime.env();
     let transport = if dry_run {
         None
     } else {
         Some(transport(settings)?)
     };
     let (mut conn, _) = open(settings)?;
+    // The sweep posts to the channels kept in coe as well as the settings file's; when
+    // those cannot be read here (no key on this host), to the settings file's alone.
+    let loaded = crate::services::Runtime::load(settings.clone()).map_err(Failure::settings)?;
+    let runtime = match loaded.clone().with_kept_connections(&mut conn) {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("warning: {e}; this sweep posts to the settings file's channels alone");
+            loaded
+        }
+    };
+    let env = runtime.env();
     for d in sweep_settings::differences(&mut conn, env).map_err(Failure::runtime)? {
         eprintln!(
             "warning: the servers sweeping this database use {} = {:?}, this run uses {:?}: \
@@ -503,7 +512,7 @@ fn sweep(
             delivered.deferred,
             delivered.failed
         );
-        if !settings.chat.channels.is_empty() {
+        if !env.connections.channels.is_empty() {
             let chat = crate::services::outbound::chat::deliver(&mut conn, env, &claimant, &go)
                 .map_err(Failure::runtime)?;
             println!(

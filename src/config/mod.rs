@@ -22,6 +22,33 @@ mod validate;
 mod validate_sign_in;
 
 pub(crate) use addresses::{https_or_loopback, listens_on_loopback, parse_proxy};
+
+/// Whether `url`'s host is this host: a loopback address (IPv4-mapped too), the
+/// unspecified address (which reaches this host) or `localhost`. A name that resolves
+/// to this host is not seen here.
+pub fn points_at_loopback(url: &str) -> bool {
+    let Some(host) = url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host().map(|h| h.to_owned()))
+    else {
+        return false;
+    };
+    match host {
+        url::Host::Domain(name) => {
+            let name = name.trim_end_matches('.');
+            name.eq_ignore_ascii_case("localhost")
+                || name.to_ascii_lowercase().ends_with(".localhost")
+        }
+        url::Host::Ipv4(ip) => ip.is_loopback() || ip.is_unspecified(),
+        url::Host::Ipv6(ip) => {
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || ip
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| v4.is_loopback() || v4.is_unspecified())
+        }
+    }
+}
 pub use runtime::{
     DatabaseSettings, EmailSettings, LogFormat, LogSettings, Mode, ServerSettings, SmtpSettings,
     SMTP_TIMEOUT,
@@ -38,8 +65,10 @@ pub use self::people::ScimSettings;
 use self::secret::Secret;
 pub use self::templates::{TemplateFacts, TemplateRule};
 pub use self::trackers::{
-    destination, CreateWhen, Destination, Meaning, TrackerKind, TrackerRoute, TrackerSettings,
+    destination, validate as validate_trackers, CreateWhen, Destination, Meaning, TrackerKind,
+    TrackerRoute, TrackerSettings,
 };
+pub use self::validate::validate_channels;
 use crate::domain::assessment::DEFAULT_INTENTION_PHRASES;
 use crate::domain::incident::IncidentPolicy;
 use crate::domain::template::{Template, TemplateError};

@@ -67,6 +67,10 @@ pub struct ServerSettings {
     /// sending (instead of leaving it to `reminders.lease_secs`). Unique per replica;
     /// empty: the host's name and the address the server listens on.
     pub replica_name: String,
+    /// Whether the chat channels and trackers admins keep in coe may point at this
+    /// host (`127.0.0.1`, `localhost`, `::1`): off, an admin cannot turn coe into a
+    /// client of the services on its own host. The settings file's always may.
+    pub connections_on_loopback: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -137,6 +141,7 @@ impl Default for ServerSettings {
             body_timeout_secs: 60,
             search_timeout_ms: 2_000,
             searches_at_once: 2,
+            connections_on_loopback: false,
             figures_every_secs: 300,
             replica_name: String::new(),
         }

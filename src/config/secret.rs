@@ -31,6 +31,16 @@ impl Serialize for Secret {
     }
 }
 
+/// `value` as JSON with every `Secret` in it that is set written `***`: where a
+/// secret is, found by its type, so that one added later cannot be missed (coe seals
+/// those it keeps in the database by this).
+pub fn to_masked_json<T: Serialize>(value: &T) -> serde_json::Result<serde_json::Value> {
+    MASKING.with(|m| m.set(true));
+    let json = serde_json::to_value(value);
+    MASKING.with(|m| m.set(false));
+    json
+}
+
 /// At most this many bytes are read from a secret's file: a secret, not a document
 /// (a path to the wrong file fails clearly instead of loading it).
 const MAX_SECRET_FILE_BYTES: u64 = 64 * 1024;

@@ -271,14 +271,6 @@ impl Settings {
     /// URL; for Matrix a homeserver, a room id and a token), over https (plain http
     /// only on loopback).
     fn validate_chat(&self) -> Result<(), ConfigError> {
-        // The key is the list's; the value says which channel and field.
-        let invalid = |at: String, value: &str, expected: &str| ConfigError::Invalid {
-            key: "chat.channels",
-            origin: String::new(),
-            value: format!("{at} = {value:?}"),
-            expected: expected.to_owned(),
-        };
-        let web_url = |raw: &str| url::Url::parse(raw).is_ok_and(|u| super::https_or_loopback(&u));
         if !(1..=120).contains(&self.chat.timeout_secs) {
             return Err(ConfigError::Invalid {
                 key: "chat.timeout_secs",
@@ -287,105 +279,7 @@ impl Settings {
                 expected: "1 to 120 seconds".into(),
             });
         }
-        let mut names = std::collections::HashSet::new();
-        for (i, c) in self.chat.channels.iter().enumerate() {
-            let at = |field: &str| format!("[{i}] ({}) {field}", c.name);
-            let name_ok = !c.name.is_empty()
-                && c.name.len() <= 64
-                && c.name
-                    .chars()
-                    .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch));
-            if !name_ok {
-                return Err(invalid(
-                    at("name"),
-                    &c.name,
-                    "a name of letters, digits, - _ . (1 to 64)",
-                ));
-            }
-            if !names.insert(c.name.to_ascii_lowercase()) {
-                return Err(invalid(at("name"), &c.name, "a name no other channel has"));
-            }
-            if c.events.is_empty() {
-                return Err(invalid(at("events"), "[]", "at least one of coe_opened, review, overdue_daily, escalation, inspection_weekly (or leave it out for all)"));
-            }
-            if c.kind == super::ChatKind::Statuspage {
-                if !c.page_id.as_deref().is_some_and(|p| {
-                    !p.trim().is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric())
-                }) {
-                    return Err(invalid(
-                        at("page_id"),
-                        c.page_id.as_deref().unwrap_or(""),
-                        "the Statuspage page's id, for kind = \"statuspage\"",
-                    ));
-                }
-                if c.api_url.as_deref().is_some_and(|u| !web_url(u)) {
-                    return Err(invalid(
-                        at("api_url"),
-                        c.api_url.as_deref().unwrap_or(""),
-                        "the API's https URL (plain http only on loopback)",
-                    ));
-                }
-                if c.access_token
-                    .as_ref()
-                    .is_none_or(|t| t.expose().trim().is_empty())
-                {
-                    return Err(invalid(
-                        at("access_token"),
-                        "",
-                        "the Statuspage API key, for kind = \"statuspage\"",
-                    ));
-                }
-            } else if c.kind == super::ChatKind::Slack
-                && c.api_url.as_deref().is_some_and(|u| !web_url(u))
-            {
-                return Err(invalid(
-                    at("api_url"),
-                    c.api_url.as_deref().unwrap_or(""),
-                    "Slack's Web API https URL (plain http only on loopback)",
-                ));
-            } else if c.kind == super::ChatKind::Mattermost
-                && c.read_token.is_some()
-                && !c.api_url.as_deref().is_some_and(web_url)
-            {
-                return Err(invalid(
-                    at("api_url"),
-                    c.api_url.as_deref().unwrap_or(""),
-                    "the Mattermost server's https URL, to read channels with read_token",
-                ));
-            } else if c.kind == super::ChatKind::Matrix {
-                if !c.homeserver.as_deref().is_some_and(web_url) {
-                    return Err(invalid(at("homeserver"), c.homeserver.as_deref().unwrap_or(""), "the homeserver's https URL (plain http only on loopback), for kind = \"matrix\""));
-                }
-                if !c
-                    .room_id
-                    .as_deref()
-                    .is_some_and(|r| r.starts_with('!') && r.len() > 1)
-                {
-                    return Err(invalid(
-                        at("room_id"),
-                        c.room_id.as_deref().unwrap_or(""),
-                        "the room's id, such as !abcdef:example.com, for kind = \"matrix\"",
-                    ));
-                }
-                if c.access_token
-                    .as_ref()
-                    .is_none_or(|t| t.expose().trim().is_empty())
-                {
-                    return Err(invalid(
-                        at("access_token"),
-                        "",
-                        "the bot user's access token, for kind = \"matrix\"",
-                    ));
-                }
-            } else if !c.url.as_ref().is_some_and(|u| web_url(u.expose())) {
-                return Err(invalid(
-                    at("url"),
-                    if c.url.is_some() { "***" } else { "" },
-                    "the incoming webhook's https URL (plain http only on loopback)",
-                ));
-            }
-        }
-        Ok(())
+        validate_channels(&self.chat.channels)
     }
 
     fn validate_email(&self) -> Result<(), ConfigError> {
@@ -554,6 +448,119 @@ impl Settings {
         }
         Ok(())
     }
+}
+
+/// `[[chat.channels]]`: a unique name each, and what its kind needs (a webhook URL;
+/// for Matrix a homeserver, a room id and a token), over https (plain http only on
+/// loopback). The settings file's channels and those kept in coe are checked alike.
+pub fn validate_channels(channels: &[super::ChannelSettings]) -> Result<(), ConfigError> {
+    // The key is the list's; the value says which channel and field.
+    let invalid = |at: String, value: &str, expected: &str| ConfigError::Invalid {
+        key: "chat.channels",
+        origin: String::new(),
+        value: format!("{at} = {value:?}"),
+        expected: expected.to_owned(),
+    };
+    let web_url = |raw: &str| url::Url::parse(raw).is_ok_and(|u| super::https_or_loopback(&u));
+    let mut names = std::collections::HashSet::new();
+    for (i, c) in channels.iter().enumerate() {
+        let at = |field: &str| format!("[{i}] ({}) {field}", c.name);
+        let name_ok = !c.name.is_empty()
+            && c.name.len() <= 64
+            && c.name
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch));
+        if !name_ok {
+            return Err(invalid(
+                at("name"),
+                &c.name,
+                "a name of letters, digits, - _ . (1 to 64)",
+            ));
+        }
+        if !names.insert(c.name.to_ascii_lowercase()) {
+            return Err(invalid(at("name"), &c.name, "a name no other channel has"));
+        }
+        if c.events.is_empty() {
+            return Err(invalid(at("events"), "[]", "at least one of coe_opened, review, overdue_daily, escalation, inspection_weekly (or leave it out for all)"));
+        }
+        if c.kind == super::ChatKind::Statuspage {
+            if !c.page_id.as_deref().is_some_and(|p| {
+                !p.trim().is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric())
+            }) {
+                return Err(invalid(
+                    at("page_id"),
+                    c.page_id.as_deref().unwrap_or(""),
+                    "the Statuspage page's id, for kind = \"statuspage\"",
+                ));
+            }
+            if c.api_url.as_deref().is_some_and(|u| !web_url(u)) {
+                return Err(invalid(
+                    at("api_url"),
+                    c.api_url.as_deref().unwrap_or(""),
+                    "the API's https URL (plain http only on loopback)",
+                ));
+            }
+            if c.access_token
+                .as_ref()
+                .is_none_or(|t| t.expose().trim().is_empty())
+            {
+                return Err(invalid(
+                    at("access_token"),
+                    "",
+                    "the Statuspage API key, for kind = \"statuspage\"",
+                ));
+            }
+        } else if c.kind == super::ChatKind::Slack
+            && c.api_url.as_deref().is_some_and(|u| !web_url(u))
+        {
+            return Err(invalid(
+                at("api_url"),
+                c.api_url.as_deref().unwrap_or(""),
+                "Slack's Web API https URL (plain http only on loopback)",
+            ));
+        } else if c.kind == super::ChatKind::Mattermost
+            && c.read_token.is_some()
+            && !c.api_url.as_deref().is_some_and(web_url)
+        {
+            return Err(invalid(
+                at("api_url"),
+                c.api_url.as_deref().unwrap_or(""),
+                "the Mattermost server's https URL, to read channels with read_token",
+            ));
+        } else if c.kind == super::ChatKind::Matrix {
+            if !c.homeserver.as_deref().is_some_and(web_url) {
+                return Err(invalid(at("homeserver"), c.homeserver.as_deref().unwrap_or(""), "the homeserver's https URL (plain http only on loopback), for kind = \"matrix\""));
+            }
+            if !c
+                .room_id
+                .as_deref()
+                .is_some_and(|r| r.starts_with('!') && r.len() > 1)
+            {
+                return Err(invalid(
+                    at("room_id"),
+                    c.room_id.as_deref().unwrap_or(""),
+                    "the room's id, such as !abcdef:example.com, for kind = \"matrix\"",
+                ));
+            }
+            if c.access_token
+                .as_ref()
+                .is_none_or(|t| t.expose().trim().is_empty())
+            {
+                return Err(invalid(
+                    at("access_token"),
+                    "",
+                    "the bot user's access token, for kind = \"matrix\"",
+                ));
+            }
+        } else if !c.url.as_ref().is_some_and(|u| web_url(u.expose())) {
+            return Err(invalid(
+                at("url"),
+                if c.url.is_some() { "***" } else { "" },
+                "the incoming webhook's https URL (plain http only on loopback)",
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

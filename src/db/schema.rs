@@ -336,6 +336,17 @@ diesel::table! {
 }
 
 diesel::table! {
+    connections (kind, name) {
+        kind -> Text,
+        name -> Text,
+        settings -> Text,
+        version -> BigInt,
+        updated_by -> Text,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
     database_marks (name) {
         name -> Text,
         value -> Text,
@@ -586,6 +597,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     notification_settings,
     unsubscribe_links,
     database_marks,
+    connections,
     replica_heartbeats,
     logout_tokens,
     kept_forms,

@@ -129,6 +129,7 @@ struct Seeder<'a> {
     settings: &'a Settings,
     template: &'a Template,
     emails: &'a EmailTemplates,
+    connections: &'a crate::services::connections::Connections,
     today: NaiveDate,
     now: NaiveDateTime,
 }
@@ -147,6 +148,7 @@ impl Seeder<'_> {
             settings: self.settings,
             template: self.template,
             emails: self.emails,
+            connections: self.connections,
         }
     }
 
@@ -184,11 +186,7 @@ impl Seeder<'_> {
         } else {
             written.len()
         };
-        let env = crate::services::Env {
-            settings: self.settings,
-            template: self.template,
-            emails: self.emails,
-        };
+        let env = self.env();
         for (key, body) in written.into_iter().take(take) {
             let v = self.version(conn, id)?;
             coe_service::put_section(conn, id, key, &body, Some(v), &as_owner, &env)
@@ -372,10 +370,13 @@ pub fn seed(
     ensure_empty(conn)?;
     let now = db::now();
     let clock = settings.clock();
+    // The demo's organisation is seeded before any connection is kept in coe.
+    let connections = crate::services::connections::Connections::of_file(settings);
     let seeder = Seeder {
         settings,
         template,
         emails,
+        connections: &connections,
         today: clock.today(),
         now,
     };
@@ -395,11 +396,7 @@ pub fn seed(
         directory::put(conn, &address, &input, false).map_err(fail("add a person"))?;
     }
 
-    let env = crate::services::Env {
-        settings,
-        template,
-        emails,
-    };
+    let env = seeder.env();
     let mut events = 0;
     for s in scenarios() {
         let batch = events_of(&s, now);

@@ -35,6 +35,7 @@ macro_rules! api_doc {
                 (name = "people", description = "The people directory: teams, managers, time zones"),
                 (name = "actions", description = "Corrective actions, tracked to closure"),
                 (name = "trackers", description = "Issue trackers (Jira, Linear, GitHub): their webhooks and health"),
+                (name = "admin", description = "Setting up the organisation: the chat channels and trackers kept in coe"),
                 (name = "coes", description = "COE writeups: sections, timeline, 5 whys, related items, history, export"),
             )
         )]

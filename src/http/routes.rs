@@ -81,6 +81,8 @@ macro_rules! route_table {
                 "/api/v1/templates" => { get: api::templates::list }
                 "/api/v1/templates/{name}" => { post: api::templates::save }
                 "/api/v1/trackers" => { get: api::trackers::list }
+                "/api/v1/connections" => { get: api::connections::list }
+                "/api/v1/connections/{kind}/{name}" => { put: api::connections::save, delete: api::connections::remove }
                 "/api/v1/trackers/{name}/webhook" => { post: api::trackers::webhook }
             }
             undocumented {

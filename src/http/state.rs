@@ -25,6 +25,9 @@ pub struct AppState {
     pub template: Arc<Template>,
     /// The email templates, compiled and checked at start-up.
     pub emails: Arc<EmailTemplates>,
+    /// The chat channels and trackers in use: the settings file's and those kept in
+    /// coe (`env().connections` reads them; a save refreshes them).
+    pub connections: crate::services::connections::LiveConnections,
     /// The web pages' templates, compiled at start-up.
     pub pages: Arc<crate::http::pages::templates::PageTemplates>,
     /// The OpenID Provider people sign in through (`auth.mode = "oidc"`).
@@ -64,6 +67,7 @@ impl AppState {
             settings: &self.settings,
             template: &self.template,
             emails: &self.emails,
+            connections: self.connections.current(),
         }
     }
 
@@ -73,6 +77,7 @@ impl AppState {
             settings: self.settings.clone(),
             template: self.template.clone(),
             emails: self.emails.clone(),
+            connections: self.connections.clone(),
         }
     }
 }

@@ -11,6 +11,7 @@
 //! write request waits on) with its SQLite checkpointer, and the sign-in link written
 //! after its page answered (`http::pages::sign_in`), which are part of a request.
 
+pub mod connections;
 pub mod figures;
 pub mod heartbeat;
 pub mod integrity;
@@ -301,6 +302,11 @@ pub fn serve(parts: Parts) -> std::io::Result<Jobs> {
     } else {
         tracing::info!("reminders.enabled is false: no sweeps or deliveries in this process");
     }
+    // Every replica, delivering or not, sees another's saved connections.
+    jobs.push(connections::job(
+        parts.runtime.connections.clone(),
+        parts.pool.clone(),
+    ));
     jobs.extend(figures::job(settings.clone(), parts.pool.clone()));
     jobs.extend(integrity::job(settings));
     let started = Jobs::start(jobs, &metrics)?;

@@ -290,16 +290,15 @@ pub fn delivery(
     )
 }
 
-/// Chat delivery, when channels are configured, on a job of its own so that a slow
+/// Chat delivery, on a job of its own so that a slow
 /// or silent platform never holds up email (a notice decided meanwhile waits at most
 /// `reminders.delivery_interval_secs`).
 pub fn chat(runtime: Runtime, pool: DbPool, metrics: DeliveryMetrics) -> Option<Job> {
+    // Always on: a channel may be added in the pages at any time (a pass with none
+    // reads one count).
     let settings = runtime.settings.clone();
-    if settings.chat.channels.is_empty() {
-        return None;
-    }
     tracing::info!(
-        channels = settings.chat.channels.len(),
+        channels = runtime.env().connections.channels.len(),
         "chat delivery started"
     );
     let (r, p) = (runtime, pool.clone());
@@ -321,16 +320,17 @@ pub fn chat(runtime: Runtime, pool: DbPool, metrics: DeliveryMetrics) -> Option<
     ))
 }
 
-/// Issue trackers, when any is set up: each pass tells the trackers what waits
+/// Issue trackers: each pass tells the trackers what waits
 /// (`services::coe::trackers::deliver`) and reads back the linked tickets of each tracker
 /// whose round is due (`services::coe::trackers::reconcile`). A pass every
 /// `reminders.delivery_interval_secs`.
 pub fn trackers(runtime: Runtime, pool: DbPool, metrics: DeliveryMetrics) -> Option<Job> {
+    // Always on: a tracker may be added in the pages at any time.
     let settings = runtime.settings.clone();
-    if settings.trackers.is_empty() {
-        return None;
-    }
-    tracing::info!(trackers = settings.trackers.len(), "tracker sync started");
+    tracing::info!(
+        trackers = runtime.env().connections.trackers.len(),
+        "tracker sync started"
+    );
     let p = pool.clone();
     Some(delivery_job(
         "trackers",

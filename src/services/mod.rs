@@ -6,7 +6,7 @@
 //! `incidents` (what the alerting systems said), `coe` (the writeup, its actions and
 //! review), `intake` (failures coming in), `figures` (what leaders read),
 //! `accounts` (sign-in, provisioning, leavers) and `reminders`. A wing imports the
-//! wings before it and the shared leaves at this root (`access`, `audit`, `env`,
+//! wings before it and the shared leaves at this root (`access`, `audit`, `connections`, `env`,
 //! `forms`, `replicas`, `search_index`, `sweep_settings`), never one after it:
 //! `architecture_tests::wings` parses every module to check it.
 
@@ -14,6 +14,7 @@ pub mod access;
 pub mod accounts;
 pub mod audit;
 pub mod coe;
+pub mod connections;
 pub mod directory;
 mod env;
 pub mod figures;

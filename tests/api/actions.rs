@@ -1586,6 +1586,7 @@ async fn an_action_prepared_for_a_coe_closed_since_is_not_added() {
         settings: &settings,
         template: &template,
         emails: &emails,
+        connections: &coe::services::connections::Connections::of_file(&settings),
     };
     let actor = "lead@example.com";
     let who = Editor {

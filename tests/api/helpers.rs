@@ -107,6 +107,8 @@ pub struct TestApp {
     pub address: String,
     pub pool: DbPool,
     pub client: reqwest::Client,
+    /// What the app's services use (its live connections among them).
+    pub runtime: coe::services::Runtime,
     /// Kept so that the database lives as long as the app.
     _db: TestDatabase,
     handle: actix_web::dev::ServerHandle,
@@ -165,6 +167,7 @@ pub async fn spawn_app_with_sns(
     let app = Application::with_parts(settings, pool, sns).expect("the app starts");
     let address = format!("http://127.0.0.1:{}", app.port());
     let pool = app.pool().clone();
+    let runtime = app.runtime().clone();
     let handle = app.handle();
     tokio::spawn(app.run_until_stopped());
     TestApp {
@@ -176,6 +179,7 @@ pub async fn spawn_app_with_sns(
             .pool_idle_timeout(std::time::Duration::from_secs(1))
             .build()
             .expect("an HTTP client"),
+        runtime,
         _db: db,
         handle,
     }

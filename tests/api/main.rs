@@ -17,6 +17,7 @@ mod chat_import;
 mod cli;
 mod coe_pages;
 mod coes;
+mod connections;
 mod delivery_crash;
 mod email;
 mod errors;

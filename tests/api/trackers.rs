@@ -90,6 +90,7 @@ fn reconcile(app: &TestApp, settings: &Settings) -> usize {
         settings,
         template: &template,
         emails: &emails,
+        connections: &coe::services::connections::Connections::of_file(settings),
     };
     coe::services::coe::trackers::reconcile(&app.pool, env, &AtomicBool::new(false))
         .expect("reconcile")

@@ -108,7 +108,7 @@ pub async fn get(
             conn,
             &id,
             state.settings.clock(),
-            &state.settings.trackers,
+            &state.env().connections.trackers,
         )?)
     })
     .await?;
@@ -521,7 +521,7 @@ async fn read_back(state: &web::Data<AppState>, id: String) -> Result<ActionDeta
             conn,
             &id,
             state.settings.clock(),
-            &state.settings.trackers,
+            &state.env().connections.trackers,
         )?)
     })
     .await

@@ -5,6 +5,7 @@ pub mod backchannel;
 pub mod chat_import;
 pub mod coes;
 pub mod comments;
+pub mod connections;
 pub mod incidents;
 pub mod ingest;
 pub mod outage;

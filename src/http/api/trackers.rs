@@ -50,15 +50,13 @@ pub async fn ticket(
     })
     .await?;
     if let Asked::Link { tracker, key } = asked {
-        let settings = state.settings.clone();
-        let asked_key = key.clone();
-        let read =
-            web::block(move || trackers::read(&settings.trackers[tracker], &asked_key)).await?;
+        let (asked_tracker, asked_key) = (tracker.clone(), key.clone());
+        let read = web::block(move || trackers::read(&asked_tracker, &asked_key)).await?;
         let action = id.clone();
-        with_conn(&state, move |conn, state| {
+        with_conn(&state, move |conn, _| {
             Ok(trackers::link(
                 conn,
-                &state.settings.trackers[tracker],
+                &tracker,
                 &action,
                 &key,
                 read,
@@ -70,7 +68,7 @@ pub async fn ticket(
     let view = with_conn(&state, move |conn, state| {
         Ok(crate::services::outbound::ticket_of(
             conn,
-            &state.settings.trackers,
+            &state.env().connections.trackers,
             &id,
         )?)
     })
@@ -101,7 +99,13 @@ pub async fn webhook(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let name = name.into_inner();
-    let Some(tracker) = state.settings.trackers.iter().find(|t| t.name == name) else {
+    let Some(tracker) = state
+        .env()
+        .connections
+        .trackers
+        .iter()
+        .find(|t| t.name == name)
+    else {
         return Err(ApiError::NotFound(format!(
             "no tracker is named `{}`",
             name.escape_default()

@@ -59,12 +59,11 @@ fn step(t: Transition) -> Value {
 async fn load(state: &web::Data<AppState>, id: &str, who: &SignedIn) -> Result<Loaded, PageError> {
     let key = id.to_owned();
     as_person(state, who, move |conn, state, editor| {
-        let detail =
-            match actions::get(conn, &key, state.settings.clock(), &state.settings.trackers) {
-                Ok(d) => d,
-                Err(ActionError::NotFound(_)) => return Ok(None),
-                Err(e) => return Err(e.into()),
-            };
+        let detail = match action_now(conn, state, &key) {
+            Ok(d) => d,
+            Err(ActionError::NotFound(_)) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
         let may_change = access::action(conn, &key, editor).is_ok();
         let may_delete = actions::may_delete(conn, &key, editor)?;
         // The names of the people the page shows: the owner, and who moved it on.
@@ -269,7 +268,7 @@ fn tracked(detail: &ActionDetail, state: &AppState) -> Option<Value> {
         "stuck": t.stuck,
         "last_error": t.last_error,
         "owner": detail.action.owner,
-        "tracker_count": state.settings.trackers.len(),
+        "tracker_count": state.env().connections.trackers.len(),
     }))
 }
 
@@ -559,7 +558,7 @@ pub async fn edit(form: CsrfForm<Fields>, path: web::Path<String>, state: State)
         .collect();
     let key = id.clone();
     let outcome = change(&state, &who, move |conn, state, editor| {
-        let now = actions::get(conn, &key, state.settings.clock(), &state.settings.trackers)?;
+        let now = action_now(conn, state, &key)?;
         let current = serde_json::to_value(&now.action).unwrap_or_default();
         let mut changed = serde_json::Map::new();
         for (field, value) in &typed {
@@ -626,7 +625,7 @@ pub async fn reassign(form: CsrfForm<Fields>, path: web::Path<String>, state: St
     };
     let key = id.clone();
     let outcome = change(&state, &who, move |conn, state, editor| {
-        let now = actions::get(conn, &key, state.settings.clock(), &state.settings.trackers)?;
+        let now = action_now(conn, state, &key)?;
         if now.action.owner == email.as_str() {
             return Err(ActionError::Invalid(vec![(
                 "owner".into(),
@@ -653,4 +652,14 @@ fn save(
     patch: &ActionPatch,
 ) -> Result<(), ActionError> {
     actions::patch(conn, id, patch, editor, state.settings.clock(), state.env())
+}
+
+/// Action `key` as it is now, with its ticket (the trackers in use).
+fn action_now(
+    conn: &mut crate::db::DbConnection,
+    state: &crate::http::state::AppState,
+    key: &str,
+) -> Result<actions::ActionDetail, actions::ActionError> {
+    let env = state.env();
+    actions::get(conn, key, env.settings.clock(), &env.connections.trackers)
 }

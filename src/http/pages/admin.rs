@@ -467,30 +467,6 @@ pub async fn outbox_retry(_: AdminForm, path: web::Path<String>, state: State) -
     Ok(see_other("/admin/outbox?state=pending"))
 }
 
-#[derive(Debug, Default, Deserialize)]
-pub struct ChatQuery {
-    /// The channel a test message just went to, and whether it got through.
-    #[serde(default)]
-    tested: Option<String>,
-    #[serde(default)]
-    delivered: Option<bool>,
-}
-
-/// `GET /admin/chat`: each chat channel (`[[chat.channels]]`): what it hears, its last
-/// delivery and error, whether it is broken, what waits; a test message button.
-pub async fn chat_list(Admin(who): Admin, query: web::Query<ChatQuery>, state: State) -> Page {
-    let channels = as_service(&state, |conn, state| {
-        Ok(crate::services::outbound::chat::statuses(
-            conn,
-            state.env(),
-        )?)
-    })
-    .await?;
-    let query = query.into_inner();
-    let data = json!({"channels": channels, "tested": query.tested, "delivered": query.delivered});
-    page(&state, &who, StatusCode::OK, "admin_chat", "chat", data)
-}
-
 /// `POST /admin/chat/{name}/test`: sends a test message to the channel now; one that
 /// gets through mends a broken channel (what waited is then sent).
 pub async fn chat_test(form: AdminForm, path: web::Path<String>, state: State) -> Page {
@@ -499,8 +475,8 @@ pub async fn chat_test(form: AdminForm, path: web::Path<String>, state: State) -
     let asked = name.clone();
     let outcome = as_service(&state, move |conn, state| {
         let channel = state
-            .settings
-            .chat
+            .env()
+            .connections
             .channels
             .iter()
             .find(|c| c.name == asked)

@@ -27,10 +27,20 @@ fn in_words(meaning: Option<&str>) -> &'static str {
     }
 }
 
+/// The tracker just saved or removed in coe.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct ListQuery {
+    #[serde(default)]
+    saved: Option<String>,
+    #[serde(default)]
+    removed: Option<String>,
+}
+
 async fn show(
     state: &web::Data<AppState>,
     who: &SignedIn,
     checked: Option<(String, Vec<Checked>)>,
+    query: ListQuery,
 ) -> Page {
     let trackers = as_service(state, |conn, state| Ok(state::statuses(conn, state.env())?)).await?;
     let checked = checked.map(|(name, places)| {
@@ -51,7 +61,8 @@ async fn show(
             .collect();
         json!({"name": name, "ok": places.iter().all(|p| p["ok"] == true), "places": places})
     });
-    let data = json!({"trackers": trackers, "checked": checked});
+    let data = json!({"trackers": trackers, "checked": checked,
+                      "saved": query.saved, "removed": query.removed});
     page(
         state,
         who,
@@ -63,8 +74,8 @@ async fn show(
 }
 
 /// `GET /admin/trackers`.
-pub async fn list(Admin(who): Admin, state: State) -> Page {
-    show(&state, &who, None).await
+pub async fn list(Admin(who): Admin, query: web::Query<ListQuery>, state: State) -> Page {
+    show(&state, &who, None, query.into_inner()).await
 }
 
 /// `POST /admin/trackers/{name}/check`: reads the tracker's places and their
@@ -72,7 +83,13 @@ pub async fn list(Admin(who): Admin, state: State) -> Page {
 pub async fn check(form: AdminForm, path: web::Path<String>, state: State) -> Page {
     let name = path.into_inner();
     let asked = name.clone();
-    let Some(tracker) = state.settings.trackers.iter().find(|t| t.name == asked) else {
+    let Some(tracker) = state
+        .env()
+        .connections
+        .trackers
+        .iter()
+        .find(|t| t.name == asked)
+    else {
         return Err(
             crate::error::ApiError::NotFound(format!("there is no tracker {asked}")).into(),
         );
@@ -87,5 +104,11 @@ pub async fn check(form: AdminForm, path: web::Path<String>, state: State) -> Pa
         Ok(checked)
     })
     .await?;
-    show(&state, &form.who.0, Some((name, checked))).await
+    show(
+        &state,
+        &form.who.0,
+        Some((name, checked)),
+        ListQuery::default(),
+    )
+    .await
 }

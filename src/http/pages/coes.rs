@@ -101,7 +101,7 @@ pub(super) fn page(
             "approved": matches!(doc.state, CoeState::Approved | CoeState::Closed),
             "written": !s.body.trim().is_empty(),
             "publication": publication,
-            "statuspage": state.settings.chat.channels.iter().any(|c| c.kind == crate::config::ChatKind::Statuspage),
+            "statuspage": state.env().connections.channels.iter().any(|c| c.kind == crate::config::ChatKind::Statuspage),
             // Its owner, reviewer or an admin publishes it (and takes it down).
             "may_publish": may_edit,
         })

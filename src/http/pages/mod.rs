@@ -8,6 +8,7 @@
 
 mod actions;
 mod admin;
+mod admin_connections;
 mod admin_templates;
 mod admin_trackers;
 mod assets;
@@ -113,13 +114,21 @@ page_routes! {
     post "/admin/ownership/services" => admin::ownership_service,
     post "/admin/ownership/teams" => admin::ownership_team,
     post "/admin/sessions/{id}/end" => admin::sessions_end,
-    get "/admin/chat" => admin::chat_list,
+    get "/admin/chat" => admin_connections::chat_list,
+    get "/admin/chat/new" => admin_connections::chat_new,
+    post "/admin/chat/save" => admin_connections::chat_save,
+    get "/admin/chat/{name}/edit" => admin_connections::chat_edit,
+    post "/admin/chat/{name}/remove" => admin_connections::chat_remove,
     post "/admin/chat/{name}/test" => admin::chat_test,
     get "/admin/templates" => admin_templates::list,
     get "/admin/templates/new" => admin_templates::new,
     get "/admin/templates/{name}" => admin_templates::show,
     post "/admin/templates/{name}" => admin_templates::save,
     get "/admin/trackers" => admin_trackers::list,
+    get "/admin/trackers/new" => admin_connections::trackers_new,
+    post "/admin/trackers/save" => admin_connections::trackers_save,
+    get "/admin/trackers/{name}/edit" => admin_connections::trackers_edit,
+    post "/admin/trackers/{name}/remove" => admin_connections::trackers_remove,
     post "/admin/trackers/{name}/check" => admin_trackers::check,
     get "/report" => report::form,
     post "/report" => report::submit,

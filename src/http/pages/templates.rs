@@ -51,6 +51,7 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "admin_sessions",
     "admin_chat",
     "admin_trackers",
+    "admin_connection",
     "admin_templates",
     "admin_template",
     "summary",

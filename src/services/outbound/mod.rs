@@ -4,6 +4,7 @@
 
 pub mod approval;
 pub mod chat;
+pub mod connections;
 pub mod notify;
 pub mod outbox;
 pub mod queue;

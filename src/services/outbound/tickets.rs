@@ -135,13 +135,12 @@ pub fn destination<'s>(
     env: Env<'s>,
     action_id: &str,
 ) -> QueryResult<Option<config::Destination<'s>>> {
-    let settings = env.settings;
-    if settings.trackers.is_empty() {
+    if env.connections.trackers.is_empty() {
         return Ok(None);
     }
     let (team, service) = team_and_service(conn, action_id)?;
     Ok(config::destination(
-        &settings.trackers,
+        &env.connections.trackers,
         team.as_deref(),
         service.as_deref(),
     ))

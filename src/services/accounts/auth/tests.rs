@@ -14,6 +14,7 @@ fn a_link_signs_in_once_and_the_day_old_leftovers_are_purged() {
         settings: &settings,
         template: &template,
         emails: &templates,
+        connections: &crate::services::connections::Connections::of_file(&settings),
     };
     let ana = EmailAddress::parse("ana@example.com").expect("address");
     let link = request_link(&mut conn, &ana, "192.0.2.1", Some("/coes/1"), env)

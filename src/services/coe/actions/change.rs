@@ -261,7 +261,7 @@ pub fn add(
     outbound::happened(conn, env, &row.created_by, created, now)?;
     // A new open action on a closed COE is refused (above); on an approved COE it
     // keeps the COE approved until it closes. New, it has no history but its creation.
-    let ticket = outbound::ticket_of(conn, &env.settings.trackers, &row.id)?;
+    let ticket = outbound::ticket_of(conn, &env.connections.trackers, &row.id)?;
     let step = ActionStep {
         step: "create".to_owned(),
         by: row.created_by.clone(),

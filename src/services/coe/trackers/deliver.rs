@@ -193,7 +193,7 @@ impl queue::Channel for Trackers<'_> {
     type Sent = Sent;
 
     fn begin(&mut self, _conn: &mut DbConnection) -> QueryResult<bool> {
-        Ok(!self.env.settings.trackers.is_empty())
+        Ok(!self.env.connections.trackers.is_empty())
     }
 
     fn claim(
@@ -209,7 +209,13 @@ impl queue::Channel for Trackers<'_> {
             return Ok(None);
         };
         let detail: Value = serde_json::from_str(&detail).unwrap_or_default();
-        let plan = match self.env.settings.trackers.iter().any(|t| t.name == tracker) {
+        let plan = match self
+            .env
+            .connections
+            .trackers
+            .iter()
+            .any(|t| t.name == tracker)
+        {
             true => Some(plan(conn, self.env, &action_id, &what, &detail)?),
             false => None,
         };
@@ -226,7 +232,7 @@ impl queue::Channel for Trackers<'_> {
     fn send(&mut self, job: &mut Job) -> Sent {
         let tracker = self
             .env
-            .settings
+            .connections
             .trackers
             .iter()
             .find(|t| t.name == job.tracker);
@@ -235,7 +241,7 @@ impl queue::Channel for Trackers<'_> {
                 send(&Client::new(tracker), &job.what, &job.detail, plan)
             }
             _ => Sent::only(Outcome::Failed(Failure::Refused(format!(
-                "no tracker is named {} in the settings any more",
+                "no tracker is named {} any more (removed from the settings file or Admin → Trackers)",
                 job.tracker
             )))),
         };
@@ -271,7 +277,6 @@ fn record(
     sent: Sent,
     report: &mut Report,
 ) -> QueryResult<()> {
-    let settings = env.settings;
     let now = db::now();
     let Sent {
         outcome,
@@ -303,7 +308,11 @@ fn record(
         Outcome::Failed(_) => Settled::failed(error.as_deref().unwrap_or_default(), now),
     };
     let state = settled.state;
-    let tracker_settings = settings.trackers.iter().find(|t| t.name == job.tracker);
+    let tracker_settings = env
+        .connections
+        .trackers
+        .iter()
+        .find(|t| t.name == job.tracker);
     db::write_transaction(conn, |conn| {
         if let (Some((remote, assignee_note)), Some(tracker)) = (&remote, tracker_settings) {
             save_remote(conn, tracker, &job.action_id, remote, assignee_note.clone())?;

@@ -324,7 +324,7 @@ pub fn reconcile(pool: &DbPool, env: Env<'_>, stop: &AtomicBool) -> Result<usize
     let now = db::now();
     let mut changed = 0;
     let mut rounds = 0;
-    for tracker in &env.settings.trackers {
+    for tracker in &env.connections.trackers {
         let taken = state::take_round(
             &mut *db::checkout(pool)?,
             &tracker.name,

@@ -54,13 +54,16 @@ fn invalid(field: &str, problem: impl Into<String>) -> ActionError {
 }
 
 /// What a ticket request comes to before any tracker is asked.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Asked {
     /// Queued to be made (or made again): the delivery job asks the tracker.
     Queued,
-    /// An existing ticket to link: `trackers[tracker]` is asked for `key` with no
-    /// database connection held (`read`), then `link` records what it said.
-    Link { tracker: usize, key: TicketKey },
+    /// An existing ticket to link: `tracker` (as it was when asked) is asked for `key`
+    /// with no database connection held (`read`), then `link` records what it said.
+    Link {
+        tracker: Box<crate::config::TrackerSettings>,
+        key: TicketKey,
+    },
 }
 
 /// Makes or links action `action_id`'s ticket. Making is queued; linking checks the
@@ -77,7 +80,7 @@ pub fn request(
         make(conn, env, action_id, ask.tracker.as_deref(), who)?;
         return Ok(Asked::Queued);
     };
-    let trackers = &env.settings.trackers;
+    let trackers = &env.connections.trackers;
     may_ask(conn, trackers, action_id, who, true)?;
     let index = match ask.tracker.as_deref() {
         Some(name) => named(trackers, name)?.0,
@@ -98,7 +101,7 @@ pub fn request(
         return Err(refuse_taken(key.as_str(), &other));
     }
     Ok(Asked::Link {
-        tracker: index,
+        tracker: Box::new(tracker.clone()),
         key,
     })
 }
@@ -112,15 +115,14 @@ pub fn make(
     tracker: Option<&str>,
     who: &Editor<'_>,
 ) -> Result<(), ActionError> {
-    let settings = env.settings;
-    if may_ask(conn, &settings.trackers, action_id, who, false)?.is_some() {
+    if may_ask(conn, &env.connections.trackers, action_id, who, false)?.is_some() {
         // It could not be made: asked again, it is tried again.
         db::write_transaction(conn, |conn| queue::retry_making(conn, action_id, db::now()))?;
         return Ok(());
     }
     let destination = match tracker {
         Some(name) => {
-            let t = named(&settings.trackers, name)?.1;
+            let t = named(&env.connections.trackers, name)?.1;
             let (team, service) = queue::team_and_service(conn, action_id)?;
             t.destination(team.as_deref(), service.as_deref())
                 .ok_or_else(|| {

@@ -125,6 +125,10 @@ pub struct TrackerStatus {
     /// Where the tracker is to send its webhooks.
     pub webhook_url: String,
     pub signed: bool,
+    /// Who saved it last, when it is kept in coe (none: the settings file's).
+    pub saved_by: Option<String>,
+    #[serde(serialize_with = "crate::json::utc_option")]
+    pub saved_at: Option<NaiveDateTime>,
 }
 
 type StateRow = (
@@ -150,7 +154,7 @@ pub fn statuses(conn: &mut DbConnection, env: Env<'_>) -> QueryResult<Vec<Tracke
         ))
         .load(conn)?;
     let mut out = Vec::new();
-    for t in &settings.trackers {
+    for t in &env.connections.trackers {
         let row = rows.iter().find(|r| r.0 == t.name);
         let jobs = |conn: &mut DbConnection, states: &[&str], create: Option<bool>| {
             let mut q = tracker_jobs::table
@@ -167,7 +171,12 @@ pub fn statuses(conn: &mut DbConnection, env: Env<'_>) -> QueryResult<Vec<Tracke
         let mut places: Vec<String> = t.place.iter().cloned().collect();
         places.extend(t.routes.iter().map(|r| r.place.clone()));
         places.dedup();
+        let kept = env
+            .connections
+            .kept(crate::services::connections::Kind::Tracker, &t.name);
         out.push(TrackerStatus {
+            saved_by: kept.map(|k| k.updated_by.clone()),
+            saved_at: kept.map(|k| k.updated_at),
             name: t.name.clone(),
             kind: t.kind.label(),
             base_url: t.base_url().to_owned(),

@@ -44,11 +44,15 @@ pub(super) struct Parts {
     pub(super) settings: Settings,
     pub(super) template: Template,
     pub(super) emails: EmailTemplates,
+    pub(super) connections: crate::services::connections::LiveConnections,
 }
 
 impl Parts {
     pub(super) fn new() -> Parts {
         Parts {
+            connections: crate::services::connections::LiveConnections::of_file(
+                &Settings::default(),
+            ),
             settings: Settings::default(),
             template: Template::default_template(),
             emails: EmailTemplates::load(None, "http://localhost").expect("email templates"),
@@ -60,6 +64,7 @@ impl Parts {
             settings: &self.settings,
             template: &self.template,
             emails: &self.emails,
+            connections: self.connections.current(),
         }
     }
 }

@@ -473,6 +473,7 @@ impl Shared {
                 settings: Arc::new(parts.settings),
                 template: Arc::new(parts.template),
                 emails: Arc::new(parts.emails),
+                connections: parts.connections,
             },
             delivery_waker: Default::default(),
             sqlite_file: None,

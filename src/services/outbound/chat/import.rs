@@ -60,9 +60,7 @@ pub enum ImportError {
 
 /// The channels coe may read back, by name.
 pub fn channels(env: Env<'_>) -> Vec<&ChannelSettings> {
-    let settings = env.settings;
-    settings
-        .chat
+    env.connections
         .channels
         .iter()
         .filter(|c| read::readable(c))

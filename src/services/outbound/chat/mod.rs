@@ -56,10 +56,9 @@ pub fn notify(
     notice: &Notice,
     now: NaiveDateTime,
 ) -> QueryResult<usize> {
-    let settings = env.settings;
     let mut queued = 0;
-    for channel in settings
-        .chat
+    for channel in env
+        .connections
         .channels
         .iter()
         .filter(|c| c.wants(event, route.team, route.service))
@@ -128,7 +127,6 @@ pub fn published(
     statuspage_incident: Option<&str>,
     now: NaiveDateTime,
 ) -> QueryResult<()> {
-    let settings = env.settings;
     use crate::db::schema::coes;
     let (service, owner): (Option<String>, Option<String>) = coes::table
         .find(coe_id)
@@ -145,7 +143,7 @@ pub fn published(
         url,
         &crate::json::format_utc(&now),
     );
-    for channel in settings.chat.channels.iter().filter(|c| {
+    for channel in env.connections.channels.iter().filter(|c| {
         c.wants(ChatEvent::Published, team.as_deref(), service.as_deref())
             && (statuspage_incident.is_some() || c.kind != crate::config::ChatKind::Statuspage)
     }) {
@@ -256,14 +254,13 @@ impl queue::Channel for Chat<'_> {
     type Sent = Sent;
 
     fn begin(&mut self, conn: &mut DbConnection) -> QueryResult<bool> {
-        if self.env.settings.chat.channels.is_empty() {
+        if self.env.connections.channels.is_empty() {
             return Ok(false);
         }
         let broken = broken(conn)?;
         self.usable = self
             .env
-            .settings
-            .chat
+            .connections
             .channels
             .iter()
             .map(|c| c.name.clone())
@@ -313,14 +310,13 @@ impl queue::Channel for Chat<'_> {
     fn send(&mut self, message: &mut Message) -> Sent {
         let Some(channel) = self
             .env
-            .settings
-            .chat
+            .connections
             .channels
             .iter()
             .find(|c| c.name == message.channel)
         else {
             return Sent::Refused(format!(
-                "no chat channel is named {} in the settings any more",
+                "no chat channel is named {} any more (removed from the settings file or Admin → Chat)",
                 message.channel
             ));
         };
@@ -444,6 +440,10 @@ pub struct ChannelStatus {
     pub broken: bool,
     /// Messages waiting to be sent.
     pub waiting: i64,
+    /// Who saved it last, when it is kept in coe (none: the settings file's).
+    pub saved_by: Option<String>,
+    #[serde(serialize_with = "crate::json::utc_option")]
+    pub saved_at: Option<NaiveDateTime>,
 }
 
 type ChannelRow = (
@@ -456,7 +456,6 @@ type ChannelRow = (
 
 /// Every configured channel with its last delivery, its last error and what waits.
 pub fn statuses(conn: &mut DbConnection, env: Env<'_>) -> QueryResult<Vec<ChannelStatus>> {
-    let settings = env.settings;
     let rows: Vec<ChannelRow> = chat_channels::table
         .select((
             chat_channels::name,
@@ -467,14 +466,19 @@ pub fn statuses(conn: &mut DbConnection, env: Env<'_>) -> QueryResult<Vec<Channe
         ))
         .load(conn)?;
     let mut out = Vec::new();
-    for c in &settings.chat.channels {
+    for c in &env.connections.channels {
         let row = rows.iter().find(|r| r.0 == c.name);
         let waiting: i64 = chat_messages::table
             .filter(chat_messages::channel.eq(&c.name))
             .filter(chat_messages::state.eq_any([PENDING, SENDING]))
             .count()
             .get_result(conn)?;
+        let kept = env
+            .connections
+            .kept(crate::services::connections::Kind::Chat, &c.name);
         out.push(ChannelStatus {
+            saved_by: kept.map(|k| k.updated_by.clone()),
+            saved_at: kept.map(|k| k.updated_at),
             name: c.name.clone(),
             kind: c.kind.as_str(),
             events: c.events.iter().map(|e| e.as_str()).collect(),

@@ -28,7 +28,7 @@ pub fn coe_notice(
     now: NaiveDateTime,
 ) -> QueryResult<usize> {
     let settings = env.settings;
-    if settings.chat.channels.is_empty() {
+    if env.connections.channels.is_empty() {
         return Ok(0);
     }
     let team = crate::services::directory::ownership::team_of_coe(conn, coe.owner, coe.service)?;
@@ -89,8 +89,8 @@ pub fn overdue_daily(
 ) -> QueryResult<usize> {
     let settings = env.settings;
     use crate::db::schema::{coes, corrective_actions, people};
-    let channels: Vec<&ChannelSettings> = settings
-        .chat
+    let channels: Vec<&ChannelSettings> = env
+        .connections
         .channels
         .iter()
         .filter(|c| c.events.contains(&ChatEvent::OverdueDaily))
@@ -194,8 +194,8 @@ pub fn escalations(
 ) -> QueryResult<usize> {
     let settings = env.settings;
     use crate::db::schema::{coes, people};
-    let channels: Vec<&ChannelSettings> = settings
-        .chat
+    let channels: Vec<&ChannelSettings> = env
+        .connections
         .channels
         .iter()
         .filter(|c| c.events.contains(&ChatEvent::Escalation))
@@ -302,8 +302,8 @@ pub fn inspection_weekly(
     let settings = env.settings;
     let base = settings.public_url.trim_end_matches('/');
     let mut queued = 0;
-    for channel in settings
-        .chat
+    for channel in env
+        .connections
         .channels
         .iter()
         .filter(|c| c.events.contains(&ChatEvent::InspectionWeekly))
@@ -369,9 +369,8 @@ pub fn inspection_due(
     env: Env<'_>,
     week: chrono::NaiveDate,
 ) -> QueryResult<bool> {
-    let settings = env.settings;
-    let keys: Vec<String> = settings
-        .chat
+    let keys: Vec<String> = env
+        .connections
         .channels
         .iter()
         .filter(|c| c.events.contains(&ChatEvent::InspectionWeekly))

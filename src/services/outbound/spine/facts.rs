@@ -46,6 +46,15 @@ pub enum Fact<'a> {
     },
     /// The bar raiser chosen on submit (`chosen`: who, or why nobody).
     BarRaiserChosen { coe_id: &'a str, chosen: &'a Value },
+    /// A chat channel or tracker kept in coe was saved (`before`: none when new) or
+    /// removed (`after`: none): its settings with every secret masked, and which
+    /// secrets changed — never a secret.
+    ConnectionChanged {
+        kind: &'a str,
+        name: &'a str,
+        before: Option<Value>,
+        after: Option<Value>,
+    },
 }
 
 /// The history row of `fact`, by `actor` at `now`, in the caller's transaction.
@@ -118,6 +127,30 @@ pub fn noted(
             Some(json!({ "incidents": incidents })),
             now,
         ),
+        Fact::ConnectionChanged {
+            kind,
+            name,
+            before,
+            after,
+        } => {
+            let id = format!("{kind}:{name}");
+            let action = match (&before, &after) {
+                (None, _) => "connection:added",
+                (_, None) => "connection:removed",
+                _ => "connection:changed",
+            };
+            let change = Change {
+                subject: Subject::Other {
+                    entity: "connection",
+                    id: &id,
+                },
+                actor,
+                action,
+                before,
+                after,
+            };
+            audit::record(conn, change, now)
+        }
         Fact::BarRaiserChosen { coe_id, chosen } => coe_history(
             conn,
             coe_id,

@@ -21,6 +21,7 @@ fn adding_an_action_asks_again_in_the_writes_transaction() {
         settings: &settings,
         template: &template,
         emails: &emails,
+        connections: &crate::services::connections::Connections::of_file(&settings),
     };
     let now = db::now();
     for who in ["ana@example.com", "bo@example.com"] {

@@ -99,6 +99,7 @@ fn stop_joins_the_writers_and_later_deliveries_are_refused() {
             settings: Arc::new(settings),
             template: Arc::new(parts.template),
             emails: Arc::new(parts.emails),
+            connections: parts.connections,
         },
         Default::default(),
     )

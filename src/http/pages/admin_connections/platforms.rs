@@ -1,0 +1,324 @@
+//! The platforms a connection may be on: each one's fields, in people's words, and
+//! what to do on its side.
+
+use crate::config::{ChatEvent, ChatKind, TrackerKind};
+use crate::services::connections::Kind;
+
+/// One field of a platform's form.
+pub(super) struct Field {
+    pub(super) key: &'static str,
+    pub(super) label: &'static str,
+    pub(super) help: &'static str,
+    /// Shown by its end alone; left empty, the saved one stays.
+    pub(super) secret: bool,
+    pub(super) how: How,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum How {
+    Text,
+    /// Words separated by commas.
+    List,
+    /// The events a channel hears (boxes to tick).
+    Events,
+    /// When a ticket is made.
+    Create,
+    /// A tracker's routes, one a line.
+    Routes,
+    /// A tracker's statuses read otherwise, one a line.
+    Statuses,
+}
+
+const fn field(key: &'static str, label: &'static str, help: &'static str, how: How) -> Field {
+    Field {
+        key,
+        label,
+        help,
+        secret: false,
+        how,
+    }
+}
+
+const fn secret(key: &'static str, label: &'static str, help: &'static str) -> Field {
+    Field {
+        key,
+        label,
+        help,
+        secret: true,
+        how: How::Text,
+    }
+}
+
+pub(super) const CHAT_PLATFORMS: [(ChatKind, &str); 7] = [
+    (ChatKind::Slack, "Slack"),
+    (ChatKind::Teams, "Microsoft Teams"),
+    (ChatKind::GoogleChat, "Google Chat"),
+    (ChatKind::Mattermost, "Mattermost"),
+    (ChatKind::Matrix, "Matrix"),
+    (ChatKind::Statuspage, "Statuspage (summaries for customers)"),
+    (
+        ChatKind::Webhook,
+        "A signed webhook (summaries for customers)",
+    ),
+];
+
+pub(super) const TRACKER_PLATFORMS: [(TrackerKind, &str); 3] = [
+    (TrackerKind::Jira, "Jira Cloud"),
+    (TrackerKind::Linear, "Linear"),
+    (TrackerKind::Github, "GitHub Issues"),
+];
+
+const WEBHOOK_URL: Field = secret(
+    "url",
+    "Incoming webhook address",
+    "The address the platform gave for posting to the channel: it is all a poster needs, so it is kept like a password.",
+);
+const FOR_TEAMS: Field = field(
+    "teams",
+    "Teams it serves",
+    "coe teams, separated by commas; with no team and no service it serves the whole organisation.",
+    How::List,
+);
+const FOR_SERVICES: Field = field(
+    "services",
+    "Services it serves",
+    "Services as alerts name them, separated by commas.",
+    How::List,
+);
+const EVENTS: Field = field("events", "What it hears", "", How::Events);
+
+pub(super) fn chat_fields(kind: ChatKind) -> Vec<Field> {
+    let read = [
+        secret(
+            "read_token",
+            "Token to read channels (optional)",
+            "For \"Import from chat\": Slack, a bot token with channels:history and users:read; Mattermost, a bot's token.",
+        ),
+        field(
+            "read_channel",
+            "Channel read when none is named (optional)",
+            "Its id.",
+            How::Text,
+        ),
+    ];
+    let mut fields = match kind {
+        ChatKind::Slack => {
+            let mut f = vec![WEBHOOK_URL];
+            f.extend(read);
+            f
+        }
+        ChatKind::Mattermost => {
+            let mut f = vec![
+                WEBHOOK_URL,
+                field(
+                    "api_url",
+                    "The server's address (to read channels)",
+                    "Such as https://chat.example.com; needed with a token to read channels.",
+                    How::Text,
+                ),
+            ];
+            f.extend(read);
+            f
+        }
+        ChatKind::Teams | ChatKind::GoogleChat => vec![WEBHOOK_URL],
+        ChatKind::Matrix => vec![
+            field(
+                "homeserver",
+                "Homeserver",
+                "Its address, such as https://matrix.example.com.",
+                How::Text,
+            ),
+            field(
+                "room_id",
+                "Room",
+                "The room's id, such as !abcdef:example.com (Room settings → Advanced).",
+                How::Text,
+            ),
+            secret("access_token", "The bot user's access token", "The bot must be in the room."),
+        ],
+        ChatKind::Statuspage => vec![
+            field("page_id", "Page id", "Statuspage → your avatar → API info.", How::Text),
+            secret("access_token", "API key", "From the same page."),
+        ],
+        ChatKind::Webhook => vec![
+            WEBHOOK_URL,
+            secret(
+                "access_token",
+                "Signing secret (optional)",
+                "Deliveries are signed with it (X-Coe-Signature-256), so the receiver knows they are coe's.",
+            ),
+        ],
+    };
+    if !kind.publishes() {
+        fields.extend([FOR_TEAMS, FOR_SERVICES, EVENTS]);
+    } else {
+        fields.extend([FOR_TEAMS, FOR_SERVICES]);
+    }
+    fields
+}
+
+pub(super) fn tracker_fields(kind: TrackerKind) -> Vec<Field> {
+    let mut fields = Vec::new();
+    match kind {
+        TrackerKind::Jira => fields.extend([
+            field(
+                "base_url",
+                "Site",
+                "Such as https://acme.atlassian.net.",
+                How::Text,
+            ),
+            field(
+                "user",
+                "Account's email",
+                "The Atlassian account coe acts as.",
+                How::Text,
+            ),
+            secret(
+                "token",
+                "API token",
+                "id.atlassian.com → Security → API tokens → Create API token.",
+            ),
+        ]),
+        TrackerKind::Linear => fields.push(secret(
+            "token",
+            "API key",
+            "Linear → Settings → Security & access → Personal API keys.",
+        )),
+        TrackerKind::Github => fields.extend([
+            field(
+                "base_url",
+                "API address (optional)",
+                "Left empty: github.com. GitHub Enterprise Server: https://HOST/api/v3.",
+                How::Text,
+            ),
+            secret(
+                "token",
+                "Token",
+                "A fine-grained token with read and write access to the repository's issues.",
+            ),
+        ]),
+    }
+    let place = match kind {
+        TrackerKind::Jira => "A project key, such as OPS.",
+        TrackerKind::Linear => "A team key, such as ENG.",
+        TrackerKind::Github => "A repository, as owner/repo.",
+    };
+    fields.extend([
+        secret(
+            "webhook_secret",
+            "Webhook secret",
+            "16 characters or more: the same secret is given to the webhook on the tracker's side (the steps above).",
+        ),
+        field("place", "Where actions go", place, How::Text),
+        field("create", "When an action gets a ticket", "", How::Create),
+        field(
+            "routes",
+            "Routes (optional)",
+            "One a line: where, then the teams and services whose actions go there, e.g. \"PAY: team payments, service checkout\".",
+            How::Routes,
+        ),
+        field(
+            "statuses",
+            "Statuses read otherwise (optional)",
+            "One a line: the status, then what it means (open, in progress, done, won't do, ignore), e.g. \"In review = ignore\".",
+            How::Statuses,
+        ),
+    ]);
+    if kind == TrackerKind::Jira {
+        fields.push(field(
+            "issue_type",
+            "Issue type",
+            "Of new tickets, such as Task.",
+            How::Text,
+        ));
+    }
+    fields
+}
+
+/// What to do on the platform's side, in its words.
+pub(super) fn steps(platform: &str, webhook_url: &str) -> Vec<String> {
+    let s = |list: &[&str]| list.iter().map(|x| (*x).to_owned()).collect();
+    match platform {
+        "slack" => s(&[
+            "At api.slack.com/apps, choose Create New App, then From scratch; name it coe and pick the workspace.",
+            "Open Incoming Webhooks, turn on Activate Incoming Webhooks, then Add New Webhook to Workspace.",
+            "Pick the channel, choose Allow, and copy the webhook URL into the form below.",
+        ]),
+        "teams" => s(&[
+            "In the Teams channel, open its menu (…), then Workflows.",
+            "Pick \"Post to a channel when a webhook request is received\", name it coe, and choose the team and the channel.",
+            "Copy the address the workflow shows into the form below.",
+        ]),
+        "google-chat" => s(&[
+            "In the Google Chat space, open Apps & integrations, then Webhooks, then Add webhook.",
+            "Name it coe, save, and copy its address into the form below.",
+        ]),
+        "mattermost" => s(&[
+            "In Mattermost, open Integrations, then Incoming Webhooks, then Add Incoming Webhook.",
+            "Pick the channel, save, and copy the address into the form below.",
+        ]),
+        "matrix" => s(&[
+            "Make a user for coe on the homeserver and sign it in once to get its access token.",
+            "Invite it to the room and have it join; copy the room's id (Room settings → Advanced).",
+        ]),
+        "statuspage" => s(&[
+            "In Statuspage, open your avatar, then API info: copy the page id and make an API key.",
+            "coe then writes the postmortem of the Statuspage incident named when a summary is published.",
+        ]),
+        "webhook" => s(&[
+            "Give the address of an HTTPS endpoint that takes a JSON POST.",
+            "With a signing secret, each delivery carries X-Coe-Signature-256: sha256= and the HMAC of the body.",
+        ]),
+        "jira" => vec![
+            "Make a Jira account for coe (or use yours) and an API token for it at id.atlassian.com → Security → API tokens.".into(),
+            "Save this form, then in Jira open Settings → System → WebHooks → Create a WebHook.".into(),
+            format!("Give it the address {webhook_url}, the webhook secret of this form, and the events Issue updated and Issue deleted."),
+        ],
+        "linear" => vec![
+            "In Linear, open Settings → Security & access → Personal API keys and make a key for coe.".into(),
+            format!("Then Settings → API → Webhooks → New webhook: the address {webhook_url}, the data change events of Issues; copy its signing secret into this form."),
+        ],
+        "github" => vec![
+            "Make a fine-grained token with read and write access to the repository's issues.".into(),
+            format!("In the repository, open Settings → Webhooks → Add webhook: the payload URL {webhook_url}, content type application/json, the webhook secret of this form, and the Issues event."),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+pub(super) fn platforms(kind: Kind) -> Vec<(&'static str, &'static str)> {
+    match kind {
+        Kind::Chat => CHAT_PLATFORMS
+            .iter()
+            .map(|(k, l)| (k.as_str(), *l))
+            .collect(),
+        Kind::Tracker => TRACKER_PLATFORMS
+            .iter()
+            .map(|(k, l)| (k.as_str(), *l))
+            .collect(),
+    }
+}
+
+pub(super) fn fields_of(kind: Kind, platform: &str) -> Option<Vec<Field>> {
+    match kind {
+        Kind::Chat => CHAT_PLATFORMS
+            .iter()
+            .find(|(k, _)| k.as_str() == platform)
+            .map(|(k, _)| chat_fields(*k)),
+        Kind::Tracker => TRACKER_PLATFORMS
+            .iter()
+            .find(|(k, _)| k.as_str() == platform)
+            .map(|(k, _)| tracker_fields(*k)),
+    }
+}
+
+pub(super) fn event_words(event: ChatEvent) -> &'static str {
+    match event {
+        ChatEvent::CoeOpened => "a COE opened",
+        ChatEvent::Review => "a review asked for, sent back or approved",
+        ChatEvent::OverdueDaily => "once a day, its overdue actions",
+        ChatEvent::Escalation => "an overdue action escalated to a manager",
+        ChatEvent::InspectionWeekly => "once a week, the inspection's summary",
+        ChatEvent::Published => "a summary for customers published",
+    }
+}

@@ -1,0 +1,632 @@
+//! Issue 65, item 1: chat channels and trackers kept in coe — added, changed and
+//! removed by an admin (`/api/v1/connections`), their secrets sealed at rest and never
+//! shown again, every change in the history, and in use at once by this process and
+//! within seconds by another replica, with no restart and no settings file.
+
+use coe::db::schema::{audit_log, connections};
+use diesel::prelude::*;
+use serde_json::{json, Value};
+
+use crate::chat::{deliver_with, person, receiver};
+use crate::helpers::{error_of, json as body_json, spawn_app_with, TestApp};
+
+/// A key for the tests (PostgreSQL has no key file beside it).
+const KEY: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+
+async fn put(app: &TestApp, token: &str, path: &str, body: &Value) -> reqwest::Response {
+    app.client
+        .put(app.url(path))
+        .bearer_auth(token)
+        .json(body)
+        .send()
+        .await
+        .expect("sent")
+}
+
+fn rows(app: &TestApp) -> Vec<(String, String, String, i64)> {
+    let mut conn = app.pool.get().expect("conn");
+    connections::table
+        .select((
+            connections::kind,
+            connections::name,
+            connections::settings,
+            connections::version,
+        ))
+        .order(connections::name)
+        .load(&mut conn)
+        .expect("rows")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_channel_an_admin_adds_hears_the_next_coe_with_its_secret_sealed_and_never_shown() {
+    let (base, inbox) = receiver().await;
+    // The platform's double listens on this host.
+    let app = spawn_app_with(|s| {
+        s.secret_key = Some(KEY.into());
+        s.server.connections_on_loopback = true;
+    })
+    .await;
+    let admin = app.admin_token();
+    person(&app, &admin, "ana@example.com", "payments").await;
+    let webhook = format!("{base}/slack/added-in-the-page");
+
+    let saved = body_json(
+        put(
+            &app,
+            &admin,
+            "/api/v1/connections/chat/payments-room",
+            &json!({"kind": "slack", "url": webhook, "teams": ["payments"]}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(saved["kept_in"], "coe", "{saved}");
+    assert_eq!(saved["version"], 1, "{saved}");
+    assert_eq!(saved["settings"]["url"], "set, ends …page", "{saved}");
+    assert_eq!(saved["updated_by"], "token:test-admin", "{saved}");
+
+    // At rest: sealed; the listing and the history name it without showing it.
+    let stored = rows(&app);
+    assert_eq!(stored.len(), 1);
+    assert!(
+        !stored[0].2.contains("added-in-the-page"),
+        "{}",
+        stored[0].2
+    );
+    assert!(stored[0].2.contains("\"$sealed\":\"v1:"), "{}", stored[0].2);
+    let listed = app
+        .get_json("/api/v1/connections", &admin)
+        .await
+        .to_string();
+    assert!(!listed.contains(&webhook), "{listed}");
+    let history: Vec<(String, Option<String>)> = audit_log::table
+        .filter(audit_log::entity.eq("connection"))
+        .select((audit_log::action, audit_log::after))
+        .load(&mut app.pool.get().expect("conn"))
+        .expect("history");
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0].0, "connection:added");
+    let after = history[0].1.clone().unwrap_or_default();
+    assert!(!after.contains("added-in-the-page"), "{after}");
+    assert!(after.contains("\"secrets_changed\":[\"url\"]"), "{after}");
+
+    // In use at once: the next COE of the payments team is told there.
+    let coe = body_json(
+        app.post_json(
+            "/api/v1/coes",
+            Some(&admin),
+            &json!({"title": "Card payments failing", "owner": "ana@example.com",
+                    "service": "cards", "severity": "sev2"}),
+        )
+        .await,
+    )
+    .await;
+    assert!(coe["id"].is_string(), "{coe}");
+    assert_eq!(deliver_with(&app, app.runtime.env()).sent, 1);
+    assert_eq!(inbox.got("/slack/added-in-the-page").len(), 1);
+
+    // Changed without giving the secret again: the secret stays, the version moves,
+    // the history says no secret changed.
+    let changed = body_json(
+        put(
+            &app,
+            &admin,
+            "/api/v1/connections/chat/payments-room",
+            &json!({"kind": "slack", "teams": ["payments", "cards"], "version": 1}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(changed["version"], 2, "{changed}");
+    assert_eq!(changed["settings"]["url"], "set, ends …page", "{changed}");
+    assert_eq!(changed["settings"]["teams"], json!(["payments", "cards"]));
+    let after: Option<String> = audit_log::table
+        .filter(audit_log::action.eq("connection:changed"))
+        .select(audit_log::after)
+        .first(&mut app.pool.get().expect("conn"))
+        .expect("the change");
+    assert!(after.unwrap_or_default().contains("\"secrets_changed\":[]"));
+
+    // A change made from what another admin has replaced is refused.
+    let stale = put(
+        &app,
+        &admin,
+        "/api/v1/connections/chat/payments-room",
+        &json!({"kind": "slack", "teams": [], "version": 1}),
+    )
+    .await;
+    let (code, message, _) = error_of(stale, 409).await;
+    assert_eq!(code, "conflict", "{message}");
+    assert!(message.contains("version 2"), "{message}");
+
+    // Removed: gone from the listing and from what is in use.
+    let removed = app
+        .client
+        .delete(app.url("/api/v1/connections/chat/payments-room"))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(removed.status(), 200);
+    assert!(rows(&app).is_empty());
+    assert!(app.runtime.env().connections.channels.is_empty());
+    let actions: Vec<String> = audit_log::table
+        .filter(audit_log::entity.eq("connection"))
+        .select(audit_log::action)
+        .order(audit_log::at)
+        .load(&mut app.pool.get().expect("conn"))
+        .expect("history");
+    assert_eq!(
+        actions,
+        [
+            "connection:added",
+            "connection:changed",
+            "connection:removed"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_the_settings_file_would_refuse_is_refused_by_name_and_nothing_is_kept() {
+    let app = spawn_app_with(|s| {
+        s.secret_key = Some(KEY.into());
+        s.chat.channels = vec![serde_json::from_value(json!({
+            "name": "from-file", "kind": "mattermost", "url": "http://127.0.0.1:9/hook"
+        }))
+        .expect("a channel")];
+    })
+    .await;
+    let admin = app.admin_token();
+    let member = app.token("reader", coe::domain::Role::Member);
+    let path = "/api/v1/connections/chat/ops";
+    let cases: Vec<(Value, &str)> = vec![
+        (json!({"url": "https://hooks.slack.com/x"}), "kind"),
+        (json!({"kind": "slack"}), "url"),
+        (
+            json!({"kind": "slack", "url": "ftp://example.com/x"}),
+            "url",
+        ),
+        (
+            json!({"kind": "slack", "url": "https://hooks.slack.com/x", "events": "review"}),
+            "settings",
+        ),
+        (
+            json!({"kind": "slack", "url": "https://hooks.slack.com/x", "colour": "red"}),
+            "colour",
+        ),
+        (
+            json!({"kind": "slack", "url": {"file": "/etc/passwd"}}),
+            "url",
+        ),
+        (
+            json!({"kind": "slack", "url": "https://hooks.slack.com/x", "name": "other"}),
+            "name",
+        ),
+        (
+            json!({"kind": "matrix", "homeserver": "https://m.example.com", "room_id": "x",
+                "access_token": "t"}),
+            "room_id",
+        ),
+        (
+            json!({"kind": "slack", "url": "https://hooks.slack.com/x", "version": "one"}),
+            "version",
+        ),
+        (json!(["kind", "slack"]), "body"),
+        // An admin cannot point coe at the services of its own host.
+        (
+            json!({"kind": "slack", "url": "http://127.0.0.1:6379/x"}),
+            "url",
+        ),
+        (
+            json!({"kind": "mattermost", "url": "https://chat.example.com/hooks/x",
+                "api_url": "http://localhost:8080", "read_token": "t"}),
+            "api_url",
+        ),
+        (
+            json!({"kind": "slack", "url": "http://[::ffff:127.0.0.1]:80/x"}),
+            "url",
+        ),
+    ];
+    for (body, field) in cases {
+        let (code, _, fields) = error_of(put(&app, &admin, path, &body).await, 422).await;
+        assert_eq!(code, "validation_failed", "{body}");
+        assert_eq!(fields[0].0, field, "{body}: {fields:?}");
+    }
+    // A tracker: Jira needs its account's email.
+    let jira = json!({"kind": "jira", "base_url": "https://acme.atlassian.net", "token": "t0k3n",
+                      "webhook_secret": "0123456789abcdef0123", "place": "OPS"});
+    let (_, _, fields) = error_of(
+        put(&app, &admin, "/api/v1/connections/tracker/jira", &jira).await,
+        422,
+    )
+    .await;
+    assert_eq!(fields[0].0, "user", "{fields:?}");
+
+    // The settings file's channel is changed there only.
+    let (_, message, _) = error_of(
+        put(
+            &app,
+            &admin,
+            "/api/v1/connections/chat/from-file",
+            &json!({"kind": "slack", "url": "https://hooks.slack.com/x"}),
+        )
+        .await,
+        409,
+    )
+    .await;
+    assert!(message.contains("settings file"), "{message}");
+    let malformed = app
+        .client
+        .put(app.url(path))
+        .bearer_auth(&admin)
+        .header("content-type", "application/json")
+        .body("{\"kind\": ")
+        .send()
+        .await
+        .expect("sent");
+    error_of(malformed, 400).await;
+    error_of(
+        put(
+            &app,
+            &member,
+            path,
+            &json!({"kind": "slack", "url": "https://hooks.slack.com/x"}),
+        )
+        .await,
+        403,
+    )
+    .await;
+    error_of(
+        put(
+            &app,
+            &admin,
+            "/api/v1/connections/pager/ops",
+            &json!({"kind": "slack"}),
+        )
+        .await,
+        404,
+    )
+    .await;
+    let unknown = app
+        .client
+        .delete(app.url("/api/v1/connections/chat/nobody"))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .expect("sent");
+    error_of(unknown, 404).await;
+    assert!(rows(&app).is_empty(), "nothing was kept");
+    let history: i64 = audit_log::table
+        .filter(audit_log::entity.eq("connection"))
+        .count()
+        .get_result(&mut app.pool.get().expect("conn"))
+        .expect("count");
+    assert_eq!(history, 0);
+    // The listing says where each is kept.
+    let listed = app.get_json("/api/v1/connections", &admin).await;
+    assert_eq!(
+        listed["connections"][0]["kept_in"], "settings_file",
+        "{listed}"
+    );
+    assert_eq!(
+        listed["connections"][0]["settings"]["url"],
+        "set, ends …hook"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_both_in_the_settings_file_and_kept_in_coe_stops_coe_at_start_by_name() {
+    let app = spawn_app_with(|s| s.secret_key = Some(KEY.into())).await;
+    let admin = app.admin_token();
+    let saved = put(
+        &app,
+        &admin,
+        "/api/v1/connections/chat/ops",
+        &json!({"kind": "mattermost", "url": "https://chat.example.com/hooks/abc"}),
+    )
+    .await;
+    assert_eq!(saved.status(), 200);
+    let mut settings = (*app.runtime.settings).clone();
+    settings.listen = "127.0.0.1:0".into();
+    settings.chat.channels = vec![serde_json::from_value(json!({
+        "name": "OPS", "kind": "slack", "url": "https://hooks.slack.com/x"
+    }))
+    .expect("a channel")];
+    let twice = coe::startup::Application::with_pool(settings.clone(), app.pool.clone())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        twice.contains("\"ops\"") && twice.contains("settings file"),
+        "{twice}"
+    );
+    // Another key cannot open what was sealed: refused by name, not a garbled token.
+    settings.chat.channels.clear();
+    settings.secret_key = Some("ZGlmZmVyZW50LWtleS1kaWZmZXJlbnQta2V5LWFiY2Q=".into());
+    let wrong_key = coe::startup::Application::with_pool(settings, app.pool.clone())
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        wrong_key.contains("\"ops\"") && wrong_key.contains("previous_secret_keys"),
+        "{wrong_key}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_replica_uses_a_saved_connection_within_seconds_without_a_restart() {
+    let app = spawn_app_with(|s| s.secret_key = Some(KEY.into())).await;
+    let env = [("COE_SECRET_KEY", KEY), ("COE_REMINDERS_ENABLED", "false")];
+    let (a, b) = (
+        crate::helpers::Replica::start(app.database_url(), &env),
+        crate::helpers::Replica::start(app.database_url(), &env),
+    );
+    a.wait_until_ready(&app.client).await;
+    b.wait_until_ready(&app.client).await;
+    let admin = app.admin_token();
+    let saved = app
+        .client
+        .put(format!("{}/api/v1/connections/tracker/linear", a.address))
+        .bearer_auth(&admin)
+        .json(
+            &json!({"kind": "linear", "token": "lin_api_0123456789abcdef",
+                      "webhook_secret": "0123456789abcdef0123", "place": "OPS"}),
+        )
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(
+        saved.status(),
+        200,
+        "{}",
+        saved.text().await.unwrap_or_default()
+    );
+    let seen = crate::eventually::eventually_async(
+        std::time::Duration::from_secs(20),
+        "the other replica lists the tracker saved on the first",
+        || async {
+            let listed: Value = app
+                .client
+                .get(format!("{}/api/v1/connections", b.address))
+                .bearer_auth(&admin)
+                .send()
+                .await
+                .expect("sent")
+                .json()
+                .await
+                .expect("json");
+            let found = listed["connections"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|c| c["name"] == "linear")
+                .cloned();
+            found
+        },
+    )
+    .await;
+    assert_eq!(seen["kept_in"], "coe");
+    assert_eq!(seen["settings"]["token"], "set, ends …cdef");
+    // Its webhook answers there (the address names it): a delivery signed with another
+    // secret is refused as unsigned, not as an unknown tracker.
+    let hook = app
+        .client
+        .post(format!("{}/api/v1/trackers/linear/webhook", b.address))
+        .header("linear-signature", "00")
+        .json(&json!({"type": "Issue"}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(hook.status(), 401);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_browser_an_admin_adds_a_slack_channel_and_a_tracker_with_no_settings_file() {
+    let (base, inbox) = receiver().await;
+    let app = spawn_app_with(|s| {
+        s.secret_key = Some(KEY.into());
+        s.server.connections_on_loopback = true;
+    })
+    .await;
+    crate::ownership::person(&app, "root@example.com", true).await;
+    let browser = crate::webdriver::Browser::start().await;
+    crate::browser::sign_in_to(&browser, &app, "root@example.com", "/admin/chat").await;
+
+    // Add a channel: the platform first, then its form with its steps.
+    browser.click_to_load("#add-channel").await;
+    browser
+        .click_to_load("#platforms a[href$='platform=slack']")
+        .await;
+    let steps = browser.text("#steps").await;
+    assert!(steps.contains("Incoming Webhooks"), "{steps}");
+    browser.type_into("#f-name", "ops").await;
+    browser
+        .type_into("#f-url", &format!("{base}/slack/ops-room"))
+        .await;
+    browser.type_into("#f-teams", "payments, search").await;
+    browser.screenshot("connection-slack-form").await;
+    let mut pages = Vec::new();
+    let html =
+        |b: serde_json::Value| format!("<!DOCTYPE html>\n{}", b.as_str().unwrap_or_default());
+    let outer = "return document.documentElement.outerHTML";
+    crate::html::save(
+        &mut pages,
+        "connection-slack-form",
+        &html(browser.eval(outer).await),
+    );
+    browser
+        .click_to_load("#connection-form button[type=submit]")
+        .await;
+    browser.wait_for_url("/admin/chat?saved=ops").await;
+    let row = browser.text("#chat-ops").await;
+    assert!(
+        row.contains("kept in coe, saved by root@example.com"),
+        "{row}"
+    );
+    assert!(row.contains("teams: payments, search"), "{row}");
+    browser.screenshot("connection-chat-list").await;
+
+    // In use at once: its test message arrives.
+    browser.click_to_load("#chat-ops form button").await;
+    assert!(browser.text("#chat-tested").await.contains("reached ops"));
+    assert_eq!(inbox.got("/slack/ops-room").len(), 1);
+
+    // Changed: the secret is shown by its end and kept when left empty.
+    browser.click_to_load("#chat-ops a[href$='/edit']").await;
+    let hint = browser.text("#f-url-help").await;
+    assert!(hint.contains("set, ends …room"), "{hint}");
+    assert_eq!(browser.value("#f-url").await, "");
+    browser.clear("#f-teams").await;
+    browser.type_into("#f-teams", "payments").await;
+    browser
+        .click_to_load("#connection-form button[type=submit]")
+        .await;
+    browser.wait_for_url("/admin/chat?saved=ops").await;
+    assert!(!browser.text("#chat-ops").await.contains("search"));
+    assert_eq!(
+        app.runtime.env().connections.channels[0]
+            .url
+            .as_ref()
+            .map(|u| u.expose().to_owned()),
+        Some(format!("{base}/slack/ops-room"))
+    );
+
+    // A tracker with a secret too short: the problem beside its field, what was typed
+    // kept but the secrets, nothing saved.
+    browser
+        .goto(&app.url("/admin/trackers/new?platform=linear"))
+        .await;
+    let webhook = browser.text("#webhook-url").await;
+    assert!(
+        webhook.contains("/api/v1/trackers/NAME/webhook"),
+        "{webhook}"
+    );
+    browser.type_into("#f-name", "linear").await;
+    browser
+        .type_into("#f-token", "lin_api_0123456789abcdef")
+        .await;
+    browser.type_into("#f-webhook_secret", "short").await;
+    browser.type_into("#f-place", "ENG").await;
+    browser.type_into("#f-statuses", "In Review = ignore").await;
+    browser
+        .click_to_load("#connection-form button[type=submit]")
+        .await;
+    let problem = browser.text("#f-webhook_secret-problem").await;
+    assert!(problem.contains("16 characters or more"), "{problem}");
+    assert_eq!(browser.value("#f-place").await, "ENG");
+    assert_eq!(
+        browser.value("#f-token").await,
+        "",
+        "a secret is never sent back"
+    );
+    browser.screenshot("connection-tracker-problem").await;
+    crate::html::save(
+        &mut pages,
+        "connection-tracker-problem",
+        &html(browser.eval(outer).await),
+    );
+    crate::html::assert_accessible_now(&browser).await;
+    assert!(rows(&app).iter().all(|r| r.1 != "linear"));
+    browser
+        .type_into("#f-token", "lin_api_0123456789abcdef")
+        .await;
+    browser
+        .type_into("#f-webhook_secret", "0123456789abcdef0123")
+        .await;
+    browser
+        .click_to_load("#connection-form button[type=submit]")
+        .await;
+    browser.wait_for_url("/admin/trackers?saved=linear").await;
+    let tracker = browser.text("#tracker-linear").await;
+    assert!(
+        tracker.contains("in coe, saved by root@example.com"),
+        "{tracker}"
+    );
+    assert!(
+        tracker.contains("/api/v1/trackers/linear/webhook"),
+        "{tracker}"
+    );
+    let saved = app.runtime.env().connections.trackers[0].clone();
+    assert_eq!(
+        saved.statuses.get("In Review"),
+        Some(&coe::config::Meaning::Ignore)
+    );
+
+    // Removed from its page.
+    browser.goto(&app.url("/admin/chat/ops/edit")).await;
+    browser.click_to_load("#remove-form button").await;
+    browser.wait_for_url("/admin/chat?removed=ops").await;
+    assert!(app.runtime.env().connections.channels.is_empty());
+    crate::html::save(
+        &mut pages,
+        "connection-chat-removed",
+        &html(browser.eval(outer).await),
+    );
+    crate::html::assert_accessible_now(&browser).await;
+    crate::html::assert_valid(&crate::html::vnu_jar(), &pages);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_secret_is_never_sent_to_an_address_an_admin_names_later_and_may_be_cleared() {
+    let app = spawn_app_with(|s| s.secret_key = Some(KEY.into())).await;
+    let admin = app.admin_token();
+    let path = "/api/v1/connections/tracker/jira";
+    let jira = json!({"kind": "jira", "base_url": "https://acme.atlassian.net",
+        "user": "bot@acme.com", "token": "atlassian-token-0123456789",
+        "webhook_secret": "0123456789abcdef0123", "place": "OPS"});
+    assert_eq!(put(&app, &admin, path, &jira).await.status(), 200);
+    // Elsewhere, the token is asked for again: it is not sent to a new address.
+    let mut moved = jira.clone();
+    moved["base_url"] = json!("https://attacker.example.com");
+    for secret in ["token", "webhook_secret"] {
+        moved.as_object_mut().expect("an object").remove(secret);
+    }
+    let (_, _, fields) = error_of(put(&app, &admin, path, &moved).await, 422).await;
+    assert_eq!(fields[0].0, "token", "{fields:?}");
+    assert!(fields[0].1.contains("base_url changed"), "{fields:?}");
+    assert_eq!(
+        app.runtime.env().connections.trackers[0].base_url(),
+        "https://acme.atlassian.net"
+    );
+    // At the same address, left out: kept.
+    let mut same = jira.clone();
+    for secret in ["token", "webhook_secret"] {
+        same.as_object_mut().expect("an object").remove(secret);
+    }
+    same["place"] = json!("INC");
+    let saved = body_json(put(&app, &admin, path, &same).await).await;
+    assert_eq!(saved["settings"]["token"], "set, ends …6789", "{saved}");
+    assert_eq!(saved["settings"]["place"], "INC", "{saved}");
+
+    // An optional secret given as null is cleared.
+    let hook = "/api/v1/connections/chat/status-feed";
+    let signed = json!({"kind": "webhook", "url": "https://status.example.com/coe",
+                        "access_token": "signing-secret-0123456789"});
+    assert_eq!(put(&app, &admin, hook, &signed).await.status(), 200);
+    let cleared = body_json(
+        put(
+            &app,
+            &admin,
+            hook,
+            &json!({"kind": "webhook", "access_token": null}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        cleared["settings"]["access_token"],
+        Value::Null,
+        "{cleared}"
+    );
+    assert_eq!(cleared["settings"]["url"], "set, ends …/coe", "{cleared}");
+    let history: Vec<Option<String>> = audit_log::table
+        .filter(audit_log::entity.eq("connection"))
+        .filter(audit_log::entity_id.eq("chat:status-feed"))
+        .select(audit_log::after)
+        .order(audit_log::at)
+        .load(&mut app.pool.get().expect("conn"))
+        .expect("history");
+    let last = history.last().cloned().flatten().unwrap_or_default();
+    assert!(last.contains("\"access_token\":null"), "{last}");
+    assert!(!last.contains("signing-secret"), "{last}");
+}
