@@ -192,6 +192,19 @@ impl LiveConnections {
     ) -> Result<LiveConnections, ConnectionsError> {
         let live = LiveConnections::unread(settings, keyring);
         live.reload(conn)?;
+        // Every secret the previous key sealed is sealed again with the current one:
+        // once one replica has started with the new key, the old may go.
+        if let Some(keyring) = live.keyring() {
+            match reseal(conn, keyring) {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(
+                    connections = n,
+                    key = keyring.key_id(),
+                    "secrets sealed with a previous key sealed again with the current one"
+                ),
+                Err(e) => tracing::warn!(error = %e, "secrets sealed with a previous key stay so"),
+            }
+        }
         Ok(live)
     }
 
@@ -385,6 +398,53 @@ pub fn seal(keyring: &Keyring, value: &impl Serialize) -> serde_json::Result<Str
         }
     }
     serde_json::to_string(&clear)
+}
+
+/// Seals again with the current key every secret a previous key sealed; returns how
+/// many connections changed. A row saved meanwhile is left to its save.
+pub fn reseal(conn: &mut DbConnection, keyring: &Keyring) -> Result<usize, ConnectionsError> {
+    let mut changed = 0;
+    for row in stored(conn)? {
+        let mut value: Value = match serde_json::from_str(&row.settings) {
+            Ok(value) => value,
+            Err(_) => continue,
+        };
+        let mut stale = false;
+        if let Value::Object(map) = &mut value {
+            for field in map.values_mut() {
+                let Some(sealed) = field
+                    .as_object()
+                    .filter(|o| o.len() == 1)
+                    .and_then(|o| o.get(SEALED))
+                    .and_then(Value::as_str)
+                    .filter(|s| keyring.is_stale(s))
+                else {
+                    continue;
+                };
+                let plain = keyring
+                    .open(sealed)
+                    .map_err(|source| ConnectionsError::Sealed {
+                        kind: Kind::parse(&row.kind).unwrap_or(Kind::Chat),
+                        name: row.name.clone(),
+                        source,
+                    })?;
+                *field = serde_json::json!({ SEALED: keyring.seal(&plain) });
+                stale = true;
+            }
+        }
+        if !stale {
+            continue;
+        }
+        changed += diesel::update(
+            connections::table
+                .filter(connections::kind.eq(&row.kind))
+                .filter(connections::name.eq(&row.name))
+                .filter(connections::settings.eq(&row.settings)),
+        )
+        .set(connections::settings.eq(value.to_string()))
+        .execute(conn)?;
+    }
+    Ok(changed)
 }
 
 /// The JSON `text` kept in the database with every sealed secret opened.

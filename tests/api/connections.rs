@@ -630,3 +630,57 @@ async fn a_kept_secret_is_never_sent_to_an_address_an_admin_names_later_and_may_
     assert!(last.contains("\"access_token\":null"), "{last}");
     assert!(!last.contains("signing-secret"), "{last}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_key_rotation_one_start_seals_every_secret_with_the_new_key() {
+    let app = spawn_app_with(|s| s.secret_key = Some(KEY.into())).await;
+    let admin = app.admin_token();
+    let saved = put(
+        &app,
+        &admin,
+        "/api/v1/connections/chat/ops",
+        &json!({"kind": "mattermost", "url": "https://chat.example.com/hooks/abc"}),
+    )
+    .await;
+    assert_eq!(saved.status(), 200);
+    let id_of = |settings: &coe::config::Settings| {
+        coe::secrets::Keyring::load(settings)
+            .expect("a key")
+            .expect("set")
+            .key_id()
+            .to_owned()
+    };
+    let old_id = id_of(&app.runtime.settings);
+    assert!(rows(&app)[0].2.contains(&format!("v1:{old_id}:")));
+
+    // The new key, the old one listed as previous: coe starts and seals again.
+    let new_key = "ZGlmZmVyZW50LWtleS1kaWZmZXJlbnQta2V5LWFiY2Q=";
+    let mut settings = (*app.runtime.settings).clone();
+    settings.listen = "127.0.0.1:0".into();
+    settings.secret_key = Some(new_key.into());
+    settings.previous_secret_keys = vec![KEY.into()];
+    let new_id = id_of(&settings);
+    let rotated = coe::startup::Application::with_pool(settings.clone(), app.pool.clone())
+        .expect("starts with the previous key listed");
+    let row = rows(&app)[0].2.clone();
+    assert!(row.contains(&format!("v1:{new_id}:")), "{row}");
+    assert!(!row.contains(&format!("v1:{old_id}:")), "{row}");
+    assert_eq!(
+        rows(&app)[0].3,
+        1,
+        "sealing again is not a change of its settings"
+    );
+    drop(rotated);
+
+    // The old key may go: the next start needs only the new one.
+    settings.previous_secret_keys.clear();
+    let started = coe::startup::Application::with_pool(settings, app.pool.clone())
+        .expect("starts with the new key alone");
+    assert_eq!(
+        started.runtime().env().connections.channels[0]
+            .url
+            .as_ref()
+            .map(|u| u.expose().to_owned()),
+        Some("https://chat.example.com/hooks/abc".to_owned())
+    );
+}
