@@ -68,7 +68,9 @@ pub(super) fn migrate_unattended(
                 "coe-before-migrating-{}.db",
                 crate::domain::clock::now().format("%Y%m%dT%H%M%SZ")
             );
-            backup(settings, &dir.join(name))?;
+            // The way back from a migration that goes wrong, beside the database: whole,
+            // the sealed secrets too (the database holds them the same way).
+            backup(settings, &dir.join(name), true)?;
         }
     }
     migrate(settings)
@@ -118,11 +120,15 @@ pub(super) fn status(settings: &Settings) -> Result<(), Failure> {
 }
 
 /// `coe backup PATH`.
-pub(super) fn backup(settings: &Settings, path: &Path) -> Result<(), Failure> {
-    let copied = db::backup::backup(
+pub(super) fn backup(settings: &Settings, path: &Path, with_secrets: bool) -> Result<(), Failure> {
+    let (copied, withheld) = db::backup::backup(
         &settings.database_url(),
         path,
         settings.database.busy_timeout_ms,
+        |conn| match with_secrets {
+            true => Ok(0),
+            false => crate::services::connections::withhold_secrets(conn),
+        },
     )
     .map_err(failure)?;
     println!(
@@ -132,6 +138,13 @@ pub(super) fn backup(settings: &Settings, path: &Path) -> Result<(), Failure> {
         copied.migrations.applied.len(),
         copied.took.as_millis()
     );
+    if withheld > 0 {
+        println!(
+            "the secrets of {withheld} chat channel(s) and tracker(s) kept in coe are left out: \
+             restored, each waits for an admin to give them again (Admin → Chat, Admin → \
+             Trackers); `--with-secrets` keeps them, sealed with the secret key"
+        );
+    }
     if !copied.migrations.unknown.is_empty() {
         println!(
             "the database holds {} migration(s) newer than this coe ({}): it was written by a \

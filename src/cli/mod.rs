@@ -92,6 +92,11 @@ pub enum Command {
     Backup {
         /// The new file to write (never overwritten)
         path: PathBuf,
+        /// Keep the secrets of the chat channels and trackers kept in coe, sealed with
+        /// the secret key (left out by default: restored, those wait for an admin to
+        /// give them again)
+        #[arg(long)]
+        with_secrets: bool,
     },
     /// Put a backup in place of the SQLite database. Refuses while a coe process holds
     /// the database; checks the copy first; keeps the replaced database beside it as
@@ -280,7 +285,9 @@ pub fn run(cli: Cli) -> ExitCode {
                     ..
                 } => database::migrate_unattended(&settings, backup_dir.as_deref()),
                 Command::Migrate { .. } => database::migrate(&settings),
-                Command::Backup { path } => database::backup(&settings, &path),
+                Command::Backup { path, with_secrets } => {
+                    database::backup(&settings, &path, with_secrets)
+                }
                 Command::Restore { path, force } => database::restore(&settings, &path, force),
                 Command::Vacuum => database::vacuum(&settings),
                 Command::CheckConfig => check_config(&settings),

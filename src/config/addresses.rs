@@ -1,6 +1,33 @@
 //! Addresses in the settings: whether a URL may carry secrets, whether a listening
 //! address is loopback only, a trusted proxy's address or range.
 
+/// Whether `url`'s host is this host: a loopback address (IPv4-mapped too), the
+/// unspecified address (which reaches this host) or `localhost`. A name that resolves
+/// to this host is not seen here.
+pub fn points_at_loopback(url: &str) -> bool {
+    let Some(host) = url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host().map(|h| h.to_owned()))
+    else {
+        return false;
+    };
+    match host {
+        url::Host::Domain(name) => {
+            let name = name.trim_end_matches('.');
+            name.eq_ignore_ascii_case("localhost")
+                || name.to_ascii_lowercase().ends_with(".localhost")
+        }
+        url::Host::Ipv4(ip) => ip.is_loopback() || ip.is_unspecified(),
+        url::Host::Ipv6(ip) => {
+            ip.is_loopback()
+                || ip.is_unspecified()
+                || ip
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| v4.is_loopback() || v4.is_unspecified())
+        }
+    }
+}
+
 /// Whether coe may send secrets or trust answers at `url`: https, or plain http to a
 /// loopback address (a trial, a test).
 pub(crate) fn https_or_loopback(url: &url::Url) -> bool {

@@ -21,34 +21,9 @@ mod trackers;
 mod validate;
 mod validate_sign_in;
 
+pub use addresses::points_at_loopback;
 pub(crate) use addresses::{https_or_loopback, listens_on_loopback, parse_proxy};
 
-/// Whether `url`'s host is this host: a loopback address (IPv4-mapped too), the
-/// unspecified address (which reaches this host) or `localhost`. A name that resolves
-/// to this host is not seen here.
-pub fn points_at_loopback(url: &str) -> bool {
-    let Some(host) = url::Url::parse(url)
-        .ok()
-        .and_then(|u| u.host().map(|h| h.to_owned()))
-    else {
-        return false;
-    };
-    match host {
-        url::Host::Domain(name) => {
-            let name = name.trim_end_matches('.');
-            name.eq_ignore_ascii_case("localhost")
-                || name.to_ascii_lowercase().ends_with(".localhost")
-        }
-        url::Host::Ipv4(ip) => ip.is_loopback() || ip.is_unspecified(),
-        url::Host::Ipv6(ip) => {
-            ip.is_loopback()
-                || ip.is_unspecified()
-                || ip
-                    .to_ipv4_mapped()
-                    .is_some_and(|v4| v4.is_loopback() || v4.is_unspecified())
-        }
-    }
-}
 pub use runtime::{
     DatabaseSettings, EmailSettings, LogFormat, LogSettings, Mode, ServerSettings, SmtpSettings,
     SMTP_TIMEOUT,
@@ -516,6 +491,16 @@ pub enum ConfigError {
     Invalid {
         key: &'static str,
         origin: String,
+        value: String,
+        expected: String,
+    },
+    /// One entry of a list (a chat channel, a tracker) is wrong in one field.
+    #[error("setting `{key}`: [{index}] ({name}) {field} = {value:?}, expected {expected}")]
+    Entry {
+        key: &'static str,
+        index: usize,
+        name: String,
+        field: String,
         value: String,
         expected: String,
     },

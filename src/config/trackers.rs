@@ -231,15 +231,16 @@ pub fn destination<'a>(
 
 /// `[[trackers]]`: unique names, what each kind needs, places in their kind's form.
 pub fn validate(trackers: &[TrackerSettings]) -> Result<(), ConfigError> {
-    let invalid = |at: String, value: &str, expected: &str| ConfigError::Invalid {
-        key: "trackers",
-        origin: String::new(),
-        value: format!("{at} = {value:?}"),
-        expected: expected.to_owned(),
-    };
     let mut names = std::collections::HashSet::new();
     for (i, t) in trackers.iter().enumerate() {
-        let at = |field: &str| format!("[{i}] ({}) {field}", t.name);
+        let invalid = |field: &str, value: &str, expected: &str| ConfigError::Entry {
+            key: "trackers",
+            index: i,
+            name: t.name.clone(),
+            field: field.to_owned(),
+            value: value.to_owned(),
+            expected: expected.to_owned(),
+        };
         let name_ok = !t.name.is_empty()
             && t.name.len() <= 64
             && t.name
@@ -247,28 +248,28 @@ pub fn validate(trackers: &[TrackerSettings]) -> Result<(), ConfigError> {
                 .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch));
         if !name_ok {
             return Err(invalid(
-                at("name"),
+                "name",
                 &t.name,
                 "a name of letters, digits, - _ . (1 to 64)",
             ));
         }
         if !names.insert(t.name.to_ascii_lowercase()) {
-            return Err(invalid(at("name"), &t.name, "a name no other tracker has"));
+            return Err(invalid("name", &t.name, "a name no other tracker has"));
         }
         let base = t.base_url();
         if !url::Url::parse(base).is_ok_and(|u| super::https_or_loopback(&u)) {
             return Err(invalid(
-                at("base_url"),
+                "base_url",
                 base,
                 "the tracker's https URL (plain http only on loopback); Jira needs its site, such as https://acme.atlassian.net",
             ));
         }
         if t.token.expose().trim().is_empty() {
-            return Err(invalid(at("token"), "", "the tracker's API token or key"));
+            return Err(invalid("token", "", "the tracker's API token or key"));
         }
         if t.kind == TrackerKind::Jira && t.user.as_deref().is_none_or(|u| !u.contains('@')) {
             return Err(invalid(
-                at("user"),
+                "user",
                 t.user.as_deref().unwrap_or(""),
                 "the email of the Jira account whose API token this is",
             ));
@@ -278,33 +279,33 @@ pub fn validate(trackers: &[TrackerSettings]) -> Result<(), ConfigError> {
             .is_none_or(|s| s.expose().trim().len() < 16)
         {
             return Err(invalid(
-                at("webhook_secret"),
+                "webhook_secret",
                 "",
                 "the secret its webhook deliveries are signed with, 16 characters or more \
                  (Jira: the secret of an admin webhook; Linear and GitHub: the webhook's secret)",
             ));
         }
-        let places = t.place.iter().map(|p| (at("place"), p)).chain(
+        let places = t.place.iter().map(|p| ("place".to_owned(), p)).chain(
             t.routes
                 .iter()
                 .enumerate()
-                .map(|(r, route)| (at(&format!("routes[{r}].place")), &route.place)),
+                .map(|(r, route)| (format!("routes[{r}].place"), &route.place)),
         );
         for (field, place) in places {
             if let Some(expected) = bad_place(t.kind, place) {
-                return Err(invalid(field, place, expected));
+                return Err(invalid(&field, place, expected));
             }
         }
         if !(60..=86_400).contains(&t.reconcile_secs) {
             return Err(invalid(
-                at("reconcile_secs"),
+                "reconcile_secs",
                 &t.reconcile_secs.to_string(),
                 "60 to 86400 seconds",
             ));
         }
         if !(1..=120).contains(&t.timeout_secs) {
             return Err(invalid(
-                at("timeout_secs"),
+                "timeout_secs",
                 &t.timeout_secs.to_string(),
                 "1 to 120 seconds",
             ));

@@ -454,17 +454,17 @@ impl Settings {
 /// for Matrix a homeserver, a room id and a token), over https (plain http only on
 /// loopback). The settings file's channels and those kept in coe are checked alike.
 pub fn validate_channels(channels: &[super::ChannelSettings]) -> Result<(), ConfigError> {
-    // The key is the list's; the value says which channel and field.
-    let invalid = |at: String, value: &str, expected: &str| ConfigError::Invalid {
-        key: "chat.channels",
-        origin: String::new(),
-        value: format!("{at} = {value:?}"),
-        expected: expected.to_owned(),
-    };
     let web_url = |raw: &str| url::Url::parse(raw).is_ok_and(|u| super::https_or_loopback(&u));
     let mut names = std::collections::HashSet::new();
     for (i, c) in channels.iter().enumerate() {
-        let at = |field: &str| format!("[{i}] ({}) {field}", c.name);
+        let invalid = |field: &str, value: &str, expected: &str| ConfigError::Entry {
+            key: "chat.channels",
+            index: i,
+            name: c.name.clone(),
+            field: field.to_owned(),
+            value: value.to_owned(),
+            expected: expected.to_owned(),
+        };
         let name_ok = !c.name.is_empty()
             && c.name.len() <= 64
             && c.name
@@ -472,30 +472,30 @@ pub fn validate_channels(channels: &[super::ChannelSettings]) -> Result<(), Conf
                 .all(|ch| ch.is_ascii_alphanumeric() || "-_.".contains(ch));
         if !name_ok {
             return Err(invalid(
-                at("name"),
+                "name",
                 &c.name,
                 "a name of letters, digits, - _ . (1 to 64)",
             ));
         }
         if !names.insert(c.name.to_ascii_lowercase()) {
-            return Err(invalid(at("name"), &c.name, "a name no other channel has"));
+            return Err(invalid("name", &c.name, "a name no other channel has"));
         }
         if c.events.is_empty() {
-            return Err(invalid(at("events"), "[]", "at least one of coe_opened, review, overdue_daily, escalation, inspection_weekly (or leave it out for all)"));
+            return Err(invalid("events", "[]", "at least one of coe_opened, review, overdue_daily, escalation, inspection_weekly (or leave it out for all)"));
         }
         if c.kind == super::ChatKind::Statuspage {
             if !c.page_id.as_deref().is_some_and(|p| {
                 !p.trim().is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric())
             }) {
                 return Err(invalid(
-                    at("page_id"),
+                    "page_id",
                     c.page_id.as_deref().unwrap_or(""),
                     "the Statuspage page's id, for kind = \"statuspage\"",
                 ));
             }
             if c.api_url.as_deref().is_some_and(|u| !web_url(u)) {
                 return Err(invalid(
-                    at("api_url"),
+                    "api_url",
                     c.api_url.as_deref().unwrap_or(""),
                     "the API's https URL (plain http only on loopback)",
                 ));
@@ -505,7 +505,7 @@ pub fn validate_channels(channels: &[super::ChannelSettings]) -> Result<(), Conf
                 .is_none_or(|t| t.expose().trim().is_empty())
             {
                 return Err(invalid(
-                    at("access_token"),
+                    "access_token",
                     "",
                     "the Statuspage API key, for kind = \"statuspage\"",
                 ));
@@ -514,7 +514,7 @@ pub fn validate_channels(channels: &[super::ChannelSettings]) -> Result<(), Conf
             && c.api_url.as_deref().is_some_and(|u| !web_url(u))
         {
             return Err(invalid(
-                at("api_url"),
+                "api_url",
                 c.api_url.as_deref().unwrap_or(""),
                 "Slack's Web API https URL (plain http only on loopback)",
             ));
@@ -523,13 +523,13 @@ pub fn validate_channels(channels: &[super::ChannelSettings]) -> Result<(), Conf
             && !c.api_url.as_deref().is_some_and(web_url)
         {
             return Err(invalid(
-                at("api_url"),
+                "api_url",
                 c.api_url.as_deref().unwrap_or(""),
                 "the Mattermost server's https URL, to read channels with read_token",
             ));
         } else if c.kind == super::ChatKind::Matrix {
             if !c.homeserver.as_deref().is_some_and(web_url) {
-                return Err(invalid(at("homeserver"), c.homeserver.as_deref().unwrap_or(""), "the homeserver's https URL (plain http only on loopback), for kind = \"matrix\""));
+                return Err(invalid("homeserver", c.homeserver.as_deref().unwrap_or(""), "the homeserver's https URL (plain http only on loopback), for kind = \"matrix\""));
             }
             if !c
                 .room_id
@@ -537,7 +537,7 @@ pub fn validate_channels(channels: &[super::ChannelSettings]) -> Result<(), Conf
                 .is_some_and(|r| r.starts_with('!') && r.len() > 1)
             {
                 return Err(invalid(
-                    at("room_id"),
+                    "room_id",
                     c.room_id.as_deref().unwrap_or(""),
                     "the room's id, such as !abcdef:example.com, for kind = \"matrix\"",
                 ));
@@ -547,14 +547,14 @@ pub fn validate_channels(channels: &[super::ChannelSettings]) -> Result<(), Conf
                 .is_none_or(|t| t.expose().trim().is_empty())
             {
                 return Err(invalid(
-                    at("access_token"),
+                    "access_token",
                     "",
                     "the bot user's access token, for kind = \"matrix\"",
                 ));
             }
         } else if !c.url.as_ref().is_some_and(|u| web_url(u.expose())) {
             return Err(invalid(
-                at("url"),
+                "url",
                 if c.url.is_some() { "***" } else { "" },
                 "the incoming webhook's https URL (plain http only on loopback)",
             ));

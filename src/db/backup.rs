@@ -108,8 +108,16 @@ pub fn quick_check(url: &DatabaseUrl, busy_timeout_ms: u32) -> Result<Option<Str
 
 /// Makes a consistent copy of the database at `url` in the new file `dest`, while
 /// the service may be running and writing (`VACUUM INTO` reads one snapshot), and
-/// checks the copy with `PRAGMA integrity_check` before giving it its name.
-pub fn backup(url: &DatabaseUrl, dest: &Path, busy_timeout_ms: u32) -> Result<Copied, CopyError> {
+/// checks the copy with `PRAGMA integrity_check` before giving it its name. Before
+/// that, `before` runs on the copy in a write transaction with `secure_delete` on (what
+/// it overwrites is not left in the file's free space): what the copy must not keep is
+/// taken out there (`services::connections::withhold_secrets`).
+pub fn backup<T>(
+    url: &DatabaseUrl,
+    dest: &Path,
+    busy_timeout_ms: u32,
+    before: impl FnOnce(&mut DbConnection) -> diesel::QueryResult<T>,
+) -> Result<(Copied, T), CopyError> {
     let started = Instant::now();
     let source = match url {
         DatabaseUrl::Postgres(_) => {
@@ -146,11 +154,19 @@ pub fn backup(url: &DatabaseUrl, dest: &Path, busy_timeout_ms: u32) -> Result<Co
             .bind::<diesel::sql_types::Text, _>(partial.to_string_lossy())
             .execute(&mut conn)
             .map_err(|e| format!("cannot copy {}: {e}", source.display()))?;
-        Ok(())
+        drop(conn);
+        // A plain connection: the copy keeps its rollback journal (no WAL beside it).
+        let mut conn = SqliteConnection::establish(&partial.to_string_lossy())
+            .map(DbConnection::Sqlite)
+            .map_err(|e| format!("cannot open the copy {}: {e}", partial.display()))?;
+        diesel::sql_query("PRAGMA secure_delete = ON")
+            .execute(&mut conn)
+            .and_then(|_| conn.transaction(|conn| before(conn)))
+            .map_err(|e| format!("cannot prepare the copy {}: {e}", partial.display()))
     })();
-    let checked = made.and_then(|()| inspect(&partial, dest));
-    let migrations = match checked {
-        Ok(status) => status,
+    let checked = made.and_then(|done| Ok((inspect(&partial, dest)?, done)));
+    let (migrations, done) = match checked {
+        Ok(checked) => checked,
         Err(e) => {
             let _ = std::fs::remove_file(&partial);
             return Err(CopyError::Failed(e));
@@ -166,13 +182,14 @@ pub fn backup(url: &DatabaseUrl, dest: &Path, busy_timeout_ms: u32) -> Result<Co
             dest.display()
         )));
     }
-    Ok(Copied {
+    let copied = Copied {
         path: dest.to_path_buf(),
         bytes: std::fs::metadata(dest).map(|m| m.len()).unwrap_or(0),
         migrations,
         took: started.elapsed(),
         previous: None,
-    })
+    };
+    Ok((copied, done))
 }
 
 /// Puts the copy `source` in place of the database at `url`: refuses while another

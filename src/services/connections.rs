@@ -15,7 +15,7 @@ use std::time::Duration;
 use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::config::{self, ChannelSettings, Settings, TrackerSettings};
 use crate::db::schema::{connections, database_marks};
@@ -71,6 +71,19 @@ pub struct Kept {
     pub updated_at: NaiveDateTime,
 }
 
+/// A connection kept in coe that waits for its secrets (`coe backup` leaves them out
+/// unless asked).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Waiting {
+    pub kept: Kept,
+    /// Its platform, as the settings write it (`slack`, `jira`, …).
+    pub platform: String,
+    /// Its settings but for the secrets left out.
+    pub settings: Map<String, Value>,
+    /// The secrets to give again, by field.
+    pub secrets: Vec<String>,
+}
+
 /// Every connection, the settings file's first.
 #[derive(Debug, Default)]
 pub struct Connections {
@@ -78,6 +91,9 @@ pub struct Connections {
     pub trackers: Vec<TrackerSettings>,
     /// Those kept in coe (every other one is the settings file's).
     pub kept: Vec<Kept>,
+    /// Those kept in coe whose secrets were left out of the backup they were restored
+    /// from: not in use until an admin gives their secrets again.
+    pub waiting: Vec<Waiting>,
     /// The `connections_revision` mark these were read at.
     revision: String,
 }
@@ -89,6 +105,7 @@ impl Connections {
             channels: settings.chat.channels.clone(),
             trackers: settings.trackers.clone(),
             kept: Vec::new(),
+            waiting: Vec::new(),
             revision: String::new(),
         }
     }
@@ -278,6 +295,7 @@ impl LiveConnections {
             channels: file.channels.clone(),
             trackers: file.trackers.clone(),
             kept: Vec::new(),
+            waiting: Vec::new(),
             revision,
         };
         for row in rows {
@@ -298,9 +316,29 @@ impl LiveConnections {
                     name: row.name.clone(),
                     source,
                 })?;
+            let kept = Kept {
+                kind,
+                name: row.name.clone(),
+                version: row.version,
+                updated_by: row.updated_by.clone(),
+                updated_at: row.updated_at,
+            };
+            if let Value::Object(mut settings) = value.clone() {
+                let secrets = withheld_in(&mut settings);
+                if !secrets.is_empty() {
+                    let platform = settings.get("kind").and_then(Value::as_str);
+                    merged.waiting.push(Waiting {
+                        platform: platform.unwrap_or_default().to_owned(),
+                        kept,
+                        settings,
+                        secrets,
+                    });
+                    continue;
+                }
+            }
             // What the database holds is given, never a reference to a file or a
             // variable of this host (a row written past coe's checks).
-            if let Some(key) = reference_in(&value) {
+            if let Some(key) = value.as_object().and_then(reference_in) {
                 return Err(ConnectionsError::Unreadable {
                     kind,
                     name: row.name,
@@ -320,13 +358,7 @@ impl LiveConnections {
                     .trackers
                     .push(serde_json::from_value(value).map_err(unreadable)?),
             }
-            merged.kept.push(Kept {
-                kind,
-                name: row.name,
-                version: row.version,
-                updated_by: row.updated_by,
-                updated_at: row.updated_at,
-            });
+            merged.kept.push(kept);
         }
         config::validate_channels(&merged.channels).map_err(ConnectionsError::Invalid)?;
         config::validate_trackers(&merged.trackers).map_err(ConnectionsError::Invalid)?;
@@ -372,9 +404,8 @@ pub fn moved(conn: &mut DbConnection) -> QueryResult<()> {
 
 /// The first top-level field of `settings` that is an object but for `statuses` (the
 /// one map a connection has): a secret written as `{ file = … }` or `{ env = … }`.
-pub fn reference_in(settings: &Value) -> Option<&str> {
+pub fn reference_in(settings: &Map<String, Value>) -> Option<&str> {
     settings
-        .as_object()?
         .iter()
         .find(|(key, value)| value.is_object() && key.as_str() != "statuses")
         .map(|(key, _)| key.as_str())
@@ -382,6 +413,51 @@ pub fn reference_in(settings: &Value) -> Option<&str> {
 
 /// What a sealed secret is written as: a key no setting has.
 const SEALED: &str = "$sealed";
+
+/// What a secret left out of a backup is written as.
+const WITHHELD: &str = "$withheld";
+
+/// The fields of `settings` left out of a backup, taken out of it.
+pub fn withheld_in(settings: &mut Map<String, Value>) -> Vec<String> {
+    let fields: Vec<String> = settings
+        .iter()
+        .filter(|(_, v)| v.as_object().is_some_and(|o| o.contains_key(WITHHELD)))
+        .map(|(k, _)| k.clone())
+        .collect();
+    for field in &fields {
+        settings.remove(field);
+    }
+    fields
+}
+
+/// In a copy of the database (`coe backup`), every sealed secret replaced by
+/// `{"$withheld": …}`: restored, those connections wait for an admin to give their
+/// secrets again. Returns how many connections had one.
+pub fn withhold_secrets(conn: &mut DbConnection) -> QueryResult<usize> {
+    let mut changed = 0;
+    for row in stored(conn)? {
+        let Ok(Value::Object(mut map)) = serde_json::from_str::<Value>(&row.settings) else {
+            continue;
+        };
+        let mut any = false;
+        for field in map.values_mut() {
+            if field.as_object().is_some_and(|o| o.contains_key(SEALED)) {
+                *field = serde_json::json!({ WITHHELD: "left out of the backup" });
+                any = true;
+            }
+        }
+        if any {
+            changed += diesel::update(
+                connections::table
+                    .filter(connections::kind.eq(&row.kind))
+                    .filter(connections::name.eq(&row.name)),
+            )
+            .set(connections::settings.eq(Value::Object(map).to_string()))
+            .execute(conn)?;
+        }
+    }
+    Ok(changed)
+}
 
 /// `value` as the JSON text kept in the database: every secret in it (found by its
 /// type, `config::secret::to_masked_json`) sealed as `{"$sealed": "v1:…"}`.

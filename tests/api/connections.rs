@@ -552,6 +552,43 @@ async fn in_a_browser_an_admin_adds_a_slack_channel_and_a_tracker_with_no_settin
         Some(&coe::config::Meaning::Ignore)
     );
 
+    // Restored from a backup that left its secrets out, it waits for them on the list
+    // and is given them again from its form.
+    {
+        let mut conn = app.pool.get().expect("conn");
+        coe::services::connections::withhold_secrets(&mut conn).expect("withheld");
+        coe::services::connections::moved(&mut conn).expect("moved");
+        app.runtime.connections.refresh(&mut conn).expect("read");
+    }
+    assert!(app.runtime.env().connections.trackers.is_empty());
+    browser.goto(&app.url("/admin/trackers")).await;
+    let waiting = browser.text("#waiting").await;
+    assert!(
+        waiting.contains("linear: API key, Webhook secret"),
+        "{waiting}"
+    );
+    browser.screenshot("connection-waiting").await;
+    crate::html::save(
+        &mut pages,
+        "connection-waiting",
+        &html(browser.eval(outer).await),
+    );
+    browser.click_to_load("#waiting a").await;
+    let told = browser.text("[role=alert]").await;
+    assert!(told.contains("left its secrets out"), "{told}");
+    browser
+        .type_into("#f-token", "lin_api_0123456789abcdef")
+        .await;
+    browser
+        .type_into("#f-webhook_secret", "0123456789abcdef0123")
+        .await;
+    browser
+        .click_to_load("#connection-form button[type=submit]")
+        .await;
+    browser.wait_for_url("/admin/trackers?saved=linear").await;
+    assert!(browser.find_all("#waiting").await.is_empty());
+    assert_eq!(app.runtime.env().connections.trackers.len(), 1);
+
     // Removed from its page.
     browser.goto(&app.url("/admin/chat/ops/edit")).await;
     browser.click_to_load("#remove-form button").await;
@@ -683,4 +720,153 @@ async fn after_a_key_rotation_one_start_seals_every_secret_with_the_new_key() {
             .map(|u| u.expose().to_owned()),
         Some("https://chat.example.com/hooks/abc".to_owned())
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_secret_is_in_the_database_or_a_backup_and_a_restored_connection_waits_for_its_own() {
+    let app = spawn_app_with(|s| s.secret_key = Some(KEY.into())).await;
+    let admin = app.admin_token();
+    let secrets = [
+        "atlassian-token-at-rest-0123",
+        "jira-hook-secret-at-rest-0123",
+        "https://hooks.slack.com/services/T000/B000/at-rest-xyz",
+    ];
+    let jira = json!({"kind": "jira", "base_url": "https://acme.atlassian.net",
+        "user": "bot@acme.com", "token": secrets[0], "webhook_secret": secrets[1], "place": "OPS"});
+    let path = "/api/v1/connections/tracker/jira";
+    assert_eq!(put(&app, &admin, path, &jira).await.status(), 200);
+    let slack = json!({"kind": "slack", "url": secrets[2]});
+    assert_eq!(
+        put(&app, &admin, "/api/v1/connections/chat/ops", &slack)
+            .await
+            .status(),
+        200
+    );
+    // Neither the rows nor the history hold one in the clear (both databases).
+    let mut conn = app.pool.get().expect("conn");
+    let history: Vec<(Option<String>, Option<String>)> = audit_log::table
+        .filter(audit_log::entity.eq("connection"))
+        .select((audit_log::before, audit_log::after))
+        .load(&mut conn)
+        .expect("history");
+    drop(conn);
+    let stored = format!("{:?} {history:?}", rows(&app));
+    for secret in secrets {
+        assert!(!stored.contains(secret), "{secret} in {stored}");
+    }
+    let Some(file) = app.database_url().strip_prefix("sqlite://") else {
+        return; // PostgreSQL: backed up by pg_dump, which copies the rows read above.
+    };
+    // Nor the SQLite file, its write-ahead log included.
+    let bytes_of = |path: &str| {
+        let mut bytes = std::fs::read(path).unwrap_or_default();
+        bytes.extend(std::fs::read(format!("{path}-wal")).unwrap_or_default());
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    let on_disk = bytes_of(file);
+    assert!(on_disk.contains("$sealed"), "the rows are in the file");
+    for secret in secrets {
+        assert!(!on_disk.contains(secret), "{secret} on disk");
+    }
+
+    // A backup leaves the sealed secrets out; asked, it keeps them sealed.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (plain, whole) = (dir.path().join("plain.db"), dir.path().join("whole.db"));
+    let env = [
+        ("COE_DATABASE_URL", app.database_url()),
+        ("COE_SECRET_KEY", KEY),
+    ];
+    let out = crate::cli::coe(&["backup", &plain.to_string_lossy()], &env);
+    let said = crate::cli::stdout(&out);
+    assert!(out.status.success(), "{}", crate::cli::stderr(&out));
+    assert!(
+        said.contains("secrets of 2 chat channel(s) and tracker(s)"),
+        "{said}"
+    );
+    let out = crate::cli::coe(
+        &["backup", "--with-secrets", &whole.to_string_lossy()],
+        &env,
+    );
+    assert!(out.status.success(), "{}", crate::cli::stderr(&out));
+    assert!(!crate::cli::stdout(&out).contains("left out"));
+    let (plain_bytes, whole_bytes) = (
+        bytes_of(&plain.to_string_lossy()),
+        bytes_of(&whole.to_string_lossy()),
+    );
+    assert!(
+        !plain_bytes.contains("$sealed") && plain_bytes.contains("acme.atlassian.net"),
+        "the backup keeps the connections, not their secrets"
+    );
+    assert!(whole_bytes.contains("$sealed"));
+    for secret in secrets {
+        assert!(!plain_bytes.contains(secret) && !whole_bytes.contains(secret));
+    }
+
+    // Served from the backup, the connections wait for their secrets, named, and are
+    // not used; given again, the tracker is used and waits no more.
+    let url = format!("sqlite://{}", plain.display());
+    let restored = crate::helpers::Replica::start(
+        &url,
+        &[("COE_SECRET_KEY", KEY), ("COE_REMINDERS_ENABLED", "false")],
+    );
+    restored.wait_until_ready(&app.client).await;
+    let listed: Value = app
+        .client
+        .get(format!("{}/api/v1/connections", restored.address))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .expect("sent")
+        .json()
+        .await
+        .expect("json");
+    let jira_listed = listed["connections"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["name"] == "jira")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        jira_listed["waiting_for"],
+        json!(["token", "webhook_secret"]),
+        "{listed}"
+    );
+    assert_eq!(jira_listed["settings"]["place"], "OPS");
+    let hook = app
+        .client
+        .post(format!("{}/api/v1/trackers/jira/webhook", restored.address))
+        .json(&json!({"webhookEvent": "jira:issue_updated"}))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(
+        hook.status(),
+        404,
+        "a tracker waiting for its secrets is not in use"
+    );
+    // Left out again, a secret is asked for, not taken from the backup's marker.
+    let mut without = jira.clone();
+    without.as_object_mut().expect("an object").remove("token");
+    let refused = app
+        .client
+        .put(format!("{}{path}", restored.address))
+        .bearer_auth(&admin)
+        .json(&without)
+        .send()
+        .await
+        .expect("sent");
+    let (_, _, fields) = error_of(refused, 422).await;
+    assert_eq!(fields[0].0, "token", "{fields:?}");
+    let given = app
+        .client
+        .put(format!("{}{path}", restored.address))
+        .bearer_auth(&admin)
+        .json(&jira)
+        .send()
+        .await
+        .expect("sent");
+    let given = body_json(given).await;
+    assert_eq!(given["waiting_for"], json!([]), "{given}");
+    assert_eq!(given["settings"]["token"], "set, ends …0123", "{given}");
 }

@@ -62,7 +62,8 @@ async fn show(
         json!({"name": name, "ok": places.iter().all(|p| p["ok"] == true), "places": places})
     });
     let data = json!({"trackers": trackers, "checked": checked,
-                      "saved": query.saved, "removed": query.removed});
+                      "saved": query.saved, "removed": query.removed,
+                      "waiting": super::admin_connections::waiting(state, crate::services::connections::Kind::Tracker)});
     page(
         state,
         who,

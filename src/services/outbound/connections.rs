@@ -87,13 +87,15 @@ pub fn save(
                 kind.noun()
             )));
         }
-        let before_clear = match &before {
+        let mut before_clear = match &before {
             Some(row) => Some(live::open(Some(keyring), &row.settings).map_err(|e| {
                 SaveError::Conflict(format!("the saved {} {name}: {e}", kind.noun()))
             })?),
             None => None,
         };
-        if let Some(Value::Object(old)) = &before_clear {
+        if let Some(Value::Object(old)) = &mut before_clear {
+            // A secret left out of a backup is given again, never kept.
+            live::withheld_in(old);
             keep_secrets(kind, old, &mut input)?;
         }
         let (text, after_masked) = sealed(kind, keyring, Value::Object(input.clone()))?;
@@ -169,10 +171,10 @@ pub fn save(
             _ => None,
         };
         let changed = secrets_changed(&after_masked, old, &input);
-        let before_masked = match before_clear {
-            Some(old) => Some(sealed(kind, keyring, old)?.1),
-            None => None,
-        };
+        // Masked by its type (one whose secrets were left out of a backup cannot be
+        // read as settings: shown as nothing).
+        let before_masked = before_clear
+            .map(|old| sealed(kind, keyring, old).map_or(Value::Null, |(_, masked)| masked));
         let mut after = after_masked;
         after["secrets_changed"] = Value::from(changed);
         spine::noted(
@@ -279,17 +281,13 @@ fn object(input: Value) -> Result<Map<String, Value>, SaveError> {
                 .into(),
         ));
     };
-    let map = Value::Object(map);
     if let Some(key) = live::reference_in(&map) {
         return Err(SaveError::Invalid(
             key.to_owned(),
             "expected a value, not a reference: a secret kept in coe is given as it is".into(),
         ));
     }
-    match map {
-        Value::Object(map) => Ok(map),
-        _ => unreachable!("made an object above"),
-    }
+    Ok(map)
 }
 
 /// Where a connection's secrets are sent: changed, none is kept unless given again.
@@ -397,16 +395,9 @@ fn unreadable(e: serde_json::Error) -> SaveError {
 /// A check of every connection failed: the field of the one being saved.
 fn refused(e: ConnectionsError) -> SaveError {
     match e {
-        ConnectionsError::Invalid(crate::config::ConfigError::Invalid {
-            value, expected, ..
-        }) => {
-            // `value` reads `[i] (name) field = "…"`.
-            let field = value
-                .split_once(") ")
-                .and_then(|(_, rest)| rest.split(" = ").next())
-                .unwrap_or("settings");
-            SaveError::Invalid(field.to_owned(), format!("expected {expected}"))
-        }
+        ConnectionsError::Invalid(crate::config::ConfigError::Entry {
+            field, expected, ..
+        }) => SaveError::Invalid(field, format!("expected {expected}")),
         ConnectionsError::Database(e) => SaveError::Database(e),
         other => SaveError::Invalid("name".into(), other.to_string()),
     }
@@ -438,7 +429,7 @@ pub struct Listed {
     pub kind: &'static str,
     pub name: String,
     /// The platform: `slack`, `matrix`, `jira`, …
-    pub platform: &'static str,
+    pub platform: String,
     /// `coe` (changed in the pages or the API) or `settings_file` (changed there only).
     pub kept_in: &'static str,
     /// Saves so far (kept in coe only): give it back as `version` to change it.
@@ -448,6 +439,9 @@ pub struct Listed {
     /// As the settings file writes it, every secret replaced by what may be shown.
     #[schema(value_type = Object)]
     pub settings: Value,
+    /// The secrets left out of the backup it was restored from: until they are given
+    /// again (a save with them), it is not used.
+    pub waiting_for: Vec<String>,
 }
 
 /// `GET /api/v1/connections`.
@@ -467,7 +461,24 @@ pub fn list(connections: &live::Connections) -> Vec<Listed> {
         .trackers
         .iter()
         .map(|t| listed(connections, Kind::Tracker, &t.name, t.kind.as_str(), t));
-    chat.chain(trackers).collect()
+    let waiting = connections.waiting.iter().map(|w| {
+        let mut settings = w.settings.clone();
+        for secret in &w.secrets {
+            settings.insert(secret.clone(), Value::from("left out of the backup"));
+        }
+        Listed {
+            kind: w.kept.kind.as_str(),
+            name: w.kept.name.clone(),
+            platform: w.platform.clone(),
+            kept_in: "coe",
+            version: Some(w.kept.version),
+            updated_by: Some(w.kept.updated_by.clone()),
+            updated_at: Some(w.kept.updated_at),
+            settings: Value::Object(settings),
+            waiting_for: w.secrets.clone(),
+        }
+    });
+    chat.chain(trackers).chain(waiting).collect()
 }
 
 fn listed(
@@ -491,7 +502,7 @@ fn listed(
     Listed {
         kind: kind.as_str(),
         name: name.to_owned(),
-        platform,
+        platform: platform.to_owned(),
         kept_in: if kept.is_some() {
             "coe"
         } else {
@@ -501,5 +512,6 @@ fn listed(
         updated_by: kept.map(|k| k.updated_by.clone()),
         updated_at: kept.map(|k| k.updated_at),
         settings: shown,
+        waiting_for: Vec::new(),
     }
 }

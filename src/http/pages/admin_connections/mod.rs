@@ -176,6 +176,32 @@ fn listed(state: &AppState, kind: Kind, name: &str) -> Option<store::Listed> {
         .find(|l| l.kind == kind.as_str() && l.name == name && l.kept_in == "coe")
 }
 
+/// The connections of `kind` restored from a backup that left their secrets out, for
+/// the list page: each with the secrets to give again, in the form's words.
+pub(super) fn waiting(state: &AppState, kind: Kind) -> Vec<Value> {
+    state
+        .connections
+        .current()
+        .waiting
+        .iter()
+        .filter(|w| w.kept.kind == kind)
+        .map(|w| {
+            let fields = fields_of(kind, &w.platform).unwrap_or_default();
+            let secrets: Vec<&str> = w
+                .secrets
+                .iter()
+                .map(|s| {
+                    fields
+                        .iter()
+                        .find(|f| f.key == s)
+                        .map_or(s.as_str(), |f| f.label)
+                })
+                .collect();
+            json!({"name": w.kept.name, "secrets": secrets.join(", "), "base": base(kind)})
+        })
+        .collect()
+}
+
 /// `GET /admin/chat/new`, `/admin/trackers/new`: which platform, then its form.
 async fn new(kind: Kind, who: &SignedIn, query: NewQuery, state: &AppState) -> Page {
     let Some(platform) = query.platform.filter(|p| fields_of(kind, p).is_some()) else {
@@ -225,7 +251,15 @@ async fn edit(kind: Kind, who: &SignedIn, name: &str, state: &AppState) -> Page 
         saved: Some(&saved.settings),
         typed: None,
         problems: Vec::new(),
-        general: Vec::new(),
+        general: if saved.waiting_for.is_empty() {
+            Vec::new()
+        } else {
+            vec![
+                "It was restored from a backup that left its secrets out: give them again \
+                  and save, and it is used again."
+                    .to_owned(),
+            ]
+        },
     };
     render_form(state, who, StatusCode::OK, shown)
 }
@@ -405,6 +439,7 @@ pub async fn chat_list(Admin(who): Admin, query: web::Query<ChatQuery>, state: S
         .map(|c| channel_in_words(json!(c)))
         .collect();
     let data = json!({"channels": channels, "tested": query.tested, "delivered": query.delivered,
-                      "saved": query.saved, "removed": query.removed});
+                      "saved": query.saved, "removed": query.removed,
+                      "waiting": waiting(&state, Kind::Chat)});
     page(&state, &who, StatusCode::OK, "admin_chat", "chat", data)
 }
