@@ -347,6 +347,15 @@ diesel::table! {
 }
 
 diesel::table! {
+    template_rules (version) {
+        version -> BigInt,
+        rules -> Text,
+        saved_by -> Text,
+        saved_at -> Timestamp,
+    }
+}
+
+diesel::table! {
     database_marks (name) {
         name -> Text,
         value -> Text,
@@ -598,6 +607,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     unsubscribe_links,
     database_marks,
     connections,
+    template_rules,
     replica_heartbeats,
     logout_tokens,
     kept_forms,

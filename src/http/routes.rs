@@ -80,6 +80,8 @@ macro_rules! route_table {
                 "/api/v1/coes/{id}/publication" => { get: api::publishing::get, post: api::publishing::publish, delete: api::publishing::revoke }
                 "/api/v1/templates" => { get: api::templates::list }
                 "/api/v1/templates/{name}" => { post: api::templates::save }
+                "/api/v1/template-rules" => { get: api::templates::rules, put: api::templates::save_rules }
+                "/api/v1/template-rules/check" => { post: api::templates::check_rules }
                 "/api/v1/trackers" => { get: api::trackers::list }
                 "/api/v1/connections" => { get: api::connections::list }
                 "/api/v1/connections/{kind}/{name}" => { put: api::connections::save, delete: api::connections::remove }

@@ -136,6 +136,23 @@ impl Connections {
     }
 }
 
+/// One thing "Check the connection" tried, in words.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Tried {
+    pub ok: bool,
+    pub said: String,
+}
+
+impl Tried {
+    pub fn worked(said: String) -> Tried {
+        Tried { ok: true, said }
+    }
+
+    pub fn failed(said: String) -> Tried {
+        Tried { ok: false, said }
+    }
+}
+
 /// Why the connections kept in coe cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectionsError {

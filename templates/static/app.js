@@ -12,6 +12,7 @@
 //   and as the page is left, each against the revision it started from (nothing of
 //   another tab or person is overwritten); while one is typed and not saved, the
 //   checklist says so instead of "is empty".
+// - A value to paste elsewhere (`data-copy`: a webhook's address) gets a Copy button.
 (function () {
   "use strict";
   var dirty = new Set();
@@ -368,5 +369,27 @@
     if (section) {
       window.scrollBy(0, section.getBoundingClientRect().top - saved.top);
     }
+  });
+  document.querySelectorAll("[data-copy]").forEach(function (value) {
+    if (!navigator.clipboard) {
+      return; // Not a secure page: the value is selected and copied by hand.
+    }
+    var button = document.createElement("button");
+    button.type = "button";
+    button.className = "link copy";
+    button.textContent = "Copy";
+    button.setAttribute("aria-label", "Copy " + value.getAttribute("data-copy"));
+    button.addEventListener("click", function () {
+      navigator.clipboard.writeText(value.textContent.trim()).then(
+        function () {
+          button.textContent = "Copied";
+        },
+        function () {
+          button.textContent = "Select it and copy it";
+        }
+      );
+    });
+    value.insertAdjacentText("afterend", " ");
+    value.parentNode.insertBefore(button, value.nextSibling.nextSibling);
   });
 })();

@@ -417,16 +417,12 @@ async fn a_new_coe_is_told_to_its_teams_channel_and_the_org_channels_once_each()
         .iter()
         .find(|c| c.name == "deleted")
         .expect("channel");
-    let outcome = coe::services::outbound::chat::test_message(
-        &mut conn,
-        coe::services::Runtime::load(settings.clone())
-            .expect("runtime")
-            .env(),
-        deleted,
-        "admin@example.com",
-    )
-    .expect("a test message");
+    let runtime = coe::services::Runtime::load(settings.clone()).expect("runtime");
+    let outcome =
+        coe::services::outbound::chat::send_test(runtime.env(), deleted, "admin@example.com", "");
     assert_eq!(outcome, coe::chat::Sent::Delivered);
+    coe::services::outbound::chat::record_test(&mut conn, &deleted.name, &outcome)
+        .expect("recorded");
     drop(conn);
     assert_eq!(deliver(&app, &settings).sent, 1);
     assert_eq!(inbox.got("/slack/deleted").len(), 2);
@@ -699,7 +695,7 @@ impl Synapse {
     }
 
     /// The room's messages as the reader reads them, oldest first.
-    async fn messages(&self) -> Vec<Value> {
+    pub(crate) async fn messages(&self) -> Vec<Value> {
         let room: String = form_urlencoded::byte_serialize(self.room_id.as_bytes()).collect();
         let page: Value = reqwest::Client::new()
             .get(format!(

@@ -473,21 +473,25 @@ pub async fn chat_test(form: AdminForm, path: web::Path<String>, state: State) -
     let name = path.into_inner();
     let by = form.who.0.person.email.clone();
     let asked = name.clone();
-    let outcome = as_service(&state, move |conn, state| {
-        let channel = state
-            .env()
-            .connections
-            .channels
-            .iter()
-            .find(|c| c.name == asked)
-            .ok_or_else(|| {
-                crate::error::ApiError::NotFound(format!("there is no chat channel {asked}"))
-            })?;
-        Ok(crate::services::outbound::chat::test_message(
+    let Some(channel) = state.env().connections.channel(&asked).cloned() else {
+        return Err(
+            crate::error::ApiError::NotFound(format!("there is no chat channel {asked}")).into(),
+        );
+    };
+    // Sent with no database connection held; what came of it kept after.
+    let sender = state.clone();
+    let (outcome, channel) = web::block(move || {
+        let sent = crate::services::outbound::chat::send_test(sender.env(), &channel, &by, "");
+        (sent, channel)
+    })
+    .await
+    .map_err(crate::error::ApiError::from)?;
+    let kept = outcome.clone();
+    as_service(&state, move |conn, _| {
+        Ok(crate::services::outbound::chat::record_test(
             conn,
-            state.env(),
-            channel,
-            &by,
+            &channel.name,
+            &kept,
         )?)
     })
     .await?;

@@ -62,21 +62,57 @@ async fn all(state: &State) -> Result<Vec<Listing>, super::error::PageError> {
     .await
 }
 
-/// `GET /admin/templates`.
-pub async fn list(Admin(who): Admin, state: State) -> Page {
-    let listed: Vec<Value> = all(&state).await?.iter().map(listing_json).collect();
+/// `GET /admin/templates`: the templates, then the rules that pick a new COE's.
+pub async fn list(
+    Admin(who): Admin,
+    query: web::Query<super::admin_template_rules::RulesQuery>,
+    state: State,
+) -> Page {
+    render_list(&state, &who, StatusCode::OK, &query, None, None).await
+}
+
+/// `POST /admin/template-rules`: a rule added, changed, moved up or removed; the page
+/// again with the problem (what was typed kept) when it was not saved.
+pub async fn save_rules(form: AdminForm, state: State) -> Page {
+    let (who, fields) = (form.who.0, form.fields);
+    let by = who.person.email.clone();
+    match super::admin_template_rules::apply(&state, by, &fields).await? {
+        Ok(()) => Ok(see_other("/admin/templates?rules_saved=1#rules")),
+        Err(problem) => {
+            let intent = fields.text("intent");
+            let typed = (intent != "up" && intent != "remove").then_some(&fields);
+            let query = super::admin_template_rules::again(&fields);
+            render_list(
+                &state,
+                &who,
+                StatusCode::UNPROCESSABLE_ENTITY,
+                &query,
+                Some(format!("The rule was not saved: {problem}.")),
+                typed,
+            )
+            .await
+        }
+    }
+}
+
+/// The list page, with the rules' form showing `problem` and what was `typed`.
+pub(super) async fn render_list(
+    state: &State,
+    who: &SignedIn,
+    status: StatusCode,
+    query: &super::admin_template_rules::RulesQuery,
+    problem: Option<String>,
+    typed: Option<&Fields>,
+) -> Page {
+    let listed: Vec<Value> = all(state).await?.iter().map(listing_json).collect();
     let starts: Vec<String> = listed
         .iter()
         .filter_map(|l| l["name"].as_str().map(str::to_owned))
         .collect();
-    page(
-        &state,
-        &who,
-        StatusCode::OK,
-        "admin_templates",
-        "templates",
-        json!({"templates": listed, "starts": starts}),
-    )
+    let mut data = super::admin_template_rules::data(state, query, problem, typed).await?;
+    data["templates"] = json!(listed);
+    data["starts"] = json!(starts);
+    page(state, who, status, "admin_templates", "templates", data)
 }
 
 #[derive(Debug, Deserialize)]

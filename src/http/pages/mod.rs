@@ -9,6 +9,7 @@
 mod actions;
 mod admin;
 mod admin_connections;
+mod admin_template_rules;
 mod admin_templates;
 mod admin_trackers;
 mod assets;
@@ -124,6 +125,7 @@ page_routes! {
     get "/admin/templates/new" => admin_templates::new,
     get "/admin/templates/{name}" => admin_templates::show,
     post "/admin/templates/{name}" => admin_templates::save,
+    post "/admin/template-rules" => admin_templates::save_rules,
     get "/admin/trackers" => admin_trackers::list,
     get "/admin/trackers/new" => admin_connections::trackers_new,
     post "/admin/trackers/save" => admin_connections::trackers_save,

@@ -8,5 +8,6 @@ pub mod coes;
 pub mod lifecycle;
 pub mod publishing;
 pub mod review;
+pub mod template_rules;
 pub mod templates;
 pub mod trackers;

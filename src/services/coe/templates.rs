@@ -92,7 +92,10 @@ pub enum SaveError {
 }
 
 /// The newest saved version of `name`, if any was saved.
-fn newest_saved(conn: &mut DbConnection, name: &str) -> QueryResult<Option<(Template, Saved)>> {
+pub(super) fn newest_saved(
+    conn: &mut DbConnection,
+    name: &str,
+) -> QueryResult<Option<(Template, Saved)>> {
     let row: Option<(i32, String, String, NaiveDateTime)> = coe_templates::table
         .filter(coe_templates::name.eq(name))
         .order(coe_templates::version.desc())

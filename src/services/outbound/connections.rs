@@ -34,20 +34,33 @@ pub enum SaveError {
     Database(#[from] diesel::result::Error),
 }
 
-/// Saves connection `name` of `kind` as `input` says: the settings as the file
-/// writes them (JSON); a secret left out or empty keeps the one saved before.
-/// `based_on`: the version the change was made from (none: whatever is there).
-#[allow(clippy::too_many_arguments)]
-pub fn save(
-    conn: &mut DbConnection,
-    connections: &LiveConnections,
+/// A connection as a save would make it, checked with every other one, not saved:
+/// what "Check the connection" tries (`services::outbound::connections::try_out`).
+#[derive(Debug, Clone)]
+pub enum Candidate {
+    Channel(ChannelSettings),
+    Tracker(TrackerSettings),
+}
+
+/// What a save of one connection would write, checked with the others.
+struct Prepared {
+    before: Option<StoredRow>,
+    before_clear: Option<Value>,
+    version: i64,
+    text: String,
+    after_masked: Value,
+    input: Map<String, Value>,
+    merged: live::Connections,
+}
+
+/// The keyring, `input` as an object naming `name`, and `name` not the settings
+/// file's: what a save and a check both ask first.
+fn given<'a>(
+    connections: &'a LiveConnections,
     kind: Kind,
     name: &str,
     input: Value,
-    based_on: Option<i64>,
-    by: &str,
-    now: NaiveDateTime,
-) -> Result<Kept, SaveError> {
+) -> Result<(&'a crate::secrets::Keyring, Map<String, Value>), SaveError> {
     let keyring = connections.keyring().ok_or_else(|| {
         SaveError::NoKey(
             "coe has no secret key to seal this connection's secrets with: set secret_key \
@@ -70,64 +83,79 @@ pub fn save(
     if connections.current().in_file(kind, name) {
         return Err(from_file(kind, name));
     }
+    Ok((keyring, input))
+}
+
+/// Connection `name` of `kind` as `input` would make it (secrets left out kept from
+/// the saved one), checked with every other connection and against the version the
+/// form was made from (`based_on`, as a save is); nothing is written.
+pub fn candidate(
+    conn: &mut DbConnection,
+    connections: &LiveConnections,
+    kind: Kind,
+    name: &str,
+    input: Value,
+    based_on: Option<i64>,
+) -> Result<Candidate, SaveError> {
+    let (keyring, input) = given(connections, kind, name, input)?;
+    let now = crate::db::now();
+    let prepared = prepare(
+        conn,
+        connections,
+        keyring,
+        kind,
+        name,
+        input,
+        based_on,
+        "",
+        now,
+    )?;
+    let merged = prepared.merged;
+    let found = match kind {
+        Kind::Chat => merged.channel(name).cloned().map(Candidate::Channel),
+        Kind::Tracker => merged.tracker(name).cloned().map(Candidate::Tracker),
+    };
+    found.ok_or_else(|| SaveError::NotFound(format!("no {} named {name}", kind.noun())))
+}
+
+/// Saves connection `name` of `kind` as `input` says: the settings as the file
+/// writes them (JSON); a secret left out or empty keeps the one saved before.
+/// `based_on`: the version the change was made from (none: whatever is there).
+#[allow(clippy::too_many_arguments)]
+pub fn save(
+    conn: &mut DbConnection,
+    connections: &LiveConnections,
+    kind: Kind,
+    name: &str,
+    input: Value,
+    based_on: Option<i64>,
+    by: &str,
+    now: NaiveDateTime,
+) -> Result<Kept, SaveError> {
+    let (keyring, input) = given(connections, kind, name, input)?;
     let saved = crate::db::write_transaction(conn, |conn| {
         // The mark moves first: on PostgreSQL its row stays locked until this commits,
         // so that two saves never both pass the checks against the same rows.
         live::moved(conn)?;
-        let rows = live::stored(conn)?;
-        let (mine, others): (Vec<StoredRow>, Vec<StoredRow>) = rows
-            .into_iter()
-            .partition(|r| r.kind == kind.as_str() && r.name == name);
-        let before = mine.into_iter().next();
-        let version = before.as_ref().map_or(0, |b| b.version);
-        if let Some(base) = based_on.filter(|b| *b != version) {
-            return Err(SaveError::Conflict(format!(
-                "the {} {name} is at version {version} now, not {base} as when it was read: \
-                 read it again and make the change there",
-                kind.noun()
-            )));
-        }
-        let mut before_clear = match &before {
-            Some(row) => Some(live::open(Some(keyring), &row.settings).map_err(|e| {
-                SaveError::Conflict(format!("the saved {} {name}: {e}", kind.noun()))
-            })?),
-            None => None,
-        };
-        if let Some(Value::Object(old)) = &mut before_clear {
-            // A secret left out of a backup is given again, never kept.
-            live::withheld_in(old);
-            keep_secrets(kind, old, &mut input)?;
-        }
-        let (text, after_masked) = sealed(kind, keyring, Value::Object(input.clone()))?;
-        if !connections.loopback_allowed() {
-            if let Some(field) = ["url", "api_url", "homeserver", "base_url"]
-                .into_iter()
-                .find(|f| {
-                    input
-                        .get(*f)
-                        .and_then(Value::as_str)
-                        .is_some_and(crate::config::points_at_loopback)
-                })
-            {
-                return Err(SaveError::Invalid(
-                    field.into(),
-                    "an address on coe's own host: only the settings file may name one \
-                     (server.connections_on_loopback allows it here)"
-                        .into(),
-                ));
-            }
-        }
-        let candidate = StoredRow {
-            kind: kind.as_str().to_owned(),
-            name: name.to_owned(),
-            settings: text.clone(),
-            version: version + 1,
-            updated_by: by.to_owned(),
-            updated_at: now,
-        };
-        let mut all = others;
-        all.push(candidate);
-        connections.with_rows(all).map_err(refused)?;
+        let Prepared {
+            before,
+            before_clear,
+            version,
+            text,
+            after_masked,
+            input,
+            merged: _,
+        } = prepare(
+            conn,
+            connections,
+            keyring,
+            kind,
+            name,
+            input,
+            based_on,
+            by,
+            now,
+        )?;
         let written = match &before {
             Some(_) => diesel::update(
                 connections::table
@@ -197,7 +225,94 @@ pub fn save(
         })
     })?;
     seen(conn, connections);
+    tracing::info!(
+        kind = kind.as_str(),
+        name,
+        version = saved.version,
+        by,
+        "a connection was saved"
+    );
     Ok(saved)
+}
+
+/// `input` as the row a save would write, with the settings before it, checked with
+/// every other connection (`merged`).
+#[allow(clippy::too_many_arguments)]
+fn prepare(
+    conn: &mut DbConnection,
+    connections: &LiveConnections,
+    keyring: &crate::secrets::Keyring,
+    kind: Kind,
+    name: &str,
+    mut input: Map<String, Value>,
+    based_on: Option<i64>,
+    by: &str,
+    now: NaiveDateTime,
+) -> Result<Prepared, SaveError> {
+    let rows = live::stored(conn)?;
+    let (mine, others): (Vec<StoredRow>, Vec<StoredRow>) = rows
+        .into_iter()
+        .partition(|r| r.kind == kind.as_str() && r.name == name);
+    let before = mine.into_iter().next();
+    let version = before.as_ref().map_or(0, |b| b.version);
+    if let Some(base) = based_on.filter(|b| *b != version) {
+        return Err(SaveError::Conflict(format!(
+            "the {} {name} is at version {version} now, not {base} as when it was read: \
+             read it again and make the change there",
+            kind.noun()
+        )));
+    }
+    let mut before_clear =
+        match &before {
+            Some(row) => Some(live::open(Some(keyring), &row.settings).map_err(|e| {
+                SaveError::Conflict(format!("the saved {} {name}: {e}", kind.noun()))
+            })?),
+            None => None,
+        };
+    if let Some(Value::Object(old)) = &mut before_clear {
+        // A secret left out of a backup is given again, never kept.
+        live::withheld_in(old);
+        keep_secrets(kind, old, &mut input)?;
+    }
+    let (text, after_masked) = sealed(kind, keyring, Value::Object(input.clone()))?;
+    if !connections.loopback_allowed() {
+        if let Some(field) = ["url", "api_url", "homeserver", "base_url"]
+            .into_iter()
+            .find(|f| {
+                input
+                    .get(*f)
+                    .and_then(Value::as_str)
+                    .is_some_and(crate::config::points_at_loopback)
+            })
+        {
+            return Err(SaveError::Invalid(
+                field.into(),
+                "an address on coe's own host: only the settings file may name one \
+                 (server.connections_on_loopback allows it here)"
+                    .into(),
+            ));
+        }
+    }
+    let candidate = StoredRow {
+        kind: kind.as_str().to_owned(),
+        name: name.to_owned(),
+        settings: text.clone(),
+        version: version + 1,
+        updated_by: by.to_owned(),
+        updated_at: now,
+    };
+    let mut all = others;
+    all.push(candidate);
+    let merged = connections.with_rows(all).map_err(refused)?;
+    Ok(Prepared {
+        before,
+        before_clear,
+        version,
+        text,
+        after_masked,
+        input,
+        merged,
+    })
 }
 
 /// Removes connection `name` of `kind` kept in coe; what waits to be sent to it is
@@ -252,6 +367,7 @@ pub fn remove(
         Ok(())
     })?;
     seen(conn, connections);
+    tracing::info!(kind = kind.as_str(), name, by, "a connection was removed");
     Ok(())
 }
 

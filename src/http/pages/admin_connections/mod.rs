@@ -14,16 +14,17 @@ use super::guard::{Admin, Fields};
 use super::kit::{Page, State};
 use super::outcome::{as_service, see_other, Outcome};
 use crate::config::ChatEvent;
+use crate::error::ApiError;
 use crate::http::session::SignedIn;
 use crate::http::state::AppState;
 use crate::services::connections::Kind;
-use crate::services::outbound::connections as store;
+use crate::services::outbound::connections::{self as store, Candidate};
 
 mod form;
 mod platforms;
 
 use form::{settings_of, shown_value};
-use platforms::{event_words, fields_of, platforms, steps, Field, How};
+use platforms::{event_words, fields_of, platforms, slack_manifest, steps, Field, How};
 
 #[derive(Debug, Default, Deserialize)]
 pub struct NewQuery {
@@ -56,6 +57,9 @@ struct Shown<'a> {
     typed: Option<&'a Fields>,
     problems: Vec<(String, String)>,
     general: Vec<String>,
+    /// What "Check the connection" found (what was typed, secrets too, is then kept:
+    /// nothing is saved yet).
+    checked: Vec<crate::services::connections::Tried>,
 }
 
 fn render_form(state: &AppState, who: &SignedIn, status: StatusCode, shown: Shown<'_>) -> Page {
@@ -98,11 +102,18 @@ fn render_form(state: &AppState, who: &SignedIn, status: StatusCode, shown: Show
         "platform": shown.platform,
         "platform_label": label,
         "steps": steps(&shown.platform, &webhook_url),
+        "manifest": if shown.platform == "slack" {
+            slack_manifest(&state.settings.public_url)
+        } else {
+            String::new()
+        },
         "webhook_url": webhook_url,
         "name": shown.name,
         "version": shown.version.map(|v| v.to_string()).unwrap_or_default(),
         "fields": shown_fields,
         "problems": shown.general,
+        "checked": shown.checked,
+        "checked_ok": shown.checked.iter().all(|t| t.ok),
         "name_problem": problem_of(&shown.problems, "name"),
         "choose": false,
         "platforms": [],
@@ -130,6 +141,7 @@ fn field_data(f: &Field, shown: &Shown<'_>) -> Value {
     let saved = shown.saved.and_then(|s| s.get(f.key));
     let typed = shown.typed.map(|t| t.text(f.key));
     let value = match (&typed, saved) {
+        (Some(typed), _) if f.secret && !shown.checked.is_empty() => typed.clone(),
         _ if f.secret => String::new(),
         (Some(typed), _) => typed.clone(),
         (None, Some(saved)) => shown_value(f.how, saved),
@@ -160,6 +172,7 @@ fn field_data(f: &Field, shown: &Shown<'_>) -> Value {
         "help": f.help,
         "secret": f.secret,
         "hint": hint,
+        "cleared": shown.typed.is_some_and(|t| t.all("clear").any(|c| c == f.key)),
         "value": value,
         "textarea": matches!(f.how, How::Routes | How::Statuses),
         "events": if f.how == How::Events { events } else { Vec::new() },
@@ -231,6 +244,7 @@ async fn new(kind: Kind, who: &SignedIn, query: NewQuery, state: &AppState) -> P
         typed: None,
         problems: Vec::new(),
         general: Vec::new(),
+        checked: Vec::new(),
     };
     render_form(state, who, StatusCode::OK, shown)
 }
@@ -260,34 +274,113 @@ async fn edit(kind: Kind, who: &SignedIn, name: &str, state: &AppState) -> Page 
                     .to_owned(),
             ]
         },
+        checked: Vec::new(),
     };
     render_form(state, who, StatusCode::OK, shown)
 }
 
-async fn save(kind: Kind, form: AdminForm, state: State) -> Page {
-    let (Admin(who), fields) = (form.who, form.fields);
+/// "Check the connection": what was typed (secrets left empty taken from the saved
+/// one) is tried now — a test message posted and the channel read back, or the
+/// tracker's places and statuses read — and the form comes back with what worked and
+/// what to fix, in words, nothing saved.
+async fn check(kind: Kind, state: &State, who: &SignedIn, fields: &Fields) -> Page {
     let platform = fields.text("platform");
     let name = fields.text("name").trim().to_owned();
     let version: Option<i64> = fields.filled("version").and_then(|v| v.parse().ok());
-    // What the form does not show is kept from the saved settings (secrets masked:
-    // those the form leaves empty are kept by the save itself).
-    let before = state
-        .env()
-        .connections
-        .kept(kind, &name)
-        .and_then(|_| match kind {
-            Kind::Chat => state
-                .env()
-                .connections
-                .channel(&name)
-                .and_then(|c| crate::config::secret::to_masked_json(c).ok()),
-            Kind::Tracker => state
-                .env()
-                .connections
-                .tracker(&name)
-                .and_then(|t| crate::config::secret::to_masked_json(t).ok()),
-        });
-    let input = settings_of(kind, &platform, &fields, before.as_ref());
+    // A saved one's secrets are still shown by their end.
+    let listed = listed(state, kind, &name);
+    let saved = listed.as_ref().map(|l| &l.settings);
+    let shown = |problems: Vec<(String, String)>, general: Vec<String>, checked| Shown {
+        kind,
+        platform: platform.clone(),
+        name: name.clone(),
+        version,
+        saved,
+        typed: Some(fields),
+        problems,
+        general,
+        checked,
+    };
+    let refused = |e: ApiError| match e {
+        ApiError::Validation(list) => {
+            let problems = list.into_iter().map(|f| (f.field, f.problem)).collect();
+            shown(problems, Vec::new(), Vec::new())
+        }
+        other => shown(Vec::new(), vec![other.to_string()], Vec::new()),
+    };
+    let input = match settings_of(kind, &platform, fields, before(state, kind, &name).as_ref()) {
+        Ok(input) => input,
+        Err((field, problem)) => {
+            let again = refused(ApiError::field(field, problem));
+            return render_form(state, who, StatusCode::UNPROCESSABLE_ENTITY, again);
+        }
+    };
+    let asked = name.clone();
+    let candidate = as_service(state, move |conn, state| {
+        Ok(store::candidate(
+            conn,
+            &state.connections,
+            kind,
+            &asked,
+            input,
+            version.or(Some(0)),
+        ))
+    })
+    .await?;
+    let candidate = match candidate {
+        Ok(candidate) => candidate,
+        Err(e) => {
+            let again = refused(ApiError::from(e));
+            return render_form(state, who, StatusCode::UNPROCESSABLE_ENTITY, again);
+        }
+    };
+    // Tried with no database connection held.
+    let (env_of, by) = (state.clone(), who.person.email.clone());
+    let tried = web::block(move || match candidate {
+        Candidate::Channel(channel) => {
+            crate::services::outbound::chat::try_channel(env_of.env(), &channel, &by)
+        }
+        Candidate::Tracker(tracker) => crate::services::coe::trackers::state::try_tracker(&tracker),
+    })
+    .await
+    .map_err(ApiError::from)?;
+    render_form(
+        state,
+        who,
+        StatusCode::OK,
+        shown(Vec::new(), Vec::new(), tried),
+    )
+}
+
+/// What the form does not show is kept from the saved settings of `name` (secrets
+/// masked: those the form leaves empty are kept by the save itself).
+fn before(state: &AppState, kind: Kind, name: &str) -> Option<Value> {
+    let connections = state.env().connections;
+    connections.kept(kind, name)?;
+    match kind {
+        Kind::Chat => connections
+            .channel(name)
+            .and_then(|c| crate::config::secret::to_masked_json(c).ok()),
+        Kind::Tracker => connections
+            .tracker(name)
+            .and_then(|t| crate::config::secret::to_masked_json(t).ok()),
+    }
+}
+
+async fn save(kind: Kind, form: AdminForm, state: State) -> Page {
+    let (Admin(who), fields) = (form.who, form.fields);
+    if fields.text("intent") == "check" {
+        return check(kind, &state, &who, &fields).await;
+    }
+    let platform = fields.text("platform");
+    let name = fields.text("name").trim().to_owned();
+    let version: Option<i64> = fields.filled("version").and_then(|v| v.parse().ok());
+    let input = settings_of(
+        kind,
+        &platform,
+        &fields,
+        before(&state, kind, &name).as_ref(),
+    );
     let by = who.person.email.clone();
     let result = match input {
         Err((field, problem)) => Err(crate::error::ApiError::field(field, problem)),
@@ -322,6 +415,7 @@ async fn save(kind: Kind, form: AdminForm, state: State) -> Page {
                 typed: Some(&fields),
                 problems: again.fields.clone(),
                 general: again.problems.clone(),
+                checked: Vec::new(),
             };
             let page = render_form(&state, &who, again.status, shown);
             async move { page }

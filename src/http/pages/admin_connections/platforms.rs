@@ -235,14 +235,47 @@ pub(super) fn tracker_fields(kind: TrackerKind) -> Vec<Field> {
     fields
 }
 
+/// The Slack app coe needs, as a manifest to paste into Slack's "Create an app from
+/// a manifest": a bot that posts through an incoming webhook and may read the
+/// channels it is invited to (a COE's "Import from chat"), its page linking to coe.
+pub(super) fn slack_manifest(public_url: &str) -> String {
+    let manifest = serde_json::json!({
+        "_metadata": {"major_version": 1, "minor_version": 1},
+        "display_information": {
+            "name": "coe",
+            "description": "Corrections of error: COEs opened, reviews asked, actions overdue.",
+            "long_description": format!(
+                "coe posts here when a COE is opened, when one waits for its review, and when \
+                 corrective actions go overdue, each with a link to it in coe ({}). It reads a \
+                 channel it is invited to only when someone imports that channel's messages \
+                 into a COE's timeline.",
+                public_url.trim_end_matches('/')
+            ),
+            "background_color": "#1d4e89",
+        },
+        "features": {"bot_user": {"display_name": "coe", "always_online": false}},
+        "oauth_config": {"scopes": {"bot": [
+            "incoming-webhook", "chat:write", "channels:history", "groups:history",
+            "channels:read", "groups:read", "users:read",
+        ]}},
+        "settings": {
+            "org_deploy_enabled": false,
+            "socket_mode_enabled": false,
+            "token_rotation_enabled": false,
+        },
+    });
+    serde_json::to_string_pretty(&manifest).unwrap_or_default()
+}
+
 /// What to do on the platform's side, in its words.
 pub(super) fn steps(platform: &str, webhook_url: &str) -> Vec<String> {
     let s = |list: &[&str]| list.iter().map(|x| (*x).to_owned()).collect();
     match platform {
         "slack" => s(&[
-            "At api.slack.com/apps, choose Create New App, then From scratch; name it coe and pick the workspace.",
-            "Open Incoming Webhooks, turn on Activate Incoming Webhooks, then Add New Webhook to Workspace.",
-            "Pick the channel, choose Allow, and copy the webhook URL into the form below.",
+            "At api.slack.com/apps, choose Create New App, then From a manifest; pick the workspace and paste the manifest below (Copy), then Create.",
+            "Choose Install to Workspace, pick the channel coe posts in, and choose Allow.",
+            "Open Incoming Webhooks and copy the channel's webhook URL into the form below.",
+            "To import an incident channel's messages into a COE: copy the Bot User OAuth Token (OAuth & Permissions, xoxb-…) into the token to read channels, and invite the app to those channels (/invite @coe).",
         ]),
         "teams" => s(&[
             "In the Teams channel, open its menu (…), then Workflows.",

@@ -13,13 +13,13 @@ use super::alert_entries;
 use super::reindex;
 use super::timeline::recompute_milestone;
 use super::{edit, record_change, Actor, CoeError, SYSTEM_ACTOR};
-use crate::config::TemplateFacts;
 use crate::db::models::{CoeRow, FailureEventRow, IncidentRow};
 use crate::db::schema::{coe_incidents, coe_recurrences, coes, failure_events, incidents};
 use crate::db::{self, locks, types, DbConnection};
 use crate::domain::coe::{self, CoeState, TimelineKind};
 use crate::domain::template::Template;
 use crate::domain::Severity;
+use crate::services::coe::template_rules;
 use crate::services::directory::ownership;
 use crate::services::outbound::{self, CoeEvent};
 use crate::services::Env;
@@ -163,11 +163,9 @@ fn insert_draft_for_incident(
     Ok(Some(row.id))
 }
 
-/// The template a new COE opens with: the first of `coe.templates` whose rule its
-/// severity, service, team (its owner's, else its service's) and labels match, else
-/// the organisation's. A rule's file that cannot be read now gives the
-/// organisation's, and says so in the log. A newer version saved on the admin page
-/// takes the place of the one picked.
+/// The template a new COE opens with: the first rule's that its severity, service,
+/// team (its owner's, else its service's) and labels match, else the organisation's
+/// (`services::coe::template_rules`).
 fn template_for(
     conn: &mut DbConnection,
     env: &Env<'_>,
@@ -176,21 +174,14 @@ fn template_for(
     owner: Option<&str>,
     labels: &[(String, String)],
 ) -> QueryResult<Template> {
-    if env.settings.coe.templates.is_empty() {
-        return crate::services::coe::templates::newest(conn, env.template.clone());
-    }
-    let team = ownership::team_of_coe(conn, owner, service)?;
-    let facts = TemplateFacts {
-        severity: Some(severity),
+    let subject = template_rules::Subject {
+        severity,
         service,
-        team: team.as_deref(),
+        owner,
+        team: None,
         labels,
     };
-    let picked = env.settings.template_for(&facts).unwrap_or_else(|e| {
-        tracing::error!(error = %e, "a template of coe.templates cannot be read: the organisation's is used");
-        env.template.clone()
-    });
-    crate::services::coe::templates::newest(conn, picked)
+    Ok(template_rules::pick(conn, env, &subject)?.template)
 }
 
 #[allow(clippy::too_many_arguments)]

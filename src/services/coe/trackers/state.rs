@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::config::TrackerSettings;
 use crate::db::schema::{tickets, tracker_jobs, tracker_states};
 use crate::db::DbConnection;
+use crate::services::connections::Tried;
 use crate::services::outbound::tickets::{FAILED, PENDING, SENDING};
 use crate::services::Env;
 use crate::trackers::{Client, Failure};
@@ -216,6 +217,59 @@ pub struct Checked {
     pub error: Option<String>,
     /// Each status: its name and what coe reads it as (`None`: unmapped).
     pub statuses: Vec<(String, Option<&'static str>)>,
+}
+
+/// What "Check the connection" found for a tracker not yet saved, each in a sentence:
+/// each place read with what its statuses mean here, a status coe cannot read named
+/// as something to fix. No database connection is held.
+pub fn try_tracker(tracker: &TrackerSettings) -> Vec<Tried> {
+    let mut tried = Vec::new();
+    for place in check(tracker) {
+        if !place.ok {
+            tried.push(Tried::failed(format!(
+                "coe cannot read {}: {}.",
+                place.place,
+                place.error.as_deref().unwrap_or("no reason given")
+            )));
+            continue;
+        }
+        let (read, unread): (Vec<_>, Vec<_>) =
+            place.statuses.iter().partition(|(_, m)| m.is_some());
+        let read: Vec<String> = read
+            .iter()
+            .map(|(name, meaning)| {
+                let words = match meaning.unwrap_or_default() {
+                    "in_progress" => "in progress",
+                    "wont_do" => "will not be done",
+                    "ignore" => "left alone",
+                    other => other,
+                };
+                format!("{name} = {words}")
+            })
+            .collect();
+        tried.push(Tried::worked(format!(
+            "coe can read {} and its statuses: {}.",
+            place.place,
+            if read.is_empty() {
+                "none yet".to_owned()
+            } else {
+                read.join(", ")
+            }
+        )));
+        for (name, _) in unread {
+            tried.push(Tried::failed(format!(
+                "{}'s status {name} means nothing to coe yet: say what it means under \
+                 Statuses (such as {name} = done, or {name} = ignore).",
+                place.place
+            )));
+        }
+    }
+    if tried.is_empty() {
+        tried.push(Tried::failed(
+            "There is no place to read: give where actions go, or a route.".into(),
+        ));
+    }
+    tried
 }
 
 /// Reads each place of `tracker` and its statuses now (not through the queue): call

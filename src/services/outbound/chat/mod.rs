@@ -29,6 +29,7 @@ use crate::config::{ChannelSettings, ChatEvent};
 use crate::db::schema::{chat_channels, chat_messages};
 use crate::db::{self, DbConnection};
 
+use crate::services::connections::Tried;
 use crate::services::outbound::queue::{
     self, due, Claim, DeliveryError, Flow, Pooled, Queue, Report, Settled,
 };
@@ -494,40 +495,84 @@ pub fn statuses(conn: &mut DbConnection, env: Env<'_>) -> QueryResult<Vec<Channe
     Ok(out)
 }
 
-/// Sends a test message to `channel` now (not through the queue): the admin's check
-/// of a channel, which mends a broken one when it gets through.
-pub fn test_message(
-    conn: &mut DbConnection,
-    env: Env<'_>,
-    channel: &ChannelSettings,
-    by: &str,
-) -> QueryResult<Sent> {
-    let settings = env.settings;
-    let public_url = &settings.public_url;
+/// Sends a test message to `channel` now (not through the queue), with no database
+/// connection held: the admin's check of a channel. `record_test` then keeps what
+/// came of it (a broken channel is mended when it gets through).
+pub fn send_test(env: Env<'_>, channel: &ChannelSettings, by: &str, note: &str) -> Sent {
+    let public_url = &env.settings.public_url;
+    let mut facts = vec![
+        ("Channel".into(), channel.name.clone()),
+        ("Sent by".into(), by.into()),
+    ];
+    if !note.is_empty() {
+        facts.push(("Note".into(), note.into()));
+    }
     let notice = Notice {
         headline: "coe can post here".into(),
-        facts: vec![
-            ("Channel".into(), channel.name.clone()),
-            ("Sent by".into(), by.into()),
-        ],
+        facts,
         items: Vec::new(),
         total_items: 0,
         link_label: "Open coe".into(),
         link_url: format!("{}/", public_url.trim_end_matches('/')),
     };
-    let outcome = chat::send(
+    chat::send(
         channel,
         &db::new_id(),
         &chat::render(channel.kind, &notice),
         timeout(env),
-    );
+    )
+}
+
+/// Keeps what a test message to a channel in use came to: its last error, or none.
+pub fn record_test(conn: &mut DbConnection, channel: &str, outcome: &Sent) -> QueryResult<()> {
     let now = db::now();
-    match &outcome {
-        Sent::Delivered => channel_state(conn, &channel.name, None, false, now)?,
-        Sent::Broken(e) => channel_state(conn, &channel.name, Some(e), true, now)?,
+    match outcome {
+        Sent::Delivered => channel_state(conn, channel, None, false, now),
+        Sent::Broken(e) => channel_state(conn, channel, Some(e), true, now),
         Sent::Retry { error, .. } | Sent::Refused(error) => {
-            channel_state(conn, &channel.name, Some(error), false, now)?
+            channel_state(conn, channel, Some(error), false, now)
         }
     }
-    Ok(outcome)
+}
+
+/// What "Check the connection" found for a channel not yet saved, each in a sentence:
+/// a test message posted (a Statuspage page is read, not posted to), and the channel
+/// or room read back where coe may read it (Matrix; Slack and Mattermost with a
+/// token to read). No database connection is held.
+pub fn try_channel(env: Env<'_>, channel: &ChannelSettings, by: &str) -> Vec<Tried> {
+    let mut tried = Vec::new();
+    // A Statuspage "test" reads its page: nothing is posted on a public page.
+    let statuspage = channel.kind == crate::config::ChatKind::Statuspage;
+    let note = "A check from coe's admin page: nothing is saved yet.";
+    tried.push(match (send_test(env, channel, by, note), statuspage) {
+        (Sent::Delivered, false) => {
+            Tried::worked("A test message reached the channel: look for it there.".into())
+        }
+        (Sent::Delivered, true) => Tried::worked("coe can read the Statuspage page.".into()),
+        (Sent::Broken(e) | Sent::Refused(e) | Sent::Retry { error: e, .. }, _) => {
+            Tried::failed(format!("It did not get through: {e}."))
+        }
+    });
+    if chat::read::readable(channel) {
+        match chat::read::default_conversation(channel) {
+            Some(place) => {
+                let to = db::now();
+                let from = to - chrono::Duration::hours(1);
+                tried.push(
+                    match chat::read::read(channel, None, from, to, timeout(env)) {
+                        Ok(said) => Tried::worked(format!(
+                            "coe can read {place} back ({} messages by people in the last hour).",
+                            said.len()
+                        )),
+                        Err(e) => Tried::failed(format!("coe cannot read {place} back: {e}.")),
+                    },
+                );
+            }
+            None => tried.push(Tried::worked(
+                "The token to read channels is set; which channel to read is asked on each import."
+                    .into(),
+            )),
+        }
+    }
+    tried
 }
