@@ -58,7 +58,7 @@ async fn a_new_admin_connects_slack_jira_and_matrix_from_the_pages_and_the_work_
     let scopes = manifest["oauth_config"]["scopes"]["bot"].to_string();
     for scope in [
         "incoming-webhook",
-        "chat:write",
+        "users:read",
         "channels:history",
         "groups:history",
     ] {

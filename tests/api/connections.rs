@@ -552,6 +552,39 @@ async fn in_a_browser_an_admin_adds_a_slack_channel_and_a_tracker_with_no_settin
         Some(&coe::config::Meaning::Ignore)
     );
 
+    // A setting the form does not show, and an action whose ticket waits for it.
+    let admin = app.admin_token();
+    let mut linear = app.get_json("/api/v1/connections", &admin).await["connections"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["name"] == "linear")
+        .cloned()
+        .expect("listed")["settings"]
+        .clone();
+    let map = linear.as_object_mut().expect("an object");
+    for secret in ["token", "webhook_secret"] {
+        map.remove(secret);
+    }
+    map.insert("timeout_secs".into(), json!(7));
+    let changed = put(&app, &admin, "/api/v1/connections/tracker/linear", &linear).await;
+    assert_eq!(changed.status(), 200);
+    let (_, action) = crate::leaving::coe_with_action(
+        &app,
+        &admin,
+        ("Search timed out", "root@example.com"),
+        ("Cap the query size", "root@example.com"),
+    )
+    .await;
+    let job_state = || -> Vec<String> {
+        coe::db::schema::tracker_jobs::table
+            .filter(coe::db::schema::tracker_jobs::action_id.eq(&action))
+            .select(coe::db::schema::tracker_jobs::state)
+            .load(&mut app.pool.get().expect("conn"))
+            .expect("jobs")
+    };
+    assert_eq!(job_state(), vec!["pending".to_owned()]);
+
     // Restored from a backup that left its secrets out, it waits for them on the list
     // and is given them again from its form.
     {
@@ -561,6 +594,19 @@ async fn in_a_browser_an_admin_adds_a_slack_channel_and_a_tracker_with_no_settin
         app.runtime.connections.refresh(&mut conn).expect("read");
     }
     assert!(app.runtime.env().connections.trackers.is_empty());
+    // Another tracker in use delivers; the waiting one's ticket waits too, not failed.
+    let github = json!({"kind": "github", "base_url": "http://127.0.0.1:9", "token": "ghp_0123456789abcdef",
+                        "webhook_secret": "0123456789abcdef0123", "place": "acme/api"});
+    let added = put(&app, &admin, "/api/v1/connections/tracker/github", &github).await;
+    assert_eq!(added.status(), 200);
+    coe::services::coe::trackers::deliver(
+        &app.pool,
+        app.runtime.env(),
+        "test",
+        &std::sync::atomic::AtomicBool::new(false),
+    )
+    .expect("a tracker pass");
+    assert_eq!(job_state(), vec!["pending".to_owned()]);
     browser.goto(&app.url("/admin/trackers")).await;
     let waiting = browser.text("#waiting").await;
     assert!(
@@ -587,7 +633,12 @@ async fn in_a_browser_an_admin_adds_a_slack_channel_and_a_tracker_with_no_settin
         .await;
     browser.wait_for_url("/admin/trackers?saved=linear").await;
     assert!(browser.find_all("#waiting").await.is_empty());
-    assert_eq!(app.runtime.env().connections.trackers.len(), 1);
+    let back = app.runtime.env().connections.tracker("linear").cloned();
+    assert_eq!(
+        back.map(|t| t.timeout_secs),
+        Some(7),
+        "what the form does not show is kept"
+    );
 
     // Removed from its page.
     browser.goto(&app.url("/admin/chat/ops/edit")).await;

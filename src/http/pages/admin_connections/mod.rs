@@ -356,6 +356,14 @@ async fn check(kind: Kind, state: &State, who: &SignedIn, fields: &Fields) -> Pa
 /// masked: those the form leaves empty are kept by the save itself).
 fn before(state: &AppState, kind: Kind, name: &str) -> Option<Value> {
     let connections = state.env().connections;
+    // One waiting for its secrets keeps the rest of its settings.
+    if let Some(w) = connections
+        .waiting
+        .iter()
+        .find(|w| w.kept.kind == kind && w.kept.name == name)
+    {
+        return Some(Value::Object(w.settings.clone()));
+    }
     connections.kept(kind, name)?;
     match kind {
         Kind::Chat => connections

@@ -237,7 +237,8 @@ pub(super) fn tracker_fields(kind: TrackerKind) -> Vec<Field> {
 
 /// The Slack app coe needs, as a manifest to paste into Slack's "Create an app from
 /// a manifest": a bot that posts through an incoming webhook and may read the
-/// channels it is invited to (a COE's "Import from chat"), its page linking to coe.
+/// channels it is invited to and who wrote there (a COE's "Import from chat:
+/// `conversations.history`, `users.info`), its page linking to coe.
 pub(super) fn slack_manifest(public_url: &str) -> String {
     let manifest = serde_json::json!({
         "_metadata": {"major_version": 1, "minor_version": 1},
@@ -255,8 +256,7 @@ pub(super) fn slack_manifest(public_url: &str) -> String {
         },
         "features": {"bot_user": {"display_name": "coe", "always_online": false}},
         "oauth_config": {"scopes": {"bot": [
-            "incoming-webhook", "chat:write", "channels:history", "groups:history",
-            "channels:read", "groups:read", "users:read",
+            "incoming-webhook", "channels:history", "groups:history", "users:read",
         ]}},
         "settings": {
             "org_deploy_enabled": false,

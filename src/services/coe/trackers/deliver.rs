@@ -193,6 +193,14 @@ impl queue::Channel for Trackers<'_> {
     type Sent = Sent;
 
     fn begin(&mut self, _conn: &mut DbConnection) -> QueryResult<bool> {
+        // A tracker restored without its secrets waits for them, and its jobs with it
+        // (not failed as a tracker that is gone).
+        let waiting = self.env.connections.waiting.iter();
+        for w in waiting.filter(|w| w.kept.kind == crate::services::connections::Kind::Tracker) {
+            if !self.skipped.contains(&w.kept.name) {
+                self.skipped.push(w.kept.name.clone());
+            }
+        }
         Ok(!self.env.connections.trackers.is_empty())
     }
 
