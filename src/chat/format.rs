@@ -67,22 +67,56 @@ pub fn render(kind: ChatKind, notice: &Notice) -> Value {
     }
 }
 
-/// A summary for customers, as a Statuspage channel or a webhook is sent it: the
-/// Statuspage incident it is the postmortem of (when one was named), its Markdown,
-/// and the public page's address (which shows it as HTML).
+/// What happened to a summary for customers, as a Statuspage channel or a webhook
+/// is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PublicationEvent {
+    /// First published.
+    Published,
+    /// Its text replaced by an approved change, at the same address.
+    Updated,
+    /// Taken down.
+    Withdrawn,
+}
+
+impl PublicationEvent {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PublicationEvent::Published => "published",
+            PublicationEvent::Updated => "updated",
+            PublicationEvent::Withdrawn => "withdrawn",
+        }
+    }
+}
+
+/// A summary for customers, as a Statuspage channel or a webhook is sent it: what
+/// happened (`event`), the Statuspage incident it is the postmortem of (when one was
+/// named), its title and Markdown (not when withdrawn), the public page's address
+/// (which shows it as HTML) and when it happened (`published_at`, `updated_at` or
+/// `withdrawn_at`).
 pub fn publication(
+    event: PublicationEvent,
     incident: Option<&str>,
-    markdown: &str,
+    text: Option<(&str, &str)>,
     public_url: &str,
-    published_at: &str,
+    at: &str,
 ) -> Value {
-    json!({
-        "event": "published",
+    let mut body = json!({
+        "event": event.as_str(),
         "statuspage_incident": incident,
-        "markdown": markdown,
         "url": public_url,
-        "published_at": published_at,
-    })
+    });
+    if let Some((title, markdown)) = text {
+        body["title"] = json!(title);
+        body["markdown"] = json!(markdown);
+    }
+    let when = match event {
+        PublicationEvent::Published => "published_at",
+        PublicationEvent::Updated => "updated_at",
+        PublicationEvent::Withdrawn => "withdrawn_at",
+    };
+    body[when] = json!(at);
+    body
 }
 
 /// At most `max` characters of `text`, ending in "…" when cut.

@@ -6,5 +6,5 @@ pub mod format;
 pub mod read;
 pub mod send;
 
-pub use format::{publication, render, Notice};
+pub use format::{publication, render, Notice, PublicationEvent};
 pub use send::{send, Sent};

@@ -80,8 +80,9 @@ pub fn signature(secret: &str, body: &str) -> String {
 }
 
 /// A summary as the postmortem of its Statuspage incident: the draft written, then
-/// published (both `PUT`s may be repeated). Without an incident (an admin's test),
-/// the page is read, which checks the key.
+/// published (both `PUT`s may be repeated; a changed text is written and published
+/// again); withdrawn, the postmortem reverted to a draft. Without an incident (an
+/// admin's test), the page is read, which checks the key.
 fn statuspage(agent: &ureq::Agent, channel: &ChannelSettings, body: &Value) -> Sent {
     let base = channel
         .api_url
@@ -113,6 +114,19 @@ fn statuspage(agent: &ureq::Agent, channel: &ChannelSettings, body: &Value) -> S
         "{base}/pages/{page}/incidents/{}/postmortem",
         segment(incident)
     );
+    // Withdrawn: the published postmortem goes back to a draft, off the page.
+    if body["event"] == "withdrawn" {
+        return match answered(
+            ChatKind::Statuspage,
+            agent
+                .put(&format!("{postmortem}/revert"))
+                .set("Authorization", &key)
+                .call(),
+        ) {
+            Sent::Broken(e) if e.starts_with("HTTP 404") => Sent::Refused(e),
+            other => other,
+        };
+    }
     let draft = serde_json::json!({"postmortem": {"body_draft": body["markdown"]}});
     let sent = answered(
         ChatKind::Statuspage,

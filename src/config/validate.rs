@@ -223,6 +223,45 @@ impl Settings {
                 "an IANA time zone name such as UTC or Europe/Berlin",
             ));
         }
+        if let Some(name) = &self.org.name {
+            if name.trim().is_empty()
+                || name.chars().count() > 100
+                || name.chars().any(char::is_control)
+            {
+                return Err(invalid(
+                    "org.name",
+                    name,
+                    "1 to 100 characters, no control characters",
+                ));
+            }
+        }
+        if let Some(logo) = &self.org.logo_file {
+            let shown = logo.display().to_string();
+            if self.org.logo_type().is_none() {
+                return Err(invalid(
+                    "org.logo_file",
+                    &shown,
+                    "a .png, .jpg, .webp or .svg file",
+                ));
+            }
+            match std::fs::metadata(logo) {
+                Ok(m) if m.is_file() && m.len() <= super::MAX_LOGO_BYTES => {}
+                Ok(_) => {
+                    return Err(invalid(
+                        "org.logo_file",
+                        &shown,
+                        "a file of at most 256 KiB",
+                    ));
+                }
+                Err(e) => {
+                    return Err(invalid(
+                        "org.logo_file",
+                        &shown,
+                        &format!("a file coe can read ({e})"),
+                    ));
+                }
+            }
+        }
         self.template()?;
         self.validate_templates()?;
         if let Some(url) = &self.smtp.url {

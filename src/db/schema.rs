@@ -463,6 +463,7 @@ diesel::table! {
         updated_by -> Text,
         updated_at -> Timestamp,
         depends_on -> Text,
+        customer_name -> Nullable<Text>,
     }
 }
 
@@ -543,15 +544,33 @@ diesel::table! {
 }
 
 diesel::table! {
-    publications (coe_id) {
-        coe_id -> Text,
+    publications (token) {
         token -> Text,
+        coe_id -> Text,
+        title -> Text,
         body -> Text,
         statuspage_incident -> Nullable<Text>,
         published_by -> Text,
         published_at -> Timestamp,
+        updated_by -> Nullable<Text>,
+        updated_at -> Nullable<Timestamp>,
         revoked_by -> Nullable<Text>,
         revoked_at -> Nullable<Timestamp>,
+    }
+}
+
+diesel::table! {
+    summary_changes (id) {
+        id -> Text,
+        coe_id -> Text,
+        title -> Text,
+        body -> Text,
+        proposed_by -> Text,
+        proposed_at -> Timestamp,
+        decision -> Nullable<Text>,
+        decided_by -> Nullable<Text>,
+        decided_at -> Nullable<Timestamp>,
+        note -> Nullable<Text>,
     }
 }
 
@@ -565,6 +584,7 @@ diesel::table! {
 
 diesel::joinable!(tickets -> corrective_actions (action_id));
 diesel::joinable!(publications -> coes (coe_id));
+diesel::joinable!(summary_changes -> coes (coe_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     tickets,
@@ -577,6 +597,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     figure_snapshots,
     coe_templates,
     publications,
+    summary_changes,
     api_tokens,
     incidents,
     incident_groups,

@@ -454,6 +454,7 @@ pub fn seed(
             team: Some(team.to_owned()),
             reviewer: Some(email(reviewer)),
             depends_on: Some(depends_on.to_owned()).filter(|d| !d.is_empty()),
+            customer_name: None,
         };
         crate::services::directory::ownership::put_service(conn, env, &input, "demo")
             .map_err(fail("map a service"))?;

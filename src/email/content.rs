@@ -326,6 +326,7 @@ impl Kind {
                         String::new()
                     },
                     withdrawn_version: 0,
+                    summary_change: false,
                 })
             }
             Kind::InspectionDigest => serde_json::to_value(InspectionDigest {
@@ -591,6 +592,9 @@ pub struct ReviewEmail {
     /// To an approver whose approval a later change withdrew: the version they
     /// approved (0 otherwise).
     pub withdrawn_version: i32,
+    /// About a change of the summary for customers after approval: to the reviewer
+    /// to approve it, or to its writer when it was sent back (with `comment`).
+    pub summary_change: bool,
 }
 
 /// One team's coverage: incidents that needed a COE and where their COEs stand.

@@ -78,6 +78,9 @@ macro_rules! route_table {
                 "/api/v1/queue" => { get: api::outbox::waiting }
                 "/api/v1/coes/{id}/chat-messages" => { get: api::chat_import::messages }
                 "/api/v1/coes/{id}/publication" => { get: api::publishing::get, post: api::publishing::publish, delete: api::publishing::revoke }
+                "/api/v1/coes/{id}/publication/change" => { get: api::publishing::get_change, put: api::publishing::propose_change }
+                "/api/v1/coes/{id}/publication/change/decision" => { post: api::publishing::decide_change }
+                "/api/v1/publications" => { get: api::publishing::list }
                 "/api/v1/templates" => { get: api::templates::list }
                 "/api/v1/templates/{name}" => { post: api::templates::save }
                 "/api/v1/template-rules" => { get: api::templates::rules, put: api::templates::save_rules }

@@ -300,6 +300,35 @@ pub fn comment_on_sections<'a>(
     }
 }
 
+/// Whether `who` may approve or send back a change of an approved COE's summary for
+/// customers that `proposer` wrote: the COE's reviewer, as themselves; when the
+/// reviewer wrote it, an admin. Never the person who wrote it. The person who decides.
+pub fn decide_summary_change<'a>(
+    who: &Editor<'a>,
+    reviewer: Option<&str>,
+    proposer: &str,
+) -> Result<&'a str, AccessError> {
+    let by = who.person();
+    let wrote_it = by.is_some_and(|b| b.eq_ignore_ascii_case(proposer));
+    let as_reviewer = by.is_some() && by == reviewer;
+    let reviewer_wrote_it = reviewer.is_some_and(|r| r.eq_ignore_ascii_case(proposer));
+    match by {
+        Some(by) if !wrote_it && (as_reviewer || (who.is_admin && reviewer_wrote_it)) => Ok(by),
+        _ if wrote_it => Err(AccessError::Forbidden(
+            "a change is approved by someone other than the person who wrote it".into(),
+        )),
+        _ => Err(AccessError::Forbidden(format!(
+            "only the COE's reviewer ({}) approves a change of its summary for customers{}",
+            reviewer.unwrap_or("none"),
+            if reviewer_wrote_it {
+                "; as they wrote it, an admin does"
+            } else {
+                ""
+            }
+        ))),
+    }
+}
+
 /// An admin does not take their own standing away — their admin flag, their place
 /// in the directory — another admin does, so that a slip never leaves the
 /// organisation without the admin it had. `who`: the person acting (none for a token

@@ -28,8 +28,9 @@ struct Double {
 
 /// Statuspage's published shapes: `PUT /v1/pages/{page}/incidents/{incident}/postmortem`
 /// with `{"postmortem": {"body_draft"}}`, then `…/publish` with
-/// `{"postmortem": {"notify_twitter", "notify_subscribers"}}`, `Authorization: OAuth
-/// <key>`; an unknown incident is 404.
+/// `{"postmortem": {"notify_twitter", "notify_subscribers"}}`; `PUT …/postmortem/revert`
+/// with no body takes it back to a draft; `Authorization: OAuth <key>`; an unknown
+/// incident is 404.
 async fn serve(req: HttpRequest, body: web::Bytes, double: web::Data<Arc<Double>>) -> HttpResponse {
     let header = |n: &str| {
         req.headers()
@@ -61,6 +62,9 @@ async fn serve(req: HttpRequest, body: web::Bytes, double: web::Data<Arc<Double>
         }
         let fits = if path.ends_with("/publish") {
             value["postmortem"]["notify_subscribers"].is_boolean()
+        } else if path.ends_with("/revert") {
+            // "Revert Postmortem" takes no body.
+            body.is_empty()
         } else {
             value["postmortem"]["body_draft"].is_string()
         };
@@ -147,6 +151,8 @@ async fn write(w: &World, id: &str, text: &str) -> Value {
     assert_eq!(status, 200, "{doc}");
     doc
 }
+
+const TITLE: &str = "Card payments failed for 46 minutes";
 
 const FIT: &str = "On 3 December from 14:02 to 14:48 UTC, 12% of card payments failed. A configuration change \
                    rejected valid cards; we rolled it back. We now test every such change against real card data first.";
@@ -276,6 +282,36 @@ async fn an_approved_summary_is_published_alone_and_revoked() {
     let (status, _) = w.send(&w.owner, "GET", &publication, None, None).await;
     assert_eq!(status, 404, "never published");
 
+    // A notice needs a title written for customers, checked like its text.
+    for (title, named) in [
+        (None, "is missing"),
+        (
+            Some("Card payments failed; write to owner@example.com"),
+            "owner@example.com",
+        ),
+        (
+            Some("search-es-03.internal was slow"),
+            "search-es-03.internal",
+        ),
+        (Some("A title\non two lines"), "one line"),
+    ] {
+        let (status, body) = w
+            .send(
+                &w.owner,
+                "POST",
+                &publication,
+                None,
+                Some(json!({"title": title})),
+            )
+            .await;
+        assert_eq!(status, 422, "{title:?}: {body}");
+        assert!(
+            body["error"]["fields"].to_string().contains("title")
+                && body.to_string().contains(named),
+            "{title:?}: {body}"
+        );
+    }
+
     // Published: the public page shows the summary and nothing else of the COE.
     let (status, published) = w
         .send(
@@ -283,7 +319,7 @@ async fn an_approved_summary_is_published_alone_and_revoked() {
             "POST",
             &publication,
             None,
-            Some(json!({"statuspage_incident": "inc42"})),
+            Some(json!({"statuspage_incident": "inc42", "title": TITLE})),
         )
         .await;
     assert_eq!(status, 201, "{published}");
@@ -319,7 +355,7 @@ async fn an_approved_summary_is_published_alone_and_revoked() {
         .await
         .expect("sent");
     assert_eq!(md.status(), 200);
-    assert_eq!(md.text().await.expect("md"), FIT);
+    assert_eq!(md.text().await.expect("md"), format!("# {TITLE}\n\n{FIT}"));
     // The rest of the COE still needs a sign-in.
     for private in [
         format!("/coes/{id}"),
@@ -381,24 +417,45 @@ async fn an_approved_summary_is_published_alone_and_revoked() {
     assert_eq!(draft.4["postmortem"]["body_draft"], FIT);
     let hook = got.iter().find(|g| g.1 == "/hook").expect("the webhook");
     assert_eq!(hook.4["markdown"], FIT);
+    assert_eq!(hook.4["title"], TITLE);
+    assert_eq!(hook.4["event"], "published");
     assert_eq!(hook.4["url"], url);
     assert_eq!(hook.3, coe::chat::send::signature("hook-secret", &hook.5));
 
-    // Revoked: the address answers 404; published again, a new one.
+    // Revoked: the address says the notice was withdrawn, without its text; the
+    // status page's postmortem goes back to a draft and the webhook is told.
     let (status, revoked) = w.send(&w.owner, "DELETE", &publication, None, None).await;
     assert_eq!(status, 200, "{revoked}");
     assert!(
-        revoked["url"].is_null() && revoked["revoked_by"] == "owner@example.com",
+        revoked["url"] == url && revoked["revoked_by"] == "owner@example.com",
         "{revoked}"
     );
+    let gone = anonymous.get(w.app.url(&path)).send().await.expect("sent");
+    assert_eq!(gone.status(), 410);
+    let gone = gone.text().await.expect("html");
+    assert!(gone.contains("This notice was withdrawn on"), "{gone}");
+    assert!(
+        !gone.contains("12% of card payments") && !gone.contains("/coes"),
+        "{gone}"
+    );
+    assert_eq!(deliver(&w.app, &settings).sent, 2);
+    let got = double.got.lock().expect("lock").clone();
+    assert!(
+        got.iter()
+            .any(|g| g.0 == "PUT" && g.1 == "/v1/pages/pg1/incidents/inc42/postmortem/revert"),
+        "{got:?}"
+    );
+    let withdrawn = got
+        .iter()
+        .rev()
+        .find(|g| g.1 == "/hook")
+        .expect("the webhook told");
+    assert_eq!(withdrawn.4["event"], "withdrawn", "{withdrawn:?}");
+    assert_eq!(withdrawn.4["url"], url);
+    assert!(withdrawn.4.get("markdown").is_none(), "{withdrawn:?}");
     assert_eq!(
-        anonymous
-            .get(w.app.url(&path))
-            .send()
-            .await
-            .expect("sent")
-            .status(),
-        404
+        withdrawn.3,
+        coe::chat::send::signature("hook-secret", &withdrawn.5)
     );
     assert_eq!(
         anonymous
@@ -407,11 +464,19 @@ async fn an_approved_summary_is_published_alone_and_revoked() {
             .await
             .expect("sent")
             .status(),
-        404
+        410
     );
     let (status, _) = w.send(&w.owner, "DELETE", &publication, None, None).await;
     assert_eq!(status, 409);
-    let (status, again) = w.send(&w.owner, "POST", &publication, None, None).await;
+    let (status, again) = w
+        .send(
+            &w.owner,
+            "POST",
+            &publication,
+            None,
+            Some(json!({"title": TITLE})),
+        )
+        .await;
     assert_eq!(status, 201, "{again}");
     assert_ne!(again["url"], published["url"]);
     // Taken down before its post went: the webhook is not told.
@@ -442,7 +507,26 @@ async fn an_approved_summary_is_published_alone_and_revoked() {
             .await
             .expect("sent")
             .status(),
-        404
+        410
+    );
+    // No feed unless the organisation wants one: it would list every address.
+    let feed = anonymous
+        .get(w.app.url("/summaries/feed.atom"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(feed.status(), 404);
+    // An address that never was: a plain page for customers, no way into coe.
+    let none = anonymous
+        .get(w.app.url("/summaries/no-such-notice"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(none.status(), 404);
+    let none = none.text().await.expect("html");
+    assert!(
+        none.contains("There is no notice at this address") && !none.contains("<a "),
+        "{none}"
     );
     let history = w
         .app
@@ -515,21 +599,35 @@ async fn approved_with_summary(w: &World, admin: &str) -> String {
     id
 }
 
-/// In Chromium: the owner of an approved COE publishes its summary for customers,
-/// opens the public page, and takes it down (screenshots `coe-for-customers`,
-/// `summary-public`, `coe-for-customers-published`, `summary-revoked`).
+/// The public page at `url` as fetched by anyone, checked by the Nu validator and
+/// saved as `name`.
+async fn valid_public_page(url: &str, name: &str) -> String {
+    let html = reqwest::get(url)
+        .await
+        .expect("sent")
+        .text()
+        .await
+        .expect("html");
+    let mut saved = Vec::new();
+    crate::html::save(&mut saved, name, &html);
+    crate::html::assert_valid(&crate::html::vnu_jar(), &saved);
+    html
+}
+
+/// In Chromium: the owner of an approved COE previews its summary for customers,
+/// gives it a title and publishes it; the public page is read at 1280 and 390 px;
+/// the owner changes the text, the reviewer approves the change, and the same
+/// address says the new text, updated; taken down, it says it was withdrawn
+/// (screenshots `coe-for-customers`, `publish-preview`, `summary-public`,
+/// `summary-public-phone`, `summary-change-waiting`, `summary-updated`,
+/// `summary-withdrawn`).
 #[tokio::test]
-async fn the_owner_publishes_the_summary_in_a_browser() {
-    let (w, admin) = review_world_with(|_| {}).await;
+async fn the_owner_publishes_and_corrects_the_summary_in_a_browser() {
+    let (w, admin) = review_world_with(|s| s.org.name = Some("Acme Payments".into())).await;
     let id = approved_with_summary(&w, &admin).await;
     let browser = crate::webdriver::Browser::start().await;
-    crate::browser::sign_in_to(
-        &browser,
-        &w.app,
-        "owner@example.com",
-        &format!("/coes/{id}"),
-    )
-    .await;
+    let coe_page = format!("/coes/{id}");
+    crate::browser::sign_in_to(&browser, &w.app, "owner@example.com", &coe_page).await;
     browser.wait_for_heading("sev1 Payments down").await;
     let box_text = browser.text("#for-customers").await;
     assert!(
@@ -540,16 +638,36 @@ async fn the_owner_publishes_the_summary_in_a_browser() {
         .eval("document.getElementById('for-customers').scrollIntoView(); return 1")
         .await;
     browser.screenshot("coe-for-customers").await;
+
+    // The preview first: nothing is public until it is confirmed.
+    browser.click_to_load("#publish-preview").await;
     browser
-        .click_to_load("#for-customers button[type=submit]")
+        .wait_for_heading("Publish the summary for customers")
         .await;
+    assert!(browser
+        .text("#confirm-later")
+        .await
+        .contains("Give it a title"));
+    browser.type_into("#p-title", TITLE).await;
+    browser.click_to_load("#publish-title button").await;
+    browser.wait_for_text("#preview h1", TITLE).await;
+    let preview = browser.text("#preview").await;
+    assert!(
+        preview.contains("12% of card payments failed") && preview.contains("Acme Payments"),
+        "{preview}"
+    );
+    assert!(!preview.contains("Payments down"), "{preview}");
+    let goes = browser.text("#destinations").await;
+    assert!(goes.contains("A page of its own"), "{goes}");
+    browser.screenshot("publish-preview").await;
+    crate::html::assert_accessible_now(&browser).await;
+    browser.click_to_load("#confirm button").await;
     browser.wait_for_heading("sev1 Payments down").await;
     let published = browser.text("#published").await;
-    assert!(published.contains("is public at"), "{published}");
-    browser
-        .eval("document.getElementById('for-customers').scrollIntoView(); return 1")
-        .await;
-    browser.screenshot("coe-for-customers-published").await;
+    assert!(
+        published.contains("is public at") && published.contains(TITLE),
+        "{published}"
+    );
     crate::html::assert_accessible_now(&browser).await;
     let url = browser
         .eval("return document.querySelector('#published a').href")
@@ -561,40 +679,118 @@ async fn the_owner_publishes_the_summary_in_a_browser() {
         .map(|(_, t)| t.to_owned())
         .expect("the public address");
     let url = w.app.url(&format!("/summaries/{token}"));
+
+    // What customers read: the organisation, the title, the times in UTC.
     browser.goto(&url).await;
-    browser.wait_for_heading("Incident summary").await;
-    let page = browser.text("main").await;
-    assert!(page.contains("12% of card payments failed"), "{page}");
-    assert!(!page.contains("Payments down"), "{page}");
+    browser.wait_for_heading(TITLE).await;
+    let page = browser.text("body").await;
+    assert!(
+        page.contains("12% of card payments failed")
+            && page.contains("Acme Payments")
+            && page.contains("UTC")
+            && page.contains("Published"),
+        "{page}"
+    );
+    assert!(
+        !page.contains("Payments down") && !page.contains("Sign out"),
+        "{page}"
+    );
+    assert!(
+        browser.find_all("script").await.is_empty(),
+        "no script for customers"
+    );
     browser.screenshot("summary-public").await;
     crate::html::assert_accessible_now(&browser).await;
-    let html = reqwest::get(&url)
+    browser.set_size(390, 844).await;
+    browser.goto(&url).await;
+    browser.wait_for_heading(TITLE).await;
+    browser.screenshot("summary-public-phone").await;
+    crate::html::assert_accessible_now(&browser).await;
+    browser.set_size(1280, 900).await;
+    valid_public_page(&url, "summary-public").await;
+
+    // The owner corrects it: it waits for the reviewer; customers still read the old.
+    browser.goto(&w.app.url(&coe_page)).await;
+    browser.wait_for_heading("sev1 Payments down").await;
+    browser.click("#summary-edit summary").await;
+    browser.clear("#c-body").await;
+    let corrected =
+        "On 3 December from 14:02 to 14:48 UTC, 12% of card payments failed and were not charged.";
+    browser.type_into("#c-body", corrected).await;
+    browser
+        .click_to_load("#summary-edit button[type=submit]")
+        .await;
+    browser.wait_for_heading("sev1 Payments down").await;
+    let waiting = browser.text("#summary-change").await;
+    assert!(
+        waiting.contains("waits for") && waiting.contains("were not charged"),
+        "{waiting}"
+    );
+    assert!(!browser
+        .text("#summary-change")
+        .await
+        .contains("Approve the change"));
+    browser.screenshot("summary-change-waiting").await;
+    assert!(!reqwest::get(&url)
         .await
         .expect("sent")
         .text()
         .await
-        .expect("html");
-    let mut saved = Vec::new();
-    crate::html::save(&mut saved, "summary-public", &html);
-    crate::html::assert_valid(&crate::html::vnu_jar(), &saved);
+        .expect("html")
+        .contains("were not charged"));
 
-    browser.goto(&w.app.url(&format!("/coes/{id}"))).await;
+    // The reviewer approves that section alone: the same address says it, updated.
+    let reviewer = crate::webdriver::Browser::start().await;
+    crate::browser::sign_in_to(&reviewer, &w.app, "reviewer@example.com", &coe_page).await;
+    reviewer.wait_for_heading("sev1 Payments down").await;
+    let asked = reviewer.text("#summary-change").await;
+    assert!(asked.contains("waits for you"), "{asked}");
+    reviewer
+        .click_to_load("#summary-change button[value=approve]")
+        .await;
+    reviewer.wait_for_heading("sev1 Payments down").await;
+    let state = reviewer.text("main").await;
+    assert!(
+        state.contains("Approved: it is what customers read now"),
+        "{state}"
+    );
+    browser.goto(&url).await;
+    browser.wait_for_heading(TITLE).await;
+    let page = browser.text("main").await;
+    assert!(
+        page.contains("were not charged") && page.contains("Last updated"),
+        "{page}"
+    );
+    browser.screenshot("summary-updated").await;
+    valid_public_page(&url, "summary-updated").await;
+
+    // Taken down: the address says so, without the text, and leads nowhere in coe.
+    browser.goto(&w.app.url(&coe_page)).await;
     browser.wait_for_heading("sev1 Payments down").await;
     browser
-        .click_to_load("#for-customers button[type=submit]")
+        .click_to_load("#for-customers button[formaction$=unpublish]")
         .await;
     browser.wait_for_heading("sev1 Payments down").await;
     let box_text = browser.text("#for-customers").await;
     assert!(box_text.contains("was taken down"), "{box_text}");
-    assert_eq!(reqwest::get(&url).await.expect("sent").status(), 404);
     browser.goto(&url).await;
-    browser.screenshot("summary-revoked").await;
+    browser.wait_for_heading("This notice was withdrawn").await;
+    let gone = browser.text("main").await;
+    assert!(
+        gone.contains("withdrawn on") && !gone.contains("were not charged"),
+        "{gone}"
+    );
+    assert!(browser.find_all("a").await.is_empty(), "no way into coe");
+    browser.screenshot("summary-withdrawn").await;
+    crate::html::assert_accessible_now(&browser).await;
+    valid_public_page(&url, "summary-withdrawn").await;
     browser
         .goto(&w.app.url(&format!("/coes/{id}/history")))
         .await;
     let history = browser.text("main").await;
     assert!(
         history.contains("published its summary for customers")
+            && history.contains("approved the change of its summary for customers")
             && history.contains("took its public summary down"),
         "{history}"
     );
@@ -741,4 +937,298 @@ async fn a_first_name_that_is_a_common_word_warns_and_publishing_checks_again() 
     );
     let (status, _) = w.send(&w.owner, "GET", &publication, None, None).await;
     assert_eq!(status, 404, "nothing was published");
+}
+
+/// After approval the owner changes what customers read: checked as before submit,
+/// it waits for the reviewer (not its writer); sent back, it needs a note; approved,
+/// the same address says it ("Last updated"), the section is it, the COE stays
+/// approved, and the Statuspage postmortem and the webhook get the new text. Admins
+/// list what was published, and the feed has the current notices.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_after_approval_waits_for_the_reviewer_then_replaces_the_notice() {
+    let (base, double) = double().await;
+    let chat = channels(&base);
+    // The organisation's logo: a one-pixel PNG.
+    let logo_dir = tempfile::tempdir().expect("dir");
+    let logo = logo_dir.path().join("logo.png");
+    let png: &[u8] = &[
+        0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52,
+    ];
+    std::fs::write(&logo, png).expect("logo");
+    let (w, admin) = review_world_with({
+        let chat = chat.clone();
+        let logo = logo.clone();
+        move |s| {
+            s.chat.channels = chat;
+            s.org.notice_feed = true;
+            s.org.name = Some("Acme Payments".into());
+            s.org.logo_file = Some(logo);
+        }
+    })
+    .await;
+    let served = reqwest::get(w.app.url("/summaries/logo"))
+        .await
+        .expect("sent");
+    assert_eq!(served.status(), 200);
+    assert_eq!(
+        served.headers()["content-type"].to_str().expect("type"),
+        "image/png"
+    );
+    assert_eq!(&served.bytes().await.expect("bytes")[..], png);
+    let mut gif = Settings::default();
+    gif.org.logo_file = Some(logo_dir.path().join("logo.gif"));
+    let refused = gif.validate().expect_err("a GIF is not taken").to_string();
+    assert!(refused.contains("org.logo_file"), "{refused}");
+    let mut settings = Settings::default();
+    settings.chat.channels = chat;
+    let id = approved_with_summary(&w, &admin).await;
+    let publication = format!("/api/v1/coes/{id}/publication");
+    let (status, published) = w
+        .send(
+            &w.owner,
+            "POST",
+            &publication,
+            None,
+            Some(json!({"statuspage_incident": "inc42", "title": TITLE})),
+        )
+        .await;
+    assert_eq!(status, 201, "{published}");
+    assert_eq!(deliver(&w.app, &settings).sent, 2);
+    let path = published["url"]
+        .as_str()
+        .and_then(|u| u.split_once("/summaries/"))
+        .map(|(_, t)| format!("/summaries/{t}"))
+        .expect("path");
+
+    let change = format!("{publication}/change");
+    let corrected = "From 14:02 to 14:48 UTC, card payments failed; none was charged twice.";
+    for (ask, field) in [
+        (
+            json!({"title": TITLE, "body": "db-7.payments.internal failed"}),
+            "body",
+        ),
+        (json!({"title": "", "body": corrected}), "title"),
+        (json!({"title": TITLE, "body": FIT}), "body"),
+    ] {
+        let (status, body) = w
+            .send(&w.owner, "PUT", &change, None, Some(ask.clone()))
+            .await;
+        assert_eq!(status, 422, "{ask}: {body}");
+        assert!(
+            body["error"]["fields"].to_string().contains(field),
+            "{ask}: {body}"
+        );
+    }
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "PUT",
+            &change,
+            None,
+            Some(json!({"title": TITLE, "body": 3})),
+        )
+        .await;
+    assert!(status == 400 || status == 422, "{status}: {body}");
+    let (status, asked) = w
+        .send(
+            &w.owner,
+            "PUT",
+            &change,
+            None,
+            Some(json!({"title": "Card payments failed", "body": corrected})),
+        )
+        .await;
+    assert_eq!(status, 201, "{asked}");
+    assert!(asked["change"]["decision"].is_null(), "{asked}");
+    // Customers still read the approved text.
+    let public = reqwest::get(w.app.url(&path))
+        .await
+        .expect("sent")
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        public.contains("12% of card payments") && !public.contains("charged twice"),
+        "{public}"
+    );
+
+    let decision = format!("{change}/decision");
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "POST",
+            &decision,
+            None,
+            Some(json!({"approve": true})),
+        )
+        .await;
+    assert_eq!(status, 403, "its writer does not approve it: {body}");
+    let (status, body) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &decision,
+            None,
+            Some(json!({"approve": false})),
+        )
+        .await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["error"]["fields"].to_string().contains("note"),
+        "{body}"
+    );
+    let (status, decided) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &decision,
+            None,
+            Some(json!({"approve": true})),
+        )
+        .await;
+    assert_eq!(status, 200, "{decided}");
+    assert_eq!(decided["decision"], "approved");
+    let (status, body) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &decision,
+            None,
+            Some(json!({"approve": true})),
+        )
+        .await;
+    assert_eq!(status, 409, "nothing waits any more: {body}");
+
+    let coe = read(&w, &id).await;
+    assert_eq!(coe["state"], "approved", "the rest stays approved");
+    let section = coe["sections"]
+        .as_array()
+        .expect("sections")
+        .iter()
+        .find(|s| s["key"] == "customer_summary")
+        .expect("the section");
+    assert_eq!(section["body"], corrected);
+    let public = reqwest::get(w.app.url(&path))
+        .await
+        .expect("sent")
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        public.contains("src=\"/summaries/logo\"") && public.contains("Acme Payments"),
+        "{public}"
+    );
+    assert!(
+        public.contains("charged twice")
+            && public.contains("Card payments failed")
+            && public.contains("Last updated"),
+        "{public}"
+    );
+
+    // Where it went hears the new text: Statuspage written and published again, the
+    // webhook told it was updated.
+    let before = double.got.lock().expect("lock").len();
+    assert_eq!(deliver(&w.app, &settings).sent, 2);
+    let got = double.got.lock().expect("lock")[before..].to_vec();
+    let draft = got
+        .iter()
+        .find(|g| g.1 == "/v1/pages/pg1/incidents/inc42/postmortem")
+        .expect("the draft");
+    assert_eq!(draft.4["postmortem"]["body_draft"], corrected);
+    assert!(
+        got.iter().any(|g| g.1.ends_with("/postmortem/publish")),
+        "{got:?}"
+    );
+    let hook = got.iter().find(|g| g.1 == "/hook").expect("the webhook");
+    assert_eq!(hook.4["event"], "updated");
+    assert_eq!(hook.4["markdown"], corrected);
+    assert_eq!(hook.4["url"], published["url"]);
+    assert_eq!(hook.3, coe::chat::send::signature("hook-secret", &hook.5));
+
+    // Admins see what was published and where it went; the feed has it.
+    let list = w.app.get_json("/api/v1/publications", &admin).await;
+    assert_eq!(list[0]["title"], "Card payments failed", "{list}");
+    assert!(list[0]["updated_at"].is_string(), "{list}");
+    assert_eq!(
+        list[0]["went_to"].as_array().map(Vec::len),
+        Some(2),
+        "{list}"
+    );
+    let (status, _) = w
+        .send(&w.owner, "GET", "/api/v1/publications", None, None)
+        .await;
+    assert_eq!(status, 403);
+    // Admin → Published says the same in words, as valid HTML.
+    let (status, person) = w
+        .send(
+            &admin,
+            "PUT",
+            "/api/v1/people/boss@example.com",
+            None,
+            Some(json!({"team": "payments"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{person}");
+    let (status, flag) = w
+        .send(
+            &admin,
+            "PUT",
+            "/api/v1/people/boss@example.com/admin",
+            None,
+            Some(json!({"is_admin": true})),
+        )
+        .await;
+    assert_eq!(status, 200, "{flag}");
+    let cookie = crate::pages::sign_in(&w.app, "boss@example.com").await;
+    let html = crate::pages::get_page(&w.app, "/admin/published", Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        html.contains("Card payments failed")
+            && html.contains("Customers can read it")
+            && html.contains("site (its update sent)")
+            && html.contains("status (its update sent)"),
+        "{html}"
+    );
+    let mut saved = Vec::new();
+    crate::html::save(&mut saved, "admin-published", &html);
+    crate::html::assert_valid(&crate::html::vnu_jar(), &saved);
+    let feed = reqwest::get(w.app.url("/summaries/feed.atom"))
+        .await
+        .expect("sent");
+    assert_eq!(feed.status(), 200);
+    let feed = atom_syndication::Feed::read_from(&feed.bytes().await.expect("feed")[..])
+        .expect("an Atom feed");
+    assert_eq!(feed.entries().len(), 1);
+    assert_eq!(feed.entries()[0].title().as_str(), "Card payments failed");
+    assert_eq!(
+        feed.entries()[0].id(),
+        published["url"].as_str().expect("url")
+    );
+    let history = w
+        .app
+        .get_json(&format!("/api/v1/coes/{id}/history"), &admin)
+        .await
+        .to_string();
+    assert!(
+        history.contains("publication:change_proposed")
+            && history.contains("publication:change_approved")
+            && history.contains("publication:updated"),
+        "{history}"
+    );
+    // Taken down, it leaves the feed.
+    let (status, _) = w.send(&w.owner, "DELETE", &publication, None, None).await;
+    assert_eq!(status, 200);
+    let feed = reqwest::get(w.app.url("/summaries/feed.atom"))
+        .await
+        .expect("sent")
+        .bytes()
+        .await
+        .expect("feed");
+    assert!(atom_syndication::Feed::read_from(&feed[..])
+        .expect("feed")
+        .entries()
+        .is_empty());
 }

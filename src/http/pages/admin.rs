@@ -516,6 +516,29 @@ pub async fn sessions_list(Admin(who): Admin, state: State) -> Page {
     )
 }
 
+/// `GET /admin/published`: every summary published for customers, newest first:
+/// its title and address, who published it and when, its last update, where it
+/// went, and whether customers can read it now.
+pub async fn published_list(Admin(who): Admin, state: State) -> Page {
+    let list = as_service(&state, |conn, state| {
+        Ok(crate::services::coe::publishing::published(
+            conn,
+            state.env(),
+            false,
+            500,
+        )?)
+    })
+    .await?;
+    page(
+        &state,
+        &who,
+        StatusCode::OK,
+        "admin_published",
+        "published",
+        json!({ "published": list, "feed": state.env().settings.org.notice_feed }),
+    )
+}
+
 /// `POST /admin/sessions/{id}/end`.
 pub async fn sessions_end(form: AdminForm, path: web::Path<String>, state: State) -> Page {
     let id = path.into_inner();
@@ -556,7 +579,8 @@ async fn ownership_page(
     let typed = json!({
         "services": {"service": field("services", "service"), "owner": field("services", "owner"),
                      "team": field("services", "team"), "reviewer": field("services", "reviewer"),
-                     "depends_on": field("services", "depends_on")},
+                     "depends_on": field("services", "depends_on"),
+                     "customer_name": field("services", "customer_name")},
         "teams": {"team": field("teams", "team"), "owner": field("teams", "owner")},
     });
     let problems = json!({
@@ -642,6 +666,7 @@ pub async fn ownership_service(form: AdminForm, state: State) -> Page {
         team: fields.filled("team"),
         reviewer: fields.filled("reviewer"),
         depends_on: fields.filled("depends_on"),
+        customer_name: fields.filled("customer_name"),
     };
     ownership_answer(
         &state,

@@ -261,6 +261,8 @@ pub(super) async fn keep(
 pub(super) fn anchor_of(part: &str) -> String {
     if matches!(part, "timeline" | "five_whys" | "related" | "actions") {
         format!("part-{part}")
+    } else if matches!(part, "customers" | "publication") {
+        "for-customers".to_owned()
     } else {
         part.to_owned()
     }

@@ -124,6 +124,18 @@ pub(super) fn change_words(action: &str, titles: &[SectionView]) -> String {
         ("merge", _) => "merged drafts of the same outage into it".into(),
         ("template", _) => "switched its template".into(),
         ("publication", "published") => "published its summary for customers".into(),
+        ("publication", "updated") => {
+            "replaced its public summary with the approved change, at the same address".into()
+        }
+        ("publication", "change_proposed") => {
+            "asked the reviewer to approve a change of its summary for customers".into()
+        }
+        ("publication", "change_approved") => {
+            "approved the change of its summary for customers".into()
+        }
+        ("publication", "change_sent_back") => {
+            "sent back the change of its summary for customers".into()
+        }
         ("publication", _) => "took its public summary down".into(),
         ("incident", "attach") => "attached an incident".into(),
         ("incident", "detach") => "detached an incident".into(),

@@ -69,6 +69,10 @@ pub(super) struct Loaded {
     pub(super) template_choices: Vec<String>,
     /// Its summary for customers' publication, if it was ever published.
     pub(super) publication: Option<crate::services::coe::publishing::PublicationView>,
+    /// The newest change of its summary for customers after approval (waiting, or
+    /// how it was decided), and the title its next publication would have.
+    pub(super) summary_change: Option<crate::services::coe::publishing::changes::ChangeView>,
+    pub(super) customer_title: Option<String>,
     /// Whether "Import from chat" is offered to this person (`chat::import::offered`).
     pub(super) chat_import: bool,
     /// On a draft with no chat channel to import from: who can connect one
@@ -192,6 +196,11 @@ pub(super) async fn load(
             Vec::new()
         };
         let publication = crate::services::coe::publishing::of(conn, state.env(), &key)?;
+        let summary_change = crate::services::coe::publishing::changes::latest(conn, &key)?;
+        let customer_title = match publication.as_ref().filter(|p| p.live()) {
+            Some(live) => Some(live.title.clone()),
+            None => crate::services::coe::publishing::suggested_title(conn, &key)?,
+        };
         let chat_import = doc.state == CoeState::Draft
             && crate::services::outbound::chat::import::offered(conn, state.env(), &key, editor)?;
         let draft = may_edit && doc.state == CoeState::Draft;
@@ -231,6 +240,8 @@ pub(super) async fn load(
             chat_import,
             chat_missing,
             publication,
+            summary_change,
+            customer_title,
             template_choices,
             bar_raisers,
             incidents,

@@ -89,21 +89,49 @@ pub(super) fn page(
         bar_raisers,
         template_choices,
         publication,
+        summary_change,
+        customer_title,
         chat_import,
         chat_missing,
         reviewer_suggestions,
         hand_over,
     } = loaded;
+    // Every field the box reads, typed or empty (the templates are strict).
+    let customers_typed = kept.forms.get("customers").map(|k| {
+        let field = |name: &str| k.get(name).cloned().unwrap_or_else(|| json!(""));
+        json!({"title": field("title"), "body": field("body"), "note": field("note")})
+    });
+    let deciding = who.person.acting();
     let customers = doc.sections.iter().find(|s| s.for_customers).map(|s| {
+        let waiting = summary_change.as_ref().filter(|c| c.decision.is_none());
+        // Only the reviewer approves a change (an admin, the reviewer's own), never
+        // its writer.
+        let may_decide = waiting.is_some_and(|c| {
+            crate::services::access::decide_summary_change(
+                &deciding.editor(),
+                doc.reviewer.as_deref(),
+                &c.proposed_by,
+            )
+            .is_ok()
+        });
+        let sent_back = summary_change
+            .as_ref()
+            .filter(|c| c.decision.as_deref() == Some("sent_back"));
         json!({
             "title": s.title,
             "key": s.key,
+            "body": s.body,
+            "customer_title": customer_title,
             "approved": matches!(doc.state, CoeState::Approved | CoeState::Closed),
             "written": !s.body.trim().is_empty(),
             "publication": publication,
-            "statuspage": state.env().connections.channels.iter().any(|c| c.kind == crate::config::ChatKind::Statuspage),
-            // Its owner, reviewer or an admin publishes it (and takes it down).
+            "live": publication.as_ref().is_some_and(|p| p.live()),
+            // Its owner, reviewer or an admin publishes it (and takes it down, and
+            // asks for a change of it).
             "may_publish": may_edit,
+            "waiting": waiting,
+            "may_decide": may_decide,
+            "sent_back": sent_back,
         })
     });
     let names = names_data(&directory);
@@ -366,6 +394,7 @@ pub(super) fn page(
         "forms": {
             "details": kept.forms.get("details").map(|k| form_of("details", Some(k))),
             "review": form_of("review", kept.forms.get("review")),
+            "customers": customers_typed,
             "incidents": kept.forms.get("incidents").map_or(json!(""), |k| k["incident"].clone()),
         },
         "last_look": last_look,
@@ -613,6 +642,21 @@ fn confirmation(
         "related" => "Saved the related link.".to_owned(),
         "incidents" => "Saved which incidents it covers.".to_owned(),
         "template" => "Switched its template: what was written is kept.".to_owned(),
+        "published" => "Published: customers can read it at its address.".to_owned(),
+        "publication" => {
+            "Taken down: its address says the notice was withdrawn, without its text.".to_owned()
+        }
+        "customers" => match &doc.reviewer {
+            Some(reviewer) => format!(
+                "Sent to {} for approval: customers read the change once it is approved.",
+                name(reviewer)
+            ),
+            None => "Sent for approval.".to_owned(),
+        },
+        "summary-approved" => {
+            "Approved: it is what customers read now, where the summary is published.".to_owned()
+        }
+        "summary-sent-back" => "Sent back to its writer, with your note.".to_owned(),
         _ => return None,
     };
     Some(said)

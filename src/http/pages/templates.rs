@@ -55,6 +55,11 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
     "admin_templates",
     "admin_template",
     "summary",
+    "public_layout",
+    "notice",
+    "summary_gone",
+    "publish_preview",
+    "admin_published",
     "chat_import",
     "admin_ownership",
     "form_errors",
@@ -62,7 +67,14 @@ const TEMPLATES: &[(&str, &str)] = embedded!(
 );
 
 /// The templates other templates include (`{{> layout}}`), not pages of their own.
-const PARTIALS: &[&str] = &["layout", "admin_tabs", "form_errors", "nav_links"];
+const PARTIALS: &[&str] = &[
+    "layout",
+    "public_layout",
+    "notice",
+    "admin_tabs",
+    "form_errors",
+    "nav_links",
+];
 
 pub(super) const APP_CSS: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),

@@ -141,6 +141,7 @@ pub fn review_step(
         as_bar_raiser: false,
         waiting_for: waiting_for.unwrap_or_default().to_owned(),
         withdrawn_version: 0,
+        summary_change: false,
     });
     let key = format!("{}:{}:{step_id}", kind.name(), coe.id);
     outbox::notify(conn, templates, kind, key, recipient, data, now)
@@ -167,10 +168,55 @@ pub fn approval_withdrawn(
         as_bar_raiser: false,
         waiting_for: String::new(),
         withdrawn_version: approved,
+        summary_change: false,
     });
     let kind = Kind::ReviewRequested;
     let key = format!("{}:{}:withdrawn:{approved}", kind.name(), coe.id);
     outbox::notify(conn, templates, kind, key, approver, data, now)
+}
+
+/// Asks `recipient` (the reviewer) to approve a change of the summary for customers
+/// of approved COE `coe_id`, or tells its writer it was sent back (`note`: the
+/// reviewer's why).
+#[allow(clippy::too_many_arguments)]
+pub fn summary_change(
+    conn: &mut DbConnection,
+    env: Env<'_>,
+    coe_id: &str,
+    change_id: &str,
+    recipient: &str,
+    actor: &str,
+    note: Option<&str>,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    if recipient == actor {
+        return Ok(());
+    }
+    let row: CoeRow = crate::db::schema::coes::table
+        .find(coe_id)
+        .select(CoeRow::as_select())
+        .first(conn)?;
+    let severity = types::severity("coes.severity", row.severity)?.to_string();
+    let facts = CoeFacts::of(&row, &severity);
+    let mut line = coe_line(env, &facts);
+    line.link.push_str("#for-customers");
+    let kind = if note.is_some() {
+        Kind::ChangesRequested
+    } else {
+        Kind::ReviewRequested
+    };
+    let data = json!(ReviewEmail {
+        recipient_name: String::new(),
+        coe: line,
+        actor: actor.to_owned(),
+        comment: note.unwrap_or_default().to_owned(),
+        as_bar_raiser: false,
+        waiting_for: String::new(),
+        withdrawn_version: 0,
+        summary_change: true,
+    });
+    let key = format!("{}:{coe_id}:summary:{change_id}", kind.name());
+    outbox::notify(conn, env.emails, kind, key, recipient, data, now)
 }
 
 /// Asks a submitted COE's bar raiser for their review (with the reviewer's request).
@@ -193,6 +239,7 @@ pub fn bar_raiser_requested(
         as_bar_raiser: true,
         waiting_for: String::new(),
         withdrawn_version: 0,
+        summary_change: false,
     });
     let kind = Kind::ReviewRequested;
     let key = format!("{}:{}:{step_id}:bar_raiser", kind.name(), coe.id);

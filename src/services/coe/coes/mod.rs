@@ -61,7 +61,9 @@ pub use same_outage::SameOutage;
 pub use search::{
     did_you_mean, list, section_texts, services, unowned, CoeFilter, CoeSort, CoeSummary,
 };
-pub use sections::{put_section, put_sections, SavedSections, SectionConflict, SectionEdit};
+pub use sections::{
+    put_section, put_sections, write_approved_change, SavedSections, SectionConflict, SectionEdit,
+};
 pub use timeline::{
     add_timeline, delete_timeline, edit_timeline, import_timeline, milestone_moves, MilestoneMove,
     TimelineInput,

@@ -106,6 +106,33 @@ fn write_section(
     })
 }
 
+/// Replaces section `key` of an approved COE with the change of it its reviewer
+/// approved (the section written for customers; `publishing::changes` decided who
+/// may, and checked the text): the rest of the COE, its version and its approval
+/// stay as they are. In the COE's history like any section's change.
+pub fn write_approved_change(
+    conn: &mut DbConnection,
+    id: &str,
+    key: &str,
+    body: &str,
+    actor: &str,
+    now: NaiveDateTime,
+) -> Result<(), CoeError> {
+    let before = section_bodies(conn, id)?.remove(key);
+    let recorded = write_section(conn, id, key, before.as_deref(), body, actor, now)?;
+    record_change(
+        conn,
+        id,
+        actor,
+        &recorded.action,
+        recorded.before,
+        recorded.after,
+        now,
+    )?;
+    super::reindex_coe(conn, id)?;
+    Ok(())
+}
+
 /// Writes a text section's Markdown, based on the COE's version.
 pub fn put_section(
     conn: &mut DbConnection,

@@ -19,6 +19,8 @@ pub struct ServiceInput {
     pub reviewer: Option<String>,
     /// The services it depends on, as typed: names separated by commas.
     pub depends_on: Option<String>,
+    /// What customers call it (on a published summary); unset, it is not named there.
+    pub customer_name: Option<String>,
 }
 
 /// Most services one service of the map names as its dependencies.
@@ -110,6 +112,12 @@ pub fn put_service(
             depends_on.push(name);
         }
     }
+    let customer_name = input
+        .customer_name
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(|t| checked_name("customer_name", t, &mut problems));
     if depends_on.len() > MAX_DEPENDENCIES {
         problems.push((
             "depends_on".into(),
@@ -127,7 +135,12 @@ pub fn put_service(
     }
     crate::db::write_transaction(conn, |conn| {
         diesel::delete(service_owners::table.find(&service)).execute(conn)?;
-        if owner.is_some() || team.is_some() || reviewer.is_some() || !depends_on.is_empty() {
+        let anything = owner.is_some()
+            || team.is_some()
+            || reviewer.is_some()
+            || customer_name.is_some()
+            || !depends_on.is_empty();
+        if anything {
             diesel::insert_into(service_owners::table)
                 .values((
                     service_owners::service.eq(&service),
@@ -135,6 +148,7 @@ pub fn put_service(
                     service_owners::team.eq(&team),
                     service_owners::reviewer_email.eq(&reviewer),
                     service_owners::depends_on.eq(json!(depends_on).to_string()),
+                    service_owners::customer_name.eq(&customer_name),
                     service_owners::updated_by.eq(actor),
                     service_owners::updated_at.eq(crate::db::now()),
                 ))

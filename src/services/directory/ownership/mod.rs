@@ -50,6 +50,8 @@ pub struct ServiceOwner {
     /// The services it depends on: incidents of the two close in time are probably
     /// one outage (`coes::same_outage`).
     pub depends_on: Vec<String>,
+    /// What customers call it, if admins named it so.
+    pub customer_name: Option<String>,
     pub updated_by: String,
     #[serde(serialize_with = "crate::json::utc")]
     pub updated_at: NaiveDateTime,
@@ -64,17 +66,20 @@ type ServiceOwnerRow = (
     String,
     NaiveDateTime,
     String,
+    Option<String>,
 );
 
 impl From<ServiceOwnerRow> for ServiceOwner {
     fn from(row: ServiceOwnerRow) -> Self {
-        let (service, owner, team, reviewer, updated_by, updated_at, depends_on) = row;
+        let (service, owner, team, reviewer, updated_by, updated_at, depends_on, customer_name) =
+            row;
         ServiceOwner {
             service,
             owner,
             team,
             reviewer,
             depends_on: serde_json::from_str(&depends_on).unwrap_or_default(),
+            customer_name,
             updated_by,
             updated_at,
         }
@@ -90,6 +95,7 @@ type ServiceOwnerColumns = (
     service_owners::updated_by,
     service_owners::updated_at,
     service_owners::depends_on,
+    service_owners::customer_name,
 );
 
 const SERVICE_OWNER_COLUMNS: ServiceOwnerColumns = (
@@ -100,6 +106,7 @@ const SERVICE_OWNER_COLUMNS: ServiceOwnerColumns = (
     service_owners::updated_by,
     service_owners::updated_at,
     service_owners::depends_on,
+    service_owners::customer_name,
 );
 
 /// One team's default COE owner.

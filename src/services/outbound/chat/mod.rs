@@ -12,6 +12,7 @@
 
 pub mod import;
 mod notices;
+pub mod publications;
 
 pub use notices::{
     coe_notice, escalations, inspection_due, inspection_weekly, overdue_daily, Escalated,
@@ -116,58 +117,25 @@ pub fn enqueue_body(
     )
 }
 
-/// Queues a published summary for customers (COE `coe_id`'s, at `url`, by its
-/// address's `token`) for every channel that hears publications of its team and
-/// service: a Statuspage channel only when it names the incident.
-pub fn published(
-    conn: &mut DbConnection,
-    env: Env<'_>,
-    coe_id: &str,
-    (token, url): (&str, &str),
-    body: &str,
-    statuspage_incident: Option<&str>,
-    now: NaiveDateTime,
-) -> QueryResult<()> {
-    use crate::db::schema::coes;
-    let (service, owner): (Option<String>, Option<String>) = coes::table
-        .find(coe_id)
-        .select((coes::service, coes::owner_email))
-        .first(conn)?;
-    let team = crate::services::directory::ownership::team_of_coe(
-        conn,
-        owner.as_deref(),
-        service.as_deref(),
-    )?;
-    let post = chat::publication(
-        statuspage_incident,
-        body,
-        url,
-        &crate::json::format_utc(&now),
-    );
-    for channel in env.connections.channels.iter().filter(|c| {
-        c.wants(ChatEvent::Published, team.as_deref(), service.as_deref())
-            && (statuspage_incident.is_some() || c.kind != crate::config::ChatKind::Statuspage)
-    }) {
-        let key = format!("published:{coe_id}:{token}");
-        enqueue_body(conn, channel, ChatEvent::Published, &key, &post, now)?;
-    }
-    Ok(())
-}
-
-/// Fails, without sending, every message of `key` (on any channel) not sent yet:
-/// what was queued for something taken back. Returns how many.
+/// Fails, without sending, every message of `key` (on any channel, and of the keys
+/// under it, `key:…`) not sent yet: what was queued for something taken back or
+/// replaced. Returns how many.
 pub fn cancel(
     conn: &mut DbConnection,
     key: &str,
     why: &str,
     now: NaiveDateTime,
 ) -> QueryResult<usize> {
+    let key = like_escaped(key);
     diesel::update(
         chat_messages::table
             .filter(
                 chat_messages::dedup_key
-                    .like(format!("%:{}", key.replace('%', "\\%").replace('_', "\\_")))
-                    .escape('\\'),
+                    .like(format!("%:{key}"))
+                    .escape('\\')
+                    .or(chat_messages::dedup_key
+                        .like(format!("%:{key}:%"))
+                        .escape('\\')),
             )
             .filter(chat_messages::state.ne(SENT)),
     )
@@ -178,6 +146,13 @@ pub fn cancel(
         chat_messages::updated_at.eq(now),
     ))
     .execute(conn)
+}
+
+/// `text` for a `LIKE` pattern escaped with `\\`.
+fn like_escaped(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_")
 }
 
 /// What one delivery pass did (`queue::Report`).

@@ -13,6 +13,7 @@ use crate::db::schema::people;
 use crate::db::{types, DbConnection};
 use crate::email::content::WorkHandedOver;
 use crate::email::Kind;
+use crate::services::outbound::chat::publications::Told;
 use crate::services::outbound::notify;
 use crate::services::outbound::outbox;
 use crate::services::outbound::{approval, chat};
@@ -46,11 +47,42 @@ pub enum CoeEvent<'a> {
         coe_id: &'a str,
         token: &'a str,
         url: &'a str,
+        title: &'a str,
+        body: &'a str,
+        statuspage_incident: Option<&'a str>,
+    },
+    /// Its published text was replaced by an approved change, at the same address.
+    PublicationUpdated {
+        coe_id: &'a str,
+        token: &'a str,
+        url: &'a str,
+        title: &'a str,
         body: &'a str,
         statuspage_incident: Option<&'a str>,
     },
     /// Its public page was taken down.
-    PublicationRevoked { coe_id: &'a str, token: &'a str },
+    PublicationRevoked {
+        coe_id: &'a str,
+        token: &'a str,
+        url: &'a str,
+        statuspage_incident: Option<&'a str>,
+    },
+    /// A change of the summary for customers was asked for after approval
+    /// (`change_id`); its reviewer (`to`) is asked to approve it.
+    SummaryChangeProposed {
+        coe_id: &'a str,
+        change_id: &'a str,
+        to: Option<&'a str>,
+    },
+    /// The reviewer approved (`approved`) or sent back a change of the summary for
+    /// customers written by `proposer`, with a note.
+    SummaryChangeDecided {
+        coe_id: &'a str,
+        change_id: &'a str,
+        approved: bool,
+        proposer: &'a str,
+        note: Option<&'a str>,
+    },
     /// A person left and `to` took over their work (`told`: what the email lists).
     WorkHandedOver {
         leaver: &'a str,
@@ -119,28 +151,99 @@ pub(super) fn happened(
             coe_id,
             token,
             url,
+            title,
             body,
             statuspage_incident,
         } => {
-            let after = json!({ "statuspage_incident": statuspage_incident });
+            let after = json!({ "statuspage_incident": statuspage_incident, "title": title });
             let what = "publication:published";
             coe_history(conn, coe_id, actor, what, None, Some(after), now)?;
-            chat::published(
+            let told = Told {
+                coe_id,
+                token,
+                url,
+                statuspage_incident,
+            };
+            chat::publications::published(conn, env, told, (title, body), now)
+        }
+        CoeEvent::PublicationUpdated {
+            coe_id,
+            token,
+            url,
+            title,
+            body,
+            statuspage_incident,
+        } => {
+            let after = json!({ "title": title });
+            let what = "publication:updated";
+            coe_history(conn, coe_id, actor, what, None, Some(after), now)?;
+            let told = Told {
+                coe_id,
+                token,
+                url,
+                statuspage_incident,
+            };
+            chat::publications::updated(conn, env, told, (title, body), now)
+        }
+        CoeEvent::PublicationRevoked {
+            coe_id,
+            token,
+            url,
+            statuspage_incident,
+        } => {
+            // What was not sent yet to a status page or webhook is not sent at all;
+            // those that were sent it are told it was withdrawn.
+            let told = Told {
+                coe_id,
+                token,
+                url,
+                statuspage_incident,
+            };
+            chat::publications::withdrawn(conn, env, told, now)?;
+            coe_history(conn, coe_id, actor, "publication:revoked", None, None, now)
+        }
+        CoeEvent::SummaryChangeProposed {
+            coe_id,
+            change_id,
+            to,
+        } => {
+            let after = json!({ "change": change_id });
+            let what = "publication:change_proposed";
+            coe_history(conn, coe_id, actor, what, None, Some(after), now)?;
+            match to {
+                Some(reviewer) => {
+                    notify::summary_change(conn, env, coe_id, change_id, reviewer, actor, None, now)
+                }
+                None => Ok(()),
+            }
+        }
+        CoeEvent::SummaryChangeDecided {
+            coe_id,
+            change_id,
+            approved,
+            proposer,
+            note,
+        } => {
+            let after = json!({ "change": change_id, "note": note });
+            let what = if approved {
+                "publication:change_approved"
+            } else {
+                "publication:change_sent_back"
+            };
+            coe_history(conn, coe_id, actor, what, None, Some(after), now)?;
+            if approved {
+                return Ok(());
+            }
+            notify::summary_change(
                 conn,
                 env,
                 coe_id,
-                (token, url),
-                body,
-                statuspage_incident,
+                change_id,
+                proposer,
+                actor,
+                Some(note.unwrap_or_default()),
                 now,
             )
-        }
-        CoeEvent::PublicationRevoked { coe_id, token } => {
-            // What was not sent yet to a status page or webhook is not sent at all.
-            let key = format!("published:{coe_id}:{token}");
-            let why = "the summary was taken down before it was sent";
-            chat::cancel(conn, &key, why, now)?;
-            coe_history(conn, coe_id, actor, "publication:revoked", None, None, now)
         }
         CoeEvent::WorkHandedOver { leaver, to, told } => {
             let key = format!("{}:{leaver}:{to}:{now}", Kind::WorkHandedOver.name());

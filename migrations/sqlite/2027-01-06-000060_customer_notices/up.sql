@@ -1,0 +1,46 @@
+-- A summary for customers becomes a notice with a history. Publications are kept
+-- by their address (`token`): taking one down keeps its row, so its address says
+-- it was withdrawn; publishing again adds a row (one live per COE). Each has a title
+-- written for customers and the time of its last update. A change of the text after
+-- approval waits in `summary_changes` for the reviewer. A service may have a name
+-- customers know it by.
+CREATE TABLE publications_kept (
+    token                TEXT PRIMARY KEY NOT NULL,
+    coe_id               TEXT NOT NULL REFERENCES coes (id) ON DELETE CASCADE,
+    title                TEXT NOT NULL DEFAULT '',
+    body                 TEXT NOT NULL,
+    statuspage_incident  TEXT,
+    published_by         TEXT NOT NULL,
+    published_at         TIMESTAMP NOT NULL,
+    updated_by           TEXT,
+    updated_at           TIMESTAMP,
+    revoked_by           TEXT,
+    revoked_at           TIMESTAMP
+);
+INSERT INTO publications_kept (token, coe_id, body, statuspage_incident, published_by,
+        published_at, revoked_by, revoked_at)
+    SELECT token, coe_id, body, statuspage_incident, published_by, published_at,
+        revoked_by, revoked_at
+    FROM publications;
+DROP TABLE publications;
+ALTER TABLE publications_kept RENAME TO publications;
+CREATE INDEX publications_by_coe ON publications (coe_id, published_at);
+CREATE UNIQUE INDEX publications_live ON publications (coe_id) WHERE revoked_at IS NULL;
+
+CREATE TABLE summary_changes (
+    id           TEXT PRIMARY KEY NOT NULL,
+    coe_id       TEXT NOT NULL REFERENCES coes (id) ON DELETE CASCADE,
+    title        TEXT NOT NULL,
+    body         TEXT NOT NULL,
+    proposed_by  TEXT NOT NULL,
+    proposed_at  TIMESTAMP NOT NULL,
+    -- 'approved', 'sent_back' or 'replaced' (by a newer change), once decided.
+    decision     TEXT,
+    decided_by   TEXT,
+    decided_at   TIMESTAMP,
+    note         TEXT
+);
+CREATE INDEX summary_changes_by_coe ON summary_changes (coe_id, proposed_at);
+CREATE UNIQUE INDEX summary_changes_waiting ON summary_changes (coe_id) WHERE decided_at IS NULL;
+
+ALTER TABLE service_owners ADD COLUMN customer_name TEXT;
