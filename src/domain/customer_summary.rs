@@ -299,6 +299,20 @@ pub type Directory = [(String, Option<String>)];
 /// What is wrong with `text` for customers' eyes: a person of `directory` named by
 /// address, full name or given name, or something `internal` matches in the text
 /// (raw or rendered) or in a link's host. Each finding in words, naming what matched.
+/// `coe.internal_patterns` compiled (any case); one that does not compile was
+/// refused at start.
+pub fn internal_patterns(patterns: &[String]) -> Vec<Regex> {
+    patterns
+        .iter()
+        .filter_map(|p| {
+            regex::RegexBuilder::new(p)
+                .case_insensitive(true)
+                .build()
+                .ok()
+        })
+        .collect()
+}
+
 pub fn check(text: &str, directory: &Directory, internal: &[Regex]) -> Findings {
     let mut found = Findings::default();
     if text.trim().is_empty() {

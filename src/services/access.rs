@@ -419,3 +419,39 @@ pub fn own_entry_change(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{decide_summary_change, Editor};
+
+    fn person(email: &str, is_admin: bool) -> Editor<'_> {
+        Editor {
+            actor: email,
+            email: Some(email),
+            principal: email,
+            is_admin,
+        }
+    }
+
+    #[test]
+    fn only_the_reviewer_approves_a_change_for_customers_and_never_its_writer() {
+        let reviewer = Some("rev@example.com");
+        let ok = |who: &Editor<'_>, proposer: &str| {
+            decide_summary_change(who, reviewer, proposer).is_ok()
+        };
+        assert!(ok(&person("rev@example.com", false), "ana@example.com"));
+        assert!(!ok(&person("ana@example.com", false), "ana@example.com"));
+        assert!(!ok(&person("boss@example.com", true), "ana@example.com"));
+        // The reviewer's own change: an admin's, never the reviewer's.
+        assert!(!ok(&person("rev@example.com", true), "rev@example.com"));
+        assert!(ok(&person("boss@example.com", true), "rev@example.com"));
+        // A token made by the reviewer that names the owner answers as its maker.
+        let token = Editor {
+            actor: "token:ci",
+            email: Some("ana@example.com"),
+            principal: "rev@example.com",
+            is_admin: false,
+        };
+        assert!(!ok(&token, "ana@example.com"));
+    }
+}

@@ -106,13 +106,43 @@ async fn a_coe_is_owned_by_the_first_rule_that_names_someone_and_anyone_takes_an
         html.contains("value=\"olga@exmaple.com\""),
         "typed text kept: {html}"
     );
+    // What customers call a service is what they read: no internal host, no person.
+    for (name, named) in [
+        ("search-es-03.internal", "search-es-03.internal"),
+        ("Ask olga@example.com", "olga@example.com"),
+    ] {
+        let res = post_form(
+            &app,
+            &root,
+            "/admin/ownership",
+            "/admin/ownership/services",
+            &[("service", "search"), ("customer_name", name)],
+        )
+        .await;
+        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY, "{name}");
+        let html = res.text().await.expect("html");
+        assert!(
+            html.contains("What customers call it") && html.contains(named),
+            "{name}: {html}"
+        );
+    }
+    let res = post_form(
+        &app,
+        &root,
+        "/admin/ownership",
+        "/admin/ownership/services",
+        &[("service", "search"), ("customer_name", "Search")],
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
     let html = get_page(&app, "/admin/ownership", Some(&root))
         .await
         .text()
         .await
         .expect("html");
     assert!(
-        html.contains("<td data-label=\"Service\">checkout</td>"),
+        html.contains("<td data-label=\"Service\">checkout</td>")
+            && html.contains("<td data-label=\"Customers call it\">Search</td>"),
         "{html}"
     );
 

@@ -773,6 +773,12 @@ async fn the_owner_publishes_and_corrects_the_summary_in_a_browser() {
     browser.wait_for_heading("sev1 Payments down").await;
     let box_text = browser.text("#for-customers").await;
     assert!(box_text.contains("was taken down"), "{box_text}");
+    // Nothing typed was left behind by the buttons: the page says what happened.
+    let said = browser.text("#notice").await;
+    assert!(
+        said.contains("Taken down: its address says the notice was withdrawn"),
+        "{said}"
+    );
     browser.goto(&url).await;
     browser.wait_for_heading("This notice was withdrawn").await;
     let gone = browser.text("main").await;
@@ -1051,7 +1057,59 @@ async fn a_change_after_approval_waits_for_the_reviewer_then_replaces_the_notice
         public.contains("12% of card payments") && !public.contains("charged twice"),
         "{public}"
     );
+    // The affected services, by the names customers know them: one named in the
+    // service map is shown so, one without such a name is left out.
+    {
+        use coe::db::schema::{coes, service_owners};
+        let mut conn = w.app.pool.get().expect("conn");
+        diesel::update(coes::table.find(&id))
+            .set(coes::service.eq("checkout-api"))
+            .execute(&mut conn)
+            .expect("a service");
+        diesel::insert_into(service_owners::table)
+            .values((
+                service_owners::service.eq("checkout-api"),
+                service_owners::team.eq("payments"),
+                service_owners::updated_by.eq("test"),
+                service_owners::updated_at.eq(chrono::Utc::now().naive_utc()),
+                service_owners::depends_on.eq("[]"),
+                service_owners::customer_name.eq("Checkout"),
+            ))
+            .execute(&mut conn)
+            .expect("mapped");
+    }
+    let public = reqwest::get(w.app.url(&path))
+        .await
+        .expect("sent")
+        .text()
+        .await
+        .expect("html");
+    assert!(
+        public.contains("<dt>Affected</dt><dd>Checkout</dd>") && !public.contains("checkout-api"),
+        "{public}"
+    );
 
+    // The reviewer is asked by email, to the section on the COE's page.
+    {
+        use coe::db::schema::outbox_emails;
+        let mut conn = w.app.pool.get().expect("conn");
+        let asked_by_mail: Vec<(String, String, String)> = outbox_emails::table
+            .filter(outbox_emails::kind.eq("review_requested"))
+            .filter(outbox_emails::subject.like("%Approve a change for customers%"))
+            .select((
+                outbox_emails::recipient,
+                outbox_emails::subject,
+                outbox_emails::body_text,
+            ))
+            .load(&mut conn)
+            .expect("emails");
+        assert_eq!(asked_by_mail.len(), 1, "{asked_by_mail:?}");
+        assert_eq!(asked_by_mail[0].0, "reviewer@example.com");
+        assert!(
+            asked_by_mail[0].2.contains("#for-customers"),
+            "{asked_by_mail:?}"
+        );
+    }
     let decision = format!("{change}/decision");
     let (status, body) = w
         .send(

@@ -119,9 +119,18 @@ fn part_typed(part: &str, fields: &Fields) -> Value {
 /// Whether part `part`, sent as `fields`, holds something the person typed: a part
 /// that starts filled in, when it differs from what the page showed.
 fn part_changed(part: &str, fields: &Fields) -> bool {
+    if part == "decision" {
+        // The change decided rides along hidden; only a note is typed.
+        return fields.filled("note").is_some();
+    }
     let Some(shown) = fields.filled("shown") else {
         return !fields.is_blank();
     };
+    if part == "customers" {
+        // The summary for customers' edit form starts on what customers read.
+        let now = format!("{}\n{}", fields.text("title"), fields.text("body"));
+        return service::revision(&now) != shown;
+    }
     if part == "template" {
         // A choice that starts on the COE's own template: changed when another is chosen.
         return fields.text("name") != shown;
@@ -380,7 +389,7 @@ impl CoeForm {
 
     /// Lands on `path` (on this COE's page) after the change of part `own` went
     /// through, with what was typed elsewhere on the page kept and shown again.
-    async fn landed(&self, path: &str, own: &str) -> Page {
+    pub(super) async fn landed(&self, path: &str, own: &str) -> Page {
         let rest = typed_elsewhere(&self.fields, own);
         if rest.is_empty() {
             return Ok(super::outcome::see_other(path));

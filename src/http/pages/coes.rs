@@ -99,8 +99,12 @@ pub(super) fn page(
     // Every field the box reads, typed or empty (the templates are strict).
     let customers_typed = kept.forms.get("customers").map(|k| {
         let field = |name: &str| k.get(name).cloned().unwrap_or_else(|| json!(""));
-        json!({"title": field("title"), "body": field("body"), "note": field("note")})
+        json!({"title": field("title"), "body": field("body")})
     });
+    let decision_typed = kept
+        .forms
+        .get("decision")
+        .map(|k| json!({"note": k.get("note").cloned().unwrap_or_else(|| json!(""))}));
     let deciding = who.person.acting();
     let customers = doc.sections.iter().find(|s| s.for_customers).map(|s| {
         let waiting = summary_change.as_ref().filter(|c| c.decision.is_none());
@@ -117,11 +121,21 @@ pub(super) fn page(
         let sent_back = summary_change
             .as_ref()
             .filter(|c| c.decision.as_deref() == Some("sent_back"));
+        // What customers read now, and what the edit form starts from (a change
+        // waiting, else that): its fingerprint tells a form typed in from one left as
+        // shown.
+        let live = publication.as_ref().filter(|p| p.live());
+        let now_body = live.map_or(s.body.as_str(), |p| p.body.as_str());
+        let (edit_title, edit_body) = match waiting {
+            Some(c) => (c.title.as_str(), c.body.as_str()),
+            None => (customer_title.as_deref().unwrap_or_default(), now_body),
+        };
+        let shown = crate::services::coe::coes::revision(&format!("{edit_title}\n{edit_body}"));
         json!({
             "title": s.title,
             "key": s.key,
-            "body": s.body,
-            "customer_title": customer_title,
+            "now_body": now_body,
+            "edit": {"title": edit_title, "body": edit_body, "shown": shown},
             "approved": matches!(doc.state, CoeState::Approved | CoeState::Closed),
             "written": !s.body.trim().is_empty(),
             "publication": publication,
@@ -395,6 +409,7 @@ pub(super) fn page(
             "details": kept.forms.get("details").map(|k| form_of("details", Some(k))),
             "review": form_of("review", kept.forms.get("review")),
             "customers": customers_typed,
+            "decision": decision_typed,
             "incidents": kept.forms.get("incidents").map_or(json!(""), |k| k["incident"].clone()),
         },
         "last_look": last_look,

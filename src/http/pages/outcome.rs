@@ -280,6 +280,8 @@ pub fn label_of(field: &str) -> String {
         "detected_at" => "When it was noticed",
         "resolved_at" => "When it ended",
         "body" => "The text",
+        "customer_name" => "What customers call it",
+        "statuspage_incident" => "The Statuspage incident",
         _ => "",
     };
     // A step of a 5-whys chain: `steps[1].because` is the second why's answer.

@@ -164,9 +164,7 @@ pub async fn feed(state: State) -> Page {
                 .unwrap_or(p.publication.published_at);
             let content = atom_syndication::ContentBuilder::default()
                 .content_type(Some("html".to_owned()))
-                .value(Some(super::markdown::to_html(
-                    p.body.as_deref().unwrap_or_default(),
-                )))
+                .value(Some(super::markdown::to_html(&p.publication.body)))
                 .build();
             atom_syndication::EntryBuilder::default()
                 .id(p.publication.url.clone())
@@ -470,9 +468,9 @@ pub async fn propose_change(form: CoeForm) -> Page {
 /// `POST /coes/{id}/summary-change/decision`: the reviewer approves the change
 /// (`customers.decision` = `approve`) or sends it back with a note.
 pub async fn decide_change(form: CoeForm) -> Page {
-    let typed = form.fields.part("customers");
+    let typed = form.fields.part("decision");
     let decision = ChangeDecision {
-        approve: typed.filled("decision").as_deref() == Some("approve"),
+        approve: typed.filled("choice").as_deref() == Some("approve"),
         note: typed.filled("note"),
         change: typed.filled("change"),
     };
@@ -488,10 +486,10 @@ pub async fn decide_change(form: CoeForm) -> Page {
     })
     .await?;
     match outcome {
-        Outcome::Done => Ok(see_other(&format!(
-            "/coes/{}?did={did}#for-customers",
-            form.id
-        ))),
-        other => form.answer("customers", "customers", other).await,
+        Outcome::Done => {
+            let path = format!("/coes/{}?did={did}#for-customers", form.id);
+            form.landed(&path, "decision").await
+        }
+        other => form.answer("customers", "decision", other).await,
     }
 }

@@ -215,7 +215,7 @@ pub fn summary_change(
         withdrawn_version: 0,
         summary_change: true,
     });
-    let key = format!("{}:{coe_id}:summary:{change_id}", kind.name());
+    let key = format!("{}:{coe_id}:summary:{change_id}:{recipient}", kind.name());
     outbox::notify(conn, env.emails, kind, key, recipient, data, now)
 }
 

@@ -14,23 +14,6 @@ use crate::domain::customer_summary;
 pub use crate::domain::customer_summary::Findings;
 use crate::services::Env;
 
-/// `coe.internal_patterns`, compiled once for a check (any case).
-fn internal_patterns(env: Env<'_>) -> Vec<regex::Regex> {
-    let settings = env.settings;
-    settings
-        .coe
-        .internal_patterns
-        .iter()
-        // A pattern that does not compile was refused at start.
-        .filter_map(|p| {
-            regex::RegexBuilder::new(p)
-                .case_insensitive(true)
-                .build()
-                .ok()
-        })
-        .collect()
-}
-
 /// What is wrong with `text` for customers' eyes, each in words ("names Ana Lima, a
 /// person in the directory"): refusals, and warnings the writer weighs. Reads the
 /// directory once (address and name of each person); nothing when the text is empty.
@@ -44,6 +27,6 @@ pub fn check(conn: &mut DbConnection, env: Env<'_>, text: &str) -> QueryResult<F
     Ok(customer_summary::check(
         text,
         &directory,
-        &internal_patterns(env),
+        &customer_summary::internal_patterns(&env.settings.coe.internal_patterns),
     ))
 }

@@ -159,12 +159,17 @@ pub fn propose(
             return Err(CoeError::Invalid(problems));
         }
         let title = ask.title.trim();
-        let live_title: Option<String> = publications::table
+        // What customers read now: the live notice, else the approved section.
+        let live: Option<(String, String)> = publications::table
             .filter(publications::coe_id.eq(id))
             .filter(publications::revoked_at.is_null())
-            .select(publications::title)
+            .select((publications::title, publications::body))
             .first(conn)
             .optional()?;
+        let (live_title, current) = match live {
+            Some((title, body)) => (Some(title), body),
+            None => (None, current),
+        };
         if body.trim() == current.trim() && live_title.as_deref().is_none_or(|t| t == title) {
             return Err(CoeError::invalid(
                 "body",
@@ -202,6 +207,7 @@ pub fn propose(
             coe_id: id,
             change_id: &change_id,
             to: reviewer.as_deref(),
+            proposer: editor.principal,
         };
         outbound::happened(conn, env, editor.actor, proposed, now)?;
         let view = waiting(conn, id)?.unwrap_or_else(|| unreachable!("written above"));

@@ -52,6 +52,8 @@ pub struct PublicationView {
     /// The public page's address (after it was taken down, it says so).
     pub url: String,
     pub title: String,
+    /// The text customers read (or read, before it was taken down).
+    pub body: String,
     pub published_by: String,
     #[serde(serialize_with = "crate::json::utc")]
     pub published_at: NaiveDateTime,
@@ -277,6 +279,7 @@ pub fn revoke(
 struct PublicationRow {
     token: String,
     title: String,
+    body: String,
     published_by: String,
     published_at: NaiveDateTime,
     updated_by: Option<String>,
@@ -289,6 +292,7 @@ struct PublicationRow {
 type PublicationColumns = (
     publications::token,
     publications::title,
+    publications::body,
     publications::published_by,
     publications::published_at,
     publications::updated_by,
@@ -301,6 +305,7 @@ type PublicationColumns = (
 const PUBLICATION_COLUMNS: PublicationColumns = (
     publications::token,
     publications::title,
+    publications::body,
     publications::published_by,
     publications::published_at,
     publications::updated_by,
@@ -314,6 +319,7 @@ fn view(env: Env<'_>, row: PublicationRow) -> PublicationView {
     PublicationView {
         url: public_url(env, &row.token),
         title: row.title,
+        body: row.body,
         published_by: row.published_by,
         published_at: row.published_at,
         updated_by: row.updated_by,

@@ -182,8 +182,6 @@ pub struct Published {
     pub coe_title: String,
     #[serde(flatten)]
     pub publication: PublicationView,
-    /// Its text, as customers read it (while it is live).
-    pub body: Option<String>,
     /// Each channel it was sent to, with whether it got there.
     pub went_to: Vec<WentTo>,
 }
@@ -198,12 +196,7 @@ pub fn published(
 ) -> QueryResult<Vec<Published>> {
     let mut query = publications::table
         .inner_join(coes::table)
-        .select((
-            publications::coe_id,
-            coes::title,
-            publications::body,
-            PUBLICATION_COLUMNS,
-        ))
+        .select((publications::coe_id, coes::title, PUBLICATION_COLUMNS))
         .order((
             diesel::dsl::sql::<diesel::sql_types::Timestamp>(
                 "COALESCE(publications.updated_at, publications.published_at)",
@@ -216,33 +209,36 @@ pub fn published(
     if live_only {
         query = query.filter(publications::revoked_at.is_null());
     }
-    let rows: Vec<(String, String, String, PublicationRow)> = query.load(conn)?;
+    let rows: Vec<(String, String, PublicationRow)> = query.load(conn)?;
     let mut list = Vec::with_capacity(rows.len());
-    for (coe_id, coe_title, body, row) in rows {
+    for (coe_id, coe_title, row) in rows {
         let url = public_url(env, &row.token);
-        let went_to = told::went_to(
-            conn,
-            &Told {
-                coe_id: &coe_id,
-                token: &row.token,
-                url: &url,
-                statuspage_incident: None,
-            },
-        )?
-        .into_iter()
-        .map(|(channel, what, state)| WentTo {
-            channel,
-            what: what.to_owned(),
-            state,
-        })
-        .collect();
+        // Only admins read where it went (the feed is public and needs none of it).
+        let went_to = if live_only {
+            Vec::new()
+        } else {
+            told::went_to(
+                conn,
+                &Told {
+                    coe_id: &coe_id,
+                    token: &row.token,
+                    url: &url,
+                    statuspage_incident: None,
+                },
+            )?
+            .into_iter()
+            .map(|(channel, what, state)| WentTo {
+                channel,
+                what: what.to_owned(),
+                state,
+            })
+            .collect()
+        };
         let publication = view(env, row);
-        let body = publication.live().then_some(body);
         list.push(Published {
             coe_id,
             coe_title,
             publication,
-            body,
             went_to,
         });
     }

@@ -118,6 +118,21 @@ pub fn put_service(
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .map(|t| checked_name("customer_name", t, &mut problems));
+    if let Some(name) = &customer_name {
+        // Customers read it: checked as the text written for them is.
+        let directory: Vec<(String, Option<String>)> = crate::db::schema::people::table
+            .select((
+                crate::db::schema::people::email,
+                crate::db::schema::people::name,
+            ))
+            .load(conn)?;
+        let patterns =
+            crate::domain::customer_summary::internal_patterns(&env.settings.coe.internal_patterns);
+        let found = crate::domain::customer_summary::check(name, &directory, &patterns);
+        if let Some(refusal) = found.refusals.into_iter().next() {
+            problems.push(("customer_name".into(), refusal));
+        }
+    }
     if depends_on.len() > MAX_DEPENDENCIES {
         problems.push((
             "depends_on".into(),

@@ -58,6 +58,11 @@ pub fn rename(conn: &mut DbConnection, old: &str, new: &str) -> QueryResult<()> 
         section_comments.answered_by,
         coe_incidents.attached_by,
         team_changes.person_email,
+        publications.published_by,
+        publications.updated_by,
+        publications.revoked_by,
+        summary_changes.proposed_by,
+        summary_changes.decided_by,
     );
     // The owners' counts followed the actions (their triggers count both addresses):
     // the old address's row is left empty.

@@ -137,6 +137,9 @@ pub fn cancel(
                         .like(format!("%:{key}:%"))
                         .escape('\\')),
             )
+            // One being sent right now is not retried; the channels it may have
+            // reached are read before (`publications::withdrawn`, `updated`) and
+            // told what follows.
             .filter(chat_messages::state.ne(SENT)),
     )
     .set((

@@ -73,6 +73,8 @@ pub enum CoeEvent<'a> {
         coe_id: &'a str,
         change_id: &'a str,
         to: Option<&'a str>,
+        /// Who answers for it (a token's maker): never asked to approve it.
+        proposer: &'a str,
     },
     /// The reviewer approved (`approved`) or sent back a change of the summary for
     /// customers written by `proposer`, with a note.
@@ -206,16 +208,29 @@ pub(super) fn happened(
             coe_id,
             change_id,
             to,
+            proposer,
         } => {
             let after = json!({ "change": change_id });
             let what = "publication:change_proposed";
             coe_history(conn, coe_id, actor, what, None, Some(after), now)?;
-            match to {
-                Some(reviewer) => {
-                    notify::summary_change(conn, env, coe_id, change_id, reviewer, actor, None, now)
+            // The reviewer's own change is an admin's to approve: every admin is asked.
+            let recipients: Vec<String> = match to {
+                Some(reviewer) if !reviewer.eq_ignore_ascii_case(proposer) => {
+                    vec![reviewer.to_owned()]
                 }
-                None => Ok(()),
+                Some(_) => people::table
+                    .filter(people::is_admin.eq(true))
+                    .select(people::email)
+                    .load(conn)?,
+                None => Vec::new(),
+            };
+            for recipient in recipients
+                .iter()
+                .filter(|r| !r.eq_ignore_ascii_case(proposer))
+            {
+                notify::summary_change(conn, env, coe_id, change_id, recipient, actor, None, now)?;
             }
+            Ok(())
         }
         CoeEvent::SummaryChangeDecided {
             coe_id,
