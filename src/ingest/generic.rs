@@ -50,10 +50,13 @@ pub struct EventInput {
     pub ended_at: Option<String>,
     #[serde(default)]
     pub description: Option<String>,
+    /// Null is taken as none.
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(value_type = Option<BTreeMap<String, String>>)]
     pub labels: BTreeMap<String, String>,
-    /// Only http and https links are kept.
+    /// Only http and https links are kept; null is taken as none.
     #[serde(default, deserialize_with = "null_as_default")]
+    #[schema(value_type = Option<Vec<String>>)]
     pub links: Vec<String>,
 }
 

@@ -516,3 +516,28 @@ async fn raw_bodies_older_than_keep_raw_days_are_emptied_by_the_sweep_and_events
         .await;
     assert_eq!(new["raw_payload"]["dedup_key"], "new", "{new}");
 }
+
+/// Schemathesis (seed 255888383) found `links: null` accepted while the document said
+/// an array: null is taken as none, and the document says so for links and labels.
+#[tokio::test]
+async fn null_links_and_labels_are_taken_as_none_and_documented_so() {
+    let c = Client::new().await;
+    let out = c
+        .post(
+            json!([{"dedup_key": "k-null", "links": null, "labels": null, "title": null,
+                      "service": null, "started_at": null, "ended_at": null, "status": null}]),
+        )
+        .await;
+    let id = out["events"][0]["id"].as_str().expect("id");
+    let event = c
+        .app
+        .get_json(&format!("/api/v1/events/{id}"), &c.reader)
+        .await;
+    assert_eq!(event["links"], json!([]));
+    let doc = json(c.app.get("/api/openapi.json", None).await).await;
+    let input = &doc["components"]["schemas"]["EventInput"]["properties"];
+    for field in ["links", "labels"] {
+        let said = input[field].to_string();
+        assert!(said.contains("null"), "{field}: {said}");
+    }
+}
