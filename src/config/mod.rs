@@ -13,6 +13,7 @@ mod chat;
 pub mod database;
 mod intake;
 mod load;
+mod org;
 mod people;
 mod runtime;
 pub mod secret;
@@ -36,6 +37,7 @@ use serde::{Deserialize, Serialize};
 pub use self::chat::{ChannelSettings, ChatEvent, ChatKind, ChatSettings};
 use self::database::DatabaseUrl;
 pub use self::intake::{EventSettings, IncidentSettings, PolicySettings, WebhookSettings};
+pub use self::org::{OrgSettings, MAX_LOGO_BYTES};
 pub use self::people::ScimSettings;
 use self::secret::Secret;
 pub use self::templates::{TemplateFacts, TemplateRule};
@@ -318,51 +320,6 @@ impl Default for DigestSettings {
         DigestSettings {
             recipients: Vec::new(),
             weekday: "monday".into(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct OrgSettings {
-    /// The organisation's time zone (IANA name): due dates end at midnight there.
-    pub timezone: String,
-    /// The organisation's name as customers know it: the heading of the summaries
-    /// published for them. Unset, they are headed by the title alone.
-    pub name: Option<String>,
-    /// Its logo (PNG, JPEG, WebP or SVG, at most 256 KiB) on those summaries, served
-    /// at `/summaries/logo`.
-    pub logo_file: Option<PathBuf>,
-    /// Lists the notices customers can read now in a public Atom feed
-    /// (`/summaries/feed.atom`). Off by default: anyone who has one notice's address
-    /// would find the others there.
-    pub notice_feed: bool,
-}
-
-impl Default for OrgSettings {
-    fn default() -> Self {
-        OrgSettings {
-            timezone: "UTC".into(),
-            name: None,
-            logo_file: None,
-            notice_feed: false,
-        }
-    }
-}
-
-/// Largest logo file (`org.logo_file`).
-pub const MAX_LOGO_BYTES: u64 = 256 * 1024;
-
-impl OrgSettings {
-    /// The logo's media type by its file's extension, if it is one coe serves.
-    pub fn logo_type(&self) -> Option<&'static str> {
-        let extension = self.logo_file.as_ref()?.extension()?.to_str()?;
-        match extension.to_ascii_lowercase().as_str() {
-            "png" => Some("image/png"),
-            "jpg" | "jpeg" => Some("image/jpeg"),
-            "webp" => Some("image/webp"),
-            "svg" => Some("image/svg+xml"),
-            _ => None,
         }
     }
 }

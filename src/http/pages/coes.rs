@@ -10,6 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::coe_answer::{self, Unsaved};
+use super::coe_customers::CustomersOf;
 use super::coe_history::{history_words, text_at};
 use super::coe_load::{findings, load, related_links, who_is_missing, Loaded};
 use super::kit::{names_data, render, Page, State};
@@ -96,58 +97,6 @@ pub(super) fn page(
         reviewer_suggestions,
         hand_over,
     } = loaded;
-    // Every field the box reads, typed or empty (the templates are strict).
-    let customers_typed = kept.forms.get("customers").map(|k| {
-        let field = |name: &str| k.get(name).cloned().unwrap_or_else(|| json!(""));
-        json!({"title": field("title"), "body": field("body")})
-    });
-    let decision_typed = kept
-        .forms
-        .get("decision")
-        .map(|k| json!({"note": k.get("note").cloned().unwrap_or_else(|| json!(""))}));
-    let deciding = who.person.acting();
-    let customers = doc.sections.iter().find(|s| s.for_customers).map(|s| {
-        let waiting = summary_change.as_ref().filter(|c| c.decision.is_none());
-        // Only the reviewer approves a change (an admin, the reviewer's own), never
-        // its writer.
-        let may_decide = waiting.is_some_and(|c| {
-            crate::services::access::decide_summary_change(
-                &deciding.editor(),
-                doc.reviewer.as_deref(),
-                &c.proposed_by,
-            )
-            .is_ok()
-        });
-        let sent_back = summary_change
-            .as_ref()
-            .filter(|c| c.decision.as_deref() == Some("sent_back"));
-        // What customers read now, and what the edit form starts from (a change
-        // waiting, else that): its fingerprint tells a form typed in from one left as
-        // shown.
-        let live = publication.as_ref().filter(|p| p.live());
-        let now_body = live.map_or(s.body.as_str(), |p| p.body.as_str());
-        let (edit_title, edit_body) = match waiting {
-            Some(c) => (c.title.as_str(), c.body.as_str()),
-            None => (customer_title.as_deref().unwrap_or_default(), now_body),
-        };
-        let shown = crate::services::coe::coes::revision(&format!("{edit_title}\n{edit_body}"));
-        json!({
-            "title": s.title,
-            "key": s.key,
-            "now_body": now_body,
-            "edit": {"title": edit_title, "body": edit_body, "shown": shown},
-            "approved": matches!(doc.state, CoeState::Approved | CoeState::Closed),
-            "written": !s.body.trim().is_empty(),
-            "publication": publication,
-            "live": publication.as_ref().is_some_and(|p| p.live()),
-            // Its owner, reviewer or an admin publishes it (and takes it down, and
-            // asks for a change of it).
-            "may_publish": may_edit,
-            "waiting": waiting,
-            "may_decide": may_decide,
-            "sent_back": sent_back,
-        })
-    });
     let names = names_data(&directory);
     let related = related_links(&doc);
     // The drafts offered to merge that are probably of the same outage, marked so.
@@ -158,6 +107,16 @@ pub(super) fn page(
     // Only the reviewer decides (with a bar raiser, for the worst outages, both);
     // nobody approves what they own, submitted or named themselves reviewer of.
     let acting = who.person.acting();
+    let customers = super::coe_customers::data(
+        &doc,
+        CustomersOf {
+            publication: publication.as_ref(),
+            change: summary_change.as_ref(),
+            title: customer_title.as_deref(),
+        },
+        &acting.editor(),
+        may_edit,
+    );
     // The review's people: who comments on its sections may decide it.
     let is_reviewer = crate::services::access::comment_on_sections(
         &acting.editor(),
@@ -408,8 +367,8 @@ pub(super) fn page(
         "forms": {
             "details": kept.forms.get("details").map(|k| form_of("details", Some(k))),
             "review": form_of("review", kept.forms.get("review")),
-            "customers": customers_typed,
-            "decision": decision_typed,
+            "customers": super::coe_customers::typed(&kept.forms, "customers", &["title", "body"]),
+            "decision": super::coe_customers::typed(&kept.forms, "decision", &["note"]),
             "incidents": kept.forms.get("incidents").map_or(json!(""), |k| k["incident"].clone()),
         },
         "last_look": last_look,

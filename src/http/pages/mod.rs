@@ -18,6 +18,7 @@ mod board;
 mod chat_import;
 mod checklist;
 mod coe_answer;
+mod coe_customers;
 mod coe_forms;
 mod coe_history;
 mod coe_list;

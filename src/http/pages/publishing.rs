@@ -279,10 +279,11 @@ async fn preview_data(
                 Err(other) => return Err(other.into()),
             };
             let with_incident = incident.as_deref().is_some_and(|i| !i.trim().is_empty());
-            let destinations = publishing::destinations(conn, env, &id, with_incident)?;
-            let statuspage = !publishing::destinations(conn, env, &id, true)?
-                .iter()
-                .all(|(_, kind)| *kind != "Statuspage");
+            // Every channel that hears its publications; Statuspage ones only get it
+            // with an incident named.
+            let mut destinations = publishing::destinations(conn, env, &id, true)?;
+            let statuspage = destinations.iter().any(|(_, kind)| *kind == "Statuspage");
+            destinations.retain(|(_, kind)| with_incident || *kind != "Statuspage");
             let coe_title = crate::services::coe::coes::load_row(conn, &id)?.title;
             let facts = publishing::facts(conn, &id)?;
             Ok((

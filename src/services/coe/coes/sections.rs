@@ -109,7 +109,8 @@ fn write_section(
 /// Replaces section `key` of an approved COE with the change of it its reviewer
 /// approved (the section written for customers; `publishing::changes` decided who
 /// may, and checked the text): the rest of the COE, its version and its approval
-/// stay as they are. In the COE's history like any section's change.
+/// stay as they are. In the COE's history like any section's change; the search
+/// reads it again on `CoeEvent::SummaryChangeDecided`.
 pub fn write_approved_change(
     conn: &mut DbConnection,
     id: &str,
@@ -128,9 +129,8 @@ pub fn write_approved_change(
         recorded.before,
         recorded.after,
         now,
-    )?;
-    super::reindex_coe(conn, id)?;
-    Ok(())
+    )
+    .map_err(CoeError::from)
 }
 
 /// Writes a text section's Markdown, based on the COE's version.

@@ -12,7 +12,7 @@ use diesel::prelude::*;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{approved_section, check_text, check_title, public_url};
+use super::{approved_section, check_text, check_title, live, public_url, PublicationRow};
 use crate::db::schema::{coes, publications, summary_changes};
 use crate::db::DbConnection;
 use crate::services::access::{self, Editor};
@@ -160,14 +160,8 @@ pub fn propose(
         }
         let title = ask.title.trim();
         // What customers read now: the live notice, else the approved section.
-        let live: Option<(String, String)> = publications::table
-            .filter(publications::coe_id.eq(id))
-            .filter(publications::revoked_at.is_null())
-            .select((publications::title, publications::body))
-            .first(conn)
-            .optional()?;
-        let (live_title, current) = match live {
-            Some((title, body)) => (Some(title), body),
+        let (live_title, current) = match live(conn, id)? {
+            Some(now) => (Some(now.title), now.body),
             None => (None, current),
         };
         if body.trim() == current.trim() && live_title.as_deref().is_none_or(|t| t == title) {
@@ -304,13 +298,12 @@ fn republish(
     by: &str,
     now: NaiveDateTime,
 ) -> Result<(), CoeError> {
-    let live: Option<(String, Option<String>)> = publications::table
-        .filter(publications::coe_id.eq(id))
-        .filter(publications::revoked_at.is_null())
-        .select((publications::token, publications::statuspage_incident))
-        .first(conn)
-        .optional()?;
-    let Some((token, incident)) = live else {
+    let Some(PublicationRow {
+        token,
+        statuspage_incident: incident,
+        ..
+    }) = live(conn, id)?
+    else {
         return Ok(());
     };
     diesel::update(publications::table.find(&token))

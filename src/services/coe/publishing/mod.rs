@@ -203,7 +203,7 @@ pub fn publish(
         // One publication at a time for this COE: the row lock, on PostgreSQL.
         crate::db::locks::lock_coe(conn, id)?;
         let body = publishable(conn, env, id)?;
-        if of(conn, env, id)?.is_some_and(|p| p.live()) {
+        if live(conn, id)?.is_some() {
             return Err(CoeError::Conflict(
                 "its summary is published already: take it down first to publish it again".into(),
             ));
@@ -248,13 +248,12 @@ pub fn revoke(
     crate::db::write_transaction(conn, |conn| {
         access::coe(conn, id, editor)?;
         crate::db::locks::lock_coe(conn, id)?;
-        let live: Option<(String, Option<String>)> = publications::table
-            .filter(publications::coe_id.eq(id))
-            .filter(publications::revoked_at.is_null())
-            .select((publications::token, publications::statuspage_incident))
-            .first(conn)
-            .optional()?;
-        let Some((token, incident)) = live else {
+        let Some(PublicationRow {
+            token,
+            statuspage_incident: incident,
+            ..
+        }) = live(conn, id)?
+        else {
             return Err(CoeError::Conflict("its summary is not published".into()));
         };
         diesel::update(publications::table.find(&token))
@@ -328,6 +327,16 @@ fn view(env: Env<'_>, row: PublicationRow) -> PublicationView {
         revoked_by: row.revoked_by,
         revoked_at: row.revoked_at,
     }
+}
+
+/// COE `id`'s publication customers can read now, if any.
+fn live(conn: &mut DbConnection, id: &str) -> QueryResult<Option<PublicationRow>> {
+    publications::table
+        .filter(publications::coe_id.eq(id))
+        .filter(publications::revoked_at.is_null())
+        .select(PUBLICATION_COLUMNS)
+        .first(conn)
+        .optional()
 }
 
 /// COE `id`'s newest publication, if it was ever published.

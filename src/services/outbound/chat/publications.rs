@@ -207,15 +207,7 @@ pub fn updated(
         told.key(),
         now.and_utc().timestamp_micros()
     );
-    for channel in env
-        .connections
-        .channels
-        .iter()
-        .filter(|c| names.contains(&c.name))
-    {
-        enqueue_body(conn, channel, ChatEvent::Published, &key, &post, now)?;
-    }
-    Ok(())
+    tell(conn, env, &names, &key, &post, now)
 }
 
 /// Tells the channels that were sent `told` that it was withdrawn (a Statuspage
@@ -237,13 +229,25 @@ pub fn withdrawn(
         &crate::json::format_utc(&now),
     );
     let key = format!("withdrawn:{}:{}", told.coe_id, told.token);
+    tell(conn, env, &names, &key, &post, now)
+}
+
+/// Queues `post` under `key` for the channels named `names`.
+fn tell(
+    conn: &mut DbConnection,
+    env: Env<'_>,
+    names: &[String],
+    key: &str,
+    post: &serde_json::Value,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
     for channel in env
         .connections
         .channels
         .iter()
         .filter(|c| names.contains(&c.name))
     {
-        enqueue_body(conn, channel, ChatEvent::Published, &key, &post, now)?;
+        enqueue_body(conn, channel, ChatEvent::Published, key, post, now)?;
     }
     Ok(())
 }

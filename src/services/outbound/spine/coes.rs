@@ -247,7 +247,8 @@ pub(super) fn happened(
             };
             coe_history(conn, coe_id, actor, what, None, Some(after), now)?;
             if approved {
-                return Ok(());
+                // The section's text is the change now.
+                return search_index::reindex(conn, coe_id);
             }
             notify::summary_change(
                 conn,
