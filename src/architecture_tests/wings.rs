@@ -35,6 +35,7 @@ const WINGS: &[&str] = &[
     "figures",
     "accounts",
     "reminders",
+    "from_chat",
 ];
 
 /// The module path of a file under `src/`: `services/coe/coes/edit.rs` is

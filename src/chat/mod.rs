@@ -5,6 +5,7 @@
 pub mod format;
 pub mod read;
 pub mod send;
+pub mod slack;
 
 pub use format::{publication, render, Notice, PublicationEvent};
 pub use send::{send, Sent};

@@ -149,6 +149,11 @@ pub struct ChannelSettings {
     /// `slack`, `mattermost`: the channel read when the import names none (its id).
     #[serde(default)]
     pub read_channel: Option<String>,
+    /// `slack`: the app's signing secret (Basic Information → App Credentials), with
+    /// which coe checks that a slash command or a button press came from Slack. With
+    /// it and the bot token (`read_token`), people work from Slack (`/coe`).
+    #[serde(default)]
+    pub signing_secret: Option<Secret>,
     /// The teams whose COEs and actions it hears about; with `services`, empty
     /// means the whole organisation.
     #[serde(default)]

@@ -522,6 +522,20 @@ pub fn validate_channels(channels: &[super::ChannelSettings]) -> Result<(), Conf
         if c.events.is_empty() {
             return Err(invalid("events", "[]", "at least one of coe_opened, review, overdue_daily, escalation, inspection_weekly (or leave it out for all)"));
         }
+        if c.signing_secret.is_some() && c.kind != super::ChatKind::Slack {
+            return Err(invalid(
+                "signing_secret",
+                "***",
+                "a Slack app's signing secret: only for kind = \"slack\"",
+            ));
+        }
+        if c.signing_secret.is_some() && c.read_token.is_none() {
+            return Err(invalid(
+                "read_token",
+                "",
+                "the app's bot token (xoxb-…): work from Slack answers with it",
+            ));
+        }
         if c.kind == super::ChatKind::Statuspage {
             if !c.page_id.as_deref().is_some_and(|p| {
                 !p.trim().is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric())

@@ -191,6 +191,8 @@ pub struct AuditRow {
     pub before: Option<String>,
     pub after: Option<String>,
     pub at: NaiveDateTime,
+    /// The chat it was done from (`slack`, `teams`, `matrix`); none from coe's pages or API.
+    pub via: Option<String>,
 }
 
 use super::schema::{corrective_actions, due_date_changes, people, review_comments};

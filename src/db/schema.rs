@@ -223,6 +223,7 @@ diesel::table! {
         before -> Nullable<Text>,
         after -> Nullable<Text>,
         at -> Timestamp,
+        via -> Nullable<Text>,
     }
 }
 
@@ -585,6 +586,7 @@ diesel::table! {
 diesel::joinable!(tickets -> corrective_actions (action_id));
 diesel::joinable!(publications -> coes (coe_id));
 diesel::joinable!(summary_changes -> coes (coe_id));
+diesel::joinable!(chat_links -> coes (coe_id));
 
 diesel::allow_tables_to_appear_in_same_query!(
     tickets,
@@ -598,6 +600,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     coe_templates,
     publications,
     summary_changes,
+    chat_links,
+    chat_requests,
     api_tokens,
     incidents,
     incident_groups,

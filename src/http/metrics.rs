@@ -47,6 +47,13 @@ struct ReasonLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ChatMoveLabels {
+    platform: String,
+    r#move: String,
+    outcome: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RefusalLabels {
     source: String,
     reason: String,
@@ -102,6 +109,7 @@ pub struct Metrics {
     in_flight: Gauge,
     events_ingested: Family<SourceLabels, Counter>,
     events_refused: Family<RefusalLabels, Counter>,
+    chat_moves: Family<ChatMoveLabels, Counter>,
     operator: OperatorGauges,
     /// When the inspection gauges were last computed; they are costly on big databases,
     /// so scrapes within `INSPECTION_MAX_AGE` reuse them.
@@ -193,6 +201,14 @@ impl Metrics {
              a re-delivery stores nothing",
             events_ingested.clone(),
         );
+        let chat_moves = Family::<ChatMoveLabels, Counter>::default();
+        registry.register(
+            "chat_moves",
+            "Moves people made from chat, by platform, move (report, follow_up, mine, done, \
+             move_due, verify, send_back, link) and outcome (done, refused, repeated, \
+             not_in_directory, failed)",
+            chat_moves.clone(),
+        );
         let events_refused = Family::<RefusalLabels, Counter>::default();
         registry.register(
             "events_refused",
@@ -250,6 +266,7 @@ impl Metrics {
             registry: Mutex::new(registry),
             events_ingested,
             events_refused,
+            chat_moves,
             operator,
             requests,
             latency,
@@ -333,6 +350,17 @@ impl Metrics {
                 source: source.to_owned(),
             })
             .inc_by(u64::try_from(n).unwrap_or(u64::MAX));
+    }
+
+    /// Counts a move made from chat (`platform`, `what`) and how it ended.
+    pub fn chat_move(&self, platform: &str, what: &str, outcome: &str) {
+        self.chat_moves
+            .get_or_create(&ChatMoveLabels {
+                platform: platform.to_owned(),
+                r#move: what.to_owned(),
+                outcome: outcome.to_owned(),
+            })
+            .inc();
     }
 
     /// Counts a post from `source` refused for `reason` (the error's code).

@@ -14,6 +14,7 @@ pub mod pagination;
 pub mod routes;
 pub mod scim;
 pub mod session;
+pub mod slack;
 pub mod state;
 
 use crate::error::ApiError;

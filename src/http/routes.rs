@@ -8,7 +8,7 @@
 
 use actix_web::web;
 
-use crate::http::{api, health, observe, openapi, scim};
+use crate::http::{api, health, observe, openapi, scim, slack};
 
 /// Hands the route table to the macro `$then` (see `serve` below and `api_doc` in
 /// `openapi.rs`). One line per path: its methods and their handlers, in the order the
@@ -94,6 +94,9 @@ macro_rules! route_table {
                 // Prometheus text, and the document itself.
                 "/metrics" => { get: observe::metrics }
                 "/api/openapi.json" => { get: openapi::spec }
+                // Posted by a Slack app, form-encoded and signed (docs/integrations.md).
+                "/chat/slack/commands" => { post: slack::commands }
+                "/chat/slack/interactions" => { post: slack::interactions }
                 // Posted by the OpenID Provider, form-encoded (docs/operations.md).
                 "/sign-in/oidc/back-channel-logout" => { post: api::backchannel::logout }
                 // SCIM 2.0 provisioning (RFC 7644), application/scim+json: docs/operations.md.

@@ -55,6 +55,7 @@ pub fn record(conn: &mut DbConnection, change: Change<'_>, at: NaiveDateTime) ->
             before: change.before.map(|v| v.to_string()),
             after: change.after.map(|v| v.to_string()),
             at,
+            via: None,
         })
         .execute(conn)
         .map(|_| ())

@@ -19,6 +19,7 @@ pub mod directory;
 mod env;
 pub mod figures;
 pub mod forms;
+pub mod from_chat;
 pub mod incidents;
 pub mod intake;
 pub mod outbound;

@@ -208,6 +208,7 @@ fn channel(
         api_url: None,
         read_token: None,
         read_channel: None,
+        signing_secret: None,
         teams: teams.iter().map(|t| (*t).to_owned()).collect(),
         services: services.iter().map(|s| (*s).to_owned()).collect(),
         events: ChatEvent::ALL.to_vec(),
@@ -742,6 +743,7 @@ async fn a_matrix_room_reads_the_notices_in_html_once_each() {
         api_url: None,
         read_token: None,
         read_channel: None,
+        signing_secret: None,
         teams: vec!["payments".into()],
         services: Vec::new(),
         events: ChatEvent::ALL.to_vec(),
@@ -803,6 +805,7 @@ async fn a_matrix_room_reads_the_notices_in_html_once_each() {
         api_url: None,
         read_token: None,
         read_channel: None,
+        signing_secret: None,
         ..matrix.clone()
     };
     settings.chat.channels = vec![bad];

@@ -26,6 +26,7 @@ fn readable(name: &str, kind: ChatKind) -> ChannelSettings {
         api_url: None,
         read_token: None,
         read_channel: None,
+        signing_secret: None,
         teams: Vec::new(),
         services: Vec::new(),
         events: vec![ChatEvent::Review],

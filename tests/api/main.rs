@@ -51,6 +51,7 @@ mod scraping;
 mod search;
 mod security;
 mod setting_up;
+mod slack;
 mod stats;
 mod storm;
 mod template_rules;

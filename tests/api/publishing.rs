@@ -104,6 +104,7 @@ fn channels(base: &str) -> Vec<ChannelSettings> {
         api_url: (kind == ChatKind::Statuspage).then(|| format!("{base}/v1")),
         read_token: None,
         read_channel: None,
+        signing_secret: None,
         teams: Vec::new(),
         services: Vec::new(),
         events: vec![coe::config::ChatEvent::Published],

@@ -33,6 +33,24 @@ diesel::table! {
 }
 
 diesel::table! {
+    chat_requests (key) {
+        key -> Text,
+        platform -> Text,
+        received_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    chat_links (platform, channel_id) {
+        platform -> Text,
+        channel_id -> Text,
+        coe_id -> Text,
+        linked_by -> Text,
+        linked_at -> Timestamp,
+    }
+}
+
+diesel::table! {
     outbox_emails (id) {
         id -> Text,
         kind -> Text,

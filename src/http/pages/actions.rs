@@ -141,6 +141,15 @@ fn page(
                 ("update", Some(changed)) => (changed.as_str(), None),
                 _ => (what, s.note.as_deref()),
             };
+            // A step made from chat says so: "marked it done from Slack".
+            let what = match s
+                .via
+                .as_deref()
+                .and_then(crate::services::from_chat::Platform::read)
+            {
+                Some(platform) => format!("{what} from {}", platform.name()),
+                None => what.to_owned(),
+            };
             json!({"by": s.by, "what": what, "at": crate::json::format_utc(&s.at), "note": note})
         })
         .collect();

@@ -19,6 +19,23 @@ pub(super) fn history_words(
     titles: &[SectionView],
     actions: &[crate::services::coe::actions::ActionView],
 ) -> String {
+    let words = what_changed(h, titles, actions);
+    // A change made from chat says so: "marked … done, from Slack".
+    match h
+        .via
+        .as_deref()
+        .and_then(crate::services::from_chat::Platform::read)
+    {
+        Some(platform) => format!("{words}, from {}", platform.name()),
+        None => words,
+    }
+}
+
+fn what_changed(
+    h: &HistoryEntry,
+    titles: &[SectionView],
+    actions: &[crate::services::coe::actions::ActionView],
+) -> String {
     if let Some(step) = h.action.strip_prefix("action:") {
         return action_words(h, step, actions);
     }

@@ -92,7 +92,7 @@ pub(super) fn chat_fields(kind: ChatKind) -> Vec<Field> {
         secret(
             "read_token",
             "Token to read channels (optional)",
-            "For \"Import from chat\": Slack, a bot token with channels:history and users:read; Mattermost, a bot's token.",
+            "Slack: the app's Bot User OAuth Token (xoxb-…), for \"Import from chat\" and for working from Slack; Mattermost: a bot's token, for \"Import from chat\".",
         ),
         field(
             "read_channel",
@@ -105,6 +105,11 @@ pub(super) fn chat_fields(kind: ChatKind) -> Vec<Field> {
         ChatKind::Slack => {
             let mut f = vec![WEBHOOK_URL];
             f.extend(read);
+            f.push(secret(
+                "signing_secret",
+                "Signing secret (optional)",
+                "For working from Slack (/coe, and buttons on coe's messages): the app's Signing Secret (Basic Information → App Credentials), with its bot token above.",
+            ));
             f
         }
         ChatKind::Mattermost => {
@@ -238,8 +243,11 @@ pub(super) fn tracker_fields(kind: TrackerKind) -> Vec<Field> {
 /// The Slack app coe needs, as a manifest to paste into Slack's "Create an app from
 /// a manifest": a bot that posts through an incoming webhook and may read the
 /// channels it is invited to and who wrote there (a COE's "Import from chat:
-/// `conversations.history`, `users.info`), its page linking to coe.
+/// `conversations.history`, `users.info`), its page linking to coe; and the `/coe`
+/// command and buttons, posted to coe, whose users coe knows by their profile's email
+/// (`users:read.email`).
 pub(super) fn slack_manifest(public_url: &str) -> String {
+    let base = public_url.trim_end_matches('/');
     let manifest = serde_json::json!({
         "_metadata": {"major_version": 1, "minor_version": 1},
         "display_information": {
@@ -249,16 +257,32 @@ pub(super) fn slack_manifest(public_url: &str) -> String {
                 "coe posts here when a COE is opened, when one waits for its review, and when \
                  corrective actions go overdue, each with a link to it in coe ({}). It reads a \
                  channel it is invited to only when someone imports that channel's messages \
-                 into a COE's timeline.",
-                public_url.trim_end_matches('/')
+                 into a COE's timeline. With /coe, people report a failure, add a follow-up and \
+                 see their moves; buttons on its messages mark an action done, move its due \
+                 date or verify it, each as the person in coe whose email their Slack profile has.",
+                base
             ),
             "background_color": "#1d4e89",
         },
-        "features": {"bot_user": {"display_name": "coe", "always_online": false}},
+        "features": {
+            "bot_user": {"display_name": "coe", "always_online": false},
+            "slash_commands": [{
+                "command": "/coe",
+                "url": format!("{base}/chat/slack/commands"),
+                "description": "Report a failure, add a follow-up, see your moves in coe",
+                "usage_hint": "report | follow-up | mine",
+                "should_escape": false,
+            }],
+        },
         "oauth_config": {"scopes": {"bot": [
             "incoming-webhook", "channels:history", "groups:history", "users:read",
+            "users:read.email", "commands",
         ]}},
         "settings": {
+            "interactivity": {
+                "is_enabled": true,
+                "request_url": format!("{base}/chat/slack/interactions"),
+            },
             "org_deploy_enabled": false,
             "socket_mode_enabled": false,
             "token_rotation_enabled": false,

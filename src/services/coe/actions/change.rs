@@ -267,6 +267,7 @@ pub fn add(
         by: row.created_by.clone(),
         at: now,
         note: None,
+        via: None,
     };
     Ok(ActionDetail {
         action: view(row, coe_title, coe_severity, clock)?,

@@ -208,6 +208,9 @@ pub struct ActionStep {
     /// What the step said: the resolution note, the reason for won't do, for
     /// reopening or for sending it back at verification.
     pub note: Option<String>,
+    /// The chat it was made from (`slack`); none from coe's pages or API.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
 }
 
 /// Input of `POST /api/v1/coes/{id}/actions`. The required fields are read as text
@@ -510,11 +513,13 @@ pub fn get(
             audit_log::at,
             audit_log::before,
             audit_log::after,
+            audit_log::via,
         ))
         .load::<(
             String,
             String,
             NaiveDateTime,
+            Option<String>,
             Option<String>,
             Option<String>,
         )>(conn)?;
@@ -528,7 +533,7 @@ pub fn get(
         recurrences: recurrences(conn, id)?,
         steps: steps
             .into_iter()
-            .map(|(step, by, at, before, after)| {
+            .map(|(step, by, at, before, after, via)| {
                 let read = |j: Option<String>| {
                     j.and_then(|a| serde_json::from_str::<serde_json::Value>(&a).ok())
                 };
@@ -550,6 +555,7 @@ pub fn get(
                     by,
                     at,
                     note,
+                    via,
                 }
             })
             // A change of owner is its own step (`reassign`); an update that changed

@@ -28,6 +28,9 @@ pub struct HistoryEntry {
     /// For a change of one of its corrective actions: that action's id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub action_id: Option<String>,
+    /// The chat the change was made from (`slack`); none from coe's pages or API.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
 }
 
 /// Every change to a COE, oldest first.
@@ -43,6 +46,7 @@ pub fn history(conn: &mut DbConnection, id: &str) -> Result<Vec<HistoryEntry>, C
             action: r.action,
             before: r.before.and_then(|b| serde_json::from_str(&b).ok()),
             after: r.after.and_then(|a| serde_json::from_str(&a).ok()),
+            via: r.via,
         })
         .collect())
 }

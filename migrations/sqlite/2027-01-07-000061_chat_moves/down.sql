@@ -1,0 +1,3 @@
+ALTER TABLE audit_log DROP COLUMN via;
+DROP TABLE chat_links;
+DROP TABLE chat_requests;
