@@ -67,6 +67,44 @@ pub struct Choice {
     pub mode: Mode,
     /// No non-essential email before this time.
     pub paused_until: Option<NaiveDateTime>,
+    /// Where what needs them reaches them: by email, in chat, or both.
+    pub reach: Reach,
+}
+
+/// Where a person's reminders, assignments, review requests and verifications reach
+/// them. In chat, the email waits (`Reach::EMAIL_FALLBACK_MINUTES`) and goes only if
+/// the chat message could not be delivered: nothing that needs them is lost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Reach {
+    #[default]
+    Email,
+    /// A direct message in Slack.
+    Chat,
+    Both,
+}
+
+impl Reach {
+    pub const ALL: [Reach; 3] = [Reach::Email, Reach::Chat, Reach::Both];
+
+    /// How long an email waits for its chat message to be delivered instead.
+    pub const EMAIL_FALLBACK_MINUTES: i64 = 30;
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Reach::Email => "email",
+            Reach::Chat => "chat",
+            Reach::Both => "both",
+        }
+    }
+
+    pub fn parse(word: &str) -> Option<Reach> {
+        Reach::ALL.into_iter().find(|r| r.name() == word)
+    }
+
+    /// Whether a chat message goes.
+    pub fn in_chat(self) -> bool {
+        self != Reach::Email
+    }
 }
 
 impl Choice {
@@ -109,6 +147,7 @@ mod tests {
             let paused = Choice {
                 mode,
                 paused_until: Some(at("2027-01-01 00:00")),
+                reach: Reach::Chat,
             };
             assert!(paused.allows(Class::Essential, now), "{mode:?}");
         }
@@ -120,6 +159,7 @@ mod tests {
         let choice = |mode| Choice {
             mode,
             paused_until: None,
+            reach: Reach::Email,
         };
         assert!(choice(Mode::Every).allows(Class::Notice, now));
         assert!(choice(Mode::Digests).allows(Class::Digest, now));
@@ -135,7 +175,10 @@ mod tests {
         let choice = Choice {
             mode: Mode::Every,
             paused_until: Some(until),
+            reach: Reach::Both,
         };
+        assert_eq!(Reach::parse("chat"), Some(Reach::Chat));
+        assert!(Reach::Both.in_chat() && !Reach::Email.in_chat());
         assert!(!choice.allows(Class::Digest, at("2026-12-10 09:59")));
         assert!(choice.allows(Class::Digest, until));
         assert_eq!(Choice::pause_for(0, until), Ok(None));

@@ -66,6 +66,7 @@ fn queue_emails(pool: &coe::db::DbPool) {
                     subject: format!("Overdue digest {n}"),
                     text: "One action is overdue.".into(),
                     html: "<p>One action is overdue.</p>".into(),
+                    data: serde_json::Value::Null,
                 };
                 coe::services::outbound::outbox::enqueue(conn, &email, coe::db::now())?;
             }
@@ -253,6 +254,7 @@ async fn an_admin_retries_an_email_whose_sender_stopped() {
             subject: format!("Overdue digest ({key})"),
             text: "One action is overdue.".into(),
             html: "<p>One action is overdue.</p>".into(),
+            data: serde_json::Value::Null,
         };
         coe::services::outbound::outbox::enqueue(&mut conn, &email, now).expect("queue");
         diesel::update(outbox_emails::table.filter(outbox_emails::dedup_key.eq(key)))
@@ -416,6 +418,7 @@ fn a_restore_holds_what_was_in_flight_for_an_admin() {
             subject: format!("Assigned ({key})"),
             text: "An action is yours.".into(),
             html: "<p>An action is yours.</p>".into(),
+            data: serde_json::Value::Null,
         };
         let mut conn = setup.get().expect("conn");
         coe::services::outbound::outbox::enqueue(&mut conn, &email, now).expect("queue");
@@ -483,6 +486,7 @@ fn a_restore_holds_what_was_in_flight_for_an_admin() {
         subject: "Assigned (after the restore)".into(),
         text: "An action is yours.".into(),
         html: "<p>An action is yours.</p>".into(),
+        data: serde_json::Value::Null,
     };
     coe::services::outbound::outbox::enqueue(
         &mut pool.get().expect("conn"),

@@ -1915,6 +1915,7 @@ fn a_restored_backup_sends_nothing_by_itself_until_an_admin_sends_what_is_held()
             coe::services::outbound::outbox::PRIVATE_LINK
         ),
         html: format!("<p>For {key}</p>"),
+        data: serde_json::Value::Null,
     };
     let id_of = |conn: &mut coe::db::DbConnection, key: &str| -> String {
         outbox_emails::table
@@ -2203,6 +2204,7 @@ async fn an_admin_sends_or_drops_what_a_restore_held_from_the_outbox_page() {
         subject: format!("Assigned ({key})"),
         text: "An action is yours.".into(),
         html: "<p>An action is yours.</p>".into(),
+        data: serde_json::Value::Null,
     };
     let state_of = |key: &str| -> String {
         outbox_emails::table

@@ -21,6 +21,10 @@ const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 struct Slack {
     views: Mutex<Vec<Value>>,
     responses: Mutex<Vec<Value>>,
+    /// `chat.postMessage` bodies.
+    posted: Mutex<Vec<Value>>,
+    /// The channels `conversations.history` was asked for.
+    read: Mutex<Vec<String>>,
 }
 
 fn fixture(name: &str) -> Value {
@@ -37,6 +41,16 @@ fn email_of(user: &str) -> Option<&'static str> {
         "U_OUT" => Some("someone@elsewhere.example.org"),
         _ => None,
     }
+}
+
+/// A query parameter, decoded.
+fn query(req: &HttpRequest, name: &str) -> String {
+    serde_urlencoded::from_str::<Vec<(String, String)>>(req.query_string())
+        .unwrap_or_default()
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v)
+        .unwrap_or_default()
 }
 
 async fn slack(req: HttpRequest, body: web::Bytes, asked: web::Data<Arc<Slack>>) -> HttpResponse {
@@ -57,12 +71,7 @@ async fn slack(req: HttpRequest, body: web::Bytes, asked: web::Data<Arc<Slack>>)
     }
     match path.as_str() {
         "/api/users.info" => {
-            let user = req
-                .query_string()
-                .split('&')
-                .find_map(|kv| kv.strip_prefix("user="))
-                .unwrap_or_default()
-                .to_owned();
+            let user = query(&req, "user");
             let mut answer = fixture("users_info.json");
             answer["user"]["id"] = json!(user);
             match email_of(&user) {
@@ -75,6 +84,34 @@ async fn slack(req: HttpRequest, body: web::Bytes, asked: web::Data<Arc<Slack>>)
                 }
             }
             HttpResponse::Ok().json(answer)
+        }
+        "/api/users.lookupByEmail" => {
+            let email = query(&req, "email");
+            let users = ["U_OWNER", "U_DEV", "U_REV", "U_OUT"];
+            match users
+                .into_iter()
+                .find(|u| email_of(u) == Some(email.as_str()))
+            {
+                Some(user) => {
+                    let mut answer = fixture("users_info.json");
+                    answer["user"]["id"] = json!(user);
+                    answer["user"]["profile"]["email"] = json!(email);
+                    HttpResponse::Ok().json(answer)
+                }
+                None => HttpResponse::Ok().json(json!({"ok": false, "error": "users_not_found"})),
+            }
+        }
+        "/api/conversations.history" => {
+            let channel = query(&req, "channel");
+            asked.read.lock().expect("lock").push(channel);
+            HttpResponse::Ok().json(json!({"ok": true, "messages": [], "has_more": false}))
+        }
+        "/api/chat.postMessage" => {
+            let message: Value = serde_json::from_slice(&body).expect("JSON");
+            let channel = message["channel"].clone();
+            asked.posted.lock().expect("lock").push(message);
+            HttpResponse::Ok()
+                .json(json!({"ok": true, "channel": channel, "ts": "1700000000.000100"}))
         }
         "/api/views.open" => {
             let asked_for: Value = serde_json::from_slice(&body).expect("JSON");
@@ -426,6 +463,28 @@ async fn a_failure_is_reported_followed_up_done_and_verified_from_slack() {
         "the report is in the history as from Slack: {history}"
     );
 
+    // "Import from chat" reads the linked channel by default.
+    let res = w
+        .app
+        .client
+        .get(w.app.url(&format!(
+            "/api/v1/coes/{coe}/chat-messages?channel=incidents"
+        )))
+        .bearer_auth(&w.owner)
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(
+        res.status(),
+        200,
+        "{}",
+        res.text().await.unwrap_or_default()
+    );
+    assert_eq!(
+        *slack.asked.read.lock().expect("lock"),
+        vec!["C_INC".to_owned()]
+    );
+
     // /coe follow-up: only in a linked channel; the form names the COE.
     let (_, said) = slack
         .command("U_OWNER", "C_OTHER", "follow-up", "t-f0")
@@ -580,4 +639,162 @@ async fn a_failure_is_reported_followed_up_done_and_verified_from_slack() {
     ] {
         assert!(metrics.contains(line), "{line} in {metrics}");
     }
+}
+
+/// The direct messages posted to Slack user `user`, once there are `n`.
+async fn dms(asked: &Arc<Slack>, user: &str, n: usize) -> Vec<Value> {
+    let asked = asked.clone();
+    let user = user.to_owned();
+    eventually_async(
+        Duration::from_secs(30),
+        "direct messages posted in Slack",
+        || {
+            let got: Vec<Value> = asked
+                .posted
+                .lock()
+                .expect("lock")
+                .iter()
+                .filter(|m| m["channel"] == user.as_str())
+                .cloned()
+                .collect();
+            async move { (got.len() >= n).then_some(got) }
+        },
+    )
+    .await
+}
+
+fn email_rows(w: &World, kind: &str, to: &str) -> Vec<(String, Option<String>)> {
+    use coe::db::schema::outbox_emails;
+    use diesel::prelude::*;
+    let mut conn = w.app.pool.get().expect("conn");
+    outbox_emails::table
+        .filter(outbox_emails::kind.eq(kind))
+        .filter(outbox_emails::recipient.eq(to))
+        .select((outbox_emails::state, outbox_emails::last_error))
+        .load(&mut conn)
+        .expect("outbox")
+}
+
+/// Reminders, assignments and verifications reach people in Slack when they chose it
+/// on their settings page: an action given to its owner arrives as a direct message
+/// with its buttons (and, in Slack instead of email, the email is not sent); done from
+/// the message; the reviewer, who chose both, verifies from theirs and the COE closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_reaches_people_in_slack_as_they_chose_and_is_done_from_there() {
+    let (base, asked) = double().await;
+    let channel = app_channel(&base);
+    let (w, _admin) = crate::attacks::review_world_with(move |s| {
+        s.chat.channels = vec![channel];
+        s.server.connections_on_loopback = true;
+    })
+    .await;
+    let slack = Client {
+        w: &w,
+        base: base.clone(),
+        asked: asked.clone(),
+        n: Mutex::new(0),
+    };
+    // Each chooses on their settings page (offered because a Slack app is set up).
+    for (email, reach) in [
+        ("dev@example.com", "chat"),
+        ("reviewer@example.com", "both"),
+    ] {
+        if email == "dev@example.com" {
+            crate::ownership::person(&w.app, email, false).await;
+        }
+        let cookie = crate::pages::sign_in(&w.app, email).await;
+        let page = crate::pages::get_page(&w.app, "/me/notifications", Some(&cookie))
+            .await
+            .text()
+            .await
+            .expect("page");
+        assert!(page.contains("In Slack instead"), "{page}");
+        if email == "dev@example.com" {
+            let mut saved = Vec::new();
+            crate::html::save(&mut saved, "notifications-slack", &page);
+            crate::html::assert_valid(&crate::html::vnu_jar(), &saved);
+            crate::html::assert_accessible(&w.app, &saved).await;
+            let browser = crate::webdriver::Browser::start().await;
+            crate::browser::sign_in_to(&browser, &w.app, email, "/me/notifications").await;
+            browser.screenshot("notifications-slack").await;
+        }
+        let res = crate::pages::post_form(
+            &w.app,
+            &cookie,
+            "/me/notifications",
+            "/me/notifications",
+            &[("mode", "every"), ("pause", "keep"), ("reach", reach)],
+        )
+        .await;
+        assert_eq!(res.status(), 303, "{email}");
+    }
+    let (approved, action) = crate::attacks::approved_sev1(&w).await;
+
+    // The action given to dev@ arrives in Slack, with its buttons.
+    crate::chat::deliver_with(&w.app, w.app.runtime.env());
+    let got = dms(&asked, "U_DEV", 1).await;
+    let shown = got[0].to_string();
+    assert!(shown.contains("Validate config in CI"), "{shown}");
+    assert!(
+        shown.contains(&format!("\"value\":\"{action}\"")),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("coe_done") && shown.contains("coe_move_due"),
+        "{shown}"
+    );
+    // In Slack instead of email: the email, which waited, is not sent.
+    assert_eq!(
+        email_rows(&w, "action_assigned", "dev@example.com"),
+        vec![(
+            "dropped".to_owned(),
+            Some("delivered as a direct message in Slack instead".to_owned())
+        )]
+    );
+
+    // Done from the message: the form, then the message says so.
+    slack
+        .press("U_DEV", "coe_done", &action, "t-dm1", "5.1")
+        .await;
+    let done = slack.last_view();
+    let (_, said) = slack
+        .submit(
+            "U_DEV",
+            &done,
+            "V-dm1",
+            json!({
+                "note": text("CI now validates every config change"),
+                "evidence_url": {"a": {"type": "url_text_input", "value": "https://ci.example.com/runs/7"}},
+            }),
+        )
+        .await;
+    assert!(words(&said).contains("marked done"), "{said}");
+    let updated = slack.said_at("press-5.1").await;
+    assert!(
+        words(&updated).contains("marked done by dev@example.com"),
+        "{updated}"
+    );
+
+    // The reviewer is asked to verify, by email and in Slack; verifies from Slack.
+    let smtp = crate::email::SmtpServer::start();
+    crate::mechanism::sweep_at(&w.app, &smtp.url(), chrono::Utc::now());
+    crate::chat::deliver_with(&w.app, w.app.runtime.env());
+    let got = dms(&asked, "U_REV", 1).await;
+    let asking = got
+        .iter()
+        .find(|m| m.to_string().contains("coe_verify"))
+        .unwrap_or_else(|| panic!("a message asking to verify: {got:?}"));
+    assert!(asking.to_string().contains(&action), "{asking}");
+    let emailed = email_rows(&w, "verifications_waiting", "reviewer@example.com");
+    assert_eq!(emailed.len(), 1, "both: the email goes too: {emailed:?}");
+    assert_ne!(emailed[0].0, "dropped");
+    slack
+        .press("U_REV", "coe_verify", &action, "t-dm2", "6.1")
+        .await;
+    slack.said_at("press-6.1").await;
+    let doc = w
+        .app
+        .get_json(&format!("/api/v1/coes/{approved}"), &w.owner)
+        .await;
+    assert_eq!(doc["state"], "closed", "{doc}");
 }

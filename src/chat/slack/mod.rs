@@ -5,6 +5,7 @@
 //! `http::slack`.
 
 pub mod blocks;
+pub mod direct;
 mod payload;
 mod verify;
 pub mod web;

@@ -95,6 +95,7 @@ diesel::table! {
         mode -> Text,
         paused_until -> Nullable<Timestamp>,
         updated_at -> Timestamp,
+        reach -> Text,
     }
 }
 

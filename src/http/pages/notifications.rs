@@ -12,7 +12,7 @@ use super::error::PageError;
 use super::guard::{CsrfForm, Fields, LinkForm};
 use super::kit::{render, Page, State};
 use super::outcome::see_other;
-use crate::domain::notifications::{Choice, Mode, MAX_PAUSE_DAYS};
+use crate::domain::notifications::{Choice, Mode, Reach, MAX_PAUSE_DAYS};
 use crate::http::session::SignedIn;
 use crate::http::state::{with_conn, with_write};
 use crate::services::directory::notifications;
@@ -57,8 +57,26 @@ async fn page(
             json!({"value": m.name(), "label": label, "says": says, "chosen": m == choice.mode})
         })
         .collect();
+    // Slack is offered when a Slack app is set up (a channel with its signing secret).
+    let slack = crate::services::outbound::outbox::direct::app(state.env()).is_some();
+    let reaches: Vec<_> = Reach::ALL
+        .into_iter()
+        .map(|r| {
+            let (label, says) = match r {
+                Reach::Email => ("By email", "As it has always come."),
+                Reach::Chat => (
+                    "In Slack instead",
+                    "A direct message from coe, with buttons to mark an action done, move its due date or verify it. If it cannot be delivered within half an hour, the email comes instead.",
+                ),
+                Reach::Both => ("Both", "The email, and the Slack message with its buttons."),
+            };
+            json!({"value": r.name(), "label": label, "says": says, "chosen": r == choice.reach})
+        })
+        .collect();
     let settings = &state.settings;
     let data = json!({
+        "slack": slack,
+        "reaches": reaches,
         "email": holder.email,
         "action": holder.action,
         "by_session": holder.action == "/me/notifications",
@@ -92,7 +110,16 @@ fn chosen(fields: &Fields, had: Choice) -> Result<Choice, String> {
             Choice::pause_for(days, now)?
         }
     };
-    Ok(Choice { mode, paused_until })
+    // Offered only while a Slack app is set up: without the field, it stays as it was.
+    let reach = match fields.text("reach").as_str() {
+        "" => had.reach,
+        word => Reach::parse(word).ok_or("Choose where reminders reach you: one of the three.")?,
+    };
+    Ok(Choice {
+        mode,
+        paused_until,
+        reach,
+    })
 }
 
 /// Saves the form's choice for `email`; `None` when it was saved, else the problem.

@@ -9,41 +9,52 @@ use diesel::prelude::*;
 
 use crate::db::schema::{notification_settings, unsubscribe_links};
 use crate::db::{self, DbConnection};
-use crate::domain::notifications::{Choice, Mode, LINK_DAYS};
+use crate::domain::notifications::{Choice, Mode, Reach, LINK_DAYS};
 use crate::domain::TokenSecret;
 
 /// `email`'s choice; the default (every email) when they have made none.
 pub fn choice(conn: &mut DbConnection, email: &str) -> QueryResult<Choice> {
-    let row: Option<(String, Option<NaiveDateTime>)> = notification_settings::table
+    let row: Option<(String, Option<NaiveDateTime>, String)> = notification_settings::table
         .find(email)
         .select((
             notification_settings::mode,
             notification_settings::paused_until,
+            notification_settings::reach,
         ))
         .first(conn)
         .optional()?;
     Ok(
-        row.map_or_else(Choice::default, |(mode, paused_until)| Choice {
+        row.map_or_else(Choice::default, |(mode, paused_until, reach)| Choice {
             mode: Mode::parse(&mode).unwrap_or_default(),
             paused_until,
+            reach: Reach::parse(&reach).unwrap_or_default(),
         }),
     )
 }
 
 /// Every choice made (people who made none get every email), for a sweep.
 pub fn choices(conn: &mut DbConnection) -> QueryResult<HashMap<String, Choice>> {
-    let rows: Vec<(String, String, Option<NaiveDateTime>)> = notification_settings::table
+    let rows: Vec<(String, String, Option<NaiveDateTime>, String)> = notification_settings::table
         .select((
             notification_settings::email,
             notification_settings::mode,
             notification_settings::paused_until,
+            notification_settings::reach,
         ))
         .load(conn)?;
     Ok(rows
         .into_iter()
-        .map(|(email, mode, paused_until)| {
+        .map(|(email, mode, paused_until, reach)| {
             let mode = Mode::parse(&mode).unwrap_or_default();
-            (email, Choice { mode, paused_until })
+            let reach = Reach::parse(&reach).unwrap_or_default();
+            (
+                email,
+                Choice {
+                    mode,
+                    paused_until,
+                    reach,
+                },
+            )
         })
         .collect())
 }
@@ -59,6 +70,7 @@ pub fn save(
         .set((
             notification_settings::mode.eq(choice.mode.name()),
             notification_settings::paused_until.eq(choice.paused_until),
+            notification_settings::reach.eq(choice.reach.name()),
             notification_settings::updated_at.eq(now),
         ))
         .execute(conn)?;
@@ -68,6 +80,7 @@ pub fn save(
                 notification_settings::email.eq(email),
                 notification_settings::mode.eq(choice.mode.name()),
                 notification_settings::paused_until.eq(choice.paused_until),
+                notification_settings::reach.eq(choice.reach.name()),
                 notification_settings::updated_at.eq(now),
             ))
             .execute(conn)?;

@@ -276,7 +276,7 @@ pub(super) fn slack_manifest(public_url: &str) -> String {
         },
         "oauth_config": {"scopes": {"bot": [
             "incoming-webhook", "channels:history", "groups:history", "users:read",
-            "users:read.email", "commands",
+            "users:read.email", "commands", "chat:write",
         ]}},
         "settings": {
             "interactivity": {

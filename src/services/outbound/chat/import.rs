@@ -23,7 +23,7 @@ use serde_json::json;
 
 use crate::chat::read::{self, Said};
 use crate::config::ChannelSettings;
-use crate::db::schema::{coe_incidents, coes, incidents};
+use crate::db::schema::{chat_links, coe_incidents, coes, incidents};
 use crate::db::DbConnection;
 use crate::services::access::{self, Editor};
 use crate::services::audit::{self, Change, Subject};
@@ -82,6 +82,10 @@ pub struct Scope {
     /// without incidents, its own start (at most `REPORTED_REACH_DAYS` before it was
     /// opened; its opening when none is known) to its resolution.
     pub span: (NaiveDateTime, Option<NaiveDateTime>),
+    /// The Slack channel linked to it (where its failure was reported from Slack, or
+    /// one linked with `/coe link`): what a Slack channel reads when no conversation is
+    /// named, for anyone who may read into the COE.
+    pub slack_channel: Option<String>,
 }
 
 impl Scope {
@@ -170,11 +174,19 @@ pub fn scope(conn: &mut DbConnection, id: &str) -> QueryResult<Option<Scope>> {
         };
         (start, end)
     };
+    let slack_channel: Option<String> = chat_links::table
+        .filter(chat_links::platform.eq("slack"))
+        .filter(chat_links::coe_id.eq(id))
+        .order(chat_links::linked_at.desc())
+        .select(chat_links::channel_id)
+        .first(conn)
+        .optional()?;
     Ok(Some(Scope {
         team,
         service,
         window: (started.unwrap_or(created - Duration::hours(24)), resolved),
         span: (start, end),
+        slack_channel,
     }))
 }
 
@@ -313,11 +325,16 @@ pub fn plan(
             ));
         }
     }
+    // A Slack channel reads the COE's own incident channel when one is linked.
+    let linked = (channel.kind == crate::config::ChatKind::Slack)
+        .then_some(scope.slack_channel.as_deref())
+        .flatten();
     let conversation = ask
         .conversation
         .as_deref()
         .map(str::trim)
-        .filter(|c| !c.is_empty());
+        .filter(|c| !c.is_empty())
+        .or(linked);
     if conversation.is_none() && read::default_conversation(channel).is_none() {
         return Err(ImportError::Invalid(
             "conversation",
@@ -463,6 +480,7 @@ mod tests {
             service: None,
             window: (at("2026-12-01 10:00"), None),
             span: (at("2026-12-01 10:00"), Some(at("2026-12-01 12:00"))),
+            slack_channel: None,
         };
         let now = at("2026-12-06 00:00");
         assert_eq!(

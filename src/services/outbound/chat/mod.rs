@@ -31,6 +31,7 @@ use crate::db::schema::{chat_channels, chat_messages};
 use crate::db::{self, DbConnection};
 
 use crate::services::connections::Tried;
+use crate::services::outbound::outbox::direct;
 use crate::services::outbound::queue::{
     self, due, Claim, DeliveryError, Flow, Pooled, Queue, Report, Settled,
 };
@@ -245,6 +246,10 @@ impl queue::Channel for Chat<'_> {
             .map(|c| c.name.clone())
             .filter(|n| !broken.contains(n))
             .collect();
+        // Direct messages go while a Slack app is set up.
+        if direct::app(self.env).is_some() {
+            self.usable.push(direct::CHANNEL.to_owned());
+        }
         Ok(true)
     }
 
@@ -287,6 +292,10 @@ impl queue::Channel for Chat<'_> {
     }
 
     fn send(&mut self, message: &mut Message) -> Sent {
+        if message.channel == direct::CHANNEL {
+            let body: serde_json::Value = serde_json::from_str(&message.body).unwrap_or_default();
+            return direct::send(self.env, &body, timeout(self.env));
+        }
         let Some(channel) = self
             .env
             .connections
@@ -331,6 +340,12 @@ fn record(
     let now = db::now();
     let (channel, attempts) = (message.channel.as_str(), message.claim.attempts);
     let settled = match outcome {
+        Sent::Delivered if channel == direct::CHANNEL => {
+            let body: serde_json::Value = serde_json::from_str(&message.body).unwrap_or_default();
+            direct::delivered(conn, &body, now)?;
+            report.sent += 1;
+            Settled::sent(now)
+        }
         Sent::Delivered => {
             channel_state(conn, channel, None, false, now)?;
             report.sent += 1;

@@ -20,6 +20,7 @@ use crate::email::{clean_line, EmailTemplates, Kind, TemplateError};
 use crate::services::directory::notifications;
 
 mod delivery;
+pub mod direct;
 mod listing;
 pub mod restored;
 
@@ -88,6 +89,10 @@ pub struct NewEmail {
     pub text: String,
     #[serde(skip)]
     pub html: String,
+    /// What its template was given: a direct message in Slack is made from it
+    /// (`chat::direct`); `Null` for an email made otherwise.
+    #[serde(skip)]
+    pub data: serde_json::Value,
 }
 
 /// Renders `kind` for `recipient`; the greeting uses `name` (from the directory).
@@ -115,6 +120,7 @@ pub fn compose(
         subject: rendered.subject,
         text: rendered.text,
         html: rendered.html,
+        data,
     })
 }
 
@@ -146,8 +152,8 @@ fn queue(
     now: NaiveDateTime,
 ) -> QueryResult<bool> {
     let class = email.kind.class();
-    if class == Class::Notice && !notifications::choice(conn, &email.recipient)?.allows(class, now)
-    {
+    let choice = notifications::choice(conn, &email.recipient)?;
+    if class == Class::Notice && !choice.allows(class, now) {
         return Ok(false);
     }
     // Reminders and digests carry a link that unsubscribes in one click (RFC 8058),
@@ -176,7 +182,7 @@ fn queue(
         body_html: email.html.clone(),
         state: PENDING.into(),
         attempts: 0,
-        next_attempt_at: now,
+        next_attempt_at: direct::email_due(email, choice.reach, now),
         lease_until: None,
         last_error: None,
         created_at: now,
@@ -193,6 +199,10 @@ fn queue(
     )?;
     if inserted == 1 {
         QUEUED_HERE.with(|q| q.set(true));
+        // In Slack too, when the person chose it.
+        if direct::wanted(email, choice.reach) {
+            direct::queue(conn, email, choice.reach, now)?;
+        }
     }
     Ok(inserted == 1)
 }

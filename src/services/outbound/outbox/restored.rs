@@ -331,6 +331,7 @@ mod tests {
             subject: key.into(),
             text: "text".into(),
             html: "<p>html</p>".into(),
+            data: serde_json::Value::Null,
         }
     }
 

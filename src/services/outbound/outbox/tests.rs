@@ -15,6 +15,7 @@ fn email(key: &str) -> NewEmail {
         subject: "Approved: it".into(),
         text: "text".into(),
         html: "<p>html</p>".into(),
+        data: serde_json::Value::Null,
     }
 }
 
