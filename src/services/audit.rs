@@ -37,6 +37,25 @@ pub struct Change<'a> {
     pub after: Option<Value>,
 }
 
+thread_local! {
+    /// The chat the changes recorded on this thread are made from (`from_chat`).
+    static VIA: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `change` with every record it writes saying it was made from chat `via`
+/// (`slack`): the history says "…, from Slack". Services run a change on one thread,
+/// in one transaction; the mark is taken off when `change` returns or unwinds.
+pub fn from_chat<T>(via: &'static str, change: impl FnOnce() -> T) -> T {
+    struct Restore(Option<&'static str>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            VIA.with(|v| v.set(self.0));
+        }
+    }
+    let _restore = Restore(VIA.with(|v| v.replace(Some(via))));
+    change()
+}
+
 /// Writes one audit record at `at`.
 pub fn record(conn: &mut DbConnection, change: Change<'_>, at: NaiveDateTime) -> QueryResult<()> {
     let (entity, entity_id, coe_id) = match change.subject {
@@ -55,7 +74,7 @@ pub fn record(conn: &mut DbConnection, change: Change<'_>, at: NaiveDateTime) ->
             before: change.before.map(|v| v.to_string()),
             after: change.after.map(|v| v.to_string()),
             at,
-            via: None,
+            via: VIA.with(std::cell::Cell::get).map(str::to_owned),
         })
         .execute(conn)
         .map(|_| ())

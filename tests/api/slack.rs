@@ -378,6 +378,14 @@ async fn a_failure_is_reported_followed_up_done_and_verified_from_slack() {
         .post_signed("/chat/slack/commands", body, &stamp, &good)
         .await;
     assert_eq!(status, 401, "a replay is refused");
+    let shouted = good.to_uppercase().replacen("V0=", "v0=", 1);
+    let (status, _) = slack
+        .post_signed("/chat/slack/commands", body, &stamp, &shouted)
+        .await;
+    assert_eq!(
+        status, 401,
+        "a replay written in capitals is the same request"
+    );
     assert!(words(&said).contains("replay"), "{said}");
 
     // Someone Slack knows but coe's directory does not: told privately, nothing changes.
@@ -535,6 +543,54 @@ async fn a_failure_is_reported_followed_up_done_and_verified_from_slack() {
         shown.contains("coe_done") && shown.contains("coe_move_due"),
         "{shown}"
     );
+
+    // Move the due date: the same date is no move; a new one with its reason is.
+    slack
+        .press("U_DEV", "coe_move_due", &action, "t-mv", "1.0")
+        .await;
+    let moving = slack.last_view();
+    assert_eq!(moving["callback_id"], "move_due");
+    let current = w
+        .app
+        .get_json(&format!("/api/v1/actions/{action}"), &w.owner)
+        .await["due_date"]
+        .as_str()
+        .expect("due")
+        .to_owned();
+    let later = (chrono::NaiveDate::parse_from_str(&current, "%Y-%m-%d").expect("date")
+        + chrono::Duration::days(7))
+    .to_string();
+    let (_, said) = slack
+        .submit(
+            "U_DEV",
+            &moving,
+            "V-mv",
+            json!({"due_date": {"a": {"type": "datepicker", "selected_date": current}},
+                   "reason": text("waiting on the CI team")}),
+        )
+        .await;
+    assert!(
+        said["errors"]["due_date"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("already"),
+        "{said}"
+    );
+    let (_, said) = slack
+        .submit(
+            "U_DEV",
+            &moving,
+            "V-mv",
+            json!({"due_date": {"a": {"type": "datepicker", "selected_date": later}},
+                   "reason": text("waiting on the CI team")}),
+        )
+        .await;
+    assert!(words(&said).contains(&format!("now due {later}")), "{said}");
+    let a = w
+        .app
+        .get_json(&format!("/api/v1/actions/{action}"), &w.owner)
+        .await;
+    assert_eq!(a["due_date"], later.as_str(), "{a}");
 
     // Mark done: the form; without evidence it stays open and nothing changes.
     slack
@@ -698,6 +754,7 @@ async fn work_reaches_people_in_slack_as_they_chose_and_is_done_from_there() {
     for (email, reach) in [
         ("dev@example.com", "chat"),
         ("reviewer@example.com", "both"),
+        ("di@example.com", "chat"),
     ] {
         if email == "dev@example.com" {
             crate::ownership::person(&w.app, email, false).await;
@@ -752,6 +809,28 @@ async fn work_reaches_people_in_slack_as_they_chose_and_is_done_from_there() {
         )]
     );
 
+    // di@ has no Slack account: the message is refused, and the email, which waited for
+    // it, goes at once.
+    let due: Vec<(String, chrono::NaiveDateTime)> = {
+        use coe::db::schema::outbox_emails;
+        use diesel::prelude::*;
+        let mut conn = w.app.pool.get().expect("conn");
+        outbox_emails::table
+            .filter(outbox_emails::recipient.eq("di@example.com"))
+            .filter(outbox_emails::kind.eq("review_requested"))
+            .select((outbox_emails::state, outbox_emails::next_attempt_at))
+            .load(&mut conn)
+            .expect("outbox")
+    };
+    assert!(!due.is_empty(), "di@ was asked to review");
+    for (state, at) in due {
+        assert_ne!(state, "dropped");
+        assert!(
+            state == "sent" || at <= chrono::Utc::now().naive_utc(),
+            "{state} at {at}: the email goes now"
+        );
+    }
+
     // Done from the message: the form, then the message says so.
     slack
         .press("U_DEV", "coe_done", &action, "t-dm1", "5.1")
@@ -797,4 +876,108 @@ async fn work_reaches_people_in_slack_as_they_chose_and_is_done_from_there() {
         .get_json(&format!("/api/v1/coes/{approved}"), &w.owner)
         .await;
     assert_eq!(doc["state"], "closed", "{doc}");
+}
+
+/// What is not Slack's, or not what Slack sends, gets a clear 4xx and changes nothing:
+/// a request with no app set up, unsigned, a signed body that is no form or no JSON, a
+/// payload without a user, one too large; a modal coe did not open is received and
+/// nothing done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_from_slack_are_refused_and_change_nothing() {
+    // No Slack app set up: nothing is Slack's.
+    let w = World::new().await;
+    let res = w
+        .app
+        .client
+        .post(w.app.url("/chat/slack/commands"))
+        .header(
+            "x-slack-request-timestamp",
+            chrono::Utc::now().timestamp().to_string(),
+        )
+        .header("x-slack-signature", "v0=00")
+        .body("command=%2Fcoe&text=mine&user_id=U1")
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(res.status(), 401);
+    let said: Value = res.json().await.expect("JSON");
+    assert!(
+        said["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("signature"),
+        "{said}"
+    );
+
+    let (base, asked) = double().await;
+    let channel = app_channel(&base);
+    let (w, _) = crate::attacks::review_world_with(move |s| {
+        s.chat.channels = vec![channel];
+        s.server.connections_on_loopback = true;
+    })
+    .await;
+    let slack = Client {
+        w: &w,
+        base,
+        asked,
+        n: Mutex::new(0),
+    };
+    let (status, said) = slack.post("/chat/slack/commands", "%%%").await;
+    assert_eq!(status, 400, "{said}");
+    assert!(
+        said["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("slash command"),
+        "{said}"
+    );
+    let (status, said) = slack
+        .post("/chat/slack/interactions", "payload=%7Bnot%20json")
+        .await;
+    assert_eq!(status, 400, "{said}");
+    assert!(
+        said["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("JSON"),
+        "{said}"
+    );
+    let (status, said) = slack
+        .interact(&json!({"type": "block_actions", "actions": []}))
+        .await;
+    assert_eq!(status, 400, "no user: {said}");
+    let big = format!(
+        "command=%2Fcoe&user_id=U_OWNER&text={}",
+        "a".repeat(300 * 1024)
+    );
+    let (status, said) = slack.post("/chat/slack/commands", &big).await;
+    assert_eq!(status, 413, "{said}");
+    // A modal coe did not open, a shortcut, a button coe does not know: received, nothing done.
+    let (status, _) = slack
+        .submit(
+            "U_OWNER",
+            &json!({"callback_id": "other", "private_metadata": "{}"}),
+            "V-x",
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = slack
+        .interact(&json!({"type": "shortcut", "user": {"id": "U_OWNER"}}))
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = slack
+        .press("U_OWNER", "something_else", "x", "t-x", "9.9")
+        .await;
+    assert_eq!(status, 200);
+    // An action that does not exist: said to the presser, nothing opened.
+    let before = slack.views();
+    slack
+        .press("U_OWNER", "coe_done", "no-such-action", "t-y", "9.8")
+        .await;
+    let said = slack.said_at("press-9.8").await;
+    assert!(words(&said).contains("Nothing was changed"), "{said}");
+    assert_eq!(slack.views(), before);
+    let listed = w.app.get_json("/api/v1/coes?limit=100", &w.owner).await;
+    assert_eq!(listed["coes"].as_array().map(Vec::len), Some(0), "{listed}");
 }

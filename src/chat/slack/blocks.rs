@@ -132,8 +132,8 @@ fn modal(callback_id: &str, title: &str, submit: &str, meta: &Value, blocks: Vec
 }
 
 /// "Report a failure": what is broken, the service, the severity, when it started
-/// (and what customers saw).
-pub fn report_modal(meta: &Value, now: i64) -> Value {
+/// (and what customers saw). The start is the person's to give: no time is proposed.
+pub fn report_modal(meta: &Value) -> Value {
     let severities = [
         ("sev1", "Sev 1 (worst)"),
         ("sev2", "Sev 2"),
@@ -171,7 +171,7 @@ pub fn report_modal(meta: &Value, now: i64) -> Value {
             input(
                 "started_at",
                 "Started",
-                json!({"type": "datetimepicker", "action_id": "answer", "initial_date_time": now}),
+                json!({"type": "datetimepicker", "action_id": "answer"}),
                 false,
                 Some("When customers first saw it."),
             ),
@@ -376,7 +376,7 @@ mod tests {
         assert_eq!(blocks, ["note", "evidence_url"]);
         let day = NaiveDate::from_ymd_opt(2027, 1, 31).expect("day");
         for modal in [
-            report_modal(&meta, 0),
+            report_modal(&meta),
             follow_up_modal("t", day, &meta),
             move_due_modal("t", day, &meta),
             send_back_modal("t", &meta),

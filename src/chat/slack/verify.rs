@@ -54,7 +54,7 @@ pub fn verify(
         return Err(Unsigned::Missing);
     };
     let at: i64 = timestamp.trim().parse().map_err(|_| Unsigned::Forged)?;
-    if (now - at).abs() > WINDOW_SECS {
+    if now.abs_diff(at) > WINDOW_SECS.unsigned_abs() {
         return Err(Unsigned::Stale);
     }
     let given = signature
@@ -124,6 +124,11 @@ mod tests {
             Err(Unsigned::Forged)
         );
         assert_eq!(check(None, Some(&good), body, 1000), Err(Unsigned::Missing));
+        assert_eq!(
+            check(Some("-9223372036854775808"), Some(&good), body, 1000),
+            Err(Unsigned::Stale),
+            "no overflow"
+        );
         assert_eq!(
             verify(&[], Some("1000"), Some(&good), body, 1000),
             Err(Unsigned::Forged)

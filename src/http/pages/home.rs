@@ -11,7 +11,7 @@ use super::kit::{render, Page, State};
 use super::outcome::as_service;
 use crate::domain::coe::CoeState;
 use crate::http::session::SignedIn;
-use crate::services::coe::actions::{self, ActionFilter, ActionSort, ActionView};
+use crate::services::coe::actions::{self, ActionFilter, ActionView};
 use crate::services::coe::coes::{self, CoeFilter, CoeSummary};
 
 /// At most this many actions and COEs are listed.
@@ -64,30 +64,7 @@ pub async fn home(who: SignedIn, query: actix_web::web::Query<HomeQuery>, state:
                 dotless,
             )?;
             // Open or in progress: the overdue ones, then the rest by due date.
-            let mut open = Vec::new();
-            for window in [
-                ActionFilter {
-                    overdue: Some(true),
-                    ..ActionFilter::default()
-                },
-                ActionFilter {
-                    due_from_today: true,
-                    ..ActionFilter::default()
-                },
-            ] {
-                let mine = ActionFilter {
-                    owner: Some(email.clone()),
-                    ..window
-                };
-                open.extend(actions::page(
-                    conn,
-                    &mine,
-                    ActionSort::DaysOverdue,
-                    SHOWN,
-                    0,
-                    clock,
-                )?);
-            }
+            let open = crate::services::figures::work::open_actions(conn, &email, SHOWN, clock)?;
             let mut mine: Vec<CoeSummary> = Vec::new();
             for filter in [
                 CoeFilter {

@@ -65,8 +65,7 @@ pub async fn commands(
         "report" => {
             let meta = json!({"channel": channel,
                               "response_url": channel.as_ref().map(|_| &command.response_url)});
-            let now = crate::domain::clock::now().timestamp();
-            let view = blocks::report_modal(&meta, now);
+            let view = blocks::report_modal(&meta);
             Ok(opened(&state, &app, &command.trigger_id, view, &count).await?)
         }
         "follow_up" => {

@@ -9,15 +9,47 @@ use serde_json::{json, Value};
 use crate::chat::slack::{self, web::Api};
 use crate::config::{ChannelSettings, ChatKind};
 use crate::error::ApiError;
-use crate::http::state::{with_conn, AppState};
+use crate::http::state::{with_conn, with_write, AppState};
 use crate::services::access::Acting;
 use crate::services::from_chat::{self, Platform};
 
 /// Largest request taken: a modal's state is the biggest Slack sends.
 const MAX_BODY: usize = 256 * 1024;
 
-/// How long one Web API call may take inside a request (Slack waits three seconds).
-pub(super) const IN_REQUEST: Duration = Duration::from_millis(2500);
+/// How long one Web API call may take inside a request: Slack waits three seconds for
+/// the answer, and a request makes at most two calls (who the person is, often
+/// remembered; the modal opened).
+pub(super) const IN_REQUEST: Duration = Duration::from_millis(1200);
+
+/// Slack users' emails, as `users.info` gave them, for five minutes (by app and user):
+/// a press and the modal it opens ask once.
+fn emails() -> &'static moka::sync::Cache<(String, String), String> {
+    static EMAILS: std::sync::OnceLock<moka::sync::Cache<(String, String), String>> =
+        std::sync::OnceLock::new();
+    EMAILS.get_or_init(|| {
+        moka::sync::Cache::builder()
+            .max_capacity(10_000)
+            .time_to_live(Duration::from_secs(300))
+            .build()
+    })
+}
+
+/// The email address of Slack user `user`'s profile (remembered a while), or why not.
+pub(super) async fn email_of(
+    app: &SlackApp,
+    user: &str,
+) -> Result<Result<Option<String>, slack::web::Failed>, ApiError> {
+    let key = (app.channel.name.clone(), user.to_owned());
+    if let Some(email) = emails().get(&key) {
+        return Ok(Ok(Some(email)));
+    }
+    let (app, user) = (app.clone(), user.to_owned());
+    let found = web::block(move || app.api(IN_REQUEST).email_of(&user)).await?;
+    if let Ok(Some(email)) = &found {
+        emails().insert(key, email.clone());
+    }
+    Ok(found)
+}
 
 /// The Slack app a request came from: the channel whose signing secret signed it.
 #[derive(Clone)]
@@ -92,8 +124,17 @@ pub(super) async fn signed(
             return Err(ApiError::Unauthorized(e.to_string()));
         }
     };
-    let key = format!("sig:{}", signature.unwrap_or_default());
-    let fresh = with_conn(state, move |conn, _| {
+    // The request itself, not how its signature's hex is written: a replay in capitals
+    // is the same request.
+    let key = {
+        use sha2::Digest;
+        let mut digest = sha2::Sha256::new();
+        digest.update(timestamp.unwrap_or_default().as_bytes());
+        digest.update(b":");
+        digest.update(&body);
+        format!("sig:{}", hex::encode(digest.finalize()))
+    };
+    let fresh = with_write(state, move |conn, _| {
         Ok(from_chat::fresh(
             conn,
             Platform::Slack,
@@ -134,8 +175,7 @@ pub(super) async fn who(
     app: &SlackApp,
     user: &str,
 ) -> Result<Known, ApiError> {
-    let (app, user) = (app.clone(), user.to_owned());
-    let email = web::block(move || app.api(IN_REQUEST).email_of(&user)).await?;
+    let email = email_of(app, user).await?;
     let nobody = |outcome, said: String| Ok(Known::Nobody { outcome, said });
     let email = match email {
         Ok(Some(email)) => email,

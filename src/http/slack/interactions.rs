@@ -10,7 +10,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use chrono::NaiveDate;
 use serde_json::{json, Value};
 
-use super::intake::{nothing, signed, tell_later, who, Known, SlackApp, IN_REQUEST};
+use super::intake::{email_of, nothing, signed, tell_later, who, Known, SlackApp, IN_REQUEST};
 use super::words;
 use crate::chat::slack::blocks::{self, escape};
 use crate::chat::slack::{Interaction, Submitted};
@@ -62,6 +62,24 @@ struct Press {
     response_url: Option<String>,
 }
 
+/// The person Slack user `user` is, or what to tell them (counted as `what`'s outcome).
+async fn person(
+    state: &web::Data<AppState>,
+    app: &SlackApp,
+    user: &str,
+    what: &str,
+) -> Result<Result<Acting, String>, ApiError> {
+    Ok(match who(state, app, user).await? {
+        Known::Person(acting) => Ok(acting),
+        Known::Nobody { outcome, said } => {
+            state
+                .metrics
+                .chat_move(Platform::Slack.as_str(), what, outcome);
+            Err(said)
+        }
+    })
+}
+
 /// What the history and `/metrics` call each button's move.
 fn move_of(action_id: &str) -> Option<&'static str> {
     Some(match action_id {
@@ -87,10 +105,9 @@ async fn pressed(
             .metrics
             .chat_move(Platform::Slack.as_str(), what, outcome)
     };
-    let acting = match who(state, app, &press.user).await? {
-        Known::Person(acting) => acting,
-        Known::Nobody { outcome, said } => {
-            count(outcome);
+    let acting = match person(state, app, &press.user, what).await? {
+        Ok(acting) => acting,
+        Err(said) => {
             tell_later(press.response_url, blocks::said(&said), false);
             return Ok(nothing());
         }
@@ -105,7 +122,7 @@ async fn pressed(
                 verified: Some(true),
                 reason: None,
             };
-            from_chat::once(conn, Platform::Slack, &key, &by.actor, |conn| {
+            from_chat::once(conn, Platform::Slack, &key, |conn| {
                 actions::verify(conn, &id, &input, &editor, state.env())?;
                 Ok::<_, ApiError>(())
             })
@@ -233,16 +250,45 @@ async fn refresh(
     Ok(())
 }
 
+/// What each field is called in the modals, for what the services say about them.
+const LABELS: [(&str, &str); 8] = [
+    ("evidence_url", "the evidence link"),
+    ("due_date", "the due date"),
+    ("success_criteria", "done when"),
+    ("started_at", "the start"),
+    ("customers_saw", "what customers saw"),
+    ("note", "what was done"),
+    ("reason", "why"),
+    ("owner", "the owner"),
+];
+
+/// A service's words with its field names said as the modals say them.
+fn plain(text: &str) -> String {
+    let mut text = text.to_owned();
+    for (field, label) in LABELS {
+        if field.contains('_') {
+            text = text.replace(field, label);
+        }
+    }
+    text
+}
+
 /// An error in words for the person (the field's problem, or the refusal).
 fn words_of(e: &ApiError) -> String {
+    let label = |field: &str| {
+        LABELS
+            .iter()
+            .find(|(f, _)| *f == field)
+            .map_or_else(|| field.replace('_', " "), |(_, l)| (*l).to_owned())
+    };
     match e {
         ApiError::Validation(problems) => problems
             .iter()
-            .map(|p| format!("{}: {}.", p.field.replace('_', " "), p.problem))
+            .map(|p| format!("{}: {}.", label(&p.field), plain(&p.problem)))
             .collect::<Vec<_>>()
             .join(" "),
-        ApiError::Conflict { message, .. } => format!("{message}."),
-        other => format!("{other}."),
+        ApiError::Conflict { message, .. } => format!("{}.", plain(message)),
+        other => format!("{}.", plain(&other.to_string())),
     }
 }
 
@@ -286,13 +332,14 @@ fn refused(callback: &str, e: &ApiError) -> Value {
                     .iter()
                     .find(|b| **b == p.field)
                     .unwrap_or(&blocks_here[0]);
+                let problem = plain(&p.problem);
                 errors
                     .entry((*block).to_owned())
                     .and_modify(|e| {
                         e.push(' ');
-                        e.push_str(&p.problem);
+                        e.push_str(&problem);
                     })
-                    .or_insert_with(|| p.problem.clone());
+                    .or_insert(problem);
             }
             blocks::errors(&errors)
         }
@@ -326,35 +373,29 @@ async fn submitted_form(
             .metrics
             .chat_move(Platform::Slack.as_str(), what, outcome)
     };
-    let acting = match who(state, app, &form.user).await? {
-        Known::Person(acting) => acting,
-        Known::Nobody { outcome, said } => {
-            count(outcome);
-            return Ok(HttpResponse::Ok().json(blocks::finished("Not done", &said)));
-        }
+    let acting = match person(state, app, &form.user, what).await? {
+        Ok(acting) => acting,
+        Err(said) => return Ok(HttpResponse::Ok().json(blocks::finished("Not done", &said))),
     };
     // A follow-up's owner is a Slack user: who they are in coe, asked before any
     // connection is taken.
     let owner_email = match (what, form.input("owner")) {
-        ("follow_up", Some(user)) => {
-            let app = app.clone();
-            match web::block(move || app.api(IN_REQUEST).email_of(&user)).await? {
-                Ok(Some(email)) => Some(email),
-                Ok(None) => {
-                    count("refused");
-                    let mut problems = BTreeMap::new();
-                    problems.insert("owner".to_owned(), "has no email address in Slack that coe can read: pick someone in coe's directory".to_owned());
-                    return Ok(HttpResponse::Ok().json(blocks::errors(&problems)));
-                }
-                Err(e) => {
-                    count("failed");
-                    return Ok(HttpResponse::Ok().json(blocks::finished(
+        ("follow_up", Some(user)) => match email_of(app, &user).await? {
+            Ok(Some(email)) => Some(email),
+            Ok(None) => {
+                count("refused");
+                let mut problems = BTreeMap::new();
+                problems.insert("owner".to_owned(), "has no email address in Slack that coe can read: pick someone in coe's directory".to_owned());
+                return Ok(HttpResponse::Ok().json(blocks::errors(&problems)));
+            }
+            Err(e) => {
+                count("failed");
+                return Ok(HttpResponse::Ok().json(blocks::finished(
                         "Not done",
                         &format!("coe could not ask Slack who the owner is ({e}): submit again in a minute. Nothing was changed."),
                     )));
-                }
             }
-        }
+        },
         _ => None,
     };
     let key = format!("view:{}", form.view_id);
@@ -368,7 +409,7 @@ async fn submitted_form(
         let env = state.env();
         let clock = state.settings.clock();
         let form = form_in;
-        from_chat::once(conn, Platform::Slack, &key, &by.actor, |conn| -> Result<Value, ApiError> {
+        from_chat::once(conn, Platform::Slack, &key, |conn| -> Result<Value, ApiError> {
             match what {
                 "report" => {
                     let input = FailureReport {
@@ -410,9 +451,17 @@ async fn submitted_form(
                 }
                 "move_due" => {
                     let due = match form.input("due_date").map(|d| d.parse::<NaiveDate>()) {
-                        Some(Ok(due)) => Some(due),
+                        Some(Ok(due)) => due,
                         _ => return Err(ApiError::field("due_date", "pick the new due date")),
                     };
+                    let current = actions::get(conn, &acted_on, clock, &[])?.action.due_date;
+                    if due == current {
+                        return Err(ApiError::field(
+                            "due_date",
+                            format!("it is due {current} already: pick the new date"),
+                        ));
+                    }
+                    let due = Some(due);
                     let patch = ActionPatch {
                         due_date: due,
                         reason: form.input("reason"),

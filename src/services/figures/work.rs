@@ -58,6 +58,42 @@ pub struct Move {
 /// Most moves of each kind listed.
 const SHOWN: i64 = 100;
 
+/// `email`'s open actions (open or in progress), the overdue ones first (most days
+/// overdue first), then the rest by due date: at most `limit` of each.
+pub fn open_actions(
+    conn: &mut DbConnection,
+    email: &str,
+    limit: i64,
+    clock: crate::domain::Clock,
+) -> QueryResult<Vec<crate::services::coe::actions::ActionView>> {
+    use crate::services::coe::actions::{self, ActionFilter, ActionSort};
+    let mut open = Vec::new();
+    for window in [
+        ActionFilter {
+            overdue: Some(true),
+            ..ActionFilter::default()
+        },
+        ActionFilter {
+            due_from_today: true,
+            ..ActionFilter::default()
+        },
+    ] {
+        let mine = ActionFilter {
+            owner: Some(email.to_owned()),
+            ..window
+        };
+        open.extend(actions::page(
+            conn,
+            &mine,
+            ActionSort::DaysOverdue,
+            limit,
+            0,
+            clock,
+        )?);
+    }
+    Ok(open)
+}
+
 /// Every move that waits on `me`, oldest first. `verify_from` is
 /// `coe.verify_actions_from`; `dotless` is `auth.dotless_domains`.
 pub fn moves(

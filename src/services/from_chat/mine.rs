@@ -4,7 +4,8 @@
 use diesel::QueryResult;
 
 use crate::db::DbConnection;
-use crate::services::coe::actions::{self, ActionFilter, ActionSort, ActionView};
+use crate::domain::action::ActionState;
+use crate::services::coe::actions::{self, ActionFilter, ActionView};
 use crate::services::figures::work::{self, Move};
 use crate::services::Env;
 
@@ -31,36 +32,20 @@ pub fn mine(conn: &mut DbConnection, env: Env<'_>, email: &str) -> QueryResult<M
         settings.coe.verify_actions_from,
         &settings.auth.dotless_domains,
     )?;
-    let mut list = Vec::new();
+    let mut actions = work::open_actions(conn, email, SHOWN, clock)?;
+    actions.truncate(usize::try_from(SHOWN).unwrap_or(usize::MAX));
     let mut open_count = 0;
-    for window in [
-        ActionFilter {
-            overdue: Some(true),
-            ..ActionFilter::default()
-        },
-        ActionFilter {
-            due_from_today: true,
-            ..ActionFilter::default()
-        },
-    ] {
+    for state in [ActionState::Open, ActionState::InProgress] {
         let filter = ActionFilter {
             owner: Some(email.to_owned()),
-            ..window
+            state: Some(state),
+            ..ActionFilter::default()
         };
         open_count += actions::count(conn, &filter, clock)?;
-        list.extend(actions::page(
-            conn,
-            &filter,
-            ActionSort::DaysOverdue,
-            SHOWN,
-            0,
-            clock,
-        )?);
     }
-    list.truncate(SHOWN as usize);
     Ok(Mine {
         moves,
-        actions: list,
+        actions,
         open_count,
     })
 }

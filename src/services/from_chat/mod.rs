@@ -13,10 +13,11 @@ pub use mine::{mine, Mine};
 use chrono::{Duration, NaiveDateTime};
 use diesel::prelude::*;
 
-use crate::db::schema::{audit_log, chat_links, chat_requests, coes, people};
+use crate::db::schema::{chat_links, chat_requests, coes, people};
 use crate::db::{self, DbConnection};
 use crate::domain::EmailAddress;
 use crate::services::access::Acting;
+use crate::services::audit;
 
 /// A chat platform people work from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -92,33 +93,21 @@ pub fn fresh(
     Ok(taken == 1)
 }
 
-/// Runs `change` (a service's move, as `actor`) once for `key`, in one transaction:
-/// `None` when the key was taken before (nothing done again); the history records the
-/// move wrote say they came from `platform`. A refused move takes no key, so that the
-/// person may try again.
+/// Runs `change` (a service's move, as the person) once for `key`, in one
+/// transaction: `None` when the key was taken before (nothing done again); the history
+/// records the move writes say they came from `platform` (`audit::from_chat`). A
+/// refused move takes no key, so that the person may try again.
 pub fn once<T, E: From<diesel::result::Error>>(
     conn: &mut DbConnection,
     platform: Platform,
     key: &str,
-    actor: &str,
     change: impl FnOnce(&mut DbConnection) -> Result<T, E>,
 ) -> Result<Option<T>, E> {
     db::write_transaction(conn, |conn| {
         if !fresh(conn, platform, key, db::now())? {
             return Ok(None);
         }
-        // Ids are time-ordered: what this move writes comes after this one.
-        let since = db::new_id();
-        let done = change(conn)?;
-        diesel::update(
-            audit_log::table
-                .filter(audit_log::id.gt(&since))
-                .filter(audit_log::actor.eq(actor))
-                .filter(audit_log::via.is_null()),
-        )
-        .set(audit_log::via.eq(platform.as_str()))
-        .execute(conn)?;
-        Ok(Some(done))
+        audit::from_chat(platform.as_str(), || change(conn)).map(Some)
     })
 }
 
@@ -166,20 +155,6 @@ pub fn linked(
         .optional()
 }
 
-/// The chat channels linked to COE `coe_id` on `platform` (its incident channels).
-pub fn channels_of(
-    conn: &mut DbConnection,
-    platform: Platform,
-    coe_id: &str,
-) -> QueryResult<Vec<String>> {
-    chat_links::table
-        .filter(chat_links::platform.eq(platform.as_str()))
-        .filter(chat_links::coe_id.eq(coe_id))
-        .order(chat_links::linked_at.desc())
-        .select(chat_links::channel_id)
-        .load(conn)
-}
-
 /// Links chat channel `channel` to COE `coe_id` when `who` may change that COE; gives
 /// its title, or why not in words.
 pub fn name_channel(
@@ -199,7 +174,9 @@ pub fn name_channel(
             "No COE has that address: give its address in coe, such as https://coe.example.com/coes/….".to_owned(),
         ));
     };
-    match crate::services::access::coe(conn, coe_id, who) {
+    // Its owner, its reviewer or an admin: a linked channel is what "Import from chat"
+    // reads into the COE by default.
+    match crate::services::access::read_chat(conn, coe_id, who, false) {
         Ok(()) => {}
         Err(crate::services::access::AccessError::Database(e)) => return Err(e),
         Err(e) => return Ok(Err(format!("You may not link it: {e}."))),

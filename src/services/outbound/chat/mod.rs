@@ -234,6 +234,9 @@ impl queue::Channel for Chat<'_> {
     type Sent = Sent;
 
     fn begin(&mut self, conn: &mut DbConnection) -> QueryResult<bool> {
+        if direct::app(self.env).is_none() {
+            direct::without_app(conn, db::now())?;
+        }
         if self.env.connections.channels.is_empty() {
             return Ok(false);
         }
@@ -339,13 +342,10 @@ fn record(
 ) -> QueryResult<()> {
     let now = db::now();
     let (channel, attempts) = (message.channel.as_str(), message.claim.attempts);
+    if channel == direct::CHANNEL {
+        return record_direct(conn, env, message, outcome, report, now);
+    }
     let settled = match outcome {
-        Sent::Delivered if channel == direct::CHANNEL => {
-            let body: serde_json::Value = serde_json::from_str(&message.body).unwrap_or_default();
-            direct::delivered(conn, &body, now)?;
-            report.sent += 1;
-            Settled::sent(now)
-        }
         Sent::Delivered => {
             channel_state(conn, channel, None, false, now)?;
             report.sent += 1;
@@ -372,6 +372,44 @@ fn record(
         Sent::Retry { error, .. } | Sent::Refused(error) => {
             channel_state(conn, channel, Some(error), false, now)?;
             tracing::error!(channel, error = %error, "a chat message failed for good");
+            report.failed += 1;
+            report.rejected += 1;
+            Settled::failed(error, now)
+        }
+    };
+    Queue::Chat.settle(conn, &message.claim, &settled, now)?;
+    Ok(())
+}
+
+/// What came of a direct message: delivered (its email, if it waited, is not sent),
+/// to be tried again, or not to be delivered (its email goes now). The channel's state
+/// is not kept for them: each is a person's, not a channel's.
+fn record_direct(
+    conn: &mut DbConnection,
+    env: Env<'_>,
+    message: &Message,
+    outcome: &Sent,
+    report: &mut Report,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    let body: serde_json::Value = serde_json::from_str(&message.body).unwrap_or_default();
+    let settled = match outcome {
+        Sent::Delivered => {
+            direct::delivered(conn, &body, now)?;
+            report.sent += 1;
+            Settled::sent(now)
+        }
+        Sent::Retry { after_secs, error } if message.claim.attempts < MAX_ATTEMPTS => {
+            let wait = after_secs
+                .map(queue::asked_wait)
+                .unwrap_or_else(|| queue::backoff(env, message.claim.attempts));
+            report.deferred += 1;
+            report.temporary += 1;
+            Settled::again(now + wait, Some(error))
+        }
+        Sent::Retry { error, .. } | Sent::Refused(error) | Sent::Broken(error) => {
+            tracing::warn!(error = %error, "a direct message in Slack was not delivered: its email goes");
+            direct::undelivered(conn, &body, now)?;
             report.failed += 1;
             report.rejected += 1;
             Settled::failed(error, now)

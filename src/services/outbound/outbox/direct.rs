@@ -124,12 +124,62 @@ pub fn send(env: Env<'_>, body: &Value, timeout: std::time::Duration) -> Sent {
     }
 }
 
+/// The email a direct message stands in for (`instead`): its key and recipient.
+fn email_waiting(body: &Value) -> Option<(&str, &str)> {
+    if body["instead"] != true {
+        return None;
+    }
+    Some((body["email_key"].as_str()?, body["to"].as_str()?))
+}
+
+/// A direct message that will not be delivered (refused, failed for good, no Slack app
+/// any more): the email waiting for it (`instead`) goes now.
+pub fn undelivered(conn: &mut DbConnection, body: &Value, now: NaiveDateTime) -> QueryResult<()> {
+    let Some((key, to)) = email_waiting(body) else {
+        return Ok(());
+    };
+    diesel::update(
+        outbox_emails::table
+            .filter(outbox_emails::dedup_key.eq(key))
+            .filter(outbox_emails::recipient.eq(to))
+            .filter(outbox_emails::state.eq(PENDING))
+            .filter(outbox_emails::next_attempt_at.gt(now)),
+    )
+    .set((
+        outbox_emails::next_attempt_at.eq(now),
+        outbox_emails::updated_at.eq(now),
+    ))
+    .execute(conn)
+    .map(|_| ())
+}
+
+/// With no Slack app set up (removed since they were queued), the direct messages
+/// waiting fail and their emails go now. Returns how many.
+pub fn without_app(conn: &mut DbConnection, now: NaiveDateTime) -> QueryResult<usize> {
+    db::write_transaction(conn, |conn| {
+        let waiting: Vec<(String, String)> = chat_messages::table
+            .filter(chat_messages::channel.eq(CHANNEL))
+            .filter(chat_messages::state.eq(PENDING))
+            .select((chat_messages::id, chat_messages::body))
+            .load(conn)?;
+        for (id, body) in &waiting {
+            let body: Value = serde_json::from_str(body).unwrap_or_default();
+            undelivered(conn, &body, now)?;
+            diesel::update(chat_messages::table.find(id))
+                .set((
+                    chat_messages::state.eq(super::FAILED),
+                    chat_messages::last_error.eq("no Slack app is set up any more"),
+                    chat_messages::updated_at.eq(now),
+                ))
+                .execute(conn)?;
+        }
+        Ok(waiting.len())
+    })
+}
+
 /// A direct message delivered: the email waiting for it (`instead`) is not sent.
 pub fn delivered(conn: &mut DbConnection, body: &Value, now: NaiveDateTime) -> QueryResult<()> {
-    if body["instead"] != true {
-        return Ok(());
-    }
-    let (Some(key), Some(to)) = (body["email_key"].as_str(), body["to"].as_str()) else {
+    let Some((key, to)) = email_waiting(body) else {
         return Ok(());
     };
     diesel::update(
