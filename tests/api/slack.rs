@@ -981,3 +981,55 @@ async fn bad_requests_from_slack_are_refused_and_change_nothing() {
     let listed = w.app.get_json("/api/v1/coes?limit=100", &w.owner).await;
     assert_eq!(listed["coes"].as_array().map(Vec::len), Some(0), "{listed}");
 }
+
+/// The Slack app set up in coe by an admin (the connection kept in coe, as the
+/// browser's form saves it): its signing secret sealed and shown by its end only, the
+/// bot token required with it, and commands signed with it taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slack_app_an_admin_sets_up_in_coe_takes_its_commands() {
+    let (base, asked) = double().await;
+    let (w, admin) = crate::attacks::review_world_with(|s| {
+        s.secret_key = Some("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=".into());
+        s.server.connections_on_loopback = true;
+    })
+    .await;
+    let put = |body: Value| {
+        w.app
+            .client
+            .put(w.app.url("/api/v1/connections/chat/work-app"))
+            .bearer_auth(&admin)
+            .json(&body)
+            .send()
+    };
+    let app = json!({"kind": "slack", "url": format!("{base}/hooks/x"),
+                     "api_url": format!("{base}/api"), "signing_secret": SECRET});
+    let res = put(app.clone()).await.expect("sent");
+    assert_eq!(
+        res.status(),
+        422,
+        "the bot token goes with the signing secret"
+    );
+    let said: Value = res.json().await.expect("JSON");
+    assert!(said.to_string().contains("read_token"), "{said}");
+    let mut app = app;
+    app["read_token"] = json!("xoxb-app");
+    let res = put(app).await.expect("sent");
+    assert!(res.status().is_success(), "{}", res.status());
+    let saved: Value = res.json().await.expect("JSON");
+    let shown = saved["settings"]["signing_secret"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(shown.starts_with("set, ends"), "{saved}");
+    assert!(!saved.to_string().contains(SECRET), "{saved}");
+
+    let slack = Client {
+        w: &w,
+        base,
+        asked,
+        n: Mutex::new(0),
+    };
+    let (status, mine) = slack.command("U_OWNER", "D_OWNER", "mine", "t-kept").await;
+    assert_eq!(status, 200, "{mine}");
+    assert_eq!(mine["response_type"], "ephemeral", "{mine}");
+    assert!(words(&mine).contains("waits on you"), "{mine}");
+}

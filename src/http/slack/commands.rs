@@ -66,7 +66,7 @@ pub async fn commands(
             let meta = json!({"channel": channel,
                               "response_url": channel.as_ref().map(|_| &command.response_url)});
             let view = blocks::report_modal(&meta);
-            Ok(opened(&state, &app, &command.trigger_id, view, &count).await?)
+            Ok(opened(&app, &command.trigger_id, view, &count).await?)
         }
         "follow_up" => {
             let Some(channel) = channel else {
@@ -91,7 +91,7 @@ pub async fn commands(
             let due = state.settings.clock().today() + chrono::Duration::days(28);
             let meta = json!({"coe": coe_id, "channel": channel});
             let view = blocks::follow_up_modal(&coe_title, due, &meta);
-            Ok(opened(&state, &app, &command.trigger_id, view, &count).await?)
+            Ok(opened(&app, &command.trigger_id, view, &count).await?)
         }
         _ => {
             let Some(channel) = channel else {
@@ -138,7 +138,6 @@ pub async fn commands(
 /// Opens `view` with the command's trigger (three seconds to use it); a failure is
 /// said to the person.
 async fn opened(
-    state: &web::Data<AppState>,
     app: &super::intake::SlackApp,
     trigger_id: &str,
     view: serde_json::Value,
@@ -146,7 +145,6 @@ async fn opened(
 ) -> Result<HttpResponse, ApiError> {
     let (app, trigger) = (app.clone(), trigger_id.to_owned());
     let opened = web::block(move || app.api(IN_REQUEST).open_view(&trigger, &view)).await?;
-    let _ = state;
     match opened {
         Ok(()) => Ok(nothing()),
         Err(Failed::Refused(e)) if e == "expired_trigger_id" => {
