@@ -920,12 +920,17 @@ async fn no_secret_is_in_the_database_or_a_backup_and_a_restored_connection_wait
     let given = body_json(given).await;
     assert_eq!(given["waiting_for"], json!([]), "{given}");
     assert_eq!(given["settings"]["token"], "set, ends …0123", "{given}");
-    // Nor does the log of the process that took them.
-    let logs = restored.served.logs.lock().expect("logs").join("\n");
-    assert!(
-        logs.contains("a connection was saved"),
-        "it logged the save: {logs}"
-    );
+    // Nor does the log of the process that took them (read as it writes it: waited
+    // for until the save is in it).
+    let logs = crate::eventually::eventually_async(
+        std::time::Duration::from_secs(20),
+        "the restored process logs the save",
+        || {
+            let logs = restored.served.logs.lock().expect("logs").join("\n");
+            async move { logs.contains("a connection was saved").then_some(logs) }
+        },
+    )
+    .await;
     for secret in secrets {
         assert!(!logs.contains(secret), "{secret} in the log");
     }
