@@ -3,6 +3,7 @@
 //! the outbox of chat messages and its delivery are `services::outbound::chat`.
 
 pub mod format;
+pub mod matrix;
 pub mod read;
 pub mod send;
 pub mod slack;

@@ -154,6 +154,11 @@ pub struct ChannelSettings {
     /// it and the bot token (`read_token`), people work from Slack (`/coe`).
     #[serde(default)]
     pub signing_secret: Option<Secret>,
+    /// `matrix`: with it, people work from the rooms coe's bot is in (`!coe …`): a
+    /// user of the bot's own homeserver, `@name:…`, is the person `name@people_domain`
+    /// in coe's directory; anyone else is nobody there.
+    #[serde(default)]
+    pub people_domain: Option<String>,
     /// The teams whose COEs and actions it hears about; with `services`, empty
     /// means the whole organisation.
     #[serde(default)]

@@ -529,6 +529,29 @@ pub fn validate_channels(channels: &[super::ChannelSettings]) -> Result<(), Conf
                 "a Slack app's signing secret: only for kind = \"slack\"",
             ));
         }
+        if let Some(domain) = &c.people_domain {
+            if c.kind != super::ChatKind::Matrix {
+                return Err(invalid(
+                    "people_domain",
+                    domain,
+                    "the domain of people's email addresses: only for kind = \"matrix\"",
+                ));
+            }
+            let fine = !domain.is_empty()
+                && domain.len() <= 253
+                && domain.chars().all(|ch| {
+                    ch.is_ascii_lowercase() || ch.is_ascii_digit() || ch == '.' || ch == '-'
+                })
+                && !domain.starts_with(['.', '-'])
+                && !domain.ends_with(['.', '-']);
+            if !fine {
+                return Err(invalid(
+                    "people_domain",
+                    domain,
+                    "the domain of people's email addresses in lower case, such as example.com",
+                ));
+            }
+        }
         if c.signing_secret.is_some() && c.read_token.is_none() {
             return Err(invalid(
                 "read_token",

@@ -602,6 +602,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     summary_changes,
     chat_links,
     chat_requests,
+    chat_cursors,
     api_tokens,
     incidents,
     incident_groups,

@@ -1,6 +1,6 @@
 //! Background jobs: every task that runs beside the requests on a schedule or when
-//! woken — the heartbeat, the reminder sweep, email delivery, chat delivery, the
-//! figures, the start-up integrity check — each on a thread of its own (diesel and the SMTP client
+//! woken — the heartbeat, the reminder sweep, email delivery, chat delivery, Matrix
+//! listening, the figures, the start-up integrity check — each on a thread of its own (diesel and the SMTP client
 //! block), with one way to start (`Jobs::start`), to be woken (`Jobs::waker`), to
 //! stop at shutdown (`Jobs::stop`: each finishes its step), to report in `/metrics`
 //! (`job_*`) and to log. `coe serve` starts them (`serve`); several replicas may run
@@ -15,6 +15,7 @@ pub mod connections;
 pub mod figures;
 pub mod heartbeat;
 pub mod integrity;
+pub mod matrix;
 pub mod reminders;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -306,6 +307,12 @@ pub fn serve(parts: Parts) -> std::io::Result<Jobs> {
     jobs.push(connections::job(
         parts.runtime.connections.clone(),
         parts.pool.clone(),
+    ));
+    // Every replica listens to Matrix, as every replica answers Slack.
+    jobs.push(matrix::job(
+        parts.runtime.clone(),
+        parts.pool.clone(),
+        parts.registry.clone(),
     ));
     jobs.extend(figures::job(settings.clone(), parts.pool.clone()));
     jobs.extend(integrity::job(settings));

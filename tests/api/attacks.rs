@@ -389,6 +389,7 @@ async fn an_unreachable_webhook_s_secret_url_is_not_logged_stored_or_shown() {
         read_token: None,
         read_channel: None,
         signing_secret: None,
+        people_domain: None,
         teams: Vec::new(),
         services: Vec::new(),
         events: ChatEvent::ALL.to_vec(),

@@ -209,6 +209,7 @@ fn channel(
         read_token: None,
         read_channel: None,
         signing_secret: None,
+        people_domain: None,
         teams: teams.iter().map(|t| (*t).to_owned()).collect(),
         services: services.iter().map(|s| (*s).to_owned()).collect(),
         events: ChatEvent::ALL.to_vec(),
@@ -636,11 +637,18 @@ pub(crate) struct Synapse {
     pub(crate) room_id: String,
     pub(crate) bot_token: String,
     pub(crate) reader_token: String,
+    /// The access token of each other member (`start_with`).
+    pub(crate) members: std::collections::BTreeMap<String, String>,
     _dir: tempfile::TempDir,
 }
 
 impl Synapse {
     pub(crate) fn start() -> Synapse {
+        Synapse::start_with(&[])
+    }
+
+    /// The same, with users `members` (`@name:localhost`) in the room too.
+    pub(crate) fn start_with(members: &[&str]) -> Synapse {
         use std::io::BufRead;
         let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/matrix");
         let dir = tempfile::tempdir().expect("a folder");
@@ -671,6 +679,7 @@ impl Synapse {
             .arg(here.join("setup_room.py"))
             .arg(port.to_string())
             .arg(dir.path())
+            .args(members.iter().flat_map(|m| ["--member", m]))
             .output()
             .expect("setup_room.py runs");
         assert!(
@@ -691,6 +700,7 @@ impl Synapse {
             room_id: room["room_id"].as_str().expect("room").into(),
             bot_token: room["bot_token"].as_str().expect("bot").into(),
             reader_token: room["reader_token"].as_str().expect("reader").into(),
+            members: serde_json::from_value(room["members"].clone()).unwrap_or_default(),
             _dir: dir,
         }
     }
@@ -744,6 +754,7 @@ async fn a_matrix_room_reads_the_notices_in_html_once_each() {
         read_token: None,
         read_channel: None,
         signing_secret: None,
+        people_domain: None,
         teams: vec!["payments".into()],
         services: Vec::new(),
         events: ChatEvent::ALL.to_vec(),
@@ -806,6 +817,7 @@ async fn a_matrix_room_reads_the_notices_in_html_once_each() {
         read_token: None,
         read_channel: None,
         signing_secret: None,
+        people_domain: None,
         ..matrix.clone()
     };
     settings.chat.channels = vec![bad];

@@ -27,6 +27,7 @@ fn readable(name: &str, kind: ChatKind) -> ChannelSettings {
         read_token: None,
         read_channel: None,
         signing_secret: None,
+        people_domain: None,
         teams: Vec::new(),
         services: Vec::new(),
         events: vec![ChatEvent::Review],

@@ -109,6 +109,8 @@ pub struct TestApp {
     pub client: reqwest::Client,
     /// What the app's services use (its live connections among them).
     pub runtime: coe::services::Runtime,
+    /// What `/metrics` serves (for a job a test runs by hand to count in).
+    pub metrics: std::sync::Arc<coe::http::metrics::Metrics>,
     /// Kept so that the database lives as long as the app.
     _db: TestDatabase,
     handle: actix_web::dev::ServerHandle,
@@ -168,6 +170,7 @@ pub async fn spawn_app_with_sns(
     let address = format!("http://127.0.0.1:{}", app.port());
     let pool = app.pool().clone();
     let runtime = app.runtime().clone();
+    let metrics = app.metrics().clone();
     let handle = app.handle();
     tokio::spawn(app.run_until_stopped());
     TestApp {
@@ -180,6 +183,7 @@ pub async fn spawn_app_with_sns(
             .build()
             .expect("an HTTP client"),
         runtime,
+        metrics,
         _db: db,
         handle,
     }

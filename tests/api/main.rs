@@ -23,6 +23,7 @@ mod delivery_crash;
 mod email;
 mod errors;
 mod events;
+mod from_matrix;
 mod health;
 mod html;
 mod inspection_pages;

@@ -105,6 +105,7 @@ fn channels(base: &str) -> Vec<ChannelSettings> {
         read_token: None,
         read_channel: None,
         signing_secret: None,
+        people_domain: None,
         teams: Vec::new(),
         services: Vec::new(),
         events: vec![coe::config::ChatEvent::Published],

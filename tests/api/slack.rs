@@ -165,6 +165,7 @@ fn app_channel(base: &str) -> ChannelSettings {
         read_token: Some("xoxb-app".to_owned().into()),
         read_channel: None,
         signing_secret: Some(SECRET.to_owned().into()),
+        people_domain: None,
         teams: Vec::new(),
         services: Vec::new(),
         events: vec![ChatEvent::Review],

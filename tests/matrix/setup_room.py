@@ -2,7 +2,7 @@
 """Create a bot user, a reader user and a shared room on a test Synapse.
 
     setup_room.py PORT DIR [--bot NAME] [--reader NAME] [--password PW]
-                           [--secret S] [--admin-bot] [--timings]
+                           [--secret S] [--admin-bot] [--timings] [--member NAME]...
 
 Stdlib only (urllib).  Reads the registration shared secret from DIR/shared_secret
 (written by start.sh) unless --secret is given.
@@ -14,10 +14,10 @@ Steps:
     (M_USER_IN_USE, e.g. on a second run on the same DIR) is just logged in.
  2. log both in (POST /_matrix/client/v3/login, m.login.password) -> tokens
  3. bot: POST /createRoom (private_chat), POST /rooms/{id}/invite reader
- 4. reader: POST /rooms/{id}/join
+ 4. reader: POST /rooms/{id}/join; each --member likewise
 Prints one JSON line:
  {"room_id", "bot_token", "reader_token", "bot_user_id", "reader_user_id",
-  "base_url"}
+  "base_url", "members": {name: access token}}
 """
 import argparse
 import hashlib
@@ -93,6 +93,8 @@ def main():
     ap.add_argument("--secret")
     ap.add_argument("--admin-bot", action="store_true")
     ap.add_argument("--room-name", default="test room")
+    ap.add_argument("--member", action="append", default=[],
+                    help="another user to register, invite and join (repeatable)")
     ap.add_argument("--timings", action="store_true",
                     help="print per-step timings on stderr")
     a = ap.parse_args()
@@ -112,7 +114,7 @@ def main():
             print(f"  {name}: {1000 * (now - last):.0f} ms", file=sys.stderr)
         last = now
 
-    for user, adm in ((a.bot, a.admin_bot), (a.reader, False)):
+    for user, adm in [(a.bot, a.admin_bot), (a.reader, False)] + [(m, False) for m in a.member]:
         try:
             register(base, secret, user, a.password, adm)
         except MatrixError as e:
@@ -135,6 +137,15 @@ def main():
     call(base, "POST", f"/_matrix/client/v3/rooms/{q(room_id)}/join", {},
          token=reader["access_token"])
     step("join")
+    members = {}
+    for m in a.member:
+        member = login(base, m, a.password)
+        call(base, "POST", f"/_matrix/client/v3/rooms/{q(room_id)}/invite",
+             {"user_id": member["user_id"]}, token=bot["access_token"])
+        call(base, "POST", f"/_matrix/client/v3/rooms/{q(room_id)}/join", {},
+             token=member["access_token"])
+        members[m] = member["access_token"]
+    step("members")
     if a.timings:
         print(f"  total: {1000 * (time.monotonic() - t0):.0f} ms", file=sys.stderr)
 
@@ -145,6 +156,7 @@ def main():
         "bot_user_id": bot["user_id"],
         "reader_user_id": reader["user_id"],
         "base_url": base,
+        "members": members,
     }))
 
 

@@ -41,6 +41,15 @@ diesel::table! {
 }
 
 diesel::table! {
+    chat_cursors (platform, account) {
+        platform -> Text,
+        account -> Text,
+        position -> Text,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
     chat_links (platform, channel_id) {
         platform -> Text,
         channel_id -> Text,

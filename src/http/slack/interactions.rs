@@ -14,13 +14,13 @@ use super::intake::{email_of, nothing, signed, tell_later, who, Known, SlackApp,
 use super::words;
 use crate::chat::slack::blocks::{self, escape};
 use crate::chat::slack::{Interaction, Submitted};
-use crate::domain::action::Transition;
 use crate::error::ApiError;
 use crate::http::state::{with_conn, AppState};
 use crate::services::access::Acting;
-use crate::services::coe::actions::{self, ActionPatch, NewAction, TransitionInput, VerifyInput};
-use crate::services::from_chat::{self, Platform};
-use crate::services::intake::report::{self, FailureReport};
+use crate::services::coe::actions::{self, NewAction};
+use crate::services::from_chat::moves::plain;
+use crate::services::from_chat::{self, Made, Move, MoveError, Platform};
+use crate::services::intake::report::FailureReport;
 
 /// `POST /chat/slack/interactions`.
 pub async fn interactions(
@@ -116,44 +116,52 @@ async fn pressed(
     if what == "verify" {
         let key = format!("press:{}:{}:{id}", press.user, press.action_ts);
         let by = acting.clone();
+        let asked = Move::Verify { action: id };
         let done = with_conn(state, move |conn, state| {
-            let editor = by.editor();
-            let input = VerifyInput {
-                verified: Some(true),
-                reason: None,
-            };
-            from_chat::once(conn, Platform::Slack, &key, |conn| {
-                actions::verify(conn, &id, &input, &editor, state.env())?;
-                Ok::<_, ApiError>(())
-            })
+            Ok(from_chat::make(
+                conn,
+                state.env(),
+                Platform::Slack,
+                &key,
+                &by,
+                &asked,
+            ))
         })
         .await;
-        return Ok(match done {
-            Ok(Some(())) => {
+        return Ok(match outcome(done) {
+            Outcome::Made(made) => {
                 count("done");
-                let title = action_title(state, &press.value).await?;
                 refresh(
                     state,
                     &acting,
                     press.response_url,
                     format!(
                         "✓ *{}* verified by {}.",
-                        escape(&title),
+                        escape(made.title()),
                         escape(&acting.actor)
                     ),
                 )
                 .await?;
                 nothing()
             }
-            Ok(None) => {
+            Outcome::Repeated => {
                 count("repeated");
                 nothing()
             }
-            Err(e) => {
+            Outcome::Refused(e) => {
                 count("refused");
                 tell_later(
                     press.response_url,
-                    blocks::said(&format!("{} Nothing was changed.", words_of(&e))),
+                    blocks::said(&format!("{} Nothing was changed.", e.words())),
+                    false,
+                );
+                nothing()
+            }
+            Outcome::Failed(said) => {
+                count("failed");
+                tell_later(
+                    press.response_url,
+                    blocks::said(&format!("{said} Nothing was changed.")),
                     false,
                 );
                 nothing()
@@ -216,17 +224,6 @@ async fn pressed(
     Ok(nothing())
 }
 
-/// An action's title, for what a message says after a move.
-async fn action_title(state: &web::Data<AppState>, id: &str) -> Result<String, ApiError> {
-    let id = id.to_owned();
-    with_conn(state, move |conn, state| {
-        Ok(actions::get(conn, &id, state.settings.clock(), &[])?
-            .action
-            .title)
-    })
-    .await
-}
-
 /// The message a button was on, shown again as it now stands, with what happened first.
 async fn refresh(
     state: &web::Data<AppState>,
@@ -250,46 +247,28 @@ async fn refresh(
     Ok(())
 }
 
-/// What each field is called in the modals, for what the services say about them.
-const LABELS: [(&str, &str); 8] = [
-    ("evidence_url", "the evidence link"),
-    ("due_date", "the due date"),
-    ("success_criteria", "done when"),
-    ("started_at", "the start"),
-    ("customers_saw", "what customers saw"),
-    ("note", "what was done"),
-    ("reason", "why"),
-    ("owner", "the owner"),
-];
-
-/// A service's words with its field names said as the modals say them.
-fn plain(text: &str) -> String {
-    let mut text = text.to_owned();
-    for (field, label) in LABELS {
-        if field.contains('_') {
-            text = text.replace(field, label);
-        }
-    }
-    text
+/// How a move ended, as Slack is told.
+enum Outcome {
+    Made(Made),
+    Repeated,
+    Refused(MoveError),
+    /// The database (or the pool) failed: said in words, counted as failed.
+    Failed(String),
 }
 
-/// An error in words for the person (the field's problem, or the refusal).
-fn words_of(e: &ApiError) -> String {
-    let label = |field: &str| {
-        LABELS
-            .iter()
-            .find(|(f, _)| *f == field)
-            .map_or_else(|| field.replace('_', " "), |(_, l)| (*l).to_owned())
-    };
-    match e {
-        ApiError::Validation(problems) => problems
-            .iter()
-            .map(|p| format!("{}: {}.", label(&p.field), plain(&p.problem)))
-            .collect::<Vec<_>>()
-            .join(" "),
-        ApiError::Conflict { message, .. } => format!("{}.", plain(message)),
-        other => format!("{}.", plain(&other.to_string())),
+fn outcome(asked: Result<Result<Option<Made>, MoveError>, ApiError>) -> Outcome {
+    match asked {
+        Ok(Ok(Some(made))) => Outcome::Made(made),
+        Ok(Ok(None)) => Outcome::Repeated,
+        Ok(Err(MoveError::Database(e))) => Outcome::Failed(words_of(&ApiError::from(e))),
+        Ok(Err(refused)) => Outcome::Refused(refused),
+        Err(e) => Outcome::Failed(words_of(&e)),
     }
+}
+
+/// An error of the request, in words for the person.
+fn words_of(e: &ApiError) -> String {
+    format!("{}.", plain(&e.to_string()))
 }
 
 /// The blocks of each modal, in order: a problem of a field the modal does not show
@@ -319,35 +298,28 @@ fn blocks_of(callback: &str) -> &'static [&'static str] {
 
 /// The modal's answer to a refusal: each problem under its field, or the refusal said
 /// in place of the form.
-fn refused(callback: &str, e: &ApiError) -> Value {
+fn refused(callback: &str, e: &MoveError) -> Value {
     let blocks_here = blocks_of(callback);
-    match e {
-        ApiError::Validation(problems)
-        | ApiError::Conflict {
-            fields: problems, ..
-        } if !problems.is_empty() => {
-            let mut errors: BTreeMap<String, String> = BTreeMap::new();
-            for p in problems {
-                let block = blocks_here
-                    .iter()
-                    .find(|b| **b == p.field)
-                    .unwrap_or(&blocks_here[0]);
-                let problem = plain(&p.problem);
-                errors
-                    .entry((*block).to_owned())
-                    .and_modify(|e| {
-                        e.push(' ');
-                        e.push_str(&problem);
-                    })
-                    .or_insert(problem);
-            }
-            blocks::errors(&errors)
-        }
-        other => blocks::finished(
-            "Not done",
-            &format!("{} Nothing was changed.", words_of(other)),
-        ),
+    let problems = e.problems();
+    if problems.is_empty() {
+        return blocks::finished("Not done", &format!("{} Nothing was changed.", e.words()));
     }
+    let mut errors: BTreeMap<String, String> = BTreeMap::new();
+    for (field, problem) in problems {
+        let block = blocks_here
+            .iter()
+            .find(|b| **b == field)
+            .unwrap_or(&blocks_here[0]);
+        let problem = plain(problem);
+        errors
+            .entry((*block).to_owned())
+            .and_modify(|e| {
+                e.push(' ');
+                e.push_str(&problem);
+            })
+            .or_insert(problem);
+    }
+    blocks::errors(&errors)
 }
 
 fn at(seconds: Option<String>) -> Option<chrono::NaiveDateTime> {
@@ -398,99 +370,81 @@ async fn submitted_form(
         },
         _ => None,
     };
+    let meta = &form.private_metadata;
+    let action = meta["action"].as_str().unwrap_or_default().to_owned();
+    let asked = match what {
+        "report" => Move::Report {
+            input: FailureReport {
+                title: form.input("title").unwrap_or_default(),
+                service: form.input("service"),
+                severity: form
+                    .input("severity")
+                    .and_then(|s| crate::domain::Severity::try_from(s).ok()),
+                started_at: at(form.input("started_at")),
+                detected_at: None,
+                resolved_at: None,
+                customers_saw: form.input("customers_saw"),
+            },
+            channel: meta["channel"].as_str().map(str::to_owned),
+        },
+        "follow_up" => Move::FollowUp {
+            coe: meta["coe"].as_str().unwrap_or_default().to_owned(),
+            input: NewAction {
+                title: form.input("title"),
+                owner: owner_email,
+                due_date: form.input("due_date"),
+                priority: form.input("priority"),
+                kind: form.input("kind"),
+                success_criteria: form.input("success_criteria"),
+                ..NewAction::default()
+            },
+        },
+        "done" => Move::Done {
+            action,
+            note: form.input("note"),
+            evidence: form.input("evidence_url"),
+        },
+        "move_due" => Move::MoveDue {
+            action,
+            due: form
+                .input("due_date")
+                .and_then(|d| d.parse::<NaiveDate>().ok()),
+            reason: form.input("reason"),
+        },
+        _ => Move::SendBack {
+            action,
+            reason: form.input("reason"),
+        },
+    };
     let key = format!("view:{}", form.view_id);
     let by = acting.clone();
-    let meta = form.private_metadata.clone();
-    let action_id = meta["action"].as_str().unwrap_or_default().to_owned();
-    let form_in = form.clone();
-    let acted_on = action_id.clone();
     let done = with_conn(state, move |conn, state| {
-        let editor = by.editor();
-        let env = state.env();
-        let clock = state.settings.clock();
-        let form = form_in;
-        from_chat::once(conn, Platform::Slack, &key, |conn| -> Result<Value, ApiError> {
-            match what {
-                "report" => {
-                    let input = FailureReport {
-                        title: form.input("title").unwrap_or_default(),
-                        service: form.input("service"),
-                        severity: form.input("severity").and_then(|s| crate::domain::Severity::try_from(s).ok()),
-                        started_at: at(form.input("started_at")),
-                        detected_at: None,
-                        resolved_at: None,
-                        customers_saw: form.input("customers_saw"),
-                    };
-                    let reported = report::report(conn, &input, &editor, env)?;
-                    if let (Some(channel), Some(coe_id)) = (meta["channel"].as_str(), reported.coe_id.as_deref()) {
-                        from_chat::link(conn, Platform::Slack, channel, coe_id, &by.actor)?;
-                    }
-                    Ok(json!({"coe": reported.coe_id, "incident": reported.incident_id, "title": input.title}))
-                }
-                "follow_up" => {
-                    let coe_id = meta["coe"].as_str().unwrap_or_default();
-                    let input = NewAction {
-                        title: form.input("title"),
-                        owner: owner_email.clone(),
-                        due_date: form.input("due_date"),
-                        priority: form.input("priority"),
-                        kind: form.input("kind"),
-                        success_criteria: form.input("success_criteria"),
-                        ..NewAction::default()
-                    };
-                    let id = actions::create(conn, coe_id, &input, &editor, clock, env)?;
-                    Ok(json!({"action": id, "title": input.title, "owner": owner_email, "due": input.due_date}))
-                }
-                "done" => {
-                    let input = TransitionInput {
-                        note: form.input("note"),
-                        evidence_url: form.input("evidence_url"),
-                    };
-                    actions::transition(conn, &acted_on, Transition::Complete, &input, &editor, env)?;
-                    Ok(Value::Null)
-                }
-                "move_due" => {
-                    let due = match form.input("due_date").map(|d| d.parse::<NaiveDate>()) {
-                        Some(Ok(due)) => due,
-                        _ => return Err(ApiError::field("due_date", "pick the new due date")),
-                    };
-                    let current = actions::get(conn, &acted_on, clock, &[])?.action.due_date;
-                    if due == current {
-                        return Err(ApiError::field(
-                            "due_date",
-                            format!("it is due {current} already: pick the new date"),
-                        ));
-                    }
-                    let due = Some(due);
-                    let patch = ActionPatch {
-                        due_date: due,
-                        reason: form.input("reason"),
-                        ..ActionPatch::default()
-                    };
-                    actions::patch(conn, &acted_on, &patch, &editor, clock, env)?;
-                    Ok(json!({"due": due}))
-                }
-                _ => {
-                    let input = VerifyInput {
-                        verified: Some(false),
-                        reason: form.input("reason"),
-                    };
-                    actions::verify(conn, &acted_on, &input, &editor, env)?;
-                    Ok(Value::Null)
-                }
-            }
-        })
+        Ok(from_chat::make(
+            conn,
+            state.env(),
+            Platform::Slack,
+            &key,
+            &by,
+            &asked,
+        ))
     })
     .await;
-    let done = match done {
-        Ok(Some(done)) => done,
-        Ok(None) => {
+    let done = match outcome(done) {
+        Outcome::Made(done) => done,
+        Outcome::Repeated => {
             count("repeated");
             return Ok(HttpResponse::Ok().json(blocks::finished("Done", "This was done already.")));
         }
-        Err(e) => {
+        Outcome::Refused(e) => {
             count("refused");
             return Ok(HttpResponse::Ok().json(refused(&form.callback_id, &e)));
+        }
+        Outcome::Failed(said) => {
+            count("failed");
+            return Ok(HttpResponse::Ok().json(blocks::finished(
+                "Not done",
+                &format!("{said} Nothing was changed."),
+            )));
         }
     };
     count("done");
@@ -499,20 +453,21 @@ async fn submitted_form(
     let response_url = form.private_metadata["response_url"]
         .as_str()
         .map(str::to_owned);
-    let answer = match what {
-        "report" => {
-            let title = escape(done["title"].as_str().unwrap_or_default());
-            let (link, words) = match done["coe"].as_str() {
+    let answer = match &done {
+        Made::Reported {
+            incident,
+            coe,
+            title,
+        } => {
+            let title = escape(title);
+            let (link, words) = match coe {
                 Some(coe) => (format!("{base}/coes/{coe}"), "the COE's draft"),
                 None => (
-                    format!(
-                        "{base}/incidents/{}",
-                        done["incident"].as_str().unwrap_or_default()
-                    ),
+                    format!("{base}/incidents/{incident}"),
                     "the incident (below the severity that asks for a COE)",
                 ),
             };
-            if done["coe"].is_string() {
+            if coe.is_some() {
                 tell_later(
                     response_url,
                     json!({"response_type": "in_channel", "text": format!(
@@ -525,31 +480,28 @@ async fn submitted_form(
                 &format!("Reported: *{title}*. <{link}|Open {words} in coe>."),
             )
         }
-        "follow_up" => {
-            let id = done["action"].as_str().unwrap_or_default();
-            blocks::finished(
-                "Follow-up added",
-                &format!(
-                    "Added *{}*, owned by {}, due {}. <{base}/actions/{id}|Open it in coe>.",
-                    escape(done["title"].as_str().unwrap_or_default()),
-                    escape(done["owner"].as_str().unwrap_or_default()),
-                    done["due"].as_str().unwrap_or_default()
-                ),
-            )
-        }
-        _ => {
-            let title = action_title(state, &action_id).await?;
+        Made::Added {
+            action,
+            title,
+            owner,
+            due,
+        } => blocks::finished(
+            "Follow-up added",
+            &format!(
+                "Added *{}*, owned by {}, due {}. <{base}/actions/{action}|Open it in coe>.",
+                escape(title),
+                escape(owner.as_deref().unwrap_or_default()),
+                due.as_deref().unwrap_or_default()
+            ),
+        ),
+        Made::Moved { title, due, .. } => {
             let said = match what {
                 "done" => format!(
                     "✓ *{}* marked done by {by}: it waits for the reviewer's verification.",
-                    escape(&title)
+                    escape(title)
                 ),
-                "move_due" => format!(
-                    "✓ *{}* now due {}, moved by {by}.",
-                    escape(&title),
-                    done["due"].as_str().unwrap_or_default()
-                ),
-                _ => format!("↩ *{}* sent back to its owner by {by}.", escape(&title)),
+                "move_due" => format!("✓ *{}* now due {due}, moved by {by}.", escape(title)),
+                _ => format!("↩ *{}* sent back to its owner by {by}.", escape(title)),
             };
             refresh(state, &acting, response_url, said.clone()).await?;
             blocks::finished("Done", &said)

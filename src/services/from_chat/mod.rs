@@ -1,4 +1,4 @@
-//! Work from chat: the moves people make in Slack (and, to come, Teams and Matrix)
+//! Work from chat: the moves people make in Slack and Matrix (and, to come, Teams)
 //! keep coe's rules, because each is the same service call the pages make, as the
 //! person whose email the chat user's profile has, and only someone in the directory.
 //! What this wing adds: a request taken once (`fresh`: a replayed signature, a retried
@@ -6,9 +6,12 @@
 //! chat channel linked to its COE (`link`, `linked`), and what "My work" lists, for a
 //! chat message (`mine`).
 
+pub mod matrix;
 mod mine;
+pub mod moves;
 
 pub use mine::{mine, Mine};
+pub use moves::{make, Made, Move, MoveError};
 
 use chrono::{Duration, NaiveDateTime};
 use diesel::prelude::*;
@@ -23,6 +26,7 @@ use crate::services::audit;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Platform {
     Slack,
+    Matrix,
 }
 
 impl Platform {
@@ -30,6 +34,7 @@ impl Platform {
     pub fn as_str(self) -> &'static str {
         match self {
             Platform::Slack => "slack",
+            Platform::Matrix => "matrix",
         }
     }
 
@@ -37,6 +42,7 @@ impl Platform {
     pub fn name(self) -> &'static str {
         match self {
             Platform::Slack => "Slack",
+            Platform::Matrix => "Matrix",
         }
     }
 
@@ -44,6 +50,7 @@ impl Platform {
     pub fn read(word: &str) -> Option<Platform> {
         match word {
             "slack" => Some(Platform::Slack),
+            "matrix" => Some(Platform::Matrix),
             _ => None,
         }
     }

@@ -140,6 +140,12 @@ pub(super) fn chat_fields(kind: ChatKind) -> Vec<Field> {
                 How::Text,
             ),
             secret("access_token", "The bot user's access token", "The bot must be in the room."),
+            field(
+                "people_domain",
+                "People's email domain (optional)",
+                "For working from Matrix (!coe in the rooms the bot is in): a user @name of the bot's homeserver is name@ this domain in coe's directory. Such as example.com.",
+                How::Text,
+            ),
         ],
         ChatKind::Statuspage => vec![
             field("page_id", "Page id", "Statuspage → your avatar → API info.", How::Text),
@@ -317,6 +323,7 @@ pub(super) fn steps(platform: &str, webhook_url: &str) -> Vec<String> {
         "matrix" => s(&[
             "Make a user for coe on the homeserver and sign it in once to get its access token.",
             "Invite it to the room and have it join; copy the room's id (Room settings → Advanced).",
+            "To work from Matrix (!coe report, !coe mine, replies and reactions to coe's messages): give the domain of people's email addresses below; coe then answers in every room its bot is in, and joins a room when someone in coe's directory invites it.",
         ]),
         "statuspage" => s(&[
             "In Statuspage, open your avatar, then API info: copy the page id and make an API key.",

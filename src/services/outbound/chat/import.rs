@@ -82,10 +82,11 @@ pub struct Scope {
     /// without incidents, its own start (at most `REPORTED_REACH_DAYS` before it was
     /// opened; its opening when none is known) to its resolution.
     pub span: (NaiveDateTime, Option<NaiveDateTime>),
-    /// The Slack channel linked to it (where its failure was reported from Slack, or
-    /// one linked with `/coe link`): what a Slack channel reads when no conversation is
+    /// The chat channels linked to it, by platform (`slack`, `matrix`), the latest
+    /// first (where its failure was reported from chat, or one linked with `/coe link`
+    /// or `!coe link`): what a channel of that platform reads when no conversation is
     /// named, for anyone who may read into the COE.
-    pub slack_channel: Option<String>,
+    pub linked: Vec<(String, String)>,
 }
 
 impl Scope {
@@ -174,19 +175,17 @@ pub fn scope(conn: &mut DbConnection, id: &str) -> QueryResult<Option<Scope>> {
         };
         (start, end)
     };
-    let slack_channel: Option<String> = chat_links::table
-        .filter(chat_links::platform.eq("slack"))
+    let linked: Vec<(String, String)> = chat_links::table
         .filter(chat_links::coe_id.eq(id))
         .order(chat_links::linked_at.desc())
-        .select(chat_links::channel_id)
-        .first(conn)
-        .optional()?;
+        .select((chat_links::platform, chat_links::channel_id))
+        .load(conn)?;
     Ok(Some(Scope {
         team,
         service,
         window: (started.unwrap_or(created - Duration::hours(24)), resolved),
         span: (start, end),
-        slack_channel,
+        linked,
     }))
 }
 
@@ -325,10 +324,13 @@ pub fn plan(
             ));
         }
     }
-    // A Slack channel reads the COE's own incident channel when one is linked.
-    let linked = (channel.kind == crate::config::ChatKind::Slack)
-        .then_some(scope.slack_channel.as_deref())
-        .flatten();
+    // A Slack channel or a Matrix room reads the COE's own incident channel or room
+    // when one is linked.
+    let linked = scope
+        .linked
+        .iter()
+        .find(|(platform, _)| platform == channel.kind.as_str())
+        .map(|(_, linked)| linked.as_str());
     let conversation = ask
         .conversation
         .as_deref()
@@ -480,7 +482,7 @@ mod tests {
             service: None,
             window: (at("2026-12-01 10:00"), None),
             span: (at("2026-12-01 10:00"), Some(at("2026-12-01 12:00"))),
-            slack_channel: None,
+            linked: Vec::new(),
         };
         let now = at("2026-12-06 00:00");
         assert_eq!(
