@@ -7,6 +7,7 @@ pub mod matrix;
 pub mod read;
 pub mod send;
 pub mod slack;
+pub mod teams;
 
 pub use format::{publication, render, Notice, PublicationEvent};
 pub use send::{send, Sent};

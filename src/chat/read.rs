@@ -26,10 +26,15 @@ pub struct Said {
 }
 
 /// Whether coe may read `channel` back (Matrix always; Slack and Mattermost with a
-/// `read_token`).
+/// `read_token`; Teams with a single-tenant bot, through Microsoft Graph).
 pub fn readable(channel: &ChannelSettings) -> bool {
     match channel.kind {
         ChatKind::Matrix => true,
+        ChatKind::Teams => {
+            channel.app_id.is_some()
+                && channel.app_password.is_some()
+                && channel.tenant_id.is_some()
+        }
         ChatKind::Slack | ChatKind::Mattermost => channel.read_token.is_some(),
         _ => false,
     }
@@ -63,6 +68,7 @@ pub fn read(
         ChatKind::Matrix => matrix(&agent, channel, conversation, from, to),
         ChatKind::Slack => slack(&agent, channel, conversation, from, to),
         ChatKind::Mattermost => mattermost(&agent, channel, conversation, from, to),
+        ChatKind::Teams => teams(&agent, channel, conversation, timeout),
         _ => Err(format!("{} channels cannot be read", channel.kind.as_str())),
     }
     .map_err(|e| scrub(e, channel))?;
@@ -74,9 +80,13 @@ pub fn read(
 
 fn scrub(error: String, channel: &ChannelSettings) -> String {
     let mut error = error;
-    for secret in [&channel.access_token, &channel.read_token]
-        .into_iter()
-        .flatten()
+    for secret in [
+        &channel.access_token,
+        &channel.read_token,
+        &channel.app_password,
+    ]
+    .into_iter()
+    .flatten()
     {
         if !secret.expose().is_empty() {
             error = error.replace(secret.expose(), "***");
@@ -183,6 +193,72 @@ fn matrix(
     }
     Err(format!(
         "the room has more than {MAX_MESSAGES} messages after the window's start: choose a later or shorter window"
+    ))
+}
+
+/// A Teams channel (`{team's group id}/{channel id}`) through Microsoft Graph
+/// (`channelMessages`, replies expanded), with the bot's application permission
+/// `ChannelMessage.Read.All`: people's messages, newest first, up to `MAX_MESSAGES`.
+fn teams(
+    agent: &ureq::Agent,
+    channel: &ChannelSettings,
+    conversation: &str,
+    timeout: Duration,
+) -> Result<Vec<Said>, String> {
+    use super::teams::{connector::Bot, plain_text, Endpoints, GRAPH_SCOPE};
+    let (team, teams_channel) = conversation
+        .split_once('/')
+        .ok_or("name the Teams channel as its team's id, a slash, and the channel's id (19:…@thread.tacv2)")?;
+    let bot = Bot {
+        app_id: channel.app_id.clone().unwrap_or_default(),
+        password: channel
+            .app_password
+            .as_ref()
+            .map(|p| p.expose().to_owned())
+            .unwrap_or_default(),
+        tenant: channel.tenant_id.clone(),
+        endpoints: Endpoints::of(channel.api_url.as_deref(), channel.tenant_id.as_deref()),
+        timeout,
+    };
+    let token = format!("Bearer {}", bot.token_for(GRAPH_SCOPE)?);
+    let mut url = format!(
+        "{}/teams/{}/channels/{}/messages?$top=50&$expand=replies",
+        bot.endpoints.graph,
+        segment(team),
+        segment(teams_channel)
+    );
+    let mut said = Vec::new();
+    let take = |m: &Value, said: &mut Vec<Said>| {
+        let human = m["messageType"] == "message" && m["deletedDateTime"].is_null();
+        let at = m["createdDateTime"]
+            .as_str()
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.naive_utc());
+        let author = m["from"]["user"]["displayName"].as_str();
+        if let (true, Some(at), Some(author)) = (human, at, author) {
+            said.push(Said {
+                author: author.to_owned(),
+                at,
+                text: plain_text(m["body"]["content"].as_str().unwrap_or_default()),
+            });
+        }
+    };
+    for _ in 0..(MAX_MESSAGES / 50 + 1) {
+        let page = get(agent.get(&url).set("Authorization", &token))?;
+        for m in page["value"].as_array().into_iter().flatten() {
+            take(m, &mut said);
+            for reply in m["replies"].as_array().into_iter().flatten() {
+                take(reply, &mut said);
+            }
+        }
+        match page["@odata.nextLink"].as_str() {
+            // Graph's own next page, only on Graph's own address.
+            Some(next) if next.starts_with(&bot.endpoints.graph) => url = next.to_owned(),
+            _ => return Ok(said),
+        }
+    }
+    Err(format!(
+        "the channel has more than {MAX_MESSAGES} messages: coe reads no further back than that in a Teams channel"
     ))
 }
 

@@ -138,7 +138,8 @@ pub struct ChannelSettings {
     pub page_id: Option<String>,
     /// `statuspage`: the API's base URL (Atlassian's by default); `slack`: the Web
     /// API's (https://slack.com/api by default); `mattermost`: the server's, to read
-    /// a channel back.
+    /// a channel back; `teams`: where Microsoft's sign-in endpoints are asked, for a
+    /// test double only (Microsoft's by default).
     #[serde(default)]
     pub api_url: Option<String>,
     /// `slack`, `mattermost`: a token that may read channels (a Slack bot token with
@@ -159,6 +160,17 @@ pub struct ChannelSettings {
     /// in coe's directory; anyone else is nobody there.
     #[serde(default)]
     pub people_domain: Option<String>,
+    /// `teams`: the Microsoft App ID of the bot people work from (Azure Bot →
+    /// Configuration); with `app_password`, Teams posts to `PUBLIC_URL/chat/teams/messages`.
+    #[serde(default)]
+    pub app_id: Option<String>,
+    /// `teams`: the bot's client secret (a secret), for the tokens coe answers with.
+    #[serde(default)]
+    pub app_password: Option<Secret>,
+    /// `teams`: the tenant of a single-tenant bot (its directory id); a multi-tenant
+    /// bot has none.
+    #[serde(default)]
+    pub tenant_id: Option<String>,
     /// The teams whose COEs and actions it hears about; with `services`, empty
     /// means the whole organisation.
     #[serde(default)]

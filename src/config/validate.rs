@@ -529,6 +529,33 @@ pub fn validate_channels(channels: &[super::ChannelSettings]) -> Result<(), Conf
                 "a Slack app's signing secret: only for kind = \"slack\"",
             ));
         }
+        if (c.app_id.is_some() || c.app_password.is_some() || c.tenant_id.is_some())
+            && c.kind != super::ChatKind::Teams
+        {
+            return Err(invalid(
+                "app_id",
+                c.app_id.as_deref().unwrap_or(""),
+                "a Teams bot's Microsoft App ID: only for kind = \"teams\"",
+            ));
+        }
+        if c.app_id.is_some() != c.app_password.is_some() {
+            return Err(invalid(
+                if c.app_id.is_some() {
+                    "app_password"
+                } else {
+                    "app_id"
+                },
+                "",
+                "a Teams bot's App ID and its client secret, together",
+            ));
+        }
+        if c.app_id.is_some() && c.tenant_id.is_none() {
+            return Err(invalid(
+                "tenant_id",
+                "",
+                "the organisation's Microsoft tenant (directory) id: a single-tenant bot, and only that tenant's members work from Teams",
+            ));
+        }
         if let Some(domain) = &c.people_domain {
             if c.kind != super::ChatKind::Matrix {
                 return Err(invalid(
@@ -593,6 +620,14 @@ pub fn validate_channels(channels: &[super::ChannelSettings]) -> Result<(), Conf
                 "api_url",
                 c.api_url.as_deref().unwrap_or(""),
                 "Slack's Web API https URL (plain http only on loopback)",
+            ));
+        } else if c.kind == super::ChatKind::Teams
+            && c.api_url.as_deref().is_some_and(|u| !web_url(u))
+        {
+            return Err(invalid(
+                "api_url",
+                c.api_url.as_deref().unwrap_or(""),
+                "an https URL (plain http only on loopback): where Microsoft's sign-in is asked, for a test double only",
             ));
         } else if c.kind == super::ChatKind::Mattermost
             && c.read_token.is_some()

@@ -16,6 +16,7 @@ pub mod scim;
 pub mod session;
 pub mod slack;
 pub mod state;
+pub mod teams;
 
 use crate::error::ApiError;
 

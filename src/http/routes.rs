@@ -8,7 +8,7 @@
 
 use actix_web::web;
 
-use crate::http::{api, health, observe, openapi, scim, slack};
+use crate::http::{api, health, observe, openapi, scim, slack, teams};
 
 /// Hands the route table to the macro `$then` (see `serve` below and `api_doc` in
 /// `openapi.rs`). One line per path: its methods and their handlers, in the order the
@@ -97,6 +97,7 @@ macro_rules! route_table {
                 // Posted by a Slack app, form-encoded and signed (docs/integrations.md).
                 "/chat/slack/commands" => { post: slack::commands }
                 "/chat/slack/interactions" => { post: slack::interactions }
+                "/chat/teams/messages" => { post: teams::messages }
                 // Posted by the OpenID Provider, form-encoded (docs/operations.md).
                 "/sign-in/oidc/back-channel-logout" => { post: api::backchannel::logout }
                 // SCIM 2.0 provisioning (RFC 7644), application/scim+json: docs/operations.md.

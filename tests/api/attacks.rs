@@ -390,6 +390,9 @@ async fn an_unreachable_webhook_s_secret_url_is_not_logged_stored_or_shown() {
         read_channel: None,
         signing_secret: None,
         people_domain: None,
+        app_id: None,
+        app_password: None,
+        tenant_id: None,
         teams: Vec::new(),
         services: Vec::new(),
         events: ChatEvent::ALL.to_vec(),
@@ -672,6 +675,12 @@ async fn an_approval_stands_only_for_the_version_its_approver_read() {
 /// An approved sev1 COE with one action of dev@ (reviewer@ reviews, di bar-raises).
 pub(crate) async fn approved_sev1(w: &crate::actions::World) -> (String, String) {
     let (id, _) = crate::mechanism::submitted_sev1(w).await;
+    approve_sev1(w, id).await
+}
+
+/// The sev1 COE `id`, in review, approved by its reviewer and its bar raiser: its id
+/// and its first action's.
+pub(crate) async fn approve_sev1(w: &crate::actions::World, id: String) -> (String, String) {
     let di = person_token(&w.app, "di", "di@example.com");
     let approve = format!("/api/v1/coes/{id}/approve");
     for token in [&w.reviewer, &di] {

@@ -210,6 +210,9 @@ fn channel(
         read_channel: None,
         signing_secret: None,
         people_domain: None,
+        app_id: None,
+        app_password: None,
+        tenant_id: None,
         teams: teams.iter().map(|t| (*t).to_owned()).collect(),
         services: services.iter().map(|s| (*s).to_owned()).collect(),
         events: ChatEvent::ALL.to_vec(),
@@ -755,6 +758,9 @@ async fn a_matrix_room_reads_the_notices_in_html_once_each() {
         read_channel: None,
         signing_secret: None,
         people_domain: None,
+        app_id: None,
+        app_password: None,
+        tenant_id: None,
         teams: vec!["payments".into()],
         services: Vec::new(),
         events: ChatEvent::ALL.to_vec(),
@@ -818,6 +824,9 @@ async fn a_matrix_room_reads_the_notices_in_html_once_each() {
         read_channel: None,
         signing_secret: None,
         people_domain: None,
+        app_id: None,
+        app_password: None,
+        tenant_id: None,
         ..matrix.clone()
     };
     settings.chat.channels = vec![bad];

@@ -202,6 +202,9 @@ async fn a_failure_is_reported_followed_up_done_and_verified_from_matrix() {
         read_channel: None,
         signing_secret: None,
         people_domain: Some("example.com".into()),
+        app_id: None,
+        app_password: None,
+        tenant_id: None,
         teams: Vec::new(),
         services: Vec::new(),
         events: vec![ChatEvent::Published],
@@ -212,7 +215,7 @@ async fn a_failure_is_reported_followed_up_done_and_verified_from_matrix() {
     })
     .await;
     crate::ownership::person(&w.app, "dev@example.com", false).await;
-    let (approved, action) = crate::attacks::approved_sev1(&w).await;
+    let (submitted, _) = crate::mechanism::submitted_sev1(&w).await;
     let room = Room {
         app: &w.app,
         synapse: &synapse,
@@ -231,6 +234,30 @@ async fn a_failure_is_reported_followed_up_done_and_verified_from_matrix() {
         "{heard:?}"
     );
     let first_position = position(&w.app);
+
+    // The owner links the room to the COE in review: its review steps are told there.
+    let asked = room
+        .say(
+            "owner",
+            &format!("!coe link {}/coes/{submitted}", w.app.address),
+        )
+        .await;
+    let (said, _) = room.answer(&asked).await;
+    assert!(
+        said.contains("This room is now linked to the COE"),
+        "{said}"
+    );
+    let (approved, action) = crate::attacks::approve_sev1(&w, submitted).await;
+    crate::chat::deliver_with(&w.app, w.app.runtime.env());
+    let told = room.messages_in(&synapse.room_id).await;
+    assert!(
+        told.iter().any(|m| m["sender"] == BOT
+            && m["content"]["body"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("COE approved")),
+        "the linked room hears the COE approved: {told:?}"
+    );
 
     // Someone the directory does not know is told so; nothing changes.
     let asked = room.say("stranger", "!coe mine").await;

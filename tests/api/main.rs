@@ -24,6 +24,7 @@ mod email;
 mod errors;
 mod events;
 mod from_matrix;
+mod from_teams;
 mod health;
 mod html;
 mod inspection_pages;

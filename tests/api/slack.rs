@@ -166,6 +166,9 @@ fn app_channel(base: &str) -> ChannelSettings {
         read_channel: None,
         signing_secret: Some(SECRET.to_owned().into()),
         people_domain: None,
+        app_id: None,
+        app_password: None,
+        tenant_id: None,
         teams: Vec::new(),
         services: Vec::new(),
         events: vec![ChatEvent::Review],
@@ -337,13 +340,33 @@ async fn a_failure_is_reported_followed_up_done_and_verified_from_slack() {
         s.server.connections_on_loopback = true;
     })
     .await;
-    let (approved, action) = crate::attacks::approved_sev1(&w).await;
+    let (submitted, _) = crate::mechanism::submitted_sev1(&w).await;
     let slack = Client {
         w: &w,
         base: base.clone(),
         asked,
         n: Mutex::new(0),
     };
+    // /coe link: the incident channel hears the COE's review steps from the app.
+    let (status, said) = slack
+        .command(
+            "U_OWNER",
+            "C_LINKED",
+            &format!("link {}/coes/{submitted}", w.app.address),
+            "t-link",
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert!(words(&said).contains("now linked to the COE"), "{said}");
+    let (approved, action) = crate::attacks::approve_sev1(&w, submitted).await;
+    crate::chat::deliver_with(&w.app, w.app.runtime.env());
+    let posted = slack.asked.posted.lock().expect("lock").clone();
+    assert!(
+        posted
+            .iter()
+            .any(|m| m["channel"] == "C_LINKED" && m.to_string().contains("COE approved")),
+        "the linked channel hears the approval: {posted:?}"
+    );
 
     // Only Slack's signature is taken: none, a forged one, a stale one, a replay.
     let body = "command=%2Fcoe&text=mine&user_id=U_OWNER&channel_id=C_INC";

@@ -677,6 +677,17 @@ impl Room<'_> {
             .next()
             .unwrap_or_default()
             .to_owned();
+        // Once for the event, as every move: a second read links nothing again.
+        let key = format!("event:{}", event.id);
+        let fresh = with(self.pool, |conn| {
+            db::write_transaction(conn, |conn| {
+                super::fresh(conn, Platform::Matrix, &key, db::now())
+            })
+        })?;
+        if !fresh {
+            self.count("link", "repeated");
+            return Ok(());
+        }
         let room = event.room.clone();
         let by = acting.clone();
         let linked = with(self.pool, |conn| {

@@ -1,4 +1,4 @@
-//! Work from chat: the moves people make in Slack and Matrix (and, to come, Teams)
+//! Work from chat: the moves people make in Slack, Teams and Matrix
 //! keep coe's rules, because each is the same service call the pages make, as the
 //! person whose email the chat user's profile has, and only someone in the directory.
 //! What this wing adds: a request taken once (`fresh`: a replayed signature, a retried
@@ -26,6 +26,7 @@ use crate::services::audit;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Platform {
     Slack,
+    Teams,
     Matrix,
 }
 
@@ -34,6 +35,7 @@ impl Platform {
     pub fn as_str(self) -> &'static str {
         match self {
             Platform::Slack => "slack",
+            Platform::Teams => "teams",
             Platform::Matrix => "matrix",
         }
     }
@@ -42,6 +44,7 @@ impl Platform {
     pub fn name(self) -> &'static str {
         match self {
             Platform::Slack => "Slack",
+            Platform::Teams => "Teams",
             Platform::Matrix => "Matrix",
         }
     }
@@ -50,6 +53,7 @@ impl Platform {
     pub fn read(word: &str) -> Option<Platform> {
         match word {
             "slack" => Some(Platform::Slack),
+            "teams" => Some(Platform::Teams),
             "matrix" => Some(Platform::Matrix),
             _ => None,
         }

@@ -125,7 +125,33 @@ pub(super) fn chat_fields(kind: ChatKind) -> Vec<Field> {
             f.extend(read);
             f
         }
-        ChatKind::Teams | ChatKind::GoogleChat => vec![WEBHOOK_URL],
+        ChatKind::Teams => vec![
+            WEBHOOK_URL,
+            field(
+                "app_id",
+                "Bot's Microsoft App ID (optional)",
+                "For working from Teams (@coe report, mine, buttons on coe's cards): the Azure Bot's Microsoft App ID (Configuration).",
+                How::Text,
+            ),
+            secret(
+                "app_password",
+                "Bot's client secret (optional)",
+                "With the App ID: a client secret of the bot's app registration (Certificates & secrets).",
+            ),
+            field(
+                "tenant_id",
+                "Your Microsoft tenant (with the App ID)",
+                "The directory (tenant) id of your organisation: the bot is single-tenant, and only members of this tenant work from Teams.",
+                How::Text,
+            ),
+            field(
+                "read_channel",
+                "Channel read when none is named (optional)",
+                "For \"Import from chat\": the team's group id, a slash, and the channel's id (19:…@thread.tacv2).",
+                How::Text,
+            ),
+        ],
+        ChatKind::GoogleChat => vec![WEBHOOK_URL],
         ChatKind::Matrix => vec![
             field(
                 "homeserver",
@@ -311,6 +337,7 @@ pub(super) fn steps(platform: &str, webhook_url: &str) -> Vec<String> {
             "In the Teams channel, open its menu (…), then Workflows.",
             "Pick \"Post to a channel when a webhook request is received\", name it coe, and choose the team and the channel.",
             "Copy the address the workflow shows into the form below.",
+            "To work from Teams (@coe report, @coe mine, buttons on coe's cards): create an Azure Bot, set its messaging endpoint to PUBLIC_URL/chat/teams/messages, add the Microsoft Teams channel, and give its App ID and a client secret below; then add the bot to the teams whose channels use it.",
         ]),
         "google-chat" => s(&[
             "In the Google Chat space, open Apps & integrations, then Webhooks, then Add webhook.",

@@ -11,6 +11,7 @@
 //! What each event says, and to which channels, is `notices`.
 
 pub mod import;
+pub mod linked;
 mod notices;
 pub mod publications;
 
@@ -253,6 +254,8 @@ impl queue::Channel for Chat<'_> {
         if direct::app(self.env).is_some() {
             self.usable.push(direct::CHANNEL.to_owned());
         }
+        // A COE's own channels, while a bot may write there.
+        self.usable.extend(linked::usable(self.env));
         Ok(true)
     }
 
@@ -299,6 +302,16 @@ impl queue::Channel for Chat<'_> {
             let body: serde_json::Value = serde_json::from_str(&message.body).unwrap_or_default();
             return direct::send(self.env, &body, timeout(self.env));
         }
+        if linked::is(&message.channel) {
+            let body: serde_json::Value = serde_json::from_str(&message.body).unwrap_or_default();
+            return linked::send(
+                self.env,
+                &message.claim.id,
+                &message.channel,
+                &body,
+                timeout(self.env),
+            );
+        }
         let Some(channel) = self
             .env
             .connections
@@ -342,7 +355,7 @@ fn record(
 ) -> QueryResult<()> {
     let now = db::now();
     let (channel, attempts) = (message.channel.as_str(), message.claim.attempts);
-    if channel == direct::CHANNEL {
+    if channel == direct::CHANNEL || linked::is(channel) {
         return record_direct(conn, env, message, outcome, report, now);
     }
     let settled = match outcome {
@@ -382,8 +395,9 @@ fn record(
 }
 
 /// What came of a direct message: delivered (its email, if it waited, is not sent),
-/// to be tried again, or not to be delivered (its email goes now). The channel's state
-/// is not kept for them: each is a person's, not a channel's.
+/// to be tried again, or not to be delivered (its email goes now); and of a notice to
+/// a COE's own channel (`linked`). The channel's state is not kept for them: each is a
+/// person's or a COE's, not a configured channel's.
 fn record_direct(
     conn: &mut DbConnection,
     env: Env<'_>,
@@ -395,7 +409,9 @@ fn record_direct(
     let body: serde_json::Value = serde_json::from_str(&message.body).unwrap_or_default();
     let settled = match outcome {
         Sent::Delivered => {
-            direct::delivered(conn, &body, now)?;
+            if !linked::is(&message.channel) {
+                direct::delivered(conn, &body, now)?;
+            }
             report.sent += 1;
             Settled::sent(now)
         }
@@ -408,8 +424,12 @@ fn record_direct(
             Settled::again(now + wait, Some(error))
         }
         Sent::Retry { error, .. } | Sent::Refused(error) | Sent::Broken(error) => {
-            tracing::warn!(error = %error, "a direct message in Slack was not delivered: its email goes");
-            direct::undelivered(conn, &body, now)?;
+            if linked::is(&message.channel) {
+                tracing::warn!(error = %error, "a notice to a COE's own channel was not delivered");
+            } else {
+                tracing::warn!(error = %error, "a direct message in Slack was not delivered: its email goes");
+                direct::undelivered(conn, &body, now)?;
+            }
             report.failed += 1;
             report.rejected += 1;
             Settled::failed(error, now)

@@ -14,7 +14,8 @@ use crate::db::DbConnection;
 use crate::domain::coe::CoeFacts;
 use crate::services::Env;
 
-/// A COE's notice (opened, a review step) to the channels of its team and service.
+/// A COE's notice (opened, a review step) to the channels of its team and service,
+/// and to its own (`linked`).
 /// `what` heads it ("COE opened"); `key` makes it once per channel.
 #[allow(clippy::too_many_arguments)]
 pub fn coe_notice(
@@ -62,18 +63,13 @@ pub fn coe_notice(
             coe.id
         ),
     };
-    notify(
-        conn,
-        env,
-        event,
-        Route {
-            team: team.as_deref(),
-            service: coe.service,
-        },
-        key,
-        &notice,
-        now,
-    )
+    let route = Route {
+        team: team.as_deref(),
+        service: coe.service,
+    };
+    let queued = notify(conn, env, event, route, key, &notice, now)?;
+    // And the COE's own channels (where it was reported from chat, or linked).
+    Ok(queued + super::linked::queue(conn, env, coe.id, route, event, key, &notice, now)?)
 }
 
 /// Once a day (the sweep after `reminders.send_hour`): each channel that hears
