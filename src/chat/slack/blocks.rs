@@ -134,13 +134,6 @@ fn modal(callback_id: &str, title: &str, submit: &str, meta: &Value, blocks: Vec
 /// "Report a failure": what is broken, the service, the severity, when it started
 /// (and what customers saw). The start is the person's to give: no time is proposed.
 pub fn report_modal(meta: &Value) -> Value {
-    let severities = [
-        ("sev1", "Sev 1 (worst)"),
-        ("sev2", "Sev 2"),
-        ("sev3", "Sev 3"),
-        ("sev4", "Sev 4"),
-        ("sev5", "Sev 5"),
-    ];
     modal(
         "report",
         "Report a failure",
@@ -164,7 +157,7 @@ pub fn report_modal(meta: &Value) -> Value {
             input(
                 "severity",
                 "Severity",
-                select(&severities, None),
+                select(&crate::chat::SEVERITIES, None),
                 false,
                 None,
             ),
@@ -187,14 +180,7 @@ pub fn report_modal(meta: &Value) -> Value {
 }
 
 /// The choices of an action's priority and kind.
-const PRIORITIES: [(&str, &str); 3] = [("high", "High"), ("medium", "Medium"), ("low", "Low")];
-const KINDS: [(&str, &str); 5] = [
-    ("prevent", "Prevent it happening again"),
-    ("detect", "Detect it sooner"),
-    ("mitigate", "Mitigate it faster"),
-    ("diagnose", "Diagnose it faster"),
-    ("process", "Change a process"),
-];
+use crate::chat::{KINDS, PRIORITIES};
 
 /// "Add a follow-up" to the COE `coe_title`: title, owner, due date, priority, kind,
 /// done when.

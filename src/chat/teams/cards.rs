@@ -69,21 +69,7 @@ pub fn open(url: &str) -> Value {
     json!({"type": "Action.OpenUrl", "title": "Open in coe", "url": url})
 }
 
-const SEVERITIES: [(&str, &str); 5] = [
-    ("sev1", "Sev 1 (worst)"),
-    ("sev2", "Sev 2"),
-    ("sev3", "Sev 3"),
-    ("sev4", "Sev 4"),
-    ("sev5", "Sev 5"),
-];
-const PRIORITIES: [(&str, &str); 3] = [("high", "High"), ("medium", "Medium"), ("low", "Low")];
-const KINDS: [(&str, &str); 5] = [
-    ("prevent", "Prevent it happening again"),
-    ("detect", "Detect it sooner"),
-    ("mitigate", "Mitigate it faster"),
-    ("diagnose", "Diagnose it faster"),
-    ("process", "Change a process"),
-];
+use crate::chat::{KINDS, PRIORITIES, SEVERITIES};
 
 /// "Report a failure": what is broken, service, severity, when it started (UTC), what
 /// customers saw. No start is proposed: the person gives it.

@@ -245,21 +245,14 @@ impl Bot {
         to: &str,
         activity: &Value,
     ) -> Result<(), String> {
-        let url = format!(
-            "{}/v3/conversations/{}/activities/{}",
-            Self::base(service_url),
-            segment(conversation),
-            segment(to)
-        );
-        Self::json(
-            self.agent()
-                .post(&url)
-                .set("Authorization", &format!("Bearer {}", self.token()?))
-                .set("Content-Type", "application/json")
-                .send_string(&activity.to_string()),
+        self.activity(
+            "POST",
+            service_url,
+            conversation,
+            to,
+            activity,
             "Teams, given the answer",
         )
-        .map(|_| ())
     }
 
     /// Replaces message `id` of `conversation` with `activity`.
@@ -270,6 +263,25 @@ impl Bot {
         id: &str,
         activity: &Value,
     ) -> Result<(), String> {
+        self.activity(
+            "PUT",
+            service_url,
+            conversation,
+            id,
+            activity,
+            "Teams, asked to change the card",
+        )
+    }
+
+    fn activity(
+        &self,
+        method: &str,
+        service_url: &str,
+        conversation: &str,
+        id: &str,
+        activity: &Value,
+        what: &str,
+    ) -> Result<(), String> {
         let url = format!(
             "{}/v3/conversations/{}/activities/{}",
             Self::base(service_url),
@@ -278,11 +290,11 @@ impl Bot {
         );
         Self::json(
             self.agent()
-                .put(&url)
+                .request(method, &url)
                 .set("Authorization", &format!("Bearer {}", self.token()?))
                 .set("Content-Type", "application/json")
                 .send_string(&activity.to_string()),
-            "Teams, asked to change the card",
+            what,
         )
         .map(|_| ())
     }

@@ -100,13 +100,7 @@ pub async fn commands(
                     "Link a channel from that channel: `/coe link <COE address>` there.",
                 )));
             };
-            let id = rest
-                .trim_end_matches('/')
-                .rsplit('/')
-                .next()
-                .unwrap_or_default()
-                .trim_matches(['<', '>'])
-                .to_owned();
+            let id = from_chat::coe_id_of(rest);
             let linked = with_conn(&state, move |conn, _| {
                 Ok(from_chat::name_channel(
                     conn,

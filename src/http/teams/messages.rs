@@ -361,12 +361,7 @@ impl Teams {
                     );
                     return Ok(());
                 };
-                let id = rest
-                    .trim_end_matches('/')
-                    .rsplit('/')
-                    .next()
-                    .unwrap_or_default()
-                    .to_owned();
+                let id = from_chat::coe_id_of(rest);
                 let linked = with_conn(&self.state, move |conn, _| {
                     Ok(from_chat::name_channel(
                         conn,

@@ -670,13 +670,7 @@ impl Room<'_> {
     }
 
     fn link(&mut self, event: &Event, acting: &Acting, first: &str) -> Result<(), String> {
-        let id = first
-            .trim()
-            .trim_end_matches('/')
-            .rsplit('/')
-            .next()
-            .unwrap_or_default()
-            .to_owned();
+        let id = super::coe_id_of(first);
         // Once for the event, as every move: a second read links nothing again.
         let key = format!("event:{}", event.id);
         let fresh = with(self.pool, |conn| {

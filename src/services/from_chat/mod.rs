@@ -166,6 +166,20 @@ pub fn linked(
         .optional()
 }
 
+/// The COE id in `address` (its address in coe, or the id alone), as people paste it
+/// in chat (Slack wraps it in `<…>`).
+pub fn coe_id_of(address: &str) -> String {
+    address
+        .trim()
+        .trim_matches(['<', '>'])
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .trim_matches(['<', '>'])
+        .to_owned()
+}
+
 /// Links chat channel `channel` to COE `coe_id` when `who` may change that COE; gives
 /// its title, or why not in words.
 pub fn name_channel(

@@ -13,10 +13,9 @@ use serde_json::{json, Value};
 use crate::chat::slack::{self, web::Failed};
 use crate::chat::{self, Notice, Sent};
 use crate::config::{ChannelSettings, ChatEvent, ChatKind};
-use crate::db::schema::{chat_links, chat_messages};
-use crate::db::{self, DbConnection};
+use crate::db::schema::chat_links;
+use crate::db::DbConnection;
 use crate::services::outbound::outbox::direct;
-use crate::services::outbound::queue::PENDING;
 use crate::services::Env;
 
 /// The channel names they are queued on (no channel of the settings has a `:`).
@@ -83,21 +82,13 @@ pub fn queue(
             continue;
         }
         let body = json!({"to": to, "via": via.name, "message": chat::render(via.kind, notice)});
-        queued += crate::insert_or_ignore!(
+        queued += super::queue_row(
             conn,
-            diesel::insert_into(chat_messages::table).values((
-                chat_messages::id.eq(db::new_id()),
-                chat_messages::channel.eq(name),
-                chat_messages::event.eq(event.as_str()),
-                chat_messages::dedup_key.eq(format!("{name}:{to}:{key}")),
-                chat_messages::body.eq(body.to_string()),
-                chat_messages::state.eq(PENDING),
-                chat_messages::attempts.eq(0),
-                chat_messages::next_attempt_at.eq(now),
-                chat_messages::created_at.eq(now),
-                chat_messages::updated_at.eq(now),
-            )),
-            chat_messages::dedup_key
+            name,
+            event,
+            &format!("{name}:{to}:{key}"),
+            &body.to_string(),
+            now,
         )?;
     }
     Ok(queued)

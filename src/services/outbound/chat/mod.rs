@@ -100,14 +100,33 @@ pub fn enqueue_body(
     body: &serde_json::Value,
     now: NaiveDateTime,
 ) -> QueryResult<usize> {
-    let body = body.to_string();
+    queue_row(
+        conn,
+        &channel.name,
+        event,
+        &format!("{}:{key}", channel.name),
+        &body.to_string(),
+        now,
+    )
+}
+
+/// Queues a row of `chat_messages` on `channel` (a channel's name, or a queue of its
+/// own: `linked`), once per `dedup_key`.
+fn queue_row(
+    conn: &mut DbConnection,
+    channel: &str,
+    event: ChatEvent,
+    dedup_key: &str,
+    body: &str,
+    now: NaiveDateTime,
+) -> QueryResult<usize> {
     crate::insert_or_ignore!(
         conn,
         diesel::insert_into(chat_messages::table).values((
             chat_messages::id.eq(db::new_id()),
-            chat_messages::channel.eq(&channel.name),
+            chat_messages::channel.eq(channel),
             chat_messages::event.eq(event.as_str()),
-            chat_messages::dedup_key.eq(format!("{}:{key}", channel.name)),
+            chat_messages::dedup_key.eq(dedup_key),
             chat_messages::body.eq(body),
             chat_messages::state.eq(PENDING),
             chat_messages::attempts.eq(0),
