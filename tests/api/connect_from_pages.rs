@@ -118,6 +118,9 @@ async fn a_new_admin_connects_slack_jira_and_matrix_from_the_pages_and_the_work_
     browser
         .type_into("#f-access_token", &synapse.bot_token)
         .await;
+    // People work from its rooms as the people of example.com.
+    browser.type_into("#f-people_domain", "example.com").await;
+    browser.screenshot("connect-matrix-people").await;
     let said = check(&browser).await;
     assert!(
         said.contains("A test message reached the channel"),
@@ -134,6 +137,33 @@ async fn a_new_admin_connects_slack_jira_and_matrix_from_the_pages_and_the_work_
         .wait_for_url("/admin/chat?saved=incident-room")
         .await;
     assert_eq!(synapse.messages().await.len(), 1, "the check's message");
+    let kept = app
+        .runtime
+        .env()
+        .connections
+        .channels
+        .iter()
+        .find(|c| c.name == "incident-room")
+        .and_then(|c| c.people_domain.clone());
+    assert_eq!(kept.as_deref(), Some("example.com"), "saved with the room");
+
+    // Teams: the bot people work from, beside the channel's webhook, explained.
+    browser
+        .goto(&app.url("/admin/chat/new?platform=teams"))
+        .await;
+    let form = browser.text("#connection-form").await;
+    for asked in [
+        "Microsoft App ID",
+        "client secret",
+        "tenant",
+        "/chat/teams/messages",
+    ] {
+        assert!(
+            form.contains(asked) || browser.eval(outer).await.to_string().contains(asked),
+            "{asked} in {form}"
+        );
+    }
+    browser.screenshot("connect-teams-bot").await;
 
     // Checked again from its saved form, the token left empty: the saved one is used
     // and never put in the page; for another homeserver it must be given again.

@@ -337,7 +337,7 @@ pub(super) fn steps(platform: &str, webhook_url: &str) -> Vec<String> {
             "In the Teams channel, open its menu (…), then Workflows.",
             "Pick \"Post to a channel when a webhook request is received\", name it coe, and choose the team and the channel.",
             "Copy the address the workflow shows into the form below.",
-            "To work from Teams (@coe report, @coe mine, buttons on coe's cards): create an Azure Bot, set its messaging endpoint to PUBLIC_URL/chat/teams/messages, add the Microsoft Teams channel, and give its App ID and a client secret below; then add the bot to the teams whose channels use it.",
+            "To work from Teams (@coe report, @coe mine, buttons on coe's cards): create an Azure Bot, set its messaging endpoint to PUBLIC_URL/chat/teams/messages, add the Microsoft Teams channel, and give its App ID, a client secret and your tenant's id below (a single-tenant bot); then add the bot to the teams whose channels use it.",
         ]),
         "google-chat" => s(&[
             "In the Google Chat space, open Apps & integrations, then Webhooks, then Add webhook.",
