@@ -20,6 +20,7 @@ pub mod secret;
 mod templates;
 mod trackers;
 mod validate;
+mod validate_chat;
 mod validate_sign_in;
 
 pub use addresses::points_at_loopback;
@@ -45,7 +46,7 @@ pub use self::trackers::{
     destination, validate as validate_trackers, CreateWhen, Destination, Meaning, TrackerKind,
     TrackerRoute, TrackerSettings,
 };
-pub use self::validate::validate_channels;
+pub use self::validate_chat::validate_channels;
 use crate::domain::assessment::DEFAULT_INTENTION_PHRASES;
 use crate::domain::incident::IncidentPolicy;
 use crate::domain::template::{Template, TemplateError};

@@ -24,6 +24,24 @@ pub enum Failed {
     NoAnswer(String),
 }
 
+/// A message Slack did not take, as the chat queue records it: to be sent again
+/// later (a 429, no answer), or refused.
+impl From<Failed> for crate::chat::Sent {
+    fn from(failed: Failed) -> Self {
+        match failed {
+            Failed::RateLimited(after) => crate::chat::Sent::Retry {
+                after_secs: after,
+                error: "Slack asked to slow down".to_owned(),
+            },
+            Failed::NoAnswer(e) => crate::chat::Sent::Retry {
+                after_secs: None,
+                error: format!("Slack did not answer: {e}"),
+            },
+            Failed::Refused(e) => crate::chat::Sent::Refused(format!("Slack refused: {e}")),
+        }
+    }
+}
+
 /// The Web API at `base` (https://slack.com/api unless a channel names another) with
 /// `token`; each call waits `timeout` at most.
 pub struct Api<'a> {

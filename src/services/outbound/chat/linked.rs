@@ -10,7 +10,7 @@ use chrono::NaiveDateTime;
 use diesel::prelude::*;
 use serde_json::{json, Value};
 
-use crate::chat::slack::{self, web::Failed};
+use crate::chat::slack;
 use crate::chat::{self, Notice, Sent};
 use crate::config::{ChannelSettings, ChatEvent, ChatKind};
 use crate::db::schema::chat_links;
@@ -127,14 +127,6 @@ pub fn send(
     };
     match api.post_message(to, &body["message"]) {
         Ok(_) => Sent::Delivered,
-        Err(Failed::RateLimited(after)) => Sent::Retry {
-            after_secs: after,
-            error: "Slack asked to slow down".to_owned(),
-        },
-        Err(Failed::NoAnswer(e)) => Sent::Retry {
-            after_secs: None,
-            error: format!("Slack did not answer: {e}"),
-        },
-        Err(Failed::Refused(e)) => Sent::Refused(format!("Slack refused: {e}")),
+        Err(failed) => failed.into(),
     }
 }

@@ -14,7 +14,7 @@ use diesel::prelude::*;
 use serde_json::{json, Value};
 
 use super::{NewEmail, DROPPED, PENDING};
-use crate::chat::slack::{self, web::Failed};
+use crate::chat::slack;
 use crate::chat::Sent;
 use crate::config::{ChannelSettings, ChatKind};
 use crate::db::schema::{chat_messages, outbox_emails};
@@ -112,15 +112,7 @@ pub fn send(env: Env<'_>, body: &Value, timeout: std::time::Duration) -> Sent {
     match sent {
         Ok(true) => Sent::Delivered,
         Ok(false) => Sent::Refused(format!("no Slack user has the email address {to}")),
-        Err(Failed::RateLimited(after)) => Sent::Retry {
-            after_secs: after,
-            error: "Slack asked to slow down".to_owned(),
-        },
-        Err(Failed::NoAnswer(e)) => Sent::Retry {
-            after_secs: None,
-            error: format!("Slack did not answer: {e}"),
-        },
-        Err(Failed::Refused(e)) => Sent::Refused(format!("Slack refused: {e}")),
+        Err(failed) => failed.into(),
     }
 }
 
