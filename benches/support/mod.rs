@@ -175,6 +175,9 @@ pub fn fill(b: &Bench, people: bool) -> Duration {
                     verified_by: None,
                     handed_over_from: None,
                     handed_over_at: None,
+                    target_date: None,
+                    past_target_reason: None,
+                    risk_accepted_until: None,
                 }
             })
             .collect();

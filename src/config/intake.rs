@@ -11,12 +11,17 @@ use crate::domain::Severity;
 pub struct PolicySettings {
     /// Incidents at or above this severity need a COE.
     pub coe_at_or_above: Severity,
+    /// An incident whose events say it burned more than this share of an SLO's error
+    /// budget (`error_budget_burned`) needs a COE whatever its severity, and that COE
+    /// a high-priority action to prevent before it is submitted. Above 0, at most 1.
+    pub error_budget_share: f64,
 }
 
 impl Default for PolicySettings {
     fn default() -> Self {
         PolicySettings {
             coe_at_or_above: Severity::Sev2,
+            error_budget_share: 0.2,
         }
     }
 }

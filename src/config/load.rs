@@ -23,6 +23,7 @@ const SECTIONS: &[&str] = &[
     "events",
     "severity",
     "coe",
+    "actions",
     "ownership",
     "org",
     "reminders",

@@ -8,6 +8,7 @@
 //! `validate` checks what types alone cannot, `database` parses the database URL and
 //! `secret` keeps secrets out of output.
 
+mod actions;
 mod addresses;
 mod chat;
 pub mod database;
@@ -35,6 +36,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use self::actions::ActionSettings;
 pub use self::chat::{ChannelSettings, ChatEvent, ChatKind, ChatSettings};
 use self::database::DatabaseUrl;
 pub use self::intake::{EventSettings, IncidentSettings, PolicySettings, WebhookSettings};
@@ -83,6 +85,8 @@ pub struct Settings {
     /// How each source's severity words map to `sev1`…`sev5`.
     pub severity: SeverityMap,
     pub coe: CoeSettings,
+    /// Corrective actions' targets (`[[actions.targets]]`).
+    pub actions: ActionSettings,
     pub ownership: OwnershipSettings,
     pub org: OrgSettings,
     pub reminders: ReminderSettings,
@@ -412,6 +416,7 @@ impl Settings {
                 .and_then(chrono::Duration::try_seconds)
                 .unwrap_or(chrono::Duration::MAX),
             coe_at_or_above: self.policy.coe_at_or_above,
+            budget_share: self.policy.error_budget_share,
         }
     }
 }
@@ -436,6 +441,7 @@ impl Default for Settings {
             events: EventSettings::default(),
             severity: SeverityMap::default(),
             coe: CoeSettings::default(),
+            actions: ActionSettings::default(),
             ownership: OwnershipSettings::default(),
             org: OrgSettings::default(),
             reminders: ReminderSettings::default(),

@@ -48,6 +48,15 @@ impl Settings {
                 expected: e.to_string(),
             });
         }
+        self.actions.validate()?;
+        let share = self.policy.error_budget_share;
+        if !(share > 0.0 && share <= 1.0) {
+            return Err(invalid(
+                "policy.error_budget_share",
+                &share.to_string(),
+                "a share above 0 and at most 1 (0.2: a fifth of the budget)",
+            ));
+        }
         if self.database.pool_size == 0 {
             return Err(invalid("database.pool_size", "0", "at least 1"));
         }

@@ -41,6 +41,8 @@ pub fn update_incidents(
                         incidents::reopened_count.eq(excluded(incidents::reopened_count)),
                         incidents::event_count.eq(excluded(incidents::event_count)),
                         incidents::coe_required_at.eq(excluded(incidents::coe_required_at)),
+                        incidents::budget_burned.eq(excluded(incidents::budget_burned)),
+                        incidents::slo.eq(excluded(incidents::slo)),
                         incidents::updated_at.eq(excluded(incidents::updated_at)),
                     ))
                     .execute(conn)?;

@@ -47,6 +47,10 @@ pub struct IncidentRow {
     pub coe_required_at: Option<NaiveDateTime>,
     pub created_at: NaiveDateTime,
     pub updated_at: NaiveDateTime,
+    /// The largest share of an SLO's error budget its events said they burned.
+    pub budget_burned: Option<f64>,
+    /// That SLO's name.
+    pub slo: Option<String>,
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
@@ -250,6 +254,30 @@ pub struct ActionRow {
     /// Whose it was before it passed on, when its owner left, and when.
     pub handed_over_from: Option<String>,
     pub handed_over_at: Option<NaiveDateTime>,
+    /// The day it is to close by (`[[actions.targets]]`), when a target applied.
+    pub target_date: Option<chrono::NaiveDate>,
+    /// Why its due date was chosen past that day.
+    pub past_target_reason: Option<String>,
+    /// The day its risk is accepted until (`risk_acceptances`), when it was.
+    pub risk_accepted_until: Option<chrono::NaiveDate>,
+}
+
+/// A request to accept an action's risk until a day, and its decision.
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = crate::db::schema::risk_acceptances)]
+pub struct RiskAcceptanceRow {
+    pub id: String,
+    pub action_id: String,
+    pub asked_by: String,
+    pub asked_at: NaiveDateTime,
+    pub until_date: chrono::NaiveDate,
+    pub interim_control: String,
+    pub remaining_risk: String,
+    pub due_before: chrono::NaiveDate,
+    pub state: String,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<NaiveDateTime>,
+    pub decision_note: Option<String>,
 }
 
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]

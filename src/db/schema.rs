@@ -42,6 +42,8 @@ diesel::table! {
         group_id -> Text,
         digest -> Nullable<Text>,
         events_pruned_at -> Nullable<Timestamp>,
+        budget_burned -> Nullable<Double>,
+        slo -> Nullable<Text>,
     }
 }
 
@@ -302,8 +304,30 @@ diesel::table! {
         verified_by -> Nullable<Text>,
         handed_over_from -> Nullable<Text>,
         handed_over_at -> Nullable<Timestamp>,
+        target_date -> Nullable<Date>,
+        past_target_reason -> Nullable<Text>,
+        risk_accepted_until -> Nullable<Date>,
     }
 }
+
+diesel::table! {
+    risk_acceptances (id) {
+        id -> Text,
+        action_id -> Text,
+        asked_by -> Text,
+        asked_at -> Timestamp,
+        until_date -> Date,
+        interim_control -> Text,
+        remaining_risk -> Text,
+        due_before -> Date,
+        state -> Text,
+        decided_by -> Nullable<Text>,
+        decided_at -> Nullable<Timestamp>,
+        decision_note -> Nullable<Text>,
+    }
+}
+
+diesel::joinable!(risk_acceptances -> corrective_actions (action_id));
 
 diesel::table! {
     due_date_changes (id) {
@@ -623,6 +647,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     audit_log,
     people,
     corrective_actions,
+    risk_acceptances,
     due_date_changes,
     review_comments,
     outbox_emails,

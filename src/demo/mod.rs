@@ -215,6 +215,7 @@ impl Seeder<'_> {
                     "https://tickets.{DOMAIN}/browse/OPS-{}",
                     100 + made.len()
                 )),
+                past_target_reason: None,
             };
             let action_id = actions::create(
                 conn,

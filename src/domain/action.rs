@@ -241,6 +241,71 @@ pub fn closed_on_time(state: ActionState, due: NaiveDate, closed_day: NaiveDate)
     }
 }
 
+/// A closing target (`[[actions.targets]]`): an action of `priority`, on a COE at
+/// or above `severity` when one is named, is to close within `days` of being added.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    pub priority: Priority,
+    #[serde(default)]
+    pub severity: Option<super::Severity>,
+    pub days: u32,
+}
+
+/// The most days a target may give (ten years).
+pub const MAX_TARGET_DAYS: u32 = 3650;
+
+/// The days an action of `priority` on a COE of `severity` has to close: the
+/// tightest target that applies (one naming no severity applies to every COE; one
+/// naming a severity to COEs at or above it). `None` when no target applies.
+pub fn target_days(
+    targets: &[Target],
+    priority: Priority,
+    severity: super::Severity,
+) -> Option<u32> {
+    targets
+        .iter()
+        .filter(|t| t.priority == priority)
+        .filter(|t| t.severity.is_none_or(|s| severity.at_or_above(s)))
+        .map(|t| t.days)
+        .min()
+}
+
+/// The day an action of `priority` added on `added` to a COE of `severity` is to
+/// close by, when a target applies.
+pub fn target_date(
+    targets: &[Target],
+    priority: Priority,
+    severity: super::Severity,
+    added: NaiveDate,
+) -> Option<NaiveDate> {
+    target_days(targets, priority, severity).map(|days| added + chrono::Days::new(u64::from(days)))
+}
+
+/// Whether a due date lies past the action's target (a target is a day it may close on).
+pub fn past_target(due: NaiveDate, target: Option<NaiveDate>) -> bool {
+    target.is_some_and(|t| due > t)
+}
+
+/// Whether a risk accepted until `until` gives an action due on `due` more time: a
+/// day before or on its due date asks for nothing (until then it is not late).
+pub fn extends_due_date(until: NaiveDate, due: NaiveDate) -> bool {
+    until > due
+}
+
+/// Whether an action done on `closed_day` closed within its target: `None` when it
+/// has no target or was decided not to be done.
+pub fn closed_within_target(
+    state: ActionState,
+    target: Option<NaiveDate>,
+    closed_day: NaiveDate,
+) -> Option<bool> {
+    match (state, target) {
+        (ActionState::Done, Some(target)) => Some(closed_day <= target),
+        _ => None,
+    }
+}
+
 /// The organisation's calendar date at `now`.
 pub fn today(now: DateTime<Utc>, tz: Tz) -> NaiveDate {
     now.with_timezone(&tz).date_naive()
@@ -317,6 +382,71 @@ pub fn may_verify(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_tightest_target_that_applies_sets_the_date() {
+        use crate::domain::Severity;
+        let t = |priority, severity, days| Target {
+            priority,
+            severity,
+            days,
+        };
+        let targets = [
+            t(Priority::High, None, 28),
+            t(Priority::Medium, None, 56),
+            t(Priority::High, Some(Severity::Sev1), 14),
+            t(Priority::High, Some(Severity::Sev2), 21),
+        ];
+        assert_eq!(
+            target_days(&targets, Priority::High, Severity::Sev1),
+            Some(14)
+        );
+        assert_eq!(
+            target_days(&targets, Priority::High, Severity::Sev2),
+            Some(21)
+        );
+        assert_eq!(
+            target_days(&targets, Priority::High, Severity::Sev3),
+            Some(28)
+        );
+        assert_eq!(
+            target_days(&targets, Priority::Medium, Severity::Sev1),
+            Some(56)
+        );
+        assert_eq!(target_days(&targets, Priority::Low, Severity::Sev1), None);
+        let added = NaiveDate::from_ymd_opt(2027, 1, 30).expect("a date");
+        assert_eq!(
+            target_date(&targets, Priority::High, Severity::Sev2, added),
+            NaiveDate::from_ymd_opt(2027, 2, 20)
+        );
+        let target = NaiveDate::from_ymd_opt(2027, 2, 20);
+        assert!(!past_target(
+            NaiveDate::from_ymd_opt(2027, 2, 20).expect("a date"),
+            target
+        ));
+        assert!(past_target(
+            NaiveDate::from_ymd_opt(2027, 2, 21).expect("a date"),
+            target
+        ));
+        assert!(!past_target(
+            NaiveDate::from_ymd_opt(2099, 1, 1).expect("a date"),
+            None
+        ));
+        let day = NaiveDate::from_ymd_opt(2027, 2, 21).expect("a date");
+        assert_eq!(
+            closed_within_target(ActionState::Done, target, day),
+            Some(false)
+        );
+        assert_eq!(
+            closed_within_target(ActionState::Done, target, added),
+            Some(true)
+        );
+        assert_eq!(
+            closed_within_target(ActionState::WontDo, target, added),
+            None
+        );
+        assert_eq!(closed_within_target(ActionState::Done, None, added), None);
+    }
 
     #[test]
     fn done_needs_evidence_where_an_outage_is_to_be_prevented() {

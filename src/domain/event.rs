@@ -106,6 +106,38 @@ impl FailureEvent {
     }
 }
 
+/// The label or annotation an event carries the share of an SLO's error budget it
+/// burned in: `0.25` or `25%` (a quarter).
+pub const BUDGET_BURNED: &str = "error_budget_burned";
+
+/// The labels naming an event's SLO: `slo` (Pyrra, and the generic API's `slo`),
+/// `sloth_slo` (Sloth), `slo_name`.
+pub const SLO_LABELS: [&str; 3] = ["slo", "sloth_slo", "slo_name"];
+
+/// The share of an SLO's error budget `event` says it burned (`error_budget_burned`, a
+/// label or an annotation: `0.25` or `25%`), when it says one that makes sense (0 to
+/// 100 budgets).
+pub fn budget_burned(event: &FailureEvent) -> Option<f64> {
+    let text = event
+        .labels
+        .get(BUDGET_BURNED)
+        .or_else(|| event.annotations.get(BUDGET_BURNED))?
+        .trim();
+    let share = match text.strip_suffix('%') {
+        Some(percent) => percent.trim().parse::<f64>().ok()? / 100.0,
+        None => text.parse::<f64>().ok()?,
+    };
+    (share.is_finite() && (0.0..=100.0).contains(&share)).then_some(share)
+}
+
+/// The SLO `event` names (`SLO_LABELS`, the first found).
+pub fn slo_of(event: &FailureEvent) -> Option<String> {
+    SLO_LABELS
+        .iter()
+        .find_map(|l| event.labels.get(*l))
+        .map(|s| s.chars().take(200).collect())
+}
+
 /// Keeps only `http`/`https` links, without duplicates, in order.
 pub fn web_links<I: IntoIterator<Item = String>>(links: I) -> Vec<String> {
     let mut kept: Vec<String> = Vec::new();

@@ -38,13 +38,16 @@ impl fmt::Display for IncidentState {
 }
 
 /// The incident policy, from settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct IncidentPolicy {
     /// The same alert firing again within this long after its incident resolved
     /// reopens that incident; later, it opens a new one.
     pub reopen_window: Duration,
     /// Incidents at or above this severity need a COE.
     pub coe_at_or_above: Severity,
+    /// Incidents that burned more than this share of an SLO's error budget need a
+    /// COE whatever their severity (0.2: a fifth).
+    pub budget_share: f64,
 }
 
 impl Default for IncidentPolicy {
@@ -52,6 +55,7 @@ impl Default for IncidentPolicy {
         IncidentPolicy {
             reopen_window: Duration::hours(1),
             coe_at_or_above: Severity::Sev2,
+            budget_share: 0.2,
         }
     }
 }
@@ -60,6 +64,12 @@ impl IncidentPolicy {
     /// Whether an incident of this severity needs a COE. The one place this is decided.
     pub fn needs_coe(&self, severity: Severity) -> bool {
         severity.at_or_above(self.coe_at_or_above)
+    }
+
+    /// Whether an incident that burned `burned` of an SLO's error budget needs a COE
+    /// (and its COE a high-priority action to prevent) whatever its severity.
+    pub fn burned_too_much(&self, burned: Option<f64>) -> bool {
+        burned.is_some_and(|b| b > self.budget_share)
     }
 }
 

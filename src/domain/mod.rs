@@ -8,6 +8,7 @@ pub mod clock;
 pub mod coe;
 pub mod coverage;
 pub mod customer_summary;
+pub mod distribution;
 pub mod email;
 pub mod event;
 pub mod incident;

@@ -46,10 +46,11 @@ pub enum Kind {
     VerificationsWaiting,
     WorkHandedOver,
     TicketClosed,
+    RiskAcceptance,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 17] = [
+    pub const ALL: [Kind; 18] = [
         Kind::OverdueDigest,
         Kind::Escalation,
         Kind::CoeOpened,
@@ -67,6 +68,7 @@ impl Kind {
         Kind::VerificationsWaiting,
         Kind::WorkHandedOver,
         Kind::TicketClosed,
+        Kind::RiskAcceptance,
     ];
 
     /// The template folder name, also stored as the outbox row's kind.
@@ -89,6 +91,7 @@ impl Kind {
             Kind::VerificationsWaiting => "verifications_waiting",
             Kind::WorkHandedOver => "work_handed_over",
             Kind::TicketClosed => "ticket_closed",
+            Kind::RiskAcceptance => "risk_acceptance",
         }
     }
 
@@ -112,6 +115,7 @@ impl Kind {
             Kind::VerificationsWaiting => "verifications waiting",
             Kind::WorkHandedOver => "work handed over",
             Kind::TicketClosed => "ticket closed",
+            Kind::RiskAcceptance => "risk acceptance",
         }
     }
 
@@ -133,7 +137,8 @@ impl Kind {
             | Kind::SignIn
             | Kind::ActionVerification
             | Kind::WorkHandedOver
-            | Kind::TicketClosed => Class::Essential,
+            | Kind::TicketClosed
+            | Kind::RiskAcceptance => Class::Essential,
             Kind::OverdueDigest
             | Kind::WriteupOverdue
             | Kind::InspectionDigest
@@ -303,6 +308,17 @@ impl Kind {
                 ticket_url: "https://acme.atlassian.net/browse/OPS-12".into(),
                 status: "Done".into(),
                 wont_do: false,
+            }),
+            Kind::RiskAcceptance => serde_json::to_value(RiskAcceptance {
+                recipient_name: "Bo Manager".into(),
+                action: action(0),
+                step: "asked".into(),
+                asked_by: "Ana Lima (ana@example.com)".into(),
+                until: "2027-02-15".into(),
+                interim_control: "A manual check of the queue's depth at every shift change".into(),
+                remaining_risk: "A backlog past 10,000 messages is noticed within 8 hours".into(),
+                decided_by: String::new(),
+                note: String::new(),
             }),
             Kind::WriteupOverdue => serde_json::to_value(WriteupOverdue {
                 recipient_name: "Ana Lima".into(),
@@ -574,6 +590,25 @@ pub struct TicketClosed {
     pub status: String,
     /// Closed as not to be done (else done).
     pub wont_do: bool,
+}
+
+/// A request to accept an action's risk until a day: to those who decide (`asked`),
+/// then to the action's owner (`accepted` or `refused`).
+#[derive(Debug, Clone, Serialize)]
+pub struct RiskAcceptance {
+    pub recipient_name: String,
+    pub action: ActionLine,
+    /// `asked`, `accepted` or `refused`.
+    pub step: String,
+    pub asked_by: String,
+    /// The day the risk is accepted until (`YYYY-MM-DD`).
+    pub until: String,
+    pub interim_control: String,
+    pub remaining_risk: String,
+    /// Who decided (empty while asked).
+    pub decided_by: String,
+    /// What the decider said (required when refused).
+    pub note: String,
 }
 
 /// Review requested, changes requested, approved.

@@ -74,6 +74,9 @@ const DEFAULTS: &[(&str, &str)] = embedded!(
     "ticket_closed/subject.hbs",
     "ticket_closed/body.txt.hbs",
     "ticket_closed/body.html.hbs",
+    "risk_acceptance/subject.hbs",
+    "risk_acceptance/body.txt.hbs",
+    "risk_acceptance/body.html.hbs",
 );
 
 /// Longest subject, in characters; longer ones are cut with an ellipsis.

@@ -37,6 +37,12 @@ struct TeamLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutageLabels {
+    measure: String,
+    severity: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SourceLabels {
     source: String,
 }
@@ -74,15 +80,39 @@ struct OperatorGauges {
 }
 
 /// The inspection figures as gauges, refreshed at each scrape.
-#[derive(Default)]
 struct InspectionGauges {
     actions_open: Gauge,
     actions_overdue: Gauge,
+    actions_past_target: Gauge,
     actions_overdue_by_team: Family<TeamLabels, Gauge>,
     coes: Family<StateLabels, Gauge>,
     coes_waiting_for_review: Gauge,
     drafts_past_deadline: Gauge,
     emails: Family<StateLabels, Gauge>,
+    /// How long the last four quarters' outages took, observed again at each refresh.
+    outage_seconds: Family<OutageLabels, Histogram>,
+}
+
+/// The buckets of `coe_outage_duration_seconds`: a minute to 30 days.
+const OUTAGE_BUCKETS: [f64; 13] = [
+    60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 14400.0, 28800.0, 86400.0, 172800.0, 604800.0,
+    1209600.0, 2592000.0,
+];
+
+impl Default for InspectionGauges {
+    fn default() -> Self {
+        InspectionGauges {
+            actions_open: Gauge::default(),
+            actions_overdue: Gauge::default(),
+            actions_past_target: Gauge::default(),
+            actions_overdue_by_team: Family::default(),
+            coes: Family::default(),
+            coes_waiting_for_review: Gauge::default(),
+            drafts_past_deadline: Gauge::default(),
+            emails: Family::default(),
+            outage_seconds: Family::new_with_constructor(|| Histogram::new(OUTAGE_BUCKETS)),
+        }
+    }
 }
 
 /// Every `reason` of `coe_not_ready` (what `/readyz` says, `http::health`), each
@@ -148,6 +178,16 @@ impl Metrics {
             "actions_overdue",
             "Corrective actions overdue",
             inspection.actions_overdue.clone(),
+        );
+        registry.register(
+            "actions_past_target",
+            "Corrective actions open or in progress past their priority's target",
+            inspection.actions_past_target.clone(),
+        );
+        registry.register(
+            "outage_duration_seconds",
+            "How long the last four quarters' outages took, by measure (detect, mitigate and resolve from the start; approve from the resolution) and severity; refreshed whole at each inspection",
+            inspection.outage_seconds.clone(),
         );
         registry.register(
             "actions_overdue_by_team",
@@ -317,6 +357,16 @@ impl Metrics {
         let g = &self.inspection;
         g.actions_open.set(stats.actions.open);
         g.actions_overdue.set(stats.actions.overdue);
+        g.actions_past_target.set(stats.actions_past_target);
+        g.outage_seconds.clear();
+        for (measure, severity, minutes) in &stats.outage_times.samples {
+            g.outage_seconds
+                .get_or_create(&OutageLabels {
+                    measure: (*measure).to_owned(),
+                    severity: severity.clone(),
+                })
+                .observe(minutes * 60.0);
+        }
         g.actions_overdue_by_team.clear();
         for (team, figures) in &stats.actions_by_team {
             g.actions_overdue_by_team

@@ -60,6 +60,8 @@ macro_rules! route_table {
                 // Before `/api/v1/actions/{id}/{transition}`, which would otherwise take it.
                 "/api/v1/actions/{id}/verify" => { post: api::actions::verify }
                 "/api/v1/actions/{id}/ticket" => { post: api::trackers::ticket }
+                "/api/v1/actions/{id}/risk" => { post: api::actions::ask_risk }
+                "/api/v1/actions/{id}/risk/{decision}" => { post: api::actions::decide_risk }
                 "/api/v1/actions/{id}/{transition}" => { post: api::actions::transition }
                 "/api/v1/people" => { get: api::people::list }
                 // Before `/api/v1/people/{email}`, which would otherwise take it.

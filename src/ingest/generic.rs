@@ -58,6 +58,13 @@ pub struct EventInput {
     #[serde(default, deserialize_with = "null_as_default")]
     #[schema(value_type = Option<Vec<String>>)]
     pub links: Vec<String>,
+    /// The share of an SLO's error budget this outage burned (0.25: a quarter; 0 to
+    /// 100). More than `policy.error_budget_share` and its incident needs a COE.
+    #[serde(default)]
+    pub error_budget_burned: Option<f64>,
+    /// The SLO whose budget it burned.
+    #[serde(default)]
+    pub slo: Option<String>,
 }
 
 /// Parses a body holding one event object or an array of them.
@@ -155,6 +162,31 @@ fn normalize(
             ));
         }
     }
+    if let Some(burned) = input.error_budget_burned {
+        if !(burned.is_finite() && (0.0..=100.0).contains(&burned)) {
+            return Err(JsonError::field(
+                "error_budget_burned",
+                format!(
+                    "must be a share of the budget from 0 to 100 (0.25: a quarter; got {burned})"
+                ),
+            ));
+        }
+    }
+    let mut labels = input.labels;
+    let mut annotations = BTreeMap::new();
+    if let Some(burned) = input.error_budget_burned {
+        annotations.insert(
+            crate::domain::event::BUDGET_BURNED.to_owned(),
+            burned.to_string(),
+        );
+    }
+    if let Some(slo) = input
+        .slo
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+    {
+        labels.insert("slo".to_owned(), slo);
+    }
     let status = input.status.unwrap_or(EventStatus::Firing);
     let started_raw = input.started_at.clone();
     let started_at = optional_time(started_raw.as_deref(), "started_at")?.unwrap_or(received_at);
@@ -187,8 +219,8 @@ fn normalize(
             EventStatus::Firing => ended_at,
         },
         description: input.description,
-        labels: input.labels,
-        annotations: BTreeMap::new(),
+        labels,
+        annotations,
         links: web_links(input.links),
     })
 }

@@ -239,6 +239,54 @@ pub fn action(
     })
 }
 
+/// Who decides a request to accept an action's risk: the owner's manager or the COE's
+/// bar raiser, as themselves; an admin only when the action has neither. Never the
+/// action's owner or whoever asked (under any spelling of their address). The person
+/// deciding, or why not.
+pub fn decide_risk<'a>(
+    who: &Editor<'a>,
+    deciders: &[String],
+    owner: &str,
+    asked_by: &str,
+    dotless_domains: &[String],
+) -> Result<&'a str, AccessError> {
+    let Some(by) = who.person() else {
+        return Err(AccessError::Forbidden(
+            "a person decides on accepting a risk, signed in or with a token of their own".into(),
+        ));
+    };
+    let same = |other: &str| crate::domain::email::same_person(by, other, dotless_domains);
+    if same(owner) || same(asked_by) {
+        return Err(AccessError::Forbidden(format!(
+            "{by} may not decide on accepting this risk: nobody accepts the risk of their own \
+             action or request; the owner's manager or the COE's bar raiser decides"
+        )));
+    }
+    // Those who may decide, without the owner and the asker (a manager who asked,
+    // a bar raiser who owns the action): none left, and an admin decides.
+    let deciders: Vec<&String> = deciders
+        .iter()
+        .filter(|d| {
+            !crate::domain::email::same_person(d, owner, dotless_domains)
+                && !crate::domain::email::same_person(d, asked_by, dotless_domains)
+        })
+        .collect();
+    let named = deciders.iter().any(|d| same(d));
+    if named || (deciders.is_empty() && who.is_admin) {
+        return Ok(by);
+    }
+    let deciders: Vec<&str> = deciders.iter().map(|d| d.as_str()).collect();
+    Err(AccessError::Forbidden(if deciders.is_empty() {
+        "the owner has no manager in the directory and the COE no bar raiser: an admin decides"
+            .to_owned()
+    } else {
+        format!(
+            "only the owner's manager or the COE's bar raiser ({}) decides on accepting this risk",
+            deciders.join(", ")
+        )
+    }))
+}
+
 /// Whether `who` may delete the actions of a COE owned by `coe_owner`: its owner, and
 /// admins.
 pub fn delete_actions(who: &Editor<'_>, coe_owner: Option<&str>) -> Result<(), AccessError> {
@@ -453,5 +501,71 @@ mod tests {
             is_admin: false,
         };
         assert!(!ok(&token, "ana@example.com"));
+    }
+}
+
+#[cfg(test)]
+mod risk_tests {
+    use super::*;
+
+    fn editor<'a>(email: &'a str, is_admin: bool) -> Editor<'a> {
+        Editor {
+            actor: email,
+            email: Some(email),
+            principal: email,
+            is_admin,
+        }
+    }
+
+    #[test]
+    fn a_risk_is_decided_by_the_manager_or_bar_raiser_and_by_an_admin_only_when_no_one_else_may() {
+        let none: [String; 0] = [];
+        let deciders = ["mgr@example.com".to_owned(), "br@example.com".to_owned()];
+        let decide = |who: &Editor<'_>, deciders: &[String], asker: &str| {
+            decide_risk(who, deciders, "dev@example.com", asker, &[]).is_ok()
+        };
+        assert!(decide(
+            &editor("mgr@example.com", false),
+            &deciders,
+            "dev@example.com"
+        ));
+        assert!(decide(
+            &editor("br@example.com", false),
+            &deciders,
+            "dev@example.com"
+        ));
+        // The owner, under another spelling, and whoever asked: never.
+        assert!(!decide(
+            &editor("dev+x@example.com", true),
+            &deciders,
+            "dev@example.com"
+        ));
+        assert!(!decide(
+            &editor("mgr@example.com", false),
+            &deciders,
+            "mgr@example.com"
+        ));
+        // An admin, only when no one else may: no decider, or only the asker.
+        assert!(!decide(
+            &editor("admin@example.com", true),
+            &deciders,
+            "dev@example.com"
+        ));
+        assert!(decide(
+            &editor("admin@example.com", true),
+            &none,
+            "dev@example.com"
+        ));
+        let only_asker = ["mgr@example.com".to_owned()];
+        assert!(decide(
+            &editor("admin@example.com", true),
+            &only_asker,
+            "mgr@example.com"
+        ));
+        assert!(!decide(
+            &editor("someone@example.com", false),
+            &none,
+            "dev@example.com"
+        ));
     }
 }

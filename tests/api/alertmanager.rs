@@ -32,7 +32,7 @@ fn alertmanager_binary() -> PathBuf {
 }
 
 /// A running Alertmanager, stopped on drop.
-struct Alertmanager {
+pub(crate) struct Alertmanager {
     child: Child,
     port: u16,
     _dir: tempfile::TempDir,
@@ -46,7 +46,7 @@ impl Drop for Alertmanager {
 }
 
 impl Alertmanager {
-    fn start(coe: &TestApp, token: &str) -> Alertmanager {
+    pub(crate) fn start(coe: &TestApp, token: &str) -> Alertmanager {
         let dir = tempfile::tempdir().expect("dir");
         let config = format!(
             r#"
@@ -90,7 +90,7 @@ receivers:
         }
     }
 
-    async fn post_alert(&self, client: &reqwest::Client, alert: &Value) {
+    pub(crate) async fn post_alert(&self, client: &reqwest::Client, alert: &Value) {
         // Alertmanager may still be starting: asked again until it takes the alert.
         eventually_async(
             Duration::from_secs(30),

@@ -23,6 +23,7 @@ mod delivery_crash;
 mod email;
 mod errors;
 mod events;
+mod follow_through;
 mod from_matrix;
 mod from_teams;
 mod health;

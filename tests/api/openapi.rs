@@ -130,6 +130,7 @@ async fn every_route_in_the_table_is_served_by_its_method() {
             .replace("{comment_id}", "x")
             .replace("{incident_id}", "x")
             .replace("{transition}", "start")
+            .replace("{decision}", "accept")
             .replace("{kind}", "chat")
             .replace("{email}", "x@example.com")
             .replace("{rest:.*}", "Nothing");

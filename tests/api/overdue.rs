@@ -66,6 +66,9 @@ async fn the_overdue_filter_in_sql_and_the_rust_rule_agree_on_every_case() {
             verified_by: None,
             handed_over_from: None,
             handed_over_at: None,
+            target_date: None,
+            past_target_reason: None,
+            risk_accepted_until: None,
         };
         diesel::insert_into(corrective_actions::table)
             .values(&row)

@@ -12,6 +12,7 @@ use crate::http::bearer::{Admin, Member};
 use crate::http::extract::{ids, ApiJson, ApiQuery, IfMatch, OptionalJson, PathId};
 use crate::http::pagination::{self, Listed, Page};
 use crate::http::state::{with_conn, with_write, AppState};
+use crate::services::coe::actions::risk::{RiskDecision, RiskRequest, RiskView};
 use crate::services::coe::actions::{
     self, ActionDetail, ActionError, ActionFilter, ActionPatch, ActionSort, ActionView, NewAction,
     TransitionInput, VerifyInput,
@@ -211,6 +212,92 @@ pub async fn verify(
     })
     .await?;
     Ok(HttpResponse::Ok().json(read_back(&state, id).await?))
+}
+
+/// Asks to accept an action's risk until a day instead of moving its due date again:
+/// what interim control is in place, what risk remains. The owner's manager or the
+/// COE's bar raiser (emailed) decides (`…/risk/accept`, `…/risk/refuse`).
+#[utoipa::path(operation_id = "ask_risk", post, path = "/api/v1/actions/{id}/risk", tag = "actions", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The action's id")),
+    request_body = RiskRequest,
+    responses(
+        (status = 201, description = "Asked: the request, waiting for a decision", body = RiskView),
+        (status = 403, description = "Not someone who may change the action", body = ErrorBody),
+        (status = 404, description = "No such action", body = ErrorBody),
+        (status = 409, description = "The action is closed, or a request already waits", body = ErrorBody),
+        (status = 422, description = "A field missing or out of range (named)", body = ErrorBody),
+    ))]
+pub async fn ask_risk(
+    Member(caller): Member,
+    id: PathId<ids::Action>,
+    body: ApiJson<RiskRequest>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, input, acting) = (id.into_inner(), body.0, caller.acting());
+    let asked = with_write(&state, move |conn, state| {
+        let clock = state.settings.clock();
+        Ok(actions::risk::ask(
+            conn,
+            &id,
+            &input,
+            &acting.editor(),
+            clock,
+            state.env(),
+        )?)
+    })
+    .await?;
+    Ok(HttpResponse::Created().json(asked))
+}
+
+/// The owner's manager or the COE's bar raiser accepts (`accept`) or refuses
+/// (`refuse`, with a note) the request waiting on an action. Accepted, the action is
+/// due on the day asked for and shown apart until then; after it, it is overdue and
+/// escalated as usual.
+#[utoipa::path(operation_id = "decide_risk", post, path = "/api/v1/actions/{id}/risk/{decision}", tag = "actions", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The action's id"),
+           ("decision" = String, Path, description = "accept or refuse")),
+    request_body = RiskDecision,
+    responses(
+        (status = 200, description = "Decided", body = RiskView),
+        (status = 403, description = "Not the owner's manager or the COE's bar raiser, or the owner or asker themselves", body = ErrorBody),
+        (status = 404, description = "No such action or decision", body = ErrorBody),
+        (status = 409, description = "Nothing waits for a decision", body = ErrorBody),
+        (status = 422, description = "A refusal without its note", body = ErrorBody),
+    ))]
+pub async fn decide_risk(
+    Member(caller): Member,
+    id: PathId<ids::Action>,
+    path: web::Path<(String, String)>,
+    body: OptionalJson<RiskDecision>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (_, decision) = path.into_inner();
+    let id = id.into_inner();
+    let accept = match decision.as_str() {
+        "accept" => true,
+        "refuse" => false,
+        other => {
+            return Err(ApiError::NotFound(format!(
+                "no decision `{}`: accept or refuse",
+                other.escape_default()
+            )))
+        }
+    };
+    let (input, acting) = (body.0.unwrap_or_default(), caller.acting());
+    let decided = with_write(&state, move |conn, state| {
+        let clock = state.settings.clock();
+        Ok(actions::risk::decide(
+            conn,
+            &id,
+            accept,
+            &input,
+            &acting.editor(),
+            clock,
+            state.env(),
+        )?)
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(decided))
 }
 
 /// Moves an action: `start`, `complete` (note = resolution, optional evidence_url),

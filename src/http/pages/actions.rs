@@ -71,6 +71,13 @@ async fn load(state: &web::Data<AppState>, id: &str, who: &SignedIn) -> Result<L
             .chain(detail.steps.iter().map(|s| s.by.clone()))
             .chain(detail.coe_reviewer.clone())
             .chain(detail.action.verified_by.clone())
+            .chain(detail.risk_deciders.iter().cloned())
+            .chain(
+                detail
+                    .risk_acceptances
+                    .iter()
+                    .flat_map(|r| std::iter::once(r.asked_by.clone()).chain(r.decided_by.clone())),
+            )
             .collect();
         let names = crate::services::directory::people::names_of(conn, &shown)?;
         // Which tracker would take its ticket, when it has none and may get one.
@@ -134,6 +141,9 @@ fn page(
                 "verify" => "verified it",
                 "refuse" => "sent it back: not done yet",
                 "reassign" => "gave it to another owner",
+                "risk_asked" => "asked to accept its risk",
+                "risk_accepted" => "accepted its risk",
+                "risk_refused" => "did not accept its risk",
                 _ => "changed it",
             };
             // A change says what it changed itself ("changed the title").
@@ -199,7 +209,44 @@ fn page(
                "since": since.map(|s| crate::json::format_utc(&s.at))})
     })
     .filter(|w| !w["who"].is_null());
+    // A request to accept its risk: waiting on whom, and whether it is this person.
+    let risk_waiting = detail
+        .risk_acceptances
+        .iter()
+        .rev()
+        .find(|r| r.state == "asked");
+    let may_decide_risk = risk_waiting.is_some_and(|r| {
+        access::decide_risk(
+            &acting.editor(),
+            &detail.risk_deciders,
+            &a.owner,
+            &r.asked_by,
+            &state.settings.auth.dotless_domains,
+        )
+        .is_ok()
+    });
+    let risk_kept = typed.as_ref().and_then(|k| k.get("risk"));
+    let kept_text = |part: Option<&Value>, field: &str| {
+        part.and_then(|p| p.get(field))
+            .cloned()
+            .unwrap_or_else(|| json!(""))
+    };
+    let risk_typed = json!({
+        "until": kept_text(risk_kept, "until"),
+        "interim_control": kept_text(risk_kept, "interim_control"),
+        "remaining_risk": kept_text(risk_kept, "remaining_risk"),
+        "note": kept_text(typed.as_ref().and_then(|k| k.get("decide")), "note"),
+    });
     let data = json!({
+        "risk_waiting": risk_waiting,
+        "risk_deciders": detail.risk_deciders,
+        "may_decide_risk": may_decide_risk,
+        "may_ask_risk": open && may_change && risk_waiting.is_none(),
+        "risk_open": risk_kept.is_some(),
+        "risk_typed": risk_typed,
+        "risk_history": detail.risk_acceptances,
+        "risk_max_day": (state.settings.clock().today()
+            + chrono::Days::new(u64::from(state.settings.actions.risk_max_days))).to_string(),
         "waiting_verify": waiting_verify,
         "state": a.state.as_str().replace('_', " "),
         "ticket": safe_href(a.external_url.as_deref()),
@@ -495,6 +542,59 @@ pub async fn verify(form: CsrfForm<Fields>, path: web::Path<String>, state: Stat
     })
     .await?;
     answer(&state, &who, &id, outcome, &fields, "verify").await
+}
+
+/// `POST /actions/{id}/risk`: ask to accept the action's risk until a day.
+pub async fn ask_risk(form: CsrfForm<Fields>, path: web::Path<String>, state: State) -> Page {
+    let CsrfForm { who, fields } = form;
+    let id = path.into_inner();
+    let mine = fields.part("risk");
+    let input = actions::risk::RiskRequest {
+        until: mine.filled("until"),
+        interim_control: mine.filled("interim_control"),
+        remaining_risk: mine.filled("remaining_risk"),
+    };
+    let key = id.clone();
+    let outcome = change(&state, &who, move |conn, state, editor| {
+        actions::risk::ask(
+            conn,
+            &key,
+            &input,
+            editor,
+            state.settings.clock(),
+            state.env(),
+        )
+        .map(drop)
+    })
+    .await?;
+    answer(&state, &who, &id, outcome, &fields, "risk").await
+}
+
+/// `POST /actions/{id}/risk-decision`: the owner's manager or the COE's bar raiser
+/// accepts (`decision = accept`) or refuses the request waiting, with a note.
+pub async fn decide_risk(form: CsrfForm<Fields>, path: web::Path<String>, state: State) -> Page {
+    let CsrfForm { who, fields } = form;
+    let id = path.into_inner();
+    let mine = fields.part("decide");
+    let accept = mine.filled("decision").as_deref() == Some("accept");
+    let input = actions::risk::RiskDecision {
+        note: mine.filled("note"),
+    };
+    let key = id.clone();
+    let outcome = change(&state, &who, move |conn, state, editor| {
+        actions::risk::decide(
+            conn,
+            &key,
+            accept,
+            &input,
+            editor,
+            state.settings.clock(),
+            state.env(),
+        )
+        .map(drop)
+    })
+    .await?;
+    answer(&state, &who, &id, outcome, &fields, "decide").await
 }
 
 /// `POST /actions/{id}/{verb}`: start, complete, wont-do, reopen.

@@ -138,6 +138,25 @@ pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -
             }
         };
         let rows = board::rows(conn, &window, sort, PAGE, offset, clock)?;
+        // Apart: the actions whose risk is accepted for now (not overdue until then).
+        let accepted = ActionFilter {
+            // The last day people write (SQLite compares dates as text).
+            risk_accepted_by: chrono::NaiveDate::from_ymd_opt(9999, 12, 31),
+            ..window.clone()
+        };
+        let accepted = crate::services::coe::actions::list(
+            conn,
+            &ActionFilter {
+                overdue: None,
+                due_from_today: false,
+                due_before: None,
+                ..accepted
+            },
+            crate::services::coe::actions::ActionSort::DueDate,
+            PAGE,
+            0,
+            clock,
+        )?;
         let total = if due_soon {
             totals.due_soon
         } else {
@@ -146,11 +165,20 @@ pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -
         // The directory's teams, offered in the team filter; the names of the owners
         // the rows show (the owner filter finds people as they are typed).
         let teams = crate::services::directory::people::teams(conn)?;
-        let owners: Vec<String> = rows.iter().map(|r| r.action.owner.clone()).collect();
+        let owners: Vec<String> = rows
+            .iter()
+            .map(|r| r.action.owner.clone())
+            .chain(accepted.0.iter().map(|a| a.owner.clone()))
+            .collect();
         let people = crate::services::directory::people::names_of(conn, &owners)?;
-        Ok((totals, rows, total, (teams, people)))
+        Ok((totals, rows, total, (teams, people, accepted)))
     })
     .await?;
+    let (teams_and_people, accepted) = {
+        let (teams, people, accepted) = directory;
+        ((teams, people), accepted)
+    };
+    let directory = teams_and_people;
     let (team_names, directory) = directory;
     let names = super::kit::names_data(&directory);
     let teams: Vec<_> = totals
@@ -211,6 +239,8 @@ pub async fn board(who: SignedIn, query: web::Query<BoardQuery>, state: State) -
         "names": names,
         "more_owners": totals.by_owner.len().saturating_sub(50),
         "rows": rows,
+        "accepted": accepted.0,
+        "accepted_total": accepted.1,
         "total": total,
         "due_soon": due_soon,
         "sorts": sorts,

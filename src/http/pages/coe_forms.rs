@@ -383,6 +383,7 @@ pub async fn add_action(form: CoeForm) -> Page {
         kind: fields.filled("kind"),
         success_criteria: fields.filled("success_criteria"),
         external_url: fields.filled("external_url"),
+        past_target_reason: fields.filled("past_target_reason"),
     };
     form.create("actions", "actions", move |conn, state, editor, coe| {
         let clock = state.settings.clock();

@@ -114,6 +114,9 @@ fn action_words(
             None => format!("gave {title} to someone else"),
         },
         "ticket_closed" => format!("closed {title} from its ticket"),
+        "risk_asked" => format!("asked to accept the risk of {title}"),
+        "risk_accepted" => format!("accepted the risk of {title}"),
+        "risk_refused" => format!("did not accept the risk of {title}"),
         other => format!("{} {title}", other.replace('_', " ")),
     }
 }

@@ -38,6 +38,7 @@ const PART_FIELDS: &[(&str, &[&str])] = &[
             "success_criteria",
             "description",
             "external_url",
+            "past_target_reason",
         ],
     ),
     ("review", &["comment", "reviewer"]),
@@ -378,6 +379,17 @@ pub(super) fn page(
         "earlier_open": earlier_open,
         "coe": doc,
     });
+    // The targets a new action's due date is proposed from, for this COE's severity.
+    let today = state.settings.clock().today();
+    data["action_targets"] = json!(crate::domain::action::Priority::ALL
+        .into_iter()
+        .filter_map(|p| {
+            let targets = &state.settings.actions.targets;
+            let days = crate::domain::action::target_days(targets, p, doc.severity)?;
+            let by = crate::domain::action::target_date(targets, p, doc.severity, today)?;
+            Some(json!({"priority": p.as_str(), "days": days, "by": by.to_string()}))
+        })
+        .collect::<Vec<_>>());
     data["chat_import"] = json!(chat_import);
     data["chat_missing"] = json!(chat_missing);
     // The outage's parts: its incidents and the drafts that could be merged into it.

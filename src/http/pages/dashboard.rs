@@ -461,6 +461,19 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
             crate::services::coe::coes::unowned(conn, i64::try_from(LISTED).unwrap_or(20))?;
         let teams = crate::services::directory::people::teams(conn)?;
         let figures = stats::inspect::audited(conn, state.env(), &state.live_figures, &scope)?;
+        let clock = state.settings.clock();
+        let past_target = crate::services::coe::actions::list(
+            conn,
+            &crate::services::coe::actions::ActionFilter {
+                past_target: true,
+                team: asked.clone(),
+                ..Default::default()
+            },
+            crate::services::coe::actions::ActionSort::Target,
+            i64::try_from(LISTED).unwrap_or(20),
+            0,
+            clock,
+        )?;
         // The names of the people the lists show (their first `LISTED`).
         let shown: Vec<String> = figures
             .drafts_past_deadline
@@ -469,12 +482,13 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
             .chain(figures.waiting_for_review.iter().take(LISTED))
             .flat_map(|w| [w.owner.clone(), w.reviewer.clone()])
             .flatten()
+            .chain(past_target.0.iter().map(|a| a.owner.clone()))
             .collect();
         let names = crate::services::directory::people::names_of(conn, &shown)?;
-        Ok((figures, unowned, (teams, names)))
+        Ok((figures, unowned, (teams, names, past_target)))
     })
     .await?;
-    let (teams, names) = teams;
+    let (teams, names, (past_target, past_target_total)) = teams;
     let names = super::kit::names_data(&names);
     let unowned: Vec<Value> = unowned.iter().map(super::home::unowned_line).collect();
     // The lists show their longest waiting; the rest are a search away. (The figures
@@ -514,6 +528,11 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
         }),
         "drafts_past_deadline": first(&figures.drafts_past_deadline),
         "waiting_for_review": first(&figures.waiting_for_review),
+        "past_target": {
+            "first": past_target,
+            "more": (past_target_total - past_target.len() as i64).max(0),
+            "total": past_target_total,
+        },
     });
     if let Value::Object(data) = &mut data {
         data.insert(
@@ -521,6 +540,7 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
             coverage_view(&figures.coverage, team.as_deref(), weeks),
         );
         data.insert("coverage_weeks".into(), json!(weeks));
+        data.insert("times".into(), times_view(&figures.outage_times));
         data.insert(
             "factors".into(),
             json!(figures
@@ -566,6 +586,8 @@ fn coverage_view(
             "on_time": f.actions_closed.on_time,
             "late": f.actions_closed.late,
             "wont_do": f.actions_closed.wont_do,
+            "within_target": f.actions_closed.within_target,
+            "with_target": f.actions_closed.within_target + f.actions_closed.past_target,
             "approved_coes": f.approved.len(),
             "without_prevention": f.approved_without_prevention,
             "with_warnings": f.approved_with_warnings,
@@ -610,6 +632,60 @@ fn coverage_view(
         "incidents": incidents,
         "approved": f.approved,
         "actions": f.actions_closed,
+    })
+}
+
+/// How long outages took, as the dashboard shows it: a column per measure, a row per
+/// group (everyone, each severity, team and quarter), each cell the median and the
+/// 90th percentile in words, with how many were counted and how many lack the times.
+fn times_view(times: &crate::services::figures::times::OutageTimes) -> Value {
+    use crate::domain::distribution::{minutes_in_words, Distribution};
+    use crate::services::figures::times::MEASURES;
+    let cell = |d: Option<&Distribution>| {
+        let d = d.cloned().unwrap_or_default();
+        json!({
+            "median": d.median.map(minutes_in_words),
+            "p90": d.p90.map(minutes_in_words),
+            "count": d.count,
+            "missing": d.missing,
+        })
+    };
+    let mut rows = vec![json!({
+        "group": "Everyone",
+        "kind": "everyone",
+        "cells": times.measures.iter().map(|m| cell(Some(&m.overall))).collect::<Vec<_>>(),
+    })];
+    let mut groups: Vec<(&str, std::collections::BTreeSet<String>)> = vec![
+        ("severity", Default::default()),
+        ("team", Default::default()),
+        ("quarter", Default::default()),
+    ];
+    for m in &times.measures {
+        groups[0].1.extend(m.by_severity.keys().cloned());
+        groups[1].1.extend(m.by_team.keys().cloned());
+        groups[2].1.extend(m.by_quarter.keys().cloned());
+    }
+    for (kind, keys) in &groups {
+        for key in keys {
+            let cells: Vec<Value> = times
+                .measures
+                .iter()
+                .map(|m| {
+                    cell(match *kind {
+                        "severity" => m.by_severity.get(key),
+                        "team" => m.by_team.get(key),
+                        _ => m.by_quarter.get(key),
+                    })
+                })
+                .collect();
+            rows.push(json!({"group": key, "kind": kind, "cells": cells}));
+        }
+    }
+    json!({
+        "from": times.from.to_string(),
+        "coes": times.coes,
+        "measures": MEASURES.iter().map(|(_, words)| *words).collect::<Vec<_>>(),
+        "rows": rows,
     })
 }
 

@@ -123,12 +123,17 @@ pub async fn show(who: SignedIn, path: web::Path<String>, state: State) -> Page 
     let (detail, digest, coe_id) =
         found.ok_or_else(|| PageError::NotFound(format!("there is no incident {id}")))?;
     let shown = digest.shown;
+    let policy = state.settings.incident_policy();
+    let percent = crate::domain::distribution::percent;
     render(
         &state,
         Some(&who),
         StatusCode::OK,
         "incident",
         json!({
+            "burned_percent": detail.incident.budget_burned.map(percent),
+            "burned_too_much": policy.burned_too_much(detail.incident.budget_burned),
+            "budget_share_percent": percent(policy.budget_share),
             "incident": detail.incident,
             "reported_by": detail.reported_by,
             "alerts": digest.alerts,

@@ -45,14 +45,17 @@ pub async fn review_meeting(who: SignedIn, query: web::Query<MeetingQuery>, stat
             .parse::<u64>()
             .map_err(|_| PageError::BadRequest(format!("pick: {p:?} is not a number")))?,
     };
+    let share = state.settings.incident_policy().budget_share;
     let (agenda, names) = as_service(&state, move |conn, _| {
-        let agenda = meeting::agenda(conn, clock, since, seed)?;
+        let agenda = meeting::agenda(conn, clock, since, seed, share)?;
         let shown: Vec<String> = agenda
             .approved
             .iter()
             .chain(&agenda.pick)
             .filter_map(|c| c.owner.clone())
             .chain(agenda.overdue.iter().map(|a| a.owner.clone()))
+            .chain(agenda.past_target.iter().map(|a| a.owner.clone()))
+            .chain(agenda.risk_ending.iter().map(|a| a.owner.clone()))
             .chain(agenda.recurrences.iter().map(|r| r.owner.clone()))
             .chain(
                 agenda
@@ -84,6 +87,35 @@ pub async fn review_meeting(who: SignedIn, query: web::Query<MeetingQuery>, stat
         "today": clock.today().to_string(),
         "seed": seed,
         "another": another,
+        "budget_share_percent": crate::domain::distribution::percent(share),
+        "budget_rows": agenda
+            .budget
+            .iter()
+            .map(|b| {
+                let mut factors: Vec<(&String, &i64)> = b.factors.iter().collect();
+                factors.sort_by(|x, y| y.1.cmp(x.1).then(x.0.cmp(y.0)));
+                json!({
+                    "service": b.service,
+                    "incidents": b.incidents,
+                    "slos": b.slos,
+                    "percent": crate::domain::distribution::percent(b.burned),
+                    "factors_words": factors
+                        .iter()
+                        .map(|(f, n)| format!("{f} ({n})"))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                })
+            })
+            .collect::<Vec<_>>(),
+        "closed_rows": agenda
+            .closed
+            .iter()
+            .map(|(team, c)| {
+                let mut row = json!(c);
+                row["team"] = json!(team);
+                row
+            })
+            .collect::<Vec<_>>(),
         "overdue_more": (agenda.overdue_total - agenda.overdue.len() as i64).max(0),
     });
     render(&state, Some(&who), StatusCode::OK, "review_meeting", data)

@@ -185,6 +185,8 @@ page_routes! {
     post "/actions/{id}/delete" => actions::delete,
     post "/actions/{id}/verify" => actions::verify,
     post "/actions/{id}/ticket" => actions::make_ticket,
+    post "/actions/{id}/risk" => actions::ask_risk,
+    post "/actions/{id}/risk-decision" => actions::decide_risk,
     post "/actions/{id}/{verb}" => actions::transition,
     get "/static/app.css" => assets::stylesheet,
     get "/static/app.js" => assets::script,

@@ -81,6 +81,24 @@ pub struct ClosedActions {
     pub on_time: i64,
     pub late: i64,
     pub wont_do: i64,
+    /// Of the actions done that had a target (`[[actions.targets]]`): done on or
+    /// before it, whatever their due date said…
+    #[serde(default)]
+    pub within_target: i64,
+    /// …and done after it.
+    #[serde(default)]
+    pub past_target: i64,
+}
+
+impl ClosedActions {
+    /// Adds another's counts to these.
+    pub fn add(&mut self, other: &ClosedActions) {
+        self.on_time += other.on_time;
+        self.late += other.late;
+        self.wont_do += other.wont_do;
+        self.within_target += other.within_target;
+        self.past_target += other.past_target;
+    }
 }
 
 /// The audit's figures for one team (or everyone), each with its list.
@@ -259,22 +277,31 @@ pub fn closed_by_team(
         .collect();
     // A team change moves nothing done before it.
     let history = crate::services::directory::ownership::TeamHistory::load(conn)?;
-    let closed: Vec<(String, String, NaiveDate, NaiveDateTime)> = corrective_actions::table
-        .filter(corrective_actions::closed_at.ge(start))
-        .filter(corrective_actions::closed_at.lt(end))
-        .select((
-            corrective_actions::owner_email,
-            corrective_actions::state,
-            corrective_actions::due_date,
-            corrective_actions::closed_at.assume_not_null(),
-        ))
-        .load(conn)?;
+    #[allow(clippy::type_complexity)]
+    let closed: Vec<(String, String, NaiveDate, NaiveDateTime, Option<NaiveDate>)> =
+        corrective_actions::table
+            .filter(corrective_actions::closed_at.ge(start))
+            .filter(corrective_actions::closed_at.lt(end))
+            .select((
+                corrective_actions::owner_email,
+                corrective_actions::state,
+                corrective_actions::due_date,
+                corrective_actions::closed_at.assume_not_null(),
+                corrective_actions::target_date,
+            ))
+            .load(conn)?;
     let mut out = ClosedByTeam::new();
-    for (owner, state, due, closed_at) in closed {
+    for (owner, state, due, closed_at, target) in closed {
         let state: ActionState = types::read("corrective_actions.state", &state)?;
         let team = history.at(&owner, closed_at, teams.get(&owner).map(String::as_str));
         let counts = out.entry(team).or_default();
-        count_closed(counts, state, due, clock.local_date(closed_at));
+        let day = clock.local_date(closed_at);
+        count_closed(counts, state, due, day);
+        match crate::domain::action::closed_within_target(state, target, day) {
+            Some(true) => counts.within_target += 1,
+            Some(false) => counts.past_target += 1,
+            None => {}
+        }
     }
     // A team only with something counted.
     out.retain(|_, counts| *counts != ClosedActions::default());
@@ -521,9 +548,7 @@ impl Audit<'_> {
                 continue;
             }
             let sum = &mut self.by_team.entry(team_name).or_default().actions_closed;
-            sum.on_time += counts.on_time;
-            sum.late += counts.late;
-            sum.wont_do += counts.wont_do;
+            sum.add(counts);
         }
     }
 }
@@ -542,9 +567,7 @@ fn add_up(by_team: &mut BTreeMap<String, CoverageFigures>) -> CoverageFigures {
         }
         overall.incidents.extend(figures.incidents.iter().cloned());
         overall.approved.extend(figures.approved.iter().cloned());
-        overall.actions_closed.on_time += figures.actions_closed.on_time;
-        overall.actions_closed.late += figures.actions_closed.late;
-        overall.actions_closed.wont_do += figures.actions_closed.wont_do;
+        overall.actions_closed.add(&figures.actions_closed);
     }
     settle(&mut overall);
     overall

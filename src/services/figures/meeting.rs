@@ -16,6 +16,89 @@ use crate::services::coe::actions::{self, ActionFilter, ActionSort, ActionView};
 /// How many overdue actions the agenda lists (the oldest).
 pub const OVERDUE_LISTED: i64 = 10;
 
+/// A service whose outages this quarter burned more than `policy.error_budget_share`
+/// of its error budgets, all told: an item of the agenda.
+#[derive(Debug, Clone, Serialize)]
+pub struct BudgetItem {
+    /// `(no service)` for incidents that named none.
+    pub service: String,
+    /// The shares its incidents burned, added up (0.45: 45%).
+    pub burned: f64,
+    pub incidents: usize,
+    pub slos: Vec<String>,
+    /// The contributing factors its COEs' 5-whys chains end in, and how often.
+    pub factors: std::collections::BTreeMap<String, i64>,
+}
+
+/// An incident's id, service, share burned and SLO.
+type BurnedIncident = (String, Option<String>, Option<f64>, Option<String>);
+
+/// This quarter's services past the share, the most burned first.
+fn budget_items(conn: &mut DbConnection, clock: Clock, share: f64) -> QueryResult<Vec<BudgetItem>> {
+    use crate::db::schema::{coe_incidents, incidents, why_chains};
+    let since = clock.midnight(crate::domain::coverage::quarter_start(clock.today(), 0));
+    let burned: Vec<BurnedIncident> = incidents::table
+        .filter(incidents::budget_burned.is_not_null())
+        .filter(incidents::started_at.ge(since))
+        .select((
+            incidents::id,
+            incidents::service,
+            incidents::budget_burned,
+            incidents::slo,
+        ))
+        .load(conn)?;
+    let mut by_service: std::collections::BTreeMap<String, (f64, Vec<String>, Vec<String>)> =
+        Default::default();
+    for (id, service, share_burned, slo) in burned {
+        let entry = by_service
+            .entry(service.unwrap_or_else(|| "(no service)".to_owned()))
+            .or_default();
+        entry.0 += share_burned.unwrap_or(0.0);
+        entry.1.push(id);
+        if let Some(slo) = slo.filter(|s| !entry.2.contains(s)) {
+            entry.2.push(slo);
+        }
+    }
+    let mut items = Vec::new();
+    for (service, (burned, ids, slos)) in by_service {
+        if burned <= share {
+            continue;
+        }
+        let mut coe_ids: Vec<String> = coes::table
+            .filter(coes::incident_id.eq_any(&ids))
+            .select(coes::id)
+            .load(conn)?;
+        coe_ids.extend(
+            coe_incidents::table
+                .filter(coe_incidents::incident_id.eq_any(&ids))
+                .select(coe_incidents::coe_id)
+                .load::<String>(conn)?,
+        );
+        let mut factors = std::collections::BTreeMap::new();
+        for factor in why_chains::table
+            .filter(why_chains::coe_id.eq_any(&coe_ids))
+            .select(why_chains::factor)
+            .load::<Option<String>>(conn)?
+        {
+            *factors
+                .entry(factor.unwrap_or_else(|| "(not tagged)".to_owned()))
+                .or_default() += 1;
+        }
+        items.push(BudgetItem {
+            service,
+            burned: (burned * 1000.0).round() / 1000.0,
+            incidents: ids.len(),
+            slos,
+            factors,
+        });
+    }
+    items.sort_by(|a, b| b.burned.total_cmp(&a.burned));
+    Ok(items)
+}
+
+/// How far ahead the agenda looks for risk acceptances ending.
+pub const RISK_ENDING_DAYS: u64 = 14;
+
 /// A COE on the agenda.
 #[derive(Debug, Clone, Serialize)]
 pub struct AgendaCoe {
@@ -68,6 +151,20 @@ pub struct Agenda {
     /// The oldest overdue actions (at most `OVERDUE_LISTED`), and how many there are.
     pub overdue: Vec<ActionView>,
     pub overdue_total: i64,
+    /// The actions longest past their priority's target (at most `OVERDUE_LISTED`),
+    /// and how many there are.
+    pub past_target: Vec<ActionView>,
+    pub past_target_total: i64,
+    /// Actions whose risk is accepted until a day in the next two weeks: they are
+    /// overdue after it, soonest first.
+    pub risk_ending: Vec<ActionView>,
+    /// Services whose outages this quarter burned more than the share of their
+    /// error budgets that requires a COE.
+    pub budget: Vec<BudgetItem>,
+    /// Actions closed since the last meeting, by their owner's team (`(none)`: no
+    /// team): within their target or after it, on time or late.
+    pub closed:
+        std::collections::BTreeMap<String, crate::services::figures::coverage::ClosedActions>,
     pub recurrences: Vec<AgendaRecurrence>,
     pub refusals: Vec<AgendaRefusal>,
     /// One approved (or closed) COE to read together, and how many there are to pick from.
@@ -82,6 +179,7 @@ pub fn agenda(
     clock: Clock,
     since: NaiveDate,
     seed: u64,
+    budget_share: f64,
 ) -> QueryResult<Agenda> {
     let from = clock.midnight(since);
     let approved_ids = crate::services::figures::coverage::approvals(conn, from, None)?;
@@ -106,6 +204,34 @@ pub fn agenda(
         clock,
     )?;
 
+    let past_target_filter = ActionFilter {
+        past_target: true,
+        ..ActionFilter::default()
+    };
+    let (past_target, past_target_total) = actions::list(
+        conn,
+        &past_target_filter,
+        ActionSort::Target,
+        OVERDUE_LISTED,
+        0,
+        clock,
+    )?;
+
+    let ending = ActionFilter {
+        risk_accepted_by: Some(clock.today() + chrono::Days::new(RISK_ENDING_DAYS)),
+        ..ActionFilter::default()
+    };
+    let risk_ending = actions::page(conn, &ending, ActionSort::DueDate, 100, 0, clock)?;
+    let budget = budget_items(conn, clock, budget_share)?;
+    let closed =
+        crate::services::figures::coverage::closed_by_team(conn, clock, since, clock.today())?
+            .into_iter()
+            .map(|(team, counts)| {
+                let team =
+                    team.unwrap_or_else(|| crate::services::figures::coverage::NO_TEAM.to_owned());
+                (team, counts)
+            })
+            .collect();
     let recurrences = recurrences_since(conn, from)?;
     let refusals = refusals_since(conn, from)?;
 
@@ -127,6 +253,11 @@ pub fn agenda(
         approved,
         overdue,
         overdue_total,
+        past_target,
+        past_target_total,
+        risk_ending,
+        budget,
+        closed,
         recurrences,
         refusals,
         pick,

@@ -10,4 +10,5 @@ pub mod export;
 pub mod meeting;
 pub mod setup;
 pub mod stats;
+pub mod times;
 pub mod work;

@@ -53,6 +53,11 @@ pub struct Incident {
     pub needs_coe: bool,
     #[serde(serialize_with = "crate::json::utc_option")]
     pub coe_required_at: Option<NaiveDateTime>,
+    /// The largest share of an SLO's error budget its events said they burned
+    /// (`error_budget_burned`: 0.25 is a quarter).
+    pub budget_burned: Option<f64>,
+    /// That SLO.
+    pub slo: Option<String>,
 }
 
 /// A failure event as the API shows it.
@@ -146,6 +151,8 @@ impl TryFrom<IncidentRow> for Incident {
             reopened_count: row.reopened_count,
             event_count: row.event_count,
             coe_required_at: row.coe_required_at,
+            budget_burned: row.budget_burned,
+            slo: row.slo,
         })
     }
 }

@@ -153,6 +153,8 @@ pub fn report(
             coe_required_at: needs_coe.then_some(now),
             created_at: now,
             updated_at: now,
+            budget_burned: None,
+            slo: None,
             id,
         };
         diesel::insert_into(incident_groups::table)

@@ -438,6 +438,38 @@ pub fn action_verification(
     )
 }
 
+/// A request to accept an action's risk (`acceptance`), told to `to`: those who
+/// decide when it is asked, the action's owner once decided. One email per step and
+/// recipient.
+pub fn risk_acceptance(
+    conn: &mut DbConnection,
+    env: Env<'_>,
+    action: &ActionFacts<'_>,
+    acceptance: &crate::db::models::RiskAcceptanceRow,
+    to: &str,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    let links = Links::new(&env.settings.public_url);
+    let data = json!(crate::email::content::RiskAcceptance {
+        recipient_name: String::new(),
+        action: action.line(&links),
+        step: acceptance.state.clone(),
+        asked_by: acceptance.asked_by.clone(),
+        until: acceptance.until_date.to_string(),
+        interim_control: acceptance.interim_control.clone(),
+        remaining_risk: acceptance.remaining_risk.clone(),
+        decided_by: acceptance.decided_by.clone().unwrap_or_default(),
+        note: acceptance.decision_note.clone().unwrap_or_default(),
+    });
+    let key = format!(
+        "{}:{}:{}:{to}",
+        Kind::RiskAcceptance.name(),
+        acceptance.id,
+        acceptance.state
+    );
+    outbox::notify(conn, env.emails, Kind::RiskAcceptance, key, to, data, now)
+}
+
 /// Asks the owner of action `action_id`, whose ticket (`tracker` label, key, status)
 /// was closed in the tracker, for the evidence (done) or the reason (`wont_do`).
 pub fn ticket_closed(

@@ -132,8 +132,34 @@ pub fn prepare(
             .optional()?
             .ok_or_else(|| ActionError::CoeNotFound(coe_id.to_owned()))?;
     refuse_closed(&state)?;
-    let checked = input.check(clock);
+    let severity = types::severity("coes.severity", coe_severity)?;
+    let targets = &env.settings.actions.targets;
+    let today = clock.today();
+    let target_of = |priority| action::target_date(targets, priority, severity, today);
+    let checked = input.check(clock, target_of);
     let mut problems = checked.as_ref().err().cloned().unwrap_or_default();
+    let past_target_reason = clean_text(
+        "past_target_reason",
+        input.past_target_reason.as_deref(),
+        MAX_NOTE_BYTES,
+    )
+    .map_err(|e| problems.extend(invalid_fields(e)))
+    .ok()
+    .flatten();
+    let target_date = checked.as_ref().ok().and_then(|c| target_of(c.priority));
+    let past_target_reason = match &checked {
+        Ok(c) if action::past_target(c.due_date, target_date) => {
+            if past_target_reason.is_none() {
+                problems.push((
+                    "past_target_reason".to_owned(),
+                    past_target_problem(c.due_date, target_date, c.priority, severity, targets),
+                ));
+            }
+            past_target_reason
+        }
+        // A reason for nothing is not kept.
+        _ => None,
+    };
     let description = clean_text("description", input.description.as_deref(), 20_000)
         .map_err(|e| problems.extend(invalid_fields(e)))
         .ok()
@@ -185,6 +211,9 @@ pub fn prepare(
         verified_by: None,
         handed_over_from: None,
         handed_over_at: None,
+        target_date,
+        past_target_reason,
+        risk_accepted_until: None,
     };
     let email = outbound::spine::new_owner_email(conn, env, &row, &coe_title, who.actor)?;
     Ok(Prepared {
@@ -192,7 +221,7 @@ pub fn prepare(
         by: who.to_acting(),
         email,
         coe_title,
-        coe_severity: types::severity("coes.severity", coe_severity)?,
+        coe_severity: severity,
         coe_reviewer,
         clock,
         in_review: state == CoeState::InReview.as_str(),
@@ -274,9 +303,28 @@ pub fn add(
         due_date_history: Vec::new(),
         steps: vec![step],
         recurrences: Vec::new(),
+        risk_acceptances: Vec::new(),
+        risk_deciders: Vec::new(),
         coe_reviewer,
         ticket,
     })
+}
+
+/// What a due date past its target lacks, in words: the target and a reason.
+fn past_target_problem(
+    due: chrono::NaiveDate,
+    target: Option<chrono::NaiveDate>,
+    priority: crate::domain::action::Priority,
+    severity: Severity,
+    targets: &[action::Target],
+) -> String {
+    let days = action::target_days(targets, priority, severity).unwrap_or_default();
+    let target = target.map(|t| t.to_string()).unwrap_or_default();
+    format!(
+        "is required: the due date {due} is past the target for a {} priority action on a \
+         {severity} COE ({days} days: {target}); give the reason, or choose a date on or before {target}",
+        priority.as_str()
+    )
 }
 
 /// Refuses a COE in state `state` when it is closed or merged: it takes no new action.
@@ -308,6 +356,9 @@ pub fn patch(
         let fields_changed = change_fields(conn, &mut row, patch, env, now)?;
         let due_moved = move_due_date(conn, &mut row, patch, actor, clock, now)?;
         let changed = fields_changed || due_moved.is_some();
+        if changed {
+            keep_target(conn, &mut row, patch, due_moved.as_ref(), clock, env)?;
+        }
         if !changed {
             return Err(invalid(
                 "body",
@@ -365,6 +416,32 @@ pub fn patch(
         }
         Ok(())
     })
+}
+
+/// The target follows the priority (from the day the action was added: a new
+/// priority, a new target); a due date moved past it keeps the move's reason as why.
+fn keep_target(
+    conn: &mut DbConnection,
+    row: &mut ActionRow,
+    patch: &ActionPatch,
+    due_moved: Option<&(chrono::NaiveDate, chrono::NaiveDate, String)>,
+    clock: Clock,
+    env: Env<'_>,
+) -> Result<(), ActionError> {
+    if patch.priority.is_some() {
+        let (_, severity) = super::coe_title_and_severity(conn, &row.coe_id)?;
+        let priority = types::read("corrective_actions.priority", &row.priority)?;
+        let added = clock.local_date(row.created_at);
+        row.target_date =
+            action::target_date(&env.settings.actions.targets, priority, severity, added);
+        if !action::past_target(row.due_date, row.target_date) {
+            row.past_target_reason = None;
+        }
+    }
+    if let Some((_, to, why)) = due_moved {
+        row.past_target_reason = action::past_target(*to, row.target_date).then(|| why.clone());
+    }
+    Ok(())
 }
 
 /// Changes the fields of `row` that the patch names, but its due date, each
@@ -454,6 +531,8 @@ fn move_due_date(
                 .execute(conn)?;
             row.due_date = due;
             row.due_date_change_count += 1;
+            // Moved by hand: no longer the day a risk was accepted until.
+            row.risk_accepted_until = None;
             return Ok(Some(moved));
         }
     } else if patch.reason.is_some() && patch.owner.is_none() {

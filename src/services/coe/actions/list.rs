@@ -29,6 +29,12 @@ pub struct ActionFilter {
     /// Open or in progress, due today or later but before `due_before` (with it:
     /// "due soon").
     pub due_from_today: bool,
+    /// Open or in progress past the day its priority's target set (whatever its due
+    /// date says: a moved date does not move the target).
+    pub past_target: bool,
+    /// Open or in progress with their risk accepted until today or later, and at
+    /// the latest this day.
+    pub risk_accepted_by: Option<NaiveDate>,
 }
 
 /// How the list is ordered.
@@ -41,6 +47,8 @@ pub enum ActionSort {
     DaysOverdue,
     /// By owner, then soonest due.
     Owner,
+    /// The earliest target first (the longest past it, for actions past their target).
+    Target,
 }
 
 type Filtered<'a> = corrective_actions::BoxedQuery<'a, MultiBackend>;
@@ -79,6 +87,17 @@ pub(crate) fn filtered<'a>(
         q = q
             .filter(crate::db::rules::action_is_active())
             .filter(crate::db::rules::not_past_due(today));
+    }
+    if filter.past_target {
+        q = q
+            .filter(crate::db::rules::action_is_active())
+            .filter(corrective_actions::target_date.lt(today));
+    }
+    if let Some(by) = filter.risk_accepted_by {
+        q = q
+            .filter(crate::db::rules::action_is_active())
+            .filter(corrective_actions::risk_accepted_until.ge(today))
+            .filter(corrective_actions::risk_accepted_until.le(by));
     }
     if let Some(before) = filter.due_before {
         q = q.filter(corrective_actions::due_date.lt(before));
@@ -194,6 +213,7 @@ pub fn page(
             ActionSort::Owner => {
                 (&a.owner_email, a.due_date, &a.id).cmp(&(&b.owner_email, b.due_date, &b.id))
             }
+            ActionSort::Target => (a.target_date, &a.id).cmp(&(b.target_date, &b.id)),
         });
         merged
             .into_iter()
@@ -246,6 +266,10 @@ fn ordered_rows(
         ActionSort::Owner => query().order((
             corrective_actions::owner_email.asc(),
             corrective_actions::due_date.asc(),
+            corrective_actions::id.asc(),
+        )),
+        ActionSort::Target => query().order((
+            corrective_actions::target_date.asc(),
             corrective_actions::id.asc(),
         )),
     };

@@ -7,6 +7,7 @@
 
 mod change;
 mod list;
+pub mod risk;
 pub mod tally;
 pub mod totals_cache;
 mod verify;
@@ -95,6 +96,20 @@ pub struct ActionView {
     pub days_overdue: i64,
     /// How many times the due date was moved.
     pub due_date_changes: i32,
+    /// The day it is to close by, from its priority's target (`[[actions.targets]]`)
+    /// counted from the day it was added; none when no target applies.
+    #[schema(value_type = Option<String>, format = Date)]
+    pub target_date: Option<NaiveDate>,
+    /// Its due date lies past that day.
+    pub past_target: bool,
+    /// Why its due date was chosen past the target.
+    pub past_target_reason: Option<String>,
+    /// The day its risk was accepted until (its due date since), when it was.
+    #[schema(value_type = Option<String>, format = Date)]
+    pub risk_accepted_until: Option<NaiveDate>,
+    /// Still to be done, and its risk is accepted until today or later: shown apart
+    /// on the board (not overdue until that day ends).
+    pub risk_accepted: bool,
     #[serde(serialize_with = "crate::json::utc")]
     pub created_at: NaiveDateTime,
     #[serde(serialize_with = "crate::json::utc")]
@@ -156,6 +171,11 @@ pub struct ActionDetail {
     pub coe_reviewer: Option<String>,
     /// Its ticket in an issue tracker (`[[trackers]]`), if it has one.
     pub ticket: Option<crate::services::outbound::tickets::TicketView>,
+    /// Each request to accept its risk until a day, and its decision; oldest first.
+    pub risk_acceptances: Vec<risk::RiskView>,
+    /// Who decides on accepting its risk: its owner's manager and its COE's bar
+    /// raiser (an admin when there is neither).
+    pub risk_deciders: Vec<String>,
 }
 
 /// One recurrence of an action's outage after it was done (recorded as the
@@ -227,9 +247,10 @@ pub struct NewAction {
     #[serde(default)]
     #[schema(value_type = String, required = true, example = "alice@example.com")]
     pub owner: Option<String>,
-    /// `YYYY-MM-DD`, after today in the organisation's time zone.
+    /// `YYYY-MM-DD`, after today in the organisation's time zone. Optional where a
+    /// target applies to the priority (`[[actions.targets]]`): the target's day.
     #[serde(default)]
-    #[schema(value_type = String, format = Date, required = true)]
+    #[schema(value_type = String, format = Date)]
     pub due_date: Option<String>,
     #[serde(default)]
     #[schema(value_type = Priority, required = true)]
@@ -242,6 +263,9 @@ pub struct NewAction {
     /// A ticket, as an http(s) URL.
     #[serde(default)]
     pub external_url: Option<String>,
+    /// Why the due date lies past the priority's target: required then.
+    #[serde(default)]
+    pub past_target_reason: Option<String>,
 }
 
 /// A new action's required fields, checked.
@@ -267,7 +291,13 @@ fn one_of<T: for<'de> Deserialize<'de> + Serialize + Copy>(
 
 impl NewAction {
     /// Checks every required field at once: all problems, or the checked values.
-    pub(crate) fn check(&self, clock: Clock) -> Result<CheckedAction, Vec<(String, String)>> {
+    /// `target` gives the day of the priority's target, when one applies: the due
+    /// date when none is given.
+    pub(crate) fn check(
+        &self,
+        clock: Clock,
+        target: impl Fn(Priority) -> Option<NaiveDate>,
+    ) -> Result<CheckedAction, Vec<(String, String)>> {
         let mut problems = Vec::new();
         let mut problem = |field: &str, p: String| problems.push((field.to_owned(), p));
         let required = "is required";
@@ -299,11 +329,21 @@ impl NewAction {
             }
             Some(o) => EmailAddress::parse(o).map_err(|p| problem("owner", p)).ok(),
         };
-        let due_date = match self.due_date.as_deref() {
-            None => {
-                problem("due_date", required.into());
-                None
-            }
+        // Read before the due date, which may come from its target; its problem is
+        // named after the due date's, in the form's order.
+        let priority_read: Result<Priority, String> = match self.priority.as_deref() {
+            None => Err(required.into()),
+            Some(p) => one_of(p, &[Priority::High, Priority::Medium, Priority::Low]),
+        };
+        let priority = priority_read.as_ref().ok().copied();
+        let due_date = match self.due_date.as_deref().filter(|d| !d.trim().is_empty()) {
+            None => match priority.and_then(&target) {
+                Some(day) => Some(day),
+                None => {
+                    problem("due_date", required.into());
+                    None
+                }
+            },
             Some(d) => match d.trim().parse::<NaiveDate>() {
                 Err(_) => {
                     problem(
@@ -318,15 +358,9 @@ impl NewAction {
                     .ok(),
             },
         };
-        let priority = match self.priority.as_deref() {
-            None => {
-                problem("priority", required.into());
-                None
-            }
-            Some(p) => one_of(p, &[Priority::High, Priority::Medium, Priority::Low])
-                .map_err(|e| problem("priority", e))
-                .ok(),
-        };
+        if let Err(p) = priority_read {
+            problem("priority", p);
+        }
         let kind = match self.kind.as_deref() {
             None => {
                 problem("kind", required.into());
@@ -426,6 +460,14 @@ fn view(
         evidence_url: row.evidence_url,
         wont_do_reason: row.wont_do_reason,
         due_date_changes: row.due_date_change_count,
+        past_target: action::past_target(row.due_date, row.target_date),
+        target_date: row.target_date,
+        past_target_reason: row.past_target_reason,
+        risk_accepted: state.is_active()
+            && row
+                .risk_accepted_until
+                .is_some_and(|until| until >= clock.today()),
+        risk_accepted_until: row.risk_accepted_until,
         created_at: row.created_at,
         updated_at: row.updated_at,
         closed_at: row.closed_at,
@@ -505,6 +547,9 @@ pub fn get(
             "action:refuse",
             "action:reassign",
             "action:update",
+            "action:risk_asked",
+            "action:risk_accepted",
+            "action:risk_refused",
         ]))
         .order((audit_log::at.asc(), audit_log::id.asc()))
         .select((
@@ -531,6 +576,8 @@ pub fn get(
         coe_reviewer,
         ticket: crate::services::outbound::ticket_of(conn, trackers, id)?,
         recurrences: recurrences(conn, id)?,
+        risk_acceptances: risk::of_action(conn, id)?,
+        risk_deciders: risk::deciders(conn, &row.owner_email, &row.coe_id)?,
         steps: steps
             .into_iter()
             .map(|(step, by, at, before, after, via)| {
@@ -540,6 +587,15 @@ pub fn get(
                 let (before, after) = (read(before), read(after));
                 let note = if step == "action:update" {
                     changed_parts(before.as_ref(), after.as_ref())
+                } else if step.starts_with("action:risk_") {
+                    // "until 2027-01-15", and what the decider said.
+                    after.as_ref().map(|a| {
+                        let until = a["until"].as_str().unwrap_or_default();
+                        match a["note"].as_str().filter(|n| !n.trim().is_empty()) {
+                            Some(note) => format!("until {until}: {note}"),
+                            None => format!("until {until}"),
+                        }
+                    })
                 } else {
                     after
                         .as_ref()

@@ -63,6 +63,8 @@ pub fn rename(conn: &mut DbConnection, old: &str, new: &str) -> QueryResult<()> 
         publications.revoked_by,
         summary_changes.proposed_by,
         summary_changes.decided_by,
+        risk_acceptances.asked_by,
+        risk_acceptances.decided_by,
     );
     // The owners' counts followed the actions (their triggers count both addresses):
     // the old address's row is left empty.

@@ -65,6 +65,9 @@ pub struct WaitingCoe {
 pub struct Stats {
     /// Open (open or in progress) and overdue actions in all.
     pub actions: OpenAndOverdue,
+    /// Open or in progress past the day their priority's target set
+    /// (`[[actions.targets]]`), whatever their due date says.
+    pub actions_past_target: i64,
     /// By the owners' team (`(none)` for owners without a team in the directory).
     pub actions_by_team: BTreeMap<String, OpenAndOverdue>,
     pub actions_by_owner: BTreeMap<String, OpenAndOverdue>,
@@ -103,6 +106,10 @@ pub struct Stats {
     /// incidents that met the policy and where their COEs stand, days to approval,
     /// actions closed on time, approved COEs to read again; overall and by team.
     pub coverage: crate::services::figures::coverage::Coverage,
+    /// How long the last four quarters' outages took to detect, mitigate and
+    /// resolve, and from resolution to approval: distributions (median, 90th
+    /// percentile, count and missing), by severity, team and quarter.
+    pub outage_times: crate::services::figures::times::OutageTimes,
     /// The 5-whys chains of the last four quarters' COEs by contributing factor (this
     /// quarter first), overall and by team.
     pub contributing_factors: Vec<crate::services::figures::coverage::FactorQuarter>,
@@ -548,7 +555,16 @@ pub fn with_action_figures(
 
     let (actions_recurred_after_done, recurrence_after_approval) =
         recurrence_figures(conn, clock, scope)?;
+    let actions_past_target: i64 = corrective_actions::table
+        .filter(scope.actions())
+        .filter(crate::db::rules::action_is_active())
+        .filter(corrective_actions::target_date.lt(clock.today()))
+        .count()
+        .get_result(conn)?;
+    let outage_times =
+        crate::services::figures::times::outage_times(conn, clock, scope.team.as_deref())?;
     Ok(Stats {
+        outage_times,
         // Filled by the caller, which has the settings a COE's checks need
         // (`services::figures::coverage::audit`).
         coverage: Default::default(),
@@ -556,6 +572,7 @@ pub fn with_action_figures(
         actions_recurred_after_done,
         recurrence_after_approval,
         actions: figures.actions,
+        actions_past_target,
         actions_by_team: figures.by_team,
         actions_by_owner: figures.by_owner,
         past_counted_at: None,

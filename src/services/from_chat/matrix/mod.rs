@@ -477,8 +477,12 @@ impl Room<'_> {
             Some(o) if o.contains('@') => Some(o.to_owned()),
             _ => mentioned.and_then(|u| self.email_of(&u)),
         };
+        // No date given: the priority's target when one applies (`[[actions.targets]]`),
+        // else four weeks.
         let due = fields.get("due").cloned().or_else(|| {
-            Some((self.env.settings.clock().today() + chrono::Duration::days(28)).to_string())
+            self.env.settings.actions.targets.is_empty().then(|| {
+                (self.env.settings.clock().today() + chrono::Duration::days(28)).to_string()
+            })
         });
         Ok(Ok(Move::FollowUp {
             coe,

@@ -145,6 +145,8 @@ impl Pending {
             incidents::coe_required_at,
             incidents::created_at,
             incidents::updated_at,
+            incidents::budget_burned,
+            incidents::slo,
         );
         let select = (incident_groups::group_hash, row.nullable());
         for chunk in hashes.chunks(LOOKUP_CHUNK) {

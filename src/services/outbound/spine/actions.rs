@@ -80,6 +80,14 @@ pub enum ActionEvent<'a> {
         status: &'a str,
         wont_do: bool,
     },
+    /// Someone asked to accept an action's risk until a day (`acceptance.state` is
+    /// `asked`), or it was decided (`accepted`, `refused`): the history says so, and
+    /// `tell` (those who decide, or the owner) are emailed.
+    Risk {
+        action: &'a ActionRow,
+        acceptance: &'a crate::db::models::RiskAcceptanceRow,
+        tell: &'a [String],
+    },
     /// An outage came back (incident `incident_id`, started at `started`, in COE
     /// `recurrence`: id, title) after the actions of COE `earlier` were done.
     Recurred {
@@ -124,6 +132,29 @@ pub(super) fn happened(
             from,
             reason,
         } => verified(conn, env, actor, (action, coe_title, from, reason), now),
+        ActionEvent::Risk {
+            action,
+            acceptance,
+            tell,
+        } => {
+            let after = json!({
+                "until": acceptance.until_date,
+                "interim_control": acceptance.interim_control,
+                "remaining_risk": acceptance.remaining_risk,
+                "note": acceptance.decision_note,
+            });
+            let what = format!("action:risk_{}", acceptance.state);
+            action_history(conn, action, actor, &what, None, Some(after), now)?;
+            let coe_title: String = coes::table
+                .find(&action.coe_id)
+                .select(coes::title)
+                .first(conn)?;
+            let facts = facts(action, &coe_title);
+            for to in tell {
+                notify::risk_acceptance(conn, env, &facts, acceptance, to, now)?;
+            }
+            Ok(())
+        }
         ActionEvent::Deleted { action } => {
             // Its ticket (a tracker's issue stays there) and what was still to be told.
             tickets::forget(conn, &action.id)?;

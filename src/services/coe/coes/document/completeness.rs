@@ -112,8 +112,69 @@ pub(super) fn of_parts(
         &settings.coe.intention_phrases,
     );
     for_customers(conn, env, parts.template, parts.sections, &mut completeness)?;
+    burned_budget(conn, env, row, parts, &mut completeness)?;
     crate::services::coe::coes::times::check_times(conn, row, parts.template, &mut completeness)?;
     Ok(completeness)
+}
+
+/// The error budget decides: an outage whose incidents burned more than
+/// `policy.error_budget_share` of an SLO's error budget needs a high-priority action
+/// to prevent it (one not given up) before its COE is submitted.
+fn burned_budget(
+    conn: &mut DbConnection,
+    env: Env<'_>,
+    row: &CoeRow,
+    parts: &Parts<'_>,
+    completeness: &mut Assessment,
+) -> QueryResult<()> {
+    use crate::db::schema::{coe_incidents, incidents};
+    use crate::domain::action::{ActionKind, ActionState, Priority};
+    let policy = env.settings.incident_policy();
+    let mut ids: Vec<String> = coe_incidents::table
+        .filter(coe_incidents::coe_id.eq(&row.id))
+        .select(coe_incidents::incident_id)
+        .load(conn)?;
+    ids.extend(row.incident_id.clone());
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let burned: Vec<(Option<f64>, Option<String>)> = incidents::table
+        .filter(incidents::id.eq_any(&ids))
+        .filter(incidents::budget_burned.is_not_null())
+        .select((incidents::budget_burned, incidents::slo))
+        .load(conn)?;
+    let Some((Some(worst), slo)) = burned
+        .into_iter()
+        .max_by(|a, b| a.0.unwrap_or(0.0).total_cmp(&b.0.unwrap_or(0.0)))
+    else {
+        return Ok(());
+    };
+    let prevented = parts.actions.iter().any(|a| {
+        a.priority == Priority::High
+            && a.kind == ActionKind::Prevent
+            && a.state != ActionState::WontDo
+    });
+    if !policy.burned_too_much(Some(worst)) || prevented {
+        return Ok(());
+    }
+    let key = parts
+        .template
+        .sections
+        .iter()
+        .find(|s| s.kind == crate::domain::template::SectionKind::Actions)
+        .map_or_else(|| "actions".to_owned(), |s| s.key.clone());
+    let slo = slo.map(|s| format!(" of {s}")).unwrap_or_default();
+    completeness.missing.push(Finding {
+        at: key,
+        problem: format!(
+            "this outage burned {}% of the error budget{slo}, more than the {}% that requires a \
+             high-priority corrective action to prevent it: add one (or make one high priority)",
+            crate::domain::distribution::percent(worst),
+            crate::domain::distribution::percent(policy.budget_share)
+        ),
+    });
+    completeness.complete = false;
+    Ok(())
 }
 
 /// The section written for customers, when the template has one and it is written:

@@ -89,7 +89,15 @@ pub(in crate::services::intake::ingest) fn file_into_incident(
     if event.kind == EventKind::Acknowledged && incident.acknowledged_at.is_none() {
         incident.acknowledged_at = Some(now);
     }
-    if incident.coe_required_at.is_none() && policy.needs_coe(severity) {
+    if let Some(burned) = crate::domain::event::budget_burned(event) {
+        if incident.budget_burned.is_none_or(|b| burned > b) {
+            incident.budget_burned = Some(burned);
+            incident.slo = crate::domain::event::slo_of(event);
+        }
+    }
+    if incident.coe_required_at.is_none()
+        && (policy.needs_coe(severity) || policy.burned_too_much(incident.budget_burned))
+    {
         incident.coe_required_at = Some(now);
     }
     // An incident resolves when every alert in it has resolved. Asked only on a
@@ -228,6 +236,8 @@ fn new_incident(
         coe_required_at: None,
         created_at: now,
         updated_at: now,
+        budget_burned: None,
+        slo: None,
     }
 }
 

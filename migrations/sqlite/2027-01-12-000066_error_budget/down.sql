@@ -1,0 +1,2 @@
+ALTER TABLE incidents DROP COLUMN slo;
+ALTER TABLE incidents DROP COLUMN budget_burned;
