@@ -239,6 +239,26 @@ pub fn action(
     })
 }
 
+/// Those of `deciders` (the owner's manager, the COE's bar raiser) who may decide on a
+/// request `asked_by` made about an action `owner` owns: not the owner, not the asker
+/// (a manager who asked, a bar raiser who owns the action). None left: an admin
+/// decides.
+pub fn risk_deciders(
+    deciders: &[String],
+    owner: &str,
+    asked_by: &str,
+    dotless_domains: &[String],
+) -> Vec<String> {
+    deciders
+        .iter()
+        .filter(|d| {
+            !crate::domain::email::same_person(d, owner, dotless_domains)
+                && !crate::domain::email::same_person(d, asked_by, dotless_domains)
+        })
+        .cloned()
+        .collect()
+}
+
 /// Who decides a request to accept an action's risk: the owner's manager or the COE's
 /// bar raiser, as themselves; an admin only when the action has neither. Never the
 /// action's owner or whoever asked (under any spelling of their address). The person
@@ -262,20 +282,11 @@ pub fn decide_risk<'a>(
              action or request; the owner's manager or the COE's bar raiser decides"
         )));
     }
-    // Those who may decide, without the owner and the asker (a manager who asked,
-    // a bar raiser who owns the action): none left, and an admin decides.
-    let deciders: Vec<&String> = deciders
-        .iter()
-        .filter(|d| {
-            !crate::domain::email::same_person(d, owner, dotless_domains)
-                && !crate::domain::email::same_person(d, asked_by, dotless_domains)
-        })
-        .collect();
+    let deciders = risk_deciders(deciders, owner, asked_by, dotless_domains);
     let named = deciders.iter().any(|d| same(d));
     if named || (deciders.is_empty() && who.is_admin) {
         return Ok(by);
     }
-    let deciders: Vec<&str> = deciders.iter().map(|d| d.as_str()).collect();
     Err(AccessError::Forbidden(if deciders.is_empty() {
         "the owner has no manager in the directory and the COE no bar raiser: an admin decides"
             .to_owned()

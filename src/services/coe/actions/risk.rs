@@ -257,14 +257,12 @@ pub fn ask(
         diesel::insert_into(risk_acceptances::table)
             .values(&acceptance)
             .execute(conn)?;
-        let dotless = &env.settings.auth.dotless_domains;
-        let mut tell: Vec<String> = deciders(conn, &row.owner_email, &row.coe_id)?
-            .into_iter()
-            .filter(|d| {
-                !crate::domain::email::same_person(d, &row.owner_email, dotless)
-                    && !crate::domain::email::same_person(d, who.principal, dotless)
-            })
-            .collect();
+        let mut tell = access::risk_deciders(
+            &deciders(conn, &row.owner_email, &row.coe_id)?,
+            &row.owner_email,
+            &acceptance.asked_by,
+            &env.settings.auth.dotless_domains,
+        );
         if tell.is_empty() {
             tell = admins(conn)?;
         }
