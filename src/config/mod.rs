@@ -353,6 +353,11 @@ pub struct CoeSettings {
     /// organisation's internal host names and addresses. The section written for
     /// customers is refused while it matches one (or names a person).
     pub internal_patterns: Vec<String>,
+    /// The organisation's weekly review slot ("thursday 15:00", in `org.timezone`):
+    /// offered when a COE's review meeting is set; none offers only a time chosen.
+    pub review_slot: Option<String>,
+    /// How long a review meeting is, in minutes (15 to 480).
+    pub review_minutes: u32,
 }
 
 /// Internal hosts, by default: private IPv4 addresses and names under the usual
@@ -381,6 +386,8 @@ impl Default for CoeSettings {
                 .iter()
                 .map(|s| (*s).to_owned())
                 .collect(),
+            review_slot: None,
+            review_minutes: 60,
         }
     }
 }

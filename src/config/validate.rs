@@ -49,6 +49,18 @@ impl Settings {
             });
         }
         self.actions.validate()?;
+        if let Some(slot) = &self.coe.review_slot {
+            if let Err(problem) = crate::domain::meeting::parse_slot(slot) {
+                return Err(invalid("coe.review_slot", slot, &problem));
+            }
+        }
+        if !(15..=480).contains(&self.coe.review_minutes) {
+            return Err(invalid(
+                "coe.review_minutes",
+                &self.coe.review_minutes.to_string(),
+                "15 to 480 minutes",
+            ));
+        }
         let share = self.policy.error_budget_share;
         if !(share > 0.0 && share <= 1.0) {
             return Err(invalid(

@@ -334,6 +334,9 @@ pub struct OutboxRow {
     /// `outbox::PRIVATE_LINK` when the message is built, until it is sent or dropped.
     /// Never shown.
     pub private_link: Option<String>,
+    /// The iCalendar part it carries (`text/calendar`: a review meeting's invitation,
+    /// update or cancellation).
+    pub calendar: Option<String>,
 }
 
 impl std::fmt::Debug for OutboxRow {

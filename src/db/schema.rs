@@ -330,6 +330,19 @@ diesel::table! {
 diesel::joinable!(risk_acceptances -> corrective_actions (action_id));
 
 diesel::table! {
+    review_meetings (coe_id) {
+        coe_id -> Text,
+        uid -> Text,
+        starts_at -> Timestamp,
+        minutes -> Integer,
+        sequence -> Integer,
+        state -> Text,
+        set_by -> Text,
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
     due_date_changes (id) {
         id -> Text,
         action_id -> Text,
@@ -648,6 +661,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     people,
     corrective_actions,
     risk_acceptances,
+    review_meetings,
     due_date_changes,
     review_comments,
     outbox_emails,

@@ -12,6 +12,7 @@ pub mod distribution;
 pub mod email;
 pub mod event;
 pub mod incident;
+pub mod meeting;
 pub mod names;
 pub mod notifications;
 pub mod reminder;

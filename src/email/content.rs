@@ -47,10 +47,11 @@ pub enum Kind {
     WorkHandedOver,
     TicketClosed,
     RiskAcceptance,
+    ReviewMeeting,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 18] = [
+    pub const ALL: [Kind; 19] = [
         Kind::OverdueDigest,
         Kind::Escalation,
         Kind::CoeOpened,
@@ -69,6 +70,7 @@ impl Kind {
         Kind::WorkHandedOver,
         Kind::TicketClosed,
         Kind::RiskAcceptance,
+        Kind::ReviewMeeting,
     ];
 
     /// The template folder name, also stored as the outbox row's kind.
@@ -92,6 +94,7 @@ impl Kind {
             Kind::WorkHandedOver => "work_handed_over",
             Kind::TicketClosed => "ticket_closed",
             Kind::RiskAcceptance => "risk_acceptance",
+            Kind::ReviewMeeting => "review_meeting",
         }
     }
 
@@ -116,6 +119,7 @@ impl Kind {
             Kind::WorkHandedOver => "work handed over",
             Kind::TicketClosed => "ticket closed",
             Kind::RiskAcceptance => "risk acceptance",
+            Kind::ReviewMeeting => "review meeting",
         }
     }
 
@@ -138,7 +142,8 @@ impl Kind {
             | Kind::ActionVerification
             | Kind::WorkHandedOver
             | Kind::TicketClosed
-            | Kind::RiskAcceptance => Class::Essential,
+            | Kind::RiskAcceptance
+            | Kind::ReviewMeeting => Class::Essential,
             Kind::OverdueDigest
             | Kind::WriteupOverdue
             | Kind::InspectionDigest
@@ -319,6 +324,15 @@ impl Kind {
                 remaining_risk: "A backlog past 10,000 messages is noticed within 8 hours".into(),
                 decided_by: String::new(),
                 note: String::new(),
+            }),
+            Kind::ReviewMeeting => serde_json::to_value(ReviewMeeting {
+                recipient_name: "Bo Reviewer".into(),
+                coe: coe.clone(),
+                when: "Thursday 10 December 2026, 15:00 (Europe/Berlin)".into(),
+                minutes: 60,
+                cancelled: false,
+                updated: false,
+                by: "Ana Lima (ana@example.com)".into(),
             }),
             Kind::WriteupOverdue => serde_json::to_value(WriteupOverdue {
                 recipient_name: "Ana Lima".into(),
@@ -609,6 +623,22 @@ pub struct RiskAcceptance {
     pub decided_by: String,
     /// What the decider said (required when refused).
     pub note: String,
+}
+
+/// A COE's review meeting: an invitation, its move (`updated`) or its cancellation;
+/// the email carries the iCalendar part calendars read.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReviewMeeting {
+    pub recipient_name: String,
+    pub coe: CoeLine,
+    /// When, in words, in the organisation's time zone.
+    pub when: String,
+    pub minutes: u32,
+    pub cancelled: bool,
+    /// A meeting moved (not the first invitation).
+    pub updated: bool,
+    /// Who set it.
+    pub by: String,
 }
 
 /// Review requested, changes requested, approved.

@@ -3,6 +3,7 @@
 //! queueing and delivering is `services::outbound::outbox`.
 
 pub mod content;
+pub mod invitation;
 pub mod templates;
 pub mod transport;
 

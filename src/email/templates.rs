@@ -77,6 +77,9 @@ const DEFAULTS: &[(&str, &str)] = embedded!(
     "risk_acceptance/subject.hbs",
     "risk_acceptance/body.txt.hbs",
     "risk_acceptance/body.html.hbs",
+    "review_meeting/subject.hbs",
+    "review_meeting/body.txt.hbs",
+    "review_meeting/body.html.hbs",
 );
 
 /// Longest subject, in characters; longer ones are cut with an ellipsis.

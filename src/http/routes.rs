@@ -54,6 +54,7 @@ macro_rules! route_table {
                 "/api/v1/coes/{id}/submit" => { post: api::actions::submit }
                 "/api/v1/coes/{id}/approve" => { post: api::actions::approve }
                 "/api/v1/coes/{id}/bar-raiser" => { put: api::actions::name_bar_raiser }
+                "/api/v1/coes/{id}/review-meeting" => { put: api::actions::set_review_meeting, delete: api::actions::cancel_review_meeting }
                 "/api/v1/coes/{id}/request-changes" => { post: api::actions::request_changes }
                 "/api/v1/actions" => { get: api::actions::list }
                 "/api/v1/actions/{id}" => { get: api::actions::get, patch: api::actions::patch, delete: api::actions::delete }

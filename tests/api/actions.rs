@@ -12,7 +12,7 @@ pub(crate) struct World {
     pub(crate) app: TestApp,
     pub(crate) owner: String,
     pub(crate) reviewer: String,
-    stranger: String,
+    pub(crate) stranger: String,
 }
 
 pub(crate) fn person_token(app: &TestApp, name: &str, email: &str) -> String {

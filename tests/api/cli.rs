@@ -1068,6 +1068,7 @@ fn a_restore_coe_cannot_tell_is_held_by_coe_outbox_hold_pending() {
             text: "text".into(),
             html: "<p>html</p>".into(),
             data: serde_json::Value::Null,
+            calendar: None,
         };
         coe::services::outbound::outbox::enqueue(&mut pool.get().expect("conn"), &email, now)
             .expect("queue");

@@ -67,6 +67,7 @@ fn queue_emails(pool: &coe::db::DbPool) {
                     text: "One action is overdue.".into(),
                     html: "<p>One action is overdue.</p>".into(),
                     data: serde_json::Value::Null,
+                    calendar: None,
                 };
                 coe::services::outbound::outbox::enqueue(conn, &email, coe::db::now())?;
             }
@@ -255,6 +256,7 @@ async fn an_admin_retries_an_email_whose_sender_stopped() {
             text: "One action is overdue.".into(),
             html: "<p>One action is overdue.</p>".into(),
             data: serde_json::Value::Null,
+            calendar: None,
         };
         coe::services::outbound::outbox::enqueue(&mut conn, &email, now).expect("queue");
         diesel::update(outbox_emails::table.filter(outbox_emails::dedup_key.eq(key)))
@@ -419,6 +421,7 @@ fn a_restore_holds_what_was_in_flight_for_an_admin() {
             text: "An action is yours.".into(),
             html: "<p>An action is yours.</p>".into(),
             data: serde_json::Value::Null,
+            calendar: None,
         };
         let mut conn = setup.get().expect("conn");
         coe::services::outbound::outbox::enqueue(&mut conn, &email, now).expect("queue");
@@ -487,6 +490,7 @@ fn a_restore_holds_what_was_in_flight_for_an_admin() {
         text: "An action is yours.".into(),
         html: "<p>An action is yours.</p>".into(),
         data: serde_json::Value::Null,
+        calendar: None,
     };
     coe::services::outbound::outbox::enqueue(
         &mut pool.get().expect("conn"),

@@ -1916,6 +1916,7 @@ fn a_restored_backup_sends_nothing_by_itself_until_an_admin_sends_what_is_held()
         ),
         html: format!("<p>For {key}</p>"),
         data: serde_json::Value::Null,
+        calendar: None,
     };
     let id_of = |conn: &mut coe::db::DbConnection, key: &str| -> String {
         outbox_emails::table
@@ -2205,6 +2206,7 @@ async fn an_admin_sends_or_drops_what_a_restore_held_from_the_outbox_page() {
         text: "An action is yours.".into(),
         html: "<p>An action is yours.</p>".into(),
         data: serde_json::Value::Null,
+        calendar: None,
     };
     let state_of = |key: &str| -> String {
         outbox_emails::table

@@ -924,3 +924,320 @@ async fn an_outage_that_burned_its_error_budget_needs_a_coe_and_a_high_priority_
         "{page}"
     );
 }
+
+/// What Python's `icalendar` (a real iCalendar library, as calendars read it) makes of
+/// an invitation: its method, UID, sequence, start, status, organizer and attendees.
+fn read_ics(ics: &str) -> Value {
+    use std::io::Write;
+    let script = r#"
+import json, sys, icalendar
+cal = icalendar.Calendar.from_ical(sys.stdin.read())
+ev = [c for c in cal.walk() if c.name == "VEVENT"][0]
+att = ev.get("ATTENDEE")
+att = att if isinstance(att, list) else [att]
+print(json.dumps({
+  "method": str(cal.get("METHOD")),
+  "uid": str(ev.get("UID")),
+  "sequence": int(ev.get("SEQUENCE")),
+  "start": ev.decoded("DTSTART").strftime("%Y-%m-%dT%H:%M:%SZ"),
+  "end": ev.decoded("DTEND").strftime("%Y-%m-%dT%H:%M:%SZ"),
+  "status": str(ev.get("STATUS")),
+  "summary": str(ev.get("SUMMARY")),
+  "url": str(ev.get("URL")),
+  "organizer": str(ev.get("ORGANIZER")),
+  "attendees": sorted(str(a) for a in att),
+}))
+"#;
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs (scripts/setup installs icalendar)");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(ics.as_bytes())
+        .expect("written");
+    let out = child.wait_with_output().expect("read");
+    assert!(
+        out.status.success(),
+        "icalendar refused it: {}\n{ics}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("json")
+}
+
+/// The review meeting emails queued for COE `coe`, as (recipient, subject, calendar).
+fn meeting_emails(w: &World, sequence: u32) -> Vec<(String, String, String)> {
+    use coe::db::schema::outbox_emails;
+    let mut conn = w.app.pool.get().expect("conn");
+    outbox_emails::table
+        .filter(outbox_emails::kind.eq("review_meeting"))
+        .filter(outbox_emails::dedup_key.like(format!("review_meeting:%:{sequence}:%")))
+        .order(outbox_emails::recipient.asc())
+        .select((
+            outbox_emails::recipient,
+            outbox_emails::subject,
+            outbox_emails::calendar.assume_not_null(),
+        ))
+        .load(&mut conn)
+        .expect("emails")
+}
+
+#[tokio::test]
+async fn a_review_meeting_is_invited_moved_and_cancelled_as_calendars_read_it() {
+    let (w, _) = crate::attacks::review_world_with(|s| {
+        s.coe.review_slot = Some("thursday 15:00".into());
+        s.coe.review_minutes = 45;
+    })
+    .await;
+    // A draft has no meeting yet; a sev1 in review, with its bar raiser and dev@'s action.
+    let (draft, _) = w.written_coe().await;
+    let at = |days: i64| {
+        (Utc::now() + Duration::days(days))
+            .format("%Y-%m-%dT15:00")
+            .to_string()
+    };
+    let (status, body) = w
+        .send(
+            &w.owner,
+            "PUT",
+            &format!("/api/v1/coes/{draft}/review-meeting"),
+            None,
+            Some(json!({"starts_at": at(3)})),
+        )
+        .await;
+    assert_eq!(status, 409, "a draft: {body}");
+    let (id, _) = crate::mechanism::submitted_sev1(&w).await;
+    let path = format!("/api/v1/coes/{id}/review-meeting");
+    assert!(
+        meeting_emails(&w, 0).is_empty(),
+        "nothing sent until someone chooses"
+    );
+
+    // Bad requests: named, nothing sent.
+    for (body, field) in [
+        (json!({}), "starts_at"),
+        (json!({"starts_at": "2020-01-01T10:00"}), "starts_at"),
+        (json!({"starts_at": "next week"}), "starts_at"),
+        (json!({"starts_at": at(3), "minutes": 5}), "minutes"),
+    ] {
+        let (status, answer) = w
+            .send(&w.owner, "PUT", &path, None, Some(body.clone()))
+            .await;
+        assert_eq!(status, 422, "{body}: {answer}");
+        assert!(answer.to_string().contains(field), "{answer}");
+    }
+    let (status, _) = w
+        .send(
+            &w.stranger,
+            "PUT",
+            &path,
+            None,
+            Some(json!({"starts_at": at(3)})),
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, _) = w.send(&w.owner, "DELETE", &path, None, None).await;
+    assert_eq!(status, 409, "nothing to cancel yet");
+    assert!(meeting_emails(&w, 0).is_empty());
+
+    // Invited: each reader gets an email whose calendar says REQUEST.
+    let (status, meeting) = w
+        .send(
+            &w.owner,
+            "PUT",
+            &path,
+            None,
+            Some(json!({"starts_at": at(3)})),
+        )
+        .await;
+    assert_eq!(status, 200, "{meeting}");
+    let mut attendees: Vec<String> = meeting["attendees"]
+        .as_array()
+        .expect("attendees")
+        .iter()
+        .filter_map(|a| a.as_str().map(str::to_owned))
+        .collect();
+    attendees.sort();
+    assert_eq!(
+        attendees,
+        [
+            "dev@example.com",
+            "di@example.com",
+            "owner@example.com",
+            "reviewer@example.com"
+        ]
+    );
+    let sent = meeting_emails(&w, 0);
+    assert_eq!(
+        sent.iter().map(|(to, _, _)| to.clone()).collect::<Vec<_>>(),
+        attendees
+    );
+    let invitation = read_ics(&sent[0].2);
+    assert_eq!(invitation["method"], "REQUEST", "{invitation}");
+    assert_eq!(invitation["sequence"], 0);
+    assert_eq!(invitation["status"], "CONFIRMED");
+    // The organisation is on UTC here: 15:00 local is 15:00Z, for 45 minutes.
+    assert_eq!(invitation["start"], format!("{}:00Z", at(3)));
+    assert!(
+        invitation["end"]
+            .as_str()
+            .is_some_and(|e| e.ends_with("T15:45:00Z")),
+        "{invitation}"
+    );
+    assert!(
+        invitation["url"]
+            .as_str()
+            .is_some_and(|u| u.ends_with(&format!("/coes/{id}/print"))),
+        "the reading view: {invitation}"
+    );
+    assert_eq!(invitation["organizer"], "mailto:coe@localhost");
+    assert_eq!(
+        invitation["attendees"],
+        json!(attendees
+            .iter()
+            .map(|a| format!("mailto:{a}"))
+            .collect::<Vec<_>>())
+    );
+    let uid = invitation["uid"].clone();
+    assert!(
+        sent[0].1.starts_with("[coe] The review of"),
+        "{}",
+        sent[0].1
+    );
+    // The message as it leaves: its calendar part says the method too.
+    {
+        use coe::db::models::OutboxRow;
+        use coe::db::schema::outbox_emails;
+        let mut conn = w.app.pool.get().expect("conn");
+        let row: OutboxRow = outbox_emails::table
+            .filter(outbox_emails::kind.eq("review_meeting"))
+            .select(OutboxRow::as_select())
+            .first(&mut conn)
+            .expect("row");
+        let message =
+            coe::services::outbound::outbox::message(&row, w.app.runtime.env()).expect("built");
+        let raw = String::from_utf8_lossy(&message.formatted()).to_string();
+        assert!(
+            raw.contains("Content-Type: text/calendar; charset=utf-8; method=REQUEST"),
+            "{raw}"
+        );
+    }
+
+    // Moved to the weekly slot: the same UID, the next sequence, "Moved".
+    let (status, moved) = w
+        .send(
+            &w.owner,
+            "PUT",
+            &path,
+            None,
+            Some(json!({"weekly_slot": true})),
+        )
+        .await;
+    assert_eq!(status, 200, "{moved}");
+    let update = meeting_emails(&w, 1);
+    assert_eq!(update.len(), 4);
+    let read = read_ics(&update[0].2);
+    assert_eq!(
+        (
+            read["method"].clone(),
+            read["sequence"].clone(),
+            read["uid"].clone()
+        ),
+        (json!("REQUEST"), json!(1), uid.clone())
+    );
+    let start = chrono::DateTime::parse_from_rfc3339(read["start"].as_str().expect("start"))
+        .expect("a time");
+    assert_eq!(
+        start.format("%A %H:%M").to_string(),
+        "Thursday 15:00",
+        "{read}"
+    );
+    assert!(
+        update[0].1.starts_with("[coe] Moved: the review of"),
+        "{}",
+        update[0].1
+    );
+
+    // Cancelled: CANCEL, the next sequence; a second cancellation is refused.
+    let (status, cancelled) = w.send(&w.owner, "DELETE", &path, None, None).await;
+    assert_eq!(status, 200, "{cancelled}");
+    assert_eq!(cancelled["state"], "cancelled");
+    let cancel = meeting_emails(&w, 2);
+    let read = read_ics(&cancel[0].2);
+    assert_eq!(
+        (
+            read["method"].clone(),
+            read["sequence"].clone(),
+            read["uid"].clone(),
+            read["status"].clone()
+        ),
+        (json!("CANCEL"), json!(2), uid, json!("CANCELLED"))
+    );
+    assert!(
+        cancel[0].1.starts_with("[coe] Cancelled: the review of"),
+        "{}",
+        cancel[0].1
+    );
+    let (status, _) = w.send(&w.owner, "DELETE", &path, None, None).await;
+    assert_eq!(status, 409);
+
+    // The COE's page offers it to whoever may change the COE in review.
+    let cookie = crate::pages::sign_in(&w.app, "owner@example.com").await;
+    let page = crate::pages::get_page(&w.app, &format!("/coes/{id}"), Some(&cookie))
+        .await
+        .text()
+        .await
+        .expect("page");
+    assert!(page.contains("The review meeting"), "{page}");
+    assert!(
+        page.contains("At the weekly review (thursday 15:00)"),
+        "{page}"
+    );
+}
+
+/// In a real browser: the owner of a COE in review invites its readers to the review
+/// meeting from the COE's page, then moves it to the weekly slot (screenshot
+/// `review-meeting`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_browser_the_owner_invites_the_readers_to_the_review_meeting() {
+    use crate::webdriver::Browser;
+    let (w, _) = crate::attacks::review_world_with(|s| {
+        s.coe.review_slot = Some("thursday 15:00".into());
+    })
+    .await;
+    let (id, _) = crate::mechanism::submitted_sev1(&w).await;
+    let browser = Browser::start().await;
+    crate::browser::sign_in_to(
+        &browser,
+        &w.app,
+        "owner@example.com",
+        &format!("/coes/{id}"),
+    )
+    .await;
+    browser.wait_for_text("#meeting", "No meeting is set").await;
+    let when = (Utc::now() + Duration::days(3))
+        .format("%Y-%m-%dT10:30")
+        .to_string();
+    browser.set_value("#mt-at", &when).await;
+    browser
+        .click_to_load("button[formaction$='/meeting/set']")
+        .await;
+    let set = browser.wait_for_text("#meeting", "were invited").await;
+    assert!(set.contains("10:30"), "{set}");
+    assert_eq!(meeting_emails(&w, 0).len(), 4);
+    browser
+        .click_to_load("button[formaction$='/meeting/slot']")
+        .await;
+    let moved = browser.wait_for_text("#meeting", "Thursday").await;
+    assert!(moved.contains("15:00"), "{moved}");
+    assert_eq!(meeting_emails(&w, 1).len(), 4, "the update sent");
+    browser
+        .eval("document.getElementById('meeting').scrollIntoView()")
+        .await;
+    browser.screenshot("review-meeting").await;
+}

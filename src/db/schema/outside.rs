@@ -80,6 +80,7 @@ diesel::table! {
         claimed_by -> Nullable<Text>,
         unsubscribe_token -> Nullable<Text>,
         private_link -> Nullable<Text>,
+        calendar -> Nullable<Text>,
     }
 }
 

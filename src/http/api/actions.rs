@@ -18,6 +18,7 @@ use crate::services::coe::actions::{
     TransitionInput, VerifyInput,
 };
 use crate::services::coe::coes::CoeDocument;
+use crate::services::coe::review::meeting::{MeetingInput, MeetingView};
 
 use super::coes::{document, document_response};
 use crate::services::coe::review::{self, Step};
@@ -503,6 +504,68 @@ pub async fn submit(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     review_step(caller, id, Step::Submit, None, body, state).await
+}
+
+/// Sets or moves the review meeting of a COE in review: a time (`starts_at`), or the
+/// organisation's weekly slot (`weekly_slot: true`). Its owner, reviewer, bar raiser
+/// and action owners get an iCalendar invitation (`METHOD:REQUEST`); a move sends the
+/// update (the same UID, the next SEQUENCE).
+#[utoipa::path(operation_id = "set_review_meeting", put, path = "/api/v1/coes/{id}/review-meeting", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id")),
+    request_body = MeetingInput,
+    responses(
+        (status = 200, description = "The meeting, and who was invited", body = MeetingView),
+        (status = 403, description = "Not someone who may change the COE", body = ErrorBody),
+        (status = 404, description = "No such COE", body = ErrorBody),
+        (status = 409, description = "The COE is not in review", body = ErrorBody),
+        (status = 422, description = "No time, a time past, or no weekly slot (named)", body = ErrorBody),
+    ))]
+pub async fn set_review_meeting(
+    Member(caller): Member,
+    id: PathId<ids::Coe>,
+    body: ApiJson<MeetingInput>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, input, acting) = (id.into_inner(), body.0, caller.acting());
+    let meeting = with_write(&state, move |conn, state| {
+        Ok(review::meeting::set(
+            conn,
+            &id,
+            &input,
+            &acting.editor(),
+            state.env(),
+        )?)
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(meeting))
+}
+
+/// Cancels the review meeting of a COE: its attendees get the cancellation
+/// (`METHOD:CANCEL`), which takes it off their calendars.
+#[utoipa::path(operation_id = "cancel_review_meeting", delete, path = "/api/v1/coes/{id}/review-meeting", tag = "coes", security(("bearer" = [])),
+    params(("id" = String, Path, description = "The COE's id")),
+    responses(
+        (status = 200, description = "Cancelled", body = MeetingView),
+        (status = 403, description = "Not someone who may change the COE", body = ErrorBody),
+        (status = 404, description = "No such COE", body = ErrorBody),
+        (status = 409, description = "No meeting is set", body = ErrorBody),
+    ))]
+pub async fn cancel_review_meeting(
+    Member(caller): Member,
+    id: PathId<ids::Coe>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, acting) = (id.into_inner(), caller.acting());
+    let meeting = with_write(&state, move |conn, state| {
+        Ok(review::meeting::cancel(
+            conn,
+            &id,
+            &acting.editor(),
+            state.env(),
+        )?)
+    })
+    .await?;
+    Ok(HttpResponse::Ok().json(meeting))
 }
 
 /// Body of `PUT /api/v1/coes/{id}/bar-raiser`.

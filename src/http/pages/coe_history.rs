@@ -162,6 +162,8 @@ pub(super) fn change_words(action: &str, titles: &[SectionView]) -> String {
         ("comment", key) => format!("commented on {}", section(key)),
         ("answer", key) => format!("answered a comment on {}", section(key)),
         ("opened", _) => "opened it".into(),
+        ("meeting", _) => "invited its readers to the review meeting".into(),
+        ("meeting_cancelled", _) => "cancelled its review meeting".into(),
         ("open_incidents", _) => "approved it knowing its incidents were still open".into(),
         ("related", "add") => "linked a related item".into(),
         ("related", _) => "removed a related item".into(),

@@ -83,6 +83,8 @@ pub(super) struct Loaded {
     /// For a draft this person owns because no rule named an owner: whom it could be
     /// handed to (`Some`, maybe empty, only then).
     pub(super) hand_over: Option<Vec<crate::services::directory::ownership::Suggestion>>,
+    /// Its review meeting, when one was ever set.
+    pub(super) meeting: Option<crate::services::coe::review::meeting::MeetingView>,
 }
 
 /// How many other drafts a COE's page offers to merge into it.
@@ -234,7 +236,9 @@ pub(super) async fn load(
         } else {
             None
         };
+        let meeting = crate::services::coe::review::meeting::get(conn, &doc.id)?;
         Ok(Some(Loaded {
+            meeting,
             reviewer_suggestions,
             hand_over,
             chat_import,

@@ -97,6 +97,7 @@ pub(super) fn page(
         chat_missing,
         reviewer_suggestions,
         hand_over,
+        meeting,
     } = loaded;
     let names = names_data(&directory);
     let related = related_links(&doc);
@@ -390,6 +391,25 @@ pub(super) fn page(
             Some(json!({"priority": p.as_str(), "days": days, "by": by.to_string()}))
         })
         .collect::<Vec<_>>());
+    // The review meeting: for whoever may change a COE in review.
+    let zone = super::kit::zone_of(state, Some(who));
+    data["meeting_form"] = if may_edit && doc.state == CoeState::InReview {
+        let scheduled = meeting.as_ref().filter(|m| m.state == "scheduled");
+        json!({
+            "scheduled": scheduled.is_some(),
+            "when": scheduled.map(|m| {
+                use chrono::TimeZone;
+                format!("{} ({zone})", zone.from_utc_datetime(&m.starts_at).format("%A %-d %B %Y, %H:%M"))
+            }),
+            "minutes": scheduled.map(|m| m.minutes),
+            "attendees": scheduled.map(|m| m.attendees.clone()).unwrap_or_default(),
+            "typed_at": kept.forms.get("meeting").and_then(|k| k["starts_at"].as_str().map(str::to_owned)).unwrap_or_default(),
+            "minutes_default": scheduled.map_or(state.settings.coe.review_minutes as i32, |m| m.minutes),
+            "slot": state.settings.coe.review_slot,
+        })
+    } else {
+        Value::Null
+    };
     data["chat_import"] = json!(chat_import);
     data["chat_missing"] = json!(chat_missing);
     // The outage's parts: its incidents and the drafts that could be merged into it.

@@ -173,6 +173,7 @@ page_routes! {
     post "/coes/{id}/related/{item}/delete" => coe_forms::delete_related,
     post "/coes/{id}/actions" => coe_forms::add_action,
     post "/coes/{id}/review/{step}" => review::step,
+    post "/coes/{id}/meeting/{step}" => review::meeting,
     post "/coes/{id}/comments" => coe_forms::add_comment,
     post "/coes/{id}/incidents" => coe_forms::attach_incident,
     post "/coes/{id}/merge" => coe_forms::merge,

@@ -202,3 +202,32 @@ pub async fn print(who: SignedIn, path: web::Path<String>, state: State) -> Page
     });
     render(&state, Some(&who), StatusCode::OK, "coe_print", data)
 }
+
+/// `POST /coes/{id}/meeting/{step}`: the review meeting set at a time (`set`,
+/// `meeting.starts_at` in the person's own time zone, `meeting.minutes`), at the
+/// organisation's weekly slot (`slot`), or cancelled (`cancel`).
+pub async fn meeting(form: CoeForm) -> Page {
+    use crate::services::coe::review::meeting::{self as meetings, MeetingInput};
+    let step = form.item.clone();
+    let mine = form.fields.part("meeting");
+    let zone = super::kit::zone_of(&form.state, Some(&form.who));
+    let input = MeetingInput {
+        starts_at: mine
+            .filled("starts_at")
+            .map(|t| super::kit::from_local_input(&t, zone)),
+        weekly_slot: step == "slot",
+        minutes: mine.filled("minutes").and_then(|m| m.trim().parse().ok()),
+    };
+    if !["set", "slot", "cancel"].contains(&step.as_str()) {
+        return Err(PageError::NotFound(format!("no meeting step {step:?}")));
+    }
+    form.change(
+        "review",
+        "meeting",
+        move |conn, state, editor, coe, _| match step.as_str() {
+            "cancel" => meetings::cancel(conn, coe, editor, state.env()).map(drop),
+            _ => meetings::set(conn, coe, &input, editor, state.env()).map(drop),
+        },
+    )
+    .await
+}

@@ -42,6 +42,47 @@ fn coe_line(env: Env<'_>, coe: &CoeFacts<'_>) -> CoeLine {
     }
 }
 
+/// A COE's review meeting, told to each of `attendees` with the iCalendar part
+/// (`invitation`) their calendar reads: one email per recipient and version
+/// (`sequence`).
+#[allow(clippy::too_many_arguments)]
+pub fn review_meeting(
+    conn: &mut DbConnection,
+    env: Env<'_>,
+    coe: &CoeFacts<'_>,
+    attendees: &[String],
+    (when, minutes, sequence, cancelled): (&str, u32, u32, bool),
+    by: &str,
+    invitation: &str,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    let mut line = coe_line(env, coe);
+    line.link = format!("{}/print", line.link);
+    for to in attendees {
+        let data = json!(crate::email::content::ReviewMeeting {
+            recipient_name: String::new(),
+            coe: line.clone(),
+            when: when.to_owned(),
+            minutes,
+            cancelled,
+            updated: sequence > 0 && !cancelled,
+            by: by.to_owned(),
+        });
+        let key = format!("{}:{}:{sequence}:{to}", Kind::ReviewMeeting.name(), coe.id);
+        outbox::notify_with_calendar(
+            conn,
+            env.emails,
+            Kind::ReviewMeeting,
+            key,
+            to,
+            data,
+            invitation.to_owned(),
+            now,
+        )?;
+    }
+    Ok(())
+}
+
 /// Tells a new COE's owner it is theirs. Call it in the transaction that opened it.
 pub fn coe_opened(
     conn: &mut DbConnection,

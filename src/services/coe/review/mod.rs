@@ -18,6 +18,7 @@ use crate::services::Env;
 use crate::services::{access, coe::lifecycle, directory::people as people_service};
 
 mod bar_raisers;
+pub mod meeting;
 
 pub use bar_raisers::{name_bar_raiser, replace_bar_raiser, SEVERITY_REMEMBERED_DAYS};
 

@@ -130,20 +130,31 @@ pub fn message(row: &OutboxRow, env: Env<'_>) -> Result<Message, SendError> {
             row.body_html.replace(PRIVATE_LINK, LINK_GONE),
         ),
     };
-    builder
-        .multipart(
-            MultiPart::alternative()
-                .singlepart(
-                    SinglePart::builder()
-                        .header(ContentType::TEXT_PLAIN)
-                        .body(text),
-                )
-                .singlepart(
-                    SinglePart::builder()
-                        .header(ContentType::TEXT_HTML)
-                        .body(html),
-                ),
+    let mut parts = MultiPart::alternative()
+        .singlepart(
+            SinglePart::builder()
+                .header(ContentType::TEXT_PLAIN)
+                .body(text),
         )
+        .singlepart(
+            SinglePart::builder()
+                .header(ContentType::TEXT_HTML)
+                .body(html),
+        );
+    // An invitation: its iCalendar part last, the one calendars read (RFC 6047), with
+    // the method of the calendar in it (REQUEST, or CANCEL).
+    if let Some(calendar) = &row.calendar {
+        let method = if calendar.contains("\r\nMETHOD:CANCEL\r\n") {
+            "CANCEL"
+        } else {
+            "REQUEST"
+        };
+        let kind = ContentType::parse(&format!("text/calendar; charset=utf-8; method={method}"))
+            .map_err(|e| SendError::Permanent(format!("cannot build the message: {e}")))?;
+        parts = parts.singlepart(SinglePart::builder().header(kind).body(calendar.clone()));
+    }
+    builder
+        .multipart(parts)
         .map_err(|e| SendError::Permanent(format!("cannot build the message: {e}")))
 }
 

@@ -93,6 +93,9 @@ pub struct NewEmail {
     /// (`chat::direct`); `Null` for an email made otherwise.
     #[serde(skip)]
     pub data: serde_json::Value,
+    /// An iCalendar part to carry (`text/calendar`), when it is an invitation.
+    #[serde(skip)]
+    pub calendar: Option<String>,
 }
 
 /// Renders `kind` for `recipient`; the greeting uses `name` (from the directory).
@@ -121,6 +124,7 @@ pub fn compose(
         text: rendered.text,
         html: rendered.html,
         data,
+        calendar: None,
     })
 }
 
@@ -191,6 +195,7 @@ fn queue(
         claimed_by: None,
         unsubscribe_token,
         private_link: private_link.map(str::to_owned),
+        calendar: email.calendar.clone(),
     };
     let inserted = crate::insert_or_ignore!(
         conn,
@@ -249,6 +254,26 @@ pub fn notify(
     now: NaiveDateTime,
 ) -> QueryResult<()> {
     if let Some(email) = composed(conn, templates, kind, dedup_key, recipient, data)? {
+        enqueue(conn, &email, now)?;
+    }
+    Ok(())
+}
+
+/// Queues `kind` for `recipient` carrying the iCalendar part `calendar` (an
+/// invitation), in the caller's transaction.
+#[allow(clippy::too_many_arguments)]
+pub fn notify_with_calendar(
+    conn: &mut DbConnection,
+    templates: &EmailTemplates,
+    kind: Kind,
+    dedup_key: String,
+    recipient: &str,
+    data: serde_json::Value,
+    calendar: String,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    if let Some(mut email) = composed(conn, templates, kind, dedup_key, recipient, data)? {
+        email.calendar = Some(calendar);
         enqueue(conn, &email, now)?;
     }
     Ok(())

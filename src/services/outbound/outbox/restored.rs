@@ -332,6 +332,7 @@ mod tests {
             text: "text".into(),
             html: "<p>html</p>".into(),
             data: serde_json::Value::Null,
+            calendar: None,
         }
     }
 

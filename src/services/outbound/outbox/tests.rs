@@ -16,6 +16,7 @@ fn email(key: &str) -> NewEmail {
         text: "text".into(),
         html: "<p>html</p>".into(),
         data: serde_json::Value::Null,
+        calendar: None,
     }
 }
 

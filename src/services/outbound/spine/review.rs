@@ -47,6 +47,19 @@ pub enum ReviewEvent<'a> {
         bar_raiser: &'a str,
         told_as: &'a str,
     },
+    /// A COE's review meeting was set, moved (`sequence` > 0) or cancelled: its
+    /// history says so and each attendee gets the invitation (`ics`) by email.
+    Meeting {
+        coe: &'a CoeRow,
+        attendees: &'a [String],
+        /// When, in words; how long; its SEQUENCE; cancelled.
+        when: &'a str,
+        minutes: u32,
+        sequence: u32,
+        cancelled: bool,
+        by: &'a str,
+        ics: &'a str,
+    },
     /// An admin named the bar raiser of a COE (draft or in review: then they are
     /// asked at once).
     BarRaiserNamed {
@@ -83,6 +96,43 @@ pub(super) fn happened(
             let facts = CoeFacts::of(coe, &severity);
             let id = db::new_id();
             notify::bar_raiser_requested(conn, env, &facts, bar_raiser, told_as, &id, now)
+        }
+        ReviewEvent::Meeting {
+            coe,
+            attendees,
+            when,
+            minutes,
+            sequence,
+            cancelled,
+            by,
+            ics,
+        } => {
+            let what = if cancelled {
+                "meeting_cancelled"
+            } else {
+                "meeting"
+            };
+            coe_history(
+                conn,
+                &coe.id,
+                actor,
+                what,
+                None,
+                Some(json!({ "when": when, "minutes": minutes, "attendees": attendees })),
+                now,
+            )?;
+            let severity = types::severity("coes.severity", coe.severity)?.to_string();
+            let facts = CoeFacts::of(coe, &severity);
+            notify::review_meeting(
+                conn,
+                env,
+                &facts,
+                attendees,
+                (when, minutes, sequence, cancelled),
+                by,
+                ics,
+                now,
+            )
         }
         ReviewEvent::BarRaiserNamed {
             coe,
