@@ -4,6 +4,7 @@
 
 pub mod content;
 pub mod invitation;
+mod samples;
 pub mod templates;
 pub mod transport;
 

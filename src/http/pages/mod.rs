@@ -6,6 +6,7 @@
 //! This file is the route table only: the handlers' kit is `kit` (with `error`,
 //! `templates`, `extract` and `outcome`), which never reaches back here.
 
+mod action_forms;
 mod actions;
 mod admin;
 mod admin_connections;
@@ -26,6 +27,7 @@ mod coe_load;
 mod coe_timeline;
 mod coes;
 mod dashboard;
+mod dashboard_charts;
 mod diff;
 pub mod error;
 mod guard;
@@ -180,15 +182,15 @@ page_routes! {
     post "/coes/{id}/incidents/{incident}/detach" => coe_forms::detach_incident,
     post "/coes/{id}/comments/{comment}/answer" => coe_forms::answer_comment,
     get "/actions/{id}" => actions::show,
-    post "/actions/{id}/due-date" => actions::move_due_date,
-    post "/actions/{id}/edit" => actions::edit,
-    post "/actions/{id}/reassign" => actions::reassign,
-    post "/actions/{id}/delete" => actions::delete,
-    post "/actions/{id}/verify" => actions::verify,
+    post "/actions/{id}/due-date" => action_forms::move_due_date,
+    post "/actions/{id}/edit" => action_forms::edit,
+    post "/actions/{id}/reassign" => action_forms::reassign,
+    post "/actions/{id}/delete" => action_forms::delete,
+    post "/actions/{id}/verify" => action_forms::verify,
     post "/actions/{id}/ticket" => actions::make_ticket,
-    post "/actions/{id}/risk" => actions::ask_risk,
-    post "/actions/{id}/risk-decision" => actions::decide_risk,
-    post "/actions/{id}/{verb}" => actions::transition,
+    post "/actions/{id}/risk" => action_forms::ask_risk,
+    post "/actions/{id}/risk-decision" => action_forms::decide_risk,
+    post "/actions/{id}/{verb}" => action_forms::transition,
     get "/static/app.css" => assets::stylesheet,
     get "/static/app.js" => assets::script,
 }

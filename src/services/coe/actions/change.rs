@@ -518,19 +518,7 @@ fn move_due_date(
                 .ok_or_else(|| invalid("reason", "is required to move the due date"))?;
             check_new_due_date(due, clock.now, clock.tz).map_err(|p| invalid("due_date", p))?;
             let moved = (row.due_date, due, reason.clone());
-            diesel::insert_into(due_date_changes::table)
-                .values(DueDateChangeRow {
-                    id: db::new_id(),
-                    action_id: row.id.clone(),
-                    from_date: row.due_date,
-                    to_date: due,
-                    reason,
-                    changed_by: actor.to_owned(),
-                    changed_at: now,
-                })
-                .execute(conn)?;
-            row.due_date = due;
-            row.due_date_change_count += 1;
+            record_due_move(conn, row, due, reason, actor, now)?;
             // Moved by hand: no longer the day a risk was accepted until.
             row.risk_accepted_until = None;
             return Ok(Some(moved));
@@ -539,6 +527,32 @@ fn move_due_date(
         return Err(invalid("reason", "goes with a new due_date or a new owner"));
     }
     Ok(None)
+}
+
+/// Moves `row`'s due date to `to` for `reason`, and records the move: the one writer
+/// of `due_date_changes` (a move by hand, a risk accepted until a day).
+pub(super) fn record_due_move(
+    conn: &mut DbConnection,
+    row: &mut ActionRow,
+    to: chrono::NaiveDate,
+    reason: String,
+    actor: &str,
+    now: chrono::NaiveDateTime,
+) -> QueryResult<()> {
+    diesel::insert_into(due_date_changes::table)
+        .values(DueDateChangeRow {
+            id: db::new_id(),
+            action_id: row.id.clone(),
+            from_date: row.due_date,
+            to_date: to,
+            reason,
+            changed_by: actor.to_owned(),
+            changed_at: now,
+        })
+        .execute(conn)?;
+    row.due_date = to;
+    row.due_date_change_count += 1;
+    Ok(())
 }
 
 /// Moves an action through its life cycle. Closing the last active action of an

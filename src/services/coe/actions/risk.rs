@@ -11,10 +11,10 @@ use diesel::prelude::*;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::change::{clean_text, load_locked, MAX_NOTE_BYTES};
+use super::change::{clean_text, load_locked, record_due_move, MAX_NOTE_BYTES};
 use super::{invalid, view, ActionError};
-use crate::db::models::{DueDateChangeRow, RiskAcceptanceRow};
-use crate::db::schema::{coes, corrective_actions, due_date_changes, people, risk_acceptances};
+use crate::db::models::RiskAcceptanceRow;
+use crate::db::schema::{coes, corrective_actions, people, risk_acceptances};
 use crate::db::{self, types, DbConnection};
 use crate::domain::action::{check_new_due_date, ActionState};
 use crate::domain::{Clock, Severity};
@@ -358,20 +358,15 @@ pub fn decide(
                 "Risk accepted until {} by {by}. Interim control: {}",
                 acceptance.until_date, acceptance.interim_control
             );
-            diesel::insert_into(due_date_changes::table)
-                .values(DueDateChangeRow {
-                    id: db::new_id(),
-                    action_id: row.id.clone(),
-                    from_date: row.due_date,
-                    to_date: acceptance.until_date,
-                    reason: reason.clone(),
-                    changed_by: actor.to_owned(),
-                    changed_at: now,
-                })
-                .execute(conn)?;
             let from = row.due_date;
-            row.due_date = acceptance.until_date;
-            row.due_date_change_count += 1;
+            record_due_move(
+                conn,
+                &mut row,
+                acceptance.until_date,
+                reason.clone(),
+                actor,
+                now,
+            )?;
             row.risk_accepted_until = Some(acceptance.until_date);
             row.updated_at = now;
             diesel::update(corrective_actions::table.find(id))

@@ -171,11 +171,9 @@ fn when(input: &MeetingInput, env: Env<'_>) -> Result<NaiveDateTime, CoeError> {
                 .naive_utc()
         }
     };
-    if at <= clock.now.naive_utc() || at.and_utc().format("%Y").to_string().len() != 4 {
-        return Err(CoeError::invalid(
-            "starts_at",
-            "must be in the future (and before 10000)",
-        ));
+    crate::domain::action::check_date(at.date()).map_err(|p| CoeError::invalid("starts_at", p))?;
+    if at <= clock.now.naive_utc() {
+        return Err(CoeError::invalid("starts_at", "must be in the future"));
     }
     Ok(at)
 }
