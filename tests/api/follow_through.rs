@@ -1202,7 +1202,7 @@ async fn a_review_meeting_is_invited_moved_and_cancelled_as_calendars_read_it() 
 
 /// In a real browser: the owner of a COE in review invites its readers to the review
 /// meeting from the COE's page, then moves it to the weekly slot (screenshot
-/// `review-meeting`).
+/// `coe-review-meeting`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_a_browser_the_owner_invites_the_readers_to_the_review_meeting() {
     use crate::webdriver::Browser;
@@ -1239,5 +1239,5 @@ async fn in_a_browser_the_owner_invites_the_readers_to_the_review_meeting() {
     browser
         .eval("document.getElementById('meeting').scrollIntoView()")
         .await;
-    browser.screenshot("review-meeting").await;
+    browser.screenshot("coe-review-meeting").await;
 }

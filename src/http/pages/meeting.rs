@@ -107,6 +107,7 @@ pub async fn review_meeting(who: SignedIn, query: web::Query<MeetingQuery>, stat
                 })
             })
             .collect::<Vec<_>>(),
+        "targets_set": !state.settings.actions.targets.is_empty(),
         "closed_rows": agenda
             .closed
             .iter()
