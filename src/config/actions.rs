@@ -16,6 +16,11 @@ pub struct ActionSettings {
     /// The furthest a risk may be accepted (`POST /api/v1/actions/{id}/risk`), in
     /// days from the day it is asked.
     pub risk_max_days: u32,
+    /// Days after an action with an alarm (`PUT /api/v1/actions/{id}/drill`) is
+    /// verified until coe opens a re-check and asks for a drill; 0: only on request.
+    pub drill_after_days: u32,
+    /// Days a re-check waits for the drill's alarm before its reviewer is asked.
+    pub drill_window_days: u32,
 }
 
 impl Default for ActionSettings {
@@ -23,6 +28,8 @@ impl Default for ActionSettings {
         ActionSettings {
             targets: Vec::new(),
             risk_max_days: 180,
+            drill_after_days: 90,
+            drill_window_days: 14,
         }
     }
 }
@@ -36,6 +43,22 @@ impl ActionSettings {
                 origin: String::new(),
                 value: self.risk_max_days.to_string(),
                 expected: format!("1 to {MAX_TARGET_DAYS} days"),
+            });
+        }
+        if self.drill_after_days > MAX_TARGET_DAYS {
+            return Err(ConfigError::Invalid {
+                key: "actions.drill_after_days",
+                origin: String::new(),
+                value: self.drill_after_days.to_string(),
+                expected: format!("0 (only on request) to {MAX_TARGET_DAYS} days"),
+            });
+        }
+        if !(1..=365).contains(&self.drill_window_days) {
+            return Err(ConfigError::Invalid {
+                key: "actions.drill_window_days",
+                origin: String::new(),
+                value: self.drill_window_days.to_string(),
+                expected: "1 to 365 days".into(),
             });
         }
         for (i, t) in self.targets.iter().enumerate() {

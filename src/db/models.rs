@@ -280,6 +280,36 @@ pub struct RiskAcceptanceRow {
     pub decision_note: Option<String>,
 }
 
+/// The alert that proves an action (`domain::drill`): the labels an event must carry.
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = crate::db::schema::drill_alarms)]
+pub struct DrillAlarmRow {
+    pub action_id: String,
+    /// A JSON object of label names to values.
+    pub labels: String,
+    pub set_by: String,
+    pub set_at: NaiveDateTime,
+}
+
+/// A re-check of an action's fix by a drill, and how it ended.
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
+#[diesel(table_name = crate::db::schema::drill_rechecks)]
+pub struct DrillRecheckRow {
+    pub id: String,
+    pub action_id: String,
+    pub labels: String,
+    pub opened_by: Option<String>,
+    pub opened_at: NaiveDateTime,
+    pub last_day: chrono::NaiveDate,
+    pub state: String,
+    pub event_id: Option<String>,
+    pub fired_at: Option<NaiveDateTime>,
+    pub detected_seconds: Option<i64>,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<NaiveDateTime>,
+    pub note: Option<String>,
+}
+
 #[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = due_date_changes)]
 pub struct DueDateChangeRow {

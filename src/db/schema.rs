@@ -330,6 +330,37 @@ diesel::table! {
 diesel::joinable!(risk_acceptances -> corrective_actions (action_id));
 
 diesel::table! {
+    drill_alarms (action_id) {
+        action_id -> Text,
+        labels -> Text,
+        set_by -> Text,
+        set_at -> Timestamp,
+    }
+}
+
+diesel::joinable!(drill_alarms -> corrective_actions (action_id));
+
+diesel::table! {
+    drill_rechecks (id) {
+        id -> Text,
+        action_id -> Text,
+        labels -> Text,
+        opened_by -> Nullable<Text>,
+        opened_at -> Timestamp,
+        last_day -> Date,
+        state -> Text,
+        event_id -> Nullable<Text>,
+        fired_at -> Nullable<Timestamp>,
+        detected_seconds -> Nullable<BigInt>,
+        decided_by -> Nullable<Text>,
+        decided_at -> Nullable<Timestamp>,
+        note -> Nullable<Text>,
+    }
+}
+
+diesel::joinable!(drill_rechecks -> corrective_actions (action_id));
+
+diesel::table! {
     review_meetings (coe_id) {
         coe_id -> Text,
         uid -> Text,
@@ -661,6 +692,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     people,
     corrective_actions,
     risk_acceptances,
+    drill_alarms,
+    drill_rechecks,
     review_meetings,
     due_date_changes,
     review_comments,

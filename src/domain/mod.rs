@@ -9,6 +9,7 @@ pub mod coe;
 pub mod coverage;
 pub mod customer_summary;
 pub mod distribution;
+pub mod drill;
 pub mod email;
 pub mod event;
 pub mod incident;

@@ -49,10 +49,11 @@ pub enum Kind {
     TicketClosed,
     RiskAcceptance,
     ReviewMeeting,
+    DrillRecheck,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 19] = [
+    pub const ALL: [Kind; 20] = [
         Kind::OverdueDigest,
         Kind::Escalation,
         Kind::CoeOpened,
@@ -72,6 +73,7 @@ impl Kind {
         Kind::TicketClosed,
         Kind::RiskAcceptance,
         Kind::ReviewMeeting,
+        Kind::DrillRecheck,
     ];
 
     /// The template folder name, also stored as the outbox row's kind.
@@ -96,6 +98,7 @@ impl Kind {
             Kind::TicketClosed => "ticket_closed",
             Kind::RiskAcceptance => "risk_acceptance",
             Kind::ReviewMeeting => "review_meeting",
+            Kind::DrillRecheck => "drill_recheck",
         }
     }
 
@@ -121,6 +124,7 @@ impl Kind {
             Kind::TicketClosed => "ticket closed",
             Kind::RiskAcceptance => "risk acceptance",
             Kind::ReviewMeeting => "review meeting",
+            Kind::DrillRecheck => "drill re-check",
         }
     }
 
@@ -144,7 +148,8 @@ impl Kind {
             | Kind::WorkHandedOver
             | Kind::TicketClosed
             | Kind::RiskAcceptance
-            | Kind::ReviewMeeting => Class::Essential,
+            | Kind::ReviewMeeting
+            | Kind::DrillRecheck => Class::Essential,
             Kind::OverdueDigest
             | Kind::WriteupOverdue
             | Kind::InspectionDigest
@@ -377,6 +382,29 @@ pub struct RiskAcceptance {
     /// Who decided (empty while asked).
     pub decided_by: String,
     /// What the decider said (required when refused).
+    pub note: String,
+}
+
+/// A re-check of an action's fix by a drill: to its owner when it opens (`waiting`:
+/// run the drill) and when the alarm proved it (`proven`), to the COE's reviewer when
+/// it was missed (`missed`: confirm or reopen), to the owner when reopened.
+#[derive(Debug, Clone, Serialize)]
+pub struct DrillRecheck {
+    pub recipient_name: String,
+    pub action: ActionLine,
+    /// `waiting`, `proven`, `missed`, `reopened` (or `confirmed`).
+    pub step: String,
+    /// The labels the drill's alert carries: `name=value, …`.
+    pub labels: String,
+    /// The label or annotation that marks the drill's event (`coe_drill`).
+    pub mark: String,
+    /// The last day for the drill (`YYYY-MM-DD`).
+    pub due: String,
+    /// When the alarm fired, in UTC (empty unless proven).
+    pub fired_at: String,
+    /// How long it took from the drill's start, in words (empty when not said).
+    pub detected: String,
+    /// What the reviewer said.
     pub note: String,
 }
 

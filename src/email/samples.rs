@@ -178,6 +178,17 @@ impl Kind {
                 decided_by: String::new(),
                 note: String::new(),
             }),
+            Kind::DrillRecheck => serde_json::to_value(DrillRecheck {
+                recipient_name: "Ana Lima".into(),
+                action: action(0),
+                step: "waiting".into(),
+                labels: "alertname=QueueBacklog, service=checkout".into(),
+                mark: crate::domain::drill::MARK.into(),
+                due: "2027-02-15".into(),
+                fired_at: String::new(),
+                detected: String::new(),
+                note: String::new(),
+            }),
             Kind::ReviewMeeting => serde_json::to_value(ReviewMeeting {
                 recipient_name: "Bo Reviewer".into(),
                 coe: coe.clone(),

@@ -89,6 +89,8 @@ struct InspectionGauges {
     coes_waiting_for_review: Gauge,
     drafts_past_deadline: Gauge,
     emails: Family<StateLabels, Gauge>,
+    /// The last four quarters' drill re-checks by how they stand.
+    drill_rechecks: Family<StateLabels, Gauge>,
     /// How long the last four quarters' outages took, observed again at each refresh.
     outage_seconds: Family<OutageLabels, Histogram>,
 }
@@ -105,6 +107,7 @@ impl Default for InspectionGauges {
             actions_open: Gauge::default(),
             actions_overdue: Gauge::default(),
             actions_past_target: Gauge::default(),
+            drill_rechecks: Family::default(),
             actions_overdue_by_team: Family::default(),
             coes: Family::default(),
             coes_waiting_for_review: Gauge::default(),
@@ -195,6 +198,11 @@ impl Metrics {
             inspection.actions_overdue_by_team.clone(),
         );
         registry.register("coes", "COEs by state", inspection.coes.clone());
+        registry.register(
+            "drill_rechecks",
+            "Drill re-checks of fixes opened in the last four quarters, by state (waiting, proven, missed, confirmed, reopened)",
+            inspection.drill_rechecks.clone(),
+        );
         registry.register(
             "coes_waiting_for_review",
             "COEs in review",
@@ -366,6 +374,20 @@ impl Metrics {
                     severity: severity.clone(),
                 })
                 .observe(minutes * 60.0);
+        }
+        g.drill_rechecks.clear();
+        for state in crate::domain::drill::RecheckState::ALL {
+            let n = stats
+                .drills
+                .by_state
+                .get(state.as_str())
+                .copied()
+                .unwrap_or(0);
+            g.drill_rechecks
+                .get_or_create(&StateLabels {
+                    state: state.as_str().to_owned(),
+                })
+                .set(n);
         }
         g.actions_overdue_by_team.clear();
         for (team, figures) in &stats.actions_by_team {

@@ -63,6 +63,10 @@ macro_rules! route_table {
                 "/api/v1/actions/{id}/ticket" => { post: api::trackers::ticket }
                 "/api/v1/actions/{id}/risk" => { post: api::actions::ask_risk }
                 "/api/v1/actions/{id}/risk/{decision}" => { post: api::actions::decide_risk }
+                "/api/v1/actions/{id}/drill" => { get: api::drills::get, put: api::drills::set }
+                // Before `/api/v1/actions/{id}/drill/{decision}`, which would otherwise take it.
+                "/api/v1/actions/{id}/drill/recheck" => { post: api::drills::recheck }
+                "/api/v1/actions/{id}/drill/{decision}" => { post: api::drills::decide }
                 "/api/v1/actions/{id}/{transition}" => { post: api::actions::transition }
                 "/api/v1/people" => { get: api::people::list }
                 // Before `/api/v1/people/{email}`, which would otherwise take it.

@@ -10,6 +10,9 @@ use crate::db::models::AuditRow;
 use crate::db::schema::audit_log;
 use crate::db::{self, DbConnection};
 
+/// The actor recorded for changes the service makes by itself.
+pub const SYSTEM_ACTOR: &str = "coe";
+
 /// What a record is about.
 #[derive(Debug, Clone, Copy)]
 pub enum Subject<'a> {

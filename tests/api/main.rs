@@ -20,6 +20,7 @@ mod coes;
 mod connect_from_pages;
 mod connections;
 mod delivery_crash;
+mod drills;
 mod email;
 mod errors;
 mod events;

@@ -6,6 +6,7 @@ pub mod chat_import;
 pub mod coes;
 pub mod comments;
 pub mod connections;
+pub mod drills;
 pub mod incidents;
 pub mod ingest;
 pub mod outage;

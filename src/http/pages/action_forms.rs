@@ -122,6 +122,63 @@ pub async fn decide_risk(form: CsrfForm<Fields>, path: web::Path<String>, state:
     answer(&state, &who, &id, outcome, &fields, "decide").await
 }
 
+/// `POST /actions/{id}/drill`: names (or, empty, forgets) the alert that proves the
+/// action in a drill, as `name=value` lines.
+pub async fn set_drill(form: CsrfForm<Fields>, path: web::Path<String>, state: State) -> Page {
+    let CsrfForm { who, fields } = form;
+    let id = path.into_inner();
+    let text = fields.part("drill").filled("labels").unwrap_or_default();
+    let key = id.clone();
+    let outcome = change(&state, &who, move |conn, state, editor| {
+        let labels = if text.trim().is_empty() {
+            None
+        } else {
+            Some(
+                crate::domain::drill::parse_labels(&text)
+                    .map_err(|p| ActionError::Invalid(vec![("labels".into(), p)]))?,
+            )
+        };
+        let input = actions::drill::AlarmInput { labels };
+        actions::drill::set_alarm(conn, &key, &input, editor, state.env()).map(drop)
+    })
+    .await?;
+    answer(&state, &who, &id, outcome, &fields, "drill").await
+}
+
+/// `POST /actions/{id}/drill-recheck`: asks for a drill to prove the done action now.
+pub async fn request_recheck(
+    form: CsrfForm<Fields>,
+    path: web::Path<String>,
+    state: State,
+) -> Page {
+    let CsrfForm { who, fields } = form;
+    let id = path.into_inner();
+    let key = id.clone();
+    let outcome = change(&state, &who, move |conn, state, editor| {
+        actions::drill::request(conn, &key, editor, state.settings.clock(), state.env()).map(drop)
+    })
+    .await?;
+    answer(&state, &who, &id, outcome, &fields, "recheck").await
+}
+
+/// `POST /actions/{id}/drill-decision`: the COE's reviewer confirms the fix of a
+/// missed re-check (`decision = confirm`) or reopens the action, with why.
+pub async fn decide_recheck(form: CsrfForm<Fields>, path: web::Path<String>, state: State) -> Page {
+    let CsrfForm { who, fields } = form;
+    let id = path.into_inner();
+    let mine = fields.part("recheck");
+    let confirm = mine.filled("decision").as_deref() == Some("confirm");
+    let input = actions::drill::RecheckDecision {
+        note: mine.filled("note"),
+    };
+    let key = id.clone();
+    let outcome = change(&state, &who, move |conn, state, editor| {
+        actions::drill::decide(conn, &key, confirm, &input, editor, state.env()).map(drop)
+    })
+    .await?;
+    answer(&state, &who, &id, outcome, &fields, "recheck").await
+}
+
 /// `POST /actions/{id}/{verb}`: start, complete, wont-do, reopen.
 pub async fn transition(
     form: CsrfForm<Fields>,

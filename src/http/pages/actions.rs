@@ -131,6 +131,12 @@ fn page(
                 "risk_asked" => "asked to accept its risk",
                 "risk_accepted" => "accepted its risk",
                 "risk_refused" => "did not accept its risk",
+                "drill_alarm" => "named the alert that proves it",
+                "drill_waiting" => "asked for a drill to prove it",
+                "drill_proven" => "saw its alarm fire in a drill",
+                "drill_missed" => "found no drill by its day",
+                "drill_confirmed" => "confirmed the fix without a drill",
+                "drill_reopened" => "reopened it after a missed drill",
                 _ => "changed it",
             };
             // A change says what it changed itself ("changed the title").
@@ -224,7 +230,15 @@ fn page(
         "remaining_risk": kept_text(risk_kept, "remaining_risk"),
         "note": kept_text(typed.as_ref().and_then(|k| k.get("decide")), "note"),
     });
-    let data = json!({
+    let drill = drill_data(
+        &detail,
+        may_change,
+        &acting.editor(),
+        completed_by,
+        state,
+        typed.as_ref(),
+    );
+    let mut data = json!({
         "risk_waiting": risk_waiting,
         "risk_deciders": detail.risk_deciders,
         "may_decide_risk": may_decide_risk,
@@ -280,7 +294,95 @@ fn page(
         "kinds": crate::domain::action::ActionKind::ALL.map(|k| k.as_str()),
         "action": a,
     });
+    data["drill"] = drill;
     render(state, Some(who), status, "action", data)
+}
+
+/// The drill that proves the action, as its page says it: the alert named, the
+/// re-check open and whose move it is, those before, and who may do what.
+fn drill_data(
+    detail: &ActionDetail,
+    may_change: bool,
+    editor: &access::Editor<'_>,
+    completed_by: Option<&str>,
+    state: &AppState,
+    typed: Option<&Value>,
+) -> Value {
+    use crate::domain::drill;
+    let a = &detail.action;
+    let d = &detail.drill;
+    let open = d
+        .rechecks
+        .iter()
+        .rev()
+        .find(|r| r.state == "waiting" || r.state == "missed");
+    let missed = open.is_some_and(|r| r.state == "missed");
+    let may_decide = missed
+        && access::verify_action(
+            editor,
+            detail.coe_reviewer.as_deref(),
+            &a.owner,
+            completed_by,
+            &state.settings.auth.dotless_domains,
+        )
+        .is_ok();
+    let words = |labels: &std::collections::BTreeMap<String, String>| drill::labels_words(labels);
+    let rechecks: Vec<Value> = d
+        .rechecks
+        .iter()
+        .rev()
+        .map(|r| {
+            let outcome = match r.state.as_str() {
+                "waiting" => format!("waiting for the alarm until {}", r.last_day),
+                "proven" => format!(
+                    "proven: the alarm fired {}{}",
+                    r.fired_at
+                        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+                        .unwrap_or_default(),
+                    r.detected_seconds
+                        .map(|s| format!(", detected in {}", drill::span_words(s)))
+                        .unwrap_or_default()
+                ),
+                "missed" => format!("no alarm by {}: the reviewer decides", r.last_day),
+                "confirmed" => "missed; the reviewer confirmed the fix stands".to_owned(),
+                _ => "missed; the reviewer reopened the action".to_owned(),
+            };
+            json!({
+                "opened_at": crate::json::format_utc(&r.opened_at),
+                "opened_by": r.opened_by,
+                "labels": words(&r.labels),
+                "outcome": outcome,
+                "proven": r.state == "proven",
+                "late": matches!(r.state.as_str(), "missed" | "reopened"),
+                "decided_by": r.decided_by,
+                "note": r.note,
+            })
+        })
+        .collect();
+    let kept = typed.and_then(|k| k.get("drill"));
+    json!({
+        "applies": d.applies,
+        "labels": d.labels.as_ref().map(words),
+        "labels_text": kept.and_then(|k| k.get("labels")).cloned().unwrap_or_else(|| json!(
+            d.labels.as_ref().map(|l| l.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("\n")).unwrap_or_default()
+        )),
+        "form_open": kept.is_some(),
+        "note_typed": typed.and_then(|k| k.get("recheck")).and_then(|k| k.get("note")).cloned().unwrap_or_else(|| json!("")),
+        "suggested": format!("coe_action={}", a.id),
+        "mark": drill::MARK,
+        "open": open.map(|r| json!({
+            "last_day": r.last_day,
+            "labels": words(&r.labels),
+            "missed": r.state == "missed",
+        })),
+        "rechecks": rechecks,
+        "may_set": may_change && d.applies,
+        "may_request": may_change && d.labels.is_some() && open.is_none()
+            && a.state == crate::domain::action::ActionState::Done,
+        "may_decide": may_decide,
+        "after_days": state.settings.actions.drill_after_days,
+        "window_days": state.settings.actions.drill_window_days,
+    })
 }
 
 /// The action's ticket as the page says it: where it is, what its status there

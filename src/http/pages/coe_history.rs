@@ -117,6 +117,12 @@ fn action_words(
         "risk_asked" => format!("asked to accept the risk of {title}"),
         "risk_accepted" => format!("accepted the risk of {title}"),
         "risk_refused" => format!("did not accept the risk of {title}"),
+        "drill_alarm" => format!("named the alert that proves {title}"),
+        "drill_waiting" => format!("asked for a drill to prove {title}"),
+        "drill_proven" => format!("saw the alarm of {title} fire in a drill"),
+        "drill_missed" => format!("found no drill proving {title} by its day"),
+        "drill_confirmed" => format!("confirmed {title} stands without a drill"),
+        "drill_reopened" => format!("reopened {title} after a missed drill"),
         other => format!("{} {title}", other.replace('_', " ")),
     }
 }

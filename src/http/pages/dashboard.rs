@@ -147,6 +147,7 @@ pub async fn dashboard(who: SignedIn, query: web::Query<DashboardQuery>, state: 
         );
         data.insert("coverage_weeks".into(), json!(weeks));
         data.insert("times".into(), times_view(&figures.outage_times));
+        data.insert("drills".into(), drills_view(&figures.drills));
         data.insert(
             "factors".into(),
             json!(figures
@@ -244,6 +245,21 @@ fn coverage_view(
 /// How long outages took, as the dashboard shows it: a column per measure, a row per
 /// group (everyone, each severity, team and quarter), each cell the median and the
 /// 90th percentile in words, with how many were counted and how many lack the times.
+/// Fixes proven in a drill, in words.
+fn drills_view(d: &crate::services::figures::drills::DrillSummary) -> Value {
+    let n = |state: &str| d.by_state.get(state).copied().unwrap_or(0);
+    json!({
+        "total": d.total,
+        "proven": d.proven,
+        "waiting": n("waiting"),
+        "missed": n("missed"),
+        "confirmed": n("confirmed"),
+        "reopened": n("reopened"),
+        "median": d.median_detected_minutes.map(crate::domain::distribution::minutes_in_words),
+        "unmeasured": d.unmeasured,
+    })
+}
+
 fn times_view(times: &crate::services::figures::times::OutageTimes) -> Value {
     use crate::domain::distribution::{minutes_in_words, Distribution};
     use crate::services::figures::times::MEASURES;

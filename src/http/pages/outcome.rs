@@ -274,6 +274,7 @@ pub fn label_of(field: &str) -> String {
         "until" => "Accept the risk until",
         "interim_control" => "Interim control in place",
         "remaining_risk" => "Risk that remains",
+        "labels" => "The alert's labels",
         "reason" => "Why",
         "note" => "Note",
         "at" => "Time",

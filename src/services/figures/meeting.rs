@@ -167,6 +167,9 @@ pub struct Agenda {
         std::collections::BTreeMap<String, crate::services::figures::coverage::ClosedActions>,
     pub recurrences: Vec<AgendaRecurrence>,
     pub refusals: Vec<AgendaRefusal>,
+    /// Fixes proven in a drill since the last meeting, re-checks missed that wait for
+    /// their reviewer, and those waiting for their drill.
+    pub drills: crate::services::figures::drills::DrillAgenda,
     /// One approved (or closed) COE to read together, and how many there are to pick from.
     pub pick: Option<AgendaCoe>,
     pub approved_total: i64,
@@ -234,6 +237,7 @@ pub fn agenda(
             .collect();
     let recurrences = recurrences_since(conn, from)?;
     let refusals = refusals_since(conn, from)?;
+    let drills = crate::services::figures::drills::agenda(conn, from)?;
 
     let readable = coes::table.filter(coes::state.eq_any(["approved", "closed"]));
     let approved_total: i64 = readable.clone().count().get_result(conn)?;
@@ -260,6 +264,7 @@ pub fn agenda(
         closed,
         recurrences,
         refusals,
+        drills,
         pick,
         approved_total,
     })

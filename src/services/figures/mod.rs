@@ -6,6 +6,7 @@
 pub mod board;
 pub mod calendar;
 pub mod coverage;
+pub mod drills;
 pub mod export;
 pub mod meeting;
 pub mod setup;

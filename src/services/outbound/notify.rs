@@ -511,6 +511,47 @@ pub fn risk_acceptance(
     outbox::notify(conn, env.emails, Kind::RiskAcceptance, key, to, data, now)
 }
 
+/// A re-check of an action's fix by a drill, told to `to`: the owner when it opens
+/// (run the drill) and when its alarm proved it, the COE's reviewer when it was missed
+/// (confirm or reopen). One email per step and recipient.
+pub fn drill_recheck(
+    conn: &mut DbConnection,
+    env: Env<'_>,
+    action: &ActionFacts<'_>,
+    recheck: &crate::db::models::DrillRecheckRow,
+    to: &str,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    use crate::domain::drill;
+    let links = Links::new(&env.settings.public_url);
+    let labels: std::collections::BTreeMap<String, String> =
+        serde_json::from_str(&recheck.labels).unwrap_or_default();
+    let data = json!(crate::email::content::DrillRecheck {
+        recipient_name: String::new(),
+        action: action.line(&links),
+        step: recheck.state.clone(),
+        labels: drill::labels_words(&labels),
+        mark: drill::MARK.to_owned(),
+        due: recheck.last_day.to_string(),
+        fired_at: recheck
+            .fired_at
+            .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+            .unwrap_or_default(),
+        detected: recheck
+            .detected_seconds
+            .map(drill::span_words)
+            .unwrap_or_default(),
+        note: recheck.note.clone().unwrap_or_default(),
+    });
+    let key = format!(
+        "{}:{}:{}:{to}",
+        Kind::DrillRecheck.name(),
+        recheck.id,
+        recheck.state
+    );
+    outbox::notify(conn, env.emails, Kind::DrillRecheck, key, to, data, now)
+}
+
 /// Asks the owner of action `action_id`, whose ticket (`tracker` label, key, status)
 /// was closed in the tracker, for the evidence (done) or the reason (`wont_do`).
 pub fn ticket_closed(

@@ -193,6 +193,8 @@ pub fn sweep(
     if !dry_run {
         // Each chat channel's summary of the day, next to the owners' digests.
         crate::services::outbound::chat::overdue_daily(conn, env, today, db::now())?;
+        // Drills that prove fixes: re-checks opened and missed.
+        crate::services::coe::actions::drill::sweep(conn, env, at.naive_utc(), today)?;
     }
     let links = Links::new(&settings.public_url);
     let r = &settings.reminders;

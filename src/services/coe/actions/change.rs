@@ -291,6 +291,7 @@ pub fn add(
     // A new open action on a closed COE is refused (above); on an approved COE it
     // keeps the COE approved until it closes. New, it has no history but its creation.
     let ticket = outbound::ticket_of(conn, &env.connections.trackers, &row.id)?;
+    let input_kind: ActionKind = types::read("corrective_actions.kind", &row.kind)?;
     let step = ActionStep {
         step: "create".to_owned(),
         by: row.created_by.clone(),
@@ -305,6 +306,10 @@ pub fn add(
         recurrences: Vec::new(),
         risk_acceptances: Vec::new(),
         risk_deciders: Vec::new(),
+        drill: super::drill::DrillView {
+            applies: crate::domain::drill::proven_by_alarm(input_kind),
+            ..Default::default()
+        },
         coe_reviewer,
         ticket,
     })

@@ -6,6 +6,7 @@
 //! many actions; this module the types and the reads of one.
 
 mod change;
+pub mod drill;
 mod list;
 pub mod risk;
 pub mod tally;
@@ -176,6 +177,8 @@ pub struct ActionDetail {
     /// Who decides on accepting its risk: its owner's manager and its COE's bar
     /// raiser (an admin when there is neither).
     pub risk_deciders: Vec<String>,
+    /// The alert that proves it in a drill, and its re-checks.
+    pub drill: drill::DrillView,
 }
 
 /// One recurrence of an action's outage after it was done (recorded as the
@@ -550,6 +553,12 @@ pub fn get(
             "action:risk_asked",
             "action:risk_accepted",
             "action:risk_refused",
+            "action:drill_alarm",
+            "action:drill_waiting",
+            "action:drill_proven",
+            "action:drill_missed",
+            "action:drill_confirmed",
+            "action:drill_reopened",
         ]))
         .order((audit_log::at.asc(), audit_log::id.asc()))
         .select((
@@ -578,6 +587,7 @@ pub fn get(
         recurrences: recurrences(conn, id)?,
         risk_acceptances: risk::of_action(conn, id)?,
         risk_deciders: risk::deciders(conn, &row.owner_email, &row.coe_id)?,
+        drill: drill::of_action(conn, id)?,
         steps: steps
             .into_iter()
             .map(|(step, by, at, before, after, via)| {
@@ -587,6 +597,8 @@ pub fn get(
                 let (before, after) = (read(before), read(after));
                 let note = if step == "action:update" {
                     changed_parts(before.as_ref(), after.as_ref())
+                } else if step.starts_with("action:drill_") {
+                    after.as_ref().and_then(drill_step_note)
                 } else if step.starts_with("action:risk_") {
                     // "until 2027-01-15", and what the decider said.
                     after.as_ref().map(|a| {
@@ -630,4 +642,24 @@ pub fn get(
             })
             .collect(),
     })
+}
+
+/// What a drill step of an action's history adds: the labels named, the alarm's delay,
+/// or what the reviewer said.
+fn drill_step_note(after: &serde_json::Value) -> Option<String> {
+    if let Some(note) = after["note"].as_str().filter(|n| !n.trim().is_empty()) {
+        return Some(note.to_owned());
+    }
+    if let Some(seconds) = after["detected_seconds"].as_i64() {
+        return Some(format!(
+            "detected in {}",
+            crate::domain::drill::span_words(seconds)
+        ));
+    }
+    if let Some(due) = after["last_day"].as_str() {
+        return Some(format!("the drill by {due}"));
+    }
+    let labels: std::collections::BTreeMap<String, String> =
+        serde_json::from_value(after["labels"].clone()).ok()?;
+    Some(crate::domain::drill::labels_words(&labels))
 }

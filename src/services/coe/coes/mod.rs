@@ -89,8 +89,7 @@ fn reindex(conn: &mut DbConnection, id: &str) -> QueryResult<()> {
 /// Who is changing things: the token's person, or `token:<name>`, or `coe` itself.
 pub type Actor<'a> = &'a str;
 
-/// The actor recorded for changes the service makes by itself.
-pub const SYSTEM_ACTOR: &str = "coe";
+pub use crate::services::audit::SYSTEM_ACTOR;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CoeError {

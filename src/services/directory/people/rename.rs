@@ -65,6 +65,9 @@ pub fn rename(conn: &mut DbConnection, old: &str, new: &str) -> QueryResult<()> 
         summary_changes.decided_by,
         risk_acceptances.asked_by,
         risk_acceptances.decided_by,
+        drill_alarms.set_by,
+        drill_rechecks.opened_by,
+        drill_rechecks.decided_by,
     );
     // The owners' counts followed the actions (their triggers count both addresses):
     // the old address's row is left empty.

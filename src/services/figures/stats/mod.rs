@@ -110,6 +110,8 @@ pub struct Stats {
     /// resolve, and from resolution to approval: distributions (median, 90th
     /// percentile, count and missing), by severity, team and quarter.
     pub outage_times: crate::services::figures::times::OutageTimes,
+    /// How the last four quarters' drill re-checks went: fixes proven in a drill.
+    pub drills: crate::services::figures::drills::DrillSummary,
     /// The 5-whys chains of the last four quarters' COEs by contributing factor (this
     /// quarter first), overall and by team.
     pub contributing_factors: Vec<crate::services::figures::coverage::FactorQuarter>,
@@ -563,8 +565,10 @@ pub fn with_action_figures(
         .get_result(conn)?;
     let outage_times =
         crate::services::figures::times::outage_times(conn, clock, scope.team.as_deref())?;
+    let drills = crate::services::figures::drills::last_four_quarters(conn, clock)?;
     Ok(Stats {
         outage_times,
+        drills,
         // Filled by the caller, which has the settings a COE's checks need
         // (`services::figures::coverage::audit`).
         coverage: Default::default(),

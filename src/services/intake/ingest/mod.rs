@@ -201,6 +201,15 @@ pub(crate) fn store_all(
         outcomes.push(outcome);
     }
     pending.flush(conn)?;
+    // A firing alert a drill's re-check waits for proves its fix.
+    let new: Vec<(&str, &FailureEvent)> = deliveries
+        .iter()
+        .zip(&outcomes)
+        .flat_map(|((_, events), outcome)| events.iter().zip(&outcome.events))
+        .filter(|(event, stored)| !stored.duplicate && event.status == EventStatus::Firing)
+        .map(|(event, stored)| (stored.id.as_str(), event))
+        .collect();
+    crate::services::coe::actions::drill::prove(conn, *env, &new)?;
     Ok(outcomes)
 }
 

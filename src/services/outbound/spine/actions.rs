@@ -88,6 +88,19 @@ pub enum ActionEvent<'a> {
         acceptance: &'a crate::db::models::RiskAcceptanceRow,
         tell: &'a [String],
     },
+    /// The alert that proves an action in a drill was named (`labels`), or forgotten.
+    DrillAlarm {
+        action: &'a ActionRow,
+        labels: Option<&'a std::collections::BTreeMap<String, String>>,
+    },
+    /// A re-check of an action's fix opened (`recheck.state` is `waiting`), was proven
+    /// by its alarm, missed, or decided by the reviewer: the history says so, and `tell`
+    /// (the owner; the reviewer when missed) are emailed.
+    Drill {
+        action: &'a ActionRow,
+        recheck: &'a crate::db::models::DrillRecheckRow,
+        tell: &'a [String],
+    },
     /// An outage came back (incident `incident_id`, started at `started`, in COE
     /// `recurrence`: id, title) after the actions of COE `earlier` were done.
     Recurred {
@@ -152,6 +165,43 @@ pub(super) fn happened(
             let facts = facts(action, &coe_title);
             for to in tell {
                 notify::risk_acceptance(conn, env, &facts, acceptance, to, now)?;
+            }
+            Ok(())
+        }
+        ActionEvent::DrillAlarm { action, labels } => {
+            let after = json!({ "labels": labels });
+            action_history(
+                conn,
+                action,
+                actor,
+                "action:drill_alarm",
+                None,
+                Some(after),
+                now,
+            )
+        }
+        ActionEvent::Drill {
+            action,
+            recheck,
+            tell,
+        } => {
+            let after = json!({
+                "labels": serde_json::from_str::<Value>(&recheck.labels).unwrap_or(Value::Null),
+                "last_day": (recheck.state == "waiting").then_some(recheck.last_day),
+                "event_id": recheck.event_id,
+                "fired_at": recheck.fired_at,
+                "detected_seconds": recheck.detected_seconds,
+                "note": recheck.note,
+            });
+            let what = format!("action:drill_{}", recheck.state);
+            action_history(conn, action, actor, &what, None, Some(after), now)?;
+            let coe_title: String = coes::table
+                .find(&action.coe_id)
+                .select(coes::title)
+                .first(conn)?;
+            let facts = facts(action, &coe_title);
+            for to in tell {
+                notify::drill_recheck(conn, env, &facts, recheck, to, now)?;
             }
             Ok(())
         }

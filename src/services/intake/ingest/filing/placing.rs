@@ -95,7 +95,9 @@ pub(in crate::services::intake::ingest) fn file_into_incident(
             incident.slo = crate::domain::event::slo_of(event);
         }
     }
+    // A drill's alarm proves a fix (`domain::drill`): it asks for no COE.
     if incident.coe_required_at.is_none()
+        && !crate::domain::drill::is_drill(event)
         && (policy.needs_coe(severity) || policy.burned_too_much(incident.budget_burned))
     {
         incident.coe_required_at = Some(now);

@@ -1,0 +1,2 @@
+DROP TABLE drill_rechecks;
+DROP TABLE drill_alarms;
