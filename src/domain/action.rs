@@ -164,7 +164,7 @@ impl ActionKind {
         ActionKind::Process,
     ];
 
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             ActionKind::Detect => "detect",
             ActionKind::Diagnose => "diagnose",

@@ -33,15 +33,26 @@ pub enum RecheckState {
     Confirmed,
     /// Missed, and the reviewer reopened the action.
     Reopened,
+    /// Closed unproven because the action changed meanwhile (reopened, sent back at
+    /// verification, its verification withdrawn, its kind or alert changed): a new
+    /// verification opens a new one.
+    Withdrawn,
 }
 
 impl RecheckState {
-    pub const ALL: [RecheckState; 5] = [
+    pub const ALL: [RecheckState; 6] = [
         RecheckState::Waiting,
         RecheckState::Proven,
         RecheckState::Missed,
         RecheckState::Confirmed,
         RecheckState::Reopened,
+        RecheckState::Withdrawn,
+    ];
+
+    /// The states an alarm still proves, as stored.
+    pub const OPEN: [&'static str; 2] = [
+        RecheckState::Waiting.as_str(),
+        RecheckState::Missed.as_str(),
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -51,6 +62,7 @@ impl RecheckState {
             RecheckState::Missed => "missed",
             RecheckState::Confirmed => "confirmed",
             RecheckState::Reopened => "reopened",
+            RecheckState::Withdrawn => "withdrawn",
         }
     }
 
@@ -63,6 +75,28 @@ impl RecheckState {
     pub fn is_open(self) -> bool {
         matches!(self, RecheckState::Waiting | RecheckState::Missed)
     }
+}
+
+/// The kinds an alarm proves, as stored.
+pub const PROVEN_BY_ALARM: [&str; 2] = [ActionKind::Detect.as_str(), ActionKind::Mitigate.as_str()];
+
+/// How long before a re-check opened a drill's alert may have started and still prove
+/// it: the alerting system's clock and coe's may differ a little.
+pub const CLOCK_GRACE_MINUTES: i64 = 15;
+
+/// Whether `event` proves a re-check waiting for `labels` since `opened_at`: a firing
+/// drill's event (`MARK`) carrying every label, started after the re-check opened (less
+/// `CLOCK_GRACE_MINUTES`). A real outage's alert is not a drill, and an event from
+/// before the re-check is not its drill.
+pub fn proves(
+    labels: &BTreeMap<String, String>,
+    opened_at: NaiveDateTime,
+    event: &FailureEvent,
+) -> bool {
+    event.status == super::EventStatus::Firing
+        && is_drill(event)
+        && matches(labels, event)
+        && event.started_at >= opened_at - chrono::Duration::minutes(CLOCK_GRACE_MINUTES)
 }
 
 /// Whether an action of `kind` is proven by an alarm: one to detect or to mitigate.
@@ -294,6 +328,32 @@ mod tests {
             detected_seconds(&event(&[(MARK, "2027-01-14T10:05:00Z")], &[])),
             None
         );
+    }
+
+    #[test]
+    fn only_a_drills_firing_alert_since_the_recheck_proves_it() {
+        let labels = parse_labels("coe_action=a1").expect("labels");
+        let drill = event(&[("coe_action", "a1"), (MARK, "true")], &[]);
+        let opened = drill.started_at - chrono::Duration::hours(1);
+        assert!(proves(&labels, opened, &drill));
+        // A real outage's alert is not a drill.
+        let real = event(&[("coe_action", "a1")], &[]);
+        assert!(!proves(&labels, opened, &real));
+        // Started well before the re-check opened: not its drill; just before, within
+        // the clocks' grace, it is.
+        assert!(!proves(
+            &labels,
+            drill.started_at + chrono::Duration::minutes(16),
+            &drill
+        ));
+        assert!(proves(
+            &labels,
+            drill.started_at + chrono::Duration::minutes(14),
+            &drill
+        ));
+        let mut resolved = drill.clone();
+        resolved.status = EventStatus::Resolved;
+        assert!(!proves(&labels, opened, &resolved));
     }
 
     #[test]

@@ -298,6 +298,52 @@ pub fn decide_risk<'a>(
     }))
 }
 
+/// Who decides on a missed drill re-check of an action `owner` owns (completed by
+/// `completed_by`): the COE's reviewer when they may verify it (not its owner or
+/// completer), else the admins who may. Whom the sweep asks.
+pub fn drill_deciders(
+    reviewer: Option<&str>,
+    admins: &[String],
+    owner: &str,
+    completed_by: Option<&str>,
+    dotless_domains: &[String],
+) -> Vec<String> {
+    let may = |d: &str| {
+        crate::domain::action::may_verify(d, owner, completed_by, dotless_domains).is_ok()
+    };
+    match reviewer.filter(|r| may(r)) {
+        Some(reviewer) => vec![reviewer.to_owned()],
+        None => admins.iter().filter(|a| may(a)).cloned().collect(),
+    }
+}
+
+/// Whether `who` decides on a missed drill re-check (confirm the fix, or reopen the
+/// action): the COE's reviewer as for a verification; an admin who is neither the
+/// owner nor the completer only when the reviewer may not (none, or the owner or
+/// completer themselves). The person deciding, or why not.
+pub fn decide_drill<'a>(
+    who: &Editor<'a>,
+    reviewer: Option<&str>,
+    owner: &str,
+    completed_by: Option<&str>,
+    dotless_domains: &[String],
+) -> Result<&'a str, AccessError> {
+    let may = |d: &str| {
+        crate::domain::action::may_verify(d, owner, completed_by, dotless_domains).is_ok()
+    };
+    if reviewer.is_some_and(may) {
+        return verify_action(who, reviewer, owner, completed_by, dotless_domains);
+    }
+    match who.person() {
+        Some(by) if who.is_admin && may(by) => Ok(by),
+        _ => Err(AccessError::Forbidden(format!(
+            "the COE has no reviewer who may decide ({}): an admin who neither owns nor \
+             completed the action decides, as themselves",
+            reviewer.unwrap_or("none named")
+        ))),
+    }
+}
+
 /// Whether `who` may delete the actions of a COE owned by `coe_owner`: its owner, and
 /// admins.
 pub fn delete_actions(who: &Editor<'_>, coe_owner: Option<&str>) -> Result<(), AccessError> {

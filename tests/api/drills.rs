@@ -36,6 +36,11 @@ fn rechecks(w: &World, id: &str) -> Vec<String> {
 
 /// An action of `kind` on COE `coe`, owned by dev@, added by the COE's owner.
 async fn action_of_kind(w: &World, coe: &str, title: &str, kind: &str) -> String {
+    action_of_kind_for(w, coe, title, kind, "dev@example.com").await
+}
+
+/// An action of `kind` on COE `coe`, owned by `owner`, added by the COE's owner.
+async fn action_of_kind_for(w: &World, coe: &str, title: &str, kind: &str, owner: &str) -> String {
     let due = (Utc::now() + Duration::days(10)).date_naive();
     let (status, action) = w
         .send(
@@ -43,11 +48,9 @@ async fn action_of_kind(w: &World, coe: &str, title: &str, kind: &str) -> String
             "POST",
             &format!("/api/v1/coes/{coe}/actions"),
             None,
-            Some(
-                json!({"title": title, "owner": "dev@example.com", "due_date": due,
+            Some(json!({"title": title, "owner": owner, "due_date": due,
                         "priority": "high", "kind": kind,
-                        "success_criteria": "The alert pages on-call when the config drifts"}),
-            ),
+                        "success_criteria": "The alert pages on-call when the config drifts"})),
         )
         .await;
     assert_eq!(status, 201, "{action}");
@@ -213,6 +216,20 @@ async fn a_drill_proves_a_fix_by_itself_and_a_missed_one_asks_the_reviewer_to_co
     );
     assert_eq!(rechecks(&w, &detect), ["waiting"]);
     assert_eq!(rechecks(&w, &mitigate), ["waiting"]);
+    {
+        // "My work" says whose move it is.
+        let cookie = crate::pages::sign_in(&w.app, "dev@example.com").await;
+        let home = crate::pages::get_page(&w.app, "/", Some(&cookie))
+            .await
+            .text()
+            .await
+            .expect("home");
+        let moves = crate::html::text_of(&home, "your-move");
+        assert!(
+            moves.contains("Prove Alert on config drift in a drill: its alert by "),
+            "{moves}"
+        );
+    }
     let mail = crate::eventually::eventually_async(
         std::time::Duration::from_secs(60),
         "the drill's request reaches dev@",
@@ -233,9 +250,10 @@ async fn a_drill_proves_a_fix_by_itself_and_a_missed_one_asks_the_reviewer_to_co
     );
     assert!(mail.text.contains("coe_drill"), "{}", mail.text);
 
-    // An alert that is not the alarm proves nothing; the drill's alert, whose drill
-    // started 3 minutes before it fired, proves the detect action by itself and asks
-    // for no COE although it is a sev1.
+    // A drill's alert of another action proves nothing, nor does a real outage's alert
+    // (no `coe_drill`) that carries the labels; the drill's alert, whose drill started
+    // 3 minutes before it fired, proves the detect action by itself and asks for no
+    // COE although it is a sev1.
     let ingest = w.app.token("ingest", coe::domain::Role::Ingest);
     let fired = Utc::now() - Duration::minutes(1);
     let post = |body: Value| {
@@ -251,6 +269,17 @@ async fn a_drill_proves_a_fix_by_itself_and_a_missed_one_asks_the_reviewer_to_co
         "labels": {"coe_action": "not-this-one", "coe_drill": "true"}}))
     .await;
     assert!(status == 200 || status == 202, "{status}: {body}");
+    assert_eq!(rechecks(&w, &detect), ["waiting"]);
+    let (status, body) = post(json!({"dedup_key": "real-drift", "title": "Real drift",
+        "severity": "sev4", "started_at": fired.to_rfc3339(),
+        "labels": {"coe_action": detect}}))
+    .await;
+    assert!(status == 200 || status == 202, "{status}: {body}");
+    assert_eq!(
+        rechecks(&w, &detect),
+        ["waiting"],
+        "a real outage is no drill"
+    );
     let (status, body) = post(
         json!({"dedup_key": "config-drift-drill", "title": "Config drift",
         "severity": "sev1", "started_at": fired.to_rfc3339(),
@@ -284,6 +313,20 @@ async fn a_drill_proves_a_fix_by_itself_and_a_missed_one_asks_the_reviewer_to_co
     // COE's reviewer is asked.
     crate::mechanism::sweep_at(&w.app, &smtp.url(), opened_at + Duration::days(15));
     assert_eq!(rechecks(&w, &mitigate), ["missed"]);
+    {
+        // "My work" says whose move it is.
+        let cookie = crate::pages::sign_in(&w.app, "reviewer@example.com").await;
+        let home = crate::pages::get_page(&w.app, "/", Some(&cookie))
+            .await
+            .text()
+            .await
+            .expect("home");
+        let moves = crate::html::text_of(&home, "your-move");
+        assert!(
+            moves.contains("No drill proved Roll back a bad config by itself"),
+            "{moves}"
+        );
+    }
     let missed: Vec<_> = drill_emails(&w)
         .into_iter()
         .filter(|(_, s)| s.contains("No drill proved"))
@@ -410,6 +453,166 @@ async fn a_drill_proves_a_fix_by_itself_and_a_missed_one_asks_the_reviewer_to_co
         "confirmed, it stays done: {action}"
     );
 
+    // A missed re-check proven late by a drill's alert: the owner and the reviewer,
+    // who was asked to decide, are told.
+    let (status, _) = w
+        .send(
+            &dev,
+            "POST",
+            &format!("{}/recheck", drill(&detect)),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 201);
+    crate::mechanism::sweep_at(&w.app, &smtp.url(), now + Duration::days(16));
+    assert_eq!(rechecks(&w, &detect), ["proven", "confirmed", "missed"]);
+    let (status, body) = post(
+        json!({"dedup_key": "config-drift-late", "title": "Config drift, late drill",
+        "severity": "sev2", "started_at": Utc::now().to_rfc3339(),
+        "labels": {"coe_action": detect, "coe_drill": "true"}}),
+    )
+    .await;
+    assert!(status == 200 || status == 202, "{status}: {body}");
+    assert_eq!(rechecks(&w, &detect), ["proven", "confirmed", "proven"]);
+    let told: Vec<String> = drill_emails(&w)
+        .into_iter()
+        .filter(|(_, s)| s == "[coe] Proven in a drill: Alert on config drift")
+        .map(|(to, _)| to)
+        .collect();
+    assert_eq!(
+        told,
+        ["dev@example.com", "reviewer@example.com"],
+        "{told:?}"
+    );
+
+    // Reopened by hand while a re-check waits: it is withdrawn, nothing left to prove.
+    let (status, _) = w
+        .send(
+            &dev,
+            "POST",
+            &format!("{}/recheck", drill(&detect)),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 201);
+    let (status, body) = w
+        .send(
+            &dev,
+            "POST",
+            &format!("/api/v1/actions/{detect}/reopen"),
+            None,
+            Some(json!({"note": "The rule was deleted by a cleanup"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        rechecks(&w, &detect),
+        ["proven", "confirmed", "proven", "withdrawn"]
+    );
+    let (status, body) = w
+        .send(
+            &dev,
+            "POST",
+            &format!("{}/recheck", drill(&detect)),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 409, "not done: {body}");
+
+    // The COE's reviewer owns an action: they may not decide on its missed drill; an
+    // admin does, and is the one asked.
+    for (path, body) in [
+        (
+            "/api/v1/people/dana@example.com",
+            json!({"name": "Dana Okafor"}),
+        ),
+        (
+            "/api/v1/people/dana@example.com/admin",
+            json!({"is_admin": true}),
+        ),
+    ] {
+        let (status, answer) = w.send(&admin, "PUT", path, None, Some(body)).await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    let dana = crate::actions::person_token_with_role(
+        &w.app,
+        "dana",
+        coe::domain::Role::Admin,
+        "dana@example.com",
+    );
+    let own = action_of_kind_for(
+        &w,
+        &coe_id,
+        "Page on a stuck queue",
+        "mitigate",
+        "reviewer@example.com",
+    )
+    .await;
+    let (status, _) = w
+        .send(
+            &w.reviewer,
+            "PUT",
+            &drill(&own),
+            None,
+            Some(json!({"labels": {"alertname": "StuckQueue"}})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let done = json!({"note": "Paging added", "evidence_url": "https://example.com/paging"});
+    let (status, body) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("/api/v1/actions/{own}/complete"),
+            None,
+            Some(done),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("{}/recheck", drill(&own)),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 201);
+    crate::mechanism::sweep_at(&w.app, &smtp.url(), now + Duration::days(16));
+    assert_eq!(rechecks(&w, &own), ["missed"]);
+    let asked: Vec<String> = drill_emails(&w)
+        .into_iter()
+        .filter(|(_, s)| s.contains("No drill proved \"Page on a stuck queue\""))
+        .map(|(to, _)| to)
+        .collect();
+    assert_eq!(asked, ["dana@example.com"], "{asked:?}");
+    let note = Some(json!({"note": "The paging was tested by hand last week"}));
+    let (status, body) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("{}/confirm", drill(&own)),
+            None,
+            note.clone(),
+        )
+        .await;
+    assert_eq!(status, 403, "the reviewer owns it: {body}");
+    let (status, body) = w
+        .send(
+            &dana,
+            "POST",
+            &format!("{}/confirm", drill(&own)),
+            None,
+            note,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["decided_by"], "dana@example.com");
+
     // The pages the inspection uses, and /metrics.
     let cookie = crate::pages::sign_in(&w.app, "owner@example.com").await;
     let since = (now - Duration::days(1)).date_naive();
@@ -424,7 +627,7 @@ async fn a_drill_proves_a_fix_by_itself_and_a_missed_one_asks_the_reviewer_to_co
     .expect("agenda");
     let drills = crate::html::text_of(&agenda, "drills");
     assert!(
-        drills.contains("Fixes proven in a drill (1 since then; 0 missed)"),
+        drills.contains("Fixes proven in a drill (2 since then; 0 missed)"),
         "{drills}"
     );
     assert!(drills.contains("Alert on config drift"), "{drills}");
@@ -435,11 +638,17 @@ async fn a_drill_proves_a_fix_by_itself_and_a_missed_one_asks_the_reviewer_to_co
         .await
         .expect("dashboard");
     let figures = crate::html::text_of(&dashboard, "drills");
-    assert!(figures.contains("1 of 3 re-checks"), "{figures}");
+    // Proven twice (one late) of five (the withdrawn one left out); one drill did not
+    // say when it started.
+    assert!(figures.contains("2 of 5 re-checks"), "{figures}");
     assert!(figures.contains("median of 3 min"), "{figures}");
+    assert!(
+        figures.contains("1 drill did not say when it started"),
+        "{figures}"
+    );
     assert!(figures.contains("1 missed and reopened"), "{figures}");
     assert!(
-        figures.contains("the reviewer confirmed the fix stands"),
+        figures.contains("2 missed; the fix was confirmed to stand"),
         "{figures}"
     );
     let page = crate::pages::get_page(&w.app, &format!("/actions/{detect}"), Some(&cookie))
@@ -460,18 +669,16 @@ async fn a_drill_proves_a_fix_by_itself_and_a_missed_one_asks_the_reviewer_to_co
         .text()
         .await
         .expect("metrics");
-    assert!(
-        metrics.contains("coe_drill_rechecks{state=\"proven\"} 1"),
-        "{metrics}"
-    );
-    assert!(
-        metrics.contains("coe_drill_rechecks{state=\"reopened\"} 1"),
-        "{metrics}"
-    );
-    assert!(
-        metrics.contains("coe_drill_rechecks{state=\"confirmed\"} 1"),
-        "{metrics}"
-    );
+    for (state, n) in [
+        ("proven", 2),
+        ("confirmed", 2),
+        ("reopened", 1),
+        ("withdrawn", 1),
+        ("waiting", 0),
+    ] {
+        let line = format!("coe_drill_rechecks{{state=\"{state}\"}} {n}");
+        assert!(metrics.contains(&line), "{line}: {metrics}");
+    }
 }
 
 /// In a real browser, with a real Alertmanager: dev@ names the alert that proves a

@@ -4,7 +4,7 @@
 -- carrying those labels proves it by itself (`proven`, with when the alarm fired and,
 -- when the drill said when it started, how long it took); with none by its day it is
 -- `missed`, and the COE's reviewer confirms the fix stands (`confirmed`) or reopens
--- the action (`reopened`).
+-- the action (`reopened`). One that changed first is `withdrawn`.
 CREATE TABLE drill_alarms (
     action_id   TEXT PRIMARY KEY NOT NULL REFERENCES corrective_actions (id) ON DELETE CASCADE,
     -- A JSON object of label names to values, every one of which an event must carry.
@@ -21,12 +21,13 @@ CREATE TABLE drill_rechecks (
     opened_by        TEXT,
     opened_at        TIMESTAMP NOT NULL,
     last_day         DATE NOT NULL,
-    -- waiting, proven, missed, confirmed, reopened
+    -- waiting, proven, missed, confirmed, reopened, withdrawn (the action changed first)
     state            TEXT NOT NULL,
     event_id         TEXT,
     fired_at         TIMESTAMP,
     -- From the drill's start (its `coe_drill` time) to the alarm, when it said.
     detected_seconds BIGINT,
+    -- Who confirmed or reopened it; when it was settled (proven, decided, withdrawn).
     decided_by       TEXT,
     decided_at       TIMESTAMP,
     note             TEXT

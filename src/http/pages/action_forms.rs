@@ -167,12 +167,22 @@ pub async fn decide_recheck(form: CsrfForm<Fields>, path: web::Path<String>, sta
     let CsrfForm { who, fields } = form;
     let id = path.into_inner();
     let mine = fields.part("recheck");
-    let confirm = mine.filled("decision").as_deref() == Some("confirm");
+    let confirm = match mine.filled("decision").as_deref() {
+        Some("confirm") => Some(true),
+        Some("reopen") => Some(false),
+        _ => None,
+    };
     let input = actions::drill::RecheckDecision {
         note: mine.filled("note"),
     };
     let key = id.clone();
     let outcome = change(&state, &who, move |conn, state, editor| {
+        let Some(confirm) = confirm else {
+            return Err(ActionError::Invalid(vec![(
+                "decision".into(),
+                "choose: the fix stands, or reopen the action".into(),
+            )]));
+        };
         actions::drill::decide(conn, &key, confirm, &input, editor, state.env()).map(drop)
     })
     .await?;

@@ -317,15 +317,25 @@ fn drill_data(
         .rev()
         .find(|r| r.state == "waiting" || r.state == "missed");
     let missed = open.is_some_and(|r| r.state == "missed");
+    let dotless = &state.settings.auth.dotless_domains;
     let may_decide = missed
-        && access::verify_action(
+        && access::decide_drill(
             editor,
             detail.coe_reviewer.as_deref(),
             &a.owner,
             completed_by,
-            &state.settings.auth.dotless_domains,
+            dotless,
         )
         .is_ok();
+    // Who decides on a missed one: the reviewer, when they may; else an admin.
+    let decider = access::drill_deciders(
+        detail.coe_reviewer.as_deref(),
+        &[],
+        &a.owner,
+        completed_by,
+        dotless,
+    )
+    .pop();
     let words = |labels: &std::collections::BTreeMap<String, String>| drill::labels_words(labels);
     let rechecks: Vec<Value> = d
         .rechecks
@@ -343,9 +353,10 @@ fn drill_data(
                         .map(|s| format!(", detected in {}", drill::span_words(s)))
                         .unwrap_or_default()
                 ),
-                "missed" => format!("no alarm by {}: the reviewer decides", r.last_day),
-                "confirmed" => "missed; the reviewer confirmed the fix stands".to_owned(),
-                _ => "missed; the reviewer reopened the action".to_owned(),
+                "missed" => format!("no alarm by {}: waiting for a decision", r.last_day),
+                "confirmed" => "missed; the fix was confirmed to stand".to_owned(),
+                "withdrawn" => "withdrawn: the action changed before a drill proved it".to_owned(),
+                _ => "missed; the action was reopened".to_owned(),
             };
             json!({
                 "opened_at": crate::json::format_utc(&r.opened_at),
@@ -376,7 +387,9 @@ fn drill_data(
             "missed": r.state == "missed",
         })),
         "rechecks": rechecks,
-        "may_set": may_change && d.applies,
+        "decider": decider,
+        "shown": d.applies || d.labels.is_some() || !d.rechecks.is_empty(),
+        "may_set": may_change && (d.applies || d.labels.is_some()),
         "may_request": may_change && d.labels.is_some() && open.is_none()
             && a.state == crate::domain::action::ActionState::Done,
         "may_decide": may_decide,

@@ -275,6 +275,7 @@ pub fn label_of(field: &str) -> String {
         "interim_control" => "Interim control in place",
         "remaining_risk" => "Risk that remains",
         "labels" => "The alert's labels",
+        "decision" => "Decision",
         "reason" => "Why",
         "note" => "Note",
         "at" => "Time",

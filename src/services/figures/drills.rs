@@ -22,7 +22,8 @@ pub struct DrillSummary {
     /// Re-checks opened in the period, by how they stand: `waiting`, `proven`, `missed`
     /// (the reviewer is asked), `confirmed`, `reopened`.
     pub by_state: BTreeMap<String, i64>,
-    /// Re-checks opened in the period.
+    /// Re-checks opened in the period, those withdrawn left out (their action changed:
+    /// nothing was left to prove).
     pub total: i64,
     /// Proven by their alarm.
     pub proven: i64,
@@ -33,16 +34,28 @@ pub struct DrillSummary {
     pub unmeasured: i64,
 }
 
-/// The re-checks opened since `from`.
-pub fn summary(conn: &mut DbConnection, from: NaiveDateTime) -> QueryResult<DrillSummary> {
-    let rows: Vec<(String, Option<i64>)> = drill_rechecks::table
+/// The re-checks opened since `from`, of the actions `owners` own (everyone's: none).
+pub fn summary(
+    conn: &mut DbConnection,
+    from: NaiveDateTime,
+    owners: Option<&[String]>,
+) -> QueryResult<DrillSummary> {
+    let mut query = drill_rechecks::table
+        .inner_join(corrective_actions::table)
         .filter(drill_rechecks::opened_at.ge(from))
         .select((drill_rechecks::state, drill_rechecks::detected_seconds))
-        .load(conn)?;
+        .into_boxed();
+    if let Some(owners) = owners {
+        query = query.filter(corrective_actions::owner_email.eq_any(owners.to_vec()));
+    }
+    let rows: Vec<(String, Option<i64>)> = query.load(conn)?;
     let mut summary = DrillSummary::default();
     let mut delays = Vec::new();
     for (state, detected) in rows {
         *summary.by_state.entry(state.clone()).or_default() += 1;
+        if state == RecheckState::Withdrawn.as_str() {
+            continue;
+        }
         summary.total += 1;
         if state == RecheckState::Proven.as_str() {
             summary.proven += 1;
@@ -56,13 +69,18 @@ pub fn summary(conn: &mut DbConnection, from: NaiveDateTime) -> QueryResult<Dril
     Ok(summary)
 }
 
-/// The last four quarters' re-checks (as the dashboard's time figures count them).
-pub fn last_four_quarters(conn: &mut DbConnection, clock: Clock) -> QueryResult<DrillSummary> {
+/// The last four quarters' re-checks (as the dashboard's time figures count them), of
+/// the actions `owners` own (everyone's: none).
+pub fn last_four_quarters(
+    conn: &mut DbConnection,
+    clock: Clock,
+    owners: Option<&[String]>,
+) -> QueryResult<DrillSummary> {
     let from = crate::domain::coverage::quarter_start(
         clock.today(),
         crate::services::figures::times::QUARTERS - 1,
     );
-    summary(conn, clock.midnight(from))
+    summary(conn, clock.midnight(from), owners)
 }
 
 /// One re-check as the agenda lists it.
@@ -83,7 +101,7 @@ pub struct DrillItem {
     pub detected: Option<String>,
 }
 
-/// The review meeting's drills: proven since `from`, missed and waiting for their
+/// The review meeting's drills: proven since `from` (when the alert came), missed and waiting for their
 /// reviewer, waiting for their drill (soonest day first).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct DrillAgenda {
@@ -118,7 +136,7 @@ pub fn agenda(conn: &mut DbConnection, from: NaiveDateTime) -> QueryResult<Drill
         .filter(
             drill_rechecks::state.eq_any(open).or(drill_rechecks::state
                 .eq(proven)
-                .and(drill_rechecks::fired_at.ge(from))),
+                .and(drill_rechecks::decided_at.ge(from))),
         )
         .order((drill_rechecks::last_day.asc(), drill_rechecks::id.asc()))
         .select((

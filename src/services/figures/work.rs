@@ -3,7 +3,7 @@
 //! review, a done action to verify, a COE sent back to its owner with changes asked,
 //! an action sent back to its owner at verification.
 
-use chrono::NaiveDateTime;
+use chrono::{NaiveDate, NaiveDateTime};
 use diesel::prelude::*;
 use serde::Serialize;
 
@@ -34,6 +34,12 @@ pub enum MoveKind {
     /// A COE this person owns, in review, waiting for its reviewer's (or bar
     /// raiser's) approval (`by` is who it waits for).
     AwaitApproval,
+    /// An action this person owns whose fix a drill is to prove (`said`: by when, and
+    /// the alert's labels).
+    RunDrill,
+    /// A missed drill re-check of an action of a COE this person reviews: confirm the
+    /// fix stands or reopen the action.
+    DecideDrill,
 }
 
 /// One move that waits on the person.
@@ -107,8 +113,85 @@ pub fn moves(
     to_verify(conn, me, verify_from, dotless, &mut moves)?;
     sent_back(conn, me, &mut moves)?;
     refused(conn, me, &mut moves)?;
+    drills(conn, me, dotless, &mut moves)?;
     moves.sort_by_key(|m| m.since);
     Ok(moves)
+}
+
+/// The drills that wait on `me`: those to run for the actions they own, and the
+/// missed re-checks of the COEs they review that they may decide on (neither owner nor
+/// completer: `services::coe::actions::drill`).
+fn drills(
+    conn: &mut DbConnection,
+    me: &str,
+    dotless: &[String],
+    moves: &mut Vec<Move>,
+) -> QueryResult<()> {
+    use crate::db::schema::drill_rechecks;
+    use crate::domain::drill::{labels_words, RecheckState};
+    type Row = (
+        String,
+        String,
+        String,
+        String,
+        i32,
+        String,
+        NaiveDate,
+        String,
+        NaiveDateTime,
+    );
+    let select = (
+        corrective_actions::id,
+        corrective_actions::title,
+        coes::id,
+        coes::title,
+        coes::severity,
+        drill_rechecks::labels,
+        drill_rechecks::last_day,
+        corrective_actions::owner_email,
+        drill_rechecks::opened_at,
+    );
+    let to_run: Vec<Row> = drill_rechecks::table
+        .inner_join(corrective_actions::table.inner_join(coes::table))
+        .filter(corrective_actions::owner_email.eq(me))
+        .filter(drill_rechecks::state.eq(RecheckState::Waiting.as_str()))
+        .limit(SHOWN)
+        .select(select)
+        .load(conn)?;
+    let to_decide: Vec<Row> = drill_rechecks::table
+        .inner_join(corrective_actions::table.inner_join(coes::table))
+        .filter(coes::reviewer_email.eq(me))
+        .filter(drill_rechecks::state.eq(RecheckState::Missed.as_str()))
+        .limit(SHOWN)
+        .select(select)
+        .load(conn)?;
+    for (kind, rows) in [
+        (MoveKind::RunDrill, to_run),
+        (MoveKind::DecideDrill, to_decide),
+    ] {
+        for (id, title, coe_id, coe_title, severity, labels, last_day, owner, since) in rows {
+            if kind == MoveKind::DecideDrill {
+                let completed_by = crate::services::coe::actions::completed_by(conn, &id)?;
+                if action::may_verify(me, &owner, completed_by.as_deref(), dotless).is_err() {
+                    continue;
+                }
+            }
+            let labels: std::collections::BTreeMap<String, String> =
+                serde_json::from_str(&labels).unwrap_or_default();
+            moves.push(Move {
+                kind,
+                coe_id,
+                coe_title,
+                severity: types::severity("coes.severity", severity)?,
+                action_id: Some(id),
+                action_title: Some(title),
+                by: (kind == MoveKind::DecideDrill).then_some(owner),
+                said: Some(format!("by {last_day}, carrying {}", labels_words(&labels))),
+                since,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// What `me` did and now waits on someone else, oldest first: their done actions

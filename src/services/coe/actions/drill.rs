@@ -1,11 +1,14 @@
 //! A drill that proves the fix. An action to detect or to mitigate names the alert that
 //! proves it (its labels: `coe_action=<id>`, or an alert's name and service). Some
 //! days after it is verified (`actions.drill_after_days`), or when someone asks, coe
-//! opens a re-check and asks the owner to run a drill: an event carrying those labels
-//! proves it by itself (`prove`, from the ingest path: "the alarm fired in the drill,
-//! detected in 3 min"); with none by its day (`actions.drill_window_days`) it is
-//! missed and the COE's reviewer is asked to confirm the fix stands or to reopen the
-//! action (`decide`). The rules are `domain::drill`'s.
+//! opens a re-check and asks the owner to run a drill: a drill's event carrying those
+//! labels proves it by itself (`prove`, from the ingest path: "the alarm fired in the
+//! drill, detected in 3 min"); with none by its day (`actions.drill_window_days`) it
+//! is missed and the COE's reviewer (else an admin) is asked to confirm the fix stands
+//! or to reopen the action (`decide`). An action that is no longer a done fix to
+//! detect or mitigate has its open re-check withdrawn (the spine, on a reopening or a
+//! verification withdrawn; the sweep, for anything else). The rules are
+//! `domain::drill`'s.
 
 use std::collections::BTreeMap;
 
@@ -18,7 +21,7 @@ use super::change::{clean_text, load_locked, MAX_NOTE_BYTES};
 use super::{invalid, load, ActionError};
 use crate::db::models::{ActionRow, DrillAlarmRow, DrillRecheckRow};
 use crate::db::schema::{coes, corrective_actions, drill_alarms, drill_rechecks, people};
-use crate::db::{self, types, DbConnection};
+use crate::db::{self, locks, types, DbConnection};
 use crate::domain::action::{ActionKind, ActionState, Transition};
 use crate::domain::drill::{self, RecheckState};
 use crate::domain::{Clock, FailureEvent};
@@ -135,8 +138,8 @@ fn alarm_of(conn: &mut DbConnection, id: &str) -> QueryResult<Option<BTreeMap<St
 }
 
 /// Names (or, with no labels, forgets) the alert that proves action `id`: whoever may
-/// change the action, of an action to detect or mitigate. A re-check already open keeps
-/// the labels it opened with.
+/// change the action, of an action to detect or mitigate. A re-check open takes the
+/// new labels; forgotten, it is withdrawn.
 pub fn set_alarm(
     conn: &mut DbConnection,
     id: &str,
@@ -148,6 +151,7 @@ pub fn set_alarm(
     if let Some(labels) = &labels {
         drill::check_labels(labels).map_err(|p| invalid("labels", p))?;
     }
+    let setter = who.principal;
     db::write_transaction(conn, |conn| {
         let row = load_locked(conn, id)?;
         access::action(conn, id, who)?;
@@ -163,18 +167,32 @@ pub fn set_alarm(
         }
         let now = db::now();
         diesel::delete(drill_alarms::table.find(id)).execute(conn)?;
-        let text = labels
-            .as_ref()
-            .map(|l| serde_json::to_string(l).unwrap_or_else(|_| "{}".into()));
-        if let Some(text) = &text {
-            diesel::insert_into(drill_alarms::table)
-                .values(DrillAlarmRow {
-                    action_id: id.to_owned(),
-                    labels: text.clone(),
-                    set_by: who.principal.to_owned(),
-                    set_at: now,
-                })
-                .execute(conn)?;
+        let open = drill_rechecks::table
+            .filter(drill_rechecks::action_id.eq(id))
+            .filter(drill_rechecks::state.eq_any(RecheckState::OPEN));
+        match &labels {
+            Some(labels) => {
+                let text = serde_json::to_string(labels).unwrap_or_else(|_| "{}".into());
+                diesel::insert_into(drill_alarms::table)
+                    .values(DrillAlarmRow {
+                        action_id: id.to_owned(),
+                        labels: text.clone(),
+                        set_by: setter.to_owned(),
+                        set_at: now,
+                    })
+                    .execute(conn)?;
+                diesel::update(open)
+                    .set(drill_rechecks::labels.eq(&text))
+                    .execute(conn)?;
+            }
+            None => {
+                diesel::update(open)
+                    .set((
+                        drill_rechecks::state.eq(RecheckState::Withdrawn.as_str()),
+                        drill_rechecks::decided_at.eq(Some(now)),
+                    ))
+                    .execute(conn)?;
+            }
         }
         let event = ActionEvent::DrillAlarm {
             action: &row,
@@ -186,7 +204,7 @@ pub fn set_alarm(
 }
 
 /// Opens a re-check of done action `id` now, at someone's request (whoever may change
-/// it): its owner is asked to run the drill by `actions.drill_window_days`.
+/// it): its owner is asked to run the drill within `actions.drill_window_days`.
 pub fn request(
     conn: &mut DbConnection,
     id: &str,
@@ -199,6 +217,13 @@ pub fn request(
     db::write_transaction(conn, |conn| {
         let row = load_locked(conn, id)?;
         access::action(conn, id, who)?;
+        let kind: ActionKind = types::read("corrective_actions.kind", &row.kind)?;
+        if !drill::proven_by_alarm(kind) {
+            return Err(ActionError::Conflict(format!(
+                "an action to {} is not proven by an alarm: only one to detect or to mitigate",
+                kind.as_str()
+            )));
+        }
         let Some(labels) = alarm_of(conn, id)? else {
             return Err(ActionError::Conflict(
                 "name the alert that proves it first: a drill is known by its labels".into(),
@@ -222,7 +247,7 @@ pub fn request(
             &row,
             &labels,
             (Some(asker), who.actor),
-            (db::now(), clock.today()),
+            clock.today(),
         )?;
         Ok(RecheckView::from(opened))
     })
@@ -231,28 +256,26 @@ pub fn request(
 fn open_recheck(conn: &mut DbConnection, id: &str) -> QueryResult<Option<DrillRecheckRow>> {
     drill_rechecks::table
         .filter(drill_rechecks::action_id.eq(id))
-        .filter(drill_rechecks::state.eq_any(OPEN))
+        .filter(drill_rechecks::state.eq_any(RecheckState::OPEN))
         .select(DrillRecheckRow::as_select())
         .first(conn)
         .optional()
 }
 
-/// The states an alarm still proves, as stored.
-const OPEN: [&str; 2] = [
-    RecheckState::Waiting.as_str(),
-    RecheckState::Missed.as_str(),
-];
-
-/// Writes a waiting re-check of `action` and tells its owner.
+/// Writes a waiting re-check of `action`, open from now until `today` and
+/// `actions.drill_window_days`, and tells its owner. The caller holds the COE's lock.
 fn open(
     conn: &mut DbConnection,
     env: Env<'_>,
     action: &ActionRow,
     labels: &BTreeMap<String, String>,
     (opened_by, actor): (Option<&str>, &str),
-    (now, today): (NaiveDateTime, NaiveDate),
+    today: NaiveDate,
 ) -> QueryResult<DrillRecheckRow> {
     let window = u64::from(env.settings.actions.drill_window_days);
+    // Opened now, whatever time a sweep takes (`coe sweep --at`): a drill's alert is
+    // one that started after this.
+    let now = db::now();
     let recheck = DrillRecheckRow {
         id: db::new_id(),
         action_id: action.id.clone(),
@@ -277,8 +300,7 @@ fn open(
         recheck: &recheck,
         tell: &tell,
     };
-    // Told now, whatever time the sweep takes (`coe sweep --at`).
-    outbound::happened(conn, env, actor, event, db::now())?;
+    outbound::happened(conn, env, actor, event, now)?;
     Ok(recheck)
 }
 
@@ -287,14 +309,18 @@ fn open(
 pub struct Swept {
     pub opened: usize,
     pub missed: usize,
+    pub withdrawn: usize,
 }
 
-/// The sweep at `now` (`today` in the organisation's time zone): opens a re-check of
-/// each done action with an alarm verified `actions.drill_after_days` ago or more and
-/// not re-checked since (none when the setting is 0), and marks missed each waiting
-/// re-check whose day passed, asking the COE's reviewer (its owner, else the admins,
-/// when it has none) to confirm or reopen. In one transaction; run twice, it does
-/// nothing twice.
+/// The sweep at `now` (`today` in the organisation's time zone), in one transaction;
+/// run twice, it does nothing twice:
+/// - withdraws the open re-checks of actions no longer done or no longer to detect or
+///   mitigate;
+/// - opens a re-check of each done action to detect or mitigate, with an alarm,
+///   verified `actions.drill_after_days` ago or more and not re-checked since (none
+///   when the setting is 0): one query finds them;
+/// - marks missed each waiting re-check whose last day passed, asking who decides
+///   (`services::access::drill_deciders`).
 pub fn sweep(
     conn: &mut DbConnection,
     env: Env<'_>,
@@ -303,41 +329,74 @@ pub fn sweep(
 ) -> QueryResult<Swept> {
     db::write_transaction(conn, |conn| {
         let mut swept = Swept::default();
+        let stale = corrective_actions::table
+            .filter(
+                corrective_actions::state
+                    .ne(ActionState::Done.as_str())
+                    .or(corrective_actions::kind.ne_all(drill::PROVEN_BY_ALARM)),
+            )
+            .select(corrective_actions::id);
+        swept.withdrawn = diesel::update(
+            drill_rechecks::table
+                .filter(drill_rechecks::state.eq_any(RecheckState::OPEN))
+                .filter(drill_rechecks::action_id.eq_any(stale)),
+        )
+        .set((
+            drill_rechecks::state.eq(RecheckState::Withdrawn.as_str()),
+            drill_rechecks::decided_at.eq(Some(db::now())),
+        ))
+        .execute(conn)?;
         let after = env.settings.actions.drill_after_days;
         if after > 0 {
             let verified_by = now - chrono::Duration::days(i64::from(after));
-            let candidates: Vec<(ActionRow, String)> = corrective_actions::table
+            let rechecked = drill_rechecks::table
+                .filter(drill_rechecks::action_id.eq(corrective_actions::id))
+                .filter(
+                    drill_rechecks::opened_at
+                        .ge(corrective_actions::verified_at.assume_not_null())
+                        .or(drill_rechecks::state.eq_any(RecheckState::OPEN)),
+                );
+            let due: Vec<String> = corrective_actions::table
                 .inner_join(drill_alarms::table)
                 .filter(corrective_actions::state.eq(ActionState::Done.as_str()))
+                .filter(corrective_actions::kind.eq_any(drill::PROVEN_BY_ALARM))
                 .filter(corrective_actions::verified_at.le(verified_by))
-                .select((ActionRow::as_select(), drill_alarms::labels))
+                .filter(diesel::dsl::not(diesel::dsl::exists(rechecked)))
+                .order(corrective_actions::id.asc())
+                .select(corrective_actions::id)
                 .load(conn)?;
-            for (action, labels) in candidates {
-                let Some(verified_at) = action.verified_at else {
+            for id in due {
+                // Under the COE's lock, as a request takes it: one opens, the other
+                // sees it open (another replica's sweep, someone asking).
+                let coe_id: String = corrective_actions::table
+                    .find(&id)
+                    .select(corrective_actions::coe_id)
+                    .first(conn)?;
+                locks::lock_coe(conn, &coe_id)?;
+                let action: ActionRow = corrective_actions::table
+                    .find(&id)
+                    .select(ActionRow::as_select())
+                    .first(conn)?;
+                let Some(labels) = alarm_of(conn, &id)? else {
                     continue;
                 };
-                let since: i64 = drill_rechecks::table
-                    .filter(drill_rechecks::action_id.eq(&action.id))
+                let since = action.verified_at.unwrap_or(now);
+                let rechecked_since: i64 = drill_rechecks::table
+                    .filter(drill_rechecks::action_id.eq(&id))
                     .filter(
                         drill_rechecks::opened_at
-                            .ge(verified_at)
-                            .or(drill_rechecks::state.eq_any(OPEN)),
+                            .ge(since)
+                            .or(drill_rechecks::state.eq_any(RecheckState::OPEN)),
                     )
                     .count()
                     .get_result(conn)?;
-                let labels: BTreeMap<String, String> =
-                    serde_json::from_str(&labels).unwrap_or_default();
-                if since > 0 || labels.is_empty() {
+                if action.state != ActionState::Done.as_str()
+                    || action.verified_at.is_none()
+                    || rechecked_since > 0
+                {
                     continue;
                 }
-                open(
-                    conn,
-                    env,
-                    &action,
-                    &labels,
-                    (None, SYSTEM_ACTOR),
-                    (now, today),
-                )?;
+                open(conn, env, &action, &labels, (None, SYSTEM_ACTOR), today)?;
                 swept.opened += 1;
             }
         }
@@ -362,12 +421,13 @@ pub fn sweep(
                 .find(&recheck.action_id)
                 .select(ActionRow::as_select())
                 .first(conn)?;
-            let tell = who_decides(conn, &action.coe_id)?;
+            let tell = deciders(conn, &action, env)?;
             let event = ActionEvent::Drill {
                 action: &action,
                 recheck: &recheck,
                 tell: &tell,
             };
+            // Told now, whatever time the sweep takes.
             outbound::happened(conn, env, SYSTEM_ACTOR, event, db::now())?;
             swept.missed += 1;
         }
@@ -375,62 +435,97 @@ pub fn sweep(
     })
 }
 
-/// Who is asked about a missed re-check on COE `coe_id`: its reviewer, else its owner,
-/// else the admins.
-fn who_decides(conn: &mut DbConnection, coe_id: &str) -> QueryResult<Vec<String>> {
-    let (reviewer, owner): (Option<String>, Option<String>) = coes::table
-        .find(coe_id)
-        .select((coes::reviewer_email, coes::owner_email))
+/// Who decides on a missed re-check of `action`: its COE's reviewer, else the admins
+/// (`services::access::drill_deciders`).
+fn deciders(conn: &mut DbConnection, action: &ActionRow, env: Env<'_>) -> QueryResult<Vec<String>> {
+    let reviewer: Option<String> = coes::table
+        .find(&action.coe_id)
+        .select(coes::reviewer_email)
         .first(conn)?;
-    if let Some(one) = reviewer.or(owner) {
-        return Ok(vec![one]);
-    }
-    people::table
+    let admins: Vec<String> = people::table
         .filter(people::is_admin.eq(true))
+        .filter(people::active.eq(true))
         .order(people::email.asc())
         .select(people::email)
-        .load(conn)
+        .load(conn)?;
+    let completed_by = super::completed_by(conn, &action.id)?;
+    Ok(access::drill_deciders(
+        reviewer.as_deref(),
+        &admins,
+        &action.owner_email,
+        completed_by.as_deref(),
+        &env.settings.auth.dotless_domains,
+    ))
 }
 
-/// The events of a delivery just stored (`id`, event), asked whether one is the alarm
-/// an open re-check waits for: the first firing one that carries its labels proves
-/// it, in the ingest's transaction. One query when nothing waits.
+/// A re-check an event of a delivery proves: the re-check, and where the event is
+/// (the delivery's and the event's place in the batch).
+pub struct Proving {
+    pub recheck: DrillRecheckRow,
+    pub at: (usize, usize),
+}
+
+/// The open re-checks the events of a batch prove (`domain::drill::proves`), each
+/// by its first event. No query unless a drill's event is among them: ordinary alerts
+/// cost nothing.
+pub fn proven_by(conn: &mut DbConnection, batch: &[&[FailureEvent]]) -> QueryResult<Vec<Proving>> {
+    if !batch
+        .iter()
+        .flat_map(|events| events.iter())
+        .any(drill::is_drill)
+    {
+        return Ok(Vec::new());
+    }
+    let open: Vec<DrillRecheckRow> = drill_rechecks::table
+        .filter(drill_rechecks::state.eq_any(RecheckState::OPEN))
+        .select(DrillRecheckRow::as_select())
+        .load(conn)?;
+    let mut proving = Vec::new();
+    for recheck in open {
+        let labels: BTreeMap<String, String> =
+            serde_json::from_str(&recheck.labels).unwrap_or_default();
+        let found = batch.iter().enumerate().find_map(|(d, events)| {
+            events
+                .iter()
+                .position(|e| drill::proves(&labels, recheck.opened_at, e))
+                .map(|e| (d, e))
+        });
+        if let Some(at) = found {
+            proving.push(Proving { recheck, at });
+        }
+    }
+    Ok(proving)
+}
+
+/// Marks proven each re-check of `proving` by its event (`id`, event), in the
+/// ingest's transaction: when the alarm fired and, when the drill said when it
+/// started, how long it took. The owner is told (and whoever was asked to decide on
+/// it, when it had been missed).
 pub fn prove(
     conn: &mut DbConnection,
     env: Env<'_>,
-    events: &[(&str, &FailureEvent)],
+    proving: Vec<(DrillRecheckRow, &str, &FailureEvent)>,
 ) -> QueryResult<usize> {
-    if events.is_empty() {
-        return Ok(0);
-    }
-    let open: Vec<DrillRecheckRow> = drill_rechecks::table
-        .filter(drill_rechecks::state.eq_any(OPEN))
-        .select(DrillRecheckRow::as_select())
-        .load(conn)?;
     let mut proven = 0;
-    for mut recheck in open {
-        let labels: BTreeMap<String, String> =
-            serde_json::from_str(&recheck.labels).unwrap_or_default();
-        let Some((event_id, event)) = events.iter().find(|(_, e)| {
-            e.status == crate::domain::EventStatus::Firing && drill::matches(&labels, e)
-        }) else {
-            continue;
-        };
+    for (mut recheck, event_id, event) in proving {
         let now = db::now();
+        let was_missed = recheck.state == RecheckState::Missed.as_str();
         recheck.state = RecheckState::Proven.as_str().to_owned();
-        recheck.event_id = Some((*event_id).to_owned());
+        recheck.event_id = Some(event_id.to_owned());
         recheck.fired_at = Some(event.started_at);
         recheck.detected_seconds = drill::detected_seconds(event);
+        recheck.decided_at = Some(now);
         let marked = diesel::update(
             drill_rechecks::table
                 .find(&recheck.id)
-                .filter(drill_rechecks::state.eq_any(OPEN)),
+                .filter(drill_rechecks::state.eq_any(RecheckState::OPEN)),
         )
         .set((
             drill_rechecks::state.eq(&recheck.state),
             drill_rechecks::event_id.eq(&recheck.event_id),
             drill_rechecks::fired_at.eq(recheck.fired_at),
             drill_rechecks::detected_seconds.eq(recheck.detected_seconds),
+            drill_rechecks::decided_at.eq(recheck.decided_at),
         ))
         .execute(conn)?;
         if marked == 0 {
@@ -440,7 +535,10 @@ pub fn prove(
             .find(&recheck.action_id)
             .select(ActionRow::as_select())
             .first(conn)?;
-        let tell = [action.owner_email.clone()];
+        let mut tell = vec![action.owner_email.clone()];
+        if was_missed {
+            tell.extend(deciders(conn, &action, env)?);
+        }
         let event = ActionEvent::Drill {
             action: &action,
             recheck: &recheck,
@@ -452,10 +550,10 @@ pub fn prove(
     Ok(proven)
 }
 
-/// The COE's reviewer decides on the missed re-check of action `id`: the fix stands
-/// (`confirm`, with why) or the action is reopened (with why: its owner is told, as
-/// for any reopening). Never its owner or whoever completed it
-/// (`services::access::verify_action`).
+/// Who decides on the missed re-check of action `id` confirms the fix stands
+/// (`confirm`, with why) or reopens the action (with why: its owner is told): the
+/// COE's reviewer, else an admin; never its owner or whoever completed it
+/// (`services::access::decide_drill`).
 pub fn decide(
     conn: &mut DbConnection,
     id: &str,
@@ -480,7 +578,7 @@ pub fn decide(
             .filter(|r| r.state == RecheckState::Missed.as_str())
             .ok_or_else(|| {
                 ActionError::Conflict(
-                    "no missed re-check of this action waits for its reviewer".into(),
+                    "no missed re-check of this action waits for a decision".into(),
                 )
             })?;
         let reviewer: Option<String> = coes::table
@@ -488,7 +586,7 @@ pub fn decide(
             .select(coes::reviewer_email)
             .first(conn)?;
         let completed_by = super::completed_by(conn, id)?;
-        let by = access::verify_action(
+        let by = access::decide_drill(
             who,
             reviewer.as_deref(),
             &row.owner_email,
@@ -505,14 +603,24 @@ pub fn decide(
         recheck.decided_by = Some(by.to_owned());
         recheck.decided_at = Some(now);
         recheck.note = Some(note.clone());
-        diesel::update(drill_rechecks::table.find(&recheck.id))
-            .set((
-                drill_rechecks::state.eq(&recheck.state),
-                drill_rechecks::decided_by.eq(&recheck.decided_by),
-                drill_rechecks::decided_at.eq(recheck.decided_at),
-                drill_rechecks::note.eq(&recheck.note),
-            ))
-            .execute(conn)?;
+        // Still missed: a drill's alert may have proven it since it was read.
+        let marked = diesel::update(
+            drill_rechecks::table
+                .find(&recheck.id)
+                .filter(drill_rechecks::state.eq(RecheckState::Missed.as_str())),
+        )
+        .set((
+            drill_rechecks::state.eq(&recheck.state),
+            drill_rechecks::decided_by.eq(&recheck.decided_by),
+            drill_rechecks::decided_at.eq(recheck.decided_at),
+            drill_rechecks::note.eq(&recheck.note),
+        ))
+        .execute(conn)?;
+        if marked == 0 {
+            return Err(ActionError::Conflict(
+                "the re-check was settled meanwhile (a drill's alert proved it)".into(),
+            ));
+        }
         let actor = who.actor;
         let from: ActionState = types::read("corrective_actions.state", &row.state)?;
         if !confirm && from == ActionState::Done {

@@ -565,7 +565,8 @@ pub fn with_action_figures(
         .get_result(conn)?;
     let outage_times =
         crate::services::figures::times::outage_times(conn, clock, scope.team.as_deref())?;
-    let drills = crate::services::figures::drills::last_four_quarters(conn, clock)?;
+    let drills =
+        crate::services::figures::drills::last_four_quarters(conn, clock, scope.owners.as_deref())?;
     Ok(Stats {
         outage_times,
         drills,

@@ -22,7 +22,7 @@ use crate::db::schema::{failure_events, webhook_deliveries};
 use crate::db::{self, locks, DbConnection};
 use crate::domain::incident::IncidentPolicy;
 use crate::domain::{EventStatus, FailureEvent};
-use crate::services::{coe::coes, Env};
+use crate::services::{coe::actions::drill, coe::coes, Env};
 use filing::{file_into_incident, Pending};
 
 /// One received delivery, as it arrived.
@@ -172,10 +172,22 @@ pub(crate) fn store_all(
         Ok(seen)
     })?;
 
+    // The drills' alerts among them that prove a fix (`services::coe::actions::drill`):
+    // their incidents ask for no COE. No query when no drill's alert is among them.
+    let batch: Vec<&[FailureEvent]> = deliveries.iter().map(|(_, events)| *events).collect();
+    let proving = drill::proven_by(conn, &batch)?;
+
     let mut outcomes: Vec<IngestOutcome> = Vec::with_capacity(deliveries.len());
     // Keyed deliveries of this batch: (source, key) → their outcome.
     let mut keyed: HashMap<(&str, &str), usize> = HashMap::new();
-    for (((delivery, events), hashes), again) in deliveries.iter().zip(&hashes).zip(again) {
+    for (d, (((delivery, events), hashes), again)) in
+        deliveries.iter().zip(&hashes).zip(again).enumerate()
+    {
+        let drills: Vec<usize> = proving
+            .iter()
+            .filter(|p| p.at.0 == d)
+            .map(|p| p.at.1)
+            .collect();
         let earlier = delivery
             .key
             .and_then(|key| keyed.get(&(delivery.source, key)))
@@ -191,7 +203,7 @@ pub(crate) fn store_all(
                 events,
                 hashes,
                 &mut seen,
-                policy,
+                (policy, &drills),
                 env,
             )?,
         };
@@ -201,15 +213,16 @@ pub(crate) fn store_all(
         outcomes.push(outcome);
     }
     pending.flush(conn)?;
-    // A firing alert a drill's re-check waits for proves its fix.
-    let new: Vec<(&str, &FailureEvent)> = deliveries
-        .iter()
-        .zip(&outcomes)
-        .flat_map(|((_, events), outcome)| events.iter().zip(&outcome.events))
-        .filter(|(event, stored)| !stored.duplicate && event.status == EventStatus::Firing)
-        .map(|(event, stored)| (stored.id.as_str(), event))
+    // Each drill's alert stored (not one sent before) proves its re-check.
+    let proven: Vec<_> = proving
+        .into_iter()
+        .filter_map(|p| {
+            let (d, e) = p.at;
+            let stored = outcomes[d].events.get(e).filter(|s| !s.duplicate)?;
+            Some((p.recheck, stored.id.as_str(), &deliveries[d].1[e]))
+        })
         .collect();
-    crate::services::coe::actions::drill::prove(conn, *env, &new)?;
+    drill::prove(conn, *env, proven)?;
     Ok(outcomes)
 }
 
@@ -309,7 +322,7 @@ fn store_one(
     events: &[FailureEvent],
     hashes: &[KeyHash],
     seen: &mut HashMap<KeyHash, (String, String)>,
-    policy: &IncidentPolicy,
+    (policy, drills): (&IncidentPolicy, &[usize]),
     env: &Env<'_>,
 ) -> Result<IngestOutcome, diesel::result::Error> {
     let now = pending.now;
@@ -346,7 +359,7 @@ fn store_one(
                 id
             }
         };
-        let filed = file_into_incident(conn, pending, event, policy)?;
+        let filed = file_into_incident(conn, pending, event, policy, drills.contains(&i))?;
         let incident_id = filed.id;
         let row = FailureEventRow {
             id: db::new_id(),

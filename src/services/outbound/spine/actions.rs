@@ -326,6 +326,9 @@ fn stepped(
     (action, verb, from, note): (&ActionRow, Transition, ActionState, Option<&str>),
     now: NaiveDateTime,
 ) -> QueryResult<()> {
+    if verb == Transition::Reopen {
+        withdraw_drills(conn, &action.id, now)?;
+    }
     let push = match verb {
         Transition::Start => Push::Start,
         Transition::Complete => Push::Done {
@@ -359,6 +362,7 @@ fn verified(
 ) -> QueryResult<()> {
     let verified = action.verified_at.is_some();
     if !verified {
+        withdraw_drills(conn, &action.id, now)?;
         let push = Push::SentBack { reason };
         tickets::changed(conn, &action.id, push, actor, now)?;
     }
@@ -381,6 +385,9 @@ fn action_changed(
     now: NaiveDateTime,
 ) -> QueryResult<()> {
     let row = change.action;
+    if change.unverified {
+        withdraw_drills(conn, &row.id, now)?;
+    }
     if let Some((from, to, reason)) = change.due {
         tickets::changed(conn, &row.id, Push::Due { from, to, reason }, actor, now)?;
     }
@@ -447,6 +454,29 @@ pub fn new_owner_email(
 }
 
 /// A row of action `action`'s history (and its COE's).
+/// An action that is no longer a done, verified fix has nothing for a drill to prove:
+/// its open re-check (`drill_rechecks`) is withdrawn, and a new verification opens a
+/// new one.
+fn withdraw_drills(
+    conn: &mut DbConnection,
+    action_id: &str,
+    now: NaiveDateTime,
+) -> QueryResult<()> {
+    use crate::db::schema::drill_rechecks;
+    use crate::domain::drill::RecheckState;
+    diesel::update(
+        drill_rechecks::table
+            .filter(drill_rechecks::action_id.eq(action_id))
+            .filter(drill_rechecks::state.eq_any(RecheckState::OPEN)),
+    )
+    .set((
+        drill_rechecks::state.eq(RecheckState::Withdrawn.as_str()),
+        drill_rechecks::decided_at.eq(Some(now)),
+    ))
+    .execute(conn)?;
+    Ok(())
+}
+
 fn action_history(
     conn: &mut DbConnection,
     action: &ActionRow,

@@ -28,6 +28,7 @@ pub(in crate::services::intake::ingest) fn file_into_incident(
     pending: &mut Pending,
     event: &FailureEvent,
     policy: &IncidentPolicy,
+    proves_a_fix: bool,
 ) -> Result<Filed, diesel::result::Error> {
     let now = pending.now;
     let hash = group_hash(&event.group_key);
@@ -95,9 +96,10 @@ pub(in crate::services::intake::ingest) fn file_into_incident(
             incident.slo = crate::domain::event::slo_of(event);
         }
     }
-    // A drill's alarm proves a fix (`domain::drill`): it asks for no COE.
+    // A drill's alert that proves a fix (`services::coe::actions::drill`) asks for no
+    // COE; a drill's event that proves nothing is an outage like any other.
     if incident.coe_required_at.is_none()
-        && !crate::domain::drill::is_drill(event)
+        && !proves_a_fix
         && (policy.needs_coe(severity) || policy.burned_too_much(incident.budget_burned))
     {
         incident.coe_required_at = Some(now);
