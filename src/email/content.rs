@@ -404,8 +404,9 @@ pub struct DrillRecheck {
     pub fired_at: String,
     /// How long it took from the drill's start, in words (empty when not said).
     pub detected: String,
-    /// What the reviewer said.
+    /// What whoever decided said, and who they are (empty until decided).
     pub note: String,
+    pub decided_by: String,
 }
 
 /// A COE's review meeting: an invitation, its move (`updated`) or its cancellation;

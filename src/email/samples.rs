@@ -188,6 +188,7 @@ impl Kind {
                 fired_at: String::new(),
                 detected: String::new(),
                 note: String::new(),
+                decided_by: String::new(),
             }),
             Kind::ReviewMeeting => serde_json::to_value(ReviewMeeting {
                 recipient_name: "Bo Reviewer".into(),

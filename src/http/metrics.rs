@@ -200,7 +200,7 @@ impl Metrics {
         registry.register("coes", "COEs by state", inspection.coes.clone());
         registry.register(
             "drill_rechecks",
-            "Drill re-checks of fixes opened in the last four quarters, by state (waiting, proven, missed, confirmed, reopened)",
+            "Drill re-checks of fixes opened in the last four quarters, by state (waiting, proven, missed, confirmed, reopened, withdrawn)",
             inspection.drill_rechecks.clone(),
         );
         registry.register(

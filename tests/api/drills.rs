@@ -613,6 +613,29 @@ async fn a_drill_proves_a_fix_by_itself_and_a_missed_one_asks_the_reviewer_to_co
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["decided_by"], "dana@example.com");
 
+    // Asked again, then its kind changes to prevent: the re-check is withdrawn at once.
+    let (status, _) = w
+        .send(
+            &w.reviewer,
+            "POST",
+            &format!("{}/recheck", drill(&own)),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(status, 201);
+    let (status, body) = w
+        .send(
+            &w.reviewer,
+            "PATCH",
+            &format!("/api/v1/actions/{own}"),
+            None,
+            Some(json!({"kind": "prevent"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(rechecks(&w, &own), ["confirmed", "withdrawn"]);
+
     // The pages the inspection uses, and /metrics.
     let cookie = crate::pages::sign_in(&w.app, "owner@example.com").await;
     let since = (now - Duration::days(1)).date_naive();
@@ -673,7 +696,7 @@ async fn a_drill_proves_a_fix_by_itself_and_a_missed_one_asks_the_reviewer_to_co
         ("proven", 2),
         ("confirmed", 2),
         ("reopened", 1),
-        ("withdrawn", 1),
+        ("withdrawn", 2),
         ("waiting", 0),
     ] {
         let line = format!("coe_drill_rechecks{{state=\"{state}\"}} {n}");
@@ -764,6 +787,28 @@ async fn in_a_browser_an_owner_asks_for_a_drill_and_a_real_alertmanagers_alert_p
     assert_eq!(
         drill_incident["needs_coe"], false,
         "a drill asks for no COE: {drill_incident}"
+    );
+    // The drill ends: Alertmanager sends the alert resolved; the incident resolves and
+    // still asks for no COE.
+    let mut resolved = alert.clone();
+    resolved["endsAt"] = json!(Utc::now().to_rfc3339());
+    am.post_alert(&w.app.client, &resolved).await;
+    let drill_incident = crate::eventually::eventually_async(
+        std::time::Duration::from_secs(60),
+        "the drill's alert resolved",
+        || async {
+            let list = w.app.get_json("/api/v1/incidents", &admin).await;
+            list["incidents"].as_array().and_then(|l| {
+                l.iter()
+                    .find(|i| i["title"] == "Config drift on payments" && i["state"] == "resolved")
+                    .cloned()
+            })
+        },
+    )
+    .await;
+    assert_eq!(
+        drill_incident["needs_coe"], false,
+        "a drill's resolution asks for no COE either: {drill_incident}"
     );
 
     browser

@@ -46,8 +46,9 @@ pub async fn review_meeting(who: SignedIn, query: web::Query<MeetingQuery>, stat
             .map_err(|_| PageError::BadRequest(format!("pick: {p:?} is not a number")))?,
     };
     let share = state.settings.incident_policy().budget_share;
-    let (agenda, names) = as_service(&state, move |conn, _| {
-        let agenda = meeting::agenda(conn, clock, since, seed, share)?;
+    let (agenda, names) = as_service(&state, move |conn, state| {
+        let dotless = &state.settings.auth.dotless_domains;
+        let agenda = meeting::agenda(conn, clock, since, seed, (share, dotless))?;
         let shown: Vec<String> = agenda
             .approved
             .iter()

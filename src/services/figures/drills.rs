@@ -92,6 +92,9 @@ pub struct DrillItem {
     pub coe_id: String,
     pub coe_title: String,
     pub reviewer: Option<String>,
+    /// Who decides on it when missed: the reviewer when they may, else none (an
+    /// admin: `services::access::drill_deciders`).
+    pub decider: Option<String>,
     pub state: String,
     pub last_day: NaiveDate,
     pub labels: String,
@@ -124,8 +127,12 @@ type Row = (
     Option<i64>,
 );
 
-/// The agenda's drills.
-pub fn agenda(conn: &mut DbConnection, from: NaiveDateTime) -> QueryResult<DrillAgenda> {
+/// The agenda's drills; `dotless` is `auth.dotless_domains`.
+pub fn agenda(
+    conn: &mut DbConnection,
+    from: NaiveDateTime,
+    dotless: &[String],
+) -> QueryResult<DrillAgenda> {
     let open = [
         RecheckState::Waiting.as_str(),
         RecheckState::Missed.as_str(),
@@ -170,7 +177,21 @@ pub fn agenda(conn: &mut DbConnection, from: NaiveDateTime) -> QueryResult<Drill
     ) in rows
     {
         let labels: BTreeMap<String, String> = serde_json::from_str(&labels).unwrap_or_default();
+        let decider = if state == RecheckState::Missed.as_str() {
+            let completed_by = crate::services::coe::actions::completed_by(conn, &action_id)?;
+            crate::services::access::drill_deciders(
+                reviewer.as_deref(),
+                &[],
+                &owner,
+                completed_by.as_deref(),
+                dotless,
+            )
+            .pop()
+        } else {
+            None
+        };
         let item = DrillItem {
+            decider,
             action_id,
             action_title,
             owner,

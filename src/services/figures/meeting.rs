@@ -182,7 +182,7 @@ pub fn agenda(
     clock: Clock,
     since: NaiveDate,
     seed: u64,
-    budget_share: f64,
+    (budget_share, dotless): (f64, &[String]),
 ) -> QueryResult<Agenda> {
     let from = clock.midnight(since);
     let approved_ids = crate::services::figures::coverage::approvals(conn, from, None)?;
@@ -237,7 +237,7 @@ pub fn agenda(
             .collect();
     let recurrences = recurrences_since(conn, from)?;
     let refusals = refusals_since(conn, from)?;
-    let drills = crate::services::figures::drills::agenda(conn, from)?;
+    let drills = crate::services::figures::drills::agenda(conn, from, dotless)?;
 
     let readable = coes::table.filter(coes::state.eq_any(["approved", "closed"]));
     let approved_total: i64 = readable.clone().count().get_result(conn)?;

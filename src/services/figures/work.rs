@@ -158,24 +158,47 @@ fn drills(
         .limit(SHOWN)
         .select(select)
         .load(conn)?;
-    let to_decide: Vec<Row> = drill_rechecks::table
+    // The reviewer's, and an admin's where the reviewer may not decide
+    // (`services::access::drill_deciders`, asked below).
+    let is_admin: bool = crate::db::schema::people::table
+        .find(me)
+        .select(crate::db::schema::people::is_admin)
+        .first(conn)
+        .optional()?
+        .unwrap_or(false);
+    let mut missed = drill_rechecks::table
         .inner_join(corrective_actions::table.inner_join(coes::table))
-        .filter(coes::reviewer_email.eq(me))
         .filter(drill_rechecks::state.eq(RecheckState::Missed.as_str()))
-        .limit(SHOWN)
-        .select(select)
-        .load(conn)?;
+        .select((select, coes::reviewer_email))
+        .into_boxed();
+    if !is_admin {
+        missed = missed.filter(coes::reviewer_email.eq(me));
+    }
+    let to_decide: Vec<(Row, Option<String>)> = missed.limit(SHOWN).load(conn)?;
+    let admins = if is_admin {
+        vec![me.to_owned()]
+    } else {
+        Vec::new()
+    };
+    let mut decide = Vec::new();
+    for (row, reviewer) in to_decide {
+        let completed_by = crate::services::coe::actions::completed_by(conn, &row.0)?;
+        let deciders = crate::services::access::drill_deciders(
+            reviewer.as_deref(),
+            &admins,
+            &row.7,
+            completed_by.as_deref(),
+            dotless,
+        );
+        if deciders.iter().any(|d| d == me) {
+            decide.push(row);
+        }
+    }
     for (kind, rows) in [
         (MoveKind::RunDrill, to_run),
-        (MoveKind::DecideDrill, to_decide),
+        (MoveKind::DecideDrill, decide),
     ] {
         for (id, title, coe_id, coe_title, severity, labels, last_day, owner, since) in rows {
-            if kind == MoveKind::DecideDrill {
-                let completed_by = crate::services::coe::actions::completed_by(conn, &id)?;
-                if action::may_verify(me, &owner, completed_by.as_deref(), dotless).is_err() {
-                    continue;
-                }
-            }
             let labels: std::collections::BTreeMap<String, String> =
                 serde_json::from_str(&labels).unwrap_or_default();
             moves.push(Move {

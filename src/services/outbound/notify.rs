@@ -542,6 +542,7 @@ pub fn drill_recheck(
             .map(drill::span_words)
             .unwrap_or_default(),
         note: recheck.note.clone().unwrap_or_default(),
+        decided_by: recheck.decided_by.clone().unwrap_or_default(),
     });
     let key = format!(
         "{}:{}:{}:{to}",

@@ -193,8 +193,13 @@ pub fn sweep(
     if !dry_run {
         // Each chat channel's summary of the day, next to the owners' digests.
         crate::services::outbound::chat::overdue_daily(conn, env, today, db::now())?;
-        // Drills that prove fixes: re-checks opened and missed.
-        crate::services::coe::actions::drill::sweep(conn, env, at.naive_utc(), today)?;
+        // Drills that prove fixes: re-checks opened and missed. A failure there is
+        // logged and leaves the reminders to go.
+        if let Err(e) =
+            crate::services::coe::actions::drill::sweep(conn, env, at.naive_utc(), today)
+        {
+            tracing::error!(error = %e, "the drills' sweep failed; the next sweep tries again");
+        }
     }
     let links = Links::new(&settings.public_url);
     let r = &settings.reminders;

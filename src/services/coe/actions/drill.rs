@@ -63,7 +63,8 @@ pub struct RecheckView {
     /// The last day for the drill.
     #[schema(value_type = String, format = Date)]
     pub last_day: NaiveDate,
-    /// `waiting`, `proven`, `missed` (the reviewer is asked), `confirmed` or `reopened`.
+    /// `waiting`, `proven`, `missed` (who decides is asked), `confirmed`, `reopened`, or
+    /// `withdrawn` (the action changed first).
     pub state: String,
     /// The event that proved it.
     pub event_id: Option<String>,
@@ -329,17 +330,19 @@ pub fn sweep(
 ) -> QueryResult<Swept> {
     db::write_transaction(conn, |conn| {
         let mut swept = Swept::default();
+        // Asked from the few open re-checks, each of its action (an `IN` over the
+        // actions would read every one of them).
         let stale = corrective_actions::table
+            .filter(corrective_actions::id.eq(drill_rechecks::action_id))
             .filter(
                 corrective_actions::state
                     .ne(ActionState::Done.as_str())
                     .or(corrective_actions::kind.ne_all(drill::PROVEN_BY_ALARM)),
-            )
-            .select(corrective_actions::id);
+            );
         swept.withdrawn = diesel::update(
             drill_rechecks::table
                 .filter(drill_rechecks::state.eq_any(RecheckState::OPEN))
-                .filter(drill_rechecks::action_id.eq_any(stale)),
+                .filter(diesel::dsl::exists(stale)),
         )
         .set((
             drill_rechecks::state.eq(RecheckState::Withdrawn.as_str()),
@@ -356,22 +359,23 @@ pub fn sweep(
                         .ge(corrective_actions::verified_at.assume_not_null())
                         .or(drill_rechecks::state.eq_any(RecheckState::OPEN)),
                 );
-            let due: Vec<String> = corrective_actions::table
+            // In the order of their COEs, whose locks are taken in that order (two
+            // replicas' sweeps wait for each other, never each for the other).
+            let due: Vec<(String, String)> = corrective_actions::table
                 .inner_join(drill_alarms::table)
                 .filter(corrective_actions::state.eq(ActionState::Done.as_str()))
                 .filter(corrective_actions::kind.eq_any(drill::PROVEN_BY_ALARM))
                 .filter(corrective_actions::verified_at.le(verified_by))
                 .filter(diesel::dsl::not(diesel::dsl::exists(rechecked)))
-                .order(corrective_actions::id.asc())
-                .select(corrective_actions::id)
+                .order((
+                    corrective_actions::coe_id.asc(),
+                    corrective_actions::id.asc(),
+                ))
+                .select((corrective_actions::coe_id, corrective_actions::id))
                 .load(conn)?;
-            for id in due {
+            for (coe_id, id) in due {
                 // Under the COE's lock, as a request takes it: one opens, the other
                 // sees it open (another replica's sweep, someone asking).
-                let coe_id: String = corrective_actions::table
-                    .find(&id)
-                    .select(corrective_actions::coe_id)
-                    .first(conn)?;
                 locks::lock_coe(conn, &coe_id)?;
                 let action: ActionRow = corrective_actions::table
                     .find(&id)
@@ -422,6 +426,13 @@ pub fn sweep(
                 .select(ActionRow::as_select())
                 .first(conn)?;
             let tell = deciders(conn, &action, env)?;
+            if tell.is_empty() {
+                tracing::warn!(
+                    action = %action.id,
+                    "a missed drill re-check has nobody to decide on it: the COE has no reviewer who \
+                     neither owns nor completed the action, and no admin who did neither"
+                );
+            }
             let event = ActionEvent::Drill {
                 action: &action,
                 recheck: &recheck,
@@ -466,14 +477,14 @@ pub struct Proving {
 }
 
 /// The open re-checks the events of a batch prove (`domain::drill::proves`), each
-/// by its first event. No query unless a drill's event is among them: ordinary alerts
+/// by its first event; `batch` holds the events to be stored, each with its delivery's
+/// and its own place. No query unless a drill's event is among them: ordinary alerts
 /// cost nothing.
-pub fn proven_by(conn: &mut DbConnection, batch: &[&[FailureEvent]]) -> QueryResult<Vec<Proving>> {
-    if !batch
-        .iter()
-        .flat_map(|events| events.iter())
-        .any(drill::is_drill)
-    {
+pub fn proven_by(
+    conn: &mut DbConnection,
+    batch: &[(usize, usize, &FailureEvent)],
+) -> QueryResult<Vec<Proving>> {
+    if !batch.iter().any(|(_, _, e)| drill::is_drill(e)) {
         return Ok(Vec::new());
     }
     let open: Vec<DrillRecheckRow> = drill_rechecks::table
@@ -484,12 +495,10 @@ pub fn proven_by(conn: &mut DbConnection, batch: &[&[FailureEvent]]) -> QueryRes
     for recheck in open {
         let labels: BTreeMap<String, String> =
             serde_json::from_str(&recheck.labels).unwrap_or_default();
-        let found = batch.iter().enumerate().find_map(|(d, events)| {
-            events
-                .iter()
-                .position(|e| drill::proves(&labels, recheck.opened_at, e))
-                .map(|e| (d, e))
-        });
+        let found = batch
+            .iter()
+            .find(|(_, _, e)| drill::proves(&labels, recheck.opened_at, e))
+            .map(|(d, e, _)| (*d, *e));
         if let Some(at) = found {
             proving.push(Proving { recheck, at });
         }
@@ -593,6 +602,15 @@ pub fn decide(
             completed_by.as_deref(),
             &env.settings.auth.dotless_domains,
         )?;
+        let from: ActionState = types::read("corrective_actions.state", &row.state)?;
+        let kind: ActionKind = types::read("corrective_actions.kind", &row.kind)?;
+        if from != ActionState::Done || !drill::proven_by_alarm(kind) {
+            return Err(ActionError::Conflict(format!(
+                "the action is {} and to {}: its drill has nothing left to prove",
+                from.as_str().replace('_', " "),
+                kind.as_str()
+            )));
+        }
         let now = db::now();
         let state = if confirm {
             RecheckState::Confirmed
@@ -622,8 +640,7 @@ pub fn decide(
             ));
         }
         let actor = who.actor;
-        let from: ActionState = types::read("corrective_actions.state", &row.state)?;
-        if !confirm && from == ActionState::Done {
+        if !confirm {
             row.state = ActionState::Open.as_str().to_owned();
             row.closed_at = None;
             (row.verified_at, row.verified_by) = (None, None);

@@ -83,11 +83,15 @@ pub(super) struct Pending {
     /// COE id: a draft follows its incident only when they differ from the incident's
     /// (an earlier alert moves the start and the detection back together).
     pub(super) draft_states: HashMap<String, (i32, Option<NaiveDateTime>, Option<NaiveDateTime>)>,
+    /// Incidents of this batch a drill's alert proving a fix was filed into: their
+    /// other drill's events (the alert resolved, another of its group) ask for no COE.
+    pub(super) drill_incidents: std::collections::HashSet<String>,
 }
 
 impl Pending {
     pub(super) fn new(now: NaiveDateTime) -> Pending {
         Pending {
+            drill_incidents: std::collections::HashSet::new(),
             now,
             groups: HashMap::new(),
             deliveries: Vec::new(),

@@ -174,8 +174,23 @@ pub(crate) fn store_all(
 
     // The drills' alerts among them that prove a fix (`services::coe::actions::drill`):
     // their incidents ask for no COE. No query when no drill's alert is among them.
-    let batch: Vec<&[FailureEvent]> = deliveries.iter().map(|(_, events)| *events).collect();
-    let proving = drill::proven_by(conn, &batch)?;
+    // Only events to be stored: one sent before proves nothing again.
+    let eligible: Vec<(usize, usize, &FailureEvent)> = deliveries
+        .iter()
+        .zip(&hashes)
+        .zip(&again)
+        .enumerate()
+        .filter(|(_, (_, again))| again.is_none())
+        .flat_map(|(d, (((_, events), hashes), _))| {
+            events
+                .iter()
+                .zip(hashes)
+                .enumerate()
+                .filter(|(_, (_, hash))| !seen.contains_key(*hash))
+                .map(move |(e, (event, _))| (d, e, event))
+        })
+        .collect();
+    let proving = drill::proven_by(conn, &eligible)?;
 
     let mut outcomes: Vec<IngestOutcome> = Vec::with_capacity(deliveries.len());
     // Keyed deliveries of this batch: (source, key) → their outcome.

@@ -385,7 +385,12 @@ fn action_changed(
     now: NaiveDateTime,
 ) -> QueryResult<()> {
     let row = change.action;
-    if change.unverified {
+    // No longer a verified fix, or no longer one to detect or mitigate: its drill has
+    // nothing left to prove.
+    let kind_now = change.after.as_ref().and_then(|a| a["kind"].as_str());
+    if change.unverified
+        || kind_now.is_some_and(|k| !crate::domain::drill::PROVEN_BY_ALARM.contains(&k))
+    {
         withdraw_drills(conn, &row.id, now)?;
     }
     if let Some((from, to, reason)) = change.due {

@@ -97,9 +97,19 @@ pub(in crate::services::intake::ingest) fn file_into_incident(
         }
     }
     // A drill's alert that proves a fix (`services::coe::actions::drill`) asks for no
-    // COE; a drill's event that proves nothing is an outage like any other.
+    // COE, nor do the other drill's events of its incident (the alert resolved, another
+    // alert of its group); a drill's event that proves nothing is an outage like any
+    // other. Asked of the database only for a drill's event.
+    if proves_a_fix {
+        pending.drill_incidents.insert(id.clone());
+    }
+    let drill = proves_a_fix
+        || (crate::domain::drill::is_drill(event)
+            && (pending.drill_incidents.contains(&id)
+                || (touched.stored && drill_proven_in(conn, &id)?)));
+    let incident = &mut touched.row;
     if incident.coe_required_at.is_none()
-        && !proves_a_fix
+        && !drill
         && (policy.needs_coe(severity) || policy.burned_too_much(incident.budget_burned))
     {
         incident.coe_required_at = Some(now);
@@ -133,6 +143,20 @@ pub(in crate::services::intake::ingest) fn file_into_incident(
     };
     pending.incidents.insert(id, touched);
     Ok(filed)
+}
+
+/// Whether a drill's alert proved a fix in incident `id` (`drill_rechecks.event_id`).
+fn drill_proven_in(conn: &mut DbConnection, id: &str) -> QueryResult<bool> {
+    use crate::db::schema::{drill_rechecks, failure_events};
+    let events = failure_events::table
+        .filter(failure_events::incident_id.eq(id))
+        .select(failure_events::id.nullable());
+    drill_rechecks::table
+        .filter(drill_rechecks::event_id.eq_any(events))
+        .select(drill_rechecks::id)
+        .first::<String>(conn)
+        .optional()
+        .map(|found| found.is_some())
 }
 
 /// The incident an event of a group goes to when the group has no open incident
